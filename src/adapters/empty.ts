@@ -1,0 +1,15 @@
+import { GatewayError } from '../errors.js';
+import type { ModelAdapter } from './adapter.js';
+
+/** For agent-only deployments: there is no model, so a request that needs one fails clearly. */
+export class EmptyAdapter implements ModelAdapter {
+  readonly name = 'empty';
+
+  async stream(): Promise<void> {
+    throw new GatewayError(
+      'NO_MODEL_CONFIGURED',
+      'This gateway has no model (it serves agents only). Send agentSession to run an agent.',
+      { status: 400 },
+    );
+  }
+}

@@ -1,0 +1,153 @@
+import OpenAI from 'openai';
+import type { ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
+import { ConfigurationError, GatewayError, UpstreamError } from '../errors.js';
+import type { ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
+import { toChatMessages, toChatTools, toToolChoice } from './openai-messages.js';
+
+export interface OpenAIAdapterOptions {
+  /** API key; servers that need none (Ollama, vLLM) may leave it out when `baseURL` is set. */
+  apiKey?: string;
+  /** Base URL of any OpenAI-compatible server. @default "https://api.openai.com/v1" */
+  baseURL?: string;
+  /** Model used unless a request's forwardedParameters.model names another. @default "gpt-4o-mini" */
+  model?: string;
+  /** Retries before the stream starts (429, 5xx, connection errors), by the openai client. @default 2 */
+  maxRetries?: number;
+  /** Extra headers for every request (Azure's api-key, gateways' routing headers). */
+  defaultHeaders?: Record<string, string>;
+  /** Extra query parameters for every request (Azure's api-version). */
+  defaultQuery?: Record<string, string>;
+  /** A ready client instead of the options above. */
+  client?: OpenAI;
+}
+
+/** Chat Completions streaming, for OpenAI and every OpenAI-compatible server. */
+export class OpenAIAdapter implements ModelAdapter {
+  readonly name = 'openai';
+  readonly model: string;
+  private readonly client: OpenAI;
+
+  constructor(options: OpenAIAdapterOptions = {}) {
+    if (!options.client && !options.apiKey && !options.baseURL) {
+      throw new ConfigurationError('OpenAIAdapter needs an apiKey (or a baseURL for a server that needs no key).');
+    }
+    this.model = options.model ?? 'gpt-4o-mini';
+    this.client =
+      options.client ??
+      new OpenAI({
+        apiKey: options.apiKey || 'not-needed',
+        baseURL: options.baseURL,
+        maxRetries: options.maxRetries ?? 2,
+        defaultHeaders: options.defaultHeaders,
+        defaultQuery: options.defaultQuery,
+        // The run engine owns time limits (an idle timeout that any token resets).
+        timeout: 24 * 60 * 60 * 1000,
+      });
+  }
+
+  async stream(request: ModelRequest, output: ModelOutput, signal: AbortSignal): Promise<void> {
+    const params = request.forwardedParameters;
+    const tools = toChatTools(request.tools);
+    const body: ChatCompletionCreateParamsStreaming = {
+      model: params.model || this.model,
+      messages: toChatMessages(request.messages),
+      stream: true,
+      ...(tools.length ? { tools, parallel_tool_calls: true } : {}),
+      ...(params.maxTokens != null ? { max_tokens: params.maxTokens } : {}),
+      ...(params.temperature != null ? { temperature: params.temperature } : {}),
+      ...(params.stop?.length ? { stop: params.stop } : {}),
+    };
+    const toolChoice = tools.length ? toToolChoice(params) : undefined;
+    if (toolChoice) body.tool_choice = toolChoice;
+
+    // State of this completion: at most one text message or one action call is open at a time.
+    let openText: string | undefined;
+    let openCall: string | undefined;
+    let openCallIndex = -1;
+    let parentId: string | undefined;
+    let finished = false;
+    try {
+      const stream = await this.client.chat.completions.create(body, { signal });
+      for await (const chunk of stream) {
+        const choice = chunk.choices?.[0];
+        if (!choice) continue;
+        const delta = choice.delta;
+        if (delta?.content) {
+          if (openCall !== undefined) {
+            output.actionEnd(openCall);
+            openCall = undefined;
+          }
+          if (openText === undefined) parentId = openText = output.textStart(chunk.id);
+          output.textContent(openText, delta.content);
+        }
+        for (const toolCall of delta?.tool_calls ?? []) {
+          if (openCall === undefined || toolCall.index !== openCallIndex) {
+            if (openText !== undefined) output.textEnd(openText);
+            if (openCall !== undefined) output.actionEnd(openCall);
+            openText = undefined;
+            openCallIndex = toolCall.index;
+            openCall = output.actionStart(toolCall.id, toolCall.function?.name ?? '', parentId ?? chunk.id);
+          }
+          const args = toolCall.function?.arguments;
+          if (args) output.actionArgs(openCall, args);
+        }
+        if (choice.finish_reason) finished = true;
+      }
+    } catch (error) {
+      throw toUpstreamError(error, signal);
+    }
+    if (!finished) {
+      throw new UpstreamError('UPSTREAM_STREAM_INTERRUPTED', 'The model provider ended its stream before the answer was complete.');
+    }
+    if (openCall !== undefined) output.actionEnd(openCall);
+    if (openText !== undefined) output.textEnd(openText);
+  }
+}
+
+/** Maps the openai client's errors to stable gateway codes with a message a developer can act on. */
+function toUpstreamError(error: unknown, signal: AbortSignal): unknown {
+  if (signal.aborted) return signal.reason;
+  if (error instanceof GatewayError) return error;
+  if (error instanceof OpenAI.APIUserAbortError) return signal.reason ?? error;
+  if (error instanceof OpenAI.APIConnectionTimeoutError) {
+    return new UpstreamError('UPSTREAM_TIMEOUT', 'The model provider did not answer in time.', { status: 504, cause: error });
+  }
+  if (error instanceof OpenAI.APIConnectionError) {
+    return new UpstreamError(
+      'UPSTREAM_UNREACHABLE',
+      'Could not connect to the model provider. Check OPENAI_BASE_URL and that the server is running.',
+      { cause: error },
+    );
+  }
+  if (error instanceof OpenAI.APIError && error.status !== undefined) {
+    const detail = (error.error as { message?: string } | undefined)?.message ?? error.message;
+    const status = error.status;
+    if (status === 401 || status === 403) {
+      return new UpstreamError('UPSTREAM_AUTHENTICATION_FAILED', `The model provider refused the API key (HTTP ${status}): ${detail}. Check OPENAI_API_KEY.`, {
+        cause: error,
+        details: { upstreamStatus: status },
+      });
+    }
+    if (status === 429) {
+      return new UpstreamError('UPSTREAM_RATE_LIMITED', `The model provider's rate limit was reached (HTTP 429): ${detail}`, {
+        status: 429,
+        cause: error,
+        details: { upstreamStatus: status },
+      });
+    }
+    if (status >= 500) {
+      return new UpstreamError('UPSTREAM_UNAVAILABLE', `The model provider failed (HTTP ${status}): ${detail}`, {
+        cause: error,
+        details: { upstreamStatus: status },
+      });
+    }
+    return new UpstreamError('UPSTREAM_REJECTED', `The model provider rejected the request (HTTP ${status}): ${detail}`, {
+      cause: error,
+      details: { upstreamStatus: status },
+    });
+  }
+  // A body that breaks off midway surfaces as a network error from the stream reader.
+  return new UpstreamError('UPSTREAM_STREAM_INTERRUPTED', 'The connection to the model provider broke during the answer.', {
+    cause: error,
+  });
+}

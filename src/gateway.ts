@@ -1,0 +1,245 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
+import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
+import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
+import { execute } from '@graphql-tools/executor';
+import { pino, type Logger } from 'pino';
+import type { ModelAdapter } from './adapters/adapter.js';
+import { DemoAdapter, demoTimeAction } from './adapters/demo.js';
+import { ServerActionRegistry, type ServerAction } from './actions/server-action.js';
+import { RunLauncher } from './engine/launcher.js';
+import { ConfigurationError, GatewayError } from './errors.js';
+import type { GatewayContext } from './graphql/context.js';
+import { formatGraphQLError, originalErrorOf } from './graphql/errors.js';
+import { buildSchema } from './graphql/schema.js';
+import { CorsPolicy } from './transports/cors.js';
+import { createHttpHandler } from './transports/http.js';
+import { attachWebSocketTransport } from './transports/ws.js';
+
+export interface GatewayOptions {
+  /** The model. @default a DemoAdapter (scripted replies, with the demo `getCurrentTime` action) */
+  adapter?: ModelAdapter;
+  /** Server-side actions the model may call; the gateway executes them. @default [] */
+  actions?: ServerAction<any>[];
+  /** Path of the GraphQL endpoint, for HTTP and WebSocket alike. @default "/api/copilotkit" */
+  path?: string;
+  /** A pino logger. @default pino at level "info" */
+  logger?: Logger;
+  /** @default "production" when NODE_ENV is "production", else "development" */
+  environment?: 'development' | 'production';
+  /** Browser origins allowed to call the gateway, such as "https://app.example.com". @default [] */
+  corsOrigins?: string[];
+  /** Allow localhost, 127.0.0.0/8 and [::1] origins on any port. @default true in development */
+  allowLoopbackOrigins?: boolean;
+  /** Apollo Sandbox at the endpoint, introspection, and Apollo Studio's origins. @default true in development */
+  sandbox?: boolean;
+  /** The most model calls in one run; server-side results are followed by another call. @default 5 */
+  maxRounds?: number;
+  /** A model that sends nothing for this long is cut off and the run fails. @default 60000 */
+  modelIdleTimeoutMs?: number;
+  /** A server-side action that takes longer gets an ACTION_TIMEOUT error result. @default 60000 */
+  actionTimeoutMs?: number;
+  /** Largest accepted request body. @default 10485760 (10 MiB) */
+  maxBodyBytes?: number;
+}
+
+export interface Gateway {
+  /** The node:http server serving HTTP and WebSocket. */
+  readonly server: Server;
+  readonly path: string;
+  /** The adapter's name: "demo", "openai", "empty", … */
+  readonly mode: string;
+  /** Starts listening; resolves with the GraphQL endpoint's URL. */
+  listen(port?: number, host?: string): Promise<string>;
+  /** Stops accepting work, ends open connections and releases the port. */
+  close(): Promise<void>;
+}
+
+const OPTION_NAMES = new Set([
+  'adapter', 'actions', 'path', 'logger', 'environment', 'corsOrigins', 'allowLoopbackOrigins', 'sandbox',
+  'maxRounds', 'modelIdleTimeoutMs', 'actionTimeoutMs', 'maxBodyBytes',
+]);
+
+/** Apollo Studio and the embedded Sandbox call the endpoint from these origins. */
+const APOLLO_STUDIO_ORIGINS = ['https://studio.apollographql.com', 'https://sandbox.embed.apollographql.com'];
+
+/** Builds the gateway. Options are checked here; a mistake throws a ConfigurationError that says what to fix. */
+export function createGateway(options: GatewayOptions = {}): Gateway {
+  const config = resolveOptions(options);
+  const logger = config.logger;
+  const schema = buildSchema();
+  const launcher = new RunLauncher({
+    adapter: config.adapter,
+    serverActions: new ServerActionRegistry(config.actions),
+    maxRounds: config.maxRounds,
+    modelIdleTimeoutMs: config.modelIdleTimeoutMs,
+    actionTimeoutMs: config.actionTimeoutMs,
+  });
+  const cors = new CorsPolicy(
+    [...config.corsOrigins, ...(config.sandbox ? APOLLO_STUDIO_ORIGINS : [])],
+    config.allowLoopbackOrigins,
+  );
+
+  const server = createServer({ noDelay: true, keepAliveTimeout: 65_000 });
+  const ws = attachWebSocketTransport({ server, schema, launcher, path: config.path, cors, logger });
+  const apollo = new ApolloServer<GatewayContext>({
+    schema,
+    introspection: config.sandbox,
+    includeStacktraceInErrorResponses: false,
+    // Runs @defer/@stream (and async-iterable lists) on the tools executor; see STACK notes in PROTOCOL.md.
+    legacyExperimentalExecuteIncrementally: execute as any,
+    formatError: formatGraphQLError,
+    logger: apolloLogger(logger),
+    plugins: [
+      ApolloServerPluginDrainHttpServer({ httpServer: server }),
+      { async serverWillStart() { return { drainServer: ws.dispose }; } },
+      errorLoggingPlugin(),
+      config.sandbox
+        ? ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: true })
+        : ApolloServerPluginLandingPageDisabled(),
+    ],
+  });
+  server.on('request', createHttpHandler({
+    apollo,
+    launcher,
+    path: config.path,
+    cors,
+    logger,
+    maxBodyBytes: config.maxBodyBytes,
+    sseKeepAliveMs: 12_000,
+  }));
+
+  let state: 'created' | 'listening' | 'closed' = 'created';
+  return {
+    server,
+    path: config.path,
+    mode: config.adapter.name,
+    async listen(port = 4000, host?: string) {
+      if (state !== 'created') throw new Error(`The gateway cannot listen: it is ${state}.`);
+      state = 'listening';
+      await apollo.start();
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+      const address = server.address() as AddressInfo;
+      const shownHost = !host || host === '0.0.0.0' || host === '::' ? 'localhost' : host.includes(':') ? `[${host}]` : host;
+      return `http://${shownHost}:${address.port}${config.path}`;
+    },
+    async close() {
+      if (state === 'closed') return;
+      const wasListening = state === 'listening';
+      state = 'closed';
+      if (wasListening) await apollo.stop();
+    },
+  };
+}
+
+interface ResolvedOptions {
+  adapter: ModelAdapter;
+  actions: ServerAction[];
+  path: string;
+  logger: Logger;
+  corsOrigins: string[];
+  allowLoopbackOrigins: boolean;
+  sandbox: boolean;
+  maxRounds: number;
+  modelIdleTimeoutMs: number;
+  actionTimeoutMs: number;
+  maxBodyBytes: number;
+}
+
+function resolveOptions(options: GatewayOptions): ResolvedOptions {
+  if (options === null || typeof options !== 'object') throw new ConfigurationError('createGateway options must be an object.');
+  for (const key of Object.keys(options)) {
+    if (!OPTION_NAMES.has(key)) {
+      throw new ConfigurationError(`Unknown option "${key}". Known options: ${[...OPTION_NAMES].join(', ')}.`);
+    }
+  }
+  const environment = options.environment ?? (process.env.NODE_ENV === 'production' ? 'production' : 'development');
+  if (environment !== 'development' && environment !== 'production') {
+    throw new ConfigurationError(`options.environment must be "development" or "production" (got ${JSON.stringify(environment)}).`);
+  }
+  const development = environment === 'development';
+
+  const adapter = options.adapter ?? new DemoAdapter();
+  if (typeof adapter !== 'object' || typeof adapter.stream !== 'function' || typeof adapter.name !== 'string') {
+    throw new ConfigurationError('options.adapter must be a model adapter (an object with a name and a stream method).');
+  }
+  if (options.actions !== undefined && !Array.isArray(options.actions)) {
+    throw new ConfigurationError('options.actions must be an array of server-side actions.');
+  }
+  const actions = [...(options.actions ?? [])];
+  // Demo mode is explorable offline: its scripted model can call the demo action.
+  if (!options.adapter && !actions.some((action) => action?.name === demoTimeAction.name)) actions.push(demoTimeAction);
+
+  const path = options.path ?? '/api/copilotkit';
+  if (typeof path !== 'string' || !/^\/[\w\-./~]*$/.test(path) || path === '/health') {
+    throw new ConfigurationError(`options.path must be a URL path starting with "/", other than /health (got ${JSON.stringify(path)}).`);
+  }
+  if (options.corsOrigins !== undefined && (!Array.isArray(options.corsOrigins) || options.corsOrigins.some((o) => typeof o !== 'string'))) {
+    throw new ConfigurationError('options.corsOrigins must be an array of origins such as "https://app.example.com".');
+  }
+  for (const [name, value] of [['allowLoopbackOrigins', options.allowLoopbackOrigins], ['sandbox', options.sandbox]] as const) {
+    if (value !== undefined && typeof value !== 'boolean') throw new ConfigurationError(`options.${name} must be true or false.`);
+  }
+  const logger = options.logger ?? pino({ level: 'info' });
+  if (typeof logger?.child !== 'function') throw new ConfigurationError('options.logger must be a pino logger.');
+
+  return {
+    adapter,
+    actions,
+    path,
+    logger,
+    corsOrigins: options.corsOrigins ?? [],
+    allowLoopbackOrigins: options.allowLoopbackOrigins ?? development,
+    sandbox: options.sandbox ?? development,
+    maxRounds: integerOption('maxRounds', options.maxRounds, 5, 1, 100),
+    modelIdleTimeoutMs: integerOption('modelIdleTimeoutMs', options.modelIdleTimeoutMs, 60_000, 1, 3_600_000),
+    actionTimeoutMs: integerOption('actionTimeoutMs', options.actionTimeoutMs, 60_000, 1, 3_600_000),
+    maxBodyBytes: integerOption('maxBodyBytes', options.maxBodyBytes, 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+  };
+}
+
+function integerOption(name: string, value: unknown, fallback: number, min: number, max: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigurationError(`options.${name} must be a whole number from ${min} to ${max} (got ${JSON.stringify(value)}).`);
+  }
+  return value;
+}
+
+/** Logs what clients were told: gateway errors briefly, unexpected ones in full (they were masked). */
+function errorLoggingPlugin(): ApolloServerPlugin<GatewayContext> {
+  return {
+    async requestDidStart() {
+      return {
+        async didEncounterErrors({ contextValue, errors }) {
+          for (const error of errors) {
+            const original = originalErrorOf(error);
+            if (original instanceof GatewayError) {
+              contextValue.logger.info({ code: original.code }, `request error: ${original.message}`);
+            } else if (original) {
+              contextValue.logger.error({ err: original }, 'unexpected error (masked for the client)');
+            }
+          }
+        },
+      };
+    },
+  };
+}
+
+function apolloLogger(logger: Logger) {
+  const apollo = logger.child({ component: 'apollo' });
+  return {
+    debug: (message: string) => apollo.debug(message),
+    info: (message: string) => apollo.info(message),
+    warn: (message: string) => apollo.warn(message),
+    error: (message: string) => apollo.error(message),
+  };
+}

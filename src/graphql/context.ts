@@ -1,0 +1,12 @@
+import type { Logger } from 'pino';
+import type { RunLauncher } from '../engine/launcher.js';
+
+/** What every resolver gets: the request's identity and logger, and the gateway's run launcher. */
+export interface GatewayContext {
+  /** Sent back to the client as `x-request-id` and in error extensions, so a report can be found in the logs. */
+  requestId: string;
+  logger: Logger;
+  /** Aborted when the client goes away (HTTP connection closed, WebSocket operation completed). */
+  signal: AbortSignal;
+  launcher: RunLauncher;
+}

@@ -1,0 +1,42 @@
+import { GraphQLError, type GraphQLFormattedError } from 'graphql';
+import { GatewayError } from '../errors.js';
+
+/**
+ * The one place errors are shaped for clients (Apollo's formatError and graphql-ws share it):
+ * a GatewayError shows its code, HTTP status, severity and visibility; GraphQL's own errors
+ * (syntax, validation, bad variables) pass as they are; anything else is masked as
+ * "Unexpected error." — it is logged in full with the request id, never sent. No stack traces.
+ */
+export function formatGraphQLError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
+  const original = originalErrorOf(error);
+  const { stacktrace: _omit, ...extensions } = (formatted.extensions ?? {}) as Record<string, unknown>;
+  if (original instanceof GatewayError) {
+    return {
+      message: original.message,
+      ...(formatted.locations ? { locations: formatted.locations } : {}),
+      ...(formatted.path ? { path: formatted.path } : {}),
+      extensions: {
+        code: original.code,
+        statusCode: original.status,
+        severity: original.severity,
+        visibility: original.visibility,
+        ...(original.details ? { details: original.details } : {}),
+      },
+    };
+  }
+  if (original && !(original instanceof GraphQLError)) {
+    return {
+      message: 'Unexpected error.',
+      ...(formatted.path ? { path: formatted.path } : {}),
+      extensions: { code: 'INTERNAL_SERVER_ERROR', statusCode: 500 },
+    };
+  }
+  return { ...formatted, extensions };
+}
+
+/** The error a resolver threw, below GraphQL's wrapping. */
+export function originalErrorOf(error: unknown): unknown {
+  let current = error;
+  while (current instanceof GraphQLError && current.originalError) current = current.originalError;
+  return current instanceof GraphQLError ? undefined : current;
+}

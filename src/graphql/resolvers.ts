@@ -1,0 +1,60 @@
+import { DateTimeISOResolver, JSONObjectResolver, JSONResolver } from 'graphql-scalars';
+import type { Resolvers } from '../../generated/graphql.js';
+import type { RuntimeEventType } from '../engine/events.js';
+
+/** GraphQL type names of the subscription's events, by runtime event type. */
+const EVENT_TYPENAMES = {
+  RunStarted: 'RunStartedEvent',
+  TextMessageStart: 'TextMessageStartEvent',
+  TextMessageContent: 'TextMessageContentEvent',
+  TextMessageEnd: 'TextMessageEndEvent',
+  ActionExecutionStart: 'ActionExecutionStartEvent',
+  ActionExecutionArgs: 'ActionExecutionArgsEvent',
+  ActionExecutionEnd: 'ActionExecutionEndEvent',
+  ActionExecutionResult: 'ActionExecutionResultEvent',
+  AgentStateMessage: 'AgentStateMessageEvent',
+  MetaEvent: 'RunMetaEvent',
+  RunFinished: 'RunFinishedEvent',
+} as const satisfies Record<RuntimeEventType, string>;
+
+/** Thin resolvers: the run launcher and the views do the work. */
+export const resolvers: Resolvers = {
+  DateTimeISO: DateTimeISOResolver,
+  JSON: JSONResolver,
+  JSONObject: JSONObjectResolver,
+
+  Query: {
+    hello: () => 'Hello World',
+    availableAgents: (_parent, _args, { launcher }) => ({ agents: [...launcher.agents] }),
+    loadAgentState: (_parent, { data }, { launcher }) => {
+      // No agent kinds are configured yet, so every name is unknown; the error lists what there is.
+      throw launcher.agentNotFound(data.agentName);
+    },
+  },
+
+  Mutation: {
+    generateCopilotResponse: (_parent, { data, properties }, { launcher, requestId, logger, signal }) =>
+      launcher.startForMutation(data, properties, { requestId, logger, signal }),
+  },
+
+  Subscription: {
+    copilotRun: {
+      subscribe: (_parent, { data, properties }, { launcher, requestId, logger, signal }) =>
+        launcher.startForSubscription(data, properties, { requestId, logger, signal }),
+      resolve: (event: any) => event,
+    },
+  },
+
+  BaseMessageOutput: { __resolveType: (message) => message.__typename },
+  MessageStatus: { __resolveType: (status) => `${status.code}MessageStatus` },
+  ResponseStatus: { __resolveType: (status) => `${status.code}ResponseStatus` },
+  BaseResponseStatus: { __resolveType: (status) => `${status.code}ResponseStatus` },
+  BaseMetaEvent: { __resolveType: (event) => event.name },
+  LangGraphInterruptEvent: { type: () => 'MetaEvent' },
+  CopilotKitLangGraphInterruptEvent: { type: () => 'MetaEvent', data: (event) => event },
+  CopilotKitLangGraphInterruptEventData: {
+    messages: (event) => (event.name === 'CopilotKitLangGraphInterruptEvent' ? (event.messages as any[]) : []),
+  },
+  CopilotRunEvent: { __resolveType: (event) => EVENT_TYPENAMES[event.type] },
+  RunEvent: { __resolveType: (event) => EVENT_TYPENAMES[event.type] },
+};

@@ -1,0 +1,279 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { HeaderMap, type ApolloServer, type HTTPGraphQLResponse } from '@apollo/server';
+import type { Logger } from 'pino';
+import type { GatewayContext } from '../graphql/context.js';
+import type { RunLauncher } from '../engine/launcher.js';
+import type { CorsPolicy } from './cors.js';
+
+export interface HttpTransportOptions {
+  apollo: ApolloServer<GatewayContext>;
+  launcher: RunLauncher;
+  path: string;
+  cors: CorsPolicy;
+  logger: Logger;
+  maxBodyBytes: number;
+  /** Seconds between SSE keep-alive comments, so idle proxies do not cut a long run. */
+  sseKeepAliveMs: number;
+}
+
+/** What the client can take, read from its Accept header. */
+interface Acceptance {
+  multipart: boolean;
+  sse: boolean;
+}
+
+/** The format Apollo streams in: the one the stock client (urql) merges correctly. */
+const LEGACY_MULTIPART = 'multipart/mixed; deferSpec=20220824';
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/**
+ * GraphQL over HTTP on node:http, in front of Apollo Server: CORS, request ids, body limits, and
+ * incremental delivery as multipart/mixed (what the stock client asks for) or SSE. Each part is
+ * written as soon as it is ready; a client that goes away aborts its run.
+ */
+export function createHttpHandler(options: HttpTransportOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  const { apollo, path, cors, logger } = options;
+
+  return (req, res) => {
+    const started = performance.now();
+    const headerId = req.headers['x-request-id'];
+    const requestId = typeof headerId === 'string' && REQUEST_ID.test(headerId) ? headerId : randomUUID();
+    const log = logger.child({ requestId });
+    res.setHeader('x-request-id', requestId);
+    res.on('finish', () => {
+      log.info(
+        { method: req.method, path: req.url, status: res.statusCode, durationMs: Math.round(performance.now() - started) },
+        'request completed',
+      );
+    });
+
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    if (url.pathname === '/health' && (req.method === 'GET' || req.method === 'HEAD')) {
+      return sendJson(res, 200, { status: 'ok' });
+    }
+    if (url.pathname !== path) {
+      return sendJson(res, 404, {
+        errors: [{ message: `Not found. The GraphQL endpoint is ${path}.`, extensions: { code: 'NOT_FOUND' } }],
+      });
+    }
+
+    const origin = req.headers.origin;
+    const originAllowed = typeof origin === 'string' && cors.isAllowed(origin);
+    if (originAllowed) {
+      res.setHeader('access-control-allow-origin', origin);
+      res.setHeader('access-control-allow-credentials', 'true');
+      res.setHeader('access-control-expose-headers', 'x-request-id');
+    }
+    res.setHeader('vary', 'Origin');
+    if (req.method === 'OPTIONS') {
+      if (!originAllowed) {
+        return sendJson(res, 403, {
+          errors: [{ message: 'This origin is not allowed. Add it to CORS_ORIGINS.', extensions: { code: 'FORBIDDEN_ORIGIN' } }],
+        });
+      }
+      res.setHeader('access-control-allow-methods', 'GET, POST, OPTIONS');
+      const requested = req.headers['access-control-request-headers'];
+      if (requested) res.setHeader('access-control-allow-headers', requested);
+      res.setHeader('access-control-max-age', '600');
+      res.statusCode = 204;
+      res.end();
+      return;
+    }
+
+    void handleGraphQL(req, res, url, requestId, log, options).catch((error) => {
+      log.error({ err: error }, 'unexpected error in the HTTP transport');
+      if (!res.headersSent) {
+        sendJson(res, 500, { errors: [{ message: 'Unexpected error.', extensions: { code: 'INTERNAL_SERVER_ERROR', requestId } }] });
+      } else {
+        res.destroy();
+      }
+    });
+  };
+}
+
+async function handleGraphQL(
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  requestId: string,
+  log: Logger,
+  options: HttpTransportOptions,
+): Promise<void> {
+  const controller = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) controller.abort();
+  });
+
+  let body: unknown;
+  if (req.method === 'POST') {
+    const raw = await readBody(req, options.maxBodyBytes);
+    if (raw === 'too-large') {
+      return sendJson(res, 413, {
+        errors: [{ message: `The request body is larger than ${options.maxBodyBytes} bytes.`, extensions: { code: 'PAYLOAD_TOO_LARGE' } }],
+      });
+    }
+    if (raw === 'aborted') return;
+    const contentType = req.headers['content-type'] ?? '';
+    if (/^application\/(graphql-response\+)?json\b/i.test(contentType)) {
+      try {
+        body = JSON.parse(raw);
+      } catch {
+        return sendJson(res, 400, {
+          errors: [{ message: 'The request body is not valid JSON.', extensions: { code: 'BAD_REQUEST' } }],
+        });
+      }
+    } else {
+      body = raw;
+    }
+  }
+
+  const acceptance = readAcceptance(req.headers.accept);
+  const headers = new HeaderMap();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+  }
+  headers.set('accept', apolloAccept(req.headers.accept));
+
+  const response = await options.apollo.executeHTTPGraphQLRequest({
+    httpGraphQLRequest: { method: req.method ?? 'GET', headers, search: url.search, body },
+    context: async () => ({ requestId, logger: log, signal: controller.signal, launcher: options.launcher }),
+  });
+  await writeResponse(res, response, acceptance, controller, options.sseKeepAliveMs);
+}
+
+async function writeResponse(
+  res: ServerResponse,
+  response: HTTPGraphQLResponse,
+  acceptance: Acceptance,
+  controller: AbortController,
+  sseKeepAliveMs: number,
+): Promise<void> {
+  if (response.body.kind === 'complete') {
+    res.statusCode = response.status ?? 200;
+    for (const [name, value] of response.headers) res.setHeader(name, value);
+    res.end(response.body.string);
+    return;
+  }
+
+  const chunks = response.body.asyncIterator;
+  if (!acceptance.multipart && !acceptance.sse) {
+    // The operation streams (@defer/@stream) but the client takes neither streaming format.
+    controller.abort();
+    await chunks.return?.();
+    return sendJson(res, 406, {
+      errors: [
+        {
+          message: 'This operation uses @defer or @stream: accept multipart/mixed or text/event-stream.',
+          extensions: { code: 'NOT_ACCEPTABLE' },
+        },
+      ],
+    });
+  }
+
+  const sse = !acceptance.multipart;
+  res.statusCode = response.status ?? 200;
+  for (const [name, value] of response.headers) {
+    if (name !== 'content-type') res.setHeader(name, value);
+  }
+  res.setHeader('content-type', sse ? 'text/event-stream; charset=utf-8' : 'multipart/mixed; boundary="-"; deferSpec=20220824');
+  // Nothing between here and the client may hold a part back: no caching, no transformation
+  // (compression), no proxy buffering.
+  res.setHeader('cache-control', 'no-cache, no-transform');
+  res.setHeader('x-accel-buffering', 'no');
+  res.flushHeaders();
+
+  let keepAlive: NodeJS.Timeout | undefined;
+  if (sse) {
+    res.write(':\n\n');
+    keepAlive = setInterval(() => res.write(':\n\n'), sseKeepAliveMs);
+  }
+  try {
+    for await (const chunk of chunks) {
+      if (res.destroyed) break;
+      const data = sse ? toSseEvent(chunk) : chunk;
+      if (!res.write(data)) await drained(res);
+    }
+    if (sse && !res.destroyed) res.write('event: complete\ndata:\n\n');
+  } finally {
+    clearInterval(keepAlive);
+    if (!res.destroyed) res.end();
+  }
+}
+
+/** Apollo writes one JSON payload per multipart chunk; SSE carries the same payload as a `next` event. */
+function toSseEvent(chunk: string): string {
+  const start = chunk.indexOf('\r\n\r\n') + 4;
+  const end = chunk.lastIndexOf('\r\n---');
+  return `event: next\ndata: ${chunk.slice(start, end)}\n\n`;
+}
+
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
+/** Parses an Accept header into what matters here (q=0 entries are refusals). */
+export function readAcceptance(accept: string | undefined): Acceptance {
+  const result: Acceptance = { multipart: false, sse: false };
+  for (const range of (accept ?? '').split(',')) {
+    const [type, ...params] = range.trim().toLowerCase().split(';').map((part) => part.trim());
+    if (params.some((param) => /^q=0(\.0*)?$/.test(param))) continue;
+    if (type === 'multipart/mixed') result.multipart = true;
+    else if (type === 'text/event-stream') result.sse = true;
+  }
+  return result;
+}
+
+/**
+ * The Accept header Apollo sees. Apollo runs @defer/@stream only for `multipart/mixed;
+ * deferSpec=20220824`, and runs everything else on graphql-js, which cannot resolve the streamed
+ * lists. So it always sees that type (the transport decides the real format), after the client's
+ * own JSON types, which Apollo uses for single results.
+ */
+function apolloAccept(accept: string | undefined): string {
+  const jsonTypes = (accept ?? '')
+    .split(',')
+    .map((range) => range.trim())
+    .filter((range) => /^(application\/(json|graphql-response\+json)|\*\/\*|application\/\*)\b/i.test(range));
+  return [...(jsonTypes.length ? jsonTypes : ['application/json']), `${LEGACY_MULTIPART};q=0.001`].join(', ');
+}
+
+function readBody(req: IncomingMessage, limit: number): Promise<string | 'too-large' | 'aborted'> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const settle = (value: string | 'too-large' | 'aborted') => {
+      if (settled) return;
+      settled = true;
+      resolve(value);
+    };
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.removeAllListeners('data');
+        req.resume();
+        settle('too-large');
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => settle(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', () => settle('aborted'));
+    req.on('close', () => settle('aborted'));
+  });
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  res.statusCode = status;
+  res.setHeader('content-type', 'application/json; charset=utf-8');
+  res.end(JSON.stringify(body));
+}
