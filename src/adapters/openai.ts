@@ -66,8 +66,10 @@ export class OpenAIAdapter implements ModelAdapter {
     let openCallIndex = -1;
     let parentId: string | undefined;
     let finished = false;
+    let started = false;
     try {
       const stream = await this.client.chat.completions.create(body, { signal });
+      started = true;
       for await (const chunk of stream) {
         const choice = chunk.choices?.[0];
         if (!choice) continue;
@@ -94,7 +96,7 @@ export class OpenAIAdapter implements ModelAdapter {
         if (choice.finish_reason) finished = true;
       }
     } catch (error) {
-      throw toUpstreamError(error, signal);
+      throw toUpstreamError(error, signal, started);
     }
     if (!finished) {
       throw new UpstreamError('UPSTREAM_STREAM_INTERRUPTED', 'The model provider ended its stream before the answer was complete.');
@@ -105,10 +107,16 @@ export class OpenAIAdapter implements ModelAdapter {
 }
 
 /** Maps the openai client's errors to stable gateway codes with a message a developer can act on. */
-function toUpstreamError(error: unknown, signal: AbortSignal): unknown {
+function toUpstreamError(error: unknown, signal: AbortSignal, started: boolean): unknown {
   if (signal.aborted) return signal.reason;
   if (error instanceof GatewayError) return error;
   if (error instanceof OpenAI.APIUserAbortError) return signal.reason ?? error;
+  if (started && !(error instanceof OpenAI.APIError && error.status !== undefined)) {
+    // The answer had begun streaming: a network error now means the body broke off midway.
+    return new UpstreamError('UPSTREAM_STREAM_INTERRUPTED', 'The connection to the model provider broke during the answer.', {
+      cause: error,
+    });
+  }
   if (error instanceof OpenAI.APIConnectionTimeoutError) {
     return new UpstreamError('UPSTREAM_TIMEOUT', 'The model provider did not answer in time.', { status: 504, cause: error });
   }
@@ -146,8 +154,7 @@ function toUpstreamError(error: unknown, signal: AbortSignal): unknown {
       details: { upstreamStatus: status },
     });
   }
-  // A body that breaks off midway surfaces as a network error from the stream reader.
-  return new UpstreamError('UPSTREAM_STREAM_INTERRUPTED', 'The connection to the model provider broke during the answer.', {
+  return new UpstreamError('UPSTREAM_UNREACHABLE', `The model provider could not be reached: ${(error as Error)?.message ?? error}`, {
     cause: error,
   });
 }

@@ -1,0 +1,135 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * A fake OpenAI-compatible server speaking the Chat Completions streaming wire format
+ * (`data: {chat.completion.chunk}` lines, then `data: [DONE]`). What it answers is read from
+ * directives in the last user message:
+ *   [tokens=N]                 stream N text tokens "tok0 ", "tok1 ", …  (default: a short sentence)
+ *   [delay=MS]                 pause between chunks
+ *   [tool=NAME] [toolargs=J]   call tool NAME with arguments J (split across several chunks)
+ *   [tools=A,B]                call several tools in one answer (arguments "{}")
+ *   [text-then-tool]           with [tool=…]: say a sentence before the call
+ *   [fail=STATUS]              answer with an HTTP error and an OpenAI error body
+ *   [cut]                      send two tokens, then destroy the connection (no [DONE])
+ *   [stall]                    send one token, then nothing until the client goes away
+ * When the last message is a tool result, it answers "Tool result received: <result>".
+ */
+export class FakeOpenAI {
+  readonly requests: any[] = [];
+  /** Requests whose client closed the connection before the answer was complete. */
+  abortedRequests = 0;
+  private server: Server;
+  private completions = 0;
+  private closedWaiters: (() => void)[] = [];
+
+  constructor() {
+    this.server = createServer((req, res) => void this.handle(req, res));
+  }
+
+  async start(): Promise<string> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1`;
+  }
+
+  async stop(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  /** Resolves when a client has closed an unfinished answer. */
+  waitForAbort(): Promise<void> {
+    if (this.abortedRequests > 0) return Promise.resolve();
+    return new Promise((resolve) => this.closedWaiters.push(resolve));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: 'Not found', type: 'invalid_request_error' } }));
+      return;
+    }
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    this.requests.push(body);
+    const id = `chatcmpl-fake${++this.completions}`;
+    const messages: any[] = body.messages;
+    const last = messages[messages.length - 1];
+    const lastUser = [...messages].reverse().find((m) => m.role === 'user');
+    const prompt: string = typeof lastUser?.content === 'string' ? lastUser.content : '';
+    const directive = (name: string) => prompt.match(new RegExp(`\\[${name}=([^\\]]*)\\]`))?.[1];
+    const delay = Number(directive('delay') ?? 0);
+
+    const fail = directive('fail');
+    if (fail && last.role !== 'tool') {
+      res.writeHead(Number(fail), { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: `fake failure ${fail}`, type: 'invalid_request_error', param: null, code: null } }));
+      return;
+    }
+
+    let finished = false;
+    res.on('close', () => {
+      if (!finished) {
+        this.abortedRequests++;
+        this.closedWaiters.splice(0).forEach((resolve) => resolve());
+      }
+    });
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    const created = Math.floor(Date.now() / 1000);
+    const send = async (delta: Record<string, unknown>, finishReason: string | null = null) => {
+      if (res.destroyed) throw new Error('client went away');
+      const chunk = {
+        id,
+        object: 'chat.completion.chunk',
+        created,
+        model: body.model,
+        system_fingerprint: 'fp_fake',
+        choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+      };
+      res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+      if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+    };
+
+    try {
+      await send({ role: 'assistant', content: '' });
+      if (last.role === 'tool') {
+        await send({ content: `Tool result received: ${last.content}` });
+        await send({}, 'stop');
+      } else if (prompt.includes('[stall]')) {
+        await send({ content: 'tok0 ' });
+        return; // keep the connection open: the gateway's idle timeout or the client must end it
+      } else if (prompt.includes('[cut]')) {
+        await send({ content: 'tok0 ' });
+        await send({ content: 'tok1 ' });
+        finished = true; // the fake ends it; not a client abort
+        // Let the tokens reach the client before the connection breaks.
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        res.destroy();
+        return;
+      } else if (directive('tool') || directive('tools')) {
+        if (prompt.includes('[text-then-tool]')) await send({ content: 'Let me do that. ' });
+        const names = directive('tools')?.split(',') ?? [directive('tool')!];
+        for (const [index, name] of names.entries()) {
+          const args = directive('toolargs') ?? '{}';
+          const callId = `call_${id}_${index}`;
+          await send({ tool_calls: [{ index, id: callId, type: 'function', function: { name, arguments: '' } }] });
+          for (const part of args.match(/.{1,5}/gs) ?? []) {
+            await send({ tool_calls: [{ index, function: { arguments: part } }] });
+          }
+        }
+        await send({}, 'tool_calls');
+      } else {
+        const count = directive('tokens');
+        const tokens = count ? Array.from({ length: Number(count) }, (_, i) => `tok${i} `) : ['Hello ', 'from ', 'the ', 'fake ', 'model.'];
+        for (const token of tokens) await send({ content: token });
+        await send({}, 'stop');
+      }
+      res.write('data: [DONE]\n\n');
+      finished = true;
+      res.end();
+    } catch {
+      // The client went away mid-answer; 'close' has counted it.
+    }
+  }
+}

@@ -1,0 +1,44 @@
+import { pino } from 'pino';
+import { createGateway, type Gateway, type GatewayOptions } from '../../src/gateway.js';
+
+export const silentLogger = pino({ level: 'silent' });
+
+export interface RunningGateway {
+  gateway: Gateway;
+  /** http://127.0.0.1:PORT/api/copilotkit */
+  url: string;
+  /** ws://127.0.0.1:PORT/api/copilotkit */
+  wsUrl: string;
+  close(): Promise<void>;
+}
+
+/** Starts a real gateway on a free loopback port. */
+export async function startGateway(options: GatewayOptions = {}): Promise<RunningGateway> {
+  const gateway = createGateway({ logger: silentLogger, ...options });
+  const url = await gateway.listen(0, '127.0.0.1');
+  return { gateway, url, wsUrl: url.replace(/^http/, 'ws'), close: () => gateway.close() };
+}
+
+/** A user message in the shape GenerateCopilotResponseInput takes. */
+export function userMessage(content: string, id = `user-${Math.random().toString(36).slice(2)}`) {
+  return { id, createdAt: new Date().toISOString(), textMessage: { role: 'user' as const, content } };
+}
+
+/** The smallest valid GenerateCopilotResponseInput around some messages. */
+export function runInput(messages: unknown[], extra: Record<string, unknown> = {}) {
+  return {
+    metadata: { requestType: 'Chat' },
+    messages,
+    frontend: { actions: [], url: 'http://localhost:3000/' },
+    ...extra,
+  };
+}
+
+/** Polls until `check` is true (for effects on other servers that have no event to await). */
+export async function eventually(check: () => boolean, what: string, attempts = 200): Promise<void> {
+  for (let i = 0; i < attempts; i++) {
+    if (check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`Timed out waiting for: ${what}`);
+}
