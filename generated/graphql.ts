@@ -43,10 +43,10 @@ export type ActionExecutionEndEvent = RunEvent & {
   __typename?: 'ActionExecutionEndEvent';
   /** The action execution that ended. */
   actionExecutionId: Scalars['String']['output'];
+  /** Success, or Failed when the run failed while the call was open. */
+  messageStatus: MessageStatus;
   /** The event's position in its run. */
   sequence: Scalars['Int']['output'];
-  /** Success, or Failed when the run failed while the call was open. */
-  status: MessageStatus;
 };
 
 /** An action execution requested by the model earlier in the conversation. */
@@ -780,10 +780,13 @@ export type TextMessageEndEvent = RunEvent & {
   __typename?: 'TextMessageEndEvent';
   /** The message that ended. */
   messageId: Scalars['String']['output'];
+  /**
+   * Success, or Failed when the run failed while the message was open. (Not named `status`, so that one
+   * document can select it and RunFinishedEvent.status side by side.)
+   */
+  messageStatus: MessageStatus;
   /** The event's position in its run. */
   sequence: Scalars['Int']['output'];
-  /** Success, or Failed when the run failed while the message was open. */
-  status: MessageStatus;
 };
 
 /** A text message. */
@@ -1067,8 +1070,8 @@ export type ActionExecutionArgsEventResolvers<ContextType = GatewayContext, Pare
 
 export type ActionExecutionEndEventResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['ActionExecutionEndEvent'] = ResolversParentTypes['ActionExecutionEndEvent']> = {
   actionExecutionId?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  messageStatus?: Resolver<ResolversTypes['MessageStatus'], ParentType, ContextType>;
   sequence?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
-  status?: Resolver<ResolversTypes['MessageStatus'], ParentType, ContextType>;
   __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 };
 
@@ -1321,8 +1324,8 @@ export type TextMessageContentEventResolvers<ContextType = GatewayContext, Paren
 
 export type TextMessageEndEventResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['TextMessageEndEvent'] = ResolversParentTypes['TextMessageEndEvent']> = {
   messageId?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  messageStatus?: Resolver<ResolversTypes['MessageStatus'], ParentType, ContextType>;
   sequence?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
-  status?: Resolver<ResolversTypes['MessageStatus'], ParentType, ContextType>;
   __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 };
 

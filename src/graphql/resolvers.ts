@@ -17,6 +17,10 @@ const EVENT_TYPENAMES = {
   RunFinished: 'RunFinishedEvent',
 } as const satisfies Record<RuntimeEventType, string>;
 
+function unreachable(event: { type: string }): never {
+  throw new Error(`Unexpected ${event.type} event.`);
+}
+
 /** Thin resolvers: the run launcher and the views do the work. */
 export const resolvers: Resolvers = {
   DateTimeISO: DateTimeISOResolver,
@@ -54,6 +58,10 @@ export const resolvers: Resolvers = {
   CopilotKitLangGraphInterruptEvent: { type: () => 'MetaEvent', data: (event) => event },
   CopilotKitLangGraphInterruptEventData: {
     messages: (event) => (event.name === 'CopilotKitLangGraphInterruptEvent' ? (event.messages as any[]) : []),
+  },
+  TextMessageEndEvent: { messageStatus: (event) => (event.type === 'TextMessageEnd' ? event.status : unreachable(event)) },
+  ActionExecutionEndEvent: {
+    messageStatus: (event) => (event.type === 'ActionExecutionEnd' ? event.status : unreachable(event)),
   },
   CopilotRunEvent: { __resolveType: (event) => EVENT_TYPENAMES[event.type] },
   RunEvent: { __resolveType: (event) => EVENT_TYPENAMES[event.type] },

@@ -1,0 +1,185 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Client as UrqlClient, subscriptionExchange, gql } from '@urql/core';
+import { createClient, type Client } from 'graphql-ws';
+import WebSocket from 'ws';
+import { OpenAIAdapter } from '../src/adapters/openai.js';
+import { FakeOpenAI } from './support/fake-openai.js';
+import { eventually, runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
+
+// graphql-ws's own client (and urql over it) against the gateway's WebSocket transport.
+
+const fake = new FakeOpenAI();
+let gateway: RunningGateway;
+let client: Client;
+
+const RUN = /* GraphQL */ `
+  subscription Run($data: GenerateCopilotResponseInput!) {
+    copilotRun(data: $data) {
+      __typename
+      ... on RunEvent { sequence }
+      ... on RunStartedEvent { threadId runId }
+      ... on TextMessageStartEvent { messageId role }
+      ... on TextMessageContentEvent { messageId content }
+      ... on TextMessageEndEvent { messageId messageStatus { __typename ... on FailedMessageStatus { reason } } }
+      ... on ActionExecutionStartEvent { actionExecutionId actionName }
+      ... on ActionExecutionArgsEvent { actionExecutionId args }
+      ... on ActionExecutionEndEvent { actionExecutionId messageStatus { __typename } }
+      ... on ActionExecutionResultEvent { messageId actionExecutionId actionName result }
+      ... on RunFinishedEvent {
+        status {
+          __typename
+          ... on FailedResponseStatus { reason details }
+        }
+      }
+    }
+  }
+`;
+
+beforeAll(async () => {
+  const baseURL = await fake.start();
+  gateway = await startGateway({
+    adapter: new OpenAIAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0 }),
+    actions: [{ name: 'sayHello', description: 'Greets.', handler: ({ message }: { message: string }) => `Hello, ${message}!` }],
+  });
+  client = createClient({ url: gateway.wsUrl, webSocketImpl: WebSocket, retryAttempts: 0, lazy: true });
+});
+
+afterAll(async () => {
+  await client.dispose();
+  await gateway.close();
+  await fake.stop();
+});
+
+/** All `next` payloads of one operation until it completes. */
+async function collect(query: string, variables: Record<string, unknown> = {}): Promise<any[]> {
+  const results: any[] = [];
+  for await (const result of client.iterate({ query, variables })) results.push(result);
+  return results;
+}
+
+function events(results: any[]) {
+  return results.map((result) => {
+    expect(result.errors).toBeUndefined();
+    return result.data.copilotRun;
+  });
+}
+
+describe('the copilotRun subscription over graphql-ws', () => {
+  it('streams the run as ordered, typed events from RunStarted to RunFinished', async () => {
+    const list = events(await collect(RUN, { data: runInput([userMessage('[tokens=8] [delay=2]')], { threadId: 'thread-ws-1' }) }));
+    expect(list[0]).toMatchObject({ __typename: 'RunStartedEvent', sequence: 0, threadId: 'thread-ws-1' });
+    expect(typeof list[0].runId).toBe('string');
+    expect(list[1]).toMatchObject({ __typename: 'TextMessageStartEvent', role: 'assistant' });
+    const messageId = list[1].messageId;
+    const contents = list.filter((e) => e.__typename === 'TextMessageContentEvent');
+    expect(contents.every((e) => e.messageId === messageId)).toBe(true);
+    expect(contents.map((e) => e.content).join('')).toBe(Array.from({ length: 8 }, (_, i) => `tok${i} `).join(''));
+    expect(list[list.length - 2]).toMatchObject({ __typename: 'TextMessageEndEvent', messageId, messageStatus: { __typename: 'SuccessMessageStatus' } });
+    expect(list[list.length - 1]).toMatchObject({ __typename: 'RunFinishedEvent', status: { __typename: 'SuccessResponseStatus' } });
+    expect(list.map((e) => e.sequence)).toEqual(list.map((_, i) => i));
+  });
+
+  it('streams a server-side action, its result and the continuation', async () => {
+    const list = events(await collect(RUN, { data: runInput([userMessage('[tool=sayHello] [toolargs={"message":"Ann"}]')]) }));
+    const kinds = list.map((e) => e.__typename).filter((kind, i, all) => kind !== all[i - 1]);
+    expect(kinds).toEqual([
+      'RunStartedEvent',
+      'ActionExecutionStartEvent',
+      'ActionExecutionArgsEvent',
+      'ActionExecutionEndEvent',
+      'ActionExecutionResultEvent',
+      'TextMessageStartEvent',
+      'TextMessageContentEvent',
+      'TextMessageEndEvent',
+      'RunFinishedEvent',
+    ]);
+    const result = list.find((e) => e.__typename === 'ActionExecutionResultEvent');
+    expect(result).toMatchObject({ actionName: 'sayHello', result: 'Hello, Ann!', messageId: `result-${result.actionExecutionId}` });
+  });
+
+  it('ends with a Failed RunFinished event when the model fails', async () => {
+    const list = events(await collect(RUN, { data: runInput([userMessage('[fail=401]')]) }));
+    expect(list.map((e) => e.__typename)).toEqual(['RunStartedEvent', 'RunFinishedEvent']);
+    expect(list[1].status).toMatchObject({ __typename: 'FailedResponseStatus', reason: 'UNKNOWN_ERROR' });
+    expect(list[1].status.details.code).toBe('UPSTREAM_AUTHENTICATION_FAILED');
+  });
+
+  it('aborts the upstream model request when the client unsubscribes', async () => {
+    const aborted = fake.abortedRequests;
+    const iterator = client.iterate({ query: RUN, variables: { data: runInput([userMessage('[tokens=3000] [delay=10]')]) } });
+    for await (const result of iterator) {
+      if ((result.data as any)?.copilotRun.__typename === 'TextMessageContentEvent') break; // sends `complete`
+    }
+    await eventually(() => fake.abortedRequests > aborted, 'the model request to be closed');
+  });
+
+  it('rejects an invalid input with a typed error and starts nothing', async () => {
+    const before = fake.requests.length;
+    const results = await collect(RUN, {
+      data: runInput([{ id: 'm1', createdAt: new Date().toISOString() }]),
+    }).catch((errors) => [{ errors }]);
+    const errors = results[0].errors;
+    expect(errors[0].message).toMatch(/messages\[0\].*must set exactly one/);
+    expect(errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    expect(fake.requests.length).toBe(before);
+  });
+});
+
+describe('queries and the mutation over graphql-ws', () => {
+  it('answers hello and availableAgents', async () => {
+    const [result] = await collect('{ hello availableAgents { agents { id name } } }');
+    expect(result).toEqual({ data: { hello: 'Hello World', availableAgents: { agents: [] } } });
+  });
+
+  it('streams generateCopilotResponse with @stream and @defer as successive payloads', async () => {
+    const results = await collect(
+      `mutation($data: GenerateCopilotResponseInput!) {
+        generateCopilotResponse(data: $data) {
+          threadId
+          ... @defer { status { ... on BaseResponseStatus { code } } }
+          messages @stream { id ... on TextMessageOutput { content @stream } }
+        }
+      }`,
+      { data: runInput([userMessage('[tokens=5] [delay=5]')]) },
+    );
+    expect(results.length).toBeGreaterThan(3);
+    expect(results[0].hasNext).toBe(true);
+    expect(results[results.length - 1].hasNext).toBe(false);
+    const items = results.flatMap((r) => r.incremental ?? []).filter((i: any) => i.items && i.path.length === 5);
+    expect(items.flatMap((i: any) => i.items).join('')).toBe('tok0 tok1 tok2 tok3 tok4 ');
+    const status = results.flatMap((r) => r.incremental ?? []).find((i: any) => i.data?.status);
+    expect(status.data.status).toEqual({ code: 'Success' });
+  });
+});
+
+describe('urql over graphql-ws', () => {
+  it('receives the run events through subscriptionExchange', async () => {
+    const wsClient = createClient({ url: gateway.wsUrl, webSocketImpl: WebSocket, retryAttempts: 0 });
+    const urql = new UrqlClient({
+      url: gateway.url,
+      exchanges: [
+        subscriptionExchange({
+          forwardSubscription: (request) => ({
+            subscribe: (sink) => ({ unsubscribe: wsClient.subscribe({ ...request, query: request.query ?? '' }, sink as any) }),
+          }),
+        }),
+      ],
+    });
+    const seen: string[] = [];
+    await new Promise<void>((resolve, reject) => {
+      const { unsubscribe } = urql.subscription(gql(RUN), { data: runInput([userMessage('[tokens=3]')]) }).subscribe((result) => {
+        if (result.error) return reject(result.error);
+        const event = result.data.copilotRun;
+        seen.push(event.__typename);
+        if (event.__typename === 'RunFinishedEvent') {
+          unsubscribe();
+          resolve();
+        }
+      });
+    });
+    await wsClient.dispose();
+    expect(seen[0]).toBe('RunStartedEvent');
+    expect(seen).toContain('TextMessageContentEvent');
+    expect(seen[seen.length - 1]).toBe('RunFinishedEvent');
+  });
+});
