@@ -236,14 +236,15 @@ export function readAcceptance(accept: string | undefined): Acceptance {
  * The Accept header Apollo sees. Apollo runs @defer/@stream only for `multipart/mixed;
  * deferSpec=20220824`, and runs everything else on graphql-js, which cannot resolve the streamed
  * lists. So it always sees that type (the transport decides the real format), after the client's
- * own JSON types, which Apollo uses for single results.
+ * own JSON and HTML types, which Apollo uses for single results and the Sandbox page.
  */
 function apolloAccept(accept: string | undefined): string {
-  const jsonTypes = (accept ?? '')
+  const kept = (accept ?? '')
     .split(',')
     .map((range) => range.trim())
-    .filter((range) => /^(application\/(json|graphql-response\+json)|\*\/\*|application\/\*)\b/i.test(range));
-  return [...(jsonTypes.length ? jsonTypes : ['application/json']), `${LEGACY_MULTIPART};q=0.001`].join(', ');
+    .filter((range) => /^(application\/(json|graphql-response\+json)|\*\/\*|application\/\*|text\/html)\b/i.test(range));
+  if (!kept.some((range) => !/^text\/html/i.test(range))) kept.push('application/json');
+  return [...kept, `${LEGACY_MULTIPART};q=0.001`].join(', ');
 }
 
 function readBody(req: IncomingMessage, limit: number): Promise<string | 'too-large' | 'aborted'> {

@@ -1,0 +1,282 @@
+import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
+import { DemoAdapter } from '../src/adapters/demo.js';
+import { BrokenAdapter, GatedAdapter } from './support/gated-adapter.js';
+import { runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
+
+// GraphQL over HTTP as a browser or curl sees it: negotiation, headers, CORS, limits, errors.
+
+const STREAMED = /* GraphQL */ `
+  mutation($data: GenerateCopilotResponseInput!) {
+    generateCopilotResponse(data: $data) {
+      threadId
+      ... on CopilotResponse @defer { status { ... on BaseResponseStatus { code } ... on FailedResponseStatus { reason details } } }
+      messages @stream { id ... on TextMessageOutput { content @stream } }
+    }
+  }
+`;
+const PLAIN = /* GraphQL */ `
+  mutation($data: GenerateCopilotResponseInput!) {
+    generateCopilotResponse(data: $data) {
+      threadId
+      status { ... on BaseResponseStatus { code } ... on FailedResponseStatus { reason details } }
+      messages { id ... on TextMessageOutput { content } }
+    }
+  }
+`;
+
+const running: RunningGateway[] = [];
+async function start(options: Parameters<typeof startGateway>[0] = {}) {
+  const gateway = await startGateway({ adapter: new DemoAdapter({ tokenDelayMs: 0 }), ...options });
+  running.push(gateway);
+  return gateway;
+}
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((gateway) => gateway.close()));
+});
+afterAll(async () => {
+  await Promise.all(running.splice(0).map((gateway) => gateway.close()));
+});
+
+function post(url: string, body: unknown, headers: Record<string, string> = {}) {
+  return fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+describe('HTTP endpoints', () => {
+  it('answers GET /health and a JSON 404 elsewhere', async () => {
+    const { url } = await start();
+    const origin = new URL(url).origin;
+    const health = await fetch(`${origin}/health`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toEqual({ status: 'ok' });
+    const missing = await fetch(`${origin}/graphql`);
+    expect(missing.status).toBe(404);
+    expect((await missing.json()).errors[0]).toMatchObject({ extensions: { code: 'NOT_FOUND' } });
+  });
+
+  it('serves the GraphQL endpoint at a configured path', async () => {
+    const { url } = await start({ path: '/copilotkit' });
+    expect(url.endsWith('/copilotkit')).toBe(true);
+    expect(await (await post(url, { query: '{ hello }' })).json()).toEqual({ data: { hello: 'Hello World' } });
+  });
+
+  it('echoes a valid x-request-id and never sends x-copilotkit-runtime-version', async () => {
+    const { url } = await start();
+    const response = await post(url, { query: '{ hello }' }, { 'x-request-id': 'trace-123' });
+    expect(response.headers.get('x-request-id')).toBe('trace-123');
+    expect(response.headers.get('x-copilotkit-runtime-version')).toBeNull();
+    const generated = await post(url, { query: '{ hello }' }, { 'x-request-id': 'bad id with spaces' });
+    expect(generated.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('answers a mutation without @stream/@defer as one JSON result', async () => {
+    const { url } = await start();
+    const response = await post(url, { query: PLAIN, variables: { data: runInput([userMessage('hello')]) } });
+    expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+    const { data } = await response.json();
+    expect(data.generateCopilotResponse.status).toEqual({ code: 'Success' });
+    expect(data.generateCopilotResponse.messages[0].content.join('')).toContain('[demo mode]');
+  });
+
+  it('refuses a streamed operation with 406 when the client takes only JSON', async () => {
+    const { url } = await start();
+    const response = await post(url, { query: STREAMED, variables: { data: runInput([userMessage('hi')]) } });
+    expect(response.status).toBe(406);
+    expect((await response.json()).errors[0].extensions.code).toBe('NOT_ACCEPTABLE');
+  });
+
+  it('streams multipart/mixed with headers that keep proxies and compression from buffering', async () => {
+    const { url } = await start();
+    const response = await post(
+      url,
+      { query: STREAMED, variables: { data: runInput([userMessage('hi')]) } },
+      { accept: 'application/json, multipart/mixed', 'accept-encoding': 'gzip, br' },
+    );
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('multipart/mixed; boundary="-"; deferSpec=20220824');
+    expect(response.headers.get('cache-control')).toBe('no-cache, no-transform');
+    expect(response.headers.get('x-accel-buffering')).toBe('no');
+    expect(response.headers.get('content-encoding')).toBeNull();
+    const body = await response.text();
+    expect(body.startsWith('\r\n---\r\n')).toBe(true);
+    expect(body.endsWith('\r\n-----\r\n')).toBe(true);
+  });
+
+  it('streams SSE when text/event-stream is the only streaming type accepted', async () => {
+    const { url } = await start();
+    const response = await post(
+      url,
+      { query: STREAMED, variables: { data: runInput([userMessage('hi')]) } },
+      { accept: 'text/event-stream' },
+    );
+    expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    const body = await response.text();
+    const payloads = [...body.matchAll(/^event: next\ndata: (.*)$/gm)].map((match) => JSON.parse(match[1]));
+    expect(payloads[0]).toMatchObject({ data: { generateCopilotResponse: { messages: [] } }, hasNext: true });
+    expect(payloads[payloads.length - 1].hasNext).toBe(false);
+    const text = payloads
+      .flatMap((p) => p.incremental ?? [])
+      .filter((i: any) => i.items && i.path.length === 5)
+      .flatMap((i: any) => i.items)
+      .join('');
+    expect(text).toContain('[demo mode]');
+    expect(body.endsWith('event: complete\ndata:\n\n')).toBe(true);
+  });
+
+  it('writes each part as soon as it is ready, before the model produces the next token', async () => {
+    const adapter = new GatedAdapter();
+    const { url } = await start({ adapter });
+    const response = await post(
+      url,
+      { query: STREAMED, variables: { data: runInput([userMessage('hi')]) } },
+      { accept: 'multipart/mixed', 'accept-encoding': 'gzip' },
+    );
+    const reader = response.body!.getReader();
+    const decoder = new TextDecoder();
+    let received = '';
+    const readUntil = async (needle: string) => {
+      while (!received.includes(needle)) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`stream ended before ${needle}`);
+        received += decoder.decode(value, { stream: true });
+      }
+    };
+    for (const token of ['alpha ', 'beta ', 'gamma ']) {
+      adapter.release(token);
+      await readUntil(JSON.stringify(token)); // arrives while the model is still waiting on us
+    }
+    adapter.finish();
+    await readUntil('"hasNext":false');
+    expect(received).toContain('"code":"Success"');
+  });
+});
+
+describe('CORS', () => {
+  const preflight = (url: string, origin: string) =>
+    fetch(url, {
+      method: 'OPTIONS',
+      headers: {
+        origin,
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type,x-copilotkit-runtime-client-gql-version',
+      },
+    });
+
+  it('allows loopback origins on any port in development, with credentials, echoing the origin', async () => {
+    const { url } = await start({ environment: 'development' });
+    for (const origin of ['http://localhost:3000', 'http://127.0.0.1:5173', 'http://[::1]:8080']) {
+      const response = await preflight(url, origin);
+      expect(response.status).toBe(204);
+      expect(response.headers.get('access-control-allow-origin')).toBe(origin);
+      expect(response.headers.get('access-control-allow-credentials')).toBe('true');
+      expect(response.headers.get('access-control-allow-methods')).toContain('POST');
+      expect(response.headers.get('access-control-allow-headers')).toBe('content-type,x-copilotkit-runtime-client-gql-version');
+    }
+    const actual = await post(url, { query: '{ hello }' }, { origin: 'http://localhost:3000' });
+    expect(actual.headers.get('access-control-allow-origin')).toBe('http://localhost:3000');
+    expect(actual.headers.get('vary')).toContain('Origin');
+  });
+
+  it('never reflects an origin that is not allowed', async () => {
+    const { url } = await start({ environment: 'development' });
+    const response = await preflight(url, 'https://evil.example');
+    expect(response.status).toBe(403);
+    expect(response.headers.get('access-control-allow-origin')).toBeNull();
+    const actual = await post(url, { query: '{ hello }' }, { origin: 'https://evil.example' });
+    expect(actual.headers.get('access-control-allow-origin')).toBeNull();
+    expect(await preflight(url, 'http://localhost.evil.example:3000').then((r) => r.status)).toBe(403);
+  });
+
+  it('allows nothing cross-origin in production unless configured', async () => {
+    const closed = await start({ environment: 'production' });
+    expect((await preflight(closed.url, 'http://localhost:3000')).status).toBe(403);
+    const open = await start({ environment: 'production', corsOrigins: ['https://app.example.com'] });
+    const response = await preflight(open.url, 'https://app.example.com');
+    expect(response.status).toBe(204);
+    expect(response.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
+    expect((await preflight(open.url, 'http://localhost:3000')).status).toBe(403);
+  });
+});
+
+describe('Apollo Sandbox and introspection', () => {
+  it('serves Sandbox and introspection in development', async () => {
+    const { url } = await start({ environment: 'development' });
+    const page = await fetch(url, { headers: { accept: 'text/html' } });
+    expect(page.headers.get('content-type')).toMatch(/text\/html/);
+    expect(await page.text()).toMatch(/sandbox/i);
+    const introspection = await post(url, { query: '{ __schema { subscriptionType { name } } }' });
+    expect((await introspection.json()).data.__schema.subscriptionType.name).toBe('Subscription');
+  });
+
+  it('turns both off in production', async () => {
+    const { url } = await start({ environment: 'production' });
+    const page = await fetch(url, { headers: { accept: 'text/html' } });
+    expect(page.headers.get('content-type') ?? '').not.toMatch(/text\/html/);
+    const introspection = await (await post(url, { query: '{ __schema { types { name } } }' })).json();
+    expect(introspection.errors[0].message).toMatch(/introspection/i);
+  });
+});
+
+describe('bad requests', () => {
+  it('rejects a body that is not JSON with 400 BAD_REQUEST', async () => {
+    const { url } = await start();
+    const response = await post(url, '{"query": ');
+    expect(response.status).toBe(400);
+    expect((await response.json()).errors[0].extensions.code).toBe('BAD_REQUEST');
+  });
+
+  it('rejects a body over the limit with 413', async () => {
+    const { url } = await start({ maxBodyBytes: 2048 });
+    const response = await post(url, { query: '{ hello }', variables: { pad: 'x'.repeat(4096) } });
+    expect(response.status).toBe(413);
+    expect((await response.json()).errors[0].extensions.code).toBe('PAYLOAD_TOO_LARGE');
+  });
+
+  it('answers invalid input before streaming with a typed GraphQL error and starts no run', async () => {
+    const adapter = new GatedAdapter();
+    const { url } = await start({ adapter });
+    const input = runInput([userMessage('hi')], {
+      frontend: { actions: [{ name: 'a', description: 'd', jsonSchema: 'not json' }] },
+    });
+    const response = await post(url, { query: STREAMED, variables: { data: input } }, { accept: 'multipart/mixed, application/graphql-response+json' });
+    expect(response.status).toBe(200);
+    const body = await response.json();
+    expect(body.data).toBeNull();
+    expect(body.errors[0]).toMatchObject({
+      message: 'frontend.actions[0].jsonSchema is not valid JSON.',
+      extensions: { code: 'BAD_USER_INPUT', statusCode: 400 },
+    });
+    expect(adapter.started).toBe(0);
+  });
+
+  it.each([
+    ['an unknown agent', { agentSession: { agentName: 'planner' } }, 'AGENT_NOT_FOUND', /Agent "planner" was not found\. Available agents: none are configured\./],
+    ['guardrails', { cloud: { guardrails: { inputValidationRules: { allowList: ['a'] } } } }, 'NOT_SUPPORTED', /guardrails/],
+    ['meta events', { metaEvents: [{ name: 'LangGraphInterruptEvent', value: 'yes' }] }, 'NOT_SUPPORTED', /Meta events/],
+  ])('refuses %s clearly', async (_what, extra, code, message) => {
+    const { url } = await start();
+    const body = await (await post(url, { query: PLAIN, variables: { data: runInput([userMessage('hi')], extra) } })).json();
+    expect(body.errors[0].extensions.code).toBe(code);
+    expect(body.errors[0].message).toMatch(message);
+  });
+
+  it('answers loadAgentState for an unknown agent with AGENT_NOT_FOUND listing the available agents', async () => {
+    const { url } = await start();
+    const body = await (
+      await post(url, { query: '{ loadAgentState(data: { threadId: "t1", agentName: "crew" }) { threadId state } }' })
+    ).json();
+    expect(body.errors[0].extensions).toMatchObject({ code: 'AGENT_NOT_FOUND', details: { agentName: 'crew', availableAgents: [] } });
+  });
+
+  it('masks an unexpected error as "Unexpected error." and fails the run cleanly', async () => {
+    const { url } = await start({ adapter: new BrokenAdapter() });
+    const text = await (await post(url, { query: PLAIN, variables: { data: runInput([userMessage('hi')]) } })).text();
+    expect(text).not.toContain('hunter2');
+    const status = JSON.parse(text).data.generateCopilotResponse.status;
+    expect(status).toMatchObject({ code: 'Failed', reason: 'UNKNOWN_ERROR', details: { code: 'INTERNAL_SERVER_ERROR', description: 'Unexpected error.' } });
+    expect(status.details.requestId).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
