@@ -35,12 +35,8 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
   }
   const apiKey = env.OPENAI_API_KEY || undefined;
   const baseURL = env.OPENAI_BASE_URL || undefined;
-  if (baseURL) {
-    try {
-      new URL(baseURL);
-    } catch {
-      throw new ConfigurationError(`OPENAI_BASE_URL must be a URL such as "http://localhost:11434/v1" (got ${JSON.stringify(baseURL)}).`);
-    }
+  if (baseURL && !isHttpUrl(baseURL)) {
+    throw new ConfigurationError(`OPENAI_BASE_URL must be a URL such as "http://localhost:11434/v1" (got ${JSON.stringify(baseURL)}).`);
   }
   return {
     port,
@@ -53,4 +49,13 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
     ...(modelIdleTimeoutMs !== undefined ? { modelIdleTimeoutMs } : {}),
     ...(apiKey || baseURL ? { openai: { apiKey, baseURL, model: env.OPENAI_MODEL || 'gpt-4o-mini' } } : {}),
   };
+}
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const { protocol } = new URL(value);
+    return protocol === 'http:' || protocol === 'https:';
+  } catch {
+    return false;
+  }
 }

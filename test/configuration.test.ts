@@ -1,0 +1,103 @@
+import { describe, expect, it } from '@jest/globals';
+import { OpenAIAdapter } from '../src/adapters/openai.js';
+import { readEnvironment } from '../src/env.js';
+import { ConfigurationError } from '../src/errors.js';
+import { createGateway, type GatewayOptions } from '../src/gateway.js';
+import { silentLogger } from './support/harness.js';
+
+// Mistakes in configuration fail at construction, with a message that says what to fix.
+
+function configurationError(options: unknown): string {
+  try {
+    createGateway({ logger: silentLogger, ...(options as GatewayOptions) });
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigurationError);
+    return (error as Error).message;
+  }
+  throw new Error('expected a ConfigurationError');
+}
+
+const action = (overrides: Record<string, unknown> = {}) => ({ name: 'ok', description: 'd', handler: () => 1, ...overrides });
+
+describe('createGateway options', () => {
+  it.each([
+    [{ nope: 1 }, /Unknown option "nope"/],
+    [{ path: 'api' }, /options\.path must be a URL path starting with "\/"/],
+    [{ path: '/health' }, /other than \/health/],
+    [{ environment: 'staging' }, /options\.environment must be "development" or "production"/],
+    [{ adapter: {} }, /options\.adapter must be a model adapter/],
+    [{ maxRounds: 0 }, /options\.maxRounds must be a whole number from 1 to 100 \(got 0\)/],
+    [{ modelIdleTimeoutMs: 1.5 }, /options\.modelIdleTimeoutMs must be a whole number/],
+    [{ corsOrigins: 'https://a.example' }, /options\.corsOrigins must be an array/],
+    [{ corsOrigins: ['https://a.example/path'] }, /must be just a scheme, host and optional port/],
+    [{ corsOrigins: ['*'] }, /is not a valid origin/],
+    [{ sandbox: 'yes' }, /options\.sandbox must be true or false/],
+    [{ actions: {} }, /options\.actions must be an array/],
+    [{ actions: [action({ name: 'has space' })] }, /options\.actions\[0\]\.name must be 1 to 64 letters/],
+    [{ actions: [action(), action()] }, /options\.actions\[1\]\.name "ok" is declared twice/],
+    [{ actions: [action({ handler: 'x' })] }, /options\.actions\[0\]\.handler must be a function \(action "ok"\)/],
+    [{ actions: [action({ parameters: { type: 'string' } })] }, /parameters must be a JSON Schema object with type "object"/],
+  ])('rejects %j', (options, message) => {
+    expect(configurationError(options)).toMatch(message);
+  });
+
+  it('accepts a complete, valid configuration', () => {
+    const gateway = createGateway({
+      logger: silentLogger,
+      adapter: new OpenAIAdapter({ apiKey: 'k' }),
+      actions: [action({ parameters: { type: 'object', properties: {} } })],
+      path: '/copilotkit',
+      environment: 'production',
+      corsOrigins: ['https://app.example.com', 'http://localhost:3000'],
+      maxRounds: 3,
+      modelIdleTimeoutMs: 1000,
+    });
+    expect(gateway.mode).toBe('openai');
+    expect(gateway.path).toBe('/copilotkit');
+  });
+
+  it('uses the demo model when no adapter is given', () => {
+    expect(createGateway({ logger: silentLogger }).mode).toBe('demo');
+  });
+
+  it('requires a key or a base URL for the OpenAI adapter', () => {
+    expect(() => new OpenAIAdapter({})).toThrow(/needs an apiKey/);
+    expect(() => new OpenAIAdapter({ baseURL: 'http://127.0.0.1:11434/v1' })).not.toThrow();
+  });
+});
+
+describe('the environment read by npm start', () => {
+  it('defaults to demo mode on loopback port 4000 in development', () => {
+    expect(readEnvironment({})).toEqual({
+      port: 4000,
+      host: '127.0.0.1',
+      path: '/api/copilotkit',
+      environment: 'development',
+      logLevel: 'info',
+      corsOrigins: [],
+    });
+  });
+
+  it('switches to provider mode with OPENAI_API_KEY or OPENAI_BASE_URL', () => {
+    expect(readEnvironment({ OPENAI_API_KEY: 'sk-test' }).openai).toEqual({ apiKey: 'sk-test', baseURL: undefined, model: 'gpt-4o-mini' });
+    expect(readEnvironment({ OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1', OPENAI_MODEL: 'llama3' }).openai).toEqual({
+      apiKey: undefined,
+      baseURL: 'http://127.0.0.1:11434/v1',
+      model: 'llama3',
+    });
+  });
+
+  it('reads production settings', () => {
+    const settings = readEnvironment({ NODE_ENV: 'production', PORT: '8080', CORS_ORIGINS: 'https://a.example, https://b.example', LOG_LEVEL: 'warn' });
+    expect(settings).toMatchObject({ environment: 'production', host: '0.0.0.0', port: 8080, logLevel: 'warn', corsOrigins: ['https://a.example', 'https://b.example'] });
+  });
+
+  it.each([
+    [{ PORT: 'eighty' }, /PORT must be a whole number from 0 to 65535/],
+    [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL must be one of/],
+    [{ OPENAI_BASE_URL: 'localhost:11434' }, /OPENAI_BASE_URL must be a URL/],
+    [{ MODEL_IDLE_TIMEOUT_MS: '-5' }, /MODEL_IDLE_TIMEOUT_MS must be a whole number/],
+  ])('rejects %j', (env, message) => {
+    expect(() => readEnvironment(env)).toThrow(message);
+  });
+});

@@ -1,0 +1,83 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { CopilotRuntimeClient } from '@copilotkit/runtime-client-gql';
+import { runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
+
+// With no provider configured the gateway is explorable offline: a labelled scripted model that
+// streams, and a demo server-side action it can call.
+
+let gateway: RunningGateway;
+let client: CopilotRuntimeClient;
+
+beforeAll(async () => {
+  gateway = await startGateway(); // no adapter: demo mode, as `npm start` without a key
+  client = new CopilotRuntimeClient({ url: gateway.url });
+});
+afterAll(() => gateway.close());
+
+async function final(data: unknown): Promise<{ response: any; snapshots: number }> {
+  const reader = client.asStream(client.generateCopilotResponse({ data: data as any })).getReader();
+  let last: any;
+  let snapshots = 0;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    last = value;
+    snapshots++;
+  }
+  return { response: JSON.parse(JSON.stringify(last.generateCopilotResponse)), snapshots };
+}
+
+describe('demo mode', () => {
+  it('streams a clearly labelled scripted reply token by token', async () => {
+    expect(gateway.gateway.mode).toBe('demo');
+    const { response, snapshots } = await final(runInput([userMessage('Hello gateway')]));
+    const text = response.messages[0].content.join('');
+    expect(text.startsWith('[demo mode] ')).toBe(true);
+    expect(text).toContain('You said: "Hello gateway"');
+    expect(snapshots).toBeGreaterThan(5);
+    expect(response.status.code).toBe('Success');
+  });
+
+  it('calls the demo server-side action and answers from its result in the same run', async () => {
+    const { response } = await final(runInput([userMessage('What time is it?')]));
+    expect(response.messages.map((m: any) => m.__typename)).toEqual([
+      'ActionExecutionMessageOutput',
+      'ResultMessageOutput',
+      'TextMessageOutput',
+    ]);
+    const result = JSON.parse(response.messages[1].result);
+    expect(new Date(result.iso).toString()).not.toBe('Invalid Date');
+    expect(response.messages[2].content.join('')).toContain('"getCurrentTime" returned');
+  });
+});
+
+describe('npm start', () => {
+  it('starts in demo mode, prints its URL and mode, serves, and stops on SIGTERM', async () => {
+    const root = fileURLToPath(new URL('..', import.meta.url));
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: root,
+      env: { ...process.env, PORT: '0', NODE_OPTIONS: '', OPENAI_API_KEY: '', OPENAI_BASE_URL: '', LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stderr.on('data', (chunk) => (output += chunk));
+    const url = await new Promise<string>((resolve, reject) => {
+      child.stdout.on('data', (chunk) => {
+        output += chunk;
+        const match = output.match(/Copilot Gateway ready at (\S+) \((demo mode[^)]*)\)/);
+        if (match) resolve(match[1]);
+      });
+      child.on('exit', () => reject(new Error(`exited early:\n${output}`)));
+    });
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/copilotkit$/);
+    const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ hello }"}' });
+    expect(await response.json()).toEqual({ data: { hello: 'Hello World' } });
+    const exitCode = await new Promise<number | null>((resolve) => {
+      child.on('exit', (code) => resolve(code));
+      child.kill('SIGTERM');
+    });
+    expect(exitCode).toBe(0);
+  }, 30_000);
+});
