@@ -1,5 +1,6 @@
 import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
 import { DemoAdapter } from '../src/adapters/demo.js';
+import { EmptyAdapter } from '../src/adapters/empty.js';
 import { BrokenAdapter, GatedAdapter } from './support/gated-adapter.js';
 import { runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
 
@@ -180,6 +181,15 @@ describe('CORS', () => {
     expect(actual.headers.get('vary')).toContain('Origin');
   });
 
+  it('lets Apollo Studio and the embedded Sandbox in while Sandbox is on', async () => {
+    const { url } = await start({ environment: 'development' });
+    for (const origin of ['https://studio.apollographql.com', 'https://sandbox.embed.apollographql.com']) {
+      expect((await preflight(url, origin)).headers.get('access-control-allow-origin')).toBe(origin);
+    }
+    const production = await start({ environment: 'production' });
+    expect((await preflight(production.url, 'https://studio.apollographql.com')).status).toBe(403);
+  });
+
   it('never reflects an origin that is not allowed', async () => {
     const { url } = await start({ environment: 'development' });
     const response = await preflight(url, 'https://evil.example');
@@ -269,6 +279,15 @@ describe('bad requests', () => {
       await post(url, { query: '{ loadAgentState(data: { threadId: "t1", agentName: "crew" }) { threadId state } }' })
     ).json();
     expect(body.errors[0].extensions).toMatchObject({ code: 'AGENT_NOT_FOUND', details: { agentName: 'crew', availableAgents: [] } });
+  });
+
+  it('fails a run clearly when an agent-only gateway (EmptyAdapter) is asked for a model answer', async () => {
+    const { url } = await start({ adapter: new EmptyAdapter() });
+    const body = await (await post(url, { query: PLAIN, variables: { data: runInput([userMessage('hi')]) } })).json();
+    expect(body.data.generateCopilotResponse.status).toMatchObject({
+      code: 'Failed',
+      details: { code: 'NO_MODEL_CONFIGURED', description: expect.stringMatching(/no model/) },
+    });
   });
 
   it('masks an unexpected error as "Unexpected error." and fails the run cleanly', async () => {
