@@ -251,7 +251,7 @@ export type BaseMessageOutput = {
   createdAt: Scalars['DateTimeISO']['output'];
   /** The message's id. */
   id: Scalars['String']['output'];
-  /** Pending while the message streams; Success or Failed once it has ended. Request with `@defer`. */
+  /** Success or Failed, once the message has ended. Request it with `@defer` to get it as soon as the message ends. */
   status: MessageStatus;
 };
 
@@ -327,7 +327,7 @@ export type CopilotResponse = {
   messages: Array<BaseMessageOutput>;
   /** Meta events (such as agent interrupts) raised during the run. Request with `@stream`. */
   metaEvents?: Maybe<Array<BaseMetaEvent>>;
-  /** The id the gateway gave this run. */
+  /** The run's id: the `runId` the client proposed, or one the gateway made. */
   runId?: Maybe<Scalars['String']['output']>;
   /** The run's final status. Resolves when the run has ended; request it with `@defer`. */
   status: ResponseStatus;
@@ -366,7 +366,7 @@ export type FailedResponseStatus = BaseResponseStatus & {
   /** Always Failed. */
   code: ResponseStatusCode;
   /**
-   * What went wrong: `{description, code, requestId, originalError: {code, statusCode, severity, visibility, message}}`.
+   * What went wrong: `{description, code, requestId, originalError: {code, statusCode, severity, visibility, message, details?}}`.
    * See PROTOCOL.md for the codes.
    */
   details?: Maybe<Scalars['JSON']['output']>;
@@ -419,7 +419,7 @@ export type GenerateCopilotResponseInput = {
   agentStates?: InputMaybe<Array<AgentStateInput>>;
   /** Copilot Cloud options (guardrails). */
   cloud?: InputMaybe<CloudInput>;
-  /** Readable context the frontend shares with the copilot. */
+  /** Readable context the frontend shares with the copilot; given to the model as a system message. */
   context?: InputMaybe<Array<CopilotContextInput>>;
   /** Provider-specific extensions of the request. */
   extensions?: InputMaybe<ExtensionsInput>;

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
+import { ApolloServer } from '@apollo/server';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
@@ -10,9 +10,10 @@ import type { ModelAdapter } from './adapters/adapter.js';
 import { DemoAdapter, demoTimeAction } from './adapters/demo.js';
 import { ServerActionRegistry, type ServerAction } from './actions/server-action.js';
 import { RunLauncher } from './engine/launcher.js';
-import { ConfigurationError, GatewayError } from './errors.js';
+import { ConfigurationError } from './errors.js';
 import type { GatewayContext } from './graphql/context.js';
-import { formatGraphQLError, originalErrorOf } from './graphql/errors.js';
+import { formatGraphQLError } from './graphql/errors.js';
+import { errorLoggingPlugin, httpOperationGuardPlugin, requestIdPlugin } from './graphql/plugins.js';
 import { buildSchema } from './graphql/schema.js';
 import { CorsPolicy } from './transports/cors.js';
 import { createHttpHandler } from './transports/http.js';
@@ -96,6 +97,8 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       ApolloServerPluginDrainHttpServer({ httpServer: server }),
       { async serverWillStart() { return { drainServer: ws.dispose }; } },
       errorLoggingPlugin(),
+      requestIdPlugin(),
+      httpOperationGuardPlugin(),
       config.sandbox
         ? ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: true })
         : ApolloServerPluginLandingPageDisabled(),
@@ -212,26 +215,6 @@ function integerOption(name: string, value: unknown, fallback: number, min: numb
     throw new ConfigurationError(`options.${name} must be a whole number from ${min} to ${max} (got ${JSON.stringify(value)}).`);
   }
   return value;
-}
-
-/** Logs what clients were told: gateway errors briefly, unexpected ones in full (they were masked). */
-function errorLoggingPlugin(): ApolloServerPlugin<GatewayContext> {
-  return {
-    async requestDidStart() {
-      return {
-        async didEncounterErrors({ contextValue, errors }) {
-          for (const error of errors) {
-            const original = originalErrorOf(error);
-            if (original instanceof GatewayError) {
-              contextValue.logger.info({ code: original.code }, `request error: ${original.message}`);
-            } else if (original) {
-              contextValue.logger.error({ err: original }, 'unexpected error (masked for the client)');
-            }
-          }
-        },
-      };
-    },
-  };
 }
 
 function apolloLogger(logger: Logger) {

@@ -156,6 +156,31 @@ describe('the stock CopilotRuntimeClient over HTTP', () => {
     expect(sent[2]).toEqual({ role: 'tool', tool_call_id: 'call_prev', content: '{"shown":true}' });
   });
 
+  it('keeps interleaved parallel tool calls apart', async () => {
+    const action = (name: string) => ({ name, description: name, jsonSchema: '{"type":"object"}', available: 'enabled' });
+    const response = finalResponse(
+      await collect(runInput([userMessage('[tools=first,second] [interleave]')], { frontend: { actions: [action('first'), action('second')] } })),
+    );
+    expect(response.messages.map((m: any) => [m.name, m.arguments.join('')])).toEqual([
+      ['first', '{"n":1}'],
+      ['second', '{"n":1}'],
+    ]);
+  });
+
+  it('gives the frontend context to the model as a system message after the leading system messages', async () => {
+    const before = fake.requests.length;
+    await collect(
+      runInput(
+        [{ id: 'sys', createdAt: new Date().toISOString(), textMessage: { role: 'system', content: 'Be brief.' } }, userMessage('hi')],
+        { context: [{ description: 'The current page', value: '/orders/42' }] },
+      ),
+    );
+    expect(fake.requests[before].messages.slice(0, 2)).toEqual([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'system', content: 'Context from the application:\n- The current page: /orders/42' },
+    ]);
+  });
+
   it('executes a server-side action and continues generation in the same run', async () => {
     const before = fake.requests.length;
     const snapshots = await collect(runInput([userMessage('greet bob [tool=sayHello] [toolargs={"message":"Bob"}]')]));

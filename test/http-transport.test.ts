@@ -2,7 +2,7 @@ import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
 import { DemoAdapter } from '../src/adapters/demo.js';
 import { EmptyAdapter } from '../src/adapters/empty.js';
 import { BrokenAdapter, GatedAdapter } from './support/gated-adapter.js';
-import { runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
+import { eventually, runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
 
 // GraphQL over HTTP as a browser or curl sees it: negotiation, headers, CORS, limits, errors.
 
@@ -82,11 +82,47 @@ describe('HTTP endpoints', () => {
     expect(data.generateCopilotResponse.messages[0].content.join('')).toContain('[demo mode]');
   });
 
-  it('refuses a streamed operation with 406 when the client takes only JSON', async () => {
-    const { url } = await start();
+  it('refuses a streamed operation with 406, before starting a run, when the client takes only JSON', async () => {
+    const adapter = new GatedAdapter();
+    const { url } = await start({ adapter });
     const response = await post(url, { query: STREAMED, variables: { data: runInput([userMessage('hi')]) } });
     expect(response.status).toBe(406);
     expect((await response.json()).errors[0].extensions.code).toBe('NOT_ACCEPTABLE');
+    expect(adapter.started).toBe(0);
+  });
+
+  it('streams multipart to a client that accepts anything (*/*)', async () => {
+    const { url } = await start();
+    const response = await post(url, { query: STREAMED, variables: { data: runInput([userMessage('hi')]) } }, { accept: '*/*' });
+    expect(response.headers.get('content-type')).toMatch(/^multipart\/mixed/);
+    await response.text();
+  });
+
+  it('points a subscription sent over HTTP to WebSocket', async () => {
+    const adapter = new GatedAdapter();
+    const { url } = await start({ adapter });
+    const response = await post(url, {
+      query: 'subscription($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) { __typename } }',
+      variables: { data: runInput([userMessage('hi')]) },
+    });
+    expect(response.status).toBe(400);
+    const error = (await response.json()).errors[0];
+    expect(error.message).toMatch(/served over WebSocket/);
+    expect(error.extensions.code).toBe('BAD_REQUEST');
+    expect(adapter.started).toBe(0);
+  });
+
+  it('stops a run once its response is over, when the client did not select anything that waits for it', async () => {
+    const adapter = new GatedAdapter();
+    const { url } = await start({ adapter });
+    const body = await (
+      await post(url, {
+        query: 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId } }',
+        variables: { data: runInput([userMessage('hi')], { threadId: 't-fire' }) },
+      })
+    ).json();
+    expect(body.data.generateCopilotResponse.threadId).toBe('t-fire');
+    await eventually(() => adapter.aborted === 1, 'the unread run to be aborted');
   });
 
   it('streams multipart/mixed with headers that keep proxies and compression from buffering', async () => {
@@ -257,7 +293,7 @@ describe('bad requests', () => {
     expect(body.data).toBeNull();
     expect(body.errors[0]).toMatchObject({
       message: 'frontend.actions[0].jsonSchema is not valid JSON.',
-      extensions: { code: 'BAD_USER_INPUT', statusCode: 400 },
+      extensions: { code: 'BAD_USER_INPUT', statusCode: 400, requestId: response.headers.get('x-request-id') },
     });
     expect(adapter.started).toBe(0);
   });

@@ -152,6 +152,19 @@ describe('the run engine', () => {
     expect(handlerSignal?.aborted).toBe(true);
   });
 
+  it('ends an aborted run promptly while a server-side action ignores its signal', async () => {
+    let handlerStarted!: () => void;
+    const started = new Promise<void>((resolve) => (handlerStarted = resolve));
+    const adapter = scripted((out) => out.actionEnd(out.actionStart('c1', 'stubborn')));
+    const { run, events, done } = startRun(adapter, {
+      actions: [{ name: 'stubborn', description: 'd', handler: () => { handlerStarted(); return new Promise(() => {}); } }],
+    });
+    await started;
+    run.abort(new GatewayError('CLIENT_DISCONNECTED', 'gone'));
+    expect(await done).toMatchObject({ code: 'Failed', details: { code: 'CLIENT_DISCONNECTED' } });
+    expect(events.some((e) => e.type === 'ActionExecutionResult')).toBe(false);
+  });
+
   it('fails a run whose model goes quiet, via the idle timeout', async () => {
     const adapter = scripted(async (out, _request, signal) => {
       out.textContent(out.textStart(), 'one');

@@ -126,6 +126,11 @@ describe('the copilotRun subscription over graphql-ws', () => {
 });
 
 describe('queries and the mutation over graphql-ws', () => {
+  it('answers an invalid document with a coded validation error', async () => {
+    const errors = await collect('{ nope }').catch((e) => e);
+    expect(errors[0]).toMatchObject({ message: expect.stringMatching(/nope/), extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } });
+  });
+
   it('answers hello and availableAgents', async () => {
     const [result] = await collect('{ hello availableAgents { agents { id name } } }');
     expect(result).toEqual({ data: { hello: 'Hello World', availableAgents: { agents: [] } } });

@@ -8,7 +8,7 @@ export class EmptyAdapter implements ModelAdapter {
   async stream(): Promise<void> {
     throw new GatewayError(
       'NO_MODEL_CONFIGURED',
-      'This gateway has no model (it serves agents only). Send agentSession to run an agent.',
+      'This gateway has no model configured (EmptyAdapter), so it cannot answer chat requests. Configure a model adapter.',
       { status: 400 },
     );
   }

@@ -60,13 +60,17 @@ export class OpenAIAdapter implements ModelAdapter {
     const toolChoice = tools.length ? toToolChoice(params) : undefined;
     if (toolChoice) body.tool_choice = toolChoice;
 
-    // State of this completion: at most one text message or one action call is open at a time.
+    // This completion's open text message and open tool calls (by the provider's tool-call index,
+    // so calls whose deltas interleave still get their own arguments).
     let openText: string | undefined;
-    let openCall: string | undefined;
-    let openCallIndex = -1;
+    const openCalls = new Map<number, string>();
     let parentId: string | undefined;
     let finished = false;
     let started = false;
+    const endCalls = () => {
+      for (const id of openCalls.values()) output.actionEnd(id);
+      openCalls.clear();
+    };
     try {
       const stream = await this.client.chat.completions.create(body, { signal });
       started = true;
@@ -75,23 +79,20 @@ export class OpenAIAdapter implements ModelAdapter {
         if (!choice) continue;
         const delta = choice.delta;
         if (delta?.content) {
-          if (openCall !== undefined) {
-            output.actionEnd(openCall);
-            openCall = undefined;
-          }
+          endCalls();
           if (openText === undefined) parentId = openText = output.textStart(chunk.id);
           output.textContent(openText, delta.content);
         }
         for (const toolCall of delta?.tool_calls ?? []) {
-          if (openCall === undefined || toolCall.index !== openCallIndex) {
+          let id = openCalls.get(toolCall.index);
+          if (id === undefined) {
             if (openText !== undefined) output.textEnd(openText);
-            if (openCall !== undefined) output.actionEnd(openCall);
             openText = undefined;
-            openCallIndex = toolCall.index;
-            openCall = output.actionStart(toolCall.id, toolCall.function?.name ?? '', parentId ?? chunk.id);
+            id = output.actionStart(toolCall.id, toolCall.function?.name ?? '', parentId ?? chunk.id);
+            openCalls.set(toolCall.index, id);
           }
           const args = toolCall.function?.arguments;
-          if (args) output.actionArgs(openCall, args);
+          if (args) output.actionArgs(id, args);
         }
         if (choice.finish_reason) finished = true;
       }
@@ -101,7 +102,7 @@ export class OpenAIAdapter implements ModelAdapter {
     if (!finished) {
       throw new UpstreamError('UPSTREAM_STREAM_INTERRUPTED', 'The model provider ended its stream before the answer was complete.');
     }
-    if (openCall !== undefined) output.actionEnd(openCall);
+    endCalls();
     if (openText !== undefined) output.textEnd(openText);
   }
 }

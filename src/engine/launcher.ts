@@ -7,7 +7,7 @@ import type { CopilotResponseModel } from '../graphql/models.js';
 import { createCopilotResponseView } from '../views/copilot-response.js';
 import { RunEventStream } from '../views/run-events.js';
 import type { RuntimeEventListener, SequencedEvent } from './events.js';
-import { messagesFromInput, parseJsonSchema, type MessageInputLike, type ToolDefinition } from './messages.js';
+import { messagesFromInput, parseJsonSchema, withContext, type MessageInputLike, type ToolDefinition } from './messages.js';
 import { Run, type RunInput } from './run.js';
 
 /** The parts of GenerateCopilotResponseInput the engine reads (structural, so any caller can build it). */
@@ -23,6 +23,7 @@ export interface RunRequestData {
   cloud?: { guardrails?: unknown } | null;
   extensions?: { openaiAssistantAPI?: unknown } | null;
   metaEvents?: readonly unknown[] | null;
+  context?: readonly { description: string; value: string }[] | null;
 }
 
 /** Who asked for the run: the request's logger and id, and a signal aborted when the client goes away. */
@@ -112,7 +113,7 @@ export class RunLauncher {
     return {
       threadId: checkId(data.threadId, 'threadId') ?? randomUUID(),
       runId: checkId(data.runId, 'runId') ?? randomUUID(),
-      messages: messagesFromInput(data.messages),
+      messages: withContext(messagesFromInput(data.messages), data.context ?? []),
       frontendTools,
       forwardedParameters: data.forwardedParameters ?? {},
       properties: properties ?? {},

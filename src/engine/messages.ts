@@ -105,3 +105,15 @@ export function parseJsonSchema(jsonSchema: string, where: string): Record<strin
   }
   return parsed as Record<string, unknown>;
 }
+
+/**
+ * Puts the frontend's readable context (GenerateCopilotResponseInput.context) in front of the model
+ * as one system message, after the conversation's leading system messages.
+ */
+export function withContext(messages: Message[], context: readonly { description: string; value: string }[]): Message[] {
+  if (context.length === 0) return messages;
+  const content = `Context from the application:\n${context.map((entry) => `- ${entry.description}: ${entry.value}`).join('\n')}`;
+  const firstNonSystem = messages.findIndex((m) => !(m.kind === 'text' && (m.role === 'system' || m.role === 'developer')));
+  const at = firstNonSystem === -1 ? messages.length : firstNonSystem;
+  return [...messages.slice(0, at), { kind: 'text', id: 'gateway-context', role: 'system', content }, ...messages.slice(at)];
+}

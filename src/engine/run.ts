@@ -204,7 +204,15 @@ export class Run implements ModelOutput {
 
     const controller = new AbortController();
     const runSignal = this.controller.signal;
-    const onRunAbort = () => controller.abort(runSignal.reason);
+    // An aborted run stops waiting for the handler at once, even if the handler ignores its signal.
+    let onRunAbort!: () => void;
+    const runAborted = new Promise<never>((_, reject) => {
+      onRunAbort = () => {
+        controller.abort(runSignal.reason);
+        reject(runSignal.reason);
+      };
+    });
+    runAborted.catch(() => {});
     runSignal.addEventListener('abort', onRunAbort, { once: true });
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
@@ -226,7 +234,9 @@ export class Run implements ModelOutput {
           }),
         ),
         timeout,
+        runAborted,
       ]);
+      runSignal.throwIfAborted();
       return serializeActionResult(value);
     } catch (error) {
       runSignal.throwIfAborted();

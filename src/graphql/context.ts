@@ -3,10 +3,12 @@ import type { RunLauncher } from '../engine/launcher.js';
 
 /** What every resolver gets: the request's identity and logger, and the gateway's run launcher. */
 export interface GatewayContext {
-  /** Sent back to the client as `x-request-id` and in error extensions, so a report can be found in the logs. */
+  /** Sent back as `x-request-id` (HTTP), in GraphQL errors and in a failed run's details, so a report can be found in the logs. */
   requestId: string;
   logger: Logger;
   /** Aborted when the client goes away (HTTP connection closed, WebSocket operation completed). */
   signal: AbortSignal;
   launcher: RunLauncher;
+  /** Whether the client takes a streaming format (multipart/mixed or SSE; always over WebSocket). */
+  acceptsIncremental: boolean;
 }

@@ -27,11 +27,13 @@ export function formatGraphQLError(formatted: GraphQLFormattedError, error: unkn
   if (original && !(original instanceof GraphQLError)) {
     return {
       message: 'Unexpected error.',
+      ...(formatted.locations ? { locations: formatted.locations } : {}),
       ...(formatted.path ? { path: formatted.path } : {}),
-      extensions: { code: 'INTERNAL_SERVER_ERROR', statusCode: 500 },
+      extensions: { code: 'INTERNAL_SERVER_ERROR', statusCode: 500, severity: 'critical', visibility: 'banner' },
     };
   }
-  return { ...formatted, extensions };
+  // GraphQL's own errors (syntax, validation, variables): Apollo has coded them; graphql-ws has not.
+  return { ...formatted, extensions: { code: 'GRAPHQL_VALIDATION_FAILED', ...extensions } };
 }
 
 /** The error a resolver threw, below GraphQL's wrapping. */

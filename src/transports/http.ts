@@ -13,7 +13,7 @@ export interface HttpTransportOptions {
   cors: CorsPolicy;
   logger: Logger;
   maxBodyBytes: number;
-  /** Seconds between SSE keep-alive comments, so idle proxies do not cut a long run. */
+  /** Milliseconds between SSE keep-alive comments, so idle proxies do not cut a long run. */
   sseKeepAliveMs: number;
 }
 
@@ -100,10 +100,10 @@ async function handleGraphQL(
   log: Logger,
   options: HttpTransportOptions,
 ): Promise<void> {
+  // When the response is over, nobody can read the run any more: stop it (a no-op once it ended,
+  // as it has when the client selected `status`, which resolves only at the end).
   const controller = new AbortController();
-  res.on('close', () => {
-    if (!res.writableFinished) controller.abort();
-  });
+  res.on('close', () => controller.abort());
 
   let body: unknown;
   if (req.method === 'POST') {
@@ -137,16 +137,21 @@ async function handleGraphQL(
 
   const response = await options.apollo.executeHTTPGraphQLRequest({
     httpGraphQLRequest: { method: req.method ?? 'GET', headers, search: url.search, body },
-    context: async () => ({ requestId, logger: log, signal: controller.signal, launcher: options.launcher }),
+    context: async () => ({
+      requestId,
+      logger: log,
+      signal: controller.signal,
+      launcher: options.launcher,
+      acceptsIncremental: acceptance.multipart || acceptance.sse,
+    }),
   });
-  await writeResponse(res, response, acceptance, controller, options.sseKeepAliveMs);
+  await writeResponse(res, response, acceptance, options.sseKeepAliveMs);
 }
 
 async function writeResponse(
   res: ServerResponse,
   response: HTTPGraphQLResponse,
   acceptance: Acceptance,
-  controller: AbortController,
   sseKeepAliveMs: number,
 ): Promise<void> {
   if (response.body.kind === 'complete') {
@@ -156,21 +161,9 @@ async function writeResponse(
     return;
   }
 
+  // A streamed operation reaches this point only for a client that takes multipart or SSE: the
+  // operation guard plugin answered 406 before execution otherwise.
   const chunks = response.body.asyncIterator;
-  if (!acceptance.multipart && !acceptance.sse) {
-    // The operation streams (@defer/@stream) but the client takes neither streaming format.
-    controller.abort();
-    await chunks.return?.();
-    return sendJson(res, 406, {
-      errors: [
-        {
-          message: 'This operation uses @defer or @stream: accept multipart/mixed or text/event-stream.',
-          extensions: { code: 'NOT_ACCEPTABLE' },
-        },
-      ],
-    });
-  }
-
   const sse = !acceptance.multipart;
   res.statusCode = response.status ?? 200;
   for (const [name, value] of response.headers) {
@@ -226,7 +219,7 @@ export function readAcceptance(accept: string | undefined): Acceptance {
   for (const range of (accept ?? '').split(',')) {
     const [type, ...params] = range.trim().toLowerCase().split(';').map((part) => part.trim());
     if (params.some((param) => /^q=0(\.0*)?$/.test(param))) continue;
-    if (type === 'multipart/mixed') result.multipart = true;
+    if (type === 'multipart/mixed' || type === 'multipart/*' || type === '*/*') result.multipart = true;
     else if (type === 'text/event-stream') result.sse = true;
   }
   return result;

@@ -50,6 +50,7 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
           logger: logger.child({ requestId, operationId: id, transport: 'ws' }),
           signal: controller.signal,
           launcher,
+          acceptsIncremental: true,
           controller,
         };
       },

@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
  *   [tool=NAME] [toolargs=J]   call tool NAME with arguments J (split across several chunks)
  *   [tools=A,B]                call several tools in one answer (arguments "{}")
  *   [text-then-tool]           with [tool=…]: say a sentence before the call
+ *   [interleave]               with [tools=…]: the calls' argument deltas alternate
  *   [fail=STATUS]              answer with an HTTP error and an OpenAI error body
  *   [cut]                      send two tokens, then destroy the connection (no [DONE])
  *   [stall]                    send one token, then nothing until the client goes away
@@ -110,6 +111,20 @@ export class FakeOpenAI {
       } else if (directive('tool') || directive('tools')) {
         if (prompt.includes('[text-then-tool]')) await send({ content: 'Let me do that. ' });
         const names = directive('tools')?.split(',') ?? [directive('tool')!];
+        if (prompt.includes('[interleave]')) {
+          // Parallel calls whose deltas alternate, as some OpenAI-compatible servers send them.
+          for (const [index, name] of names.entries()) {
+            await send({ tool_calls: [{ index, id: `call_${id}_${index}`, type: 'function', function: { name, arguments: '' } }] });
+          }
+          for (const part of ['{"n":', '1}']) {
+            for (const index of names.keys()) await send({ tool_calls: [{ index, function: { arguments: part } }] });
+          }
+          await send({}, 'tool_calls');
+          res.write('data: [DONE]\n\n');
+          finished = true;
+          res.end();
+          return;
+        }
         for (const [index, name] of names.entries()) {
           const args = directive('toolargs') ?? '{}';
           const callId = `call_${id}_${index}`;

@@ -10,6 +10,8 @@ export class GatedAdapter implements ModelAdapter {
   private pending: ((step: string | null) => void) | undefined;
   private queued: (string | null)[] = [];
   started = 0;
+  /** Streams that ended because their signal was aborted. */
+  aborted = 0;
 
   release(token: string): void {
     this.push(token);
@@ -33,7 +35,14 @@ export class GatedAdapter implements ModelAdapter {
     if (this.queued.length) return Promise.resolve(this.queued.shift()!);
     return new Promise((resolve, reject) => {
       this.pending = resolve;
-      signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+      signal.addEventListener(
+        'abort',
+        () => {
+          this.aborted++;
+          reject(signal.reason);
+        },
+        { once: true },
+      );
     });
   }
 

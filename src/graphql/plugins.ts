@@ -1,0 +1,82 @@
+import type { ApolloServerPlugin } from '@apollo/server';
+import { GraphQLError, Kind, visit, BREAK, type DocumentNode } from 'graphql';
+import { GatewayError } from '../errors.js';
+import type { GatewayContext } from './context.js';
+import { originalErrorOf } from './errors.js';
+
+/**
+ * Checks an HTTP operation once it is parsed and before anything runs: subscriptions belong on
+ * WebSocket, and an operation that streams needs a client that takes a streaming format.
+ */
+export function httpOperationGuardPlugin(): ApolloServerPlugin<GatewayContext> {
+  return {
+    async requestDidStart() {
+      return {
+        async didResolveOperation({ operation, document, contextValue }) {
+          if (operation?.operation === 'subscription') {
+            throw new GraphQLError('Subscriptions are served over WebSocket (graphql-ws, subprotocol graphql-transport-ws) at this same path.', {
+              extensions: { code: 'BAD_REQUEST', http: { status: 400 } },
+            });
+          }
+          if (!contextValue.acceptsIncremental && usesIncrementalDelivery(document)) {
+            throw new GraphQLError('This operation uses @defer or @stream: accept multipart/mixed or text/event-stream.', {
+              extensions: { code: 'NOT_ACCEPTABLE', http: { status: 406 } },
+            });
+          }
+        },
+      };
+    },
+  };
+}
+
+/** Puts the request id into every error the client gets, so a report can be found in the logs. */
+export function requestIdPlugin(): ApolloServerPlugin<GatewayContext> {
+  return {
+    async requestDidStart() {
+      return {
+        async willSendResponse({ response, contextValue }) {
+          const result = response.body.kind === 'single' ? response.body.singleResult : response.body.initialResult;
+          for (const error of result.errors ?? []) {
+            (error as { extensions?: Record<string, unknown> }).extensions = { ...error.extensions, requestId: contextValue.requestId };
+          }
+        },
+      };
+    },
+  };
+}
+
+/** Logs what clients were told: gateway errors briefly, unexpected ones in full (they were masked). */
+export function errorLoggingPlugin(): ApolloServerPlugin<GatewayContext> {
+  return {
+    async requestDidStart() {
+      return {
+        async didEncounterErrors({ contextValue, errors }) {
+          for (const error of errors) {
+            const original = originalErrorOf(error);
+            if (original instanceof GatewayError) {
+              contextValue.logger.info({ code: original.code }, `request error: ${original.message}`);
+            } else if (original) {
+              contextValue.logger.error({ err: original }, 'unexpected error (masked for the client)');
+            }
+          }
+        },
+      };
+    },
+  };
+}
+
+function usesIncrementalDelivery(document: DocumentNode): boolean {
+  let found = false;
+  visit(document, {
+    Directive(node) {
+      if (node.name.value === 'defer' || node.name.value === 'stream') {
+        const condition = node.arguments?.find((arg) => arg.name.value === 'if')?.value;
+        if (condition?.kind === Kind.BOOLEAN && !condition.value) return undefined;
+        found = true;
+        return BREAK;
+      }
+      return undefined;
+    },
+  });
+  return found;
+}
