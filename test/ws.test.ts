@@ -126,9 +126,31 @@ describe('the copilotRun subscription over graphql-ws', () => {
 });
 
 describe('queries and the mutation over graphql-ws', () => {
-  it('answers an invalid document with a coded validation error', async () => {
-    const errors = await collect('{ nope }').catch((e) => e);
-    expect(errors[0]).toMatchObject({ message: expect.stringMatching(/nope/), extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } });
+  it('answers an invalid document with a coded error and keeps the socket open', async () => {
+    const opened: unknown[] = [];
+    const closed: unknown[] = [];
+    const single = createClient({
+      url: gateway.wsUrl,
+      webSocketImpl: WebSocket,
+      retryAttempts: 0,
+      on: { opened: (socket) => opened.push(socket), closed: (event) => closed.push(event) },
+    });
+    const run = async (query: string) => {
+      const results: any[] = [];
+      for await (const result of single.iterate({ query })) results.push(result);
+      return results;
+    };
+    const keepAlive = single.iterate({ query: RUN, variables: { data: runInput([userMessage('[tokens=50] [delay=20]')]) } });
+    await keepAlive.next(); // one operation in flight on the socket while the bad ones arrive
+    const syntax = await run('{ hello').catch((errors) => errors);
+    expect(syntax[0]).toMatchObject({ message: expect.stringMatching(/Syntax Error/), extensions: { code: 'GRAPHQL_PARSE_FAILED' } });
+    const invalid = await run('{ nope }').catch((errors) => errors);
+    expect(invalid[0]).toMatchObject({ message: expect.stringMatching(/nope/), extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } });
+    expect(await run('{ hello }')).toEqual([{ data: { hello: 'Hello World' } }]);
+    expect(opened).toHaveLength(1);
+    expect(closed).toHaveLength(0);
+    await keepAlive.return?.(undefined);
+    await single.dispose();
   });
 
   it('answers hello and availableAgents', async () => {

@@ -32,8 +32,8 @@ export function formatGraphQLError(formatted: GraphQLFormattedError, error: unkn
       extensions: { code: 'INTERNAL_SERVER_ERROR', statusCode: 500, severity: 'critical', visibility: 'banner' },
     };
   }
-  // GraphQL's own errors (syntax, validation, variables): Apollo has coded them; graphql-ws has not.
-  return { ...formatted, extensions: { code: 'GRAPHQL_VALIDATION_FAILED', ...extensions } };
+  // GraphQL's own errors (syntax, validation, variables), already coded by Apollo or the WebSocket transport.
+  return { ...formatted, extensions };
 }
 
 /** The error a resolver threw, below GraphQL's wrapping. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import { execute, subscribe, isIncrementalResults } from '@graphql-tools/executor';
-import type { ExecutionArgs, GraphQLSchema } from 'graphql';
+import { GraphQLError, parse, validate, type DocumentNode, type ExecutionArgs, type GraphQLSchema } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
@@ -54,6 +54,19 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
           controller,
         };
       },
+      // Parse and validate here, so that a bad document gets an `error` message with a code
+      // instead of graphql-ws closing the whole socket (4500) on a syntax error.
+      onSubscribe: (_ctx, _id, payload) => {
+        let document: DocumentNode;
+        try {
+          document = parse(payload.query);
+        } catch (error) {
+          return [codedError(error as GraphQLError, 'GRAPHQL_PARSE_FAILED')];
+        }
+        const errors = validate(schema, document);
+        if (errors.length) return errors.map((error) => codedError(error, 'GRAPHQL_VALIDATION_FAILED'));
+        return { schema, document, operationName: payload.operationName, variableValues: payload.variables };
+      },
       execute: (args) => runOperation(args, execute),
       subscribe: (args) => runOperation(args, subscribe),
       onError: (_ctx, _id, _payload, errors) => errors.map((error) => formatGraphQLError(error.toJSON(), error)),
@@ -94,6 +107,14 @@ async function* runOperation(args: ExecutionArgs, run: typeof execute | typeof s
   } finally {
     context.controller.abort();
   }
+}
+
+function codedError(error: GraphQLError, code: string): GraphQLError {
+  return new GraphQLError(error.message, {
+    source: error.source,
+    positions: error.positions,
+    extensions: { ...error.extensions, code },
+  });
 }
 
 function isSameOrigin(origin: string, host: string | undefined): boolean {
