@@ -68,9 +68,10 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
     res.setHeader('vary', 'Origin');
     if (req.method === 'OPTIONS') {
       if (!originAllowed) {
-        return sendJson(res, 403, {
-          errors: [{ message: 'This origin is not allowed. Add it to CORS_ORIGINS.', extensions: { code: 'FORBIDDEN_ORIGIN' } }],
-        });
+        const message = typeof origin === 'string'
+          ? `The origin ${origin} is not allowed. Add it to CORS_ORIGINS.`
+          : 'A CORS preflight needs an Origin header.';
+        return sendJson(res, 403, { errors: [{ message, extensions: { code: 'FORBIDDEN_ORIGIN' } }] });
       }
       res.setHeader('access-control-allow-methods', 'GET, POST, OPTIONS');
       const requested = req.headers['access-control-request-headers'];

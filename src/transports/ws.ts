@@ -93,6 +93,7 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
  */
 async function* runOperation(args: ExecutionArgs, run: typeof execute | typeof subscribe): AsyncGenerator<any> {
   const context = args.contextValue as OperationContext;
+  const started = performance.now();
   try {
     const result: any = await run(args as any);
     if (isIncrementalResults(result)) {
@@ -106,6 +107,10 @@ async function* runOperation(args: ExecutionArgs, run: typeof execute | typeof s
     }
   } finally {
     context.controller.abort();
+    context.logger.info(
+      { operationName: args.operationName ?? null, durationMs: Math.round(performance.now() - started) },
+      'operation completed',
+    );
   }
 }
 
