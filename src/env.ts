@@ -9,6 +9,7 @@ export interface EnvironmentSettings {
   environment: 'development' | 'production';
   logLevel: string;
   corsOrigins: string[];
+  allowedHosts: string[];
   modelIdleTimeoutMs?: number;
   /** Set when OPENAI_API_KEY or OPENAI_BASE_URL is: provider mode. Otherwise demo mode. */
   openai?: OpenAIAdapterOptions & { model: string };
@@ -45,7 +46,8 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
     path: env.GRAPHQL_PATH || '/api/copilotkit',
     environment,
     logLevel,
-    corsOrigins: (env.CORS_ORIGINS ?? '').split(',').map((origin) => origin.trim()).filter(Boolean),
+    corsOrigins: list(env.CORS_ORIGINS),
+    allowedHosts: list(env.ALLOWED_HOSTS),
     ...(modelIdleTimeoutMs !== undefined ? { modelIdleTimeoutMs } : {}),
     ...(apiKey || baseURL ? { openai: { apiKey, baseURL, model: env.OPENAI_MODEL || 'gpt-4o-mini' } } : {}),
   };
@@ -58,4 +60,8 @@ function isHttpUrl(value: string): boolean {
   } catch {
     return false;
   }
+}
+
+function list(value: string | undefined): string[] {
+  return (value ?? '').split(',').map((item) => item.trim()).filter(Boolean);
 }

@@ -18,6 +18,7 @@ export type ErrorCode =
   | 'UPSTREAM_TIMEOUT'
   | 'UPSTREAM_STREAM_INTERRUPTED'
   | 'CLIENT_DISCONNECTED'
+  | 'OVERLOADED'
   | 'INTERNAL_SERVER_ERROR';
 
 export type Severity = 'critical' | 'error' | 'warning' | 'info';

@@ -15,7 +15,9 @@ import type { GatewayContext } from './graphql/context.js';
 import { formatGraphQLError } from './graphql/errors.js';
 import { errorLoggingPlugin, httpOperationGuardPlugin, requestIdPlugin } from './graphql/plugins.js';
 import { buildSchema } from './graphql/schema.js';
+import { MAX_DOCUMENT_TOKENS, SingleRunPerOperationRule } from './graphql/validation.js';
 import { CorsPolicy } from './transports/cors.js';
+import { HostPolicy } from './transports/hosts.js';
 import { createHttpHandler } from './transports/http.js';
 import { attachWebSocketTransport } from './transports/ws.js';
 
@@ -42,8 +44,15 @@ export interface GatewayOptions {
   modelIdleTimeoutMs?: number;
   /** A server-side action that takes longer gets an ACTION_TIMEOUT error result. @default 60000 */
   actionTimeoutMs?: number;
-  /** Largest accepted request body. @default 10485760 (10 MiB) */
+  /** Largest accepted request body (and WebSocket message). @default 10485760 (10 MiB) */
   maxBodyBytes?: number;
+  /**
+   * Host names served in development besides localhost and IP addresses (DNS-rebinding protection).
+   * Not checked in production. @default []
+   */
+  allowedHosts?: string[];
+  /** Runs this process serves at once; more are refused with OVERLOADED until one ends. @default 1000 */
+  maxConcurrentRuns?: number;
 }
 
 export interface Gateway {
@@ -60,7 +69,7 @@ export interface Gateway {
 
 const OPTION_NAMES = new Set([
   'adapter', 'actions', 'path', 'logger', 'environment', 'corsOrigins', 'allowLoopbackOrigins', 'sandbox',
-  'maxRounds', 'modelIdleTimeoutMs', 'actionTimeoutMs', 'maxBodyBytes',
+  'maxRounds', 'modelIdleTimeoutMs', 'actionTimeoutMs', 'maxBodyBytes', 'maxConcurrentRuns', 'allowedHosts',
 ]);
 
 /** Apollo Studio and the embedded Sandbox call the endpoint from these origins. */
@@ -77,14 +86,26 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     maxRounds: config.maxRounds,
     modelIdleTimeoutMs: config.modelIdleTimeoutMs,
     actionTimeoutMs: config.actionTimeoutMs,
+    maxConcurrentRuns: config.maxConcurrentRuns,
   });
   const cors = new CorsPolicy(
     [...config.corsOrigins, ...(config.sandbox ? APOLLO_STUDIO_ORIGINS : [])],
     config.allowLoopbackOrigins,
   );
+  const hosts = new HostPolicy(config.development, config.allowedHosts);
 
   const server = createServer({ noDelay: true, keepAliveTimeout: 65_000 });
-  const ws = attachWebSocketTransport({ server, schema, launcher, path: config.path, cors, logger });
+  const ws = attachWebSocketTransport({
+    server,
+    schema,
+    launcher,
+    path: config.path,
+    cors,
+    hosts,
+    logger,
+    maxPayloadBytes: config.maxBodyBytes,
+    introspection: config.sandbox,
+  });
   const apollo = new ApolloServer<GatewayContext>({
     schema,
     introspection: config.sandbox,
@@ -92,6 +113,11 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     // Runs @defer/@stream (and async-iterable lists) on the tools executor; see STACK notes in PROTOCOL.md.
     legacyExperimentalExecuteIncrementally: execute as any,
     formatError: formatGraphQLError,
+    // Apollo adds its own introspection rule from `introspection`.
+    validationRules: [SingleRunPerOperationRule],
+    parseOptions: { maxTokens: MAX_DOCUMENT_TOKENS },
+    // main.ts owns the process's signals; Apollo re-raising them would change the exit code.
+    stopOnTerminationSignals: false,
     logger: apolloLogger(logger),
     plugins: [
       ApolloServerPluginDrainHttpServer({ httpServer: server }),
@@ -109,6 +135,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     launcher,
     path: config.path,
     cors,
+    hosts,
     logger,
     maxBodyBytes: config.maxBodyBytes,
     sseKeepAliveMs: 12_000,
@@ -155,6 +182,9 @@ interface ResolvedOptions {
   modelIdleTimeoutMs: number;
   actionTimeoutMs: number;
   maxBodyBytes: number;
+  maxConcurrentRuns: number;
+  development: boolean;
+  allowedHosts: string[];
 }
 
 function resolveOptions(options: GatewayOptions): ResolvedOptions {
@@ -188,6 +218,9 @@ function resolveOptions(options: GatewayOptions): ResolvedOptions {
   if (options.corsOrigins !== undefined && (!Array.isArray(options.corsOrigins) || options.corsOrigins.some((o) => typeof o !== 'string'))) {
     throw new ConfigurationError('options.corsOrigins must be an array of origins such as "https://app.example.com".');
   }
+  if (options.allowedHosts !== undefined && (!Array.isArray(options.allowedHosts) || options.allowedHosts.some((h) => typeof h !== 'string' || !/^[\w.-]+$/.test(h)))) {
+    throw new ConfigurationError('options.allowedHosts must be an array of host names such as "dev.example.test" (no scheme or port).');
+  }
   for (const [name, value] of [['allowLoopbackOrigins', options.allowLoopbackOrigins], ['sandbox', options.sandbox]] as const) {
     if (value !== undefined && typeof value !== 'boolean') throw new ConfigurationError(`options.${name} must be true or false.`);
   }
@@ -206,6 +239,9 @@ function resolveOptions(options: GatewayOptions): ResolvedOptions {
     modelIdleTimeoutMs: integerOption('modelIdleTimeoutMs', options.modelIdleTimeoutMs, 60_000, 1, 3_600_000),
     actionTimeoutMs: integerOption('actionTimeoutMs', options.actionTimeoutMs, 60_000, 1, 3_600_000),
     maxBodyBytes: integerOption('maxBodyBytes', options.maxBodyBytes, 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    maxConcurrentRuns: integerOption('maxConcurrentRuns', options.maxConcurrentRuns, 1000, 1, 1_000_000),
+    development,
+    allowedHosts: options.allowedHosts ?? [],
   };
 }
 

@@ -24,6 +24,7 @@ async function main(): Promise<void> {
     logger,
     environment: env.environment,
     corsOrigins: env.corsOrigins,
+    allowedHosts: env.allowedHosts,
     ...(env.modelIdleTimeoutMs !== undefined ? { modelIdleTimeoutMs: env.modelIdleTimeoutMs } : {}),
   });
   const url = await gateway.listen(env.port, env.host);

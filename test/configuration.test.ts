@@ -32,6 +32,8 @@ describe('createGateway options', () => {
     [{ corsOrigins: ['https://a.example/path'] }, /must be just a scheme, host and optional port/],
     [{ corsOrigins: ['*'] }, /is not a valid origin/],
     [{ sandbox: 'yes' }, /options\.sandbox must be true or false/],
+    [{ allowedHosts: ['http://x.test'] }, /options\.allowedHosts must be an array of host names/],
+    [{ maxConcurrentRuns: 0 }, /options\.maxConcurrentRuns must be a whole number/],
     [{ actions: {} }, /options\.actions must be an array/],
     [{ actions: [action({ name: 'has space' })] }, /options\.actions\[0\]\.name must be 1 to 64 letters/],
     [{ actions: [action(), action()] }, /options\.actions\[1\]\.name "ok" is declared twice/],
@@ -56,6 +58,14 @@ describe('createGateway options', () => {
     expect(gateway.path).toBe('/copilotkit');
   });
 
+  it('rejects listen() on a port in use, without crashing', async () => {
+    const first = createGateway({ logger: silentLogger });
+    const url = await first.listen(0, '127.0.0.1');
+    const second = createGateway({ logger: silentLogger });
+    await expect(second.listen(Number(new URL(url).port), '127.0.0.1')).rejects.toThrow(/EADDRINUSE/);
+    await first.close();
+  });
+
   it('uses the demo model when no adapter is given', () => {
     expect(createGateway({ logger: silentLogger }).mode).toBe('demo');
   });
@@ -75,6 +85,7 @@ describe('the environment read by npm start', () => {
       environment: 'development',
       logLevel: 'info',
       corsOrigins: [],
+      allowedHosts: [],
     });
   });
 

@@ -167,6 +167,17 @@ describe('the stock CopilotRuntimeClient over HTTP', () => {
     ]);
   });
 
+  it('tells parallel tool calls apart by id when a server sends them all at index 0', async () => {
+    const action = (name: string) => ({ name, description: name, jsonSchema: '{"type":"object"}', available: 'enabled' });
+    const response = finalResponse(
+      await collect(runInput([userMessage('[tools=first,second] [same-index]')], { frontend: { actions: [action('first'), action('second')] } })),
+    );
+    expect(response.messages.map((m: any) => [m.name, m.arguments.join('')])).toEqual([
+      ['first', '{"n":0}'],
+      ['second', '{"n":1}'],
+    ]);
+  });
+
   it('gives the frontend context to the model as a system message after the leading system messages', async () => {
     const before = fake.requests.length;
     await collect(
@@ -230,6 +241,13 @@ describe('the stock CopilotRuntimeClient over HTTP', () => {
       description: 'The model provider rejected the request (HTTP 400): fake failure 400',
     });
     expect(JSON.stringify(response.status.details)).not.toMatch(/\n\s+at /);
+  });
+
+  it('does not pass the provider\'s text on an authentication failure to the client', async () => {
+    const response = finalResponse(await collect(runInput([userMessage('[fail=401]')])));
+    expect(response.status.details.code).toBe('UPSTREAM_AUTHENTICATION_FAILED');
+    expect(response.status.details.description).toBe('The model provider refused the API key (HTTP 401). Check OPENAI_API_KEY.');
+    expect(JSON.stringify(response.status)).not.toContain('fake failure');
   });
 
   it('closes the open message as Failed when the model stream is cut midway', async () => {

@@ -52,7 +52,7 @@ export class OpenAIAdapter implements ModelAdapter {
       model: params.model || this.model,
       messages: toChatMessages(request.messages),
       stream: true,
-      ...(tools.length ? { tools, parallel_tool_calls: true } : {}),
+      ...(tools.length ? { tools } : {}),
       ...(params.maxTokens != null ? { max_tokens: params.maxTokens } : {}),
       ...(params.temperature != null ? { temperature: params.temperature } : {}),
       ...(params.stop?.length ? { stop: params.stop } : {}),
@@ -64,6 +64,7 @@ export class OpenAIAdapter implements ModelAdapter {
     // so calls whose deltas interleave still get their own arguments).
     let openText: string | undefined;
     const openCalls = new Map<number, string>();
+    const callIds = new Map<number, string | undefined>();
     let parentId: string | undefined;
     let finished = false;
     let started = false;
@@ -85,7 +86,13 @@ export class OpenAIAdapter implements ModelAdapter {
         }
         for (const toolCall of delta?.tool_calls ?? []) {
           let id = openCalls.get(toolCall.index);
+          // Some OpenAI-compatible servers send every call at index 0: a new id is a new call.
+          if (id !== undefined && toolCall.id && toolCall.id !== callIds.get(toolCall.index)) {
+            output.actionEnd(id);
+            id = undefined;
+          }
           if (id === undefined) {
+            callIds.set(toolCall.index, toolCall.id);
             if (openText !== undefined) output.textEnd(openText);
             openText = undefined;
             id = output.actionStart(toolCall.id, toolCall.function?.name ?? '', parentId ?? chunk.id);
@@ -132,7 +139,8 @@ function toUpstreamError(error: unknown, signal: AbortSignal, started: boolean):
     const detail = (error.error as { message?: string } | undefined)?.message ?? error.message;
     const status = error.status;
     if (status === 401 || status === 403) {
-      return new UpstreamError('UPSTREAM_AUTHENTICATION_FAILED', `The model provider refused the API key (HTTP ${status}): ${detail}. Check OPENAI_API_KEY.`, {
+      // The provider's text can quote part of the key: it goes to the logs only.
+      return new UpstreamError('UPSTREAM_AUTHENTICATION_FAILED', `The model provider refused the API key (HTTP ${status}). Check OPENAI_API_KEY.`, {
         cause: error,
         details: { upstreamStatus: status },
       });

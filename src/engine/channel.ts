@@ -1,73 +1,75 @@
 /**
- * A single-consumer async queue: the run pushes synchronously, one reader pulls with `for await`.
- * Pushing never blocks (a run's output is bounded by the model's output); reading waits for the
- * next item or the end. `onReturn` is called when the reader stops early (client went away).
+ * An append-only stream that any number of readers read from the start, each at its own pace.
+ * The run pushes synchronously and never waits; each `for await` gets every item in order. GraphQL
+ * may resolve one field several times (aliases such as `a: messages b: messages`), and each of
+ * those resolutions must see the whole stream. Items are kept until the stream itself is dropped,
+ * which is when the response is done.
  */
-export class Channel<T> implements AsyncIterableIterator<T> {
-  protected buffer: T[] = [];
-  private waiting: ((result: IteratorResult<T>) => void) | undefined;
+export class SharedStream<T> implements AsyncIterable<T> {
+  protected readonly items: T[] = [];
   private ended = false;
-
-  constructor(private readonly onReturn?: () => void) {}
+  private waiters: (() => void)[] = [];
 
   push(item: T): void {
     if (this.ended) return;
-    const waiting = this.waiting;
-    if (waiting) {
-      this.waiting = undefined;
-      waiting({ value: item, done: false });
-    } else {
-      this.buffer.push(item);
-    }
+    this.items.push(item);
+    this.wake();
   }
 
-  /** No more items; the reader finishes after draining the buffer. */
+  /** No more items: readers finish once they have read everything. */
   end(): void {
     if (this.ended) return;
     this.ended = true;
-    const waiting = this.waiting;
-    if (waiting) {
-      this.waiting = undefined;
-      waiting({ value: undefined, done: true });
-    }
+    this.wake();
   }
 
-  next(): Promise<IteratorResult<T>> {
-    if (this.buffer.length > 0) return Promise.resolve({ value: this.take(), done: false });
-    if (this.ended) return Promise.resolve({ value: undefined, done: true });
-    return new Promise((resolve) => {
-      this.waiting = resolve;
-    });
+  [Symbol.asyncIterator](): AsyncIterator<T> {
+    let index = 0;
+    let stopped = false;
+    return {
+      next: async (): Promise<IteratorResult<T>> => {
+        for (;;) {
+          if (stopped) return { value: undefined, done: true };
+          if (index < this.items.length) {
+            const [value, nextIndex] = this.take(index);
+            index = nextIndex;
+            return { value, done: false };
+          }
+          if (this.ended) {
+            stopped = true;
+            return { value: undefined, done: true };
+          }
+          await new Promise<void>((resolve) => this.waiters.push(resolve));
+        }
+      },
+      return: async (): Promise<IteratorResult<T>> => {
+        stopped = true;
+        return { value: undefined, done: true };
+      },
+    };
   }
 
-  return(): Promise<IteratorResult<T>> {
-    const wasOpen = !this.ended;
-    this.buffer = [];
-    this.end();
-    if (wasOpen) this.onReturn?.();
-    return Promise.resolve({ value: undefined, done: true });
+  /** What a reader at `index` gets next, and where it is after that. */
+  protected take(index: number): [T, number] {
+    return [this.items[index], index + 1];
   }
 
-  [Symbol.asyncIterator](): this {
-    return this;
-  }
-
-  /** Takes what the reader gets next from a non-empty buffer. */
-  protected take(): T {
-    return this.buffer.shift() as T;
+  private wake(): void {
+    if (this.waiters.length === 0) return;
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const resolve of waiters) resolve();
   }
 }
 
 /**
- * A channel of text chunks that hands the reader everything ready at once, joined: a slow reader
- * gets fewer, larger chunks instead of a backlog of single tokens. Concatenation is unchanged.
+ * Text chunks: a reader gets everything it has not read yet, joined, so a slow reader gets fewer,
+ * larger chunks instead of a backlog of single tokens. Concatenation is unchanged.
  */
-export class TextChannel extends Channel<string> {
-  protected override take(): string {
-    const buffer = this.buffer;
-    if (buffer.length === 1) return buffer.pop() as string;
-    const joined = buffer.join('');
-    this.buffer = [];
-    return joined;
+export class SharedTextStream extends SharedStream<string> {
+  protected override take(index: number): [string, number] {
+    const items = this.items;
+    if (index === items.length - 1) return [items[index], index + 1];
+    return [items.slice(index).join(''), items.length];
   }
 }

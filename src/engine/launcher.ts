@@ -39,6 +39,8 @@ export interface LauncherOptions {
   maxRounds: number;
   modelIdleTimeoutMs: number;
   actionTimeoutMs: number;
+  /** Runs served at once; one more is refused with OVERLOADED. */
+  maxConcurrentRuns: number;
 }
 
 /** An agent this gateway can run. */
@@ -54,15 +56,20 @@ const MAX_ID_LENGTH = 256;
 export class RunLauncher {
   /** No agent kinds are wired in yet, so the list is empty and agent requests fail clearly. */
   readonly agents: readonly AgentInfo[] = [];
+  private active = 0;
 
   constructor(private readonly options: LauncherOptions) {}
+
+  /** Runs going on now. */
+  get activeRuns(): number {
+    return this.active;
+  }
 
   /** Starts a run for `generateCopilotResponse`. Bad input throws before anything is streamed. */
   startForMutation(data: RunRequestData, properties: Record<string, unknown> | null | undefined, caller: RunCaller): CopilotResponseModel {
     const input = this.prepare(data, properties);
-    let run: Run | undefined;
-    const view = createCopilotResponseView(input.threadId, input.runId, () => run?.abort(clientGone()));
-    run = this.start(input, view.listener, caller);
+    const view = createCopilotResponseView(input.threadId, input.runId);
+    this.start(input, view.listener, caller);
     return view.model;
   }
 
@@ -85,16 +92,23 @@ export class RunLauncher {
 
   private start(input: RunInput, listener: RuntimeEventListener, caller: RunCaller): Run {
     const run = new Run(input, { ...this.options, logger: caller.logger, requestId: caller.requestId }, listener);
+    this.active++;
     const signal = caller.signal;
     if (signal) {
       if (signal.aborted) run.abort(clientGone());
       else signal.addEventListener('abort', () => run.abort(clientGone()), { once: true });
     }
-    void run.execute();
+    void run.execute().finally(() => this.active--);
     return run;
   }
 
   private prepare(data: RunRequestData, properties: Record<string, unknown> | null | undefined): RunInput {
+    if (this.active >= this.options.maxConcurrentRuns) {
+      throw new GatewayError('OVERLOADED', `The gateway is serving its most runs at once (${this.options.maxConcurrentRuns}); try again shortly.`, {
+        status: 503,
+        severity: 'warning',
+      });
+    }
     if (data.agentSession) throw this.agentNotFound(data.agentSession.agentName);
     if (data.cloud?.guardrails) throw new NotSupportedError('Copilot Cloud guardrails (cloud.guardrails)');
     if (data.extensions?.openaiAssistantAPI) throw new NotSupportedError('The OpenAI Assistants API (extensions.openaiAssistantAPI)');

@@ -60,6 +60,7 @@ export class Run implements ModelOutput {
   private lastActivity = 0;
   private idleTimer: NodeJS.Timeout | undefined;
   private readonly logger: Logger;
+  private failureCause: string | undefined;
 
   constructor(
     private readonly input: RunInput,
@@ -97,6 +98,9 @@ export class Run implements ModelOutput {
     } catch (error) {
       const cause = this.controller.signal.aborted ? (this.controller.signal.reason as unknown) : error;
       const gatewayError = toGatewayError(cause);
+      // What clients are not shown (a provider's own text, an unexpected error) is logged.
+      const inner = gatewayError.cause;
+      if (inner !== undefined) this.failureCause = inner instanceof Error ? inner.message : String(inner);
       if (gatewayError.code === 'INTERNAL_SERVER_ERROR') {
         this.logger.error({ err: cause }, 'run failed unexpectedly');
       }
@@ -105,7 +109,7 @@ export class Run implements ModelOutput {
     this.finish(status);
     const durationMs = Math.round(performance.now() - started);
     if (status.code === 'Failed') {
-      this.logger.warn({ code: status.details.code, durationMs, rounds }, `run failed: ${status.details.description}`);
+      this.logger.warn({ code: status.details.code, durationMs, rounds, cause: this.failureCause }, `run failed: ${status.details.description}`);
     } else {
       this.logger.info({ durationMs, rounds, adapter: this.deps.adapter.name }, 'run succeeded');
     }

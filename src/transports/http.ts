@@ -5,12 +5,14 @@ import type { Logger } from 'pino';
 import type { GatewayContext } from '../graphql/context.js';
 import type { RunLauncher } from '../engine/launcher.js';
 import type { CorsPolicy } from './cors.js';
+import type { HostPolicy } from './hosts.js';
 
 export interface HttpTransportOptions {
   apollo: ApolloServer<GatewayContext>;
   launcher: RunLauncher;
   path: string;
   cors: CorsPolicy;
+  hosts: HostPolicy;
   logger: Logger;
   maxBodyBytes: number;
   /** Milliseconds between SSE keep-alive comments, so idle proxies do not cut a long run. */
@@ -35,7 +37,7 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
 export function createHttpHandler(options: HttpTransportOptions): (req: IncomingMessage, res: ServerResponse) => void {
   const { apollo, path, cors, logger } = options;
 
-  return (req, res) => {
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const started = performance.now();
     const headerId = req.headers['x-request-id'];
     const requestId = typeof headerId === 'string' && REQUEST_ID.test(headerId) ? headerId : randomUUID();
@@ -48,11 +50,20 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
       );
     });
 
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    if (url.pathname === '/health' && (req.method === 'GET' || req.method === 'HEAD')) {
+    // Split by hand: `new URL` throws on request targets such as "//[", and nothing here may throw.
+    const target = req.url ?? '/';
+    const queryAt = target.indexOf('?');
+    const pathname = queryAt === -1 ? target : target.slice(0, queryAt);
+    const search = queryAt === -1 ? '' : target.slice(queryAt);
+    if (!options.hosts.isAllowed(req.headers.host)) {
+      return sendJson(res, 403, {
+        errors: [{ message: `Host ${req.headers.host} is not served in development. Add it to ALLOWED_HOSTS.`, extensions: { code: 'FORBIDDEN_HOST' } }],
+      });
+    }
+    if (pathname === '/health' && (req.method === 'GET' || req.method === 'HEAD')) {
       return sendJson(res, 200, { status: 'ok' });
     }
-    if (url.pathname !== path) {
+    if (pathname !== path) {
       return sendJson(res, 404, {
         errors: [{ message: `Not found. The GraphQL endpoint is ${path}.`, extensions: { code: 'NOT_FOUND' } }],
       });
@@ -82,7 +93,7 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
       return;
     }
 
-    void handleGraphQL(req, res, url, requestId, log, options).catch((error) => {
+    void handleGraphQL(req, res, search, requestId, log, options).catch((error) => {
       log.error({ err: error }, 'unexpected error in the HTTP transport');
       if (!res.headersSent) {
         sendJson(res, 500, { errors: [{ message: 'Unexpected error.', extensions: { code: 'INTERNAL_SERVER_ERROR', requestId } }] });
@@ -91,12 +102,23 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
       }
     });
   };
+
+  // Nothing a client sends may take the process down: a synchronous throw is a 500 for that request only.
+  return (req, res) => {
+    try {
+      handle(req, res);
+    } catch (error) {
+      logger.error({ err: error }, 'unexpected error in the HTTP transport');
+      if (!res.headersSent) sendJson(res, 500, { errors: [{ message: 'Unexpected error.', extensions: { code: 'INTERNAL_SERVER_ERROR' } }] });
+      else res.destroy();
+    }
+  };
 }
 
 async function handleGraphQL(
   req: IncomingMessage,
   res: ServerResponse,
-  url: URL,
+  search: string,
   requestId: string,
   log: Logger,
   options: HttpTransportOptions,
@@ -137,7 +159,7 @@ async function handleGraphQL(
   headers.set('accept', apolloAccept(req.headers.accept));
 
   const response = await options.apollo.executeHTTPGraphQLRequest({
-    httpGraphQLRequest: { method: req.method ?? 'GET', headers, search: url.search, body },
+    httpGraphQLRequest: { method: req.method ?? 'GET', headers, search, body },
     context: async () => ({
       requestId,
       logger: log,
@@ -146,7 +168,7 @@ async function handleGraphQL(
       acceptsIncremental: acceptance.multipart || acceptance.sse,
     }),
   });
-  await writeResponse(res, response, acceptance, options.sseKeepAliveMs);
+  await writeResponse(res, response, acceptance, options.sseKeepAliveMs, requestId);
 }
 
 async function writeResponse(
@@ -154,11 +176,12 @@ async function writeResponse(
   response: HTTPGraphQLResponse,
   acceptance: Acceptance,
   sseKeepAliveMs: number,
+  requestId: string,
 ): Promise<void> {
   if (response.body.kind === 'complete') {
     res.statusCode = response.status ?? 200;
     for (const [name, value] of response.headers) res.setHeader(name, value);
-    res.end(response.body.string);
+    res.end(res.statusCode >= 400 ? withRequestId(response.body.string, requestId) : response.body.string);
     return;
   }
 
@@ -182,16 +205,39 @@ async function writeResponse(
     res.write(':\n\n');
     keepAlive = setInterval(() => res.write(':\n\n'), sseKeepAliveMs);
   }
+  // Parts that become ready in the same turn of the event loop go out in one write (one TCP
+  // segment when they fit) instead of one each; nothing waits longer than that turn.
+  let corked = false;
+  const uncork = () => {
+    corked = false;
+    res.uncork();
+  };
   try {
     for await (const chunk of chunks) {
       if (res.destroyed) break;
-      const data = sse ? toSseEvent(chunk) : chunk;
-      if (!res.write(data)) await drained(res);
+      if (!corked) {
+        corked = true;
+        res.cork();
+        setImmediate(uncork);
+      }
+      if (!res.write(sse ? toSseEvent(chunk) : chunk)) await drained(res);
     }
     if (sse && !res.destroyed) res.write('event: complete\ndata:\n\n');
   } finally {
     clearInterval(keepAlive);
     if (!res.destroyed) res.end();
+  }
+}
+
+/** Apollo's own error answers (CSRF, batching, bad method, 406) get the request id like every GraphQL error. */
+function withRequestId(body: string, requestId: string): string {
+  try {
+    const parsed = JSON.parse(body);
+    if (!Array.isArray(parsed?.errors)) return body;
+    for (const error of parsed.errors) error.extensions = { ...error.extensions, requestId };
+    return JSON.stringify(parsed);
+  } catch {
+    return body;
   }
 }
 

@@ -2,20 +2,27 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import { execute, subscribe, isIncrementalResults } from '@graphql-tools/executor';
 import { GraphQLError, parse, validate, type DocumentNode, type ExecutionArgs, type GraphQLSchema } from 'graphql';
-import { useServer } from 'graphql-ws/use/ws';
+import { CloseCode, handleProtocols, makeServer } from 'graphql-ws';
 import type { Logger } from 'pino';
-import { WebSocketServer } from 'ws';
+import { WebSocketServer, type WebSocket } from 'ws';
 import type { RunLauncher } from '../engine/launcher.js';
 import type { GatewayContext } from '../graphql/context.js';
 import { formatGraphQLError } from '../graphql/errors.js';
+import { MAX_DOCUMENT_TOKENS, allValidationRules } from '../graphql/validation.js';
 import type { CorsPolicy } from './cors.js';
+import type { HostPolicy } from './hosts.js';
 
 export interface WsTransportOptions {
   server: Server;
+  /** Largest accepted WebSocket message, like the HTTP body limit. */
+  maxPayloadBytes: number;
+  /** Introspection allowed (Sandbox on). */
+  introspection: boolean;
   schema: GraphQLSchema;
   launcher: RunLauncher;
   path: string;
   cors: CorsPolicy;
+  hosts: HostPolicy;
   logger: Logger;
 }
 
@@ -29,17 +36,21 @@ type OperationContext = GatewayContext & { controller: AbortController };
  */
 export function attachWebSocketTransport(options: WsTransportOptions): { dispose: () => Promise<void> } {
   const { server, schema, launcher, path, cors, logger } = options;
+  const rules = allValidationRules(options.introspection);
   const wss = new WebSocketServer({
     server,
     path,
+    maxPayload: options.maxPayloadBytes,
+    handleProtocols,
     // Browsers always send Origin; refuse cross-site pages that are not allowed, as for HTTP.
     verifyClient: ({ req }: { req: IncomingMessage }) => {
+      if (!options.hosts.isAllowed(req.headers.host)) return false;
       const origin = req.headers.origin;
       return origin === undefined || cors.isAllowed(origin) || isSameOrigin(origin, req.headers.host);
     },
   });
 
-  const serverCleanup = useServer<Record<string, unknown>, { request: IncomingMessage }>(
+  const protocol = makeServer<Record<string, unknown>, { socket: WebSocket; request: IncomingMessage }>(
     {
       schema,
       context: (ctx, id): OperationContext => {
@@ -59,31 +70,118 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
       onSubscribe: (_ctx, _id, payload) => {
         let document: DocumentNode;
         try {
-          document = parse(payload.query);
+          document = parse(payload.query, { maxTokens: MAX_DOCUMENT_TOKENS });
         } catch (error) {
           return [codedError(error as GraphQLError, 'GRAPHQL_PARSE_FAILED')];
         }
-        const errors = validate(schema, document);
+        const errors = validate(schema, document, rules);
         if (errors.length) return errors.map((error) => codedError(error, 'GRAPHQL_VALIDATION_FAILED'));
         return { schema, document, operationName: payload.operationName, variableValues: payload.variables };
       },
-      execute: (args) => runOperation(args, execute),
-      subscribe: (args) => runOperation(args, subscribe),
+      execute: (args) => abortOnReturn(runOperation(args, execute), args),
+      subscribe: (args) => abortOnReturn(runOperation(args, subscribe), args),
       onError: (_ctx, _id, _payload, errors) => errors.map((error) => formatGraphQLError(error.toJSON(), error)),
-      onNext: (_ctx, _id, _payload, _args, result) => {
-        if (!('errors' in result) || !result.errors?.length) return undefined;
-        return { ...result, errors: result.errors.map((error) => formatGraphQLError(error.toJSON(), error)) } as any;
+      onNext: (_ctx, _id, _payload, _args, result: any) => {
+        const format = (errors: GraphQLError[]) => errors.map((error) => formatGraphQLError(error.toJSON(), error));
+        const incremental: any[] | undefined = result.incremental;
+        if (!result.errors?.length && !incremental?.some((entry) => entry.errors?.length)) return undefined;
+        return {
+          ...result,
+          ...(result.errors?.length ? { errors: format(result.errors) } : {}),
+          ...(incremental ? { incremental: incremental.map((entry) => (entry.errors ? { ...entry, errors: format(entry.errors) } : entry)) } : {}),
+        };
       },
     },
-    wss,
   );
+  wss.on('connection', (socket, request) => serveSocket(socket, request, protocol, logger));
+  // `ws` re-emits the HTTP server's errors (such as EADDRINUSE, which listen() reports itself);
+  // without a listener they would be thrown.
+  wss.on('error', (error) => logger.debug({ err: error }, 'WebSocket server error'));
 
   return {
     dispose: async () => {
-      await serverCleanup.dispose();
+      for (const client of wss.clients) client.close(1001, 'Going away');
       await new Promise<void>((resolve) => wss.close(() => resolve()));
     },
   };
+}
+
+const KEEP_ALIVE_MS = 12_000;
+
+/**
+ * Connects one WebSocket to graphql-ws's protocol (graphql-ws's own `ws` adapter, in our words,
+ * with pino instead of console): pings every 12 s and drops a peer that does not answer; socket
+ * errors (an oversize message, a broken frame) are the client's fault, logged and closed by `ws`.
+ */
+function serveSocket(
+  socket: WebSocket,
+  request: IncomingMessage,
+  protocol: ReturnType<typeof makeServer<Record<string, unknown>, { socket: WebSocket; request: IncomingMessage }>>,
+  logger: Logger,
+): void {
+  socket.on('error', (error) => logger.info({ err: error, transport: 'ws' }, 'WebSocket error from a client'));
+  let pongWait: NodeJS.Timeout | undefined;
+  const ping = setInterval(() => {
+    if (socket.readyState !== socket.OPEN) return;
+    pongWait = setTimeout(() => socket.terminate(), KEEP_ALIVE_MS);
+    socket.once('pong', () => clearTimeout(pongWait));
+    socket.ping();
+  }, KEEP_ALIVE_MS);
+
+  const closed = protocol.opened(
+    {
+      protocol: socket.protocol,
+      send: (data) =>
+        new Promise<void>((resolve) => {
+          if (socket.readyState !== socket.OPEN) return resolve();
+          // A failed send means the socket is going away; its close ends the operations.
+          socket.send(data, () => resolve());
+        }),
+      close: (code, reason) => socket.close(code, reason),
+      onMessage: (handle) =>
+        socket.on('message', async (data) => {
+          try {
+            await handle(String(data));
+          } catch (error) {
+            logger.error({ err: error, transport: 'ws' }, 'unexpected error handling a WebSocket message');
+            socket.close(CloseCode.InternalServerError, 'Internal server error');
+          }
+        }),
+    },
+    { socket, request },
+  );
+  socket.once('close', (code, reason) => {
+    clearInterval(ping);
+    clearTimeout(pongWait);
+    void closed(code, String(reason));
+  });
+}
+
+/**
+ * graphql-ws always has a `next()` pending on an operation, and an async generator queues
+ * `return()` behind it: the run would only hear of a `complete` or a closed socket when its next
+ * event arrived, or never (a mutation without @defer/@stream). So `return()` aborts the run first.
+ */
+function abortOnReturn(generator: AsyncGenerator<any>, args: ExecutionArgs): AsyncGenerator<any> {
+  const { controller } = args.contextValue as OperationContext;
+  return {
+    next: (...value: [] | [unknown]) => generator.next(...value),
+    return: (value?: unknown) => {
+      controller.abort();
+      return generator.return(value);
+    },
+    throw: (error?: unknown) => {
+      controller.abort();
+      return generator.throw(error);
+    },
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+    [Symbol.asyncDispose]: async () => {
+      controller.abort();
+      await generator.return(undefined);
+    },
+  } as AsyncGenerator<any>;
 }
 
 /**

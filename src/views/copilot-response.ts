@@ -1,34 +1,33 @@
-import { Channel, TextChannel } from '../engine/channel.js';
+import { SharedStream, SharedTextStream } from '../engine/channel.js';
 import type { MetaEventPayload, RuntimeEvent } from '../engine/events.js';
 import { MESSAGE_SUCCESS, type MessageStatus, type RunStatus } from '../engine/status.js';
 import type { CopilotResponseModel, MessageOutputModel } from '../graphql/models.js';
 
 /** An open text message or action call: its chunk stream and the status it will settle with. */
 interface OpenMessage {
-  chunks: TextChannel;
+  chunks: SharedTextStream;
   settle: (status: MessageStatus) => void;
 }
 
 /**
  * The mutation's view of a run: message containers streamed in order, each text message and
  * action call with its own chunk stream and deferred status, and the run's deferred status.
- * `listener` is fed the run's events; `onClientGone` is called if the client stops reading.
+ * `listener` is fed the run's events. (The transports abort the run when the client goes away.)
  */
 export function createCopilotResponseView(
   threadId: string,
   runId: string,
-  onClientGone: () => void,
 ): { model: CopilotResponseModel; listener: (event: RuntimeEvent) => void } {
-  const messages = new Channel<MessageOutputModel>(onClientGone);
-  const metaEvents = new Channel<MetaEventPayload>();
+  const messages = new SharedStream<MessageOutputModel>();
+  const metaEvents = new SharedStream<MetaEventPayload>();
   const open = new Map<string, OpenMessage>();
   let settleRun!: (status: RunStatus) => void;
   const status = new Promise<RunStatus>((resolve) => {
     settleRun = resolve;
   });
 
-  function openMessage(id: string): { chunks: TextChannel; status: Promise<MessageStatus> } {
-    const chunks = new TextChannel();
+  function openMessage(id: string): { chunks: SharedTextStream; status: Promise<MessageStatus> } {
+    const chunks = new SharedTextStream();
     let settle!: (status: MessageStatus) => void;
     const messageStatus = new Promise<MessageStatus>((resolve) => {
       settle = resolve;

@@ -7,6 +7,7 @@ import type { RuntimeEvent, SequencedEvent } from '../engine/events.js';
  */
 export class RunEventStream implements AsyncIterableIterator<SequencedEvent> {
   private buffer: RuntimeEvent[] = [];
+  private head = 0;
   private waiting: ((result: IteratorResult<SequencedEvent>) => void) | undefined;
   private finished = false;
   private closed = false;
@@ -24,14 +25,20 @@ export class RunEventStream implements AsyncIterableIterator<SequencedEvent> {
       waiting({ value: this.number(event), done: false });
       return;
     }
-    const last = this.buffer[this.buffer.length - 1];
+    const last = this.buffer.length > this.head ? this.buffer[this.buffer.length - 1] : undefined;
     if (last && mergeInto(last, event)) return;
     this.buffer.push(event);
   };
 
   next(): Promise<IteratorResult<SequencedEvent>> {
-    const event = this.buffer.shift();
-    if (event) return Promise.resolve({ value: this.number(event), done: false });
+    if (this.head < this.buffer.length) {
+      const event = this.buffer[this.head++];
+      if (this.head === this.buffer.length) {
+        this.buffer = [];
+        this.head = 0;
+      }
+      return Promise.resolve({ value: this.number(event), done: false });
+    }
     if (this.finished || this.closed) {
       this.closed = true;
       return Promise.resolve({ value: undefined, done: true });
@@ -45,6 +52,7 @@ export class RunEventStream implements AsyncIterableIterator<SequencedEvent> {
     const runStillGoing = !this.finished && !this.closed;
     this.closed = true;
     this.buffer = [];
+    this.head = 0;
     const waiting = this.waiting;
     this.waiting = undefined;
     waiting?.({ value: undefined, done: true });

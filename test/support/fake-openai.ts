@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
  *   [tools=A,B]                call several tools in one answer (arguments "{}")
  *   [text-then-tool]           with [tool=…]: say a sentence before the call
  *   [interleave]               with [tools=…]: the calls' argument deltas alternate
+ *   [same-index]               with [tools=…]: every call at index 0, told apart by id
  *   [fail=STATUS]              answer with an HTTP error and an OpenAI error body
  *   [cut]                      send two tokens, then destroy the connection (no [DONE])
  *   [stall]                    send one token, then nothing until the client goes away
@@ -111,6 +112,18 @@ export class FakeOpenAI {
       } else if (directive('tool') || directive('tools')) {
         if (prompt.includes('[text-then-tool]')) await send({ content: 'Let me do that. ' });
         const names = directive('tools')?.split(',') ?? [directive('tool')!];
+        if (prompt.includes('[same-index]')) {
+          // Parallel calls all at index 0, told apart only by their ids (some compatible servers do this).
+          for (const [n, name] of names.entries()) {
+            await send({ tool_calls: [{ index: 0, id: `call_${id}_${n}`, type: 'function', function: { name, arguments: '' } }] });
+            await send({ tool_calls: [{ index: 0, function: { arguments: `{"n":${n}}` } }] });
+          }
+          await send({}, 'tool_calls');
+          res.write('data: [DONE]\n\n');
+          finished = true;
+          res.end();
+          return;
+        }
         if (prompt.includes('[interleave]')) {
           // Parallel calls whose deltas alternate, as some OpenAI-compatible servers send them.
           for (const [index, name] of names.entries()) {

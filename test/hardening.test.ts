@@ -1,0 +1,188 @@
+import { connect } from 'node:net';
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
+import { DemoAdapter } from '../src/adapters/demo.js';
+import { GatedAdapter } from './support/gated-adapter.js';
+import { eventually, runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
+
+// Hostile or unusual input: nothing crashes the process, hangs a stream, or runs up the bill.
+
+const running: RunningGateway[] = [];
+async function start(options: Parameters<typeof startGateway>[0] = {}) {
+  const gateway = await startGateway({ adapter: new DemoAdapter({ tokenDelayMs: 0 }), ...options });
+  running.push(gateway);
+  return gateway;
+}
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((gateway) => gateway.close()));
+});
+
+const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
+  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json', ...headers }, body: JSON.stringify(body) });
+
+/** Sends raw bytes and returns the status line of the answer. */
+function rawRequest(url: string, request: string): Promise<string> {
+  const { port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), '127.0.0.1', () => socket.write(request));
+    socket.once('data', (data) => {
+      resolve(String(data).split('\r\n')[0]);
+      socket.destroy();
+    });
+    socket.on('error', reject);
+  });
+}
+
+const MUTATION = (selection: string) => `mutation($data: GenerateCopilotResponseInput!) { ${selection} }`;
+
+describe('input that once broke the gateway', () => {
+  it('answers a request target that is not a URL, and keeps serving', async () => {
+    const { url } = await start();
+    expect(await rawRequest(url, 'GET //[ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n')).toBe('HTTP/1.1 404 Not Found');
+    expect(await (await post(url, { query: '{ hello }' })).json()).toEqual({ data: { hello: 'Hello World' } });
+  });
+
+  it('serves the same streamed field twice under aliases, in full', async () => {
+    const { url } = await start();
+    const body = await (
+      await post(url, {
+        query: MUTATION(
+          'generateCopilotResponse(data: $data) { a: messages { id ... on TextMessageOutput { x: content y: content } } b: messages { id } }',
+        ),
+        variables: { data: runInput([userMessage('hi')]) },
+      })
+    ).json();
+    const response = body.data.generateCopilotResponse;
+    expect(response.a.map((m: any) => m.id)).toEqual(response.b.map((m: any) => m.id));
+    expect(response.a[0].x.join('')).toBe(response.a[0].y.join(''));
+    expect(response.a[0].x.join('')).toContain('[demo mode]');
+  });
+});
+
+describe('limits on what one request can start', () => {
+  it('allows one run per operation, over HTTP and WebSocket', async () => {
+    const adapter = new GatedAdapter();
+    const { url, wsUrl } = await start({ adapter });
+    const query = MUTATION('a: generateCopilotResponse(data: $data) { threadId } b: generateCopilotResponse(data: $data) { threadId }');
+    const variables = { data: runInput([userMessage('hi')]) };
+    const http = await post(url, { query, variables });
+    expect(http.status).toBe(400);
+    expect((await http.json()).errors[0]).toMatchObject({
+      message: expect.stringMatching(/may start one run/),
+      extensions: { code: 'GRAPHQL_VALIDATION_FAILED' },
+    });
+    const client = createClient({ url: wsUrl, webSocketImpl: WebSocket, retryAttempts: 0 });
+    const errors = await (async () => {
+      for await (const _ of client.iterate({ query, variables })) return undefined;
+    })().catch((e) => e);
+    await client.dispose();
+    expect(errors[0].extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
+    expect(adapter.started).toBe(0);
+  });
+
+  it('refuses runs beyond maxConcurrentRuns with OVERLOADED, and accepts again when one ends', async () => {
+    const adapter = new GatedAdapter();
+    const { url } = await start({ adapter, maxConcurrentRuns: 1 });
+    const query = MUTATION('generateCopilotResponse(data: $data) { status { ... on BaseResponseStatus { code } } }');
+    const variables = { data: runInput([userMessage('hi')]) };
+    const first = post(url, { query, variables });
+    await eventually(() => adapter.started === 1, 'the first run to start');
+    const second = await (await post(url, { query, variables })).json();
+    expect(second.errors[0].extensions).toMatchObject({ code: 'OVERLOADED', statusCode: 503 });
+    adapter.finish();
+    expect((await (await first).json()).data.generateCopilotResponse.status.code).toBe('Success');
+    adapter.finish();
+    const third = await (await post(url, { query, variables })).json();
+    expect(third.data.generateCopilotResponse.status.code).toBe('Success');
+  });
+
+  it('refuses a document with too many tokens before parsing it all', async () => {
+    const { url } = await start();
+    const response = await post(url, { query: `{ ${'hello '.repeat(30_000)}}` });
+    expect(response.status).toBe(400);
+    expect((await response.json()).errors[0].message).toMatch(/more that 20000 tokens/);
+  });
+});
+
+describe('WebSocket operations', () => {
+  it('aborts a run when the client completes a plain mutation still waiting for the model', async () => {
+    const adapter = new GatedAdapter();
+    const { wsUrl } = await start({ adapter });
+    const client = createClient({ url: wsUrl, webSocketImpl: WebSocket, retryAttempts: 0 });
+    const unsubscribe = client.subscribe(
+      { query: MUTATION('generateCopilotResponse(data: $data) { status { ... on BaseResponseStatus { code } } }'), variables: { data: runInput([userMessage('hi')]) } },
+      { next: () => {}, error: () => {}, complete: () => {} },
+    );
+    await eventually(() => adapter.started === 1, 'the run to start');
+    unsubscribe();
+    await eventually(() => adapter.aborted === 1, 'the run to be aborted');
+    await client.dispose();
+  });
+
+  it('aborts a subscription run waiting for its first token when the socket closes', async () => {
+    const adapter = new GatedAdapter();
+    const { wsUrl } = await start({ adapter });
+    const client = createClient({ url: wsUrl, webSocketImpl: WebSocket, retryAttempts: 0 });
+    client.subscribe(
+      { query: 'subscription($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) { __typename } }', variables: { data: runInput([userMessage('hi')]) } },
+      { next: () => {}, error: () => {}, complete: () => {} },
+    );
+    await eventually(() => adapter.started === 1, 'the run to start');
+    client.terminate();
+    await eventually(() => adapter.aborted === 1, 'the run to be aborted');
+  });
+
+  it('closes a socket that sends a message over the size limit (1009)', async () => {
+    const { wsUrl } = await start({ maxBodyBytes: 4096 });
+    const socket = new WebSocket(wsUrl, 'graphql-transport-ws');
+    await new Promise((resolve) => socket.once('open', resolve));
+    const closed = new Promise<number>((resolve) => socket.once('close', (code) => resolve(code)));
+    socket.send(JSON.stringify({ type: 'connection_init', payload: { pad: 'x'.repeat(8192) } }));
+    expect(await closed).toBe(1009);
+  });
+
+  it('refuses introspection over WebSocket in production, as over HTTP', async () => {
+    const { wsUrl } = await start({ environment: 'production' });
+    const client = createClient({ url: wsUrl, webSocketImpl: WebSocket, retryAttempts: 0 });
+    const errors = await (async () => {
+      for await (const _ of client.iterate({ query: '{ __schema { types { name } } }' })) return undefined;
+    })().catch((e) => e);
+    await client.dispose();
+    expect(errors[0].message).toMatch(/introspection/i);
+  });
+});
+
+describe('DNS-rebinding protection in development', () => {
+  it('serves loopback names and IP addresses but not other host names', async () => {
+    const { url } = await start({ environment: 'development', allowedHosts: ['dev.example.test'] });
+    const { port } = new URL(url);
+    const request = (host: string) => rawRequest(url, `GET /health HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+    expect(await request(`localhost:${port}`)).toBe('HTTP/1.1 200 OK');
+    expect(await request(`127.0.0.1:${port}`)).toBe('HTTP/1.1 200 OK');
+    expect(await request(`[::1]:${port}`)).toBe('HTTP/1.1 200 OK');
+    expect(await request(`dev.example.test:${port}`)).toBe('HTTP/1.1 200 OK');
+    expect(await request(`rebind.attacker.example:${port}`)).toBe('HTTP/1.1 403 Forbidden');
+    const upgrade = await rawRequest(
+      url,
+      `GET /api/copilotkit HTTP/1.1\r\nHost: rebind.attacker.example:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+        'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n',
+    );
+    expect(upgrade).toMatch(/^HTTP\/1\.1 40[13]/);
+  });
+
+  it('does not check host names in production', async () => {
+    const { url } = await start({ environment: 'production' });
+    expect(await rawRequest(url, 'GET /health HTTP/1.1\r\nHost: api.example.com\r\nConnection: close\r\n\r\n')).toBe('HTTP/1.1 200 OK');
+  });
+});
+
+describe('errors from Apollo itself', () => {
+  it('carry the request id too', async () => {
+    const { url } = await start();
+    const response = await fetch(`${url}?query=${encodeURIComponent('{ hello }')}`); // a GET without a preflight header: CSRF rule
+    expect(response.status).toBe(400);
+    const body = await response.json();
+    expect(body.errors[0].extensions).toMatchObject({ code: 'BAD_REQUEST', requestId: response.headers.get('x-request-id') });
+  });
+});
