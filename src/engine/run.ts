@@ -61,6 +61,8 @@ export class Run implements ModelOutput {
   private idleTimer: NodeJS.Timeout | undefined;
   private readonly logger: Logger;
   private failureCause: string | undefined;
+  /** Chunks are kept for executing and continuing after server-side actions; none are registered, none kept. */
+  private readonly keepChunks: boolean;
 
   constructor(
     private readonly input: RunInput,
@@ -68,6 +70,7 @@ export class Run implements ModelOutput {
     private readonly listener: RuntimeEventListener,
   ) {
     this.logger = deps.logger.child({ runId: input.runId, threadId: input.threadId });
+    this.keepChunks = deps.serverActions.size > 0;
   }
 
   get runId(): string {
@@ -292,9 +295,11 @@ export class Run implements ModelOutput {
     this.assertWritable();
     if (!this.openTexts.has(messageId)) throw new Error(`Text message "${messageId}" is not open.`);
     if (content.length === 0) return;
-    const item = this.round[this.round.length - 1];
-    if (item?.id === messageId) item.chunks.push(content);
-    else (this.round.find((i) => i.id === messageId) as RoundItem).chunks.push(content);
+    if (this.keepChunks) {
+      const item = this.round[this.round.length - 1];
+      if (item?.id === messageId) item.chunks.push(content);
+      else (this.round.find((i) => i.id === messageId) as RoundItem).chunks.push(content);
+    }
     this.emit({ type: 'TextMessageContent', messageId, content });
   }
 
@@ -319,7 +324,7 @@ export class Run implements ModelOutput {
     const call = this.openCalls.get(actionExecutionId);
     if (!call) throw new Error(`Action execution "${actionExecutionId}" is not open.`);
     if (args.length === 0) return;
-    call.chunks.push(args);
+    if (this.keepChunks) call.chunks.push(args);
     this.emit({ type: 'ActionExecutionArgs', actionExecutionId, args });
   }
 
