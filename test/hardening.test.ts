@@ -1,22 +1,14 @@
 import { connect } from 'node:net';
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { DemoAdapter } from '../src/adapters/demo.js';
 import { GatedAdapter } from './support/gated-adapter.js';
-import { eventually, runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
+import { eventually, gatewaysPerTest, runInput, userMessage } from './support/harness.js';
 
 // Hostile or unusual input: nothing crashes the process, hangs a stream, or runs up the bill.
 
-const running: RunningGateway[] = [];
-async function start(options: Parameters<typeof startGateway>[0] = {}) {
-  const gateway = await startGateway({ adapter: new DemoAdapter({ tokenDelayMs: 0 }), ...options });
-  running.push(gateway);
-  return gateway;
-}
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((gateway) => gateway.close()));
-});
+const { start } = gatewaysPerTest({ adapter: new DemoAdapter({ tokenDelayMs: 0 }) });
 
 const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
   fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json', ...headers }, body: JSON.stringify(body) });

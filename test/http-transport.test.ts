@@ -1,8 +1,8 @@
-import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { DemoAdapter } from '../src/adapters/demo.js';
 import { EmptyAdapter } from '../src/adapters/empty.js';
 import { BrokenAdapter, GatedAdapter } from './support/gated-adapter.js';
-import { eventually, runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
+import { eventually, gatewaysPerTest, runInput, userMessage } from './support/harness.js';
 
 // GraphQL over HTTP as a browser or curl sees it: negotiation, headers, CORS, limits, errors.
 
@@ -25,18 +25,7 @@ const PLAIN = /* GraphQL */ `
   }
 `;
 
-const running: RunningGateway[] = [];
-async function start(options: Parameters<typeof startGateway>[0] = {}) {
-  const gateway = await startGateway({ adapter: new DemoAdapter({ tokenDelayMs: 0 }), ...options });
-  running.push(gateway);
-  return gateway;
-}
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((gateway) => gateway.close()));
-});
-afterAll(async () => {
-  await Promise.all(running.splice(0).map((gateway) => gateway.close()));
-});
+const { start } = gatewaysPerTest({ adapter: new DemoAdapter({ tokenDelayMs: 0 }) });
 
 function post(url: string, body: unknown, headers: Record<string, string> = {}) {
   return fetch(url, {

@@ -1,3 +1,4 @@
+import { afterEach } from '@jest/globals';
 import { pino } from 'pino';
 import { createGateway, type Gateway, type GatewayOptions } from '../../src/gateway.js';
 
@@ -41,4 +42,22 @@ export async function eventually(check: () => boolean, what: string, attempts = 
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   throw new Error(`Timed out waiting for: ${what}`);
+}
+
+/**
+ * Gateways a test file starts and closes after each test: `const { start } = gatewaysPerTest(defaults)`.
+ * Must be called at the top level of a test file (it registers an afterEach).
+ */
+export function gatewaysPerTest(defaults: GatewayOptions = {}): { start: (options?: GatewayOptions) => Promise<RunningGateway> } {
+  const running: RunningGateway[] = [];
+  afterEach(async () => {
+    await Promise.all(running.splice(0).map((gateway) => gateway.close()));
+  });
+  return {
+    start: async (options = {}) => {
+      const gateway = await startGateway({ ...defaults, ...options });
+      running.push(gateway);
+      return gateway;
+    },
+  };
 }
