@@ -2,6 +2,7 @@ import { connect } from 'node:net';
 import { describe, expect, it } from '@jest/globals';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
+import { pino } from 'pino';
 import { DemoAdapter } from '../src/adapters/demo.js';
 import { GatedAdapter } from './support/gated-adapter.js';
 import { eventually, gatewaysPerTest, runInput, userMessage } from './support/harness.js';
@@ -32,6 +33,8 @@ describe('input that once broke the gateway', () => {
   it('answers a request target that is not a URL, and keeps serving', async () => {
     const { url } = await start();
     expect(await rawRequest(url, 'GET //[ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n')).toBe('HTTP/1.1 404 Not Found');
+    const { port } = new URL(url);
+    expect(await rawRequest(url, `GET http://127.0.0.1:${port}/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`)).toBe('HTTP/1.1 200 OK');
     expect(await (await post(url, { query: '{ hello }' })).json()).toEqual({ data: { hello: 'Hello World' } });
   });
 
@@ -73,6 +76,29 @@ describe('limits on what one request can start', () => {
     expect(adapter.started).toBe(0);
   });
 
+  it('starts no second run from a fragment spread again with @defer', async () => {
+    const adapter = new GatedAdapter();
+    const { url } = await start({ adapter });
+    const query = `mutation($data: GenerateCopilotResponseInput!) { ...F ...F @defer }
+      fragment F on Mutation { generateCopilotResponse(data: $data) { threadId } }`;
+    const response = await post(url, { query, variables: { data: runInput([userMessage('hi')]) } }, { accept: 'multipart/mixed' });
+    const body = await response.text();
+    expect(body).toContain('An operation may start one run');
+    expect(adapter.started).toBe(1);
+  });
+
+  it('counts a field GraphQL merges (the same key twice) as one run', async () => {
+    const { url } = await start();
+    const body = await (
+      await post(url, {
+        query: MUTATION('generateCopilotResponse(data: $data) { threadId } generateCopilotResponse(data: $data) { runId }'),
+        variables: { data: runInput([userMessage('hi')], { threadId: 't-merged' }) },
+      })
+    ).json();
+    expect(body.errors).toBeUndefined();
+    expect(body.data.generateCopilotResponse.threadId).toBe('t-merged');
+  });
+
   it('refuses runs beyond maxConcurrentRuns with OVERLOADED, and accepts again when one ends', async () => {
     const adapter = new GatedAdapter();
     const { url } = await start({ adapter, maxConcurrentRuns: 1 });
@@ -110,6 +136,30 @@ describe('WebSocket operations', () => {
     unsubscribe();
     await eventually(() => adapter.aborted === 1, 'the run to be aborted');
     await client.dispose();
+  });
+
+  it('sends nothing more for an operation the client completed', async () => {
+    const adapter = new GatedAdapter();
+    const lines: any[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const { wsUrl } = await start({ adapter, logger });
+    const socket = new WebSocket(wsUrl, 'graphql-transport-ws');
+    const received: any[] = [];
+    socket.on('message', (data) => received.push(JSON.parse(String(data))));
+    await new Promise((resolve) => socket.once('open', resolve));
+    socket.send(JSON.stringify({ type: 'connection_init' }));
+    await eventually(() => received.some((m) => m.type === 'connection_ack'), 'the connection to be acknowledged');
+    const mutation = MUTATION('generateCopilotResponse(data: $data) { status { ... on BaseResponseStatus { code } } }');
+    socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: mutation, variables: { data: runInput([userMessage('hi')]) } } }));
+    await eventually(() => adapter.started === 1, 'the run to start');
+    socket.send(JSON.stringify({ id: '1', type: 'complete' }));
+    await eventually(() => lines.some((line) => line.operationId === '1' && line.msg === 'operation completed'), 'operation 1 to end');
+    // Anything sent for operation 1 was sent before this answer, on the same ordered socket.
+    socket.send(JSON.stringify({ id: '2', type: 'subscribe', payload: { query: '{ hello }' } }));
+    await eventually(() => received.some((m) => m.id === '2' && m.type === 'complete'), 'operation 2 to complete');
+    socket.close();
+    expect(adapter.aborted).toBe(1);
+    expect(received.filter((m) => m.id === '1')).toEqual([]);
   });
 
   it('aborts a subscription run waiting for its first token when the socket closes', async () => {
@@ -154,6 +204,7 @@ describe('DNS-rebinding protection in development', () => {
     expect(await request(`127.0.0.1:${port}`)).toBe('HTTP/1.1 200 OK');
     expect(await request(`[::1]:${port}`)).toBe('HTTP/1.1 200 OK');
     expect(await request(`dev.example.test:${port}`)).toBe('HTTP/1.1 200 OK');
+    expect(await request(`localhost.:${port}`)).toBe('HTTP/1.1 200 OK');
     expect(await request(`rebind.attacker.example:${port}`)).toBe('HTTP/1.1 403 Forbidden');
     const upgrade = await rawRequest(
       url,

@@ -71,6 +71,7 @@ export class OpenAIAdapter implements ModelAdapter {
     const endCalls = () => {
       for (const id of openCalls.values()) output.actionEnd(id);
       openCalls.clear();
+      callIds.clear();
     };
     try {
       const stream = await this.client.chat.completions.create(body, { signal });
@@ -87,10 +88,12 @@ export class OpenAIAdapter implements ModelAdapter {
         for (const toolCall of delta?.tool_calls ?? []) {
           let id = openCalls.get(toolCall.index);
           // Some OpenAI-compatible servers send every call at index 0: a new id is a new call.
-          if (id !== undefined && toolCall.id && toolCall.id !== callIds.get(toolCall.index)) {
+          const knownId = callIds.get(toolCall.index);
+          if (id !== undefined && toolCall.id && knownId !== undefined && toolCall.id !== knownId) {
             output.actionEnd(id);
             id = undefined;
           }
+          if (toolCall.id && knownId === undefined) callIds.set(toolCall.index, toolCall.id);
           if (id === undefined) {
             callIds.set(toolCall.index, toolCall.id);
             if (openText !== undefined) output.textEnd(openText);

@@ -26,11 +26,21 @@ export interface RunRequestData {
   context?: readonly { description: string; value: string }[] | null;
 }
 
-/** Who asked for the run: the request's logger and id, and a signal aborted when the client goes away. */
+/**
+ * Who asked for the run: the request's logger and id, a signal aborted when the client goes away,
+ * and the operation's one-run allowance (one request may start one model run, however its document
+ * repeats the field through aliases, fragments or @defer).
+ */
 export interface RunCaller {
   requestId: string;
   logger: Logger;
   signal?: AbortSignal;
+  allowance: RunAllowance;
+}
+
+/** Shared by every resolution of a run-starting field within one operation. */
+export interface RunAllowance {
+  used: boolean;
 }
 
 export interface LauncherOptions {
@@ -67,7 +77,7 @@ export class RunLauncher {
 
   /** Starts a run for `generateCopilotResponse`. Bad input throws before anything is streamed. */
   startForMutation(data: RunRequestData, properties: Record<string, unknown> | null | undefined, caller: RunCaller): CopilotResponseModel {
-    const input = this.prepare(data, properties);
+    const input = this.prepare(data, properties, caller);
     const view = createCopilotResponseView(input.threadId, input.runId);
     this.start(input, view.listener, caller);
     return view.model;
@@ -79,7 +89,7 @@ export class RunLauncher {
     properties: Record<string, unknown> | null | undefined,
     caller: RunCaller,
   ): AsyncIterableIterator<SequencedEvent> {
-    const input = this.prepare(data, properties);
+    const input = this.prepare(data, properties, caller);
     let run: Run | undefined;
     const stream = new RunEventStream(() => run?.abort(clientGone()));
     run = this.start(input, stream.listener, caller);
@@ -102,7 +112,11 @@ export class RunLauncher {
     return run;
   }
 
-  private prepare(data: RunRequestData, properties: Record<string, unknown> | null | undefined): RunInput {
+  private prepare(data: RunRequestData, properties: Record<string, unknown> | null | undefined, caller: RunCaller): RunInput {
+    if (caller.allowance.used) {
+      throw new BadUserInputError('An operation may start one run; this one asks for another (through aliases, fragments or @defer).');
+    }
+    caller.allowance.used = true;
     if (this.active >= this.options.maxConcurrentRuns) {
       throw new GatewayError('OVERLOADED', `The gateway is serving its most runs at once (${this.options.maxConcurrentRuns}); try again shortly.`, {
         status: 503,

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { RunLauncher } from '../engine/launcher.js';
+import type { RunAllowance, RunLauncher } from '../engine/launcher.js';
 
 /** What every resolver gets: the request's identity and logger, and the gateway's run launcher. */
 export interface GatewayContext {
@@ -9,6 +9,8 @@ export interface GatewayContext {
   /** Aborted when the client goes away (HTTP connection closed, WebSocket operation completed). */
   signal: AbortSignal;
   launcher: RunLauncher;
+  /** One run per operation: set once a run has started. */
+  allowance: RunAllowance;
   /** Whether the client takes a streaming format (multipart/mixed or SSE; always over WebSocket). */
   acceptsIncremental: boolean;
 }

@@ -37,14 +37,14 @@ export const resolvers: Resolvers = {
   },
 
   Mutation: {
-    generateCopilotResponse: (_parent, { data, properties }, { launcher, requestId, logger, signal }) =>
-      launcher.startForMutation(data, properties, { requestId, logger, signal }),
+    generateCopilotResponse: (_parent, { data, properties }, { launcher, requestId, logger, signal, allowance }) =>
+      launcher.startForMutation(data, properties, { requestId, logger, signal, allowance }),
   },
 
   Subscription: {
     copilotRun: {
-      subscribe: (_parent, { data, properties }, { launcher, requestId, logger, signal }) =>
-        launcher.startForSubscription(data, properties, { requestId, logger, signal }),
+      subscribe: (_parent, { data, properties }, { launcher, requestId, logger, signal, allowance }) =>
+        launcher.startForSubscription(data, properties, { requestId, logger, signal, allowance }),
       resolve: (event: any) => event,
     },
   },

@@ -7,29 +7,32 @@ const RUN_FIELDS = new Set(['generateCopilotResponse', 'copilotRun']);
 export const MAX_DOCUMENT_TOKENS = 20_000;
 
 /**
- * One run per operation: aliases could otherwise start any number of model calls with one request.
+ * One run per operation, reported early for the common case: a document that asks for a
+ * run-starting field under two response keys (aliases). Selections that GraphQL merges (the same
+ * key twice) are one run. Repeats the executor runs separately, such as a fragment spread both
+ * plainly and with @defer, are refused when the second run would start (RunLauncher).
  */
 export const SingleRunPerOperationRule: ValidationRule = (context) => ({
   OperationDefinition(operation) {
     const fragments = new Map(context.getDocument().definitions.flatMap((d) => (d.kind === Kind.FRAGMENT_DEFINITION ? [[d.name.value, d]] : [])));
-    let runs = 0;
-    const count = (selectionSet: SelectionSetNode, seen: Set<string>) => {
+    const keys = new Set<string>();
+    const collect = (selectionSet: SelectionSetNode, seen: Set<string>) => {
       for (const selection of selectionSet.selections) {
         if (selection.kind === Kind.FIELD) {
-          if (RUN_FIELDS.has(selection.name.value)) runs++;
+          if (RUN_FIELDS.has(selection.name.value)) keys.add(selection.alias?.value ?? selection.name.value);
         } else if (selection.kind === Kind.INLINE_FRAGMENT) {
-          count(selection.selectionSet, seen);
+          collect(selection.selectionSet, seen);
         } else if (!seen.has(selection.name.value)) {
           seen.add(selection.name.value);
           const fragment = fragments.get(selection.name.value);
-          if (fragment) count(fragment.selectionSet, seen);
+          if (fragment) collect(fragment.selectionSet, seen);
         }
       }
     };
-    count(operation.selectionSet, new Set());
-    if (runs > 1) {
+    collect(operation.selectionSet, new Set());
+    if (keys.size > 1) {
       context.reportError(
-        new GraphQLError(`An operation may start one run, but this one selects ${[...RUN_FIELDS].join(' or ')} ${runs} times.`, {
+        new GraphQLError(`An operation may start one run, but this one asks for ${keys.size}: ${[...keys].join(', ')}.`, {
           nodes: operation,
           extensions: { code: 'GRAPHQL_VALIDATION_FAILED' },
         }),

@@ -17,7 +17,8 @@ export class HostPolicy {
   isAllowed(hostHeader: string | undefined): boolean {
     if (!this.restrict || hostHeader === undefined) return true;
     const host = hostHeader.toLowerCase();
-    const hostname = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0];
+    const named = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0];
+    const hostname = named.endsWith('.') ? named.slice(0, -1) : named; // "localhost." is "localhost"
     return (
       hostname === 'localhost' ||
       hostname.endsWith('.localhost') ||

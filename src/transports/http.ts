@@ -51,10 +51,7 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
     });
 
     // Split by hand: `new URL` throws on request targets such as "//[", and nothing here may throw.
-    const target = req.url ?? '/';
-    const queryAt = target.indexOf('?');
-    const pathname = queryAt === -1 ? target : target.slice(0, queryAt);
-    const search = queryAt === -1 ? '' : target.slice(queryAt);
+    const { pathname, search } = splitTarget(req.url ?? '/');
     if (!options.hosts.isAllowed(req.headers.host)) {
       return sendJson(res, 403, {
         errors: [{ message: `Host ${req.headers.host} is not served in development. Add it to ALLOWED_HOSTS.`, extensions: { code: 'FORBIDDEN_HOST' } }],
@@ -165,6 +162,7 @@ async function handleGraphQL(
       logger: log,
       signal: controller.signal,
       launcher: options.launcher,
+      allowance: { used: false },
       acceptsIncremental: acceptance.multipart || acceptance.sse,
     }),
   });
@@ -227,6 +225,20 @@ async function writeResponse(
     clearInterval(keepAlive);
     if (!res.destroyed) res.end();
   }
+}
+
+/** Path and query of a request target: origin-form ("/path?q") by hand, absolute-form ("http://host/path") by URL. */
+function splitTarget(target: string): { pathname: string; search: string } {
+  if (!target.startsWith('/')) {
+    try {
+      const url = new URL(target);
+      return { pathname: url.pathname, search: url.search };
+    } catch {
+      return { pathname: target, search: '' };
+    }
+  }
+  const queryAt = target.indexOf('?');
+  return queryAt === -1 ? { pathname: target, search: '' } : { pathname: target.slice(0, queryAt), search: target.slice(queryAt) };
 }
 
 /** Apollo's own error answers (CSRF, batching, bad method, 406) get the request id like every GraphQL error. */

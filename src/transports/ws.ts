@@ -61,6 +61,7 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
           logger: logger.child({ requestId, operationId: id, transport: 'ws' }),
           signal: controller.signal,
           launcher,
+          allowance: { used: false },
           acceptsIncremental: true,
           controller,
         };
@@ -164,13 +165,18 @@ function serveSocket(
  */
 function abortOnReturn(generator: AsyncGenerator<any>, args: ExecutionArgs): AsyncGenerator<any> {
   const { controller } = args.contextValue as OperationContext;
+  // After `return()`, the result the aborted run still produces must not reach the client.
+  let returned = false;
+  const DONE: IteratorResult<any> = { value: undefined, done: true };
   return {
-    next: (...value: [] | [unknown]) => generator.next(...value),
+    next: (...value: [] | [unknown]) => generator.next(...value).then((result) => (returned ? DONE : result)),
     return: (value?: unknown) => {
+      returned = true;
       controller.abort();
       return generator.return(value);
     },
     throw: (error?: unknown) => {
+      returned = true;
       controller.abort();
       return generator.throw(error);
     },

@@ -8,6 +8,7 @@ import type { ModelAdapter, ModelOutput, ModelRequest } from '../../src/adapters
 export class GatedAdapter implements ModelAdapter {
   readonly name = 'gated';
   private pending: ((step: string | null) => void) | undefined;
+  private rejectPending: ((reason: unknown) => void) | undefined;
   private queued: (string | null)[] = [];
   started = 0;
   /** Streams that ended because their signal was aborted. */
@@ -31,26 +32,29 @@ export class GatedAdapter implements ModelAdapter {
     }
   }
 
-  private next(signal: AbortSignal): Promise<string | null> {
+  private next(): Promise<string | null> {
     if (this.queued.length) return Promise.resolve(this.queued.shift()!);
     return new Promise((resolve, reject) => {
       this.pending = resolve;
-      signal.addEventListener(
-        'abort',
-        () => {
-          this.aborted++;
-          reject(signal.reason);
-        },
-        { once: true },
-      );
+      this.rejectPending = reject;
     });
   }
 
   async stream(_request: ModelRequest, output: ModelOutput, signal: AbortSignal): Promise<void> {
     this.started++;
+    // One listener per stream: each aborted stream counts once.
+    signal.addEventListener(
+      'abort',
+      () => {
+        this.aborted++;
+        this.pending = undefined;
+        this.rejectPending?.(signal.reason);
+      },
+      { once: true },
+    );
     const id = output.textStart('gated-message');
     for (;;) {
-      const token = await this.next(signal);
+      const token = await this.next();
       if (token === null) break;
       output.textContent(id, token);
     }
