@@ -70,11 +70,6 @@ export class RunLauncher {
 
   constructor(private readonly options: LauncherOptions) {}
 
-  /** Runs going on now. */
-  get activeRuns(): number {
-    return this.active;
-  }
-
   /** Starts a run for `generateCopilotResponse`. Bad input throws before anything is streamed. */
   startForMutation(data: RunRequestData, properties: Record<string, unknown> | null | undefined, caller: RunCaller): CopilotResponseModel {
     const input = this.prepare(data, properties, caller);
