@@ -60,18 +60,16 @@ export class OpenAIAdapter implements ModelAdapter {
     const toolChoice = tools.length ? toToolChoice(params) : undefined;
     if (toolChoice) body.tool_choice = toolChoice;
 
-    // This completion's open text message and open tool calls (by the provider's tool-call index,
-    // so calls whose deltas interleave still get their own arguments).
+    // This completion's open text message and open tool calls, by the provider's tool-call index
+    // (so calls whose deltas interleave keep their own arguments), with the provider's call id.
     let openText: string | undefined;
-    const openCalls = new Map<number, string>();
-    const callIds = new Map<number, string | undefined>();
+    const openCalls = new Map<number, { id: string; providerId: string | undefined }>();
     let parentId: string | undefined;
     let finished = false;
     let started = false;
     const endCalls = () => {
-      for (const id of openCalls.values()) output.actionEnd(id);
+      for (const call of openCalls.values()) output.actionEnd(call.id);
       openCalls.clear();
-      callIds.clear();
     };
     try {
       const stream = await this.client.chat.completions.create(body, { signal });
@@ -86,23 +84,23 @@ export class OpenAIAdapter implements ModelAdapter {
           output.textContent(openText, delta.content);
         }
         for (const toolCall of delta?.tool_calls ?? []) {
-          let id = openCalls.get(toolCall.index);
-          // Some OpenAI-compatible servers send every call at index 0: a new id is a new call.
-          const knownId = callIds.get(toolCall.index);
-          if (id !== undefined && toolCall.id && knownId !== undefined && toolCall.id !== knownId) {
-            output.actionEnd(id);
-            id = undefined;
+          let call = openCalls.get(toolCall.index);
+          // Some OpenAI-compatible servers send every call at index 0: a different id is a new call.
+          if (call && toolCall.id && call.providerId !== undefined && toolCall.id !== call.providerId) {
+            output.actionEnd(call.id);
+            call = undefined;
           }
-          if (toolCall.id && knownId === undefined) callIds.set(toolCall.index, toolCall.id);
-          if (id === undefined) {
-            callIds.set(toolCall.index, toolCall.id);
+          if (!call) {
             if (openText !== undefined) output.textEnd(openText);
             openText = undefined;
-            id = output.actionStart(toolCall.id, toolCall.function?.name ?? '', parentId ?? chunk.id);
-            openCalls.set(toolCall.index, id);
+            const id = output.actionStart(toolCall.id, toolCall.function?.name ?? '', parentId ?? chunk.id);
+            call = { id, providerId: toolCall.id };
+            openCalls.set(toolCall.index, call);
+          } else if (toolCall.id && call.providerId === undefined) {
+            call.providerId = toolCall.id; // the id came in a later delta than the call's first
           }
           const args = toolCall.function?.arguments;
-          if (args) output.actionArgs(id, args);
+          if (args) output.actionArgs(call.id, args);
         }
         if (choice.finish_reason) finished = true;
       }

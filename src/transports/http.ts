@@ -92,11 +92,7 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
 
     void handleGraphQL(req, res, search, requestId, log, options).catch((error) => {
       log.error({ err: error }, 'unexpected error in the HTTP transport');
-      if (!res.headersSent) {
-        sendJson(res, 500, { errors: [{ message: 'Unexpected error.', extensions: { code: 'INTERNAL_SERVER_ERROR', requestId } }] });
-      } else {
-        res.destroy();
-      }
+      sendUnexpected(res, requestId);
     });
   };
 
@@ -106,8 +102,7 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
       handle(req, res);
     } catch (error) {
       logger.error({ err: error }, 'unexpected error in the HTTP transport');
-      if (!res.headersSent) sendJson(res, 500, { errors: [{ message: 'Unexpected error.', extensions: { code: 'INTERNAL_SERVER_ERROR' } }] });
-      else res.destroy();
+      sendUnexpected(res, res.getHeader('x-request-id') as string | undefined);
     }
   };
 }
@@ -322,6 +317,17 @@ function readBody(req: IncomingMessage, limit: number): Promise<string | 'too-la
     req.on('end', () => settle(Buffer.concat(chunks).toString('utf8')));
     req.on('error', () => settle('aborted'));
     req.on('close', () => settle('aborted'));
+  });
+}
+
+/** A 500 with the request id, or a cut connection when the answer has already begun. */
+function sendUnexpected(res: ServerResponse, requestId: string | undefined): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  sendJson(res, 500, {
+    errors: [{ message: 'Unexpected error.', extensions: { code: 'INTERNAL_SERVER_ERROR', ...(requestId ? { requestId } : {}) } }],
   });
 }
 

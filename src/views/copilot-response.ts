@@ -1,4 +1,4 @@
-import { SharedStream, SharedTextStream } from '../engine/channel.js';
+import { SharedStream, SharedTextStream } from '../engine/shared-stream.js';
 import type { MetaEventPayload, RuntimeEvent } from '../engine/events.js';
 import { MESSAGE_SUCCESS, type MessageStatus, type RunStatus } from '../engine/status.js';
 import type { CopilotResponseModel, MessageOutputModel } from '../graphql/models.js';
