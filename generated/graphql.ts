@@ -2,8 +2,8 @@
 // Written by graphql-codegen from schema/*.graphql. Do not edit; run `npm run codegen`.
 import type { GraphQLResolveInfo, GraphQLScalarType, GraphQLScalarTypeConfig } from 'graphql';
 import type { CopilotResponseModel, MessageOutputModel, TextMessageOutputModel, ActionExecutionMessageOutputModel, ResultMessageOutputModel, AgentStateMessageOutputModel, ImageMessageOutputModel } from '../src/graphql/models.js';
-import type { MessageStatus as MessageStatusModel, RunStatus } from '../src/engine/status.js';
-import type { MetaEventPayload, SequencedEvent } from '../src/engine/events.js';
+import type { MessageStatus as MessageStatusModel, RunStatus } from '../src/core/status.js';
+import type { MetaEventPayload, SequencedEvent } from '../src/core/events.js';
 import type { GatewayContext } from '../src/graphql/context.js';
 export type Maybe<T> = T | null;
 export type InputMaybe<T> = Maybe<T>;
@@ -700,7 +700,11 @@ export type ResultMessageOutput = BaseMessageOutput & {
 
 /** Fields shared by every event of a run. */
 export type RunEvent = {
-  /** The event's position in its run, from 0 (the RunStartedEvent) up, without gaps. */
+  /**
+   * The event's number in its run, given where the run emits it: 0 for the RunStartedEvent, then one more per
+   * event. A chunk event into which later chunks of the same message were merged (for a reader that fell behind)
+   * carries the number of the last of them, so the numbers one subscriber sees always rise but may skip.
+   */
   sequence: Scalars['Int']['output'];
 };
 

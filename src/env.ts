@@ -1,4 +1,4 @@
-import { ConfigurationError } from './errors.js';
+import { ConfigurationError } from './core/errors.js';
 import type { OpenAIAdapterOptions } from './adapters/openai.js';
 
 /** The settings `npm start` reads from the environment (see the README's table). */

@@ -9,8 +9,9 @@ import { pino, type Logger } from 'pino';
 import type { ModelAdapter } from './adapters/adapter.js';
 import { DemoAdapter, demoTimeAction } from './adapters/demo.js';
 import { ServerActionRegistry, type ServerAction } from './actions/server-action.js';
+import { AgentRegistry } from './agents/registry.js';
+import { ConfigurationError } from './core/errors.js';
 import { RunLauncher } from './engine/launcher.js';
-import { ConfigurationError } from './errors.js';
 import type { GatewayContext } from './graphql/context.js';
 import { formatGraphQLError } from './graphql/errors.js';
 import { errorLoggingPlugin, httpOperationGuardPlugin, requestIdPlugin } from './graphql/plugins.js';
@@ -42,7 +43,9 @@ export interface GatewayOptions {
   maxRounds?: number;
   /** A model that sends nothing for this long is cut off and the run fails. @default 60000 */
   modelIdleTimeoutMs?: number;
-  /** A server-side action that takes longer gets an ACTION_TIMEOUT error result. @default 60000 */
+  /** An agent that sends nothing for this long is cut off and the run fails (UPSTREAM_TIMEOUT). @default 300000 */
+  agentIdleTimeoutMs?: number;
+  /** A server-side or remote action that takes longer gets an ACTION_TIMEOUT error result. @default 60000 */
   actionTimeoutMs?: number;
   /** Largest accepted request body (and WebSocket message). @default 10485760 (10 MiB) */
   maxBodyBytes?: number;
@@ -69,7 +72,7 @@ export interface Gateway {
 
 const OPTION_NAMES = new Set([
   'adapter', 'actions', 'path', 'logger', 'environment', 'corsOrigins', 'allowLoopbackOrigins', 'sandbox',
-  'maxRounds', 'modelIdleTimeoutMs', 'actionTimeoutMs', 'maxBodyBytes', 'maxConcurrentRuns', 'allowedHosts',
+  'maxRounds', 'modelIdleTimeoutMs', 'agentIdleTimeoutMs', 'actionTimeoutMs', 'maxBodyBytes', 'maxConcurrentRuns', 'allowedHosts',
 ]);
 
 /** Apollo Studio and the embedded Sandbox call the endpoint from these origins. */
@@ -80,11 +83,14 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const config = resolveOptions(options);
   const logger = config.logger;
   const schema = buildSchema();
+  const agents = new AgentRegistry([], config.discoveryWaitMs, logger);
   const launcher = new RunLauncher({
     adapter: config.adapter,
-    serverActions: new ServerActionRegistry(config.actions),
+    actionSources: [new ServerActionRegistry(config.actions)],
+    agents,
     maxRounds: config.maxRounds,
     modelIdleTimeoutMs: config.modelIdleTimeoutMs,
+    agentIdleTimeoutMs: config.agentIdleTimeoutMs,
     actionTimeoutMs: config.actionTimeoutMs,
     maxConcurrentRuns: config.maxConcurrentRuns,
   });
@@ -180,7 +186,9 @@ interface ResolvedOptions {
   sandbox: boolean;
   maxRounds: number;
   modelIdleTimeoutMs: number;
+  agentIdleTimeoutMs: number;
   actionTimeoutMs: number;
+  discoveryWaitMs: number;
   maxBodyBytes: number;
   maxConcurrentRuns: number;
   development: boolean;
@@ -237,7 +245,9 @@ function resolveOptions(options: GatewayOptions): ResolvedOptions {
     sandbox: options.sandbox ?? development,
     maxRounds: integerOption('maxRounds', options.maxRounds, 5, 1, 100),
     modelIdleTimeoutMs: integerOption('modelIdleTimeoutMs', options.modelIdleTimeoutMs, 60_000, 1, 3_600_000),
+    agentIdleTimeoutMs: integerOption('agentIdleTimeoutMs', options.agentIdleTimeoutMs, 300_000, 1, 3_600_000),
     actionTimeoutMs: integerOption('actionTimeoutMs', options.actionTimeoutMs, 60_000, 1, 3_600_000),
+    discoveryWaitMs: 3_000,
     maxBodyBytes: integerOption('maxBodyBytes', options.maxBodyBytes, 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxConcurrentRuns: integerOption('maxConcurrentRuns', options.maxConcurrentRuns, 1000, 1, 1_000_000),
     development,

@@ -2,7 +2,7 @@
 import { pino } from 'pino';
 import { OpenAIAdapter } from './adapters/openai.js';
 import { readEnvironment } from './env.js';
-import { ConfigurationError } from './errors.js';
+import { ConfigurationError } from './core/errors.js';
 import { createGateway } from './gateway.js';
 
 async function main(): Promise<void> {

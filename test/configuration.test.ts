@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { readEnvironment } from '../src/env.js';
-import { ConfigurationError } from '../src/errors.js';
+import { ConfigurationError } from '../src/core/errors.js';
 import { createGateway, type GatewayOptions } from '../src/gateway.js';
 import { silentLogger } from './support/harness.js';
 

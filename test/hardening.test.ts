@@ -229,3 +229,26 @@ describe('errors from Apollo itself', () => {
     expect(body.errors[0].extensions).toMatchObject({ code: 'BAD_REQUEST', requestId: response.headers.get('x-request-id') });
   });
 });
+
+describe('WebSocket upgrades from browsers', () => {
+  /** The status line of an upgrade with the given Origin (none when undefined). */
+  async function upgradeFrom(url: string, origin: string | undefined): Promise<string> {
+    const { port } = new URL(url);
+    return rawRequest(
+      url,
+      `GET /api/copilotkit HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+        (origin ? `Origin: ${origin}\r\n` : '') +
+        'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n',
+    );
+  }
+
+  it('refuses a page from an origin that is not allowed, and accepts allowed, same-origin and non-browser clients', async () => {
+    const { url } = await start({ environment: 'production', corsOrigins: ['https://app.example.com'] });
+    const { port } = new URL(url);
+    expect(await upgradeFrom(url, 'https://evil.example')).toBe('HTTP/1.1 401 Unauthorized');
+    expect(await upgradeFrom(url, 'http://localhost:3000')).toBe('HTTP/1.1 401 Unauthorized'); // no loopback allowance in production
+    expect(await upgradeFrom(url, 'https://app.example.com')).toBe('HTTP/1.1 101 Switching Protocols');
+    expect(await upgradeFrom(url, `http://127.0.0.1:${port}`)).toBe('HTTP/1.1 101 Switching Protocols');
+    expect(await upgradeFrom(url, undefined)).toBe('HTTP/1.1 101 Switching Protocols');
+  });
+});

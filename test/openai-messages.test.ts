@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { toChatMessages, toToolChoice } from '../src/adapters/openai-messages.js';
-import type { Message } from '../src/engine/messages.js';
+import type { Message } from '../src/core/messages.js';
 
 // How the conversation is written for Chat Completions.
 

@@ -1,9 +1,13 @@
-import { describe, expect, it } from '@jest/globals';
-import type { ModelAdapter, ModelOutput, ModelRequest } from '../src/adapters/adapter.js';
+import { afterEach, describe, expect, it, jest } from '@jest/globals';
+import { ActionCatalog } from '../src/actions/action.js';
+import { executeAction, parseActionArguments } from '../src/actions/executor.js';
 import { ServerActionRegistry, type ServerAction } from '../src/actions/server-action.js';
-import type { RuntimeEvent } from '../src/engine/events.js';
+import type { ModelAdapter, ModelOutput, ModelRequest } from '../src/adapters/adapter.js';
+import { GatewayError } from '../src/core/errors.js';
+import type { SequencedEvent } from '../src/core/events.js';
+import { modelDriver } from '../src/engine/drivers/model.js';
+import type { RunRequest } from '../src/engine/request.js';
 import { Run } from '../src/engine/run.js';
-import { GatewayError } from '../src/errors.js';
 import { silentLogger } from './support/harness.js';
 
 // The run engine on its own: ordering guarantees, terminal status, rounds, timeouts, abort.
@@ -22,34 +26,51 @@ function scripted(script: Script): ModelAdapter & { calls: ModelRequest[] } {
   };
 }
 
-function startRun(adapter: ModelAdapter, options: { actions?: ServerAction[]; maxRounds?: number; idle?: number; actionTimeout?: number } = {}) {
-  const events: RuntimeEvent[] = [];
-  const run = new Run(
-    {
-      threadId: 't1',
-      runId: 'r1',
-      messages: [{ kind: 'text', id: 'u1', role: 'user', content: 'hi' }],
-      frontendTools: [{ name: 'showAlert', description: 'Shows an alert.', parameters: { type: 'object' } }],
-      forwardedParameters: {},
-      properties: { tenant: 'acme' },
-    },
-    {
-      adapter,
-      serverActions: new ServerActionRegistry(options.actions ?? []),
-      maxRounds: options.maxRounds ?? 5,
-      modelIdleTimeoutMs: options.idle ?? 5_000,
-      actionTimeoutMs: options.actionTimeout ?? 5_000,
-      logger: silentLogger,
-    },
-    (event) => events.push(structuredClone(event)),
-  );
-  return { run, events, done: run.execute() };
+function request(overrides: Partial<RunRequest> = {}): RunRequest {
+  return {
+    threadId: 't1',
+    runId: 'r1',
+    messages: [{ kind: 'text', id: 'u1', role: 'user', content: 'hi' }],
+    frontendTools: [{ name: 'showAlert', description: 'Shows an alert.', parameters: { type: 'object' } }],
+    context: [],
+    forwardedParameters: {},
+    properties: { tenant: 'acme' },
+    agentSession: null,
+    agentStates: [],
+    metaEvents: [],
+    ...overrides,
+  };
 }
 
-const types = (events: RuntimeEvent[]) => events.map((event) => event.type);
+function startRun(
+  adapter: ModelAdapter,
+  options: { actions?: ServerAction[]; maxRounds?: number; idle?: number; actionTimeout?: number; logger?: typeof silentLogger } = {},
+) {
+  const events: SequencedEvent[] = [];
+  const run = new Run({ threadId: 't1', runId: 'r1', logger: options.logger ?? silentLogger });
+  run.subscribe((event) => events.push(structuredClone(event)));
+  const done = run.start(
+    modelDriver(request(), {
+      adapter,
+      catalog: new ActionCatalog([new ServerActionRegistry(options.actions ?? [])]),
+      agents: [],
+      maxRounds: options.maxRounds ?? 5,
+      modelIdleTimeoutMs: options.idle ?? 5_000,
+      agentIdleTimeoutMs: 5_000,
+      actionTimeoutMs: options.actionTimeout ?? 5_000,
+    }),
+  );
+  return { run, events, done };
+}
+
+const types = (events: SequencedEvent[]) => events.map((event) => event.type);
+
+afterEach(() => {
+  jest.useRealTimers();
+});
 
 describe('the run engine', () => {
-  it('opens with RunStarted and ends with exactly one RunFinished', async () => {
+  it('opens with RunStarted and ends with exactly one RunFinished, numbering every event at the source', async () => {
     const { events, done } = startRun(scripted((out) => {
       const id = out.textStart('m1');
       out.textContent(id, 'Hi');
@@ -57,15 +78,36 @@ describe('the run engine', () => {
     }));
     expect(await done).toEqual({ code: 'Success' });
     expect(types(events)).toEqual(['RunStarted', 'TextMessageStart', 'TextMessageContent', 'TextMessageEnd', 'RunFinished']);
-    expect(events[0]).toEqual({ type: 'RunStarted', threadId: 't1', runId: 'r1' });
+    expect(events[0]).toEqual({ type: 'RunStarted', threadId: 't1', runId: 'r1', sequence: 0 });
+    expect(events.map((event) => event.sequence)).toEqual([0, 1, 2, 3, 4]);
   });
 
-  it('closes messages an adapter left open, as Success when it returned normally', async () => {
-    const { events, done } = startRun(scripted((out) => {
-      out.textContent(out.textStart(), 'dangling');
-    }));
+  it('gives every subscriber the same numbers', async () => {
+    const run = new Run({ threadId: 't', runId: 'r', logger: silentLogger });
+    const first: number[] = [];
+    const second: number[] = [];
+    run.subscribe((event) => first.push(event.sequence));
+    run.subscribe((event) => second.push(event.sequence));
+    await run.start(async ({ writer }) => writer.textEnd(writer.textStart()));
+    expect(first).toEqual([0, 1, 2, 3]);
+    expect(second).toEqual(first);
+  });
+
+  it('closes messages an adapter left open when it returns, before the round goes on', async () => {
+    const adapter = scripted((out, _request, _signal, call) => {
+      if (call === 1) {
+        out.textContent(out.textStart('dangling'), 'looking it up');
+        out.actionArgs(out.actionStart('c1', 'lookup'), '{}');
+        return; // neither ended
+      }
+      out.textEnd(out.textStart('m2'));
+    });
+    const { events, done } = startRun(adapter, { actions: [{ name: 'lookup', description: 'd', handler: () => 'ok' }] });
     await done;
-    expect(events.at(-2)).toMatchObject({ type: 'TextMessageEnd', status: { code: 'Success' } });
+    const order = events.map((e: any) => `${e.type}:${e.messageId ?? e.actionExecutionId ?? ''}`);
+    expect(order.indexOf('TextMessageEnd:dangling')).toBeLessThan(order.indexOf('ActionExecutionResult:result-c1'));
+    expect(order.indexOf('ActionExecutionEnd:c1')).toBeLessThan(order.indexOf('ActionExecutionResult:result-c1'));
+    expect(events.find((e) => e.type === 'TextMessageEnd' && e.messageId === 'dangling')).toMatchObject({ status: { code: 'Success' } });
   });
 
   it('closes open messages and calls as Failed before a Failed RunFinished', async () => {
@@ -94,7 +136,7 @@ describe('the run engine', () => {
 
   it('passes arguments and context to a server-side action and continues with its result', async () => {
     const seen: unknown[] = [];
-    const adapter = scripted((out, request, _signal, call) => {
+    const adapter = scripted((out, _request, _signal, call) => {
       if (call === 1) {
         const id = out.actionStart('c1', 'lookup');
         out.actionArgs(id, '{"q":');
@@ -108,7 +150,7 @@ describe('the run engine', () => {
     });
     await done;
     expect(seen).toEqual([{ q: 'x' }, { tenant: 'acme' }, 't1']);
-    expect(events.find((e) => e.type === 'ActionExecutionResult')).toEqual({
+    expect(events.find((e) => e.type === 'ActionExecutionResult')).toMatchObject({
       type: 'ActionExecutionResult', messageId: 'result-c1', actionExecutionId: 'c1', actionName: 'lookup', result: '{"found":1}',
     });
     expect(adapter.calls).toHaveLength(2);
@@ -117,6 +159,20 @@ describe('the run engine', () => {
       { kind: 'result', id: 'result-c1', actionExecutionId: 'c1', actionName: 'lookup', result: '{"found":1}' },
     ]);
     expect(adapter.calls[0].tools.map((t) => t.name)).toEqual(['lookup', 'showAlert']);
+  });
+
+  it('checks the types of a server-side action\'s arguments before calling it', async () => {
+    let called = false;
+    const adapter = scripted((out, _request, _signal, call) => {
+      if (call === 1) out.actionArgs(out.actionStart('c1', 'square'), '{"n":"four"}');
+    });
+    const { events, done } = startRun(adapter, {
+      actions: [{ name: 'square', description: 'd', parameters: { type: 'object', properties: { n: { type: 'number' } } }, handler: () => { called = true; return 16; } }],
+    });
+    await done;
+    const result = events.find((e) => e.type === 'ActionExecutionResult') as any;
+    expect(JSON.parse(result.result)).toEqual({ error: { code: 'INVALID_ARGUMENTS', message: 'Argument "n" must be of type number.' }, result: '' });
+    expect(called).toBe(false);
   });
 
   it('does not continue when the model also called a frontend action', async () => {
@@ -150,6 +206,35 @@ describe('the run engine', () => {
     const result = events.find((e) => e.type === 'ActionExecutionResult') as any;
     expect(JSON.parse(result.result).error.code).toBe('ACTION_TIMEOUT');
     expect(handlerSignal?.aborted).toBe(true);
+    expect((handlerSignal?.reason as GatewayError).code).toBe('ACTION_TIMEOUT');
+  });
+
+  it('reports a handler\'s own UPSTREAM_TIMEOUT as that, not as its own ACTION_TIMEOUT', async () => {
+    const adapter = scripted((out, _request, _signal, call) => {
+      if (call === 1) out.actionEnd(out.actionStart('c1', 'callsOut'));
+    });
+    const { events, done } = startRun(adapter, {
+      actions: [{ name: 'callsOut', description: 'd', handler: () => { throw new GatewayError('UPSTREAM_TIMEOUT', 'the weather service timed out'); } }],
+    });
+    await done;
+    const result = events.find((e) => e.type === 'ActionExecutionResult') as any;
+    expect(JSON.parse(result.result).error).toEqual({ code: 'UPSTREAM_TIMEOUT', message: 'the weather service timed out' });
+  });
+
+  it('aborts a running handler\'s signal when the client leaves', async () => {
+    let handlerSignal: AbortSignal | undefined;
+    let handlerStarted!: () => void;
+    const started = new Promise<void>((resolve) => (handlerStarted = resolve));
+    const adapter = scripted((out) => out.actionEnd(out.actionStart('c1', 'wait')));
+    const { run, done } = startRun(adapter, {
+      actions: [{ name: 'wait', description: 'd', handler: (_args, { signal }) => { handlerSignal = signal; handlerStarted(); return new Promise(() => {}); } }],
+    });
+    await started;
+    expect(handlerSignal?.aborted).toBe(false);
+    run.abort(new GatewayError('CLIENT_DISCONNECTED', 'gone'));
+    await done;
+    expect(handlerSignal?.aborted).toBe(true);
+    expect((handlerSignal?.reason as GatewayError).code).toBe('CLIENT_DISCONNECTED');
   });
 
   it('ends an aborted run promptly while a server-side action ignores its signal', async () => {
@@ -165,6 +250,98 @@ describe('the run engine', () => {
     expect(events.some((e) => e.type === 'ActionExecutionResult')).toBe(false);
   });
 
+  it('survives an action whose abort listener throws', async () => {
+    const uncaught: unknown[] = [];
+    const record = (error: unknown) => uncaught.push(error);
+    process.on('uncaughtException', record);
+    try {
+      let listenerRan = false;
+      let handlerStarted!: () => void;
+      const started = new Promise<void>((resolve) => (handlerStarted = resolve));
+      const adapter = scripted((out) => out.actionEnd(out.actionStart('c1', 'fragile')));
+      const { run, done } = startRun(adapter, {
+        actions: [{
+          name: 'fragile',
+          description: 'd',
+          handler: (_args, { signal }) => {
+            signal.addEventListener('abort', () => { listenerRan = true; throw new Error('listener bug'); });
+            signal.onabort = () => { throw new Error('onabort bug'); };
+            handlerStarted();
+            return new Promise(() => {});
+          },
+        }],
+      });
+      await started;
+      run.abort(new GatewayError('CLIENT_DISCONNECTED', 'gone'));
+      expect(await done).toMatchObject({ code: 'Failed', details: { code: 'CLIENT_DISCONNECTED' } });
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(listenerRan).toBe(true);
+      expect(uncaught).toEqual([]);
+    } finally {
+      process.off('uncaughtException', record);
+    }
+  });
+
+  it('survives an adapter whose abort listener throws', async () => {
+    const uncaught: unknown[] = [];
+    const record = (error: unknown) => uncaught.push(error);
+    process.on('uncaughtException', record);
+    try {
+      const { run, done } = startRun(scripted((_out, _request, signal) => {
+        signal.addEventListener('abort', () => { throw new Error('adapter listener bug'); });
+        return new Promise(() => {});
+      }));
+      await new Promise((resolve) => setImmediate(resolve));
+      run.abort(new GatewayError('CLIENT_DISCONNECTED', 'gone'));
+      await done;
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(uncaught).toEqual([]);
+    } finally {
+      process.off('uncaughtException', record);
+    }
+  });
+
+  it('does not start an action once its run has been aborted', async () => {
+    let called = false;
+    const controller = new AbortController();
+    controller.abort(new GatewayError('CLIENT_DISCONNECTED', 'gone'));
+    const [action] = new ServerActionRegistry([{ name: 'late', description: 'd', handler: () => { called = true; return new Promise(() => {}); } }]).actions();
+    const execution = executeAction(action, '{}', { threadId: 't', runId: 'r', properties: {}, logger: silentLogger, signal: controller.signal, timeoutMs: 60_000 });
+    await expect(execution).rejects.toMatchObject({ code: 'CLIENT_DISCONNECTED' });
+    expect(called).toBe(false);
+  });
+
+  it('does not count inherited keys as arguments', () => {
+    const schema = { type: 'object', properties: { constructor: { type: 'string' } }, required: ['constructor', 'toString'] };
+    expect(parseActionArguments('{}', schema)).toEqual({ ok: false, message: 'Missing required argument(s): constructor, toString.' });
+    expect(parseActionArguments('{"constructor":"x","toString":"y"}', schema)).toMatchObject({ ok: true });
+  });
+
+  it('keeps running when a subscriber throws, and settles without an unhandled rejection', async () => {
+    const rejections: unknown[] = [];
+    const record = (reason: unknown) => rejections.push(reason);
+    process.on('unhandledRejection', record);
+    try {
+      const run = new Run({ threadId: 't', runId: 'r', logger: silentLogger });
+      const seen: string[] = [];
+      run.subscribe((event) => {
+        if (event.type === 'TextMessageContent' || event.type === 'RunFinished') throw new Error('view bug');
+      });
+      run.subscribe((event) => seen.push(event.type));
+      const status = await run.start(async ({ writer }) => {
+        const id = writer.textStart();
+        writer.textContent(id, 'a');
+        writer.textEnd(id);
+      });
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(status).toEqual({ code: 'Success' });
+      expect(seen).toEqual(['RunStarted', 'TextMessageStart', 'TextMessageContent', 'TextMessageEnd', 'RunFinished']);
+      expect(rejections).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', record);
+    }
+  });
+
   it('fails a run whose model goes quiet, via the idle timeout', async () => {
     const adapter = scripted(async (out, _request, signal) => {
       out.textContent(out.textStart(), 'one');
@@ -172,6 +349,27 @@ describe('the run engine', () => {
     });
     const status = await startRun(adapter, { idle: 30 }).done;
     expect(status).toMatchObject({ code: 'Failed', details: { code: 'UPSTREAM_TIMEOUT' } });
+  });
+
+  it('restarts the idle clock with every token', async () => {
+    jest.useFakeTimers();
+    let release!: () => void;
+    const adapter = scripted(async (out) => {
+      const id = out.textStart();
+      for (let i = 0; i < 10; i++) {
+        await new Promise<void>((resolve) => (release = resolve));
+        out.textContent(id, `t${i} `);
+      }
+      out.textEnd(id);
+    });
+    const { done, events } = startRun(adapter, { idle: 100 });
+    for (let i = 0; i < 10; i++) {
+      await jest.advanceTimersByTimeAsync(60); // 600 ms in all, never 100 ms without a token
+      release();
+    }
+    await jest.advanceTimersByTimeAsync(1);
+    expect(await done).toEqual({ code: 'Success' });
+    expect(events.filter((e) => e.type === 'TextMessageContent')).toHaveLength(10);
   });
 
   it('finishes promptly on abort even when the adapter ignores its signal', async () => {
@@ -183,9 +381,17 @@ describe('the run engine', () => {
   });
 
   it('ignores an abort after the run has finished', async () => {
-    const { run, events, done } = startRun(scripted((out) => out.textEnd(out.textStart())));
-    await done;
+    let runSignal: AbortSignal | undefined;
+    const run = new Run({ threadId: 't', runId: 'r', logger: silentLogger });
+    const events: SequencedEvent[] = [];
+    run.subscribe((event) => events.push(event));
+    await run.start(async ({ writer, signal }) => {
+      runSignal = signal;
+      writer.textEnd(writer.textStart());
+    });
     run.abort(new GatewayError('CLIENT_DISCONNECTED', 'late'));
-    expect(events.filter((e) => e.type === 'RunFinished')).toEqual([{ type: 'RunFinished', status: { code: 'Success' } }]);
+    expect(runSignal?.aborted).toBe(false);
+    expect(await run.finished).toEqual({ code: 'Success' });
+    expect(events.filter((e) => e.type === 'RunFinished')).toHaveLength(1);
   });
 });

@@ -1,19 +1,10 @@
-import type { Logger } from 'pino';
-import { ConfigurationError } from '../errors.js';
-import type { ToolDefinition } from '../engine/messages.js';
+import { ConfigurationError } from '../core/errors.js';
+import type { ActionContext, ActionSource, ExecutableAction } from './action.js';
 
 /** What a server-side action's handler is given besides its arguments. */
-export interface ServerActionContext {
-  threadId: string;
-  runId: string;
-  /** The request's `properties` argument. */
-  properties: Record<string, unknown>;
-  /** Aborted when the client goes away or the action times out. */
-  signal: AbortSignal;
-  logger: Logger;
-}
+export type ServerActionContext = ActionContext;
 
-/** An action declared in code and executed by the gateway when the model calls it. */
+/** An action declared in code and executed by the gateway when the model (or an agent) calls it. */
 export interface ServerAction<Args extends Record<string, unknown> = Record<string, any>> {
   /** The tool name the model sees: letters, digits, `_` and `-`, at most 64 characters. */
   name: string;
@@ -27,11 +18,12 @@ export interface ServerAction<Args extends Record<string, unknown> = Record<stri
 const NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const EMPTY_OBJECT_SCHEMA = Object.freeze({ type: 'object', properties: {} });
 
-/** Validated server-side actions, by name. */
-export class ServerActionRegistry {
-  private readonly byName = new Map<string, ServerAction>();
+/** The server-side actions declared in `createGateway({ actions })`, checked once when the gateway is built. */
+export class ServerActionRegistry implements ActionSource {
+  private readonly list: ExecutableAction[] = [];
 
   constructor(actions: readonly ServerAction[]) {
+    const names = new Set<string>();
     actions.forEach((action, index) => {
       const where = `options.actions[${index}]`;
       if (action === null || typeof action !== 'object') throw new ConfigurationError(`${where} must be an object.`);
@@ -40,7 +32,7 @@ export class ServerActionRegistry {
           `${where}.name must be 1 to 64 letters, digits, "_" or "-" (got ${JSON.stringify(action.name)}).`,
         );
       }
-      if (this.byName.has(action.name)) {
+      if (names.has(action.name)) {
         throw new ConfigurationError(`${where}.name "${action.name}" is declared twice; action names must be unique.`);
       }
       if (typeof action.description !== 'string') {
@@ -58,89 +50,23 @@ export class ServerActionRegistry {
           `${where}.parameters must be a JSON Schema object with type "object" (action "${action.name}").`,
         );
       }
-      this.byName.set(action.name, action);
+      names.add(action.name);
+      const handler = action.handler;
+      this.list.push({
+        name: action.name,
+        description: action.description,
+        parameters: parameters ?? EMPTY_OBJECT_SCHEMA,
+        source: 'local',
+        execute: (args, context) => handler(args, context),
+      });
     });
   }
 
-  get(name: string): ServerAction | undefined {
-    return this.byName.get(name);
-  }
-
-  has(name: string): boolean {
-    return this.byName.has(name);
+  actions(): readonly ExecutableAction[] {
+    return this.list;
   }
 
   get size(): number {
-    return this.byName.size;
+    return this.list.length;
   }
-
-  tools(): ToolDefinition[] {
-    return [...this.byName.values()].map((action) => ({
-      name: action.name,
-      description: action.description,
-      parameters: action.parameters ?? EMPTY_OBJECT_SCHEMA,
-    }));
-  }
-}
-
-/** The reference runtime's form of a failed action: the run goes on, the model reads the error. */
-export function actionErrorResult(code: string, message: string): string {
-  return JSON.stringify({ error: { code, message }, result: '' });
-}
-
-/** Parses and checks the model's arguments against the action's schema (top level: required and types). */
-export function parseActionArguments(
-  raw: string,
-  schema: Record<string, unknown> | undefined,
-): { ok: true; args: Record<string, unknown> } | { ok: false; message: string } {
-  let args: unknown;
-  try {
-    args = raw.trim() === '' ? {} : JSON.parse(raw);
-  } catch {
-    return { ok: false, message: 'The arguments are not valid JSON.' };
-  }
-  if (args === null || typeof args !== 'object' || Array.isArray(args)) {
-    return { ok: false, message: 'The arguments must be a JSON object.' };
-  }
-  const record = args as Record<string, unknown>;
-  if (!schema) return { ok: true, args: record };
-  const required = Array.isArray(schema.required) ? (schema.required as unknown[]) : [];
-  const missing = required.filter((key) => typeof key === 'string' && !(key in record));
-  if (missing.length) return { ok: false, message: `Missing required argument(s): ${missing.join(', ')}.` };
-  const properties = (schema.properties ?? {}) as Record<string, { type?: unknown }>;
-  for (const [key, value] of Object.entries(record)) {
-    const expected = properties[key]?.type;
-    if (typeof expected === 'string' && !matchesType(value, expected)) {
-      return { ok: false, message: `Argument "${key}" must be of type ${expected}.` };
-    }
-  }
-  return { ok: true, args: record };
-}
-
-function matchesType(value: unknown, type: string): boolean {
-  switch (type) {
-    case 'string':
-      return typeof value === 'string';
-    case 'number':
-      return typeof value === 'number';
-    case 'integer':
-      return Number.isInteger(value);
-    case 'boolean':
-      return typeof value === 'boolean';
-    case 'array':
-      return Array.isArray(value);
-    case 'object':
-      return value !== null && typeof value === 'object' && !Array.isArray(value);
-    case 'null':
-      return value === null;
-    default:
-      return true;
-  }
-}
-
-/** A handler's return value as the result string the client and the model see. */
-export function serializeActionResult(value: unknown): string {
-  if (typeof value === 'string') return value;
-  if (value === undefined) return '';
-  return JSON.stringify(value) ?? '';
 }

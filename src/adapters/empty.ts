@@ -1,4 +1,4 @@
-import { GatewayError } from '../errors.js';
+import { GatewayError } from '../core/errors.js';
 import type { ModelAdapter } from './adapter.js';
 
 /** For agent-only deployments: there is no model, so a request that needs one fails clearly. */
@@ -9,7 +9,6 @@ export class EmptyAdapter implements ModelAdapter {
     throw new GatewayError(
       'NO_MODEL_CONFIGURED',
       'This gateway has no model configured (EmptyAdapter), so it cannot answer chat requests. Configure a model adapter.',
-      { status: 400 },
     );
   }
 }

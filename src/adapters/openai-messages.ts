@@ -5,7 +5,7 @@ import type {
   ChatCompletionTool,
   ChatCompletionToolChoiceOption,
 } from 'openai/resources/chat/completions';
-import type { Message, ToolDefinition } from '../engine/messages.js';
+import type { Message, ToolDefinition } from '../core/messages.js';
 import type { ForwardedParameters } from './adapter.js';
 
 /**

@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
-import { ConfigurationError, GatewayError, UpstreamError } from '../errors.js';
+import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
+import { upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
 import type { ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
 import { toChatMessages, toChatTools, toToolChoice } from './openai-messages.js';
 
@@ -20,6 +21,8 @@ export interface OpenAIAdapterOptions {
   /** A ready client instead of the options above. */
   client?: OpenAI;
 }
+
+const WHO = 'the model provider';
 
 /** Chat Completions streaming, for OpenAI and every OpenAI-compatible server. */
 export class OpenAIAdapter implements ModelAdapter {
@@ -115,56 +118,28 @@ export class OpenAIAdapter implements ModelAdapter {
   }
 }
 
-/** Maps the openai client's errors to stable gateway codes with a message a developer can act on. */
+/** Maps the openai client's errors to the shared upstream codes, with what a developer can act on. */
 function toUpstreamError(error: unknown, signal: AbortSignal, started: boolean): unknown {
   if (signal.aborted) return signal.reason;
   if (error instanceof GatewayError) return error;
   if (error instanceof OpenAI.APIUserAbortError) return signal.reason ?? error;
-  if (started && !(error instanceof OpenAI.APIError && error.status !== undefined)) {
-    // The answer had begun streaming: a network error now means the body broke off midway.
-    return new UpstreamError('UPSTREAM_STREAM_INTERRUPTED', 'The connection to the model provider broke during the answer.', {
-      cause: error,
-    });
-  }
-  if (error instanceof OpenAI.APIConnectionTimeoutError) {
-    return new UpstreamError('UPSTREAM_TIMEOUT', 'The model provider did not answer in time.', { status: 504, cause: error });
-  }
-  if (error instanceof OpenAI.APIConnectionError) {
-    return new UpstreamError(
-      'UPSTREAM_UNREACHABLE',
-      'Could not connect to the model provider. Check OPENAI_BASE_URL and that the server is running.',
-      { cause: error },
-    );
-  }
   if (error instanceof OpenAI.APIError && error.status !== undefined) {
-    const detail = (error.error as { message?: string } | undefined)?.message ?? error.message;
     const status = error.status;
-    if (status === 401 || status === 403) {
-      // The provider's text can quote part of the key: it goes to the logs only.
-      return new UpstreamError('UPSTREAM_AUTHENTICATION_FAILED', `The model provider refused the API key (HTTP ${status}). Check OPENAI_API_KEY.`, {
-        cause: error,
-        details: { upstreamStatus: status },
-      });
-    }
-    if (status === 429) {
-      return new UpstreamError('UPSTREAM_RATE_LIMITED', `The model provider's rate limit was reached (HTTP 429): ${detail}`, {
-        status: 429,
-        cause: error,
-        details: { upstreamStatus: status },
-      });
-    }
-    if (status >= 500) {
-      return new UpstreamError('UPSTREAM_UNAVAILABLE', `The model provider failed (HTTP ${status}): ${detail}`, {
-        cause: error,
-        details: { upstreamStatus: status },
-      });
-    }
-    return new UpstreamError('UPSTREAM_REJECTED', `The model provider rejected the request (HTTP ${status}): ${detail}`, {
+    const detail = (error.error as { message?: string } | undefined)?.message ?? error.message;
+    return upstreamStatusError(WHO, status, {
+      detail,
       cause: error,
-      details: { upstreamStatus: status },
+      hint: status === 401 || status === 403 ? 'Check OPENAI_API_KEY.' : undefined,
     });
   }
-  return new UpstreamError('UPSTREAM_UNREACHABLE', `The model provider could not be reached: ${(error as Error)?.message ?? error}`, {
-    cause: error,
-  });
+  if (started) {
+    // The answer had begun streaming: a network error now means the body broke off midway.
+    return upstreamNetworkError(WHO, error, 'stream');
+  }
+  if (error instanceof OpenAI.APIConnectionTimeoutError) return upstreamNetworkError(WHO, error, 'response');
+  const unreachable = upstreamNetworkError(WHO, (error as { cause?: unknown })?.cause ?? error, 'connect');
+  if (unreachable.code === 'UPSTREAM_UNREACHABLE') {
+    return new UpstreamError('UPSTREAM_UNREACHABLE', `${unreachable.message} Check OPENAI_BASE_URL and that the server is running.`, { cause: error });
+  }
+  return unreachable;
 }

@@ -1,157 +1,103 @@
-import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { ForwardedParameters, ModelAdapter } from '../adapters/adapter.js';
-import type { ServerActionRegistry } from '../actions/server-action.js';
-import { AgentNotFoundError, BadUserInputError, GatewayError, NotSupportedError } from '../errors.js';
-import type { CopilotResponseModel } from '../graphql/models.js';
-import { createCopilotResponseView } from '../views/copilot-response.js';
-import { RunEventStream } from '../views/run-events.js';
-import type { RuntimeEventListener, SequencedEvent } from './events.js';
-import { messagesFromInput, parseJsonSchema, withContext, type MessageInputLike, type ToolDefinition } from './messages.js';
-import { Run, type RunInput } from './run.js';
+import { ActionCatalog, type ActionSource } from '../actions/action.js';
+import type { ModelAdapter } from '../adapters/adapter.js';
+import type { AgentEntry, AgentThreadState } from '../agents/agent.js';
+import type { AgentRegistry } from '../agents/registry.js';
+import { GatewayError } from '../core/errors.js';
+import { agentDriver, type AgentLoopOptions } from './drivers/agent.js';
+import { modelDriver } from './drivers/model.js';
+import type { RunRequest } from './request.js';
+import { Run, type RunDriver, type RunHandle } from './run.js';
 
-/** The parts of GenerateCopilotResponseInput the engine reads (structural, so any caller can build it). */
-export interface RunRequestData {
-  threadId?: string | null;
-  runId?: string | null;
-  messages: readonly MessageInputLike[];
-  frontend: {
-    actions: readonly { name: string; description: string; jsonSchema: string; available?: string | null }[];
-  };
-  forwardedParameters?: ForwardedParameters | null;
-  agentSession?: { agentName: string } | null;
-  cloud?: { guardrails?: unknown } | null;
-  extensions?: { openaiAssistantAPI?: unknown } | null;
-  metaEvents?: readonly unknown[] | null;
-  context?: readonly { description: string; value: string }[] | null;
-}
-
-/**
- * Who asked for the run: the request's logger and id, a signal aborted when the client goes away,
- * and the operation's one-run allowance (one request may start one model run, however its document
- * repeats the field through aliases, fragments or @defer).
- */
+/** Who asked for the run: the request's id and logger, and a signal aborted when the client goes away. */
 export interface RunCaller {
   requestId: string;
   logger: Logger;
   signal?: AbortSignal;
-  allowance: RunAllowance;
 }
 
-/** Shared by every resolution of a run-starting field within one operation. */
-export interface RunAllowance {
-  used: boolean;
-}
-
-export interface LauncherOptions {
+export interface LauncherOptions extends AgentLoopOptions {
   adapter: ModelAdapter;
-  serverActions: ServerActionRegistry;
-  maxRounds: number;
+  /** Where server-side actions come from: the local registry and the remote endpoints. */
+  actionSources: readonly ActionSource[];
+  agents: AgentRegistry;
   modelIdleTimeoutMs: number;
-  actionTimeoutMs: number;
   /** Runs served at once; one more is refused with OVERLOADED. */
   maxConcurrentRuns: number;
 }
 
-/** An agent this gateway can run. */
-export interface AgentInfo {
-  id: string;
-  name: string;
-  description: string;
-}
-
-const MAX_ID_LENGTH = 256;
-
-/** Validates requests and starts runs, seen through the mutation's or the subscription's view. */
+/**
+ * Admits runs, routes each to the model or the named agent, and starts it. It knows nothing of the
+ * protocols that asked: the caller attaches its own view to the run before the run starts, so the
+ * view sees every event from the first.
+ */
 export class RunLauncher {
-  /** No agent kinds are wired in yet, so the list is empty and agent requests fail clearly. */
-  readonly agents: readonly AgentInfo[] = [];
   private active = 0;
 
   constructor(private readonly options: LauncherOptions) {}
 
-  /** Starts a run for `generateCopilotResponse`. Bad input throws before anything is streamed. */
-  startForMutation(data: RunRequestData, properties: Record<string, unknown> | null | undefined, caller: RunCaller): CopilotResponseModel {
-    const input = this.prepare(data, properties, caller);
-    const view = createCopilotResponseView(input.threadId, input.runId);
-    this.start(input, view.listener, caller);
-    return view.model;
-  }
-
-  /** Starts a run for the `copilotRun` subscription. */
-  startForSubscription(
-    data: RunRequestData,
-    properties: Record<string, unknown> | null | undefined,
-    caller: RunCaller,
-  ): AsyncIterableIterator<SequencedEvent> {
-    const input = this.prepare(data, properties, caller);
-    let run: Run | undefined;
-    const stream = new RunEventStream(() => run?.abort(clientGone()));
-    run = this.start(input, stream.listener, caller);
-    return stream;
-  }
-
-  agentNotFound(agentName: string): AgentNotFoundError {
-    return new AgentNotFoundError(agentName, this.agents.map((agent) => agent.name));
-  }
-
-  private start(input: RunInput, listener: RuntimeEventListener, caller: RunCaller): Run {
-    const run = new Run(input, { ...this.options, logger: caller.logger, requestId: caller.requestId }, listener);
-    this.active++;
-    const signal = caller.signal;
-    if (signal) {
-      if (signal.aborted) run.abort(clientGone());
-      else signal.addEventListener('abort', () => run.abort(clientGone()), { once: true });
-    }
-    void run.execute().finally(() => this.active--);
-    return run;
-  }
-
-  private prepare(data: RunRequestData, properties: Record<string, unknown> | null | undefined, caller: RunCaller): RunInput {
-    if (caller.allowance.used) {
-      throw new BadUserInputError('An operation may start one run; this one asks for another (through aliases, fragments or @defer).');
-    }
-    caller.allowance.used = true;
+  /**
+   * Starts a run and returns the view `attach` builds over it. Bad requests (an unknown agent, too
+   * many runs) throw before anything runs.
+   */
+  async start<View>(request: RunRequest, caller: RunCaller, attach: (run: RunHandle) => View): Promise<View> {
     if (this.active >= this.options.maxConcurrentRuns) {
       throw new GatewayError('OVERLOADED', `The gateway is serving its most runs at once (${this.options.maxConcurrentRuns}); try again shortly.`, {
-        status: 503,
         severity: 'warning',
       });
     }
-    if (data.agentSession) throw this.agentNotFound(data.agentSession.agentName);
-    if (data.cloud?.guardrails) throw new NotSupportedError('Copilot Cloud guardrails (cloud.guardrails)');
-    if (data.extensions?.openaiAssistantAPI) throw new NotSupportedError('The OpenAI Assistants API (extensions.openaiAssistantAPI)');
-    if (data.metaEvents?.length) throw new NotSupportedError('Meta events (agent interrupts)');
-
-    const frontendTools: ToolDefinition[] = [];
-    data.frontend.actions.forEach((action, index) => {
-      if (action.available === 'disabled' || action.available === 'remote') return;
-      frontendTools.push({
-        name: action.name,
-        description: action.description,
-        parameters: parseJsonSchema(action.jsonSchema, `frontend.actions[${index}]`),
-      });
-    });
-
-    return {
-      threadId: checkId(data.threadId, 'threadId') ?? randomUUID(),
-      runId: checkId(data.runId, 'runId') ?? randomUUID(),
-      messages: withContext(messagesFromInput(data.messages), data.context ?? []),
-      frontendTools,
-      forwardedParameters: data.forwardedParameters ?? {},
-      properties: properties ?? {},
-    };
+    this.active++;
+    let run: Run;
+    let view: View;
+    try {
+      const driver = await this.driverFor(request, caller.logger);
+      run = new Run({ threadId: request.threadId, runId: request.runId, logger: caller.logger, requestId: caller.requestId });
+      view = attach(run);
+      run.start(driver).finally(() => this.active--);
+    } catch (error) {
+      this.active--;
+      throw error;
+    }
+    const signal = caller.signal;
+    if (signal) {
+      if (signal.aborted) run.abort(clientGone());
+      else {
+        const onAbort = () => run.abort(clientGone());
+        signal.addEventListener('abort', onAbort, { once: true });
+        void run.finished.then(() => signal.removeEventListener('abort', onAbort));
+      }
+    }
+    return view;
   }
-}
 
-function checkId(value: string | null | undefined, field: string): string | undefined {
-  if (value == null || value === '') return undefined;
-  if (value.length > MAX_ID_LENGTH) {
-    throw new BadUserInputError(`${field} is longer than ${MAX_ID_LENGTH} characters.`, { field });
+  /** Every agent a client may ask for. */
+  listAgents(): Promise<AgentEntry[]> {
+    return this.options.agents.list();
   }
-  return value;
+
+  /** What the owning agent knows of a thread (`threadExists: false` when it knows nothing). */
+  async loadAgentState(
+    agentName: string,
+    threadId: string,
+    properties: Record<string, unknown>,
+    caller: RunCaller,
+  ): Promise<AgentThreadState> {
+    const agent = await this.options.agents.resolve(agentName);
+    const signal = caller.signal ?? new AbortController().signal;
+    return agent.client.loadState({ agentName, threadId, properties, logger: caller.logger }, signal);
+  }
+
+  private async driverFor(request: RunRequest, logger: Logger): Promise<RunDriver> {
+    const { options } = this;
+    const catalog = new ActionCatalog(options.actionSources, logger);
+    if (request.agentSession) {
+      const agent = await options.agents.resolve(request.agentSession.agentName);
+      return agentDriver({ agent, request, messages: request.messages, catalog, options });
+    }
+    return modelDriver(request, { ...options, catalog, agents: options.agents.known() });
+  }
 }
 
 function clientGone(): GatewayError {
-  return new GatewayError('CLIENT_DISCONNECTED', 'The client went away before the run finished.', { status: 499 });
+  return new GatewayError('CLIENT_DISCONNECTED', 'The client went away before the run finished.');
 }

@@ -1,293 +1,199 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { ForwardedParameters, ModelAdapter, ModelOutput } from '../adapters/adapter.js';
-import {
-  actionErrorResult,
-  parseActionArguments,
-  serializeActionResult,
-  type ServerActionRegistry,
-} from '../actions/server-action.js';
-import { GatewayError, UpstreamError, toGatewayError } from '../errors.js';
-import type { RuntimeEvent, RuntimeEventListener } from './events.js';
-import type { Message, ToolDefinition } from './messages.js';
-import { MESSAGE_SUCCESS, RUN_SUCCESS, failedMessage, failedRun, type RunStatus } from './status.js';
+import { guardedChild } from '../core/abort.js';
+import { GatewayError, toGatewayError } from '../core/errors.js';
+import type { AgentStateSnapshot, MetaEventPayload, RunListener, RuntimeEvent, SequencedEvent } from '../core/events.js';
+import { MESSAGE_SUCCESS, RUN_SUCCESS, failedMessage, failedRun, type RunStatus } from '../core/status.js';
+import type { RunWriter } from '../core/writer.js';
 
-/** What one run is asked to do. */
-export interface RunInput {
-  threadId: string;
-  runId: string;
-  messages: Message[];
-  /** Frontend actions offered to the model (already filtered: no disabled or remote ones). */
-  frontendTools: ToolDefinition[];
-  forwardedParameters: ForwardedParameters;
-  properties: Record<string, unknown>;
+/** What the resolvers (and later the thread store) see of a run: its ids, its events and its end. */
+export interface RunHandle {
+  readonly threadId: string;
+  readonly runId: string;
+  /**
+   * Receives every event the run emits from now on, numbered at the source. Subscribers attached
+   * before the run starts see all of them, from RunStarted to RunFinished. Returns an unsubscribe.
+   */
+  subscribe(listener: RunListener): () => void;
+  /** Aborts the run (client gone, server shutting down). A finished run ignores it. */
+  abort(reason: GatewayError): void;
+  /** The terminal status, once the run has finished. Never rejects. */
+  readonly finished: Promise<RunStatus>;
 }
 
-/** What a run needs from the gateway. */
-export interface RunDependencies {
-  adapter: ModelAdapter;
-  serverActions: ServerActionRegistry;
-  /** The most model calls in one run (server-side results are followed by another call). */
-  maxRounds: number;
-  /** A model that sends nothing for this long is cut off and the run fails. */
-  modelIdleTimeoutMs: number;
-  /** A server-side action handler that takes longer than this gets an error result. */
-  actionTimeoutMs: number;
+/** What a driver (the model loop, the agent loop) works with. */
+export interface RunContext {
+  readonly threadId: string;
+  readonly runId: string;
+  readonly requestId: string | undefined;
+  readonly logger: Logger;
+  /** Where everything the run says is written; checks the order of what is written. */
+  readonly writer: RunWriter;
+  /** The run's own signal, aborted when the run is (never handed to code the gateway does not own). */
+  readonly signal: AbortSignal;
+  /** Fields for the run's final log line ("rounds", "agent", …). */
+  readonly summary: Record<string, unknown>;
+  /**
+   * Calls into code the gateway does not own (an adapter, an agent client) with a guarded signal
+   * of its own, and stops waiting as soon as the run aborts, even if that code ignores its signal.
+   * While it runs, an upstream that writes nothing for `idleTimeoutMs` fails the run with the
+   * error `onIdle` builds; every write resets the clock.
+   */
+  callUpstream(idleTimeoutMs: number, onIdle: () => GatewayError, call: (signal: AbortSignal) => Promise<void>): Promise<void>;
+  /** Ends, as Success, the text messages and action calls an upstream left open. */
+  closeOpenMessages(): void;
+}
+
+/** One way of producing a run's events: the model round loop or the agent loop. */
+export type RunDriver = (context: RunContext) => Promise<void>;
+
+export interface RunOptions {
+  threadId: string;
+  runId: string;
   logger: Logger;
   requestId?: string;
 }
 
 type RunState = 'created' | 'running' | 'finished';
 
-/** What the model produced in one round, in order, for the continuation. */
-type RoundItem =
-  | { kind: 'text'; id: string; chunks: string[] }
-  | { kind: 'call'; id: string; name: string; chunks: string[]; parentMessageId: string | null };
-
 /**
- * One run: drives the model adapter round by round, executes server-side actions, and emits the
- * run's runtime events to one listener. State machines: the run (created → running → finished),
- * and each text message / action call (open → ended). Every run ends with exactly one RunFinished,
- * and every message opened is ended before it (Failed when the run failed).
+ * One run: the state machines, the writer's checks, idle timers, sequence numbers and fan-out.
+ * State machines: the run (created → running → finished) and each text message / action call
+ * (open → ended). Every run ends with exactly one RunFinished, and every message opened is ended
+ * before it (Failed when the run failed). What to say comes from a driver beside it.
  */
-export class Run implements ModelOutput {
+export class Run implements RunHandle, RunWriter {
+  readonly threadId: string;
+  readonly runId: string;
+  readonly finished: Promise<RunStatus>;
   private state: RunState = 'created';
   private readonly controller = new AbortController();
+  private listeners: RunListener[] = [];
+  private sequence = 0;
   private readonly openTexts = new Set<string>();
-  private readonly openCalls = new Map<string, RoundItem & { kind: 'call' }>();
+  private readonly openCalls = new Set<string>();
+  private readonly results = new Set<string>();
   private readonly usedIds = new Set<string>();
-  private round: RoundItem[] = [];
   private lastActivity = 0;
-  private idleTimer: NodeJS.Timeout | undefined;
   private readonly logger: Logger;
-  private failureCause: string | undefined;
-  /** Chunks are kept for executing and continuing after server-side actions; none are registered, none kept. */
-  private readonly keepChunks: boolean;
+  private readonly requestId: string | undefined;
+  private settle!: (status: RunStatus) => void;
 
-  constructor(
-    private readonly input: RunInput,
-    private readonly deps: RunDependencies,
-    private readonly listener: RuntimeEventListener,
-  ) {
-    this.logger = deps.logger.child({ runId: input.runId, threadId: input.threadId });
-    this.keepChunks = deps.serverActions.size > 0;
+  constructor(options: RunOptions) {
+    this.threadId = options.threadId;
+    this.runId = options.runId;
+    this.requestId = options.requestId;
+    this.logger = options.logger.child({ runId: options.runId, threadId: options.threadId });
+    this.finished = new Promise((resolve) => {
+      this.settle = resolve;
+    });
   }
 
-  get runId(): string {
-    return this.input.runId;
+  subscribe(listener: RunListener): () => void {
+    if (this.state === 'finished') return () => {};
+    this.listeners = [...this.listeners, listener];
+    return () => {
+      this.listeners = this.listeners.filter((l) => l !== listener);
+    };
   }
 
-  get threadId(): string {
-    return this.input.threadId;
-  }
-
-  /** Aborts the run (client gone, unsubscribed, server shutting down). A finished run ignores it. */
   abort(reason: GatewayError): void {
     if (this.state === 'finished' || this.controller.signal.aborted) return;
     this.controller.abort(reason);
   }
 
-  /** Runs to the end. Resolves with the terminal status; never rejects. */
-  async execute(): Promise<RunStatus> {
-    if (this.state !== 'created') throw new Error('A run can be executed only once.');
+  /** Starts the run on `driver`. The returned promise (also `finished`) resolves with the terminal status. */
+  start(driver: RunDriver): Promise<RunStatus> {
+    if (this.state !== 'created') throw new Error('A run can be started only once.');
     this.state = 'running';
+    void this.execute(driver).catch((error) => {
+      // execute() handles everything it calls; this is the last guard against a logger or listener bug.
+      this.logger.error({ err: error }, 'run engine failed unexpectedly');
+      if (this.state !== 'finished') this.finish(failedRun(toGatewayError(error), this.requestId));
+    });
+    return this.finished;
+  }
+
+  private async execute(driver: RunDriver): Promise<void> {
     const started = performance.now();
-    this.emit({ type: 'RunStarted', threadId: this.input.threadId, runId: this.input.runId });
+    const summary: Record<string, unknown> = {};
+    this.emit({ type: 'RunStarted', threadId: this.threadId, runId: this.runId });
     let status: RunStatus;
-    let rounds = 0;
+    let failureCause: string | undefined;
     try {
-      rounds = await this.loop();
+      await driver(this.context(summary));
+      this.controller.signal.throwIfAborted();
       status = RUN_SUCCESS;
     } catch (error) {
       const cause = this.controller.signal.aborted ? (this.controller.signal.reason as unknown) : error;
       const gatewayError = toGatewayError(cause);
-      // What clients are not shown (a provider's own text, an unexpected error) is logged.
+      // What clients are not shown (an upstream's own text, an unexpected error) is logged.
       const inner = gatewayError.cause;
-      if (inner !== undefined) this.failureCause = inner instanceof Error ? inner.message : String(inner);
-      if (gatewayError.code === 'INTERNAL_SERVER_ERROR') {
-        this.logger.error({ err: cause }, 'run failed unexpectedly');
-      }
-      status = failedRun(gatewayError, this.deps.requestId);
+      if (inner !== undefined) failureCause = inner instanceof Error ? inner.message : String(inner);
+      if (gatewayError.code === 'INTERNAL_SERVER_ERROR') this.logger.error({ err: cause }, 'run failed unexpectedly');
+      status = failedRun(gatewayError, this.requestId);
     }
     this.finish(status);
     const durationMs = Math.round(performance.now() - started);
     if (status.code === 'Failed') {
-      this.logger.warn({ code: status.details.code, durationMs, rounds, cause: this.failureCause }, `run failed: ${status.details.description}`);
+      this.logger.warn({ ...summary, code: status.details.code, durationMs, cause: failureCause }, `run failed: ${status.details.description}`);
     } else {
-      this.logger.info({ durationMs, rounds, adapter: this.deps.adapter.name }, 'run succeeded');
-    }
-    return status;
-  }
-
-  // --- rounds -------------------------------------------------------------
-
-  private async loop(): Promise<number> {
-    const messages = [...this.input.messages];
-    const tools = this.toolsForModel();
-    for (let round = 1; ; round++) {
-      this.round = [];
-      await this.callModel(messages, tools);
-      const calls = this.round.filter((item): item is RoundItem & { kind: 'call' } => item.kind === 'call');
-      const serverCalls = calls.filter((call) => this.deps.serverActions.has(call.name));
-      if (serverCalls.length === 0) return round;
-
-      const results: Message[] = [];
-      for (const call of serverCalls) {
-        const result = await this.executeServerAction(call);
-        const messageId = `result-${call.id}`;
-        this.emit({ type: 'ActionExecutionResult', messageId, actionExecutionId: call.id, actionName: call.name, result });
-        results.push({ kind: 'result', id: messageId, actionExecutionId: call.id, actionName: call.name, result });
-      }
-      // A frontend action is executed by the client, which sends its result with the next request.
-      if (serverCalls.length < calls.length) return round;
-      if (round >= this.deps.maxRounds) {
-        this.logger.warn({ maxRounds: this.deps.maxRounds }, 'run stopped after the most rounds allowed');
-        return round;
-      }
-      messages.push(...this.roundMessages(), ...results);
+      this.logger.info({ ...summary, durationMs }, 'run succeeded');
     }
   }
 
-  private toolsForModel(): ToolDefinition[] {
-    const serverTools = this.deps.serverActions.tools();
-    const frontend = this.input.frontendTools.filter((tool) => !this.deps.serverActions.has(tool.name));
-    return [...serverTools, ...frontend];
+  private context(summary: Record<string, unknown>): RunContext {
+    return {
+      threadId: this.threadId,
+      runId: this.runId,
+      requestId: this.requestId,
+      logger: this.logger,
+      writer: this,
+      signal: this.controller.signal,
+      summary,
+      callUpstream: (idleTimeoutMs, onIdle, call) => this.callUpstream(idleTimeoutMs, onIdle, call),
+      closeOpenMessages: () => {
+        for (const id of this.openTexts) this.textEnd(id);
+        for (const id of this.openCalls) this.actionEnd(id);
+      },
+    };
   }
 
-  private async callModel(messages: readonly Message[], tools: readonly ToolDefinition[]): Promise<void> {
+  private async callUpstream(idleTimeoutMs: number, onIdle: () => GatewayError, call: (signal: AbortSignal) => Promise<void>): Promise<void> {
     const signal = this.controller.signal;
     signal.throwIfAborted();
-    this.armIdleTimer();
-    let onAbort: (() => void) | undefined;
-    // Settles on abort even if an adapter ignores its signal, so no run can hang.
+    const child = guardedChild(signal, (error) => this.logger.error({ err: error }, 'an abort listener of an upstream client threw; ignored'));
+    let onAbort!: () => void;
     const aborted = new Promise<never>((_, reject) => {
       onAbort = () => reject(signal.reason);
       signal.addEventListener('abort', onAbort, { once: true });
     });
-    try {
-      await Promise.race([
-        this.deps.adapter.stream(
-          {
-            threadId: this.input.threadId,
-            runId: this.input.runId,
-            messages,
-            tools,
-            forwardedParameters: this.input.forwardedParameters,
-            logger: this.logger,
-          },
-          this,
-          signal,
-        ),
-        aborted,
-      ]);
-      // An adapter that returns with messages still open has finished them.
-      for (const id of this.openTexts) this.textEnd(id);
-      for (const id of [...this.openCalls.keys()]) this.actionEnd(id);
-    } finally {
-      signal.removeEventListener('abort', onAbort!);
-      aborted.catch(() => {});
-      this.disarmIdleTimer();
-    }
-  }
-
-  private roundMessages(): Message[] {
-    return this.round.map((item): Message =>
-      item.kind === 'text'
-        ? { kind: 'text', id: item.id, role: 'assistant', content: item.chunks.join('') }
-        : {
-            kind: 'actionExecution',
-            id: item.id,
-            name: item.name,
-            arguments: item.chunks.join(''),
-            parentMessageId: item.parentMessageId,
-          },
-    );
-  }
-
-  private async executeServerAction(call: RoundItem & { kind: 'call' }): Promise<string> {
-    const action = this.deps.serverActions.get(call.name)!;
-    const parsed = parseActionArguments(call.chunks.join(''), action.parameters);
-    if (!parsed.ok) return actionErrorResult('INVALID_ARGUMENTS', parsed.message);
-
-    const controller = new AbortController();
-    const runSignal = this.controller.signal;
-    // An aborted run stops waiting for the handler at once, even if the handler ignores its signal.
-    let onRunAbort!: () => void;
-    const runAborted = new Promise<never>((_, reject) => {
-      onRunAbort = () => {
-        controller.abort(runSignal.reason);
-        reject(runSignal.reason);
-      };
-    });
-    runAborted.catch(() => {});
-    runSignal.addEventListener('abort', onRunAbort, { once: true });
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        const error = new GatewayError('UPSTREAM_TIMEOUT', `Action "${call.name}" did not finish within ${this.deps.actionTimeoutMs} ms.`);
-        controller.abort(error);
-        reject(error);
-      }, this.deps.actionTimeoutMs);
-    });
-    try {
-      const value = await Promise.race([
-        Promise.resolve().then(() =>
-          action.handler(parsed.args, {
-            threadId: this.input.threadId,
-            runId: this.input.runId,
-            properties: this.input.properties,
-            signal: controller.signal,
-            logger: this.logger,
-          }),
-        ),
-        timeout,
-        runAborted,
-      ]);
-      runSignal.throwIfAborted();
-      return serializeActionResult(value);
-    } catch (error) {
-      runSignal.throwIfAborted();
-      if (error instanceof GatewayError && error.code === 'UPSTREAM_TIMEOUT') {
-        return actionErrorResult('ACTION_TIMEOUT', error.message);
-      }
-      this.logger.warn({ err: error, action: call.name }, 'server-side action failed');
-      const message = error instanceof Error ? error.message : String(error);
-      return actionErrorResult('ACTION_FAILED', message);
-    } finally {
-      clearTimeout(timer);
-      runSignal.removeEventListener('abort', onRunAbort);
-    }
-  }
-
-  // --- idle timeout ---------------------------------------------------------
-
-  private armIdleTimer(): void {
+    aborted.catch(() => {});
+    // The idle clock: any write resets it (lastActivity); the timer re-arms for the time left.
     this.lastActivity = performance.now();
-    const timeoutMs = this.deps.modelIdleTimeoutMs;
+    let idleTimer: NodeJS.Timeout | undefined;
     const check = () => {
       const idle = performance.now() - this.lastActivity;
-      if (idle >= timeoutMs) {
-        this.abort(new UpstreamError('UPSTREAM_TIMEOUT', `The model sent nothing for ${timeoutMs} ms and was cut off.`, { status: 504 }));
-      } else {
-        this.idleTimer = setTimeout(check, timeoutMs - idle + 1);
-      }
+      if (idle >= idleTimeoutMs) this.abort(onIdle());
+      else idleTimer = setTimeout(check, idleTimeoutMs - idle + 1);
     };
-    this.idleTimer = setTimeout(check, timeoutMs);
+    idleTimer = setTimeout(check, idleTimeoutMs);
+    try {
+      await Promise.race([Promise.resolve().then(() => call(child.signal)), aborted]);
+    } finally {
+      clearTimeout(idleTimer);
+      signal.removeEventListener('abort', onAbort);
+      child.release();
+    }
   }
 
-  private disarmIdleTimer(): void {
-    clearTimeout(this.idleTimer);
-    this.idleTimer = undefined;
-  }
+  // --- RunWriter -------------------------------------------------------------
 
-  // --- ModelOutput: what the adapter writes ----------------------------------
-
-  textStart(proposedId?: string | null): string {
+  textStart(proposedId?: string | null, parentMessageId?: string | null): string {
     this.assertWritable();
     const id = this.claimId(proposedId, 'msg');
     this.openTexts.add(id);
-    this.round.push({ kind: 'text', id, chunks: [] });
-    this.emit({ type: 'TextMessageStart', messageId: id, parentMessageId: null, role: 'assistant' });
+    this.emit({ type: 'TextMessageStart', messageId: id, parentMessageId: parentMessageId ?? null, role: 'assistant' });
     return id;
   }
 
@@ -295,11 +201,6 @@ export class Run implements ModelOutput {
     this.assertWritable();
     if (!this.openTexts.has(messageId)) throw new Error(`Text message "${messageId}" is not open.`);
     if (content.length === 0) return;
-    if (this.keepChunks) {
-      const item = this.round[this.round.length - 1];
-      if (item?.id === messageId) item.chunks.push(content);
-      else (this.round.find((i) => i.id === messageId) as RoundItem).chunks.push(content);
-    }
     this.emit({ type: 'TextMessageContent', messageId, content });
   }
 
@@ -312,19 +213,15 @@ export class Run implements ModelOutput {
   actionStart(proposedId: string | null | undefined, actionName: string, parentMessageId?: string | null): string {
     this.assertWritable();
     const id = this.claimId(proposedId, 'call');
-    const item = { kind: 'call' as const, id, name: actionName, chunks: [] as string[], parentMessageId: parentMessageId ?? null };
-    this.openCalls.set(id, item);
-    this.round.push(item);
+    this.openCalls.add(id);
     this.emit({ type: 'ActionExecutionStart', actionExecutionId: id, actionName, parentMessageId: parentMessageId ?? null });
     return id;
   }
 
   actionArgs(actionExecutionId: string, args: string): void {
     this.assertWritable();
-    const call = this.openCalls.get(actionExecutionId);
-    if (!call) throw new Error(`Action execution "${actionExecutionId}" is not open.`);
+    if (!this.openCalls.has(actionExecutionId)) throw new Error(`Action execution "${actionExecutionId}" is not open.`);
     if (args.length === 0) return;
-    if (this.keepChunks) call.chunks.push(args);
     this.emit({ type: 'ActionExecutionArgs', actionExecutionId, args });
   }
 
@@ -332,6 +229,35 @@ export class Run implements ModelOutput {
     this.assertWritable();
     if (!this.openCalls.delete(actionExecutionId)) return;
     this.emit({ type: 'ActionExecutionEnd', actionExecutionId, status: MESSAGE_SUCCESS });
+  }
+
+  actionResult(actionExecutionId: string, actionName: string, result: string): void {
+    this.assertWritable();
+    if (this.openCalls.has(actionExecutionId)) throw new Error(`Action execution "${actionExecutionId}" is still open.`);
+    if (this.results.has(actionExecutionId)) throw new Error(`Action execution "${actionExecutionId}" already has a result.`);
+    this.results.add(actionExecutionId);
+    this.emit({ type: 'ActionExecutionResult', messageId: `result-${actionExecutionId}`, actionExecutionId, actionName, result });
+  }
+
+  agentState(snapshot: AgentStateSnapshot): void {
+    this.assertWritable();
+    this.emit({
+      type: 'AgentStateMessage',
+      messageId: `state_${randomUUID()}`,
+      threadId: snapshot.threadId ?? this.threadId,
+      agentName: snapshot.agentName,
+      nodeName: snapshot.nodeName,
+      runId: snapshot.runId ?? this.runId,
+      active: snapshot.active,
+      role: 'assistant',
+      state: snapshot.state,
+      running: snapshot.running,
+    });
+  }
+
+  metaEvent(event: MetaEventPayload): void {
+    this.assertWritable();
+    this.emit({ type: 'MetaEvent', event });
   }
 
   // --- internals ------------------------------------------------------------
@@ -350,19 +276,28 @@ export class Run implements ModelOutput {
   }
 
   private finish(status: RunStatus): void {
-    this.disarmIdleTimer();
     const messageStatus = status.code === 'Failed' ? failedMessage(status.details.description) : MESSAGE_SUCCESS;
     for (const messageId of this.openTexts) this.emit({ type: 'TextMessageEnd', messageId, status: messageStatus });
-    for (const actionExecutionId of this.openCalls.keys()) {
-      this.emit({ type: 'ActionExecutionEnd', actionExecutionId, status: messageStatus });
-    }
+    for (const actionExecutionId of this.openCalls) this.emit({ type: 'ActionExecutionEnd', actionExecutionId, status: messageStatus });
     this.openTexts.clear();
     this.openCalls.clear();
     this.state = 'finished';
     this.emit({ type: 'RunFinished', status });
+    this.listeners = [];
+    this.settle(status);
   }
 
+  /** Numbers the event and hands it to every subscriber; a subscriber that throws is dropped, not the run. */
   private emit(event: RuntimeEvent): void {
-    this.listener(event);
+    const sequenced = event as RuntimeEvent & { sequence: number };
+    sequenced.sequence = this.sequence++;
+    for (const listener of this.listeners) {
+      try {
+        listener(sequenced);
+      } catch (error) {
+        this.logger.error({ err: error, event: event.type }, 'a run subscriber threw; it was dropped');
+        this.listeners = this.listeners.filter((l) => l !== listener);
+      }
+    }
   }
 }

@@ -1,5 +1,11 @@
 import type { Logger } from 'pino';
-import type { RunAllowance, RunLauncher } from '../engine/launcher.js';
+import { BadUserInputError } from '../core/errors.js';
+import type { RunCaller, RunLauncher } from '../engine/launcher.js';
+
+/** Shared by every resolution of a run-starting field within one operation. */
+export interface RunAllowance {
+  used: boolean;
+}
 
 /** What every resolver gets: the request's identity and logger, and the gateway's run launcher. */
 export interface GatewayContext {
@@ -13,4 +19,21 @@ export interface GatewayContext {
   allowance: RunAllowance;
   /** Whether the client takes a streaming format (multipart/mixed or SSE; always over WebSocket). */
   acceptsIncremental: boolean;
+}
+
+/**
+ * One request may start one run, however its document repeats the run-starting field (aliases,
+ * fragments, @defer). Called by each resolver that starts one.
+ */
+export function claimRun(context: GatewayContext): RunCaller {
+  if (context.allowance.used) {
+    throw new BadUserInputError('An operation may start one run; this one asks for another (through aliases, fragments or @defer).');
+  }
+  context.allowance.used = true;
+  return callerOf(context);
+}
+
+/** The engine's view of who is asking. */
+export function callerOf(context: GatewayContext): RunCaller {
+  return { requestId: context.requestId, logger: context.logger, signal: context.signal };
 }

@@ -1,5 +1,5 @@
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
-import { GatewayError } from '../errors.js';
+import { GatewayError } from '../core/errors.js';
 
 /**
  * The one place errors are shaped for clients (Apollo's formatError and graphql-ws share it):

@@ -1,5 +1,5 @@
-import type { MetaEventPayload } from '../engine/events.js';
-import type { MessageStatus, RunStatus } from '../engine/status.js';
+import type { MetaEventPayload } from '../core/events.js';
+import type { MessageStatus, RunStatus } from '../core/status.js';
 
 /** What the resolvers of CopilotResponse read: one run seen as message containers. */
 export interface CopilotResponseModel {
@@ -21,15 +21,16 @@ interface MessageBase {
 
 export interface TextMessageOutputModel extends MessageBase {
   __typename: 'TextMessageOutput';
-  role: 'assistant';
-  content: AsyncIterable<string>;
+  role: 'user' | 'assistant' | 'system' | 'tool' | 'developer';
+  /** Streamed chunks (a finished message, such as one that came with an interrupt: all of them). */
+  content: AsyncIterable<string> | string[];
   parentMessageId: string | null;
 }
 
 export interface ActionExecutionMessageOutputModel extends MessageBase {
   __typename: 'ActionExecutionMessageOutput';
   name: string;
-  arguments: AsyncIterable<string>;
+  arguments: AsyncIterable<string> | string[];
   parentMessageId: string | null;
   scope: null;
 }

@@ -1,6 +1,6 @@
 import type { ApolloServerPlugin } from '@apollo/server';
 import { GraphQLError, Kind, visit, BREAK, type DocumentNode } from 'graphql';
-import { GatewayError } from '../errors.js';
+import { GatewayError, statusOf } from '../core/errors.js';
 import type { GatewayContext } from './context.js';
 import { originalErrorOf } from './errors.js';
 
@@ -15,12 +15,12 @@ export function httpOperationGuardPlugin(): ApolloServerPlugin<GatewayContext> {
         async didResolveOperation({ operation, document, contextValue }) {
           if (operation?.operation === 'subscription') {
             throw new GraphQLError('Subscriptions are served over WebSocket (graphql-ws, subprotocol graphql-transport-ws) at this same path.', {
-              extensions: { code: 'BAD_REQUEST', http: { status: 400 } },
+              extensions: { code: 'BAD_REQUEST', http: { status: statusOf('BAD_REQUEST') } },
             });
           }
           if (!contextValue.acceptsIncremental && usesIncrementalDelivery(document)) {
             throw new GraphQLError('This operation uses @defer or @stream: accept multipart/mixed or text/event-stream.', {
-              extensions: { code: 'NOT_ACCEPTABLE', http: { status: 406 } },
+              extensions: { code: 'NOT_ACCEPTABLE', http: { status: statusOf('NOT_ACCEPTABLE') } },
             });
           }
         },

@@ -1,6 +1,11 @@
 import { DateTimeISOResolver, JSONObjectResolver, JSONResolver } from 'graphql-scalars';
 import type { Resolvers } from '../../generated/graphql.js';
-import type { RuntimeEventType } from '../engine/events.js';
+import type { RuntimeEventType } from '../core/events.js';
+import { callerOf, claimRun } from './context.js';
+import { runRequestFromInput } from './input.js';
+import { createCopilotResponseView } from './views/copilot-response.js';
+import { messageOutputs } from './views/messages.js';
+import { RunEventStream } from './views/run-events.js';
 
 /** GraphQL type names of the subscription's events, by runtime event type. */
 const EVENT_TYPENAMES = {
@@ -21,7 +26,7 @@ function unreachable(event: { type: string }): never {
   throw new Error(`Unexpected ${event.type} event.`);
 }
 
-/** Thin resolvers: the run launcher and the views do the work. */
+/** Thin resolvers: the input conversion, the run launcher and the views do the work. */
 export const resolvers: Resolvers = {
   DateTimeISO: DateTimeISOResolver,
   JSON: JSONResolver,
@@ -29,22 +34,33 @@ export const resolvers: Resolvers = {
 
   Query: {
     hello: () => 'Hello World',
-    availableAgents: (_parent, _args, { launcher }) => ({ agents: [...launcher.agents] }),
-    loadAgentState: (_parent, { data }, { launcher }) => {
-      // No agent kinds are configured yet, so every name is unknown; the error lists what there is.
-      throw launcher.agentNotFound(data.agentName);
+    availableAgents: async (_parent, _args, { launcher }) => ({
+      agents: (await launcher.listAgents()).map((agent) => ({ id: agent.name, name: agent.name, description: agent.description })),
+    }),
+    loadAgentState: async (_parent, { data }, context) => {
+      const state = await context.launcher.loadAgentState(data.agentName, data.threadId, {}, callerOf(context));
+      return {
+        threadId: data.threadId,
+        threadExists: state.threadExists,
+        state: JSON.stringify(state.state),
+        messages: JSON.stringify(state.messages),
+      };
     },
   },
 
   Mutation: {
-    generateCopilotResponse: (_parent, { data, properties }, { launcher, requestId, logger, signal, allowance }) =>
-      launcher.startForMutation(data, properties, { requestId, logger, signal, allowance }),
+    generateCopilotResponse: (_parent, { data, properties }, context) => {
+      const caller = claimRun(context);
+      return context.launcher.start(runRequestFromInput(data, properties), caller, createCopilotResponseView);
+    },
   },
 
   Subscription: {
     copilotRun: {
-      subscribe: (_parent, { data, properties }, { launcher, requestId, logger, signal, allowance }) =>
-        launcher.startForSubscription(data, properties, { requestId, logger, signal, allowance }),
+      subscribe: (_parent, { data, properties }, context) => {
+        const caller = claimRun(context);
+        return context.launcher.start(runRequestFromInput(data, properties), caller, (run) => new RunEventStream(run));
+      },
       resolve: (event: any) => event,
     },
   },
@@ -57,7 +73,7 @@ export const resolvers: Resolvers = {
   LangGraphInterruptEvent: { type: () => 'MetaEvent' },
   CopilotKitLangGraphInterruptEvent: { type: () => 'MetaEvent', data: (event) => event },
   CopilotKitLangGraphInterruptEventData: {
-    messages: (event) => (event.name === 'CopilotKitLangGraphInterruptEvent' ? (event.messages as any[]) : []),
+    messages: (event) => (event.name === 'CopilotKitLangGraphInterruptEvent' ? messageOutputs(event.messages) : []),
   },
   TextMessageEndEvent: { messageStatus: (event) => (event.type === 'TextMessageEnd' ? event.status : unreachable(event)) },
   ActionExecutionEndEvent: {

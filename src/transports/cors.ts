@@ -1,4 +1,4 @@
-import { ConfigurationError } from '../errors.js';
+import { ConfigurationError } from '../core/errors.js';
 
 /**
  * Which browser origins may call the gateway. Allowed origins are echoed back (never `*`), with

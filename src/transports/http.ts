@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HeaderMap, type ApolloServer, type HTTPGraphQLResponse } from '@apollo/server';
 import type { Logger } from 'pino';
+import { statusOf, type ErrorCode } from '../core/errors.js';
 import type { GatewayContext } from '../graphql/context.js';
 import type { RunLauncher } from '../engine/launcher.js';
 import type { CorsPolicy } from './cors.js';
@@ -53,17 +54,13 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
     // Split by hand: `new URL` throws on request targets such as "//[", and nothing here may throw.
     const { pathname, search } = splitTarget(req.url ?? '/');
     if (!options.hosts.isAllowed(req.headers.host)) {
-      return sendJson(res, 403, {
-        errors: [{ message: `Host ${req.headers.host} is not served in development. Add it to ALLOWED_HOSTS.`, extensions: { code: 'FORBIDDEN_HOST' } }],
-      });
+      return sendError(res, 'FORBIDDEN_HOST', `Host ${req.headers.host} is not served in development. Add it to ALLOWED_HOSTS.`);
     }
     if (pathname === '/health' && (req.method === 'GET' || req.method === 'HEAD')) {
       return sendJson(res, 200, { status: 'ok' });
     }
     if (pathname !== path) {
-      return sendJson(res, 404, {
-        errors: [{ message: `Not found. The GraphQL endpoint is ${path}.`, extensions: { code: 'NOT_FOUND' } }],
-      });
+      return sendError(res, 'NOT_FOUND', `Not found. The GraphQL endpoint is ${path}.`);
     }
 
     const origin = req.headers.origin;
@@ -79,7 +76,7 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
         const message = typeof origin === 'string'
           ? `The origin ${origin} is not allowed. Add it to CORS_ORIGINS.`
           : 'A CORS preflight needs an Origin header.';
-        return sendJson(res, 403, { errors: [{ message, extensions: { code: 'FORBIDDEN_ORIGIN' } }] });
+        return sendError(res, 'FORBIDDEN_ORIGIN', message);
       }
       res.setHeader('access-control-allow-methods', 'GET, POST, OPTIONS');
       const requested = req.headers['access-control-request-headers'];
@@ -124,9 +121,7 @@ async function handleGraphQL(
   if (req.method === 'POST') {
     const raw = await readBody(req, options.maxBodyBytes);
     if (raw === 'too-large') {
-      return sendJson(res, 413, {
-        errors: [{ message: `The request body is larger than ${options.maxBodyBytes} bytes.`, extensions: { code: 'PAYLOAD_TOO_LARGE' } }],
-      });
+      return sendError(res, 'PAYLOAD_TOO_LARGE', `The request body is larger than ${options.maxBodyBytes} bytes.`);
     }
     if (raw === 'aborted') return;
     const contentType = req.headers['content-type'] ?? '';
@@ -134,9 +129,7 @@ async function handleGraphQL(
       try {
         body = JSON.parse(raw);
       } catch {
-        return sendJson(res, 400, {
-          errors: [{ message: 'The request body is not valid JSON.', extensions: { code: 'BAD_REQUEST' } }],
-        });
+        return sendError(res, 'BAD_REQUEST', 'The request body is not valid JSON.');
       }
     } else {
       body = raw;
@@ -326,9 +319,12 @@ function sendUnexpected(res: ServerResponse, requestId: string | undefined): voi
     res.destroy();
     return;
   }
-  sendJson(res, 500, {
-    errors: [{ message: 'Unexpected error.', extensions: { code: 'INTERNAL_SERVER_ERROR', ...(requestId ? { requestId } : {}) } }],
-  });
+  sendError(res, 'INTERNAL_SERVER_ERROR', 'Unexpected error.', requestId ? { requestId } : {});
+}
+
+/** An answer of the transport itself, with the status of the code's entry in the error table. */
+function sendError(res: ServerResponse, code: ErrorCode, message: string, extensions: Record<string, unknown> = {}): void {
+  sendJson(res, statusOf(code), { errors: [{ message, extensions: { code, ...extensions } }] });
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {

@@ -15,6 +15,7 @@ import type { AddressInfo } from 'node:net';
  *   [fail=STATUS]              answer with an HTTP error and an OpenAI error body
  *   [cut]                      send two tokens, then destroy the connection (no [DONE])
  *   [stall]                    send one token, then nothing until the client goes away
+ *   [no-finish]                send two tokens and [DONE], but no finish_reason (an answer cut short)
  * When the last message is a tool result, it answers "Tool result received: <result>".
  */
 export class FakeOpenAI {
@@ -101,6 +102,9 @@ export class FakeOpenAI {
       } else if (prompt.includes('[stall]')) {
         await send({ content: 'tok0 ' });
         return; // keep the connection open: the gateway's idle timeout or the client must end it
+      } else if (prompt.includes('[no-finish]')) {
+        await send({ content: 'tok0 ' });
+        await send({ content: 'tok1 ' });
       } else if (prompt.includes('[cut]')) {
         await send({ content: 'tok0 ' });
         await send({ content: 'tok1 ' });

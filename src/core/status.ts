@@ -1,4 +1,4 @@
-import type { GatewayError } from '../errors.js';
+import type { GatewayError } from './errors.js';
 
 /** The status of one streamed message (text or action call). */
 export type MessageStatus =

@@ -1,14 +1,29 @@
+import type { Message } from './messages.js';
 import type { MessageStatus, RunStatus } from './status.js';
 
-/** A meta event raised during a run (agent interrupts). */
+/** A meta event raised during a run: an agent's interrupt, which waits for the user's answer. */
 export type MetaEventPayload =
   | { name: 'LangGraphInterruptEvent'; value: string; response?: string | null }
   | {
       name: 'CopilotKitLangGraphInterruptEvent';
       value: string;
-      messages: unknown[];
+      /** Messages that came with the interrupt. */
+      messages: Message[];
       response?: string | null;
     };
+
+/** A snapshot of an agent's state, as an agent writes it into a run. */
+export interface AgentStateSnapshot {
+  agentName: string;
+  nodeName: string;
+  /** The whole state, JSON-encoded. */
+  state: string;
+  running: boolean;
+  active: boolean;
+  /** The agent's own thread and run ids, when it reports them; the run's otherwise. */
+  threadId?: string;
+  runId?: string;
+}
 
 /**
  * The runtime events of one run, in the order they happen. Both the mutation's message
@@ -46,7 +61,11 @@ export type RuntimeEvent =
 
 export type RuntimeEventType = RuntimeEvent['type'];
 
-/** An event as delivered to a subscriber, numbered in delivery order. */
-export type SequencedEvent = RuntimeEvent & { sequence: number };
+/**
+ * An event as the run emits it: numbered where it happens, from 0 (RunStarted) up by one per
+ * event, so a later event log and resumable subscriptions can rely on the numbers. Events are
+ * shared by every subscriber of the run and must not be changed by any of them.
+ */
+export type SequencedEvent = RuntimeEvent & { readonly sequence: number };
 
-export type RuntimeEventListener = (event: RuntimeEvent) => void;
+export type RunListener = (event: SequencedEvent) => void;

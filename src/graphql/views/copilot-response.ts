@@ -1,7 +1,8 @@
-import { SharedStream, SharedTextStream } from '../engine/shared-stream.js';
-import type { MetaEventPayload, RuntimeEvent } from '../engine/events.js';
-import { MESSAGE_SUCCESS, type MessageStatus, type RunStatus } from '../engine/status.js';
-import type { CopilotResponseModel, MessageOutputModel } from '../graphql/models.js';
+import type { MetaEventPayload, SequencedEvent } from '../../core/events.js';
+import { MESSAGE_SUCCESS, type MessageStatus, type RunStatus } from '../../core/status.js';
+import type { RunHandle } from '../../engine/run.js';
+import type { CopilotResponseModel, MessageOutputModel } from '../models.js';
+import { SharedStream, SharedTextStream } from './shared-stream.js';
 
 /** An open text message or action call: its chunk stream and the status it will settle with. */
 interface OpenMessage {
@@ -11,13 +12,10 @@ interface OpenMessage {
 
 /**
  * The mutation's view of a run: message containers streamed in order, each text message and
- * action call with its own chunk stream and deferred status, and the run's deferred status.
- * `listener` is fed the run's events. (The transports abort the run when the client goes away.)
+ * action call with its own chunk stream and deferred status, the meta events, and the run's
+ * deferred status. It subscribes to the run before the run starts, so it sees every event.
  */
-export function createCopilotResponseView(
-  threadId: string,
-  runId: string,
-): { model: CopilotResponseModel; listener: (event: RuntimeEvent) => void } {
+export function createCopilotResponseView(run: RunHandle): CopilotResponseModel {
   const messages = new SharedStream<MessageOutputModel>();
   const metaEvents = new SharedStream<MetaEventPayload>();
   const open = new Map<string, OpenMessage>();
@@ -44,7 +42,7 @@ export function createCopilotResponseView(
     message.settle(messageStatus);
   }
 
-  const listener = (event: RuntimeEvent): void => {
+  run.subscribe((event: SequencedEvent): void => {
     switch (event.type) {
       case 'TextMessageContent':
         open.get(event.messageId)?.chunks.push(event.content);
@@ -125,10 +123,7 @@ export function createCopilotResponseView(
         settleRun(event.status);
         return;
     }
-  };
+  });
 
-  return {
-    model: { threadId, runId, status, messages, metaEvents, extensions: null },
-    listener,
-  };
+  return { threadId: run.threadId, runId: run.runId, status, messages, metaEvents, extensions: null };
 }

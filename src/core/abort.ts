@@ -1,0 +1,98 @@
+/**
+ * Abort signals handed to code the gateway does not own (adapters, agent clients, action handlers).
+ *
+ * Node dispatches `abort` to a signal's listeners synchronously and rethrows a listener's exception
+ * on the next tick as an uncaught exception, which ends the process. A gateway aborts such signals
+ * whenever a client goes away, so a handler whose abort listener throws would take every other
+ * conversation down with it. A guarded signal is still a real AbortSignal (undici's fetch, timers
+ * and streams accept it), but the listeners added to it through `addEventListener` or `onabort`
+ * run inside a try/catch that reports their errors instead.
+ */
+
+type Listener = EventListenerOrEventListenerObject;
+
+const addListener = EventTarget.prototype.addEventListener;
+const removeListener = EventTarget.prototype.removeEventListener;
+const onabortProperty = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'onabort')!;
+
+function guard(signal: AbortSignal, onListenerError: (error: unknown) => void): AbortSignal {
+  const wrappers = new WeakMap<object, EventListener>();
+  const wrap = (listener: Listener): EventListener => {
+    let wrapper = wrappers.get(listener);
+    if (!wrapper) {
+      wrapper = function (this: unknown, event: Event) {
+        try {
+          if (typeof listener === 'function') listener.call(this, event);
+          else listener.handleEvent(event);
+        } catch (error) {
+          onListenerError(error);
+        }
+      };
+      wrappers.set(listener, wrapper);
+    }
+    return wrapper;
+  };
+  Object.defineProperties(signal, {
+    addEventListener: {
+      value(this: AbortSignal, type: string, listener: Listener | null, options?: AddEventListenerOptions | boolean) {
+        return addListener.call(this, type, listener == null ? listener : wrap(listener), options);
+      },
+    },
+    removeEventListener: {
+      value(this: AbortSignal, type: string, listener: Listener | null, options?: EventListenerOptions | boolean) {
+        return removeListener.call(this, type, listener == null ? listener : (wrappers.get(listener) ?? listener), options);
+      },
+    },
+    onabort: {
+      get(this: AbortSignal) {
+        return onabortProperty.get!.call(this);
+      },
+      set(this: AbortSignal, value: unknown) {
+        onabortProperty.set!.call(this, typeof value === 'function' ? wrap(value as EventListener) : value);
+      },
+    },
+  });
+  return signal;
+}
+
+/** An AbortController whose signal is guarded (see above). */
+export function guardedController(onListenerError: (error: unknown) => void): AbortController {
+  const controller = new AbortController();
+  guard(controller.signal, onListenerError);
+  return controller;
+}
+
+/**
+ * A guarded signal that aborts when `parent` does (with the parent's reason), for one call into
+ * code the gateway does not own. `release()` detaches it from the parent once the call is over.
+ */
+export function guardedChild(
+  parent: AbortSignal,
+  onListenerError: (error: unknown) => void,
+): { signal: AbortSignal; abort: (reason: unknown) => void; release: () => void } {
+  const controller = guardedController(onListenerError);
+  const onAbort = () => controller.abort(parent.reason);
+  if (parent.aborted) controller.abort(parent.reason);
+  else parent.addEventListener('abort', onAbort, { once: true });
+  return {
+    signal: controller.signal,
+    abort: (reason) => controller.abort(reason),
+    release: () => parent.removeEventListener('abort', onAbort),
+  };
+}
+
+/** Resolves after `ms`, or rejects with the signal's reason as soon as it aborts. */
+export function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,157 @@
+/**
+ * Every error code the gateway reports, in one table: the HTTP status it stands for, where a client
+ * meets it, and what it means. PROTOCOL.md §5.5 lists the same codes (a test holds the two together).
+ *
+ * Where a code appears:
+ * - `request`: a GraphQL error before anything runs (`data: null`, HTTP 200 like the reference).
+ * - `run`: the terminal status of a run that had started (`FailedResponseStatus.details.code`).
+ * - `http`: an HTTP answer of the transport itself (`{"errors":[{message, extensions:{code}}]}`).
+ * - `action`: an action's error result `{"error":{code,message},"result":""}`; the run goes on.
+ * - `startup`: a configuration mistake, reported when the gateway is built; never on the wire.
+ */
+export const ERROR_CODES = {
+  BAD_USER_INPUT: { status: 400, where: 'request', meaning: 'The input failed a check before the run.' },
+  NOT_SUPPORTED: { status: 501, where: 'request', meaning: 'A feature this gateway does not offer (guardrails, the Assistants API).' },
+  AGENT_NOT_FOUND: { status: 404, where: 'request', meaning: 'No agent of that name; details list the available ones.' },
+  OVERLOADED: { status: 503, where: 'request', meaning: 'The process serves its most runs at once; try again shortly.' },
+  NO_MODEL_CONFIGURED: { status: 400, where: 'run', meaning: 'The gateway has no model (EmptyAdapter) and the request needs one.' },
+  UPSTREAM_AUTHENTICATION_FAILED: { status: 502, where: 'run', meaning: 'An upstream answered 401 or 403.' },
+  UPSTREAM_RATE_LIMITED: { status: 429, where: 'run', meaning: 'An upstream answered 429, after the retries.' },
+  UPSTREAM_REJECTED: { status: 502, where: 'run', meaning: 'An upstream answered another 4xx.' },
+  UPSTREAM_UNAVAILABLE: { status: 502, where: 'run', meaning: 'An upstream answered 5xx, after the retries.' },
+  UPSTREAM_UNREACHABLE: { status: 502, where: 'run', meaning: 'An upstream could not be reached (refused, reset, DNS), after the retries.' },
+  UPSTREAM_TIMEOUT: { status: 504, where: 'run', meaning: 'An upstream sent nothing in time (idle, connect or answer timeout).' },
+  UPSTREAM_STREAM_INTERRUPTED: { status: 502, where: 'run', meaning: 'An upstream stream broke off or ended before it was complete.' },
+  UPSTREAM_BAD_RESPONSE: { status: 502, where: 'run', meaning: 'An upstream sent something unreadable (a malformed line or event).' },
+  AGENT_ERROR: { status: 502, where: 'run', meaning: 'The agent reported an error of its own.' },
+  CLIENT_DISCONNECTED: { status: 499, where: 'run', meaning: 'The client went away before the run finished (logs only).' },
+  INTERNAL_SERVER_ERROR: { status: 500, where: 'run', meaning: 'Unexpected error, masked as "Unexpected error." and logged in full.' },
+  CONFIGURATION_ERROR: { status: 500, where: 'startup', meaning: 'Invalid configuration.' },
+  INVALID_ARGUMENTS: { status: 400, where: 'action', meaning: 'The arguments of an action call failed its schema.' },
+  ACTION_FAILED: { status: 500, where: 'action', meaning: 'A server-side action threw.' },
+  ACTION_TIMEOUT: { status: 504, where: 'action', meaning: 'A server-side or remote action took longer than actionTimeoutMs.' },
+  BAD_REQUEST: { status: 400, where: 'http', meaning: 'A malformed HTTP request (invalid JSON, batching, bad method).' },
+  NOT_FOUND: { status: 404, where: 'http', meaning: 'A path other than the GraphQL path and /health.' },
+  FORBIDDEN_ORIGIN: { status: 403, where: 'http', meaning: 'A CORS preflight from an origin that is not allowed.' },
+  FORBIDDEN_HOST: { status: 403, where: 'http', meaning: 'In development, a Host that is not loopback, an IP or allowed.' },
+  PAYLOAD_TOO_LARGE: { status: 413, where: 'http', meaning: 'A body over maxBodyBytes.' },
+  NOT_ACCEPTABLE: { status: 406, where: 'http', meaning: 'A streaming operation for a client that takes no streaming format.' },
+  GRAPHQL_PARSE_FAILED: { status: 400, where: 'http', meaning: 'The document does not parse.' },
+  GRAPHQL_VALIDATION_FAILED: { status: 400, where: 'http', meaning: 'The document fails validation.' },
+} as const satisfies Record<string, { status: number; where: ErrorPlace; meaning: string }>;
+
+export type ErrorPlace = 'request' | 'run' | 'http' | 'action' | 'startup';
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** The HTTP status a code stands for. */
+export function statusOf(code: ErrorCode): number {
+  return ERROR_CODES[code].status;
+}
+
+export type Severity = 'critical' | 'error' | 'warning' | 'info';
+/** Who should see the error: CopilotKit's UI shows `banner` errors to developers. */
+export type Visibility = 'banner' | 'toast' | 'silent';
+
+export interface GatewayErrorOptions {
+  /** Overrides the status of the code's table entry. */
+  status?: number;
+  severity?: Severity;
+  visibility?: Visibility;
+  cause?: unknown;
+  /** Extra, client-safe facts (never secrets, URLs or stack traces). */
+  details?: Record<string, unknown>;
+}
+
+/**
+ * One error base class for everything the gateway reports. Each error has a stable `code` from the
+ * table above and the HTTP status it stands for; anything that is not a GatewayError is unexpected
+ * and masked before it reaches a client.
+ */
+export class GatewayError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly severity: Severity;
+  readonly visibility: Visibility;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, message: string, options: GatewayErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'GatewayError';
+    this.code = code;
+    this.status = options.status ?? statusOf(code);
+    this.severity = options.severity ?? 'error';
+    this.visibility = options.visibility ?? 'banner';
+    this.details = options.details;
+  }
+
+  /** The client-facing form, used in GraphQL `extensions` and in a failed run's `details`. */
+  toJSON(): Record<string, unknown> {
+    return {
+      code: this.code,
+      statusCode: this.status,
+      severity: this.severity,
+      visibility: this.visibility,
+      message: this.message,
+      ...(this.details ? { details: this.details } : {}),
+    };
+  }
+}
+
+export class ConfigurationError extends GatewayError {
+  constructor(message: string) {
+    super('CONFIGURATION_ERROR', message, { severity: 'critical' });
+    this.name = 'ConfigurationError';
+  }
+}
+
+export class BadUserInputError extends GatewayError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('BAD_USER_INPUT', message, { details });
+    this.name = 'BadUserInputError';
+  }
+}
+
+export class NotSupportedError extends GatewayError {
+  constructor(feature: string) {
+    super('NOT_SUPPORTED', `${feature} is not supported by this gateway yet.`);
+    this.name = 'NotSupportedError';
+  }
+}
+
+export class AgentNotFoundError extends GatewayError {
+  /** `unreachableSources`: agent sources (remote endpoints) that could not be asked, so may hold it. */
+  constructor(agentName: string, available: readonly string[], unreachableSources = 0) {
+    const list = available.length ? available.map((n) => `"${n}"`).join(', ') : 'none are configured';
+    const unknown =
+      unreachableSources > 0
+        ? ` ${unreachableSources} remote endpoint${unreachableSources === 1 ? '' : 's'} could not be reached, so ${
+            unreachableSources === 1 ? 'its' : 'their'
+          } agents are not listed.`
+        : '';
+    super('AGENT_NOT_FOUND', `Agent "${agentName}" was not found. Available agents: ${list}.${unknown}`, {
+      details: { agentName, availableAgents: [...available], ...(unreachableSources ? { unreachableSources } : {}) },
+    });
+    this.name = 'AgentNotFoundError';
+  }
+}
+
+/** A model provider, an agent or another upstream service failed. */
+export class UpstreamError extends GatewayError {
+  constructor(code: ErrorCode, message: string, options: GatewayErrorOptions = {}) {
+    super(code, message, options);
+    this.name = 'UpstreamError';
+  }
+}
+
+/** Turns anything thrown into a GatewayError; unknown errors become a masked INTERNAL_SERVER_ERROR. */
+export function toGatewayError(error: unknown): GatewayError {
+  if (error instanceof GatewayError) return error;
+  return new GatewayError('INTERNAL_SERVER_ERROR', 'Unexpected error.', { cause: error });
+}
+
+/** Exhaustiveness check for switches over union types. */
+export class UnreachableCaseError extends Error {
+  constructor(value: never) {
+    super(`Unreachable case: ${JSON.stringify(value)}`);
+  }
+}

@@ -1,0 +1,120 @@
+import { randomUUID } from 'node:crypto';
+import type { ActionCatalog } from '../../actions/action.js';
+import { executeAction } from '../../actions/executor.js';
+import type { AgentEntry } from '../../agents/agent.js';
+import { UpstreamError } from '../../core/errors.js';
+import type { Message, ToolDefinition } from '../../core/messages.js';
+import type { RunRequest } from '../request.js';
+import type { RunContext, RunDriver } from '../run.js';
+import { RoundRecorder } from './round.js';
+
+export interface AgentLoopOptions {
+  /** The most agent calls in one run (server-side results are followed by another call). */
+  maxRounds: number;
+  /** An agent that sends nothing for this long is cut off and the run fails. */
+  agentIdleTimeoutMs: number;
+  /** A server-side or remote action that takes longer gets an ACTION_TIMEOUT error result. */
+  actionTimeoutMs: number;
+}
+
+export interface AgentRunPlan {
+  agent: AgentEntry;
+  request: RunRequest;
+  /** The conversation the agent gets (the request's, plus a model's hand-over call when there was one). */
+  messages: readonly Message[];
+  catalog: ActionCatalog;
+  options: AgentLoopOptions;
+}
+
+/** The agent loop as a run driver (for `agentSession` requests). */
+export function agentDriver(plan: AgentRunPlan): RunDriver {
+  return (context) => driveAgent(context, plan);
+}
+
+/**
+ * The agent loop: call the agent with the conversation, its state and config, and the tools it may
+ * call (frontend actions plus the gateway's server-side and remote actions, never itself). When it
+ * calls server-side or remote actions and leaves no frontend call open, the gateway executes them
+ * and calls the agent again with their results, up to `maxRounds` calls. An interrupt, a frontend
+ * call or an answer without server-side calls ends the run.
+ */
+export async function driveAgent(context: RunContext, plan: AgentRunPlan): Promise<void> {
+  const { agent, request, catalog, options } = plan;
+  context.summary.agent = agent.name;
+  context.summary.agentKind = agent.kind;
+  const ownState = request.agentStates.find((entry) => entry.agentName === agent.name);
+  const tools: ToolDefinition[] = [
+    ...request.frontendTools.filter((tool) => !catalog.has(tool.name) && tool.name !== agent.name),
+    ...catalog.tools().filter((tool) => tool.name !== agent.name),
+  ];
+  let messages = [...plan.messages];
+  let state = ownState?.state ?? {};
+  const timeoutMs = options.agentIdleTimeoutMs;
+
+  for (let round = 1; ; round++) {
+    context.summary.rounds = round;
+    const recorder = new RoundRecorder(context.writer, catalog.size > 0);
+    const runId = round === 1 ? context.runId : randomUUID();
+    await context.callUpstream(
+      timeoutMs,
+      () =>
+        new UpstreamError('UPSTREAM_TIMEOUT', `Agent "${agent.name}" sent nothing for ${timeoutMs} ms and was cut off.`, {
+          details: { agentName: agent.name },
+        }),
+      (signal) =>
+        agent.client.run(
+          {
+            agentName: agent.name,
+            threadId: context.threadId,
+            runId,
+            nodeName: request.agentSession?.nodeName ?? null,
+            messages,
+            tools,
+            state,
+            config: ownState?.config ?? {},
+            metaEvents: round === 1 ? request.metaEvents : [],
+            context: request.context,
+            properties: request.properties,
+            forwardedParameters: request.forwardedParameters,
+            logger: context.logger,
+          },
+          recorder,
+          signal,
+        ),
+    );
+    context.closeOpenMessages();
+
+    const calls = recorder.calls().filter((call) => !recorder.hasResult(call.id));
+    const serverCalls = calls.filter((call) => catalog.has(call.name));
+    if (serverCalls.length === 0) return;
+    for (const call of serverCalls) {
+      const result = await executeAction(catalog.get(call.name)!, call.chunks.join(''), {
+        threadId: context.threadId,
+        runId: context.runId,
+        properties: request.properties,
+        logger: context.logger,
+        signal: context.signal,
+        timeoutMs: options.actionTimeoutMs,
+      });
+      recorder.actionResult(call.id, call.name, result);
+    }
+    // The agent waits for the user (an interrupt) or the client (a frontend action): stop here.
+    if (recorder.interrupted || serverCalls.length < calls.length) return;
+    if (round >= options.maxRounds) {
+      context.logger.warn({ maxRounds: options.maxRounds }, 'agent run stopped after the most rounds allowed');
+      return;
+    }
+    messages = [...messages, ...recorder.messages()];
+    state = parseState(recorder.latestState) ?? state;
+  }
+}
+
+function parseState(json: string | undefined): Record<string, unknown> | undefined {
+  if (json === undefined) return undefined;
+  try {
+    const value = JSON.parse(json);
+    return value !== null && typeof value === 'object' && !Array.isArray(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}

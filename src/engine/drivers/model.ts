@@ -1,0 +1,134 @@
+import type { ActionCatalog } from '../../actions/action.js';
+import { executeAction } from '../../actions/executor.js';
+import type { ModelAdapter } from '../../adapters/adapter.js';
+import type { AgentEntry } from '../../agents/agent.js';
+import { UpstreamError } from '../../core/errors.js';
+import type { ContextEntry, Message, ToolDefinition } from '../../core/messages.js';
+import type { RunRequest } from '../request.js';
+import type { RunContext, RunDriver } from '../run.js';
+import { driveAgent, type AgentLoopOptions } from './agent.js';
+import { RoundRecorder } from './round.js';
+
+export interface ModelDriverOptions extends AgentLoopOptions {
+  adapter: ModelAdapter;
+  /** Server-side and remote actions the model may call; the gateway executes them. */
+  catalog: ActionCatalog;
+  /** Agents the model may hand the conversation to by calling them as tools. */
+  agents: readonly AgentEntry[];
+  /** A model that sends nothing for this long is cut off and the run fails. */
+  modelIdleTimeoutMs: number;
+}
+
+const AGENT_TOOL_PARAMETERS = Object.freeze({ type: 'object', properties: {} });
+
+/**
+ * The model round loop: call the model; execute the server-side and remote actions it called;
+ * when every call of the round was one of those, call it again with their results, up to
+ * `maxRounds` calls. A frontend action call ends the run (the client executes it and sends its
+ * result with the next request). A call naming an agent hands the run over to that agent, as the
+ * reference runtime does: the call gets the result "<name> agent started" and the agent answers.
+ */
+export function modelDriver(request: RunRequest, options: ModelDriverOptions): RunDriver {
+  return async (context) => {
+    const { adapter, catalog } = options;
+    context.summary.adapter = adapter.name;
+    const agents = new Map(options.agents.filter((agent) => !catalog.has(agent.name)).map((agent) => [agent.name, agent]));
+    const tools: ToolDefinition[] = [
+      ...catalog.tools(),
+      ...[...agents.values()].map((agent) => ({
+        name: agent.name,
+        description: agent.description || `Hands the conversation over to the agent "${agent.name}".`,
+        parameters: AGENT_TOOL_PARAMETERS,
+      })),
+      ...request.frontendTools.filter((tool) => !catalog.has(tool.name) && !agents.has(tool.name)),
+    ];
+    const messages = withContext(request.messages, request.context);
+    // Chunks are kept only when a round may be continued or handed over.
+    const keepChunks = catalog.size > 0 || agents.size > 0;
+
+    for (let round = 1; ; round++) {
+      context.summary.rounds = round;
+      const recorder = new RoundRecorder(context.writer, keepChunks);
+      await callModel(context, options, { messages, tools, forwardedParameters: request.forwardedParameters }, recorder);
+      const calls = recorder.calls();
+      const serverCalls = calls.filter((call) => catalog.has(call.name));
+      for (const call of serverCalls) {
+        const result = await executeAction(catalog.get(call.name)!, call.chunks.join(''), {
+          threadId: context.threadId,
+          runId: context.runId,
+          properties: request.properties,
+          logger: context.logger,
+          signal: context.signal,
+          timeoutMs: options.actionTimeoutMs,
+        });
+        recorder.actionResult(call.id, call.name, result);
+      }
+
+      const agentCall = calls.find((call) => !catalog.has(call.name) && agents.has(call.name));
+      if (agentCall) {
+        for (const other of calls) {
+          if (other !== agentCall && agents.has(other.name) && !catalog.has(other.name)) {
+            recorder.actionResult(other.id, other.name, JSON.stringify({ error: { code: 'BAD_USER_INPUT', message: 'Only one agent can take over a run.' }, result: '' }));
+          }
+        }
+        recorder.actionResult(agentCall.id, agentCall.name, `${agentCall.name} agent started`);
+        const agent = agents.get(agentCall.name)!;
+        context.logger.info({ agent: agent.name }, 'the model handed the run over to an agent');
+        return driveAgent(context, {
+          agent,
+          request: { ...request, agentSession: { agentName: agent.name, nodeName: null }, metaEvents: [] },
+          messages: [...request.messages, ...recorder.messages()],
+          catalog,
+          options,
+        });
+      }
+
+      if (serverCalls.length === 0 || serverCalls.length < calls.length) return;
+      if (round >= options.maxRounds) {
+        context.logger.warn({ maxRounds: options.maxRounds }, 'run stopped after the most rounds allowed');
+        return;
+      }
+      messages.push(...recorder.messages());
+    }
+  };
+}
+
+async function callModel(
+  context: RunContext,
+  options: ModelDriverOptions,
+  call: { messages: readonly Message[]; tools: readonly ToolDefinition[]; forwardedParameters: RunRequest['forwardedParameters'] },
+  recorder: RoundRecorder,
+): Promise<void> {
+  const timeoutMs = options.modelIdleTimeoutMs;
+  await context.callUpstream(
+    timeoutMs,
+    () => new UpstreamError('UPSTREAM_TIMEOUT', `The model sent nothing for ${timeoutMs} ms and was cut off.`),
+    (signal) =>
+      options.adapter.stream(
+        {
+          threadId: context.threadId,
+          runId: context.runId,
+          messages: call.messages,
+          tools: call.tools,
+          forwardedParameters: call.forwardedParameters,
+          logger: context.logger,
+        },
+        recorder,
+        signal,
+      ),
+  );
+  // An adapter that returns with messages still open has finished them.
+  context.closeOpenMessages();
+}
+
+/**
+ * Puts the frontend's readable context in front of the model as one system message, after the
+ * conversation's leading system messages.
+ */
+export function withContext(messages: readonly Message[], context: readonly ContextEntry[]): Message[] {
+  if (context.length === 0) return [...messages];
+  const content = `Context from the application:\n${context.map((entry) => `- ${entry.description}: ${entry.value}`).join('\n')}`;
+  const firstNonSystem = messages.findIndex((m) => !(m.kind === 'text' && (m.role === 'system' || m.role === 'developer')));
+  const at = firstNonSystem === -1 ? messages.length : firstNonSystem;
+  return [...messages.slice(0, at), { kind: 'text', id: 'gateway-context', role: 'system', content }, ...messages.slice(at)];
+}

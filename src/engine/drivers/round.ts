@@ -1,0 +1,111 @@
+import type { AgentStateSnapshot, MetaEventPayload } from '../../core/events.js';
+import type { Message } from '../../core/messages.js';
+import type { RunWriter } from '../../core/writer.js';
+
+/** An action call made in a round. */
+export interface RoundCall {
+  id: string;
+  name: string;
+  parentMessageId: string | null;
+  /** The arguments' chunks, kept only when the round's messages are needed again. */
+  chunks: string[];
+}
+
+type RoundItem =
+  | { kind: 'text'; id: string; parentMessageId: string | null; chunks: string[] }
+  | ({ kind: 'call' } & RoundCall)
+  | { kind: 'result'; id: string; name: string; result: string };
+
+/**
+ * Passes one round of a model's or an agent's output on to the run, and remembers what it needs
+ * to go on: the calls made (to execute server-side ones) and, when `keepChunks` is set, the text
+ * and arguments (to send the round back as conversation in the next round). A round that will not
+ * be continued keeps no chunks, so a plain chat allocates nothing per token here.
+ */
+export class RoundRecorder implements RunWriter {
+  private readonly items: RoundItem[] = [];
+  private readonly byId = new Map<string, { chunks: string[] }>();
+  private readonly resultIds = new Set<string>();
+  /** Whether an interrupt was raised in this round (the agent waits for the user). */
+  interrupted = false;
+  /** The last state an agent reported in this round (JSON), to give it back in the next round. */
+  latestState: string | undefined;
+
+  constructor(
+    private readonly out: RunWriter,
+    private readonly keepChunks: boolean,
+  ) {}
+
+  textStart(proposedId?: string | null, parentMessageId?: string | null): string {
+    const id = this.out.textStart(proposedId, parentMessageId);
+    const item = { kind: 'text' as const, id, parentMessageId: parentMessageId ?? null, chunks: [] };
+    this.items.push(item);
+    this.byId.set(id, item);
+    return id;
+  }
+
+  textContent(messageId: string, content: string): void {
+    this.out.textContent(messageId, content);
+    if (this.keepChunks && content) this.byId.get(messageId)?.chunks.push(content);
+  }
+
+  textEnd(messageId: string): void {
+    this.out.textEnd(messageId);
+  }
+
+  actionStart(proposedId: string | null | undefined, actionName: string, parentMessageId?: string | null): string {
+    const id = this.out.actionStart(proposedId, actionName, parentMessageId);
+    const item = { kind: 'call' as const, id, name: actionName, parentMessageId: parentMessageId ?? null, chunks: [] };
+    this.items.push(item);
+    this.byId.set(id, item);
+    return id;
+  }
+
+  actionArgs(actionExecutionId: string, args: string): void {
+    this.out.actionArgs(actionExecutionId, args);
+    if (this.keepChunks && args) this.byId.get(actionExecutionId)?.chunks.push(args);
+  }
+
+  actionEnd(actionExecutionId: string): void {
+    this.out.actionEnd(actionExecutionId);
+  }
+
+  actionResult(actionExecutionId: string, actionName: string, result: string): void {
+    this.out.actionResult(actionExecutionId, actionName, result);
+    this.resultIds.add(actionExecutionId);
+    this.items.push({ kind: 'result', id: actionExecutionId, name: actionName, result });
+  }
+
+  agentState(snapshot: AgentStateSnapshot): void {
+    this.out.agentState(snapshot);
+    this.latestState = snapshot.state;
+  }
+
+  metaEvent(event: MetaEventPayload): void {
+    this.interrupted = true;
+    this.out.metaEvent(event);
+  }
+
+  /** The action calls of this round, in order. */
+  calls(): RoundCall[] {
+    return this.items.filter((item): item is { kind: 'call' } & RoundCall => item.kind === 'call');
+  }
+
+  hasResult(actionExecutionId: string): boolean {
+    return this.resultIds.has(actionExecutionId);
+  }
+
+  /** The round as conversation messages, for the next round (needs `keepChunks`). */
+  messages(): Message[] {
+    return this.items.map((item): Message => {
+      switch (item.kind) {
+        case 'text':
+          return { kind: 'text', id: item.id, role: 'assistant', content: item.chunks.join(''), parentMessageId: item.parentMessageId };
+        case 'call':
+          return { kind: 'actionExecution', id: item.id, name: item.name, arguments: item.chunks.join(''), parentMessageId: item.parentMessageId };
+        case 'result':
+          return { kind: 'result', id: `result-${item.id}`, actionExecutionId: item.id, actionName: item.name, result: item.result };
+      }
+    });
+  }
+}

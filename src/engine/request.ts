@@ -1,0 +1,27 @@
+import type { ContextEntry, ForwardedParameters, Message, MetaEventInput, ToolDefinition } from '../core/messages.js';
+
+/** An agent's state and config as a request carries them (GenerateCopilotResponseInput.agentStates). */
+export interface AgentStateInput {
+  agentName: string;
+  state: Record<string, unknown>;
+  config: Record<string, unknown>;
+}
+
+/** What one run is asked to do, already checked and converted from the protocol that asked for it. */
+export interface RunRequest {
+  threadId: string;
+  runId: string;
+  messages: Message[];
+  /** Frontend actions (already filtered: no disabled or remote-only ones). */
+  frontendTools: ToolDefinition[];
+  /** Readable context from the frontend. */
+  context: ContextEntry[];
+  forwardedParameters: ForwardedParameters;
+  /** The request's `properties` argument, for actions and agents. */
+  properties: Record<string, unknown>;
+  /** Set when the client asks for an agent rather than the model. */
+  agentSession: { agentName: string; nodeName: string | null } | null;
+  agentStates: AgentStateInput[];
+  /** Interrupt answers for the agent. */
+  metaEvents: MetaEventInput[];
+}

@@ -1,0 +1,142 @@
+import { randomUUID } from 'node:crypto';
+import type { GenerateCopilotResponseInput, MessageInput } from '../../generated/graphql.js';
+import { BadUserInputError, NotSupportedError } from '../core/errors.js';
+import type { Message, MetaEventInput, ToolDefinition } from '../core/messages.js';
+import type { AgentStateInput, RunRequest } from '../engine/request.js';
+
+/**
+ * GraphQL input to the engine's RunRequest: the one place the CopilotRuntime input shapes are
+ * checked and converted. Every mistake is a BAD_USER_INPUT that names the field.
+ */
+
+const MAX_ID_LENGTH = 256;
+
+const MESSAGE_FIELDS = [
+  'textMessage',
+  'actionExecutionMessage',
+  'resultMessage',
+  'agentStateMessage',
+  'imageMessage',
+] as const;
+
+/** Converts a request's GenerateCopilotResponseInput (and `properties`) into a run request. */
+export function runRequestFromInput(data: GenerateCopilotResponseInput, properties: Record<string, unknown> | null | undefined): RunRequest {
+  if (data.cloud?.guardrails) throw new NotSupportedError('Copilot Cloud guardrails (cloud.guardrails)');
+  if (data.extensions?.openaiAssistantAPI) throw new NotSupportedError('The OpenAI Assistants API (extensions.openaiAssistantAPI)');
+
+  const frontendTools: ToolDefinition[] = [];
+  data.frontend.actions.forEach((action, index) => {
+    if (action.available === 'disabled' || action.available === 'remote') return;
+    frontendTools.push({
+      name: action.name,
+      description: action.description,
+      parameters: parseJsonSchema(action.jsonSchema, `frontend.actions[${index}]`),
+    });
+  });
+
+  const agentStates: AgentStateInput[] = [];
+  const states = [...(data.agentStates ?? []), ...(data.agentState ? [data.agentState] : [])];
+  states.forEach((entry, index) => {
+    const where = index < (data.agentStates?.length ?? 0) ? `agentStates[${index}]` : 'agentState';
+    if (agentStates.some((known) => known.agentName === entry.agentName)) return;
+    agentStates.push({
+      agentName: entry.agentName,
+      state: parseJsonObject(entry.state, `${where}.state`, 'an object', true),
+      config: entry.config ? parseJsonObject(entry.config, `${where}.config`, 'an object', true) : {},
+    });
+  });
+
+  const metaEvents: MetaEventInput[] = (data.metaEvents ?? []).map((event, index) => ({
+    name: event.name,
+    value: event.value,
+    response: event.response ?? null,
+    ...(event.messages ? { messages: messagesFromInput(event.messages, `metaEvents[${index}].messages`) } : {}),
+  }));
+
+  return {
+    threadId: checkId(data.threadId, 'threadId') ?? checkId(data.agentSession?.threadId, 'agentSession.threadId') ?? randomUUID(),
+    runId: checkId(data.runId, 'runId') ?? randomUUID(),
+    messages: messagesFromInput(data.messages),
+    frontendTools,
+    context: (data.context ?? []).map(({ description, value }) => ({ description, value })),
+    forwardedParameters: data.forwardedParameters ?? {},
+    properties: properties ?? {},
+    agentSession: data.agentSession ? { agentName: data.agentSession.agentName, nodeName: data.agentSession.nodeName ?? null } : null,
+    agentStates,
+    metaEvents,
+  };
+}
+
+/** The shape of GraphQL's MessageInput the conversion reads. */
+export type MessageInputLike = Pick<MessageInput, 'id' | (typeof MESSAGE_FIELDS)[number]>;
+
+/** Converts the client's messages, rejecting any that set none or several of the message fields. */
+export function messagesFromInput(inputs: readonly MessageInputLike[], where = 'messages'): Message[] {
+  return inputs.map((input, index) => {
+    const set = MESSAGE_FIELDS.filter((field) => input[field] != null);
+    if (set.length !== 1) {
+      throw new BadUserInputError(
+        `${where}[${index}] (id "${input.id}") must set exactly one of ${MESSAGE_FIELDS.join(', ')}; it sets ${
+          set.length === 0 ? 'none' : set.join(' and ')
+        }.`,
+        { field: `${where}[${index}]` },
+      );
+    }
+    if (input.textMessage) {
+      const m = input.textMessage;
+      return { kind: 'text', id: input.id, role: m.role, content: m.content, parentMessageId: m.parentMessageId };
+    }
+    if (input.actionExecutionMessage) {
+      const m = input.actionExecutionMessage;
+      return { kind: 'actionExecution', id: input.id, name: m.name, arguments: m.arguments, parentMessageId: m.parentMessageId };
+    }
+    if (input.resultMessage) {
+      const m = input.resultMessage;
+      return { kind: 'result', id: input.id, actionExecutionId: m.actionExecutionId, actionName: m.actionName, result: m.result };
+    }
+    if (input.imageMessage) {
+      const m = input.imageMessage;
+      return { kind: 'image', id: input.id, role: m.role, format: m.format, bytes: m.bytes, parentMessageId: m.parentMessageId };
+    }
+    const m = input.agentStateMessage!;
+    return {
+      kind: 'agentState',
+      id: input.id,
+      threadId: m.threadId,
+      agentName: m.agentName,
+      nodeName: m.nodeName,
+      runId: m.runId,
+      active: m.active,
+      running: m.running,
+      role: m.role,
+      state: m.state,
+    };
+  });
+}
+
+/** Parses a frontend action's `jsonSchema`, which must be a JSON object. */
+export function parseJsonSchema(jsonSchema: string, where: string): Record<string, unknown> {
+  return parseJsonObject(jsonSchema, `${where}.jsonSchema`, 'a JSON Schema');
+}
+
+function parseJsonObject(json: string, field: string, what = 'an object', nullIsEmpty = false): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json);
+  } catch {
+    throw new BadUserInputError(`${field} is not valid JSON.`, { field });
+  }
+  if (parsed === null && nullIsEmpty) return {};
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new BadUserInputError(`${field} must be a JSON object (${what}).`, { field });
+  }
+  return parsed as Record<string, unknown>;
+}
+
+function checkId(value: string | null | undefined, field: string): string | undefined {
+  if (value == null || value === '') return undefined;
+  if (value.length > MAX_ID_LENGTH) {
+    throw new BadUserInputError(`${field} is longer than ${MAX_ID_LENGTH} characters.`, { field });
+  }
+  return value;
+}

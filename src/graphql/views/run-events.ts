@@ -1,0 +1,111 @@
+import type { SequencedEvent } from '../../core/events.js';
+import { GatewayError } from '../../core/errors.js';
+import type { RunHandle } from '../../engine/run.js';
+
+/**
+ * The subscription's view of a run: its events in order, with the numbers the run gave them. When
+ * the reader falls behind, consecutive text (or argument) chunks of one message waiting in the
+ * queue are merged into one event that carries the number of the last chunk merged into it, so a
+ * slow WebSocket gets fewer, larger events rather than a growing backlog. The run's events are
+ * shared with other views and never changed here: a merge makes a new event.
+ */
+export class RunEventStream implements AsyncIterableIterator<SequencedEvent> {
+  private buffer: SequencedEvent[] = [];
+  private head = 0;
+  /** Whether the last buffered event is a merged copy of this view's own (safe to extend). */
+  private lastIsOwn = false;
+  private waiting: ((result: IteratorResult<SequencedEvent>) => void) | undefined;
+  private finished = false;
+  private closed = false;
+  private readonly unsubscribe: () => void;
+
+  constructor(private readonly run: RunHandle) {
+    this.unsubscribe = run.subscribe(this.listener);
+  }
+
+  private readonly listener = (event: SequencedEvent): void => {
+    if (this.closed) return;
+    if (event.type === 'RunFinished') this.finished = true;
+    const waiting = this.waiting;
+    if (waiting) {
+      this.waiting = undefined;
+      waiting({ value: event, done: false });
+      return;
+    }
+    const last = this.buffer.length > this.head ? this.buffer[this.buffer.length - 1] : undefined;
+    if (last) {
+      const merged = merge(last, event, this.lastIsOwn);
+      if (merged) {
+        this.buffer[this.buffer.length - 1] = merged;
+        this.lastIsOwn = true;
+        return;
+      }
+    }
+    this.buffer.push(event);
+    this.lastIsOwn = false;
+  };
+
+  next(): Promise<IteratorResult<SequencedEvent>> {
+    if (this.head < this.buffer.length) {
+      const event = this.buffer[this.head++];
+      if (this.head === this.buffer.length) {
+        this.buffer = [];
+        this.head = 0;
+        this.lastIsOwn = false;
+      }
+      return Promise.resolve({ value: event, done: false });
+    }
+    if (this.finished || this.closed) {
+      this.closed = true;
+      return Promise.resolve({ value: undefined, done: true });
+    }
+    return new Promise((resolve) => {
+      this.waiting = resolve;
+    });
+  }
+
+  return(): Promise<IteratorResult<SequencedEvent>> {
+    const runStillGoing = !this.finished && !this.closed;
+    this.closed = true;
+    this.buffer = [];
+    this.head = 0;
+    this.unsubscribe();
+    const waiting = this.waiting;
+    this.waiting = undefined;
+    waiting?.({ value: undefined, done: true });
+    if (runStillGoing) {
+      this.run.abort(new GatewayError('CLIENT_DISCONNECTED', 'The client went away before the run finished.'));
+    }
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+}
+
+/**
+ * The merge of a chunk event into the queued chunk event before it, when both are chunks of the same
+ * message; undefined otherwise. `own` says whether `last` is already this view's copy.
+ */
+function merge(last: SequencedEvent, event: SequencedEvent, own: boolean): SequencedEvent | undefined {
+  if (last.type === 'TextMessageContent' && event.type === 'TextMessageContent' && last.messageId === event.messageId) {
+    if (own) {
+      const copy = last as { content: string; sequence: number };
+      copy.content += event.content;
+      copy.sequence = event.sequence;
+      return last;
+    }
+    return { ...last, content: last.content + event.content, sequence: event.sequence };
+  }
+  if (last.type === 'ActionExecutionArgs' && event.type === 'ActionExecutionArgs' && last.actionExecutionId === event.actionExecutionId) {
+    if (own) {
+      const copy = last as { args: string; sequence: number };
+      copy.args += event.args;
+      copy.sequence = event.sequence;
+      return last;
+    }
+    return { ...last, args: last.args + event.args, sequence: event.sequence };
+  }
+  return undefined;
+}

@@ -1,0 +1,51 @@
+import { OpenAIAdapter } from '../../src/adapters/openai.js';
+import type { GatewayOptions } from '../../src/gateway.js';
+import { FakeOpenAI } from './fake-openai.js';
+import { runInput, startGateway, type RunningGateway } from './harness.js';
+
+/**
+ * An upstream the gateway streams from (the model, or an agent of some kind), started with its fake
+ * on loopback and a gateway in front of it. Every fake answers the same directives in the last user
+ * message, each in its own wire format, so the behaviour suite can ask the same of all of them:
+ *   [tokens=N]                  text "tok0 tok1 … tok{N-1} ", one token per chunk
+ *   [tool=NAME] [toolargs=J]    a call of NAME with the JSON arguments J, in chunks
+ *   [fail=STATUS]               an HTTP error before any answer
+ *   [stall]                     one token, then nothing until the gateway goes away
+ * and, agents only:
+ *   [state]                     a state snapshot {"step":1} then {"step":2}
+ *   [interrupt]                 an interrupt asking "approve?"
+ *   [agent-error]               an error reported by the agent in its stream
+ */
+export interface UpstreamKind {
+  name: string;
+  agent: boolean;
+  start(options?: GatewayOptions): Promise<UpstreamEnvironment>;
+}
+
+export interface UpstreamEnvironment {
+  gateway: RunningGateway;
+  /** A GenerateCopilotResponseInput for these messages, aimed at the upstream (agentSession for agents). */
+  input(messages: unknown[], extra?: Record<string, unknown>): Record<string, unknown>;
+  /** Upstream requests whose client (the gateway) closed them before they were complete. */
+  abortedRequests(): number;
+  stop(): Promise<void>;
+}
+
+export const modelKind: UpstreamKind = {
+  name: 'the model (OpenAI-compatible)',
+  agent: false,
+  async start(options = {}) {
+    const fake = new FakeOpenAI();
+    const baseURL = await fake.start();
+    const gateway = await startGateway({ adapter: new OpenAIAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0 }), ...options });
+    return {
+      gateway,
+      input: (messages, extra = {}) => runInput(messages, extra),
+      abortedRequests: () => fake.abortedRequests,
+      stop: async () => {
+        await gateway.close();
+        await fake.stop();
+      },
+    };
+  },
+};
