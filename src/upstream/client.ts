@@ -1,0 +1,282 @@
+import type { Readable } from 'node:stream';
+import type { Logger } from 'pino';
+import { Agent, fetch as undiciFetch, request as undiciRequest, type Dispatcher } from 'undici';
+import { abortableDelay } from '../core/abort.js';
+import { GatewayError, UpstreamError } from '../core/errors.js';
+import { upstreamNetworkError, upstreamStatusError } from './errors.js';
+import { backoffDelay, isRetryableNetworkError, parseRetryAfter, type RetryPolicy } from './retry.js';
+
+/** One call to an upstream. */
+export interface UpstreamCall {
+  url: string;
+  method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  headers?: Record<string, string>;
+  /** A JSON body (sent with `content-type: application/json`). */
+  json?: unknown;
+  /** Who is called, for messages and logs: `agent "crew"`, `the remote endpoint of action "add"`. Never a URL. */
+  who: string;
+  policy: RetryPolicy;
+  /** Aborts the call at every stage: while waiting to retry, while connecting, while streaming. */
+  signal: AbortSignal;
+  logger: Logger;
+}
+
+/** A successful (2xx) response whose body has not been read yet. */
+export interface UpstreamResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  /** The body; iterate it for streams. A network error while reading it is an UPSTREAM_STREAM_INTERRUPTED. */
+  body: AsyncIterable<Uint8Array> & Readable;
+  /** Attempts made, the successful one included. */
+  attempts: number;
+}
+
+export interface UpstreamClientOptions {
+  /** Time to open a connection. @default 10000 */
+  connectTimeoutMs?: number;
+  /** How long an idle pooled connection is kept open. @default 10000 */
+  keepAliveTimeoutMs?: number;
+}
+
+/** Set as an attempt's abort reason when it took longer than `attemptTimeoutMs`. */
+class AttemptTimeout extends Error {}
+
+const MAX_ERROR_BODY_BYTES = 8 * 1024;
+const MAX_JSON_BODY_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The one HTTP client for agents, remote actions and discovery, on undici: a keep-alive pool per
+ * origin (one dispatcher for the whole gateway, no per-request agents), retries with exponential
+ * backoff and full jitter, `Retry-After` honoured, per-attempt and overall timeouts, and a caller's
+ * abort honoured at every stage.
+ *
+ * A call is retried only before any byte of its response has arrived: a retryable status (the
+ * upstream declined the call as a whole) or a network error before the headers. Once a response
+ * has started, a broken body fails the call instead of calling the upstream twice; nothing is
+ * retried after that.
+ */
+export class UpstreamClient {
+  readonly dispatcher: Dispatcher;
+
+  constructor(options: UpstreamClientOptions = {}) {
+    this.dispatcher = new Agent({
+      connect: { timeout: options.connectTimeoutMs ?? 10_000 },
+      keepAliveTimeout: options.keepAliveTimeoutMs ?? 10_000,
+      // Streams may be quiet for long: the run's idle timeout decides when one has gone silent.
+      bodyTimeout: 0,
+      headersTimeout: 0,
+    });
+  }
+
+  /** Sends the call (retrying as its policy says) and resolves with a 2xx response; throws a GatewayError otherwise. */
+  async request(call: UpstreamCall): Promise<UpstreamResponse> {
+    const body = call.json === undefined ? undefined : JSON.stringify(call.json);
+    const headers: Record<string, string> = { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...call.headers };
+    const { response, attempts } = await retrying(call, async (signal) => {
+      const response = await undiciRequest(call.url, {
+        dispatcher: this.dispatcher,
+        method: call.method ?? (body === undefined ? 'GET' : 'POST'),
+        headers,
+        body,
+        signal,
+      });
+      return {
+        status: response.statusCode,
+        retryAfter: header(response.headers['retry-after']),
+        discard: () => response.body.dump().catch(() => {}),
+        value: response,
+      };
+    });
+    if (response.statusCode < 200 || response.statusCode > 299) {
+      const detail = await readErrorDetail(response.body);
+      const retryAfterMs = parseRetryAfter(header(response.headers['retry-after']));
+      call.logger.warn({ upstream: call.who, status: response.statusCode, attempts, detail }, 'upstream answered with an error');
+      throw upstreamStatusError(call.who, response.statusCode, {
+        // An upstream's explanation of a bad request helps; its server errors may hold internals.
+        detail: response.statusCode < 500 ? detail : undefined,
+        retryAfterSeconds: retryAfterMs === undefined ? undefined : Math.ceil(retryAfterMs / 1000),
+      });
+    }
+    const stream = response.body as unknown as UpstreamResponse['body'];
+    return { status: response.statusCode, headers: response.headers, body: guardBody(stream, call), attempts };
+  }
+
+  /** Sends the call and parses its whole (JSON) answer within the call's total timeout. */
+  async json<T = unknown>(call: UpstreamCall): Promise<T> {
+    const deadline = AbortSignal.timeout(call.policy.totalTimeoutMs);
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(call.signal.aborted ? call.signal.reason : new AttemptTimeout());
+    call.signal.addEventListener('abort', onAbort, { once: true });
+    deadline.addEventListener('abort', onAbort, { once: true });
+    try {
+      const response = await this.request({ ...call, signal: controller.signal });
+      const text = await readAll(response.body, MAX_JSON_BODY_BYTES, call);
+      try {
+        return JSON.parse(text) as T;
+      } catch {
+        throw new UpstreamError('UPSTREAM_BAD_RESPONSE', `${capitalize(call.who)} answered with something that is not JSON.`);
+      }
+    } catch (error) {
+      if (call.signal.aborted) throw call.signal.reason;
+      if (controller.signal.reason instanceof AttemptTimeout) {
+        throw new UpstreamError('UPSTREAM_TIMEOUT', `${capitalize(call.who)} did not answer within ${call.policy.totalTimeoutMs} ms.`);
+      }
+      throw error;
+    } finally {
+      call.signal.removeEventListener('abort', onAbort);
+      deadline.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /**
+   * A `fetch` for SDKs (the LangGraph SDK) that goes through the same pool and retry policy.
+   * Non-2xx answers are returned as they are once the retries are spent (the SDK reads them);
+   * network failures reject with the gateway's UPSTREAM_* errors.
+   */
+  fetchFor(who: string, policy: RetryPolicy, logger: Logger): typeof fetch {
+    const dispatcher = this.dispatcher;
+    return (async (input: string | URL | Request, init?: RequestInit) => {
+      const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+      const signal = init?.signal ?? new AbortController().signal;
+      const { response } = await retrying({ url, who, policy, signal, logger }, async (attemptSignal) => {
+        const response = await undiciFetch(url, { ...(init as object), dispatcher, signal: attemptSignal } as Parameters<typeof undiciFetch>[1]);
+        return {
+          status: response.status,
+          retryAfter: response.headers.get('retry-after') ?? undefined,
+          discard: async () => {
+            await response.body?.cancel().catch(() => {});
+          },
+          value: response,
+        };
+      });
+      return response as unknown as Response;
+    }) as typeof fetch;
+  }
+
+  async close(): Promise<void> {
+    await this.dispatcher.close();
+  }
+}
+
+interface Attempt<T> {
+  status: number;
+  retryAfter: string | undefined;
+  discard: () => Promise<void>;
+  value: T;
+}
+
+/** The retry loop shared by `request` and `fetchFor`: resolves with the last attempt's response. */
+async function retrying<T>(
+  call: Pick<UpstreamCall, 'who' | 'policy' | 'signal' | 'logger' | 'url'>,
+  attempt: (signal: AbortSignal) => Promise<Attempt<T>>,
+): Promise<{ response: T; attempts: number }> {
+  const { policy, signal, who, logger } = call;
+  const deadline = Date.now() + policy.totalTimeoutMs;
+  for (let retry = 0; ; retry++) {
+    signal.throwIfAborted();
+    const controller = new AbortController();
+    // The caller's abort reaches the attempt at every stage, the streamed body included.
+    const onAbort = () => controller.abort(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    const attemptMs = Math.max(1, Math.min(policy.attemptTimeoutMs, deadline - Date.now()));
+    const timer = setTimeout(() => controller.abort(new AttemptTimeout()), attemptMs);
+    let result: Attempt<T>;
+    try {
+      result = await attempt(controller.signal);
+    } catch (error) {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+      if (signal.aborted) throw signal.reason;
+      const timedOut = controller.signal.reason instanceof AttemptTimeout;
+      const failure = timedOut
+        ? new UpstreamError('UPSTREAM_TIMEOUT', `${capitalize(who)} did not answer within ${attemptMs} ms.`, { cause: error })
+        : upstreamNetworkError(who, error, 'connect');
+      const wait = backoffDelay(policy, retry);
+      const retryable = timedOut || isRetryableNetworkError(error);
+      if (!retryable || error instanceof GatewayError || retry >= policy.maxRetries || Date.now() + wait >= deadline) {
+        logger.warn({ upstream: who, attempts: retry + 1, code: failure.code, cause: (error as Error)?.message }, 'upstream call failed');
+        throw failure;
+      }
+      logger.info({ upstream: who, attempt: retry + 1, code: failure.code, waitMs: wait }, 'upstream call failed; retrying');
+      await abortableDelay(wait, signal);
+      continue;
+    }
+    clearTimeout(timer);
+    if (!policy.retryStatuses.includes(result.status) || retry >= policy.maxRetries) {
+      if (result.status < 200 || result.status > 299) signal.removeEventListener('abort', onAbort);
+      return { response: result.value, attempts: retry + 1 };
+    }
+    const retryAfter = parseRetryAfter(result.retryAfter);
+    const wait = retryAfter !== undefined ? Math.min(retryAfter, policy.maxRetryAfterMs) : backoffDelay(policy, retry);
+    if (Date.now() + wait >= deadline) return { response: result.value, attempts: retry + 1 };
+    signal.removeEventListener('abort', onAbort);
+    await result.discard();
+    logger.info({ upstream: who, attempt: retry + 1, status: result.status, waitMs: wait }, 'upstream declined the call; retrying');
+    await abortableDelay(wait, signal);
+  }
+}
+
+/**
+ * The body of a successful response, with network errors while reading it turned into
+ * UPSTREAM_STREAM_INTERRUPTED and the caller's abort into its own reason.
+ */
+function guardBody(body: UpstreamResponse['body'], call: UpstreamCall): UpstreamResponse['body'] {
+  const iterate = body[Symbol.asyncIterator].bind(body);
+  Object.defineProperty(body, Symbol.asyncIterator, {
+    value: async function* () {
+      try {
+        for await (const chunk of { [Symbol.asyncIterator]: iterate }) yield chunk as Uint8Array;
+      } catch (error) {
+        if (call.signal.aborted) throw call.signal.reason;
+        throw upstreamNetworkError(call.who, error, 'stream');
+      }
+    },
+  });
+  return body;
+}
+
+async function readAll(body: AsyncIterable<Uint8Array>, limit: number, call: UpstreamCall): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > limit) throw new UpstreamError('UPSTREAM_BAD_RESPONSE', `${capitalize(call.who)} answered with more than ${limit} bytes.`);
+    chunks.push(Buffer.from(chunk));
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** A short explanation from an error body: `{"error": "…"}`, `{"error": {"message"}}`, `{"detail"}`, `{"message"}` or text. */
+async function readErrorDetail(body: Readable): Promise<string | undefined> {
+  let text = '';
+  try {
+    for await (const chunk of body) {
+      text += String(chunk);
+      if (text.length > MAX_ERROR_BODY_BYTES) break;
+    }
+  } catch {
+    return undefined;
+  } finally {
+    body.destroy();
+  }
+  const trimmed = text.trim();
+  if (!trimmed) return undefined;
+  let detail: unknown = trimmed;
+  try {
+    const parsed = JSON.parse(trimmed);
+    detail = parsed?.error?.message ?? parsed?.error ?? parsed?.detail ?? parsed?.message ?? trimmed;
+  } catch {
+    // Not JSON: the text itself.
+  }
+  if (typeof detail !== 'string') detail = JSON.stringify(detail);
+  // Never pass an address on: an upstream's text may name its own or another service's URL.
+  return (detail as string).replace(/\b(?:https?|wss?):\/\/\S+/gi, '<url>').slice(0, 300);
+}
+
+function header(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function capitalize(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}

@@ -1,0 +1,282 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTcpServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { GatewayError } from '../src/core/errors.js';
+import { UpstreamClient } from '../src/upstream/client.js';
+import { readJsonLines } from '../src/upstream/jsonl.js';
+import { backoffDelay, parseRetryAfter, retryPolicy } from '../src/upstream/retry.js';
+import { silentLogger } from './support/harness.js';
+
+// The one upstream HTTP client: retries, Retry-After, timeouts, aborts at every stage, reuse.
+
+type Handler = (req: IncomingMessage, res: ServerResponse, call: number) => void;
+
+let server: Server;
+let base: string;
+let handler: Handler;
+let calls = 0;
+const client = new UpstreamClient();
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    calls++;
+    req.resume();
+    handler(req, res, calls);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterEach(() => {
+  calls = 0;
+});
+
+afterAll(async () => {
+  await client.close();
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+});
+
+const fast = (overrides = {}) => retryPolicy({ baseDelayMs: 1, maxDelayMs: 5, ...overrides }, 'test');
+
+function call(overrides: Partial<Parameters<UpstreamClient['request']>[0]> = {}) {
+  return {
+    url: `${base}/agents/execute`,
+    json: { hello: 'world' },
+    who: 'agent "crew"',
+    policy: fast(),
+    signal: new AbortController().signal,
+    logger: silentLogger,
+    ...overrides,
+  };
+}
+
+async function text(body: AsyncIterable<Uint8Array>): Promise<string> {
+  let out = '';
+  for await (const chunk of body) out += Buffer.from(chunk).toString('utf8');
+  return out;
+}
+
+async function failure(promise: Promise<unknown>): Promise<GatewayError> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as GatewayError;
+  }
+  throw new Error('expected a failure');
+}
+
+describe('retries', () => {
+  it('retries a 503 and returns the answer that follows', async () => {
+    handler = (_req, res, n) => (n < 3 ? res.writeHead(503).end() : res.end('ok'));
+    const response = await client.request(call());
+    expect(await text(response.body)).toBe('ok');
+    expect(calls).toBe(3);
+    expect(response.attempts).toBe(3);
+  });
+
+  it('gives up after maxRetries with UPSTREAM_UNAVAILABLE, naming the upstream but not its URL', async () => {
+    handler = (_req, res) => res.writeHead(503, { 'content-type': 'application/json' }).end('{"detail":"down for maintenance at http://10.0.0.7:8000"}');
+    const error = await failure(client.request(call({ policy: fast({ maxRetries: 3 }) })));
+    expect(calls).toBe(4);
+    expect(error).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', message: 'Agent "crew" failed (HTTP 503).', details: { upstreamStatus: 503 } });
+    expect(JSON.stringify(error.toJSON())).not.toMatch(/127\.0\.0\.1|10\.0\.0\.7/);
+  });
+
+  it.each([408, 429, 500, 502, 504])('retries %i', async (status) => {
+    handler = (_req, res, n) => (n === 1 ? res.writeHead(status).end() : res.end('ok'));
+    await text((await client.request(call())).body);
+    expect(calls).toBe(2);
+  });
+
+  it.each([400, 401, 404, 422])('does not retry %i, and says what the upstream refused', async (status) => {
+    handler = (_req, res) => res.writeHead(status, { 'content-type': 'application/json' }).end('{"error":"name is required"}');
+    const error = await failure(client.request(call()));
+    expect(calls).toBe(1);
+    expect(error.code).toBe(status === 401 ? 'UPSTREAM_AUTHENTICATION_FAILED' : 'UPSTREAM_REJECTED');
+    if (status !== 401) expect(error.message).toBe(`Agent "crew" rejected the request (HTTP ${status}): name is required`);
+  });
+
+  it('honours Retry-After in seconds, and a long one only up to maxRetryAfterMs', async () => {
+    // An hour, cut to 20 ms: without the cap this test would run into its timeout.
+    handler = (_req, res, n) => (n === 1 ? res.writeHead(429, { 'retry-after': '3600' }).end() : res.end('ok'));
+    await text((await client.request(call({ policy: fast({ maxRetryAfterMs: 20 }) }))).body);
+    expect(calls).toBe(2);
+  });
+
+  it('honours Retry-After as an HTTP date', async () => {
+    handler = (_req, res, n) => (n === 1 ? res.writeHead(503, { 'retry-after': new Date(Date.now() - 1000).toUTCString() }).end() : res.end('ok'));
+    await text((await client.request(call())).body);
+    expect(calls).toBe(2);
+  });
+
+  it('does not start a retry that cannot finish within the total timeout', async () => {
+    handler = (_req, res) => res.writeHead(429, { 'retry-after': '5' }).end();
+    const error = await failure(client.request(call({ policy: fast({ totalTimeoutMs: 1000 }) })));
+    expect(calls).toBe(1);
+    expect(error).toMatchObject({ code: 'UPSTREAM_RATE_LIMITED', details: { upstreamStatus: 429, retryAfterSeconds: 5 } });
+  });
+
+  it('retries an attempt that gets no answer in time, then fails with UPSTREAM_TIMEOUT', async () => {
+    handler = () => {}; // never answers
+    const error = await failure(client.request(call({ policy: fast({ attemptTimeoutMs: 30, maxRetries: 1 }) })));
+    expect(calls).toBe(2);
+    expect(error.code).toBe('UPSTREAM_TIMEOUT');
+  });
+
+  it('retries a connection reset before any byte of the answer', async () => {
+    handler = (req, res, n) => (n < 3 ? req.socket.destroy() : res.end('ok'));
+    expect(await text((await client.request(call())).body)).toBe('ok');
+    expect(calls).toBe(3);
+  });
+
+  it('reports an unreachable upstream after its retries', async () => {
+    const closed = createTcpServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const retries: unknown[] = [];
+    const logger = { ...silentLogger, info: (fields: unknown) => retries.push(fields), warn: () => {} } as unknown as typeof silentLogger;
+    const error = await failure(client.request(call({ url: `http://127.0.0.1:${port}/info`, logger, policy: fast({ maxRetries: 2 }) })));
+    expect(error).toMatchObject({ code: 'UPSTREAM_UNREACHABLE', message: 'Agent "crew" could not be reached (connection refused).' });
+    expect(retries).toHaveLength(2);
+  });
+
+  it('never retries a streamed answer whose body broke off', async () => {
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/jsonl' });
+      res.write('{"type":"TextMessageStart","messageId":"m1"}\n');
+      setTimeout(() => res.socket?.destroy(), 20);
+    };
+    const response = await client.request(call());
+    const error = await failure(text(response.body));
+    expect(error.code).toBe('UPSTREAM_STREAM_INTERRUPTED');
+    expect(calls).toBe(1);
+  });
+});
+
+describe('aborts', () => {
+  it('stops waiting to retry', async () => {
+    handler = (_req, res) => res.writeHead(503, { 'retry-after': '20' }).end();
+    const controller = new AbortController();
+    const pending = client.request(call({ signal: controller.signal, policy: fast({ maxRetryAfterMs: 60_000 }) }));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    controller.abort(new GatewayError('CLIENT_DISCONNECTED', 'gone'));
+    expect(await failure(pending)).toMatchObject({ code: 'CLIENT_DISCONNECTED' });
+    expect(calls).toBe(1);
+  });
+
+  it('closes a request still waiting for its answer', async () => {
+    let closed!: () => void;
+    const wasClosed = new Promise<void>((resolve) => (closed = resolve));
+    handler = (req) => req.socket.once('close', closed);
+    const controller = new AbortController();
+    const pending = client.request(call({ signal: controller.signal }));
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    controller.abort(new GatewayError('CLIENT_DISCONNECTED', 'gone'));
+    expect(await failure(pending)).toMatchObject({ code: 'CLIENT_DISCONNECTED' });
+    await wasClosed;
+  });
+
+  it('closes a streamed answer in the middle', async () => {
+    let closed!: () => void;
+    const wasClosed = new Promise<void>((resolve) => (closed = resolve));
+    handler = (_req, res) => {
+      res.writeHead(200);
+      res.write('{"n":1}\n');
+      res.once('close', closed);
+    };
+    const controller = new AbortController();
+    const response = await client.request(call({ signal: controller.signal }));
+    const lines: unknown[] = [];
+    const reading = (async () => {
+      for await (const { value } of readJsonLines(response.body, 'agent "crew"')) {
+        lines.push(value);
+        controller.abort(new GatewayError('CLIENT_DISCONNECTED', 'gone'));
+      }
+    })();
+    expect(await failure(reading)).toMatchObject({ code: 'CLIENT_DISCONNECTED' });
+    expect(lines).toEqual([{ n: 1 }]);
+    await wasClosed;
+  });
+});
+
+describe('connections', () => {
+  it('reuses one keep-alive connection for calls to the same origin', async () => {
+    const own = createServer((req, res) => req.resume().on('end', () => res.end('{}')));
+    let opened = 0;
+    own.on('connection', () => opened++);
+    await new Promise<void>((resolve) => own.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(own.address() as AddressInfo).port}/info`;
+    try {
+      for (let i = 0; i < 10; i++) await client.json(call({ url }));
+      // Without reuse, ten calls would open ten connections.
+      expect(opened).toBeLessThanOrEqual(2);
+    } finally {
+      own.closeAllConnections();
+      await new Promise<void>((resolve) => own.close(() => resolve()));
+    }
+  });
+
+  it('reads a JSON answer and calls one that is not JSON a bad response', async () => {
+    handler = (_req, res) => res.end('{"actions":[]}');
+    expect(await client.json(call())).toEqual({ actions: [] });
+    handler = (_req, res) => res.end('<html>oops</html>');
+    expect(await failure(client.json(call()))).toMatchObject({ code: 'UPSTREAM_BAD_RESPONSE', message: 'Agent "crew" answered with something that is not JSON.' });
+  });
+});
+
+describe('the retry policy', () => {
+  it('waits a random time up to a ceiling that doubles and is capped', () => {
+    const policy = retryPolicy({ baseDelayMs: 100, maxDelayMs: 1000 }, 'p');
+    expect([0, 1, 2, 3, 4, 5].map((retry) => backoffDelay(policy, retry, () => 1))).toEqual([100, 200, 400, 800, 1000, 1000]);
+    expect(backoffDelay(policy, 3, () => 0)).toBe(0);
+    expect(backoffDelay(policy, 3, () => 0.5)).toBe(400);
+  });
+
+  it('reads Retry-After as seconds or as an HTTP date', () => {
+    const now = Date.parse('2026-11-23T12:00:00Z');
+    expect(parseRetryAfter('7', now)).toBe(7000);
+    expect(parseRetryAfter('Mon, 23 Nov 2026 12:00:30 GMT', now)).toBe(30_000);
+    expect(parseRetryAfter('Mon, 23 Nov 2026 11:00:00 GMT', now)).toBe(0);
+    expect(parseRetryAfter('soon', now)).toBeUndefined();
+    expect(parseRetryAfter(undefined, now)).toBeUndefined();
+  });
+
+  it('refuses a policy it cannot follow, saying what to fix', () => {
+    expect(() => retryPolicy({ maxRetries: -1 }, 'remoteEndpoints[0].retry')).toThrow('remoteEndpoints[0].retry.maxRetries must be a whole number from 0 to 20 (got -1).');
+    expect(() => retryPolicy({ retryStatuses: [99] } as never, 'p')).toThrow('p.retryStatuses must be an array of HTTP statuses such as [429, 503].');
+    expect(() => retryPolicy({ retries: 2 } as never, 'p')).toThrow(/Unknown option p\.retries/);
+  });
+});
+
+describe('reading JSON lines', () => {
+  const source = (parts: (string | Uint8Array)[]) => ({
+    async *[Symbol.asyncIterator]() {
+      for (const part of parts) yield typeof part === 'string' ? new TextEncoder().encode(part) : part;
+    },
+  });
+  const read = async (parts: (string | Uint8Array)[]) => {
+    const values: unknown[] = [];
+    for await (const { value } of readJsonLines(source(parts), 'agent "crew"')) values.push(value);
+    return values;
+  };
+
+  it('survives chunks split anywhere, inside a line and inside a character', async () => {
+    const bytes = new TextEncoder().encode('{"content":"héllo 👋"}\r\n\r\n{"n":2}\n{"last":true}');
+    const oneByOne = Array.from(bytes, (byte) => Uint8Array.of(byte));
+    expect(await read(oneByOne)).toEqual([{ content: 'héllo 👋' }, { n: 2 }, { last: true }]);
+  });
+
+  it('reads a last line that has no trailing newline', async () => {
+    expect(await read(['{"a":1}\n{"b":', '2}'])).toEqual([{ a: 1 }, { b: 2 }]);
+  });
+
+  it('fails on a line that is not JSON, naming the upstream and the line', async () => {
+    await expect(read(['{"a":1}\n\nnot json\n{"b":2}\n'])).rejects.toMatchObject({
+      code: 'UPSTREAM_BAD_RESPONSE',
+      message: 'Agent "crew" sent line 3, which is not JSON.',
+    });
+  });
+});
