@@ -9,6 +9,9 @@ import { pino, type Logger } from 'pino';
 import type { ModelAdapter } from './adapters/adapter.js';
 import { DemoAdapter, demoTimeAction } from './adapters/demo.js';
 import { ServerActionRegistry, type ServerAction } from './actions/server-action.js';
+import { StaticAgentSource } from './agents/agent.js';
+import { CopilotKitEndpoint, type RemoteEndpointOptions } from './agents/copilotkit-endpoint.js';
+import type { AgentDefinition } from './agents/definitions.js';
 import { AgentRegistry } from './agents/registry.js';
 import { ConfigurationError } from './core/errors.js';
 import { RunLauncher } from './engine/launcher.js';
@@ -20,13 +23,27 @@ import { MAX_DOCUMENT_TOKENS, SingleRunPerOperationRule } from './graphql/valida
 import { CorsPolicy } from './transports/cors.js';
 import { HostPolicy } from './transports/hosts.js';
 import { createHttpHandler } from './transports/http.js';
+import { UpstreamClient } from './upstream/client.js';
 import { attachWebSocketTransport } from './transports/ws.js';
 
 export interface GatewayOptions {
   /** The model. @default a DemoAdapter (scripted replies, with the demo `getCurrentTime` action) */
   adapter?: ModelAdapter;
-  /** Server-side actions the model may call; the gateway executes them. @default [] */
+  /** Server-side actions the model (or an agent) may call; the gateway executes them. @default [] */
   actions?: ServerAction<any>[];
+  /**
+   * Agents by name: `agUiAgent({ url })` for an agent that speaks AG-UI over HTTP,
+   * `langGraphAgent({ deploymentUrl, graphId })` for a graph on LangGraph Platform. @default {}
+   */
+  agents?: Record<string, AgentDefinition>;
+  /**
+   * CopilotKit remote endpoints (CopilotKit's Python SDK): a URL, or options with headers, an
+   * `onBeforeRequest` hook, `forwardAuthorization` and a retry policy. Their agents and actions are
+   * discovered through `POST {url}/info`. @default []
+   */
+  remoteEndpoints?: (string | RemoteEndpointOptions)[];
+  /** How long a request waits for remote endpoints that have not answered their first discovery yet. @default 3000 */
+  discoveryWaitMs?: number;
   /** Path of the GraphQL endpoint, for HTTP and WebSocket alike. @default "/api/copilotkit" */
   path?: string;
   /** A pino logger. @default pino at level "info" */
@@ -71,7 +88,7 @@ export interface Gateway {
 }
 
 const OPTION_NAMES = new Set([
-  'adapter', 'actions', 'path', 'logger', 'environment', 'corsOrigins', 'allowLoopbackOrigins', 'sandbox',
+  'adapter', 'actions', 'agents', 'remoteEndpoints', 'discoveryWaitMs', 'path', 'logger', 'environment', 'corsOrigins', 'allowLoopbackOrigins', 'sandbox',
   'maxRounds', 'modelIdleTimeoutMs', 'agentIdleTimeoutMs', 'actionTimeoutMs', 'maxBodyBytes', 'maxConcurrentRuns', 'allowedHosts',
 ]);
 
@@ -83,10 +100,16 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const config = resolveOptions(options);
   const logger = config.logger;
   const schema = buildSchema();
-  const agents = new AgentRegistry([], config.discoveryWaitMs, logger);
+  // One HTTP client (one connection pool per origin) for every agent, remote action and discovery.
+  const upstream = new UpstreamClient();
+  const endpoints = config.remoteEndpoints.map((endpoint, index) => new CopilotKitEndpoint(endpoint, index, upstream, logger));
+  const configuredAgents = Object.entries(config.agents).map(([name, definition]) =>
+    definition.create(name, { upstream, logger }, `options.agents.${name}`),
+  );
+  const agents = new AgentRegistry([new StaticAgentSource(configuredAgents), ...endpoints], config.discoveryWaitMs, logger);
   const launcher = new RunLauncher({
     adapter: config.adapter,
-    actionSources: [new ServerActionRegistry(config.actions)],
+    actionSources: [new ServerActionRegistry(config.actions), ...endpoints],
     agents,
     maxRounds: config.maxRounds,
     modelIdleTimeoutMs: config.modelIdleTimeoutMs,
@@ -156,6 +179,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       if (state !== 'created') throw new Error(`The gateway cannot listen: it is ${state}.`);
       state = 'listening';
       await apollo.start();
+      for (const endpoint of endpoints) endpoint.start();
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
         server.listen(port, host, () => {
@@ -171,7 +195,9 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       if (state === 'closed') return;
       const wasListening = state === 'listening';
       state = 'closed';
+      for (const endpoint of endpoints) endpoint.stop();
       if (wasListening) await apollo.stop();
+      await upstream.close();
     },
   };
 }
@@ -179,6 +205,8 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
 interface ResolvedOptions {
   adapter: ModelAdapter;
   actions: ServerAction[];
+  agents: Record<string, AgentDefinition>;
+  remoteEndpoints: RemoteEndpointOptions[];
   path: string;
   logger: Logger;
   corsOrigins: string[];
@@ -238,6 +266,8 @@ function resolveOptions(options: GatewayOptions): ResolvedOptions {
   return {
     adapter,
     actions,
+    agents: resolveAgents(options.agents),
+    remoteEndpoints: resolveEndpoints(options.remoteEndpoints),
     path,
     logger,
     corsOrigins: options.corsOrigins ?? [],
@@ -247,12 +277,44 @@ function resolveOptions(options: GatewayOptions): ResolvedOptions {
     modelIdleTimeoutMs: integerOption('modelIdleTimeoutMs', options.modelIdleTimeoutMs, 60_000, 1, 3_600_000),
     agentIdleTimeoutMs: integerOption('agentIdleTimeoutMs', options.agentIdleTimeoutMs, 300_000, 1, 3_600_000),
     actionTimeoutMs: integerOption('actionTimeoutMs', options.actionTimeoutMs, 60_000, 1, 3_600_000),
-    discoveryWaitMs: 3_000,
+    discoveryWaitMs: integerOption('discoveryWaitMs', options.discoveryWaitMs, 3_000, 0, 60_000),
     maxBodyBytes: integerOption('maxBodyBytes', options.maxBodyBytes, 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxConcurrentRuns: integerOption('maxConcurrentRuns', options.maxConcurrentRuns, 1000, 1, 1_000_000),
     development,
     allowedHosts: options.allowedHosts ?? [],
   };
+}
+
+function resolveAgents(agents: unknown): Record<string, AgentDefinition> {
+  if (agents === undefined) return {};
+  if (agents === null || typeof agents !== 'object' || Array.isArray(agents)) {
+    throw new ConfigurationError('options.agents must be an object of agent names to agUiAgent(…) or langGraphAgent(…).');
+  }
+  for (const [name, definition] of Object.entries(agents)) {
+    if (!/^[a-zA-Z0-9_-]{1,64}$/.test(name)) {
+      throw new ConfigurationError(`options.agents: the name ${JSON.stringify(name)} must be 1 to 64 letters, digits, "_" or "-".`);
+    }
+    if (!definition || typeof (definition as AgentDefinition).create !== 'function') {
+      throw new ConfigurationError(`options.agents.${name} must be made with agUiAgent(…) or langGraphAgent(…).`);
+    }
+  }
+  return agents as Record<string, AgentDefinition>;
+}
+
+function resolveEndpoints(endpoints: unknown): RemoteEndpointOptions[] {
+  if (endpoints === undefined) return [];
+  if (!Array.isArray(endpoints)) throw new ConfigurationError('options.remoteEndpoints must be an array of URLs or endpoint options.');
+  const seen = new Set<string>();
+  const resolved: RemoteEndpointOptions[] = [];
+  endpoints.forEach((endpoint, index) => {
+    const options: RemoteEndpointOptions = typeof endpoint === 'string' ? { url: endpoint } : endpoint;
+    if (options === null || typeof options !== 'object') throw new ConfigurationError(`options.remoteEndpoints[${index}] must be a URL or an object with a url.`);
+    const key = String(options.url).replace(/\/+$/, '');
+    if (seen.has(key)) return; // the same endpoint twice is one endpoint
+    seen.add(key);
+    resolved.push(options);
+  });
+  return resolved;
 }
 
 function integerOption(name: string, value: unknown, fallback: number, min: number, max: number): number {

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { eventually, userMessage } from './support/harness.js';
 import { TRANSPORTS, textOf } from './support/transports.js';
-import { modelKind, type UpstreamEnvironment, type UpstreamKind } from './support/upstreams.js';
+import { copilotKitKind, modelKind, type UpstreamEnvironment, type UpstreamKind } from './support/upstreams.js';
 
 // The stream behaviours, written once and run over every transport (the stock client over
 // multipart HTTP, urql over SSE, graphql-ws) for every kind of upstream.
 
-const KINDS: UpstreamKind[] = [modelKind];
+const KINDS: UpstreamKind[] = [modelKind, copilotKitKind('crewai'), copilotKitKind('langgraph')];
 
 const SHOW_ALERT = {
   name: 'showAlert',
@@ -56,6 +56,31 @@ describe.each(KINDS)('$name', (kind) => {
       // The fake sends nothing after its first token: only the gateway's abort can close it.
       await eventually(() => env.abortedRequests() > before, 'the upstream request to be closed');
       expect(env.abortedRequests()).toBe(before + 1);
+    });
+
+    const agentOnly = kind.agent ? it : it.skip;
+
+    agentOnly('streams the agent\'s state, each snapshot whole', async () => {
+      const outcome = await run('[state]');
+      expect(outcome.status.code).toBe('Success');
+      const states = outcome.messages.filter((m) => m.type === 'state');
+      expect(states.map((m: any) => m.state)).toEqual([{ step: 1 }, { step: 2 }]);
+      expect(states.every((m: any) => m.agentName === env.agentName)).toBe(true);
+      expect(textOf(outcome)).toBe('State updated. ');
+    });
+
+    agentOnly('streams an interrupt as a meta event', async () => {
+      const outcome = await run('[interrupt]');
+      expect(outcome.status.code).toBe('Success');
+      expect(outcome.metaEvents).toHaveLength(1);
+      expect(outcome.metaEvents[0].value).toBe('approve?');
+    });
+
+    agentOnly('fails with AGENT_ERROR, naming the agent, when the agent reports an error', async () => {
+      const outcome = await run('[agent-error]');
+      expect(outcome.status).toMatchObject({ code: 'Failed', details: { code: 'AGENT_ERROR' } });
+      expect(outcome.status.details.description).toContain(`Agent "${env.agentName}" reported an error`);
+      expect(outcome.status.details.originalError.details.agentName).toBe(env.agentName);
     });
   });
 });

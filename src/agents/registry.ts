@@ -59,7 +59,8 @@ export class AgentRegistry {
     return this.known().find((agent) => agent.name === name);
   }
 
-  private async ready(): Promise<void> {
+  /** Resolves once every source has answered its first discovery, or failed to, or the wait is over. */
+  async ready(): Promise<void> {
     await Promise.all(this.sources.map((source) => source.ready(this.discoveryWaitMs)));
   }
 }

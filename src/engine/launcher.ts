@@ -89,6 +89,8 @@ export class RunLauncher {
 
   private async driverFor(request: RunRequest, logger: Logger): Promise<RunDriver> {
     const { options } = this;
+    // Remote endpoints still on their first discovery get a short wait, so their actions are offered.
+    await options.agents.ready();
     const catalog = new ActionCatalog(options.actionSources, logger);
     if (request.agentSession) {
       const agent = await options.agents.resolve(request.agentSession.agentName);

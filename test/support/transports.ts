@@ -1,5 +1,5 @@
 import { CopilotRuntimeClient, GenerateCopilotResponseDocument } from '@copilotkit/runtime-client-gql';
-import { Client as UrqlClient, fetchExchange } from '@urql/core';
+import { Client as UrqlClient, cacheExchange, fetchExchange } from '@urql/core';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 
@@ -78,7 +78,7 @@ const sse: Transport = {
   run(gateway, data, options = {}) {
     const client = new UrqlClient({
       url: gateway.url,
-      exchanges: [fetchExchange],
+      exchanges: [cacheExchange, fetchExchange], // as the stock client: cacheExchange adds __typename
       fetchOptions: { headers: { accept: 'text/event-stream' } },
     });
     // urql never tears a mutation down; like the stock client, abort through the fetch's own signal.

@@ -1,5 +1,7 @@
+import { EmptyAdapter } from '../../src/adapters/empty.js';
 import { OpenAIAdapter } from '../../src/adapters/openai.js';
 import type { GatewayOptions } from '../../src/gateway.js';
+import { FakeCopilotKitEndpoint } from './fake-copilotkit-endpoint.js';
 import { FakeOpenAI } from './fake-openai.js';
 import { runInput, startGateway, type RunningGateway } from './harness.js';
 
@@ -24,6 +26,8 @@ export interface UpstreamKind {
 
 export interface UpstreamEnvironment {
   gateway: RunningGateway;
+  /** The agent's name, for agents. */
+  agentName?: string;
   /** A GenerateCopilotResponseInput for these messages, aimed at the upstream (agentSession for agents). */
   input(messages: unknown[], extra?: Record<string, unknown>): Record<string, unknown>;
   /** Upstream requests whose client (the gateway) closed them before they were complete. */
@@ -49,3 +53,31 @@ export const modelKind: UpstreamKind = {
     };
   },
 };
+
+/** An agent of a CopilotKit remote endpoint, in one of its two JSONL dialects. */
+export function copilotKitKind(dialect: 'crewai' | 'langgraph'): UpstreamKind {
+  const agentName = dialect === 'crewai' ? 'crewAgent' : 'graphAgent';
+  return {
+    name: `a CopilotKit remote endpoint agent (${dialect} JSONL)`,
+    agent: true,
+    async start(options = {}) {
+      const fake = new FakeCopilotKitEndpoint();
+      const url = await fake.start();
+      const gateway = await startGateway({
+        adapter: new EmptyAdapter(),
+        remoteEndpoints: [{ url, retry: { baseDelayMs: 1, maxDelayMs: 5 } }],
+        ...options,
+      });
+      return {
+        gateway,
+        agentName,
+        input: (messages, extra = {}) => runInput(messages, { agentSession: { agentName }, ...extra }),
+        abortedRequests: () => fake.abortedRequests,
+        stop: async () => {
+          await gateway.close();
+          await fake.stop();
+        },
+      };
+    },
+  };
+}

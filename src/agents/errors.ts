@@ -1,0 +1,38 @@
+import { GatewayError, UpstreamError } from '../core/errors.js';
+
+/** How messages name an agent: `agent "crew"`. */
+export function who(agentName: string): string {
+  return `agent "${agentName}"`;
+}
+
+/** The agent reported an error of its own (RUN_ERROR, on_copilotkit_error, a RunError line, an error event). */
+export function agentError(agentName: string, message: string, details: Record<string, unknown> = {}): UpstreamError {
+  const text = message.trim() ? message.trim().slice(0, 500) : 'no message';
+  return new UpstreamError('AGENT_ERROR', `Agent "${agentName}" reported an error: ${text}`, { details: { agentName, ...details } });
+}
+
+/** The agent sent something the gateway cannot read; `what` says what, without echoing it. */
+export function badAgentResponse(agentName: string, what: string): UpstreamError {
+  return new UpstreamError('UPSTREAM_BAD_RESPONSE', `Agent "${agentName}" sent ${what}.`, { details: { agentName } });
+}
+
+/** An agent stream that ended before the agent said it was finished. */
+export function agentStreamEnded(agentName: string, what: string): UpstreamError {
+  return new UpstreamError('UPSTREAM_STREAM_INTERRUPTED', `The stream of agent "${agentName}" ended before ${what}.`, { details: { agentName } });
+}
+
+/** Adds the agent's name to the details of an error about it (the run's status then names the agent). */
+export function namingAgent(error: unknown, agentName: string): unknown {
+  if (!(error instanceof GatewayError)) return error;
+  if (error.details?.agentName === agentName || error.code === 'CLIENT_DISCONNECTED' || error.code === 'INTERNAL_SERVER_ERROR') return error;
+  const named = new GatewayError(error.code, error.message, {
+    status: error.status,
+    severity: error.severity,
+    visibility: error.visibility,
+    cause: error.cause,
+    details: { ...error.details, agentName },
+  });
+  named.name = error.name;
+  return named;
+}
+
