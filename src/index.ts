@@ -8,3 +8,7 @@ export { DemoAdapter, demoTimeAction, type DemoAdapterOptions } from './adapters
 export { EmptyAdapter } from './adapters/empty.js';
 export type { ServerAction, ServerActionContext } from './actions/server-action.js';
 export { GatewayError, ConfigurationError, ERROR_CODES, type ErrorCode } from './core/errors.js';
+export { agUiAgent, type AgUiAgentOptions } from './agents/ag-ui.js';
+export type { RemoteEndpointOptions } from './agents/copilotkit-endpoint.js';
+export type { UpstreamHttpOptions, BeforeRequestContext } from './agents/http-options.js';
+export type { RetryPolicy } from './upstream/retry.js';

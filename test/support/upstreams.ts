@@ -1,6 +1,8 @@
 import { EmptyAdapter } from '../../src/adapters/empty.js';
 import { OpenAIAdapter } from '../../src/adapters/openai.js';
+import { agUiAgent } from '../../src/agents/ag-ui.js';
 import type { GatewayOptions } from '../../src/gateway.js';
+import { FakeAgUiAgent } from './fake-ag-ui-agent.js';
 import { FakeCopilotKitEndpoint } from './fake-copilotkit-endpoint.js';
 import { FakeOpenAI } from './fake-openai.js';
 import { runInput, startGateway, type RunningGateway } from './harness.js';
@@ -81,3 +83,28 @@ export function copilotKitKind(dialect: 'crewai' | 'langgraph'): UpstreamKind {
     },
   };
 }
+
+/** An agent that speaks AG-UI over HTTP (events encoded with @ag-ui/encoder). */
+export const agUiKind: UpstreamKind = {
+  name: 'an AG-UI agent',
+  agent: true,
+  async start(options = {}) {
+    const fake = new FakeAgUiAgent();
+    const url = await fake.start();
+    const gateway = await startGateway({
+      adapter: new EmptyAdapter(),
+      agents: { researcher: agUiAgent({ url, description: 'Researches.', retry: { baseDelayMs: 1, maxDelayMs: 5 } }) },
+      ...options,
+    });
+    return {
+      gateway,
+      agentName: 'researcher',
+      input: (messages, extra = {}) => runInput(messages, { agentSession: { agentName: 'researcher' }, ...extra }),
+      abortedRequests: () => fake.abortedRequests,
+      stop: async () => {
+        await gateway.close();
+        await fake.stop();
+      },
+    };
+  },
+};

@@ -1,0 +1,198 @@
+import { EventType, type BaseEvent, type RunAgentInput } from '@ag-ui/core';
+import { EventSchema } from '@ag-ui/core/schemas';
+import { transformChunks, transformHttpEventStream } from '@ag-ui/client';
+import { Observable, filter, map, type Subscription } from 'rxjs';
+import { ConfigurationError, GatewayError } from '../core/errors.js';
+import type { RunWriter } from '../core/writer.js';
+import type { UpstreamClient, UpstreamResponse } from '../upstream/client.js';
+import type { AgentClient, AgentEntry, AgentRequest, AgentThreadState, LoadStateRequest } from './agent.js';
+import { AgUiEventInterpreter } from './ag-ui-events.js';
+import { resumeOf, toAgUiMessages } from './ag-ui-messages.js';
+import type { AgentDefinition, AgentDependencies } from './definitions.js';
+import { badAgentResponse, namingAgent, who } from './errors.js';
+import { UpstreamHttpSettings, type UpstreamHttpOptions } from './http-options.js';
+
+/** An agent that speaks AG-UI over HTTP (LangGraph, CrewAI, Mastra, Agno, Pydantic AI and others serve it). */
+export interface AgUiAgentOptions extends UpstreamHttpOptions {
+  /** Where the agent takes a `RunAgentInput` by POST and answers with a stream of AG-UI events. */
+  url: string;
+  /** What the agent does, shown in `availableAgents` and to a model that may hand over to it. */
+  description?: string;
+}
+
+/** Configures an AG-UI agent for `createGateway({ agents: { name: agUiAgent({ url }) } })`. */
+export function agUiAgent(options: AgUiAgentOptions): AgentDefinition {
+  return {
+    kind: 'ag-ui',
+    create(name: string, dependencies: AgentDependencies, where: string): AgentEntry {
+      if (options === null || typeof options !== 'object') throw new ConfigurationError(`${where} must be agUiAgent({ url }).`);
+      if (typeof options.url !== 'string' || !/^https?:\/\/\S+$/i.test(options.url)) {
+        throw new ConfigurationError(`${where}.url must be an http(s) URL such as "http://localhost:8000/agent" (got ${JSON.stringify(options.url)}).`);
+      }
+      if (options.description !== undefined && typeof options.description !== 'string') throw new ConfigurationError(`${where}.description must be a string.`);
+      const settings = new UpstreamHttpSettings(options, where);
+      return { name, description: options.description ?? '', kind: 'ag-ui', client: new AgUiAgentClient(options.url, settings, dependencies.upstream) };
+    },
+  };
+}
+
+/** The values of @ag-ui/client's HttpEventType (its stream parsers read these events). */
+const HTTP_HEADERS = 'headers';
+const HTTP_DATA = 'data';
+
+const KNOWN_EVENT_TYPES = new Set<string>(Object.values(EventType));
+
+/**
+ * Runs an AG-UI agent: POSTs a RunAgentInput through the gateway's upstream client (retries,
+ * timeouts, aborts) and reads the event stream with @ag-ui/client's parsers (SSE, or protobuf when
+ * the agent answers `application/vnd.ag-ui.event+proto`) and chunk expansion, checking each event
+ * against @ag-ui/core's schemas. Nothing is shared between runs: each gets its own stream and state.
+ * (@ag-ui/client's HttpAgent is not used: one instance per agent would share state across users,
+ * and its reader lets a cut connection escape as an unhandled rejection.)
+ */
+export class AgUiAgentClient implements AgentClient {
+  constructor(
+    private readonly url: string,
+    private readonly settings: UpstreamHttpSettings,
+    private readonly upstream: UpstreamClient,
+  ) {}
+
+  async run(request: AgentRequest, out: RunWriter, signal: AbortSignal): Promise<void> {
+    try {
+      const response = await this.upstream.request({
+        url: this.url,
+        json: this.input(request),
+        headers: {
+          accept: 'text/event-stream',
+          ...(await this.settings.headersFor({ properties: request.properties, call: 'run', agentName: request.agentName, threadId: request.threadId })),
+        },
+        who: who(request.agentName),
+        policy: this.settings.policy,
+        signal,
+        logger: request.logger,
+      });
+      const interpreter = new AgUiEventInterpreter(out, request.agentName, request.state, messageIds(request), request.logger);
+      await this.read(response, request, interpreter, signal);
+    } catch (error) {
+      throw namingAgent(error, request.agentName);
+    }
+  }
+
+  /** AG-UI has no call for a thread's saved state: the agent knows no thread the gateway can ask about. */
+  async loadState(_request: LoadStateRequest): Promise<AgentThreadState> {
+    return { threadExists: false, state: {}, messages: [] };
+  }
+
+  private input(request: AgentRequest): RunAgentInput {
+    const { command, resume } = resumeOf(request.metaEvents);
+    return {
+      threadId: request.threadId,
+      runId: request.runId,
+      state: request.state,
+      messages: toAgUiMessages(request.messages),
+      tools: request.tools.map(({ name, description, parameters }) => ({ name, description, parameters })),
+      context: request.context.map(({ description, value }) => ({ description, value })),
+      forwardedProps: {
+        ...this.settings.bodyProperties(request.properties),
+        ...(Object.keys(request.config).length ? { config: request.config } : {}),
+        ...(request.nodeName ? { nodeName: request.nodeName } : {}),
+        ...(command ? { command } : {}),
+      },
+      ...(resume ? { resume } : {}),
+    };
+  }
+
+  private read(response: UpstreamResponse, request: AgentRequest, interpreter: AgUiEventInterpreter, signal: AbortSignal): Promise<void> {
+    const agentName = request.agentName;
+    const httpEvents = new Observable<unknown>((subscriber) => {
+      const headers = new Headers();
+      for (const [name, value] of Object.entries(response.headers)) {
+        if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+      }
+      subscriber.next({ type: HTTP_HEADERS, status: response.status, headers });
+      let stopped = false;
+      void (async () => {
+        try {
+          for await (const chunk of response.body) {
+            if (stopped) return;
+            subscriber.next({ type: HTTP_DATA, data: chunk });
+          }
+          subscriber.complete();
+        } catch (error) {
+          subscriber.error(signal.aborted ? signal.reason : error);
+        }
+      })();
+      return () => {
+        stopped = true;
+        response.body.destroy();
+      };
+    });
+
+    const events = transformHttpEventStream(httpEvents as never).pipe(
+      filter((event) => {
+        if (KNOWN_EVENT_TYPES.has(event.type)) return true;
+        request.logger.debug({ agent: agentName, type: event.type }, 'agent event of an unknown type skipped');
+        return false;
+      }),
+      map((event) => checked(event, agentName)),
+      transformChunks(),
+    );
+
+    return new Promise<void>((resolve, reject) => {
+      let settled = false;
+      let subscription: Subscription | undefined;
+      const settle = (error?: unknown) => {
+        if (settled) return;
+        settled = true;
+        subscription?.unsubscribe();
+        if (error === undefined) resolve();
+        else reject(streamError(error, agentName, signal));
+      };
+      // Every handler catches: RxJS reports a throwing subscriber as an uncaught exception.
+      subscription = events.subscribe({
+        next: (event) => {
+          if (settled) return;
+          try {
+            interpreter.handle(event);
+          } catch (error) {
+            settle(error);
+          }
+        },
+        error: (error) => settle(error),
+        complete: () => {
+          try {
+            interpreter.end();
+            settle();
+          } catch (error) {
+            settle(error);
+          }
+        },
+      });
+      if (settled) subscription.unsubscribe();
+    });
+  }
+}
+
+/** An event checked against @ag-ui/core's schema; a malformed one is a bad response naming the agent. */
+function checked(event: BaseEvent, agentName: string): BaseEvent {
+  const result = EventSchema.safeParse(event);
+  if (result.success) return result.data as BaseEvent;
+  const issue = result.error.issues[0];
+  const where = issue?.path?.length ? ` (${issue.path.join('.')}: ${issue.message})` : '';
+  throw badAgentResponse(agentName, `a ${event.type} event that does not follow the AG-UI schema${where}`);
+}
+
+/** What the stream's own errors mean to a run. */
+function streamError(error: unknown, agentName: string, signal: AbortSignal): unknown {
+  if (signal.aborted) return signal.reason;
+  if (error instanceof GatewayError) return error;
+  if (error instanceof SyntaxError) return badAgentResponse(agentName, 'an event that is not JSON');
+  const message = error instanceof Error ? error.message : String(error);
+  return badAgentResponse(agentName, `a stream the AG-UI client could not read (${message.slice(0, 200)})`);
+}
+
+function messageIds(request: AgentRequest): string[] {
+  return request.messages.flatMap((message) =>
+    message.kind === 'result' ? [message.id, `result:${message.actionExecutionId}`] : [message.id],
+  );
+}

@@ -1,0 +1,209 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { EmptyAdapter } from '../src/adapters/empty.js';
+import { agUiAgent } from '../src/agents/ag-ui.js';
+import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';
+import { gatewaysPerTest, runInput, userMessage, type RunningGateway } from './support/harness.js';
+import { TRANSPORTS, textOf } from './support/transports.js';
+
+// AG-UI agents: the RunAgentInput the gateway sends, and every kind of event it reads back.
+
+const agent = new FakeAgUiAgent();
+let agentUrl: string;
+const { start } = gatewaysPerTest();
+const stock = TRANSPORTS.find((transport) => transport.name === 'multipart')!;
+
+beforeAll(async () => {
+  agentUrl = await agent.start();
+});
+
+afterAll(async () => {
+  await agent.stop();
+});
+
+function gateway(options: Parameters<typeof start>[0] = {}) {
+  return start({
+    adapter: new EmptyAdapter(),
+    agents: { researcher: agUiAgent({ url: agentUrl, description: 'Researches things.', retry: { baseDelayMs: 1, maxDelayMs: 5 } }) },
+    ...options,
+  });
+}
+
+const run = (g: RunningGateway, prompt: string, extra: Record<string, unknown> = {}, properties?: Record<string, unknown>) =>
+  stock.run(g, runInput([userMessage(prompt)], { agentSession: { agentName: 'researcher' }, threadId: 'thread-agui', ...extra }), { properties });
+
+describe('the RunAgentInput', () => {
+  it('carries the conversation, tools, context, state and forwarded props in AG-UI\'s shapes', async () => {
+    const g = await gateway({ actions: [{ name: 'lookup', description: 'Looks up.', handler: () => 'x' }] });
+    const now = new Date().toISOString();
+    const outcome = await stock.run(
+      g,
+      runInput(
+        [
+          { id: 'sys', createdAt: now, textMessage: { role: 'system', content: 'Be brief.' } },
+          { id: 'u1', createdAt: now, textMessage: { role: 'user', content: 'Find it.' } },
+          { id: 'a1', createdAt: now, textMessage: { role: 'assistant', content: 'Looking.' } },
+          { id: 'c1', createdAt: now, actionExecutionMessage: { name: 'showAlert', arguments: '{"message":"hi"}', parentMessageId: 'a1' } },
+          { id: 'result-c1', createdAt: now, resultMessage: { actionExecutionId: 'c1', actionName: 'showAlert', result: 'shown' } },
+          { id: 'u2', createdAt: now, textMessage: { role: 'user', content: '[tokens=1]' } },
+        ],
+        {
+          agentSession: { agentName: 'researcher', nodeName: 'plan' },
+          threadId: 'thread-agui',
+          runId: 'run-agui',
+          frontend: { actions: [{ name: 'showAlert', description: 'Alerts.', jsonSchema: '{"type":"object","properties":{"message":{"type":"string"}}}' }], url: 'http://localhost:3000/' },
+          context: [{ description: 'Page', value: 'Settings' }],
+          agentStates: [{ agentName: 'researcher', state: '{"topic":"ai"}', config: '{"configurable":{"depth":2}}' }],
+        },
+      ),
+      { properties: { tenant: 'acme', authorization: 'secret-user-token' } },
+    );
+    expect(outcome.status.code).toBe('Success');
+    const input = agent.lastInput;
+    expect(input).toMatchObject({
+      threadId: 'thread-agui',
+      runId: 'run-agui',
+      state: { topic: 'ai' },
+      context: [{ description: 'Page', value: 'Settings' }],
+      forwardedProps: { tenant: 'acme', config: { configurable: { depth: 2 } }, nodeName: 'plan' },
+    });
+    expect(JSON.stringify(input)).not.toContain('secret-user-token');
+    expect(input.messages).toEqual([
+      { id: 'sys', role: 'system', content: 'Be brief.' },
+      { id: 'u1', role: 'user', content: 'Find it.' },
+      { id: 'a1', role: 'assistant', content: 'Looking.', toolCalls: [{ id: 'c1', type: 'function', function: { name: 'showAlert', arguments: '{"message":"hi"}' } }] },
+      { id: 'result-c1', role: 'tool', toolCallId: 'c1', content: 'shown' },
+      { id: 'u2', role: 'user', content: '[tokens=1]' },
+    ]);
+    expect(input.tools.map((tool) => tool.name)).toEqual(['showAlert', 'lookup']);
+  });
+
+  it('gives each run its own input, even at the same time', async () => {
+    const g = await gateway();
+    const runs = ['a', 'b', 'c'].map((topic) =>
+      run(g, '[tokens=2]', { threadId: `thread-${topic}`, agentStates: [{ agentName: 'researcher', state: JSON.stringify({ topic }) }] }),
+    );
+    await Promise.all(runs);
+    const seen = agent.requests.slice(-3).map((request) => [request.input.threadId, (request.input.state as any).topic]);
+    expect(seen.sort()).toEqual([['thread-a', 'a'], ['thread-b', 'b'], ['thread-c', 'c']]);
+  });
+});
+
+describe('AG-UI events', () => {
+  it('reads TEXT_MESSAGE_CHUNK events as one text message', async () => {
+    const outcome = await run(await gateway(), '[chunks] [say=Chunked hello there]');
+    expect(outcome.messages).toEqual([expect.objectContaining({ type: 'text', content: 'Chunked hello there', status: 'Success' })]);
+  });
+
+  it('writes out messages of a MESSAGES_SNAPSHOT the client has not seen, once', async () => {
+    const outcome = await run(await gateway(), '[snapshot]');
+    expect(outcome.messages.filter((m) => m.type === 'text').map((m: any) => m.content)).toEqual(['Streamed. ', 'Never streamed.']);
+  });
+
+  it('reads a tool result the agent reports for its own tool', async () => {
+    const outcome = await run(await gateway(), '[own-tool]');
+    expect(outcome.messages.filter((m) => m.type !== 'state')).toEqual([
+      expect.objectContaining({ type: 'action', name: 'ownSearch', args: '{"q":"x"}' }),
+      expect.objectContaining({ type: 'result', actionName: 'ownSearch', result: 'found it' }),
+    ]);
+  });
+
+  it('shows the arguments of a PredictState tool as state while they stream', async () => {
+    const outcome = await run(await gateway(), '[predict]');
+    const drafts = outcome.messages.filter((m) => m.type === 'state').map((m: any) => m.state.draft);
+    expect(drafts.at(-1)).toBe('Hello world');
+    expect(drafts.length).toBeGreaterThan(1);
+  });
+
+  it('executes a server-side action the agent calls and runs the agent again with its result', async () => {
+    const g = await gateway({ actions: [{ name: 'lookupOrder', description: 'Looks up.', handler: ({ id }: { id: string }) => `order ${id} shipped` }] });
+    const outcome = await run(g, '[server-tool=lookupOrder] [toolargs={"id":"A1"}]');
+    expect(outcome.status.code).toBe('Success');
+    expect(textOf(outcome)).toBe('Tool result received: order A1 shipped');
+    expect(agent.lastInput.messages.at(-1)).toMatchObject({ role: 'tool', content: 'order A1 shipped' });
+  });
+
+  it('passes an interrupt outcome on, and sends the answer back as command.resume and a resume entry', async () => {
+    const g = await gateway();
+    const interrupted = await run(g, '[ag-ui-interrupt]');
+    expect(interrupted.status.code).toBe('Success');
+    expect(interrupted.metaEvents).toHaveLength(1);
+    const value = interrupted.metaEvents[0].value;
+    expect(JSON.parse(value)).toEqual({ id: 'int-1', reason: 'approval', message: 'Approve the plan?' });
+
+    const resumed = await run(g, '[ag-ui-interrupt]', { metaEvents: [{ name: 'LangGraphInterruptEvent', value, response: '{"approved":true}' }] });
+    expect(textOf(resumed)).toBe('Resumed with: {"approved":true}');
+    expect(agent.lastInput.resume).toEqual([{ interruptId: 'int-1', status: 'resolved', payload: { approved: true } }]);
+    expect(agent.lastInput.forwardedProps).toMatchObject({ command: { resume: '{"approved":true}' } });
+  });
+
+  it('drops reasoning, RAW and unknown custom events deliberately and goes on', async () => {
+    const outcome = await run(await gateway(), '[thinking]');
+    expect(outcome.status.code).toBe('Success');
+    expect(outcome.messages.map((m) => m.type)).toEqual(['text']);
+    expect(textOf(outcome)).toBe('After thinking.');
+  });
+});
+
+describe('AG-UI failures', () => {
+  it('fails a run whose stream ends without RUN_FINISHED', async () => {
+    const outcome = await run(await gateway(), '[no-finish]');
+    expect(outcome.status).toMatchObject({
+      code: 'Failed',
+      reason: 'MESSAGE_STREAM_INTERRUPTED',
+      details: { code: 'UPSTREAM_STREAM_INTERRUPTED', description: 'The stream of agent "researcher" ended before RUN_FINISHED.' },
+    });
+    expect(textOf(outcome)).toBe('tok0 ');
+  });
+
+  it('fails a run whose connection is cut in the middle of an event, without an unhandled rejection', async () => {
+    const rejections: unknown[] = [];
+    const record = (reason: unknown) => rejections.push(reason);
+    process.on('unhandledRejection', record);
+    try {
+      const outcome = await run(await gateway(), '[cut]');
+      expect(outcome.status).toMatchObject({ code: 'Failed', details: { code: 'UPSTREAM_STREAM_INTERRUPTED' } });
+      expect(outcome.status.details.description).toContain('agent "researcher"');
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      expect(rejections).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', record);
+    }
+  });
+
+  it('fails a run on an event that does not follow the AG-UI schema, naming the agent', async () => {
+    const outcome = await run(await gateway(), '[bad-event]');
+    expect(outcome.status.details.code).toBe('UPSTREAM_BAD_RESPONSE');
+    expect(outcome.status.details.description).toMatch(/^Agent "researcher" sent a TEXT_MESSAGE_CONTENT event that does not follow the AG-UI schema \(delta: /);
+  });
+
+  it('retries a 503 before the stream starts, then gives up with the upstream code', async () => {
+    const g = await gateway();
+    const before = agent.requests.length;
+    const failing = await run(g, '[fail=503]');
+    expect(failing.status.details).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', description: 'Agent "researcher" failed (HTTP 503).' });
+    // The fake refuses every attempt: the first and three retries (the default policy).
+    expect(agent.requests.length - before).toBe(4);
+  });
+});
+
+describe('configuration', () => {
+  it('lists configured agents with their descriptions', async () => {
+    const g = await gateway();
+    const response = await fetch(g.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ availableAgents { agents { id name description } } }' }) });
+    expect((await response.json()).data.availableAgents.agents).toEqual([{ id: 'researcher', name: 'researcher', description: 'Researches things.' }]);
+  });
+
+  it('says what to fix in an agent definition', async () => {
+    await expect(gateway({ agents: { researcher: agUiAgent({ url: 'ftp://x' }) } })).rejects.toThrow('options.agents.researcher.url must be an http(s) URL');
+  });
+
+  it('answers loadAgentState for an AG-UI agent with an unknown thread', async () => {
+    const g = await gateway();
+    const response = await fetch(g.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ loadAgentState(data: { threadId: "t1", agentName: "researcher" }) { threadExists state messages } }' }),
+    });
+    expect((await response.json()).data.loadAgentState).toEqual({ threadExists: false, state: '{}', messages: '[]' });
+  });
+});

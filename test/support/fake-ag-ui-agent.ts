@@ -1,0 +1,174 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { EventType, type BaseEvent, type RunAgentInput } from '@ag-ui/core';
+import { RunAgentInputSchema } from '@ag-ui/core/schemas';
+import { EventEncoder } from '@ag-ui/encoder';
+
+/**
+ * A fake AG-UI agent on loopback: it takes a RunAgentInput by POST (checked against @ag-ui/core's
+ * schema, so a gateway that sends a bad one gets a 422) and answers with AG-UI events encoded by
+ * @ag-ui/encoder, AG-UI's own encoder. It answers the directives shared by every fake (see
+ * upstreams.ts) plus:
+ *   [chunks]            text as TEXT_MESSAGE_CHUNK events
+ *   [no-finish]         end the stream without RUN_FINISHED
+ *   [cut]               cut the connection in the middle of an event
+ *   [bad-event]         a TEXT_MESSAGE_CONTENT without its delta
+ *   [thinking]          reasoning events, RAW and an unknown CUSTOM event, then text
+ *   [snapshot]          a MESSAGES_SNAPSHOT with an assistant message that was never streamed
+ *   [ag-ui-interrupt]   a RUN_FINISHED with an interrupt outcome
+ *   [predict]           CopilotKit's PredictState, then a tool call whose arguments become state
+ *   [own-tool]          a tool call of its own with its TOOL_CALL_RESULT
+ *   [server-tool=NAME]  a call of the gateway's server-side action NAME with [toolargs]
+ * When the last message is a tool result, it answers "Tool result received: <content>"; when
+ * `forwardedProps.command.resume` is set, "Resumed with: <resume>".
+ */
+export class FakeAgUiAgent {
+  readonly requests: { input: RunAgentInput; headers: IncomingMessage['headers'] }[] = [];
+  abortedRequests = 0;
+  private server: Server;
+  url = '';
+
+  constructor() {
+    this.server = createServer((req, res) => void this.handle(req, res));
+  }
+
+  async start(): Promise<string> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/agent`;
+    return this.url;
+  }
+
+  async stop(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  get lastInput(): RunAgentInput {
+    return this.requests[this.requests.length - 1].input;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const parsed = RunAgentInputSchema.safeParse(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+    if (!parsed.success) {
+      res.writeHead(422, { 'content-type': 'application/json' }).end(JSON.stringify({ detail: parsed.error.message }));
+      return;
+    }
+    const input = parsed.data as RunAgentInput;
+    this.requests.push({ input, headers: req.headers });
+
+    const last = input.messages[input.messages.length - 1];
+    const lastUser = [...input.messages].reverse().find((m) => m.role === 'user');
+    const prompt = typeof lastUser?.content === 'string' ? lastUser.content : '';
+    const directive = (name: string) => prompt.match(new RegExp(`\\[${name}=([^\\]]*)\\]`))?.[1];
+    const has = (name: string) => prompt.includes(`[${name}]`);
+
+    const fail = directive('fail');
+    if (fail && last?.role !== 'tool') {
+      res.writeHead(Number(fail), { 'content-type': 'application/json' }).end(JSON.stringify({ detail: `fake failure ${fail}` }));
+      return;
+    }
+
+    const encoder = new EventEncoder({ accept: req.headers.accept });
+    let finished = false;
+    res.on('close', () => {
+      if (!finished) this.abortedRequests++;
+    });
+    res.writeHead(200, { 'content-type': encoder.getContentType(), 'cache-control': 'no-cache' });
+    const send = (event: Record<string, unknown>) => {
+      if (!res.destroyed) res.write(encoder.encode(event as unknown as BaseEvent));
+    };
+    const end = () => {
+      finished = true;
+      res.end();
+    };
+    const started = { type: EventType.RUN_STARTED, threadId: input.threadId, runId: input.runId };
+    const runFinished = { type: EventType.RUN_FINISHED, threadId: input.threadId, runId: input.runId };
+    let counter = 0;
+    const text = (content: string | string[], options: { chunks?: boolean; open?: boolean } = {}) => {
+      const messageId = `agui-msg-${input.runId}-${++counter}`;
+      const parts = Array.isArray(content) ? content : [content];
+      if (options.chunks) {
+        for (const delta of parts) send({ type: EventType.TEXT_MESSAGE_CHUNK, messageId, role: 'assistant', delta });
+        return;
+      }
+      send({ type: EventType.TEXT_MESSAGE_START, messageId, role: 'assistant' });
+      for (const delta of parts) send({ type: EventType.TEXT_MESSAGE_CONTENT, messageId, delta });
+      if (!options.open) send({ type: EventType.TEXT_MESSAGE_END, messageId });
+    };
+    const call = (name: string, args: string) => {
+      const toolCallId = `agui-call-${input.runId}-${++counter}`;
+      send({ type: EventType.TOOL_CALL_START, toolCallId, toolCallName: name, parentMessageId: `agui-parent-${counter}` });
+      for (const delta of args.match(/.{1,4}/gs) ?? []) send({ type: EventType.TOOL_CALL_ARGS, toolCallId, delta });
+      send({ type: EventType.TOOL_CALL_END, toolCallId });
+      return toolCallId;
+    };
+
+    send(started);
+    const resume = (input.forwardedProps as { command?: { resume?: unknown } } | undefined)?.command?.resume;
+    if (resume !== undefined) {
+      text(`Resumed with: ${typeof resume === 'string' ? resume : JSON.stringify(resume)}`);
+    } else if (last?.role === 'tool') {
+      text(`Tool result received: ${last.content}`);
+    } else if (has('stall')) {
+      text('tok0 ', { open: true });
+      return; // nothing more until the gateway goes away
+    } else if (has('cut')) {
+      text('tok0 ', { open: true });
+      res.write('data: {"type":"TEXT_MESSAGE_CONT');
+      finished = true;
+      setTimeout(() => res.socket?.destroy(), 20);
+      return;
+    } else if (has('no-finish')) {
+      text('tok0 ');
+      return end();
+    } else if (has('bad-event')) {
+      text('tok0 ', { open: true });
+      send({ type: EventType.TEXT_MESSAGE_CONTENT, messageId: `agui-msg-${input.runId}-${counter}` });
+    } else if (has('agent-error')) {
+      text('Working on it. ');
+      send({ type: EventType.RUN_ERROR, message: 'The agent broke down.', code: 'BROKEN' });
+      return end();
+    } else if (has('interrupt')) {
+      send({ type: EventType.CUSTOM, name: 'on_interrupt', value: 'approve?' });
+    } else if (has('ag-ui-interrupt')) {
+      send({ ...runFinished, outcome: { type: 'interrupt', interrupts: [{ id: 'int-1', reason: 'approval', message: 'Approve the plan?' }] } });
+      return end();
+    } else if (has('state')) {
+      send({ type: EventType.STATE_SNAPSHOT, snapshot: { step: 1 } });
+      text('State updated. ');
+      send({ type: EventType.STATE_DELTA, delta: [{ op: 'replace', path: '/step', value: 2 }] });
+    } else if (has('thinking')) {
+      send({ type: EventType.REASONING_START, messageId: 'r1' });
+      send({ type: EventType.REASONING_MESSAGE_START, messageId: 'r1', role: 'reasoning' });
+      send({ type: EventType.REASONING_MESSAGE_CONTENT, messageId: 'r1', delta: 'hmm' });
+      send({ type: EventType.REASONING_MESSAGE_END, messageId: 'r1' });
+      send({ type: EventType.REASONING_END, messageId: 'r1' });
+      send({ type: EventType.RAW, event: { provider: 'x' } });
+      send({ type: EventType.CUSTOM, name: 'something_else', value: 1 });
+      text('After thinking.');
+    } else if (has('snapshot')) {
+      text('Streamed. ');
+      send({
+        type: EventType.MESSAGES_SNAPSHOT,
+        messages: [...input.messages, { id: `agui-msg-${input.runId}-1`, role: 'assistant', content: 'Streamed. ' }, { id: 'late-1', role: 'assistant', content: 'Never streamed.' }],
+      });
+    } else if (has('predict')) {
+      send({ type: EventType.CUSTOM, name: 'PredictState', value: [{ state_key: 'draft', tool: 'write', tool_argument: 'text' }] });
+      call('write', '{"text":"Hello world"}');
+    } else if (has('own-tool')) {
+      const toolCallId = call('ownSearch', '{"q":"x"}');
+      send({ type: EventType.TOOL_CALL_RESULT, messageId: 'own-result', toolCallId, content: 'found it', role: 'tool' });
+    } else if (directive('server-tool') || directive('tool')) {
+      call(directive('server-tool') ?? directive('tool')!, directive('toolargs') ?? '{}');
+    } else if (directive('say')) {
+      text(directive('say')!.match(/\S+\s*/gu) ?? [], { chunks: has('chunks') });
+    } else {
+      const count = Number(directive('tokens') ?? 5);
+      text(Array.from({ length: count }, (_, i) => `tok${i} `), { chunks: has('chunks') });
+    }
+    send(runFinished);
+    end();
+  }
+}
