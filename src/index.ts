@@ -12,3 +12,5 @@ export { agUiAgent, type AgUiAgentOptions } from './agents/ag-ui.js';
 export type { RemoteEndpointOptions } from './agents/copilotkit-endpoint.js';
 export type { UpstreamHttpOptions, BeforeRequestContext } from './agents/http-options.js';
 export type { RetryPolicy } from './upstream/retry.js';
+export { langGraphAgent, type LangGraphAgentOptions } from './agents/langgraph.js';
+export type { AgentDefinition } from './agents/definitions.js';

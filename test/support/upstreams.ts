@@ -1,9 +1,11 @@
 import { EmptyAdapter } from '../../src/adapters/empty.js';
 import { OpenAIAdapter } from '../../src/adapters/openai.js';
 import { agUiAgent } from '../../src/agents/ag-ui.js';
+import { langGraphAgent } from '../../src/agents/langgraph.js';
 import type { GatewayOptions } from '../../src/gateway.js';
 import { FakeAgUiAgent } from './fake-ag-ui-agent.js';
 import { FakeCopilotKitEndpoint } from './fake-copilotkit-endpoint.js';
+import { FakeLangGraph } from './fake-langgraph.js';
 import { FakeOpenAI } from './fake-openai.js';
 import { runInput, startGateway, type RunningGateway } from './harness.js';
 
@@ -100,6 +102,31 @@ export const agUiKind: UpstreamKind = {
       gateway,
       agentName: 'researcher',
       input: (messages, extra = {}) => runInput(messages, { agentSession: { agentName: 'researcher' }, ...extra }),
+      abortedRequests: () => fake.abortedRequests,
+      stop: async () => {
+        await gateway.close();
+        await fake.stop();
+      },
+    };
+  },
+};
+
+/** A graph on LangGraph Platform, driven with @langchain/langgraph-sdk. */
+export const langGraphKind: UpstreamKind = {
+  name: 'a LangGraph Platform graph',
+  agent: true,
+  async start(options = {}) {
+    const fake = new FakeLangGraph();
+    const deploymentUrl = await fake.start();
+    const gateway = await startGateway({
+      adapter: new EmptyAdapter(),
+      agents: { chat: langGraphAgent({ deploymentUrl, graphId: 'chat', retry: { baseDelayMs: 1, maxDelayMs: 5 } }) },
+      ...options,
+    });
+    return {
+      gateway,
+      agentName: 'chat',
+      input: (messages, extra = {}) => runInput(messages, { agentSession: { agentName: 'chat' }, ...extra }),
       abortedRequests: () => fake.abortedRequests,
       stop: async () => {
         await gateway.close();

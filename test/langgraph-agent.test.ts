@@ -1,0 +1,179 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { EmptyAdapter } from '../src/adapters/empty.js';
+import { langGraphAgent, langGraphThreadId } from '../src/agents/langgraph.js';
+import { FakeLangGraph } from './support/fake-langgraph.js';
+import { eventually, gatewaysPerTest, runInput, userMessage, type RunningGateway } from './support/harness.js';
+import { TRANSPORTS, textOf } from './support/transports.js';
+
+// LangGraph Platform through @langchain/langgraph-sdk: assistants, threads, runs.stream, interrupts,
+// state, cancellation.
+
+const platform = new FakeLangGraph();
+let deploymentUrl: string;
+const { start } = gatewaysPerTest();
+const stock = TRANSPORTS.find((transport) => transport.name === 'multipart')!;
+const THREAD = '6f1c2c1e-8d4b-4a55-9a7e-0c1d2e3f4a5b';
+
+beforeAll(async () => {
+  deploymentUrl = await platform.start();
+});
+
+afterAll(async () => {
+  await platform.stop();
+});
+
+function gateway(overrides: Record<string, unknown> = {}, options: Parameters<typeof start>[0] = {}) {
+  return start({
+    adapter: new EmptyAdapter(),
+    agents: { chat: langGraphAgent({ deploymentUrl, graphId: 'chat', apiKey: 'lsv2-test', description: 'Chats.', retry: { baseDelayMs: 1, maxDelayMs: 5 }, ...overrides }) },
+    ...options,
+  });
+}
+
+const run = (g: RunningGateway, messages: unknown[], extra: Record<string, unknown> = {}, properties?: Record<string, unknown>) =>
+  stock.run(g, runInput(messages, { agentSession: { agentName: 'chat' }, threadId: THREAD, ...extra }), { properties });
+
+async function graphql(g: RunningGateway, query: string) {
+  return (await fetch(g.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) })).json() as Promise<any>;
+}
+
+describe('a LangGraph run', () => {
+  it('finds the assistant once, creates the thread, and sends the conversation with CopilotKit\'s actions', async () => {
+    platform.threads.delete(THREAD);
+    const g = await gateway();
+    const searchesBefore = platform.calls.filter((call) => call === 'POST /assistants/search').length;
+    const now = new Date().toISOString();
+    const first = await run(
+      g,
+      [
+        { id: 'sys', createdAt: now, textMessage: { role: 'system', content: 'You are CopilotKit.' } },
+        { id: 'u1', createdAt: now, textMessage: { role: 'user', content: '[tokens=3]' } },
+      ],
+      {
+        frontend: { actions: [{ name: 'showAlert', description: 'Alerts.', jsonSchema: '{"type":"object","properties":{}}' }], url: 'http://localhost:3000/' },
+        agentStates: [{ agentName: 'chat', state: '{"topic":"ai"}', config: '{"configurable":{"depth":2}}' }],
+        context: [{ description: 'Page', value: 'Home' }],
+      },
+    );
+    expect(first.status.code).toBe('Success');
+    expect(textOf(first)).toBe('tok0 tok1 tok2 ');
+    const body = platform.runs.at(-1)!.body;
+    expect(body).toMatchObject({
+      assistant_id: 'asst-chat',
+      stream_mode: ['events', 'values', 'updates'],
+      config: { configurable: { depth: 2 } },
+      input: {
+        topic: 'ai',
+        messages: [{ id: 'u1', type: 'human', content: '[tokens=3]' }],
+        copilotkit: { actions: [{ name: 'showAlert', description: 'Alerts.', parameters: { type: 'object', properties: {} } }], context: [{ description: 'Page', value: 'Home' }] },
+      },
+    });
+    expect(platform.runs.at(-1)!.headers['x-api-key']).toBe('lsv2-test');
+
+    // The next turn sends only what the thread does not have yet.
+    const aiMessage = platform.threads.get(THREAD)!.values.messages.at(-1);
+    await run(g, [
+      { id: 'u1', createdAt: now, textMessage: { role: 'user', content: '[tokens=3]' } },
+      { id: aiMessage.id, createdAt: now, textMessage: { role: 'assistant', content: aiMessage.content } },
+      { id: 'u2', createdAt: now, textMessage: { role: 'user', content: '[tokens=1]' } },
+    ]);
+    expect(platform.runs.at(-1)!.body.input.messages).toEqual([{ id: 'u2', type: 'human', content: '[tokens=1]' }]);
+    expect(platform.calls.filter((call) => call === 'POST /assistants/search').length - searchesBefore).toBe(1);
+  });
+
+  it('ends with the thread\'s final state, its messages in CopilotKit\'s form, at __end__', async () => {
+    platform.threads.delete(THREAD);
+    const g = await gateway();
+    const outcome = await run(g, [userMessage('[state]', 'u-state')]);
+    const last = outcome.messages.filter((m) => m.type === 'state').at(-1) as any;
+    expect(last).toMatchObject({ agentName: 'chat', nodeName: '__end__', active: false, running: true });
+    expect(last.state.step).toBe(2);
+    expect(last.state.messages).toEqual([
+      { role: 'user', content: '[state]', id: 'u-state' },
+      expect.objectContaining({ role: 'assistant', content: 'State updated. ' }),
+    ]);
+  });
+
+  it('maps a thread id that is not a UUID to the same UUID every time', async () => {
+    expect(langGraphThreadId('thread-1')).toBe(langGraphThreadId('thread-1'));
+    expect(langGraphThreadId('thread-1')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(langGraphThreadId(THREAD.toUpperCase())).toBe(THREAD);
+    const g = await gateway();
+    await run(g, [userMessage('[tokens=1]')], { threadId: 'my-thread' });
+    expect(platform.runs.at(-1)!.threadId).toBe(langGraphThreadId('my-thread'));
+  });
+});
+
+describe('interrupts', () => {
+  it('streams an interrupt and resumes the graph with the client\'s answer as a command', async () => {
+    platform.threads.delete(THREAD);
+    const g = await gateway();
+    const interrupted = await run(g, [userMessage('[interrupt]', 'u-int')]);
+    expect(interrupted.metaEvents).toEqual([{ name: 'LangGraphInterruptEvent', value: 'approve?' }]);
+    const resumed = await run(g, [userMessage('[interrupt]', 'u-int')], {
+      metaEvents: [{ name: 'LangGraphInterruptEvent', value: 'approve?', response: '{"approved":true}' }],
+    });
+    expect(platform.runs.at(-1)!.body).toMatchObject({ input: null, command: { resume: { approved: true } } });
+    expect(textOf(resumed)).toBe('Resumed with: {"approved":true}');
+  });
+
+  it('passes an interrupt made with CopilotKit\'s SDK on with its messages', async () => {
+    platform.threads.delete(THREAD);
+    const g = await gateway();
+    const interrupted = await run(g, [userMessage('[copilotkit-interrupt]')]);
+    expect(interrupted.metaEvents).toEqual([
+      { name: 'CopilotKitLangGraphInterruptEvent', value: '{"question":"approve?"}', messages: [{ type: 'TextMessageOutput', id: 'int-msg', content: 'Please approve.' }] },
+    ]);
+  });
+});
+
+describe('failures and aborts', () => {
+  // A thread left waiting on an interrupt would take the next messages as the answer.
+  beforeEach(() => {
+    platform.threads.delete(THREAD);
+  });
+
+  it('fails the run with AGENT_ERROR when the graph raises', async () => {
+    const outcome = await run(await gateway(), [userMessage('[agent-error]')]);
+    expect(outcome.status.details).toMatchObject({ code: 'AGENT_ERROR', description: 'Agent "chat" reported an error: ValueError: The agent broke down.' });
+  });
+
+  it('cancels the run on the deployment when the client goes away', async () => {
+    const g = await gateway();
+    const before = platform.cancelled.length;
+    await stock.run(g, runInput([userMessage('[stall]')], { agentSession: { agentName: 'chat' }, threadId: THREAD }), { abortOnFirstText: true });
+    await eventually(() => platform.cancelled.length > before, 'the LangGraph run to be cancelled');
+    expect(platform.cancelled.at(-1)!.threadId).toBe(THREAD);
+  });
+
+  it('retries a refused run stream and then reports the upstream code', async () => {
+    const g = await gateway({ retry: { baseDelayMs: 1, maxDelayMs: 5, maxRetries: 2 } });
+    const before = platform.runs.length;
+    const outcome = await run(g, [userMessage('[fail=503]')]);
+    expect(platform.runs.length - before).toBe(3);
+    expect(outcome.status.details).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', description: 'Agent "chat" failed (HTTP 503).' });
+  });
+
+  it('says clearly when the deployment has no assistant for the graph', async () => {
+    const outcome = await run(await gateway({ graphId: 'missing' }), [userMessage('hi')]);
+    expect(outcome.status.details).toMatchObject({
+      code: 'UPSTREAM_REJECTED',
+      description: 'The LangGraph deployment of agent "chat" has no assistant for graph "missing".',
+    });
+  });
+});
+
+describe('loadAgentState', () => {
+  it('returns the thread\'s state and messages, or threadExists false for a thread the deployment does not know', async () => {
+    platform.threads.set(THREAD, { values: { topic: 'ai', messages: [{ type: 'human', id: 'h1', content: 'hi' }, { type: 'ai', id: 'a1', content: 'hello', tool_calls: [] }] }, interrupts: [] });
+    const g = await gateway();
+    const known = await graphql(g, `{ loadAgentState(data: { threadId: "${THREAD}", agentName: "chat" }) { threadExists state messages } }`);
+    expect(known.data.loadAgentState).toEqual({
+      threadExists: true,
+      state: '{"topic":"ai"}',
+      messages: JSON.stringify([{ role: 'user', content: 'hi', id: 'h1' }, { role: 'assistant', content: 'hello', id: 'a1', parentMessageId: 'a1' }]),
+    });
+    const unknown = await graphql(g, '{ loadAgentState(data: { threadId: "never-seen", agentName: "chat" }) { threadExists state messages } }');
+    expect(unknown.data.loadAgentState).toEqual({ threadExists: false, state: '{}', messages: '[]' });
+  });
+});
