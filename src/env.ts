@@ -13,7 +13,16 @@ export interface EnvironmentSettings {
   modelIdleTimeoutMs?: number;
   /** Set when OPENAI_API_KEY or OPENAI_BASE_URL is: provider mode. Otherwise demo mode. */
   openai?: OpenAIAdapterOptions & { model: string };
+  agentIdleTimeoutMs?: number;
+  /** COPILOT_REMOTE_ENDPOINTS: CopilotKit remote endpoints. */
+  remoteEndpoints: string[];
+  /** AGUI_AGENTS: AG-UI agents by name. */
+  agUiAgents: { name: string; url: string }[];
+  /** LANGGRAPH_DEPLOYMENT_URL, LANGGRAPH_GRAPHS and LANGSMITH_API_KEY: graphs served as agents of their names. */
+  langGraph?: { deploymentUrl: string; graphs: string[]; apiKey?: string };
 }
+
+const AGENT_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -27,13 +36,8 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigurationError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(logLevel)}).`);
   }
-  let modelIdleTimeoutMs: number | undefined;
-  if (env.MODEL_IDLE_TIMEOUT_MS) {
-    modelIdleTimeoutMs = Number(env.MODEL_IDLE_TIMEOUT_MS);
-    if (!Number.isInteger(modelIdleTimeoutMs) || modelIdleTimeoutMs < 1) {
-      throw new ConfigurationError(`MODEL_IDLE_TIMEOUT_MS must be a whole number of milliseconds (got ${JSON.stringify(env.MODEL_IDLE_TIMEOUT_MS)}).`);
-    }
-  }
+  const modelIdleTimeoutMs = milliseconds(env, 'MODEL_IDLE_TIMEOUT_MS');
+  const agentIdleTimeoutMs = milliseconds(env, 'AGENT_IDLE_TIMEOUT_MS');
   const apiKey = env.OPENAI_API_KEY || undefined;
   const baseURL = env.OPENAI_BASE_URL || undefined;
   if (baseURL && !isHttpUrl(baseURL)) {
@@ -49,8 +53,63 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
     corsOrigins: list(env.CORS_ORIGINS),
     allowedHosts: list(env.ALLOWED_HOSTS),
     ...(modelIdleTimeoutMs !== undefined ? { modelIdleTimeoutMs } : {}),
+    ...(agentIdleTimeoutMs !== undefined ? { agentIdleTimeoutMs } : {}),
     ...(apiKey || baseURL ? { openai: { apiKey, baseURL, model: env.OPENAI_MODEL || 'gpt-4o-mini' } } : {}),
+    ...readAgents(env),
   };
+}
+
+/** The agent settings: remote endpoints, AG-UI agents and LangGraph graphs, with one namespace of agent names. */
+function readAgents(env: NodeJS.ProcessEnv): Pick<EnvironmentSettings, 'remoteEndpoints' | 'agUiAgents' | 'langGraph'> {
+  const remoteEndpoints = list(env.COPILOT_REMOTE_ENDPOINTS);
+  for (const url of remoteEndpoints) {
+    if (!isHttpUrl(url)) {
+      throw new ConfigurationError(`COPILOT_REMOTE_ENDPOINTS must list http(s) URLs, comma-separated, such as "http://localhost:8000/copilotkit" (got ${JSON.stringify(url)}).`);
+    }
+  }
+  const names = new Set<string>();
+  const claim = (name: string, variable: string) => {
+    if (!AGENT_NAME.test(name)) throw new ConfigurationError(`${variable}: the agent name ${JSON.stringify(name)} must be 1 to 64 letters, digits, "_" or "-".`);
+    if (names.has(name)) throw new ConfigurationError(`${variable}: the agent name "${name}" is used twice (AGUI_AGENTS and LANGGRAPH_GRAPHS share one set of names).`);
+    names.add(name);
+  };
+  const agUiAgents = list(env.AGUI_AGENTS).map((entry) => {
+    const at = entry.indexOf('=');
+    const name = at === -1 ? '' : entry.slice(0, at).trim();
+    const url = at === -1 ? '' : entry.slice(at + 1).trim();
+    if (!name || !isHttpUrl(url)) {
+      throw new ConfigurationError(`AGUI_AGENTS must be name=url pairs, comma-separated, such as "researcher=http://localhost:8000/agent" (got ${JSON.stringify(entry)}).`);
+    }
+    claim(name, 'AGUI_AGENTS');
+    return { name, url };
+  });
+  const deploymentUrl = env.LANGGRAPH_DEPLOYMENT_URL || undefined;
+  const graphs = list(env.LANGGRAPH_GRAPHS);
+  if (deploymentUrl && !isHttpUrl(deploymentUrl)) {
+    throw new ConfigurationError(`LANGGRAPH_DEPLOYMENT_URL must be a URL such as "http://localhost:2024" (got ${JSON.stringify(deploymentUrl)}).`);
+  }
+  if (deploymentUrl && graphs.length === 0) {
+    throw new ConfigurationError('LANGGRAPH_DEPLOYMENT_URL is set but LANGGRAPH_GRAPHS is not: list the graph ids to serve, comma-separated, such as "agent".');
+  }
+  if (!deploymentUrl && graphs.length > 0) {
+    throw new ConfigurationError('LANGGRAPH_GRAPHS is set but LANGGRAPH_DEPLOYMENT_URL is not: set the URL of the LangGraph deployment.');
+  }
+  for (const graph of graphs) claim(graph, 'LANGGRAPH_GRAPHS');
+  return {
+    remoteEndpoints,
+    agUiAgents,
+    ...(deploymentUrl ? { langGraph: { deploymentUrl, graphs, ...(env.LANGSMITH_API_KEY ? { apiKey: env.LANGSMITH_API_KEY } : {}) } } : {}),
+  };
+}
+
+function milliseconds(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  const value = env[name];
+  if (!value) return undefined;
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 1) {
+    throw new ConfigurationError(`${name} must be a whole number of milliseconds (got ${JSON.stringify(value)}).`);
+  }
+  return number;
 }
 
 function isHttpUrl(value: string): boolean {

@@ -1,6 +1,9 @@
 // `npm start`: the gateway configured from the environment. Demo mode unless a provider is set.
 import { pino } from 'pino';
 import { OpenAIAdapter } from './adapters/openai.js';
+import { agUiAgent } from './agents/ag-ui.js';
+import type { AgentDefinition } from './agents/definitions.js';
+import { langGraphAgent } from './agents/langgraph.js';
 import { readEnvironment } from './env.js';
 import { ConfigurationError } from './core/errors.js';
 import { createGateway } from './gateway.js';
@@ -18,7 +21,15 @@ async function main(): Promise<void> {
   }
   const logger = pino({ level: env.logLevel });
   const adapter = env.openai ? new OpenAIAdapter(env.openai) : undefined;
+  const agents: Record<string, AgentDefinition> = {};
+  for (const { name, url } of env.agUiAgents) agents[name] = agUiAgent({ url });
+  for (const graphId of env.langGraph?.graphs ?? []) {
+    agents[graphId] = langGraphAgent({ deploymentUrl: env.langGraph!.deploymentUrl, graphId, apiKey: env.langGraph!.apiKey });
+  }
   const gateway = createGateway({
+    agents,
+    remoteEndpoints: env.remoteEndpoints,
+    ...(env.agentIdleTimeoutMs !== undefined ? { agentIdleTimeoutMs: env.agentIdleTimeoutMs } : {}),
     adapter,
     path: env.path,
     logger,
@@ -31,7 +42,13 @@ async function main(): Promise<void> {
   const mode = env.openai
     ? `provider mode: OpenAI-compatible model "${env.openai.model}" at ${env.openai.baseURL ?? 'https://api.openai.com/v1'}`
     : 'demo mode: scripted replies, set OPENAI_API_KEY for a real model';
-  logger.info({ url, mode: gateway.mode, environment: env.environment }, `Copilot Gateway ready at ${url} (${mode})`);
+  const agentSources = [
+    ...(env.remoteEndpoints.length ? [`${env.remoteEndpoints.length} CopilotKit remote endpoint(s)`] : []),
+    ...(env.agUiAgents.length ? [`AG-UI agents ${env.agUiAgents.map((a) => a.name).join(', ')}`] : []),
+    ...(env.langGraph ? [`LangGraph graphs ${env.langGraph.graphs.join(', ')}`] : []),
+  ];
+  const withAgents = agentSources.length ? `; agents from ${agentSources.join(', ')}` : '';
+  logger.info({ url, mode: gateway.mode, environment: env.environment }, `Copilot Gateway ready at ${url} (${mode}${withAgents})`);
 
   const shutdown = (signal: string) => {
     logger.info(`${signal} received, shutting down`);

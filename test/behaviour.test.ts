@@ -74,11 +74,15 @@ describe.each(KINDS)('$name', (kind) => {
       expect(textOf(outcome)).toBe('State updated. ');
     });
 
-    agentOnly('streams an interrupt as a meta event', async () => {
+    agentOnly('streams an interrupt as a meta event, and resumes the agent with the client\'s answer', async () => {
       const outcome = await run('[interrupt]');
       expect(outcome.status.code).toBe('Success');
       expect(outcome.metaEvents).toHaveLength(1);
       expect(outcome.metaEvents[0].value).toBe('approve?');
+      const resumed = await run('[interrupt]', { metaEvents: [{ name: 'LangGraphInterruptEvent', value: 'approve?', response: 'yes' }] });
+      expect(resumed.status.code).toBe('Success');
+      expect(textOf(resumed)).toBe('Resumed with: yes');
+      expect(resumed.metaEvents).toEqual([]);
     });
 
     agentOnly('fails with AGENT_ERROR, naming the agent, when the agent reports an error', async () => {

@@ -86,6 +86,29 @@ describe('the environment read by npm start', () => {
       logLevel: 'info',
       corsOrigins: [],
       allowedHosts: [],
+      remoteEndpoints: [],
+      agUiAgents: [],
+    });
+  });
+
+  it('reads agents: remote endpoints, AG-UI agents by name, LangGraph graphs', () => {
+    expect(
+      readEnvironment({
+        COPILOT_REMOTE_ENDPOINTS: 'http://localhost:8000/copilotkit, https://agents.example.com/copilotkit',
+        AGUI_AGENTS: 'researcher=http://localhost:8001/agent,writer=http://localhost:8002/',
+        LANGGRAPH_DEPLOYMENT_URL: 'http://localhost:2024',
+        LANGGRAPH_GRAPHS: 'planner, reviewer',
+        LANGSMITH_API_KEY: 'lsv2-key',
+        AGENT_IDLE_TIMEOUT_MS: '120000',
+      }),
+    ).toMatchObject({
+      remoteEndpoints: ['http://localhost:8000/copilotkit', 'https://agents.example.com/copilotkit'],
+      agUiAgents: [
+        { name: 'researcher', url: 'http://localhost:8001/agent' },
+        { name: 'writer', url: 'http://localhost:8002/' },
+      ],
+      langGraph: { deploymentUrl: 'http://localhost:2024', graphs: ['planner', 'reviewer'], apiKey: 'lsv2-key' },
+      agentIdleTimeoutMs: 120000,
     });
   });
 
@@ -108,6 +131,13 @@ describe('the environment read by npm start', () => {
     [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL must be one of/],
     [{ OPENAI_BASE_URL: 'localhost:11434' }, /OPENAI_BASE_URL must be a URL/],
     [{ MODEL_IDLE_TIMEOUT_MS: '-5' }, /MODEL_IDLE_TIMEOUT_MS must be a whole number/],
+    [{ AGENT_IDLE_TIMEOUT_MS: 'soon' }, /AGENT_IDLE_TIMEOUT_MS must be a whole number/],
+    [{ COPILOT_REMOTE_ENDPOINTS: 'localhost:8000' }, /COPILOT_REMOTE_ENDPOINTS must list http\(s\) URLs/],
+    [{ AGUI_AGENTS: 'http://localhost:8001/agent' }, /AGUI_AGENTS must be name=url pairs/],
+    [{ AGUI_AGENTS: 'a b=http://localhost:8001/' }, /AGUI_AGENTS: the agent name "a b" must be/],
+    [{ AGUI_AGENTS: 'x=http://a/', LANGGRAPH_DEPLOYMENT_URL: 'http://b', LANGGRAPH_GRAPHS: 'x' }, /the agent name "x" is used twice/],
+    [{ LANGGRAPH_DEPLOYMENT_URL: 'http://localhost:2024' }, /LANGGRAPH_GRAPHS is not/],
+    [{ LANGGRAPH_GRAPHS: 'agent' }, /LANGGRAPH_DEPLOYMENT_URL is not/],
   ])('rejects %j', (env, message) => {
     expect(() => readEnvironment(env)).toThrow(message);
   });

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CopilotRuntimeClient } from '@copilotkit/runtime-client-gql';
+import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';
 import { runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
 
 // With no provider configured the gateway is explorable offline: a labelled scripted model that
@@ -79,5 +80,40 @@ describe('npm start', () => {
       child.kill('SIGTERM');
     });
     expect(exitCode).toBe(0);
+  }, 30_000);
+
+  it('serves the agents the environment names', async () => {
+    const agent = new FakeAgUiAgent();
+    const agentUrl = await agent.start();
+    const root = fileURLToPath(new URL('..', import.meta.url));
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: root,
+      env: { ...process.env, PORT: '0', NODE_OPTIONS: '', OPENAI_API_KEY: '', OPENAI_BASE_URL: '', LOG_LEVEL: 'info', AGUI_AGENTS: `researcher=${agentUrl}` },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      let output = '';
+      child.stderr.on('data', (chunk) => (output += chunk));
+      const url = await new Promise<string>((resolve, reject) => {
+        child.stdout.on('data', (chunk) => {
+          output += chunk;
+          const match = output.match(/Copilot Gateway ready at (\S+) \(demo mode.*; agents from AG-UI agents researcher\)/);
+          if (match) resolve(match[1]);
+        });
+        child.on('exit', () => reject(new Error(`exited early:\n${output}`)));
+      });
+      const agents = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ availableAgents { agents { name } } }"}' });
+      expect((await agents.json()).data.availableAgents.agents).toEqual([{ name: 'researcher' }]);
+      const client = new CopilotRuntimeClient({ url });
+      const data = runInput([userMessage('[tokens=2]')], { agentSession: { agentName: 'researcher' } });
+      let last: any;
+      const reader = client.asStream(client.generateCopilotResponse({ data: data as any })).getReader();
+      for (let next = await reader.read(); !next.done; next = await reader.read()) last = next.value;
+      expect(last.generateCopilotResponse.status.code).toBe('Success');
+      expect(last.generateCopilotResponse.messages[0].content.join('')).toBe('tok0 tok1 ');
+    } finally {
+      child.kill('SIGTERM');
+      await agent.stop();
+    }
   }, 30_000);
 });

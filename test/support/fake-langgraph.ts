@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
  * pretty-printed over several `data:` lines as the JS server does) and
  * `POST /threads/{id}/runs/{run_id}/cancel`. Graph "chat" answers the shared directives (see
  * upstreams.ts) plus [copilotkit-interrupt] (an interrupt made with CopilotKit's Python SDK).
- * A run resumed with `command.resume` answers "Resumed with: <resume as JSON>"; a tool message
+ * A run resumed with `command.resume` answers "Resumed with: <resume>" (JSON unless a string); a tool message
  * last, "Tool result received: <content>".
  */
 export class FakeLangGraph {
@@ -125,7 +125,7 @@ export class FakeLangGraph {
     send('values', values, true);
     if (resume !== undefined) {
       thread.interrupts = [];
-      aiText(`Resumed with: ${JSON.stringify(resume)}`);
+      aiText(`Resumed with: ${typeof resume === 'string' ? resume : JSON.stringify(resume)}`);
     } else if (messages.at(-1)?.type === 'tool') {
       aiText(`Tool result received: ${messages.at(-1).content}`);
     } else if (has('stall')) {
