@@ -18,6 +18,7 @@ import {
   type DocumentNode,
   type GraphQLSchema,
 } from 'graphql';
+import { ERROR_CODES } from '../src/core/errors.js';
 import { buildSchema, loadTypeDefs } from '../src/graphql/schema.js';
 
 // The contract: our SDL against a copy of the reference runtime's (1.10.6) SDL, and the stock
@@ -100,5 +101,16 @@ describe("the stock client's documents", () => {
   it('validates the exact document captured on the wire (with urql’s __typename fields)', () => {
     const captured = parse(fixture('client-mutation.graphql'));
     expect(validate(ours, captured).map((error) => error.message)).toEqual([]);
+  });
+});
+
+describe('PROTOCOL.md', () => {
+  it('lists every error code of the error table, with its status, and no other', () => {
+    const protocol = readFileSync(new URL('../PROTOCOL.md', import.meta.url), 'utf8');
+    const section = protocol.slice(protocol.indexOf('### 5.5 Every code'), protocol.indexOf('## 6. Differences'));
+    const documented = new Map<string, number>();
+    for (const [, code, status] of section.matchAll(/^\| `([A-Z_]+)` \| (\d{3}) \|/gm)) documented.set(code, Number(status));
+    const table = new Map(Object.entries(ERROR_CODES).map(([code, entry]) => [code, entry.status as number]));
+    expect([...documented.entries()].sort()).toEqual([...table.entries()].sort());
   });
 });
