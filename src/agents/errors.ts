@@ -36,3 +36,9 @@ export function namingAgent(error: unknown, agentName: string): unknown {
   return named;
 }
 
+
+/** An event line as an object, or a bad response naming the agent and the line. */
+export function eventObject(event: unknown, agentName: string, line: number): Record<string, any> {
+  if (event === null || typeof event !== 'object' || Array.isArray(event)) throw badAgentResponse(agentName, `line ${line}, which is not an event object`);
+  return event as Record<string, any>;
+}

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { RunWriter } from '../core/writer.js';
 import { asText, messagesFromCopilotKitJson } from './copilotkit-messages.js';
-import { agentError, badAgentResponse } from './errors.js';
+import { agentError, badAgentResponse, eventObject } from './errors.js';
 
 /**
  * Writes LangGraph's `astream_events` into a run: the JSONL lines of a remote endpoint's langgraph
@@ -21,8 +21,6 @@ export class LangGraphEventInterpreter {
   node = '';
   /** Whether the agent asked to leave the conversation (`copilotkit_exit`). */
   exited = false;
-  /** The last state a manual emission reported, for the platform client's state sync. */
-  emittedState: unknown;
   private text: { agentId: string; id: string } | undefined;
   private call: { agentId: string; id: string | null } | undefined;
 
@@ -33,8 +31,7 @@ export class LangGraphEventInterpreter {
   ) {}
 
   handle(event: unknown, line: number): void {
-    if (event === null || typeof event !== 'object' || Array.isArray(event)) throw badAgentResponse(this.agentName, `line ${line}, which is not an event object`);
-    const e = event as Record<string, any>;
+    const e = eventObject(event, this.agentName, line);
     const node = e.metadata?.langgraph_node;
     if (typeof node === 'string' && node) this.node = node;
     switch (e.event) {
@@ -144,7 +141,6 @@ export class LangGraphEventInterpreter {
         return;
       }
       case 'copilotkit_manually_emit_intermediate_state':
-        this.emittedState = data;
         this.out.agentState({ agentName: this.agentName, nodeName: this.node, state: JSON.stringify(data), running: true, active: true });
         return;
       case 'copilotkit_exit':

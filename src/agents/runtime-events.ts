@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { RunWriter } from '../core/writer.js';
 import { asText, messagesFromCopilotKitJson } from './copilotkit-messages.js';
-import { agentError, badAgentResponse } from './errors.js';
+import { agentError, badAgentResponse, eventObject } from './errors.js';
 
 /**
  * Writes CopilotKit runtime events into a run: the JSONL lines of a remote endpoint's crewai (and
@@ -26,8 +26,7 @@ export class RuntimeEventInterpreter {
   ) {}
 
   handle(event: unknown, line: number): void {
-    if (event === null || typeof event !== 'object' || Array.isArray(event)) throw badAgentResponse(this.agentName, `line ${line}, which is not an event object`);
-    const e = event as Record<string, unknown>;
+    const e = eventObject(event, this.agentName, line);
     const field = (name: string): string => {
       const value = e[name];
       if (typeof value !== 'string' || value === '') throw badAgentResponse(this.agentName, `a ${String(e.type)} event without "${name}" on line ${line}`);

@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { EventType, type BaseEvent, type RunAgentInput } from '@ag-ui/core';
 import { RunAgentInputSchema } from '@ag-ui/core/schemas';
 import { EventEncoder } from '@ag-ui/encoder';
+import { close, listen } from './loopback.js';
 
 /**
  * A fake AG-UI agent on loopback: it takes a RunAgentInput by POST (checked against @ag-ui/core's
@@ -33,14 +33,12 @@ export class FakeAgUiAgent {
   }
 
   async start(): Promise<string> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/agent`;
+    this.url = `${await listen(this.server)}/agent`;
     return this.url;
   }
 
-  async stop(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  stop(): Promise<void> {
+    return close(this.server);
   }
 
   get lastInput(): RunAgentInput {

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { close, listen } from './loopback.js';
 
 /**
  * A fake CopilotKit remote endpoint (what CopilotKit's Python SDK serves), on loopback:
@@ -48,14 +48,12 @@ export class FakeCopilotKitEndpoint {
   }
 
   async start(): Promise<string> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/copilotkit`;
+    this.url = `${await listen(this.server)}/copilotkit`;
     return this.url;
   }
 
-  async stop(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  stop(): Promise<void> {
+    return close(this.server);
   }
 
   calls(path: string): number {

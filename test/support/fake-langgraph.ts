@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { close, listen } from './loopback.js';
 
 /**
  * A fake LangGraph Platform (LangGraph Server API) on loopback, enough for the calls
@@ -27,14 +27,12 @@ export class FakeLangGraph {
   }
 
   async start(): Promise<string> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    this.url = `${await listen(this.server)}`;
     return this.url;
   }
 
-  async stop(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  stop(): Promise<void> {
+    return close(this.server);
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { close, listen } from './loopback.js';
 
 /**
  * A fake OpenAI-compatible server speaking the Chat Completions streaming wire format
@@ -31,13 +31,11 @@ export class FakeOpenAI {
   }
 
   async start(): Promise<string> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1`;
+    return `${await listen(this.server)}/v1`;
   }
 
-  async stop(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  stop(): Promise<void> {
+    return close(this.server);
   }
 
   /** Resolves when a client has closed an unfinished answer. */

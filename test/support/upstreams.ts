@@ -58,80 +58,50 @@ export const modelKind: UpstreamKind = {
   },
 };
 
-/** An agent of a CopilotKit remote endpoint, in one of its two JSONL dialects. */
-export function copilotKitKind(dialect: 'crewai' | 'langgraph'): UpstreamKind {
-  const agentName = dialect === 'crewai' ? 'crewAgent' : 'graphAgent';
+/** A fake upstream server an agent kind runs against. */
+interface AgentFake {
+  start(): Promise<string>;
+  stop(): Promise<void>;
+  abortedRequests: number;
+}
+
+const FAST_RETRY = { baseDelayMs: 1, maxDelayMs: 5 };
+
+/** An agent kind: its fake, and the gateway options that point an agent named `agentName` at it. */
+function agentKind(name: string, agentName: string, fake: () => AgentFake, configure: (url: string) => GatewayOptions): UpstreamKind {
   return {
-    name: `a CopilotKit remote endpoint agent (${dialect} JSONL)`,
+    name,
     agent: true,
     async start(options = {}) {
-      const fake = new FakeCopilotKitEndpoint();
-      const url = await fake.start();
-      const gateway = await startGateway({
-        adapter: new EmptyAdapter(),
-        remoteEndpoints: [{ url, retry: { baseDelayMs: 1, maxDelayMs: 5 } }],
-        ...options,
-      });
+      const server = fake();
+      const url = await server.start();
+      const gateway = await startGateway({ adapter: new EmptyAdapter(), ...configure(url), ...options });
       return {
         gateway,
         agentName,
         input: (messages, extra = {}) => runInput(messages, { agentSession: { agentName }, ...extra }),
-        abortedRequests: () => fake.abortedRequests,
+        abortedRequests: () => server.abortedRequests,
         stop: async () => {
           await gateway.close();
-          await fake.stop();
+          await server.stop();
         },
       };
     },
   };
 }
 
+/** An agent of a CopilotKit remote endpoint, in one of its two JSONL dialects. */
+export const copilotKitKind = (dialect: 'crewai' | 'langgraph'): UpstreamKind =>
+  agentKind(`a CopilotKit remote endpoint agent (${dialect} JSONL)`, dialect === 'crewai' ? 'crewAgent' : 'graphAgent', () => new FakeCopilotKitEndpoint(), (url) => ({
+    remoteEndpoints: [{ url, retry: FAST_RETRY }],
+  }));
+
 /** An agent that speaks AG-UI over HTTP (events encoded with @ag-ui/encoder). */
-export const agUiKind: UpstreamKind = {
-  name: 'an AG-UI agent',
-  agent: true,
-  async start(options = {}) {
-    const fake = new FakeAgUiAgent();
-    const url = await fake.start();
-    const gateway = await startGateway({
-      adapter: new EmptyAdapter(),
-      agents: { researcher: agUiAgent({ url, description: 'Researches.', retry: { baseDelayMs: 1, maxDelayMs: 5 } }) },
-      ...options,
-    });
-    return {
-      gateway,
-      agentName: 'researcher',
-      input: (messages, extra = {}) => runInput(messages, { agentSession: { agentName: 'researcher' }, ...extra }),
-      abortedRequests: () => fake.abortedRequests,
-      stop: async () => {
-        await gateway.close();
-        await fake.stop();
-      },
-    };
-  },
-};
+export const agUiKind = agentKind('an AG-UI agent', 'researcher', () => new FakeAgUiAgent(), (url) => ({
+  agents: { researcher: agUiAgent({ url, description: 'Researches.', retry: FAST_RETRY }) },
+}));
 
 /** A graph on LangGraph Platform, driven with @langchain/langgraph-sdk. */
-export const langGraphKind: UpstreamKind = {
-  name: 'a LangGraph Platform graph',
-  agent: true,
-  async start(options = {}) {
-    const fake = new FakeLangGraph();
-    const deploymentUrl = await fake.start();
-    const gateway = await startGateway({
-      adapter: new EmptyAdapter(),
-      agents: { chat: langGraphAgent({ deploymentUrl, graphId: 'chat', retry: { baseDelayMs: 1, maxDelayMs: 5 } }) },
-      ...options,
-    });
-    return {
-      gateway,
-      agentName: 'chat',
-      input: (messages, extra = {}) => runInput(messages, { agentSession: { agentName: 'chat' }, ...extra }),
-      abortedRequests: () => fake.abortedRequests,
-      stop: async () => {
-        await gateway.close();
-        await fake.stop();
-      },
-    };
-  },
-};
+export const langGraphKind = agentKind('a LangGraph Platform graph', 'chat', () => new FakeLangGraph(), (deploymentUrl) => ({
+  agents: { chat: langGraphAgent({ deploymentUrl, graphId: 'chat', retry: FAST_RETRY }) },
+}));

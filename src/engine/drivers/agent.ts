@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { ActionCatalog } from '../../actions/action.js';
-import { executeAction } from '../../actions/executor.js';
 import type { AgentEntry } from '../../agents/agent.js';
 import { UpstreamError } from '../../core/errors.js';
 import type { Message, ToolDefinition } from '../../core/messages.js';
 import type { RunRequest } from '../request.js';
 import type { RunContext, RunDriver } from '../run.js';
-import { RoundRecorder } from './round.js';
+import { RoundRecorder, executeServerCalls } from './round.js';
 
 export interface AgentLoopOptions {
   /** The most agent calls in one run (server-side results are followed by another call). */
@@ -85,19 +84,8 @@ export async function driveAgent(context: RunContext, plan: AgentRunPlan): Promi
     context.closeOpenMessages();
 
     const calls = recorder.calls().filter((call) => !recorder.hasResult(call.id));
-    const serverCalls = calls.filter((call) => catalog.has(call.name));
+    const serverCalls = await executeServerCalls(context, recorder, calls, catalog, request.properties, options.actionTimeoutMs);
     if (serverCalls.length === 0) return;
-    for (const call of serverCalls) {
-      const result = await executeAction(catalog.get(call.name)!, call.chunks.join(''), {
-        threadId: context.threadId,
-        runId: context.runId,
-        properties: request.properties,
-        logger: context.logger,
-        signal: context.signal,
-        timeoutMs: options.actionTimeoutMs,
-      });
-      recorder.actionResult(call.id, call.name, result);
-    }
     // The agent waits for the user (an interrupt) or the client (a frontend action): stop here.
     if (recorder.interrupted || serverCalls.length < calls.length) return;
     if (round >= options.maxRounds) {

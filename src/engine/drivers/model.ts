@@ -1,5 +1,4 @@
 import type { ActionCatalog } from '../../actions/action.js';
-import { executeAction } from '../../actions/executor.js';
 import type { ModelAdapter } from '../../adapters/adapter.js';
 import type { AgentEntry } from '../../agents/agent.js';
 import { UpstreamError } from '../../core/errors.js';
@@ -7,7 +6,7 @@ import type { ContextEntry, Message, ToolDefinition } from '../../core/messages.
 import type { RunRequest } from '../request.js';
 import type { RunContext, RunDriver } from '../run.js';
 import { driveAgent, type AgentLoopOptions } from './agent.js';
-import { RoundRecorder } from './round.js';
+import { RoundRecorder, executeServerCalls } from './round.js';
 
 export interface ModelDriverOptions extends AgentLoopOptions {
   adapter: ModelAdapter;
@@ -51,18 +50,7 @@ export function modelDriver(request: RunRequest, options: ModelDriverOptions): R
       const recorder = new RoundRecorder(context.writer, keepChunks);
       await callModel(context, options, { messages, tools, forwardedParameters: request.forwardedParameters }, recorder);
       const calls = recorder.calls();
-      const serverCalls = calls.filter((call) => catalog.has(call.name));
-      for (const call of serverCalls) {
-        const result = await executeAction(catalog.get(call.name)!, call.chunks.join(''), {
-          threadId: context.threadId,
-          runId: context.runId,
-          properties: request.properties,
-          logger: context.logger,
-          signal: context.signal,
-          timeoutMs: options.actionTimeoutMs,
-        });
-        recorder.actionResult(call.id, call.name, result);
-      }
+      const serverCalls = await executeServerCalls(context, recorder, calls, catalog, request.properties, options.actionTimeoutMs);
 
       const agentCall = calls.find((call) => !catalog.has(call.name) && agents.has(call.name));
       if (agentCall) {

@@ -1,6 +1,9 @@
+import type { ActionCatalog } from '../../actions/action.js';
+import { executeAction } from '../../actions/executor.js';
 import type { AgentStateSnapshot, MetaEventPayload } from '../../core/events.js';
 import type { Message } from '../../core/messages.js';
 import type { RunWriter } from '../../core/writer.js';
+import type { RunContext } from '../run.js';
 
 /** An action call made in a round. */
 export interface RoundCall {
@@ -108,4 +111,31 @@ export class RoundRecorder implements RunWriter {
       }
     });
   }
+}
+
+/**
+ * Executes the round's calls of server-side and remote actions, one after another in the order of
+ * the calls, and writes each result into the round. Resolves with the calls it executed.
+ */
+export async function executeServerCalls(
+  context: RunContext,
+  recorder: RoundRecorder,
+  calls: readonly RoundCall[],
+  catalog: ActionCatalog,
+  properties: Record<string, unknown>,
+  timeoutMs: number,
+): Promise<RoundCall[]> {
+  const serverCalls = calls.filter((call) => catalog.has(call.name));
+  for (const call of serverCalls) {
+    const result = await executeAction(catalog.get(call.name)!, call.chunks.join(''), {
+      threadId: context.threadId,
+      runId: context.runId,
+      properties,
+      logger: context.logger,
+      signal: context.signal,
+      timeoutMs,
+    });
+    recorder.actionResult(call.id, call.name, result);
+  }
+  return serverCalls;
 }
