@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { EmptyAdapter } from '../src/adapters/empty.js';
-import { agUiAgent } from '../src/agents/ag-ui.js';
+import { LineEndings, agUiAgent } from '../src/agents/ag-ui.js';
 import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';
 import { gatewaysPerTest, runInput, userMessage, type RunningGateway } from './support/harness.js';
 import { TRANSPORTS, textOf } from './support/transports.js';
@@ -99,6 +99,12 @@ describe('AG-UI events', () => {
     expect(outcome.messages.filter((m) => m.type === 'text').map((m: any) => m.content)).toEqual(['Streamed. ', 'Never streamed.']);
   });
 
+  it('reads SSE with CRLF line ends', async () => {
+    const outcome = await run(await gateway(), '[crlf] [tokens=3]');
+    expect(outcome.status.code).toBe('Success');
+    expect(textOf(outcome)).toBe('tok0 tok1 tok2 ');
+  });
+
   it('reads a tool result the agent reports for its own tool', async () => {
     const outcome = await run(await gateway(), '[own-tool]');
     expect(outcome.messages.filter((m) => m.type !== 'state')).toEqual([
@@ -176,6 +182,18 @@ describe('AG-UI failures', () => {
     expect(outcome.status.details.description).toMatch(/^Agent "researcher" sent a TEXT_MESSAGE_CONTENT event that does not follow the AG-UI schema \(delta: /);
   });
 
+  it('names the agent even when an onBeforeRequest hook throws, and masks what it threw', async () => {
+    const g = await gateway({
+      agents: {
+        researcher: agUiAgent({ url: agentUrl, onBeforeRequest: () => { throw new Error('vault password hunter2 rejected'); } }),
+      },
+    });
+    const outcome = await run(g, 'hi');
+    expect(outcome.status.details).toMatchObject({ code: 'INTERNAL_SERVER_ERROR', description: 'Unexpected error.' });
+    expect(outcome.status.details.originalError.details).toEqual({ agentName: 'researcher' });
+    expect(JSON.stringify(outcome)).not.toContain('hunter2');
+  });
+
   it('retries a 503 before the stream starts, then gives up with the upstream code', async () => {
     const g = await gateway();
     const before = agent.requests.length;
@@ -183,6 +201,20 @@ describe('AG-UI failures', () => {
     expect(failing.status.details).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', description: 'Agent "researcher" failed (HTTP 503).' });
     // The fake refuses every attempt: the first and three retries (the default policy).
     expect(agent.requests.length - before).toBe(4);
+  });
+});
+
+describe('line ends', () => {
+  const normalize = (chunks: string[]) => {
+    const lines = new LineEndings();
+    const out = chunks.map((chunk) => Buffer.from(lines.normalize(Buffer.from(chunk))).toString());
+    const rest = lines.end();
+    return out.join('') + (rest ? Buffer.from(rest).toString() : '');
+  };
+
+  it('turns CRLF and lone CR into LF, also across chunks', () => {
+    expect(normalize(['data: a\r\n\r\n', 'data: b\r', '\n\r', '\ndata: c\r\r'])).toBe('data: a\n\ndata: b\n\ndata: c\n\n');
+    expect(normalize(['no line ends'])).toBe('no line ends');
   });
 });
 

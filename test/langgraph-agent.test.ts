@@ -3,7 +3,9 @@ import { EmptyAdapter } from '../src/adapters/empty.js';
 import { langGraphAgent, langGraphThreadId } from '../src/agents/langgraph.js';
 import { FakeLangGraph } from './support/fake-langgraph.js';
 import { eventually, gatewaysPerTest, runInput, userMessage, type RunningGateway } from './support/harness.js';
-import { TRANSPORTS, textOf } from './support/transports.js';
+import { RUN_SUBSCRIPTION, TRANSPORTS, textOf } from './support/transports.js';
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
 
 // LangGraph Platform through @langchain/langgraph-sdk: assistants, threads, runs.stream, interrupts,
 // state, cancellation.
@@ -144,6 +146,54 @@ describe('failures and aborts', () => {
     await stock.run(g, runInput([userMessage('[stall]')], { agentSession: { agentName: 'chat' }, threadId: THREAD }), { abortOnFirstText: true });
     await eventually(() => platform.cancelled.length > before, 'the LangGraph run to be cancelled');
     expect(platform.cancelled.at(-1)!.threadId).toBe(THREAD);
+  });
+
+  it('reports a cut stream as interrupted, and cancels the run it left behind', async () => {
+    const g = await gateway();
+    const before = platform.cancelled.length;
+    const outcome = await run(g, [userMessage('[cut]')]);
+    expect(outcome.status).toMatchObject({ code: 'Failed', reason: 'MESSAGE_STREAM_INTERRUPTED', details: { code: 'UPSTREAM_STREAM_INTERRUPTED' } });
+    expect(outcome.status.details.description).toContain('agent "chat"');
+    await eventually(() => platform.cancelled.length > before, 'the broken run to be cancelled');
+  });
+
+  it('closes the stream and cancels the run when the graph sends something unreadable', async () => {
+    const g = await gateway();
+    const aborted = platform.abortedRequests;
+    const cancelled = platform.cancelled.length;
+    const outcome = await run(g, [userMessage('[bad-event]')]);
+    expect(outcome.status.details).toMatchObject({ code: 'UPSTREAM_BAD_RESPONSE' });
+    // The graph sends nothing more: only the gateway closing its request ends the stream.
+    await eventually(() => platform.abortedRequests > aborted, 'the stream to be closed');
+    await eventually(() => platform.cancelled.length > cancelled, 'the run to be cancelled');
+  });
+
+  it('keeps URLs out of what the deployment says in an error', async () => {
+    const outcome = await run(await gateway(), [userMessage('[fail=422]')]);
+    expect(outcome.status.details.description).toBe('Agent "chat" rejected the request (HTTP 422): fake failure 422, see <url>');
+  });
+
+  it('does not fail one run because another, sharing its assistant lookup, was abandoned', async () => {
+    platform.searchDelayMs = 150;
+    try {
+      const g = await gateway();
+      const client = createClient({ url: g.wsUrl, webSocketImpl: WebSocket, retryAttempts: 0, lazy: true });
+      const input = (id: string) => ({ data: runInput([userMessage('[tokens=2]')], { agentSession: { agentName: 'chat' }, threadId: `${THREAD.slice(0, -2)}${id}` }) });
+      // The first run is abandoned while the (shared) lookup is still going on.
+      const abandon = client.subscribe({ query: RUN_SUBSCRIPTION, variables: input('01') }, { next: () => {}, error: () => {}, complete: () => {} });
+      const second = (async () => {
+        const events: any[] = [];
+        for await (const result of client.iterate({ query: RUN_SUBSCRIPTION, variables: input('02') })) events.push((result.data as any).copilotRun);
+        return events;
+      })();
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      abandon();
+      const events = await second;
+      expect(events.at(-1)).toMatchObject({ __typename: 'RunFinishedEvent', status: { code: 'Success' } });
+      await client.dispose();
+    } finally {
+      platform.searchDelayMs = 0;
+    }
   });
 
   it('retries a refused run stream and then reports the upstream code', async () => {

@@ -202,6 +202,34 @@ describe('aborts', () => {
   });
 });
 
+describe('error answers that stall', () => {
+  // Headers of an error, then a body that never comes: the status is all there is to go on.
+  const stalledError = (status: number) => (_req: IncomingMessage, res: ServerResponse) => {
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': '100' });
+    res.write('{"det');
+  };
+
+  it('gives up waiting for the body after a moment and reports the status', async () => {
+    handler = stalledError(400);
+    const error = await failure(client.request(call()));
+    expect(error).toMatchObject({ code: 'UPSTREAM_REJECTED', details: { upstreamStatus: 400 } });
+  });
+
+  it('lets the caller\'s abort end the wait', async () => {
+    handler = stalledError(400);
+    const controller = new AbortController();
+    const pending = client.request(call({ signal: controller.signal }));
+    setTimeout(() => controller.abort(new GatewayError('CLIENT_DISCONNECTED', 'gone')), 50);
+    expect(await failure(pending)).toMatchObject({ code: 'CLIENT_DISCONNECTED' });
+  });
+
+  it('does not wait for a declined answer\'s body before retrying', async () => {
+    handler = (req, res, n) => (n === 1 ? stalledError(503)(req, res) : res.end('{"ok":true}'));
+    expect(await client.json(call())).toEqual({ ok: true });
+    expect(calls).toBe(2);
+  });
+});
+
 describe('connections', () => {
   it('reuses one keep-alive connection for calls to the same origin', async () => {
     const own = createServer((req, res) => req.resume().on('end', () => res.end('{}')));

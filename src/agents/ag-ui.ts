@@ -110,13 +110,17 @@ export class AgUiAgentClient implements AgentClient {
         if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
       }
       subscriber.next({ type: HTTP_HEADERS, status: response.status, headers });
+      // @ag-ui/client's SSE parser splits events on "\n\n" only; SSE also allows CRLF and CR line ends.
+      const lines = (headers.get('content-type') ?? '').includes('proto') ? undefined : new LineEndings();
       let stopped = false;
       void (async () => {
         try {
           for await (const chunk of response.body) {
             if (stopped) return;
-            subscriber.next({ type: HTTP_DATA, data: chunk });
+            subscriber.next({ type: HTTP_DATA, data: lines ? lines.normalize(chunk) : chunk });
           }
+          const rest = lines?.end();
+          if (rest) subscriber.next({ type: HTTP_DATA, data: rest });
           subscriber.complete();
         } catch (error) {
           subscriber.error(signal.aborted ? signal.reason : error);
@@ -124,6 +128,7 @@ export class AgUiAgentClient implements AgentClient {
       })();
       return () => {
         stopped = true;
+        response.body.on('error', () => {}); // ending a body nobody reads is not an error
         response.body.destroy();
       };
     });
@@ -195,4 +200,43 @@ function messageIds(request: AgentRequest): string[] {
   return request.messages.flatMap((message) =>
     message.kind === 'result' ? [message.id, `result:${message.actionExecutionId}`] : [message.id],
   );
+}
+
+const CR = 0x0d;
+const LF = 0x0a;
+
+/** Turns CRLF and lone CR line ends into LF across chunks (a CR at a chunk's end waits for the next). */
+export class LineEndings {
+  private pendingCr = false;
+
+  normalize(chunk: Uint8Array): Uint8Array {
+    if (!this.pendingCr && !chunk.includes(CR)) return chunk;
+    const out = new Uint8Array(chunk.length + 1);
+    let length = 0;
+    let start = 0;
+    if (this.pendingCr) {
+      this.pendingCr = false;
+      out[length++] = LF;
+      if (chunk[0] === LF) start = 1; // the CRLF's LF: already written
+    }
+    for (let i = start; i < chunk.length; i++) {
+      const byte = chunk[i];
+      if (byte !== CR) {
+        out[length++] = byte;
+      } else if (i === chunk.length - 1) {
+        this.pendingCr = true;
+      } else {
+        out[length++] = LF;
+        if (chunk[i + 1] === LF) i++;
+      }
+    }
+    return out.subarray(0, length);
+  }
+
+  /** What is left when the stream ends. */
+  end(): Uint8Array | undefined {
+    if (!this.pendingCr) return undefined;
+    this.pendingCr = false;
+    return Uint8Array.of(LF);
+  }
 }

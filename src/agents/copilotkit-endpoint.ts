@@ -126,8 +126,9 @@ export class CopilotKitEndpoint implements AgentSource, ActionSource {
       if (now - this.fetchedAt >= this.ttlMs) this.refresh();
       return;
     }
-    // Never discovered, or failing: try again after a pause that grows with each failure.
-    const pause = this.failures === 0 ? 0 : Math.min(this.ttlMs, 1000 * 2 ** (this.failures - 1));
+    // Never discovered, or failing: try again after a pause that grows with each failure (from
+    // 250 ms to the TTL, and never less than 250 ms, so a dead endpoint is not hammered).
+    const pause = this.failures === 0 ? 0 : Math.max(250, Math.min(this.ttlMs, 250 * 2 ** (this.failures - 1)));
     if (now - this.lastAttemptAt >= pause) this.refresh();
   }
 

@@ -21,10 +21,15 @@ export function agentStreamEnded(agentName: string, what: string): UpstreamError
   return new UpstreamError('UPSTREAM_STREAM_INTERRUPTED', `The stream of agent "${agentName}" ended before ${what}.`, { details: { agentName } });
 }
 
-/** Adds the agent's name to the details of an error about it (the run's status then names the agent). */
+/**
+ * Adds the agent's name to the details of an error about it, so the run's status names the agent.
+ * An error the gateway does not know stays masked ("Unexpected error.", logged in full) but named.
+ */
 export function namingAgent(error: unknown, agentName: string): unknown {
-  if (!(error instanceof GatewayError)) return error;
-  if (error.details?.agentName === agentName || error.code === 'CLIENT_DISCONNECTED' || error.code === 'INTERNAL_SERVER_ERROR') return error;
+  if (!(error instanceof GatewayError)) {
+    return new GatewayError('INTERNAL_SERVER_ERROR', 'Unexpected error.', { cause: error, details: { agentName } });
+  }
+  if (error.details?.agentName === agentName || error.code === 'CLIENT_DISCONNECTED') return error;
   const named = new GatewayError(error.code, error.message, {
     status: error.status,
     severity: error.severity,
@@ -35,7 +40,6 @@ export function namingAgent(error: unknown, agentName: string): unknown {
   named.name = error.name;
   return named;
 }
-
 
 /** An event line as an object, or a bad response naming the agent and the line. */
 export function eventObject(event: unknown, agentName: string, line: number): Record<string, any> {

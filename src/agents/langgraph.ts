@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
 import type { RunWriter } from '../core/writer.js';
 import type { UpstreamClient } from '../upstream/client.js';
-import { upstreamStatusError } from '../upstream/errors.js';
+import { errorCodes, upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
 import type { AgentClient, AgentEntry, AgentRequest, AgentThreadState, LoadStateRequest } from './agent.js';
 import { messagesFromCopilotKitJson } from './copilotkit-messages.js';
 import type { AgentDefinition, AgentDependencies } from './definitions.js';
@@ -70,26 +70,34 @@ export class LangGraphAgentClient implements AgentClient {
 
   async run(request: AgentRequest, out: RunWriter, signal: AbortSignal): Promise<void> {
     const agentName = request.agentName;
-    const client = await this.sdk(request, 'run');
     const threadId = langGraphThreadId(request.threadId);
+    // The run's own stream: closed when the run ends for any reason, the caller's abort included.
+    const stream = new AbortController();
+    const onAbort = () => stream.abort(signal.reason);
+    if (signal.aborted) stream.abort(signal.reason);
+    else signal.addEventListener('abort', onAbort, { once: true });
+    let client: SdkClient | undefined;
     let runId: string | undefined;
+    let completed = false;
+    let graphFailed = false;
     try {
-      const assistantId = await this.assistantId(client, agentName, signal);
+      client = await this.sdk(request, 'run');
+      const assistantId = await raceAbort(this.assistantId(agentName, request.logger), stream.signal);
       await client.threads.create({ threadId, ifExists: 'do_nothing', graphId: this.options.graphId, signal });
       const thread = await client.threads.getState(threadId, undefined, { signal });
       const payload = this.payload(request, thread as ThreadStateLike);
       const interpreter = new LangGraphEventInterpreter(out, agentName, request.logger);
       const sync = new StateSync(out, agentName, request.threadId, interpreter);
-      const stream = client.runs.stream(threadId, assistantId, {
+      const chunks = client.runs.stream(threadId, assistantId, {
         ...payload,
         streamMode: ['events', 'values', 'updates'],
-        signal,
+        signal: stream.signal,
         onRunCreated: (run) => {
           runId = run.run_id;
         },
       });
       let line = 0;
-      for await (const chunk of stream as AsyncIterable<{ event: string; data: any }>) {
+      for await (const chunk of chunks as AsyncIterable<{ event: string; data: any }>) {
         line++;
         const mode = chunk.event.split('|')[0];
         switch (mode) {
@@ -107,23 +115,31 @@ export class LangGraphAgentClient implements AgentClient {
             sync.interrupts(chunk.data?.__interrupt__);
             break;
           case 'error':
+            graphFailed = true;
             throw agentError(agentName, errorMessage(chunk.data));
           default:
             break;
         }
       }
+      signal.throwIfAborted(); // the SDK ends a stream quietly when its signal aborts
+      completed = true;
       interpreter.finish();
-      const final = (await client.threads.getState(threadId, undefined, { signal })) as ThreadStateLike;
+      const final = (await client.threads.getState(threadId, undefined, { signal: stream.signal })) as ThreadStateLike;
       sync.finish(final);
     } catch (error) {
-      if (signal.aborted && runId) this.cancel(client, threadId, runId, request.logger);
+      // A run that did not finish on the deployment (the client left, its stream broke, its output
+      // could not be read) is cancelled there; one the graph itself failed has ended already.
+      if (client && runId && !completed && !graphFailed) this.cancel(client, threadId, runId, request.logger);
       throw namingAgent(sdkError(error, agentName, signal), agentName);
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      stream.abort(new Error('The LangGraph run has ended.'));
     }
   }
 
   async loadState(request: LoadStateRequest, signal: AbortSignal): Promise<AgentThreadState> {
-    const client = await this.sdk(request, 'state');
     try {
+      const client = await this.sdk(request, 'state');
       const state = (await client.threads.getState(langGraphThreadId(request.threadId), undefined, { signal })) as ThreadStateLike;
       const values = objectOf(state.values);
       if (Object.keys(values).length === 0) return { threadExists: false, state: {}, messages: [] };
@@ -151,9 +167,14 @@ export class LangGraphAgentClient implements AgentClient {
     });
   }
 
-  /** The graph's assistant, looked up once (again after a failure). */
-  private assistantId(client: SdkClient, agentName: string, signal: AbortSignal): Promise<string> {
-    this.assistant ??= client.assistants.search({ graphId: this.options.graphId, limit: 1, signal }).then((found) => {
+  /**
+   * The graph's assistant, looked up once (again after a failure). The lookup is shared by every
+   * run, so it is the gateway's own call: server headers only, its own time limit, no caller's signal.
+   */
+  private assistantId(agentName: string, logger: Logger): Promise<string> {
+    this.assistant ??= this.sdk({ properties: {}, agentName, logger }, 'assistants/search')
+      .then((client) => client.assistants.search({ graphId: this.options.graphId, limit: 1, signal: AbortSignal.timeout(this.settings.policy.totalTimeoutMs) }))
+      .then((found) => {
       const id = found[0]?.assistant_id;
       if (!id) {
         throw new UpstreamError('UPSTREAM_REJECTED', `The LangGraph deployment of agent "${agentName}" has no assistant for graph "${this.options.graphId}".`, {
@@ -161,7 +182,7 @@ export class LangGraphAgentClient implements AgentClient {
         });
       }
       return id;
-    });
+      });
     this.assistant.catch(() => {
       this.assistant = undefined;
     });
@@ -298,10 +319,25 @@ export function langGraphThreadId(threadId: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
-/** What the SDK's errors mean: a status answer after the retries, or a stream that cannot be read. */
+/** Waits for `promise`, or rejects with the signal's reason as soon as it aborts. */
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  let onAbort!: () => void;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return Promise.race([promise, aborted]).finally(() => signal.removeEventListener('abort', onAbort));
+}
+
+/** What the SDK's errors mean: a status answer after the retries, a broken stream, or one that cannot be read. */
 function sdkError(error: unknown, agentName: string, signal: AbortSignal): unknown {
   if (signal.aborted) return signal.reason;
   if (error instanceof GatewayError) return error;
+  // A body that broke off after the answer had started (undici's fetch says "terminated").
+  if (errorCodes(error).length > 0 || (error instanceof TypeError && error.message === 'terminated')) {
+    return upstreamNetworkError(who(agentName), error, 'stream');
+  }
   const status = (error as { status?: unknown })?.status;
   if (typeof status === 'number') {
     const text = (error as { text?: unknown }).text;

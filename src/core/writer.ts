@@ -28,7 +28,7 @@ export interface ModelOutput {
 export interface RunWriter extends ModelOutput {
   /**
    * The result of an action call (executed by the gateway or by the agent itself). The call must
-   * not be open; a second result for the same call is refused.
+   * not be open; a second result for the same call is ignored.
    */
   actionResult(actionExecutionId: string, actionName: string, result: string): void;
   /** A snapshot of an agent's whole state. */

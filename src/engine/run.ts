@@ -180,6 +180,10 @@ export class Run implements RunHandle, RunWriter {
     idleTimer = setTimeout(check, idleTimeoutMs);
     try {
       await Promise.race([Promise.resolve().then(() => call(child.signal)), aborted]);
+    } catch (error) {
+      // The call failed: whatever it still has going (a stream, a request) is told to stop.
+      child.abort(signal.aborted ? signal.reason : error);
+      throw error;
     } finally {
       clearTimeout(idleTimer);
       signal.removeEventListener('abort', onAbort);
@@ -234,7 +238,11 @@ export class Run implements RunHandle, RunWriter {
   actionResult(actionExecutionId: string, actionName: string, result: string): void {
     this.assertWritable();
     if (this.openCalls.has(actionExecutionId)) throw new Error(`Action execution "${actionExecutionId}" is still open.`);
-    if (this.results.has(actionExecutionId)) throw new Error(`Action execution "${actionExecutionId}" already has a result.`);
+    if (this.results.has(actionExecutionId)) {
+      // An agent repeating a result it was given (or the gateway executed) changes nothing.
+      this.logger.debug({ actionExecutionId, actionName }, 'a second result for an action call was ignored');
+      return;
+    }
     this.results.add(actionExecutionId);
     this.emit({ type: 'ActionExecutionResult', messageId: `result-${actionExecutionId}`, actionExecutionId, actionName, result });
   }

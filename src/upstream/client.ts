@@ -42,6 +42,8 @@ export interface UpstreamClientOptions {
 class AttemptTimeout extends Error {}
 
 const MAX_ERROR_BODY_BYTES = 8 * 1024;
+/** How long an error answer's body is waited for; the status alone is enough to go on. */
+const ERROR_BODY_WAIT_MS = 2_000;
 const MAX_JSON_BODY_BYTES = 16 * 1024 * 1024;
 
 /**
@@ -83,12 +85,14 @@ export class UpstreamClient {
       return {
         status: response.statusCode,
         retryAfter: header(response.headers['retry-after']),
-        discard: () => response.body.dump().catch(() => {}),
+        // Not read to the end: a declined answer's body could stall; the connection is given up.
+        discard: () => destroyQuietly(response.body),
         value: response,
       };
     });
     if (response.statusCode < 200 || response.statusCode > 299) {
-      const detail = await readErrorDetail(response.body);
+      const detail = await readErrorDetail(response.body, ERROR_BODY_WAIT_MS);
+      call.signal.throwIfAborted();
       const retryAfterMs = parseRetryAfter(header(response.headers['retry-after']));
       call.logger.warn({ upstream: call.who, status: response.statusCode, attempts, detail }, 'upstream answered with an error');
       throw upstreamStatusError(call.who, response.statusCode, {
@@ -103,11 +107,10 @@ export class UpstreamClient {
 
   /** Sends the call and parses its whole (JSON) answer within the call's total timeout. */
   async json<T = unknown>(call: UpstreamCall): Promise<T> {
-    const deadline = AbortSignal.timeout(call.policy.totalTimeoutMs);
     const controller = new AbortController();
-    const onAbort = () => controller.abort(call.signal.aborted ? call.signal.reason : new AttemptTimeout());
+    const onAbort = () => controller.abort(call.signal.reason);
     call.signal.addEventListener('abort', onAbort, { once: true });
-    deadline.addEventListener('abort', onAbort, { once: true });
+    const deadline = setTimeout(() => controller.abort(new AttemptTimeout()), call.policy.totalTimeoutMs);
     try {
       const response = await this.request({ ...call, signal: controller.signal });
       const text = await readAll(response.body, MAX_JSON_BODY_BYTES, call);
@@ -124,7 +127,7 @@ export class UpstreamClient {
       throw error;
     } finally {
       call.signal.removeEventListener('abort', onAbort);
-      deadline.removeEventListener('abort', onAbort);
+      clearTimeout(deadline);
     }
   }
 
@@ -143,8 +146,8 @@ export class UpstreamClient {
         return {
           status: response.status,
           retryAfter: response.headers.get('retry-after') ?? undefined,
-          discard: async () => {
-            await response.body?.cancel().catch(() => {});
+          discard: () => {
+            response.body?.cancel().catch(() => {});
           },
           value: response,
         };
@@ -153,15 +156,20 @@ export class UpstreamClient {
     }) as typeof fetch;
   }
 
-  async close(): Promise<void> {
-    await this.dispatcher.close();
+  /** Closes the pool: calls still going get a moment to finish, then their connections are cut. */
+  async close(graceMs = 1_000): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const closed = this.dispatcher.close();
+    const late = await Promise.race([closed.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), graceMs)))]);
+    clearTimeout(timer);
+    if (late) await this.dispatcher.destroy();
   }
 }
 
 interface Attempt<T> {
   status: number;
   retryAfter: string | undefined;
-  discard: () => Promise<void>;
+  discard: () => void;
   value: T;
 }
 
@@ -202,15 +210,16 @@ async function retrying<T>(
       continue;
     }
     clearTimeout(timer);
+    // The caller's abort stays linked to the answer: to its streamed body, and to an error body,
+    // which a stalled upstream could otherwise hold open for ever.
     if (!policy.retryStatuses.includes(result.status) || retry >= policy.maxRetries) {
-      if (result.status < 200 || result.status > 299) signal.removeEventListener('abort', onAbort);
       return { response: result.value, attempts: retry + 1 };
     }
     const retryAfter = parseRetryAfter(result.retryAfter);
     const wait = retryAfter !== undefined ? Math.min(retryAfter, policy.maxRetryAfterMs) : backoffDelay(policy, retry);
     if (Date.now() + wait >= deadline) return { response: result.value, attempts: retry + 1 };
     signal.removeEventListener('abort', onAbort);
-    await result.discard();
+    result.discard();
     logger.info({ upstream: who, attempt: retry + 1, status: result.status, waitMs: wait }, 'upstream declined the call; retrying');
     await abortableDelay(wait, signal);
   }
@@ -246,18 +255,23 @@ async function readAll(body: AsyncIterable<Uint8Array>, limit: number, call: Ups
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** A short explanation from an error body: `{"error": "…"}`, `{"error": {"message"}}`, `{"detail"}`, `{"message"}` or text. */
-async function readErrorDetail(body: Readable): Promise<string | undefined> {
+/**
+ * A short explanation from an error body (`{"error": "…"}`, `{"error": {"message"}}`, `{"detail"}`,
+ * `{"message"}` or text), read for at most `waitMs`; the body is always destroyed after.
+ */
+async function readErrorDetail(body: Readable, waitMs: number): Promise<string | undefined> {
   let text = '';
+  const timer = setTimeout(() => destroyQuietly(body), waitMs);
   try {
     for await (const chunk of body) {
       text += String(chunk);
       if (text.length > MAX_ERROR_BODY_BYTES) break;
     }
   } catch {
-    return undefined;
+    // Cut off (the wait is over, the caller went away): what arrived may still explain.
   } finally {
-    body.destroy();
+    clearTimeout(timer);
+    destroyQuietly(body);
   }
   const trimmed = text.trim();
   if (!trimmed) return undefined;
@@ -269,8 +283,13 @@ async function readErrorDetail(body: Readable): Promise<string | undefined> {
     // Not JSON: the text itself.
   }
   if (typeof detail !== 'string') detail = JSON.stringify(detail);
-  // Never pass an address on: an upstream's text may name its own or another service's URL.
-  return (detail as string).replace(/\b(?:https?|wss?):\/\/\S+/gi, '<url>').slice(0, 300);
+  return (detail as string).slice(0, 1000);
+}
+
+/** Ends a body nobody will read; undici reports that as an error event, which must not go unheard. */
+function destroyQuietly(body: Readable): void {
+  body.on('error', () => {});
+  body.destroy();
 }
 
 function header(value: string | string[] | undefined): string | undefined {

@@ -32,7 +32,7 @@ export function upstreamStatusError(who: string, status: number, options: Status
   const code = codeForStatus(status);
   const details: Record<string, unknown> = { upstreamStatus: status };
   if (options.retryAfterSeconds !== undefined) details.retryAfterSeconds = options.retryAfterSeconds;
-  const detail = options.detail && code !== 'UPSTREAM_AUTHENTICATION_FAILED' ? `: ${truncate(options.detail, 300)}` : '.';
+  const detail = options.detail && code !== 'UPSTREAM_AUTHENTICATION_FAILED' ? `: ${truncate(withoutUrls(options.detail), 300)}` : '.';
   const hint = options.hint ? ` ${options.hint}` : '';
   const what = {
     UPSTREAM_AUTHENTICATION_FAILED: `refused the credentials (HTTP ${status})`,
@@ -102,6 +102,11 @@ const DESCRIPTIONS: Record<string, string> = {
 function describeNetworkError(error: unknown): string {
   for (const code of errorCodes(error)) if (DESCRIPTIONS[code]) return DESCRIPTIONS[code];
   return 'network error';
+}
+
+/** Never pass an address on: an upstream's text may name its own or another service's URL. */
+function withoutUrls(text: string): string {
+  return text.replace(/\b(?:https?|wss?):\/\/\S+/gi, '<url>');
 }
 
 function truncate(text: string, max: number): string {

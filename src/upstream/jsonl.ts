@@ -36,9 +36,11 @@ export async function* readJsonLines(body: AsyncIterable<Uint8Array>, who: strin
   }
 
   for await (const chunk of body) {
+    // The part already buffered has no newline: only the new text is searched (a long line stays linear).
+    const searchFrom = buffer.length;
     buffer += decoder.decode(chunk, { stream: true });
     let start = 0;
-    for (let newline = buffer.indexOf('\n'); newline !== -1; newline = buffer.indexOf('\n', start)) {
+    for (let newline = buffer.indexOf('\n', searchFrom); newline !== -1; newline = buffer.indexOf('\n', start)) {
       const line = parse(buffer.slice(start, newline));
       start = newline + 1;
       if (line) yield line;

@@ -10,6 +10,7 @@ import { close, listen } from './loopback.js';
  * @ag-ui/encoder, AG-UI's own encoder. It answers the directives shared by every fake (see
  * upstreams.ts) plus:
  *   [chunks]            text as TEXT_MESSAGE_CHUNK events
+ *   [crlf]              SSE with CRLF line ends
  *   [no-finish]         end the stream without RUN_FINISHED
  *   [cut]               cut the connection in the middle of an event
  *   [bad-event]         a TEXT_MESSAGE_CONTENT without its delta
@@ -75,7 +76,9 @@ export class FakeAgUiAgent {
     });
     res.writeHead(200, { 'content-type': encoder.getContentType(), 'cache-control': 'no-cache' });
     const send = (event: Record<string, unknown>) => {
-      if (!res.destroyed) res.write(encoder.encode(event as unknown as BaseEvent));
+      const encoded = encoder.encode(event as unknown as BaseEvent);
+      // [crlf]: SSE with CRLF line ends, as servers built on sse-starlette write it.
+      if (!res.destroyed) res.write(has('crlf') && typeof encoded === 'string' ? encoded.replace(/\n/g, '\r\n') : encoded);
     };
     const end = () => {
       finished = true;

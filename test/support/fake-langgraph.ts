@@ -9,7 +9,8 @@ import { close, listen } from './loopback.js';
  * `values`, `updates`, `error` and `end` events, as the Python server sends them, some values
  * pretty-printed over several `data:` lines as the JS server does) and
  * `POST /threads/{id}/runs/{run_id}/cancel`. Graph "chat" answers the shared directives (see
- * upstreams.ts) plus [copilotkit-interrupt] (an interrupt made with CopilotKit's Python SDK).
+ * upstreams.ts) plus [copilotkit-interrupt] (an interrupt made with CopilotKit's Python SDK), [cut] (the
+ * connection cut after a token) and [bad-event] (an event the gateway cannot read, then silence).
  * A run resumed with `command.resume` answers "Resumed with: <resume>" (JSON unless a string); a tool message
  * last, "Tool result received: <content>".
  */
@@ -19,6 +20,8 @@ export class FakeLangGraph {
   readonly cancelled: { threadId: string; runId: string }[] = [];
   readonly calls: string[] = [];
   abortedRequests = 0;
+  /** How long assistant lookups take. */
+  searchDelayMs = 0;
   private server: Server;
   url = '';
 
@@ -45,6 +48,7 @@ export class FakeLangGraph {
     let match: RegExpMatchArray | null;
 
     if (req.method === 'POST' && path === '/assistants/search') {
+      if (this.searchDelayMs) await new Promise((resolve) => setTimeout(resolve, this.searchDelayMs));
       return json(res, body.graph_id === 'chat' ? [{ assistant_id: 'asst-chat', graph_id: 'chat', name: 'chat', config: {}, metadata: {}, version: 1 }] : []);
     }
     if (req.method === 'POST' && path === '/threads') {
@@ -87,7 +91,9 @@ export class FakeLangGraph {
     const resume = body.command?.resume;
 
     const fail = directive('fail');
-    if (fail && resume === undefined && messages.at(-1)?.type !== 'tool') return json(res, { detail: `fake failure ${fail}` }, Number(fail));
+    if (fail && resume === undefined && messages.at(-1)?.type !== 'tool') {
+      return json(res, { detail: `fake failure ${fail}, see https://internal.example:8123/docs` }, Number(fail));
+    }
 
     const runId = randomUUID();
     let finished = false;
@@ -128,6 +134,16 @@ export class FakeLangGraph {
       aiText(`Tool result received: ${messages.at(-1).content}`);
     } else if (has('stall')) {
       aiText('tok0 ', ['tok0 '], true);
+      return;
+    } else if (has('cut')) {
+      aiText('tok0 ', ['tok0 '], true);
+      finished = true;
+      setTimeout(() => res.socket?.destroy(), 20);
+      return;
+    } else if (has('bad-event')) {
+      aiText('tok0 ', ['tok0 '], true);
+      // A tool call emitted without a name: the gateway cannot read it, and the graph goes on running.
+      send('events', { event: 'on_custom_event', name: 'copilotkit_manually_emit_tool_call', metadata, data: { id: 'x', args: {} } });
       return;
     } else if (has('agent-error')) {
       aiText('Working on it. ');

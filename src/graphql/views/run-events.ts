@@ -37,7 +37,7 @@ export class RunEventStream implements AsyncIterableIterator<SequencedEvent> {
       const merged = merge(last, event, this.lastIsOwn);
       if (merged) {
         this.buffer[this.buffer.length - 1] = merged;
-        this.lastIsOwn = true;
+        this.lastIsOwn = merged !== event; // a copy of this view's, not the run's shared event
         return;
       }
     }
@@ -86,9 +86,12 @@ export class RunEventStream implements AsyncIterableIterator<SequencedEvent> {
 
 /**
  * The merge of a chunk event into the queued chunk event before it, when both are chunks of the same
- * message; undefined otherwise. `own` says whether `last` is already this view's copy.
+ * message, or of an agent state snapshot into the queued snapshot of the same agent before it (each
+ * carries the whole state, so the later one says everything); undefined otherwise. `own` says
+ * whether `last` is already this view's copy.
  */
 function merge(last: SequencedEvent, event: SequencedEvent, own: boolean): SequencedEvent | undefined {
+  if (last.type === 'AgentStateMessage' && event.type === 'AgentStateMessage' && last.agentName === event.agentName) return event;
   if (last.type === 'TextMessageContent' && event.type === 'TextMessageContent' && last.messageId === event.messageId) {
     if (own) {
       const copy = last as { content: string; sequence: number };
