@@ -7,6 +7,8 @@ import { build } from 'esbuild';
 import { pino } from 'pino';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
+import { agUiAgent } from '../src/agents/ag-ui.js';
+import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { eventually, startGateway, type RunningGateway } from './support/harness.js';
 
@@ -21,6 +23,7 @@ if (!available && process.env.CI === 'true') {
 if (!available) console.warn(`Skipping the browser tests: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH).`);
 
 const fake = new FakeOpenAI();
+const agent = new FakeAgUiAgent();
 const logs: any[] = [];
 let gateway: RunningGateway;
 let pageServer: Server;
@@ -30,11 +33,13 @@ let browser: Browser;
 beforeAll(async () => {
   if (!available) return;
   const baseURL = await fake.start();
+  const agentUrl = await agent.start();
   const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
   gateway = await startGateway({
     logger,
     adapter: new OpenAIAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0 }),
     actions: [{ name: 'sayHello', description: 'Greets someone.', handler: ({ message }: { message: string }) => `Hello, ${message}!` }],
+    agents: { researcher: agUiAgent({ url: agentUrl, description: 'Researches.' }) },
   });
 
   const bundle = await build({
@@ -57,7 +62,9 @@ beforeAll(async () => {
       return;
     }
     res.writeHead(200, { 'content-type': 'text/html' });
-    res.end(`<!doctype html><html><body><div id="root"></div><script>window.RUNTIME_URL=${JSON.stringify(runtimeUrl)}</script><script src="/app.js"></script></body></html>`);
+    const agentName = new URL(req.url ?? '/', 'http://page').searchParams.get('agent');
+    const settings = `window.RUNTIME_URL=${JSON.stringify(runtimeUrl)};${agentName ? `window.AGENT=${JSON.stringify(agentName)};` : ''}`;
+    res.end(`<!doctype html><html><body><div id="root"></div><script>${settings}</script><script src="/app.js"></script></body></html>`);
   });
   await new Promise<void>((resolve) => pageServer.listen(0, '127.0.0.1', resolve));
   pageOrigin = `http://127.0.0.1:${(pageServer.address() as AddressInfo).port}`;
@@ -73,13 +80,14 @@ afterAll(async () => {
   await gateway?.close();
   await new Promise((resolve) => pageServer?.close(resolve));
   await fake.stop();
+  await agent.stop();
 });
 
-async function openChat(): Promise<{ page: Page; errors: string[] }> {
+async function openChat(query = ''): Promise<{ page: Page; errors: string[] }> {
   const page = await browser.newPage();
   const errors: string[] = [];
   page.on('pageerror', (error) => errors.push(error.message));
-  await page.goto(pageOrigin);
+  await page.goto(`${pageOrigin}/${query}`);
   await page.waitForSelector('textarea');
   return { page, errors };
 }
@@ -129,6 +137,19 @@ async function assistantText(page: Page): Promise<string> {
     expect(fake.requests.length - before).toBe(2); // the call and its continuation, one gateway run
     expect(errors).toEqual([]);
     if (process.env.SCREENSHOT_DIR) await page.screenshot({ path: `${process.env.SCREENSHOT_DIR}/chat.png` });
+    await page.close();
+  }, 30_000);
+
+  it('talks to the agent the app names, showing its text and its state through useCoAgent', async () => {
+    const { page, errors } = await openChat('?agent=researcher');
+    const before = agent.requests.length;
+    await send(page, 'research [state]');
+    await page.waitForFunction(() => document.body.innerText.includes('State updated.'), undefined, { timeout: 15_000 });
+    await page.waitForFunction(() => document.getElementById('agent-state')?.textContent === '{"step":2}', undefined, { timeout: 15_000 });
+    expect(agent.requests.length - before).toBe(1);
+    expect(agent.lastInput.messages.at(-1)).toMatchObject({ role: 'user', content: 'research [state]' });
+    expect(errors).toEqual([]);
+    if (process.env.SCREENSHOT_DIR) await page.screenshot({ path: `${process.env.SCREENSHOT_DIR}/agent.png` });
     await page.close();
   }, 30_000);
 });

@@ -1,12 +1,15 @@
 // A minimal CopilotKit 1.10.6 app, as a customer would write it: the provider pointed at the
-// gateway on another origin, the stock chat UI, and one frontend action.
-import { CopilotKit, useCopilotAction } from '@copilotkit/react-core';
+// gateway on another origin, the stock chat UI, one frontend action, and (with ?agent=name) an
+// agent whose state the page shows.
+import { CopilotKit, useCoAgent, useCopilotAction } from '@copilotkit/react-core';
 import { CopilotChat } from '@copilotkit/react-ui';
 import { createRoot } from 'react-dom/client';
 
 declare global {
   interface Window {
     RUNTIME_URL: string;
+    /** Set when the page talks to an agent rather than the model. */
+    AGENT?: string;
     alerts: string[];
   }
 }
@@ -25,9 +28,16 @@ function Actions() {
   return null;
 }
 
+/** The agent's shared state, as a page shows it with CopilotKit's coagent hook. */
+function AgentState({ name }: { name: string }) {
+  const { state } = useCoAgent<Record<string, unknown>>({ name });
+  return <pre id="agent-state">{JSON.stringify(state ?? {})}</pre>;
+}
+
 createRoot(document.getElementById('root')!).render(
-  <CopilotKit runtimeUrl={window.RUNTIME_URL} credentials="include" showDevConsole={false}>
+  <CopilotKit runtimeUrl={window.RUNTIME_URL} credentials="include" showDevConsole={false} agent={window.AGENT}>
     <Actions />
+    {window.AGENT ? <AgentState name={window.AGENT} /> : null}
     <CopilotChat />
   </CopilotKit>,
 );
