@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { EmptyAdapter } from '../src/adapters/empty.js';
 import { LineEndings, agUiAgent } from '../src/agents/ag-ui.js';
 import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';
-import { gatewaysPerTest, runInput, userMessage, type RunningGateway } from './support/harness.js';
+import { eventually, gatewaysPerTest, runInput, userMessage, type RunningGateway } from './support/harness.js';
 import { TRANSPORTS, textOf } from './support/transports.js';
 
 // AG-UI agents: the RunAgentInput the gateway sends, and every kind of event it reads back.
@@ -99,6 +99,18 @@ describe('AG-UI events', () => {
     expect(outcome.messages.filter((m) => m.type === 'text').map((m: any) => m.content)).toEqual(['Streamed. ', 'Never streamed.']);
   });
 
+  it('applies a state delta to the whole state it holds', async () => {
+    const outcome = await run(await gateway(), '[delta]');
+    const states = outcome.messages.filter((m) => m.type === 'state').map((m: any) => m.state);
+    expect(states.slice(0, 2)).toEqual([{ step: 1, topic: 'ai' }, { step: 2, topic: 'ai', notes: ['a'] }]);
+  });
+
+  it('names the node of a step in the agent\'s state', async () => {
+    const outcome = await run(await gateway(), '[steps]');
+    const states = outcome.messages.filter((m) => m.type === 'state') as any[];
+    expect(states.find((m) => m.state.step === 1)).toMatchObject({ nodeName: 'planning', active: true });
+  });
+
   it('reads SSE with CRLF line ends', async () => {
     const outcome = await run(await gateway(), '[crlf] [tokens=3]');
     expect(outcome.status.code).toBe('Success');
@@ -176,8 +188,10 @@ describe('AG-UI failures', () => {
     }
   });
 
-  it('fails a run on an event that does not follow the AG-UI schema, naming the agent', async () => {
+  it('fails a run on an event that does not follow the AG-UI schema, naming the agent, and closes the stream', async () => {
+    const aborted = agent.abortedRequests;
     const outcome = await run(await gateway(), '[bad-event]');
+    await eventually(() => agent.abortedRequests > aborted, 'the stream to be closed');
     expect(outcome.status.details.code).toBe('UPSTREAM_BAD_RESPONSE');
     expect(outcome.status.details.description).toMatch(/^Agent "researcher" sent a TEXT_MESSAGE_CONTENT event that does not follow the AG-UI schema \(delta: /);
   });
@@ -215,6 +229,28 @@ describe('line ends', () => {
   it('turns CRLF and lone CR into LF, also across chunks', () => {
     expect(normalize(['data: a\r\n\r\n', 'data: b\r', '\n\r', '\ndata: c\r\r'])).toBe('data: a\n\ndata: b\n\ndata: c\n\n');
     expect(normalize(['no line ends'])).toBe('no line ends');
+  });
+});
+
+describe('headers', () => {
+  it('sends configured and hook headers, and a client\'s authorization only when forwarding is on', async () => {
+    const g = await gateway({
+      agents: {
+        researcher: agUiAgent({
+          url: agentUrl,
+          forwardAuthorization: true,
+          headers: { 'x-team': 'blue' },
+          onBeforeRequest: ({ agentName, threadId }) => ({ headers: { 'x-agent': `${agentName}:${threadId}` } }),
+        }),
+        other: agUiAgent({ url: agentUrl }),
+      },
+    });
+    await run(g, '[tokens=1]', {}, { authorization: 'user-token' });
+    expect(agent.requests.at(-1)!.headers).toMatchObject({ authorization: 'Bearer user-token', 'x-team': 'blue', 'x-agent': 'researcher:thread-agui' });
+    expect(agent.lastInput.forwardedProps).toMatchObject({ authorization: 'user-token' });
+    await stock.run(g, runInput([userMessage('[tokens=1]')], { agentSession: { agentName: 'other' } }), { properties: { authorization: 'user-token' } });
+    expect(agent.requests.at(-1)!.headers.authorization).toBeUndefined();
+    expect(JSON.stringify(agent.lastInput)).not.toContain('user-token');
   });
 });
 

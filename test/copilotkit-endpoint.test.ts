@@ -176,11 +176,38 @@ describe.each(['crewAgent', 'graphAgent'])('the %s dialect', (agentName) => {
   });
 });
 
+describe('the langgraph dialect\'s CopilotKit events', () => {
+  it('shows a message and a tool call emitted by hand', async () => {
+    const outcome = await runAgent(await gateway(), 'graphAgent', '[manual]');
+    expect(outcome.messages).toEqual([
+      expect.objectContaining({ type: 'text', id: 'manual-1', content: 'Emitted by hand.', status: 'Success' }),
+      expect.objectContaining({ type: 'action', id: 'manual-call', name: 'showAlert', args: '{"message":"hand"}' }),
+    ]);
+  });
+
+  it('keeps back output the graph marks copilotkit:emit-messages or emit-tool-calls false', async () => {
+    const outcome = await runAgent(await gateway(), 'graphAgent', '[hidden]');
+    expect(outcome.messages).toEqual([expect.objectContaining({ type: 'text', content: 'Visible answer.' })]);
+  });
+
+  it('passes a plain on_interrupt on as a LangGraphInterruptEvent', async () => {
+    const outcome = await runAgent(await gateway(), 'graphAgent', '[plain-interrupt]');
+    expect(outcome.metaEvents).toEqual([{ name: 'LangGraphInterruptEvent', value: 'plain approve?' }]);
+  });
+});
+
 describe('what the endpoint is sent', () => {
   it('sends the reference runtime\'s body: conversation, state and config, tools without the agent, interrupt answers', async () => {
     const g = await gateway({ actions: [{ name: 'localLookup', description: 'Looks up.', handler: () => 'x' }] });
     await runAgent(g, 'crewAgent', 'hello', {
-      frontend: { actions: [{ name: 'showAlert', description: 'Alerts.', jsonSchema: '{"type":"object","properties":{}}' }], url: 'http://localhost:3000/' },
+      frontend: {
+        actions: [
+          { name: 'showAlert', description: 'Alerts.', jsonSchema: '{"type":"object","properties":{}}' },
+          // A frontend action named like the agent is never offered to the agent itself.
+          { name: 'crewAgent', description: 'Same name.', jsonSchema: '{"type":"object","properties":{}}' },
+        ],
+        url: 'http://localhost:3000/',
+      },
       agentStates: [{ agentName: 'crewAgent', state: '{"count":1}', config: '{"configurable":{"model":"x"}}' }, { agentName: 'other', state: '{"no":1}' }],
       agentSession: { agentName: 'crewAgent', nodeName: 'review' },
     });
@@ -195,7 +222,7 @@ describe('what the endpoint is sent', () => {
       metaEvents: [],
     });
     expect(body.messages).toEqual([expect.objectContaining({ type: 'TextMessage', role: 'user', content: 'hello' })]);
-    expect(body.actions.map((a: any) => a.name).sort()).toEqual(['localLookup', 'remoteAdd', 'remoteFail', 'remoteNull', 'remoteObject', 'remoteText', 'showAlert']);
+    expect(body.actions.map((a: any) => a.name).sort()).toEqual(['localLookup', 'remoteAdd', 'remoteBool', 'remoteFail', 'remoteNull', 'remoteObject', 'remoteText', 'showAlert']);
     expect(body.actions.find((a: any) => a.name === 'remoteAdd').parameters).toEqual({
       type: 'object',
       properties: { a: { type: 'number' }, b: { type: 'number' } },
@@ -283,6 +310,7 @@ describe('remote actions', () => {
     ['remoteObject', '{}', '{"ok":true,"tenant":"acme"}'],
     ['remoteNull', '{}', 'null'],
     ['remoteText', '{"text":"hi"}', 'text: hi'],
+    ['remoteBool', '{}', 'true'],
   ])('executes %s for the model and turns any JSON result into the result string', async (name, args, expected) => {
     const g = await gateway();
     const outcome = await stock.run(g, runInput([userMessage(`[tool=${name}] [toolargs=${args}]`)]), { properties: { tenant: 'acme' } });
@@ -316,6 +344,22 @@ describe('agent runs', () => {
       expect.objectContaining({ type: 'ActionExecutionMessage', name: 'lookupOrder', arguments: { id: 'A1' } }),
       expect.objectContaining({ type: 'ResultMessage', actionName: 'lookupOrder', result: '{"id":"A1","status":"shipped"}' }),
     ]);
+  });
+
+  it('ends a call the agent left open before executing it', async () => {
+    const g = await gateway({ actions: [{ name: 'lookupOrder', description: 'Looks up an order.', handler: () => 'found' }] });
+    const outcome = await runAgent(g, 'crewAgent', '[server-tool=lookupOrder] [open-call]');
+    expect(outcome.status.code).toBe('Success');
+    expect(outcome.messages.find((m) => m.type === 'action')).toMatchObject({ name: 'lookupOrder', status: 'Success' });
+    expect(textOf(outcome)).toBe('Tool result received: found');
+  });
+
+  it('sends interrupt answers with the first call only, not with the calls that carry results', async () => {
+    const g = await gateway({ actions: [{ name: 'lookupOrder', description: 'Looks up an order.', handler: () => 'found' }] });
+    const before = endpoint.calls('/agents/execute');
+    await runAgent(g, 'crewAgent', '[server-tool=lookupOrder]', { metaEvents: [{ name: 'LangGraphInterruptEvent', value: 'approve?', response: 'yes' }] });
+    const bodies = endpoint.requests.filter((r) => r.path === '/agents/execute').slice(before).map((r) => r.body);
+    expect(bodies.map((body) => body.metaEvents)).toEqual([[{ name: 'LangGraphInterruptEvent', value: 'approve?', response: 'yes' }], []]);
   });
 
   it('passes on results of the agent\'s own tools', async () => {
@@ -375,6 +419,12 @@ describe('loadAgentState', () => {
     const g = await gateway();
     const body = await graphql(g, LOAD, { data: { threadId: 'thread-new', agentName: 'graphAgent' } });
     expect(body.data.loadAgentState).toEqual({ threadId: 'thread-new', threadExists: false, state: '{}', messages: '[]' });
+  });
+
+  it('answers threadExists false when the endpoint does not know the thread (404)', async () => {
+    const g = await gateway();
+    const body = await graphql(g, LOAD, { data: { threadId: 'thread-404', agentName: 'crewAgent' } });
+    expect(body.data.loadAgentState).toEqual({ threadId: 'thread-404', threadExists: false, state: '{}', messages: '[]' });
   });
 
   it('says clearly when the agent does not exist', async () => {

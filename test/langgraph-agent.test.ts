@@ -106,6 +106,17 @@ describe('a LangGraph run', () => {
   });
 });
 
+describe('headers', () => {
+  it('sends the API key, hook headers, and a client\'s authorization when forwarding is on', async () => {
+    const g = await gateway({ forwardAuthorization: true, onBeforeRequest: ({ call }: { call: string }) => ({ headers: { 'x-call': call } }) });
+    await run(g, [userMessage('[tokens=1]')], {}, { authorization: 'user-token' });
+    expect(platform.runs.at(-1)!.headers).toMatchObject({ 'x-api-key': 'lsv2-test', 'x-call': 'run', authorization: 'Bearer user-token' });
+    const closed = await gateway();
+    await run(closed, [userMessage('[tokens=1]')], {}, { authorization: 'user-token' });
+    expect(platform.runs.at(-1)!.headers.authorization).toBeUndefined();
+  });
+});
+
 describe('interrupts', () => {
   it('streams an interrupt and resumes the graph with the client\'s answer as a command', async () => {
     platform.threads.delete(THREAD);

@@ -342,6 +342,30 @@ describe('the run engine', () => {
     }
   });
 
+  it('settles, without an unhandled rejection, when its own logger throws', async () => {
+    const rejections: unknown[] = [];
+    const record = (reason: unknown) => rejections.push(reason);
+    process.on('unhandledRejection', record);
+    try {
+      const throwing: any = {
+        child: () => throwing,
+        debug: () => {},
+        warn: () => {},
+        error: () => {},
+        info: () => {
+          throw new Error('log sink is down');
+        },
+      };
+      const run = new Run({ threadId: 't', runId: 'r', logger: throwing });
+      const status = await run.start(async ({ writer }) => writer.textEnd(writer.textStart()));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(status.code).toBe('Success');
+      expect(rejections).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', record);
+    }
+  });
+
   it('fails a run whose model goes quiet, via the idle timeout', async () => {
     const adapter = scripted(async (out, _request, signal) => {
       out.textContent(out.textStart(), 'one');

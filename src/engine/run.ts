@@ -108,7 +108,11 @@ export class Run implements RunHandle, RunWriter {
     this.state = 'running';
     void this.execute(driver).catch((error) => {
       // execute() handles everything it calls; this is the last guard against a logger or listener bug.
-      this.logger.error({ err: error }, 'run engine failed unexpectedly');
+      try {
+        this.logger.error({ err: error }, 'run engine failed unexpectedly');
+      } catch {
+        // A logger that throws has nothing more to say.
+      }
       if (this.state !== 'finished') this.finish(failedRun(toGatewayError(error), this.requestId));
     });
     return this.finished;

@@ -13,7 +13,9 @@ import { close, listen } from './loopback.js';
  *   [crlf]              SSE with CRLF line ends
  *   [no-finish]         end the stream without RUN_FINISHED
  *   [cut]               cut the connection in the middle of an event
- *   [bad-event]         a TEXT_MESSAGE_CONTENT without its delta
+ *   [bad-event]         a TEXT_MESSAGE_CONTENT without its delta, then silence
+ *   [delta]             a state snapshot, then a JSON Patch touching part of it
+ *   [steps]             a step with a state snapshot in it
  *   [thinking]          reasoning events, RAW and an unknown CUSTOM event, then text
  *   [snapshot]          a MESSAGES_SNAPSHOT with an assistant message that was never streamed
  *   [ag-ui-interrupt]   a RUN_FINISHED with an interrupt outcome
@@ -127,6 +129,14 @@ export class FakeAgUiAgent {
     } else if (has('bad-event')) {
       text('tok0 ', { open: true });
       send({ type: EventType.TEXT_MESSAGE_CONTENT, messageId: `agui-msg-${input.runId}-${counter}` });
+      return; // and nothing more: only the gateway can end this stream
+    } else if (has('delta')) {
+      send({ type: EventType.STATE_SNAPSHOT, snapshot: { step: 1, topic: 'ai' } });
+      send({ type: EventType.STATE_DELTA, delta: [{ op: 'replace', path: '/step', value: 2 }, { op: 'add', path: '/notes', value: ['a'] }] });
+    } else if (has('steps')) {
+      send({ type: EventType.STEP_STARTED, stepName: 'planning' });
+      send({ type: EventType.STATE_SNAPSHOT, snapshot: { step: 1 } });
+      send({ type: EventType.STEP_FINISHED, stepName: 'planning' });
     } else if (has('agent-error')) {
       text('Working on it. ');
       send({ type: EventType.RUN_ERROR, message: 'The agent broke down.', code: 'BROKEN' });

@@ -17,9 +17,14 @@ import { close, listen } from './loopback.js';
  *   [cut]               close the connection after the first token
  *   [server-tool=NAME]  call the gateway's server-side action NAME with [toolargs]
  *   [own-tool]          call a tool of its own and report its result itself
+ *   [open-call]         with [server-tool]: leave the call without its end
+ *   [plain-interrupt]   an on_interrupt line (langgraph dialect)
+ *   [manual]            CopilotKit's manually emitted message and tool call (langgraph dialect)
+ *   [hidden]            output marked copilotkit:emit-messages / emit-tool-calls false (langgraph dialect)
  * When the last message is a result, the agent answers "Tool result received: <result>"; when
  * the request carries an interrupt answer, "Resumed with: <response>".
- * Actions: remoteAdd (returns a number), remoteObject, remoteNull, remoteText, remoteFail (HTTP 500).
+ * Actions: remoteAdd (returns a number), remoteObject, remoteNull, remoteText, remoteBool, remoteFail (HTTP 500).
+ * /agents/state answers 404 for the thread "thread-404".
  */
 export class FakeCopilotKitEndpoint {
   readonly requests: { path: string; body: any; headers: IncomingMessage['headers'] }[] = [];
@@ -37,6 +42,7 @@ export class FakeCopilotKitEndpoint {
     { name: 'remoteNull', description: 'Returns null.', parameters: [] },
     { name: 'remoteText', description: 'Returns text.', parameters: [{ name: 'text', type: 'string', required: false }] },
     { name: 'remoteFail', description: 'Always fails.', parameters: [] },
+    { name: 'remoteBool', description: 'Returns a boolean.', parameters: [] },
   ];
   /** Saved thread states for /agents/state. */
   readonly threads = new Map<string, { state: Record<string, unknown>; messages: unknown[] }>();
@@ -88,6 +94,7 @@ export class FakeCopilotKitEndpoint {
       case '/actions/execute':
         return this.executeAction(body, res);
       case '/agents/state': {
+        if (body.threadId === 'thread-404') return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"detail":"Thread not found"}');
         const thread = this.threads.get(body.threadId);
         return json(res, { threadId: body.threadId, threadExists: !!thread, state: thread?.state ?? {}, messages: thread?.messages ?? [] });
       }
@@ -107,6 +114,8 @@ export class FakeCopilotKitEndpoint {
         return json(res, { result: { ok: true, tenant: body.properties?.tenant ?? null } });
       case 'remoteNull':
         return json(res, { result: null });
+      case 'remoteBool':
+        return json(res, { result: true });
       case 'remoteText':
         return json(res, { result: `text: ${args.text ?? ''}` });
       case 'remoteFail':
@@ -147,8 +156,8 @@ export class FakeCopilotKitEndpoint {
     const dialect = agent.type === 'langgraph' ? langGraphLines(body) : runtimeEventLines(body);
     const resume = (body.metaEvents ?? []).find((event: any) => event.response != null);
 
-    if (resume) dialect.text(`Resumed with: ${resume.response}`, lines);
-    else if (last?.type === 'ResultMessage') dialect.text(`Tool result received: ${last.result}`, lines);
+    if (last?.type === 'ResultMessage') dialect.text(`Tool result received: ${last.result}`, lines);
+    else if (resume && !directive('server-tool')) dialect.text(`Resumed with: ${resume.response}`, lines);
     else if (has('stall') || has('cut') || has('malformed')) {
       dialect.text('tok0 ', lines, { open: true });
       await write(res, lines.splice(0).map((line) => line + newline).join(''), split);
@@ -166,12 +175,26 @@ export class FakeCopilotKitEndpoint {
       dialect.error('The agent broke down.', lines);
     } else if (has('interrupt')) {
       dialect.interrupt('approve?', lines);
+    } else if (has('plain-interrupt')) {
+      lines.push(JSON.stringify({ event: 'on_interrupt', value: 'plain approve?' }));
+    } else if (has('manual')) {
+      lines.push(JSON.stringify({ event: 'on_custom_event', name: 'copilotkit_manually_emit_message', data: { message_id: 'manual-1', message: 'Emitted by hand.' } }));
+      lines.push(JSON.stringify({ event: 'on_custom_event', name: 'copilotkit_manually_emit_tool_call', data: { id: 'manual-call', name: 'showAlert', args: { message: 'hand' } } }));
+    } else if (has('hidden')) {
+      const stream = (id: string, content: string, metadata: Record<string, unknown>) =>
+        JSON.stringify({ event: 'on_chat_model_stream', metadata: { langgraph_node: 'chat_node', ...metadata }, data: { chunk: { id, content, tool_call_chunks: [], response_metadata: {} } } });
+      lines.push(stream('hidden-1', 'internal reasoning', { 'copilotkit:emit-messages': false }));
+      lines.push(JSON.stringify({ event: 'on_chat_model_stream', metadata: { 'copilotkit:emit-tool-calls': false }, data: { chunk: { id: 'hidden-2', content: '', tool_call_chunks: [{ name: 'secretTool', args: '{}', id: 'hidden-call', index: 0 }] } } }));
+      lines.push(stream('shown-1', 'Visible answer.', {}));
+      lines.push(JSON.stringify({ event: 'on_chat_model_end', metadata: {}, data: {} }));
     } else if (has('state')) {
       dialect.state({ step: 1 }, lines);
       dialect.text('State updated. ', lines);
       dialect.state({ step: 2 }, lines);
     } else if (directive('server-tool')) {
       dialect.call(directive('server-tool')!, directive('toolargs') ?? '{}', lines);
+      // [open-call]: the call is never ended (the gateway ends it when the answer is over).
+      if (has('open-call')) lines.pop();
     } else if (directive('tool')) {
       dialect.call(directive('tool')!, directive('toolargs') ?? '{}', lines);
     } else if (has('own-tool')) {

@@ -52,6 +52,8 @@ export class FakeLangGraph {
       return json(res, body.graph_id === 'chat' ? [{ assistant_id: 'asst-chat', graph_id: 'chat', name: 'chat', config: {}, metadata: {}, version: 1 }] : []);
     }
     if (req.method === 'POST' && path === '/threads') {
+      // As LangGraph Server: creating a thread that exists is a conflict unless if_exists says otherwise.
+      if (this.threads.has(body.thread_id) && body.if_exists !== 'do_nothing') return json(res, { detail: 'Thread already exists' }, 409);
       if (!this.threads.has(body.thread_id)) this.threads.set(body.thread_id, { values: {}, interrupts: [] });
       return json(res, { thread_id: body.thread_id, status: 'idle', metadata: body.metadata ?? {}, values: this.threads.get(body.thread_id)!.values });
     }
