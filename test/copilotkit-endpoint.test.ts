@@ -3,6 +3,8 @@ import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { pino } from 'pino';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
+import { agUiAgent } from '../src/agents/ag-ui.js';
+import { langGraphAgent } from '../src/agents/langgraph.js';
 import { FakeCopilotKitEndpoint } from './support/fake-copilotkit-endpoint.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { eventually, gatewaysPerTest, runInput, userMessage, type RunningGateway } from './support/harness.js';
@@ -66,6 +68,22 @@ describe('discovery', () => {
     expect(JSON.stringify(body)).not.toContain('127.0.0.1');
   });
 
+  it('lists the agents of every kind together, configured ones first', async () => {
+    const g = await gateway({
+      agents: {
+        researcher: agUiAgent({ url: 'http://127.0.0.1:9/agent', description: 'Researches.' }),
+        planner: langGraphAgent({ deploymentUrl: 'http://127.0.0.1:9', graphId: 'planner', description: 'Plans.' }),
+      },
+    });
+    const body = await graphql(g, '{ availableAgents { agents { name description } } }');
+    expect(body.data.availableAgents.agents).toEqual([
+      { name: 'researcher', description: 'Researches.' },
+      { name: 'planner', description: 'Plans.' },
+      { name: 'crewAgent', description: 'A crew of agents.' },
+      { name: 'graphAgent', description: 'A LangGraph agent.' },
+    ]);
+  });
+
   it('asks /info once and serves later requests from the cache', async () => {
     const before = endpoint.calls('/info');
     const g = await gateway();
@@ -123,12 +141,11 @@ describe('discovery', () => {
     const g = await gateway({ remoteEndpoints: [{ url: endpointUrl, retry: FAST_RETRY, discoveryTtlMs: 20 }] });
     const first = await graphql(g, '{ availableAgents { agents { name } } }');
     expect(first.data.availableAgents.agents).toEqual([]);
-    for (let i = 0; i < 50; i++) {
-      const again = await graphql(g, '{ availableAgents { agents { name } } }');
-      if (again.data.availableAgents.agents.length === 2) return;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    throw new Error('the agents never appeared');
+    let names: string[] = [];
+    await eventually(() => {
+      void graphql(g, '{ availableAgents { agents { name } } }').then((again) => (names = again.data.availableAgents.agents.map((a: any) => a.name)));
+      return names.length === 2;
+    }, 'the agents to appear', 500);
   });
 });
 
@@ -161,10 +178,13 @@ describe.each(['crewAgent', 'graphAgent'])('the %s dialect', (agentName) => {
 
   it('fails the run when the stream is cut, naming the agent', async () => {
     const g = await gateway();
+    await graphql(g, '{ availableAgents { agents { name } } }');
+    const before = endpoint.calls('/agents/execute');
     const outcome = await runAgent(g, agentName, '[cut]');
     expect(outcome.status).toMatchObject({ code: 'Failed', reason: 'MESSAGE_STREAM_INTERRUPTED', details: { code: 'UPSTREAM_STREAM_INTERRUPTED' } });
     expect(outcome.status.details.description).toContain(`agent "${agentName}"`);
-    expect(endpoint.calls('/agents/execute')).toBeGreaterThan(0);
+    // The answer had started: the agent is never called a second time.
+    expect(endpoint.calls('/agents/execute') - before).toBe(1);
   });
 
   it('fails the run with AGENT_ERROR when the agent reports an error', async () => {
@@ -290,6 +310,26 @@ describe('retries of /agents/execute', () => {
     expect(outcome.status).toMatchObject({ code: 'Failed', details: { code: 'UPSTREAM_UNAVAILABLE', description: 'Agent "crewAgent" failed (HTTP 503).' } });
     expect(outcome.status.details.originalError.details).toMatchObject({ agentName: 'crewAgent', upstreamStatus: 503 });
     endpoint.plans.delete('/agents/execute');
+  });
+
+  it('fails the run as unreachable, naming the agent, when every attempt is cut before an answer', async () => {
+    const g = await gateway({ remoteEndpoints: [{ url: endpointUrl, retry: { ...FAST_RETRY, maxRetries: 2 } }] });
+    await graphql(g, '{ availableAgents { agents { name } } }');
+    const before = executeCalls();
+    endpoint.plans.set('/agents/execute', ['reset', 'reset', 'reset']);
+    const outcome = await runAgent(g, 'crewAgent', 'hi');
+    expect(executeCalls() - before).toBe(3);
+    expect(outcome.status.details).toMatchObject({ code: 'UPSTREAM_UNREACHABLE', description: 'Agent "crewAgent" could not be reached (connection closed).' });
+    expect(outcome.status.details.originalError.details).toEqual({ agentName: 'crewAgent' });
+  });
+
+  it('cuts off an agent that goes silent, and names it', async () => {
+    const g = await gateway({ agentIdleTimeoutMs: 200 });
+    const aborted = endpoint.abortedRequests;
+    const outcome = await runAgent(g, 'crewAgent', '[stall]');
+    expect(outcome.status.details).toMatchObject({ code: 'UPSTREAM_TIMEOUT', description: 'Agent "crewAgent" sent nothing for 200 ms and was cut off.' });
+    expect(outcome.status.details.originalError.details).toEqual({ agentName: 'crewAgent' });
+    await eventually(() => endpoint.abortedRequests > aborted, 'the silent agent\'s request to be closed');
   });
 
   it('does not retry a refusal such as 400, and passes on what the agent said', async () => {

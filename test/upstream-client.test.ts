@@ -120,7 +120,7 @@ describe('retries', () => {
 
   it('retries an attempt that gets no answer in time, then fails with UPSTREAM_TIMEOUT', async () => {
     handler = () => {}; // never answers
-    const error = await failure(client.request(call({ policy: fast({ attemptTimeoutMs: 30, maxRetries: 1 }) })));
+    const error = await failure(client.request(call({ policy: fast({ attemptTimeoutMs: 200, maxRetries: 1 }) })));
     expect(calls).toBe(2);
     expect(error.code).toBe('UPSTREAM_TIMEOUT');
   });
@@ -160,8 +160,12 @@ describe('aborts', () => {
   it('stops waiting to retry', async () => {
     handler = (_req, res) => res.writeHead(503, { 'retry-after': '20' }).end();
     const controller = new AbortController();
-    const pending = client.request(call({ signal: controller.signal, policy: fast({ maxRetryAfterMs: 60_000 }) }));
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Abort once the client has the 503 and starts waiting (it says so in its log).
+    let waiting!: () => void;
+    const isWaiting = new Promise<void>((resolve) => (waiting = resolve));
+    const logger = { ...silentLogger, info: (_fields: unknown, message: string) => message.endsWith('retrying') && waiting(), warn: () => {} } as unknown as typeof silentLogger;
+    const pending = client.request(call({ signal: controller.signal, logger, policy: fast({ maxRetryAfterMs: 60_000 }) }));
+    await isWaiting;
     controller.abort(new GatewayError('CLIENT_DISCONNECTED', 'gone'));
     expect(await failure(pending)).toMatchObject({ code: 'CLIENT_DISCONNECTED' });
     expect(calls).toBe(1);
@@ -170,10 +174,15 @@ describe('aborts', () => {
   it('closes a request still waiting for its answer', async () => {
     let closed!: () => void;
     const wasClosed = new Promise<void>((resolve) => (closed = resolve));
-    handler = (req) => req.socket.once('close', closed);
+    let arrived!: () => void;
+    const hasArrived = new Promise<void>((resolve) => (arrived = resolve));
+    handler = (req) => {
+      req.socket.once('close', closed);
+      arrived();
+    };
     const controller = new AbortController();
     const pending = client.request(call({ signal: controller.signal }));
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    await hasArrived;
     controller.abort(new GatewayError('CLIENT_DISCONNECTED', 'gone'));
     expect(await failure(pending)).toMatchObject({ code: 'CLIENT_DISCONNECTED' });
     await wasClosed;
