@@ -19,7 +19,7 @@ import type { GatewayContext } from './graphql/context.js';
 import { formatGraphQLError } from './graphql/errors.js';
 import { errorLoggingPlugin, httpOperationGuardPlugin, requestIdPlugin } from './graphql/plugins.js';
 import { buildSchema } from './graphql/schema.js';
-import { MAX_DOCUMENT_TOKENS, SingleRunPerOperationRule } from './graphql/validation.js';
+import { MAX_DOCUMENT_TOKENS, gatewayValidationRules } from './graphql/validation.js';
 import { CorsPolicy } from './transports/cors.js';
 import { HostPolicy } from './transports/hosts.js';
 import { createHttpHandler } from './transports/http.js';
@@ -137,13 +137,15 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   });
   const apollo = new ApolloServer<GatewayContext>({
     schema,
-    introspection: config.sandbox,
+    // Introspection is refused by the gateway's own rule (in its words), not Apollo's.
+    introspection: true,
+    // Where introspection is off, "Did you mean …" suggestions would reveal the schema anyway.
+    hideSchemaDetailsFromClientErrors: !config.sandbox,
     includeStacktraceInErrorResponses: false,
     // Runs @defer/@stream (and async-iterable lists) on the tools executor; see STACK notes in PROTOCOL.md.
     legacyExperimentalExecuteIncrementally: execute as any,
     formatError: formatGraphQLError,
-    // Apollo adds its own introspection rule from `introspection`.
-    validationRules: [SingleRunPerOperationRule],
+    validationRules: gatewayValidationRules(config.sandbox),
     parseOptions: { maxTokens: MAX_DOCUMENT_TOKENS },
     // main.ts owns the process's signals; Apollo re-raising them would change the exit code.
     stopOnTerminationSignals: false,
@@ -168,6 +170,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     logger,
     maxBodyBytes: config.maxBodyBytes,
     sseKeepAliveMs: 12_000,
+    sandbox: config.sandbox,
   }));
 
   let state: 'created' | 'listening' | 'closed' = 'created';

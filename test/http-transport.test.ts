@@ -1,4 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
 import { DemoAdapter } from '../src/adapters/demo.js';
 import { EmptyAdapter } from '../src/adapters/empty.js';
 import { BrokenAdapter, GatedAdapter } from './support/gated-adapter.js';
@@ -246,12 +248,52 @@ describe('Apollo Sandbox and introspection', () => {
     expect((await introspection.json()).data.__schema.subscriptionType.name).toBe('Subscription');
   });
 
-  it('turns both off in production', async () => {
+  it('turns both off in production, and says so in the gateway\'s words', async () => {
     const { url } = await start({ environment: 'production' });
-    const page = await fetch(url, { headers: { accept: 'text/html' } });
-    expect(page.headers.get('content-type') ?? '').not.toMatch(/text\/html/);
+    const page = await fetch(url, { headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } });
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    const html = await page.text();
+    expect(html).toContain('The explorer is off');
+    expect(html).toContain('sandbox');
+    expect(html).not.toMatch(/Cross-Site|Apollo/);
     const introspection = await (await post(url, { query: '{ __schema { types { name } } }' })).json();
-    expect(introspection.errors[0].message).toMatch(/introspection/i);
+    expect(introspection.errors[0]).toMatchObject({
+      message: expect.stringMatching(/^Introspection is off on this gateway \(the query asks for __schema\)\. It is served only when the gateway's sandbox option is on/),
+      extensions: { code: 'GRAPHQL_VALIDATION_FAILED' },
+    });
+    expect(JSON.stringify(introspection)).not.toMatch(/ApolloServer/);
+    expect((await (await post(url, { query: '{ __typename hello }' })).json()).data).toEqual({ __typename: 'Query', hello: 'Hello World' });
+  });
+
+  it('does not suggest field names where introspection is off, over HTTP and WebSocket', async () => {
+    const production = await start({ environment: 'production' });
+    const body = await (await post(production.url, { query: '{ helo }' })).json();
+    expect(body.errors[0].message).toBe('Cannot query field "helo" on type "Query".');
+    const client = createClient({ url: production.wsUrl, webSocketImpl: WebSocket, retryAttempts: 0, lazy: true });
+    const errors = await new Promise<any[]>((resolve) => client.subscribe({ query: '{ helo }' }, { next: () => {}, error: (e: any) => resolve(e), complete: () => resolve([]) }));
+    expect(errors[0].message).toBe('Cannot query field "helo" on type "Query".');
+    await client.dispose();
+    const development = await start();
+    const suggested = await (await post(development.url, { query: '{ helo }' })).json();
+    expect(suggested.errors[0].message).toMatch(/Did you mean "hello"\?/);
+  });
+});
+
+describe('requests a browser could forge', () => {
+  it('are refused in the gateway\'s words, with the request id', async () => {
+    const { url } = await start({ environment: 'production' });
+    const response = await fetch(`${url}?query=${encodeURIComponent('{ hello }')}`);
+    expect(response.status).toBe(400);
+    const body = await response.json();
+    expect(body.errors[0]).toEqual({
+      message: 'Refused as a possible cross-site request forgery: send GraphQL by POST with content-type: application/json, or add the header apollo-require-preflight: true to a GET.',
+      extensions: { code: 'BAD_REQUEST', requestId: response.headers.get('x-request-id') },
+    });
+    const textPlain = await fetch(url, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{"query":"{ hello }"}' });
+    expect(textPlain.status).toBe(400);
+    const preflighted = await fetch(`${url}?query=${encodeURIComponent('{ hello }')}`, { headers: { 'apollo-require-preflight': 'true' } });
+    expect(await preflighted.json()).toEqual({ data: { hello: 'Hello World' } });
   });
 });
 

@@ -1,4 +1,4 @@
-import { GraphQLError, Kind, NoSchemaIntrospectionCustomRule, specifiedRules, type SelectionSetNode, type ValidationRule } from 'graphql';
+import { GraphQLError, Kind, specifiedRules, type SelectionSetNode, type ValidationRule } from 'graphql';
 
 /** Root fields that start a run (a model call that costs money). */
 const RUN_FIELDS = new Set(['generateCopilotResponse', 'copilotRun']);
@@ -41,9 +41,28 @@ export const SingleRunPerOperationRule: ValidationRule = (context) => ({
   },
 });
 
+/** Where the sandbox option is off: `__schema` and `__type` are refused, in the gateway's words (`__typename` is fine). */
+export const IntrospectionOffRule: ValidationRule = (context) => ({
+  Field(node) {
+    if (node.name.value === '__schema' || node.name.value === '__type') {
+      context.reportError(
+        new GraphQLError(
+          `Introspection is off on this gateway (the query asks for ${node.name.value}). It is served only when the gateway's sandbox option is on: the default in development, off when NODE_ENV=production.`,
+          { nodes: node, extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } },
+        ),
+      );
+    }
+  },
+});
+
 /** The validation rules of both transports, on top of GraphQL's own. */
 export function gatewayValidationRules(introspection: boolean): ValidationRule[] {
-  return [SingleRunPerOperationRule, ...(introspection ? [] : [NoSchemaIntrospectionCustomRule])];
+  return [SingleRunPerOperationRule, ...(introspection ? [] : [IntrospectionOffRule])];
+}
+
+/** A validation message without "Did you mean …?" suggestions (where introspection is off they would reveal the schema). */
+export function withoutSuggestions(message: string): string {
+  return message.replace(/ Did you mean .*\?$/s, '');
 }
 
 export const allValidationRules = (introspection: boolean): ValidationRule[] => [...specifiedRules, ...gatewayValidationRules(introspection)];

@@ -18,6 +18,8 @@ export interface HttpTransportOptions {
   maxBodyBytes: number;
   /** Milliseconds between SSE keep-alive comments, so idle proxies do not cut a long run. */
   sseKeepAliveMs: number;
+  /** Whether the explorer (Apollo Sandbox) is served: GET with text/html gets it; otherwise a page saying it is off. */
+  sandbox: boolean;
 }
 
 /** What the client can take, read from its Accept header. */
@@ -85,6 +87,18 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
       res.statusCode = 204;
       res.end();
       return;
+    }
+
+    const wantsPage = req.method === 'GET' && /text\/html/i.test(req.headers.accept ?? '') && !/[?&]query=/.test(search);
+    if (wantsPage && !options.sandbox) return sendPage(res, explorerOffPage(path));
+    // Apollo's CSRF prevention, answered in the gateway's words (a GET for Sandbox's page passes).
+    if (!(wantsPage && options.sandbox) && isSimpleRequest(req)) {
+      return sendError(
+        res,
+        'BAD_REQUEST',
+        'Refused as a possible cross-site request forgery: send GraphQL by POST with content-type: application/json, or add the header apollo-require-preflight: true to a GET.',
+        { requestId },
+      );
     }
 
     void handleGraphQL(req, res, search, requestId, log, options).catch((error) => {
@@ -320,6 +334,41 @@ function sendUnexpected(res: ServerResponse, requestId: string | undefined): voi
     return;
   }
   sendError(res, 'INTERNAL_SERVER_ERROR', 'Unexpected error.', requestId ? { requestId } : {});
+}
+
+/**
+ * A request a browser may send cross-site without a preflight: no content type, or a "simple"
+ * one, and none of the headers that force a preflight. Apollo refuses these (CSRF prevention).
+ */
+function isSimpleRequest(req: IncomingMessage): boolean {
+  const contentType = req.headers['content-type'];
+  if (contentType !== undefined) {
+    const essence = contentType.split(';')[0].trim().toLowerCase();
+    if (!['application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain'].includes(essence)) return false;
+  }
+  return !['x-apollo-operation-name', 'apollo-require-preflight'].some((name) => {
+    const value = req.headers[name];
+    return typeof value === 'string' && value.length > 0;
+  });
+}
+
+/** What a browser opening the endpoint sees when the explorer is off. */
+function explorerOffPage(path: string): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Copilot Gateway</title></head><body>
+<h1>Copilot Gateway</h1>
+<p>This is a GraphQL endpoint (<code>${path}</code>). Send GraphQL requests to it by POST with <code>content-type: application/json</code>,
+or subscribe over WebSocket (graphql-ws, subprotocol <code>graphql-transport-ws</code>) at the same address.</p>
+<p>The explorer is off. It is served only when the gateway's <code>sandbox</code> option is on: the default in development,
+off when <code>NODE_ENV=production</code>.</p>
+</body></html>
+`;
+}
+
+function sendPage(res: ServerResponse, html: string): void {
+  res.statusCode = 200;
+  res.setHeader('content-type', 'text/html; charset=utf-8');
+  res.setHeader('cache-control', 'no-store');
+  res.end(html);
 }
 
 /** An answer of the transport itself, with the status of the code's entry in the error table. */

@@ -8,7 +8,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { RunLauncher } from '../engine/launcher.js';
 import type { GatewayContext } from '../graphql/context.js';
 import { formatGraphQLError } from '../graphql/errors.js';
-import { MAX_DOCUMENT_TOKENS, allValidationRules } from '../graphql/validation.js';
+import { MAX_DOCUMENT_TOKENS, allValidationRules, withoutSuggestions } from '../graphql/validation.js';
 import type { CorsPolicy } from './cors.js';
 import type { HostPolicy } from './hosts.js';
 
@@ -76,7 +76,9 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
           return [codedError(error as GraphQLError, 'GRAPHQL_PARSE_FAILED')];
         }
         const errors = validate(schema, document, rules);
-        if (errors.length) return errors.map((error) => codedError(error, 'GRAPHQL_VALIDATION_FAILED'));
+        if (errors.length) {
+          return errors.map((error) => codedError(error, 'GRAPHQL_VALIDATION_FAILED', options.introspection ? error.message : withoutSuggestions(error.message)));
+        }
         return { schema, document, operationName: payload.operationName, variableValues: payload.variables };
       },
       execute: (args) => abortOnReturn(runOperation(args, execute), args),
@@ -218,8 +220,8 @@ async function* runOperation(args: ExecutionArgs, run: typeof execute | typeof s
   }
 }
 
-function codedError(error: GraphQLError, code: string): GraphQLError {
-  return new GraphQLError(error.message, {
+function codedError(error: GraphQLError, code: string, message = error.message): GraphQLError {
+  return new GraphQLError(message, {
     source: error.source,
     positions: error.positions,
     extensions: { ...error.extensions, code },
