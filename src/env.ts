@@ -1,4 +1,5 @@
 import { ConfigurationError } from './core/errors.js';
+import { isOrigin } from './transports/cors.js';
 import type { OpenAIAdapterOptions } from './adapters/openai.js';
 
 /** The settings `npm start` reads from the environment (see the README's table). */
@@ -50,8 +51,8 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
     path: env.GRAPHQL_PATH || '/api/copilotkit',
     environment,
     logLevel,
-    corsOrigins: list(env.CORS_ORIGINS),
-    allowedHosts: list(env.ALLOWED_HOSTS),
+    corsOrigins: origins(env.CORS_ORIGINS),
+    allowedHosts: hosts(env.ALLOWED_HOSTS),
     ...(modelIdleTimeoutMs !== undefined ? { modelIdleTimeoutMs } : {}),
     ...(agentIdleTimeoutMs !== undefined ? { agentIdleTimeoutMs } : {}),
     ...(apiKey || baseURL ? { openai: { apiKey, baseURL, model: env.OPENAI_MODEL || 'gpt-4o-mini' } } : {}),
@@ -100,6 +101,26 @@ function readAgents(env: NodeJS.ProcessEnv): Pick<EnvironmentSettings, 'remoteEn
     agUiAgents,
     ...(deploymentUrl ? { langGraph: { deploymentUrl, graphs, ...(env.LANGSMITH_API_KEY ? { apiKey: env.LANGSMITH_API_KEY } : {}) } } : {}),
   };
+}
+
+function origins(value: string | undefined): string[] {
+  const entries = list(value);
+  for (const origin of entries) {
+    if (!isOrigin(origin)) {
+      throw new ConfigurationError(`CORS_ORIGINS must list origins, comma-separated, each just a scheme, host and optional port such as "https://app.example.com" (got ${JSON.stringify(origin)}).`);
+    }
+  }
+  return entries;
+}
+
+function hosts(value: string | undefined): string[] {
+  const entries = list(value);
+  for (const host of entries) {
+    if (!/^[\w.-]+$/.test(host)) {
+      throw new ConfigurationError(`ALLOWED_HOSTS must list host names, comma-separated, without scheme or port, such as "dev.example.test" (got ${JSON.stringify(host)}).`);
+    }
+  }
+  return entries;
 }
 
 function milliseconds(env: NodeJS.ProcessEnv, name: string): number | undefined {

@@ -20,7 +20,7 @@ import { formatGraphQLError } from './graphql/errors.js';
 import { errorLoggingPlugin, httpOperationGuardPlugin, requestIdPlugin } from './graphql/plugins.js';
 import { buildSchema } from './graphql/schema.js';
 import { MAX_DOCUMENT_TOKENS, gatewayValidationRules } from './graphql/validation.js';
-import { CorsPolicy } from './transports/cors.js';
+import { CorsPolicy, isOrigin } from './transports/cors.js';
 import { HostPolicy } from './transports/hosts.js';
 import { createHttpHandler } from './transports/http.js';
 import { UpstreamClient } from './upstream/client.js';
@@ -81,7 +81,11 @@ export interface Gateway {
   readonly path: string;
   /** The adapter's name: "demo", "openai", "empty", … */
   readonly mode: string;
-  /** Starts listening; resolves with the GraphQL endpoint's URL. */
+  /**
+   * Starts listening; resolves with the GraphQL endpoint's URL, on the address it listens on. `host`
+   * defaults to 127.0.0.1 (loopback only) in development and 0.0.0.0 (every interface) in production.
+   * A port in use (or not allowed, or a host that is not this machine's) is a ConfigurationError.
+   */
   listen(port?: number, host?: string): Promise<string>;
   /** Stops accepting work, ends open connections and releases the port. */
   close(): Promise<void>;
@@ -174,32 +178,40 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   }));
 
   let state: 'created' | 'listening' | 'closed' = 'created';
+  let apolloStarted = false;
   return {
     server,
     path: config.path,
     mode: config.adapter.name,
-    async listen(port = 4000, host?: string) {
+    async listen(port = 4000, host = config.development ? '127.0.0.1' : '0.0.0.0') {
       if (state !== 'created') throw new Error(`The gateway cannot listen: it is ${state}.`);
       state = 'listening';
-      await apollo.start();
-      for (const endpoint of endpoints) endpoint.start();
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(port, host, () => {
-          server.off('error', reject);
-          resolve();
+      if (!apolloStarted) {
+        await apollo.start();
+        apolloStarted = true;
+      }
+      try {
+        await new Promise<void>((resolve, reject) => {
+          server.once('error', reject);
+          server.listen(port, host, () => {
+            server.off('error', reject);
+            resolve();
+          });
         });
-      });
+      } catch (error) {
+        state = 'created';
+        throw listenError(error, port, host);
+      }
+      for (const endpoint of endpoints) endpoint.start();
       const address = server.address() as AddressInfo;
-      const shownHost = !host || host === '0.0.0.0' || host === '::' ? 'localhost' : host.includes(':') ? `[${host}]` : host;
+      const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
       return `http://${shownHost}:${address.port}${config.path}`;
     },
     async close() {
       if (state === 'closed') return;
-      const wasListening = state === 'listening';
       state = 'closed';
       for (const endpoint of endpoints) endpoint.stop();
-      if (wasListening) await apollo.stop();
+      if (apolloStarted) await apollo.stop();
       await upstream.close();
     },
   };
@@ -257,6 +269,11 @@ function resolveOptions(options: GatewayOptions): ResolvedOptions {
   if (options.corsOrigins !== undefined && (!Array.isArray(options.corsOrigins) || options.corsOrigins.some((o) => typeof o !== 'string'))) {
     throw new ConfigurationError('options.corsOrigins must be an array of origins such as "https://app.example.com".');
   }
+  for (const origin of options.corsOrigins ?? []) {
+    if (!isOrigin(origin)) {
+      throw new ConfigurationError(`options.corsOrigins: ${JSON.stringify(origin)} is not an origin; give just a scheme, host and optional port, such as "https://app.example.com".`);
+    }
+  }
   if (options.allowedHosts !== undefined && (!Array.isArray(options.allowedHosts) || options.allowedHosts.some((h) => typeof h !== 'string' || !/^[\w.-]+$/.test(h)))) {
     throw new ConfigurationError('options.allowedHosts must be an array of host names such as "dev.example.test" (no scheme or port).');
   }
@@ -286,6 +303,16 @@ function resolveOptions(options: GatewayOptions): ResolvedOptions {
     development,
     allowedHosts: options.allowedHosts ?? [],
   };
+}
+
+/** A failed listen, said in one line with what to do. */
+function listenError(error: unknown, port: number, host: string): ConfigurationError | unknown {
+  const code = (error as { code?: string })?.code;
+  const where = `port ${port} on ${host}`;
+  if (code === 'EADDRINUSE') return new ConfigurationError(`The ${where} is already in use: stop the process that holds it, or choose another port (PORT).`);
+  if (code === 'EACCES') return new ConfigurationError(`Not allowed to listen on ${where}: choose a port above 1023 (PORT), or run with the permission to bind it.`);
+  if (code === 'EADDRNOTAVAIL') return new ConfigurationError(`${host} is not an address of this machine (HOST): use 127.0.0.1, 0.0.0.0 or one of its addresses.`);
+  return error;
 }
 
 function resolveAgents(agents: unknown): Record<string, AgentDefinition> {

@@ -9,16 +9,7 @@ import { ConfigurationError } from './core/errors.js';
 import { createGateway } from './gateway.js';
 
 async function main(): Promise<void> {
-  let env;
-  try {
-    env = readEnvironment(process.env);
-  } catch (error) {
-    if (error instanceof ConfigurationError) {
-      console.error(`Configuration error: ${error.message}`);
-      process.exit(1);
-    }
-    throw error;
-  }
+  const env = readEnvironment(process.env);
   const logger = pino({ level: env.logLevel });
   const adapter = env.openai ? new OpenAIAdapter(env.openai) : undefined;
   const agents: Record<string, AgentDefinition> = {};
@@ -64,7 +55,9 @@ async function main(): Promise<void> {
   process.once('SIGTERM', () => shutdown('SIGTERM'));
 }
 
+// Every start-up failure is one line saying what to fix, and exit code 1; no stack trace.
 main().catch((error) => {
-  console.error(error);
+  if (error instanceof ConfigurationError) console.error(`Configuration error: ${error.message}`);
+  else console.error(`Copilot Gateway could not start: ${error instanceof Error ? error.message : String(error)}`);
   process.exit(1);
 });

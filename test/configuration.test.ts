@@ -29,8 +29,8 @@ describe('createGateway options', () => {
     [{ maxRounds: 0 }, /options\.maxRounds must be a whole number from 1 to 100 \(got 0\)/],
     [{ modelIdleTimeoutMs: 1.5 }, /options\.modelIdleTimeoutMs must be a whole number/],
     [{ corsOrigins: 'https://a.example' }, /options\.corsOrigins must be an array/],
-    [{ corsOrigins: ['https://a.example/path'] }, /must be just a scheme, host and optional port/],
-    [{ corsOrigins: ['*'] }, /is not a valid origin/],
+    [{ corsOrigins: ['https://a.example/path'] }, /options\.corsOrigins: "https:\/\/a\.example\/path" is not an origin; give just a scheme, host and optional port/],
+    [{ corsOrigins: ['*'] }, /options\.corsOrigins: "\*" is not an origin/],
     [{ sandbox: 'yes' }, /options\.sandbox must be true or false/],
     [{ allowedHosts: ['http://x.test'] }, /options\.allowedHosts must be an array of host names/],
     [{ maxConcurrentRuns: 0 }, /options\.maxConcurrentRuns must be a whole number/],
@@ -58,12 +58,26 @@ describe('createGateway options', () => {
     expect(gateway.path).toBe('/copilotkit');
   });
 
-  it('rejects listen() on a port in use, without crashing', async () => {
+  it('rejects listen() on a port in use with a ConfigurationError that says what to do, and can listen again', async () => {
     const first = createGateway({ logger: silentLogger });
     const url = await first.listen(0, '127.0.0.1');
+    const port = Number(new URL(url).port);
     const second = createGateway({ logger: silentLogger });
-    await expect(second.listen(Number(new URL(url).port), '127.0.0.1')).rejects.toThrow(/EADDRINUSE/);
+    const error = await second.listen(port, '127.0.0.1').catch((e) => e);
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect(error.message).toBe(`The port ${port} on 127.0.0.1 is already in use: stop the process that holds it, or choose another port (PORT).`);
     await first.close();
+    expect(await second.listen(port, '127.0.0.1')).toBe(url);
+    await second.close();
+  });
+
+  it('listens on loopback by default in development, everywhere in production, and says where', async () => {
+    const development = createGateway({ logger: silentLogger, environment: 'development' });
+    expect(await development.listen(0)).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/copilotkit$/);
+    await development.close();
+    const production = createGateway({ logger: silentLogger, environment: 'production' });
+    expect(await production.listen(0)).toMatch(/^http:\/\/0\.0\.0\.0:\d+\/api\/copilotkit$/);
+    await production.close();
   });
 
   it('uses the demo model when no adapter is given', () => {

@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CopilotRuntimeClient } from '@copilotkit/runtime-client-gql';
@@ -80,6 +82,44 @@ describe('npm start', () => {
       child.kill('SIGTERM');
     });
     expect(exitCode).toBe(0);
+  }, 30_000);
+
+  /** Runs npm start's entry with `env` until it exits; resolves with its exit code and output. */
+  function startFails(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+    const root = fileURLToPath(new URL('..', import.meta.url));
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: root,
+      env: { ...process.env, PORT: '0', NODE_OPTIONS: '', OPENAI_API_KEY: '', OPENAI_BASE_URL: '', LOG_LEVEL: 'info', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    return new Promise((resolve) => child.on('exit', (code) => resolve({ code, output })));
+  }
+
+  it.each([
+    ['a bad CORS_ORIGINS', { CORS_ORIGINS: 'https://app.example.com/path' }, /^Configuration error: CORS_ORIGINS must list origins/],
+    ['a bad PORT', { PORT: 'eighty' }, /^Configuration error: PORT must be a whole number/],
+    ['a bad agent list', { AGUI_AGENTS: 'nourl' }, /^Configuration error: AGUI_AGENTS must be name=url pairs/],
+  ])('reports %s in one line naming the variable, and exits 1', async (_what, env, message) => {
+    const { code, output } = await startFails(env);
+    expect(code).toBe(1);
+    expect(output.trim().split('\n')).toHaveLength(1);
+    expect(output.trim()).toMatch(message);
+  }, 30_000);
+
+  it('reports a port in use in one line with what to do, and exits 1', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const port = (blocker.address() as AddressInfo).port;
+    try {
+      const { code, output } = await startFails({ PORT: String(port) });
+      expect(code).toBe(1);
+      expect(output.trim()).toBe(`Configuration error: The port ${port} on 127.0.0.1 is already in use: stop the process that holds it, or choose another port (PORT).`);
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve));
+    }
   }, 30_000);
 
   it('serves the agents the environment names', async () => {

@@ -37,6 +37,16 @@ export function normalizeOrigin(origin: string): string {
   return url.origin;
 }
 
+/** Whether a configured value is an origin (`scheme://host[:port]`, http or https). */
+export function isOrigin(origin: string): boolean {
+  try {
+    normalizeOrigin(origin);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function isLoopbackOrigin(origin: string): boolean {
   let url: URL;
   try {
