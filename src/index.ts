@@ -1,4 +1,6 @@
 // The public API of Copilot Gateway.
+import generatedPossibleTypes from '../generated/possible-types.js';
+
 export { createGateway, type Gateway, type GatewayOptions } from './gateway.js';
 export type { ModelAdapter, ModelRequest } from './adapters/adapter.js';
 export type { ModelOutput, RunWriter } from './core/writer.js';
@@ -14,3 +16,6 @@ export type { UpstreamHttpOptions, BeforeRequestContext } from './agents/http-op
 export type { RetryPolicy } from './upstream/retry.js';
 export { langGraphAgent, type LangGraphAgentOptions } from './agents/langgraph.js';
 export type { AgentDefinition } from './agents/definitions.js';
+
+/** The members of the schema's unions and interfaces, for Apollo Client: `new InMemoryCache({ possibleTypes })`. */
+export const possibleTypes = generatedPossibleTypes.possibleTypes;
