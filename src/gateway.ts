@@ -161,7 +161,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       requestIdPlugin(),
       httpOperationGuardPlugin(),
       config.sandbox
-        ? ApolloServerPluginLandingPageLocalDefault({ embed: true, includeCookies: true })
+        ? ApolloServerPluginLandingPageLocalDefault({ embed: { runTelemetry: false }, includeCookies: true })
         : ApolloServerPluginLandingPageDisabled(),
     ],
   });

@@ -248,6 +248,12 @@ describe('Apollo Sandbox and introspection', () => {
     expect((await introspection.json()).data.__schema.subscriptionType.name).toBe('Subscription');
   });
 
+  it('serves Sandbox with its anonymous telemetry off', async () => {
+    const { url } = await start();
+    const page = await (await fetch(url, { headers: { accept: 'text/html' } })).text();
+    expect(page).toContain('"runTelemetry":false');
+  });
+
   it('turns both off in production, and says so in the gateway\'s words', async () => {
     const { url } = await start({ environment: 'production' });
     const page = await fetch(url, { headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } });
