@@ -1,10 +1,11 @@
-// `npm run build`: compiles the gateway to dist/ (tsc, tsconfig.build.json) and copies the SDL it
-// loads at run time next to it (dist/schema/). `npm start` runs this when dist/ is missing or older
-// than the sources.
+// `npm run build`: compiles the gateway to dist/ (tsc, tsconfig.build.json), copies the SDL it
+// loads at run time next to it (dist/schema/) and bundles the offline explorer (dist/explorer/).
+// `npm start` runs this when dist/ is missing or older than the sources.
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { buildExplorer } from './build-explorer.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -21,6 +22,7 @@ export function build() {
   for (const name of readdirSync(`${root}schema`)) {
     if (name.endsWith('.graphql')) copyFileSync(`${root}schema/${name}`, `${root}dist/schema/${name}`);
   }
+  buildExplorer();
   writeFileSync(`${root}dist/.built`, `${new Date().toISOString()}\n`);
 }
 

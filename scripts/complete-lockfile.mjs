@@ -5,9 +5,11 @@
 // platforms' optional packages out of the lock file, and `npm ci` rejects that lock file as out of
 // sync ("Missing: @swc/core-darwin-arm64@ from lock file"). This adds the missing entries back as
 // optional packages; `npm ci` skips those it cannot fetch. It changes nothing when none are missing.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 
 const file = new URL('../package-lock.json', import.meta.url);
+// Installed as a dependency of another project, the package has no lock file of its own.
+if (!existsSync(file)) process.exit(0);
 const lock = JSON.parse(readFileSync(file, 'utf8'));
 const packages = lock.packages ?? {};
 const added = [];

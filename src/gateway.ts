@@ -22,6 +22,7 @@ import { buildSchema } from './graphql/schema.js';
 import { MAX_DOCUMENT_TOKENS, gatewayValidationRules } from './graphql/validation.js';
 import { CorsPolicy, isOrigin } from './transports/cors.js';
 import { HostPolicy } from './transports/hosts.js';
+import { OfflineExplorer } from './transports/explorer.js';
 import { createHttpHandler } from './transports/http.js';
 import { UpstreamClient } from './upstream/client.js';
 import { attachWebSocketTransport } from './transports/ws.js';
@@ -175,6 +176,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     maxBodyBytes: config.maxBodyBytes,
     sseKeepAliveMs: 12_000,
     sandbox: config.sandbox,
+    explorer: new OfflineExplorer(config.path),
   }));
 
   let state: 'created' | 'listening' | 'closed' = 'created';

@@ -40,6 +40,9 @@ async function main(): Promise<void> {
   ];
   const withAgents = agentSources.length ? `; agents from ${agentSources.join(', ')}` : '';
   logger.info({ url, mode: gateway.mode, environment: env.environment }, `Copilot Gateway ready at ${url} (${mode}${withAgents})`);
+  if (env.environment === 'development') {
+    logger.info({ sandbox: url, offlineExplorer: `${url}/graphiql` }, `Explorers: Apollo Sandbox at ${url} (online), GraphiQL at ${url}/graphiql (offline)`);
+  }
 
   const shutdown = (signal: string) => {
     logger.info(`${signal} received, shutting down`);

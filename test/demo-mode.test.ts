@@ -78,6 +78,13 @@ describe('npm start', () => {
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/copilotkit$/);
     const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ hello }"}' });
     expect(await response.json()).toEqual({ data: { hello: 'Hello World' } });
+    // The built gateway finds the built explorer, and says where it is.
+    expect(output).toContain(`GraphiQL at ${url}/graphiql (offline)`);
+    const explorerPage = await (await fetch(`${url}/graphiql`)).text();
+    const script = explorerPage.match(/src="([^"]+app\.js[^"]*)"/)![1];
+    const scriptResponse = await fetch(new URL(script, url));
+    expect(scriptResponse.status).toBe(200);
+    expect((await scriptResponse.text()).length).toBeGreaterThan(100_000);
     const exitCode = await new Promise<number | null>((resolve) => {
       child.on('exit', (code) => resolve(code));
       child.kill('SIGTERM');

@@ -260,7 +260,7 @@ describe('Apollo Sandbox and introspection', () => {
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toMatch(/^text\/html/);
     const html = await page.text();
-    expect(html).toContain('The explorer is off');
+    expect(html).toContain('The explorers (Sandbox at this address, the offline explorer at <code>/api/copilotkit/graphiql</code>) are off');
     expect(html).toContain('sandbox');
     expect(html).not.toMatch(/Cross-Site|Apollo/);
     const introspection = await (await post(url, { query: '{ __schema { types { name } } }' })).json();

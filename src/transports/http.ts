@@ -6,6 +6,7 @@ import { statusOf, type ErrorCode } from '../core/errors.js';
 import type { GatewayContext } from '../graphql/context.js';
 import type { RunLauncher } from '../engine/launcher.js';
 import type { CorsPolicy } from './cors.js';
+import type { OfflineExplorer } from './explorer.js';
 import type { HostPolicy } from './hosts.js';
 
 export interface HttpTransportOptions {
@@ -18,8 +19,12 @@ export interface HttpTransportOptions {
   maxBodyBytes: number;
   /** Milliseconds between SSE keep-alive comments, so idle proxies do not cut a long run. */
   sseKeepAliveMs: number;
-  /** Whether the explorer (Apollo Sandbox) is served: GET with text/html gets it; otherwise a page saying it is off. */
+  /**
+   * Whether the explorers are served: Apollo Sandbox (GET with text/html) and the offline explorer
+   * at `<path>/graphiql`. Off, a browser gets a page saying so.
+   */
   sandbox: boolean;
+  explorer: OfflineExplorer;
 }
 
 /** What the client can take, read from its Accept header. */
@@ -60,6 +65,10 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
     }
     if (pathname === '/health' && (req.method === 'GET' || req.method === 'HEAD')) {
       return sendJson(res, 200, { status: 'ok' });
+    }
+    if (options.explorer.owns(pathname) && (req.method === 'GET' || req.method === 'HEAD')) {
+      if (!options.sandbox) return sendPage(res, explorerOffPage(path), 404);
+      return options.explorer.serve(req, res, pathname);
     }
     if (pathname !== path) {
       return sendError(res, 'NOT_FOUND', `Not found. The GraphQL endpoint is ${path}.`);
@@ -168,6 +177,9 @@ async function handleGraphQL(
       acceptsIncremental: acceptance.multipart || acceptance.sse,
     }),
   });
+  if (response.body.kind === 'complete' && /^text\/html/i.test(response.headers.get('content-type') ?? '')) {
+    response.body.string = options.explorer.withFallbackLink(response.body.string);
+  }
   await writeResponse(res, response, acceptance, options.sseKeepAliveMs, requestId);
 }
 
@@ -358,14 +370,14 @@ function explorerOffPage(path: string): string {
 <h1>Copilot Gateway</h1>
 <p>This is a GraphQL endpoint (<code>${path}</code>). Send GraphQL requests to it by POST with <code>content-type: application/json</code>,
 or subscribe over WebSocket (graphql-ws, subprotocol <code>graphql-transport-ws</code>) at the same address.</p>
-<p>The explorer is off. It is served only when the gateway's <code>sandbox</code> option is on: the default in development,
-off when <code>NODE_ENV=production</code>.</p>
+<p>The explorers (Sandbox at this address, the offline explorer at <code>${path}/graphiql</code>) are off. They are served
+only when the gateway's <code>sandbox</code> option is on: the default in development, off when <code>NODE_ENV=production</code>.</p>
 </body></html>
 `;
 }
 
-function sendPage(res: ServerResponse, html: string): void {
-  res.statusCode = 200;
+function sendPage(res: ServerResponse, html: string, status = 200): void {
+  res.statusCode = status;
   res.setHeader('content-type', 'text/html; charset=utf-8');
   res.setHeader('cache-control', 'no-store');
   res.end(html);
