@@ -12,6 +12,8 @@ export interface EnvironmentSettings {
   corsOrigins: string[];
   allowedHosts: string[];
   modelIdleTimeoutMs?: number;
+  /** MAX_CONCURRENT_RUNS: runs served at once before OVERLOADED. */
+  maxConcurrentRuns?: number;
   /** Set when OPENAI_API_KEY or OPENAI_BASE_URL is: provider mode. Otherwise demo mode. */
   openai?: OpenAIAdapterOptions & { model: string };
   agentIdleTimeoutMs?: number;
@@ -39,6 +41,7 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
   }
   const modelIdleTimeoutMs = milliseconds(env, 'MODEL_IDLE_TIMEOUT_MS');
   const agentIdleTimeoutMs = milliseconds(env, 'AGENT_IDLE_TIMEOUT_MS');
+  const maxConcurrentRuns = wholeNumber(env, 'MAX_CONCURRENT_RUNS', 'runs');
   const apiKey = env.OPENAI_API_KEY || undefined;
   const baseURL = env.OPENAI_BASE_URL || undefined;
   if (baseURL && !isHttpUrl(baseURL)) {
@@ -55,6 +58,7 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
     allowedHosts: hosts(env.ALLOWED_HOSTS),
     ...(modelIdleTimeoutMs !== undefined ? { modelIdleTimeoutMs } : {}),
     ...(agentIdleTimeoutMs !== undefined ? { agentIdleTimeoutMs } : {}),
+    ...(maxConcurrentRuns !== undefined ? { maxConcurrentRuns } : {}),
     ...(apiKey || baseURL ? { openai: { apiKey, baseURL, model: env.OPENAI_MODEL || 'gpt-4o-mini' } } : {}),
     ...readAgents(env),
   };
@@ -124,11 +128,16 @@ function hosts(value: string | undefined): string[] {
 }
 
 function milliseconds(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  return wholeNumber(env, name, 'milliseconds');
+}
+
+/** A positive whole number, or undefined when the variable is unset or empty. */
+function wholeNumber(env: NodeJS.ProcessEnv, name: string, unit: string): number | undefined {
   const value = env[name];
   if (!value) return undefined;
   const number = Number(value);
-  if (!Number.isInteger(number) || number < 1) {
-    throw new ConfigurationError(`${name} must be a whole number of milliseconds (got ${JSON.stringify(value)}).`);
+  if (!Number.isSafeInteger(number) || number < 1) {
+    throw new ConfigurationError(`${name} must be a whole number of ${unit}, 1 or more (got ${JSON.stringify(value)}).`);
   }
   return number;
 }

@@ -28,6 +28,7 @@ async function main(): Promise<void> {
     corsOrigins: env.corsOrigins,
     allowedHosts: env.allowedHosts,
     ...(env.modelIdleTimeoutMs !== undefined ? { modelIdleTimeoutMs: env.modelIdleTimeoutMs } : {}),
+    ...(env.maxConcurrentRuns !== undefined ? { maxConcurrentRuns: env.maxConcurrentRuns } : {}),
   });
   const url = await gateway.listen(env.port, env.host);
   const mode = env.openai

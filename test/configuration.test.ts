@@ -114,6 +114,7 @@ describe('the environment read by npm start', () => {
         LANGGRAPH_GRAPHS: 'planner, reviewer',
         LANGSMITH_API_KEY: 'lsv2-key',
         AGENT_IDLE_TIMEOUT_MS: '120000',
+        MAX_CONCURRENT_RUNS: '6000',
       }),
     ).toMatchObject({
       remoteEndpoints: ['http://localhost:8000/copilotkit', 'https://agents.example.com/copilotkit'],
@@ -123,6 +124,7 @@ describe('the environment read by npm start', () => {
       ],
       langGraph: { deploymentUrl: 'http://localhost:2024', graphs: ['planner', 'reviewer'], apiKey: 'lsv2-key' },
       agentIdleTimeoutMs: 120000,
+      maxConcurrentRuns: 6000,
     });
   });
 
@@ -146,6 +148,8 @@ describe('the environment read by npm start', () => {
     [{ OPENAI_BASE_URL: 'localhost:11434' }, /OPENAI_BASE_URL must be a URL/],
     [{ MODEL_IDLE_TIMEOUT_MS: '-5' }, /MODEL_IDLE_TIMEOUT_MS must be a whole number/],
     [{ AGENT_IDLE_TIMEOUT_MS: 'soon' }, /AGENT_IDLE_TIMEOUT_MS must be a whole number/],
+    [{ MAX_CONCURRENT_RUNS: '0' }, /MAX_CONCURRENT_RUNS must be a whole number of runs, 1 or more \(got "0"\)/],
+    [{ MAX_CONCURRENT_RUNS: '2.5' }, /MAX_CONCURRENT_RUNS must be a whole number/],
     [{ COPILOT_REMOTE_ENDPOINTS: 'localhost:8000' }, /COPILOT_REMOTE_ENDPOINTS must list http\(s\) URLs/],
     [{ AGUI_AGENTS: 'http://localhost:8001/agent' }, /AGUI_AGENTS must be name=url pairs/],
     [{ AGUI_AGENTS: 'a b=http://localhost:8001/' }, /AGUI_AGENTS: the agent name "a b" must be/],
