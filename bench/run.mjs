@@ -1,0 +1,330 @@
+// npm run bench: the gateway side by side with CopilotKit's own GraphQL runtime (@copilotkit/runtime 1.10.6),
+// on loopback, against the same fake upstreams. See BENCHMARKS.md for the method.
+//
+//   npm run bench                     every scenario, 3 rounds, servers alternated within each round
+//   npm run bench -- --rounds 5       more rounds
+//   npm run bench -- --only burst20   one scenario (burst20, burst100, paced, first, agent, ws5000, ws1000)
+//   npm run bench -- --smoke          a few seconds: every scenario once, tiny, to prove the benchmark works (CI)
+//   npm run bench -- --json out.json  also write the raw figures
+//
+// No figure here is asserted: the table is for people to read and compare.
+import { spawn, execFileSync, execSync } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CopilotRuntimeClient } from '@copilotkit/runtime-client-gql';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const referenceDir = join(root, 'bench', 'reference');
+const args = process.argv.slice(2);
+const flag = (name) => args.includes(name);
+const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
+const smoke = flag('--smoke');
+const rounds = Number(option('--rounds', smoke ? 1 : 3));
+const only = option('--only', undefined);
+const clockTicks = Number(execSync('getconf CLK_TCK').toString().trim()) || 100;
+
+// --- the scenarios ---------------------------------------------------------------------------------------------
+
+const http = (name, title, load, servers = ['gateway', 'reference']) => ({ name, title, kind: 'http', load, servers });
+const scenarios = [
+  http('burst20', 'burst, 20 clients: 200 tokens as fast as the upstream sends them', {
+    concurrency: 20, prompt: 'Hello [tokens=200]', warmupMs: smoke ? 300 : 2000, durationMs: smoke ? 1000 : 8000,
+  }),
+  http('burst100', 'burst, 100 clients', {
+    concurrency: 100, prompt: 'Hello [tokens=200]', warmupMs: smoke ? 300 : 2000, durationMs: smoke ? 1000 : 8000,
+  }),
+  http('paced', 'paced, 20 clients: 200 tokens 5 ms apart', {
+    concurrency: 20, prompt: `Hello [tokens=${smoke ? 20 : 200}][pace=5][stamp]`, warmupMs: smoke ? 300 : 2500, durationMs: smoke ? 1000 : 10000,
+  }),
+  http('first', 'first token, 1 client: 3 tokens 5 ms apart', {
+    directPath: '/v1/chat/completions', concurrency: 1, prompt: 'Hello [tokens=3][pace=5][stamp]', warmupMs: smoke ? 300 : 1000, durationMs: smoke ? 1000 : 5000,
+  }),
+  http('agent', 'agent, 20 clients: a CopilotKit remote endpoint (JSONL) streaming 200 tokens', {
+    concurrency: 20, prompt: 'Hello [tokens=200]', agent: 'benchAgent', warmupMs: smoke ? 300 : 2000, durationMs: smoke ? 1000 : 8000,
+  }),
+  {
+    name: 'ws5000', title: `WebSocket: ${smoke ? 50 : 5000} graphql-ws copilotRun streams opened over ${smoke ? 0.5 : 5} s, 1 token/s`, kind: 'ws', servers: ['gateway'],
+    load: { streams: smoke ? 50 : 5000, rampMs: smoke ? 500 : 5000, prompt: `Hello [tokens=${smoke ? 2 : 10}][pace=1000][stamp]` },
+  },
+  {
+    name: 'ws1000', title: `WebSocket: ${smoke ? 50 : 1000} streams, 10 tokens/s`, kind: 'ws', servers: ['gateway'],
+    load: { streams: smoke ? 50 : 1000, rampMs: smoke ? 200 : 2000, prompt: `Hello [tokens=${smoke ? 5 : 100}][pace=100][stamp]` },
+  },
+].filter((scenario) => !only || scenario.name === only);
+
+// --- processes -------------------------------------------------------------------------------------------------
+
+const children = new Set();
+process.on('exit', () => {
+  for (const child of children) child.kill('SIGKILL');
+});
+process.on('SIGINT', () => process.exit(130));
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts a process (with a raised open-file limit, for the WebSocket scenarios). */
+function start(command, argv, options) {
+  const child = spawn('bash', ['-c', 'ulimit -n 65536 2>/dev/null || true; exec "$@"', 'bash', command, ...argv], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...options,
+  });
+  children.add(child);
+  let output = '';
+  child.stdout.on('data', (chunk) => (output = (output + chunk).slice(-4000)));
+  child.stderr.on('data', (chunk) => (output = (output + chunk).slice(-4000)));
+  child.on('exit', () => children.delete(child));
+  return { child, output: () => output };
+}
+
+async function stop(proc) {
+  if (proc.child.exitCode !== null) return;
+  const exited = new Promise((resolve) => proc.child.once('exit', resolve));
+  proc.child.kill('SIGTERM');
+  const timer = setTimeout(() => proc.child.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function waitForGraphQL(url, proc) {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (proc.child.exitCode !== null) throw new Error(`the server exited (${proc.child.exitCode}):\n${proc.output()}`);
+    try {
+      const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ hello }"}' });
+      if (response.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`the server at ${url} did not answer in 30 s:\n${proc.output()}`);
+}
+
+async function startUpstream() {
+  const proc = start(process.execPath, [join(root, 'bench', 'upstream.mjs')], {});
+  const port = await new Promise((resolve, reject) => {
+    proc.child.stdout.once('data', (chunk) => resolve(JSON.parse(chunk.toString().split('\n')[0]).port));
+    proc.child.once('exit', (code) => reject(new Error(`the fake upstream exited (${code}): ${proc.output()}`)));
+  });
+  return { proc, origin: `http://127.0.0.1:${port}` };
+}
+
+/** Our gateway as `npm start` runs it in production: the built JS, configured from the environment. */
+async function startGateway(upstream, extraEnv = {}) {
+  const port = await freePort();
+  const proc = start(process.execPath, [join(root, 'dist', 'src', 'main.js')], {
+    cwd: root,
+    env: {
+      PATH: process.env.PATH,
+      NODE_ENV: 'production',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      OPENAI_API_KEY: 'bench',
+      OPENAI_BASE_URL: `${upstream.origin}/v1`,
+      COPILOT_REMOTE_ENDPOINTS: `${upstream.origin}/copilotkit`,
+      MAX_CONCURRENT_RUNS: '20000',
+      ...extraEnv,
+    },
+  });
+  const url = `http://127.0.0.1:${port}/api/copilotkit`;
+  await waitForGraphQL(url, proc);
+  return { proc, url, pid: proc.child.pid };
+}
+
+/** The reference: @copilotkit/runtime 1.10.6 from bench/reference, installed there with npm ci on first use. */
+async function startReference(upstream) {
+  const port = await freePort();
+  const proc = start(process.execPath, [join(referenceDir, 'server.mjs')], {
+    cwd: referenceDir,
+    env: { PATH: process.env.PATH, NODE_ENV: 'production', PORT: String(port), UPSTREAM: upstream.origin },
+  });
+  const url = `http://127.0.0.1:${port}/api/copilotkit`;
+  await waitForGraphQL(url, proc);
+  return { proc, url, pid: proc.child.pid };
+}
+
+function ensureBuilt() {
+  console.error('== building the gateway (npm run build)');
+  execFileSync('npm', ['run', '-s', 'build'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+}
+
+function ensureReference() {
+  if (existsSync(join(referenceDir, 'node_modules', '@copilotkit', 'runtime', 'package.json'))) return;
+  console.error('== installing the reference runtime in bench/reference (npm ci, first use only)');
+  execFileSync('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error', '--ignore-scripts'], { cwd: referenceDir, stdio: 'inherit' });
+}
+
+function runLoad(config) {
+  return new Promise((resolve, reject) => {
+    const proc = start(process.execPath, [join(root, 'bench', 'load.mjs'), JSON.stringify({ ...config, clockTicks })], {});
+    let stdout = '';
+    proc.child.stdout.on('data', (chunk) => (stdout += chunk));
+    proc.child.on('exit', (code) => {
+      if (code !== 0) return reject(new Error(`the load generator failed (${code}): ${proc.output()}`));
+      resolve(JSON.parse(stdout.trim().split('\n').pop()));
+    });
+  });
+}
+
+// --- correctness before timing ---------------------------------------------------------------------------------
+
+/** The stock client (@copilotkit/runtime-client-gql) streams one answer from the server; the text must be whole. */
+async function correctnessPass(name, url, agent) {
+  const client = new CopilotRuntimeClient({ url });
+  const data = {
+    threadId: `bench-check-${name}`,
+    frontend: { actions: [], url: 'http://localhost/' },
+    messages: [
+      { id: 'check-system', createdAt: new Date().toISOString(), textMessage: { content: 'You are a helpful assistant.', role: 'system' } },
+      { id: 'check-user', createdAt: new Date().toISOString(), textMessage: { content: 'Hello [tokens=25]', role: 'user' } },
+    ],
+    metadata: { requestType: 'Chat' },
+    ...(agent ? { agentSession: { agentName: agent } } : {}),
+  };
+  const reader = client.asStream(client.generateCopilotResponse({ data })).getReader();
+  let last;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    last = value;
+  }
+  const response = last?.generateCopilotResponse;
+  const text = (response?.messages ?? []).filter((m) => m.__typename === 'TextMessageOutput').map((m) => m.content.join('')).join('');
+  if (response?.status?.code !== 'Success' || text !== 'tok '.repeat(25)) {
+    throw new Error(`correctness pass failed for ${name}${agent ? ` (agent ${agent})` : ''}: status ${JSON.stringify(response?.status)}, text ${JSON.stringify(text.slice(0, 120))}`);
+  }
+}
+
+// --- the run ---------------------------------------------------------------------------------------------------
+
+const median = (values) => {
+  const sorted = values.filter((v) => v != null && Number.isFinite(v)).sort((a, b) => a - b);
+  if (sorted.length === 0) return null;
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+
+async function main() {
+  ensureBuilt();
+  const needsReference = scenarios.some((s) => s.servers.includes('reference'));
+  if (needsReference) ensureReference();
+  const upstream = await startUpstream();
+  const starters = { gateway: (extra) => startGateway(upstream, extra), reference: () => startReference(upstream) };
+
+  console.error('== correctness pass with the stock CopilotRuntimeClient');
+  for (const name of needsReference ? ['gateway', 'reference'] : ['gateway']) {
+    const server = await starters[name]();
+    try {
+      await correctnessPass(name, server.url);
+      await correctnessPass(name, server.url, 'benchAgent');
+    } finally {
+      await stop(server.proc);
+    }
+  }
+
+  const results = {};
+  for (const scenario of scenarios) {
+    results[scenario.name] = {};
+    for (let round = 1; round <= rounds; round++) {
+      // Alternate which server goes first, so neither always gets the warmer machine.
+      const order = round % 2 ? scenario.servers : [...scenario.servers].reverse();
+      for (const name of order) {
+        console.error(`== ${scenario.name}, round ${round}/${rounds}: ${name}`);
+        const server = await starters[name]();
+        try {
+          const directUrl = scenario.load.directPath ? upstream.origin + scenario.load.directPath : undefined;
+          const result = await runLoad({ mode: scenario.kind, url: server.url, pid: server.pid, directUrl, ...scenario.load });
+          if (result.errors) console.error(`   ${result.errors} error(s), e.g. ${JSON.stringify(result.errorSamples)}`);
+          (results[scenario.name][name] ??= []).push(result);
+        } finally {
+          await stop(server.proc);
+        }
+      }
+    }
+  }
+  await stop(upstream.proc);
+
+  const table = report(results);
+  console.log(table);
+  const jsonPath = option('--json', undefined);
+  if (jsonPath) writeFileSync(jsonPath, `${JSON.stringify({ date: new Date().toISOString(), rounds, smoke, results }, null, 2)}\n`);
+  // Errors are facts, not timings: in the smoke run (CI) a failed request or stream fails the run.
+  const failed = Object.entries(results).filter(([, byServer]) => Object.values(byServer).flat().some((x) => x.errors > 0));
+  if (smoke && failed.length) {
+    console.error(`errors in: ${failed.map(([name]) => name).join(', ')}`);
+    process.exitCode = 1;
+  }
+}
+
+// --- the table -------------------------------------------------------------------------------------------------
+
+const fmt = (value, digits = 1) => (value == null ? '–' : value >= 100 ? value.toFixed(0) : value.toFixed(digits));
+
+function report(results) {
+  const lines = [];
+  const row = (cells) => lines.push(`| ${cells.join(' | ')} |`);
+  lines.push(`Copilot Gateway vs @copilotkit/runtime 1.10.6: median of ${rounds} round(s)${smoke ? ' (SMOKE: tiny loads, figures meaningless)' : ''}`);
+  lines.push(`machine: ${execSync('nproc').toString().trim()} cores, node ${process.version}; ratio = gateway / reference`);
+  lines.push('');
+  row(['scenario', 'figure', 'gateway', 'reference', 'ratio']);
+  row(['---', '---', '---:', '---:', '---:']);
+  for (const scenario of scenarios) {
+    const r = results[scenario.name];
+    const m = (server, key) => median((r[server] ?? []).map((x) => x[key]));
+    const figures = scenario.kind === 'http'
+      ? [
+          ['throughput (req/s)', 'throughput', 0],
+          ['latency p50 (ms)', 'latencyP50', 1],
+          ['latency p95 (ms)', 'latencyP95', 1],
+          ['server CPU per request (ms)', 'cpuMsPerRequest', 2],
+          ['server CPU (cores)', 'cpuCores', 2],
+          ['peak RSS (MB)', 'peakRssMb', 0],
+          ['errors', 'errors', 0],
+        ]
+      : [
+          ['streams finished', 'finished', 0],
+          ['errors', 'errors', 0],
+          ['token delay p50 (ms)', 'delayP50', 1],
+          ['token delay p99 (ms)', 'delayP99', 1],
+          ['server CPU per token (ms)', 'cpuMsPerToken', 3],
+          ['peak RSS (MB)', 'peakRssMb', 0],
+        ];
+    if (scenario.name === 'paced') {
+      figures.splice(4, 0, ['server CPU per streamed token (ms)', 'cpuMsPerToken', 4]);
+      for (const server of ['gateway', 'reference']) {
+        for (const x of r[server] ?? []) x.cpuMsPerToken = x.cpuMsPerRequest == null ? null : x.cpuMsPerRequest / (smoke ? 20 : 200);
+      }
+    }
+    if (scenario.name === 'first') {
+      figures.splice(0, figures.length, ['time to first token (ms)', 'firstTokenP50', 2], ['the upstream\'s own, asked directly (ms)', 'directFirstTokenP50', 2], ['added to the upstream\'s own (ms)', 'addedFirstToken', 2], ['errors', 'errors', 0]);
+      for (const server of ['gateway', 'reference']) {
+        for (const x of r[server] ?? []) {
+          x.addedFirstToken = x.firstTokenP50 == null || x.directFirstTokenP50 == null ? null : x.firstTokenP50 - x.directFirstTokenP50;
+        }
+      }
+    }
+    let first = true;
+    for (const [label, key, digits] of figures) {
+      const g = m('gateway', key);
+      const ref = scenario.servers.includes('reference') ? m('reference', key) : null;
+      const ratio = g != null && ref ? `${(g / ref).toFixed(2)}x` : '';
+      row([first ? scenario.title : '', label, fmt(g, digits), scenario.servers.includes('reference') ? fmt(ref, digits) : 'n/a', ratio]);
+      first = false;
+    }
+  }
+  return lines.join('\n');
+}
+
+await main();
+process.exit(process.exitCode ?? 0);
