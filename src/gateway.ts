@@ -215,6 +215,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       for (const endpoint of endpoints) endpoint.stop();
       if (apolloStarted) await apollo.stop();
       await upstream.close();
+      await config.adapter.close?.();
     },
   };
 }

@@ -71,25 +71,31 @@ describe('npm start', () => {
       child.stdout.on('data', (chunk) => {
         output += chunk;
         const match = output.match(/Copilot Gateway ready at (\S+) \((demo mode[^)]*)\)/);
-        if (match) resolve(match[1]);
+        // The explorers' line follows the ready line; wait for both.
+        if (match && output.includes('Explorers: ')) resolve(match[1]);
       });
       child.on('exit', () => reject(new Error(`exited early:\n${output}`)));
     });
-    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/copilotkit$/);
-    const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ hello }"}' });
-    expect(await response.json()).toEqual({ data: { hello: 'Hello World' } });
-    // The built gateway finds the built explorer, and says where it is.
-    expect(output).toContain(`GraphiQL at ${url}/graphiql (offline)`);
-    const explorerPage = await (await fetch(`${url}/graphiql`)).text();
-    const script = explorerPage.match(/src="([^"]+app\.js[^"]*)"/)![1];
-    const scriptResponse = await fetch(new URL(script, url));
-    expect(scriptResponse.status).toBe(200);
-    expect((await scriptResponse.text()).length).toBeGreaterThan(100_000);
-    const exitCode = await new Promise<number | null>((resolve) => {
-      child.on('exit', (code) => resolve(code));
-      child.kill('SIGTERM');
-    });
-    expect(exitCode).toBe(0);
+    try {
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/copilotkit$/);
+      const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ hello }"}' });
+      expect(await response.json()).toEqual({ data: { hello: 'Hello World' } });
+      // The built gateway finds the built explorer, and says where it is.
+      expect(output).toContain(`GraphiQL at ${url}/graphiql (offline)`);
+      const explorerPage = await (await fetch(`${url}/graphiql`)).text();
+      const script = explorerPage.match(/src="([^"]+app\.js[^"]*)"/)![1];
+      const scriptResponse = await fetch(new URL(script, url));
+      expect(scriptResponse.status).toBe(200);
+      expect((await scriptResponse.text()).length).toBeGreaterThan(100_000);
+      const exitCode = await new Promise<number | null>((resolve) => {
+        child.on('exit', (code) => resolve(code));
+        child.kill('SIGTERM');
+      });
+      expect(exitCode).toBe(0);
+    } finally {
+      // A failed expectation must not leave the gateway running (it would keep jest from exiting).
+      if (child.exitCode === null) child.kill('SIGTERM'); // npm passes it on to the gateway
+    }
     // The gateway itself stopped: its port is free again.
     const port = Number(new URL(url).port);
     const probe = createServer();
@@ -128,9 +134,9 @@ describe('npm start', () => {
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     const port = (blocker.address() as AddressInfo).port;
     try {
-      const { code, output } = await startFails({ PORT: String(port) });
-      expect(code).toBe(1);
-      expect(output.trim().split('\n').filter((line) => !line.startsWith('Building the gateway')).join('\n')).toBe(`Configuration error: The port ${port} on 127.0.0.1 is already in use: stop the process that holds it, or choose another port (PORT).`);
+        const { code, output } = await startFails({ PORT: String(port) });
+        expect(code).toBe(1);
+        expect(output.trim().split('\n').filter((line) => !line.startsWith('Building the gateway')).join('\n')).toBe(`Configuration error: The port ${port} on 127.0.0.1 is already in use: stop the process that holds it, or choose another port (PORT).`);
     } finally {
       await new Promise((resolve) => blocker.close(resolve));
     }
@@ -146,25 +152,25 @@ describe('npm start', () => {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     try {
-      let output = '';
-      child.stderr.on('data', (chunk) => (output += chunk));
-      const url = await new Promise<string>((resolve, reject) => {
-        child.stdout.on('data', (chunk) => {
-          output += chunk;
-          const match = output.match(/Copilot Gateway ready at (\S+) \(demo mode.*; agents from AG-UI agents researcher\)/);
-          if (match) resolve(match[1]);
+        let output = '';
+        child.stderr.on('data', (chunk) => (output += chunk));
+        const url = await new Promise<string>((resolve, reject) => {
+          child.stdout.on('data', (chunk) => {
+            output += chunk;
+            const match = output.match(/Copilot Gateway ready at (\S+) \(demo mode.*; agents from AG-UI agents researcher\)/);
+            if (match) resolve(match[1]);
+          });
+          child.on('exit', () => reject(new Error(`exited early:\n${output}`)));
         });
-        child.on('exit', () => reject(new Error(`exited early:\n${output}`)));
-      });
-      const agents = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ availableAgents { agents { name } } }"}' });
-      expect((await agents.json()).data.availableAgents.agents).toEqual([{ name: 'researcher' }]);
-      const client = new CopilotRuntimeClient({ url });
-      const data = runInput([userMessage('[tokens=2]')], { agentSession: { agentName: 'researcher' } });
-      let last: any;
-      const reader = client.asStream(client.generateCopilotResponse({ data: data as any })).getReader();
-      for (let next = await reader.read(); !next.done; next = await reader.read()) last = next.value;
-      expect(last.generateCopilotResponse.status.code).toBe('Success');
-      expect(last.generateCopilotResponse.messages[0].content.join('')).toBe('tok0 tok1 ');
+        const agents = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ availableAgents { agents { name } } }"}' });
+        expect((await agents.json()).data.availableAgents.agents).toEqual([{ name: 'researcher' }]);
+        const client = new CopilotRuntimeClient({ url });
+        const data = runInput([userMessage('[tokens=2]')], { agentSession: { agentName: 'researcher' } });
+        let last: any;
+        const reader = client.asStream(client.generateCopilotResponse({ data: data as any })).getReader();
+        for (let next = await reader.read(); !next.done; next = await reader.read()) last = next.value;
+        expect(last.generateCopilotResponse.status.code).toBe('Success');
+        expect(last.generateCopilotResponse.messages[0].content.join('')).toBe('tok0 tok1 ');
     } finally {
       child.kill('SIGTERM');
       await agent.stop();

@@ -105,7 +105,8 @@ describe('the stock CopilotRuntimeClient over HTTP', () => {
   it('streams a frontend action call with its arguments, exactly once, for the client to execute', async () => {
     const before = fake.requests.length;
     const snapshots = await collect(
-      runInput([userMessage('alert [tool=showAlert] [toolargs={"message":"hi there"}]')], {
+      // [delay=5]: the argument chunks arrive apart (chunks that arrive together are joined into one).
+      runInput([userMessage('alert [tool=showAlert] [toolargs={"message":"hi there"}] [delay=5]')], {
         frontend: {
           url: 'http://localhost:3000/',
           actions: [

@@ -23,4 +23,6 @@ export interface ModelAdapter {
   /** Short name for logs, such as "openai" or "demo". */
   readonly name: string;
   stream(request: ModelRequest, output: ModelOutput, signal: AbortSignal): Promise<void>;
+  /** Releases what the adapter holds (connection pools); called when the gateway closes. */
+  close?(): Promise<void>;
 }

@@ -1,7 +1,8 @@
-import OpenAI from 'openai';
-import type { ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
-import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
-import { upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import type { ChatCompletionChunk, ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
+import { ConfigurationError, UpstreamError } from '../core/errors.js';
+import { UpstreamClient } from '../upstream/client.js';
+import { retryPolicy, type RetryPolicy } from '../upstream/retry.js';
 import type { ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
 import { toChatMessages, toChatTools, toToolChoice } from './openai-messages.js';
 
@@ -12,40 +13,71 @@ export interface OpenAIAdapterOptions {
   baseURL?: string;
   /** Model used unless a request's forwardedParameters.model names another. @default "gpt-4o-mini" */
   model?: string;
-  /** Retries before the stream starts (429, 5xx, connection errors), by the openai client. @default 2 */
+  /** Retries before the stream starts (408, 409, 429, 5xx, connection errors). @default 2 */
   maxRetries?: number;
   /** Extra headers for every request (Azure's api-key, gateways' routing headers). */
   defaultHeaders?: Record<string, string>;
   /** Extra query parameters for every request (Azure's api-version). */
   defaultQuery?: Record<string, string>;
-  /** A ready client instead of the options above. */
-  client?: OpenAI;
 }
 
 const WHO = 'the model provider';
+const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
-/** Chat Completions streaming, for OpenAI and every OpenAI-compatible server. */
+/**
+ * Chat Completions streaming, for OpenAI and every OpenAI-compatible server.
+ *
+ * The request and each chunk are the openai SDK's own types, but the stream is read here, on the
+ * gateway's undici pool with eventsource-parser, not through the SDK: its fetch and web-stream reader
+ * (which copies its buffer after every event) cost more CPU than everything else a streamed token
+ * goes through (BENCHMARKS.md). Retries keep the SDK's semantics: `maxRetries` (2) retries of 408,
+ * 409, 429, 5xx and connection errors with exponential backoff, `Retry-After` honoured, and never a
+ * retry once the answer has begun.
+ */
 export class OpenAIAdapter implements ModelAdapter {
   readonly name = 'openai';
   readonly model: string;
-  private readonly client: OpenAI;
+  private readonly url: string;
+  private readonly headers: Record<string, string>;
+  private readonly policy: RetryPolicy;
+  private upstream: UpstreamClient | undefined;
 
   constructor(options: OpenAIAdapterOptions = {}) {
-    if (!options.client && !options.apiKey && !options.baseURL) {
+    if ((options as { client?: unknown }).client !== undefined) {
+      throw new ConfigurationError('OpenAIAdapter no longer takes a ready openai client: give it apiKey, baseURL, defaultHeaders and defaultQuery instead.');
+    }
+    if (!options.apiKey && !options.baseURL) {
       throw new ConfigurationError('OpenAIAdapter needs an apiKey (or a baseURL for a server that needs no key).');
     }
     this.model = options.model ?? 'gpt-4o-mini';
-    this.client =
-      options.client ??
-      new OpenAI({
-        apiKey: options.apiKey || 'not-needed',
-        baseURL: options.baseURL,
+    const url = new URL(`${(options.baseURL ?? DEFAULT_BASE_URL).replace(/\/+$/, '')}/chat/completions`);
+    for (const [name, value] of Object.entries(options.defaultQuery ?? {})) url.searchParams.set(name, value);
+    this.url = url.href;
+    this.headers = {
+      accept: 'text/event-stream',
+      ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
+      ...options.defaultHeaders,
+    };
+    this.policy = retryPolicy(
+      {
         maxRetries: options.maxRetries ?? 2,
-        defaultHeaders: options.defaultHeaders,
-        defaultQuery: options.defaultQuery,
-        // The run engine owns time limits (an idle timeout that any token resets).
-        timeout: 24 * 60 * 60 * 1000,
-      });
+        baseDelayMs: 500,
+        maxDelayMs: 8_000,
+        maxRetryAfterMs: 60_000,
+        retryStatuses: [408, 409, 429, 500, 502, 503, 504],
+        // Time to the answer's headers; the run's idle timeout watches the stream after that.
+        attemptTimeoutMs: 600_000,
+        totalTimeoutMs: 600_000,
+      },
+      'OpenAIAdapter',
+    );
+  }
+
+  /** Closes the adapter's connection pool (the gateway calls this when it closes); a later call opens a new one. */
+  async close(): Promise<void> {
+    const upstream = this.upstream;
+    this.upstream = undefined;
+    await upstream?.close();
   }
 
   async stream(request: ModelRequest, output: ModelOutput, signal: AbortSignal): Promise<void> {
@@ -63,83 +95,142 @@ export class OpenAIAdapter implements ModelAdapter {
     const toolChoice = tools.length ? toToolChoice(params) : undefined;
     if (toolChoice) body.tool_choice = toolChoice;
 
-    // This completion's open text message and open tool calls, by the provider's tool-call index
-    // (so calls whose deltas interleave keep their own arguments), with the provider's call id.
-    let openText: string | undefined;
-    const openCalls = new Map<number, { id: string; providerId: string | undefined }>();
-    let parentId: string | undefined;
-    let finished = false;
-    let started = false;
-    const endCalls = () => {
-      for (const call of openCalls.values()) output.actionEnd(call.id);
-      openCalls.clear();
-    };
+    this.upstream ??= new UpstreamClient();
+    let response;
     try {
-      const stream = await this.client.chat.completions.create(body, { signal });
-      started = true;
-      for await (const chunk of stream) {
-        const choice = chunk.choices?.[0];
-        if (!choice) continue;
-        const delta = choice.delta;
-        if (delta?.content) {
-          endCalls();
-          if (openText === undefined) parentId = openText = output.textStart(chunk.id);
-          output.textContent(openText, delta.content);
-        }
-        for (const toolCall of delta?.tool_calls ?? []) {
-          let call = openCalls.get(toolCall.index);
-          // Some OpenAI-compatible servers send every call at index 0: a different id is a new call.
-          if (call && toolCall.id && call.providerId !== undefined && toolCall.id !== call.providerId) {
-            output.actionEnd(call.id);
-            call = undefined;
-          }
-          if (!call) {
-            if (openText !== undefined) output.textEnd(openText);
-            openText = undefined;
-            const id = output.actionStart(toolCall.id, toolCall.function?.name ?? '', parentId ?? chunk.id);
-            call = { id, providerId: toolCall.id };
-            openCalls.set(toolCall.index, call);
-          } else if (toolCall.id && call.providerId === undefined) {
-            call.providerId = toolCall.id; // the id came in a later delta than the call's first
-          }
-          const args = toolCall.function?.arguments;
-          if (args) output.actionArgs(call.id, args);
-        }
-        if (choice.finish_reason) finished = true;
-      }
+      response = await this.upstream.request({
+        url: this.url,
+        method: 'POST',
+        headers: this.headers,
+        json: body,
+        who: WHO,
+        policy: this.policy,
+        signal,
+        logger: request.logger,
+      });
     } catch (error) {
-      throw toUpstreamError(error, signal, started);
+      throw withHint(error);
     }
-    if (!finished) {
-      throw new UpstreamError('UPSTREAM_STREAM_INTERRUPTED', 'The model provider ended its stream before the answer was complete.');
+
+    const reader = new ChunkReader(output);
+    const parser = createParser({ onEvent: (event) => reader.event(event) });
+    const decoder = new TextDecoder();
+    // Read to the end, as the SDK does (past `[DONE]` too), so the connection goes back to the pool.
+    for await (const bytes of response.body) {
+      // Every event in this read is handed to the run before the next read: no await per token.
+      parser.feed(decoder.decode(bytes, { stream: true }));
+      reader.flush();
     }
-    endCalls();
-    if (openText !== undefined) output.textEnd(openText);
+    reader.finish();
   }
 }
 
-/** Maps the openai client's errors to the shared upstream codes, with what a developer can act on. */
-function toUpstreamError(error: unknown, signal: AbortSignal, started: boolean): unknown {
-  if (signal.aborted) return signal.reason;
-  if (error instanceof GatewayError) return error;
-  if (error instanceof OpenAI.APIUserAbortError) return signal.reason ?? error;
-  if (error instanceof OpenAI.APIError && error.status !== undefined) {
-    const status = error.status;
-    const detail = (error.error as { message?: string } | undefined)?.message ?? error.message;
-    return upstreamStatusError(WHO, status, {
-      detail,
-      cause: error,
-      hint: status === 401 || status === 403 ? 'Check OPENAI_API_KEY.' : undefined,
-    });
+/** A hint for what a developer should check, on the errors where there is one. */
+function withHint(error: unknown): unknown {
+  if (!(error instanceof UpstreamError)) return error;
+  if (error.code === 'UPSTREAM_AUTHENTICATION_FAILED') {
+    return new UpstreamError(error.code, `${error.message.replace(/\.$/, '')}. Check OPENAI_API_KEY.`, { cause: error.cause, details: error.details });
   }
-  if (started) {
-    // The answer had begun streaming: a network error now means the body broke off midway.
-    return upstreamNetworkError(WHO, error, 'stream');
+  if (error.code === 'UPSTREAM_UNREACHABLE') {
+    return new UpstreamError(error.code, `${error.message} Check OPENAI_BASE_URL and that the server is running.`, { cause: error.cause, details: error.details });
   }
-  if (error instanceof OpenAI.APIConnectionTimeoutError) return upstreamNetworkError(WHO, error, 'response');
-  const unreachable = upstreamNetworkError(WHO, (error as { cause?: unknown })?.cause ?? error, 'connect');
-  if (unreachable.code === 'UPSTREAM_UNREACHABLE') {
-    return new UpstreamError('UPSTREAM_UNREACHABLE', `${unreachable.message} Check OPENAI_BASE_URL and that the server is running.`, { cause: error });
-  }
-  return unreachable;
+  return error;
 }
+
+/**
+ * Turns Chat Completions chunks into the run's text messages and action calls. Text deltas of one
+ * network read are joined and written once (`flush`), so tokens that arrived together become one
+ * chunk; the joined text is the same.
+ */
+class ChunkReader {
+  done = false;
+  private finished = false;
+  // This completion's open text message and open tool calls, by the provider's tool-call index
+  // (so calls whose deltas interleave keep their own arguments), with the provider's call id.
+  private openText: string | undefined;
+  private pendingText = '';
+  private readonly openCalls = new Map<number, { id: string; providerId: string | undefined }>();
+  private parentId: string | undefined;
+
+  constructor(private readonly output: ModelOutput) {}
+
+  event(event: EventSourceMessage): void {
+    if (this.done) return;
+    if (event.data === '[DONE]') {
+      this.done = true;
+      return;
+    }
+    let chunk: ChatCompletionChunk & { error?: { message?: string } };
+    try {
+      chunk = JSON.parse(event.data);
+    } catch {
+      this.flush(); // what came before the bad event reaches the client
+      throw new UpstreamError('UPSTREAM_BAD_RESPONSE', 'The model provider sent an event that is not JSON.');
+    }
+    if (event.event === 'error' || chunk?.error) {
+      this.flush();
+      const message = typeof chunk?.error?.message === 'string' ? chunk.error.message : undefined;
+      throw new UpstreamError('UPSTREAM_UNAVAILABLE', 'The model provider reported an error in the middle of its answer.', {
+        cause: new Error(message ?? event.data.slice(0, 500)),
+      });
+    }
+    const choice = chunk.choices?.[0];
+    if (!choice) return;
+    const delta = choice.delta;
+    if (delta?.content) {
+      this.endCalls();
+      if (this.openText === undefined) this.parentId = this.openText = this.output.textStart(chunk.id);
+      this.pendingText += delta.content;
+    }
+    if (delta?.tool_calls?.length) {
+      this.flush();
+      for (const toolCall of delta.tool_calls) this.toolCall(toolCall, chunk.id);
+    }
+    if (choice.finish_reason) this.finished = true;
+  }
+
+  /** Writes the text that arrived since the last flush as one chunk. */
+  flush(): void {
+    if (this.pendingText === '' || this.openText === undefined) return;
+    const text = this.pendingText;
+    this.pendingText = '';
+    this.output.textContent(this.openText, text);
+  }
+
+  /** The stream has ended: everything must have been said, and is closed. */
+  finish(): void {
+    this.flush();
+    if (!this.finished) {
+      throw new UpstreamError('UPSTREAM_STREAM_INTERRUPTED', 'The model provider ended its stream before the answer was complete.');
+    }
+    this.endCalls();
+    if (this.openText !== undefined) this.output.textEnd(this.openText);
+    this.openText = undefined;
+  }
+
+  private toolCall(toolCall: ChatCompletionChunk.Choice.Delta.ToolCall, chunkId: string): void {
+    let call = this.openCalls.get(toolCall.index);
+    // Some OpenAI-compatible servers send every call at index 0: a different id is a new call.
+    if (call && toolCall.id && call.providerId !== undefined && toolCall.id !== call.providerId) {
+      this.output.actionEnd(call.id);
+      call = undefined;
+    }
+    if (!call) {
+      if (this.openText !== undefined) this.output.textEnd(this.openText);
+      this.openText = undefined;
+      const id = this.output.actionStart(toolCall.id, toolCall.function?.name ?? '', this.parentId ?? chunkId);
+      call = { id, providerId: toolCall.id };
+      this.openCalls.set(toolCall.index, call);
+    } else if (toolCall.id && call.providerId === undefined) {
+      call.providerId = toolCall.id; // the id came in a later delta than the call's first
+    }
+    const args = toolCall.function?.arguments;
+    if (args) this.output.actionArgs(call.id, args);
+  }
+
+  private endCalls(): void {
+    for (const call of this.openCalls.values()) this.output.actionEnd(call.id);
+    this.openCalls.clear();
+  }
+}
+
