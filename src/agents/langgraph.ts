@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Client } from '@langchain/langgraph-sdk';
+import type { Client } from '@langchain/langgraph-sdk';
 import type { Logger } from 'pino';
 import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
 import type { RunWriter } from '../core/writer.js';
@@ -154,6 +154,8 @@ export class LangGraphAgentClient implements AgentClient {
   /** An SDK client for one run: the run's headers, the gateway's fetch, no retries of its own. */
   private async sdk(request: { properties: Record<string, unknown>; agentName: string; logger: Logger; threadId?: string }, call: string): Promise<SdkClient> {
     const headers = await this.settings.headersFor({ properties: request.properties, call, agentName: request.agentName, threadId: request.threadId });
+    // Loaded on the first LangGraph call, not at start-up (most gateways have no LangGraph agent).
+    const { Client } = await import('@langchain/langgraph-sdk');
     return new Client({
       apiUrl: this.options.deploymentUrl,
       // null: never the SDK's own fallback to LANGSMITH_API_KEY in the environment.

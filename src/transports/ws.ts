@@ -1,14 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import { execute, subscribe, isIncrementalResults } from '@graphql-tools/executor';
-import { GraphQLError, parse, validate, type DocumentNode, type ExecutionArgs, type GraphQLSchema } from 'graphql';
+import type { ExecutionArgs, GraphQLError, GraphQLSchema } from 'graphql';
 import { CloseCode, handleProtocols, makeServer } from 'graphql-ws';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { RunLauncher } from '../engine/launcher.js';
 import type { GatewayContext } from '../graphql/context.js';
 import { formatGraphQLError } from '../graphql/errors.js';
-import { MAX_DOCUMENT_TOKENS, allValidationRules, withoutSuggestions } from '../graphql/validation.js';
+import { DocumentCache } from '../graphql/documents.js';
+import { allValidationRules } from '../graphql/validation.js';
 import type { CorsPolicy } from './cors.js';
 import type { HostPolicy } from './hosts.js';
 
@@ -36,7 +37,7 @@ type OperationContext = GatewayContext & { controller: AbortController };
  */
 export function attachWebSocketTransport(options: WsTransportOptions): { dispose: () => Promise<void> } {
   const { server, schema, launcher, path, cors, logger } = options;
-  const rules = allValidationRules(options.introspection);
+  const documents = new DocumentCache(schema, allValidationRules(options.introspection), options.introspection);
   const wss = new WebSocketServer({
     server,
     path,
@@ -68,18 +69,11 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
       },
       // Parse and validate here, so that a bad document gets an `error` message with a code
       // instead of graphql-ws closing the whole socket (4500) on a syntax error.
+      // Documents are kept once parsed and validated (DocumentCache), not held per operation.
       onSubscribe: (_ctx, _id, payload) => {
-        let document: DocumentNode;
-        try {
-          document = parse(payload.query, { maxTokens: MAX_DOCUMENT_TOKENS });
-        } catch (error) {
-          return [codedError(error as GraphQLError, 'GRAPHQL_PARSE_FAILED')];
-        }
-        const errors = validate(schema, document, rules);
-        if (errors.length) {
-          return errors.map((error) => codedError(error, 'GRAPHQL_VALIDATION_FAILED', options.introspection ? error.message : withoutSuggestions(error.message)));
-        }
-        return { schema, document, operationName: payload.operationName, variableValues: payload.variables };
+        const prepared = documents.prepare(payload.query);
+        if (prepared.errors) return [...prepared.errors];
+        return { schema, document: prepared.document, operationName: payload.operationName, variableValues: payload.variables };
       },
       execute: (args) => abortOnReturn(runOperation(args, execute), args),
       subscribe: (args) => abortOnReturn(runOperation(args, subscribe), args),
@@ -218,14 +212,6 @@ async function* runOperation(args: ExecutionArgs, run: typeof execute | typeof s
       'operation completed',
     );
   }
-}
-
-function codedError(error: GraphQLError, code: string, message = error.message): GraphQLError {
-  return new GraphQLError(message, {
-    source: error.source,
-    positions: error.positions,
-    extensions: { ...error.extensions, code },
-  });
 }
 
 function isSameOrigin(origin: string, host: string | undefined): boolean {

@@ -1,0 +1,69 @@
+import { GraphQLError, parse, validate, type DocumentNode, type GraphQLSchema, type ValidationRule } from 'graphql';
+import { MAX_DOCUMENT_TOKENS, withoutSuggestions } from './validation.js';
+
+/** A document parsed and validated once: the document, or the coded errors a client gets for it. */
+export type PreparedDocument = { document: DocumentNode; errors?: undefined } | { document?: undefined; errors: readonly GraphQLError[] };
+
+/** Documents larger than this are prepared every time rather than kept. */
+const MAX_CACHED_QUERY_CHARS = 64 * 1024;
+
+/**
+ * Parses and validates GraphQL documents, and keeps the last `capacity` results by query text
+ * (least recently used out). Clients send the same few documents over and over (every graphql-ws
+ * `copilotRun` of an app has the same text), and a parsed document with its token list weighs
+ * tens of kilobytes: kept once, it is shared by every operation that uses it instead of held per
+ * stream. Apollo Server keeps such a store for HTTP; this is the WebSocket transport's.
+ */
+export class DocumentCache {
+  private readonly entries = new Map<string, PreparedDocument>();
+
+  constructor(
+    private readonly schema: GraphQLSchema,
+    private readonly rules: readonly ValidationRule[],
+    /** Whether error messages may keep "Did you mean …" suggestions (introspection on). */
+    private readonly suggestions: boolean,
+    private readonly capacity = 500,
+  ) {}
+
+  prepare(query: string): PreparedDocument {
+    const cached = this.entries.get(query);
+    if (cached) {
+      // Most recently used: to the end of the map's order.
+      this.entries.delete(query);
+      this.entries.set(query, cached);
+      return cached;
+    }
+    const prepared = this.parseAndValidate(query);
+    if (query.length <= MAX_CACHED_QUERY_CHARS) {
+      this.entries.set(query, prepared);
+      if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value as string);
+    }
+    return prepared;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  private parseAndValidate(query: string): PreparedDocument {
+    let document: DocumentNode;
+    try {
+      document = parse(query, { maxTokens: MAX_DOCUMENT_TOKENS });
+    } catch (error) {
+      return { errors: [codedError(error as GraphQLError, 'GRAPHQL_PARSE_FAILED')] };
+    }
+    const errors = validate(this.schema, document, this.rules);
+    if (errors.length) {
+      return { errors: errors.map((error) => codedError(error, 'GRAPHQL_VALIDATION_FAILED', this.suggestions ? error.message : withoutSuggestions(error.message))) };
+    }
+    return { document };
+  }
+}
+
+function codedError(error: GraphQLError, code: string, message = error.message): GraphQLError {
+  return new GraphQLError(message, {
+    source: error.source,
+    positions: error.positions,
+    extensions: { ...error.extensions, code },
+  });
+}
