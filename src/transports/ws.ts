@@ -51,7 +51,7 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
     },
   });
 
-  const protocol = makeServer<Record<string, unknown>, { socket: WebSocket; request: IncomingMessage }>(
+  const protocol = makeServer<Record<string, unknown>, Record<string, never>>(
     {
       schema,
       context: (ctx, id): OperationContext => {
@@ -90,7 +90,7 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
       },
     },
   );
-  wss.on('connection', (socket, request) => serveSocket(socket, request, protocol, logger));
+  wss.on('connection', (socket) => serveSocket(socket, protocol, logger));
   // `ws` re-emits the HTTP server's errors (such as EADDRINUSE, which listen() reports itself);
   // without a listener they would be thrown.
   wss.on('error', (error) => logger.debug({ err: error }, 'WebSocket server error'));
@@ -112,8 +112,7 @@ const KEEP_ALIVE_MS = 12_000;
  */
 function serveSocket(
   socket: WebSocket,
-  request: IncomingMessage,
-  protocol: ReturnType<typeof makeServer<Record<string, unknown>, { socket: WebSocket; request: IncomingMessage }>>,
+  protocol: ReturnType<typeof makeServer<Record<string, unknown>, Record<string, never>>>,
   logger: Logger,
 ): void {
   socket.on('error', (error) => logger.info({ err: error, transport: 'ws' }, 'WebSocket error from a client'));
@@ -135,18 +134,21 @@ function serveSocket(
           socket.send(data, () => resolve());
         }),
       close: (code, reason) => socket.close(code, reason),
-      onMessage: (handle) =>
-        socket.on('message', async (data) => {
-          try {
-            await handle(String(data));
-          } catch (error) {
-            logger.error({ err: error, transport: 'ws' }, 'unexpected error handling a WebSocket message');
-            socket.close(CloseCode.InternalServerError, 'Internal server error');
-          }
-        }),
+      // graphql-ws's handler for a `subscribe` resolves only when the operation ends: only the
+      // message's text goes into it, so the frame's buffer is not held for the whole stream.
+      onMessage: (handle) => socket.on('message', (data) => void handleMessage(handle, String(data))),
     },
-    { socket, request },
+    // No upgrade request in graphql-ws's `extra`: nothing here reads it, and it would be held per connection.
+    {},
   );
+  const handleMessage = async (handle: (data: string) => Promise<void>, text: string): Promise<void> => {
+    try {
+      await handle(text);
+    } catch (error) {
+      logger.error({ err: error, transport: 'ws' }, 'unexpected error handling a WebSocket message');
+      socket.close(CloseCode.InternalServerError, 'Internal server error');
+    }
+  };
   socket.once('close', (code, reason) => {
     clearInterval(ping);
     clearTimeout(pongWait);
