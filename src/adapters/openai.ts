@@ -1,7 +1,7 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { ChatCompletionChunk, ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
 import { ConfigurationError, UpstreamError } from '../core/errors.js';
-import { UpstreamClient } from '../upstream/client.js';
+import { UpstreamClient, readEach } from '../upstream/client.js';
 import { retryPolicy, type RetryPolicy } from '../upstream/retry.js';
 import type { ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
 import { toChatMessages, toChatTools, toToolChoice } from './openai-messages.js';
@@ -115,12 +115,12 @@ export class OpenAIAdapter implements ModelAdapter {
     const reader = new ChunkReader(output);
     const parser = createParser({ onEvent: (event) => reader.event(event) });
     const decoder = new TextDecoder();
-    // Read to the end, as the SDK does (past `[DONE]` too), so the connection goes back to the pool.
-    for await (const bytes of response.body) {
-      // Every event in this read is handed to the run before the next read: no await per token.
+    // Every event of a read is handed to the run synchronously, with no await per read or token. The
+    // body is read to its end, as the SDK does (past `[DONE]` too), so the connection goes back to the pool.
+    await readEach(response, { who: WHO, signal }, (bytes) => {
       parser.feed(decoder.decode(bytes, { stream: true }));
       reader.flush();
-    }
+    });
     reader.finish();
   }
 }
