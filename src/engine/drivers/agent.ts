@@ -5,6 +5,7 @@ import { UpstreamError } from '../../core/errors.js';
 import type { Message, ToolDefinition } from '../../core/messages.js';
 import type { RunRequest } from '../request.js';
 import type { RunContext, RunDriver } from '../run.js';
+import { CoalescingWriter } from '../coalescing.js';
 import { RoundRecorder, executeServerCalls } from './round.js';
 
 export interface AgentLoopOptions {
@@ -53,34 +54,42 @@ export async function driveAgent(context: RunContext, plan: AgentRunPlan): Promi
   for (let round = 1; ; round++) {
     context.summary.rounds = round;
     const recorder = new RoundRecorder(context.writer, catalog.size > 0);
+    // Chunks of one message that arrive together become one chunk (agents send one line per token).
+    const out = new CoalescingWriter(recorder);
     const runId = round === 1 ? context.runId : randomUUID();
-    await context.callUpstream(
-      timeoutMs,
-      () =>
-        new UpstreamError('UPSTREAM_TIMEOUT', `Agent "${agent.name}" sent nothing for ${timeoutMs} ms and was cut off.`, {
-          details: { agentName: agent.name },
-        }),
-      (signal) =>
-        agent.client.run(
-          {
-            agentName: agent.name,
-            threadId: context.threadId,
-            runId,
-            nodeName: request.agentSession?.nodeName ?? null,
-            messages,
-            tools,
-            state,
-            config: ownState?.config ?? {},
-            metaEvents: round === 1 ? request.metaEvents : [],
-            context: request.context,
-            properties: request.properties,
-            forwardedParameters: request.forwardedParameters,
-            logger: context.logger,
-          },
-          recorder,
-          signal,
-        ),
-    );
+    try {
+      await context.callUpstream(
+        timeoutMs,
+        () =>
+          new UpstreamError('UPSTREAM_TIMEOUT', `Agent "${agent.name}" sent nothing for ${timeoutMs} ms and was cut off.`, {
+            details: { agentName: agent.name },
+          }),
+        (signal) =>
+          agent.client.run(
+            {
+              agentName: agent.name,
+              threadId: context.threadId,
+              runId,
+              nodeName: request.agentSession?.nodeName ?? null,
+              messages,
+              tools,
+              state,
+              config: ownState?.config ?? {},
+              metaEvents: round === 1 ? request.metaEvents : [],
+              context: request.context,
+              properties: request.properties,
+              forwardedParameters: request.forwardedParameters,
+              logger: context.logger,
+            },
+            out,
+            signal,
+          ),
+      );
+    } catch (error) {
+      out.discard();
+      throw error;
+    }
+    out.flush();
     context.closeOpenMessages();
 
     const calls = recorder.calls().filter((call) => !recorder.hasResult(call.id));
