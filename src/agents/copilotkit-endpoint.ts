@@ -2,8 +2,8 @@ import type { Logger } from 'pino';
 import type { ActionSource, ExecutableAction } from '../actions/action.js';
 import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
 import type { RunWriter } from '../core/writer.js';
-import type { UpstreamClient } from '../upstream/client.js';
-import { readJsonLines } from '../upstream/jsonl.js';
+import { readEach, type UpstreamClient } from '../upstream/client.js';
+import { JsonLinesDecoder } from '../upstream/jsonl.js';
 import { retryPolicy, type RetryPolicy } from '../upstream/retry.js';
 import type { AgentClient, AgentEntry, AgentRequest, AgentSource, AgentThreadState, LoadStateRequest } from './agent.js';
 import { toRuntimeMessages, toRuntimeMetaEvents } from './copilotkit-messages.js';
@@ -260,7 +260,10 @@ export class CopilotKitEndpoint implements AgentSource, ActionSource {
       logger: request.logger,
     });
     const interpreter = dialect === 'langgraph' ? new LangGraphEventInterpreter(out, name, request.logger) : new RuntimeEventInterpreter(out, name, request.logger);
-    for await (const { value, line } of readJsonLines(response.body, who(name))) interpreter.handle(value, line);
+    // Lines are handed to the interpreter synchronously as each read arrives: no await per line.
+    const lines = new JsonLinesDecoder(who(name), ({ value, line }) => interpreter.handle(value, line));
+    await readEach(response, { who: who(name), signal }, (chunk) => lines.feed(chunk));
+    lines.end();
     if (interpreter instanceof LangGraphEventInterpreter) interpreter.finish();
   }
 

@@ -11,48 +11,75 @@ export interface JsonLine {
 }
 
 /**
- * Reads a JSON Lines body: one JSON value per line. Survives chunks split anywhere, inside a line
- * and inside a multi-byte character; accepts CRLF and skips blank lines; and reads a last line that
- * has no trailing newline (CopilotKit's runtime drops it). A line that is not JSON throws an
- * UPSTREAM_BAD_RESPONSE naming `who` and the line number; the body's own errors pass through.
+ * Decodes a JSON Lines body fed chunk by chunk, handing each line to `onLine` synchronously: one
+ * JSON value per line. Survives chunks split anywhere, inside a line and inside a multi-byte
+ * character; accepts CRLF and skips blank lines; and reads a last line that has no trailing newline
+ * (CopilotKit's runtime drops it) at `end()`. A line that is not JSON throws an UPSTREAM_BAD_RESPONSE
+ * naming `who` and the line number.
  */
-export async function* readJsonLines(body: AsyncIterable<Uint8Array>, who: string): AsyncGenerator<JsonLine> {
-  const decoder = new TextDecoder('utf-8');
-  let buffer = '';
-  let lineNumber = 0;
+export class JsonLinesDecoder {
+  private readonly decoder = new TextDecoder('utf-8');
+  private buffer = '';
+  private lineNumber = 0;
 
-  function parse(raw: string): JsonLine | undefined {
-    lineNumber++;
-    const text = raw.endsWith('\r') ? raw.slice(0, -1).trim() : raw.trim();
-    if (text === '') return undefined;
+  constructor(
+    private readonly who: string,
+    private readonly onLine: (line: JsonLine) => void,
+  ) {}
+
+  feed(chunk: Uint8Array): void {
+    // The part already buffered has no newline: only the new text is searched (a long line stays linear).
+    const searchFrom = this.buffer.length;
+    const buffer = this.buffer + this.decoder.decode(chunk, { stream: true });
+    let start = 0;
     try {
-      return { value: JSON.parse(text), line: lineNumber };
+      for (let newline = buffer.indexOf('\n', searchFrom); newline !== -1; newline = buffer.indexOf('\n', start)) {
+        const raw = buffer.slice(start, newline);
+        start = newline + 1;
+        this.line(raw);
+      }
+    } finally {
+      this.buffer = start === 0 ? buffer : buffer.slice(start);
+    }
+    if (this.buffer.length > MAX_LINE_CHARS) {
+      throw new UpstreamError('UPSTREAM_BAD_RESPONSE', `${capitalize(this.who)} sent a line longer than ${MAX_LINE_CHARS} characters.`);
+    }
+  }
+
+  /** The body has ended: reads a last line without a newline. */
+  end(): void {
+    const rest = this.buffer + this.decoder.decode();
+    this.buffer = '';
+    this.line(rest);
+  }
+
+  private line(raw: string): void {
+    const lineNumber = ++this.lineNumber;
+    const text = raw.endsWith('\r') ? raw.slice(0, -1).trim() : raw.trim();
+    if (text === '') return;
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
     } catch {
-      throw new UpstreamError('UPSTREAM_BAD_RESPONSE', `${capitalize(who)} sent line ${lineNumber}, which is not JSON.`, {
+      throw new UpstreamError('UPSTREAM_BAD_RESPONSE', `${capitalize(this.who)} sent line ${lineNumber}, which is not JSON.`, {
         details: { line: lineNumber },
         cause: new Error(`line ${lineNumber}: ${text.slice(0, 200)}`),
       });
     }
+    this.onLine({ value, line: lineNumber });
   }
+}
 
+/** The same, as an async generator over a body to iterate (for callers that want to `for await`). */
+export async function* readJsonLines(body: AsyncIterable<Uint8Array>, who: string): AsyncGenerator<JsonLine> {
+  const ready: JsonLine[] = [];
+  const decoder = new JsonLinesDecoder(who, (line) => ready.push(line));
   for await (const chunk of body) {
-    // The part already buffered has no newline: only the new text is searched (a long line stays linear).
-    const searchFrom = buffer.length;
-    buffer += decoder.decode(chunk, { stream: true });
-    let start = 0;
-    for (let newline = buffer.indexOf('\n', searchFrom); newline !== -1; newline = buffer.indexOf('\n', start)) {
-      const line = parse(buffer.slice(start, newline));
-      start = newline + 1;
-      if (line) yield line;
-    }
-    buffer = start === 0 ? buffer : buffer.slice(start);
-    if (buffer.length > MAX_LINE_CHARS) {
-      throw new UpstreamError('UPSTREAM_BAD_RESPONSE', `${capitalize(who)} sent a line longer than ${MAX_LINE_CHARS} characters.`);
-    }
+    decoder.feed(chunk);
+    yield* ready.splice(0);
   }
-  buffer += decoder.decode();
-  const last = parse(buffer);
-  if (last) yield last;
+  decoder.end();
+  yield* ready.splice(0);
 }
 
 function capitalize(text: string): string {
