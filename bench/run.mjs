@@ -53,6 +53,10 @@ const scenarios = [
     load: { streams: smoke ? 50 : 1000, rampMs: smoke ? 200 : 2000, prompt: `Hello [tokens=${smoke ? 5 : 100}][pace=100][stamp]` },
   },
 ].filter((scenario) => !only || scenario.name === only);
+if (scenarios.length === 0) {
+  console.error(`No scenario named ${JSON.stringify(only)}: burst20, burst100, paced, first, agent, ws5000, ws1000.`);
+  process.exit(2);
+}
 
 // --- processes -------------------------------------------------------------------------------------------------
 
