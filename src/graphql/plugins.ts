@@ -65,7 +65,19 @@ export function errorLoggingPlugin(): ApolloServerPlugin<GatewayContext> {
   };
 }
 
+/** Per document: Apollo hands the same parsed document to every request with the same text. */
+const incrementalDocuments = new WeakMap<DocumentNode, boolean>();
+
 function usesIncrementalDelivery(document: DocumentNode): boolean {
+  let known = incrementalDocuments.get(document);
+  if (known === undefined) {
+    known = findsIncrementalDirective(document);
+    incrementalDocuments.set(document, known);
+  }
+  return known;
+}
+
+function findsIncrementalDirective(document: DocumentNode): boolean {
   let found = false;
   visit(document, {
     Directive(node) {
