@@ -1,3 +1,4 @@
+import { GatewayError } from './errors.js';
 /**
  * Abort signals handed to code the gateway does not own (adapters, agent clients, action handlers).
  *
@@ -96,3 +97,10 @@ export function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
     signal.addEventListener('abort', onAbort, { once: true });
   });
 }
+
+/**
+ * The reason a transport aborts its operation's signal with when the client's request or operation is
+ * over. One shared instance: the signal is aborted at the end of every request, and `abort()` without a
+ * reason would build a DOMException (with its stack) each time.
+ */
+export const OPERATION_ENDED = new GatewayError('CLIENT_DISCONNECTED', 'The client went away before the run finished.');

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HeaderMap, type ApolloServer, type HTTPGraphQLResponse } from '@apollo/server';
 import type { Logger } from 'pino';
+import { OPERATION_ENDED } from '../core/abort.js';
 import { statusOf, type ErrorCode } from '../core/errors.js';
 import type { GatewayContext } from '../graphql/context.js';
 import type { RunLauncher } from '../engine/launcher.js';
@@ -138,7 +139,7 @@ async function handleGraphQL(
   // When the response is over, nobody can read the run any more: stop it (a no-op once it ended,
   // as it has when the client selected `status`, which resolves only at the end).
   const controller = new AbortController();
-  res.on('close', () => controller.abort());
+  res.on('close', () => controller.abort(OPERATION_ENDED));
 
   let body: unknown;
   if (req.method === 'POST') {

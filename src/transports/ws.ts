@@ -5,6 +5,7 @@ import type { ExecutionArgs, GraphQLError, GraphQLSchema } from 'graphql';
 import { CloseCode, handleProtocols, makeServer } from 'graphql-ws';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { OPERATION_ENDED } from '../core/abort.js';
 import type { RunLauncher } from '../engine/launcher.js';
 import type { GatewayContext } from '../graphql/context.js';
 import { formatGraphQLError } from '../graphql/errors.js';
@@ -170,19 +171,19 @@ function abortOnReturn(generator: AsyncGenerator<any>, args: ExecutionArgs): Asy
     next: (...value: [] | [unknown]) => generator.next(...value).then((result) => (returned ? DONE : result)),
     return: (value?: unknown) => {
       returned = true;
-      controller.abort();
+      controller.abort(OPERATION_ENDED);
       return generator.return(value);
     },
     throw: (error?: unknown) => {
       returned = true;
-      controller.abort();
+      controller.abort(OPERATION_ENDED);
       return generator.throw(error);
     },
     [Symbol.asyncIterator]() {
       return this;
     },
     [Symbol.asyncDispose]: async () => {
-      controller.abort();
+      controller.abort(OPERATION_ENDED);
       await generator.return(undefined);
     },
   } as AsyncGenerator<any>;
@@ -208,7 +209,7 @@ async function* runOperation(args: ExecutionArgs, run: typeof execute | typeof s
       yield result;
     }
   } finally {
-    context.controller.abort();
+    context.controller.abort(OPERATION_ENDED);
     context.logger.info(
       { operationName: args.operationName ?? null, durationMs: Math.round(performance.now() - started) },
       'operation completed',
