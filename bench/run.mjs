@@ -6,6 +6,7 @@
 //   npm run bench -- --only burst20   one scenario (burst20, burst100, paced, first, agent, ws5000, ws1000)
 //   npm run bench -- --smoke          a few seconds: every scenario once, tiny, to prove the benchmark works (CI)
 //   npm run bench -- --json out.json  also write the raw figures
+//   npm run bench -- --gateway-node "--max-semi-space-size=4"   extra node flags for the gateway (to try V8 knobs)
 //
 // No figure here is asserted: the table is for people to read and compare.
 import { spawn, execFileSync, execSync } from 'node:child_process';
@@ -23,6 +24,7 @@ const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name
 const smoke = flag('--smoke');
 const rounds = Number(option('--rounds', smoke ? 1 : 3));
 const only = option('--only', undefined);
+const gatewayNodeFlags = (option('--gateway-node', '') ?? '').split(' ').filter(Boolean);
 const clockTicks = Number(execSync('getconf CLK_TCK').toString().trim()) || 100;
 
 // --- the scenarios ---------------------------------------------------------------------------------------------
@@ -127,7 +129,7 @@ async function startUpstream() {
 /** Our gateway as `npm start` runs it in production: the built JS, configured from the environment. */
 async function startGateway(upstream, extraEnv = {}) {
   const port = await freePort();
-  const proc = start(process.execPath, [join(root, 'dist', 'src', 'main.js')], {
+  const proc = start(process.execPath, [...gatewayNodeFlags, join(root, 'dist', 'src', 'main.js')], {
     cwd: root,
     env: {
       PATH: process.env.PATH,
