@@ -195,7 +195,10 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       try {
         await new Promise<void>((resolve, reject) => {
           server.once('error', reject);
-          server.listen(port, host, () => {
+          // A queue of connections not yet accepted as long as the system allows (Linux caps it at
+          // net.core.somaxconn, 4096 by default): Node's default of 511 drops connections when
+          // thousands of clients reconnect at once (a deploy, a network blip) and the event loop is busy.
+          server.listen({ port, host, backlog: LISTEN_BACKLOG }, () => {
             server.off('error', reject);
             resolve();
           });
@@ -307,6 +310,8 @@ function resolveOptions(options: GatewayOptions): ResolvedOptions {
     allowedHosts: options.allowedHosts ?? [],
   };
 }
+
+const LISTEN_BACKLOG = 4096;
 
 /** A failed listen, said in one line with what to do. */
 function listenError(error: unknown, port: number, host: string): ConfigurationError | unknown {
