@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
-import { execute, subscribe, isIncrementalResults } from '@graphql-tools/executor';
-import type { ExecutionArgs, GraphQLError, GraphQLSchema } from 'graphql';
+import { execute, isIncrementalResults } from '@graphql-tools/executor';
+import type { ExecutionArgs, ExecutionResult, GraphQLError, GraphQLSchema } from 'graphql';
 import { CloseCode, handleProtocols, makeServer } from 'graphql-ws';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -10,6 +10,7 @@ import type { RunLauncher } from '../engine/launcher.js';
 import type { GatewayContext } from '../graphql/context.js';
 import { formatGraphQLError } from '../graphql/errors.js';
 import { DocumentCache } from '../graphql/documents.js';
+import { createSubscriber } from '../graphql/subscribe.js';
 import { allValidationRules } from '../graphql/validation.js';
 import type { CorsPolicy } from './cors.js';
 import type { HostPolicy } from './hosts.js';
@@ -38,6 +39,7 @@ type OperationContext = GatewayContext & { controller: AbortController };
  */
 export function attachWebSocketTransport(options: WsTransportOptions): { dispose: () => Promise<void> } {
   const { server, schema, launcher, path, cors, logger } = options;
+  const subscribe = createSubscriber(schema);
   const documents = new DocumentCache(schema, allValidationRules(options.introspection), options.introspection);
   const wss = new WebSocketServer({
     server,
@@ -76,8 +78,10 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
         if (prepared.errors) return [...prepared.errors];
         return { schema, document: prepared.document, operationName: payload.operationName, variableValues: payload.variables };
       },
-      execute: (args) => abortOnReturn(runOperation(args, execute), args),
-      subscribe: (args) => abortOnReturn(runOperation(args, subscribe), args),
+      execute: (args) => serveExecution(args),
+      // Subscriptions on the lean path (graphql/subscribe.ts): one iterator per stream, no
+      // per-event variable coercion; the executor still executes every event.
+      subscribe: (args) => serveSubscription(args, subscribe),
       onError: (_ctx, _id, _payload, errors) => errors.map((error) => formatGraphQLError(error.toJSON(), error)),
       onNext: (_ctx, _id, _payload, _args, result: any) => {
         const format = (errors: GraphQLError[]) => errors.map((error) => formatGraphQLError(error.toJSON(), error));
@@ -137,18 +141,17 @@ function serveSocket(
       close: (code, reason) => socket.close(code, reason),
       // graphql-ws's handler for a `subscribe` resolves only when the operation ends: only the
       // message's text goes into it, so the frame's buffer is not held for the whole stream.
-      onMessage: (handle) => socket.on('message', (data) => void handleMessage(handle, String(data))),
+      onMessage: (handle) => socket.on('message', (data) => handleMessage(handle, String(data))),
     },
     // No upgrade request in graphql-ws's `extra`: nothing here reads it, and it would be held per connection.
     {},
   );
-  const handleMessage = async (handle: (data: string) => Promise<void>, text: string): Promise<void> => {
-    try {
-      await handle(text);
-    } catch (error) {
+  // Not an async function: its frame would hold the message's text until the operation ends.
+  const handleMessage = (handle: (data: string) => Promise<void>, text: string): void => {
+    handle(text).catch((error: unknown) => {
       logger.error({ err: error, transport: 'ws' }, 'unexpected error handling a WebSocket message');
       socket.close(CloseCode.InternalServerError, 'Internal server error');
-    }
+    });
   };
   socket.once('close', (code, reason) => {
     clearInterval(ping);
@@ -157,63 +160,111 @@ function serveSocket(
   });
 }
 
+const DONE: IteratorResult<never> = Object.freeze({ value: undefined, done: true }) as IteratorResult<never>;
+
 /**
- * graphql-ws always has a `next()` pending on an operation, and an async generator queues
- * `return()` behind it: the run would only hear of a `complete` or a closed socket when its next
- * event arrived, or never (a mutation without @defer/@stream). So `return()` aborts the run first.
+ * What graphql-ws iterates for an operation. When the operation ends (its last result, an error, the
+ * client's `complete`, a closed socket) its signal is aborted, which stops the run it started, and
+ * one log line says so.
  */
-function abortOnReturn(generator: AsyncGenerator<any>, args: ExecutionArgs): AsyncGenerator<any> {
-  const { controller } = args.contextValue as OperationContext;
-  // After `return()`, the result the aborted run still produces must not reach the client.
-  let returned = false;
-  const DONE: IteratorResult<any> = { value: undefined, done: true };
-  return {
-    next: (...value: [] | [unknown]) => generator.next(...value).then((result) => (returned ? DONE : result)),
-    return: (value?: unknown) => {
-      returned = true;
-      controller.abort(OPERATION_ENDED);
-      return generator.return(value);
-    },
-    throw: (error?: unknown) => {
-      returned = true;
-      controller.abort(OPERATION_ENDED);
-      return generator.throw(error);
-    },
-    [Symbol.asyncIterator]() {
-      return this;
-    },
-    [Symbol.asyncDispose]: async () => {
-      controller.abort(OPERATION_ENDED);
-      await generator.return(undefined);
-    },
-  } as AsyncGenerator<any>;
+function operationEnd(args: ExecutionArgs): () => void {
+  const context = args.contextValue as OperationContext;
+  const started = performance.now();
+  return () => {
+    context.controller.abort(OPERATION_ENDED);
+    context.logger.info({ operationName: args.operationName ?? null, durationMs: Math.round(performance.now() - started) }, 'operation completed');
+  };
 }
 
 /**
- * Runs an operation on the tools executor (which streams @defer/@stream and async-iterable lists)
- * and always hands graphql-ws an async generator, so that graphql-ws calls `return()` when the
- * client completes the operation or the socket closes, which aborts the operation's run.
+ * Queries and the mutation: an iterator handed over at once, before the result is ready, so that a
+ * `complete` while a plain (not streamed) mutation waits for its run reaches `return()` and stops it.
  */
-async function* runOperation(args: ExecutionArgs, run: typeof execute | typeof subscribe): AsyncGenerator<any> {
-  const context = args.contextValue as OperationContext;
-  const started = performance.now();
+function serveExecution(args: ExecutionArgs): AsyncGenerator<ExecutionResult> {
+  return new OperationStream(executionParts(args), operationEnd(args));
+}
+
+async function* executionParts(args: ExecutionArgs): AsyncGenerator<ExecutionResult> {
+  const result = await execute(args as Parameters<typeof execute>[0]);
+  if (isIncrementalResults(result)) {
+    // @defer/@stream over graphql-ws: the initial result, then each incremental payload.
+    yield result.initialResult as ExecutionResult;
+    yield* result.subsequentResults as AsyncIterable<ExecutionResult>;
+  } else {
+    yield result as ExecutionResult;
+  }
+}
+
+/** Subscriptions: the response stream (or the error result) once the source stream exists. */
+async function serveSubscription(
+  args: ExecutionArgs,
+  subscribe: (args: ExecutionArgs) => Promise<AsyncGenerator<ExecutionResult> | ExecutionResult>,
+): Promise<AsyncGenerator<ExecutionResult> | ExecutionResult> {
+  const end = operationEnd(args);
+  let result;
   try {
-    const result: any = await run(args as any);
-    if (isIncrementalResults(result)) {
-      // @defer/@stream over graphql-ws: the initial result, then each incremental payload.
-      yield result.initialResult;
-      yield* result.subsequentResults;
-    } else if (result && typeof result[Symbol.asyncIterator] === 'function') {
-      yield* result;
-    } else {
-      yield result;
+    result = await subscribe(args);
+  } catch (error) {
+    end();
+    throw error;
+  }
+  if ('next' in result) return new OperationStream(result, end);
+  end();
+  return result;
+}
+
+/**
+ * An operation's results as graphql-ws iterates them. graphql-ws always has a `next()` pending, and
+ * an async generator would queue `return()` behind it: the run would hear of a `complete` or a closed
+ * socket only when its next event arrived, or never. So `return()` ends the operation at once (its
+ * signal aborts the run) and anything the ending run still produces is not passed on.
+ */
+class OperationStream implements AsyncGenerator<ExecutionResult> {
+  private ended = false;
+
+  constructor(
+    private readonly results: AsyncIterator<ExecutionResult>,
+    private readonly onEnd: () => void,
+  ) {}
+
+  async next(): Promise<IteratorResult<ExecutionResult>> {
+    if (this.ended) return DONE;
+    let result: IteratorResult<ExecutionResult>;
+    try {
+      result = await this.results.next();
+    } catch (error) {
+      this.end();
+      throw error;
     }
-  } finally {
-    context.controller.abort(OPERATION_ENDED);
-    context.logger.info(
-      { operationName: args.operationName ?? null, durationMs: Math.round(performance.now() - started) },
-      'operation completed',
-    );
+    if (this.ended) return DONE;
+    if (result.done) this.end();
+    return result;
+  }
+
+  async return(): Promise<IteratorResult<ExecutionResult>> {
+    this.end();
+    await this.results.return?.();
+    return DONE;
+  }
+
+  async throw(error?: unknown): Promise<IteratorResult<ExecutionResult>> {
+    this.end();
+    await this.results.return?.();
+    throw error;
+  }
+
+  private end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.onEnd();
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.return();
   }
 }
 

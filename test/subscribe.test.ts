@@ -1,0 +1,237 @@
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { subscribe as executorSubscribe } from '@graphql-tools/executor';
+import { parse, type ExecutionArgs } from 'graphql';
+import type { RuntimeEvent, SequencedEvent } from '../src/core/events.js';
+import { MESSAGE_SUCCESS, RUN_SUCCESS } from '../src/core/status.js';
+import type { RunHandle } from '../src/engine/run.js';
+import { buildSchema } from '../src/graphql/schema.js';
+import { createSubscriber, toEventDocument } from '../src/graphql/subscribe.js';
+import { RUN_SUBSCRIPTION } from './support/transports.js';
+import { runInput, silentLogger, userMessage } from './support/harness.js';
+
+// The WebSocket transport runs subscriptions on a lean path (src/graphql/subscribe.ts) instead of the
+// tools executor's own `subscribe`. Here both run the same documents over the same events, and every
+// payload must serialise to the same bytes: the documents the other tests and the README use, and
+// every shape the lean path treats specially (aliases, fragments on the subscription type, variables
+// inside the event selection, several operations, @defer inside an event, errors of every kind).
+
+const schema = buildSchema();
+const lean = createSubscriber(schema);
+
+const failedStatus = {
+  code: 'Failed',
+  reason: 'UNKNOWN_ERROR',
+  details: { description: 'The model provider failed (HTTP 500).', code: 'UPSTREAM_UNAVAILABLE', requestId: 'req-1', originalError: { code: 'UPSTREAM_UNAVAILABLE' } },
+} as const;
+
+/** A run's events, every kind at least once, in an order a run could send them. */
+function allEvents(finish: 'success' | 'failed' = 'success'): SequencedEvent[] {
+  const events: RuntimeEvent[] = [
+    { type: 'RunStarted', threadId: 'thread-1', runId: 'run-1' },
+    { type: 'TextMessageStart', messageId: 'msg-1', parentMessageId: null, role: 'assistant' },
+    { type: 'TextMessageContent', messageId: 'msg-1', content: 'Hello, ' },
+    { type: 'AgentStateMessage', messageId: 'state-1', threadId: 'thread-1', agentName: 'crew', nodeName: 'plan', runId: 'run-1', active: true, role: 'assistant', state: '{"step":1}', running: true },
+    { type: 'TextMessageContent', messageId: 'msg-1', content: 'world "quoted" \u2603\n' },
+    { type: 'TextMessageEnd', messageId: 'msg-1', status: MESSAGE_SUCCESS },
+    { type: 'ActionExecutionStart', actionExecutionId: 'call-1', actionName: 'sayHello', parentMessageId: 'msg-1' },
+    { type: 'ActionExecutionArgs', actionExecutionId: 'call-1', args: '{"name":' },
+    { type: 'MetaEvent', event: { name: 'LangGraphInterruptEvent', value: '{"question":"ok?"}', response: null } },
+    { type: 'ActionExecutionArgs', actionExecutionId: 'call-1', args: '"Ann"}' },
+    { type: 'ActionExecutionEnd', actionExecutionId: 'call-1', status: MESSAGE_SUCCESS },
+    { type: 'ActionExecutionResult', messageId: 'result-call-1', actionExecutionId: 'call-1', actionName: 'sayHello', result: 'Hello, Ann!' },
+    {
+      type: 'MetaEvent',
+      event: {
+        name: 'CopilotKitLangGraphInterruptEvent',
+        value: 'approve?',
+        response: null,
+        messages: [
+          { kind: 'text', id: 'im-1', role: 'assistant', content: 'Shall I?' },
+          { kind: 'actionExecution', id: 'im-2', name: 'approve', arguments: '{}' },
+          { kind: 'result', id: 'im-3', actionExecutionId: 'im-2', actionName: 'approve', result: 'yes' },
+        ],
+      },
+    },
+    { type: 'TextMessageStart', messageId: 'msg-2', parentMessageId: null, role: 'assistant' },
+    { type: 'TextMessageEnd', messageId: 'msg-2', status: { code: 'Failed', reason: 'Run ended.' } },
+    { type: 'RunFinished', status: finish === 'success' ? RUN_SUCCESS : failedStatus },
+  ];
+  return events.map((event, sequence) => ({ ...event, sequence }) as SequencedEvent);
+}
+
+/** A context whose launcher "runs" by emitting `events` to the view, one per turn, then finishing. */
+function contextFor(events: readonly SequencedEvent[]) {
+  const launcher = {
+    async start(_request: unknown, _caller: unknown, attach: (run: RunHandle) => unknown) {
+      const listeners: ((event: SequencedEvent) => void)[] = [];
+      const run: RunHandle = {
+        threadId: 'thread-1',
+        runId: 'run-1',
+        subscribe: (listener) => {
+          listeners.push(listener);
+          return () => listeners.splice(listeners.indexOf(listener), 1);
+        },
+        abort: () => {},
+        finished: new Promise(() => {}),
+      };
+      const view = attach(run);
+      void (async () => {
+        for (const event of events) {
+          await new Promise((resolve) => setImmediate(resolve));
+          for (const listener of [...listeners]) listener(event);
+        }
+      })();
+      return view;
+    },
+  };
+  return { requestId: 'req-1', logger: silentLogger, signal: new AbortController().signal, launcher, allowance: { used: false }, acceptsIncremental: true };
+}
+
+/** Every payload either executor sends for one operation, serialised as graphql-ws would send it. */
+async function payloads(run: (args: ExecutionArgs) => any, query: string, variables: Record<string, unknown>, events: readonly SequencedEvent[], operationName?: string): Promise<string[]> {
+  const args = { schema, document: parse(query), variableValues: variables, operationName, contextValue: contextFor(events) } as ExecutionArgs;
+  const result = await run(args);
+  if (typeof result?.[Symbol.asyncIterator] !== 'function') return [JSON.stringify(result)];
+  const out: string[] = [];
+  for await (const payload of result) out.push(JSON.stringify(payload));
+  return out;
+}
+
+async function expectSameBytes(query: string, variables: Record<string, unknown>, events: readonly SequencedEvent[] = allEvents(), operationName?: string): Promise<string[]> {
+  const expected = await payloads(executorSubscribe as any, query, variables, events, operationName);
+  const actual = await payloads(lean, query, variables, events, operationName);
+  expect(actual).toEqual(expected);
+  return actual;
+}
+
+const data = runInput([userMessage('hi')]);
+
+// The documents the other tests, the README and the benchmark send (copied where not exported).
+const WS_TEST_RUN = `subscription Run($data: GenerateCopilotResponseInput!) {
+  copilotRun(data: $data) {
+    __typename
+    ... on RunEvent { sequence }
+    ... on RunStartedEvent { threadId runId }
+    ... on TextMessageStartEvent { messageId role }
+    ... on TextMessageContentEvent { messageId content }
+    ... on TextMessageEndEvent { messageId messageStatus { __typename ... on FailedMessageStatus { reason } } }
+    ... on ActionExecutionStartEvent { actionExecutionId actionName }
+    ... on ActionExecutionArgsEvent { actionExecutionId args }
+    ... on ActionExecutionEndEvent { actionExecutionId messageStatus { __typename } }
+    ... on ActionExecutionResultEvent { messageId actionExecutionId actionName result }
+    ... on RunFinishedEvent { status { __typename ... on FailedResponseStatus { reason details } } }
+  }
+}`;
+const README_RUN = `subscription($data: GenerateCopilotResponseInput!) {
+  copilotRun(data: $data) {
+    __typename
+    ... on RunEvent { sequence }
+    ... on RunStartedEvent { threadId runId }
+    ... on TextMessageContentEvent { messageId content }
+    ... on ActionExecutionStartEvent { actionExecutionId actionName }
+    ... on ActionExecutionArgsEvent { actionExecutionId args }
+    ... on ActionExecutionResultEvent { actionName result }
+    ... on RunFinishedEvent { status { ... on BaseResponseStatus { code } ... on FailedResponseStatus { reason details } } }
+  }
+}`;
+const BENCH_RUN = `subscription Run($data: GenerateCopilotResponseInput!) {
+  copilotRun(data: $data) {
+    __typename
+    ... on RunEvent { sequence }
+    ... on TextMessageContentEvent { content }
+    ... on RunFinishedEvent { status { ... on BaseResponseStatus { code } ... on FailedResponseStatus { reason details } } }
+  }
+}`;
+const MINIMAL_RUN = 'subscription($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) { __typename } }';
+const INLINE_INPUT_RUN = `subscription Run { copilotRun(data: { threadId: "t-inline", frontend: { actions: [] }, metadata: { requestType: Chat },
+  messages: [{ id: "1", createdAt: "2026-01-01T00:00:00.000Z", textMessage: { role: user, content: "hi" } }] }) {
+  __typename ... on RunEvent { sequence } ... on TextMessageContentEvent { content } ... on RunFinishedEvent { status { __typename } } } }`;
+
+beforeAll(() => {
+  // Message outputs carry their creation time: both executions must see the same clock.
+  jest.useFakeTimers({ now: new Date('2026-11-24T12:00:00.000Z'), doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
+});
+
+afterAll(() => {
+  jest.useRealTimers();
+});
+
+describe('the lean subscription path sends the bytes the executor sends', () => {
+  it.each([
+    ['the behaviour suite', RUN_SUBSCRIPTION, { data, properties: { tenant: 'a' } }],
+    ['the WebSocket tests', WS_TEST_RUN, { data }],
+    ['the README', README_RUN, { data }],
+    ['the benchmark', BENCH_RUN, { data }],
+    ['a minimal document', MINIMAL_RUN, { data }],
+    ['an inline input, no variables (the explorer test)', INLINE_INPUT_RUN, {}],
+  ])('for the document of %s', async (_name, query, variables) => {
+    const sent = await expectSameBytes(query, variables);
+    expect(sent).toHaveLength(allEvents().length);
+  });
+
+  it('for a failed run', async () => {
+    await expectSameBytes(WS_TEST_RUN, { data }, allEvents('failed'));
+  });
+
+  it('for aliases, fragments on the subscription type and nested fragments', async () => {
+    const query = `
+      subscription Run($data: GenerateCopilotResponseInput!, $properties: JSONObject) {
+        ...Root
+        ... on Subscription { run: copilotRun(data: $data, properties: $properties) { seq: __typename } }
+      }
+      fragment Root on Subscription { run: copilotRun(data: $data, properties: $properties) { ...Event } }
+      fragment Event on CopilotRunEvent { __typename ... on RunEvent { n: sequence } ... on TextMessageContentEvent { text: content } ...Finish }
+      fragment Finish on RunFinishedEvent { status { ... on BaseResponseStatus { code } } }`;
+    await expectSameBytes(query, { data, properties: {} });
+  });
+
+  it('for variables used inside the event selection, and the event document keeps only those', async () => {
+    const query = `subscription Run($data: GenerateCopilotResponseInput!, $withText: Boolean!, $skipSeq: Boolean = false) {
+      copilotRun(data: $data) {
+        __typename
+        ... on RunEvent { sequence @skip(if: $skipSeq) }
+        ... on TextMessageContentEvent @include(if: $withText) { content }
+      }
+    }`;
+    for (const withText of [true, false]) await expectSameBytes(query, { data, withText });
+    await expectSameBytes(query, { data, withText: true, skipSeq: true });
+    const eventDocument = toEventDocument(schema, parse(query));
+    const operation = eventDocument.definitions[0] as any;
+    expect(operation.variableDefinitions.map((v: any) => v.variable.name.value)).toEqual(['withText', 'skipSeq']);
+    expect(operation.selectionSet.selections[0].arguments).toEqual([]);
+  });
+
+  it('for a document with several operations, run by name', async () => {
+    const query = `query Hello { hello }
+      subscription First($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) { __typename } }
+      subscription Second($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) { ... on RunEvent { sequence } } }`;
+    await expectSameBytes(query, { data }, allEvents(), 'Second');
+  });
+
+  it('for @defer inside the event selection (an initial part, then the deferred one, per event)', async () => {
+    const query = `subscription Run($data: GenerateCopilotResponseInput!) {
+      copilotRun(data: $data) { __typename ... @defer { ... on RunEvent { sequence } } }
+    }`;
+    const sent = await expectSameBytes(query, { data });
+    expect(sent.length).toBe(allEvents().length * 2);
+  });
+
+  it('for an event the schema cannot represent (a null where a value is required, an unknown kind)', async () => {
+    const events = allEvents();
+    events[2] = { ...events[2], content: null } as unknown as SequencedEvent;
+    events[3] = { ...events[3], type: 'Unheard' } as unknown as SequencedEvent;
+    const sent = await expectSameBytes(WS_TEST_RUN, { data }, events);
+    expect(JSON.parse(sent[2]).errors[0].path).toEqual(['copilotRun', 'content']);
+  });
+
+  it('for variables that cannot be coerced', async () => {
+    const [sent] = await expectSameBytes(WS_TEST_RUN, { data: { ...data, messages: 'not a list of messages' } });
+    expect(JSON.parse(sent).errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    await expectSameBytes(WS_TEST_RUN, {});
+  });
+
+  it('for an input the gateway refuses (the root resolver throws)', async () => {
+    const [sent] = await expectSameBytes(WS_TEST_RUN, { data: runInput([{ id: 'm1', createdAt: new Date().toISOString() }]) });
+    expect(JSON.parse(sent).errors[0].path).toEqual(['copilotRun']);
+  });
+});
