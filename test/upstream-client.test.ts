@@ -58,6 +58,19 @@ async function text(body: AsyncIterable<Uint8Array>): Promise<string> {
   return out;
 }
 
+/** The two ways to read an answer: `request` (a body to iterate) and `stream` (chunks handed over as they arrive). */
+const ways = {
+  request: async (c: ReturnType<typeof call>) => {
+    const response = await client.request(c);
+    return { text: await text(response.body), attempts: response.attempts };
+  },
+  stream: async (c: ReturnType<typeof call>) => {
+    let out = '';
+    const { attempts } = await client.stream(c, (chunk) => (out += chunk.toString('utf8')));
+    return { text: out, attempts };
+  },
+};
+
 async function failure(promise: Promise<unknown>): Promise<GatewayError> {
   try {
     await promise;
@@ -67,18 +80,18 @@ async function failure(promise: Promise<unknown>): Promise<GatewayError> {
   throw new Error('expected a failure');
 }
 
-describe('retries', () => {
+describe.each(Object.entries(ways))('retries (%s)', (_way, answer) => {
   it('retries a 503 and returns the answer that follows', async () => {
     handler = (_req, res, n) => (n < 3 ? res.writeHead(503).end() : res.end('ok'));
-    const response = await client.request(call());
-    expect(await text(response.body)).toBe('ok');
+    const response = await answer(call());
+    expect(response.text).toBe('ok');
     expect(calls).toBe(3);
     expect(response.attempts).toBe(3);
   });
 
   it('gives up after maxRetries with UPSTREAM_UNAVAILABLE, naming the upstream but not its URL', async () => {
     handler = (_req, res) => res.writeHead(503, { 'content-type': 'application/json' }).end('{"detail":"down for maintenance at http://10.0.0.7:8000"}');
-    const error = await failure(client.request(call({ policy: fast({ maxRetries: 3 }) })));
+    const error = await failure(answer(call({ policy: fast({ maxRetries: 3 }) })));
     expect(calls).toBe(4);
     expect(error).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', message: 'Agent "crew" failed (HTTP 503).', details: { upstreamStatus: 503 } });
     expect(JSON.stringify(error.toJSON())).not.toMatch(/127\.0\.0\.1|10\.0\.0\.7/);
@@ -86,13 +99,13 @@ describe('retries', () => {
 
   it.each([408, 429, 500, 502, 504])('retries %i', async (status) => {
     handler = (_req, res, n) => (n === 1 ? res.writeHead(status).end() : res.end('ok'));
-    await text((await client.request(call())).body);
+    await answer(call());
     expect(calls).toBe(2);
   });
 
   it.each([400, 401, 404, 422])('does not retry %i, and says what the upstream refused', async (status) => {
     handler = (_req, res) => res.writeHead(status, { 'content-type': 'application/json' }).end('{"error":"name is required"}');
-    const error = await failure(client.request(call()));
+    const error = await failure(answer(call()));
     expect(calls).toBe(1);
     expect(error.code).toBe(status === 401 ? 'UPSTREAM_AUTHENTICATION_FAILED' : 'UPSTREAM_REJECTED');
     if (status !== 401) expect(error.message).toBe(`Agent "crew" rejected the request (HTTP ${status}): name is required`);
@@ -101,33 +114,33 @@ describe('retries', () => {
   it('honours Retry-After in seconds, and a long one only up to maxRetryAfterMs', async () => {
     // An hour, cut to 20 ms: without the cap this test would run into its timeout.
     handler = (_req, res, n) => (n === 1 ? res.writeHead(429, { 'retry-after': '3600' }).end() : res.end('ok'));
-    await text((await client.request(call({ policy: fast({ maxRetryAfterMs: 20 }) }))).body);
+    await answer(call({ policy: fast({ maxRetryAfterMs: 20 }) }));
     expect(calls).toBe(2);
   });
 
   it('honours Retry-After as an HTTP date', async () => {
     handler = (_req, res, n) => (n === 1 ? res.writeHead(503, { 'retry-after': new Date(Date.now() - 1000).toUTCString() }).end() : res.end('ok'));
-    await text((await client.request(call())).body);
+    await answer(call());
     expect(calls).toBe(2);
   });
 
   it('does not start a retry that cannot finish within the total timeout', async () => {
     handler = (_req, res) => res.writeHead(429, { 'retry-after': '5' }).end();
-    const error = await failure(client.request(call({ policy: fast({ totalTimeoutMs: 1000 }) })));
+    const error = await failure(answer(call({ policy: fast({ totalTimeoutMs: 1000 }) })));
     expect(calls).toBe(1);
     expect(error).toMatchObject({ code: 'UPSTREAM_RATE_LIMITED', details: { upstreamStatus: 429, retryAfterSeconds: 5 } });
   });
 
   it('retries an attempt that gets no answer in time, then fails with UPSTREAM_TIMEOUT', async () => {
     handler = () => {}; // never answers
-    const error = await failure(client.request(call({ policy: fast({ attemptTimeoutMs: 200, maxRetries: 1 }) })));
+    const error = await failure(answer(call({ policy: fast({ attemptTimeoutMs: 200, maxRetries: 1 }) })));
     expect(calls).toBe(2);
     expect(error.code).toBe('UPSTREAM_TIMEOUT');
   });
 
   it('retries a connection reset before any byte of the answer', async () => {
     handler = (req, res, n) => (n < 3 ? req.socket.destroy() : res.end('ok'));
-    expect(await text((await client.request(call())).body)).toBe('ok');
+    expect((await answer(call())).text).toBe('ok');
     expect(calls).toBe(3);
   });
 
@@ -138,7 +151,7 @@ describe('retries', () => {
     await new Promise<void>((resolve) => closed.close(() => resolve()));
     const retries: unknown[] = [];
     const logger = { ...silentLogger, info: (fields: unknown) => retries.push(fields), warn: () => {} } as unknown as typeof silentLogger;
-    const error = await failure(client.request(call({ url: `http://127.0.0.1:${port}/info`, logger, policy: fast({ maxRetries: 2 }) })));
+    const error = await failure(answer(call({ url: `http://127.0.0.1:${port}/info`, logger, policy: fast({ maxRetries: 2 }) })));
     expect(error).toMatchObject({ code: 'UPSTREAM_UNREACHABLE', message: 'Agent "crew" could not be reached (connection refused).' });
     expect(retries).toHaveLength(2);
   });
@@ -149,14 +162,13 @@ describe('retries', () => {
       res.write('{"type":"TextMessageStart","messageId":"m1"}\n');
       setTimeout(() => res.socket?.destroy(), 20);
     };
-    const response = await client.request(call());
-    const error = await failure(text(response.body));
+    const error = await failure(answer(call()));
     expect(error.code).toBe('UPSTREAM_STREAM_INTERRUPTED');
     expect(calls).toBe(1);
   });
 });
 
-describe('aborts', () => {
+describe.each(Object.entries(ways))('aborts (%s)', (way, answer) => {
   it('stops waiting to retry', async () => {
     handler = (_req, res) => res.writeHead(503, { 'retry-after': '20' }).end();
     const controller = new AbortController();
@@ -164,7 +176,7 @@ describe('aborts', () => {
     let waiting!: () => void;
     const isWaiting = new Promise<void>((resolve) => (waiting = resolve));
     const logger = { ...silentLogger, info: (_fields: unknown, message: string) => message.endsWith('retrying') && waiting(), warn: () => {} } as unknown as typeof silentLogger;
-    const pending = client.request(call({ signal: controller.signal, logger, policy: fast({ maxRetryAfterMs: 60_000 }) }));
+    const pending = answer(call({ signal: controller.signal, logger, policy: fast({ maxRetryAfterMs: 60_000 }) }));
     await isWaiting;
     controller.abort(new GatewayError('CLIENT_DISCONNECTED', 'gone'));
     expect(await failure(pending)).toMatchObject({ code: 'CLIENT_DISCONNECTED' });
@@ -181,7 +193,7 @@ describe('aborts', () => {
       arrived();
     };
     const controller = new AbortController();
-    const pending = client.request(call({ signal: controller.signal }));
+    const pending = answer(call({ signal: controller.signal }));
     await hasArrived;
     controller.abort(new GatewayError('CLIENT_DISCONNECTED', 'gone'));
     expect(await failure(pending)).toMatchObject({ code: 'CLIENT_DISCONNECTED' });
@@ -197,21 +209,79 @@ describe('aborts', () => {
       res.once('close', closed);
     };
     const controller = new AbortController();
-    const response = await client.request(call({ signal: controller.signal }));
+    const gone = new GatewayError('CLIENT_DISCONNECTED', 'gone');
     const lines: unknown[] = [];
-    const reading = (async () => {
-      for await (const { value } of readJsonLines(response.body, 'agent "crew"')) {
-        lines.push(value);
-        controller.abort(new GatewayError('CLIENT_DISCONNECTED', 'gone'));
-      }
-    })();
-    expect(await failure(reading)).toMatchObject({ code: 'CLIENT_DISCONNECTED' });
+    let reading: Promise<unknown>;
+    if (way === 'request') {
+      const response = await client.request(call({ signal: controller.signal }));
+      reading = (async () => {
+        for await (const { value } of readJsonLines(response.body, 'agent "crew"')) {
+          lines.push(value);
+          controller.abort(gone);
+        }
+      })();
+    } else {
+      reading = client.stream(call({ signal: controller.signal }), (chunk) => {
+        lines.push(JSON.parse(chunk.toString('utf8')));
+        controller.abort(gone);
+      });
+    }
+    expect(await failure(reading)).toBe(gone);
     expect(lines).toEqual([{ n: 1 }]);
     await wasClosed;
   });
 });
 
-describe('error answers that stall', () => {
+describe('streaming an answer', () => {
+  it('hands each read to the caller as it arrives, before the answer has ended', async () => {
+    let more!: () => void;
+    handler = (_req, res) => {
+      res.writeHead(200);
+      res.write('first ');
+      more = () => res.end('second');
+    };
+    const chunks: string[] = [];
+    const done = client.stream(call(), (chunk) => {
+      chunks.push(chunk.toString('utf8'));
+      if (chunks.length === 1) more();
+    });
+    expect(await done).toMatchObject({ status: 200, attempts: 1 });
+    expect(chunks.join('')).toBe('first second');
+    expect(chunks[0]).toBe('first ');
+  });
+
+  it('ends the call with what the caller threw, and closes the connection', async () => {
+    let closed!: () => void;
+    const wasClosed = new Promise<void>((resolve) => (closed = resolve));
+    handler = (_req, res) => {
+      res.writeHead(200);
+      res.write('not what was expected');
+      res.once('close', closed);
+    };
+    const thrown = new GatewayError('UPSTREAM_BAD_RESPONSE', 'bad line');
+    expect(await failure(client.stream(call(), () => { throw thrown; }))).toBe(thrown);
+    await wasClosed;
+    expect(calls).toBe(1);
+  });
+
+  it('gives no chunk of an error answer to the caller, and passes its explanation on', async () => {
+    handler = (_req, res) => res.writeHead(422, { 'content-type': 'application/json' }).end('{"error":{"message":"messages must not be empty"}}');
+    const chunks: Buffer[] = [];
+    const error = await failure(client.stream(call(), (chunk) => chunks.push(chunk)));
+    expect(error).toMatchObject({ code: 'UPSTREAM_REJECTED', message: 'Agent "crew" rejected the request (HTTP 422): messages must not be empty' });
+    expect(chunks).toEqual([]);
+  });
+
+  it('sends nothing for a caller that has already gone', async () => {
+    const controller = new AbortController();
+    const gone = new GatewayError('CLIENT_DISCONNECTED', 'gone');
+    controller.abort(gone);
+    expect(await failure(client.stream(call({ signal: controller.signal }), () => {}))).toBe(gone);
+    expect(calls).toBe(0);
+  });
+});
+
+describe.each(Object.entries(ways))('error answers that stall (%s)', (_way, answer) => {
   // Headers of an error, then a body that never comes: the status is all there is to go on.
   const stalledError = (status: number) => (_req: IncomingMessage, res: ServerResponse) => {
     res.writeHead(status, { 'content-type': 'application/json', 'content-length': '100' });
@@ -220,14 +290,14 @@ describe('error answers that stall', () => {
 
   it('gives up waiting for the body after a moment and reports the status', async () => {
     handler = stalledError(400);
-    const error = await failure(client.request(call()));
+    const error = await failure(answer(call()));
     expect(error).toMatchObject({ code: 'UPSTREAM_REJECTED', details: { upstreamStatus: 400 } });
   });
 
   it('lets the caller\'s abort end the wait', async () => {
     handler = stalledError(400);
     const controller = new AbortController();
-    const pending = client.request(call({ signal: controller.signal }));
+    const pending = answer(call({ signal: controller.signal }));
     setTimeout(() => controller.abort(new GatewayError('CLIENT_DISCONNECTED', 'gone')), 50);
     expect(await failure(pending)).toMatchObject({ code: 'CLIENT_DISCONNECTED' });
   });

@@ -1,7 +1,7 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { ChatCompletionChunk, ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
 import { ConfigurationError, UpstreamError } from '../core/errors.js';
-import { UpstreamClient, readEach } from '../upstream/client.js';
+import { UpstreamClient } from '../upstream/client.js';
 import { retryPolicy, type RetryPolicy } from '../upstream/retry.js';
 import type { ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
 import { toChatMessages, toChatTools, toToolChoice } from './openai-messages.js';
@@ -96,31 +96,22 @@ export class OpenAIAdapter implements ModelAdapter {
     if (toolChoice) body.tool_choice = toolChoice;
 
     this.upstream ??= new UpstreamClient();
-    let response;
-    try {
-      response = await this.upstream.request({
-        url: this.url,
-        method: 'POST',
-        headers: this.headers,
-        json: body,
-        who: WHO,
-        policy: this.policy,
-        signal,
-        logger: request.logger,
-      });
-    } catch (error) {
-      throw withHint(error);
-    }
-
     const reader = new ChunkReader(output);
     const parser = createParser({ onEvent: (event) => reader.event(event) });
     const decoder = new TextDecoder();
-    // Every event of a read is handed to the run synchronously, with no await per read or token. The
-    // body is read to its end, as the SDK does (past `[DONE]` too), so the connection goes back to the pool.
-    await readEach(response, { who: WHO, signal }, (bytes) => {
-      parser.feed(decoder.decode(bytes, { stream: true }));
-      reader.flush();
-    });
+    try {
+      // Every event of a read is handed to the run synchronously, with no await per read or token. The
+      // body is read to its end, as the SDK does (past `[DONE]` too), so the connection goes back to the pool.
+      await this.upstream.stream(
+        { url: this.url, method: 'POST', headers: this.headers, json: body, who: WHO, policy: this.policy, signal, logger: request.logger },
+        (bytes) => {
+          parser.feed(decoder.decode(bytes, { stream: true }));
+          reader.flush();
+        },
+      );
+    } catch (error) {
+      throw withHint(error);
+    }
     reader.finish();
   }
 }

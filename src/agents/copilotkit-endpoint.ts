@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { ActionSource, ExecutableAction } from '../actions/action.js';
 import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
 import type { RunWriter } from '../core/writer.js';
-import { readEach, type UpstreamClient } from '../upstream/client.js';
+import type { UpstreamClient } from '../upstream/client.js';
 import { JsonLinesDecoder } from '../upstream/jsonl.js';
 import { retryPolicy, type RetryPolicy } from '../upstream/retry.js';
 import type { AgentClient, AgentEntry, AgentRequest, AgentSource, AgentThreadState, LoadStateRequest } from './agent.js';
@@ -250,19 +250,21 @@ export class CopilotKitEndpoint implements AgentSource, ActionSource {
       actions: request.tools.map(({ name: toolName, description, parameters }) => ({ name: toolName, description, parameters })),
       metaEvents: toRuntimeMetaEvents(request.metaEvents),
     };
-    const response = await this.upstream.request({
-      url: `${this.url}/agents/execute`,
-      json: body,
-      headers: await this.http.headersFor({ properties: request.properties, call: 'agents/execute', agentName: name, threadId: request.threadId }),
-      who: who(name),
-      policy: this.http.policy,
-      signal,
-      logger: request.logger,
-    });
     const interpreter = dialect === 'langgraph' ? new LangGraphEventInterpreter(out, name, request.logger) : new RuntimeEventInterpreter(out, name, request.logger);
     // Lines are handed to the interpreter synchronously as each read arrives: no await per line.
     const lines = new JsonLinesDecoder(who(name), ({ value, line }) => interpreter.handle(value, line));
-    await readEach(response, { who: who(name), signal }, (chunk) => lines.feed(chunk));
+    await this.upstream.stream(
+      {
+        url: `${this.url}/agents/execute`,
+        json: body,
+        headers: await this.http.headersFor({ properties: request.properties, call: 'agents/execute', agentName: name, threadId: request.threadId }),
+        who: who(name),
+        policy: this.http.policy,
+        signal,
+        logger: request.logger,
+      },
+      (chunk) => lines.feed(chunk),
+    );
     lines.end();
     if (interpreter instanceof LangGraphEventInterpreter) interpreter.finish();
   }

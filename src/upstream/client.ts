@@ -105,6 +105,59 @@ export class UpstreamClient {
     return { status: response.statusCode, headers: response.headers, body: guardBody(stream, call), attempts };
   }
 
+  /**
+   * Sends the call (retrying exactly as `request` does) and hands each chunk of a successful answer's
+   * body to `onChunk`, synchronously, as it arrives; resolves when the body has ended. An error thrown by
+   * `onChunk` ends the call and rejects with it; the caller's abort rejects with its reason; a network
+   * error while reading is an UPSTREAM_STREAM_INTERRUPTED; a non-2xx answer throws as `request` does.
+   *
+   * This is the streaming path of the model and the agents, so it is built on undici's `dispatch`
+   * rather than `request`: one handler object per call instead of a Readable body, its stream state,
+   * an abort-signal link per layer and a promise per read (BENCHMARKS.md, step 11).
+   */
+  async stream(call: UpstreamCall, onChunk: (chunk: Buffer) => void): Promise<{ status: number; attempts: number }> {
+    const body = call.json === undefined ? undefined : JSON.stringify(call.json);
+    const headers: Record<string, string> = { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...call.headers };
+    const url = new URL(call.url);
+    const method = call.method ?? (body === undefined ? 'GET' : 'POST');
+    const { response: handler, attempts, release } = await retrying(call, (signal) => {
+      const handler = new StreamHandler(onChunk);
+      this.dispatcher.dispatch({ origin: url.origin, path: url.pathname + url.search, method, headers, body }, handler);
+      return handler.started(signal).then(() => ({
+        status: handler.status,
+        retryAfter: handler.retryAfter,
+        discard: () => handler.abort(DISCARDED),
+        value: handler,
+      }));
+    });
+    // From here on one listener on the caller's signal ends the call; the attempt's link is let go.
+    release();
+    const onAbort = () => handler.abort(call.signal.reason);
+    if (call.signal.aborted) onAbort();
+    else call.signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      if (handler.status < 200 || handler.status > 299) {
+        const detail = errorDetail(await handler.errorBody(ERROR_BODY_WAIT_MS));
+        call.signal.throwIfAborted();
+        const retryAfterMs = parseRetryAfter(handler.retryAfter);
+        call.logger.warn({ upstream: call.who, status: handler.status, attempts, detail }, 'upstream answered with an error');
+        throw upstreamStatusError(call.who, handler.status, {
+          detail: handler.status < 500 ? detail : undefined,
+          retryAfterSeconds: retryAfterMs === undefined ? undefined : Math.ceil(retryAfterMs / 1000),
+        });
+      }
+      try {
+        await handler.ended;
+      } catch (error) {
+        if (call.signal.aborted) throw call.signal.reason;
+        throw handler.failedInChunk ? error : upstreamNetworkError(call.who, error, 'stream');
+      }
+      return { status: handler.status, attempts };
+    } finally {
+      call.signal.removeEventListener('abort', onAbort);
+    }
+  }
+
   /** Sends the call and parses its whole (JSON) answer within the call's total timeout. */
   async json<T = unknown>(call: UpstreamCall): Promise<T> {
     const controller = new AbortController();
@@ -173,11 +226,15 @@ interface Attempt<T> {
   value: T;
 }
 
-/** The retry loop shared by `request` and `fetchFor`: resolves with the last attempt's response. */
+/**
+ * The retry loop shared by `request`, `stream` and `fetchFor`: resolves with the last attempt's
+ * response, still linked to the caller's abort; `release()` unlinks it, for a caller that takes
+ * over listening to its signal.
+ */
 async function retrying<T>(
   call: Pick<UpstreamCall, 'who' | 'policy' | 'signal' | 'logger' | 'url'>,
   attempt: (signal: AbortSignal) => Promise<Attempt<T>>,
-): Promise<{ response: T; attempts: number }> {
+): Promise<{ response: T; attempts: number; release: () => void }> {
   const { policy, signal, who, logger } = call;
   const deadline = Date.now() + policy.totalTimeoutMs;
   for (let retry = 0; ; retry++) {
@@ -212,58 +269,18 @@ async function retrying<T>(
     clearTimeout(timer);
     // The caller's abort stays linked to the answer: to its streamed body, and to an error body,
     // which a stalled upstream could otherwise hold open for ever.
+    const release = () => signal.removeEventListener('abort', onAbort);
     if (!policy.retryStatuses.includes(result.status) || retry >= policy.maxRetries) {
-      return { response: result.value, attempts: retry + 1 };
+      return { response: result.value, attempts: retry + 1, release };
     }
     const retryAfter = parseRetryAfter(result.retryAfter);
     const wait = retryAfter !== undefined ? Math.min(retryAfter, policy.maxRetryAfterMs) : backoffDelay(policy, retry);
-    if (Date.now() + wait >= deadline) return { response: result.value, attempts: retry + 1 };
+    if (Date.now() + wait >= deadline) return { response: result.value, attempts: retry + 1, release };
     signal.removeEventListener('abort', onAbort);
     result.discard();
     logger.info({ upstream: who, attempt: retry + 1, status: result.status, waitMs: wait }, 'upstream declined the call; retrying');
     await abortableDelay(wait, signal);
   }
-}
-
-/**
- * Reads a successful response's body to its end, calling `onChunk` synchronously for every chunk as
- * it arrives: no promise and no microtask per chunk, which matters for streams of one token per read.
- * An error thrown by `onChunk` stops the reading (the body is destroyed) and rejects with it. As when
- * iterating the body, the caller's abort rejects with its reason and a network error while reading
- * with UPSTREAM_STREAM_INTERRUPTED.
- */
-export function readEach(response: UpstreamResponse, call: Pick<UpstreamCall, 'who' | 'signal'>, onChunk: (chunk: Buffer) => void): Promise<void> {
-  const body = response.body;
-  return new Promise<void>((resolve, reject) => {
-    let settled = false;
-    const settle = (error?: unknown) => {
-      if (settled) return;
-      settled = true;
-      body.off('data', onData);
-      body.off('end', onEnd);
-      body.off('error', onError);
-      call.signal.removeEventListener('abort', onAbort);
-      if (error === undefined) return resolve();
-      body.on('error', () => {}); // ending a body nobody reads is not an error
-      body.destroy();
-      reject(error);
-    };
-    const onData = (chunk: Buffer) => {
-      try {
-        onChunk(chunk);
-      } catch (error) {
-        settle(error);
-      }
-    };
-    const onEnd = () => settle();
-    const onError = (error: unknown) => settle(call.signal.aborted ? call.signal.reason : upstreamNetworkError(call.who, error, 'stream'));
-    const onAbort = () => settle(call.signal.reason);
-    if (call.signal.aborted) return onAbort();
-    call.signal.addEventListener('abort', onAbort, { once: true });
-    body.on('data', onData);
-    body.once('end', onEnd);
-    body.once('error', onError);
-  });
 }
 
 /**
@@ -314,6 +331,11 @@ async function readErrorDetail(body: Readable, waitMs: number): Promise<string |
     clearTimeout(timer);
     destroyQuietly(body);
   }
+  return errorDetail(text);
+}
+
+/** The explanation in an error body's text, at most 1,000 characters. */
+function errorDetail(text: string): string | undefined {
   const trimmed = text.trim();
   if (!trimmed) return undefined;
   let detail: unknown = trimmed;
@@ -325,6 +347,128 @@ async function readErrorDetail(body: Readable, waitMs: number): Promise<string |
   }
   if (typeof detail !== 'string') detail = JSON.stringify(detail);
   return (detail as string).slice(0, 1000);
+}
+
+/** The reason an attempt whose answer is not used (a declined call about to be retried) is ended with. */
+const DISCARDED = new Error('The answer was not used.');
+
+/**
+ * One dispatched attempt of `stream`: resolves `started` with the answer's status and headers, then
+ * hands a successful body's chunks to `onChunk` as they arrive (or keeps the first bytes of an error
+ * body), and settles `ended` when the body is over.
+ */
+class StreamHandler implements Dispatcher.DispatchHandler {
+  status = 0;
+  /** The answer's Retry-After header, if any: the only header the call needs. */
+  retryAfter: string | undefined;
+  /** Settles when the body has ended (or failed, or was aborted). */
+  readonly ended: Promise<void>;
+  /** Whether `ended` rejected with what `onChunk` threw (not a network error). */
+  failedInChunk = false;
+  private controller: Dispatcher.DispatchController | undefined;
+  private abortReason: Error | undefined;
+  private errorText = '';
+  private onStart: (() => void) | undefined;
+  private onStartFailed: ((error: unknown) => void) | undefined;
+  private onEnd!: () => void;
+  private onFail!: (error: unknown) => void;
+  private settled = false;
+
+  constructor(private readonly onChunk: (chunk: Buffer) => void) {
+    this.ended = new Promise<void>((resolve, reject) => {
+      this.onEnd = resolve;
+      this.onFail = reject;
+    });
+    this.ended.catch(() => {});
+  }
+
+  /** Resolves when the answer's status and headers are in; rejects on a failure before that or `signal`'s abort. */
+  started(signal: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      // Ends the attempt, and stops waiting for it at once (a queued request ends when undici starts it).
+      const onAbort = () => {
+        this.abort(signal.reason);
+        const onStartFailed = this.onStartFailed;
+        this.onStart = this.onStartFailed = undefined;
+        onStartFailed?.(signal.reason);
+      };
+      this.onStart = () => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      this.onStartFailed = (error) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      };
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  abort(reason: unknown): void {
+    const error = reason instanceof Error ? reason : new Error(String(reason));
+    this.abortReason ??= error;
+    this.controller?.abort(error);
+  }
+
+  /** The first bytes of an error answer's body, waiting at most `waitMs` for it to end; the call is ended after. */
+  async errorBody(waitMs: number): Promise<string> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.ended.catch(() => {}), new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)))]);
+    clearTimeout(timer);
+    this.abort(DISCARDED);
+    return this.errorText;
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.abortReason) controller.abort(this.abortReason);
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+    // undici's controller would hold the raw header buffers for as long as the answer streams.
+    controller.rawHeaders = null;
+    if (statusCode < 200) return; // 1xx: informational, the answer is still to come
+    this.status = statusCode;
+    this.retryAfter = header(headers['retry-after']);
+    const onStart = this.onStart;
+    this.onStart = this.onStartFailed = undefined;
+    onStart?.();
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.settled) return;
+    if (this.status < 200 || this.status > 299) {
+      if (this.errorText.length <= MAX_ERROR_BODY_BYTES) this.errorText += chunk.toString('utf8');
+      return;
+    }
+    try {
+      this.onChunk(chunk);
+    } catch (error) {
+      this.failedInChunk = true;
+      this.fail(error);
+      controller.abort(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  onResponseEnd(): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.onEnd();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    const onStartFailed = this.onStartFailed;
+    this.onStart = this.onStartFailed = undefined;
+    if (onStartFailed) onStartFailed(error);
+    this.fail(error);
+  }
+
+  private fail(error: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.onFail(error);
+  }
 }
 
 /** Ends a body nobody will read; undici reports that as an error event, which must not go unheard. */
