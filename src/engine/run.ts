@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { guardedChild } from '../core/abort.js';
+import { guardedController } from '../core/abort.js';
 import { GatewayError, toGatewayError } from '../core/errors.js';
 import type { AgentStateSnapshot, MetaEventPayload, RunListener, RuntimeEvent, SequencedEvent } from '../core/events.js';
 import { MESSAGE_SUCCESS, RUN_SUCCESS, failedMessage, failedRun, type RunStatus } from '../core/status.js';
@@ -29,13 +29,17 @@ export interface RunContext {
   readonly logger: Logger;
   /** Where everything the run says is written; checks the order of what is written. */
   readonly writer: RunWriter;
-  /** The run's own signal, aborted when the run is (never handed to code the gateway does not own). */
+  /**
+   * The run's signal, aborted when the run is. It is guarded (core/abort.ts): an upstream client or
+   * action that adds a throwing abort listener cannot take the process down.
+   */
   readonly signal: AbortSignal;
   /** Fields for the run's final log line ("rounds", "agent", …). */
   readonly summary: Record<string, unknown>;
   /**
-   * Calls into code the gateway does not own (an adapter, an agent client) with a guarded signal
-   * of its own, and stops waiting as soon as the run aborts, even if that code ignores its signal.
+   * Calls into code the gateway does not own (an adapter, an agent client) with the run's guarded
+   * signal, and stops waiting as soon as the run aborts, even if that code ignores its signal; a call
+   * that fails aborts the run's signal with its error, so whatever it still has going is told to stop.
    * While it runs, an upstream that writes nothing for `idleTimeoutMs` fails the run with the
    * error `onIdle` builds; every write resets the clock.
    */
@@ -67,7 +71,9 @@ export class Run implements RunHandle, RunWriter {
   readonly runId: string;
   readonly finished: Promise<RunStatus>;
   private state: RunState = 'created';
-  private readonly controller = new AbortController();
+  private readonly controller: AbortController;
+  /** Ends the upstream call in progress, if any, with the run's abort reason. */
+  private endCall: ((error: unknown) => void) | undefined;
   private listeners: RunListener[] = [];
   private sequence = 0;
   private readonly openTexts = new Set<string>();
@@ -84,6 +90,7 @@ export class Run implements RunHandle, RunWriter {
     this.runId = options.runId;
     this.requestId = options.requestId;
     this.logger = options.logger.child({ runId: options.runId, threadId: options.threadId });
+    this.controller = guardedController((error) => this.logger.error({ err: error }, 'an abort listener of an upstream client threw; ignored'));
     this.finished = new Promise((resolve) => {
       this.settle = resolve;
     });
@@ -100,6 +107,7 @@ export class Run implements RunHandle, RunWriter {
   abort(reason: GatewayError): void {
     if (this.state === 'finished' || this.controller.signal.aborted) return;
     this.controller.abort(reason);
+    this.endCall?.(reason);
   }
 
   /** Starts the run on `driver`. The returned promise (also `finished`) resolves with the terminal status. */
@@ -163,36 +171,43 @@ export class Run implements RunHandle, RunWriter {
     };
   }
 
-  private async callUpstream(idleTimeoutMs: number, onIdle: () => GatewayError, call: (signal: AbortSignal) => Promise<void>): Promise<void> {
+  private callUpstream(idleTimeoutMs: number, onIdle: () => GatewayError, call: (signal: AbortSignal) => Promise<void>): Promise<void> {
     const signal = this.controller.signal;
-    signal.throwIfAborted();
-    const child = guardedChild(signal, (error) => this.logger.error({ err: error }, 'an abort listener of an upstream client threw; ignored'));
-    let onAbort!: () => void;
-    const aborted = new Promise<never>((_, reject) => {
-      onAbort = () => reject(signal.reason);
-      signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) return Promise.reject(signal.reason);
+    return new Promise<void>((resolve, reject) => {
+      let idleTimer: NodeJS.Timeout | undefined;
+      const end = (error?: unknown) => {
+        if (this.endCall !== end) return; // already ended: by the run's abort, or by the call
+        this.endCall = undefined;
+        clearTimeout(idleTimer);
+        if (error === undefined) resolve();
+        else reject(error);
+      };
+      this.endCall = end;
+      // The idle clock: any write resets it (lastActivity); the timer re-arms for the time left.
+      this.lastActivity = performance.now();
+      const check = () => {
+        const idle = performance.now() - this.lastActivity;
+        if (idle >= idleTimeoutMs) this.abort(onIdle());
+        else idleTimer = setTimeout(check, idleTimeoutMs - idle + 1);
+      };
+      idleTimer = setTimeout(check, idleTimeoutMs);
+      let pending: Promise<void>;
+      try {
+        pending = call(signal);
+      } catch (error) {
+        pending = Promise.reject(error);
+      }
+      pending.then(
+        () => end(),
+        (error: unknown) => {
+          // The call failed: whatever it still has going (a stream, a request) is told to stop. The
+          // run fails with this error (the run's abort reason, when the run was aborted first).
+          if (!signal.aborted) this.controller.abort(error);
+          end(error);
+        },
+      );
     });
-    aborted.catch(() => {});
-    // The idle clock: any write resets it (lastActivity); the timer re-arms for the time left.
-    this.lastActivity = performance.now();
-    let idleTimer: NodeJS.Timeout | undefined;
-    const check = () => {
-      const idle = performance.now() - this.lastActivity;
-      if (idle >= idleTimeoutMs) this.abort(onIdle());
-      else idleTimer = setTimeout(check, idleTimeoutMs - idle + 1);
-    };
-    idleTimer = setTimeout(check, idleTimeoutMs);
-    try {
-      await Promise.race([Promise.resolve().then(() => call(child.signal)), aborted]);
-    } catch (error) {
-      // The call failed: whatever it still has going (a stream, a request) is told to stop.
-      child.abort(signal.aborted ? signal.reason : error);
-      throw error;
-    } finally {
-      clearTimeout(idleTimer);
-      signal.removeEventListener('abort', onAbort);
-      child.release();
-    }
   }
 
   // --- RunWriter -------------------------------------------------------------

@@ -12,8 +12,11 @@ export interface GatewayContext {
   /** Sent back as `x-request-id` (HTTP), in GraphQL errors and in a failed run's details, so a report can be found in the logs. */
   requestId: string;
   logger: Logger;
-  /** Aborted when the client goes away (HTTP connection closed, WebSocket operation completed). */
-  signal: AbortSignal;
+  /**
+   * Aborted when the client goes away (HTTP connection closed, WebSocket operation completed).
+   * Absent for a WebSocket subscription: ending its event stream stops its run (RunEventStream).
+   */
+  signal?: AbortSignal;
   launcher: RunLauncher;
   /** One run per operation: set once a run has started. */
   allowance: RunAllowance;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import { execute, isIncrementalResults } from '@graphql-tools/executor';
-import type { ExecutionArgs, ExecutionResult, GraphQLError, GraphQLSchema } from 'graphql';
+import { getOperationAST, type ExecutionArgs, type ExecutionResult, type GraphQLError, type GraphQLSchema } from 'graphql';
 import { CloseCode, handleProtocols, makeServer } from 'graphql-ws';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -29,8 +29,8 @@ export interface WsTransportOptions {
   logger: Logger;
 }
 
-/** The per-operation context plus the controller that aborts the operation's run. */
-type OperationContext = GatewayContext & { controller: AbortController };
+/** The per-operation context plus the controller that aborts the operation's run (not for subscriptions). */
+type OperationContext = GatewayContext & { controller: AbortController | undefined };
 
 /**
  * graphql-ws on the same server, port and path as HTTP. Every operation works: the `copilotRun`
@@ -57,13 +57,15 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
   const protocol = makeServer<Record<string, unknown>, Record<string, never>>(
     {
       schema,
-      context: (ctx, id): OperationContext => {
+      context: (_ctx, id, _payload, args): OperationContext => {
         const requestId = randomUUID();
-        const controller = new AbortController();
+        // A subscription's stream stops its run when it ends; queries and mutations get a signal.
+        const subscription = getOperationAST(args.document, args.operationName)?.operation === 'subscription';
+        const controller = subscription ? undefined : new AbortController();
         return {
           requestId,
           logger: logger.child({ requestId, operationId: id, transport: 'ws' }),
-          signal: controller.signal,
+          signal: controller?.signal,
           launcher,
           allowance: { used: false },
           acceptsIncremental: true,
@@ -171,7 +173,7 @@ function operationEnd(args: ExecutionArgs): () => void {
   const context = args.contextValue as OperationContext;
   const started = performance.now();
   return () => {
-    context.controller.abort(OPERATION_ENDED);
+    context.controller?.abort(OPERATION_ENDED);
     context.logger.info({ operationName: args.operationName ?? null, durationMs: Math.round(performance.now() - started) }, 'operation completed');
   };
 }
