@@ -1,10 +1,11 @@
-import { execute, isIncrementalResults } from '@graphql-tools/executor';
+import { execute, isIncrementalResults, type IncrementalExecutionResults } from '@graphql-tools/executor';
 import {
   GraphQLObjectType,
   GraphQLSchema,
   Kind,
   TypeInfo,
   createSourceEventStream,
+  getOperationAST,
   visit,
   visitWithTypeInfo,
   type DocumentNode,
@@ -47,12 +48,13 @@ export function createSubscriber(schema: GraphQLSchema): (args: ExecutionArgs) =
   return async (args) => {
     const stream = await createSourceEventStream(args);
     if (!isAsyncIterable(stream)) return withInputErrorCodes(stream as ExecutionResult);
-    const document = eventDocumentOf(schema, args.document);
+    const { document, variables } = eventDocumentOf(schema, args.document, args.operationName);
     return new EventResponseStream(stream[Symbol.asyncIterator](), {
       schema: eventSchema,
       document,
       contextValue: args.contextValue,
-      variableValues: args.variableValues,
+      // Only what the event selection uses: the rest (the conversation) is not held for the stream's life.
+      variableValues: variables.length ? pick(args.variableValues, variables) : undefined,
       operationName: args.operationName,
     });
   };
@@ -67,6 +69,10 @@ const DONE: IteratorResult<never> = Object.freeze({ value: undefined, done: true
  * The response stream: each source event executed as it is read (MapSourceToResponseEvent). An event
  * whose selection uses @defer/@stream yields its initial result, then each subsequent payload, as the
  * tools executor does. `return()` and `throw()` end the source stream (which aborts its run).
+ *
+ * Written with `then` and handlers made once per stream rather than as async methods: a stream spends
+ * its life waiting for its next event, and an awaiting async method holds a frame, two closures and
+ * two promises for it.
  */
 class EventResponseStream implements AsyncGenerator<ExecutionResult> {
   private pending: AsyncIterator<ExecutionResult> | undefined;
@@ -77,25 +83,34 @@ class EventResponseStream implements AsyncGenerator<ExecutionResult> {
     private readonly execution: EventExecution,
   ) {}
 
-  async next(): Promise<IteratorResult<ExecutionResult>> {
-    if (this.pending) {
-      const part = await this.pending.next();
-      if (!part.done) return part;
-      this.pending = undefined;
-    }
-    if (this.done) return DONE;
-    const event = await this.source.next();
+  next(): Promise<IteratorResult<ExecutionResult>> {
+    if (this.pending) return this.pending.next().then(this.onPart);
+    if (this.done) return Promise.resolve(DONE);
+    return this.source.next().then(this.onEvent);
+  }
+
+  private readonly onEvent = (event: IteratorResult<unknown>): IteratorResult<ExecutionResult> | Promise<IteratorResult<ExecutionResult>> => {
     if (event.done || this.done) {
       this.done = true;
       return DONE;
     }
-    const result = await execute({ ...this.execution, rootValue: event.value });
+    const result = execute({ ...this.execution, rootValue: event.value });
+    return isPromise(result) ? result.then(this.onResult) : this.onResult(result);
+  };
+
+  private readonly onResult = (result: ExecutionResult | IncrementalExecutionResults): IteratorResult<ExecutionResult> => {
     if (isIncrementalResults(result)) {
       this.pending = result.subsequentResults[Symbol.asyncIterator]() as AsyncIterator<ExecutionResult>;
       return { value: result.initialResult as ExecutionResult, done: false };
     }
     return { value: result as ExecutionResult, done: false };
-  }
+  };
+
+  private readonly onPart = (part: IteratorResult<ExecutionResult>): IteratorResult<ExecutionResult> | Promise<IteratorResult<ExecutionResult>> => {
+    if (!part.done) return part;
+    this.pending = undefined;
+    return this.next();
+  };
 
   async return(): Promise<IteratorResult<ExecutionResult>> {
     await this.end();
@@ -122,6 +137,16 @@ class EventResponseStream implements AsyncGenerator<ExecutionResult> {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.end();
   }
+}
+
+function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
+  return typeof (value as Promise<T> | null)?.then === 'function';
+}
+
+function pick(values: ExecutionArgs['variableValues'], names: readonly string[]): Record<string, unknown> {
+  const picked: Record<string, unknown> = {};
+  for (const name of names) if (values && name in values) picked[name] = values[name];
+  return picked;
 }
 
 function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
@@ -158,16 +183,23 @@ function withoutRootArguments(schema: GraphQLSchema): GraphQLSchema {
   });
 }
 
+/** An event document, and the variables the executed operation still declares in it. */
+interface EventDocument {
+  document: DocumentNode;
+  variables: readonly string[];
+}
+
 /** Event documents by original document (documents are parsed once and shared: DocumentCache, Apollo's store). */
 const eventDocuments = new WeakMap<DocumentNode, DocumentNode>();
 
-function eventDocumentOf(schema: GraphQLSchema, document: DocumentNode): DocumentNode {
+function eventDocumentOf(schema: GraphQLSchema, document: DocumentNode, operationName: ExecutionArgs['operationName']): EventDocument {
   let eventDocument = eventDocuments.get(document);
   if (!eventDocument) {
     eventDocument = toEventDocument(schema, document);
     eventDocuments.set(document, eventDocument);
   }
-  return eventDocument;
+  const operation = getOperationAST(eventDocument, operationName);
+  return { document: eventDocument, variables: operation?.variableDefinitions?.map((definition) => definition.variable.name.value) ?? [] };
 }
 
 /**

@@ -29,8 +29,11 @@ export interface WsTransportOptions {
   logger: Logger;
 }
 
-/** The per-operation context plus the controller that aborts the operation's run (not for subscriptions). */
-type OperationContext = GatewayContext & { controller: AbortController | undefined };
+/**
+ * The per-operation context, plus the controller that aborts the operation's run (not for
+ * subscriptions) and a way to let go of the subscribe message's variables and query.
+ */
+type OperationContext = GatewayContext & { controller: AbortController | undefined; releaseMessage: () => void };
 
 /**
  * graphql-ws on the same server, port and path as HTTP. Every operation works: the `copilotRun`
@@ -57,7 +60,7 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
   const protocol = makeServer<Record<string, unknown>, Record<string, never>>(
     {
       schema,
-      context: (_ctx, id, _payload, args): OperationContext => {
+      context: (_ctx, id, payload, args): OperationContext => {
         const requestId = randomUUID();
         // A subscription's stream stops its run when it ends; queries and mutations get a signal.
         const subscription = getOperationAST(args.document, args.operationName)?.operation === 'subscription';
@@ -70,6 +73,8 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
           allowance: { used: false },
           acceptsIncremental: true,
           controller,
+          // The payload is the parsed message graphql-ws received (typed read-only for hooks).
+          releaseMessage: () => Object.assign(payload, { variables: undefined, query: '' }),
         };
       },
       // Parse and validate here, so that a bad document gets an `error` message with a code
@@ -210,7 +215,14 @@ async function serveSubscription(
     end();
     throw error;
   }
-  if ('next' in result) return new OperationStream(result, end);
+  if ('next' in result) {
+    // graphql-ws keeps the subscribe message and these arguments until the operation ends. The run
+    // has its input now and the event stream what it needs: the variables (the whole conversation,
+    // parsed) and the query text are let go instead of being held for the stream's life.
+    (args.contextValue as OperationContext).releaseMessage();
+    args.variableValues = undefined;
+    return new OperationStream(result, end);
+  }
   end();
   return result;
 }
@@ -219,7 +231,9 @@ async function serveSubscription(
  * An operation's results as graphql-ws iterates them. graphql-ws always has a `next()` pending, and
  * an async generator would queue `return()` behind it: the run would hear of a `complete` or a closed
  * socket only when its next event arrived, or never. So `return()` ends the operation at once (its
- * signal aborts the run) and anything the ending run still produces is not passed on.
+ * signal aborts the run) and anything the ending run still produces is not passed on. Written with
+ * `then` and handlers made once per operation: an operation spends its life waiting for its next
+ * result, and an awaiting async method holds a frame, two closures and two promises for it.
  */
 class OperationStream implements AsyncGenerator<ExecutionResult> {
   private ended = false;
@@ -229,19 +243,21 @@ class OperationStream implements AsyncGenerator<ExecutionResult> {
     private readonly onEnd: () => void,
   ) {}
 
-  async next(): Promise<IteratorResult<ExecutionResult>> {
-    if (this.ended) return DONE;
-    let result: IteratorResult<ExecutionResult>;
-    try {
-      result = await this.results.next();
-    } catch (error) {
-      this.end();
-      throw error;
-    }
+  next(): Promise<IteratorResult<ExecutionResult>> {
+    if (this.ended) return Promise.resolve(DONE);
+    return this.results.next().then(this.onResult, this.onError);
+  }
+
+  private readonly onResult = (result: IteratorResult<ExecutionResult>): IteratorResult<ExecutionResult> => {
     if (this.ended) return DONE;
     if (result.done) this.end();
     return result;
-  }
+  };
+
+  private readonly onError = (error: unknown): never => {
+    this.end();
+    throw error;
+  };
 
   async return(): Promise<IteratorResult<ExecutionResult>> {
     this.end();

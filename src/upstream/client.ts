@@ -115,47 +115,28 @@ export class UpstreamClient {
    * rather than `request`: one handler object per call instead of a Readable body, its stream state,
    * an abort-signal link per layer and a promise per read (BENCHMARKS.md, step 11).
    */
-  async stream(call: UpstreamCall, onChunk: (chunk: Buffer) => void): Promise<{ status: number; attempts: number }> {
+  stream(call: UpstreamCall, onChunk: (chunk: Buffer) => void): Promise<{ status: number; attempts: number }> {
     const body = call.json === undefined ? undefined : JSON.stringify(call.json);
     const headers: Record<string, string> = { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...call.headers };
     const url = new URL(call.url);
-    const method = call.method ?? (body === undefined ? 'GET' : 'POST');
-    const { response: handler, attempts, release } = await retrying(call, (signal) => {
+    const options: Dispatcher.DispatchOptions = { origin: url.origin, path: url.pathname + url.search, method: call.method ?? (body === undefined ? 'GET' : 'POST'), headers, body };
+    const { who, signal, logger } = call;
+    // Not one async function: while the answer streams, nothing holds the call (its JSON body, the
+    // whole conversation) or the request's options; only what reading and its errors need.
+    return retrying(call, (attemptSignal) => {
       const handler = new StreamHandler(onChunk);
-      this.dispatcher.dispatch({ origin: url.origin, path: url.pathname + url.search, method, headers, body }, handler);
-      return handler.started(signal).then(() => ({
+      this.dispatcher.dispatch(options, handler);
+      return handler.started(attemptSignal).then(() => ({
         status: handler.status,
         retryAfter: handler.retryAfter,
         discard: () => handler.abort(DISCARDED),
         value: handler,
       }));
+    }).then(({ response: handler, attempts, release }) => {
+      // From here on one listener on the caller's signal ends the call; the attempt's link is let go.
+      release();
+      return readStream(handler, attempts, who, signal, logger);
     });
-    // From here on one listener on the caller's signal ends the call; the attempt's link is let go.
-    release();
-    const onAbort = () => handler.abort(call.signal.reason);
-    if (call.signal.aborted) onAbort();
-    else call.signal.addEventListener('abort', onAbort, { once: true });
-    try {
-      if (handler.status < 200 || handler.status > 299) {
-        const detail = errorDetail(await handler.errorBody(ERROR_BODY_WAIT_MS));
-        call.signal.throwIfAborted();
-        const retryAfterMs = parseRetryAfter(handler.retryAfter);
-        call.logger.warn({ upstream: call.who, status: handler.status, attempts, detail }, 'upstream answered with an error');
-        throw upstreamStatusError(call.who, handler.status, {
-          detail: handler.status < 500 ? detail : undefined,
-          retryAfterSeconds: retryAfterMs === undefined ? undefined : Math.ceil(retryAfterMs / 1000),
-        });
-      }
-      try {
-        await handler.ended;
-      } catch (error) {
-        if (call.signal.aborted) throw call.signal.reason;
-        throw handler.failedInChunk ? error : upstreamNetworkError(call.who, error, 'stream');
-      }
-      return { status: handler.status, attempts };
-    } finally {
-      call.signal.removeEventListener('abort', onAbort);
-    }
   }
 
   /** Sends the call and parses its whole (JSON) answer within the call's total timeout. */
@@ -347,6 +328,34 @@ function errorDetail(text: string): string | undefined {
   }
   if (typeof detail !== 'string') detail = JSON.stringify(detail);
   return (detail as string).slice(0, 1000);
+}
+
+/** The rest of `stream` once an answer has started: its error, or its body read to the end. */
+async function readStream(handler: StreamHandler, attempts: number, who: string, signal: AbortSignal, logger: Logger): Promise<{ status: number; attempts: number }> {
+  const onAbort = () => handler.abort(signal.reason);
+  if (signal.aborted) onAbort();
+  else signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    if (handler.status < 200 || handler.status > 299) {
+      const detail = errorDetail(await handler.errorBody(ERROR_BODY_WAIT_MS));
+      signal.throwIfAborted();
+      const retryAfterMs = parseRetryAfter(handler.retryAfter);
+      logger.warn({ upstream: who, status: handler.status, attempts, detail }, 'upstream answered with an error');
+      throw upstreamStatusError(who, handler.status, {
+        detail: handler.status < 500 ? detail : undefined,
+        retryAfterSeconds: retryAfterMs === undefined ? undefined : Math.ceil(retryAfterMs / 1000),
+      });
+    }
+    try {
+      await handler.ended;
+    } catch (error) {
+      if (signal.aborted) throw signal.reason;
+      throw handler.failedInChunk ? error : upstreamNetworkError(who, error, 'stream');
+    }
+    return { status: handler.status, attempts };
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
 }
 
 /** The reason an attempt whose answer is not used (a declined call about to be retried) is ended with. */
