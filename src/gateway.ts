@@ -2,7 +2,11 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApolloServer } from '@apollo/server';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
-import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginInlineTraceDisabled,
+  ApolloServerPluginLandingPageDisabled,
+} from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
 import { execute } from '@graphql-tools/executor';
 import { pino, type Logger } from 'pino';
@@ -157,6 +161,10 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     logger: apolloLogger(logger),
     plugins: [
       ApolloServerPluginDrainHttpServer({ httpServer: server }),
+      // Apollo installs these by default. Cache hints: nothing here is cacheable, and the plugin wraps
+      // every field's resolver, which runs for every streamed item. Inline traces: for subgraphs only.
+      ApolloServerPluginCacheControlDisabled(),
+      ApolloServerPluginInlineTraceDisabled(),
       { async serverWillStart() { return { drainServer: ws.dispose }; } },
       errorLoggingPlugin(),
       requestIdPlugin(),

@@ -104,6 +104,19 @@ describe('OpenAIAdapter (Chat Completions streaming on undici)', () => {
     expect(output.log).toEqual(['start chatcmpl-1', 'text m1 Grüß ', 'text m1 dich', 'end m1']);
   });
 
+  it('reads a stream that begins with a byte order mark, even one cut across reads', async () => {
+    handler = async (_req, res) => {
+      sse(res);
+      const bytes = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(chunk({ content: 'Hi' }) + chunk({}, 'stop') + 'data: [DONE]\n\n')]);
+      res.write(bytes.subarray(0, 2)); // inside the mark
+      await pause(20);
+      res.end(bytes.subarray(2));
+    };
+    const output = recorder();
+    await adapter().stream(request, output, new AbortController().signal);
+    expect(output.log).toEqual(['start chatcmpl-1', 'text m1 Hi', 'end m1']);
+  });
+
   it('streams tool calls with their arguments, and ends the text before them', async () => {
     handler = (_req, res) => {
       sse(res);

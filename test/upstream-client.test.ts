@@ -376,6 +376,11 @@ describe('reading JSON lines', () => {
     expect(await read(oneByOne)).toEqual([{ content: 'héllo 👋' }, { n: 2 }, { last: true }]);
   });
 
+  it('reads a first line that begins with a byte order mark', async () => {
+    const body = [Buffer.from([0xef, 0xbb]), Buffer.from([0xbf]), Buffer.from('{"n":1}\n{"n":2}\n')];
+    expect(await read(body)).toEqual([{ n: 1 }, { n: 2 }]);
+  });
+
   it('reads a last line that has no trailing newline', async () => {
     expect(await read(['{"a":1}\n{"b":', '2}'])).toEqual([{ a: 1 }, { b: 2 }]);
   });

@@ -1,3 +1,4 @@
+import { StringDecoder } from 'node:string_decoder';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { ChatCompletionChunk, ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
 import { ConfigurationError, UpstreamError } from '../core/errors.js';
@@ -98,14 +99,21 @@ export class OpenAIAdapter implements ModelAdapter {
     this.upstream ??= new UpstreamClient();
     const reader = new ChunkReader(output);
     const parser = createParser({ onEvent: (event) => reader.event(event) });
-    const decoder = new TextDecoder();
+    const decoder = new StringDecoder('utf8');
+    let first = true;
     try {
       // Every event of a read is handed to the run synchronously, with no await per read or token. The
       // body is read to its end, as the SDK does (past `[DONE]` too), so the connection goes back to the pool.
       await this.upstream.stream(
         { url: this.url, method: 'POST', headers: this.headers, json: body, who: WHO, policy: this.policy, signal, logger: request.logger },
         (bytes) => {
-          parser.feed(decoder.decode(bytes, { stream: true }));
+          let text = decoder.write(bytes);
+          if (first && text !== '') {
+            first = false;
+            // A byte order mark before the stream, which Server-Sent Events allow, is not part of it.
+            if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+          }
+          parser.feed(text);
           reader.flush();
         },
       );

@@ -1,3 +1,4 @@
+import { StringDecoder } from 'node:string_decoder';
 import { UpstreamError } from '../core/errors.js';
 
 /** The longest line accepted (a runaway line without newlines would otherwise grow without bound). */
@@ -18,7 +19,8 @@ export interface JsonLine {
  * naming `who` and the line number.
  */
 export class JsonLinesDecoder {
-  private readonly decoder = new TextDecoder('utf-8');
+  // A byte order mark before the first line is trimmed with the line's white space.
+  private readonly decoder = new StringDecoder('utf8');
   private buffer = '';
   private lineNumber = 0;
 
@@ -30,7 +32,7 @@ export class JsonLinesDecoder {
   feed(chunk: Uint8Array): void {
     // The part already buffered has no newline: only the new text is searched (a long line stays linear).
     const searchFrom = this.buffer.length;
-    const buffer = this.buffer + this.decoder.decode(chunk, { stream: true });
+    const buffer = this.buffer + this.decoder.write(chunk);
     let start = 0;
     try {
       for (let newline = buffer.indexOf('\n', searchFrom); newline !== -1; newline = buffer.indexOf('\n', start)) {
@@ -48,7 +50,7 @@ export class JsonLinesDecoder {
 
   /** The body has ended: reads a last line without a newline. */
   end(): void {
-    const rest = this.buffer + this.decoder.decode();
+    const rest = this.buffer + this.decoder.end();
     this.buffer = '';
     this.line(rest);
   }
