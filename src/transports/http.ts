@@ -211,7 +211,8 @@ async function writeResponse(
   // (compression), no proxy buffering.
   res.setHeader('cache-control', 'no-cache, no-transform');
   res.setHeader('x-accel-buffering', 'no');
-  res.flushHeaders();
+  // The headers leave with the first part in one write: Apollo answers once the initial result
+  // exists, so the first part is always ready here.
 
   let keepAlive: NodeJS.Timeout | undefined;
   if (sse) {
