@@ -78,6 +78,11 @@ export interface GatewayOptions {
   allowedHosts?: string[];
   /** Runs this process serves at once; more are refused with OVERLOADED until one ends. @default 1000 */
   maxConcurrentRuns?: number;
+  /**
+   * How often a quiet stream shows it is alive: an SSE comment on HTTP streams, a ping on every
+   * WebSocket (a socket that has not answered the previous ping is dropped). @default 12000
+   */
+  keepAliveMs?: number;
 }
 
 export interface Gateway {
@@ -98,7 +103,7 @@ export interface Gateway {
 
 const OPTION_NAMES = new Set([
   'adapter', 'actions', 'agents', 'remoteEndpoints', 'discoveryWaitMs', 'path', 'logger', 'environment', 'corsOrigins', 'allowLoopbackOrigins', 'sandbox',
-  'maxRounds', 'modelIdleTimeoutMs', 'agentIdleTimeoutMs', 'actionTimeoutMs', 'maxBodyBytes', 'maxConcurrentRuns', 'allowedHosts',
+  'maxRounds', 'modelIdleTimeoutMs', 'agentIdleTimeoutMs', 'actionTimeoutMs', 'maxBodyBytes', 'maxConcurrentRuns', 'allowedHosts', 'keepAliveMs',
 ]);
 
 /** Apollo Studio and the embedded Sandbox call the endpoint from these origins. */
@@ -142,6 +147,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     hosts,
     logger,
     maxPayloadBytes: config.maxBodyBytes,
+    keepAliveMs: config.keepAliveMs,
     introspection: config.sandbox,
   });
   const apollo = new ApolloServer<GatewayContext>({
@@ -182,7 +188,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     hosts,
     logger,
     maxBodyBytes: config.maxBodyBytes,
-    sseKeepAliveMs: 12_000,
+    sseKeepAliveMs: config.keepAliveMs,
     sandbox: config.sandbox,
     explorer: new OfflineExplorer(config.path),
   }));
@@ -248,6 +254,7 @@ interface ResolvedOptions {
   discoveryWaitMs: number;
   maxBodyBytes: number;
   maxConcurrentRuns: number;
+  keepAliveMs: number;
   development: boolean;
   allowedHosts: string[];
 }
@@ -314,6 +321,7 @@ function resolveOptions(options: GatewayOptions): ResolvedOptions {
     discoveryWaitMs: integerOption('discoveryWaitMs', options.discoveryWaitMs, 3_000, 0, 60_000),
     maxBodyBytes: integerOption('maxBodyBytes', options.maxBodyBytes, 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     maxConcurrentRuns: integerOption('maxConcurrentRuns', options.maxConcurrentRuns, 1000, 1, 1_000_000),
+    keepAliveMs: integerOption('keepAliveMs', options.keepAliveMs, 12_000, 10, 3_600_000),
     development,
     allowedHosts: options.allowedHosts ?? [],
   };

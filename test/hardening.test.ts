@@ -175,6 +175,37 @@ describe('WebSocket operations', () => {
     await eventually(() => adapter.aborted === 1, 'the run to be aborted');
   });
 
+  it('logs a subscription\'s run and its end with the operation\'s request id, operation id and transport', async () => {
+    const lines: any[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const { wsUrl } = await start({ logger });
+    const client = createClient({ url: wsUrl, webSocketImpl: WebSocket, retryAttempts: 0 });
+    for await (const _ of client.iterate({
+      query: 'subscription($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) { __typename } }',
+      variables: { data: runInput([userMessage('hi')], { threadId: 't-logged' }) },
+    }));
+    await eventually(() => lines.some((line) => line.msg === 'operation completed'), 'the operation to end');
+    await client.dispose();
+    const run = lines.find((line) => line.msg === 'run succeeded');
+    const ended = lines.find((line) => line.msg === 'operation completed');
+    expect(run).toMatchObject({ transport: 'ws', operationId: expect.any(String), requestId: expect.any(String), threadId: 't-logged', runId: expect.any(String) });
+    expect(ended).toMatchObject({ transport: 'ws', operationId: run.operationId, requestId: run.requestId });
+  });
+
+  it('pings every socket and drops one that does not answer, keeping those that do', async () => {
+    const { wsUrl } = await start({ keepAliveMs: 50 });
+    const silent = new WebSocket(wsUrl, 'graphql-transport-ws', { autoPong: false });
+    const answering = new WebSocket(wsUrl, 'graphql-transport-ws');
+    let pings = 0;
+    answering.on('ping', () => pings++);
+    await Promise.all([silent, answering].map((socket) => new Promise((resolve) => socket.once('open', resolve))));
+    const silentClosed = new Promise<number>((resolve) => silent.once('close', (code) => resolve(code)));
+    expect(await silentClosed).toBe(1006); // terminated, not closed politely
+    await eventually(() => pings >= 3, 'three pings answered');
+    expect(answering.readyState).toBe(WebSocket.OPEN);
+    answering.close();
+  });
+
   it('closes a socket that sends a message over the size limit (1009)', async () => {
     const { wsUrl } = await start({ maxBodyBytes: 4096 });
     const socket = new WebSocket(wsUrl, 'graphql-transport-ws');

@@ -13,6 +13,12 @@ import { Run, type RunDriver, type RunHandle } from './run.js';
 export interface RunCaller {
   requestId: string;
   logger: Logger;
+  /**
+   * Fields the run's log lines carry besides those `logger` already binds. A transport that holds
+   * thousands of runs passes its own logger with these instead of a child logger per request, so
+   * each run's logger is a child, not a grandchild (a pino grandchild costs a hidden class of its own).
+   */
+  logBindings?: Record<string, unknown>;
   signal?: AbortSignal;
 }
 
@@ -50,8 +56,8 @@ export class RunLauncher {
     let run: Run;
     let view: View;
     try {
-      const driver = await this.driverFor(request, caller.logger);
-      run = new Run({ threadId: request.threadId, runId: request.runId, logger: caller.logger, requestId: caller.requestId });
+      run = new Run({ threadId: request.threadId, runId: request.runId, logger: caller.logger, logBindings: caller.logBindings, requestId: caller.requestId });
+      const driver = await this.driverFor(request, run.logger);
       view = attach(run);
       run.start(driver).finally(() => this.active--);
     } catch (error) {

@@ -55,6 +55,8 @@ export interface RunOptions {
   threadId: string;
   runId: string;
   logger: Logger;
+  /** Fields for the run's log lines besides the run's ids (see RunCaller.logBindings). */
+  logBindings?: Record<string, unknown>;
   requestId?: string;
 }
 
@@ -81,7 +83,8 @@ export class Run implements RunHandle, RunWriter {
   private readonly results = new Set<string>();
   private readonly usedIds = new Set<string>();
   private lastActivity = 0;
-  private readonly logger: Logger;
+  /** The run's logger: its ids (and the caller's log bindings) on every line. */
+  readonly logger: Logger;
   private readonly requestId: string | undefined;
   private settle!: (status: RunStatus) => void;
 
@@ -89,7 +92,7 @@ export class Run implements RunHandle, RunWriter {
     this.threadId = options.threadId;
     this.runId = options.runId;
     this.requestId = options.requestId;
-    this.logger = options.logger.child({ runId: options.runId, threadId: options.threadId });
+    this.logger = options.logger.child({ ...options.logBindings, runId: options.runId, threadId: options.threadId });
     this.controller = guardedController((error) => this.logger.error({ err: error }, 'an abort listener of an upstream client threw; ignored'));
     this.finished = new Promise((resolve) => {
       this.settle = resolve;

@@ -12,6 +12,8 @@ export interface GatewayContext {
   /** Sent back as `x-request-id` (HTTP), in GraphQL errors and in a failed run's details, so a report can be found in the logs. */
   requestId: string;
   logger: Logger;
+  /** Fields a run's log lines carry besides those `logger` binds (see RunCaller.logBindings). */
+  logBindings?: Record<string, unknown>;
   /**
    * Aborted when the client goes away (HTTP connection closed, WebSocket operation completed).
    * Absent for a WebSocket subscription: ending its event stream stops its run (RunEventStream).
@@ -38,5 +40,5 @@ export function claimRun(context: GatewayContext): RunCaller {
 
 /** The engine's view of who is asking. */
 export function callerOf(context: GatewayContext): RunCaller {
-  return { requestId: context.requestId, logger: context.logger, signal: context.signal };
+  return { requestId: context.requestId, logger: context.logger, logBindings: context.logBindings, signal: context.signal };
 }

@@ -19,6 +19,8 @@ export interface WsTransportOptions {
   server: Server;
   /** Largest accepted WebSocket message, like the HTTP body limit. */
   maxPayloadBytes: number;
+  /** Every socket is pinged this often; one that has not answered the previous ping is dropped. */
+  keepAliveMs: number;
   /** Introspection allowed (Sandbox on). */
   introspection: boolean;
   schema: GraphQLSchema;
@@ -62,12 +64,16 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
       schema,
       context: (_ctx, id, payload, args): OperationContext => {
         const requestId = randomUUID();
+        const bindings = { requestId, operationId: id, transport: 'ws' };
         // A subscription's stream stops its run when it ends; queries and mutations get a signal.
+        // A subscription (held for long, thousands at once) passes its log fields on to its run's
+        // logger instead of having a child logger of its own.
         const subscription = getOperationAST(args.document, args.operationName)?.operation === 'subscription';
         const controller = subscription ? undefined : new AbortController();
         return {
           requestId,
-          logger: logger.child({ requestId, operationId: id, transport: 'ws' }),
+          logger: subscription ? logger : logger.child(bindings),
+          logBindings: subscription ? bindings : undefined,
           signal: controller?.signal,
           launcher,
           allowance: { used: false },
@@ -102,25 +108,68 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
       },
     },
   );
-  wss.on('connection', (socket) => serveSocket(socket, protocol, logger));
+  const keepAlive = new KeepAlive(options.keepAliveMs);
+  wss.on('connection', (socket) => {
+    keepAlive.watch(socket);
+    serveSocket(socket, protocol, logger);
+  });
   // `ws` re-emits the HTTP server's errors (such as EADDRINUSE, which listen() reports itself);
   // without a listener they would be thrown.
   wss.on('error', (error) => logger.debug({ err: error }, 'WebSocket server error'));
 
   return {
     dispose: async () => {
+      keepAlive.stop();
       for (const client of wss.clients) client.close(1001, 'Going away');
       await new Promise<void>((resolve) => wss.close(() => resolve()));
     },
   };
 }
 
-const KEEP_ALIVE_MS = 12_000;
+/**
+ * Pings every socket every `intervalMs` and drops one that has not answered the previous ping. One
+ * timer for all sockets, not one (and a pong timeout) per socket: a gateway holds thousands.
+ */
+class KeepAlive {
+  private readonly sockets = new Set<WebSocket>();
+  private readonly unanswered = new Set<WebSocket>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly intervalMs: number) {}
+
+  watch(socket: WebSocket): void {
+    this.sockets.add(socket);
+    socket.on('pong', () => this.unanswered.delete(socket));
+    socket.once('close', () => {
+      this.sockets.delete(socket);
+      this.unanswered.delete(socket);
+    });
+    this.timer ??= setInterval(() => this.sweep(), this.intervalMs);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  private sweep(): void {
+    for (const socket of this.sockets) {
+      if (this.unanswered.has(socket)) {
+        socket.terminate();
+        continue;
+      }
+      if (socket.readyState !== socket.OPEN) continue;
+      this.unanswered.add(socket);
+      socket.ping();
+    }
+    if (this.sockets.size === 0) this.stop();
+  }
+}
 
 /**
  * Connects one WebSocket to graphql-ws's protocol (graphql-ws's own `ws` adapter, in our words,
- * with pino instead of console): pings every 12 s and drops a peer that does not answer; socket
- * errors (an oversize message, a broken frame) are the client's fault, logged and closed by `ws`.
+ * with pino instead of console); socket errors (an oversize message, a broken frame) are the
+ * client's fault, logged and closed by `ws`.
  */
 function serveSocket(
   socket: WebSocket,
@@ -128,13 +177,6 @@ function serveSocket(
   logger: Logger,
 ): void {
   socket.on('error', (error) => logger.info({ err: error, transport: 'ws' }, 'WebSocket error from a client'));
-  let pongWait: NodeJS.Timeout | undefined;
-  const ping = setInterval(() => {
-    if (socket.readyState !== socket.OPEN) return;
-    pongWait = setTimeout(() => socket.terminate(), KEEP_ALIVE_MS);
-    socket.once('pong', () => clearTimeout(pongWait));
-    socket.ping();
-  }, KEEP_ALIVE_MS);
 
   const closed = protocol.opened(
     {
@@ -160,11 +202,7 @@ function serveSocket(
       socket.close(CloseCode.InternalServerError, 'Internal server error');
     });
   };
-  socket.once('close', (code, reason) => {
-    clearInterval(ping);
-    clearTimeout(pongWait);
-    void closed(code, String(reason));
-  });
+  socket.once('close', (code, reason) => void closed(code, String(reason)));
 }
 
 const DONE: IteratorResult<never> = Object.freeze({ value: undefined, done: true }) as IteratorResult<never>;
@@ -179,7 +217,10 @@ function operationEnd(args: ExecutionArgs): () => void {
   const started = performance.now();
   return () => {
     context.controller?.abort(OPERATION_ENDED);
-    context.logger.info({ operationName: args.operationName ?? null, durationMs: Math.round(performance.now() - started) }, 'operation completed');
+    context.logger.info(
+      { ...context.logBindings, operationName: args.operationName ?? null, durationMs: Math.round(performance.now() - started) },
+      'operation completed',
+    );
   };
 }
 
