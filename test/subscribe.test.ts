@@ -5,7 +5,7 @@ import type { RuntimeEvent, SequencedEvent } from '../src/core/events.js';
 import { MESSAGE_SUCCESS, RUN_SUCCESS } from '../src/core/status.js';
 import type { RunHandle } from '../src/engine/run.js';
 import { buildSchema } from '../src/graphql/schema.js';
-import { createSubscriber, toEventDocument } from '../src/graphql/subscribe.js';
+import { createSubscriber, eventsRunCompiled, toEventDocument } from '../src/graphql/subscribe.js';
 import { RUN_SUBSCRIPTION } from './support/transports.js';
 import { runInput, silentLogger, userMessage } from './support/harness.js';
 
@@ -167,6 +167,8 @@ describe('the lean subscription path sends the bytes the executor sends', () => 
   ])('for the document of %s', async (_name, query, variables) => {
     const sent = await expectSameBytes(query, variables);
     expect(sent).toHaveLength(allEvents().length);
+    // These run on the compiled event document, not on the executor alone.
+    expect(eventsRunCompiled(schema, parse(query))).toBe(true);
   });
 
   it('for a failed run', async () => {
@@ -183,6 +185,7 @@ describe('the lean subscription path sends the bytes the executor sends', () => 
       fragment Event on CopilotRunEvent { __typename ... on RunEvent { n: sequence } ... on TextMessageContentEvent { text: content } ...Finish }
       fragment Finish on RunFinishedEvent { status { ... on BaseResponseStatus { code } } }`;
     await expectSameBytes(query, { data, properties: {} });
+    expect(eventsRunCompiled(schema, parse(query))).toBe(true);
   });
 
   it('for variables used inside the event selection, and the event document keeps only those', async () => {
@@ -193,6 +196,7 @@ describe('the lean subscription path sends the bytes the executor sends', () => 
         ... on TextMessageContentEvent @include(if: $withText) { content }
       }
     }`;
+    expect(eventsRunCompiled(schema, parse(query))).toBe(true);
     for (const withText of [true, false]) await expectSameBytes(query, { data, withText });
     await expectSameBytes(query, { data, withText: true, skipSeq: true });
     const eventDocument = toEventDocument(schema, parse(query));
@@ -206,6 +210,7 @@ describe('the lean subscription path sends the bytes the executor sends', () => 
       subscription First($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) { __typename } }
       subscription Second($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) { ... on RunEvent { sequence } } }`;
     await expectSameBytes(query, { data }, allEvents(), 'Second');
+    expect(eventsRunCompiled(schema, parse(query), 'Second')).toBe(true);
   });
 
   it('for @defer inside the event selection (an initial part, then the deferred one, per event)', async () => {
@@ -214,6 +219,7 @@ describe('the lean subscription path sends the bytes the executor sends', () => 
     }`;
     const sent = await expectSameBytes(query, { data });
     expect(sent.length).toBe(allEvents().length * 2);
+    expect(eventsRunCompiled(schema, parse(query))).toBe(false); // the compiler does not stream: the executor runs it
   });
 
   it('for an event the schema cannot represent (a null where a value is required, an unknown kind)', async () => {
@@ -221,7 +227,9 @@ describe('the lean subscription path sends the bytes the executor sends', () => 
     events[2] = { ...events[2], content: null } as unknown as SequencedEvent;
     events[3] = { ...events[3], type: 'Unheard' } as unknown as SequencedEvent;
     const sent = await expectSameBytes(WS_TEST_RUN, { data }, events);
+    // The compiled document's result had errors: the executor ran these events again, and its result was sent.
     expect(JSON.parse(sent[2]).errors[0].path).toEqual(['copilotRun', 'content']);
+    expect(JSON.parse(sent[3]).errors[0].message).toMatch(/Unheard|CopilotRunEvent/);
   });
 
   it('for variables that cannot be coerced', async () => {

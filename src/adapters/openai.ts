@@ -228,6 +228,8 @@ class ChunkReader {
   }
 
   private endCalls(): void {
+    // Called for every text delta: an empty map is left as it is (clear() allocates a new table).
+    if (this.openCalls.size === 0) return;
     for (const call of this.openCalls.values()) this.output.actionEnd(call.id);
     this.openCalls.clear();
   }

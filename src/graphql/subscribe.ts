@@ -1,5 +1,7 @@
 import { execute, isIncrementalResults, type IncrementalExecutionResults } from '@graphql-tools/executor';
+import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import {
+  BREAK,
   GraphQLObjectType,
   GraphQLSchema,
   Kind,
@@ -24,81 +26,100 @@ import {
  * Why: a gateway holds thousands of `copilotRun` streams at once and executes the event selection for
  * every token. The tools executor's `subscribe` keeps, per stream, the execution context (the coerced
  * variables: a copy of the whole conversation), a mapping iterator, a flattening iterator and their
- * closures, and per event an async generator and several promise hops. Measured (BENCHMARKS.md), that
- * was most of a held stream's heap and of the per-token CPU on the WebSocket transport.
+ * closures, and per event builds an execution context, collects fields into maps, builds resolve infos
+ * and paths, runs an async generator and several promise hops: about 6.5 KB of garbage and 6 µs per
+ * event, most of a held stream's heap and of the per-token CPU on the WebSocket transport (BENCHMARKS.md).
  *
- * What stays the same: the source stream is created by graphql-js's own `createSourceEventStream`
- * (variables coerced, the root field's arguments read and its `subscribe` resolver called, errors
- * located, all exactly as the specification's CreateSourceEventStream); each event is then executed by
- * the tools executor's own `execute` (ExecuteSubscriptionEvent) with the event as the root value, so
- * every field, type resolution, scalar, error, alias, fragment and directive is the executor's work.
+ * How:
+ * - The source stream is created by graphql-js's own `createSourceEventStream` (variables coerced, the
+ *   root field's arguments read and its `subscribe` resolver called, errors located, exactly as the
+ *   specification's CreateSourceEventStream).
+ * - Each event (ExecuteSubscriptionEvent) is executed against an *event document* in which the
+ *   subscription's root field has no arguments (and the operation no longer declares the variables
+ *   only those arguments used), on an *event schema* in which the root field takes none. The root
+ *   field's arguments were read once, to create the stream; executing an event only calls the root
+ *   field's `resolve` (which returns the event) and never reads them, but an executor would coerce
+ *   every variable again for every event (the conversation, per token). Names, aliases, selections
+ *   and source locations are the original's.
+ * - The event document is compiled once by graphql-jit (the compiler Mercurius runs on), and each
+ *   event runs the compiled function: same fields, order, type resolution and scalars, about 25 times
+ *   less work. An event whose result has errors is executed again by the tools executor and that result
+ *   is sent, so error messages, paths and locations are the executor's own; documents graphql-jit does
+ *   not take (@defer/@stream inside the event selection, very large documents) run on the executor.
  *
- * What differs, and why the result is the same: an event is executed against an *event document* in
- * which the subscription's root field has no arguments (and the operation no longer declares the
- * variables only those arguments used), on an *event schema* in which the root field takes none.
- * The root field's arguments were read once, to create the stream; executing an event only calls the
- * root field's `resolve` (which returns the event) and never reads them, but the executor would coerce
- * every variable again for every event (the conversation, per token). Nothing else in the document
- * changes: names, aliases, selections and source locations are the original's, so payloads and errors
- * are byte for byte those of the executor's own `subscribe` (test/subscribe.test.ts proves it over
- * every document shape the tests use).
+ * test/subscribe.test.ts runs the executor's own `subscribe` and this over every document shape the
+ * tests use, events of every kind and events the schema cannot represent, and asserts the same bytes.
  */
-export function createSubscriber(schema: GraphQLSchema): (args: ExecutionArgs) => Promise<AsyncGenerator<ExecutionResult> | ExecutionResult> {
-  const eventSchema = withoutRootArguments(schema);
-  return async (args) => {
+export function createSubscriber(
+  schema: GraphQLSchema,
+): (args: ExecutionArgs, onEnd?: () => void) => Promise<AsyncGenerator<ExecutionResult> | ExecutionResult> {
+  const eventSchema = eventSchemaOf(schema);
+  return async (args, onEnd) => {
     const stream = await createSourceEventStream(args);
     if (!isAsyncIterable(stream)) return withInputErrorCodes(stream as ExecutionResult);
-    const { document, variables } = eventDocumentOf(schema, args.document, args.operationName);
-    return new EventResponseStream(stream[Symbol.asyncIterator](), {
+    const { document, variables, compiled } = eventDocumentOf(schema, eventSchema, args.document, args.operationName);
+    const execution: EventExecution = {
       schema: eventSchema,
       document,
       contextValue: args.contextValue,
       // Only what the event selection uses: the rest (the conversation) is not held for the stream's life.
-      variableValues: variables.length ? pick(args.variableValues, variables) : undefined,
+      variableValues: variables.length ? pick(args.variableValues, variables) : NO_VARIABLES,
       operationName: args.operationName,
-    });
+      compiled,
+    };
+    return new EventResponseStream(stream[Symbol.asyncIterator](), execution, onEnd);
   };
 }
 
 /** What executing one event needs; the event is the root value. */
-type EventExecution = Pick<ExecutionArgs, 'schema' | 'document' | 'contextValue' | 'variableValues' | 'operationName'>;
+type EventExecution = Pick<ExecutionArgs, 'schema' | 'document' | 'contextValue' | 'variableValues' | 'operationName'> & {
+  /** The event document compiled by graphql-jit, when it could be. */
+  compiled: CompiledQuery | undefined;
+};
+
+const NO_VARIABLES = Object.freeze({});
 
 const DONE: IteratorResult<never> = Object.freeze({ value: undefined, done: true }) as IteratorResult<never>;
 
 /**
  * The response stream: each source event executed as it is read (MapSourceToResponseEvent). An event
  * whose selection uses @defer/@stream yields its initial result, then each subsequent payload, as the
- * tools executor does. `return()` and `throw()` end the source stream (which aborts its run).
+ * tools executor does. `return()` and `throw()` end the source stream (which aborts its run), and
+ * nothing the ending source still produces is passed on. `onEnd` is called once, however it ends.
  *
  * Written with `then` and handlers made once per stream rather than as async methods: a stream spends
  * its life waiting for its next event, and an awaiting async method holds a frame, two closures and
- * two promises for it.
+ * two promises for it, replaced (and so promoted to the old generation) at every event.
  */
 class EventResponseStream implements AsyncGenerator<ExecutionResult> {
   private pending: AsyncIterator<ExecutionResult> | undefined;
   private done = false;
+  private ended = false;
 
   constructor(
     private readonly source: AsyncIterator<unknown>,
     private readonly execution: EventExecution,
+    private readonly onEnd: (() => void) | undefined,
   ) {}
 
   next(): Promise<IteratorResult<ExecutionResult>> {
-    if (this.pending) return this.pending.next().then(this.onPart);
+    if (this.pending) return this.pending.next().then(this.onPart, this.onError);
     if (this.done) return Promise.resolve(DONE);
-    return this.source.next().then(this.onEvent);
+    return this.source.next().then(this.onEvent, this.onError);
   }
 
   private readonly onEvent = (event: IteratorResult<unknown>): IteratorResult<ExecutionResult> | Promise<IteratorResult<ExecutionResult>> => {
     if (event.done || this.done) {
       this.done = true;
+      this.end();
       return DONE;
     }
-    const result = execute({ ...this.execution, rootValue: event.value });
-    return isPromise(result) ? result.then(this.onResult) : this.onResult(result);
+    const result = executeEvent(this.execution, event.value);
+    return isPromise(result) ? result.then(this.onResult, this.onError) : this.onResult(result);
   };
 
   private readonly onResult = (result: ExecutionResult | IncrementalExecutionResults): IteratorResult<ExecutionResult> => {
+    if (this.done) return DONE;
     if (isIncrementalResults(result)) {
       this.pending = result.subsequentResults[Symbol.asyncIterator]() as AsyncIterator<ExecutionResult>;
       return { value: result.initialResult as ExecutionResult, done: false };
@@ -107,27 +128,43 @@ class EventResponseStream implements AsyncGenerator<ExecutionResult> {
   };
 
   private readonly onPart = (part: IteratorResult<ExecutionResult>): IteratorResult<ExecutionResult> | Promise<IteratorResult<ExecutionResult>> => {
+    if (this.done) return DONE;
     if (!part.done) return part;
     this.pending = undefined;
     return this.next();
   };
 
+  private readonly onError = (error: unknown): never => {
+    this.done = true;
+    this.end();
+    throw error;
+  };
+
   async return(): Promise<IteratorResult<ExecutionResult>> {
-    await this.end();
+    await this.stop();
     return DONE;
   }
 
   async throw(error?: unknown): Promise<IteratorResult<ExecutionResult>> {
-    await this.end();
+    await this.stop();
     throw error;
   }
 
-  private async end(): Promise<void> {
-    if (this.done && !this.pending) return;
+  /** Ends the stream from the reader's side: the source is told to stop (unless it already had). */
+  private async stop(): Promise<void> {
+    const sourceDone = this.done && !this.pending;
     this.done = true;
+    this.end();
+    if (sourceDone) return;
     const pending = this.pending;
     this.pending = undefined;
     await Promise.all([pending?.return?.(), this.source.return?.()]);
+  }
+
+  private end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.onEnd?.();
   }
 
   [Symbol.asyncIterator](): this {
@@ -135,8 +172,22 @@ class EventResponseStream implements AsyncGenerator<ExecutionResult> {
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
-    await this.end();
+    await this.stop();
   }
+}
+
+type EventResult = ExecutionResult | IncrementalExecutionResults;
+
+/**
+ * One event executed: by the compiled document when there is one and its result has no errors,
+ * otherwise (again) by the tools executor, whose result is then the one sent.
+ */
+function executeEvent(execution: EventExecution, event: unknown): EventResult | Promise<EventResult> {
+  const { compiled } = execution;
+  if (!compiled) return execute({ ...execution, rootValue: event });
+  const result = compiled.query(event, execution.contextValue, execution.variableValues);
+  if (isPromise(result)) return result.then((settled) => (settled.errors?.length ? execute({ ...execution, rootValue: event }) : settled));
+  return result.errors?.length ? execute({ ...execution, rootValue: event }) : result;
 }
 
 function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
@@ -168,6 +219,18 @@ function withInputErrorCodes(result: ExecutionResult): ExecutionResult {
   return result;
 }
 
+const eventSchemas = new WeakMap<GraphQLSchema, GraphQLSchema>();
+
+/** The event schema of a schema, made once. */
+function eventSchemaOf(schema: GraphQLSchema): GraphQLSchema {
+  let eventSchema = eventSchemas.get(schema);
+  if (!eventSchema) {
+    eventSchema = withoutRootArguments(schema);
+    eventSchemas.set(schema, eventSchema);
+  }
+  return eventSchema;
+}
+
 /** The schema with the subscription root's fields taking no arguments (see createSubscriber). */
 function withoutRootArguments(schema: GraphQLSchema): GraphQLSchema {
   const root = schema.getSubscriptionType();
@@ -183,23 +246,60 @@ function withoutRootArguments(schema: GraphQLSchema): GraphQLSchema {
   });
 }
 
-/** An event document, and the variables the executed operation still declares in it. */
+/** An event document, the variables the executed operation still declares in it, and its compiled form. */
 interface EventDocument {
   document: DocumentNode;
   variables: readonly string[];
+  compiled: CompiledQuery | undefined;
 }
 
-/** Event documents by original document (documents are parsed once and shared: DocumentCache, Apollo's store). */
-const eventDocuments = new WeakMap<DocumentNode, DocumentNode>();
+/** Documents longer than this (in source characters) are not compiled: compiling costs about as much as parsing. */
+const MAX_COMPILED_DOCUMENT_CHARS = 16 * 1024;
 
-function eventDocumentOf(schema: GraphQLSchema, document: DocumentNode, operationName: ExecutionArgs['operationName']): EventDocument {
-  let eventDocument = eventDocuments.get(document);
-  if (!eventDocument) {
-    eventDocument = toEventDocument(schema, document);
-    eventDocuments.set(document, eventDocument);
+/** Event documents by original document (documents are parsed once and shared: DocumentCache, Apollo's store). */
+const eventDocuments = new WeakMap<DocumentNode, { document: DocumentNode; compiled: Map<string | null, CompiledQuery | undefined> }>();
+
+function eventDocumentOf(schema: GraphQLSchema, eventSchema: GraphQLSchema, document: DocumentNode, operationName: ExecutionArgs['operationName']): EventDocument {
+  let entry = eventDocuments.get(document);
+  if (!entry) {
+    entry = { document: toEventDocument(schema, document), compiled: new Map() };
+    eventDocuments.set(document, entry);
   }
-  const operation = getOperationAST(eventDocument, operationName);
-  return { document: eventDocument, variables: operation?.variableDefinitions?.map((definition) => definition.variable.name.value) ?? [] };
+  const name = operationName ?? null;
+  if (!entry.compiled.has(name)) entry.compiled.set(name, compile(eventSchema, entry.document, operationName));
+  const operation = getOperationAST(entry.document, operationName);
+  const variables = operation?.variableDefinitions?.map((definition) => definition.variable.name.value) ?? [];
+  return { document: entry.document, variables, compiled: entry.compiled.get(name) };
+}
+
+/** Whether a subscription's events run on the compiled event document (true) or on the executor alone. */
+export function eventsRunCompiled(schema: GraphQLSchema, document: DocumentNode, operationName?: string): boolean {
+  return eventDocumentOf(schema, eventSchemaOf(schema), document, operationName).compiled !== undefined;
+}
+
+/** The event document compiled by graphql-jit, or undefined where the executor must run it. */
+function compile(eventSchema: GraphQLSchema, document: DocumentNode, operationName: ExecutionArgs['operationName']): CompiledQuery | undefined {
+  if ((document.loc?.end ?? Infinity) > MAX_COMPILED_DOCUMENT_CHARS || usesIncrementalDelivery(document)) return undefined;
+  try {
+    const compiled = compileQuery(eventSchema, document, operationName ?? undefined);
+    return isCompiledQuery(compiled) ? compiled : undefined;
+  } catch {
+    return undefined; // a shape the compiler does not take: the executor runs it
+  }
+}
+
+function usesIncrementalDelivery(document: DocumentNode): boolean {
+  let found = false;
+  visit(document, {
+    Directive(node) {
+      if (node.name.value === 'defer' || node.name.value === 'stream') {
+        found = true;
+        return BREAK;
+      }
+      return undefined;
+    },
+  });
+  return found;
 }
 
 /**

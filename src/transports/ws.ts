@@ -246,12 +246,13 @@ async function* executionParts(args: ExecutionArgs): AsyncGenerator<ExecutionRes
 /** Subscriptions: the response stream (or the error result) once the source stream exists. */
 async function serveSubscription(
   args: ExecutionArgs,
-  subscribe: (args: ExecutionArgs) => Promise<AsyncGenerator<ExecutionResult> | ExecutionResult>,
+  subscribe: (args: ExecutionArgs, onEnd: () => void) => Promise<AsyncGenerator<ExecutionResult> | ExecutionResult>,
 ): Promise<AsyncGenerator<ExecutionResult> | ExecutionResult> {
   const end = operationEnd(args);
   let result;
   try {
-    result = await subscribe(args);
+    // The response stream ends the operation itself (calls `end`) however it ends: no wrapper per stream.
+    result = await subscribe(args, end);
   } catch (error) {
     end();
     throw error;
@@ -262,7 +263,7 @@ async function serveSubscription(
     // parsed) and the query text are let go instead of being held for the stream's life.
     (args.contextValue as OperationContext).releaseMessage();
     args.variableValues = undefined;
-    return new OperationStream(result, end);
+    return result;
   }
   end();
   return result;

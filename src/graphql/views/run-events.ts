@@ -49,7 +49,7 @@ export class RunEventStream implements AsyncIterableIterator<SequencedEvent> {
     if (this.head < this.buffer.length) {
       const event = this.buffer[this.head++];
       if (this.head === this.buffer.length) {
-        this.buffer = [];
+        this.buffer.length = 0; // emptied in place: a stream drains its queue on every event
         this.head = 0;
         this.lastIsOwn = false;
       }
