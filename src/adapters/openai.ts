@@ -101,26 +101,26 @@ export class OpenAIAdapter implements ModelAdapter {
     const parser = createParser({ onEvent: (event) => reader.event(event) });
     const decoder = new StringDecoder('utf8');
     let first = true;
-    try {
-      // Every event of a read is handed to the run synchronously, with no await per read or token. The
-      // body is read to its end, as the SDK does (past `[DONE]` too), so the connection goes back to the pool.
-      await this.upstream.stream(
-        { url: this.url, method: 'POST', headers: this.headers, json: body, who: WHO, policy: this.policy, signal, logger: request.logger },
-        (bytes) => {
-          let text = decoder.write(bytes);
-          if (first && text !== '') {
-            first = false;
-            // A byte order mark before the stream, which Server-Sent Events allow, is not part of it.
-            if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-          }
-          parser.feed(text);
-          reader.flush();
+    // Every event of a read is handed to the run synchronously, with no await per read or token. The
+    // body is read to its end, as the SDK does (past `[DONE]` too), so the connection goes back to the pool.
+    // Returned, not awaited: no suspended frame (holding the request) for the life of the stream.
+    return this.upstream
+      .stream({ url: this.url, method: 'POST', headers: this.headers, json: body, who: WHO, policy: this.policy, signal, logger: request.logger }, (bytes) => {
+        let text = decoder.write(bytes);
+        if (first && text !== '') {
+          first = false;
+          // A byte order mark before the stream, which Server-Sent Events allow, is not part of it.
+          if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+        }
+        parser.feed(text);
+        reader.flush();
+      })
+      .then(
+        () => reader.finish(),
+        (error: unknown) => {
+          throw withHint(error);
         },
       );
-    } catch (error) {
-      throw withHint(error);
-    }
-    reader.finish();
   }
 }
 

@@ -68,7 +68,7 @@ type RunState = 'created' | 'running' | 'finished';
  * (open → ended). Every run ends with exactly one RunFinished, and every message opened is ended
  * before it (Failed when the run failed). What to say comes from a driver beside it.
  */
-export class Run implements RunHandle, RunWriter {
+export class Run implements RunHandle, RunWriter, RunContext {
   readonly threadId: string;
   readonly runId: string;
   readonly finished: Promise<RunStatus>;
@@ -85,7 +85,9 @@ export class Run implements RunHandle, RunWriter {
   private lastActivity = 0;
   /** The run's logger: its ids (and the caller's log bindings) on every line. */
   readonly logger: Logger;
-  private readonly requestId: string | undefined;
+  readonly requestId: string | undefined;
+  /** Fields for the run's final log line, filled by the driver. */
+  readonly summary: Record<string, unknown> = {};
   private settle!: (status: RunStatus) => void;
 
   constructor(options: RunOptions) {
@@ -131,12 +133,13 @@ export class Run implements RunHandle, RunWriter {
 
   private async execute(driver: RunDriver): Promise<void> {
     const started = performance.now();
-    const summary: Record<string, unknown> = {};
+    const summary = this.summary;
     this.emit({ type: 'RunStarted', threadId: this.threadId, runId: this.runId });
     let status: RunStatus;
     let failureCause: string | undefined;
     try {
-      await driver(this.context(summary));
+      // The run is its driver's context: no context object or closures per run.
+      await driver(this);
       this.controller.signal.throwIfAborted();
       status = RUN_SUCCESS;
     } catch (error) {
@@ -157,24 +160,21 @@ export class Run implements RunHandle, RunWriter {
     }
   }
 
-  private context(summary: Record<string, unknown>): RunContext {
-    return {
-      threadId: this.threadId,
-      runId: this.runId,
-      requestId: this.requestId,
-      logger: this.logger,
-      writer: this,
-      signal: this.controller.signal,
-      summary,
-      callUpstream: (idleTimeoutMs, onIdle, call) => this.callUpstream(idleTimeoutMs, onIdle, call),
-      closeOpenMessages: () => {
-        for (const id of this.openTexts) this.textEnd(id);
-        for (const id of this.openCalls) this.actionEnd(id);
-      },
-    };
+  /** The run writes its events itself (RunContext.writer). */
+  get writer(): RunWriter {
+    return this;
   }
 
-  private callUpstream(idleTimeoutMs: number, onIdle: () => GatewayError, call: (signal: AbortSignal) => Promise<void>): Promise<void> {
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  closeOpenMessages(): void {
+    for (const id of this.openTexts) this.textEnd(id);
+    for (const id of this.openCalls) this.actionEnd(id);
+  }
+
+  callUpstream(idleTimeoutMs: number, onIdle: () => GatewayError, call: (signal: AbortSignal) => Promise<void>): Promise<void> {
     const signal = this.controller.signal;
     if (signal.aborted) return Promise.reject(signal.reason);
     return new Promise<void>((resolve, reject) => {

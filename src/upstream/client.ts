@@ -330,32 +330,39 @@ function errorDetail(text: string): string | undefined {
   return (detail as string).slice(0, 1000);
 }
 
-/** The rest of `stream` once an answer has started: its error, or its body read to the end. */
-async function readStream(handler: StreamHandler, attempts: number, who: string, signal: AbortSignal, logger: Logger): Promise<{ status: number; attempts: number }> {
+/**
+ * The rest of `stream` once an answer has started: its error, or its body read to the end. Not an
+ * async function: a stream spends its life in here, and a suspended frame would be held all along.
+ */
+function readStream(handler: StreamHandler, attempts: number, who: string, signal: AbortSignal, logger: Logger): Promise<{ status: number; attempts: number }> {
   const onAbort = () => handler.abort(signal.reason);
   if (signal.aborted) onAbort();
   else signal.addEventListener('abort', onAbort, { once: true });
-  try {
-    if (handler.status < 200 || handler.status > 299) {
-      const detail = errorDetail(await handler.errorBody(ERROR_BODY_WAIT_MS));
-      signal.throwIfAborted();
-      const retryAfterMs = parseRetryAfter(handler.retryAfter);
-      logger.warn({ upstream: who, status: handler.status, attempts, detail }, 'upstream answered with an error');
-      throw upstreamStatusError(who, handler.status, {
-        detail: handler.status < 500 ? detail : undefined,
-        retryAfterSeconds: retryAfterMs === undefined ? undefined : Math.ceil(retryAfterMs / 1000),
-      });
-    }
-    try {
-      await handler.ended;
-    } catch (error) {
+  const unlink = () => signal.removeEventListener('abort', onAbort);
+  if (handler.status < 200 || handler.status > 299) return statusError(handler, attempts, who, signal, logger).finally(unlink);
+  return handler.ended.then(
+    () => {
+      unlink();
+      return { status: handler.status, attempts };
+    },
+    (error: unknown) => {
+      unlink();
       if (signal.aborted) throw signal.reason;
       throw handler.failedInChunk ? error : upstreamNetworkError(who, error, 'stream');
-    }
-    return { status: handler.status, attempts };
-  } finally {
-    signal.removeEventListener('abort', onAbort);
-  }
+    },
+  );
+}
+
+/** The error for an answer with a non-2xx status, with the explanation its body gives (waited for briefly). */
+async function statusError(handler: StreamHandler, attempts: number, who: string, signal: AbortSignal, logger: Logger): Promise<never> {
+  const detail = errorDetail(await handler.errorBody(ERROR_BODY_WAIT_MS));
+  signal.throwIfAborted();
+  const retryAfterMs = parseRetryAfter(handler.retryAfter);
+  logger.warn({ upstream: who, status: handler.status, attempts, detail }, 'upstream answered with an error');
+  throw upstreamStatusError(who, handler.status, {
+    detail: handler.status < 500 ? detail : undefined,
+    retryAfterSeconds: retryAfterMs === undefined ? undefined : Math.ceil(retryAfterMs / 1000),
+  });
 }
 
 /** The reason an attempt whose answer is not used (a declined call about to be retried) is ended with. */

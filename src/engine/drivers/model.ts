@@ -81,32 +81,29 @@ export function modelDriver(request: RunRequest, options: ModelDriverOptions): R
   };
 }
 
-async function callModel(
+/** One model call; an adapter that returns with messages still open has finished them. */
+function callModel(
   context: RunContext,
   options: ModelDriverOptions,
   call: { messages: readonly Message[]; tools: readonly ToolDefinition[]; forwardedParameters: RunRequest['forwardedParameters'] },
   recorder: RoundRecorder,
 ): Promise<void> {
   const timeoutMs = options.modelIdleTimeoutMs;
-  await context.callUpstream(
-    timeoutMs,
-    () => new UpstreamError('UPSTREAM_TIMEOUT', `The model sent nothing for ${timeoutMs} ms and was cut off.`),
-    (signal) =>
-      options.adapter.stream(
-        {
-          threadId: context.threadId,
-          runId: context.runId,
-          messages: call.messages,
-          tools: call.tools,
-          forwardedParameters: call.forwardedParameters,
-          logger: context.logger,
-        },
-        recorder,
-        signal,
-      ),
-  );
-  // An adapter that returns with messages still open has finished them.
-  context.closeOpenMessages();
+  const request = {
+    threadId: context.threadId,
+    runId: context.runId,
+    messages: call.messages,
+    tools: call.tools,
+    forwardedParameters: call.forwardedParameters,
+    logger: context.logger,
+  };
+  return context
+    .callUpstream(
+      timeoutMs,
+      () => new UpstreamError('UPSTREAM_TIMEOUT', `The model sent nothing for ${timeoutMs} ms and was cut off.`),
+      (signal) => options.adapter.stream(request, recorder, signal),
+    )
+    .then(() => context.closeOpenMessages());
 }
 
 /**
