@@ -6,11 +6,12 @@
 //   npm run bench -- --only burst20   one scenario (burst20, burst100, paced, first, agent, ws5000, ws1000)
 //   npm run bench -- --smoke          a few seconds: every scenario once, tiny, to prove the benchmark works (CI)
 //   npm run bench -- --json out.json  also write the raw figures
-//   npm run bench -- --gateway-node "--max-semi-space-size=4"   extra node flags for the gateway (to try V8 knobs)
+//   npm run bench -- --gateway-node "--max-semi-space-size=8"   extra node flags for the gateway (to try V8 knobs;
+//                                     they follow those of package.json config.nodeFlags, which npm start uses)
 //
 // No figure here is asserted: the table is for people to read and compare.
 import { spawn, execFileSync, execSync } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,7 +25,9 @@ const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name
 const smoke = flag('--smoke');
 const rounds = Number(option('--rounds', smoke ? 1 : 3));
 const only = option('--only', undefined);
-const gatewayNodeFlags = (option('--gateway-node', '') ?? '').split(' ').filter(Boolean);
+// The gateway runs with the node flags `npm start` gives it (package.json config.nodeFlags), then any extra.
+const packageJson = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', 'package.json'), 'utf8'));
+const gatewayNodeFlags = [...(packageJson.config?.nodeFlags ?? '').split(' '), ...(option('--gateway-node', '') ?? '').split(' ')].filter(Boolean);
 const clockTicks = Number(execSync('getconf CLK_TCK').toString().trim()) || 100;
 
 // --- the scenarios ---------------------------------------------------------------------------------------------
