@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { subscribe as executorSubscribe } from '@graphql-tools/executor';
 import { parse, type ExecutionArgs } from 'graphql';
@@ -6,6 +7,7 @@ import { MESSAGE_SUCCESS, RUN_SUCCESS } from '../src/core/status.js';
 import type { RunHandle } from '../src/engine/run.js';
 import { buildSchema } from '../src/graphql/schema.js';
 import { createSubscriber, eventsRunCompiled, toEventDocument } from '../src/graphql/subscribe.js';
+import { WS_RUN } from './support/documents.js';
 import { RUN_SUBSCRIPTION } from './support/transports.js';
 import { runInput, silentLogger, userMessage } from './support/harness.js';
 
@@ -106,42 +108,14 @@ async function expectSameBytes(query: string, variables: Record<string, unknown>
 
 const data = runInput([userMessage('hi')]);
 
-// The documents the other tests, the README and the benchmark send (copied where not exported).
-const WS_TEST_RUN = `subscription Run($data: GenerateCopilotResponseInput!) {
-  copilotRun(data: $data) {
-    __typename
-    ... on RunEvent { sequence }
-    ... on RunStartedEvent { threadId runId }
-    ... on TextMessageStartEvent { messageId role }
-    ... on TextMessageContentEvent { messageId content }
-    ... on TextMessageEndEvent { messageId messageStatus { __typename ... on FailedMessageStatus { reason } } }
-    ... on ActionExecutionStartEvent { actionExecutionId actionName }
-    ... on ActionExecutionArgsEvent { actionExecutionId args }
-    ... on ActionExecutionEndEvent { actionExecutionId messageStatus { __typename } }
-    ... on ActionExecutionResultEvent { messageId actionExecutionId actionName result }
-    ... on RunFinishedEvent { status { __typename ... on FailedResponseStatus { reason details } } }
-  }
-}`;
-const README_RUN = `subscription($data: GenerateCopilotResponseInput!) {
-  copilotRun(data: $data) {
-    __typename
-    ... on RunEvent { sequence }
-    ... on RunStartedEvent { threadId runId }
-    ... on TextMessageContentEvent { messageId content }
-    ... on ActionExecutionStartEvent { actionExecutionId actionName }
-    ... on ActionExecutionArgsEvent { actionExecutionId args }
-    ... on ActionExecutionResultEvent { actionName result }
-    ... on RunFinishedEvent { status { ... on BaseResponseStatus { code } ... on FailedResponseStatus { reason details } } }
-  }
-}`;
-const BENCH_RUN = `subscription Run($data: GenerateCopilotResponseInput!) {
-  copilotRun(data: $data) {
-    __typename
-    ... on RunEvent { sequence }
-    ... on TextMessageContentEvent { content }
-    ... on RunFinishedEvent { status { ... on BaseResponseStatus { code } ... on FailedResponseStatus { reason details } } }
-  }
-}`;
+// The documents the other tests, the README and the benchmark send, read from where they are written.
+const WS_TEST_RUN = WS_RUN;
+const README_RUN = (() => {
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  const block = readme.slice(readme.indexOf('## Stream a run over WebSocket'), readme.indexOf('## Apollo Client and urql'));
+  return block.match(/query: `([\s\S]*?)`/)![1];
+})();
+const BENCH_RUN = readFileSync(new URL('../bench/load.mjs', import.meta.url), 'utf8').match(/const SUBSCRIPTION = `([\s\S]*?)`;/)![1];
 const MINIMAL_RUN = 'subscription($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) { __typename } }';
 const INLINE_INPUT_RUN = `subscription Run { copilotRun(data: { threadId: "t-inline", frontend: { actions: [] }, metadata: { requestType: Chat },
   messages: [{ id: "1", createdAt: "2026-01-01T00:00:00.000Z", textMessage: { role: user, content: "hi" } }] }) {

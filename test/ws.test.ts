@@ -4,6 +4,7 @@ import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { FakeOpenAI } from './support/fake-openai.js';
+import { WS_RUN as RUN } from './support/documents.js';
 import { eventually, runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
 
 // graphql-ws's own client (and urql over it) against the gateway's WebSocket transport.
@@ -12,28 +13,6 @@ const fake = new FakeOpenAI();
 let gateway: RunningGateway;
 let client: Client;
 
-const RUN = /* GraphQL */ `
-  subscription Run($data: GenerateCopilotResponseInput!) {
-    copilotRun(data: $data) {
-      __typename
-      ... on RunEvent { sequence }
-      ... on RunStartedEvent { threadId runId }
-      ... on TextMessageStartEvent { messageId role }
-      ... on TextMessageContentEvent { messageId content }
-      ... on TextMessageEndEvent { messageId messageStatus { __typename ... on FailedMessageStatus { reason } } }
-      ... on ActionExecutionStartEvent { actionExecutionId actionName }
-      ... on ActionExecutionArgsEvent { actionExecutionId args }
-      ... on ActionExecutionEndEvent { actionExecutionId messageStatus { __typename } }
-      ... on ActionExecutionResultEvent { messageId actionExecutionId actionName result }
-      ... on RunFinishedEvent {
-        status {
-          __typename
-          ... on FailedResponseStatus { reason details }
-        }
-      }
-    }
-  }
-`;
 
 beforeAll(async () => {
   const baseURL = await fake.start();

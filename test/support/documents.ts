@@ -1,0 +1,23 @@
+/** The copilotRun subscription the WebSocket tests send (test/ws.test.ts); test/subscribe.test.ts runs it too. */
+export const WS_RUN = /* GraphQL */ `
+  subscription Run($data: GenerateCopilotResponseInput!) {
+    copilotRun(data: $data) {
+      __typename
+      ... on RunEvent { sequence }
+      ... on RunStartedEvent { threadId runId }
+      ... on TextMessageStartEvent { messageId role }
+      ... on TextMessageContentEvent { messageId content }
+      ... on TextMessageEndEvent { messageId messageStatus { __typename ... on FailedMessageStatus { reason } } }
+      ... on ActionExecutionStartEvent { actionExecutionId actionName }
+      ... on ActionExecutionArgsEvent { actionExecutionId args }
+      ... on ActionExecutionEndEvent { actionExecutionId messageStatus { __typename } }
+      ... on ActionExecutionResultEvent { messageId actionExecutionId actionName result }
+      ... on RunFinishedEvent {
+        status {
+          __typename
+          ... on FailedResponseStatus { reason details }
+        }
+      }
+    }
+  }
+`;
