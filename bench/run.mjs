@@ -43,9 +43,10 @@ const scenarios = [
   http('paced', 'paced, 20 clients: 200 tokens 5 ms apart', {
     concurrency: 20, prompt: `Hello [tokens=${smoke ? 20 : 200}][pace=5][stamp]`, warmupMs: smoke ? 300 : 2500, durationMs: smoke ? 1000 : 10000,
   }),
+  // Also run on a hand-written pass-through (bench/passthrough.mjs), the floor any server's figure is read against.
   http('first', 'first token, 1 client: 3 tokens 5 ms apart', {
     directPath: '/v1/chat/completions', concurrency: 1, prompt: 'Hello [tokens=3][pace=5][stamp]', warmupMs: smoke ? 300 : 1000, durationMs: smoke ? 1000 : 5000,
-  }),
+  }, ['gateway', 'reference', 'passthrough']),
   http('agent', 'agent, 20 clients: a CopilotKit remote endpoint (JSONL) streaming 200 tokens', {
     concurrency: 20, prompt: 'Hello [tokens=200]', agent: 'benchAgent', warmupMs: smoke ? 300 : 2000, durationMs: smoke ? 1000 : 8000,
   }),
@@ -151,6 +152,15 @@ async function startGateway(upstream, extraEnv = {}) {
   return { proc, url, pid: proc.child.pid };
 }
 
+/** A hand-written pass-through with no GraphQL: the floor for the first-token figures. */
+async function startPassthrough(upstream) {
+  const port = await freePort();
+  const proc = start(process.execPath, [join(root, 'bench', 'passthrough.mjs'), upstream.origin, String(port)], { cwd: root });
+  const url = `http://127.0.0.1:${port}/api/copilotkit`;
+  await waitForGraphQL(url, proc);
+  return { proc, url, pid: proc.child.pid };
+}
+
 /** The reference: @copilotkit/runtime 1.10.6 from bench/reference, installed there with npm ci on first use. */
 async function startReference(upstream) {
   const port = await freePort();
@@ -229,7 +239,11 @@ async function main() {
   const needsReference = scenarios.some((s) => s.servers.includes('reference'));
   if (needsReference) ensureReference();
   const upstream = await startUpstream();
-  const starters = { gateway: (extra) => startGateway(upstream, extra), reference: () => startReference(upstream) };
+  const starters = {
+    gateway: (extra) => startGateway(upstream, extra),
+    reference: () => startReference(upstream),
+    passthrough: () => startPassthrough(upstream),
+  };
 
   console.error('== correctness pass with the stock CopilotRuntimeClient');
   for (const name of needsReference ? ['gateway', 'reference'] : ['gateway']) {
@@ -331,6 +345,11 @@ function report(results) {
       row([first ? scenario.title : '', label, fmt(g, digits), scenario.servers.includes('reference') ? fmt(ref, digits) : 'n/a', ratio]);
       first = false;
     }
+  }
+  const floor = results.first?.passthrough;
+  if (floor) {
+    const added = median(floor.map((x) => (x.firstTokenP50 == null || x.directFirstTokenP50 == null ? null : x.firstTokenP50 - x.directFirstTokenP50)));
+    lines.push('', `first token: a hand-written pass-through with no GraphQL (bench/passthrough.mjs) adds ${fmt(added, 2)} ms, the floor on this machine.`);
   }
   return lines.join('\n');
 }
