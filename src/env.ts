@@ -1,6 +1,7 @@
 import { ConfigurationError } from './core/errors.js';
 import { isOrigin } from './transports/cors.js';
 import type { OpenAIAdapterOptions } from './adapters/openai.js';
+import type { ModelLimitsOptions } from './engine/model-limits.js';
 
 /** The settings `npm start` reads from the environment (see the README's table). */
 export interface EnvironmentSettings {
@@ -23,6 +24,8 @@ export interface EnvironmentSettings {
   agUiAgents: { name: string; url: string }[];
   /** LANGGRAPH_DEPLOYMENT_URL, LANGGRAPH_GRAPHS and LANGSMITH_API_KEY: graphs served as agents of their names. */
   langGraph?: { deploymentUrl: string; graphs: string[]; apiKey?: string };
+  /** ALLOWED_MODELS, MAX_TOKENS, MAX_INPUT_MESSAGES, MAX_INPUT_CHARS: what clients may choose and send. */
+  modelLimits: ModelLimitsOptions;
 }
 
 const AGENT_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -61,6 +64,21 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
     ...(maxConcurrentRuns !== undefined ? { maxConcurrentRuns } : {}),
     ...(apiKey || baseURL ? { openai: { apiKey, baseURL, model: env.OPENAI_MODEL || 'gpt-4o-mini' } } : {}),
     ...readAgents(env),
+    modelLimits: readModelLimits(env),
+  };
+}
+
+/** The cost controls; unset variables keep the gateway's defaults (only the configured model, no ceilings). */
+function readModelLimits(env: NodeJS.ProcessEnv): ModelLimitsOptions {
+  const models = env.ALLOWED_MODELS?.trim();
+  const maxTokens = wholeNumber(env, 'MAX_TOKENS', 'tokens');
+  const maxMessages = wholeNumber(env, 'MAX_INPUT_MESSAGES', 'messages');
+  const maxInputChars = wholeNumber(env, 'MAX_INPUT_CHARS', 'characters');
+  return {
+    ...(models ? { allowedModels: models === '*' ? '*' : list(models) } : {}),
+    ...(maxTokens !== undefined ? { maxTokens } : {}),
+    ...(maxMessages !== undefined ? { maxMessages } : {}),
+    ...(maxInputChars !== undefined ? { maxInputChars } : {}),
   };
 }
 

@@ -19,6 +19,7 @@ import type { AgentDefinition } from './agents/definitions.js';
 import { AgentRegistry } from './agents/registry.js';
 import { ConfigurationError } from './core/errors.js';
 import { RunLauncher } from './engine/launcher.js';
+import { resolveModelLimits, type ModelLimits, type ModelLimitsOptions } from './engine/model-limits.js';
 import type { GatewayContext } from './graphql/context.js';
 import { formatGraphQLError } from './graphql/errors.js';
 import { errorLoggingPlugin, httpOperationGuardPlugin, requestIdPlugin } from './graphql/plugins.js';
@@ -83,6 +84,12 @@ export interface GatewayOptions {
    * WebSocket (a socket that has not answered the previous ping is dropped). @default 12000
    */
   keepAliveMs?: number;
+  /**
+   * What clients may choose and send to the model, checked before any model call (MODEL_NOT_ALLOWED,
+   * LIMIT_EXCEEDED): `allowedModels` (default: only the adapter's own model), a `maxTokens` ceiling
+   * (also sent when a client asks for none), and the most messages and characters per model call.
+   */
+  modelLimits?: ModelLimitsOptions;
 }
 
 export interface Gateway {
@@ -104,6 +111,7 @@ export interface Gateway {
 const OPTION_NAMES = new Set([
   'adapter', 'actions', 'agents', 'remoteEndpoints', 'discoveryWaitMs', 'path', 'logger', 'environment', 'corsOrigins', 'allowLoopbackOrigins', 'sandbox',
   'maxRounds', 'modelIdleTimeoutMs', 'agentIdleTimeoutMs', 'actionTimeoutMs', 'maxBodyBytes', 'maxConcurrentRuns', 'allowedHosts', 'keepAliveMs',
+  'modelLimits',
 ]);
 
 /** Apollo Studio and the embedded Sandbox call the endpoint from these origins. */
@@ -130,6 +138,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     agentIdleTimeoutMs: config.agentIdleTimeoutMs,
     actionTimeoutMs: config.actionTimeoutMs,
     maxConcurrentRuns: config.maxConcurrentRuns,
+    modelLimits: config.modelLimits,
   });
   const cors = new CorsPolicy(
     [...config.corsOrigins, ...(config.sandbox ? APOLLO_STUDIO_ORIGINS : [])],
@@ -257,6 +266,7 @@ interface ResolvedOptions {
   keepAliveMs: number;
   development: boolean;
   allowedHosts: string[];
+  modelLimits: ModelLimits;
 }
 
 function resolveOptions(options: GatewayOptions): ResolvedOptions {
@@ -272,7 +282,7 @@ function resolveOptions(options: GatewayOptions): ResolvedOptions {
   }
   const development = environment === 'development';
 
-  const adapter = options.adapter ?? new DemoAdapter();
+  const adapter: ModelAdapter = options.adapter ?? new DemoAdapter();
   if (typeof adapter !== 'object' || typeof adapter.stream !== 'function' || typeof adapter.name !== 'string') {
     throw new ConfigurationError('options.adapter must be a model adapter (an object with a name and a stream method).');
   }
@@ -324,6 +334,7 @@ function resolveOptions(options: GatewayOptions): ResolvedOptions {
     keepAliveMs: integerOption('keepAliveMs', options.keepAliveMs, 12_000, 10, 3_600_000),
     development,
     allowedHosts: options.allowedHosts ?? [],
+    modelLimits: resolveModelLimits(options.modelLimits, adapter.model),
   };
 }
 

@@ -2,6 +2,7 @@
 import generatedPossibleTypes from '../generated/possible-types.js';
 
 export { createGateway, type Gateway, type GatewayOptions } from './gateway.js';
+export type { ModelLimitsOptions } from './engine/model-limits.js';
 export type { ModelAdapter, ModelRequest } from './adapters/adapter.js';
 export type { ModelOutput, RunWriter } from './core/writer.js';
 export type { ForwardedParameters, Message, ToolDefinition } from './core/messages.js';

@@ -34,6 +34,7 @@ async function main(): Promise<void> {
     allowedHosts: env.allowedHosts,
     ...(env.modelIdleTimeoutMs !== undefined ? { modelIdleTimeoutMs: env.modelIdleTimeoutMs } : {}),
     ...(env.maxConcurrentRuns !== undefined ? { maxConcurrentRuns: env.maxConcurrentRuns } : {}),
+    modelLimits: env.modelLimits,
   });
   const url = await gateway.listen(env.port, env.host);
   const mode = env.openai

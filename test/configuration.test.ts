@@ -102,6 +102,7 @@ describe('the environment read by npm start', () => {
       allowedHosts: [],
       remoteEndpoints: [],
       agUiAgents: [],
+      modelLimits: {},
     });
   });
 

@@ -35,6 +35,7 @@ beforeAll(async () => {
     adapter: new OpenAIAdapter({ baseURL, apiKey: 'test-key', model: 'fake-model', maxRetries: 0 }),
     actions: [sayHello, explode],
     modelIdleTimeoutMs: 300,
+    modelLimits: { allowedModels: ['fake-model', 'other-model'] },
   });
   client = new CopilotRuntimeClient({ url: gateway.url });
 });

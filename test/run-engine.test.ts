@@ -6,6 +6,7 @@ import type { ModelAdapter, ModelOutput, ModelRequest } from '../src/adapters/ad
 import { GatewayError } from '../src/core/errors.js';
 import type { SequencedEvent } from '../src/core/events.js';
 import { modelDriver } from '../src/engine/drivers/model.js';
+import { resolveModelLimits, type ModelLimitsOptions } from '../src/engine/model-limits.js';
 import type { RunRequest } from '../src/engine/request.js';
 import { Run } from '../src/engine/run.js';
 import { silentLogger } from './support/harness.js';
@@ -44,7 +45,7 @@ function request(overrides: Partial<RunRequest> = {}): RunRequest {
 
 function startRun(
   adapter: ModelAdapter,
-  options: { actions?: ServerAction[]; maxRounds?: number; idle?: number; actionTimeout?: number; logger?: typeof silentLogger } = {},
+  options: { actions?: ServerAction[]; maxRounds?: number; idle?: number; actionTimeout?: number; logger?: typeof silentLogger; limits?: ModelLimitsOptions } = {},
 ) {
   const events: SequencedEvent[] = [];
   const run = new Run({ threadId: 't1', runId: 'r1', logger: options.logger ?? silentLogger });
@@ -58,6 +59,7 @@ function startRun(
       modelIdleTimeoutMs: options.idle ?? 5_000,
       agentIdleTimeoutMs: 5_000,
       actionTimeoutMs: options.actionTimeout ?? 5_000,
+      modelLimits: resolveModelLimits(options.limits ?? { allowedModels: '*' }, undefined),
     }),
   );
   return { run, events, done };

@@ -22,6 +22,11 @@ export interface ModelRequest {
 export interface ModelAdapter {
   /** Short name for logs, such as "openai" or "demo". */
   readonly name: string;
+  /**
+   * The model it calls unless a request names another: the one model clients may name by default
+   * (the gateway's `modelLimits.allowedModels`). An adapter without one lets clients name none.
+   */
+  readonly model?: string;
   stream(request: ModelRequest, output: ModelOutput, signal: AbortSignal): Promise<void>;
   /** Releases what the adapter holds (connection pools); called when the gateway closes. */
   close?(): Promise<void>;

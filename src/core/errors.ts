@@ -14,6 +14,8 @@ export const ERROR_CODES = {
   NOT_SUPPORTED: { status: 501, where: 'request', meaning: 'A feature this gateway does not offer (guardrails, the Assistants API).' },
   AGENT_NOT_FOUND: { status: 404, where: 'request', meaning: 'No agent of that name; details list the available ones.' },
   OVERLOADED: { status: 503, where: 'request', meaning: 'The process serves its most runs at once; try again shortly.' },
+  MODEL_NOT_ALLOWED: { status: 403, where: 'request', meaning: 'forwardedParameters.model names a model outside modelLimits.allowedModels.' },
+  LIMIT_EXCEEDED: { status: 400, where: 'request', meaning: 'maxTokens, or the conversation sent to the model, is over modelLimits (a failed run when server-side results grow it past them).' },
   NO_MODEL_CONFIGURED: { status: 400, where: 'run', meaning: 'The gateway has no model (EmptyAdapter) and the request needs one.' },
   UPSTREAM_AUTHENTICATION_FAILED: { status: 502, where: 'run', meaning: 'An upstream answered 401 or 403.' },
   UPSTREAM_RATE_LIMITED: { status: 429, where: 'run', meaning: 'An upstream answered 429, after the retries.' },

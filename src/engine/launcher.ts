@@ -5,9 +5,11 @@ import type { AgentEntry, AgentThreadState } from '../agents/agent.js';
 import type { AgentRegistry } from '../agents/registry.js';
 import { GatewayError } from '../core/errors.js';
 import { agentDriver, type AgentLoopOptions } from './drivers/agent.js';
-import { modelDriver } from './drivers/model.js';
+import { modelDriver, withContext } from './drivers/model.js';
+import { admitForwardedParameters, checkModelInput, type ModelLimits } from './model-limits.js';
 import type { RunRequest } from './request.js';
 import { Run, type RunDriver, type RunHandle } from './run.js';
+import { repairTranscript } from './transcript.js';
 
 /** Who asked for the run: the request's id and logger, and a signal aborted when the client goes away. */
 export interface RunCaller {
@@ -30,6 +32,8 @@ export interface LauncherOptions extends AgentLoopOptions {
   modelIdleTimeoutMs: number;
   /** Runs served at once; one more is refused with OVERLOADED. */
   maxConcurrentRuns: number;
+  /** What clients may choose and send to the model (models, maxTokens, conversation size). */
+  modelLimits: ModelLimits;
 }
 
 /**
@@ -102,7 +106,12 @@ export class RunLauncher {
       const agent = await options.agents.resolve(request.agentSession.agentName);
       return agentDriver({ agent, request, messages: request.messages, catalog, options });
     }
-    return modelDriver(request, { ...options, catalog, agents: options.agents.known() });
+    // Before any model call, so that a request the model would refuse (or the limits forbid) fails
+    // as a request, with a clear error, and nothing is spent.
+    const forwardedParameters = admitForwardedParameters(request.forwardedParameters, options.modelLimits);
+    const messages = repairTranscript(request.messages, logger);
+    checkModelInput(withContext(messages, request.context), options.modelLimits);
+    return modelDriver({ ...request, messages, forwardedParameters }, { ...options, catalog, agents: options.agents.known() });
   }
 }
 

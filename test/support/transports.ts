@@ -96,7 +96,7 @@ const sse: Transport = {
         if (result.error) {
           subscription?.unsubscribe();
           if (result.error.graphQLErrors.length) {
-            finish({ messages: [], metaEvents: [], status: { code: 'Errors' }, errors: result.error.graphQLErrors.map((e) => e.toJSON()) });
+            finish({ messages: [], metaEvents: [], status: { code: 'Errors' }, errors: result.error.graphQLErrors.map((e: any) => ({ message: e.message, extensions: e.extensions })) });
           } else reject(result.error);
           return;
         }

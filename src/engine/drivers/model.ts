@@ -3,6 +3,7 @@ import type { ModelAdapter } from '../../adapters/adapter.js';
 import type { AgentEntry } from '../../agents/agent.js';
 import { UpstreamError } from '../../core/errors.js';
 import type { ContextEntry, Message, ToolDefinition } from '../../core/messages.js';
+import { checkModelInput, type ModelLimits } from '../model-limits.js';
 import type { RunRequest } from '../request.js';
 import type { RunContext, RunDriver } from '../run.js';
 import { driveAgent, type AgentLoopOptions } from './agent.js';
@@ -16,6 +17,8 @@ export interface ModelDriverOptions extends AgentLoopOptions {
   agents: readonly AgentEntry[];
   /** A model that sends nothing for this long is cut off and the run fails. */
   modelIdleTimeoutMs: number;
+  /** Checked before every model call: server-side results may grow the conversation past them. */
+  modelLimits: ModelLimits;
 }
 
 const AGENT_TOOL_PARAMETERS = Object.freeze({ type: 'object', properties: {} });
@@ -47,6 +50,7 @@ export function modelDriver(request: RunRequest, options: ModelDriverOptions): R
 
     for (let round = 1; ; round++) {
       context.summary.rounds = round;
+      checkModelInput(messages, options.modelLimits);
       const recorder = new RoundRecorder(context.writer, keepChunks);
       await callModel(context, options, { messages, tools, forwardedParameters: request.forwardedParameters }, recorder);
       const calls = recorder.calls();
