@@ -45,7 +45,8 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
   const modelIdleTimeoutMs = milliseconds(env, 'MODEL_IDLE_TIMEOUT_MS');
   const agentIdleTimeoutMs = milliseconds(env, 'AGENT_IDLE_TIMEOUT_MS');
   const maxConcurrentRuns = wholeNumber(env, 'MAX_CONCURRENT_RUNS', 'runs');
-  const apiKey = env.OPENAI_API_KEY || undefined;
+  // Keys read from secret files often end with a line break, which no HTTP header may carry.
+  const apiKey = env.OPENAI_API_KEY?.trim() || undefined;
   const baseURL = env.OPENAI_BASE_URL || undefined;
   if (baseURL && !isHttpUrl(baseURL)) {
     throw new ConfigurationError(`OPENAI_BASE_URL must be a URL such as "http://localhost:11434/v1" (got ${JSON.stringify(baseURL)}).`);

@@ -11,10 +11,10 @@ import { createGateway } from './gateway.js';
 async function main(): Promise<void> {
   const env = readEnvironment(process.env);
   // Log lines are written asynchronously: under load they leave in batches instead of one write
-  // (a system call) each, twice per request. Whatever is still buffered is written on exit; if
-  // stdout stops draining, lines beyond 16 MB are dropped rather than held.
+  // (a system call) each, twice per request. pino writes whatever is still buffered when the process
+  // exits (not when it is killed or runs out of memory); if stdout stops draining, lines beyond 16 MB
+  // are dropped rather than held.
   const destination = pino.destination({ dest: 1, sync: false, maxLength: 16 * 1024 * 1024 });
-  process.on('exit', () => destination.flushSync());
   const logger = pino({ level: env.logLevel }, destination);
   const adapter = env.openai ? new OpenAIAdapter(env.openai) : undefined;
   const agents: Record<string, AgentDefinition> = {};

@@ -115,6 +115,31 @@ describe('limits on what one request can start', () => {
     expect(third.data.generateCopilotResponse.status.code).toBe('Success');
   });
 
+  it('refuses a small document whose aliased fragments expand to too many fields, over HTTP and WebSocket, at once', async () => {
+    const { url, wsUrl } = await start();
+    // About 1 KB of text, 20^4 selections once expanded: before this rule, compiling it for WebSocket
+    // events ran the process out of memory.
+    const aliased = (field: string, selection: string) => Array.from({ length: 20 }, (_, i) => `${field[0]}${i}: ${field} ${selection}`).join(' ');
+    const fragments = `fragment E on CopilotRunEvent { ... on RunMetaEvent { ${aliased('event', '{ ...M }')} } }
+fragment M on BaseMetaEvent { ... on CopilotKitLangGraphInterruptEvent { ${aliased('data', '{ ...D }')} } }
+fragment D on CopilotKitLangGraphInterruptEventData { ${aliased('messages', '{ ...S }')} }
+fragment S on BaseMessageOutput { ${aliased('status', '{ __typename }')} }`;
+    const subscription = `subscription($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) { ...E } }\n${fragments}`;
+    const client = createClient({ url: wsUrl, webSocketImpl: WebSocket, retryAttempts: 0 });
+    const errors = await (async () => {
+      for await (const _ of client.iterate({ query: subscription, variables: { data: runInput([userMessage('hi')]) } })) return undefined;
+    })().catch((e) => e);
+    await client.dispose();
+    expect(errors[0].message).toMatch(/selects 328421 fields once its fragments are expanded; the most allowed is 2000/);
+    expect(errors[0].extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
+
+    const query = `{ hello ...Q } fragment Q on Query { ${Array.from({ length: 2000 }, (_, i) => `h${i}: hello`).join(' ')} }`;
+    const response = await post(url, { query });
+    expect(response.status).toBe(400);
+    expect((await response.json()).errors[0].message).toMatch(/selects 2001 fields/);
+    expect((await (await post(url, { query: '{ hello }' })).json()).data.hello).toBe('Hello World');
+  });
+
   it('refuses a document with too many tokens before parsing it all', async () => {
     const { url } = await start();
     const response = await post(url, { query: `{ ${'hello '.repeat(30_000)}}` });

@@ -212,6 +212,17 @@ describe('the lean subscription path sends the bytes the executor sends', () => 
     await expectSameBytes(WS_TEST_RUN, {});
   });
 
+  it('for a document too large to compile (aliased fragments that expand to 202 fields): the executor runs it', async () => {
+    const aliased = (field: string, selection: string) => [0, 1, 2].map((i) => `${field[0]}${i}: ${field} ${selection}`).join(' ');
+    const query = `subscription($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) { __typename ...E } }
+fragment E on CopilotRunEvent { ... on RunMetaEvent { ${aliased('event', '{ ...M }')} } }
+fragment M on BaseMetaEvent { __typename ... on CopilotKitLangGraphInterruptEvent { ${aliased('data', '{ ...D }')} } }
+fragment D on CopilotKitLangGraphInterruptEventData { ${aliased('messages', '{ ...S }')} }
+fragment S on BaseMessageOutput { id ${aliased('status', '{ __typename }')} }`;
+    expect(eventsRunCompiled(schema, parse(query))).toBe(false);
+    await expectSameBytes(query, { data });
+  });
+
   it('for an input the gateway refuses (the root resolver throws)', async () => {
     const [sent] = await expectSameBytes(WS_TEST_RUN, { data: runInput([{ id: 'm1', createdAt: new Date().toISOString() }]) });
     expect(JSON.parse(sent).errors[0].path).toEqual(['copilotRun']);

@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { getEventListeners } from 'node:events';
 import { createServer as createTcpServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
@@ -278,6 +279,47 @@ describe('streaming an answer', () => {
     controller.abort(gone);
     expect(await failure(client.stream(call({ signal: controller.signal }), () => {}))).toBe(gone);
     expect(calls).toBe(0);
+  });
+});
+
+describe.each(Object.entries(ways))('calls that cannot be sent (%s)', (_way, answer) => {
+  it('fail at once, not after the attempt timeout: a header with a line break', async () => {
+    handler = (_req, res) => res.end('never');
+    // A key read from a secret file with its trailing newline; undici refuses it within dispatch.
+    const slow = fast({ attemptTimeoutMs: 60_000, totalTimeoutMs: 60_000 });
+    const error = await failure(answer(call({ headers: { authorization: 'Bearer key\n' }, policy: slow })));
+    expect(error).toMatchObject({ code: 'UPSTREAM_UNREACHABLE' });
+    expect(calls).toBe(0);
+  });
+});
+
+describe('the caller\'s signal', () => {
+  it('is let go of once each call is over, however many calls share it', async () => {
+    handler = (_req, res) => res.end('{"ok":true}');
+    const controller = new AbortController();
+    const { signal } = controller;
+    for (let i = 0; i < 12; i++) {
+      await ways.request(call({ signal }));
+      await ways.stream(call({ signal }));
+      const fetched = await client.fetchFor('test', fast(), silentLogger)(`${base}/x`, { method: 'POST', body: '{}', signal });
+      expect(await fetched.json()).toEqual({ ok: true });
+    }
+    expect(getEventListeners(signal, 'abort')).toHaveLength(0);
+  });
+
+  it('still ends a body read through fetchFor when it aborts', async () => {
+    handler = (_req, res) => {
+      res.writeHead(200);
+      res.write('partial');
+    };
+    const controller = new AbortController();
+    const fetched = await client.fetchFor('test', fast(), silentLogger)(`${base}/x`, { signal: controller.signal });
+    const reader = fetched.body!.getReader();
+    expect(Buffer.from((await reader.read()).value!).toString()).toBe('partial');
+    const gone = new GatewayError('CLIENT_DISCONNECTED', 'gone');
+    controller.abort(gone);
+    await expect(reader.read()).rejects.toBeDefined();
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
   });
 });
 

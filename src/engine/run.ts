@@ -197,7 +197,8 @@ export class Run implements RunHandle, RunWriter, RunContext {
       idleTimer = setTimeout(check, idleTimeoutMs);
       let pending: Promise<void>;
       try {
-        pending = call(signal);
+        // An adapter in plain JavaScript may return nothing: that is a call that has finished.
+        pending = Promise.resolve(call(signal));
       } catch (error) {
         pending = Promise.reject(error);
       }

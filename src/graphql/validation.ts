@@ -1,4 +1,4 @@
-import { GraphQLError, Kind, specifiedRules, type SelectionSetNode, type ValidationRule } from 'graphql';
+import { GraphQLError, Kind, specifiedRules, type DocumentNode, type FragmentDefinitionNode, type OperationDefinitionNode, type SelectionSetNode, type ValidationRule } from 'graphql';
 
 /** Root fields that start a run (a model call that costs money). */
 const RUN_FIELDS = new Set(['generateCopilotResponse', 'copilotRun']);
@@ -41,6 +41,65 @@ export const SingleRunPerOperationRule: ValidationRule = (context) => ({
   },
 });
 
+/**
+ * The most fields an operation may select once its fragments are expanded. Fragments spread under
+ * aliases multiply: a document of 1 KB can expand to hundreds of thousands of fields, and work (the
+ * executor's per object, graphql-jit's compiler for the whole document) grows with the expansion,
+ * not with the text. The stock client's mutation expands to about 150, GraphiQL's introspection
+ * query to about 250.
+ */
+export const MAX_EXPANDED_FIELDS = 2_000;
+
+/**
+ * The number of fields `operation` selects with its fragments expanded, counted without expanding
+ * them (each fragment's count is computed once), so a bomb is measured in time linear in its text.
+ */
+export function expandedFieldCount(document: DocumentNode, operation: OperationDefinitionNode): number {
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const definition of document.definitions) {
+    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
+  }
+  const counted = new Map<string, number>();
+  const counting = new Set<string>();
+  const count = (selectionSet: SelectionSetNode | undefined): number => {
+    let total = 0;
+    for (const selection of selectionSet?.selections ?? []) {
+      if (selection.kind === Kind.FIELD) total += 1 + count(selection.selectionSet);
+      else if (selection.kind === Kind.INLINE_FRAGMENT) total += count(selection.selectionSet);
+      else {
+        const name = selection.name.value;
+        let fragmentCount = counted.get(name);
+        if (fragmentCount === undefined) {
+          // A cycle is GraphQL's own validation error (NoFragmentCycles); it counts nothing here.
+          if (counting.has(name)) continue;
+          counting.add(name);
+          fragmentCount = count(fragments.get(name)?.selectionSet);
+          counting.delete(name);
+          counted.set(name, fragmentCount);
+        }
+        total += fragmentCount;
+      }
+    }
+    return total;
+  };
+  return count(operation.selectionSet);
+}
+
+/** Refuses operations that select more than MAX_EXPANDED_FIELDS fields once fragments are expanded. */
+export const ExpandedSizeRule: ValidationRule = (context) => ({
+  OperationDefinition(operation) {
+    const fields = expandedFieldCount(context.getDocument(), operation);
+    if (fields > MAX_EXPANDED_FIELDS) {
+      context.reportError(
+        new GraphQLError(`The operation selects ${fields} fields once its fragments are expanded; the most allowed is ${MAX_EXPANDED_FIELDS}.`, {
+          nodes: operation,
+          extensions: { code: 'GRAPHQL_VALIDATION_FAILED' },
+        }),
+      );
+    }
+  },
+});
+
 /** Where the sandbox option is off: `__schema` and `__type` are refused, in the gateway's words (`__typename` is fine). */
 export const IntrospectionOffRule: ValidationRule = (context) => ({
   Field(node) {
@@ -57,7 +116,7 @@ export const IntrospectionOffRule: ValidationRule = (context) => ({
 
 /** The validation rules of both transports, on top of GraphQL's own. */
 export function gatewayValidationRules(introspection: boolean): ValidationRule[] {
-  return [SingleRunPerOperationRule, ...(introspection ? [] : [IntrospectionOffRule])];
+  return [SingleRunPerOperationRule, ExpandedSizeRule, ...(introspection ? [] : [IntrospectionOffRule])];
 }
 
 /** A validation message without "Did you mean …?" suggestions (where introspection is off they would reveal the schema). */

@@ -93,7 +93,7 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
       },
       execute: (args) => serveExecution(args),
       // Subscriptions on the lean path (graphql/subscribe.ts): one iterator per stream, no
-      // per-event variable coercion; the executor still executes every event.
+      // per-event variable coercion; events run on the document compiled by graphql-jit.
       subscribe: (args) => serveSubscription(args, subscribe),
       onError: (_ctx, _id, _payload, errors) => errors.map((error) => formatGraphQLError(error.toJSON(), error)),
       onNext: (_ctx, _id, _payload, _args, result: any) => {
@@ -208,9 +208,10 @@ function serveSocket(
 const DONE: IteratorResult<never> = Object.freeze({ value: undefined, done: true }) as IteratorResult<never>;
 
 /**
- * What graphql-ws iterates for an operation. When the operation ends (its last result, an error, the
- * client's `complete`, a closed socket) its signal is aborted, which stops the run it started, and
- * one log line says so.
+ * Called once when an operation ends (its last result, an error, the client's `complete`, a closed
+ * socket): a query's or mutation's signal is aborted, which stops the run it started, and one log
+ * line says so. Subscriptions have no signal: ending their event stream returns its source, which
+ * aborts the run (graphql/subscribe.ts).
  */
 function operationEnd(args: ExecutionArgs): () => void {
   const context = args.contextValue as OperationContext;

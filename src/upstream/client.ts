@@ -74,7 +74,7 @@ export class UpstreamClient {
   async request(call: UpstreamCall): Promise<UpstreamResponse> {
     const body = call.json === undefined ? undefined : JSON.stringify(call.json);
     const headers: Record<string, string> = { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...call.headers };
-    const { response, attempts } = await retrying(call, async (signal) => {
+    const { response, attempts, release } = await retrying(call, async (signal) => {
       const response = await undiciRequest(call.url, {
         dispatcher: this.dispatcher,
         method: call.method ?? (body === undefined ? 'GET' : 'POST'),
@@ -90,6 +90,9 @@ export class UpstreamClient {
         value: response,
       };
     });
+    // The caller's abort stays linked to the body until it is over (read, failed or destroyed), not
+    // for the rest of the caller's life: a run makes many calls with one signal.
+    response.body.once('close', release);
     if (response.statusCode < 200 || response.statusCode > 299) {
       const detail = await readErrorDetail(response.body, ERROR_BODY_WAIT_MS);
       call.signal.throwIfAborted();
@@ -125,8 +128,15 @@ export class UpstreamClient {
     // whole conversation) or the request's options; only what reading and its errors need.
     return retrying(call, (attemptSignal) => {
       const handler = new StreamHandler(onChunk);
-      this.dispatcher.dispatch(options, handler);
-      return handler.started(attemptSignal).then(() => ({
+      // Waiting starts before the dispatch: undici reports a request it cannot even send (a header
+      // with a line break, a closed pool) to the handler within `dispatch`, synchronously.
+      const started = handler.started(attemptSignal);
+      try {
+        this.dispatcher.dispatch(options, handler);
+      } catch (error) {
+        handler.onResponseError(undefined as never, error instanceof Error ? error : new Error(String(error)));
+      }
+      return started.then(() => ({
         status: handler.status,
         retryAfter: handler.retryAfter,
         discard: () => handler.abort(DISCARDED),
@@ -175,7 +185,7 @@ export class UpstreamClient {
     return (async (input: string | URL | Request, init?: RequestInit) => {
       const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
       const signal = init?.signal ?? new AbortController().signal;
-      const { response } = await retrying({ url, who, policy, signal, logger }, async (attemptSignal) => {
+      const { response, release } = await retrying({ url, who, policy, signal, logger }, async (attemptSignal) => {
         const response = await undiciFetch(url, { ...(init as object), dispatcher, signal: attemptSignal } as Parameters<typeof undiciFetch>[1]);
         return {
           status: response.status,
@@ -186,7 +196,7 @@ export class UpstreamClient {
           value: response,
         };
       });
-      return response as unknown as Response;
+      return releasingWhenRead(response, release) as unknown as Response;
     }) as typeof fetch;
   }
 
@@ -262,6 +272,40 @@ async function retrying<T>(
     logger.info({ upstream: who, attempt: retry + 1, status: result.status, waitMs: wait }, 'upstream declined the call; retrying');
     await abortableDelay(wait, signal);
   }
+}
+
+/**
+ * The response with a body that calls `release` once it is over (read to its end, failed or
+ * cancelled), so the caller's abort is linked to the call no longer than that. Costs one read per
+ * chunk; `fetchFor` serves SDKs (LangGraph), whose streams are a line or an event per chunk.
+ */
+function releasingWhenRead(response: Awaited<ReturnType<typeof undiciFetch>>, release: () => void) {
+  const body = response.body;
+  if (!body) {
+    release();
+    return response;
+  }
+  const reader = body.getReader();
+  const released = new ReadableStream<Uint8Array>({
+    pull: (controller) =>
+      reader.read().then(
+        ({ done, value }) => {
+          if (done) {
+            release();
+            controller.close();
+          } else controller.enqueue(value);
+        },
+        (error: unknown) => {
+          release();
+          controller.error(error);
+        },
+      ),
+    cancel: (reason) => {
+      release();
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(released, { status: response.status, statusText: response.statusText, headers: response.headers as unknown as HeadersInit });
 }
 
 /**
