@@ -1,5 +1,6 @@
 import { ConfigurationError } from './core/errors.js';
 import { isOrigin } from './transports/cors.js';
+import type { AnthropicAdapterOptions } from './adapters/anthropic.js';
 import type { OpenAIAdapterOptions } from './adapters/openai.js';
 import type { ModelLimitsOptions } from './engine/model-limits.js';
 
@@ -15,8 +16,11 @@ export interface EnvironmentSettings {
   modelIdleTimeoutMs?: number;
   /** MAX_CONCURRENT_RUNS: runs served at once before OVERLOADED. */
   maxConcurrentRuns?: number;
-  /** Set when OPENAI_API_KEY or OPENAI_BASE_URL is: provider mode. Otherwise demo mode. */
-  openai?: OpenAIAdapterOptions & { model: string };
+  /**
+   * The model provider: COPILOT_PROVIDER, or the one provider whose key or base URL is set. None:
+   * demo mode.
+   */
+  provider?: ProviderSettings;
   agentIdleTimeoutMs?: number;
   /** COPILOT_REMOTE_ENDPOINTS: CopilotKit remote endpoints. */
   remoteEndpoints: string[];
@@ -27,6 +31,18 @@ export interface EnvironmentSettings {
   /** ALLOWED_MODELS, MAX_TOKENS, MAX_INPUT_MESSAGES, MAX_INPUT_CHARS: what clients may choose and send. */
   modelLimits: ModelLimitsOptions;
 }
+
+/** A provider npm start can run, with its adapter's options. */
+export type ProviderSettings =
+  | { name: 'openai'; options: OpenAIAdapterOptions & { model: string } }
+  | { name: 'anthropic'; options: AnthropicAdapterOptions & { model: string } };
+
+/** The providers, the variables that configure each, and their default models. */
+const PROVIDERS = {
+  openai: { key: 'OPENAI_API_KEY', baseURL: 'OPENAI_BASE_URL', model: 'OPENAI_MODEL', defaultModel: 'gpt-4o-mini', example: 'http://localhost:11434/v1' },
+  anthropic: { key: 'ANTHROPIC_API_KEY', baseURL: 'ANTHROPIC_BASE_URL', model: 'ANTHROPIC_MODEL', defaultModel: 'claude-sonnet-5-5', example: 'http://localhost:8080/anthropic' },
+} as const;
+type ProviderName = keyof typeof PROVIDERS;
 
 const AGENT_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
@@ -45,12 +61,7 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
   const modelIdleTimeoutMs = milliseconds(env, 'MODEL_IDLE_TIMEOUT_MS');
   const agentIdleTimeoutMs = milliseconds(env, 'AGENT_IDLE_TIMEOUT_MS');
   const maxConcurrentRuns = wholeNumber(env, 'MAX_CONCURRENT_RUNS', 'runs');
-  // Keys read from secret files often end with a line break, which no HTTP header may carry.
-  const apiKey = env.OPENAI_API_KEY?.trim() || undefined;
-  const baseURL = env.OPENAI_BASE_URL || undefined;
-  if (baseURL && !isHttpUrl(baseURL)) {
-    throw new ConfigurationError(`OPENAI_BASE_URL must be a URL such as "http://localhost:11434/v1" (got ${JSON.stringify(baseURL)}).`);
-  }
+  const provider = readProvider(env);
   return {
     port,
     // Loopback only while developing; every interface in production (containers, load balancers).
@@ -63,7 +74,7 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
     ...(modelIdleTimeoutMs !== undefined ? { modelIdleTimeoutMs } : {}),
     ...(agentIdleTimeoutMs !== undefined ? { agentIdleTimeoutMs } : {}),
     ...(maxConcurrentRuns !== undefined ? { maxConcurrentRuns } : {}),
-    ...(apiKey || baseURL ? { openai: { apiKey, baseURL, model: env.OPENAI_MODEL || 'gpt-4o-mini' } } : {}),
+    ...(provider ? { provider } : {}),
     ...readAgents(env),
     modelLimits: readModelLimits(env),
   };
@@ -81,6 +92,48 @@ function readModelLimits(env: NodeJS.ProcessEnv): ModelLimitsOptions {
     ...(maxMessages !== undefined ? { maxMessages } : {}),
     ...(maxInputChars !== undefined ? { maxInputChars } : {}),
   };
+}
+
+/**
+ * The provider: the one COPILOT_PROVIDER names, or the only one configured (a key or a base URL).
+ * Naming one whose variables are unset while another's are set is a mistake, and so is configuring
+ * several without saying which.
+ */
+function readProvider(env: NodeJS.ProcessEnv): ProviderSettings | undefined {
+  const names = Object.keys(PROVIDERS) as ProviderName[];
+  const configured = names.filter((name) => env[PROVIDERS[name].key]?.trim() || env[PROVIDERS[name].baseURL]?.trim());
+  const chosen = env.COPILOT_PROVIDER?.trim().toLowerCase();
+  let name: ProviderName | undefined;
+  if (chosen) {
+    if (chosen === 'google') throw new ConfigurationError('COPILOT_PROVIDER=google is not supported by this gateway yet: use openai or anthropic.');
+    if (!names.includes(chosen as ProviderName)) {
+      throw new ConfigurationError(`COPILOT_PROVIDER must be one of ${names.join(', ')} (got ${JSON.stringify(env.COPILOT_PROVIDER)}).`);
+    }
+    name = chosen as ProviderName;
+    if (!configured.includes(name)) {
+      const variables = `${PROVIDERS[name].key} (or ${PROVIDERS[name].baseURL})`;
+      const others = configured.map((other) => PROVIDERS[other].key);
+      throw new ConfigurationError(
+        others.length
+          ? `COPILOT_PROVIDER is ${name} but ${variables} is not set; ${others.join(', ')} is. Set ${PROVIDERS[name].key}, or COPILOT_PROVIDER=${configured[0]}.`
+          : `COPILOT_PROVIDER is ${name} but ${variables} is not set.`,
+      );
+    }
+  } else if (configured.length > 1) {
+    throw new ConfigurationError(`Several providers are configured (${configured.map((other) => PROVIDERS[other].key).join(', ')}): set COPILOT_PROVIDER to the one to use (${configured.join(' or ')}).`);
+  } else {
+    name = configured[0];
+  }
+  if (!name) return undefined;
+  const variables = PROVIDERS[name];
+  // Keys read from secret files often end with a line break, which no HTTP header may carry.
+  const apiKey = env[variables.key]?.trim() || undefined;
+  const baseURL = env[variables.baseURL]?.trim() || undefined;
+  if (baseURL && !isHttpUrl(baseURL)) {
+    throw new ConfigurationError(`${variables.baseURL} must be a URL such as "${variables.example}" (got ${JSON.stringify(baseURL)}).`);
+  }
+  const options = { apiKey, baseURL, model: env[variables.model]?.trim() || variables.defaultModel };
+  return name === 'openai' ? { name, options } : { name, options };
 }
 
 /** The agent settings: remote endpoints, AG-UI agents and LangGraph graphs, with one namespace of agent names. */

@@ -1,10 +1,12 @@
 // `npm start`: the gateway configured from the environment. Demo mode unless a provider is set.
 import { pino } from 'pino';
+import type { ModelAdapter } from './adapters/adapter.js';
+import { AnthropicAdapter } from './adapters/anthropic.js';
 import { OpenAIAdapter } from './adapters/openai.js';
 import { agUiAgent } from './agents/ag-ui.js';
 import type { AgentDefinition } from './agents/definitions.js';
 import { langGraphAgent } from './agents/langgraph.js';
-import { readEnvironment } from './env.js';
+import { readEnvironment, type ProviderSettings } from './env.js';
 import { ConfigurationError } from './core/errors.js';
 import { createGateway } from './gateway.js';
 
@@ -16,7 +18,7 @@ async function main(): Promise<void> {
   // are dropped rather than held.
   const destination = pino.destination({ dest: 1, sync: false, maxLength: 16 * 1024 * 1024 });
   const logger = pino({ level: env.logLevel }, destination);
-  const adapter = env.openai ? new OpenAIAdapter(env.openai) : undefined;
+  const adapter = modelAdapter(env.provider);
   const agents: Record<string, AgentDefinition> = {};
   for (const { name, url } of env.agUiAgents) agents[name] = agUiAgent({ url });
   for (const graphId of env.langGraph?.graphs ?? []) {
@@ -37,9 +39,7 @@ async function main(): Promise<void> {
     modelLimits: env.modelLimits,
   });
   const url = await gateway.listen(env.port, env.host);
-  const mode = env.openai
-    ? `provider mode: OpenAI-compatible model "${env.openai.model}" at ${env.openai.baseURL ?? 'https://api.openai.com/v1'}`
-    : 'demo mode: scripted replies, set OPENAI_API_KEY for a real model';
+  const mode = providerMode(env.provider);
   const agentSources = [
     ...(env.remoteEndpoints.length ? [`${env.remoteEndpoints.length} CopilotKit remote endpoint(s)`] : []),
     ...(env.agUiAgents.length ? [`AG-UI agents ${env.agUiAgents.map((a) => a.name).join(', ')}`] : []),
@@ -63,6 +63,28 @@ async function main(): Promise<void> {
   };
   process.once('SIGINT', () => shutdown('SIGINT'));
   process.once('SIGTERM', () => shutdown('SIGTERM'));
+}
+
+function modelAdapter(provider: ProviderSettings | undefined): ModelAdapter | undefined {
+  switch (provider?.name) {
+    case 'openai':
+      return new OpenAIAdapter(provider.options);
+    case 'anthropic':
+      return new AnthropicAdapter(provider.options);
+    default:
+      return undefined;
+  }
+}
+
+function providerMode(provider: ProviderSettings | undefined): string {
+  switch (provider?.name) {
+    case 'openai':
+      return `provider mode: OpenAI-compatible model "${provider.options.model}" at ${provider.options.baseURL ?? 'https://api.openai.com/v1'}`;
+    case 'anthropic':
+      return `provider mode: Anthropic model "${provider.options.model}" at ${provider.options.baseURL ?? 'https://api.anthropic.com'}`;
+    default:
+      return 'demo mode: scripted replies, set OPENAI_API_KEY or ANTHROPIC_API_KEY for a real model';
+  }
 }
 
 // Every start-up failure is one line saying what to fix, and exit code 1; no stack trace.

@@ -130,12 +130,33 @@ describe('the environment read by npm start', () => {
   });
 
   it('switches to provider mode with OPENAI_API_KEY or OPENAI_BASE_URL', () => {
-    expect(readEnvironment({ OPENAI_API_KEY: 'sk-test' }).openai).toEqual({ apiKey: 'sk-test', baseURL: undefined, model: 'gpt-4o-mini' });
-    expect(readEnvironment({ OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1', OPENAI_MODEL: 'llama3' }).openai).toEqual({
-      apiKey: undefined,
-      baseURL: 'http://127.0.0.1:11434/v1',
-      model: 'llama3',
+    expect(readEnvironment({ OPENAI_API_KEY: 'sk-test\n' }).provider).toEqual({ name: 'openai', options: { apiKey: 'sk-test', baseURL: undefined, model: 'gpt-4o-mini' } });
+    expect(readEnvironment({ OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1', OPENAI_MODEL: 'llama3' }).provider).toEqual({
+      name: 'openai',
+      options: { apiKey: undefined, baseURL: 'http://127.0.0.1:11434/v1', model: 'llama3' },
     });
+  });
+
+  it('picks Anthropic with ANTHROPIC_API_KEY, or whichever provider COPILOT_PROVIDER names', () => {
+    expect(readEnvironment({ ANTHROPIC_API_KEY: 'sk-ant' }).provider).toEqual({ name: 'anthropic', options: { apiKey: 'sk-ant', baseURL: undefined, model: 'claude-sonnet-5-5' } });
+    expect(readEnvironment({ ANTHROPIC_BASE_URL: 'http://127.0.0.1:8080/anthropic', ANTHROPIC_MODEL: 'claude-haiku-5-5' }).provider).toEqual({
+      name: 'anthropic',
+      options: { apiKey: undefined, baseURL: 'http://127.0.0.1:8080/anthropic', model: 'claude-haiku-5-5' },
+    });
+    expect(readEnvironment({ COPILOT_PROVIDER: 'Anthropic', ANTHROPIC_API_KEY: 'sk-ant', OPENAI_API_KEY: 'sk' }).provider?.name).toBe('anthropic');
+    expect(readEnvironment({ COPILOT_PROVIDER: 'openai', ANTHROPIC_API_KEY: 'sk-ant', OPENAI_API_KEY: 'sk' }).provider?.name).toBe('openai');
+    expect(readEnvironment({}).provider).toBeUndefined();
+  });
+
+  it.each([
+    [{ COPILOT_PROVIDER: 'anthropic', OPENAI_API_KEY: 'sk' }, /COPILOT_PROVIDER is anthropic but ANTHROPIC_API_KEY \(or ANTHROPIC_BASE_URL\) is not set; OPENAI_API_KEY is\. Set ANTHROPIC_API_KEY, or COPILOT_PROVIDER=openai\./],
+    [{ COPILOT_PROVIDER: 'openai' }, /COPILOT_PROVIDER is openai but OPENAI_API_KEY \(or OPENAI_BASE_URL\) is not set\./],
+    [{ OPENAI_API_KEY: 'sk', ANTHROPIC_API_KEY: 'sk-ant' }, /Several providers are configured \(OPENAI_API_KEY, ANTHROPIC_API_KEY\): set COPILOT_PROVIDER/],
+    [{ COPILOT_PROVIDER: 'mistral', OPENAI_API_KEY: 'sk' }, /COPILOT_PROVIDER must be one of openai, anthropic/],
+    [{ COPILOT_PROVIDER: 'google', GOOGLE_API_KEY: 'g' }, /COPILOT_PROVIDER=google is not supported by this gateway yet/],
+    [{ ANTHROPIC_BASE_URL: 'api.anthropic.com' }, /ANTHROPIC_BASE_URL must be a URL/],
+  ])('refuses a provider setting that cannot be right: %j', (env, message) => {
+    expect(() => readEnvironment(env)).toThrow(message);
   });
 
   it('reads production settings', () => {

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CopilotRuntimeClient } from '@copilotkit/runtime-client-gql';
 import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';
+import { FakeAnthropic } from './support/fake-anthropic.js';
 import { runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
 
 // With no provider configured the gateway is explorable offline: a labelled scripted model that
@@ -12,6 +13,9 @@ import { runInput, startGateway, userMessage, type RunningGateway } from './supp
 
 let gateway: RunningGateway;
 let client: CopilotRuntimeClient;
+
+/** Whatever the machine's environment says, no provider: demo mode unless a test names one. */
+const NO_PROVIDER = { COPILOT_PROVIDER: '', OPENAI_API_KEY: '', OPENAI_BASE_URL: '', ANTHROPIC_API_KEY: '', ANTHROPIC_BASE_URL: '' };
 
 beforeAll(async () => {
   gateway = await startGateway(); // no adapter: demo mode, as `npm start` without a key
@@ -62,7 +66,7 @@ describe('npm start', () => {
     // `npm start` itself: the signal goes to npm, and must reach the gateway.
     const child = spawn('npm', ['start', '--silent'], {
       cwd: root,
-      env: { ...process.env, PORT: '0', NODE_OPTIONS: '', OPENAI_API_KEY: '', OPENAI_BASE_URL: '', LOG_LEVEL: 'info' },
+      env: { ...process.env, ...NO_PROVIDER, PORT: '0', NODE_OPTIONS: '', LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -108,7 +112,7 @@ describe('npm start', () => {
     const root = fileURLToPath(new URL('..', import.meta.url));
     const child = spawn(process.execPath, ['scripts/start.mjs'], {
       cwd: root,
-      env: { ...process.env, PORT: '0', NODE_OPTIONS: '', OPENAI_API_KEY: '', OPENAI_BASE_URL: '', LOG_LEVEL: 'info', ...env },
+      env: { ...process.env, ...NO_PROVIDER, PORT: '0', NODE_OPTIONS: '', LOG_LEVEL: 'info', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -121,6 +125,7 @@ describe('npm start', () => {
     ['a bad CORS_ORIGINS', { CORS_ORIGINS: 'https://app.example.com/path' }, /^Configuration error: CORS_ORIGINS must list origins/],
     ['a bad PORT', { PORT: 'eighty' }, /^Configuration error: PORT must be a whole number/],
     ['a bad agent list', { AGUI_AGENTS: 'nourl' }, /^Configuration error: AGUI_AGENTS must be name=url pairs/],
+    ['a key for one provider and COPILOT_PROVIDER naming another', { COPILOT_PROVIDER: 'anthropic', OPENAI_API_KEY: 'sk-test' }, /^Configuration error: COPILOT_PROVIDER is anthropic but ANTHROPIC_API_KEY/],
   ])('reports %s in one line naming the variable, and exits 1', async (_what, env, message) => {
     const { code, output } = await startFails(env);
     expect(code).toBe(1);
@@ -148,7 +153,7 @@ describe('npm start', () => {
     const root = fileURLToPath(new URL('..', import.meta.url));
     const child = spawn(process.execPath, ['scripts/start.mjs'], {
       cwd: root,
-      env: { ...process.env, PORT: '0', NODE_OPTIONS: '', OPENAI_API_KEY: '', OPENAI_BASE_URL: '', LOG_LEVEL: 'info', AGUI_AGENTS: `researcher=${agentUrl}` },
+      env: { ...process.env, ...NO_PROVIDER, PORT: '0', NODE_OPTIONS: '', LOG_LEVEL: 'info', AGUI_AGENTS: `researcher=${agentUrl}` },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     try {
@@ -174,6 +179,40 @@ describe('npm start', () => {
     } finally {
       child.kill('SIGTERM');
       await agent.stop();
+    }
+  }, 30_000);
+
+  it('chats through Anthropic when ANTHROPIC_BASE_URL (or ANTHROPIC_API_KEY) is set', async () => {
+    const anthropic = new FakeAnthropic();
+    const baseURL = await anthropic.start();
+    const root = fileURLToPath(new URL('..', import.meta.url));
+    const child = spawn(process.execPath, ['scripts/start.mjs'], {
+      cwd: root,
+      env: { ...process.env, ...NO_PROVIDER, PORT: '0', NODE_OPTIONS: '', LOG_LEVEL: 'info', ANTHROPIC_BASE_URL: baseURL, ANTHROPIC_MODEL: 'claude-test' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      let output = '';
+      child.stderr.on('data', (chunk) => (output += chunk));
+      const url = await new Promise<string>((resolve, reject) => {
+        child.stdout.on('data', (chunk) => {
+          output += chunk;
+          // (in a JSON log line: the model's name is in escaped quotes)
+          const match = output.match(/Copilot Gateway ready at (\S+) \(provider mode: Anthropic model \\"claude-test\\" at /);
+          if (match) resolve(match[1]);
+        });
+        child.on('exit', () => reject(new Error(`exited early:\n${output}`)));
+      });
+      const client = new CopilotRuntimeClient({ url });
+      let last: any;
+      const reader = client.asStream(client.generateCopilotResponse({ data: runInput([userMessage('[tokens=3]')]) as any })).getReader();
+      for (let next = await reader.read(); !next.done; next = await reader.read()) last = next.value;
+      expect(last.generateCopilotResponse.status.code).toBe('Success');
+      expect(last.generateCopilotResponse.messages[0].content.join('')).toBe('tok0 tok1 tok2 ');
+      expect(anthropic.requests.at(-1)?.body.model).toBe('claude-test');
+    } finally {
+      child.kill('SIGTERM');
+      await anthropic.stop();
     }
   }, 30_000);
 });

@@ -1,9 +1,11 @@
+import { AnthropicAdapter } from '../../src/adapters/anthropic.js';
 import { EmptyAdapter } from '../../src/adapters/empty.js';
 import { OpenAIAdapter } from '../../src/adapters/openai.js';
 import { agUiAgent } from '../../src/agents/ag-ui.js';
 import { langGraphAgent } from '../../src/agents/langgraph.js';
 import type { GatewayOptions } from '../../src/gateway.js';
 import { FakeAgUiAgent } from './fake-ag-ui-agent.js';
+import { FakeAnthropic } from './fake-anthropic.js';
 import { FakeCopilotKitEndpoint } from './fake-copilotkit-endpoint.js';
 import { FakeLangGraph } from './fake-langgraph.js';
 import { FakeOpenAI } from './fake-openai.js';
@@ -46,6 +48,25 @@ export const modelKind: UpstreamKind = {
     const fake = new FakeOpenAI();
     const baseURL = await fake.start();
     const gateway = await startGateway({ adapter: new OpenAIAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0 }), ...options });
+    return {
+      gateway,
+      input: (messages, extra = {}) => runInput(messages, extra),
+      abortedRequests: () => fake.abortedRequests,
+      stop: async () => {
+        await gateway.close();
+        await fake.stop();
+      },
+    };
+  },
+};
+
+export const anthropicKind: UpstreamKind = {
+  name: 'the model (Anthropic Messages API)',
+  agent: false,
+  async start(options = {}) {
+    const fake = new FakeAnthropic();
+    const baseURL = await fake.start();
+    const gateway = await startGateway({ adapter: new AnthropicAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0 }), ...options });
     return {
       gateway,
       input: (messages, extra = {}) => runInput(messages, extra),

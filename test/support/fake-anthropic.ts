@@ -1,0 +1,161 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { close, listen } from './loopback.js';
+
+/**
+ * A fake Anthropic Messages API (`POST /v1/messages`) speaking its streaming wire format: named
+ * server-sent events `message_start`, `content_block_start`, `ping`, `content_block_delta`
+ * (`text_delta`, `input_json_delta`, `thinking_delta`), `content_block_stop`, `message_delta` (with
+ * the stop reason), `message_stop`; errors as `{"type":"error","error":{type, message}}`. What it
+ * answers is read from directives in the last user turn's text:
+ *   [tokens=N]                 N text tokens "tok0 ", "tok1 ", …  (default: a short sentence)
+ *   [delay=MS]                 pause between events
+ *   [tool=NAME] [toolargs=J]   a tool_use block calling NAME, its input J in several deltas
+ *   [tools=A,B]                several tool_use blocks (input {})
+ *   [text-then-tool]           with [tool=…]: a text block before the call
+ *   [thinking]                 a thinking block (with a signature) before the text
+ *   [fail=STATUS]              an HTTP error with an Anthropic error body
+ *   [overloaded]               one token, then an `error` event (overloaded_error)
+ *   [cut]                      two tokens, then the connection is destroyed
+ *   [stall]                    one token, then nothing until the client goes away
+ *   [no-stop]                  two tokens and message_stop, but no message_delta with a stop reason
+ * When the last user turn holds tool results, it answers "Tool result received: <content>".
+ */
+export class FakeAnthropic {
+  readonly requests: { body: any; headers: IncomingMessage['headers'] }[] = [];
+  abortedRequests = 0;
+  private readonly server: Server;
+  private count = 0;
+
+  constructor() {
+    this.server = createServer((req, res) => void this.handle(req, res));
+  }
+
+  /** The base URL to give the SDK (it appends /v1/messages). */
+  start(): Promise<string> {
+    return listen(this.server);
+  }
+
+  stop(): Promise<void> {
+    return close(this.server);
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    if (req.method !== 'POST' || req.url !== '/v1/messages') {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ type: 'error', error: { type: 'not_found_error', message: 'Not found' } }));
+      return;
+    }
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    this.requests.push({ body, headers: req.headers });
+    const turns: any[] = body.messages;
+    const lastUser = [...turns].reverse().find((turn) => turn.role === 'user');
+    const blocks: any[] = typeof lastUser?.content === 'string' ? [{ type: 'text', text: lastUser.content }] : (lastUser?.content ?? []);
+    const prompt = blocks.filter((b) => b.type === 'text').map((b) => b.text).join(' ');
+    const toolResult = blocks.find((b) => b.type === 'tool_result');
+    const directive = (name: string) => prompt.match(new RegExp(`\\[${name}=([^\\]]*)\\]`))?.[1];
+    const delay = Number(directive('delay') ?? 0);
+
+    const fail = directive('fail');
+    if (fail && !toolResult) {
+      const type = { 400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error', 429: 'rate_limit_error', 529: 'overloaded_error' }[fail] ?? 'api_error';
+      res.writeHead(Number(fail), { 'content-type': 'application/json', ...(fail === '429' ? { 'retry-after': '7' } : {}) });
+      res.end(JSON.stringify({ type: 'error', error: { type, message: `fake failure ${fail}` } }));
+      return;
+    }
+
+    let finished = false;
+    res.on('close', () => {
+      if (!finished) this.abortedRequests++;
+    });
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    const id = `msg_fake${++this.count}`;
+    const send = async (event: string, data: Record<string, unknown>) => {
+      if (res.destroyed) throw new Error('client went away');
+      res.write(`event: ${event}\ndata: ${JSON.stringify({ type: event, ...data })}\n\n`);
+      if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+    };
+    let index = 0;
+    const text = async (tokens: string[]) => {
+      await send('content_block_start', { index, content_block: { type: 'text', text: '' } });
+      for (const token of tokens) await send('content_block_delta', { index, delta: { type: 'text_delta', text: token } });
+      await send('content_block_stop', { index });
+      index++;
+    };
+    const end = async (stopReason: string) => {
+      await send('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: 12 } });
+      await send('message_stop', {});
+      finished = true;
+      res.end();
+    };
+
+    try {
+      await send('message_start', {
+        message: { id, type: 'message', role: 'assistant', content: [], model: body.model, stop_reason: null, stop_sequence: null, usage: { input_tokens: 20, output_tokens: 1 } },
+      });
+      await send('ping', {});
+      if (toolResult) {
+        const content = typeof toolResult.content === 'string' ? toolResult.content : JSON.stringify(toolResult.content);
+        await text([`Tool result received: ${content}`]);
+        return await end('end_turn');
+      }
+      if (prompt.includes('[stall]')) {
+        await send('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
+        await send('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'tok0 ' } });
+        return; // the gateway's idle timeout or the client must end it
+      }
+      if (prompt.includes('[overloaded]')) {
+        await send('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
+        await send('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'tok0 ' } });
+        res.write(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } })}\n\n`);
+        finished = true;
+        res.end();
+        return;
+      }
+      if (prompt.includes('[cut]')) {
+        await send('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
+        await send('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'tok0 ' } });
+        await send('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'tok1 ' } });
+        finished = true;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        res.destroy();
+        return;
+      }
+      if (prompt.includes('[no-stop]')) {
+        await send('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
+        await send('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'tok0 ' } });
+        await send('content_block_stop', { index: 0 });
+        await send('message_stop', {});
+        finished = true;
+        res.end();
+        return;
+      }
+      if (prompt.includes('[thinking]')) {
+        await send('content_block_start', { index, content_block: { type: 'thinking', thinking: '', signature: '' } });
+        await send('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: 'Let me think about this.' } });
+        await send('content_block_delta', { index, delta: { type: 'signature_delta', signature: 'EqQBCgIYAhIM' } });
+        await send('content_block_stop', { index });
+        index++;
+      }
+      const names = directive('tools')?.split(',') ?? (directive('tool') ? [directive('tool')!] : []);
+      if (names.length) {
+        if (prompt.includes('[text-then-tool]')) await text(['Let me do that. ']);
+        for (const [n, name] of names.entries()) {
+          const args = directive('toolargs') ?? '{}';
+          await send('content_block_start', { index, content_block: { type: 'tool_use', id: `toolu_${id}_${n}`, name, input: {} } });
+          await send('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: '' } });
+          for (const part of args.match(/.{1,5}/gs) ?? []) await send('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: part } });
+          await send('content_block_stop', { index });
+          index++;
+        }
+        return await end('tool_use');
+      }
+      const count = directive('tokens');
+      await text(count ? Array.from({ length: Number(count) }, (_, i) => `tok${i} `) : ['Hello ', 'from ', 'the ', 'fake ', 'Claude.']);
+      await end('end_turn');
+    } catch {
+      // The client went away mid-answer; 'close' has counted it.
+    }
+  }
+}
