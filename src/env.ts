@@ -1,6 +1,7 @@
 import { ConfigurationError } from './core/errors.js';
 import { isOrigin } from './transports/cors.js';
 import type { AnthropicAdapterOptions } from './adapters/anthropic.js';
+import type { GoogleAdapterOptions } from './adapters/google.js';
 import type { OpenAIAdapterOptions } from './adapters/openai.js';
 import type { ModelLimitsOptions } from './engine/model-limits.js';
 
@@ -35,12 +36,14 @@ export interface EnvironmentSettings {
 /** A provider npm start can run, with its adapter's options. */
 export type ProviderSettings =
   | { name: 'openai'; options: OpenAIAdapterOptions & { model: string } }
-  | { name: 'anthropic'; options: AnthropicAdapterOptions & { model: string } };
+  | { name: 'anthropic'; options: AnthropicAdapterOptions & { model: string } }
+  | { name: 'google'; options: GoogleAdapterOptions & { model: string } };
 
 /** The providers, the variables that configure each, and their default models. */
 const PROVIDERS = {
   openai: { key: 'OPENAI_API_KEY', baseURL: 'OPENAI_BASE_URL', model: 'OPENAI_MODEL', defaultModel: 'gpt-4o-mini', example: 'http://localhost:11434/v1' },
   anthropic: { key: 'ANTHROPIC_API_KEY', baseURL: 'ANTHROPIC_BASE_URL', model: 'ANTHROPIC_MODEL', defaultModel: 'claude-sonnet-5-5', example: 'http://localhost:8080/anthropic' },
+  google: { key: 'GOOGLE_API_KEY', baseURL: 'GOOGLE_BASE_URL', model: 'GOOGLE_MODEL', defaultModel: 'gemini-flash-latest', example: 'http://localhost:8080/gemini' },
 } as const;
 type ProviderName = keyof typeof PROVIDERS;
 
@@ -105,7 +108,6 @@ function readProvider(env: NodeJS.ProcessEnv): ProviderSettings | undefined {
   const chosen = env.COPILOT_PROVIDER?.trim().toLowerCase();
   let name: ProviderName | undefined;
   if (chosen) {
-    if (chosen === 'google') throw new ConfigurationError('COPILOT_PROVIDER=google is not supported by this gateway yet: use openai or anthropic.');
     if (!names.includes(chosen as ProviderName)) {
       throw new ConfigurationError(`COPILOT_PROVIDER must be one of ${names.join(', ')} (got ${JSON.stringify(env.COPILOT_PROVIDER)}).`);
     }
@@ -133,7 +135,7 @@ function readProvider(env: NodeJS.ProcessEnv): ProviderSettings | undefined {
     throw new ConfigurationError(`${variables.baseURL} must be a URL such as "${variables.example}" (got ${JSON.stringify(baseURL)}).`);
   }
   const options = { apiKey, baseURL, model: env[variables.model]?.trim() || variables.defaultModel };
-  return name === 'openai' ? { name, options } : { name, options };
+  return { name, options } as ProviderSettings;
 }
 
 /** The agent settings: remote endpoints, AG-UI agents and LangGraph graphs, with one namespace of agent names. */

@@ -8,6 +8,7 @@ export type { ModelOutput, RunWriter } from './core/writer.js';
 export type { ForwardedParameters, Message, ToolDefinition } from './core/messages.js';
 export { OpenAIAdapter, type OpenAIAdapterOptions } from './adapters/openai.js';
 export { AnthropicAdapter, type AnthropicAdapterOptions } from './adapters/anthropic.js';
+export { GoogleAdapter, type GoogleAdapterOptions } from './adapters/google.js';
 export { DemoAdapter, demoTimeAction, type DemoAdapterOptions } from './adapters/demo.js';
 export { EmptyAdapter } from './adapters/empty.js';
 export type { ServerAction, ServerActionContext } from './actions/server-action.js';

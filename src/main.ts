@@ -2,6 +2,7 @@
 import { pino } from 'pino';
 import type { ModelAdapter } from './adapters/adapter.js';
 import { AnthropicAdapter } from './adapters/anthropic.js';
+import { GoogleAdapter } from './adapters/google.js';
 import { OpenAIAdapter } from './adapters/openai.js';
 import { agUiAgent } from './agents/ag-ui.js';
 import type { AgentDefinition } from './agents/definitions.js';
@@ -71,6 +72,8 @@ function modelAdapter(provider: ProviderSettings | undefined): ModelAdapter | un
       return new OpenAIAdapter(provider.options);
     case 'anthropic':
       return new AnthropicAdapter(provider.options);
+    case 'google':
+      return new GoogleAdapter(provider.options);
     default:
       return undefined;
   }
@@ -82,8 +85,10 @@ function providerMode(provider: ProviderSettings | undefined): string {
       return `provider mode: OpenAI-compatible model "${provider.options.model}" at ${provider.options.baseURL ?? 'https://api.openai.com/v1'}`;
     case 'anthropic':
       return `provider mode: Anthropic model "${provider.options.model}" at ${provider.options.baseURL ?? 'https://api.anthropic.com'}`;
+    case 'google':
+      return `provider mode: Google Gemini model "${provider.options.model}" at ${provider.options.baseURL ?? 'https://generativelanguage.googleapis.com'}`;
     default:
-      return 'demo mode: scripted replies, set OPENAI_API_KEY or ANTHROPIC_API_KEY for a real model';
+      return 'demo mode: scripted replies, set OPENAI_API_KEY, ANTHROPIC_API_KEY or GOOGLE_API_KEY for a real model';
   }
 }
 

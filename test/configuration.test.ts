@@ -137,7 +137,7 @@ describe('the environment read by npm start', () => {
     });
   });
 
-  it('picks Anthropic with ANTHROPIC_API_KEY, or whichever provider COPILOT_PROVIDER names', () => {
+  it('picks Anthropic or Google by their keys, or whichever provider COPILOT_PROVIDER names', () => {
     expect(readEnvironment({ ANTHROPIC_API_KEY: 'sk-ant' }).provider).toEqual({ name: 'anthropic', options: { apiKey: 'sk-ant', baseURL: undefined, model: 'claude-sonnet-5-5' } });
     expect(readEnvironment({ ANTHROPIC_BASE_URL: 'http://127.0.0.1:8080/anthropic', ANTHROPIC_MODEL: 'claude-haiku-5-5' }).provider).toEqual({
       name: 'anthropic',
@@ -145,6 +145,11 @@ describe('the environment read by npm start', () => {
     });
     expect(readEnvironment({ COPILOT_PROVIDER: 'Anthropic', ANTHROPIC_API_KEY: 'sk-ant', OPENAI_API_KEY: 'sk' }).provider?.name).toBe('anthropic');
     expect(readEnvironment({ COPILOT_PROVIDER: 'openai', ANTHROPIC_API_KEY: 'sk-ant', OPENAI_API_KEY: 'sk' }).provider?.name).toBe('openai');
+    expect(readEnvironment({ GOOGLE_API_KEY: 'g-key' }).provider).toEqual({ name: 'google', options: { apiKey: 'g-key', baseURL: undefined, model: 'gemini-flash-latest' } });
+    expect(readEnvironment({ COPILOT_PROVIDER: 'google', GOOGLE_BASE_URL: 'http://127.0.0.1:8080/gemini', GOOGLE_MODEL: 'gemini-pro-latest', OPENAI_API_KEY: 'sk' }).provider).toEqual({
+      name: 'google',
+      options: { apiKey: undefined, baseURL: 'http://127.0.0.1:8080/gemini', model: 'gemini-pro-latest' },
+    });
     expect(readEnvironment({}).provider).toBeUndefined();
   });
 
@@ -152,8 +157,8 @@ describe('the environment read by npm start', () => {
     [{ COPILOT_PROVIDER: 'anthropic', OPENAI_API_KEY: 'sk' }, /COPILOT_PROVIDER is anthropic but ANTHROPIC_API_KEY \(or ANTHROPIC_BASE_URL\) is not set; OPENAI_API_KEY is\. Set ANTHROPIC_API_KEY, or COPILOT_PROVIDER=openai\./],
     [{ COPILOT_PROVIDER: 'openai' }, /COPILOT_PROVIDER is openai but OPENAI_API_KEY \(or OPENAI_BASE_URL\) is not set\./],
     [{ OPENAI_API_KEY: 'sk', ANTHROPIC_API_KEY: 'sk-ant' }, /Several providers are configured \(OPENAI_API_KEY, ANTHROPIC_API_KEY\): set COPILOT_PROVIDER/],
-    [{ COPILOT_PROVIDER: 'mistral', OPENAI_API_KEY: 'sk' }, /COPILOT_PROVIDER must be one of openai, anthropic/],
-    [{ COPILOT_PROVIDER: 'google', GOOGLE_API_KEY: 'g' }, /COPILOT_PROVIDER=google is not supported by this gateway yet/],
+    [{ COPILOT_PROVIDER: 'mistral', OPENAI_API_KEY: 'sk' }, /COPILOT_PROVIDER must be one of openai, anthropic, google/],
+    [{ COPILOT_PROVIDER: 'google', ANTHROPIC_API_KEY: 'sk-ant' }, /COPILOT_PROVIDER is google but GOOGLE_API_KEY \(or GOOGLE_BASE_URL\) is not set; ANTHROPIC_API_KEY is/],
     [{ ANTHROPIC_BASE_URL: 'api.anthropic.com' }, /ANTHROPIC_BASE_URL must be a URL/],
   ])('refuses a provider setting that cannot be right: %j', (env, message) => {
     expect(() => readEnvironment(env)).toThrow(message);

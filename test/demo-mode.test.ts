@@ -15,7 +15,7 @@ let gateway: RunningGateway;
 let client: CopilotRuntimeClient;
 
 /** Whatever the machine's environment says, no provider: demo mode unless a test names one. */
-const NO_PROVIDER = { COPILOT_PROVIDER: '', OPENAI_API_KEY: '', OPENAI_BASE_URL: '', ANTHROPIC_API_KEY: '', ANTHROPIC_BASE_URL: '' };
+const NO_PROVIDER = { COPILOT_PROVIDER: '', OPENAI_API_KEY: '', OPENAI_BASE_URL: '', ANTHROPIC_API_KEY: '', ANTHROPIC_BASE_URL: '', GOOGLE_API_KEY: '', GOOGLE_BASE_URL: '' };
 
 beforeAll(async () => {
   gateway = await startGateway(); // no adapter: demo mode, as `npm start` without a key

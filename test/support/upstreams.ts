@@ -1,11 +1,13 @@
 import { AnthropicAdapter } from '../../src/adapters/anthropic.js';
 import { EmptyAdapter } from '../../src/adapters/empty.js';
+import { GoogleAdapter } from '../../src/adapters/google.js';
 import { OpenAIAdapter } from '../../src/adapters/openai.js';
 import { agUiAgent } from '../../src/agents/ag-ui.js';
 import { langGraphAgent } from '../../src/agents/langgraph.js';
 import type { GatewayOptions } from '../../src/gateway.js';
 import { FakeAgUiAgent } from './fake-ag-ui-agent.js';
 import { FakeAnthropic } from './fake-anthropic.js';
+import { FakeGemini } from './fake-gemini.js';
 import { FakeCopilotKitEndpoint } from './fake-copilotkit-endpoint.js';
 import { FakeLangGraph } from './fake-langgraph.js';
 import { FakeOpenAI } from './fake-openai.js';
@@ -67,6 +69,25 @@ export const anthropicKind: UpstreamKind = {
     const fake = new FakeAnthropic();
     const baseURL = await fake.start();
     const gateway = await startGateway({ adapter: new AnthropicAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0 }), ...options });
+    return {
+      gateway,
+      input: (messages, extra = {}) => runInput(messages, extra),
+      abortedRequests: () => fake.abortedRequests,
+      stop: async () => {
+        await gateway.close();
+        await fake.stop();
+      },
+    };
+  },
+};
+
+export const googleKind: UpstreamKind = {
+  name: 'the model (Google Gemini API)',
+  agent: false,
+  async start(options = {}) {
+    const fake = new FakeGemini();
+    const baseURL = await fake.start();
+    const gateway = await startGateway({ adapter: new GoogleAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0 }), ...options });
     return {
       gateway,
       input: (messages, extra = {}) => runInput(messages, extra),

@@ -1,0 +1,105 @@
+import { FunctionCallingConfigMode, type Content, type FunctionDeclaration, type Part, type ToolConfig } from '@google/genai';
+import type { Message, ToolDefinition } from '../core/messages.js';
+import type { ForwardedParameters } from './adapter.js';
+
+/**
+ * Converts the conversation (already checked: every call has one result, right after it) to Gemini's
+ * `contents`.
+ * - System and developer messages become the `systemInstruction`, joined in order.
+ * - Text keeps its role (`assistant` is `model`); consecutive messages of one role share a content.
+ * - Action executions become `functionCall` parts of a model content, the calls of one assistant
+ *   message together, each with the thought signature Gemini gave it when this gateway saw it
+ *   (`signatures`); results become `functionResponse` parts (`{response: {result}}`) of the next user
+ *   content, in the same order.
+ * - Images become `inlineData` parts; agent state messages are not for the model; empty text is left out.
+ */
+export function toGeminiContents(
+  messages: readonly Message[],
+  signatures?: ReadonlyMap<string, string>,
+): { systemInstruction: string | undefined; contents: Content[] } {
+  const system: string[] = [];
+  const contents: (Content & { parts: Part[] })[] = [];
+  const names = new Map<string, string>();
+  const last = () => contents[contents.length - 1];
+  const push = (role: 'user' | 'model', part: Part) => {
+    const content = last();
+    if (content?.role === role) content.parts.push(part);
+    else contents.push({ role, parts: [part] });
+  };
+  let calls: { parent: string | null | undefined; callContent: Content & { parts: Part[] }; resultContent: (Content & { parts: Part[] }) | undefined } | undefined;
+
+  for (const message of messages) {
+    switch (message.kind) {
+      case 'text':
+        if (message.role === 'system' || message.role === 'developer') {
+          if (message.content) system.push(message.content);
+          break;
+        }
+        calls = undefined;
+        if (message.content) push(message.role === 'assistant' ? 'model' : 'user', { text: message.content });
+        break;
+      case 'image':
+        calls = undefined;
+        push('user', { inlineData: { mimeType: `image/${message.format.toLowerCase() === 'jpg' ? 'jpeg' : message.format.toLowerCase()}`, data: message.bytes } });
+        break;
+      case 'actionExecution': {
+        names.set(message.id, message.name);
+        const signature = signatures?.get(message.id);
+        const part: Part = { functionCall: { id: message.id, name: message.name, args: callArgs(message.arguments) }, ...(signature ? { thoughtSignature: signature } : {}) };
+        if (calls && message.parentMessageId != null && message.parentMessageId === calls.parent && calls.resultContent === last()) {
+          calls.callContent.parts.push(part);
+        } else {
+          push('model', part);
+          calls = { parent: message.parentMessageId, callContent: last(), resultContent: undefined };
+        }
+        break;
+      }
+      case 'result': {
+        const part: Part = {
+          functionResponse: { id: message.actionExecutionId, name: names.get(message.actionExecutionId) ?? message.actionName, response: { result: message.result } },
+        };
+        if (calls?.resultContent) calls.resultContent.parts.push(part);
+        else {
+          contents.push({ role: 'user', parts: [part] });
+          if (calls) calls.resultContent = last();
+        }
+        break;
+      }
+      case 'agentState':
+        break;
+    }
+  }
+  return { systemInstruction: system.length ? system.join('\n\n') : undefined, contents };
+}
+
+export function toGeminiFunctions(tools: readonly ToolDefinition[]): FunctionDeclaration[] {
+  return tools.map((tool) => ({ name: tool.name, description: tool.description, parametersJsonSchema: { type: 'object', ...tool.parameters } }));
+}
+
+export function toGeminiToolConfig(parameters: ForwardedParameters): ToolConfig | undefined {
+  switch (parameters.toolChoice) {
+    case 'auto':
+      return { functionCallingConfig: { mode: FunctionCallingConfigMode.AUTO } };
+    case 'none':
+      return { functionCallingConfig: { mode: FunctionCallingConfigMode.NONE } };
+    case 'required':
+      return { functionCallingConfig: { mode: FunctionCallingConfigMode.ANY } };
+    case 'function':
+      return parameters.toolChoiceFunctionName
+        ? { functionCallingConfig: { mode: FunctionCallingConfigMode.ANY, allowedFunctionNames: [parameters.toolChoiceFunctionName] } }
+        : undefined;
+    default:
+      return undefined;
+  }
+}
+
+/** Gemini takes an object as a call's arguments: arguments that are not a JSON object are passed under `input`. */
+function callArgs(args: string): Record<string, unknown> {
+  if (args.trim() === '') return {};
+  try {
+    const parsed: unknown = JSON.parse(args);
+    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : { input: parsed };
+  } catch {
+    return { input: args };
+  }
+}

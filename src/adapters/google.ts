@@ -1,0 +1,230 @@
+import { ApiError, GoogleGenAI, type GenerateContentConfig, type GenerateContentResponse } from '@google/genai';
+import { Agent, fetch as undiciFetch } from 'undici';
+import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
+import { upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
+import type { ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
+import { toGeminiContents, toGeminiFunctions, toGeminiToolConfig } from './google-messages.js';
+
+export interface GoogleAdapterOptions {
+  /** Gemini API key (sent as `x-goog-api-key`). */
+  apiKey?: string;
+  /** Base URL of the Gemini API, for proxies (a Vertex or enterprise proxy, LiteLLM). @default "https://generativelanguage.googleapis.com" */
+  baseURL?: string;
+  /** Model used unless a request's forwardedParameters.model names another. @default "gemini-flash-latest" */
+  model?: string;
+  /** Retries before the stream starts (the SDK's: 408, 429, 5xx). @default 2 */
+  maxRetries?: number;
+  /** Extra headers for every request. */
+  defaultHeaders?: Record<string, string>;
+}
+
+const WHO = 'the model provider (Google Gemini)';
+
+/** How many function calls' thought signatures an adapter remembers (least recently seen forgotten first). */
+const MAX_SIGNATURES = 10_000;
+
+/**
+ * Gemini through the Gemini API, streamed, with function calling, on the official SDK
+ * (`@google/genai`): its request types, its stream reader and its retries. Requests go through an
+ * undici pool of the adapter's own, closed with the gateway.
+ *
+ * Thought parts are dropped (the adapter asks for none; a model that streams them anyway has them
+ * left out). Gemini marks its function calls with thought signatures it wants back with them in the
+ * next request; the adapter remembers them by call id (the last 10,000) and sends them with the
+ * calls, so a run continued after server-side actions, or a conversation continued through the
+ * same process, keeps them.
+ */
+export class GoogleAdapter implements ModelAdapter {
+  readonly name = 'google';
+  readonly model: string;
+  private readonly options: GoogleAdapterOptions;
+  private readonly signatures = new Map<string, string>();
+  private pool: { client: GoogleGenAI; dispatcher: Agent } | undefined;
+
+  constructor(options: GoogleAdapterOptions = {}) {
+    if (!options.apiKey && !options.baseURL) {
+      throw new ConfigurationError('GoogleAdapter needs an apiKey (or a baseURL for a proxy that needs no key).');
+    }
+    this.options = options;
+    this.model = options.model ?? 'gemini-flash-latest';
+  }
+
+  async close(): Promise<void> {
+    const pool = this.pool;
+    this.pool = undefined;
+    await pool?.dispatcher.close();
+  }
+
+  async stream(request: ModelRequest, output: ModelOutput, signal: AbortSignal): Promise<void> {
+    const params = request.forwardedParameters;
+    const { systemInstruction, contents } = toGeminiContents(request.messages, this.signatures);
+    const functions = toGeminiFunctions(request.tools);
+    const config: GenerateContentConfig = {
+      abortSignal: signal,
+      ...(systemInstruction !== undefined ? { systemInstruction } : {}),
+      ...(functions.length ? { tools: [{ functionDeclarations: functions }] } : {}),
+      ...(params.maxTokens != null ? { maxOutputTokens: params.maxTokens } : {}),
+      ...(params.temperature != null ? { temperature: params.temperature } : {}),
+      ...(params.stop?.length ? { stopSequences: params.stop } : {}),
+    };
+    const toolConfig = functions.length ? toGeminiToolConfig(params) : undefined;
+    if (toolConfig) config.toolConfig = toolConfig;
+
+    const reader = new ChunkReader(output, (callId, signature) => this.remember(callId, signature));
+    let stream: AsyncGenerator<GenerateContentResponse>;
+    try {
+      stream = await this.client().models.generateContentStream({ model: params.model || this.model, contents, config });
+    } catch (error) {
+      if (signal.aborted) throw signal.reason;
+      throw providerError(error, 'connect');
+    }
+    try {
+      for await (const chunk of stream) reader.chunk(chunk);
+    } catch (error) {
+      if (signal.aborted) throw signal.reason;
+      throw providerError(error, 'stream');
+    }
+    if (signal.aborted) throw signal.reason;
+    reader.finish();
+  }
+
+  private remember(callId: string, signature: string): void {
+    this.signatures.delete(callId);
+    this.signatures.set(callId, signature);
+    if (this.signatures.size > MAX_SIGNATURES) this.signatures.delete(this.signatures.keys().next().value as string);
+  }
+
+  private client(): GoogleGenAI {
+    if (!this.pool) {
+      // Streams may be quiet for long: the run's idle timeout decides when one has gone silent.
+      const dispatcher = new Agent({ bodyTimeout: 0, headersTimeout: 0, keepAliveTimeout: 10_000 });
+      const client = new GoogleGenAI({
+        // The SDK reads GOOGLE_API_KEY itself when given none; a proxy without a key gets an empty one.
+        apiKey: this.options.apiKey ?? '',
+        httpOptions: {
+          ...(this.options.baseURL ? { baseUrl: this.options.baseURL } : {}),
+          headers: this.options.defaultHeaders,
+          retryOptions: { attempts: (this.options.maxRetries ?? 2) + 1 },
+          fetch: ((url: string, init: RequestInit) => {
+            // Keyless (a proxy that adds its own): the SDK would still send an empty key header.
+            const headers = this.options.apiKey ? init.headers : withoutKey(init.headers);
+            return undiciFetch(url, { ...(init as object), headers, dispatcher } as Parameters<typeof undiciFetch>[1]);
+          }) as never,
+        },
+      });
+      this.pool = { client, dispatcher };
+    }
+    return this.pool.client;
+  }
+}
+
+function withoutKey(headers: RequestInit['headers']): Headers {
+  const copy = new Headers(headers);
+  copy.delete('x-goog-api-key');
+  return copy;
+}
+
+/** The gateway's error for what the SDK threw, naming what to check. */
+function providerError(error: unknown, phase: 'connect' | 'stream'): unknown {
+  if (error instanceof GatewayError) return error;
+  if (error instanceof ApiError) {
+    const detail = apiErrorMessage(error);
+    if (!error.status || error.status < 400) {
+      return new UpstreamError('UPSTREAM_UNAVAILABLE', 'The model provider (Google Gemini) reported an error in the middle of its answer.', {
+        cause: new Error(detail ?? error.message),
+      });
+    }
+    // Gemini answers a bad key with 400 API_KEY_INVALID: that is a refused credential.
+    const status = error.status === 400 && /API_KEY_INVALID|API key not valid/i.test(error.message) ? 401 : error.status;
+    const hint = status === 401 || status === 403 ? 'Check GOOGLE_API_KEY.' : status === 404 ? 'Check the model name (GOOGLE_MODEL).' : undefined;
+    return upstreamStatusError(WHO, status, { detail: status < 500 ? detail : undefined, hint, cause: error });
+  }
+  if (phase === 'connect') {
+    const network = upstreamNetworkError(WHO, innermost(error), 'connect');
+    if (network.code === 'UPSTREAM_UNREACHABLE') {
+      return new UpstreamError('UPSTREAM_UNREACHABLE', `${network.message} Check GOOGLE_BASE_URL and that the server is running.`, { cause: error });
+    }
+    return network;
+  }
+  if (error instanceof SyntaxError || /exception parsing stream chunk|Incomplete JSON segment/.test(String((error as Error)?.message))) {
+    return new UpstreamError('UPSTREAM_BAD_RESPONSE', 'The model provider (Google Gemini) sent a chunk that is not JSON.', { cause: error });
+  }
+  return upstreamNetworkError(WHO, innermost(error), 'stream');
+}
+
+/** The SDK wraps fetch's failures ("exception … sending request"): the network error is underneath. */
+function innermost(error: unknown): unknown {
+  let current = error as { cause?: unknown } | undefined;
+  for (let depth = 0; current?.cause && depth < 3; depth++) current = current.cause as { cause?: unknown };
+  return current;
+}
+
+/** The message of Gemini's `{"error": {"message"}}` body, which the SDK's ApiError quotes. */
+function apiErrorMessage(error: ApiError): string | undefined {
+  const start = error.message.indexOf('{');
+  if (start === -1) return undefined;
+  try {
+    const body = JSON.parse(error.message.slice(start)) as { error?: { message?: unknown }; message?: unknown };
+    const message = body?.error?.message ?? body?.message;
+    return typeof message === 'string' ? message : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Turns Gemini stream chunks into the run's text messages and action calls. Text parts extend one
+ * text message; a functionCall part (Gemini sends each call whole) is an action call with its
+ * arguments in one piece. Thought parts are dropped.
+ */
+class ChunkReader {
+  private text: string | undefined;
+  private texts = 0;
+  private responseId: string | undefined;
+  private finishReason: string | undefined;
+
+  constructor(
+    private readonly output: ModelOutput,
+    private readonly onSignature: (callId: string, signature: string) => void,
+  ) {}
+
+  chunk(chunk: GenerateContentResponse): void {
+    this.responseId ??= chunk.responseId;
+    const candidate = chunk.candidates?.[0];
+    for (const part of candidate?.content?.parts ?? []) {
+      if (part.thought) continue;
+      if (part.functionCall) {
+        this.endText();
+        const call = part.functionCall;
+        const id = this.output.actionStart(call.id, call.name ?? '', this.responseId);
+        if (part.thoughtSignature) this.onSignature(id, part.thoughtSignature);
+        this.output.actionArgs(id, JSON.stringify(call.args ?? {}));
+        this.output.actionEnd(id);
+      } else if (part.text) {
+        // The response's id for its first text; later texts (after a call) get ids of their own.
+        this.text ??= this.output.textStart(this.texts++ === 0 ? this.responseId : undefined);
+        this.output.textContent(this.text, part.text);
+      }
+    }
+    if (candidate?.finishReason) this.finishReason = candidate.finishReason;
+  }
+
+  /** The stream has ended: it must have said why it stopped; the text is closed. */
+  finish(): void {
+    this.endText();
+    if (!this.finishReason) {
+      throw new UpstreamError('UPSTREAM_STREAM_INTERRUPTED', 'The model provider (Google Gemini) ended its stream before the answer was complete.');
+    }
+    if (/SAFETY|BLOCKLIST|PROHIBITED|SPII|RECITATION/.test(this.finishReason)) {
+      throw new UpstreamError('UPSTREAM_REJECTED', `The model provider (Google Gemini) stopped its answer (${this.finishReason}).`, {
+        details: { finishReason: this.finishReason },
+      });
+    }
+  }
+
+  private endText(): void {
+    if (this.text === undefined) return;
+    this.output.textEnd(this.text);
+    this.text = undefined;
+  }
+}
