@@ -9,6 +9,7 @@ export type { ForwardedParameters, Message, ToolDefinition } from './core/messag
 export { OpenAIAdapter, type OpenAIAdapterOptions } from './adapters/openai.js';
 export { AnthropicAdapter, type AnthropicAdapterOptions } from './adapters/anthropic.js';
 export { GoogleAdapter, type GoogleAdapterOptions } from './adapters/google.js';
+export { LangChainAdapter, type LangChainAdapterOptions, type LangChainInput, type LangChainOutput } from './adapters/langchain.js';
 export { DemoAdapter, demoTimeAction, type DemoAdapterOptions } from './adapters/demo.js';
 export { EmptyAdapter } from './adapters/empty.js';
 export type { ServerAction, ServerActionContext } from './actions/server-action.js';

@@ -27,6 +27,11 @@ export interface ModelAdapter {
    * (the gateway's `modelLimits.allowedModels`). An adapter without one lets clients name none.
    */
   readonly model?: string;
+  /**
+   * The forwarded parameters it applies. A request setting another is refused before the run
+   * (NOT_SUPPORTED, naming the parameter). @default all of them
+   */
+  readonly parameters?: ReadonlySet<keyof ForwardedParameters>;
   stream(request: ModelRequest, output: ModelOutput, signal: AbortSignal): Promise<void>;
   /** Releases what the adapter holds (connection pools); called when the gateway closes. */
   close?(): Promise<void>;

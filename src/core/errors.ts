@@ -11,7 +11,7 @@
  */
 export const ERROR_CODES = {
   BAD_USER_INPUT: { status: 400, where: 'request', meaning: 'The input failed a check before the run.' },
-  NOT_SUPPORTED: { status: 501, where: 'request', meaning: 'A feature this gateway does not offer (guardrails, the Assistants API).' },
+  NOT_SUPPORTED: { status: 501, where: 'request', meaning: 'A feature this gateway does not offer (guardrails, the Assistants API), or a forwarded parameter its model adapter cannot apply.' },
   AGENT_NOT_FOUND: { status: 404, where: 'request', meaning: 'No agent of that name; details list the available ones.' },
   OVERLOADED: { status: 503, where: 'request', meaning: 'The process serves its most runs at once; try again shortly.' },
   MODEL_NOT_ALLOWED: { status: 403, where: 'request', meaning: 'forwardedParameters.model names a model outside modelLimits.allowedModels.' },

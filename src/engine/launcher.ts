@@ -108,7 +108,7 @@ export class RunLauncher {
     }
     // Before any model call, so that a request the model would refuse (or the limits forbid) fails
     // as a request, with a clear error, and nothing is spent.
-    const forwardedParameters = admitForwardedParameters(request.forwardedParameters, options.modelLimits);
+    const forwardedParameters = admitForwardedParameters(request.forwardedParameters, options.modelLimits, options.adapter.parameters, options.adapter.name);
     const messages = repairTranscript(request.messages, logger);
     checkModelInput(withContext(messages, request.context), options.modelLimits);
     return modelDriver({ ...request, messages, forwardedParameters }, { ...options, catalog, agents: options.agents.known() });

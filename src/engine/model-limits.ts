@@ -63,7 +63,21 @@ export function resolveModelLimits(options: ModelLimitsOptions | undefined, adap
  * The forwarded parameters a model call may use: a model outside the allowlist is MODEL_NOT_ALLOWED,
  * a `maxTokens` over the ceiling LIMIT_EXCEEDED; with a ceiling and no `maxTokens`, the ceiling.
  */
-export function admitForwardedParameters(parameters: ForwardedParameters, limits: ModelLimits): ForwardedParameters {
+export function admitForwardedParameters(
+  parameters: ForwardedParameters,
+  limits: ModelLimits,
+  /** The parameters the adapter applies (all when undefined): another one set is NOT_SUPPORTED. */
+  supported?: ReadonlySet<keyof ForwardedParameters>,
+  adapterName = 'model',
+): ForwardedParameters {
+  if (supported) {
+    for (const [name, value] of Object.entries(parameters) as [keyof ForwardedParameters, unknown][]) {
+      if (value == null || (Array.isArray(value) && value.length === 0) || supported.has(name)) continue;
+      throw new GatewayError('NOT_SUPPORTED', `forwardedParameters.${name} is not supported by this gateway's model (${adapterName}): its own setting applies. Send no ${name}.`, {
+        details: { field: `forwardedParameters.${name}` },
+      });
+    }
+  }
   const model = parameters.model;
   if (model != null && model !== '' && limits.allowedModels !== '*' && !limits.allowedModels.has(model)) {
     const allowed = [...limits.allowedModels];
@@ -76,7 +90,7 @@ export function admitForwardedParameters(parameters: ForwardedParameters, limits
     );
   }
   const ceiling = limits.maxTokens;
-  if (ceiling === undefined) return parameters;
+  if (ceiling === undefined || (supported && !supported.has('maxTokens'))) return parameters;
   const maxTokens = parameters.maxTokens;
   if (maxTokens == null) return { ...parameters, maxTokens: ceiling };
   if (maxTokens > ceiling) {

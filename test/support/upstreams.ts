@@ -1,6 +1,8 @@
 import { AnthropicAdapter } from '../../src/adapters/anthropic.js';
 import { EmptyAdapter } from '../../src/adapters/empty.js';
 import { GoogleAdapter } from '../../src/adapters/google.js';
+import { LangChainAdapter } from '../../src/adapters/langchain.js';
+import { ChatOpenAI } from '@langchain/openai';
 import { OpenAIAdapter } from '../../src/adapters/openai.js';
 import { agUiAgent } from '../../src/agents/ag-ui.js';
 import { langGraphAgent } from '../../src/agents/langgraph.js';
@@ -88,6 +90,27 @@ export const googleKind: UpstreamKind = {
     const fake = new FakeGemini();
     const baseURL = await fake.start();
     const gateway = await startGateway({ adapter: new GoogleAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0 }), ...options });
+    return {
+      gateway,
+      input: (messages, extra = {}) => runInput(messages, extra),
+      abortedRequests: () => fake.abortedRequests,
+      stop: async () => {
+        await gateway.close();
+        await fake.stop();
+      },
+    };
+  },
+};
+
+/** A LangChain chat model (ChatOpenAI, LangChain's own OpenAI client) against the fake OpenAI server. */
+export const langChainModelKind: UpstreamKind = {
+  name: 'the model (a LangChain chat model)',
+  agent: false,
+  async start(options = {}) {
+    const fake = new FakeOpenAI();
+    const baseURL = await fake.start();
+    const model = new ChatOpenAI({ model: 'fake-model', apiKey: 'test-key', configuration: { baseURL }, maxRetries: 0, streaming: true });
+    const gateway = await startGateway({ adapter: new LangChainAdapter({ model, modelName: 'fake-model' }), ...options });
     return {
       gateway,
       input: (messages, extra = {}) => runInput(messages, extra),
