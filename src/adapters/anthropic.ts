@@ -1,4 +1,5 @@
-import Anthropic, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
+import type Anthropic from '@anthropic-ai/sdk';
+import type { APIError } from '@anthropic-ai/sdk';
 import type { MessageCreateParamsStreaming, RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages/messages';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
@@ -23,6 +24,11 @@ export interface AnthropicAdapterOptions {
 }
 
 const WHO = 'the model provider (Anthropic)';
+
+type AnthropicSdk = typeof import('@anthropic-ai/sdk');
+let sdkLoading: Promise<AnthropicSdk> | undefined;
+/** The SDK, loaded on first use: a gateway on another provider does not pay for it (about 15 MB). */
+const loadSdk = (): Promise<AnthropicSdk> => (sdkLoading ??= import('@anthropic-ai/sdk'));
 
 /**
  * Claude through the Messages API, streamed, with tool use, on the official SDK (`@anthropic-ai/sdk`):
@@ -75,29 +81,30 @@ export class AnthropicAdapter implements ModelAdapter {
     if (toolChoice) body.tool_choice = toolChoice;
 
     const reader = new EventReader(output);
+    const sdk = await loadSdk();
     let stream: AsyncIterable<RawMessageStreamEvent>;
     try {
-      stream = await this.client().messages.create(body, { signal });
+      stream = await this.client(sdk).messages.create(body, { signal });
     } catch (error) {
       if (signal.aborted) throw signal.reason;
-      throw providerError(error, 'connect');
+      throw providerError(sdk, error, 'connect');
     }
     try {
       for await (const event of stream) reader.event(event);
     } catch (error) {
       if (signal.aborted) throw signal.reason;
-      throw providerError(error, 'stream');
+      throw providerError(sdk, error, 'stream');
     }
     // The SDK ends an aborted stream quietly.
     if (signal.aborted) throw signal.reason;
     reader.finish();
   }
 
-  private client(): Anthropic {
+  private client(sdk: AnthropicSdk): Anthropic {
     if (!this.pool) {
       // Streams may be quiet for long: the run's idle timeout decides when one has gone silent.
       const dispatcher = new Agent({ bodyTimeout: 0, headersTimeout: 0, keepAliveTimeout: 10_000 });
-      const client = new Anthropic({
+      const client = new sdk.Anthropic({
         apiKey: this.options.apiKey ?? null,
         ...(this.options.baseURL ? { baseURL: this.options.baseURL } : {}),
         maxRetries: this.options.maxRetries ?? 2,
@@ -118,16 +125,16 @@ export class AnthropicAdapter implements ModelAdapter {
  * SDK has retried by then) or while reading the answer (`stream`, where a broken connection reaches
  * here as undici's own error).
  */
-function providerError(error: unknown, phase: 'connect' | 'stream'): unknown {
+function providerError(sdk: AnthropicSdk, error: unknown, phase: 'connect' | 'stream'): unknown {
   if (error instanceof GatewayError) return error;
-  if (error instanceof APIUserAbortError) return error;
-  if (error instanceof APIConnectionTimeoutError) {
+  if (error instanceof sdk.APIUserAbortError) return error;
+  if (error instanceof sdk.APIConnectionTimeoutError) {
     return new UpstreamError('UPSTREAM_TIMEOUT', `${capitalize(WHO)} did not answer in time.`, { cause: error });
   }
-  if (error instanceof APIConnectionError) {
+  if (error instanceof sdk.APIConnectionError) {
     return new UpstreamError('UPSTREAM_UNREACHABLE', `${capitalize(WHO)} could not be reached. Check ANTHROPIC_BASE_URL and that the server is running.`, { cause: error });
   }
-  if (error instanceof APIError) {
+  if (error instanceof sdk.APIError) {
     const detail = errorMessage(error);
     if (error.status === undefined) {
       // An `error` event in the middle of the stream (such as overloaded_error).

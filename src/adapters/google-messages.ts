@@ -1,4 +1,4 @@
-import { FunctionCallingConfigMode, type Content, type FunctionDeclaration, type Part, type ToolConfig } from '@google/genai';
+import type { Content, FunctionCallingConfigMode, FunctionDeclaration, Part, ToolConfig } from '@google/genai';
 import type { Message, ToolDefinition } from '../core/messages.js';
 import type { ForwardedParameters } from './adapter.js';
 
@@ -76,17 +76,18 @@ export function toGeminiFunctions(tools: readonly ToolDefinition[]): FunctionDec
   return tools.map((tool) => ({ name: tool.name, description: tool.description, parametersJsonSchema: { type: 'object', ...tool.parameters } }));
 }
 
+// The SDK's enum values, as strings: importing the enum would load the SDK with this module.
 export function toGeminiToolConfig(parameters: ForwardedParameters): ToolConfig | undefined {
   switch (parameters.toolChoice) {
     case 'auto':
-      return { functionCallingConfig: { mode: FunctionCallingConfigMode.AUTO } };
+      return { functionCallingConfig: { mode: 'AUTO' as FunctionCallingConfigMode } };
     case 'none':
-      return { functionCallingConfig: { mode: FunctionCallingConfigMode.NONE } };
+      return { functionCallingConfig: { mode: 'NONE' as FunctionCallingConfigMode } };
     case 'required':
-      return { functionCallingConfig: { mode: FunctionCallingConfigMode.ANY } };
+      return { functionCallingConfig: { mode: 'ANY' as FunctionCallingConfigMode } };
     case 'function':
       return parameters.toolChoiceFunctionName
-        ? { functionCallingConfig: { mode: FunctionCallingConfigMode.ANY, allowedFunctionNames: [parameters.toolChoiceFunctionName] } }
+        ? { functionCallingConfig: { mode: 'ANY' as FunctionCallingConfigMode, allowedFunctionNames: [parameters.toolChoiceFunctionName] } }
         : undefined;
     default:
       return undefined;

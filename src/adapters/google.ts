@@ -1,4 +1,4 @@
-import { ApiError, GoogleGenAI, type GenerateContentConfig, type GenerateContentResponse } from '@google/genai';
+import type { ApiError, GenerateContentConfig, GenerateContentResponse, GoogleGenAI } from '@google/genai';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
 import { upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
@@ -19,6 +19,11 @@ export interface GoogleAdapterOptions {
 }
 
 const WHO = 'the model provider (Google Gemini)';
+
+type GoogleSdk = typeof import('@google/genai');
+let sdkLoading: Promise<GoogleSdk> | undefined;
+/** The SDK, loaded on first use: a gateway on another provider does not pay for it (about 30 MB). */
+const loadSdk = (): Promise<GoogleSdk> => (sdkLoading ??= import('@google/genai'));
 
 /** How many function calls' thought signatures an adapter remembers (least recently seen forgotten first). */
 const MAX_SIGNATURES = 10_000;
@@ -71,18 +76,19 @@ export class GoogleAdapter implements ModelAdapter {
     if (toolConfig) config.toolConfig = toolConfig;
 
     const reader = new ChunkReader(output, (callId, signature) => this.remember(callId, signature));
+    const sdk = await loadSdk();
     let stream: AsyncGenerator<GenerateContentResponse>;
     try {
-      stream = await this.client().models.generateContentStream({ model: params.model || this.model, contents, config });
+      stream = await this.client(sdk).models.generateContentStream({ model: params.model || this.model, contents, config });
     } catch (error) {
       if (signal.aborted) throw signal.reason;
-      throw providerError(error, 'connect');
+      throw providerError(sdk, error, 'connect');
     }
     try {
       for await (const chunk of stream) reader.chunk(chunk);
     } catch (error) {
       if (signal.aborted) throw signal.reason;
-      throw providerError(error, 'stream');
+      throw providerError(sdk, error, 'stream');
     }
     if (signal.aborted) throw signal.reason;
     reader.finish();
@@ -94,11 +100,11 @@ export class GoogleAdapter implements ModelAdapter {
     if (this.signatures.size > MAX_SIGNATURES) this.signatures.delete(this.signatures.keys().next().value as string);
   }
 
-  private client(): GoogleGenAI {
+  private client(sdk: GoogleSdk): GoogleGenAI {
     if (!this.pool) {
       // Streams may be quiet for long: the run's idle timeout decides when one has gone silent.
       const dispatcher = new Agent({ bodyTimeout: 0, headersTimeout: 0, keepAliveTimeout: 10_000 });
-      const client = new GoogleGenAI({
+      const client = new sdk.GoogleGenAI({
         // The SDK reads GOOGLE_API_KEY itself when given none; a proxy without a key gets an empty one.
         apiKey: this.options.apiKey ?? '',
         httpOptions: {
@@ -125,9 +131,9 @@ function withoutKey(headers: RequestInit['headers']): Headers {
 }
 
 /** The gateway's error for what the SDK threw, naming what to check. */
-function providerError(error: unknown, phase: 'connect' | 'stream'): unknown {
+function providerError(sdk: GoogleSdk, error: unknown, phase: 'connect' | 'stream'): unknown {
   if (error instanceof GatewayError) return error;
-  if (error instanceof ApiError) {
+  if (error instanceof sdk.ApiError) {
     const detail = apiErrorMessage(error);
     if (!error.status || error.status < 400) {
       return new UpstreamError('UPSTREAM_UNAVAILABLE', 'The model provider (Google Gemini) reported an error in the middle of its answer.', {
