@@ -134,8 +134,21 @@ function readProvider(env: NodeJS.ProcessEnv): ProviderSettings | undefined {
   if (baseURL && !isHttpUrl(baseURL)) {
     throw new ConfigurationError(`${variables.baseURL} must be a URL such as "${variables.example}" (got ${JSON.stringify(baseURL)}).`);
   }
-  const options = { apiKey, baseURL, model: env[variables.model]?.trim() || variables.defaultModel };
+  const options = { apiKey, baseURL, model: env[variables.model]?.trim() || variables.defaultModel, ...(name === 'openai' ? readOpenAIStyle(env) : {}) };
   return { name, options } as ProviderSettings;
+}
+
+/** OPENAI_API_STYLE and OPENAI_MAX_TOKENS_PARAMETER, when set. */
+function readOpenAIStyle(env: NodeJS.ProcessEnv): Pick<OpenAIAdapterOptions, 'apiStyle' | 'maxTokensParameter'> {
+  const style = env.OPENAI_API_STYLE?.trim();
+  if (style && style !== 'chat' && style !== 'responses') {
+    throw new ConfigurationError(`OPENAI_API_STYLE must be chat or responses (got ${JSON.stringify(style)}).`);
+  }
+  const parameter = env.OPENAI_MAX_TOKENS_PARAMETER?.trim();
+  if (parameter && parameter !== 'max_tokens' && parameter !== 'max_completion_tokens') {
+    throw new ConfigurationError(`OPENAI_MAX_TOKENS_PARAMETER must be max_tokens or max_completion_tokens (got ${JSON.stringify(parameter)}).`);
+  }
+  return { ...(style ? { apiStyle: style as 'chat' | 'responses' } : {}), ...(parameter ? { maxTokensParameter: parameter as 'max_tokens' | 'max_completion_tokens' } : {}) };
 }
 
 /** The agent settings: remote endpoints, AG-UI agents and LangGraph graphs, with one namespace of agent names. */

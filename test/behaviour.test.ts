@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { eventually, userMessage } from './support/harness.js';
 import { TRANSPORTS, textOf } from './support/transports.js';
-import { agUiKind, anthropicKind, copilotKitKind, googleKind, langChainModelKind, langGraphKind, modelKind, type UpstreamEnvironment, type UpstreamKind } from './support/upstreams.js';
+import { agUiKind, anthropicKind, copilotKitKind, googleKind, langChainModelKind, langGraphKind, modelKind, openAIResponsesKind, type UpstreamEnvironment, type UpstreamKind } from './support/upstreams.js';
 
 // The stream behaviours, written once and run over every transport (the stock client over
 // multipart HTTP, urql over SSE, graphql-ws) for every kind of upstream.
 
-const KINDS: UpstreamKind[] = [modelKind, anthropicKind, googleKind, langChainModelKind, copilotKitKind('crewai'), copilotKitKind('langgraph'), agUiKind, langGraphKind];
+const KINDS: UpstreamKind[] = [modelKind, openAIResponsesKind, anthropicKind, googleKind, langChainModelKind, copilotKitKind('crewai'), copilotKitKind('langgraph'), agUiKind, langGraphKind];
 
 const SHOW_ALERT = {
   name: 'showAlert',

@@ -1,11 +1,13 @@
 import { StringDecoder } from 'node:string_decoder';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { ChatCompletionChunk, ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
+import type { ResponseCreateParamsStreaming } from 'openai/resources/responses/responses';
 import { ConfigurationError, UpstreamError } from '../core/errors.js';
 import { UpstreamClient } from '../upstream/client.js';
 import { retryPolicy, type RetryPolicy } from '../upstream/retry.js';
-import type { ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
+import type { ForwardedParameters, ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
 import { toChatMessages, toChatTools, toToolChoice } from './openai-messages.js';
+import { ResponsesReader, toResponsesInput, toResponsesToolChoice, toResponsesTools } from './openai-responses.js';
 
 export interface OpenAIAdapterOptions {
   /** API key; servers that need none (Ollama, vLLM) may leave it out when `baseURL` is set. */
@@ -20,24 +22,41 @@ export interface OpenAIAdapterOptions {
   defaultHeaders?: Record<string, string>;
   /** Extra query parameters for every request (Azure's api-version). */
   defaultQuery?: Record<string, string>;
+  /**
+   * Which API to call: `chat` (Chat Completions, which nearly every OpenAI-compatible server speaks)
+   * or `responses` (OpenAI's Responses API, which has no stop sequences). @default "chat"
+   */
+  apiStyle?: 'chat' | 'responses';
+  /**
+   * How Chat Completions is told `maxTokens`: `max_completion_tokens` (OpenAI's current name, which
+   * its reasoning models require) or `max_tokens` (the only one many compatible servers know).
+   * @default "max_completion_tokens" for OpenAI itself (no baseURL), "max_tokens" for any other server
+   */
+  maxTokensParameter?: 'max_tokens' | 'max_completion_tokens';
 }
 
 const WHO = 'the model provider';
 const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
 /**
- * Chat Completions streaming, for OpenAI and every OpenAI-compatible server.
+ * OpenAI and every OpenAI-compatible server: Chat Completions streaming (the default, `apiStyle:
+ * "chat"`) or OpenAI's Responses API (`apiStyle: "responses"`, stored nowhere: `store: false`).
  *
- * The request and each chunk are the openai SDK's own types, but the stream is read here, on the
+ * The requests and events are the openai SDK's own types, but the stream is read here, on the
  * gateway's undici pool with eventsource-parser, not through the SDK: its fetch and web-stream reader
  * (which copies its buffer after every event) cost more CPU than everything else a streamed token
  * goes through (BENCHMARKS.md). Retries keep the SDK's semantics: `maxRetries` (2) retries of 408,
  * 409, 429, 5xx and connection errors with exponential backoff, `Retry-After` honoured, and never a
- * retry once the answer has begun.
+ * retry once the answer has begun. Reasoning content (Chat Completions servers' `reasoning_content`,
+ * the Responses API's reasoning items and summaries) is dropped: it is not the answer.
  */
 export class OpenAIAdapter implements ModelAdapter {
   readonly name = 'openai';
   readonly model: string;
+  readonly apiStyle: 'chat' | 'responses';
+  /** The Responses API has no stop sequences: a request with `stop` is refused before the run. */
+  readonly parameters: ReadonlySet<keyof ForwardedParameters> | undefined;
+  readonly maxTokensParameter: 'max_tokens' | 'max_completion_tokens';
   private readonly url: string;
   private readonly headers: Record<string, string>;
   private readonly policy: RetryPolicy;
@@ -51,7 +70,18 @@ export class OpenAIAdapter implements ModelAdapter {
       throw new ConfigurationError('OpenAIAdapter needs an apiKey (or a baseURL for a server that needs no key).');
     }
     this.model = options.model ?? 'gpt-4o-mini';
-    const url = new URL(`${(options.baseURL ?? DEFAULT_BASE_URL).replace(/\/+$/, '')}/chat/completions`);
+    const apiStyle = options.apiStyle ?? 'chat';
+    if (apiStyle !== 'chat' && apiStyle !== 'responses') {
+      throw new ConfigurationError(`OpenAIAdapter: apiStyle must be "chat" or "responses" (got ${JSON.stringify(apiStyle)}).`);
+    }
+    const maxTokensParameter = options.maxTokensParameter ?? (options.baseURL ? 'max_tokens' : 'max_completion_tokens');
+    if (maxTokensParameter !== 'max_tokens' && maxTokensParameter !== 'max_completion_tokens') {
+      throw new ConfigurationError(`OpenAIAdapter: maxTokensParameter must be "max_tokens" or "max_completion_tokens" (got ${JSON.stringify(maxTokensParameter)}).`);
+    }
+    this.apiStyle = apiStyle;
+    this.maxTokensParameter = maxTokensParameter;
+    this.parameters = apiStyle === 'responses' ? new Set(['model', 'maxTokens', 'temperature', 'toolChoice', 'toolChoiceFunctionName']) : undefined;
+    const url = new URL(`${(options.baseURL ?? DEFAULT_BASE_URL).replace(/\/+$/, '')}/${apiStyle === 'chat' ? 'chat/completions' : 'responses'}`);
     for (const [name, value] of Object.entries(options.defaultQuery ?? {})) url.searchParams.set(name, value);
     this.url = url.href;
     this.headers = {
@@ -74,6 +104,41 @@ export class OpenAIAdapter implements ModelAdapter {
     );
   }
 
+  private chatBody(request: ModelRequest): ChatCompletionCreateParamsStreaming {
+    const params = request.forwardedParameters;
+    const tools = toChatTools(request.tools);
+    const body: ChatCompletionCreateParamsStreaming = {
+      model: params.model || this.model,
+      messages: toChatMessages(request.messages),
+      stream: true,
+      ...(tools.length ? { tools } : {}),
+      ...(params.maxTokens != null ? { [this.maxTokensParameter]: params.maxTokens } : {}),
+      ...(params.temperature != null ? { temperature: params.temperature } : {}),
+      ...(params.stop?.length ? { stop: params.stop } : {}),
+    };
+    const toolChoice = tools.length ? toToolChoice(params) : undefined;
+    if (toolChoice) body.tool_choice = toolChoice;
+    return body;
+  }
+
+  private responsesBody(request: ModelRequest): ResponseCreateParamsStreaming {
+    const params = request.forwardedParameters;
+    const tools = toResponsesTools(request.tools);
+    const body: ResponseCreateParamsStreaming = {
+      model: params.model || this.model,
+      input: toResponsesInput(request.messages),
+      stream: true,
+      // The conversation is sent whole every time: nothing is kept on OpenAI's side.
+      store: false,
+      ...(tools.length ? { tools } : {}),
+      ...(params.maxTokens != null ? { max_output_tokens: params.maxTokens } : {}),
+      ...(params.temperature != null ? { temperature: params.temperature } : {}),
+    };
+    const toolChoice = tools.length ? toResponsesToolChoice(params) : undefined;
+    if (toolChoice) body.tool_choice = toolChoice;
+    return body;
+  }
+
   /** Closes the adapter's connection pool (the gateway calls this when it closes); a later call opens a new one. */
   async close(): Promise<void> {
     const upstream = this.upstream;
@@ -82,22 +147,9 @@ export class OpenAIAdapter implements ModelAdapter {
   }
 
   async stream(request: ModelRequest, output: ModelOutput, signal: AbortSignal): Promise<void> {
-    const params = request.forwardedParameters;
-    const tools = toChatTools(request.tools);
-    const body: ChatCompletionCreateParamsStreaming = {
-      model: params.model || this.model,
-      messages: toChatMessages(request.messages),
-      stream: true,
-      ...(tools.length ? { tools } : {}),
-      ...(params.maxTokens != null ? { max_tokens: params.maxTokens } : {}),
-      ...(params.temperature != null ? { temperature: params.temperature } : {}),
-      ...(params.stop?.length ? { stop: params.stop } : {}),
-    };
-    const toolChoice = tools.length ? toToolChoice(params) : undefined;
-    if (toolChoice) body.tool_choice = toolChoice;
-
+    const body = this.apiStyle === 'chat' ? this.chatBody(request) : this.responsesBody(request);
     this.upstream ??= new UpstreamClient();
-    const reader = new ChunkReader(output);
+    const reader = this.apiStyle === 'chat' ? new ChunkReader(output) : new ResponsesReader(output);
     const parser = createParser({ onEvent: (event) => reader.event(event) });
     const decoder = new StringDecoder('utf8');
     let first = true;

@@ -47,6 +47,11 @@ export class FakeOpenAI {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
+    if (req.method === 'POST' && req.url === '/v1/responses') {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      this.requests.push(body);
+      return this.responses(body, res);
+    }
     if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
       res.writeHead(404, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ error: { message: 'Not found', type: 'invalid_request_error' } }));
@@ -158,6 +163,106 @@ export class FakeOpenAI {
       res.write('data: [DONE]\n\n');
       finished = true;
       res.end();
+    } catch {
+      // The client went away mid-answer; 'close' has counted it.
+    }
+  }
+
+  /**
+   * The Responses API (`POST /v1/responses`, `stream: true`): named events `response.created`,
+   * `response.output_item.added`, `response.output_text.delta`, `response.function_call_arguments.delta`,
+   * `response.output_item.done`, `response.completed`, and reasoning summaries with [reasoning]; the same
+   * directives as Chat Completions ([no-finish]: no `response.completed`). When the last input item is a
+   * `function_call_output`, it answers "Tool result received: <output>".
+   */
+  private async responses(body: any, res: ServerResponse): Promise<void> {
+    const input: any[] = body.input ?? [];
+    const last = input[input.length - 1];
+    const lastUser = [...input].reverse().find((item) => item.role === 'user');
+    const prompt: string = typeof lastUser?.content === 'string' ? lastUser.content : '';
+    const directive = (name: string) => prompt.match(new RegExp(`\\[${name}=([^\\]]*)\\]`))?.[1];
+    const delay = Number(directive('delay') ?? 0);
+    const fail = directive('fail');
+    if (fail && last?.type !== 'function_call_output') {
+      res.writeHead(Number(fail), { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: `fake failure ${fail}`, type: 'invalid_request_error', param: null, code: null } }));
+      return;
+    }
+    let finished = false;
+    res.on('close', () => {
+      if (!finished) {
+        this.abortedRequests++;
+        this.closedWaiters.splice(0).forEach((resolve) => resolve());
+      }
+    });
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const responseId = `resp_fake${++this.completions}`;
+    let sequence = 0;
+    const send = async (type: string, data: Record<string, unknown>) => {
+      if (res.destroyed) throw new Error('client went away');
+      res.write(`event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...data })}\n\n`);
+      if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+    };
+    const response = (status: string) => ({ id: responseId, object: 'response', status, model: body.model, output: [] });
+    let index = 0;
+    const message = async (tokens: string[]) => {
+      const id = `msg_${responseId}_${index}`;
+      await send('response.output_item.added', { output_index: index, item: { id, type: 'message', role: 'assistant', status: 'in_progress', content: [] } });
+      await send('response.content_part.added', { item_id: id, output_index: index, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } });
+      for (const token of tokens) await send('response.output_text.delta', { item_id: id, output_index: index, content_index: 0, delta: token, logprobs: [] });
+      await send('response.output_text.done', { item_id: id, output_index: index, content_index: 0, text: tokens.join(''), logprobs: [] });
+      await send('response.output_item.done', { output_index: index, item: { id, type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: tokens.join(''), annotations: [] }] } });
+      index++;
+    };
+    const complete = async () => {
+      await send('response.completed', { response: response('completed') });
+      finished = true;
+      res.end();
+    };
+    try {
+      await send('response.created', { response: response('in_progress') });
+      await send('response.in_progress', { response: response('in_progress') });
+      if (last?.type === 'function_call_output') {
+        await message([`Tool result received: ${last.output}`]);
+        return await complete();
+      }
+      if (prompt.includes('[reasoning]')) {
+        const id = `rs_${responseId}`;
+        await send('response.output_item.added', { output_index: index, item: { id, type: 'reasoning', summary: [] } });
+        await send('response.reasoning_summary_text.delta', { item_id: id, output_index: index, summary_index: 0, delta: 'Thinking it over.' });
+        await send('response.output_item.done', { output_index: index, item: { id, type: 'reasoning', summary: [{ type: 'summary_text', text: 'Thinking it over.' }] } });
+        index++;
+      }
+      if (prompt.includes('[stall]')) {
+        const id = `msg_${responseId}_0`;
+        await send('response.output_item.added', { output_index: 0, item: { id, type: 'message', role: 'assistant', status: 'in_progress', content: [] } });
+        await send('response.output_text.delta', { item_id: id, output_index: 0, content_index: 0, delta: 'tok0 ', logprobs: [] });
+        return;
+      }
+      if (prompt.includes('[no-finish]')) {
+        await message(['tok0 ', 'tok1 ']);
+        finished = true;
+        res.end();
+        return;
+      }
+      const names = directive('tools')?.split(',') ?? (directive('tool') ? [directive('tool')!] : []);
+      if (names.length) {
+        if (prompt.includes('[text-then-tool]')) await message(['Let me do that. ']);
+        for (const [n, name] of names.entries()) {
+          const args = names.length === 1 ? (directive('toolargs') ?? '{}') : '{}';
+          const id = `fc_${responseId}_${n}`;
+          const callId = `call_${responseId}_${n}`;
+          await send('response.output_item.added', { output_index: index, item: { id, type: 'function_call', status: 'in_progress', call_id: callId, name, arguments: '' } });
+          for (const part of args.match(/.{1,5}/gs) ?? []) await send('response.function_call_arguments.delta', { item_id: id, output_index: index, delta: part });
+          await send('response.function_call_arguments.done', { item_id: id, output_index: index, arguments: args });
+          await send('response.output_item.done', { output_index: index, item: { id, type: 'function_call', status: 'completed', call_id: callId, name, arguments: args } });
+          index++;
+        }
+        return await complete();
+      }
+      const count = directive('tokens');
+      await message(count ? Array.from({ length: Number(count) }, (_, i) => `tok${i} `) : ['Hello ', 'from ', 'the ', 'fake ', 'model.']);
+      await complete();
     } catch {
       // The client went away mid-answer; 'close' has counted it.
     }

@@ -102,6 +102,25 @@ export const googleKind: UpstreamKind = {
   },
 };
 
+export const openAIResponsesKind: UpstreamKind = {
+  name: 'the model (OpenAI Responses API)',
+  agent: false,
+  async start(options = {}) {
+    const fake = new FakeOpenAI();
+    const baseURL = await fake.start();
+    const gateway = await startGateway({ adapter: new OpenAIAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0, apiStyle: 'responses' }), ...options });
+    return {
+      gateway,
+      input: (messages, extra = {}) => runInput(messages, extra),
+      abortedRequests: () => fake.abortedRequests,
+      stop: async () => {
+        await gateway.close();
+        await fake.stop();
+      },
+    };
+  },
+};
+
 /** A LangChain chat model (ChatOpenAI, LangChain's own OpenAI client) against the fake OpenAI server. */
 export const langChainModelKind: UpstreamKind = {
   name: 'the model (a LangChain chat model)',

@@ -1,0 +1,170 @@
+import type { EventSourceMessage } from 'eventsource-parser';
+import type { FunctionTool, ResponseInputItem, ResponseStreamEvent, ToolChoiceFunction, ToolChoiceOptions } from 'openai/resources/responses/responses';
+import { UpstreamError } from '../core/errors.js';
+import type { Message, ToolDefinition } from '../core/messages.js';
+import type { ForwardedParameters, ModelOutput } from './adapter.js';
+
+/**
+ * Converts the conversation (already checked: every call has one result, right after it) to
+ * Responses API input items: messages keep their role (system, developer, user, assistant);
+ * action executions are `function_call` items and results `function_call_output` items, by call
+ * id; images are `input_image` parts of a user message; agent state messages are not for the model.
+ */
+export function toResponsesInput(messages: readonly Message[]): ResponseInputItem[] {
+  const input: ResponseInputItem[] = [];
+  for (const message of messages) {
+    switch (message.kind) {
+      case 'text': {
+        const role = message.role === 'tool' ? 'user' : message.role;
+        input.push({ type: 'message', role, content: message.content });
+        break;
+      }
+      case 'image':
+        input.push({ type: 'message', role: 'user', content: [{ type: 'input_image', detail: 'auto', image_url: `data:image/${message.format};base64,${message.bytes}` }] });
+        break;
+      case 'actionExecution':
+        input.push({ type: 'function_call', call_id: message.id, name: message.name, arguments: message.arguments });
+        break;
+      case 'result':
+        input.push({ type: 'function_call_output', call_id: message.actionExecutionId, output: message.result });
+        break;
+      case 'agentState':
+        break;
+    }
+  }
+  return input;
+}
+
+export function toResponsesTools(tools: readonly ToolDefinition[]): FunctionTool[] {
+  return tools.map((tool) => ({ type: 'function', name: tool.name, description: tool.description, parameters: { type: 'object', ...tool.parameters }, strict: false }));
+}
+
+export function toResponsesToolChoice(parameters: ForwardedParameters): ToolChoiceOptions | ToolChoiceFunction | undefined {
+  switch (parameters.toolChoice) {
+    case 'auto':
+    case 'none':
+    case 'required':
+      return parameters.toolChoice;
+    case 'function':
+      return parameters.toolChoiceFunctionName ? { type: 'function', name: parameters.toolChoiceFunctionName } : undefined;
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * Turns Responses API stream events into the run's text messages and action calls: an output
+ * message's text (and a refusal's) is a text message, a `function_call` item an action call with its
+ * argument deltas. Reasoning items and their summaries are dropped. Text deltas of one network read
+ * are joined and written once (`flush`), as for Chat Completions.
+ */
+export class ResponsesReader {
+  private finished = false;
+  private openText: { itemId: string; id: string } | undefined;
+  private pendingText = '';
+  private readonly calls = new Map<string, { id: string; argsSeen: boolean }>();
+  private parentId: string | undefined;
+
+  constructor(private readonly output: ModelOutput) {}
+
+  event(message: EventSourceMessage): void {
+    let event: ResponseStreamEvent;
+    try {
+      event = JSON.parse(message.data);
+    } catch {
+      this.flush();
+      throw new UpstreamError('UPSTREAM_BAD_RESPONSE', 'The model provider sent an event that is not JSON.');
+    }
+    switch (event.type) {
+      case 'response.output_text.delta':
+      case 'response.refusal.delta':
+        this.text(event.item_id, event.delta);
+        break;
+      case 'response.output_item.added':
+        if (event.item.type === 'function_call') {
+          this.flush();
+          this.endText();
+          const id = this.output.actionStart(event.item.call_id, event.item.name, this.parentId);
+          this.calls.set(event.item.id ?? event.item.call_id, { id, argsSeen: false });
+        }
+        break;
+      case 'response.function_call_arguments.delta': {
+        const call = this.calls.get(event.item_id);
+        if (call && event.delta) {
+          call.argsSeen = true;
+          this.output.actionArgs(call.id, event.delta);
+        }
+        break;
+      }
+      case 'response.output_item.done':
+        if (event.item.type === 'function_call') {
+          const key = event.item.id ?? event.item.call_id;
+          const call = this.calls.get(key);
+          if (call) {
+            // A server that sends the arguments only with the finished item.
+            if (!call.argsSeen && event.item.arguments) this.output.actionArgs(call.id, event.item.arguments);
+            this.output.actionEnd(call.id);
+            this.calls.delete(key);
+          }
+        } else if (event.item.type === 'message' && this.openText?.itemId === event.item.id) {
+          this.flush();
+          this.endText();
+        }
+        break;
+      case 'response.completed':
+      case 'response.incomplete':
+        this.finished = true;
+        break;
+      case 'response.failed':
+        this.flush();
+        throw new UpstreamError('UPSTREAM_UNAVAILABLE', 'The model provider reported an error in the middle of its answer.', {
+          cause: new Error(event.response?.error?.message ?? 'response.failed'),
+        });
+      case 'error':
+        this.flush();
+        throw new UpstreamError('UPSTREAM_UNAVAILABLE', 'The model provider reported an error in the middle of its answer.', {
+          cause: new Error(event.message ?? message.data.slice(0, 500)),
+        });
+      default:
+        // Lifecycle events (created, in progress, content parts), reasoning and its summaries: nothing to write.
+        break;
+    }
+  }
+
+  /** Writes the text that arrived since the last flush as one chunk. */
+  flush(): void {
+    if (this.pendingText === '' || this.openText === undefined) return;
+    const text = this.pendingText;
+    this.pendingText = '';
+    this.output.textContent(this.openText.id, text);
+  }
+
+  /** The stream has ended: it must have said it was complete; everything is closed. */
+  finish(): void {
+    this.flush();
+    if (!this.finished) {
+      throw new UpstreamError('UPSTREAM_STREAM_INTERRUPTED', 'The model provider ended its stream before the answer was complete.');
+    }
+    this.endText();
+    for (const call of this.calls.values()) this.output.actionEnd(call.id);
+    this.calls.clear();
+  }
+
+  private text(itemId: string, delta: string): void {
+    if (!delta) return;
+    if (this.openText?.itemId !== itemId) {
+      this.flush();
+      this.endText();
+      const id = this.output.textStart(itemId);
+      this.openText = { itemId, id };
+      this.parentId ??= id;
+    }
+    this.pendingText += delta;
+  }
+
+  private endText(): void {
+    if (this.openText === undefined) return;
+    this.output.textEnd(this.openText.id);
+    this.openText = undefined;
+  }
+}
