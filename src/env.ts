@@ -31,6 +31,10 @@ export interface EnvironmentSettings {
   langGraph?: { deploymentUrl: string; graphs: string[]; apiKey?: string };
   /** ALLOWED_MODELS, MAX_TOKENS, MAX_INPUT_MESSAGES, MAX_INPUT_CHARS: what clients may choose and send. */
   modelLimits: ModelLimitsOptions;
+  /** MCP_SERVERS: MCP servers whose tools are offered. */
+  mcpServers: string[];
+  /** MCP_ALLOW_CLIENT_SERVERS=true: requests may name MCP servers in properties.mcpServers. */
+  allowClientMcpServers: boolean;
 }
 
 /** A provider npm start can run, with its adapter's options. */
@@ -80,7 +84,25 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
     ...(provider ? { provider } : {}),
     ...readAgents(env),
     modelLimits: readModelLimits(env),
+    mcpServers: readMcpServers(env),
+    allowClientMcpServers: flag(env, 'MCP_ALLOW_CLIENT_SERVERS'),
   };
+}
+
+function readMcpServers(env: NodeJS.ProcessEnv): string[] {
+  const servers = list(env.MCP_SERVERS);
+  for (const url of servers) {
+    if (!isHttpUrl(url)) throw new ConfigurationError(`MCP_SERVERS must list http(s) URLs, comma-separated, such as "http://localhost:8931/mcp" (got ${JSON.stringify(url)}).`);
+  }
+  return servers;
+}
+
+/** A true/false variable: unset or empty is false. */
+function flag(env: NodeJS.ProcessEnv, name: string): boolean {
+  const value = env[name]?.trim().toLowerCase();
+  if (!value || value === 'false' || value === '0') return false;
+  if (value === 'true' || value === '1') return true;
+  throw new ConfigurationError(`${name} must be true or false (got ${JSON.stringify(env[name])}).`);
 }
 
 /** The cost controls; unset variables keep the gateway's defaults (only the configured model, no ceilings). */

@@ -12,6 +12,7 @@ import { execute } from '@graphql-tools/executor';
 import { pino, type Logger } from 'pino';
 import type { ModelAdapter } from './adapters/adapter.js';
 import { DemoAdapter, demoTimeAction } from './adapters/demo.js';
+import { McpServers, resolveMcpServers, type McpServerOptions } from './actions/mcp.js';
 import { ServerActionRegistry, type ServerAction } from './actions/server-action.js';
 import { StaticAgentSource } from './agents/agent.js';
 import { CopilotKitEndpoint, type RemoteEndpointOptions } from './agents/copilotkit-endpoint.js';
@@ -90,6 +91,16 @@ export interface GatewayOptions {
    * (also sent when a client asks for none), and the most messages and characters per model call.
    */
   modelLimits?: ModelLimitsOptions;
+  /**
+   * MCP servers whose tools are offered as server-side actions: URLs (Streamable HTTP, or the older
+   * HTTP+SSE transport) or `{url, headers}`. @default []
+   */
+  mcpServers?: (string | McpServerOptions)[];
+  /**
+   * Whether a request may name more MCP servers in `properties.mcpServers` (`[{endpoint, apiKey?}]`).
+   * Off by default: the gateway would connect to any address a client names. @default false
+   */
+  allowClientMcpServers?: boolean;
 }
 
 export interface Gateway {
@@ -111,7 +122,7 @@ export interface Gateway {
 const OPTION_NAMES = new Set([
   'adapter', 'actions', 'agents', 'remoteEndpoints', 'discoveryWaitMs', 'path', 'logger', 'environment', 'corsOrigins', 'allowLoopbackOrigins', 'sandbox',
   'maxRounds', 'modelIdleTimeoutMs', 'agentIdleTimeoutMs', 'actionTimeoutMs', 'maxBodyBytes', 'maxConcurrentRuns', 'allowedHosts', 'keepAliveMs',
-  'modelLimits',
+  'modelLimits', 'mcpServers', 'allowClientMcpServers',
 ]);
 
 /** Apollo Studio and the embedded Sandbox call the endpoint from these origins. */
@@ -129,9 +140,11 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     definition.create(name, { upstream, logger }, `options.agents.${name}`),
   );
   const agents = new AgentRegistry([new StaticAgentSource(configuredAgents), ...endpoints], config.discoveryWaitMs, logger);
+  const mcp = new McpServers(config.mcpServers, config.allowClientMcpServers, config.discoveryWaitMs, logger);
   const launcher = new RunLauncher({
     adapter: config.adapter,
-    actionSources: [new ServerActionRegistry(config.actions), ...endpoints],
+    actionSources: [new ServerActionRegistry(config.actions), ...endpoints, ...mcp.sources],
+    mcp,
     agents,
     maxRounds: config.maxRounds,
     modelIdleTimeoutMs: config.modelIdleTimeoutMs,
@@ -231,6 +244,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
         throw listenError(error, port, host);
       }
       for (const endpoint of endpoints) endpoint.start();
+      mcp.start();
       const address = server.address() as AddressInfo;
       const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
       return `http://${shownHost}:${address.port}${config.path}`;
@@ -240,6 +254,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       state = 'closed';
       for (const endpoint of endpoints) endpoint.stop();
       if (apolloStarted) await apollo.stop();
+      await mcp.close();
       await upstream.close();
       await config.adapter.close?.();
     },
@@ -267,6 +282,8 @@ interface ResolvedOptions {
   development: boolean;
   allowedHosts: string[];
   modelLimits: ModelLimits;
+  mcpServers: McpServerOptions[];
+  allowClientMcpServers: boolean;
 }
 
 function resolveOptions(options: GatewayOptions): ResolvedOptions {
@@ -308,7 +325,7 @@ function resolveOptions(options: GatewayOptions): ResolvedOptions {
   if (options.allowedHosts !== undefined && (!Array.isArray(options.allowedHosts) || options.allowedHosts.some((h) => typeof h !== 'string' || !/^[\w.-]+$/.test(h)))) {
     throw new ConfigurationError('options.allowedHosts must be an array of host names such as "dev.example.test" (no scheme or port).');
   }
-  for (const [name, value] of [['allowLoopbackOrigins', options.allowLoopbackOrigins], ['sandbox', options.sandbox]] as const) {
+  for (const [name, value] of [['allowLoopbackOrigins', options.allowLoopbackOrigins], ['sandbox', options.sandbox], ['allowClientMcpServers', options.allowClientMcpServers]] as const) {
     if (value !== undefined && typeof value !== 'boolean') throw new ConfigurationError(`options.${name} must be true or false.`);
   }
   const logger = options.logger ?? pino({ level: 'info' });
@@ -335,6 +352,8 @@ function resolveOptions(options: GatewayOptions): ResolvedOptions {
     development,
     allowedHosts: options.allowedHosts ?? [],
     modelLimits: resolveModelLimits(options.modelLimits, adapter.model),
+    mcpServers: resolveMcpServers(options.mcpServers),
+    allowClientMcpServers: options.allowClientMcpServers ?? false,
   };
 }
 

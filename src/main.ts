@@ -38,6 +38,8 @@ async function main(): Promise<void> {
     ...(env.modelIdleTimeoutMs !== undefined ? { modelIdleTimeoutMs: env.modelIdleTimeoutMs } : {}),
     ...(env.maxConcurrentRuns !== undefined ? { maxConcurrentRuns: env.maxConcurrentRuns } : {}),
     modelLimits: env.modelLimits,
+    mcpServers: env.mcpServers,
+    allowClientMcpServers: env.allowClientMcpServers,
   });
   const url = await gateway.listen(env.port, env.host);
   const mode = providerMode(env.provider);

@@ -103,6 +103,8 @@ describe('the environment read by npm start', () => {
       remoteEndpoints: [],
       agUiAgents: [],
       modelLimits: {},
+      mcpServers: [],
+      allowClientMcpServers: false,
     });
   });
 
@@ -151,6 +153,15 @@ describe('the environment read by npm start', () => {
       options: { apiKey: undefined, baseURL: 'http://127.0.0.1:8080/gemini', model: 'gemini-pro-latest' },
     });
     expect(readEnvironment({}).provider).toBeUndefined();
+  });
+
+  it('reads MCP servers and whether requests may name more', () => {
+    expect(readEnvironment({ MCP_SERVERS: 'http://localhost:8931/mcp, https://tools.example.com/sse', MCP_ALLOW_CLIENT_SERVERS: 'true' })).toMatchObject({
+      mcpServers: ['http://localhost:8931/mcp', 'https://tools.example.com/sse'],
+      allowClientMcpServers: true,
+    });
+    expect(() => readEnvironment({ MCP_SERVERS: 'localhost:8931' })).toThrow(/MCP_SERVERS must list http\(s\) URLs/);
+    expect(() => readEnvironment({ MCP_ALLOW_CLIENT_SERVERS: 'yes' })).toThrow(/MCP_ALLOW_CLIENT_SERVERS must be true or false/);
   });
 
   it.each([

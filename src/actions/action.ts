@@ -57,6 +57,11 @@ export class ActionCatalog {
     return this.byName.size;
   }
 
+  /** The actions themselves, in catalog order. */
+  actions(): ExecutableAction[] {
+    return [...this.byName.values()];
+  }
+
   tools(): ToolDefinition[] {
     return [...this.byName.values()].map(({ name, description, parameters }) => ({ name, description, parameters }));
   }

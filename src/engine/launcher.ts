@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { ActionCatalog, type ActionSource } from '../actions/action.js';
+import type { McpServers } from '../actions/mcp.js';
 import type { ModelAdapter } from '../adapters/adapter.js';
 import type { AgentEntry, AgentThreadState } from '../agents/agent.js';
 import type { AgentRegistry } from '../agents/registry.js';
@@ -34,6 +35,8 @@ export interface LauncherOptions extends AgentLoopOptions {
   maxConcurrentRuns: number;
   /** What clients may choose and send to the model (models, maxTokens, conversation size). */
   modelLimits: ModelLimits;
+  /** MCP servers: the configured ones are among `actionSources`; a request may name more (when allowed). */
+  mcp?: McpServers;
 }
 
 /**
@@ -100,8 +103,8 @@ export class RunLauncher {
   private async driverFor(request: RunRequest, logger: Logger): Promise<RunDriver> {
     const { options } = this;
     // Remote endpoints still on their first discovery get a short wait, so their actions are offered.
-    await options.agents.ready();
-    const catalog = new ActionCatalog(options.actionSources, logger);
+    const [, requested] = await Promise.all([options.agents.ready(), options.mcp?.forRequest(request.properties) ?? []]);
+    const catalog = new ActionCatalog([...options.actionSources, ...requested], logger);
     if (request.agentSession) {
       const agent = await options.agents.resolve(request.agentSession.agentName);
       return agentDriver({ agent, request, messages: request.messages, catalog, options });

@@ -1,4 +1,5 @@
 import type { ActionCatalog } from '../../actions/action.js';
+import { mcpInstructions } from '../../actions/mcp.js';
 import type { ModelAdapter } from '../../adapters/adapter.js';
 import type { AgentEntry } from '../../agents/agent.js';
 import { UpstreamError } from '../../core/errors.js';
@@ -44,7 +45,7 @@ export function modelDriver(request: RunRequest, options: ModelDriverOptions): R
       })),
       ...request.frontendTools.filter((tool) => !catalog.has(tool.name) && !agents.has(tool.name)),
     ];
-    const messages = withContext(request.messages, request.context);
+    const messages = withSystemNote(withContext(request.messages, request.context), 'gateway-mcp-tools', mcpInstructions(catalog.actions()));
     // Chunks are kept only when a round may be continued or handed over.
     const keepChunks = catalog.size > 0 || agents.size > 0;
 
@@ -117,7 +118,13 @@ function callModel(
 export function withContext(messages: readonly Message[], context: readonly ContextEntry[]): Message[] {
   if (context.length === 0) return [...messages];
   const content = `Context from the application:\n${context.map((entry) => `- ${entry.description}: ${entry.value}`).join('\n')}`;
+  return withSystemNote(messages, 'gateway-context', content);
+}
+
+/** Puts a system message of the gateway's after the conversation's leading system messages (none when `content` is undefined). */
+export function withSystemNote(messages: readonly Message[], id: string, content: string | undefined): Message[] {
+  if (content === undefined) return [...messages];
   const firstNonSystem = messages.findIndex((m) => !(m.kind === 'text' && (m.role === 'system' || m.role === 'developer')));
   const at = firstNonSystem === -1 ? messages.length : firstNonSystem;
-  return [...messages.slice(0, at), { kind: 'text', id: 'gateway-context', role: 'system', content }, ...messages.slice(at)];
+  return [...messages.slice(0, at), { kind: 'text', id, role: 'system', content }, ...messages.slice(at)];
 }

@@ -1,0 +1,341 @@
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Logger } from 'pino';
+import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
+import type { ActionContext, ActionSource, ExecutableAction } from './action.js';
+
+/** An MCP server's address, and headers for it (an API key, say). */
+export interface McpServerOptions {
+  url: string;
+  headers?: Record<string, string>;
+}
+
+type McpSdk = {
+  Client: typeof import('@modelcontextprotocol/sdk/client/index.js').Client;
+  StreamableHTTPClientTransport: typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js').StreamableHTTPClientTransport;
+  SSEClientTransport: typeof import('@modelcontextprotocol/sdk/client/sse.js').SSEClientTransport;
+  ToolListChangedNotificationSchema: typeof import('@modelcontextprotocol/sdk/types.js').ToolListChangedNotificationSchema;
+};
+let sdkLoading: Promise<McpSdk> | undefined;
+/** The MCP SDK, loaded when the first MCP server is: most gateways have none. */
+function loadSdk(): Promise<McpSdk> {
+  // One module after the other: the modules share dependencies, and some loaders (jest's) do not
+  // link a shared module imported twice at once.
+  sdkLoading ??= (async () => {
+    const client = await import('@modelcontextprotocol/sdk/client/index.js');
+    const streamable = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+    const sse = await import('@modelcontextprotocol/sdk/client/sse.js');
+    const types = await import('@modelcontextprotocol/sdk/types.js');
+    return {
+      Client: client.Client,
+      StreamableHTTPClientTransport: streamable.StreamableHTTPClientTransport,
+      SSEClientTransport: sse.SSEClientTransport,
+      ToolListChangedNotificationSchema: types.ToolListChangedNotificationSchema,
+    };
+  })();
+  sdkLoading.catch(() => {
+    sdkLoading = undefined;
+  });
+  return sdkLoading;
+}
+
+/** The shortest wait before reconnecting to a server that is down; it doubles up to a minute. */
+const RECONNECT_MIN_MS = 1_000;
+const RECONNECT_MAX_MS = 60_000;
+
+/**
+ * One MCP server as a source of server-side actions: its tools, with their JSON schemas, executed
+ * through `tools/call`. The connection (Streamable HTTP, or the older HTTP+SSE transport for servers
+ * that answer Streamable HTTP with an error) is opened once and kept; when it drops, or the server
+ * cannot be reached, its tools are withdrawn (one log line) and it is tried again after a backoff,
+ * without ever failing a request that does not use it. A tool that reports an error (`isError`)
+ * fails as ACTION_FAILED with its text, and the run goes on.
+ */
+export class McpServer implements ActionSource {
+  readonly url: string;
+  private readonly label: string;
+  private tools: readonly ExecutableAction[] = [];
+  private client: Client | undefined;
+  private connecting: Promise<void> | undefined;
+  private down = false;
+  private failures = 0;
+  private retryAt = 0;
+  private closed = false;
+
+  constructor(
+    private readonly options: McpServerOptions,
+    private readonly logger: Logger,
+  ) {
+    this.url = options.url;
+    this.label = labelOf(options.url);
+  }
+
+  /** The tools known now; never waits. A server that is down and due for a retry is reconnected in the background. */
+  actions(): readonly ExecutableAction[] {
+    if (!this.client && !this.connecting && !this.closed && Date.now() >= this.retryAt) void this.connect();
+    return this.tools;
+  }
+
+  /** Connects (if not connected) and lists the tools; resolves when that has succeeded or failed. */
+  connect(): Promise<void> {
+    if (this.client || this.closed) return Promise.resolve();
+    this.connecting ??= this.open().finally(() => {
+      this.connecting = undefined;
+    });
+    return this.connecting;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const client = this.client;
+    this.client = undefined;
+    this.tools = [];
+    await client?.close().catch(() => {});
+  }
+
+  private async open(): Promise<void> {
+    let sdk: McpSdk;
+    try {
+      sdk = await loadSdk();
+    } catch (error) {
+      this.lose(`the MCP SDK could not be loaded: ${describe(error)}`);
+      return;
+    }
+    const url = new URL(this.url);
+    const requestInit = { headers: this.options.headers ?? {} };
+    let client = new sdk.Client({ name: 'copilot-gateway', version: '1' });
+    try {
+      try {
+        await client.connect(new sdk.StreamableHTTPClientTransport(url, { requestInit }));
+      } catch (streamableError) {
+        // A server of the older HTTP+SSE transport refuses the Streamable HTTP POST.
+        await client.close().catch(() => {});
+        client = new sdk.Client({ name: 'copilot-gateway', version: '1' });
+        try {
+          await client.connect(new sdk.SSEClientTransport(url, { requestInit }));
+        } catch {
+          throw streamableError;
+        }
+      }
+      const tools = await this.list(client);
+      if (this.closed) {
+        await client.close().catch(() => {});
+        return;
+      }
+      client.onclose = () => {
+        if (this.client === client) this.lose('the connection closed');
+      };
+      client.setNotificationHandler(sdk.ToolListChangedNotificationSchema, () => {
+        void this.list(client).then(
+          (listed) => {
+            if (this.client === client) this.tools = listed;
+          },
+          (error: unknown) => this.logger.warn({ mcpServer: this.label, err: error }, 'could not list the MCP server\'s tools again'),
+        );
+      });
+      this.client = client;
+      this.tools = tools;
+      this.failures = 0;
+      if (this.down) this.logger.info({ mcpServer: this.label, tools: tools.length }, 'MCP server reachable again; its tools are offered');
+      else this.logger.info({ mcpServer: this.label, tools: tools.map((tool) => tool.name) }, 'MCP server connected');
+      this.down = false;
+    } catch (error) {
+      await client.close().catch(() => {});
+      this.lose(describe(error));
+    }
+  }
+
+  private async list(client: Client): Promise<ExecutableAction[]> {
+    const actions: ExecutableAction[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await client.listTools(cursor ? { cursor } : undefined);
+      for (const tool of page.tools) {
+        actions.push({
+          name: tool.name,
+          description: tool.description ?? tool.title ?? '',
+          parameters: (tool.inputSchema ?? { type: 'object' }) as Record<string, unknown>,
+          source: `mcp:${this.label}`,
+          execute: (args, context) => this.call(tool.name, args, context),
+        });
+      }
+      cursor = page.nextCursor;
+    } while (cursor);
+    return actions;
+  }
+
+  /** The server is unreachable (or went away): its tools are withdrawn until it is back. */
+  private lose(reason: string): void {
+    const client = this.client;
+    this.client = undefined;
+    this.tools = [];
+    void client?.close().catch(() => {});
+    if (this.closed) return;
+    this.failures++;
+    this.retryAt = Date.now() + Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** (this.failures - 1));
+    if (!this.down) this.logger.warn({ mcpServer: this.label, reason }, 'MCP server unreachable; its tools are withdrawn until it is back');
+    this.down = true;
+  }
+
+  private async call(name: string, args: Record<string, unknown>, context: ActionContext): Promise<string> {
+    await this.connect();
+    const client = this.client;
+    if (!client) throw new UpstreamError('UPSTREAM_UNREACHABLE', `The MCP server of the tool "${name}" cannot be reached.`);
+    let result: Awaited<ReturnType<Client['callTool']>>;
+    try {
+      result = await client.callTool({ name, arguments: args }, undefined, { signal: context.signal });
+    } catch (error) {
+      if (context.signal.aborted) throw context.signal.reason;
+      if (isProtocolError(error)) throw new GatewayError('ACTION_FAILED', `The MCP tool "${name}" failed: ${(error as Error).message}`);
+      this.lose(describe(error));
+      throw new UpstreamError('UPSTREAM_UNREACHABLE', `The MCP server of the tool "${name}" could not be reached.`, { cause: error });
+    }
+    const text = resultText(result);
+    if (result.isError) throw new GatewayError('ACTION_FAILED', `The MCP tool "${name}" failed: ${text || 'no reason given'}`);
+    return text;
+  }
+}
+
+/**
+ * The MCP servers of a gateway: the configured ones, connected at start, and, when allowed, those a
+ * request names in `properties.mcpServers` (`[{endpoint, apiKey?}]`), kept by address (the last 50)
+ * so that each is connected once.
+ */
+export class McpServers {
+  private readonly configured: McpServer[];
+  private readonly fromClients = new Map<string, McpServer>();
+
+  constructor(
+    servers: readonly McpServerOptions[],
+    private readonly allowClientServers: boolean,
+    private readonly waitMs: number,
+    private readonly logger: Logger,
+  ) {
+    this.configured = servers.map((server) => new McpServer(server, logger));
+  }
+
+  /** The configured servers, as action sources (always offered; empty while a server is down). */
+  get sources(): readonly ActionSource[] {
+    return this.configured;
+  }
+
+  start(): void {
+    for (const server of this.configured) void server.connect();
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.configured, ...this.fromClients.values()].map((server) => server.close()));
+    this.fromClients.clear();
+  }
+
+  /**
+   * What a run adds to the configured servers: those the request names (when allowed). Waits up to
+   * `waitMs` for servers on their first connection, so their tools are offered.
+   */
+  async forRequest(properties: Record<string, unknown>): Promise<ActionSource[]> {
+    const named = this.allowClientServers ? this.named(properties) : [];
+    const pending = [...this.configured, ...named].map((server) => server.connect());
+    if (pending.length) await waitAtMost(Promise.all(pending), this.waitMs);
+    return named;
+  }
+
+  private named(properties: Record<string, unknown>): McpServer[] {
+    const list = properties.mcpServers;
+    if (list === undefined || list === null) return [];
+    if (!Array.isArray(list)) throw new GatewayError('BAD_USER_INPUT', 'properties.mcpServers must be a list of {endpoint, apiKey?}.', { details: { field: 'properties.mcpServers' } });
+    return list.map((entry, index) => {
+      const endpoint = (entry as { endpoint?: unknown })?.endpoint;
+      const apiKey = (entry as { apiKey?: unknown })?.apiKey;
+      if (typeof endpoint !== 'string' || !isHttpUrl(endpoint) || (apiKey !== undefined && typeof apiKey !== 'string')) {
+        throw new GatewayError('BAD_USER_INPUT', `properties.mcpServers[${index}] must be {endpoint: an http(s) URL, apiKey?: a string}.`, {
+          details: { field: `properties.mcpServers[${index}]` },
+        });
+      }
+      const key = `${endpoint}\n${apiKey ?? ''}`;
+      let server = this.fromClients.get(key);
+      if (server) {
+        this.fromClients.delete(key);
+      } else {
+        server = new McpServer({ url: endpoint, headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {} }, this.logger);
+      }
+      this.fromClients.set(key, server);
+      if (this.fromClients.size > 50) {
+        const [oldestKey, oldest] = this.fromClients.entries().next().value as [string, McpServer];
+        this.fromClients.delete(oldestKey);
+        void oldest.close();
+      }
+      return server;
+    });
+  }
+}
+
+/** Checks `mcpServers` options (a mistake is a ConfigurationError). */
+export function resolveMcpServers(value: unknown): McpServerOptions[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw new ConfigurationError('options.mcpServers must be an array of URLs or {url, headers}.');
+  return value.map((entry, index) => {
+    const server = typeof entry === 'string' ? { url: entry } : (entry as McpServerOptions);
+    if (typeof server?.url !== 'string' || !isHttpUrl(server.url)) {
+      throw new ConfigurationError(`options.mcpServers[${index}] must be an http(s) URL such as "http://localhost:8931/mcp", or {url, headers}.`);
+    }
+    return { url: server.url, headers: server.headers ?? {} };
+  });
+}
+
+/**
+ * The system message that tells the model about the MCP tools of a run: which tools come from MCP
+ * servers, what each does and what it needs, placed after the conversation's leading system messages.
+ */
+export function mcpInstructions(actions: readonly ExecutableAction[]): string | undefined {
+  const tools = actions.filter((action) => action.source.startsWith('mcp:'));
+  if (tools.length === 0) return undefined;
+  const lines = tools.map((tool) => {
+    const required = Array.isArray(tool.parameters.required) ? (tool.parameters.required as string[]) : [];
+    const properties = Object.keys((tool.parameters.properties as Record<string, unknown> | undefined) ?? {});
+    const params = properties.length ? ` Parameters: ${properties.map((name) => (required.includes(name) ? `${name} (required)` : name)).join(', ')}.` : '';
+    return `- ${tool.name}: ${tool.description || 'no description.'}${params}`;
+  });
+  return `These tools come from external services (Model Context Protocol servers). Call one when it helps answer the user, with arguments that match its schema, and use its result in your answer:\n${lines.join('\n')}`;
+}
+
+function resultText(result: Awaited<ReturnType<Client['callTool']>>): string {
+  const content = Array.isArray(result.content) ? result.content : [];
+  const texts = content.flatMap((part) => (part?.type === 'text' && typeof part.text === 'string' ? [part.text] : []));
+  if (texts.length) return texts.join('\n');
+  if (result.structuredContent !== undefined) return JSON.stringify(result.structuredContent);
+  if ('toolResult' in result && result.toolResult !== undefined) return typeof result.toolResult === 'string' ? result.toolResult : JSON.stringify(result.toolResult);
+  return content.length ? JSON.stringify(content) : '';
+}
+
+/** An error the server answered with (JSON-RPC), as opposed to a transport failure. */
+function isProtocolError(error: unknown): boolean {
+  return typeof (error as { code?: unknown })?.code === 'number';
+}
+
+function describe(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.replace(/https?:\/\/\S+/g, '<url>').slice(0, 200);
+}
+
+/** Host and port of a server, for logs (never its path, which may carry a key). */
+function labelOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return 'mcp';
+  }
+}
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const { protocol } = new URL(value);
+    return protocol === 'http:' || protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
+async function waitAtMost(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([promise.catch(() => {}), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}

@@ -1,0 +1,117 @@
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { pino } from 'pino';
+import { OpenAIAdapter } from '../src/adapters/openai.js';
+import { FakeMcpServer } from './support/fake-mcp.js';
+import { FakeOpenAI } from './support/fake-openai.js';
+import { eventually, gatewaysPerTest, runInput, userMessage } from './support/harness.js';
+import { TRANSPORTS, textOf } from './support/transports.js';
+
+// MCP servers' tools as server-side actions: a fake MCP server built with the MCP SDK's own server
+// classes (Streamable HTTP, and the older HTTP+SSE transport), a fake model that calls the tools.
+
+const model = new FakeOpenAI();
+const streamable = new FakeMcpServer('streamable');
+const sse = new FakeMcpServer('sse');
+let baseURL: string;
+let streamableUrl: string;
+let sseUrl: string;
+beforeAll(async () => {
+  [baseURL, streamableUrl, sseUrl] = await Promise.all([model.start(), streamable.start(), sse.start()]);
+});
+afterAll(async () => {
+  await Promise.all([model.stop(), streamable.stop(), sse.stop()]);
+});
+const { start } = gatewaysPerTest();
+const adapter = () => new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 });
+
+/** A pino logger whose lines the test can read. */
+function capturingLogger() {
+  const lines: any[] = [];
+  const logger = pino({ level: 'info' }, new Writable({ write: (chunk, _enc, done) => (lines.push(JSON.parse(String(chunk))), done()) }));
+  return { logger, lines };
+}
+
+describe('MCP tools', () => {
+  for (const [kind, url] of [['Streamable HTTP', () => streamableUrl], ['HTTP+SSE (fallback)', () => sseUrl]] as const) {
+    it(`are offered to the model with their schemas and instructions, and executed on the server (${kind})`, async () => {
+      const gateway = await start({ adapter: adapter(), mcpServers: [url()] });
+      const before = model.requests.length;
+      const outcome = await TRANSPORTS[2].run(gateway, runInput([userMessage('[tool=add] [toolargs={"a":2,"b":3}]')]));
+      expect(outcome.status.code).toBe('Success');
+      expect(outcome.messages).toContainEqual(expect.objectContaining({ type: 'result', actionName: 'add', result: '5' }));
+      expect(textOf(outcome)).toBe('Tool result received: 5');
+      const first = model.requests[before];
+      const add = first.tools.find((tool: any) => tool.function.name === 'add');
+      expect(add.function).toMatchObject({ description: 'Adds two numbers.', parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] } });
+      const instructions = first.messages.find((m: any) => m.role === 'system' && m.content.includes('Model Context Protocol'));
+      expect(instructions.content).toContain('- add: Adds two numbers. Parameters: a (required), b (required).');
+    });
+  }
+
+  it('turn a tool error into the error result, and the run goes on', async () => {
+    const gateway = await start({ adapter: adapter(), mcpServers: [streamableUrl] });
+    const outcome = await TRANSPORTS[0].run(gateway, runInput([userMessage('[tool=fail]')]));
+    expect(outcome.status.code).toBe('Success');
+    const result = outcome.messages.find((m) => m.type === 'result') as { result: string };
+    expect(JSON.parse(result.result)).toEqual({ error: { code: 'ACTION_FAILED', message: 'The MCP tool "fail" failed: the tool broke' }, result: '' });
+  });
+
+  it('from a server that cannot be reached are left out with a log line, and unrelated requests work', async () => {
+    const { logger, lines } = capturingLogger();
+    const gateway = await start({ adapter: adapter(), mcpServers: ['http://127.0.0.1:9/mcp', streamableUrl], logger, discoveryWaitMs: 2_000 });
+    const before = model.requests.length;
+    const outcome = await TRANSPORTS[1].run(gateway, runInput([userMessage('hi [tokens=2]')]));
+    expect(outcome.status.code).toBe('Success');
+    expect(textOf(outcome)).toBe('tok0 tok1 ');
+    expect(model.requests[before].tools.map((tool: any) => tool.function.name).sort()).toEqual(['add', 'fail', 'wait', 'whoami']);
+    await eventually(() => lines.some((line) => line.msg.startsWith('MCP server unreachable')), 'the log line');
+    const line = lines.find((l) => l.msg.startsWith('MCP server unreachable'));
+    expect(line).toMatchObject({ level: 40, mcpServer: '127.0.0.1:9' });
+    expect(JSON.stringify(line)).not.toContain('/mcp');
+  });
+
+  it('are withdrawn when their server goes away, and offered again when it is back', async () => {
+    const server = new FakeMcpServer('streamable');
+    const url = await server.start();
+    const port = Number(new URL(url).port);
+    const gateway = await start({ adapter: adapter(), mcpServers: [url] });
+    await TRANSPORTS[2].run(gateway, runInput([userMessage('hi [tokens=1]')]));
+    await server.stop();
+    const failed = await TRANSPORTS[2].run(gateway, runInput([userMessage('[tool=add] [toolargs={"a":1,"b":1}]')]));
+    expect(failed.status.code).toBe('Success');
+    const result = failed.messages.find((m) => m.type === 'result') as { result: string };
+    expect(JSON.parse(result.result).error.code).toBe('UPSTREAM_UNREACHABLE');
+    const before = model.requests.length;
+    await TRANSPORTS[2].run(gateway, runInput([userMessage('hi [tokens=1]')]));
+    expect(model.requests[before].tools ?? []).toEqual([]);
+
+    // Back on the same address: after the reconnect backoff its tools are offered again.
+    const again = new FakeMcpServer('streamable');
+    (again as any).server.listen(port, '127.0.0.1');
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 1_100));
+      const after = model.requests.length;
+      await TRANSPORTS[2].run(gateway, runInput([userMessage('hi [tokens=1]')]));
+      expect((model.requests[after].tools ?? []).map((tool: any) => tool.function.name)).toContain('add');
+    } finally {
+      await again.stop();
+    }
+  });
+
+  it('that a request names are used only when allowed, with its key as a bearer token', async () => {
+    const properties = { mcpServers: [{ endpoint: streamableUrl, apiKey: 'client-key' }] };
+    const closed = await start({ adapter: adapter() });
+    let before = model.requests.length;
+    await TRANSPORTS[0].run(closed, runInput([userMessage('hi [tokens=1]')]), { properties });
+    expect(model.requests[before].tools ?? []).toEqual([]);
+
+    const open = await start({ adapter: adapter(), allowClientMcpServers: true });
+    before = model.requests.length;
+    const outcome = await TRANSPORTS[0].run(open, runInput([userMessage('[tool=whoami]')]), { properties });
+    expect(outcome.messages).toContainEqual(expect.objectContaining({ type: 'result', actionName: 'whoami', result: 'Bearer client-key' }));
+
+    const bad = await TRANSPORTS[2].run(open, runInput([userMessage('hi')]), { properties: { mcpServers: [{ endpoint: 'file:///etc/passwd' }] } });
+    expect(bad.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', details: { field: 'properties.mcpServers[0]' } });
+  });
+});

@@ -1,0 +1,92 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { z } from 'zod';
+import { close, listen } from './loopback.js';
+
+/**
+ * A fake MCP server built with the MCP SDK's own server classes: Streamable HTTP (stateless, at
+ * `/mcp`) or the older HTTP+SSE transport (`GET /sse`, `POST /messages`). Its tools:
+ *   add {a, b}       the sum, as text
+ *   fail {}          an error result (isError) saying "the tool broke"
+ *   whoami {}        the Authorization header it was called with
+ *   wait {}          never answers (until the client gives up)
+ */
+export class FakeMcpServer {
+  readonly calls: { tool: string; args: unknown }[] = [];
+  private readonly server: Server;
+  private readonly sseSessions = new Map<string, SSEServerTransport>();
+  private lastAuthorization: string | undefined;
+
+  constructor(readonly transport: 'streamable' | 'sse' = 'streamable') {
+    this.server = createServer((req, res) => {
+      this.lastAuthorization = req.headers.authorization;
+      void this.handle(req, res).catch(() => {
+        if (!res.headersSent) res.writeHead(500).end();
+      });
+    });
+  }
+
+  /** The URL to configure: `/mcp` or `/sse`. */
+  async start(): Promise<string> {
+    const origin = await listen(this.server);
+    return `${origin}${this.transport === 'streamable' ? '/mcp' : '/sse'}`;
+  }
+
+  stop(): Promise<void> {
+    this.server.closeAllConnections();
+    return close(this.server);
+  }
+
+  private build(): McpServer {
+    const mcp = new McpServer({ name: 'fake-mcp', version: '1.0.0' });
+    mcp.registerTool('add', { description: 'Adds two numbers.', inputSchema: { a: z.number(), b: z.number() } }, async ({ a, b }) => {
+      this.calls.push({ tool: 'add', args: { a, b } });
+      return { content: [{ type: 'text', text: String(a + b) }] };
+    });
+    mcp.registerTool('fail', { description: 'Always fails.' }, async () => {
+      this.calls.push({ tool: 'fail', args: {} });
+      return { content: [{ type: 'text', text: 'the tool broke' }], isError: true };
+    });
+    mcp.registerTool('whoami', { description: 'Says who is calling.' }, async () => ({ content: [{ type: 'text', text: this.lastAuthorization ?? 'nobody' }] }));
+    mcp.registerTool('wait', { description: 'Never answers.' }, () => new Promise(() => {}));
+    return mcp;
+  }
+
+  private async handle(req: IncomingMessage, res: import('node:http').ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://fake');
+    if (this.transport === 'streamable') {
+      if (url.pathname !== '/mcp') return void res.writeHead(404).end();
+      if (req.method !== 'POST') {
+        res.writeHead(405, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed.' }, id: null }));
+        return;
+      }
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const mcp = this.build();
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+      res.on('close', () => {
+        void transport.close();
+        void mcp.close();
+      });
+      await mcp.connect(transport);
+      await transport.handleRequest(req, res, JSON.parse(Buffer.concat(chunks).toString('utf8')));
+      return;
+    }
+    if (req.method === 'GET' && url.pathname === '/sse') {
+      const transport = new SSEServerTransport('/messages', res);
+      this.sseSessions.set(transport.sessionId, transport);
+      res.on('close', () => this.sseSessions.delete(transport.sessionId));
+      await this.build().connect(transport);
+      return;
+    }
+    if (req.method === 'POST' && url.pathname === '/messages') {
+      const transport = this.sseSessions.get(url.searchParams.get('sessionId') ?? '');
+      if (!transport) return void res.writeHead(404).end('no session');
+      await transport.handlePostMessage(req, res);
+      return;
+    }
+    res.writeHead(404).end();
+  }
+}
