@@ -35,6 +35,8 @@ export interface EnvironmentSettings {
   mcpServers: string[];
   /** MCP_ALLOW_CLIENT_SERVERS=true: requests may name MCP servers in properties.mcpServers. */
   allowClientMcpServers: boolean;
+  /** GUARDRAILS_URL: the guardrails service (default Copilot Cloud's API). */
+  guardrailsUrl?: string;
 }
 
 /** A provider npm start can run, with its adapter's options. */
@@ -86,7 +88,15 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
     modelLimits: readModelLimits(env),
     mcpServers: readMcpServers(env),
     allowClientMcpServers: flag(env, 'MCP_ALLOW_CLIENT_SERVERS'),
+    ...readGuardrailsUrl(env),
   };
+}
+
+function readGuardrailsUrl(env: NodeJS.ProcessEnv): { guardrailsUrl?: string } {
+  const url = env.GUARDRAILS_URL?.trim();
+  if (!url) return {};
+  if (!isHttpUrl(url)) throw new ConfigurationError(`GUARDRAILS_URL must be a URL such as "https://api.cloud.copilotkit.ai" (got ${JSON.stringify(url)}).`);
+  return { guardrailsUrl: url };
 }
 
 function readMcpServers(env: NodeJS.ProcessEnv): string[] {

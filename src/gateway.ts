@@ -19,6 +19,7 @@ import { CopilotKitEndpoint, type RemoteEndpointOptions } from './agents/copilot
 import type { AgentDefinition } from './agents/definitions.js';
 import { AgentRegistry } from './agents/registry.js';
 import { ConfigurationError } from './core/errors.js';
+import { Guardrails, type GuardrailsOptions } from './engine/guardrails.js';
 import { RunLauncher } from './engine/launcher.js';
 import { resolveModelLimits, type ModelLimits, type ModelLimitsOptions } from './engine/model-limits.js';
 import type { GatewayContext } from './graphql/context.js';
@@ -101,6 +102,11 @@ export interface GatewayOptions {
    * Off by default: the gateway would connect to any address a client names. @default false
    */
   allowClientMcpServers?: boolean;
+  /**
+   * Copilot Cloud input guardrails, for requests that set `cloud.guardrails`: the service's `url`
+   * (default Copilot Cloud's API) and how long it may take (`timeoutMs`, default 10000).
+   */
+  guardrails?: GuardrailsOptions;
 }
 
 export interface Gateway {
@@ -122,7 +128,7 @@ export interface Gateway {
 const OPTION_NAMES = new Set([
   'adapter', 'actions', 'agents', 'remoteEndpoints', 'discoveryWaitMs', 'path', 'logger', 'environment', 'corsOrigins', 'allowLoopbackOrigins', 'sandbox',
   'maxRounds', 'modelIdleTimeoutMs', 'agentIdleTimeoutMs', 'actionTimeoutMs', 'maxBodyBytes', 'maxConcurrentRuns', 'allowedHosts', 'keepAliveMs',
-  'modelLimits', 'mcpServers', 'allowClientMcpServers',
+  'modelLimits', 'mcpServers', 'allowClientMcpServers', 'guardrails',
 ]);
 
 /** Apollo Studio and the embedded Sandbox call the endpoint from these origins. */
@@ -145,6 +151,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     adapter: config.adapter,
     actionSources: [new ServerActionRegistry(config.actions), ...endpoints, ...mcp.sources],
     mcp,
+    guardrails: new Guardrails(upstream, config.guardrails),
     agents,
     maxRounds: config.maxRounds,
     modelIdleTimeoutMs: config.modelIdleTimeoutMs,
@@ -284,6 +291,7 @@ interface ResolvedOptions {
   modelLimits: ModelLimits;
   mcpServers: McpServerOptions[];
   allowClientMcpServers: boolean;
+  guardrails: GuardrailsOptions;
 }
 
 function resolveOptions(options: GatewayOptions): ResolvedOptions {
@@ -354,10 +362,20 @@ function resolveOptions(options: GatewayOptions): ResolvedOptions {
     modelLimits: resolveModelLimits(options.modelLimits, adapter.model),
     mcpServers: resolveMcpServers(options.mcpServers),
     allowClientMcpServers: options.allowClientMcpServers ?? false,
+    guardrails: resolveGuardrails(options.guardrails),
   };
 }
 
 const LISTEN_BACKLOG = 4096;
+
+function resolveGuardrails(options: GuardrailsOptions | undefined): GuardrailsOptions {
+  if (options === undefined) return {};
+  if (options === null || typeof options !== 'object') throw new ConfigurationError('options.guardrails must be an object: {url?, timeoutMs?}.');
+  if (options.url !== undefined && (typeof options.url !== 'string' || !/^https?:\/\//.test(options.url))) {
+    throw new ConfigurationError(`options.guardrails.url must be an http(s) URL (got ${JSON.stringify(options.url)}).`);
+  }
+  return { ...(options.url ? { url: options.url } : {}), timeoutMs: integerOption('guardrails.timeoutMs', options.timeoutMs, 10_000, 100, 600_000) };
+}
 
 /** A failed listen, said in one line with what to do. */
 function listenError(error: unknown, port: number, host: string): ConfigurationError | unknown {

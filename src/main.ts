@@ -40,6 +40,7 @@ async function main(): Promise<void> {
     modelLimits: env.modelLimits,
     mcpServers: env.mcpServers,
     allowClientMcpServers: env.allowClientMcpServers,
+    ...(env.guardrailsUrl ? { guardrails: { url: env.guardrailsUrl } } : {}),
   });
   const url = await gateway.listen(env.port, env.host);
   const mode = providerMode(env.provider);

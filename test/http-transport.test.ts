@@ -337,7 +337,7 @@ describe('bad requests', () => {
 
   it.each([
     ['an unknown agent', { agentSession: { agentName: 'planner' } }, 'AGENT_NOT_FOUND', /Agent "planner" was not found\. Available agents: none are configured\./],
-    ['guardrails', { cloud: { guardrails: { inputValidationRules: { allowList: ['a'] } } } }, 'NOT_SUPPORTED', /guardrails/],
+    ['guardrails without a public API key', { cloud: { guardrails: { inputValidationRules: { allowList: ['a'] } } } }, 'MISSING_PUBLIC_API_KEY', /X-CopilotCloud-Public-API-Key/],
     ['agent states that are not JSON', { agentStates: [{ agentName: 'a', state: '{nope' }] }, 'BAD_USER_INPUT', /agentStates\[0\]\.state is not valid JSON\./],
   ])('refuses %s clearly', async (_what, extra, code, message) => {
     const { url } = await start();

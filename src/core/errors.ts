@@ -11,11 +11,13 @@
  */
 export const ERROR_CODES = {
   BAD_USER_INPUT: { status: 400, where: 'request', meaning: 'The input failed a check before the run.' },
-  NOT_SUPPORTED: { status: 501, where: 'request', meaning: 'A feature this gateway does not offer (guardrails, the Assistants API), or a forwarded parameter its model adapter cannot apply.' },
+  NOT_SUPPORTED: { status: 501, where: 'request', meaning: 'A feature this gateway does not offer (the Assistants API), or a forwarded parameter its model adapter cannot apply.' },
   AGENT_NOT_FOUND: { status: 404, where: 'request', meaning: 'No agent of that name; details list the available ones.' },
   OVERLOADED: { status: 503, where: 'request', meaning: 'The process serves its most runs at once; try again shortly.' },
   MODEL_NOT_ALLOWED: { status: 403, where: 'request', meaning: 'forwardedParameters.model names a model outside modelLimits.allowedModels.' },
   LIMIT_EXCEEDED: { status: 400, where: 'request', meaning: 'maxTokens, or the conversation sent to the model, is over modelLimits (a failed run when server-side results grow it past them).' },
+  MISSING_PUBLIC_API_KEY: { status: 401, where: 'request', meaning: 'cloud.guardrails is set but the request has no X-CopilotCloud-Public-API-Key header.' },
+  GUARDRAILS_VALIDATION_FAILED: { status: 403, where: 'run', meaning: 'The guardrails service denied the request; the run says why and fails (reason GUARDRAILS_VALIDATION_FAILED).' },
   NO_MODEL_CONFIGURED: { status: 400, where: 'run', meaning: 'The gateway has no model (EmptyAdapter) and the request needs one.' },
   UPSTREAM_AUTHENTICATION_FAILED: { status: 502, where: 'run', meaning: 'An upstream answered 401 or 403.' },
   UPSTREAM_RATE_LIMITED: { status: 429, where: 'run', meaning: 'An upstream answered 429, after the retries.' },

@@ -18,6 +18,8 @@ export interface FailedRunDetails {
   description: string;
   code: string;
   requestId?: string;
+  /** Why the guardrails service denied the request (GUARDRAILS_VALIDATION_FAILED only). */
+  guardrailsReason?: string;
   /** The same facts in the shape the reference runtime uses, for clients that read it. */
   originalError: Record<string, unknown>;
 }
@@ -33,7 +35,9 @@ export function failedRun(error: GatewayError, requestId?: string): RunStatus {
   const reason: FailedReason =
     error.code === 'CLIENT_DISCONNECTED' || error.code === 'UPSTREAM_STREAM_INTERRUPTED'
       ? 'MESSAGE_STREAM_INTERRUPTED'
-      : 'UNKNOWN_ERROR';
+      : error.code === 'GUARDRAILS_VALIDATION_FAILED'
+        ? 'GUARDRAILS_VALIDATION_FAILED'
+        : 'UNKNOWN_ERROR';
   return {
     code: 'Failed',
     reason,
@@ -41,6 +45,8 @@ export function failedRun(error: GatewayError, requestId?: string): RunStatus {
       description: error.message,
       code: error.code,
       ...(requestId ? { requestId } : {}),
+      // The reference's GuardrailsValidationFailureResponse carries the reason under this name.
+      ...(error.code === 'GUARDRAILS_VALIDATION_FAILED' ? { guardrailsReason: error.message } : {}),
       originalError: error.toJSON(),
     },
   };

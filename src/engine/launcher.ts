@@ -11,6 +11,7 @@ import { admitForwardedParameters, checkModelInput, type ModelLimits } from './m
 import type { RunRequest } from './request.js';
 import { Run, type RunDriver, type RunHandle } from './run.js';
 import { repairTranscript } from './transcript.js';
+import { guardrailsApply, type Guardrails } from './guardrails.js';
 
 /** Who asked for the run: the request's id and logger, and a signal aborted when the client goes away. */
 export interface RunCaller {
@@ -23,6 +24,8 @@ export interface RunCaller {
    */
   logBindings?: Record<string, unknown>;
   signal?: AbortSignal;
+  /** The request's Copilot Cloud public API key, for guardrails. */
+  publicApiKey?: string;
 }
 
 export interface LauncherOptions extends AgentLoopOptions {
@@ -37,6 +40,8 @@ export interface LauncherOptions extends AgentLoopOptions {
   modelLimits: ModelLimits;
   /** MCP servers: the configured ones are among `actionSources`; a request may name more (when allowed). */
   mcp?: McpServers;
+  /** Copilot Cloud input guardrails, for requests that set `cloud.guardrails`. */
+  guardrails?: Guardrails;
 }
 
 /**
@@ -59,12 +64,18 @@ export class RunLauncher {
         severity: 'warning',
       });
     }
+    const guarded = guardrailsApply(request.guardrails, request.messages);
+    if (guarded && !caller.publicApiKey) {
+      throw new GatewayError('MISSING_PUBLIC_API_KEY', 'cloud.guardrails needs a Copilot Cloud public API key: send it in the X-CopilotCloud-Public-API-Key header.');
+    }
+    if (guarded && !this.options.guardrails) throw new GatewayError('NOT_SUPPORTED', 'Guardrails are not configured on this gateway.');
     this.active++;
     let run: Run;
     let view: View;
     try {
       run = new Run({ threadId: request.threadId, runId: request.runId, logger: caller.logger, logBindings: caller.logBindings, requestId: caller.requestId });
-      const driver = await this.driverFor(request, run.logger);
+      let driver = await this.driverFor(request, run.logger);
+      if (guarded) driver = this.options.guardrails!.guard(driver, request.guardrails!, request.messages, caller.publicApiKey!);
       view = attach(run);
       run.start(driver).finally(() => this.active--);
     } catch (error) {

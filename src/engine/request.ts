@@ -1,4 +1,5 @@
 import type { ContextEntry, ForwardedParameters, Message, MetaEventInput, ToolDefinition } from '../core/messages.js';
+import type { GuardrailsRules } from './guardrails.js';
 
 /** An agent's state and config as a request carries them (GenerateCopilotResponseInput.agentStates). */
 export interface AgentStateInput {
@@ -24,4 +25,6 @@ export interface RunRequest {
   agentStates: AgentStateInput[];
   /** Interrupt answers for the agent. */
   metaEvents: MetaEventInput[];
+  /** Copilot Cloud input guardrails (`cloud.guardrails.inputValidationRules`), when the request sets them. */
+  guardrails?: GuardrailsRules;
 }

@@ -24,6 +24,8 @@ export interface GatewayContext {
   allowance: RunAllowance;
   /** Whether the client takes a streaming format (multipart/mixed or SSE; always over WebSocket). */
   acceptsIncremental: boolean;
+  /** The request's Copilot Cloud public API key (X-CopilotCloud-Public-API-Key), for guardrails. */
+  publicApiKey?: string;
 }
 
 /**
@@ -40,5 +42,5 @@ export function claimRun(context: GatewayContext): RunCaller {
 
 /** The engine's view of who is asking. */
 export function callerOf(context: GatewayContext): RunCaller {
-  return { requestId: context.requestId, logger: context.logger, logBindings: context.logBindings, signal: context.signal };
+  return { requestId: context.requestId, logger: context.logger, logBindings: context.logBindings, signal: context.signal, publicApiKey: context.publicApiKey };
 }

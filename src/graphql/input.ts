@@ -21,7 +21,6 @@ const MESSAGE_FIELDS = [
 
 /** Converts a request's GenerateCopilotResponseInput (and `properties`) into a run request. */
 export function runRequestFromInput(data: GenerateCopilotResponseInput, properties: Record<string, unknown> | null | undefined): RunRequest {
-  if (data.cloud?.guardrails) throw new NotSupportedError('Copilot Cloud guardrails (cloud.guardrails)');
   if (data.extensions?.openaiAssistantAPI) throw new NotSupportedError('The OpenAI Assistants API (extensions.openaiAssistantAPI)');
 
   const frontendTools: ToolDefinition[] = [];
@@ -64,6 +63,7 @@ export function runRequestFromInput(data: GenerateCopilotResponseInput, properti
     agentSession: data.agentSession ? { agentName: data.agentSession.agentName, nodeName: data.agentSession.nodeName ?? null } : null,
     agentStates,
     metaEvents,
+    ...(data.cloud?.guardrails ? { guardrails: guardrailsFromInput(data.cloud.guardrails.inputValidationRules) } : {}),
   };
 }
 
@@ -139,4 +139,10 @@ function checkId(value: string | null | undefined, field: string): string | unde
     throw new BadUserInputError(`${field} is longer than ${MAX_ID_LENGTH} characters.`, { field });
   }
   return value;
+}
+
+/** The topics of `cloud.guardrails.inputValidationRules`, as lists of non-empty strings. */
+function guardrailsFromInput(rules: { allowList?: readonly string[] | null; denyList?: readonly string[] | null } | null | undefined): { allowList: string[]; denyList: string[] } {
+  const topics = (list: readonly string[] | null | undefined) => (list ?? []).map((topic) => topic.trim()).filter(Boolean);
+  return { allowList: topics(rules?.allowList), denyList: topics(rules?.denyList) };
 }

@@ -176,6 +176,7 @@ async function handleGraphQL(
       launcher: options.launcher,
       allowance: { used: false },
       acceptsIncremental: acceptance.multipart || acceptance.sse,
+      publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']),
     }),
   });
   if (response.body.kind === 'complete' && /^text\/html/i.test(response.headers.get('content-type') ?? '')) {
@@ -394,4 +395,10 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
   res.statusCode = status;
   res.setHeader('content-type', 'application/json; charset=utf-8');
   res.end(JSON.stringify(body));
+}
+
+/** A header's value (the first, when repeated); undefined when absent or empty. */
+function headerValue(value: string | string[] | undefined): string | undefined {
+  const first = Array.isArray(value) ? value[0] : value;
+  return first?.trim() || undefined;
 }

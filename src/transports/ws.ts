@@ -62,7 +62,7 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
   const protocol = makeServer<Record<string, unknown>, Record<string, never>>(
     {
       schema,
-      context: (_ctx, id, payload, args): OperationContext => {
+      context: (ctx, id, payload, args): OperationContext => {
         const requestId = randomUUID();
         const bindings = { requestId, operationId: id, transport: 'ws' };
         // A subscription's stream stops its run when it ends; queries and mutations get a signal.
@@ -78,6 +78,8 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
           launcher,
           allowance: { used: false },
           acceptsIncremental: true,
+          // Browsers cannot set headers on a WebSocket: the key comes in connection_init's payload.
+          publicApiKey: stringParam(ctx.connectionParams, 'x-copilotcloud-public-api-key'),
           controller,
           // The payload is the parsed message graphql-ws received (typed read-only for hooks).
           releaseMessage: () => Object.assign(payload, { variables: undefined, query: '' }),
@@ -335,4 +337,9 @@ function isSameOrigin(origin: string, host: string | undefined): boolean {
   } catch {
     return false;
   }
+}
+
+function stringParam(params: Record<string, unknown> | undefined, name: string): string | undefined {
+  const value = params?.[name];
+  return typeof value === 'string' && value.trim() ? value.trim() : undefined;
 }

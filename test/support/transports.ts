@@ -31,6 +31,8 @@ export interface RunOptions {
   properties?: Record<string, unknown>;
   /** Abort the request as soon as the first text chunk has arrived (the outcome is then partial). */
   abortOnFirstText?: boolean;
+  /** Request headers (over graphql-ws: connection_init's payload, names lowercased). */
+  headers?: Record<string, string>;
 }
 
 /** A client transport: the stock client over multipart HTTP, urql over SSE, or graphql-ws. */
@@ -48,7 +50,7 @@ const multipart: Transport = {
     // leaves its stream open, as the reference client does: the error ends the wait here.
     let reportError!: (error: any) => void;
     const errored = new Promise<{ error: any }>((resolve) => (reportError = (error) => resolve({ error })));
-    const client = new CopilotRuntimeClient({ url: gateway.url, handleGQLErrors: reportError });
+    const client = new CopilotRuntimeClient({ url: gateway.url, handleGQLErrors: reportError, ...(options.headers ? { headers: options.headers } : {}) });
     const controller = new AbortController();
     const stream = client.asStream(client.generateCopilotResponse({ data: data as any, properties: options.properties, signal: controller.signal }));
     const reader = stream.getReader();
@@ -79,7 +81,7 @@ const sse: Transport = {
     const client = new UrqlClient({
       url: gateway.url,
       exchanges: [cacheExchange, fetchExchange], // as the stock client: cacheExchange adds __typename
-      fetchOptions: { headers: { accept: 'text/event-stream' } },
+      fetchOptions: { headers: { ...options.headers, accept: 'text/event-stream' } },
     });
     // urql never tears a mutation down; like the stock client, abort through the fetch's own signal.
     const controller = new AbortController();
@@ -172,7 +174,8 @@ export const RUN_SUBSCRIPTION = /* GraphQL */ `
 const graphqlWs: Transport = {
   name: 'graphql-ws',
   async run(gateway, data, options = {}) {
-    const client = createClient({ url: gateway.wsUrl, webSocketImpl: WebSocket, retryAttempts: 0, lazy: true });
+    const connectionParams = options.headers ? Object.fromEntries(Object.entries(options.headers).map(([name, value]) => [name.toLowerCase(), value])) : undefined;
+    const client = createClient({ url: gateway.wsUrl, webSocketImpl: WebSocket, retryAttempts: 0, lazy: true, ...(connectionParams ? { connectionParams } : {}) });
     const outcome: Outcome = { messages: [], metaEvents: [], status: { code: 'Missing' } };
     const open = new Map<string, OutcomeMessage>();
     const sequences: number[] = [];
