@@ -21,6 +21,8 @@ import { AgentRegistry } from './agents/registry.js';
 import { ConfigurationError } from './core/errors.js';
 import { Guardrails, type GuardrailsOptions } from './engine/guardrails.js';
 import { RunLauncher } from './engine/launcher.js';
+import { resolveHooks, type RequestHooks } from './engine/hooks.js';
+import { ObservedAdapter, resolveObservability, type ObservabilityOptions } from './adapters/observed.js';
 import { resolveModelLimits, type ModelLimits, type ModelLimitsOptions } from './engine/model-limits.js';
 import type { GatewayContext } from './graphql/context.js';
 import { formatGraphQLError } from './graphql/errors.js';
@@ -107,6 +109,14 @@ export interface GatewayOptions {
    * (default Copilot Cloud's API) and how long it may take (`timeoutMs`, default 10000).
    */
   guardrails?: GuardrailsOptions;
+  /**
+   * Request middleware: `onBeforeRequest({threadId, runId, inputMessages, properties, url})` before a
+   * run (it may add `context`, or refuse by throwing a GatewayError), `onAfterRequest({…, outputMessages,
+   * status})` after it.
+   */
+  hooks?: RequestHooks;
+  /** Observability hooks around each model call (`handleRequest`, `handleResponse`, `handleError`, `progressive`). */
+  observability?: ObservabilityOptions;
 }
 
 export interface Gateway {
@@ -128,7 +138,7 @@ export interface Gateway {
 const OPTION_NAMES = new Set([
   'adapter', 'actions', 'agents', 'remoteEndpoints', 'discoveryWaitMs', 'path', 'logger', 'environment', 'corsOrigins', 'allowLoopbackOrigins', 'sandbox',
   'maxRounds', 'modelIdleTimeoutMs', 'agentIdleTimeoutMs', 'actionTimeoutMs', 'maxBodyBytes', 'maxConcurrentRuns', 'allowedHosts', 'keepAliveMs',
-  'modelLimits', 'mcpServers', 'allowClientMcpServers', 'guardrails',
+  'modelLimits', 'mcpServers', 'allowClientMcpServers', 'guardrails', 'hooks', 'observability',
 ]);
 
 /** Apollo Studio and the embedded Sandbox call the endpoint from these origins. */
@@ -148,7 +158,8 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const agents = new AgentRegistry([new StaticAgentSource(configuredAgents), ...endpoints], config.discoveryWaitMs, logger);
   const mcp = new McpServers(config.mcpServers, config.allowClientMcpServers, config.discoveryWaitMs, logger);
   const launcher = new RunLauncher({
-    adapter: config.adapter,
+    adapter: config.observability ? new ObservedAdapter(config.adapter, config.observability) : config.adapter,
+    hooks: config.hooks,
     actionSources: [new ServerActionRegistry(config.actions), ...endpoints, ...mcp.sources],
     mcp,
     guardrails: new Guardrails(upstream, config.guardrails),
@@ -292,6 +303,8 @@ interface ResolvedOptions {
   mcpServers: McpServerOptions[];
   allowClientMcpServers: boolean;
   guardrails: GuardrailsOptions;
+  hooks: RequestHooks;
+  observability: ObservabilityOptions | undefined;
 }
 
 function resolveOptions(options: GatewayOptions): ResolvedOptions {
@@ -363,6 +376,8 @@ function resolveOptions(options: GatewayOptions): ResolvedOptions {
     mcpServers: resolveMcpServers(options.mcpServers),
     allowClientMcpServers: options.allowClientMcpServers ?? false,
     guardrails: resolveGuardrails(options.guardrails),
+    hooks: resolveHooks(options.hooks),
+    observability: resolveObservability(options.observability),
   };
 }
 

@@ -16,6 +16,8 @@ export const ERROR_CODES = {
   OVERLOADED: { status: 503, where: 'request', meaning: 'The process serves its most runs at once; try again shortly.' },
   MODEL_NOT_ALLOWED: { status: 403, where: 'request', meaning: 'forwardedParameters.model names a model outside modelLimits.allowedModels.' },
   LIMIT_EXCEEDED: { status: 400, where: 'request', meaning: 'maxTokens, or the conversation sent to the model, is over modelLimits (a failed run when server-side results grow it past them).' },
+  REQUEST_REFUSED: { status: 403, where: 'request', meaning: 'The onBeforeRequest hook refused the request (a code for hooks to throw).' },
+  HOOK_FAILED: { status: 500, where: 'request', meaning: 'The onBeforeRequest hook threw an unexpected error (logged in full).' },
   MISSING_PUBLIC_API_KEY: { status: 401, where: 'request', meaning: 'cloud.guardrails is set but the request has no X-CopilotCloud-Public-API-Key header.' },
   GUARDRAILS_VALIDATION_FAILED: { status: 403, where: 'run', meaning: 'The guardrails service denied the request; the run says why and fails (reason GUARDRAILS_VALIDATION_FAILED).' },
   NO_MODEL_CONFIGURED: { status: 400, where: 'run', meaning: 'The gateway has no model (EmptyAdapter) and the request needs one.' },

@@ -12,6 +12,7 @@ import type { RunRequest } from './request.js';
 import { Run, type RunDriver, type RunHandle } from './run.js';
 import { repairTranscript } from './transcript.js';
 import { guardrailsApply, type Guardrails } from './guardrails.js';
+import { afterRequest, beforeRequest, type RequestHooks } from './hooks.js';
 
 /** Who asked for the run: the request's id and logger, and a signal aborted when the client goes away. */
 export interface RunCaller {
@@ -42,6 +43,8 @@ export interface LauncherOptions extends AgentLoopOptions {
   mcp?: McpServers;
   /** Copilot Cloud input guardrails, for requests that set `cloud.guardrails`. */
   guardrails?: Guardrails;
+  /** onBeforeRequest / onAfterRequest. */
+  hooks?: RequestHooks;
 }
 
 /**
@@ -58,7 +61,9 @@ export class RunLauncher {
    * Starts a run and returns the view `attach` builds over it. Bad requests (an unknown agent, too
    * many runs) throw before anything runs.
    */
-  async start<View>(request: RunRequest, caller: RunCaller, attach: (run: RunHandle) => View): Promise<View> {
+  async start<View>(asked: RunRequest, caller: RunCaller, attach: (run: RunHandle) => View): Promise<View> {
+    const hooks = this.options.hooks ?? {};
+    const request = hooks.onBeforeRequest ? await beforeRequest(hooks, asked, caller.logger) : asked;
     if (this.active >= this.options.maxConcurrentRuns) {
       throw new GatewayError('OVERLOADED', `The gateway is serving its most runs at once (${this.options.maxConcurrentRuns}); try again shortly.`, {
         severity: 'warning',
@@ -77,6 +82,7 @@ export class RunLauncher {
       let driver = await this.driverFor(request, run.logger);
       if (guarded) driver = this.options.guardrails!.guard(driver, request.guardrails!, request.messages, caller.publicApiKey!);
       view = attach(run);
+      afterRequest(hooks, request, run, run.logger);
       run.start(driver).finally(() => this.active--);
     } catch (error) {
       this.active--;

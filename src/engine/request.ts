@@ -25,6 +25,8 @@ export interface RunRequest {
   agentStates: AgentStateInput[];
   /** Interrupt answers for the agent. */
   metaEvents: MetaEventInput[];
+  /** The frontend's URL (`frontend.url`), for hooks. */
+  url?: string;
   /** Copilot Cloud input guardrails (`cloud.guardrails.inputValidationRules`), when the request sets them. */
   guardrails?: GuardrailsRules;
 }

@@ -64,6 +64,7 @@ export function runRequestFromInput(data: GenerateCopilotResponseInput, properti
     agentStates,
     metaEvents,
     ...(data.cloud?.guardrails ? { guardrails: guardrailsFromInput(data.cloud.guardrails.inputValidationRules) } : {}),
+    ...(data.frontend.url ? { url: data.frontend.url } : {}),
   };
 }
 

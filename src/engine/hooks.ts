@@ -1,0 +1,137 @@
+import type { Logger } from 'pino';
+import { ConfigurationError, GatewayError } from '../core/errors.js';
+import type { SequencedEvent } from '../core/events.js';
+import type { ContextEntry, Message } from '../core/messages.js';
+import type { RunRequest } from './request.js';
+import type { RunHandle } from './run.js';
+
+/** What `onBeforeRequest` sees. */
+export interface RequestHookContext {
+  threadId: string;
+  runId: string;
+  inputMessages: readonly Message[];
+  properties: Record<string, unknown>;
+  /** The frontend's URL (`frontend.url`), when it sent one. */
+  url: string | undefined;
+}
+
+/** What `onAfterRequest` sees: the same, and the messages the run produced. */
+export interface AfterRequestContext extends RequestHookContext {
+  outputMessages: Message[];
+  /** How the run ended: `Success`, or `Failed` with the error's code. */
+  status: { code: 'Success' } | { code: 'Failed'; errorCode: string };
+}
+
+/** What `onBeforeRequest` may answer: more readable context for the model. */
+export interface BeforeRequestResult {
+  context?: ContextEntry[];
+}
+
+/**
+ * Request middleware. `onBeforeRequest` runs before the run starts, awaited: it may add context for
+ * the model, or refuse the request by throwing a GatewayError (its code and message reach the client;
+ * REQUEST_REFUSED is there for this); any other error is logged and the request fails with
+ * HOOK_FAILED. `onAfterRequest` runs once the run has finished, awaited off the stream (the client has
+ * its answer); what it throws is logged.
+ */
+export interface RequestHooks {
+  onBeforeRequest?(context: RequestHookContext): BeforeRequestResult | void | Promise<BeforeRequestResult | void>;
+  onAfterRequest?(context: AfterRequestContext): void | Promise<void>;
+}
+
+export function resolveHooks(hooks: unknown): RequestHooks {
+  if (hooks === undefined) return {};
+  if (hooks === null || typeof hooks !== 'object') throw new ConfigurationError('options.hooks must be an object: {onBeforeRequest?, onAfterRequest?}.');
+  for (const [name, value] of Object.entries(hooks)) {
+    if (name !== 'onBeforeRequest' && name !== 'onAfterRequest') throw new ConfigurationError(`Unknown hook "hooks.${name}". Known: onBeforeRequest, onAfterRequest.`);
+    if (value !== undefined && typeof value !== 'function') throw new ConfigurationError(`hooks.${name} must be a function.`);
+  }
+  return hooks as RequestHooks;
+}
+
+/** Runs `onBeforeRequest`; resolves with the request as the run should see it. */
+export async function beforeRequest(hooks: RequestHooks, request: RunRequest, logger: Logger): Promise<RunRequest> {
+  if (!hooks.onBeforeRequest) return request;
+  let result: BeforeRequestResult | void;
+  try {
+    result = await hooks.onBeforeRequest({ threadId: request.threadId, runId: request.runId, inputMessages: request.messages, properties: request.properties, url: request.url });
+  } catch (error) {
+    if (error instanceof GatewayError) throw error;
+    logger.error({ err: error }, 'the onBeforeRequest hook threw');
+    throw new GatewayError('HOOK_FAILED', 'The request could not be accepted: a check of this gateway failed. Try again, or report it with the request id.');
+  }
+  const extra = result?.context;
+  if (!extra?.length) return request;
+  const context = extra.filter((entry) => typeof entry?.description === 'string' && typeof entry?.value === 'string');
+  return { ...request, context: [...request.context, ...context] };
+}
+
+/** Calls `onAfterRequest` once `run` has finished, with the messages it produced. */
+export function afterRequest(hooks: RequestHooks, request: RunRequest, run: RunHandle, logger: Logger): void {
+  const hook = hooks.onAfterRequest;
+  if (!hook) return;
+  const collector = new OutputCollector();
+  const unsubscribe = run.subscribe((event) => collector.add(event));
+  void run.finished.then(async (status) => {
+    unsubscribe();
+    try {
+      await hook({
+        threadId: request.threadId,
+        runId: request.runId,
+        inputMessages: request.messages,
+        properties: request.properties,
+        url: request.url,
+        outputMessages: collector.messages,
+        status: status.code === 'Failed' ? { code: 'Failed', errorCode: status.details.code } : { code: 'Success' },
+      });
+    } catch (error) {
+      logger.error({ err: error }, 'the onAfterRequest hook threw');
+    }
+  });
+}
+
+/** The messages a run produced, from its events: texts, action executions (with their arguments) and results. */
+class OutputCollector {
+  readonly messages: Message[] = [];
+  private readonly open = new Map<string, { kind: 'text'; content: string[] } | { kind: 'call'; args: string[] }>();
+
+  add(event: SequencedEvent): void {
+    switch (event.type) {
+      case 'TextMessageStart':
+        this.open.set(event.messageId, { kind: 'text', content: [] });
+        break;
+      case 'TextMessageContent': {
+        const open = this.open.get(event.messageId);
+        if (open?.kind === 'text') open.content.push(event.content);
+        break;
+      }
+      case 'TextMessageEnd': {
+        const open = this.open.get(event.messageId);
+        if (open?.kind === 'text') this.messages.push({ kind: 'text', id: event.messageId, role: 'assistant', content: open.content.join('') });
+        this.open.delete(event.messageId);
+        break;
+      }
+      case 'ActionExecutionStart':
+        this.open.set(event.actionExecutionId, { kind: 'call', args: [] });
+        this.messages.push({ kind: 'actionExecution', id: event.actionExecutionId, name: event.actionName, arguments: '', parentMessageId: event.parentMessageId });
+        break;
+      case 'ActionExecutionArgs': {
+        const open = this.open.get(event.actionExecutionId);
+        if (open?.kind === 'call') open.args.push(event.args);
+        break;
+      }
+      case 'ActionExecutionEnd': {
+        const open = this.open.get(event.actionExecutionId);
+        const call = this.messages.find((m) => m.kind === 'actionExecution' && m.id === event.actionExecutionId);
+        if (open?.kind === 'call' && call?.kind === 'actionExecution') call.arguments = open.args.join('');
+        this.open.delete(event.actionExecutionId);
+        break;
+      }
+      case 'ActionExecutionResult':
+        this.messages.push({ kind: 'result', id: event.messageId, actionExecutionId: event.actionExecutionId, actionName: event.actionName, result: event.result });
+        break;
+      default:
+        break;
+    }
+  }
+}
