@@ -3,7 +3,7 @@ import type { APIError } from '@anthropic-ai/sdk';
 import type { MessageCreateParamsStreaming, RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages/messages';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
-import { upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
+import { commonCauseHint, upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
 import { parseRetryAfter } from '../upstream/retry.js';
 import type { ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
 import { toAnthropicMessages, toAnthropicToolChoice, toAnthropicTools } from './anthropic-messages.js';
@@ -143,7 +143,7 @@ function providerError(sdk: AnthropicSdk, error: unknown, phase: 'connect' | 'st
       });
     }
     const retryAfterMs = parseRetryAfter(error.headers?.get('retry-after'));
-    const hint = error.status === 401 || error.status === 403 ? 'Check ANTHROPIC_API_KEY.' : error.status === 404 ? 'Check the model name (ANTHROPIC_MODEL).' : undefined;
+    const hint = error.status === 401 || error.status === 403 ? 'Check ANTHROPIC_API_KEY.' : commonCauseHint(error.status, detail, 'ANTHROPIC_MODEL');
     return upstreamStatusError(WHO, error.status, {
       // The provider's explanation of a bad request helps; its server errors may hold internals.
       detail: error.status < 500 ? detail : undefined,

@@ -1,7 +1,7 @@
 import type { ApiError, GenerateContentConfig, GenerateContentResponse, GoogleGenAI } from '@google/genai';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
-import { upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
+import { commonCauseHint, upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
 import type { ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
 import { toGeminiContents, toGeminiFunctions, toGeminiToolConfig } from './google-messages.js';
 
@@ -142,7 +142,7 @@ function providerError(sdk: GoogleSdk, error: unknown, phase: 'connect' | 'strea
     }
     // Gemini answers a bad key with 400 API_KEY_INVALID: that is a refused credential.
     const status = error.status === 400 && /API_KEY_INVALID|API key not valid/i.test(error.message) ? 401 : error.status;
-    const hint = status === 401 || status === 403 ? 'Check GOOGLE_API_KEY.' : status === 404 ? 'Check the model name (GOOGLE_MODEL).' : undefined;
+    const hint = status === 401 || status === 403 ? 'Check GOOGLE_API_KEY.' : commonCauseHint(status, detail, 'GOOGLE_MODEL');
     return upstreamStatusError(WHO, status, { detail: status < 500 ? detail : undefined, hint, cause: error });
   }
   if (phase === 'connect') {

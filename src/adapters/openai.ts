@@ -4,6 +4,7 @@ import type { ChatCompletionChunk, ChatCompletionCreateParamsStreaming } from 'o
 import type { ResponseCreateParamsStreaming } from 'openai/resources/responses/responses';
 import { ConfigurationError, UpstreamError } from '../core/errors.js';
 import { UpstreamClient } from '../upstream/client.js';
+import { commonCauseHint } from '../upstream/errors.js';
 import { retryPolicy, type RetryPolicy } from '../upstream/retry.js';
 import type { ForwardedParameters, ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
 import { toChatMessages, toChatTools, toToolChoice } from './openai-messages.js';
@@ -185,6 +186,9 @@ function withHint(error: unknown): unknown {
   if (error.code === 'UPSTREAM_UNREACHABLE') {
     return new UpstreamError(error.code, `${error.message} Check OPENAI_BASE_URL and that the server is running.`, { cause: error.cause, details: error.details });
   }
+  const status = error.details?.upstreamStatus;
+  const hint = typeof status === 'number' ? commonCauseHint(status, error.message, 'OPENAI_MODEL') : undefined;
+  if (hint) return new UpstreamError(error.code, `${error.message.replace(/\.$/, '')}. ${hint}`, { cause: error.cause, details: error.details });
   return error;
 }
 

@@ -27,6 +27,21 @@ export interface StatusErrorOptions {
   retryAfterSeconds?: number;
 }
 
+/**
+ * What to check when a model provider refuses a request for one of the common reasons: a model it
+ * does not have (404), or a conversation longer than the model's context window (a 400 or 413 whose
+ * explanation says so, in each provider's words).
+ */
+export function commonCauseHint(status: number, detail: string | undefined, modelVariable: string): string | undefined {
+  if (status === 404) return `Check the model name (${modelVariable}).`;
+  if ((status === 400 || status === 413) && detail && CONTEXT_TOO_LONG.test(detail)) {
+    return 'The conversation is longer than the model can take: start a new thread, or cap it with MAX_INPUT_CHARS.';
+  }
+  return undefined;
+}
+
+const CONTEXT_TOO_LONG = /context[_ ]length|context window|maximum context|prompt is too long|too many tokens|exceeds the maximum number of tokens|input is too long|reduce the length/i;
+
 /** An error for an upstream that answered with a non-success HTTP status. */
 export function upstreamStatusError(who: string, status: number, options: StatusErrorOptions = {}): UpstreamError {
   const code = codeForStatus(status);

@@ -18,6 +18,7 @@ import { close, listen } from './loopback.js';
  *   [cut]                      two tokens, then the connection is destroyed
  *   [stall]                    one token, then nothing until the client goes away
  *   [no-stop]                  two tokens and message_stop, but no message_delta with a stop reason
+ *   [too-long]                 400 "prompt is too long", in Anthropic's words
  * When the last user turn holds tool results, it answers "Tool result received: <content>".
  */
 export class FakeAnthropic {
@@ -57,6 +58,11 @@ export class FakeAnthropic {
     const directive = (name: string) => prompt.match(new RegExp(`\\[${name}=([^\\]]*)\\]`))?.[1];
     const delay = Number(directive('delay') ?? 0);
 
+    if (prompt.includes('[too-long]')) {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: 'prompt is too long: 210000 tokens > 200000 maximum' } }));
+      return;
+    }
     const fail = directive('fail');
     if (fail && !toolResult) {
       const type = { 400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error', 429: 'rate_limit_error', 529: 'overloaded_error' }[fail] ?? 'api_error';

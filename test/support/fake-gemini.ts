@@ -21,6 +21,7 @@ import { close, listen } from './loopback.js';
  *   [cut]                      two tokens, then the connection is destroyed
  *   [stall]                    one token, then nothing until the client goes away
  *   [no-finish]                two tokens and the end of the stream, without a finishReason
+ *   [too-long]                 400 "exceeds the maximum number of tokens", in Gemini's words
  * When the last user content holds function responses, it answers "Tool result received: <result>".
  */
 export class FakeGemini {
@@ -62,6 +63,11 @@ export class FakeGemini {
     const directive = (name: string) => prompt.match(new RegExp(`\\[${name}=([^\\]]*)\\]`))?.[1];
     const delay = Number(directive('delay') ?? 0);
 
+    if (prompt.includes('[too-long]')) {
+      res.writeHead(400, { 'content-type': 'application/json; charset=UTF-8' });
+      res.end(JSON.stringify({ error: { code: 400, message: 'The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).', status: 'INVALID_ARGUMENT' } }));
+      return;
+    }
     const fail = directive('fail') ?? (prompt.includes('[bad-key]') ? '400' : undefined);
     if (fail && !responsePart) {
       const status = { 400: 'INVALID_ARGUMENT', 401: 'UNAUTHENTICATED', 403: 'PERMISSION_DENIED', 404: 'NOT_FOUND', 429: 'RESOURCE_EXHAUSTED', 500: 'INTERNAL', 503: 'UNAVAILABLE' }[fail] ?? 'UNKNOWN';

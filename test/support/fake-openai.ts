@@ -16,6 +16,7 @@ import { close, listen } from './loopback.js';
  *   [cut]                      send two tokens, then destroy the connection (no [DONE])
  *   [stall]                    send one token, then nothing until the client goes away
  *   [no-finish]                send two tokens and [DONE], but no finish_reason (an answer cut short)
+ *   [too-long]                 400 context_length_exceeded, in OpenAI's words
  * When the last message is a tool result, it answers "Tool result received: <result>".
  */
 export class FakeOpenAI {
@@ -67,6 +68,11 @@ export class FakeOpenAI {
     const directive = (name: string) => prompt.match(new RegExp(`\\[${name}=([^\\]]*)\\]`))?.[1];
     const delay = Number(directive('delay') ?? 0);
 
+    if (prompt.includes('[too-long]')) {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens. Please reduce the length of the messages.", type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded' } }));
+      return;
+    }
     const fail = directive('fail');
     if (fail && last.role !== 'tool') {
       res.writeHead(Number(fail), { 'content-type': 'application/json' });
@@ -182,6 +188,11 @@ export class FakeOpenAI {
     const prompt: string = typeof lastUser?.content === 'string' ? lastUser.content : '';
     const directive = (name: string) => prompt.match(new RegExp(`\\[${name}=([^\\]]*)\\]`))?.[1];
     const delay = Number(directive('delay') ?? 0);
+    if (prompt.includes('[too-long]')) {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: 'Your input exceeds the context window of this model. Please adjust your input and try again.', type: 'invalid_request_error', param: 'input', code: 'context_length_exceeded' } }));
+      return;
+    }
     const fail = directive('fail');
     if (fail && last?.type !== 'function_call_output') {
       res.writeHead(Number(fail), { 'content-type': 'application/json' });
