@@ -12,6 +12,7 @@ function configurationError(options: unknown): string {
     createGateway({ logger: silentLogger, ...(options as GatewayOptions) });
   } catch (error) {
     expect(error).toBeInstanceOf(ConfigurationError);
+    expect((error as ConfigurationError).code).toBe('CONFIGURATION_ERROR');
     return (error as Error).message;
   }
   throw new Error('expected a ConfigurationError');

@@ -262,6 +262,14 @@ describe('DNS-rebinding protection in development', () => {
     expect(await request(`dev.example.test:${port}`)).toBe('HTTP/1.1 200 OK');
     expect(await request(`localhost.:${port}`)).toBe('HTTP/1.1 200 OK');
     expect(await request(`rebind.attacker.example:${port}`)).toBe('HTTP/1.1 403 Forbidden');
+    const refused = await new Promise<string>((resolve, reject) => {
+      let text = '';
+      const socket = connect(Number(port), '127.0.0.1', () => socket.write(`GET /health HTTP/1.1\r\nHost: rebind.attacker.example:${port}\r\nConnection: close\r\n\r\n`));
+      socket.on('data', (data) => (text += data));
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(JSON.parse(refused.slice(refused.indexOf('\r\n\r\n') + 4)).errors[0].extensions.code).toBe('FORBIDDEN_HOST');
     const upgrade = await rawRequest(
       url,
       `GET /api/copilotkit HTTP/1.1\r\nHost: rebind.attacker.example:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +

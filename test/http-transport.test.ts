@@ -222,6 +222,7 @@ describe('CORS', () => {
     const response = await preflight(url, 'https://evil.example');
     expect(response.status).toBe(403);
     expect(response.headers.get('access-control-allow-origin')).toBeNull();
+    expect((await response.json()).errors[0].extensions.code).toBe('FORBIDDEN_ORIGIN');
     const actual = await post(url, { query: '{ hello }' }, { origin: 'https://evil.example' });
     expect(actual.headers.get('access-control-allow-origin')).toBeNull();
     expect(await preflight(url, 'http://localhost.evil.example:3000').then((r) => r.status)).toBe(403);
