@@ -105,12 +105,12 @@ describe("the stock client's documents", () => {
 });
 
 describe('PROTOCOL.md', () => {
-  it('lists every error code of the error table, with its status, and no other', () => {
+  it('lists every error code of the error table, with its status, severity and visibility, and no other', () => {
     const protocol = readFileSync(new URL('../PROTOCOL.md', import.meta.url), 'utf8');
     const section = protocol.slice(protocol.indexOf('### 5.5 Every code'), protocol.indexOf('## 6. Differences'));
-    const documented = new Map<string, number>();
-    for (const [, code, status] of section.matchAll(/^\| `([A-Z_]+)` \| (\d{3}) \|/gm)) documented.set(code, Number(status));
-    const table = new Map(Object.entries(ERROR_CODES).map(([code, entry]) => [code, entry.status as number]));
+    const documented = new Map<string, string>();
+    for (const [, code, status, severity, visibility] of section.matchAll(/^\| `([A-Z_]+)` \| (\d{3}) \| (\w+) \| (\w+) \|/gm)) documented.set(code, `${status} ${severity} ${visibility}`);
+    const table = new Map(Object.entries(ERROR_CODES).map(([code, entry]) => [code, `${entry.status} ${entry.severity} ${entry.visibility}`]));
     expect([...documented.entries()].sort()).toEqual([...table.entries()].sort());
   });
 });

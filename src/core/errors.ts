@@ -1,6 +1,6 @@
 /**
- * Every error code the gateway reports, in one table: the HTTP status it stands for, where a client
- * meets it, and what it means. PROTOCOL.md §5.5 lists the same codes (a test holds the two together).
+ * Every error code the gateway reports, in one table: the HTTP status it stands for, its default
+ * severity and visibility (an error may say otherwise), where a client meets it, and what it means. PROTOCOL.md §5.5 lists the same codes (a test holds the two together).
  *
  * Where a code appears:
  * - `request`: a GraphQL error before anything runs (`data: null`, HTTP 200 like the reference).
@@ -10,41 +10,41 @@
  * - `startup`: a configuration mistake, reported when the gateway is built; never on the wire.
  */
 export const ERROR_CODES = {
-  BAD_USER_INPUT: { status: 400, where: 'request', meaning: 'The input failed a check before the run.' },
-  NOT_SUPPORTED: { status: 501, where: 'request', meaning: 'A feature this gateway does not offer (the Assistants API), or a forwarded parameter its model adapter cannot apply.' },
-  AGENT_NOT_FOUND: { status: 404, where: 'request', meaning: 'No agent of that name; details list the available ones.' },
-  OVERLOADED: { status: 503, where: 'request', meaning: 'The process serves its most runs at once; try again shortly.' },
-  MODEL_NOT_ALLOWED: { status: 403, where: 'request', meaning: 'forwardedParameters.model names a model outside modelLimits.allowedModels.' },
-  LIMIT_EXCEEDED: { status: 400, where: 'request', meaning: 'maxTokens, or the conversation sent to the model, is over modelLimits (a failed run when server-side results grow it past them).' },
-  REQUEST_REFUSED: { status: 403, where: 'request', meaning: 'The onBeforeRequest hook refused the request (a code for hooks to throw).' },
-  HOOK_FAILED: { status: 500, where: 'request', meaning: 'The onBeforeRequest hook threw an unexpected error (logged in full).' },
-  MISSING_PUBLIC_API_KEY: { status: 401, where: 'request', meaning: 'cloud.guardrails is set but the request has no X-CopilotCloud-Public-API-Key header.' },
-  GUARDRAILS_VALIDATION_FAILED: { status: 403, where: 'run', meaning: 'The guardrails service denied the request; the run says why and fails (reason GUARDRAILS_VALIDATION_FAILED).' },
-  NO_MODEL_CONFIGURED: { status: 400, where: 'run', meaning: 'The gateway has no model (EmptyAdapter) and the request needs one.' },
-  UPSTREAM_AUTHENTICATION_FAILED: { status: 502, where: 'run', meaning: 'An upstream answered 401 or 403.' },
-  UPSTREAM_RATE_LIMITED: { status: 429, where: 'run', meaning: 'An upstream answered 429, after the retries.' },
-  UPSTREAM_REJECTED: { status: 502, where: 'run', meaning: 'An upstream answered another 4xx.' },
-  UPSTREAM_UNAVAILABLE: { status: 502, where: 'run', meaning: 'An upstream answered 5xx, after the retries.' },
-  UPSTREAM_UNREACHABLE: { status: 502, where: 'run', meaning: 'An upstream could not be reached (refused, reset, DNS), after the retries.' },
-  UPSTREAM_TIMEOUT: { status: 504, where: 'run', meaning: 'An upstream sent nothing in time (idle, connect or answer timeout).' },
-  UPSTREAM_STREAM_INTERRUPTED: { status: 502, where: 'run', meaning: 'An upstream stream broke off or ended before it was complete.' },
-  UPSTREAM_BAD_RESPONSE: { status: 502, where: 'run', meaning: 'An upstream sent something unreadable (a malformed line or event).' },
-  AGENT_ERROR: { status: 502, where: 'run', meaning: 'The agent reported an error of its own.' },
-  CLIENT_DISCONNECTED: { status: 499, where: 'run', meaning: 'The client went away before the run finished (logs only).' },
-  INTERNAL_SERVER_ERROR: { status: 500, where: 'run', meaning: 'Unexpected error, masked as "Unexpected error." and logged in full.' },
-  CONFIGURATION_ERROR: { status: 500, where: 'startup', meaning: 'Invalid configuration.' },
-  INVALID_ARGUMENTS: { status: 400, where: 'action', meaning: 'The arguments of an action call failed its schema.' },
-  ACTION_FAILED: { status: 500, where: 'action', meaning: 'A server-side action threw.' },
-  ACTION_TIMEOUT: { status: 504, where: 'action', meaning: 'A server-side or remote action took longer than actionTimeoutMs.' },
-  BAD_REQUEST: { status: 400, where: 'http', meaning: 'A malformed HTTP request (invalid JSON, batching, bad method).' },
-  NOT_FOUND: { status: 404, where: 'http', meaning: 'A path other than the GraphQL path and /health.' },
-  FORBIDDEN_ORIGIN: { status: 403, where: 'http', meaning: 'A CORS preflight from an origin that is not allowed.' },
-  FORBIDDEN_HOST: { status: 403, where: 'http', meaning: 'In development, a Host that is not loopback, an IP or allowed.' },
-  PAYLOAD_TOO_LARGE: { status: 413, where: 'http', meaning: 'A body over maxBodyBytes.' },
-  NOT_ACCEPTABLE: { status: 406, where: 'http', meaning: 'A streaming operation for a client that takes no streaming format.' },
-  GRAPHQL_PARSE_FAILED: { status: 400, where: 'http', meaning: 'The document does not parse.' },
-  GRAPHQL_VALIDATION_FAILED: { status: 400, where: 'http', meaning: 'The document fails validation.' },
-} as const satisfies Record<string, { status: number; where: ErrorPlace; meaning: string }>;
+  BAD_USER_INPUT: { status: 400, severity: 'error', visibility: 'banner', where: 'request', meaning: 'The input failed a check before the run.' },
+  NOT_SUPPORTED: { status: 501, severity: 'error', visibility: 'banner', where: 'request', meaning: 'A feature this gateway does not offer (the Assistants API), or a forwarded parameter its model adapter cannot apply.' },
+  AGENT_NOT_FOUND: { status: 404, severity: 'error', visibility: 'banner', where: 'request', meaning: 'No agent of that name; details list the available ones.' },
+  OVERLOADED: { status: 503, severity: 'warning', visibility: 'banner', where: 'request', meaning: 'The process serves its most runs at once; try again shortly.' },
+  MODEL_NOT_ALLOWED: { status: 403, severity: 'warning', visibility: 'banner', where: 'request', meaning: 'forwardedParameters.model names a model outside modelLimits.allowedModels.' },
+  LIMIT_EXCEEDED: { status: 400, severity: 'warning', visibility: 'banner', where: 'request', meaning: 'maxTokens, or the conversation sent to the model, is over modelLimits (a failed run when server-side results grow it past them).' },
+  REQUEST_REFUSED: { status: 403, severity: 'warning', visibility: 'banner', where: 'request', meaning: 'The onBeforeRequest hook refused the request (a code for hooks to throw).' },
+  HOOK_FAILED: { status: 500, severity: 'critical', visibility: 'banner', where: 'request', meaning: 'The onBeforeRequest hook threw an unexpected error (logged in full).' },
+  MISSING_PUBLIC_API_KEY: { status: 401, severity: 'error', visibility: 'banner', where: 'request', meaning: 'cloud.guardrails is set but the request has no X-CopilotCloud-Public-API-Key header.' },
+  GUARDRAILS_VALIDATION_FAILED: { status: 403, severity: 'warning', visibility: 'banner', where: 'run', meaning: 'The guardrails service denied the request; the run says why and fails (reason GUARDRAILS_VALIDATION_FAILED).' },
+  NO_MODEL_CONFIGURED: { status: 400, severity: 'critical', visibility: 'banner', where: 'run', meaning: 'The gateway has no model (EmptyAdapter) and the request needs one.' },
+  UPSTREAM_AUTHENTICATION_FAILED: { status: 502, severity: 'critical', visibility: 'banner', where: 'run', meaning: 'An upstream answered 401 or 403.' },
+  UPSTREAM_RATE_LIMITED: { status: 429, severity: 'warning', visibility: 'banner', where: 'run', meaning: 'An upstream answered 429, after the retries.' },
+  UPSTREAM_REJECTED: { status: 502, severity: 'error', visibility: 'banner', where: 'run', meaning: 'An upstream answered another 4xx.' },
+  UPSTREAM_UNAVAILABLE: { status: 502, severity: 'error', visibility: 'banner', where: 'run', meaning: 'An upstream answered 5xx, after the retries.' },
+  UPSTREAM_UNREACHABLE: { status: 502, severity: 'error', visibility: 'banner', where: 'run', meaning: 'An upstream could not be reached (refused, reset, DNS), after the retries.' },
+  UPSTREAM_TIMEOUT: { status: 504, severity: 'error', visibility: 'banner', where: 'run', meaning: 'An upstream sent nothing in time (idle, connect or answer timeout).' },
+  UPSTREAM_STREAM_INTERRUPTED: { status: 502, severity: 'error', visibility: 'banner', where: 'run', meaning: 'An upstream stream broke off or ended before it was complete.' },
+  UPSTREAM_BAD_RESPONSE: { status: 502, severity: 'error', visibility: 'banner', where: 'run', meaning: 'An upstream sent something unreadable (a malformed line or event).' },
+  AGENT_ERROR: { status: 502, severity: 'error', visibility: 'banner', where: 'run', meaning: 'The agent reported an error of its own.' },
+  CLIENT_DISCONNECTED: { status: 499, severity: 'info', visibility: 'silent', where: 'run', meaning: 'The client went away before the run finished (logs only).' },
+  INTERNAL_SERVER_ERROR: { status: 500, severity: 'critical', visibility: 'banner', where: 'run', meaning: 'Unexpected error, masked as "Unexpected error." and logged in full.' },
+  CONFIGURATION_ERROR: { status: 500, severity: 'critical', visibility: 'banner', where: 'startup', meaning: 'Invalid configuration.' },
+  INVALID_ARGUMENTS: { status: 400, severity: 'error', visibility: 'banner', where: 'action', meaning: 'The arguments of an action call failed its schema.' },
+  ACTION_FAILED: { status: 500, severity: 'error', visibility: 'banner', where: 'action', meaning: 'A server-side action threw.' },
+  ACTION_TIMEOUT: { status: 504, severity: 'error', visibility: 'banner', where: 'action', meaning: 'A server-side or remote action took longer than actionTimeoutMs.' },
+  BAD_REQUEST: { status: 400, severity: 'error', visibility: 'banner', where: 'http', meaning: 'A malformed HTTP request (invalid JSON, batching, bad method).' },
+  NOT_FOUND: { status: 404, severity: 'error', visibility: 'banner', where: 'http', meaning: 'A path other than the GraphQL path and /health.' },
+  FORBIDDEN_ORIGIN: { status: 403, severity: 'error', visibility: 'banner', where: 'http', meaning: 'A CORS preflight from an origin that is not allowed.' },
+  FORBIDDEN_HOST: { status: 403, severity: 'error', visibility: 'banner', where: 'http', meaning: 'In development, a Host that is not loopback, an IP or allowed.' },
+  PAYLOAD_TOO_LARGE: { status: 413, severity: 'error', visibility: 'banner', where: 'http', meaning: 'A body over maxBodyBytes.' },
+  NOT_ACCEPTABLE: { status: 406, severity: 'error', visibility: 'banner', where: 'http', meaning: 'A streaming operation for a client that takes no streaming format.' },
+  GRAPHQL_PARSE_FAILED: { status: 400, severity: 'error', visibility: 'banner', where: 'http', meaning: 'The document does not parse.' },
+  GRAPHQL_VALIDATION_FAILED: { status: 400, severity: 'error', visibility: 'banner', where: 'http', meaning: 'The document fails validation.' },
+} as const satisfies Record<string, { status: number; severity: Severity; visibility: Visibility; where: ErrorPlace; meaning: string }>;
 
 export type ErrorPlace = 'request' | 'run' | 'http' | 'action' | 'startup';
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -59,7 +59,7 @@ export type Severity = 'critical' | 'error' | 'warning' | 'info';
 export type Visibility = 'banner' | 'toast' | 'silent';
 
 export interface GatewayErrorOptions {
-  /** Overrides the status of the code's table entry. */
+  /** Overrides the status of the code's table entry (so do `severity` and `visibility`). */
   status?: number;
   severity?: Severity;
   visibility?: Visibility;
@@ -85,8 +85,8 @@ export class GatewayError extends Error {
     this.name = 'GatewayError';
     this.code = code;
     this.status = options.status ?? statusOf(code);
-    this.severity = options.severity ?? 'error';
-    this.visibility = options.visibility ?? 'banner';
+    this.severity = options.severity ?? ERROR_CODES[code].severity;
+    this.visibility = options.visibility ?? ERROR_CODES[code].visibility;
     this.details = options.details;
   }
 

@@ -62,7 +62,7 @@ export class Guardrails {
       context.writer.textContent(messageId, reason);
       context.writer.textEnd(messageId);
       context.logger.info({ guardrailsReason: reason }, 'guardrails denied the request');
-      throw new GatewayError('GUARDRAILS_VALIDATION_FAILED', reason, { severity: 'warning', details: { guardrailsReason: reason } });
+      throw new GatewayError('GUARDRAILS_VALIDATION_FAILED', reason, { details: { guardrailsReason: reason } });
     };
   }
 
