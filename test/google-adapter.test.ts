@@ -88,7 +88,8 @@ describe('the conversation in Gemini’s shape', () => {
         role: 'model',
         parts: [
           { functionCall: { id: 'c1', name: 'weather', args: { city: 'Paris' } }, thoughtSignature: 'sig-1' },
-          { functionCall: { id: 'c2', name: 'weather', args: {} } },
+          // A call this process did not see Gemini make: the documented placeholder signature.
+          { functionCall: { id: 'c2', name: 'weather', args: {} }, thoughtSignature: 'skip_thought_signature_validator' },
         ],
       },
       {
@@ -155,6 +156,8 @@ describe('GoogleAdapter (Gemini API streaming on the official SDK)', () => {
     ['[fail=503]', 'UPSTREAM_UNAVAILABLE', /failed \(HTTP 503\)\.$/],
     ['[midstream-error]', 'UPSTREAM_UNAVAILABLE', /./],
     ['[safety]', 'UPSTREAM_REJECTED', /stopped its answer \(SAFETY\)/],
+    ['[blocked]', 'UPSTREAM_REJECTED', /refused the prompt \(PROHIBITED_CONTENT\)/],
+    ['[malformed]', 'UPSTREAM_BAD_RESPONSE', /could not complete \(MALFORMED_FUNCTION_CALL\)/],
     ['[cut]', 'UPSTREAM_STREAM_INTERRUPTED', /broke off in the middle of its answer/],
     ['[no-finish]', 'UPSTREAM_STREAM_INTERRUPTED', /ended its stream before the answer was complete/],
   ])('fails %s with %s and a message that says what to check', async (prompt, code, message) => {

@@ -79,19 +79,19 @@ describe('LangChainAdapter', () => {
     const seen: unknown[] = [];
     const gateway = await start({
       adapter: new LangChainAdapter({
-        chain: async ({ messages, tools }) => {
-          seen.push({ count: messages.length, tools: tools.map((tool) => tool.function.name) });
+        chain: async ({ messages, tools, forwardedParameters }) => {
+          seen.push({ count: messages.length, tools: tools.map((tool) => tool.function.name), temperature: forwardedParameters.temperature });
           return new AIMessage({ content: '', tool_calls: [{ id: 'call-1', name: 'showAlert', args: { message: 'hi' } }] });
         },
       }),
     });
     const outcome = await TRANSPORTS[0].run(
       gateway,
-      runInput([userMessage('alert me')], { frontend: { url: 'http://localhost:3000/', actions: [{ name: 'showAlert', description: 'Alerts.', jsonSchema: '{"type":"object"}', available: 'enabled' }] } }),
+      runInput([userMessage('alert me')], { forwardedParameters: { temperature: 0.4 }, frontend: { url: 'http://localhost:3000/', actions: [{ name: 'showAlert', description: 'Alerts.', jsonSchema: '{"type":"object"}', available: 'enabled' }] } }),
     );
     expect(outcome.status.code).toBe('Success');
     expect(outcome.messages).toEqual([expect.objectContaining({ type: 'action', name: 'showAlert', args: '{"message":"hi"}', status: 'Success' })]);
-    expect(seen).toEqual([{ count: 1, tools: ['showAlert'] }]);
+    expect(seen).toEqual([{ count: 1, tools: ['showAlert'], temperature: 0.4 }]);
   });
 
   it('refuses forwarded parameters a LangChain model has no per-request equivalent for, before any call', async () => {
@@ -101,6 +101,25 @@ describe('LangChainAdapter', () => {
     expect(outcome.errors?.[0]?.extensions).toMatchObject({ code: 'NOT_SUPPORTED', details: { field: 'forwardedParameters.temperature' } });
     expect(outcome.errors?.[0]?.message).toContain('forwardedParameters.temperature is not supported');
     expect(fake.requests.length).toBe(before);
+  });
+
+  it('refuses for a Runnable the parameters it cannot pass on, stop included', async () => {
+    const runnable = RunnableLambda.from(async () => 'ok');
+    const gateway = await start({ adapter: new LangChainAdapter({ runnable: runnable as never }) });
+    const outcome = await TRANSPORTS[2].run(gateway, runInput([userMessage('hi')], { forwardedParameters: { stop: ['END'] } }));
+    expect(outcome.errors?.[0]?.extensions).toMatchObject({ code: 'NOT_SUPPORTED', details: { field: 'forwardedParameters.stop' } });
+  });
+
+  it('puts the system and developer messages in one leading system message, as every chat model takes it', async () => {
+    const converted = await toLangChainMessages([
+      { kind: 'text', id: 's', role: 'system', content: 'Be brief.' },
+      { kind: 'text', id: 'u', role: 'user', content: 'hi' },
+      { kind: 'text', id: 'd', role: 'developer', content: 'In French.' },
+    ]);
+    expect(converted.map((m) => [m.constructor.name, m.content])).toEqual([
+      ['SystemMessage', 'Be brief.\n\nIn French.'],
+      ['HumanMessage', 'hi'],
+    ]);
   });
 
   it('refuses options it cannot use', () => {

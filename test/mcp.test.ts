@@ -64,24 +64,28 @@ describe('MCP tools', () => {
     const outcome = await TRANSPORTS[1].run(gateway, runInput([userMessage('hi [tokens=2]')]));
     expect(outcome.status.code).toBe('Success');
     expect(textOf(outcome)).toBe('tok0 tok1 ');
+    // files.read is left out: model providers refuse a name with a dot.
     expect(model.requests[before].tools.map((tool: any) => tool.function.name).sort()).toEqual(['add', 'fail', 'wait', 'whoami']);
+    expect(lines.some((line) => line.msg.startsWith('MCP tool not offered') && line.tool === 'files.read')).toBe(true);
     await eventually(() => lines.some((line) => line.msg.startsWith('MCP server unreachable')), 'the log line');
     const line = lines.find((l) => l.msg.startsWith('MCP server unreachable'));
     expect(line).toMatchObject({ level: 40, mcpServer: '127.0.0.1:9' });
     expect(JSON.stringify(line)).not.toContain('/mcp');
   });
 
-  it('are withdrawn when their server goes away, and offered again when it is back', async () => {
+  it('are withdrawn when their server goes away, and offered again, without a wait, when it is back', async () => {
     const server = new FakeMcpServer('streamable');
     const url = await server.start();
     const port = Number(new URL(url).port);
-    const gateway = await start({ adapter: adapter(), mcpServers: [url] });
+    // A request that waited for the server would wait a minute: the test would time out.
+    const gateway = await start({ adapter: adapter(), mcpServers: [url], discoveryWaitMs: 60_000 });
     await TRANSPORTS[2].run(gateway, runInput([userMessage('hi [tokens=1]')]));
     await server.stop();
     const failed = await TRANSPORTS[2].run(gateway, runInput([userMessage('[tool=add] [toolargs={"a":1,"b":1}]')]));
     expect(failed.status.code).toBe('Success');
     const result = failed.messages.find((m) => m.type === 'result') as { result: string };
     expect(JSON.parse(result.result).error.code).toBe('UPSTREAM_UNREACHABLE');
+    // Withdrawn; and a request does not wait for a server that is down.
     const before = model.requests.length;
     await TRANSPORTS[2].run(gateway, runInput([userMessage('hi [tokens=1]')]));
     expect(model.requests[before].tools ?? []).toEqual([]);
@@ -90,12 +94,35 @@ describe('MCP tools', () => {
     const again = new FakeMcpServer('streamable');
     (again as any).server.listen(port, '127.0.0.1');
     try {
-      await new Promise((resolve) => setTimeout(resolve, 1_100));
-      const after = model.requests.length;
-      await TRANSPORTS[2].run(gateway, runInput([userMessage('hi [tokens=1]')]));
-      expect((model.requests[after].tools ?? []).map((tool: any) => tool.function.name)).toContain('add');
+      // Each request asks for the actions, which reconnects the server once its backoff is over.
+      let offered = false;
+      for (let i = 0; i < 40 && !offered; i++) {
+        const after = model.requests.length;
+        await TRANSPORTS[2].run(gateway, runInput([userMessage('hi [tokens=1]')]));
+        offered = (model.requests[after].tools ?? []).some((tool: any) => tool.function.name === 'add');
+        if (!offered) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(offered).toBe(true);
     } finally {
       await again.stop();
+    }
+  });
+
+  it('survive a restart of a server with sessions: the call is made again on a new session', async () => {
+    const server = new FakeMcpServer('stateful');
+    const url = await server.start();
+    const port = Number(new URL(url).port);
+    const gateway = await start({ adapter: adapter(), mcpServers: [url] });
+    const first = await TRANSPORTS[2].run(gateway, runInput([userMessage('[tool=add] [toolargs={"a":1,"b":2}]')]));
+    expect(first.messages).toContainEqual(expect.objectContaining({ type: 'result', result: '3' }));
+    await server.stop();
+    const restarted = new FakeMcpServer('stateful');
+    (restarted as any).server.listen(port, '127.0.0.1');
+    try {
+      const second = await TRANSPORTS[2].run(gateway, runInput([userMessage('[tool=add] [toolargs={"a":2,"b":2}]')]));
+      expect(second.messages).toContainEqual(expect.objectContaining({ type: 'result', result: '4' }));
+    } finally {
+      await restarted.stop();
     }
   });
 
@@ -113,5 +140,8 @@ describe('MCP tools', () => {
 
     const bad = await TRANSPORTS[2].run(open, runInput([userMessage('hi')]), { properties: { mcpServers: [{ endpoint: 'file:///etc/passwd' }] } });
     expect(bad.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', details: { field: 'properties.mcpServers[0]' } });
+    const many = Array.from({ length: 11 }, () => ({ endpoint: streamableUrl }));
+    const tooMany = await TRANSPORTS[2].run(open, runInput([userMessage('hi')]), { properties: { mcpServers: many } });
+    expect(tooMany.errors?.[0]).toMatchObject({ message: 'properties.mcpServers may name at most 10 servers (got 11).', extensions: { code: 'BAD_USER_INPUT' } });
   });
 });

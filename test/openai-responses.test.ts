@@ -84,6 +84,7 @@ describe('the token limit on Chat Completions', () => {
   it('is max_completion_tokens for OpenAI itself and max_tokens for other servers, unless configured', async () => {
     expect(new OpenAIAdapter({ apiKey: 'k' }).maxTokensParameter).toBe('max_completion_tokens');
     expect(new OpenAIAdapter({ baseURL }).maxTokensParameter).toBe('max_tokens');
+    expect(new OpenAIAdapter({ baseURL: 'https://api.openai.com/v1', apiKey: 'k' }).maxTokensParameter).toBe('max_completion_tokens');
     const gateway = await start({ adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', maxRetries: 0, maxTokensParameter: 'max_completion_tokens' }) });
     const before = fake.requests.length;
     await TRANSPORTS[2].run(gateway, runInput([userMessage('hi [tokens=1]')], { forwardedParameters: { maxTokens: 64 } }));

@@ -13,7 +13,7 @@ const KINDS: [UpstreamKind, string][] = [
   [googleKind, 'GOOGLE_MODEL'],
 ];
 
-describe.each(KINDS)('$name', (kind, modelVariable) => {
+describe.each(KINDS.map(([kind, variable]) => [kind.name, kind, variable] as const))('%s', (_name, kind, modelVariable) => {
   it('says the conversation is too long for the model, and how to cap it', async () => {
     const env = await kind.start();
     try {

@@ -14,6 +14,7 @@ type McpSdk = {
   StreamableHTTPClientTransport: typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js').StreamableHTTPClientTransport;
   SSEClientTransport: typeof import('@modelcontextprotocol/sdk/client/sse.js').SSEClientTransport;
   ToolListChangedNotificationSchema: typeof import('@modelcontextprotocol/sdk/types.js').ToolListChangedNotificationSchema;
+  McpError: typeof import('@modelcontextprotocol/sdk/types.js').McpError;
 };
 let sdkLoading: Promise<McpSdk> | undefined;
 /** The MCP SDK, loaded when the first MCP server is: most gateways have none. */
@@ -30,6 +31,7 @@ function loadSdk(): Promise<McpSdk> {
       StreamableHTTPClientTransport: streamable.StreamableHTTPClientTransport,
       SSEClientTransport: sse.SSEClientTransport,
       ToolListChangedNotificationSchema: types.ToolListChangedNotificationSchema,
+      McpError: types.McpError,
     };
   })();
   sdkLoading.catch(() => {
@@ -41,6 +43,14 @@ function loadSdk(): Promise<McpSdk> {
 /** The shortest wait before reconnecting to a server that is down; it doubles up to a minute. */
 const RECONNECT_MIN_MS = 1_000;
 const RECONNECT_MAX_MS = 60_000;
+/** How long connecting and listing the tools may take, both transports together. */
+const CONNECT_TIMEOUT_MS = 15_000;
+/** The most MCP servers one request may name, the most kept connected, and how long an evicted one lives on. */
+const MAX_NAMED_SERVERS = 10;
+const MAX_KEPT_CLIENT_SERVERS = 50;
+const EVICTED_GRACE_MS = 10 * 60_000;
+/** Tool names every provider takes (OpenAI's and Anthropic's rule); others are not offered. */
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 /**
  * One MCP server as a source of server-side actions: its tools, with their JSON schemas, executed
@@ -60,6 +70,9 @@ export class McpServer implements ActionSource {
   private failures = 0;
   private retryAt = 0;
   private closed = false;
+  /** Whether a first connection attempt has settled (succeeded or failed). */
+  private tried = false;
+  private sdk: McpSdk | undefined;
 
   constructor(
     private readonly options: McpServerOptions,
@@ -75,11 +88,22 @@ export class McpServer implements ActionSource {
     return this.tools;
   }
 
-  /** Connects (if not connected) and lists the tools; resolves when that has succeeded or failed. */
+  /** Whether a first connection attempt has settled: a request waits only for servers still on it. */
+  get settled(): boolean {
+    return this.tried;
+  }
+
+  /**
+   * Connects (if not connected, and not waiting out a backoff) and lists the tools; resolves when
+   * that has succeeded or failed, within CONNECT_TIMEOUT_MS.
+   */
   connect(): Promise<void> {
     if (this.client || this.closed) return Promise.resolve();
-    this.connecting ??= this.open().finally(() => {
+    if (this.connecting) return this.connecting;
+    if (Date.now() < this.retryAt) return Promise.resolve();
+    this.connecting = this.open().finally(() => {
       this.connecting = undefined;
+      this.tried = true;
     });
     return this.connecting;
   }
@@ -100,23 +124,21 @@ export class McpServer implements ActionSource {
       this.lose(`the MCP SDK could not be loaded: ${describe(error)}`);
       return;
     }
+    this.sdk = sdk;
     const url = new URL(this.url);
     const requestInit = { headers: this.options.headers ?? {} };
-    let client = new sdk.Client({ name: 'copilot-gateway', version: '1' });
+    // The client of the attempt in progress (the handshake replaces it when it falls back to SSE).
+    let current: Client | undefined;
+    // A server that accepts the connection and never answers must not hold every request that waits for it.
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${CONNECT_TIMEOUT_MS} ms`)), CONNECT_TIMEOUT_MS);
+    });
+    timeout.catch(() => {});
     try {
-      try {
-        await client.connect(new sdk.StreamableHTTPClientTransport(url, { requestInit }));
-      } catch (streamableError) {
-        // A server of the older HTTP+SSE transport refuses the Streamable HTTP POST.
-        await client.close().catch(() => {});
-        client = new sdk.Client({ name: 'copilot-gateway', version: '1' });
-        try {
-          await client.connect(new sdk.SSEClientTransport(url, { requestInit }));
-        } catch {
-          throw streamableError;
-        }
-      }
-      const tools = await this.list(client);
+      const tools = await Promise.race([this.handshake(sdk, url, requestInit, (attempt) => (current = attempt)), timeout]);
+      clearTimeout(timer);
+      const client = current!;
       if (this.closed) {
         await client.close().catch(() => {});
         return;
@@ -139,9 +161,30 @@ export class McpServer implements ActionSource {
       else this.logger.info({ mcpServer: this.label, tools: tools.map((tool) => tool.name) }, 'MCP server connected');
       this.down = false;
     } catch (error) {
-      await client.close().catch(() => {});
+      clearTimeout(timer);
+      await (current as Client | undefined)?.close().catch(() => {});
       this.lose(describe(error));
     }
+  }
+
+  /** Connects over Streamable HTTP, or over HTTP+SSE when the server refuses it, and lists the tools. */
+  private async handshake(sdk: McpSdk, url: URL, requestInit: RequestInit, use: (client: Client) => void): Promise<ExecutableAction[]> {
+    let client = new sdk.Client({ name: 'copilot-gateway', version: '1' });
+    use(client);
+    try {
+      await client.connect(new sdk.StreamableHTTPClientTransport(url, { requestInit }));
+    } catch (streamableError) {
+      // A server of the older HTTP+SSE transport refuses the Streamable HTTP POST.
+      await client.close().catch(() => {});
+      client = new sdk.Client({ name: 'copilot-gateway', version: '1' });
+      use(client);
+      try {
+        await client.connect(new sdk.SSEClientTransport(url, { requestInit }));
+      } catch {
+        throw streamableError;
+      }
+    }
+    return this.list(client);
   }
 
   private async list(client: Client): Promise<ExecutableAction[]> {
@@ -150,6 +193,11 @@ export class McpServer implements ActionSource {
     do {
       const page = await client.listTools(cursor ? { cursor } : undefined);
       for (const tool of page.tools) {
+        if (!TOOL_NAME.test(tool.name)) {
+          // Model providers refuse such a name, and one of them would fail every model call.
+          this.logger.warn({ mcpServer: this.label, tool: tool.name.slice(0, 100) }, 'MCP tool not offered: its name is not 1 to 64 letters, digits, "_" or "-"');
+          continue;
+        }
         actions.push({
           name: tool.name,
           description: tool.description ?? tool.title ?? '',
@@ -177,17 +225,25 @@ export class McpServer implements ActionSource {
   }
 
   private async call(name: string, args: Record<string, unknown>, context: ActionContext): Promise<string> {
-    await this.connect();
-    const client = this.client;
-    if (!client) throw new UpstreamError('UPSTREAM_UNREACHABLE', `The MCP server of the tool "${name}" cannot be reached.`);
-    let result: Awaited<ReturnType<Client['callTool']>>;
-    try {
-      result = await client.callTool({ name, arguments: args }, undefined, { signal: context.signal });
-    } catch (error) {
-      if (context.signal.aborted) throw context.signal.reason;
-      if (isProtocolError(error)) throw new GatewayError('ACTION_FAILED', `The MCP tool "${name}" failed: ${(error as Error).message}`);
-      this.lose(describe(error));
-      throw new UpstreamError('UPSTREAM_UNREACHABLE', `The MCP server of the tool "${name}" could not be reached.`, { cause: error });
+    let result: Awaited<ReturnType<Client['callTool']>> | undefined;
+    // A second attempt on a fresh connection when the first one's transport failed: a server that
+    // restarted answers the old session with 404 and serves a new one.
+    for (let attempt = 1; result === undefined; attempt++) {
+      await this.connect();
+      const client = this.client;
+      if (!client) throw new UpstreamError('UPSTREAM_UNREACHABLE', `The MCP server of the tool "${name}" cannot be reached.`);
+      try {
+        result = await client.callTool({ name, arguments: args }, undefined, { signal: context.signal });
+      } catch (error) {
+        if (context.signal.aborted) throw context.signal.reason;
+        if (this.sdk && error instanceof this.sdk.McpError) throw new GatewayError('ACTION_FAILED', `The MCP tool "${name}" failed: ${error.message}`);
+        this.lose(describe(error));
+        if (attempt === 1) {
+          this.retryAt = 0;
+          continue;
+        }
+        throw new UpstreamError('UPSTREAM_UNREACHABLE', `The MCP server of the tool "${name}" could not be reached.`, { cause: error });
+      }
     }
     const text = resultText(result);
     if (result.isError) throw new GatewayError('ACTION_FAILED', `The MCP tool "${name}" failed: ${text || 'no reason given'}`);
@@ -203,6 +259,7 @@ export class McpServer implements ActionSource {
 export class McpServers {
   private readonly configured: McpServer[];
   private readonly fromClients = new Map<string, McpServer>();
+  private readonly evicted = new Set<McpServer>();
 
   constructor(
     servers: readonly McpServerOptions[],
@@ -223,8 +280,9 @@ export class McpServers {
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.configured, ...this.fromClients.values()].map((server) => server.close()));
+    await Promise.all([...this.configured, ...this.fromClients.values(), ...this.evicted].map((server) => server.close()));
     this.fromClients.clear();
+    this.evicted.clear();
   }
 
   /**
@@ -233,7 +291,9 @@ export class McpServers {
    */
   async forRequest(properties: Record<string, unknown>): Promise<ActionSource[]> {
     const named = this.allowClientServers ? this.named(properties) : [];
-    const pending = [...this.configured, ...named].map((server) => server.connect());
+    // Only servers on their first attempt are waited for; the others are offered as they are now
+    // (a server that is down is retried in the background, after its backoff).
+    const pending = [...this.configured, ...named].filter((server) => !server.settled).map((server) => server.connect());
     if (pending.length) await waitAtMost(Promise.all(pending), this.waitMs);
     return named;
   }
@@ -242,6 +302,9 @@ export class McpServers {
     const list = properties.mcpServers;
     if (list === undefined || list === null) return [];
     if (!Array.isArray(list)) throw new GatewayError('BAD_USER_INPUT', 'properties.mcpServers must be a list of {endpoint, apiKey?}.', { details: { field: 'properties.mcpServers' } });
+    if (list.length > MAX_NAMED_SERVERS) {
+      throw new GatewayError('BAD_USER_INPUT', `properties.mcpServers may name at most ${MAX_NAMED_SERVERS} servers (got ${list.length}).`, { details: { field: 'properties.mcpServers' } });
+    }
     return list.map((entry, index) => {
       const endpoint = (entry as { endpoint?: unknown })?.endpoint;
       const apiKey = (entry as { apiKey?: unknown })?.apiKey;
@@ -258,10 +321,15 @@ export class McpServers {
         server = new McpServer({ url: endpoint, headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {} }, this.logger);
       }
       this.fromClients.set(key, server);
-      if (this.fromClients.size > 50) {
+      if (this.fromClients.size > MAX_KEPT_CLIENT_SERVERS) {
         const [oldestKey, oldest] = this.fromClients.entries().next().value as [string, McpServer];
         this.fromClients.delete(oldestKey);
-        void oldest.close();
+        // Another run may still be calling its tools: closed once such a run would have ended.
+        this.evicted.add(oldest);
+        setTimeout(() => {
+          this.evicted.delete(oldest);
+          void oldest.close();
+        }, EVICTED_GRACE_MS).unref();
       }
       return server;
     });
@@ -304,11 +372,6 @@ function resultText(result: Awaited<ReturnType<Client['callTool']>>): string {
   if (result.structuredContent !== undefined) return JSON.stringify(result.structuredContent);
   if ('toolResult' in result && result.toolResult !== undefined) return typeof result.toolResult === 'string' ? result.toolResult : JSON.stringify(result.toolResult);
   return content.length ? JSON.stringify(content) : '';
-}
-
-/** An error the server answered with (JSON-RPC), as opposed to a transport failure. */
-function isProtocolError(error: unknown): boolean {
-  return typeof (error as { code?: unknown })?.code === 'number';
 }
 
 function describe(error: unknown): string {

@@ -42,7 +42,8 @@ export function toAnthropicMessages(messages: readonly Message[]): { system: str
           break;
         }
         calls = undefined;
-        if (!message.content) break;
+        // The API refuses text blocks that are empty or only whitespace.
+        if (!message.content.trim()) break;
         const text: TextBlockParam = { type: 'text', text: message.content };
         push(message.role === 'assistant' ? 'assistant' : 'user', text);
         break;

@@ -13,6 +13,8 @@ import type { ForwardedParameters } from './adapter.js';
  *   content, in the same order.
  * - Images become `inlineData` parts; agent state messages are not for the model; empty text is left out.
  */
+const SKIP_SIGNATURE = 'skip_thought_signature_validator';
+
 export function toGeminiContents(
   messages: readonly Message[],
   signatures?: ReadonlyMap<string, string>,
@@ -44,8 +46,10 @@ export function toGeminiContents(
         break;
       case 'actionExecution': {
         names.set(message.id, message.name);
-        const signature = signatures?.get(message.id);
-        const part: Part = { functionCall: { id: message.id, name: message.name, args: callArgs(message.arguments) }, ...(signature ? { thoughtSignature: signature } : {}) };
+        // A call this process did not see Gemini make (another replica, a restart, another model) has no
+        // signature: Gemini's documented placeholder tells it to skip the check rather than refuse.
+        const signature = signatures?.get(message.id) ?? SKIP_SIGNATURE;
+        const part: Part = { functionCall: { id: message.id, name: message.name, args: callArgs(message.arguments) }, thoughtSignature: signature };
         if (calls && message.parentMessageId != null && message.parentMessageId === calls.parent && calls.resultContent === last()) {
           calls.callContent.parts.push(part);
         } else {

@@ -196,6 +196,10 @@ class ChunkReader {
 
   chunk(chunk: GenerateContentResponse): void {
     this.responseId ??= chunk.responseId;
+    const blocked = chunk.promptFeedback?.blockReason;
+    if (blocked) {
+      throw new UpstreamError('UPSTREAM_REJECTED', `The model provider (Google Gemini) refused the prompt (${blocked}).`, { details: { blockReason: blocked } });
+    }
     const candidate = chunk.candidates?.[0];
     for (const part of candidate?.content?.parts ?? []) {
       if (part.thought) continue;
@@ -220,6 +224,11 @@ class ChunkReader {
     this.endText();
     if (!this.finishReason) {
       throw new UpstreamError('UPSTREAM_STREAM_INTERRUPTED', 'The model provider (Google Gemini) ended its stream before the answer was complete.');
+    }
+    if (/MALFORMED_FUNCTION_CALL|UNEXPECTED_TOOL_CALL/.test(this.finishReason)) {
+      throw new UpstreamError('UPSTREAM_BAD_RESPONSE', `The model provider (Google Gemini) produced a call it could not complete (${this.finishReason}).`, {
+        details: { finishReason: this.finishReason },
+      });
     }
     if (/SAFETY|BLOCKLIST|PROHIBITED|SPII|RECITATION/.test(this.finishReason)) {
       throw new UpstreamError('UPSTREAM_REJECTED', `The model provider (Google Gemini) stopped its answer (${this.finishReason}).`, {

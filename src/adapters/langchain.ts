@@ -12,6 +12,8 @@ export interface LangChainInput {
   messages: BaseMessage[];
   /** The tools the model may call, in the OpenAI function format `bindTools` takes. */
   tools: { type: 'function'; function: { name: string; description: string; parameters: Record<string, unknown> } }[];
+  /** The request's forwarded parameters: a chain applies what it can. */
+  forwardedParameters: ForwardedParameters;
   threadId: string;
   runId: string;
   signal: AbortSignal;
@@ -47,7 +49,8 @@ const WHO = 'the model (LangChain)';
 export class LangChainAdapter implements ModelAdapter {
   readonly name = 'langchain';
   readonly model: string | undefined;
-  readonly parameters: ReadonlySet<keyof ForwardedParameters> = new Set(['stop', 'toolChoice', 'toolChoiceFunctionName']);
+  /** A chat model applies `stop` and `toolChoice`; a Runnable none; a chain gets them all. */
+  readonly parameters: ReadonlySet<keyof ForwardedParameters> | undefined;
   private readonly options: LangChainAdapterOptions;
 
   constructor(options: LangChainAdapterOptions) {
@@ -58,6 +61,7 @@ export class LangChainAdapter implements ModelAdapter {
     if (options.chain && typeof options.chain !== 'function') throw new ConfigurationError('LangChainAdapter: chain must be a function.');
     this.options = options;
     this.model = options.modelName;
+    this.parameters = options.chain ? undefined : options.model ? new Set(['stop', 'toolChoice', 'toolChoiceFunctionName']) : new Set();
   }
 
   async stream(request: ModelRequest, output: ModelOutput, signal: AbortSignal): Promise<void> {
@@ -82,7 +86,7 @@ export class LangChainAdapter implements ModelAdapter {
   private async answer(messages: BaseMessage[], tools: LangChainInput['tools'], request: ModelRequest, signal: AbortSignal): Promise<LangChainOutput> {
     const { model, runnable, chain } = this.options;
     const stop = request.forwardedParameters.stop?.length ? request.forwardedParameters.stop : undefined;
-    if (chain) return chain({ messages, tools, threadId: request.threadId, runId: request.runId, signal });
+    if (chain) return chain({ messages, tools, forwardedParameters: request.forwardedParameters, threadId: request.threadId, runId: request.runId, signal });
     if (runnable) return runnable.stream(messages, { signal });
     let bound: Runnable<BaseMessage[], AIMessageChunk> = model!;
     if (tools.length) {
@@ -100,6 +104,9 @@ export class LangChainAdapter implements ModelAdapter {
 export async function toLangChainMessages(messages: readonly Message[]): Promise<BaseMessage[]> {
   const { AIMessage, HumanMessage, SystemMessage, ToolMessage } = await import('@langchain/core/messages');
   const out: BaseMessage[] = [];
+  // One system message, first: several chat models (Anthropic's, Google's) take no other.
+  const system = messages.flatMap((m) => (m.kind === 'text' && (m.role === 'system' || m.role === 'developer') && m.content ? [m.content] : []));
+  if (system.length) out.push(new SystemMessage(system.join('\n\n')));
   let lastAssistant: { message: InstanceType<typeof AIMessage>; id: string } | undefined;
   for (const message of messages) {
     switch (message.kind) {
@@ -109,12 +116,13 @@ export async function toLangChainMessages(messages: readonly Message[]): Promise
           out.push(ai);
           lastAssistant = { message: ai, id: message.id };
         } else {
-          out.push(message.role === 'system' || message.role === 'developer' ? new SystemMessage(message.content) : new HumanMessage(message.content));
+          if (message.role === 'system' || message.role === 'developer') break;
+          out.push(new HumanMessage(message.content));
           lastAssistant = undefined;
         }
         break;
       case 'image':
-        out.push(new HumanMessage({ content: [{ type: 'image_url', image_url: { url: `data:image/${message.format};base64,${message.bytes}` } }] }));
+        out.push(new HumanMessage({ content: [{ type: 'image_url', image_url: { url: `data:image/${imageType(message.format)};base64,${message.bytes}` } }] }));
         lastAssistant = undefined;
         break;
       case 'actionExecution': {
@@ -266,3 +274,7 @@ function textOf(content: MessageContent | undefined): string {
   return text;
 }
 
+function imageType(format: string): string {
+  const lower = format.toLowerCase();
+  return lower === 'jpg' ? 'jpeg' : lower;
+}

@@ -20,7 +20,7 @@ export function toResponsesInput(messages: readonly Message[]): ResponseInputIte
         break;
       }
       case 'image':
-        input.push({ type: 'message', role: 'user', content: [{ type: 'input_image', detail: 'auto', image_url: `data:image/${message.format};base64,${message.bytes}` }] });
+        input.push({ type: 'message', role: 'user', content: [{ type: 'input_image', detail: 'auto', image_url: `data:image/${message.format.toLowerCase() === 'jpg' ? 'jpeg' : message.format.toLowerCase()};base64,${message.bytes}` }] });
         break;
       case 'actionExecution':
         input.push({ type: 'function_call', call_id: message.id, name: message.name, arguments: message.arguments });

@@ -31,7 +31,7 @@ export interface OpenAIAdapterOptions {
   /**
    * How Chat Completions is told `maxTokens`: `max_completion_tokens` (OpenAI's current name, which
    * its reasoning models require) or `max_tokens` (the only one many compatible servers know).
-   * @default "max_completion_tokens" for OpenAI itself (no baseURL), "max_tokens" for any other server
+   * @default "max_completion_tokens" for OpenAI itself (no baseURL, or one on api.openai.com), "max_tokens" for any other server
    */
   maxTokensParameter?: 'max_tokens' | 'max_completion_tokens';
 }
@@ -75,7 +75,7 @@ export class OpenAIAdapter implements ModelAdapter {
     if (apiStyle !== 'chat' && apiStyle !== 'responses') {
       throw new ConfigurationError(`OpenAIAdapter: apiStyle must be "chat" or "responses" (got ${JSON.stringify(apiStyle)}).`);
     }
-    const maxTokensParameter = options.maxTokensParameter ?? (options.baseURL ? 'max_tokens' : 'max_completion_tokens');
+    const maxTokensParameter = options.maxTokensParameter ?? (isOpenAI(options.baseURL) ? 'max_completion_tokens' : 'max_tokens');
     if (maxTokensParameter !== 'max_tokens' && maxTokensParameter !== 'max_completion_tokens') {
       throw new ConfigurationError(`OpenAIAdapter: maxTokensParameter must be "max_tokens" or "max_completion_tokens" (got ${JSON.stringify(maxTokensParameter)}).`);
     }
@@ -174,6 +174,16 @@ export class OpenAIAdapter implements ModelAdapter {
           throw withHint(error);
         },
       );
+  }
+}
+
+/** Whether the server is OpenAI's own (no base URL, or one on api.openai.com). */
+function isOpenAI(baseURL: string | undefined): boolean {
+  if (!baseURL) return true;
+  try {
+    return new URL(baseURL).hostname === 'api.openai.com';
+  } catch {
+    return false;
   }
 }
 

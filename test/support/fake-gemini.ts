@@ -18,6 +18,8 @@ import { close, listen } from './loopback.js';
  *   [bad-key]                  400 INVALID_ARGUMENT "API key not valid" (what Gemini answers a bad key)
  *   [midstream-error]          one token, then a chunk that is an error
  *   [safety]                   one token, then finishReason SAFETY
+ *   [blocked]                  promptFeedback.blockReason PROHIBITED_CONTENT, no candidates
+ *   [malformed]                finishReason MALFORMED_FUNCTION_CALL
  *   [cut]                      two tokens, then the connection is destroyed
  *   [stall]                    one token, then nothing until the client goes away
  *   [no-finish]                two tokens and the end of the stream, without a finishReason
@@ -111,6 +113,15 @@ export class FakeGemini {
       if (prompt.includes('[midstream-error]')) {
         await send([{ text: 'tok0 ' }]);
         res.write(`data: ${JSON.stringify({ error: { code: 503, message: 'The model is overloaded.', status: 'UNAVAILABLE' } })}\r\n\r\n`);
+        return end();
+      }
+      if (prompt.includes('[blocked]')) {
+        // A prompt refused outright: feedback, no candidates.
+        res.write(`data: ${JSON.stringify({ promptFeedback: { blockReason: 'PROHIBITED_CONTENT' }, usageMetadata: { promptTokenCount: 12, totalTokenCount: 12 }, modelVersion: model, responseId })}\r\n\r\n`);
+        return end();
+      }
+      if (prompt.includes('[malformed]')) {
+        await send([], 'MALFORMED_FUNCTION_CALL');
         return end();
       }
       if (prompt.includes('[safety]')) {

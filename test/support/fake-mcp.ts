@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
@@ -6,12 +7,13 @@ import { z } from 'zod';
 import { close, listen } from './loopback.js';
 
 /**
- * A fake MCP server built with the MCP SDK's own server classes: Streamable HTTP (stateless, at
- * `/mcp`) or the older HTTP+SSE transport (`GET /sse`, `POST /messages`). Its tools:
+ * A fake MCP server built with the MCP SDK's own server classes: Streamable HTTP (stateless, or with
+ * sessions, at `/mcp`) or the older HTTP+SSE transport (`GET /sse`, `POST /messages`). Its tools:
  *   add {a, b}       the sum, as text
  *   fail {}          an error result (isError) saying "the tool broke"
  *   whoami {}        the Authorization header it was called with
  *   wait {}          never answers (until the client gives up)
+ *   files.read {}    a name model providers refuse
  */
 export class FakeMcpServer {
   readonly calls: { tool: string; args: unknown }[] = [];
@@ -19,7 +21,9 @@ export class FakeMcpServer {
   private readonly sseSessions = new Map<string, SSEServerTransport>();
   private lastAuthorization: string | undefined;
 
-  constructor(readonly transport: 'streamable' | 'sse' = 'streamable') {
+  private readonly sessions = new Map<string, StreamableHTTPServerTransport>();
+
+  constructor(readonly transport: 'streamable' | 'stateful' | 'sse' = 'streamable') {
     this.server = createServer((req, res) => {
       this.lastAuthorization = req.headers.authorization;
       void this.handle(req, res).catch(() => {
@@ -31,7 +35,7 @@ export class FakeMcpServer {
   /** The URL to configure: `/mcp` or `/sse`. */
   async start(): Promise<string> {
     const origin = await listen(this.server);
-    return `${origin}${this.transport === 'streamable' ? '/mcp' : '/sse'}`;
+    return `${origin}${this.transport === 'sse' ? '/sse' : '/mcp'}`;
   }
 
   stop(): Promise<void> {
@@ -51,11 +55,32 @@ export class FakeMcpServer {
     });
     mcp.registerTool('whoami', { description: 'Says who is calling.' }, async () => ({ content: [{ type: 'text', text: this.lastAuthorization ?? 'nobody' }] }));
     mcp.registerTool('wait', { description: 'Never answers.' }, () => new Promise(() => {}));
+    // A name MCP allows and model providers refuse: never offered to a model.
+    mcp.registerTool('files.read', { description: 'Reads a file.' }, async () => ({ content: [{ type: 'text', text: 'secret' }] }));
     return mcp;
   }
 
   private async handle(req: IncomingMessage, res: import('node:http').ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://fake');
+    if (this.transport === 'stateful') {
+      // Sessions, as most MCP servers keep them: a session id this process does not know is a 404.
+      if (url.pathname !== '/mcp') return void res.writeHead(404).end();
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined;
+      const sessionId = req.headers['mcp-session-id'];
+      let transport = typeof sessionId === 'string' ? this.sessions.get(sessionId) : undefined;
+      if (!transport) {
+        if (sessionId !== undefined || req.method !== 'POST' || body?.method !== 'initialize') {
+          res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }));
+          return;
+        }
+        transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (id) => void this.sessions.set(id, transport!) });
+        await this.build().connect(transport);
+      }
+      await transport.handleRequest(req, res, body);
+      return;
+    }
     if (this.transport === 'streamable') {
       if (url.pathname !== '/mcp') return void res.writeHead(404).end();
       if (req.method !== 'POST') {
