@@ -244,4 +244,27 @@ describe('through the gateway', () => {
       expect(second[2]).toEqual({ role: 'user', content: [{ type: 'tool_result', tool_use_id: second[1].content[0].id, content: 'Hello, Ann!' }] });
     });
   }
+
+  it('sends a history of parallel calls, their results and whitespace the API would refuse, in a shape the API accepts', async () => {
+    const gateway = await start({ adapter: adapter() });
+    const at = new Date().toISOString();
+    const before = fake.requests.length;
+    const outcome = await TRANSPORTS[2].run(
+      gateway,
+      runInput([
+        { id: 's', createdAt: at, textMessage: { role: 'system', content: 'Be brief.' } },
+        userMessage('weather in Paris and Rome?', 'u1'),
+        { id: 'a1', createdAt: at, textMessage: { role: 'assistant', content: 'Checking.' } },
+        { id: 'c1', createdAt: at, actionExecutionMessage: { name: 'weather', arguments: '{"city":"Paris"}', parentMessageId: 'a1' } },
+        { id: 'c2', createdAt: at, actionExecutionMessage: { name: 'weather', arguments: '{"city":"Rome"}', parentMessageId: 'a1' } },
+        { id: 'r1', createdAt: at, resultMessage: { actionExecutionId: 'c1', actionName: 'weather', result: 'sunny' } },
+        { id: 'r2', createdAt: at, resultMessage: { actionExecutionId: 'c2', actionName: 'weather', result: 'rain' } },
+        { id: 'a2', createdAt: at, textMessage: { role: 'assistant', content: '   ' } },
+        userMessage('thanks [tokens=1]', 'u2'),
+      ]),
+    );
+    // The fake answers 400 for anything the real API refuses (alternation, tool_result placement, empty text).
+    expect(outcome.status.code).toBe('Success');
+    expect(fake.requests[before].body.messages.map((turn: any) => turn.role)).toEqual(['user', 'assistant', 'user']);
+  });
 });

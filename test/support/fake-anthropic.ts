@@ -50,6 +50,12 @@ export class FakeAnthropic {
     }
     const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
     this.requests.push({ body, headers: req.headers });
+    const invalid = invalidRequest(body);
+    if (invalid) {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: invalid } }));
+      return;
+    }
     const turns: any[] = body.messages;
     const lastUser = [...turns].reverse().find((turn) => turn.role === 'user');
     const blocks: any[] = typeof lastUser?.content === 'string' ? [{ type: 'text', text: lastUser.content }] : (lastUser?.content ?? []);
@@ -164,4 +170,41 @@ export class FakeAnthropic {
       // The client went away mid-answer; 'close' has counted it.
     }
   }
+}
+
+/**
+ * The Messages API's own checks of a request, as it answers them (400 invalid_request_error), so that a
+ * conversion the real API would refuse fails here too: max_tokens present, roles alternating, no empty
+ * text, tool results first in a user turn and answering the tool_use blocks of the turn before.
+ */
+function invalidRequest(body: any): string | undefined {
+  if (!Number.isInteger(body.max_tokens)) return 'max_tokens: Field required';
+  const turns: any[] = body.messages ?? [];
+  if (turns.length === 0) return 'messages: at least one message is required';
+  for (const [i, turn] of turns.entries()) {
+    if (i > 0 && turns[i - 1].role === turn.role) return `messages: roles must alternate between "user" and "assistant" (messages.${i})`;
+    const blocks: any[] = typeof turn.content === 'string' ? [{ type: 'text', text: turn.content }] : turn.content;
+    if (!blocks.length) return `messages.${i}: all messages must have non-empty content`;
+    for (const block of blocks) {
+      if (block.type === 'text' && !String(block.text).trim()) return `messages.${i}: text content blocks must contain non-whitespace text`;
+    }
+    const results = blocks.filter((b) => b.type === 'tool_result');
+    if (results.length) {
+      if (turn.role !== 'user') return `messages.${i}: tool_result blocks are only allowed in user messages`;
+      if (blocks.findIndex((b) => b.type !== 'tool_result') !== -1 && blocks.findIndex((b) => b.type !== 'tool_result') < results.length) {
+        return `messages.${i}: tool_result blocks must come first in the content`;
+      }
+      const asked = new Set((turns[i - 1]?.content ?? []).filter((b: any) => b.type === 'tool_use').map((b: any) => b.id));
+      for (const result of results) {
+        if (!asked.has(result.tool_use_id)) return `messages.${i}: unexpected tool_use_id found in tool_result blocks: ${result.tool_use_id}`;
+      }
+    }
+    if (turn.role === 'assistant' && i + 1 < turns.length) {
+      const uses = blocks.filter((b) => b.type === 'tool_use').map((b) => b.id);
+      const next: any[] = typeof turns[i + 1].content === 'string' ? [] : turns[i + 1].content;
+      const answered = new Set(next.filter((b) => b.type === 'tool_result').map((b) => b.tool_use_id));
+      for (const id of uses) if (!answered.has(id)) return `messages.${i + 1}: tool_use ids were found without tool_result blocks immediately after: ${id}`;
+    }
+  }
+  return undefined;
 }
