@@ -33,8 +33,8 @@ export interface EnvironmentSettings {
   modelLimits: ModelLimitsOptions;
   /** MCP_SERVERS: MCP servers whose tools are offered. */
   mcpServers: string[];
-  /** MCP_ALLOW_CLIENT_SERVERS=true: requests may name MCP servers in properties.mcpServers. */
-  allowClientMcpServers: boolean;
+  /** MCP_ALLOW_CLIENT_SERVERS: `true` (any), or hosts, comma-separated: requests may name MCP servers in properties.mcpServers. */
+  allowClientMcpServers: boolean | string[];
   /** GUARDRAILS_URL: the guardrails service (default Copilot Cloud's API). */
   guardrailsUrl?: string;
 }
@@ -87,7 +87,7 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
     ...readAgents(env),
     modelLimits: readModelLimits(env),
     mcpServers: readMcpServers(env),
-    allowClientMcpServers: flag(env, 'MCP_ALLOW_CLIENT_SERVERS'),
+    allowClientMcpServers: clientMcpServers(env),
     ...readGuardrailsUrl(env),
   };
 }
@@ -105,6 +105,21 @@ function readMcpServers(env: NodeJS.ProcessEnv): string[] {
     if (!isHttpUrl(url)) throw new ConfigurationError(`MCP_SERVERS must list http(s) URLs, comma-separated, such as "http://localhost:8931/mcp" (got ${JSON.stringify(url)}).`);
   }
   return servers;
+}
+
+/** MCP_ALLOW_CLIENT_SERVERS: true, false, or the hosts requests may name. */
+function clientMcpServers(env: NodeJS.ProcessEnv): boolean | string[] {
+  const value = env.MCP_ALLOW_CLIENT_SERVERS?.trim();
+  if (value && !/^(true|false|1|0)$/i.test(value)) {
+    const hostList = list(value);
+    for (const host of hostList) {
+      if (!/^[\w.-]+(:\d+)?$/.test(host)) {
+        throw new ConfigurationError(`MCP_ALLOW_CLIENT_SERVERS must be true, false, or host names, comma-separated, such as "tools.example.com" (got ${JSON.stringify(host)}).`);
+      }
+    }
+    return hostList;
+  }
+  return flag(env, 'MCP_ALLOW_CLIENT_SERVERS');
 }
 
 /** A true/false variable: unset or empty is false. */

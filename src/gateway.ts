@@ -100,10 +100,11 @@ export interface GatewayOptions {
    */
   mcpServers?: (string | McpServerOptions)[];
   /**
-   * Whether a request may name more MCP servers in `properties.mcpServers` (`[{endpoint, apiKey?}]`).
-   * Off by default: the gateway would connect to any address a client names. @default false
+   * Whether a request may name more MCP servers in `properties.mcpServers` (`[{endpoint, apiKey?}]`):
+   * `true` for any, or a list of the hosts (`host` or `host:port`) it may name. Off by default: the
+   * gateway would connect to any address a client names. @default false
    */
-  allowClientMcpServers?: boolean;
+  allowClientMcpServers?: boolean | string[];
   /**
    * Copilot Cloud input guardrails, for requests that set `cloud.guardrails`: the service's `url`
    * (default Copilot Cloud's API) and how long it may take (`timeoutMs`, default 10000).
@@ -301,7 +302,7 @@ interface ResolvedOptions {
   allowedHosts: string[];
   modelLimits: ModelLimits;
   mcpServers: McpServerOptions[];
-  allowClientMcpServers: boolean;
+  allowClientMcpServers: boolean | string[];
   guardrails: GuardrailsOptions;
   hooks: RequestHooks;
   observability: ObservabilityOptions | undefined;
@@ -346,7 +347,11 @@ function resolveOptions(options: GatewayOptions): ResolvedOptions {
   if (options.allowedHosts !== undefined && (!Array.isArray(options.allowedHosts) || options.allowedHosts.some((h) => typeof h !== 'string' || !/^[\w.-]+$/.test(h)))) {
     throw new ConfigurationError('options.allowedHosts must be an array of host names such as "dev.example.test" (no scheme or port).');
   }
-  for (const [name, value] of [['allowLoopbackOrigins', options.allowLoopbackOrigins], ['sandbox', options.sandbox], ['allowClientMcpServers', options.allowClientMcpServers]] as const) {
+  const clientMcp = options.allowClientMcpServers;
+  if (clientMcp !== undefined && typeof clientMcp !== 'boolean' && (!Array.isArray(clientMcp) || clientMcp.some((host) => typeof host !== 'string' || !/^[\w.-]+(:\d+)?$/.test(host)))) {
+    throw new ConfigurationError('options.allowClientMcpServers must be true, false, or a list of host names (with an optional port), such as ["tools.example.com"].');
+  }
+  for (const [name, value] of [['allowLoopbackOrigins', options.allowLoopbackOrigins], ['sandbox', options.sandbox]] as const) {
     if (value !== undefined && typeof value !== 'boolean') throw new ConfigurationError(`options.${name} must be true or false.`);
   }
   const logger = options.logger ?? pino({ level: 'info' });

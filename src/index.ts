@@ -3,7 +3,7 @@ import generatedPossibleTypes from '../generated/possible-types.js';
 
 export { createGateway, type Gateway, type GatewayOptions } from './gateway.js';
 export type { ModelLimitsOptions } from './engine/model-limits.js';
-export type { AfterRequestContext, RequestHookContext, BeforeRequestResult, RequestHooks } from './engine/hooks.js';
+export type { AfterRequestContext, BeforeRequestHookContext, BeforeRequestResult, RequestHookContext, RequestHooks } from './engine/hooks.js';
 export type { LLMErrorData, LLMRequestData, LLMResponseData, ObservabilityOptions } from './adapters/observed.js';
 export type { GuardrailsOptions } from './engine/guardrails.js';
 export type { ModelAdapter, ModelRequest } from './adapters/adapter.js';

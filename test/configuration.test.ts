@@ -162,7 +162,9 @@ describe('the environment read by npm start', () => {
       allowClientMcpServers: true,
     });
     expect(() => readEnvironment({ MCP_SERVERS: 'localhost:8931' })).toThrow(/MCP_SERVERS must list http\(s\) URLs/);
-    expect(() => readEnvironment({ MCP_ALLOW_CLIENT_SERVERS: 'yes' })).toThrow(/MCP_ALLOW_CLIENT_SERVERS must be true or false/);
+    expect(readEnvironment({ MCP_ALLOW_CLIENT_SERVERS: 'tools.example.com, 127.0.0.1:8931' }).allowClientMcpServers).toEqual(['tools.example.com', '127.0.0.1:8931']);
+    expect(readEnvironment({ MCP_ALLOW_CLIENT_SERVERS: 'false' }).allowClientMcpServers).toBe(false);
+    expect(() => readEnvironment({ MCP_ALLOW_CLIENT_SERVERS: 'http://tools.example.com' })).toThrow(/MCP_ALLOW_CLIENT_SERVERS must be true, false, or host names/);
   });
 
   it.each([

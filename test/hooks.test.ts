@@ -4,7 +4,7 @@ import { pino } from 'pino';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import type { LLMErrorData, LLMRequestData, LLMResponseData } from '../src/adapters/observed.js';
 import { GatewayError } from '../src/core/errors.js';
-import type { AfterRequestContext, RequestHookContext } from '../src/engine/hooks.js';
+import type { AfterRequestContext, BeforeRequestHookContext } from '../src/engine/hooks.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { eventually, gatewaysPerTest, runInput, userMessage } from './support/harness.js';
 import { TRANSPORTS, textOf } from './support/transports.js';
@@ -30,7 +30,7 @@ function capturingLogger() {
 describe('onBeforeRequest and onAfterRequest', () => {
   for (const transport of TRANSPORTS) {
     it(`see the request and the finished run, and may add context for the model (${transport.name})`, async () => {
-      const before: RequestHookContext[] = [];
+      const before: BeforeRequestHookContext[] = [];
       const after: AfterRequestContext[] = [];
       const gateway = await start({
         adapter: adapter(),
@@ -46,7 +46,7 @@ describe('onBeforeRequest and onAfterRequest', () => {
       const outcome = await transport.run(gateway, runInput([userMessage('hi [tokens=2]', 'u1')], { threadId: 'thread-hooks' }), { properties: { tenant: 'acme' } });
       expect(outcome.status.code).toBe('Success');
       expect(before).toEqual([
-        { threadId: 'thread-hooks', runId: expect.any(String), inputMessages: [expect.objectContaining({ id: 'u1', content: 'hi [tokens=2]' })], properties: { tenant: 'acme' }, url: 'http://localhost:3000/' },
+        expect.objectContaining({ threadId: 'thread-hooks', runId: expect.any(String), inputMessages: [expect.objectContaining({ id: 'u1', content: 'hi [tokens=2]' })], properties: { tenant: 'acme' }, url: 'http://localhost:3000/' }),
       ]);
       expect(model.requests[sent].messages[0]).toEqual({ role: 'system', content: 'Context from the application:\n- The user’s plan: Premium' });
       await eventually(() => after.length === 1, 'onAfterRequest');

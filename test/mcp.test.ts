@@ -140,6 +140,12 @@ describe('MCP tools', () => {
 
     const bad = await TRANSPORTS[2].run(open, runInput([userMessage('hi')]), { properties: { mcpServers: [{ endpoint: 'file:///etc/passwd' }] } });
     expect(bad.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', details: { field: 'properties.mcpServers[0]' } });
+    const listed = await start({ adapter: adapter(), allowClientMcpServers: [new URL(streamableUrl).host] });
+    const allowed = await TRANSPORTS[0].run(listed, runInput([userMessage('[tool=whoami]')]), { properties });
+    expect(allowed.messages).toContainEqual(expect.objectContaining({ type: 'result', actionName: 'whoami', result: 'Bearer client-key' }));
+    const elsewhere = await TRANSPORTS[0].run(listed, runInput([userMessage('hi')]), { properties: { mcpServers: [{ endpoint: 'http://169.254.169.254/latest' }] } });
+    expect(elsewhere.errors?.[0]).toMatchObject({ message: 'properties.mcpServers[0]: the host 169.254.169.254 is not one this gateway may connect to.', extensions: { code: 'BAD_USER_INPUT' } });
+
     const many = Array.from({ length: 11 }, () => ({ endpoint: streamableUrl }));
     const tooMany = await TRANSPORTS[2].run(open, runInput([userMessage('hi')]), { properties: { mcpServers: many } });
     expect(tooMany.errors?.[0]).toMatchObject({ message: 'properties.mcpServers may name at most 10 servers (got 11).', extensions: { code: 'BAD_USER_INPUT' } });

@@ -263,7 +263,8 @@ export class McpServers {
 
   constructor(
     servers: readonly McpServerOptions[],
-    private readonly allowClientServers: boolean,
+    /** Whether requests may name servers: any (`true`), none, or only those on these hosts (`host` or `host:port`). */
+    private readonly allowClientServers: boolean | readonly string[],
     private readonly waitMs: number,
     private readonly logger: Logger,
   ) {
@@ -290,7 +291,7 @@ export class McpServers {
    * `waitMs` for servers on their first connection, so their tools are offered.
    */
   async forRequest(properties: Record<string, unknown>): Promise<ActionSource[]> {
-    const named = this.allowClientServers ? this.named(properties) : [];
+    const named = this.allowClientServers === false ? [] : this.named(properties);
     // Only servers on their first attempt are waited for; the others are offered as they are now
     // (a server that is down is retried in the background, after its backoff).
     const pending = [...this.configured, ...named].filter((server) => !server.settled).map((server) => server.connect());
@@ -312,6 +313,14 @@ export class McpServers {
         throw new GatewayError('BAD_USER_INPUT', `properties.mcpServers[${index}] must be {endpoint: an http(s) URL, apiKey?: a string}.`, {
           details: { field: `properties.mcpServers[${index}]` },
         });
+      }
+      if (Array.isArray(this.allowClientServers)) {
+        const { host, hostname } = new URL(endpoint);
+        if (!this.allowClientServers.includes(host) && !this.allowClientServers.includes(hostname)) {
+          throw new GatewayError('BAD_USER_INPUT', `properties.mcpServers[${index}]: the host ${hostname} is not one this gateway may connect to.`, {
+            details: { field: `properties.mcpServers[${index}]` },
+          });
+        }
       }
       const key = `${endpoint}\n${apiKey ?? ''}`;
       let server = this.fromClients.get(key);

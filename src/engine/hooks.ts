@@ -15,6 +15,11 @@ export interface RequestHookContext {
   url: string | undefined;
 }
 
+/** What `onBeforeRequest` gets besides: aborted when the client goes away while it runs. */
+export interface BeforeRequestHookContext extends RequestHookContext {
+  signal: AbortSignal | undefined;
+}
+
 /** What `onAfterRequest` sees: the same, and the messages the run produced. */
 export interface AfterRequestContext extends RequestHookContext {
   outputMessages: Message[];
@@ -35,7 +40,7 @@ export interface BeforeRequestResult {
  * its answer); what it throws is logged.
  */
 export interface RequestHooks {
-  onBeforeRequest?(context: RequestHookContext): BeforeRequestResult | void | Promise<BeforeRequestResult | void>;
+  onBeforeRequest?(context: BeforeRequestHookContext): BeforeRequestResult | void | Promise<BeforeRequestResult | void>;
   onAfterRequest?(context: AfterRequestContext): void | Promise<void>;
 }
 
@@ -50,16 +55,19 @@ export function resolveHooks(hooks: unknown): RequestHooks {
 }
 
 /** Runs `onBeforeRequest`; resolves with the request as the run should see it. */
-export async function beforeRequest(hooks: RequestHooks, request: RunRequest, logger: Logger): Promise<RunRequest> {
+export async function beforeRequest(hooks: RequestHooks, request: RunRequest, caller: { logger: Logger; signal?: AbortSignal }): Promise<RunRequest> {
   if (!hooks.onBeforeRequest) return request;
+  const { logger, signal } = caller;
   let result: BeforeRequestResult | void;
   try {
-    result = await hooks.onBeforeRequest({ threadId: request.threadId, runId: request.runId, inputMessages: request.messages, properties: request.properties, url: request.url });
+    result = await hooks.onBeforeRequest({ threadId: request.threadId, runId: request.runId, inputMessages: request.messages, properties: request.properties, url: request.url, signal });
   } catch (error) {
     if (error instanceof GatewayError) throw error;
     logger.error({ err: error }, 'the onBeforeRequest hook threw');
     throw new GatewayError('HOOK_FAILED', 'The request could not be accepted: a check of this gateway failed. Try again, or report it with the request id.');
   }
+  // The client went away while the hook ran: nothing is started for it.
+  if (signal?.aborted) throw new GatewayError('CLIENT_DISCONNECTED', 'The client went away before the run started.');
   const extra = result?.context;
   if (!extra?.length) return request;
   const context = extra.filter((entry) => typeof entry?.description === 'string' && typeof entry?.value === 'string');

@@ -1,12 +1,12 @@
 import type { Logger } from 'pino';
 import { ActionCatalog, type ActionSource } from '../actions/action.js';
-import type { McpServers } from '../actions/mcp.js';
+import { mcpInstructions, type McpServers } from '../actions/mcp.js';
 import type { ModelAdapter } from '../adapters/adapter.js';
 import type { AgentEntry, AgentThreadState } from '../agents/agent.js';
 import type { AgentRegistry } from '../agents/registry.js';
 import { GatewayError } from '../core/errors.js';
 import { agentDriver, type AgentLoopOptions } from './drivers/agent.js';
-import { modelDriver, withContext } from './drivers/model.js';
+import { modelDriver, withContext, withSystemNote } from './drivers/model.js';
 import { admitForwardedParameters, checkModelInput, type ModelLimits } from './model-limits.js';
 import type { RunRequest } from './request.js';
 import { Run, type RunDriver, type RunHandle } from './run.js';
@@ -62,22 +62,21 @@ export class RunLauncher {
    * many runs) throw before anything runs.
    */
   async start<View>(asked: RunRequest, caller: RunCaller, attach: (run: RunHandle) => View): Promise<View> {
-    const hooks = this.options.hooks ?? {};
-    const request = hooks.onBeforeRequest ? await beforeRequest(hooks, asked, caller.logger) : asked;
     if (this.active >= this.options.maxConcurrentRuns) {
-      throw new GatewayError('OVERLOADED', `The gateway is serving its most runs at once (${this.options.maxConcurrentRuns}); try again shortly.`, {
-        severity: 'warning',
-      });
+      throw new GatewayError('OVERLOADED', `The gateway is serving its most runs at once (${this.options.maxConcurrentRuns}); try again shortly.`);
     }
-    const guarded = guardrailsApply(request.guardrails, request.messages);
-    if (guarded && !caller.publicApiKey) {
-      throw new GatewayError('MISSING_PUBLIC_API_KEY', 'cloud.guardrails needs a Copilot Cloud public API key: send it in the X-CopilotCloud-Public-API-Key header.');
-    }
-    if (guarded && !this.options.guardrails) throw new GatewayError('NOT_SUPPORTED', 'Guardrails are not configured on this gateway.');
+    // The run's place is taken now: the hook and the checks below may wait.
     this.active++;
+    const hooks = this.options.hooks ?? {};
     let run: Run;
     let view: View;
     try {
+      const request = hooks.onBeforeRequest ? await beforeRequest(hooks, asked, caller) : asked;
+      const guarded = guardrailsApply(request.guardrails, request.messages);
+      if (guarded && !caller.publicApiKey) {
+        throw new GatewayError('MISSING_PUBLIC_API_KEY', 'cloud.guardrails needs a Copilot Cloud public API key: send it in the X-CopilotCloud-Public-API-Key header.');
+      }
+      if (guarded && !this.options.guardrails) throw new GatewayError('NOT_SUPPORTED', 'Guardrails are not configured on this gateway.');
       run = new Run({ threadId: request.threadId, runId: request.runId, logger: caller.logger, logBindings: caller.logBindings, requestId: caller.requestId });
       let driver = await this.driverFor(request, run.logger);
       if (guarded) driver = this.options.guardrails!.guard(driver, request.guardrails!, request.messages, caller.publicApiKey!);
@@ -130,7 +129,8 @@ export class RunLauncher {
     // as a request, with a clear error, and nothing is spent.
     const forwardedParameters = admitForwardedParameters(request.forwardedParameters, options.modelLimits, options.adapter.parameters, options.adapter.name);
     const messages = repairTranscript(request.messages, logger);
-    checkModelInput(withContext(messages, request.context), options.modelLimits);
+    // As the model's first call will see it: with the context and the MCP tools' instructions.
+    checkModelInput(withSystemNote(withContext(messages, request.context), 'gateway-mcp-tools', mcpInstructions(catalog.actions())), options.modelLimits);
     return modelDriver({ ...request, messages, forwardedParameters }, { ...options, catalog, agents: options.agents.known() });
   }
 }
