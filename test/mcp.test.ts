@@ -108,6 +108,21 @@ describe('MCP tools', () => {
     }
   });
 
+  it('are withdrawn when their server stops answering pings, before any call finds out', async () => {
+    const { logger, lines } = capturingLogger();
+    const server = new FakeMcpServer('stateful');
+    const url = await server.start();
+    const gateway = await start({ adapter: adapter(), logger, mcpServers: [{ url, pingIntervalMs: 50 }] });
+    const before = model.requests.length;
+    await TRANSPORTS[2].run(gateway, runInput([userMessage('hi [tokens=1]')]));
+    expect(model.requests[before].tools.map((tool: any) => tool.function.name)).toContain('add');
+    await server.stop();
+    await eventually(() => lines.some((line) => line.msg.startsWith('MCP server unreachable') && /ping/.test(line.reason)), 'the ping to fail');
+    const after = model.requests.length;
+    await TRANSPORTS[2].run(gateway, runInput([userMessage('hi [tokens=1]')]));
+    expect(model.requests[after].tools ?? []).toEqual([]);
+  });
+
   it('survive a restart of a server with sessions: the call is made again on a new session', async () => {
     const server = new FakeMcpServer('stateful');
     const url = await server.start();

@@ -7,6 +7,8 @@ import type { ActionContext, ActionSource, ExecutableAction } from './action.js'
 export interface McpServerOptions {
   url: string;
   headers?: Record<string, string>;
+  /** How often the connected server is pinged; one that does not answer has its tools withdrawn. @default 30000 */
+  pingIntervalMs?: number;
 }
 
 type McpSdk = {
@@ -45,6 +47,8 @@ const RECONNECT_MIN_MS = 1_000;
 const RECONNECT_MAX_MS = 60_000;
 /** How long connecting and listing the tools may take, both transports together. */
 const CONNECT_TIMEOUT_MS = 15_000;
+/** How often a connected server is pinged, so that one that died has its tools withdrawn before a call finds out. */
+const PING_INTERVAL_MS = 30_000;
 /** The most MCP servers one request may name, the most kept connected, and how long an evicted one lives on. */
 const MAX_NAMED_SERVERS = 10;
 const MAX_KEPT_CLIENT_SERVERS = 50;
@@ -73,6 +77,7 @@ export class McpServer implements ActionSource {
   /** Whether a first connection attempt has settled (succeeded or failed). */
   private tried = false;
   private sdk: McpSdk | undefined;
+  private pinger: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly options: McpServerOptions,
@@ -110,6 +115,7 @@ export class McpServer implements ActionSource {
 
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.pinger);
     const client = this.client;
     this.client = undefined;
     this.tools = [];
@@ -156,6 +162,7 @@ export class McpServer implements ActionSource {
       });
       this.client = client;
       this.tools = tools;
+      this.watch(client);
       this.failures = 0;
       if (this.down) this.logger.info({ mcpServer: this.label, tools: tools.length }, 'MCP server reachable again; its tools are offered');
       else this.logger.info({ mcpServer: this.label, tools: tools.map((tool) => tool.name) }, 'MCP server connected');
@@ -211,8 +218,22 @@ export class McpServer implements ActionSource {
     return actions;
   }
 
+  /** Pings the server now and then; one that does not answer is lost (its tools withdrawn) at once. */
+  private watch(client: Client): void {
+    clearInterval(this.pinger);
+    this.pinger = setInterval(() => {
+      if (this.client !== client) return clearInterval(this.pinger);
+      client.ping({ timeout: 10_000 }).catch((error: unknown) => {
+        if (this.client === client) this.lose(`no answer to a ping: ${describe(error)}`);
+      });
+    }, this.options.pingIntervalMs ?? PING_INTERVAL_MS);
+    this.pinger.unref();
+  }
+
   /** The server is unreachable (or went away): its tools are withdrawn until it is back. */
   private lose(reason: string): void {
+    clearInterval(this.pinger);
+    this.pinger = undefined;
     const client = this.client;
     this.client = undefined;
     this.tools = [];
@@ -354,7 +375,11 @@ export function resolveMcpServers(value: unknown): McpServerOptions[] {
     if (typeof server?.url !== 'string' || !isHttpUrl(server.url)) {
       throw new ConfigurationError(`options.mcpServers[${index}] must be an http(s) URL such as "http://localhost:8931/mcp", or {url, headers}.`);
     }
-    return { url: server.url, headers: server.headers ?? {} };
+    const ping = server.pingIntervalMs;
+    if (ping !== undefined && (!Number.isSafeInteger(ping) || ping < 10)) {
+      throw new ConfigurationError(`options.mcpServers[${index}].pingIntervalMs must be a whole number of milliseconds, 10 or more.`);
+    }
+    return { url: server.url, headers: server.headers ?? {}, ...(ping !== undefined ? { pingIntervalMs: ping } : {}) };
   });
 }
 
