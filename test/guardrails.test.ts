@@ -34,7 +34,7 @@ afterAll(async () => {
   await Promise.all([model.stop(), close(service)]);
 });
 const { start } = gatewaysPerTest();
-const gatewayOptions = () => ({ adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', maxRetries: 0 }), guardrails: { url: guardrailsUrl, timeoutMs: 300 } });
+const gatewayOptions = () => ({ adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', maxRetries: 0 }), guardrails: { url: guardrailsUrl, timeoutMs: 1_500 } });
 const cloud = { guardrails: { inputValidationRules: { allowList: ['account'], denyList: ['weather'] } } };
 const KEY = { 'X-CopilotCloud-Public-API-Key': 'ck_pub_test' };
 const at = new Date().toISOString();
