@@ -5,7 +5,7 @@ import { toGeminiContents, toGeminiToolConfig } from '../src/adapters/google-mes
 import type { ServerAction } from '../src/actions/server-action.js';
 import type { Message } from '../src/core/messages.js';
 import { FakeGemini } from './support/fake-gemini.js';
-import { gatewaysPerTest, runInput, silentLogger, userMessage } from './support/harness.js';
+import { eventually, gatewaysPerTest, runInput, silentLogger, userMessage } from './support/harness.js';
 import { TRANSPORTS, textOf } from './support/transports.js';
 
 // The Gemini adapter: its conversion of every message kind, and its stream against a fake Gemini
@@ -181,7 +181,7 @@ describe('GoogleAdapter (Gemini API streaming on the official SDK)', () => {
     const output = recorder();
     const streaming = adapter().stream(request('[stall]'), { ...output, textContent: (id, text) => (output.textContent(id, text), controller.abort(new Error('gone'))) }, controller.signal);
     expect((await failure(streaming)).message).toBe('gone');
-    for (let i = 0; i < 100 && fake.abortedRequests === before; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    await eventually(() => fake.abortedRequests > before, 'the upstream request to be closed', 500);
     expect(fake.abortedRequests).toBe(before + 1);
   });
 
