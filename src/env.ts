@@ -1,4 +1,5 @@
 import { ConfigurationError } from './core/errors.js';
+import { isHttpUrl } from './core/urls.js';
 import { isOrigin } from './transports/cors.js';
 import type { AnthropicAdapterOptions } from './adapters/anthropic.js';
 import type { GoogleAdapterOptions } from './adapters/google.js';
@@ -276,14 +277,6 @@ function wholeNumber(env: NodeJS.ProcessEnv, name: string, unit: string): number
   return number;
 }
 
-function isHttpUrl(value: string): boolean {
-  try {
-    const { protocol } = new URL(value);
-    return protocol === 'http:' || protocol === 'https:';
-  } catch {
-    return false;
-  }
-}
 
 function list(value: string | undefined): string[] {
   return (value ?? '').split(',').map((item) => item.trim()).filter(Boolean);

@@ -1,10 +1,11 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import type { ModelOutput, ModelRequest } from '../src/adapters/adapter.js';
+import type { ModelRequest } from '../src/adapters/adapter.js';
 import { GoogleAdapter } from '../src/adapters/google.js';
 import { toGeminiContents, toGeminiToolConfig } from '../src/adapters/google-messages.js';
 import type { ServerAction } from '../src/actions/server-action.js';
 import type { Message } from '../src/core/messages.js';
 import { FakeGemini } from './support/fake-gemini.js';
+import { recordingOutput, rejection } from './support/model-output.js';
 import { eventually, gatewaysPerTest, runInput, silentLogger, userMessage } from './support/harness.js';
 import { TRANSPORTS, textOf } from './support/transports.js';
 
@@ -30,29 +31,6 @@ function adapter(options: ConstructorParameters<typeof GoogleAdapter>[0] = {}): 
 
 function request(prompt: string, extra: Partial<ModelRequest> = {}): ModelRequest {
   return { threadId: 't', runId: 'r', messages: [{ kind: 'text', id: 'u1', role: 'user', content: prompt }], tools: [], forwardedParameters: {}, logger: silentLogger, ...extra };
-}
-
-function recorder(): ModelOutput & { log: string[] } {
-  const log: string[] = [];
-  let ids = 0;
-  return {
-    log,
-    textStart: (proposed) => (log.push(`start ${proposed}`), `m${++ids}`),
-    textContent: (id, content) => void log.push(`text ${id} ${content}`),
-    textEnd: (id) => void log.push(`end ${id}`),
-    actionStart: (proposed, name, parent) => (log.push(`call ${proposed} ${name} ${parent}`), `c${++ids}`),
-    actionArgs: (id, args) => void log.push(`args ${id} ${args}`),
-    actionEnd: (id) => void log.push(`callend ${id}`),
-  };
-}
-
-async function failure(promise: Promise<unknown>): Promise<any> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a failure');
 }
 
 describe('the conversation in Gemini’s shape', () => {
@@ -112,7 +90,7 @@ describe('the conversation in Gemini’s shape', () => {
 
 describe('GoogleAdapter (Gemini API streaming on the official SDK)', () => {
   it('sends the key, the system instruction, functions and parameters, and streams text', async () => {
-    const output = recorder();
+    const output = recordingOutput();
     const before = fake.requests.length;
     await adapter({ model: 'gemini-test', defaultHeaders: { 'x-proxy-route': 'eu' } }).stream(
       request('hi [tokens=3]', {
@@ -141,7 +119,7 @@ describe('GoogleAdapter (Gemini API streaming on the official SDK)', () => {
   });
 
   it('streams function calls whole, after the text before them, and drops thought parts', async () => {
-    const output = recorder();
+    const output = recordingOutput();
     await adapter().stream(request('[thinking] [text-then-tool] [tool=lookup] [toolargs={"q":"paris"}]'), output, new AbortController().signal);
     const n = fake.requests.length;
     expect(output.log).toEqual([`start resp-fake${n}`, 'text m1 Let me do that. ', 'end m1', `call undefined lookup resp-fake${n}`, 'args c2 {"q":"paris"}', 'callend c2']);
@@ -161,7 +139,7 @@ describe('GoogleAdapter (Gemini API streaming on the official SDK)', () => {
     ['[cut]', 'UPSTREAM_STREAM_INTERRUPTED', /broke off in the middle of its answer/],
     ['[no-finish]', 'UPSTREAM_STREAM_INTERRUPTED', /ended its stream before the answer was complete/],
   ])('fails %s with %s and a message that says what to check', async (prompt, code, message) => {
-    const error = await failure(adapter().stream(request(prompt), recorder(), new AbortController().signal));
+    const error = await rejection(adapter().stream(request(prompt), recordingOutput(), new AbortController().signal));
     expect(error.code).toBe(code);
     expect(error.message).toMatch(message);
     expect(error.message).not.toMatch(/127\.0\.0\.1/);
@@ -170,7 +148,7 @@ describe('GoogleAdapter (Gemini API streaming on the official SDK)', () => {
   it('says which variable to check when the server cannot be reached', async () => {
     const unreachable = new GoogleAdapter({ baseURL: 'http://127.0.0.1:9', apiKey: 'k', maxRetries: 0 });
     adapters.push(unreachable);
-    const error = await failure(unreachable.stream(request('hi'), recorder(), new AbortController().signal));
+    const error = await rejection(unreachable.stream(request('hi'), recordingOutput(), new AbortController().signal));
     expect(error.code).toBe('UPSTREAM_UNREACHABLE');
     expect(error.message).toMatch(/Check GOOGLE_BASE_URL/);
   });
@@ -178,9 +156,9 @@ describe('GoogleAdapter (Gemini API streaming on the official SDK)', () => {
   it('stops the stream and rejects with the abort reason when aborted', async () => {
     const controller = new AbortController();
     const before = fake.abortedRequests;
-    const output = recorder();
+    const output = recordingOutput();
     const streaming = adapter().stream(request('[stall]'), { ...output, textContent: (id, text) => (output.textContent(id, text), controller.abort(new Error('gone'))) }, controller.signal);
-    expect((await failure(streaming)).message).toBe('gone');
+    expect((await rejection(streaming)).message).toBe('gone');
     await eventually(() => fake.abortedRequests > before, 'the upstream request to be closed', 500);
     expect(fake.abortedRequests).toBe(before + 1);
   });
@@ -189,7 +167,7 @@ describe('GoogleAdapter (Gemini API streaming on the official SDK)', () => {
     const before = fake.requests.length;
     const keyless = new GoogleAdapter({ baseURL, maxRetries: 0 });
     adapters.push(keyless);
-    await keyless.stream(request('hi'), recorder(), new AbortController().signal);
+    await keyless.stream(request('hi'), recordingOutput(), new AbortController().signal);
     expect(fake.requests[before].headers['x-goog-api-key']).toBeUndefined();
   });
 

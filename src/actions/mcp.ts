@@ -1,6 +1,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Logger } from 'pino';
 import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
+import { isHttpUrl } from '../core/urls.js';
 import type { ActionContext, ActionSource, ExecutableAction } from './action.js';
 
 /** An MCP server's address, and headers for it (an API key, say). */
@@ -422,14 +423,6 @@ function labelOf(url: string): string {
   }
 }
 
-function isHttpUrl(value: string): boolean {
-  try {
-    const { protocol } = new URL(value);
-    return protocol === 'http:' || protocol === 'https:';
-  } catch {
-    return false;
-  }
-}
 
 async function waitAtMost(promise: Promise<unknown>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;

@@ -9,6 +9,7 @@ import type {
 } from '@anthropic-ai/sdk/resources/messages/messages';
 import type { Message, ToolDefinition } from '../core/messages.js';
 import type { ForwardedParameters } from './adapter.js';
+import { callArgsObject, imageMimeType } from './conversion.js';
 
 /**
  * Converts the conversation (already checked: every call has one result, right after it) to the
@@ -50,10 +51,10 @@ export function toAnthropicMessages(messages: readonly Message[]): { system: str
       }
       case 'image':
         calls = undefined;
-        push('user', { type: 'image', source: { type: 'base64', media_type: mediaType(message.format), data: message.bytes } });
+        push('user', { type: 'image', source: { type: 'base64', media_type: imageMimeType(message.format) as MediaType, data: message.bytes } });
         break;
       case 'actionExecution': {
-        const block: ToolUseBlockParam = { type: 'tool_use', id: message.id, name: message.name, input: toolInput(message.arguments) };
+        const block: ToolUseBlockParam = { type: 'tool_use', id: message.id, name: message.name, input: callArgsObject(message.arguments) };
         const sameMessage = calls && message.parentMessageId != null && message.parentMessageId === calls.parent && calls.resultTurn === last();
         if (sameMessage && calls) {
           calls.callTurn.content.push(block);
@@ -106,20 +107,4 @@ export function toAnthropicToolChoice(parameters: ForwardedParameters): ToolChoi
   }
 }
 
-/** The API takes an object as a call's input: arguments that are not a JSON object are passed under `input`. */
-function toolInput(args: string): Record<string, unknown> {
-  if (args.trim() === '') return {};
-  try {
-    const parsed: unknown = JSON.parse(args);
-    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : { input: parsed };
-  } catch {
-    return { input: args };
-  }
-}
-
 type MediaType = 'image/jpeg' | 'image/png' | 'image/gif' | 'image/webp';
-
-function mediaType(format: string): MediaType {
-  const normalised = format.toLowerCase() === 'jpg' ? 'jpeg' : format.toLowerCase();
-  return `image/${normalised}` as MediaType;
-}

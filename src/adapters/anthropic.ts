@@ -3,7 +3,7 @@ import type { APIError } from '@anthropic-ai/sdk';
 import type { MessageCreateParamsStreaming, RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages/messages';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
-import { commonCauseHint, upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
+import { capitalize, commonCauseHint, upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
 import { parseRetryAfter } from '../upstream/retry.js';
 import type { ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
 import { toAnthropicMessages, toAnthropicToolChoice, toAnthropicTools } from './anthropic-messages.js';
@@ -234,8 +234,4 @@ class EventReader {
     if (open.kind === 'text') this.output.textEnd(open.id);
     else this.output.actionEnd(open.id);
   }
-}
-
-function capitalize(text: string): string {
-  return text.charAt(0).toUpperCase() + text.slice(1);
 }

@@ -1,6 +1,7 @@
 import type { Content, FunctionCallingConfigMode, FunctionDeclaration, Part, ToolConfig } from '@google/genai';
 import type { Message, ToolDefinition } from '../core/messages.js';
 import type { ForwardedParameters } from './adapter.js';
+import { callArgsObject, imageMimeType } from './conversion.js';
 
 /**
  * Converts the conversation (already checked: every call has one result, right after it) to Gemini's
@@ -42,14 +43,14 @@ export function toGeminiContents(
         break;
       case 'image':
         calls = undefined;
-        push('user', { inlineData: { mimeType: `image/${message.format.toLowerCase() === 'jpg' ? 'jpeg' : message.format.toLowerCase()}`, data: message.bytes } });
+        push('user', { inlineData: { mimeType: imageMimeType(message.format), data: message.bytes } });
         break;
       case 'actionExecution': {
         names.set(message.id, message.name);
         // A call this process did not see Gemini make (another replica, a restart, another model) has no
         // signature: Gemini's documented placeholder tells it to skip the check rather than refuse.
         const signature = signatures?.get(message.id) ?? SKIP_SIGNATURE;
-        const part: Part = { functionCall: { id: message.id, name: message.name, args: callArgs(message.arguments) }, thoughtSignature: signature };
+        const part: Part = { functionCall: { id: message.id, name: message.name, args: callArgsObject(message.arguments) }, thoughtSignature: signature };
         if (calls && message.parentMessageId != null && message.parentMessageId === calls.parent && calls.resultContent === last()) {
           calls.callContent.parts.push(part);
         } else {
@@ -95,16 +96,5 @@ export function toGeminiToolConfig(parameters: ForwardedParameters): ToolConfig 
         : undefined;
     default:
       return undefined;
-  }
-}
-
-/** Gemini takes an object as a call's arguments: arguments that are not a JSON object are passed under `input`. */
-function callArgs(args: string): Record<string, unknown> {
-  if (args.trim() === '') return {};
-  try {
-    const parsed: unknown = JSON.parse(args);
-    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : { input: parsed };
-  } catch {
-    return { input: args };
   }
 }

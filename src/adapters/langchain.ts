@@ -5,6 +5,7 @@ import { ConfigurationError, GatewayError } from '../core/errors.js';
 import type { Message, ToolDefinition } from '../core/messages.js';
 import { upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
 import type { ForwardedParameters, ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
+import { callArgsObject, imageMimeType } from './conversion.js';
 
 /** What a `chain` function gets for each model call. */
 export interface LangChainInput {
@@ -122,11 +123,11 @@ export async function toLangChainMessages(messages: readonly Message[]): Promise
         }
         break;
       case 'image':
-        out.push(new HumanMessage({ content: [{ type: 'image_url', image_url: { url: `data:image/${imageType(message.format)};base64,${message.bytes}` } }] }));
+        out.push(new HumanMessage({ content: [{ type: 'image_url', image_url: { url: `data:${imageMimeType(message.format)};base64,${message.bytes}` } }] }));
         lastAssistant = undefined;
         break;
       case 'actionExecution': {
-        const call = { id: message.id, name: message.name, args: callArgs(message.arguments), type: 'tool_call' as const };
+        const call = { id: message.id, name: message.name, args: callArgsObject(message.arguments), type: 'tool_call' as const };
         const last = out[out.length - 1];
         const joins = lastAssistant && (last === lastAssistant.message || ToolMessage.isInstance(last)) && (message.parentMessageId == null || message.parentMessageId === lastAssistant.id);
         if (joins && lastAssistant && last === lastAssistant.message) {
@@ -163,16 +164,6 @@ function langChainToolChoice(parameters: ForwardedParameters): string | undefine
       return parameters.toolChoiceFunctionName ?? undefined;
     default:
       return undefined;
-  }
-}
-
-function callArgs(args: string): Record<string, unknown> {
-  if (args.trim() === '') return {};
-  try {
-    const parsed: unknown = JSON.parse(args);
-    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : { input: parsed };
-  } catch {
-    return { input: args };
   }
 }
 
@@ -272,9 +263,4 @@ function textOf(content: MessageContent | undefined): string {
     else if (block?.type === "text" && typeof (block as unknown as { text?: unknown }).text === "string") text += (block as unknown as { text: string }).text;
   }
   return text;
-}
-
-function imageType(format: string): string {
-  const lower = format.toLowerCase();
-  return lower === 'jpg' ? 'jpeg' : lower;
 }

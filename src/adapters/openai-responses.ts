@@ -3,6 +3,7 @@ import type { FunctionTool, ResponseInputItem, ResponseStreamEvent, ToolChoiceFu
 import { UpstreamError } from '../core/errors.js';
 import type { Message, ToolDefinition } from '../core/messages.js';
 import type { ForwardedParameters, ModelOutput } from './adapter.js';
+import { imageMimeType } from './conversion.js';
 
 /**
  * Converts the conversation (already checked: every call has one result, right after it) to
@@ -20,7 +21,7 @@ export function toResponsesInput(messages: readonly Message[]): ResponseInputIte
         break;
       }
       case 'image':
-        input.push({ type: 'message', role: 'user', content: [{ type: 'input_image', detail: 'auto', image_url: `data:image/${message.format.toLowerCase() === 'jpg' ? 'jpeg' : message.format.toLowerCase()};base64,${message.bytes}` }] });
+        input.push({ type: 'message', role: 'user', content: [{ type: 'input_image', detail: 'auto', image_url: `data:${imageMimeType(message.format)};base64,${message.bytes}` }] });
         break;
       case 'actionExecution':
         input.push({ type: 'function_call', call_id: message.id, name: message.name, arguments: message.arguments });

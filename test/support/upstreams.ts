@@ -6,6 +6,7 @@ import { ChatOpenAI } from '@langchain/openai';
 import { OpenAIAdapter } from '../../src/adapters/openai.js';
 import { agUiAgent } from '../../src/agents/ag-ui.js';
 import { langGraphAgent } from '../../src/agents/langgraph.js';
+import type { ModelAdapter } from '../../src/adapters/adapter.js';
 import type { GatewayOptions } from '../../src/gateway.js';
 import { FakeAgUiAgent } from './fake-ag-ui-agent.js';
 import { FakeAnthropic } from './fake-anthropic.js';
@@ -45,104 +46,46 @@ export interface UpstreamEnvironment {
   stop(): Promise<void>;
 }
 
-export const modelKind: UpstreamKind = {
-  name: 'the model (OpenAI-compatible)',
-  agent: false,
-  async start(options = {}) {
-    const fake = new FakeOpenAI();
-    const baseURL = await fake.start();
-    const gateway = await startGateway({ adapter: new OpenAIAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0 }), ...options });
-    return {
-      gateway,
-      input: (messages, extra = {}) => runInput(messages, extra),
-      abortedRequests: () => fake.abortedRequests,
-      stop: async () => {
-        await gateway.close();
-        await fake.stop();
-      },
-    };
-  },
-};
+/** A model kind: its fake server, and the adapter that points at the fake's base URL. */
+function modelKindOf(name: string, fake: () => AgentFake, adapter: (baseURL: string) => ModelAdapter): UpstreamKind {
+  return {
+    name,
+    agent: false,
+    async start(options = {}) {
+      const server = fake();
+      const baseURL = await server.start();
+      const gateway = await startGateway({ adapter: adapter(baseURL), ...options });
+      return {
+        gateway,
+        input: (messages, extra = {}) => runInput(messages, extra),
+        abortedRequests: () => server.abortedRequests,
+        stop: async () => {
+          await gateway.close();
+          await server.stop();
+        },
+      };
+    },
+  };
+}
 
-export const anthropicKind: UpstreamKind = {
-  name: 'the model (Anthropic Messages API)',
-  agent: false,
-  async start(options = {}) {
-    const fake = new FakeAnthropic();
-    const baseURL = await fake.start();
-    const gateway = await startGateway({ adapter: new AnthropicAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0 }), ...options });
-    return {
-      gateway,
-      input: (messages, extra = {}) => runInput(messages, extra),
-      abortedRequests: () => fake.abortedRequests,
-      stop: async () => {
-        await gateway.close();
-        await fake.stop();
-      },
-    };
-  },
-};
+export const modelKind = modelKindOf('the model (OpenAI-compatible)', () => new FakeOpenAI(), (baseURL) => new OpenAIAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0 }));
 
-export const googleKind: UpstreamKind = {
-  name: 'the model (Google Gemini API)',
-  agent: false,
-  async start(options = {}) {
-    const fake = new FakeGemini();
-    const baseURL = await fake.start();
-    const gateway = await startGateway({ adapter: new GoogleAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0 }), ...options });
-    return {
-      gateway,
-      input: (messages, extra = {}) => runInput(messages, extra),
-      abortedRequests: () => fake.abortedRequests,
-      stop: async () => {
-        await gateway.close();
-        await fake.stop();
-      },
-    };
-  },
-};
+export const openAIResponsesKind = modelKindOf('the model (OpenAI Responses API)', () => new FakeOpenAI(), (baseURL) =>
+  new OpenAIAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0, apiStyle: 'responses' }),
+);
 
-export const openAIResponsesKind: UpstreamKind = {
-  name: 'the model (OpenAI Responses API)',
-  agent: false,
-  async start(options = {}) {
-    const fake = new FakeOpenAI();
-    const baseURL = await fake.start();
-    const gateway = await startGateway({ adapter: new OpenAIAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0, apiStyle: 'responses' }), ...options });
-    return {
-      gateway,
-      input: (messages, extra = {}) => runInput(messages, extra),
-      abortedRequests: () => fake.abortedRequests,
-      stop: async () => {
-        await gateway.close();
-        await fake.stop();
-      },
-    };
-  },
-};
+export const anthropicKind = modelKindOf('the model (Anthropic Messages API)', () => new FakeAnthropic(), (baseURL) =>
+  new AnthropicAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0 }),
+);
+
+export const googleKind = modelKindOf('the model (Google Gemini API)', () => new FakeGemini(), (baseURL) => new GoogleAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0 }));
 
 /** A LangChain chat model (ChatOpenAI, LangChain's own OpenAI client) against the fake OpenAI server. */
-export const langChainModelKind: UpstreamKind = {
-  name: 'the model (a LangChain chat model)',
-  agent: false,
-  async start(options = {}) {
-    const fake = new FakeOpenAI();
-    const baseURL = await fake.start();
-    const model = new ChatOpenAI({ model: 'fake-model', apiKey: 'test-key', configuration: { baseURL }, maxRetries: 0, streaming: true });
-    const gateway = await startGateway({ adapter: new LangChainAdapter({ model, modelName: 'fake-model' }), ...options });
-    return {
-      gateway,
-      input: (messages, extra = {}) => runInput(messages, extra),
-      abortedRequests: () => fake.abortedRequests,
-      stop: async () => {
-        await gateway.close();
-        await fake.stop();
-      },
-    };
-  },
-};
+export const langChainModelKind = modelKindOf('the model (a LangChain chat model)', () => new FakeOpenAI(), (baseURL) =>
+  new LangChainAdapter({ model: new ChatOpenAI({ model: 'fake-model', apiKey: 'test-key', configuration: { baseURL }, maxRetries: 0, streaming: true }), modelName: 'fake-model' }),
+);
 
-/** A fake upstream server an agent kind runs against. */
+/** A fake upstream server a kind (model or agent) runs against. */
 interface AgentFake {
   start(): Promise<string>;
   stop(): Promise<void>;
