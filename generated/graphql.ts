@@ -1,9 +1,10 @@
 /* eslint-disable */
 // Written by graphql-codegen from schema/*.graphql. Do not edit; run `npm run codegen`.
 import type { GraphQLResolveInfo, GraphQLScalarType, GraphQLScalarTypeConfig } from 'graphql';
-import type { CopilotResponseModel, MessageOutputModel, TextMessageOutputModel, ActionExecutionMessageOutputModel, ResultMessageOutputModel, AgentStateMessageOutputModel, ImageMessageOutputModel } from '../src/graphql/models.js';
+import type { CopilotResponseModel, MessageOutputModel, TextMessageOutputModel, ActionExecutionMessageOutputModel, ResultMessageOutputModel, AgentStateMessageOutputModel, ImageMessageOutputModel, CopilotThreadModel } from '../src/graphql/models.js';
 import type { MessageStatus as MessageStatusModel, RunStatus } from '../src/core/status.js';
 import type { MetaEventPayload, SequencedEvent } from '../src/core/events.js';
+import type { AgentStateRecord, RunRecord } from '../src/threads/store.js';
 import type { GatewayContext } from '../src/graphql/context.js';
 export type Maybe<T> = T | null;
 export type InputMaybe<T> = Maybe<T>;
@@ -338,6 +339,54 @@ export type CopilotResponse = {
 /** One event of a run, in the order the run produced it. */
 export type CopilotRunEvent = ActionExecutionArgsEvent | ActionExecutionEndEvent | ActionExecutionResultEvent | ActionExecutionStartEvent | AgentStateMessageEvent | RunFinishedEvent | RunMetaEvent | RunStartedEvent | TextMessageContentEvent | TextMessageEndEvent | TextMessageStartEvent;
 
+/** A thread as the gateway keeps it. */
+export type CopilotThread = {
+  __typename?: 'CopilotThread';
+  /** The latest state of each agent that ran on the thread. */
+  agentStates: Array<CopilotThreadAgentState>;
+  /**
+   * The conversation as of the thread's latest run: the messages it was given (each id once), then what it produced
+   * (so far, while it runs). Every message has status Success.
+   */
+  messages: Array<BaseMessageOutput>;
+  /** The thread's runs, oldest first (the most recent ones, up to the store's bound). */
+  runs: Array<CopilotThreadRun>;
+  /** The thread's id. */
+  threadId: Scalars['ID']['output'];
+};
+
+/** The latest state an agent reported on a thread. */
+export type CopilotThreadAgentState = {
+  __typename?: 'CopilotThreadAgentState';
+  /** Whether the agent was the active one. */
+  active: Scalars['Boolean']['output'];
+  /** The agent's name. */
+  agentName: Scalars['String']['output'];
+  /** The node of the agent's graph that reported it. */
+  nodeName: Scalars['String']['output'];
+  /** The run in which it was reported. */
+  runId: Scalars['ID']['output'];
+  /** Whether the agent was still running when it reported it. */
+  running: Scalars['Boolean']['output'];
+  /** The state as a JSON-encoded object. */
+  state: Scalars['String']['output'];
+};
+
+/** One run of a thread. */
+export type CopilotThreadRun = {
+  __typename?: 'CopilotThreadRun';
+  /** When it ended; null while it runs. */
+  finishedAt?: Maybe<Scalars['DateTimeISO']['output']>;
+  /** The sequence of the run's last stored event: -1 before any, the RunFinishedEvent's once it has ended. */
+  lastSequence: Scalars['Int']['output'];
+  /** The run's id. */
+  runId: Scalars['ID']['output'];
+  /** When the run started. */
+  startedAt: Scalars['DateTimeISO']['output'];
+  /** Pending while it runs; then Success, or Failed with a reason and details (as RunFinishedEvent.status). */
+  status: ResponseStatus;
+};
+
 /** Provider-specific extensions of a request. */
 export type ExtensionsInput = {
   /** OpenAI Assistants API ids. */
@@ -594,6 +643,12 @@ export type Mutation = {
    * `content @stream` / `arguments @stream` and `@defer` on `status` to receive it incrementally.
    */
   generateCopilotResponse: CopilotResponse;
+  /**
+   * Stops the running run of a thread (that run only, when `runId` is given), from any gateway instance: its
+   * upstream work is cancelled and it ends with a Failed status whose details code is RUN_STOPPED. `true` when a run
+   * was running and has been told to stop; `false` when none was.
+   */
+  stopCopilotRun: Scalars['Boolean']['output'];
 };
 
 
@@ -601,6 +656,13 @@ export type Mutation = {
 export type MutationGenerateCopilotResponseArgs = {
   data: GenerateCopilotResponseInput;
   properties?: InputMaybe<Scalars['JSONObject']['input']>;
+};
+
+
+/** Operations that start work. */
+export type MutationStopCopilotRunArgs = {
+  runId?: InputMaybe<Scalars['ID']['input']>;
+  threadId: Scalars['ID']['input'];
 };
 
 /** Ids of an OpenAI Assistants API run. */
@@ -639,6 +701,12 @@ export type Query = {
   __typename?: 'Query';
   /** The agents this gateway can run, as configured. An empty list when none are configured. */
   availableAgents: AgentsResponse;
+  /**
+   * A thread the gateway ran, as its thread store keeps it: the conversation (to restore a chat after a reload),
+   * the latest state of each agent, and its runs. `null` for a thread the store does not have (never ran here, or
+   * expired).
+   */
+  copilotThread?: Maybe<CopilotThread>;
   /** Health check. Always returns "Hello World". */
   hello: Scalars['String']['output'];
   /**
@@ -646,6 +714,12 @@ export type Query = {
    * agents) when the agent is not configured.
    */
   loadAgentState: LoadAgentStateResponse;
+};
+
+
+/** Read-only operations: health check, agent discovery and agent state. */
+export type QueryCopilotThreadArgs = {
+  threadId: Scalars['ID']['input'];
 };
 
 
@@ -698,6 +772,13 @@ export type ResultMessageOutput = BaseMessageOutput & {
   status: MessageStatus;
 };
 
+/** What happens to a run when its client goes away before it ends. */
+export type RunDisconnectPolicy =
+  /** The run is aborted, and its upstream work (model call, agent run, actions) cancelled. The default. */
+  | 'CANCEL'
+  /** The run goes on to its end and its events are kept: join it again with joinCopilotRun. */
+  | 'CONTINUE';
+
 /** Fields shared by every event of a run. */
 export type RunEvent = {
   /**
@@ -742,16 +823,34 @@ export type Subscription = {
   __typename?: 'Subscription';
   /**
    * Runs the model (or an agent) exactly like `generateCopilotResponse` and streams the run as ordered events:
-   * first a RunStartedEvent, last a RunFinishedEvent with the final status. Unsubscribing aborts the run.
+   * first a RunStartedEvent, last a RunFinishedEvent with the final status. Unsubscribing aborts the run, unless
+   * `onDisconnect` is CONTINUE.
    */
   copilotRun: CopilotRunEvent;
+  /**
+   * Attaches to a run of a thread (its latest when `runId` is omitted), from any gateway instance, whether it is
+   * running or finished: replays the run's events after `afterSequence` (all of them when omitted), merging
+   * consecutive chunks of one message, then follows the run live until its RunFinishedEvent, then completes.
+   * Sequences are the run's own. An unknown thread or run is RUN_NOT_FOUND. Ending this subscription never stops
+   * the run.
+   */
+  joinCopilotRun: CopilotRunEvent;
 };
 
 
 /** Long-lived operations, served over graphql-ws (WebSocket) on the GraphQL path. */
 export type SubscriptionCopilotRunArgs = {
   data: GenerateCopilotResponseInput;
+  onDisconnect?: InputMaybe<RunDisconnectPolicy>;
   properties?: InputMaybe<Scalars['JSONObject']['input']>;
+};
+
+
+/** Long-lived operations, served over graphql-ws (WebSocket) on the GraphQL path. */
+export type SubscriptionJoinCopilotRunArgs = {
+  afterSequence?: InputMaybe<Scalars['Int']['input']>;
+  runId?: InputMaybe<Scalars['ID']['input']>;
+  threadId: Scalars['ID']['input'];
 };
 
 /** The message was produced completely. */
@@ -925,6 +1024,9 @@ export type ResolversTypes = {
   CopilotRequestType: CopilotRequestType;
   CopilotResponse: ResolverTypeWrapper<CopilotResponseModel>;
   CopilotRunEvent: ResolverTypeWrapper<SequencedEvent>;
+  CopilotThread: ResolverTypeWrapper<CopilotThreadModel>;
+  CopilotThreadAgentState: ResolverTypeWrapper<AgentStateRecord>;
+  CopilotThreadRun: ResolverTypeWrapper<RunRecord>;
   DateTimeISO: ResolverTypeWrapper<Scalars['DateTimeISO']['output']>;
   ExtensionsInput: ExtensionsInput;
   ExtensionsResponse: ResolverTypeWrapper<ExtensionsResponse>;
@@ -938,6 +1040,7 @@ export type ResolversTypes = {
   GenerateCopilotResponseMetadataInput: GenerateCopilotResponseMetadataInput;
   GuardrailsInput: GuardrailsInput;
   GuardrailsRuleInput: GuardrailsRuleInput;
+  ID: ResolverTypeWrapper<Scalars['ID']['output']>;
   ImageMessageInput: ImageMessageInput;
   ImageMessageOutput: ResolverTypeWrapper<ImageMessageOutputModel>;
   Int: ResolverTypeWrapper<Scalars['Int']['output']>;
@@ -962,6 +1065,7 @@ export type ResolversTypes = {
   ResponseStatusCode: ResponseStatusCode;
   ResultMessageInput: ResultMessageInput;
   ResultMessageOutput: ResolverTypeWrapper<ResultMessageOutputModel>;
+  RunDisconnectPolicy: RunDisconnectPolicy;
   RunEvent: ResolverTypeWrapper<SequencedEvent>;
   RunFinishedEvent: ResolverTypeWrapper<SequencedEvent>;
   RunMetaEvent: ResolverTypeWrapper<SequencedEvent>;
@@ -1003,6 +1107,9 @@ export type ResolversParentTypes = {
   CopilotKitLangGraphInterruptEventData: MetaEventPayload;
   CopilotResponse: CopilotResponseModel;
   CopilotRunEvent: SequencedEvent;
+  CopilotThread: CopilotThreadModel;
+  CopilotThreadAgentState: AgentStateRecord;
+  CopilotThreadRun: RunRecord;
   DateTimeISO: Scalars['DateTimeISO']['output'];
   ExtensionsInput: ExtensionsInput;
   ExtensionsResponse: ExtensionsResponse;
@@ -1015,6 +1122,7 @@ export type ResolversParentTypes = {
   GenerateCopilotResponseMetadataInput: GenerateCopilotResponseMetadataInput;
   GuardrailsInput: GuardrailsInput;
   GuardrailsRuleInput: GuardrailsRuleInput;
+  ID: Scalars['ID']['output'];
   ImageMessageInput: ImageMessageInput;
   ImageMessageOutput: ImageMessageOutputModel;
   Int: Scalars['Int']['output'];
@@ -1184,6 +1292,30 @@ export type CopilotRunEventResolvers<ContextType = GatewayContext, ParentType ex
   __resolveType: TypeResolveFn<'ActionExecutionArgsEvent' | 'ActionExecutionEndEvent' | 'ActionExecutionResultEvent' | 'ActionExecutionStartEvent' | 'AgentStateMessageEvent' | 'RunFinishedEvent' | 'RunMetaEvent' | 'RunStartedEvent' | 'TextMessageContentEvent' | 'TextMessageEndEvent' | 'TextMessageStartEvent', ParentType, ContextType>;
 };
 
+export type CopilotThreadResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['CopilotThread'] = ResolversParentTypes['CopilotThread']> = {
+  agentStates?: Resolver<Array<ResolversTypes['CopilotThreadAgentState']>, ParentType, ContextType>;
+  messages?: Resolver<Array<ResolversTypes['BaseMessageOutput']>, ParentType, ContextType>;
+  runs?: Resolver<Array<ResolversTypes['CopilotThreadRun']>, ParentType, ContextType>;
+  threadId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+};
+
+export type CopilotThreadAgentStateResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['CopilotThreadAgentState'] = ResolversParentTypes['CopilotThreadAgentState']> = {
+  active?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  agentName?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  nodeName?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  runId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  running?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  state?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+};
+
+export type CopilotThreadRunResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['CopilotThreadRun'] = ResolversParentTypes['CopilotThreadRun']> = {
+  finishedAt?: Resolver<Maybe<ResolversTypes['DateTimeISO']>, ParentType, ContextType>;
+  lastSequence?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  runId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  startedAt?: Resolver<ResolversTypes['DateTimeISO'], ParentType, ContextType>;
+  status?: Resolver<ResolversTypes['ResponseStatus'], ParentType, ContextType>;
+};
+
 export interface DateTimeIsoScalarConfig extends GraphQLScalarTypeConfig<ResolversTypes['DateTimeISO'], any> {
   name: 'DateTimeISO';
 }
@@ -1245,6 +1377,7 @@ export type MessageStatusResolvers<ContextType = GatewayContext, ParentType exte
 
 export type MutationResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['Mutation'] = ResolversParentTypes['Mutation']> = {
   generateCopilotResponse?: Resolver<ResolversTypes['CopilotResponse'], ParentType, ContextType, RequireFields<MutationGenerateCopilotResponseArgs, 'data'>>;
+  stopCopilotRun?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType, RequireFields<MutationStopCopilotRunArgs, 'threadId'>>;
 };
 
 export type OpenAiApiAssistantApiResponseResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['OpenAIApiAssistantAPIResponse'] = ResolversParentTypes['OpenAIApiAssistantAPIResponse']> = {
@@ -1264,6 +1397,7 @@ export type PendingResponseStatusResolvers<ContextType = GatewayContext, ParentT
 
 export type QueryResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['Query'] = ResolversParentTypes['Query']> = {
   availableAgents?: Resolver<ResolversTypes['AgentsResponse'], ParentType, ContextType>;
+  copilotThread?: Resolver<Maybe<ResolversTypes['CopilotThread']>, ParentType, ContextType, RequireFields<QueryCopilotThreadArgs, 'threadId'>>;
   hello?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   loadAgentState?: Resolver<ResolversTypes['LoadAgentStateResponse'], ParentType, ContextType, RequireFields<QueryLoadAgentStateArgs, 'data'>>;
 };
@@ -1306,7 +1440,8 @@ export type RunStartedEventResolvers<ContextType = GatewayContext, ParentType ex
 };
 
 export type SubscriptionResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['Subscription'] = ResolversParentTypes['Subscription']> = {
-  copilotRun?: SubscriptionResolver<ResolversTypes['CopilotRunEvent'], "copilotRun", ParentType, ContextType, RequireFields<SubscriptionCopilotRunArgs, 'data'>>;
+  copilotRun?: SubscriptionResolver<ResolversTypes['CopilotRunEvent'], "copilotRun", ParentType, ContextType, RequireFields<SubscriptionCopilotRunArgs, 'data' | 'onDisconnect'>>;
+  joinCopilotRun?: SubscriptionResolver<ResolversTypes['CopilotRunEvent'], "joinCopilotRun", ParentType, ContextType, RequireFields<SubscriptionJoinCopilotRunArgs, 'threadId'>>;
 };
 
 export type SuccessMessageStatusResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['SuccessMessageStatus'] = ResolversParentTypes['SuccessMessageStatus']> = {
@@ -1368,6 +1503,9 @@ export type Resolvers<ContextType = GatewayContext> = {
   CopilotKitLangGraphInterruptEventData?: CopilotKitLangGraphInterruptEventDataResolvers<ContextType>;
   CopilotResponse?: CopilotResponseResolvers<ContextType>;
   CopilotRunEvent?: CopilotRunEventResolvers<ContextType>;
+  CopilotThread?: CopilotThreadResolvers<ContextType>;
+  CopilotThreadAgentState?: CopilotThreadAgentStateResolvers<ContextType>;
+  CopilotThreadRun?: CopilotThreadRunResolvers<ContextType>;
   DateTimeISO?: GraphQLScalarType;
   ExtensionsResponse?: ExtensionsResponseResolvers<ContextType>;
   FailedMessageStatus?: FailedMessageStatusResolvers<ContextType>;

@@ -21,6 +21,9 @@ import { AgentRegistry } from './agents/registry.js';
 import { ConfigurationError } from './core/errors.js';
 import { Guardrails, type GuardrailsOptions } from './engine/guardrails.js';
 import { RunLauncher } from './engine/launcher.js';
+import { ThreadService } from './engine/threads.js';
+import { createThreadStore, resolveThreadsOptions, type ResolvedThreadsOptions, type ThreadsOptions } from './threads/options.js';
+import { redactedUrl } from './threads/redis.js';
 import { resolveHooks, type RequestHooks } from './engine/hooks.js';
 import { ObservedAdapter, resolveObservability, type ObservabilityOptions } from './adapters/observed.js';
 import { resolveModelLimits, type ModelLimits, type ModelLimitsOptions } from './engine/model-limits.js';
@@ -118,6 +121,11 @@ export interface GatewayOptions {
   hooks?: RequestHooks;
   /** Observability hooks around each model call (`handleRequest`, `handleResponse`, `handleError`, `progressive`). */
   observability?: ObservabilityOptions;
+  /**
+   * Where threads are kept (in memory, or in Redis with `redisUrl`, shared by every instance), their
+   * bounds and lifetime, and the one-run-per-thread policy. See ThreadsOptions.
+   */
+  threads?: ThreadsOptions;
 }
 
 export interface Gateway {
@@ -139,7 +147,7 @@ export interface Gateway {
 const OPTION_NAMES = new Set([
   'adapter', 'actions', 'agents', 'remoteEndpoints', 'discoveryWaitMs', 'path', 'logger', 'environment', 'corsOrigins', 'allowLoopbackOrigins', 'sandbox',
   'maxRounds', 'modelIdleTimeoutMs', 'agentIdleTimeoutMs', 'actionTimeoutMs', 'maxBodyBytes', 'maxConcurrentRuns', 'allowedHosts', 'keepAliveMs',
-  'modelLimits', 'mcpServers', 'allowClientMcpServers', 'guardrails', 'hooks', 'observability',
+  'modelLimits', 'mcpServers', 'allowClientMcpServers', 'guardrails', 'hooks', 'observability', 'threads',
 ]);
 
 /** Apollo Studio and the embedded Sandbox call the endpoint from these origins. */
@@ -158,7 +166,9 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   );
   const agents = new AgentRegistry([new StaticAgentSource(configuredAgents), ...endpoints], config.discoveryWaitMs, logger);
   const mcp = new McpServers(config.mcpServers, config.allowClientMcpServers, config.discoveryWaitMs, logger);
+  const threads = new ThreadService(createThreadStore(config.threads, logger), config.threads, logger);
   const launcher = new RunLauncher({
+    threads,
     adapter: config.observability ? new ObservedAdapter(config.adapter, config.observability) : config.adapter,
     hooks: config.hooks,
     actionSources: [new ServerActionRegistry(config.actions), ...endpoints, ...mcp.sources],
@@ -248,6 +258,12 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
         apolloStarted = true;
       }
       try {
+        await startThreadStore(threads, config.threads, logger);
+      } catch (error) {
+        state = 'created';
+        throw error;
+      }
+      try {
         await new Promise<void>((resolve, reject) => {
           server.once('error', reject);
           // A queue of connections not yet accepted as long as the system allows (Linux caps it at
@@ -274,6 +290,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       for (const endpoint of endpoints) endpoint.stop();
       if (apolloStarted) await apollo.stop();
       await mcp.close();
+      await threads.close();
       await upstream.close();
       await config.adapter.close?.();
     },
@@ -306,6 +323,7 @@ interface ResolvedOptions {
   guardrails: GuardrailsOptions;
   hooks: RequestHooks;
   observability: ObservabilityOptions | undefined;
+  threads: ResolvedThreadsOptions;
 }
 
 function resolveOptions(options: GatewayOptions): ResolvedOptions {
@@ -383,10 +401,25 @@ function resolveOptions(options: GatewayOptions): ResolvedOptions {
     guardrails: resolveGuardrails(options.guardrails),
     hooks: resolveHooks(options.hooks),
     observability: resolveObservability(options.observability),
+    threads: resolveThreadsOptions(options.threads),
   };
 }
 
 const LISTEN_BACKLOG = 4096;
+
+/**
+ * Connects the thread store (Redis). Unreachable at start: with onStoreFailure "serve" the gateway
+ * serves (runs unrecorded until Redis answers, logged); with "fail" it does not start.
+ */
+async function startThreadStore(threads: ThreadService, options: ResolvedThreadsOptions, logger: Logger): Promise<void> {
+  try {
+    await threads.store.start?.();
+    if (options.redisUrl) logger.info({ redis: redactedUrl(options.redisUrl) }, 'threads are kept in Redis');
+  } catch (error) {
+    if (options.onStoreFailure === 'fail') throw new ConfigurationError((error as Error).message);
+    logger.warn({ err: error }, 'the thread store cannot be reached at start: runs are served unrecorded until it can (threads.onStoreFailure "serve")');
+  }
+}
 
 function resolveGuardrails(options: GuardrailsOptions | undefined): GuardrailsOptions {
   if (options === undefined) return {};

@@ -92,3 +92,29 @@ export function asText(value: unknown): string {
   if (value === undefined) return '';
   return JSON.stringify(value) ?? '';
 }
+
+/**
+ * The gateway's messages in CopilotKit's JSON form, as `loadAgentState` returns them (the inverse of
+ * messagesFromCopilotKitJson): texts (not system ones), action calls with their arguments as an
+ * object, results. Images and agent state messages are left out.
+ */
+export function messagesToCopilotKitJson(messages: readonly Message[]): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  for (const message of messages) {
+    switch (message.kind) {
+      case 'text':
+        if (message.role === 'system' || message.role === 'developer') break;
+        out.push(withParent({ id: message.id, role: message.role, content: message.content }, message.parentMessageId));
+        break;
+      case 'actionExecution':
+        out.push(withParent({ id: message.id, name: message.name, arguments: parseObject(message.arguments) }, message.parentMessageId));
+        break;
+      case 'result':
+        out.push({ id: message.id, actionExecutionId: message.actionExecutionId, actionName: message.actionName, result: message.result });
+        break;
+      default:
+        break;
+    }
+  }
+  return out;
+}

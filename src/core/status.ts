@@ -33,7 +33,7 @@ export function failedMessage(reason: string): MessageStatus {
 
 export function failedRun(error: GatewayError, requestId?: string): RunStatus {
   const reason: FailedReason =
-    error.code === 'CLIENT_DISCONNECTED' || error.code === 'UPSTREAM_STREAM_INTERRUPTED'
+    error.code === 'CLIENT_DISCONNECTED' || error.code === 'UPSTREAM_STREAM_INTERRUPTED' || error.code === 'RUN_STOPPED' || error.code === 'INSTANCE_LOST'
       ? 'MESSAGE_STREAM_INTERRUPTED'
       : error.code === 'GUARDRAILS_VALIDATION_FAILED'
         ? 'GUARDRAILS_VALIDATION_FAILED'

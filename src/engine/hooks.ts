@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { ConfigurationError, GatewayError } from '../core/errors.js';
-import type { SequencedEvent } from '../core/events.js';
 import type { ContextEntry, Message } from '../core/messages.js';
+import { OutputCollector } from '../threads/log.js';
 import type { RunRequest } from './request.js';
 import type { RunHandle } from './run.js';
 
@@ -89,57 +89,11 @@ export function afterRequest(hooks: RequestHooks, request: RunRequest, run: RunH
         inputMessages: request.messages,
         properties: request.properties,
         url: request.url,
-        outputMessages: collector.messages,
+        outputMessages: collector.current(),
         status: status.code === 'Failed' ? { code: 'Failed', errorCode: status.details.code } : { code: 'Success' },
       });
     } catch (error) {
       logger.error({ err: error }, 'the onAfterRequest hook threw');
     }
   });
-}
-
-/** The messages a run produced, from its events: texts, action executions (with their arguments) and results. */
-class OutputCollector {
-  readonly messages: Message[] = [];
-  private readonly open = new Map<string, { kind: 'text'; content: string[] } | { kind: 'call'; args: string[] }>();
-
-  add(event: SequencedEvent): void {
-    switch (event.type) {
-      case 'TextMessageStart':
-        this.open.set(event.messageId, { kind: 'text', content: [] });
-        break;
-      case 'TextMessageContent': {
-        const open = this.open.get(event.messageId);
-        if (open?.kind === 'text') open.content.push(event.content);
-        break;
-      }
-      case 'TextMessageEnd': {
-        const open = this.open.get(event.messageId);
-        if (open?.kind === 'text') this.messages.push({ kind: 'text', id: event.messageId, role: 'assistant', content: open.content.join('') });
-        this.open.delete(event.messageId);
-        break;
-      }
-      case 'ActionExecutionStart':
-        this.open.set(event.actionExecutionId, { kind: 'call', args: [] });
-        this.messages.push({ kind: 'actionExecution', id: event.actionExecutionId, name: event.actionName, arguments: '', parentMessageId: event.parentMessageId });
-        break;
-      case 'ActionExecutionArgs': {
-        const open = this.open.get(event.actionExecutionId);
-        if (open?.kind === 'call') open.args.push(event.args);
-        break;
-      }
-      case 'ActionExecutionEnd': {
-        const open = this.open.get(event.actionExecutionId);
-        const call = this.messages.find((m) => m.kind === 'actionExecution' && m.id === event.actionExecutionId);
-        if (open?.kind === 'call' && call?.kind === 'actionExecution') call.arguments = open.args.join('');
-        this.open.delete(event.actionExecutionId);
-        break;
-      }
-      case 'ActionExecutionResult':
-        this.messages.push({ kind: 'result', id: event.messageId, actionExecutionId: event.actionExecutionId, actionName: event.actionName, result: event.result });
-        break;
-      default:
-        break;
-    }
-  }
 }

@@ -3,6 +3,7 @@ import { ActionCatalog, type ActionSource } from '../actions/action.js';
 import { mcpInstructions, type McpServers } from '../actions/mcp.js';
 import type { ModelAdapter } from '../adapters/adapter.js';
 import type { AgentEntry, AgentThreadState } from '../agents/agent.js';
+import { messagesToCopilotKitJson } from '../agents/copilotkit-messages.js';
 import type { AgentRegistry } from '../agents/registry.js';
 import { GatewayError } from '../core/errors.js';
 import { agentDriver, type AgentLoopOptions } from './drivers/agent.js';
@@ -13,6 +14,7 @@ import { Run, type RunDriver, type RunHandle } from './run.js';
 import { repairTranscript } from './transcript.js';
 import { guardrailsApply, type Guardrails } from './guardrails.js';
 import { afterRequest, beforeRequest, type RequestHooks } from './hooks.js';
+import type { Admission, ThreadService } from './threads.js';
 
 /** Who asked for the run: the request's id and logger, and a signal aborted when the client goes away. */
 export interface RunCaller {
@@ -45,6 +47,8 @@ export interface LauncherOptions extends AgentLoopOptions {
   guardrails?: Guardrails;
   /** onBeforeRequest / onAfterRequest. */
   hooks?: RequestHooks;
+  /** One run per thread, conversations completed from the store, every run recorded. */
+  threads?: ThreadService;
 }
 
 /**
@@ -56,6 +60,13 @@ export class RunLauncher {
   private active = 0;
 
   constructor(private readonly options: LauncherOptions) {}
+
+  /** The thread store as the resolvers use it (copilotThread, joinCopilotRun, stopCopilotRun). */
+  get threads(): ThreadService {
+    const threads = this.options.threads;
+    if (!threads) throw new GatewayError('NOT_SUPPORTED', 'This gateway keeps no threads.');
+    return threads;
+  }
 
   /**
    * Starts a run and returns the view `attach` builds over it. Bad requests (an unknown agent, too
@@ -70,8 +81,12 @@ export class RunLauncher {
     const hooks = this.options.hooks ?? {};
     let run: Run;
     let view: View;
+    let admission: Admission | undefined;
     try {
-      const request = hooks.onBeforeRequest ? await beforeRequest(hooks, asked, caller) : asked;
+      // The thread is taken before anything else is asked (THREAD_BUSY), and the conversation completed from it.
+      admission = this.options.threads ? await this.options.threads.admit(asked, caller.logger) : undefined;
+      const admitted = admission?.request ?? asked;
+      const request = hooks.onBeforeRequest ? await beforeRequest(hooks, admitted, caller) : admitted;
       const guarded = guardrailsApply(request.guardrails, request.messages);
       if (guarded && !caller.publicApiKey) {
         throw new GatewayError('MISSING_PUBLIC_API_KEY', 'cloud.guardrails needs a Copilot Cloud public API key: send it in the X-CopilotCloud-Public-API-Key header.');
@@ -80,11 +95,14 @@ export class RunLauncher {
       run = new Run({ threadId: request.threadId, runId: request.runId, logger: caller.logger, logBindings: caller.logBindings, requestId: caller.requestId });
       let driver = await this.driverFor(request, run.logger);
       if (guarded) driver = this.options.guardrails!.guard(driver, request.guardrails!, request.messages, caller.publicApiKey!);
+      // First subscriber: the log has each event (and frees the thread at RunFinished) before any client sees it.
+      admission?.record(run);
       view = attach(run);
       afterRequest(hooks, request, run, run.logger);
       run.start(driver).finally(() => this.active--);
     } catch (error) {
       this.active--;
+      admission?.release();
       throw error;
     }
     const signal = caller.signal;
@@ -104,16 +122,25 @@ export class RunLauncher {
     return this.options.agents.list();
   }
 
-  /** What the owning agent knows of a thread (`threadExists: false` when it knows nothing). */
+  /**
+   * What the gateway knows of an agent's thread: the stored state and transcript when the thread store
+   * has the agent's state; otherwise what the owning agent knows, or (when it knows nothing) the
+   * stored transcript of a thread the gateway ran; `threadExists: false` when neither has anything.
+   */
   async loadAgentState(
     agentName: string,
     threadId: string,
     properties: Record<string, unknown>,
     caller: RunCaller,
   ): Promise<AgentThreadState> {
+    const stored = await this.options.threads?.thread(threadId);
+    const storedState = stored?.agentStates.find((state) => state.agentName === agentName);
+    if (stored && storedState) return { threadExists: true, state: parseState(storedState.state), messages: messagesToCopilotKitJson(stored.messages) };
     const agent = await this.options.agents.resolve(agentName);
     const signal = caller.signal ?? new AbortController().signal;
-    return agent.client.loadState({ agentName, threadId, properties, logger: caller.logger }, signal);
+    const known = await agent.client.loadState({ agentName, threadId, properties, logger: caller.logger }, signal);
+    if (known.threadExists || !stored) return known;
+    return { threadExists: true, state: {}, messages: messagesToCopilotKitJson(stored.messages) };
   }
 
   private async driverFor(request: RunRequest, logger: Logger): Promise<RunDriver> {
@@ -132,6 +159,15 @@ export class RunLauncher {
     // As the model's first call will see it: with the context and the MCP tools' instructions.
     checkModelInput(withSystemNote(withContext(messages, request.context), 'gateway-mcp-tools', mcpInstructions(catalog.actions())), options.modelLimits);
     return modelDriver({ ...request, messages, forwardedParameters }, { ...options, catalog, agents: options.agents.known() });
+  }
+}
+
+function parseState(json: string): Record<string, unknown> {
+  try {
+    const state = JSON.parse(json) as unknown;
+    return state !== null && typeof state === 'object' && !Array.isArray(state) ? (state as Record<string, unknown>) : {};
+  } catch {
+    return {};
   }
 }
 

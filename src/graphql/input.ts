@@ -147,3 +147,10 @@ function guardrailsFromInput(rules: { allowList?: readonly string[] | null; deny
   const topics = (list: readonly string[] | null | undefined) => (list ?? []).map((topic) => topic.trim()).filter(Boolean);
   return { allowList: topics(rules?.allowList), denyList: topics(rules?.denyList) };
 }
+
+/** A thread or run id an operation names: not empty, at most 256 characters. */
+export function checkedId(value: string, field: string): string {
+  const id = checkId(value, field);
+  if (id === undefined) throw new BadUserInputError(`${field} must not be empty.`, { field });
+  return id;
+}

@@ -1,5 +1,6 @@
 import type { MetaEventPayload } from '../core/events.js';
 import type { MessageStatus, RunStatus } from '../core/status.js';
+import type { AgentStateRecord, RunRecord } from '../threads/store.js';
 
 /** What the resolvers of CopilotResponse read: one run seen as message containers. */
 export interface CopilotResponseModel {
@@ -68,3 +69,11 @@ export type MessageOutputModel =
   | ResultMessageOutputModel
   | AgentStateMessageOutputModel
   | ImageMessageOutputModel;
+
+/** What the resolvers of CopilotThread read. */
+export interface CopilotThreadModel {
+  threadId: string;
+  messages: MessageOutputModel[];
+  agentStates: AgentStateRecord[];
+  runs: RunRecord[];
+}

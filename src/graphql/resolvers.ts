@@ -2,7 +2,8 @@ import { DateTimeISOResolver, JSONObjectResolver, JSONResolver } from 'graphql-s
 import type { Resolvers } from '../../generated/graphql.js';
 import type { RuntimeEventType } from '../core/events.js';
 import { callerOf, claimRun } from './context.js';
-import { runRequestFromInput } from './input.js';
+import { BadUserInputError } from '../core/errors.js';
+import { checkedId, runRequestFromInput } from './input.js';
 import { createCopilotResponseView } from './views/copilot-response.js';
 import { messageOutputs } from './views/messages.js';
 import { RunEventStream } from './views/run-events.js';
@@ -37,6 +38,12 @@ export const resolvers: Resolvers = {
     availableAgents: async (_parent, _args, { launcher }) => ({
       agents: (await launcher.listAgents()).map((agent) => ({ id: agent.name, name: agent.name, description: agent.description })),
     }),
+    copilotThread: async (_parent, { threadId }, { launcher }) => {
+      const thread = await launcher.threads.thread(checkedId(threadId, 'threadId'));
+      if (!thread) return null;
+      const createdAt = thread.runs[thread.runs.length - 1]?.startedAt;
+      return { threadId: thread.threadId, messages: messageOutputs(thread.messages, createdAt), agentStates: thread.agentStates, runs: thread.runs };
+    },
     loadAgentState: async (_parent, { data }, context) => {
       const state = await context.launcher.loadAgentState(data.agentName, data.threadId, {}, callerOf(context));
       return {
@@ -53,13 +60,28 @@ export const resolvers: Resolvers = {
       const caller = claimRun(context);
       return context.launcher.start(runRequestFromInput(data, properties), caller, createCopilotResponseView);
     },
+    stopCopilotRun: (_parent, { threadId, runId }, { launcher }) =>
+      launcher.threads.stop(checkedId(threadId, 'threadId'), runId == null ? undefined : checkedId(runId, 'runId')),
   },
 
   Subscription: {
     copilotRun: {
-      subscribe: (_parent, { data, properties }, context) => {
+      subscribe: (_parent, { data, properties, onDisconnect }, context) => {
         const caller = claimRun(context);
-        return context.launcher.start(runRequestFromInput(data, properties), caller, (run) => new RunEventStream(run));
+        const keepRunning = onDisconnect === 'CONTINUE';
+        return context.launcher.start(runRequestFromInput(data, properties), caller, (run) => new RunEventStream(run, keepRunning));
+      },
+      resolve: (event: any) => event,
+    },
+    joinCopilotRun: {
+      subscribe: async (_parent, { threadId, runId, afterSequence }, { launcher }) => {
+        if (afterSequence != null && afterSequence < 0) {
+          throw new BadUserInputError('afterSequence must be 0 or more (omit it to replay the whole run).', { field: 'afterSequence' });
+        }
+        const threads = launcher.threads;
+        const thread = checkedId(threadId, 'threadId');
+        const run = await threads.joinable(thread, runId == null ? undefined : checkedId(runId, 'runId'));
+        return threads.follow(thread, run.runId, afterSequence ?? -1);
       },
       resolve: (event: any) => event,
     },

@@ -3,8 +3,7 @@ import { MESSAGE_SUCCESS } from '../../core/status.js';
 import type { MessageOutputModel } from '../models.js';
 
 /** Finished messages (such as those that come with an interrupt) as message outputs, each Success. */
-export function messageOutputs(messages: readonly Message[]): MessageOutputModel[] {
-  const createdAt = new Date();
+export function messageOutputs(messages: readonly Message[], createdAt = new Date()): MessageOutputModel[] {
   return messages.map((message): MessageOutputModel => {
     switch (message.kind) {
       case 'text':

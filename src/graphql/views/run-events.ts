@@ -1,6 +1,7 @@
 import type { SequencedEvent } from '../../core/events.js';
 import { GatewayError } from '../../core/errors.js';
 import type { RunHandle } from '../../engine/run.js';
+import { mergeEvents } from '../../threads/log.js';
 
 /**
  * The subscription's view of a run: its events in order, with the numbers the run gave them. When
@@ -19,7 +20,11 @@ export class RunEventStream implements AsyncIterableIterator<SequencedEvent> {
   private closed = false;
   private readonly unsubscribe: () => void;
 
-  constructor(private readonly run: RunHandle) {
+  /** `keepRunning`: the run goes on when the reader leaves (RunDisconnectPolicy CONTINUE). */
+  constructor(
+    private readonly run: RunHandle,
+    private readonly keepRunning = false,
+  ) {
     this.unsubscribe = run.subscribe(this.listener);
   }
 
@@ -34,7 +39,7 @@ export class RunEventStream implements AsyncIterableIterator<SequencedEvent> {
     }
     const last = this.buffer.length > this.head ? this.buffer[this.buffer.length - 1] : undefined;
     if (last) {
-      const merged = merge(last, event, this.lastIsOwn);
+      const merged = mergeEvents(last, event, this.lastIsOwn);
       if (merged) {
         this.buffer[this.buffer.length - 1] = merged;
         this.lastIsOwn = merged !== event; // a copy of this view's, not the run's shared event
@@ -73,7 +78,7 @@ export class RunEventStream implements AsyncIterableIterator<SequencedEvent> {
     const waiting = this.waiting;
     this.waiting = undefined;
     waiting?.({ value: undefined, done: true });
-    if (runStillGoing) {
+    if (runStillGoing && !this.keepRunning) {
       this.run.abort(new GatewayError('CLIENT_DISCONNECTED', 'The client went away before the run finished.'));
     }
     return Promise.resolve({ value: undefined, done: true });
@@ -82,33 +87,4 @@ export class RunEventStream implements AsyncIterableIterator<SequencedEvent> {
   [Symbol.asyncIterator](): this {
     return this;
   }
-}
-
-/**
- * The merge of a chunk event into the queued chunk event before it, when both are chunks of the same
- * message, or of an agent state snapshot into the queued snapshot of the same agent before it (each
- * carries the whole state, so the later one says everything); undefined otherwise. `own` says
- * whether `last` is already this view's copy.
- */
-function merge(last: SequencedEvent, event: SequencedEvent, own: boolean): SequencedEvent | undefined {
-  if (last.type === 'AgentStateMessage' && event.type === 'AgentStateMessage' && last.agentName === event.agentName) return event;
-  if (last.type === 'TextMessageContent' && event.type === 'TextMessageContent' && last.messageId === event.messageId) {
-    if (own) {
-      const copy = last as { content: string; sequence: number };
-      copy.content += event.content;
-      copy.sequence = event.sequence;
-      return last;
-    }
-    return { ...last, content: last.content + event.content, sequence: event.sequence };
-  }
-  if (last.type === 'ActionExecutionArgs' && event.type === 'ActionExecutionArgs' && last.actionExecutionId === event.actionExecutionId) {
-    if (own) {
-      const copy = last as { args: string; sequence: number };
-      copy.args += event.args;
-      copy.sequence = event.sequence;
-      return last;
-    }
-    return { ...last, args: last.args + event.args, sequence: event.sequence };
-  }
-  return undefined;
 }

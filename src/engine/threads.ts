@@ -1,0 +1,168 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { GatewayError } from '../core/errors.js';
+import type { SequencedEvent } from '../core/events.js';
+import type { Message } from '../core/messages.js';
+import type { RunRecord, RunLog, ThreadRecord, ThreadStore } from '../threads/store.js';
+import type { RunRequest } from './request.js';
+import type { RunHandle } from './run.js';
+
+/** What to do when a request asks for a thread whose run is still going. */
+export type BusyPolicy = 'refuse' | 'interrupt';
+/** What to do with new runs while the thread store cannot be reached. */
+export type StoreFailurePolicy = 'serve' | 'fail';
+
+export interface ThreadPolicies {
+  /** `refuse` (THREAD_BUSY) or `interrupt` (stop the active run, then start). @default "refuse" */
+  onBusy: BusyPolicy;
+  /** `serve` (run unrecorded, logged) or `fail` (STORE_UNAVAILABLE). @default "serve" */
+  onStoreFailure: StoreFailurePolicy;
+}
+
+/** A request admitted on its thread: as the run sees it (its run id, the whole conversation). */
+export interface Admission {
+  request: RunRequest;
+  /** Records the run in the store; call before any other view attaches, so the log sees every event first. */
+  record(run: RunHandle): void;
+  /** The request was refused after admission: the thread is free again. */
+  release(): void;
+}
+
+/** How long `interrupt` waits for the active run to end before answering THREAD_BUSY. */
+const INTERRUPT_WAIT_MS = 5_000;
+
+/**
+ * Threads as the engine uses them: one run per thread, the conversation completed from the store,
+ * every run recorded, runs stopped from any instance, and the store's records for the resolvers.
+ */
+export class ThreadService {
+  /** Runs of this process, by thread and run id, so that a stop request finds them. */
+  private readonly local = new Map<string, RunHandle>();
+  private lastStoreWarning = 0;
+
+  constructor(
+    readonly store: ThreadStore,
+    private readonly policies: ThreadPolicies,
+    private readonly logger: Logger,
+  ) {
+    store.onStopRequest((threadId, runId) => {
+      this.local.get(key(threadId, runId))?.abort(new GatewayError('RUN_STOPPED', 'The run was stopped (stopCopilotRun).'));
+    });
+  }
+
+  /** Takes the request's thread (or throws THREAD_BUSY) and completes its conversation from the store. */
+  async admit(request: RunRequest, logger: Logger): Promise<Admission> {
+    let claimed;
+    try {
+      claimed = await this.claim(request);
+    } catch (error) {
+      if (!(error instanceof GatewayError) || error.code !== 'STORE_UNAVAILABLE' || this.policies.onStoreFailure === 'fail') throw error;
+      this.warnUnrecorded(logger, error);
+      return { request, record: () => {}, release: () => {} };
+    }
+    const { runId, history } = claimed;
+    const messages = withHistory(history, request.messages);
+    const admitted = runId === request.runId && messages === request.messages ? request : { ...request, runId, messages };
+    let settled = false;
+    return {
+      request: admitted,
+      record: (run) => {
+        settled = true;
+        const log = this.store.open(run.threadId, run.runId, admitted.messages);
+        this.attach(run, log);
+      },
+      release: () => {
+        if (settled) return;
+        settled = true;
+        this.store.release(request.threadId, runId);
+      },
+    };
+  }
+
+  private async claim(request: RunRequest) {
+    const fresh = randomUUID();
+    try {
+      return await this.store.claim(request.threadId, request.runId, fresh);
+    } catch (error) {
+      if (this.policies.onBusy !== 'interrupt' || !(error instanceof GatewayError) || error.code !== 'THREAD_BUSY') throw error;
+    }
+    // Interrupt: the active run is asked to stop, and the thread claimed once it has ended.
+    await this.store.requestStop(request.threadId, undefined);
+    const deadline = Date.now() + INTERRUPT_WAIT_MS;
+    for (let wait = 10; ; wait = Math.min(wait * 2, 250)) {
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      try {
+        return await this.store.claim(request.threadId, request.runId, fresh);
+      } catch (error) {
+        if (!(error instanceof GatewayError) || error.code !== 'THREAD_BUSY' || Date.now() > deadline) throw error;
+      }
+    }
+  }
+
+  private attach(run: RunHandle, log: RunLog): void {
+    const runKey = key(run.threadId, run.runId);
+    this.local.set(runKey, run);
+    const unsubscribe = run.subscribe((event) => log.append(event));
+    void run.finished.then(() => {
+      unsubscribe();
+      if (this.local.get(runKey) === run) this.local.delete(runKey);
+    });
+  }
+
+  private warnUnrecorded(logger: Logger, error: GatewayError): void {
+    const now = Date.now();
+    if (now - this.lastStoreWarning < 10_000) return;
+    this.lastStoreWarning = now;
+    logger.warn({ err: error, store: this.store.kind }, 'the thread store cannot be reached: runs are served unrecorded (onStoreFailure "serve")');
+  }
+
+  thread(threadId: string): Promise<ThreadRecord | undefined> {
+    return this.store.thread(threadId);
+  }
+
+  /** The run to join (the thread's latest when `runId` is omitted), or RUN_NOT_FOUND. */
+  async joinable(threadId: string, runId: string | undefined): Promise<RunRecord> {
+    const run = await this.store.run(threadId, runId);
+    if (!run) {
+      throw new GatewayError(
+        'RUN_NOT_FOUND',
+        runId === undefined ? `Thread "${threadId}" has no runs on this gateway.` : `Thread "${threadId}" has no run "${runId}" on this gateway.`,
+        { details: { threadId, ...(runId === undefined ? {} : { runId }) } },
+      );
+    }
+    return run;
+  }
+
+  follow(threadId: string, runId: string, afterSequence: number): AsyncIterableIterator<SequencedEvent> {
+    return this.store.follow(threadId, runId, afterSequence);
+  }
+
+  /** Stops the thread's running run (that one, when `runId` is given); whether one was running. */
+  async stop(threadId: string, runId: string | undefined): Promise<boolean> {
+    return (await this.store.requestStop(threadId, runId)) !== undefined;
+  }
+
+  close(): Promise<void> {
+    return this.store.close();
+  }
+}
+
+function key(threadId: string, runId: string): string {
+  return `${threadId}\u0000${runId}`;
+}
+
+/**
+ * The conversation a run gets: a request that repeats any message the thread has carries the whole
+ * conversation and is taken as it is (the stock client sends everything, and may leave messages out on
+ * purpose, as when regenerating); one with only new messages gets the thread's transcript before them,
+ * its system messages replaced by the request's when the request has some.
+ */
+export function withHistory(history: readonly Message[], messages: Message[]): Message[] {
+  if (history.length === 0) return messages;
+  const known = new Set<string>();
+  for (const message of history) known.add(message.id);
+  if (messages.some((message) => known.has(message.id))) return messages;
+  const hasSystem = messages.some((message) => message.kind === 'text' && (message.role === 'system' || message.role === 'developer'));
+  const kept = hasSystem ? history.filter((message) => !(message.kind === 'text' && (message.role === 'system' || message.role === 'developer'))) : history;
+  return [...kept, ...messages];
+}

@@ -1,0 +1,314 @@
+import { GatewayError } from '../core/errors.js';
+import type { SequencedEvent } from '../core/events.js';
+import type { Message } from '../core/messages.js';
+import { RUN_SUCCESS } from '../core/status.js';
+import { EventFeed } from './feed.js';
+import { OutputCollector, agentStateOf, transcriptOf } from './log.js';
+import { PENDING, type AgentStateRecord, type Claim, type RunLog, type RunRecord, type StopHandler, type ThreadRecord, type ThreadStore, type ThreadStoreOptions } from './store.js';
+
+export interface MemoryThreadStoreOptions extends ThreadStoreOptions {
+  /** The most threads kept; the least recently used is dropped first. */
+  maxThreads: number;
+  /** About how much the kept threads may take (their messages and events, counted in UTF-16 code units plus a fixed overhead per item). */
+  maxBytes: number;
+  /** How long a claim holds a thread before its run opens. */
+  claimTimeoutMs: number;
+}
+
+interface MemoryRun {
+  record: RunRecord;
+  events: SequencedEvent[];
+  feeds: Set<EventFeed>;
+  /** The output so far, while it runs. */
+  output: OutputCollector | undefined;
+}
+
+interface MemoryThread {
+  threadId: string;
+  /** The latest run's input; with `transcript` once it has finished. */
+  input: Message[];
+  transcript: Message[];
+  agentStates: Map<string, AgentStateRecord>;
+  runs: MemoryRun[];
+  /** The run holding the thread: claimed (until `claimExpires`), or running. */
+  active: { runId: string; claimExpires: number | undefined } | undefined;
+  bytes: number;
+  touched: number;
+}
+
+/** Bytes counted per stored message or event besides its strings. */
+const ITEM_OVERHEAD = 96;
+
+/**
+ * Threads in this process: lost on restart, invisible to other instances (use RedisThreadStore for
+ * those). Bounded three ways (threads, bytes, runs per thread) and by age; what is over a bound is
+ * dropped least recently used first, never a thread whose run is active or being followed.
+ */
+export class MemoryThreadStore implements ThreadStore {
+  readonly kind = 'memory';
+  /** By thread id, least recently used first (a touched thread is moved to the end). */
+  private readonly threads = new Map<string, MemoryThread>();
+  private bytes = 0;
+  private readonly stopHandlers: StopHandler[] = [];
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(private readonly options: MemoryThreadStoreOptions) {
+    this.sweeper = setInterval(() => this.sweep(), Math.min(60_000, options.ttlSeconds * 1000)).unref();
+  }
+
+  /** Threads held now, and about how many bytes they take (for tests and health). */
+  get size(): { threads: number; bytes: number } {
+    return { threads: this.threads.size, bytes: this.bytes };
+  }
+
+  async claim(threadId: string, proposedRunId: string, freshRunId: string): Promise<Claim> {
+    const now = Date.now();
+    let thread = this.live(threadId, now);
+    const active = thread?.active;
+    if (active && (active.claimExpires === undefined || active.claimExpires > now)) throw threadBusy(threadId, active.runId);
+    if (!thread) {
+      thread = { threadId, input: [], transcript: [], agentStates: new Map(), runs: [], active: undefined, bytes: 0, touched: now };
+      this.threads.set(threadId, thread);
+    }
+    const runId = thread.runs.some((run) => run.record.runId === proposedRunId) ? freshRunId : proposedRunId;
+    thread.active = { runId, claimExpires: now + this.options.claimTimeoutMs };
+    this.touch(thread, now);
+    this.enforceBounds();
+    return { runId, history: thread.transcript };
+  }
+
+  release(threadId: string, runId: string): void {
+    const thread = this.threads.get(threadId);
+    if (thread?.active?.runId === runId) thread.active = undefined;
+  }
+
+  open(threadId: string, runId: string, input: readonly Message[]): RunLog {
+    const now = Date.now();
+    let thread = this.threads.get(threadId);
+    if (!thread) {
+      // Dropped since its claim (only possible under a bound far too small): kept again from here.
+      thread = { threadId, input: [], transcript: [], agentStates: new Map(), runs: [], active: undefined, bytes: 0, touched: now };
+      this.threads.set(threadId, thread);
+    }
+    const run: MemoryRun = {
+      record: { runId, status: PENDING, lastSequence: -1, startedAt: new Date(now), finishedAt: null },
+      events: [],
+      feeds: new Set(),
+      output: new OutputCollector(),
+    };
+    thread.active = { runId, claimExpires: undefined };
+    const kept = [...input];
+    this.setMessages(thread, kept, kept);
+    thread.runs.push(run);
+    while (thread.runs.length > this.options.maxRunsPerThread) {
+      const dropped = thread.runs.shift()!;
+      this.resize(thread, -eventsBytes(dropped.events));
+    }
+    this.touch(thread, now);
+    this.enforceBounds();
+    return { append: (event) => this.append(thread!, run, event) };
+  }
+
+  private append(thread: MemoryThread, run: MemoryRun, event: SequencedEvent): void {
+    run.events.push(event);
+    run.record.lastSequence = event.sequence;
+    run.output?.add(event);
+    this.resize(thread, eventBytes(event));
+    const state = agentStateOf(event, run.record.runId);
+    if (state) thread.agentStates.set(state.agentName, state);
+    if (event.type === 'RunFinished') {
+      run.record.status = event.status.code === 'Success' ? RUN_SUCCESS : event.status;
+      run.record.finishedAt = new Date();
+      if (thread.runs[thread.runs.length - 1] === run && run.output) {
+        this.setMessages(thread, thread.input, transcriptOf(thread.input, run.output.current()));
+      }
+      run.output = undefined;
+      if (thread.active?.runId === run.record.runId) thread.active = undefined;
+      this.touch(thread, Date.now());
+    }
+    for (const feed of run.feeds) feed.push(event);
+    if (event.type === 'RunFinished') this.enforceBounds();
+  }
+
+  async thread(threadId: string): Promise<ThreadRecord | undefined> {
+    const thread = this.live(threadId, Date.now());
+    if (!thread || thread.runs.length === 0) return undefined;
+    const latest = thread.runs[thread.runs.length - 1];
+    const messages = latest.output ? transcriptOf(thread.input, latest.output.current()) : thread.transcript;
+    return {
+      threadId,
+      messages: [...messages],
+      agentStates: [...thread.agentStates.values()],
+      runs: thread.runs.map((run) => ({ ...run.record })),
+    };
+  }
+
+  async run(threadId: string, runId?: string): Promise<RunRecord | undefined> {
+    const run = this.findRun(threadId, runId);
+    return run && { ...run.record };
+  }
+
+  follow(threadId: string, runId: string, afterSequence: number): AsyncIterableIterator<SequencedEvent> {
+    const feed = new EventFeed(afterSequence);
+    const run = this.findRun(threadId, runId);
+    if (!run) {
+      feed.fail(new GatewayError('RUN_NOT_FOUND', `Thread "${threadId}" has no run "${runId}".`));
+      return feed;
+    }
+    // Events are pushed in order, each at most once (the feed skips what it has); live ones follow.
+    for (const event of run.events) if (event.sequence > afterSequence) feed.push(event);
+    if (!feed.done) {
+      run.feeds.add(feed);
+      feed.whenClosed(() => run.feeds.delete(feed));
+    }
+    return feed;
+  }
+
+  async requestStop(threadId: string, runId: string | undefined): Promise<string | undefined> {
+    const thread = this.live(threadId, Date.now());
+    const active = thread?.active;
+    if (!active || active.claimExpires !== undefined || (runId !== undefined && runId !== active.runId)) return undefined;
+    for (const handler of this.stopHandlers) handler(threadId, active.runId);
+    return active.runId;
+  }
+
+  onStopRequest(handler: StopHandler): void {
+    this.stopHandlers.push(handler);
+  }
+
+  healthy(): boolean {
+    return true;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+  }
+
+  // --- bounds -------------------------------------------------------------------------
+
+  private findRun(threadId: string, runId: string | undefined): MemoryRun | undefined {
+    const thread = this.live(threadId, Date.now());
+    if (!thread) return undefined;
+    if (runId === undefined) return thread.runs[thread.runs.length - 1];
+    return thread.runs.find((run) => run.record.runId === runId);
+  }
+
+  /** The thread, unless it has outlived its time to live (then it is dropped). */
+  private live(threadId: string, now: number): MemoryThread | undefined {
+    const thread = this.threads.get(threadId);
+    if (thread && this.expired(thread, now)) {
+      this.drop(thread);
+      return undefined;
+    }
+    return thread;
+  }
+
+  private expired(thread: MemoryThread, now: number): boolean {
+    return now - thread.touched > this.options.ttlSeconds * 1000 && !this.pinned(thread, now);
+  }
+
+  /** A thread with an active run, or a reader following one of its runs, is never dropped. */
+  private pinned(thread: MemoryThread, now: number): boolean {
+    const active = thread.active;
+    if (active && (active.claimExpires === undefined || active.claimExpires > now)) return true;
+    return thread.runs.some((run) => run.feeds.size > 0);
+  }
+
+  private touch(thread: MemoryThread, now: number): void {
+    thread.touched = now;
+    this.threads.delete(thread.threadId);
+    this.threads.set(thread.threadId, thread);
+  }
+
+  /** Sets the thread's input and transcript (the transcript holds the input's messages: counted once). */
+  private setMessages(thread: MemoryThread, input: Message[], transcript: Message[]): void {
+    this.resize(thread, messagesBytes(transcript) - messagesBytes(thread.transcript));
+    thread.input = input;
+    thread.transcript = transcript;
+  }
+
+  private resize(thread: MemoryThread, delta: number): void {
+    thread.bytes += delta;
+    this.bytes += delta;
+  }
+
+  private drop(thread: MemoryThread): void {
+    if (this.threads.get(thread.threadId) !== thread) return;
+    this.threads.delete(thread.threadId);
+    this.bytes -= thread.bytes;
+  }
+
+  /** Drops least recently used threads while over a bound (skipping pinned ones). */
+  private enforceBounds(): void {
+    const { maxThreads, maxBytes } = this.options;
+    if (this.threads.size <= maxThreads && this.bytes <= maxBytes) return;
+    const now = Date.now();
+    for (const thread of this.threads.values()) {
+      if (this.threads.size <= maxThreads && this.bytes <= maxBytes) break;
+      if (!this.pinned(thread, now)) this.drop(thread);
+    }
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    for (const thread of this.threads.values()) {
+      // Least recently used first: once one is fresh, the rest are too.
+      if (now - thread.touched <= this.options.ttlSeconds * 1000) break;
+      if (!this.pinned(thread, now)) this.drop(thread);
+    }
+  }
+}
+
+export function threadBusy(threadId: string, runId: string): GatewayError {
+  return new GatewayError('THREAD_BUSY', `Thread "${threadId}" already has a run in progress ("${runId}"); wait for it to finish, join it with joinCopilotRun, or stop it with stopCopilotRun.`, {
+    details: { threadId, runId },
+  });
+}
+
+function messagesBytes(messages: readonly Message[]): number {
+  let bytes = 0;
+  for (const message of messages) {
+    bytes += ITEM_OVERHEAD + message.id.length;
+    switch (message.kind) {
+      case 'text':
+        bytes += message.content.length;
+        break;
+      case 'actionExecution':
+        bytes += message.name.length + message.arguments.length;
+        break;
+      case 'result':
+        bytes += message.result.length + message.actionName.length;
+        break;
+      case 'image':
+        bytes += message.bytes.length;
+        break;
+      case 'agentState':
+        bytes += message.state.length;
+        break;
+    }
+  }
+  return bytes;
+}
+
+function eventsBytes(events: readonly SequencedEvent[]): number {
+  let bytes = 0;
+  for (const event of events) bytes += eventBytes(event);
+  return bytes;
+}
+
+function eventBytes(event: SequencedEvent): number {
+  switch (event.type) {
+    case 'TextMessageContent':
+      return ITEM_OVERHEAD + event.content.length;
+    case 'ActionExecutionArgs':
+      return ITEM_OVERHEAD + event.args.length;
+    case 'ActionExecutionResult':
+      return ITEM_OVERHEAD + event.result.length;
+    case 'AgentStateMessage':
+      return ITEM_OVERHEAD + event.state.length;
+    case 'MetaEvent':
+      return ITEM_OVERHEAD + event.event.value.length;
+    default:
+      return ITEM_OVERHEAD;
+  }
+}

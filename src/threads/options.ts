@@ -1,0 +1,103 @@
+import type { Logger } from 'pino';
+import { ConfigurationError } from '../core/errors.js';
+import { MemoryThreadStore } from './memory.js';
+import { RedisThreadStore } from './redis.js';
+import type { ThreadStore } from './store.js';
+
+/** How the gateway keeps its threads (GatewayOptions.threads). */
+export interface ThreadsOptions {
+  /**
+   * Redis to keep threads in, shared by every instance using it (`redis://…`, `rediss://…`).
+   * Without it, threads are kept in this process's memory. @default undefined
+   */
+  redisUrl?: string;
+  /** Prefix of the gateway's Redis keys and channels. @default "cg:" */
+  keyPrefix?: string;
+  /** How long a thread is kept after its last run. @default 604800 (7 days) */
+  ttlSeconds?: number;
+  /** The most runs kept per thread (older ones and their events are dropped). @default 20 */
+  maxRunsPerThread?: number;
+  /** In memory: the most threads kept, least recently used dropped first. @default 10000 */
+  maxThreads?: number;
+  /** In memory: about how many bytes of messages and events are kept. @default 67108864 (64 MiB) */
+  maxBytes?: number;
+  /** With Redis: how long an instance that stopped answering still counts as alive; its runs are ended after that. @default 10000 */
+  leaseMs?: number;
+  /** With Redis: the longest events wait to be written in a batch. @default 20 */
+  flushIntervalMs?: number;
+  /** A run on a thread that has one going: `refuse` it (THREAD_BUSY), or `interrupt` the one going. @default "refuse" */
+  onBusy?: 'refuse' | 'interrupt';
+  /** New runs while Redis cannot be reached: `serve` them unrecorded (logged), or `fail` them (STORE_UNAVAILABLE). @default "serve" */
+  onStoreFailure?: 'serve' | 'fail';
+}
+
+export interface ResolvedThreadsOptions {
+  redisUrl: string | undefined;
+  keyPrefix: string;
+  ttlSeconds: number;
+  maxRunsPerThread: number;
+  maxThreads: number;
+  maxBytes: number;
+  leaseMs: number;
+  flushIntervalMs: number;
+  onBusy: 'refuse' | 'interrupt';
+  onStoreFailure: 'serve' | 'fail';
+}
+
+const NAMES = new Set(['redisUrl', 'keyPrefix', 'ttlSeconds', 'maxRunsPerThread', 'maxThreads', 'maxBytes', 'leaseMs', 'flushIntervalMs', 'onBusy', 'onStoreFailure']);
+
+/** A claim holds its thread this long at most before its run opens (the checks and hooks before a run). */
+const CLAIM_TIMEOUT_MS = 60_000;
+
+export function resolveThreadsOptions(options: ThreadsOptions | undefined): ResolvedThreadsOptions {
+  if (options !== undefined && (options === null || typeof options !== 'object')) throw new ConfigurationError('options.threads must be an object.');
+  const o = options ?? {};
+  for (const key of Object.keys(o)) {
+    if (!NAMES.has(key)) throw new ConfigurationError(`Unknown option "threads.${key}". Known: ${[...NAMES].join(', ')}.`);
+  }
+  if (o.redisUrl !== undefined && (typeof o.redisUrl !== 'string' || !/^rediss?:\/\/[^/]/.test(o.redisUrl))) {
+    throw new ConfigurationError('options.threads.redisUrl must be a redis:// or rediss:// URL, such as "redis://localhost:6379".');
+  }
+  if (o.keyPrefix !== undefined && (typeof o.keyPrefix !== 'string' || !/^[\w:.-]{1,64}$/.test(o.keyPrefix))) {
+    throw new ConfigurationError('options.threads.keyPrefix must be 1 to 64 letters, digits, ":", ".", "_" or "-".');
+  }
+  const choice = <T extends string>(name: string, value: unknown, allowed: readonly T[]): T => {
+    if (value === undefined) return allowed[0];
+    if (!allowed.includes(value as T)) throw new ConfigurationError(`options.threads.${name} must be ${allowed.map((a) => `"${a}"`).join(' or ')} (got ${JSON.stringify(value)}).`);
+    return value as T;
+  };
+  return {
+    redisUrl: o.redisUrl,
+    keyPrefix: o.keyPrefix ?? 'cg:',
+    ttlSeconds: whole('ttlSeconds', o.ttlSeconds, 7 * 24 * 3600, 1, 365 * 24 * 3600),
+    maxRunsPerThread: whole('maxRunsPerThread', o.maxRunsPerThread, 20, 1, 10_000),
+    maxThreads: whole('maxThreads', o.maxThreads, 10_000, 1, 100_000_000),
+    maxBytes: whole('maxBytes', o.maxBytes, 64 * 1024 * 1024, 1024, 64 * 1024 * 1024 * 1024),
+    leaseMs: whole('leaseMs', o.leaseMs, 10_000, 300, 600_000),
+    flushIntervalMs: whole('flushIntervalMs', o.flushIntervalMs, 20, 1, 10_000),
+    onBusy: choice('onBusy', o.onBusy, ['refuse', 'interrupt'] as const),
+    onStoreFailure: choice('onStoreFailure', o.onStoreFailure, ['serve', 'fail'] as const),
+  };
+}
+
+/** The store the options ask for (not yet started: see ThreadStore.start). */
+export function createThreadStore(options: ResolvedThreadsOptions, logger: Logger): ThreadStore {
+  const common = { ttlSeconds: options.ttlSeconds, maxRunsPerThread: options.maxRunsPerThread, claimTimeoutMs: CLAIM_TIMEOUT_MS };
+  if (!options.redisUrl) return new MemoryThreadStore({ ...common, maxThreads: options.maxThreads, maxBytes: options.maxBytes });
+  return new RedisThreadStore({
+    ...common,
+    url: options.redisUrl,
+    keyPrefix: options.keyPrefix,
+    leaseMs: options.leaseMs,
+    flushIntervalMs: options.flushIntervalMs,
+    logger: logger.child({ component: 'threads' }),
+  });
+}
+
+function whole(name: string, value: unknown, fallback: number, min: number, max: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigurationError(`options.threads.${name} must be a whole number from ${min} to ${max} (got ${JSON.stringify(value)}).`);
+  }
+  return value;
+}

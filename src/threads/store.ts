@@ -1,0 +1,110 @@
+import type { SequencedEvent } from '../core/events.js';
+import type { Message } from '../core/messages.js';
+import type { RunStatus } from '../core/status.js';
+
+/**
+ * What the gateway keeps of its threads, so that a conversation can be restored after a reload, a run
+ * outlives its connection, and several instances share their runs. Two implementations:
+ * MemoryThreadStore (one process, bounded) and RedisThreadStore (shared by every instance on one Redis).
+ *
+ * A thread has a transcript (the conversation as of its latest run: that run's input, deduplicated by
+ * id, then its output), the latest state of each agent that ran on it, and its runs, oldest first, each
+ * with its event log. One run per thread is active at a time: `claim` takes the thread, the run's
+ * terminal event frees it.
+ */
+export interface ThreadStore {
+  /** "memory" or "redis", for logs and health. */
+  readonly kind: string;
+  /**
+   * Takes the thread for a new run, or throws THREAD_BUSY (with the active run's id) when another run
+   * holds it. Resolves with the id the run gets (the proposed one, or `freshRunId` when the thread
+   * already has a run of that id) and the thread's transcript (empty for a new thread). Until `open` or
+   * `release`, the claim holds the thread for at most the store's lease.
+   */
+  claim(threadId: string, proposedRunId: string, freshRunId: string): Promise<Claim>;
+  /** Gives up a claim whose run did not start (the request was refused after the claim). */
+  release(threadId: string, runId: string): void;
+  /**
+   * Starts a claimed run's record with its input (the whole conversation it was given). The log's
+   * `append` takes every event of the run, in order, from RunStarted to RunFinished; RunFinished
+   * completes the record (status, transcript) and frees the thread.
+   */
+  open(threadId: string, runId: string, input: readonly Message[]): RunLog;
+  /** The thread, or undefined when the store has nothing of it. */
+  thread(threadId: string): Promise<ThreadRecord | undefined>;
+  /** A run of the thread (its latest when `runId` is omitted), or undefined. */
+  run(threadId: string, runId?: string): Promise<RunRecord | undefined>;
+  /**
+   * The run's events after `afterSequence` (-1 for all), in order: those stored, then live ones as the
+   * run emits them, until its RunFinished. The reader leaves with `return()`. The run must exist (see `run`).
+   */
+  follow(threadId: string, runId: string, afterSequence: number): AsyncIterableIterator<SequencedEvent>;
+  /**
+   * Asks whichever instance runs the thread's active run (the given one, or whichever is running) to
+   * stop it; resolves with the id of the run asked, or undefined when none is running. A run whose
+   * instance is gone is ended here.
+   */
+  requestStop(threadId: string, runId: string | undefined): Promise<string | undefined>;
+  /** Called (on the instance running it) when a run is asked to stop, from any instance. */
+  onStopRequest(handler: StopHandler): void;
+  /** Connects, where there is something to connect to; rejects with STORE_UNAVAILABLE when it cannot. */
+  start?(): Promise<void>;
+  /** Whether the store can be used now (Redis reachable). */
+  healthy(): boolean;
+  /** Ends timers and connections. */
+  close(): Promise<void>;
+}
+
+export type StopHandler = (threadId: string, runId: string) => void;
+
+export interface Claim {
+  runId: string;
+  /** The thread's transcript, oldest first; empty for a new thread. */
+  history: Message[];
+}
+
+/** Where a run's events go; see ThreadStore.open. Never throws: a store that cannot write logs and retries. */
+export interface RunLog {
+  append(event: SequencedEvent): void;
+}
+
+export interface ThreadRecord {
+  threadId: string;
+  /** The transcript: the latest run's input, then what it produced (as far as it has got). */
+  messages: Message[];
+  /** The latest state of each agent that ran on the thread. */
+  agentStates: AgentStateRecord[];
+  /** Its runs, oldest first (the most recent ones, up to the store's bound). */
+  runs: RunRecord[];
+}
+
+export interface RunRecord {
+  runId: string;
+  /** `Pending` while it runs, then its terminal status. */
+  status: RunStatus;
+  /** The sequence number of its last stored event (-1 before any). */
+  lastSequence: number;
+  startedAt: Date;
+  finishedAt: Date | null;
+}
+
+export interface AgentStateRecord {
+  agentName: string;
+  nodeName: string;
+  /** JSON-encoded state. */
+  state: string;
+  running: boolean;
+  active: boolean;
+  /** The run that wrote it. */
+  runId: string;
+}
+
+/** Bounds and timings every store takes. */
+export interface ThreadStoreOptions {
+  /** How long a thread is kept after its last write. */
+  ttlSeconds: number;
+  /** The most runs kept per thread; older runs' logs are dropped. */
+  maxRunsPerThread: number;
+}
+
+export const PENDING: RunStatus = Object.freeze({ code: 'Pending' });
