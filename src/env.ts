@@ -5,6 +5,7 @@ import type { AnthropicAdapterOptions } from './adapters/anthropic.js';
 import type { GoogleAdapterOptions } from './adapters/google.js';
 import type { OpenAIAdapterOptions } from './adapters/openai.js';
 import type { ModelLimitsOptions } from './engine/model-limits.js';
+import type { ThreadsOptions } from './threads/options.js';
 
 /** The settings `npm start` reads from the environment (see the README's table). */
 export interface EnvironmentSettings {
@@ -38,6 +39,11 @@ export interface EnvironmentSettings {
   allowClientMcpServers: boolean | string[];
   /** GUARDRAILS_URL: the guardrails service (default Copilot Cloud's API). */
   guardrailsUrl?: string;
+  /**
+   * REDIS_URL, THREAD_TTL_SECONDS, MAX_THREADS, MAX_THREAD_STORE_MB, INSTANCE_LEASE_MS,
+   * THREAD_BUSY_POLICY, STORE_FAILURE_POLICY: where threads are kept and how.
+   */
+  threads: ThreadsOptions;
 }
 
 /** A provider npm start can run, with its adapter's options. */
@@ -90,6 +96,35 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
     mcpServers: readMcpServers(env),
     allowClientMcpServers: clientMcpServers(env),
     ...readGuardrailsUrl(env),
+    threads: readThreads(env),
+  };
+}
+
+function readThreads(env: NodeJS.ProcessEnv): ThreadsOptions {
+  const redisUrl = env.REDIS_URL?.trim();
+  if (redisUrl && !/^rediss?:\/\/[^/]/.test(redisUrl)) {
+    throw new ConfigurationError('REDIS_URL must be a redis:// or rediss:// URL, such as "redis://localhost:6379".');
+  }
+  const ttlSeconds = wholeNumber(env, 'THREAD_TTL_SECONDS', 'seconds');
+  const maxThreads = wholeNumber(env, 'MAX_THREADS', 'threads');
+  const maxMegabytes = wholeNumber(env, 'MAX_THREAD_STORE_MB', 'megabytes');
+  const leaseMs = milliseconds(env, 'INSTANCE_LEASE_MS');
+  const choice = <T extends string>(name: string, allowed: readonly T[]): T | undefined => {
+    const value = env[name]?.trim();
+    if (!value) return undefined;
+    if (!allowed.includes(value as T)) throw new ConfigurationError(`${name} must be ${allowed.join(' or ')} (got ${JSON.stringify(value)}).`);
+    return value as T;
+  };
+  const onBusy = choice('THREAD_BUSY_POLICY', ['refuse', 'interrupt'] as const);
+  const onStoreFailure = choice('STORE_FAILURE_POLICY', ['serve', 'fail'] as const);
+  return {
+    ...(redisUrl ? { redisUrl } : {}),
+    ...(ttlSeconds !== undefined ? { ttlSeconds } : {}),
+    ...(maxThreads !== undefined ? { maxThreads } : {}),
+    ...(maxMegabytes !== undefined ? { maxBytes: maxMegabytes * 1024 * 1024 } : {}),
+    ...(leaseMs !== undefined ? { leaseMs } : {}),
+    ...(onBusy ? { onBusy } : {}),
+    ...(onStoreFailure ? { onStoreFailure } : {}),
   };
 }
 

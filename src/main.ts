@@ -41,6 +41,7 @@ async function main(): Promise<void> {
     mcpServers: env.mcpServers,
     allowClientMcpServers: env.allowClientMcpServers,
     ...(env.guardrailsUrl ? { guardrails: { url: env.guardrailsUrl } } : {}),
+    threads: env.threads,
   });
   const url = await gateway.listen(env.port, env.host);
   const mode = providerMode(env.provider);

@@ -92,10 +92,11 @@ export class RedisThreadStore implements ThreadStore {
     redis.on('error', (error) => this.connectionError(error));
     subscriber.on('error', (error) => this.connectionError(error));
     subscriber.on('message', (channel: string, message: string) => this.onMessage(channel, message));
-    // Queued until the subscriber is connected.
+    const connected = await Promise.allSettled([ready(redis), ready(subscriber)]);
+    // Subscribed (queued until the subscriber is connected, and again after every reconnection) and
+    // beating (each beat retried) whether or not Redis answered yet.
     void subscriber.subscribe(this.key('stop')).catch((error: unknown) => this.connectionError(error));
     this.beat();
-    const connected = await Promise.allSettled([redis.connect(), subscriber.connect()]);
     const failed = connected.find((result) => result.status === 'rejected');
     if (failed) {
       const reason = (failed as PromiseRejectedResult).reason as Error;
@@ -546,6 +547,19 @@ class RedisRunLog implements RunLog {
     }, this.retryDelay);
     this.retryDelay = Math.min(this.retryDelay * 2, 5_000);
   }
+}
+
+/** Connects a client and waits until it takes commands (after its ready check). */
+async function ready(client: RedisClient): Promise<void> {
+  await client.connect();
+  if (client.status === 'ready') return;
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('no ready answer within 5 s')), 5_000);
+    client.once('ready', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
 
 function parseMessages(json: string | null | undefined): Message[] {

@@ -1,0 +1,110 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/**
+ * A real redis-server on a free loopback port, in a folder of its own, for one test file. `.ci/run`
+ * installs redis-server; when it is missing the tests fail (they are never skipped).
+ * With `persistent`, every write goes to an append-only file (fsync always), so a restart keeps the
+ * data, as a production Redis with persistence does.
+ */
+export class RedisServer {
+  private process: ChildProcess | undefined;
+  private constructor(
+    readonly port: number,
+    private readonly dir: string,
+    private readonly persistent: boolean,
+  ) {}
+
+  static async start(options: { persistent?: boolean } = {}): Promise<RedisServer> {
+    if (spawnSync('redis-server', ['--version']).error) {
+      throw new Error('redis-server is not installed: apt-get install -y redis-server (.ci/run does it).');
+    }
+    const server = new RedisServer(await freePort(), mkdtempSync(join(tmpdir(), 'cg-redis-')), options.persistent ?? false);
+    await server.launch();
+    return server;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  private async launch(): Promise<void> {
+    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--save', '', '--daemonize', 'no', '--protected-mode', 'no', '--loglevel', 'warning'];
+    if (this.persistent) args.push('--appendonly', 'yes', '--appendfsync', 'always');
+    else args.push('--appendonly', 'no');
+    const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.process = child;
+    let output = '';
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`redis-server did not start:\n${output}`)), 10_000);
+      const probe = async () => {
+        // Ready once it answers PING.
+        for (let i = 0; i < 200 && child.exitCode === null; i++) {
+          if (await ping(this.port)) {
+            clearTimeout(timer);
+            resolve();
+            return;
+          }
+          await new Promise((r) => setTimeout(r, 25));
+        }
+      };
+      child.stdout!.on('data', (chunk) => (output += chunk));
+      child.stderr!.on('data', (chunk) => (output += chunk));
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`redis-server exited (${code}):\n${output}`));
+      });
+      void probe();
+    });
+  }
+
+  /** Stops the server (SIGTERM) and waits for it to exit. */
+  async stop(): Promise<void> {
+    const child = this.process;
+    this.process = undefined;
+    if (!child || child.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+    });
+  }
+
+  /** Stops it, then starts it again on the same port and folder (with its data when persistent). */
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.launch();
+  }
+
+  async close(): Promise<void> {
+    await this.stop();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** Whether something on the port answers a RESP PING with +PONG. */
+function ping(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    import('node:net').then(({ connect }) => {
+      const socket = connect(port, '127.0.0.1');
+      const done = (ok: boolean) => {
+        socket.destroy();
+        resolve(ok);
+      };
+      socket.setTimeout(500, () => done(false));
+      socket.once('error', () => done(false));
+      socket.once('connect', () => socket.write('PING\r\n'));
+      socket.once('data', (data) => done(data.toString().startsWith('+PONG')));
+    });
+  });
+}

@@ -1,0 +1,125 @@
+import { createClient, type Client } from 'graphql-ws';
+import WebSocket from 'ws';
+
+// What the thread tests share: GraphQL over HTTP, and subscriptions over graphql-ws with a real client.
+
+/** POSTs a GraphQL operation; resolves with the JSON answer. */
+export async function gql(url: string, query: string, variables: Record<string, unknown> = {}): Promise<any> {
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }) });
+  return response.json();
+}
+
+/** Every event field a thread test reads. */
+const EVENT_FIELDS = /* GraphQL */ `
+  __typename
+  ... on RunEvent { sequence }
+  ... on RunStartedEvent { threadId runId }
+  ... on TextMessageStartEvent { messageId }
+  ... on TextMessageContentEvent { messageId content }
+  ... on TextMessageEndEvent { messageId messageStatus { __typename } }
+  ... on AgentStateMessageEvent { agentName state }
+  ... on RunFinishedEvent { status { ... on BaseResponseStatus { code } ... on FailedResponseStatus { reason details } } }
+`;
+
+export const COPILOT_RUN = /* GraphQL */ `
+  subscription Run($data: GenerateCopilotResponseInput!, $onDisconnect: RunDisconnectPolicy) {
+    copilotRun(data: $data, onDisconnect: $onDisconnect) { ${EVENT_FIELDS} }
+  }
+`;
+
+export const JOIN_RUN = /* GraphQL */ `
+  subscription Join($threadId: ID!, $runId: ID, $afterSequence: Int) {
+    joinCopilotRun(threadId: $threadId, runId: $runId, afterSequence: $afterSequence) { ${EVENT_FIELDS} }
+  }
+`;
+
+export const THREAD = /* GraphQL */ `
+  query Thread($threadId: ID!) {
+    copilotThread(threadId: $threadId) {
+      threadId
+      messages { __typename id ... on TextMessageOutput { role content } ... on ActionExecutionMessageOutput { name arguments } ... on ResultMessageOutput { result } }
+      agentStates { agentName nodeName state running runId }
+      runs { runId lastSequence startedAt finishedAt status { ... on BaseResponseStatus { code } ... on FailedResponseStatus { reason details } } }
+    }
+  }
+`;
+
+export const STOP = /* GraphQL */ `
+  mutation Stop($threadId: ID!, $runId: ID) { stopCopilotRun(threadId: $threadId, runId: $runId) }
+`;
+
+/** A subscription's results as they come, with a promise of its end. */
+export interface Watch {
+  events: any[];
+  errors: unknown[];
+  /** Resolves when the subscription completes or fails. */
+  done: Promise<void>;
+  /** Resolves once `count` events have arrived. */
+  received(count: number): Promise<void>;
+  /** Leaves: the client's socket is closed. */
+  leave(): Promise<void>;
+}
+
+/** Subscribes with a graphql-ws client of its own (one socket per watch, as separate browsers would). */
+export function watch(wsUrl: string, query: string, variables: Record<string, unknown>): Watch {
+  const client: Client = createClient({ url: wsUrl, webSocketImpl: WebSocket, retryAttempts: 0, lazy: true });
+  const events: any[] = [];
+  const errors: unknown[] = [];
+  let waiters: { count: number; resolve: () => void }[] = [];
+  const wake = () => {
+    waiters = waiters.filter((waiter) => {
+      if (events.length < waiter.count) return true;
+      waiter.resolve();
+      return false;
+    });
+  };
+  const done = new Promise<void>((resolve) => {
+    client.subscribe(
+      { query, variables },
+      {
+        next: (result: any) => {
+          if (result.errors) errors.push(...result.errors);
+          else events.push(Object.values(result.data)[0]);
+          wake();
+        },
+        error: (error) => {
+          errors.push(error);
+          resolve();
+        },
+        complete: () => resolve(),
+      },
+    );
+  });
+  void done.then(() => {
+    for (const waiter of waiters) waiter.resolve();
+    waiters = [];
+    void client.dispose();
+  });
+  return {
+    events,
+    errors,
+    done,
+    received: (count) =>
+      new Promise<void>((resolve) => {
+        waiters.push({ count, resolve });
+        wake();
+      }),
+    leave: () => Promise.resolve(client.dispose()),
+  };
+}
+
+/** The text of a run's events: its content chunks joined. */
+export function textOfEvents(events: any[]): string {
+  return events.filter((event) => event.__typename === 'TextMessageContentEvent').map((event) => event.content).join('');
+}
+
+/** Polls `read` until `check` holds for what it returns (for effects with no event to await). */
+export async function until<T>(read: () => Promise<T>, check: (value: T) => boolean, what: string, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (check(value)) return value;
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for: ${what} (last: ${JSON.stringify(value)})`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
