@@ -131,8 +131,11 @@ export class MemoryThreadStore implements ThreadStore {
   }
 
   async thread(threadId: string): Promise<ThreadRecord | undefined> {
-    const thread = this.live(threadId, Date.now());
+    const now = Date.now();
+    const thread = this.live(threadId, now);
     if (!thread || thread.runs.length === 0) return undefined;
+    // Reading a thread (a client restoring it) is a use: it is kept before threads used longer ago.
+    this.touch(thread, now);
     const latest = thread.runs[thread.runs.length - 1];
     const messages = latest.output ? transcriptOf(thread.input, latest.output.current()) : thread.transcript;
     return {

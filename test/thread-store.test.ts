@@ -1,0 +1,158 @@
+import { describe, expect, it } from '@jest/globals';
+import type { SequencedEvent } from '../src/core/events.js';
+import type { Message } from '../src/core/messages.js';
+import { RUN_SUCCESS } from '../src/core/status.js';
+import { withHistory } from '../src/engine/threads.js';
+import { closingEvents, compact } from '../src/threads/log.js';
+import { MemoryThreadStore } from '../src/threads/memory.js';
+import { OpenAIAdapter } from '../src/adapters/openai.js';
+import { FakeOpenAI } from './support/fake-openai.js';
+import { gatewaysPerTest, runInput, userMessage } from './support/harness.js';
+import { THREAD, gql } from './support/threads.js';
+
+// The in-memory store's bounds and lifetime, and the pure parts of threads: history completion,
+// replay compaction, the events that end a run cut short.
+
+const text = (id: string, role: 'user' | 'assistant' | 'system', content: string): Message => ({ kind: 'text', id, role, content });
+
+/** A whole run's events: a text of `chunks` chunks of `size` characters. */
+function runEvents(runId: string, chunks: number, size = 10): SequencedEvent[] {
+  let sequence = 0;
+  const events: SequencedEvent[] = [{ type: 'RunStarted', threadId: 't', runId, sequence: sequence++ }];
+  events.push({ type: 'TextMessageStart', messageId: `m-${runId}`, parentMessageId: null, role: 'assistant', sequence: sequence++ });
+  for (let i = 0; i < chunks; i++) events.push({ type: 'TextMessageContent', messageId: `m-${runId}`, content: 'x'.repeat(size), sequence: sequence++ });
+  events.push({ type: 'TextMessageEnd', messageId: `m-${runId}`, status: { code: 'Success' }, sequence: sequence++ });
+  events.push({ type: 'RunFinished', status: RUN_SUCCESS, sequence: sequence++ });
+  return events;
+}
+
+function store(options: Partial<ConstructorParameters<typeof MemoryThreadStore>[0]> = {}) {
+  return new MemoryThreadStore({ ttlSeconds: 3600, maxRunsPerThread: 20, maxThreads: 1000, maxBytes: 1 << 30, claimTimeoutMs: 60_000, ...options });
+}
+
+async function record(s: MemoryThreadStore, threadId: string, input: Message[], events: SequencedEvent[]): Promise<string> {
+  const { runId } = await s.claim(threadId, `run-${threadId}-${Math.random()}`, `fresh-${Math.random()}`);
+  const log = s.open(threadId, runId, input);
+  for (const event of events) log.append(event);
+  return runId;
+}
+
+describe('the in-memory thread store', () => {
+  it('keeps at most maxThreads threads, dropping the least recently used first', async () => {
+    const s = store({ maxThreads: 50 });
+    for (let i = 0; i < 500; i++) await record(s, `t${i}`, [text(`u${i}`, 'user', 'hi')], runEvents(`r${i}`, 3));
+    expect(s.size.threads).toBe(50);
+    expect(await s.thread('t0')).toBeUndefined();
+    expect(await s.thread('t449')).toBeUndefined();
+    expect((await s.thread('t450'))?.messages).toHaveLength(2);
+    expect(await s.thread('t499')).toBeDefined();
+    await s.close();
+  });
+
+  it('keeps about maxBytes at most, and a thread that was read recently outlives older ones', async () => {
+    const s = store({ maxBytes: 200_000 });
+    await record(s, 'keep', [text('k', 'user', 'hello')], runEvents('rk', 10));
+    for (let i = 0; i < 200; i++) {
+      await record(s, `big${i}`, [text(`b${i}`, 'user', 'y'.repeat(5_000))], runEvents(`rb${i}`, 50, 20));
+      if (i % 10 === 0) await s.thread('keep'); // reading a thread keeps it fresh
+    }
+    expect(s.size.bytes).toBeLessThanOrEqual(200_000);
+    expect(s.size.threads).toBeLessThan(40);
+    expect(await s.thread('big0')).toBeUndefined();
+    expect(await s.thread('keep')).toBeDefined();
+    await s.close();
+  });
+
+  it('never drops a thread whose run is going on, however far over its bounds', async () => {
+    const s = store({ maxThreads: 2 });
+    const { runId } = await s.claim('busy', 'r-busy', 'f');
+    const log = s.open('busy', runId, [text('u', 'user', 'hi')]);
+    log.append({ type: 'RunStarted', threadId: 'busy', runId, sequence: 0 });
+    for (let i = 0; i < 20; i++) await record(s, `other${i}`, [], runEvents(`o${i}`, 1));
+    expect((await s.run('busy'))?.status).toEqual({ code: 'Pending' });
+    await expect(s.claim('busy', 'r2', 'f2')).rejects.toMatchObject({ code: 'THREAD_BUSY', details: { threadId: 'busy', runId: 'r-busy' } });
+    await s.close();
+  });
+
+  it('forgets threads older than their time to live, and claims that were never opened', async () => {
+    const s = store({ ttlSeconds: 1, claimTimeoutMs: 50 });
+    await record(s, 'old', [], runEvents('r-old', 1));
+    await s.claim('claimed', 'r-claim', 'f');
+    await expect(s.claim('claimed', 'r-again', 'f2')).rejects.toMatchObject({ code: 'THREAD_BUSY' });
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    expect(await s.thread('old')).toBeUndefined();
+    // The claim ran out: the thread is free.
+    await expect(s.claim('claimed', 'r-again', 'f2')).resolves.toMatchObject({ runId: 'r-again' });
+    await s.close();
+  });
+
+  it('keeps maxRunsPerThread runs per thread', async () => {
+    const s = store({ maxRunsPerThread: 3 });
+    for (let i = 0; i < 5; i++) await record(s, 'many', [], runEvents(`r${i}`, 1));
+    expect((await s.thread('many'))?.runs).toHaveLength(3);
+    await s.close();
+  });
+});
+
+describe('history completion (withHistory)', () => {
+  const history = [text('s', 'system', 'old instructions'), text('u1', 'user', 'one'), text('a1', 'assistant', 'reply')];
+
+  it('takes a request that repeats any stored message as the whole conversation', () => {
+    const request = [text('s2', 'system', 'new'), text('u1', 'user', 'one'), text('u2', 'user', 'two')];
+    expect(withHistory(history, request)).toBe(request);
+    // Regenerating: the client leaves the last reply out on purpose.
+    const regenerate = [text('u1', 'user', 'one')];
+    expect(withHistory(history, regenerate)).toBe(regenerate);
+  });
+
+  it('puts the stored conversation before a request of new messages only, its system messages replaced by the request’s', () => {
+    expect(withHistory(history, [text('u2', 'user', 'two')]).map((m) => m.id)).toEqual(['s', 'u1', 'a1', 'u2']);
+    expect(withHistory(history, [text('s2', 'system', 'new'), text('u2', 'user', 'two')]).map((m) => m.id)).toEqual(['u1', 'a1', 's2', 'u2']);
+    expect(withHistory([], [text('u2', 'user', 'two')]).map((m) => m.id)).toEqual(['u2']);
+  });
+});
+
+describe('replays', () => {
+  it('merge consecutive chunks of one message without losing or reordering anything', () => {
+    const events = runEvents('r', 5, 2);
+    const compacted = compact(events);
+    expect(compacted.map((e) => e.type)).toEqual(['RunStarted', 'TextMessageStart', 'TextMessageContent', 'TextMessageEnd', 'RunFinished']);
+    expect(compacted[2]).toMatchObject({ content: 'xxxxxxxxxx', sequence: 6 });
+    // The log itself is untouched.
+    expect(events[2]).toMatchObject({ content: 'xx', sequence: 2 });
+  });
+
+  it('end a run cut short: open messages and calls Failed, then the terminal status, numbered after the log', () => {
+    const log = runEvents('r', 2).slice(0, 4); // started, message open, two chunks
+    log.push({ type: 'ActionExecutionStart', actionExecutionId: 'c1', actionName: 'a', parentMessageId: null, sequence: 4 });
+    const status = { code: 'Failed', reason: 'MESSAGE_STREAM_INTERRUPTED', details: { description: 'lost', code: 'INSTANCE_LOST', originalError: {} } } as const;
+    expect(closingEvents(log, status)).toEqual([
+      { type: 'TextMessageEnd', messageId: 'm-r', status: { code: 'Failed', reason: 'lost' }, sequence: 5 },
+      { type: 'ActionExecutionEnd', actionExecutionId: 'c1', status: { code: 'Failed', reason: 'lost' }, sequence: 6 },
+      { type: 'RunFinished', status, sequence: 7 },
+    ]);
+  });
+});
+
+describe('a gateway flooded with threads', () => {
+  const { start } = gatewaysPerTest();
+
+  it('holds its in-memory bounds: the newest threads are kept, the oldest dropped', async () => {
+    const fake = new FakeOpenAI();
+    const baseURL = await fake.start();
+    try {
+      const gateway = await start({ adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 }), threads: { maxThreads: 25 } });
+      const mutation = 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId status { ... on BaseResponseStatus { code } } } }';
+      for (let wave = 0; wave < 10; wave++) {
+        await Promise.all(
+          Array.from({ length: 20 }, (_, i) => gql(gateway.url, mutation, { data: runInput([userMessage('[tokens=2]')], { threadId: `flood-${wave * 20 + i}` }) })),
+        );
+      }
+      const kept = await Promise.all(Array.from({ length: 200 }, (_, i) => gql(gateway.url, THREAD, { threadId: `flood-${i}` }).then((a) => a.data.copilotThread !== null)));
+      expect(kept.filter(Boolean).length).toBe(25);
+      expect(kept.slice(0, 150).some(Boolean)).toBe(false);
+    } finally {
+      await fake.stop();
+    }
+  });
+});

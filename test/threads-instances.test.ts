@@ -1,0 +1,188 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { OpenAIAdapter } from '../src/adapters/openai.js';
+import { FakeOpenAI } from './support/fake-openai.js';
+import { gatewaysPerTest, runInput, userMessage } from './support/harness.js';
+import { RedisServer } from './support/redis.js';
+import { COPILOT_RUN, JOIN_RUN, STOP, THREAD, gql, textOfEvents, until, watch } from './support/threads.js';
+
+// Several gateway processes on one Redis, started as `npm start` starts them (scripts/start.mjs with
+// REDIS_URL): runs joined and stopped across processes, a process killed mid-run, Redis restarted
+// mid-run, Redis down.
+
+const LEASE_MS = 1_500;
+const fake = new FakeOpenAI();
+let redis: RedisServer;
+let baseURL: string;
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  [baseURL, redis] = await Promise.all([fake.start(), RedisServer.start({ persistent: true })]);
+});
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+});
+afterAll(async () => {
+  await Promise.all([fake.stop(), redis.close()]);
+});
+
+/** The full text of a `[tokens=N]` answer. */
+const tokens = (n: number) => Array.from({ length: n }, (_, i) => `tok${i} `).join('');
+
+/** Starts a gateway process as npm start does; resolves with its GraphQL URL once it is ready. */
+async function startProcess(env: Record<string, string> = {}): Promise<{ url: string; wsUrl: string; child: ChildProcess }> {
+  const root = fileURLToPath(new URL('..', import.meta.url));
+  const child = spawn(process.execPath, ['scripts/start.mjs'], {
+    cwd: root,
+    env: {
+      ...process.env,
+      NODE_OPTIONS: '',
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      OPENAI_BASE_URL: baseURL,
+      OPENAI_API_KEY: 'test-key',
+      REDIS_URL: redis.url,
+      INSTANCE_LEASE_MS: String(LEASE_MS),
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let output = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout!.on('data', (chunk) => {
+      output += chunk;
+      const match = output.match(/Copilot Gateway ready at (\S+)/);
+      if (match) resolve(match[1]);
+    });
+    child.stderr!.on('data', (chunk) => (output += chunk));
+    child.once('exit', (code) => reject(new Error(`the gateway exited (${code}):\n${output}`)));
+  });
+  return { url, wsUrl: url.replace(/^http/, 'ws'), child };
+}
+
+describe('several gateway processes on one Redis', () => {
+  it('joins and stops through B a run started on A', async () => {
+    const a = await startProcess();
+    const b = await startProcess();
+    const threadId = 'processes-join-stop';
+    const aborted = fake.abortedRequests;
+    const origin = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=500] [delay=20]')], { threadId }), onDisconnect: 'CONTINUE' });
+    await origin.received(4);
+    const joined = watch(b.wsUrl, JOIN_RUN, { threadId });
+    await joined.received(4);
+    const restored = await gql(b.url, THREAD, { threadId });
+    expect(restored.data.copilotThread.runs[0]).toMatchObject({ finishedAt: null, status: { code: 'Pending' } });
+
+    expect((await gql(b.url, STOP, { threadId })).data.stopCopilotRun).toBe(true);
+    await Promise.all([origin.done, joined.done]);
+    for (const events of [origin.events, joined.events]) {
+      expect(events.at(-1).status).toMatchObject({ code: 'Failed', details: { code: 'RUN_STOPPED' } });
+    }
+    // B saw what A's client saw, numbered the same.
+    expect(textOfEvents(joined.events)).toBe(textOfEvents(origin.events));
+    expect(joined.events.at(-1).sequence).toBe(origin.events.at(-1).sequence);
+    await until(async () => fake.abortedRequests, (n) => n > aborted, 'the model request closed by A');
+  }, 60_000);
+
+  it('ends through B, from what A had stored, a run whose process was killed, and frees its thread', async () => {
+    const a = await startProcess();
+    const b = await startProcess();
+    const threadId = 'processes-killed';
+    const origin = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=500] [delay=10]')], { threadId }) });
+    await origin.received(10);
+    // What A's client had well before the kill (batches are written every 20 ms) must survive it.
+    const seenBefore = textOfEvents(origin.events);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const killedAt = Date.now();
+    a.child.kill('SIGKILL');
+
+    const joined = watch(b.wsUrl, JOIN_RUN, { threadId });
+    await joined.done;
+    const tookMs = Date.now() - killedAt;
+    expect(joined.errors).toEqual([]);
+    const text = textOfEvents(joined.events);
+    expect(text.startsWith(seenBefore)).toBe(true);
+    expect(tokens(500).startsWith(text)).toBe(true);
+    const last = joined.events.at(-1);
+    expect(last.__typename).toBe('RunFinishedEvent');
+    expect(last.status).toMatchObject({ code: 'Failed', reason: 'MESSAGE_STREAM_INTERRUPTED', details: { code: 'INSTANCE_LOST' } });
+    expect(last.status.details.description).toMatch(/instance/);
+    // Its open message was closed before the end, and sequences never repeat.
+    expect(joined.events.at(-2)).toMatchObject({ __typename: 'TextMessageEndEvent', messageStatus: { __typename: 'FailedMessageStatus' } });
+    const sequences = joined.events.map((event) => event.sequence);
+    expect(new Set(sequences).size).toBe(sequences.length);
+    // Bounded by the lease (and a beat of the survivor); far under the default's 15 s.
+    expect(tookMs).toBeLessThan(LEASE_MS * 4);
+
+    // The thread is free again, and its transcript kept what was stored.
+    const next = watch(b.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=1] again')], { threadId }) });
+    await next.done;
+    expect(next.events.at(-1).status.code).toBe('Success');
+    const thread = (await gql(b.url, THREAD, { threadId })).data.copilotThread;
+    expect(thread.runs.map((run: any) => run.status.details?.code ?? run.status.code)).toEqual(['INSTANCE_LOST', 'Success']);
+  }, 60_000);
+});
+
+describe('Redis going away', () => {
+  const { start } = gatewaysPerTest();
+  let prefix = 0;
+  const options = (threads: Record<string, unknown> = {}) => ({
+    adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 }),
+    threads: { redisUrl: redis.url, keyPrefix: `restart${++prefix}:`, leaseMs: LEASE_MS, ...threads },
+  });
+
+  it('loses no event of a run when Redis restarts in the middle of it', async () => {
+    const a = await start(options());
+    const threadId = 'redis-restart';
+    const run = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=100] [delay=15]')], { threadId }) });
+    await run.received(10);
+    await redis.restart();
+    await run.done;
+    expect(run.events.at(-1).status.code).toBe('Success');
+    expect(textOfEvents(run.events)).toBe(tokens(100));
+
+    // Every event reached Redis: a join replays the whole run, in order.
+    const thread = await until(() => gql(a.url, THREAD, { threadId }), (answer) => answer.data?.copilotThread?.runs[0]?.finishedAt, 'the run recorded after the restart');
+    expect(thread.data.copilotThread.runs[0].lastSequence).toBe(103);
+    const joined = watch(a.wsUrl, JOIN_RUN, { threadId });
+    await joined.done;
+    expect(textOfEvents(joined.events)).toBe(tokens(100));
+    expect(joined.events.at(-1).sequence).toBe(103);
+  }, 60_000);
+
+  it('serves new runs unrecorded while Redis is down (onStoreFailure "serve"), or refuses them with STORE_UNAVAILABLE ("fail"); thread reads fail clearly', async () => {
+    const serving = await start(options());
+    const failing = await start(options({ onStoreFailure: 'fail' }));
+    await redis.stop();
+    try {
+      const served = watch(serving.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=2]')], { threadId: 'redis-down' }) });
+      await served.done;
+      expect(served.events.at(-1).status.code).toBe('Success');
+
+      const refused = watch(failing.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=2]')], { threadId: 'redis-down' }) });
+      await refused.done;
+      expect((refused.errors[0] as any).extensions.code).toBe('STORE_UNAVAILABLE');
+
+      const read = await gql(serving.url, THREAD, { threadId: 'redis-down' });
+      expect(read.errors[0].extensions.code).toBe('STORE_UNAVAILABLE');
+      expect((await gql(serving.url, STOP, { threadId: 'redis-down' })).errors[0].extensions.code).toBe('STORE_UNAVAILABLE');
+    } finally {
+      await redis.restart();
+    }
+    // Back: runs are recorded again.
+    const recorded = await until(
+      async () => {
+        const run = watch(failing.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=1]')], { threadId: 'redis-back' }) });
+        await run.done;
+        return run.errors.length === 0;
+      },
+      (ok) => ok,
+      'a run admitted once Redis is back',
+    );
+    expect(recorded).toBe(true);
+    const thread = await until(() => gql(failing.url, THREAD, { threadId: 'redis-back' }), (answer) => answer.data?.copilotThread?.runs.length > 0, 'the run recorded');
+    expect(thread.data.copilotThread.runs.at(-1).status.code).toBe('Success');
+  }, 60_000);
+});
