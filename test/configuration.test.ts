@@ -106,7 +106,40 @@ describe('the environment read by npm start', () => {
       modelLimits: {},
       mcpServers: [],
       allowClientMcpServers: false,
+      threads: {},
     });
+  });
+
+  it('reads where threads are kept and how: REDIS_URL and the thread settings', () => {
+    expect(
+      readEnvironment({
+        REDIS_URL: 'redis://:secret@cache.internal:6379/2',
+        THREAD_TTL_SECONDS: '3600',
+        MAX_THREADS: '500',
+        MAX_THREAD_STORE_MB: '16',
+        INSTANCE_LEASE_MS: '5000',
+        THREAD_BUSY_POLICY: 'interrupt',
+        STORE_FAILURE_POLICY: 'fail',
+      }).threads,
+    ).toEqual({ redisUrl: 'redis://:secret@cache.internal:6379/2', ttlSeconds: 3600, maxThreads: 500, maxBytes: 16 * 1024 * 1024, leaseMs: 5000, onBusy: 'interrupt', onStoreFailure: 'fail' });
+    expect(() => readEnvironment({ REDIS_URL: 'localhost:6379' })).toThrow(/REDIS_URL must be a redis:\/\/ or rediss:\/\/ URL/);
+    expect(() => readEnvironment({ THREAD_BUSY_POLICY: 'wait' })).toThrow(/THREAD_BUSY_POLICY must be refuse or interrupt/);
+    expect(() => readEnvironment({ THREAD_TTL_SECONDS: '-1' })).toThrow(/THREAD_TTL_SECONDS must be a whole number of seconds/);
+  });
+
+  it('checks the threads options', () => {
+    expect(() => createGateway({ logger: silentLogger, threads: { redisUrl: 'http://x' } })).toThrow(/threads.redisUrl must be a redis:\/\/ or rediss:\/\/ URL/);
+    expect(() => createGateway({ logger: silentLogger, threads: { maxThreads: 0 } })).toThrow(/threads.maxThreads must be a whole number from 1/);
+    expect(() => createGateway({ logger: silentLogger, threads: { onBusy: 'queue' as any } })).toThrow(/threads.onBusy must be "refuse" or "interrupt"/);
+    expect(() => createGateway({ logger: silentLogger, threads: { ttl: 5 } as any })).toThrow(/Unknown option "threads.ttl"/);
+  });
+
+  it('does not start when Redis cannot be reached and threads.onStoreFailure is "fail", and says so without the password', async () => {
+    const gateway = createGateway({ logger: silentLogger, threads: { redisUrl: 'redis://:hunter2@127.0.0.1:1', onStoreFailure: 'fail' } });
+    const failure = gateway.listen(0, '127.0.0.1');
+    await expect(failure).rejects.toThrow(/Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:1\/? cannot be reached/);
+    await expect(failure).rejects.not.toThrow(/hunter2/);
+    await gateway.close();
   });
 
   it('reads agents: remote endpoints, AG-UI agents by name, LangGraph graphs', () => {

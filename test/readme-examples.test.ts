@@ -152,3 +152,33 @@ describe('Apollo Client 4 with the possibleTypes the gateway ships', () => {
     await dispose();
   });
 });
+
+describe('the README\'s thread example', () => {
+  const threadsBlock = readme.slice(readme.indexOf('## Threads: restore a chat'), readme.indexOf('## Scale out'));
+  const resume = threadsBlock.match(/```graphql\n([\s\S]*?)```/)![1];
+
+  it('resumes a run after the last sequence seen, with its document as written', async () => {
+    const client = createClient({ url: demo.url.replace(/^http/, 'ws'), webSocketImpl: WebSocket, retryAttempts: 0 });
+    try {
+      const data = {
+        threadId: 'readme-resume',
+        metadata: { requestType: 'Chat' },
+        frontend: { actions: [] },
+        messages: [{ id: 'r1', createdAt: new Date().toISOString(), textMessage: { role: 'user', content: 'Hello there' } }],
+      };
+      const first: any[] = [];
+      for await (const { data: event } of client.iterate({ query: subscription, variables: { data } })) first.push((event as any).copilotRun);
+      const seen = first.slice(0, 3);
+      const rest: any[] = [];
+      for await (const { data: event } of client.iterate({ query: resume, variables: { threadId: 'readme-resume', afterSequence: seen.at(-1).sequence } })) {
+        rest.push((event as any).joinCopilotRun);
+      }
+      expect(rest[0].sequence).toBeGreaterThan(seen.at(-1).sequence);
+      expect(rest.at(-1)).toMatchObject({ __typename: 'RunFinishedEvent', status: { code: 'Success' } });
+      const text = (events: any[]) => events.filter((e) => e.__typename === 'TextMessageContentEvent').map((e) => e.content).join('');
+      expect(text(seen) + text(rest)).toBe(text(first));
+    } finally {
+      await client.dispose();
+    }
+  });
+});
