@@ -86,6 +86,29 @@ describe('the in-memory thread store', () => {
     await s.close();
   });
 
+  it('keeps a finished run merged, and still replays exactly what follows any sequence in it', async () => {
+    const s = store();
+    const events = runEvents('r', 6, 1).map((event, i) => (event.type === 'TextMessageContent' ? { ...event, content: String(i) } : event));
+    const runId = await record(s, 'packed', [], events);
+    const replay = async (after: number) => {
+      const out: SequencedEvent[] = [];
+      for await (const event of s.follow('packed', runId, after)) out.push(event);
+      return out;
+    };
+    const full = events.filter((e) => e.type === 'TextMessageContent').map((e: any) => e.content).join('');
+    expect(full).toBe('234567');
+    for (let after = -1; after < events.length - 1; after++) {
+      const rest = await replay(after);
+      const expected = events.filter((e) => e.sequence > after);
+      expect(rest.map((e: any) => e.content ?? '').join('')).toBe(expected.map((e: any) => e.content ?? '').join(''));
+      expect(rest.at(-1)).toEqual(events.at(-1));
+      expect(rest[0]?.sequence).toBeGreaterThan(after);
+    }
+    // Stored as five events, not ten.
+    expect((await replay(-1)).map((e) => e.type)).toEqual(['RunStarted', 'TextMessageStart', 'TextMessageContent', 'TextMessageEnd', 'RunFinished']);
+    await s.close();
+  });
+
   it('keeps maxRunsPerThread runs per thread', async () => {
     const s = store({ maxRunsPerThread: 3 });
     for (let i = 0; i < 5; i++) await record(s, 'many', [], runEvents(`r${i}`, 1));

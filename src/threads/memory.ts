@@ -25,9 +25,8 @@ interface MemoryRun {
 
 interface MemoryThread {
   threadId: string;
-  /** The latest run's input; with `transcript` once it has finished. */
+  /** The latest run's input (the transcript is it and what that run produced: see `transcript`). */
   input: Message[];
-  transcript: Message[];
   agentStates: Map<string, AgentStateRecord>;
   runs: MemoryRun[];
   /** The run holding the thread: claimed (until `claimExpires`), or running. */
@@ -67,14 +66,14 @@ export class MemoryThreadStore implements ThreadStore {
     const active = thread?.active;
     if (active && (active.claimExpires === undefined || active.claimExpires > now)) throw threadBusy(threadId, active.runId);
     if (!thread) {
-      thread = { threadId, input: [], transcript: [], agentStates: new Map(), runs: [], active: undefined, bytes: 0, touched: now };
+      thread = { threadId, input: [], agentStates: new Map(), runs: [], active: undefined, bytes: 0, touched: now };
       this.threads.set(threadId, thread);
     }
     const runId = thread.runs.some((run) => run.record.runId === proposedRunId) ? freshRunId : proposedRunId;
     thread.active = { runId, claimExpires: now + this.options.claimTimeoutMs };
     this.touch(thread, now);
     this.enforceBounds();
-    return { runId, history: thread.transcript };
+    return { runId, history: this.transcript(thread) };
   }
 
   release(threadId: string, runId: string): void {
@@ -87,7 +86,7 @@ export class MemoryThreadStore implements ThreadStore {
     let thread = this.threads.get(threadId);
     if (!thread) {
       // Dropped since its claim (only possible under a bound far too small): kept again from here.
-      thread = { threadId, input: [], transcript: [], agentStates: new Map(), runs: [], active: undefined, bytes: 0, touched: now };
+      thread = { threadId, input: [], agentStates: new Map(), runs: [], active: undefined, bytes: 0, touched: now };
       this.threads.set(threadId, thread);
     }
     const run: MemoryRun = {
@@ -97,8 +96,8 @@ export class MemoryThreadStore implements ThreadStore {
       output: new OutputCollector(),
     };
     thread.active = { runId, claimExpires: undefined };
-    const kept = [...input];
-    this.setMessages(thread, kept, kept);
+    this.resize(thread, messagesBytes(input) - messagesBytes(thread.input));
+    thread.input = [...input];
     thread.runs.push(run);
     while (thread.runs.length > this.options.maxRunsPerThread) {
       const dropped = thread.runs.shift()!;
@@ -119,11 +118,12 @@ export class MemoryThreadStore implements ThreadStore {
     if (event.type === 'RunFinished') {
       run.record.status = event.status.code === 'Success' ? RUN_SUCCESS : event.status;
       run.record.finishedAt = new Date();
-      if (thread.runs[thread.runs.length - 1] === run && run.output) {
-        this.setMessages(thread, thread.input, transcriptOf(thread.input, run.output.current()));
-      }
       run.output = undefined;
       if (thread.active?.runId === run.record.runId) thread.active = undefined;
+      // Finished: its chunks are kept merged (a few events instead of one per token), still replayable from any sequence.
+      const before = eventsBytes(run.events);
+      run.events = packed(run.events);
+      this.resize(thread, eventsBytes(run.events) - before);
       this.touch(thread, Date.now());
     }
     for (const feed of run.feeds) feed.push(event);
@@ -136,8 +136,7 @@ export class MemoryThreadStore implements ThreadStore {
     if (!thread || thread.runs.length === 0) return undefined;
     // Reading a thread (a client restoring it) is a use: it is kept before threads used longer ago.
     this.touch(thread, now);
-    const latest = thread.runs[thread.runs.length - 1];
-    const messages = latest.output ? transcriptOf(thread.input, latest.output.current()) : thread.transcript;
+    const messages = this.transcript(thread);
     return {
       threadId,
       messages: [...messages],
@@ -159,7 +158,9 @@ export class MemoryThreadStore implements ThreadStore {
       return feed;
     }
     // Events are pushed in order, each at most once (the feed skips what it has); live ones follow.
-    for (const event of run.events) if (event.sequence > afterSequence) feed.push(event);
+    for (const event of run.events) {
+      if (event.sequence > afterSequence) feed.push(unpackedAfter(event, afterSequence));
+    }
     if (!feed.done) {
       run.feeds.add(feed);
       feed.whenClosed(() => run.feeds.delete(feed));
@@ -223,11 +224,19 @@ export class MemoryThreadStore implements ThreadStore {
     this.threads.set(thread.threadId, thread);
   }
 
-  /** Sets the thread's input and transcript (the transcript holds the input's messages: counted once). */
-  private setMessages(thread: MemoryThread, input: Message[], transcript: Message[]): void {
-    this.resize(thread, messagesBytes(transcript) - messagesBytes(thread.transcript));
-    thread.input = input;
-    thread.transcript = transcript;
+  /**
+   * The thread's transcript: its latest run's input and what that run produced, read from its events
+   * (kept once: a finished run's text lives only in its merged events).
+   */
+  private transcript(thread: MemoryThread): Message[] {
+    const latest = thread.runs[thread.runs.length - 1];
+    if (!latest) return thread.input;
+    let output = latest.output;
+    if (!output) {
+      output = new OutputCollector();
+      for (const event of latest.events) output.add(event);
+    }
+    return transcriptOf(thread.input, output.current());
   }
 
   private resize(thread: MemoryThread, delta: number): void {
@@ -293,6 +302,69 @@ function messagesBytes(messages: readonly Message[]): number {
   return bytes;
 }
 
+/**
+ * Merged chunk events of finished runs, with where each original chunk ended in the merged text: the
+ * chunk of sequence `first + i` ended at `ends[i]`.
+ */
+const PACKED = new WeakMap<SequencedEvent, { first: number; ends: Uint32Array }>();
+
+/**
+ * A finished run's events with each stretch of consecutive chunks of one message (or argument
+ * stream) merged into one event (the last chunk's sequence), remembering where each chunk ended, so
+ * that a replay after any sequence still gets exactly the rest (unpackedAfter).
+ */
+function packed(events: readonly SequencedEvent[]): SequencedEvent[] {
+  const out: SequencedEvent[] = [];
+  for (let i = 0; i < events.length; ) {
+    const event = events[i];
+    const key = chunkKey(event);
+    let j = i + 1;
+    while (j < events.length && key !== undefined && chunkKey(events[j]) === key) j++;
+    if (j - i < 2) {
+      out.push(event);
+      i = j;
+      continue;
+    }
+    const ends = new Uint32Array(j - i);
+    const parts: string[] = [];
+    let length = 0;
+    for (let k = i; k < j; k++) {
+      const part = chunkText(events[k]);
+      parts.push(part);
+      length += part.length;
+      ends[k - i] = length;
+    }
+    // Joined, not concatenated: `+=` would keep a rope holding every chunk (10 KB for 200 tokens).
+    const text = parts.join('');
+    const last = events[j - 1];
+    const merged: SequencedEvent = event.type === 'TextMessageContent' ? { ...event, content: text, sequence: last.sequence } : { ...(event as Extract<SequencedEvent, { type: 'ActionExecutionArgs' }>), args: text, sequence: last.sequence };
+    PACKED.set(merged, { first: event.sequence, ends });
+    out.push(merged);
+    i = j;
+  }
+  return out;
+}
+
+/** The part of a stored event after `afterSequence`: the rest of a merged chunk the reader had begun, else the event. */
+function unpackedAfter(event: SequencedEvent, afterSequence: number): SequencedEvent {
+  const packing = PACKED.get(event);
+  if (!packing || afterSequence < packing.first) return event;
+  const cut = packing.ends[afterSequence - packing.first];
+  if (event.type === 'TextMessageContent') return { ...event, content: event.content.slice(cut) };
+  if (event.type === 'ActionExecutionArgs') return { ...event, args: event.args.slice(cut) };
+  return event;
+}
+
+function chunkKey(event: SequencedEvent): string | undefined {
+  if (event.type === 'TextMessageContent') return `t${event.messageId}`;
+  if (event.type === 'ActionExecutionArgs') return `a${event.actionExecutionId}`;
+  return undefined;
+}
+
+function chunkText(event: SequencedEvent): string {
+  return event.type === 'TextMessageContent' ? event.content : event.type === 'ActionExecutionArgs' ? event.args : '';
+}
+
 function eventsBytes(events: readonly SequencedEvent[]): number {
   let bytes = 0;
   for (const event of events) bytes += eventBytes(event);
@@ -302,9 +374,9 @@ function eventsBytes(events: readonly SequencedEvent[]): number {
 function eventBytes(event: SequencedEvent): number {
   switch (event.type) {
     case 'TextMessageContent':
-      return ITEM_OVERHEAD + event.content.length;
+      return ITEM_OVERHEAD + event.content.length + (PACKED.get(event)?.ends.byteLength ?? 0);
     case 'ActionExecutionArgs':
-      return ITEM_OVERHEAD + event.args.length;
+      return ITEM_OVERHEAD + event.args.length + (PACKED.get(event)?.ends.byteLength ?? 0);
     case 'ActionExecutionResult':
       return ITEM_OVERHEAD + event.result.length;
     case 'AgentStateMessage':
