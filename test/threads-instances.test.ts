@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { gatewaysPerTest, runInput, userMessage } from './support/harness.js';
@@ -151,6 +152,75 @@ describe('Redis going away', () => {
     expect(textOfEvents(joined.events)).toBe(tokens(100));
     expect(joined.events.at(-1).sequence).toBe(103);
   }, 60_000);
+
+  it('keeps followers following when the subscriber connection is cut just before the end', async () => {
+    const shared = options();
+    const a = await start(shared);
+    const b = await start({ ...shared, adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 }) });
+    const threadId = 'pubsub-cut';
+    const run = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=30] [delay=15]')], { threadId }) });
+    await run.received(3);
+    const joined = watch(b.wsUrl, JOIN_RUN, { threadId });
+    await joined.received(2);
+    const admin = new Redis(redis.url);
+    try {
+      await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+      await Promise.all([run.done, joined.done]);
+    } finally {
+      admin.disconnect();
+    }
+    expect(joined.errors).toEqual([]);
+    expect(textOfEvents(joined.events)).toBe(tokens(30));
+    expect(joined.events.at(-1).status.code).toBe('Success');
+  }, 30_000);
+
+  it('writes a run\'s record again when Redis loses part of it (a restore from an older snapshot), and frees its thread', async () => {
+    const shared = options();
+    const keyPrefix = shared.threads.keyPrefix;
+    const a = await start(shared);
+    const admin = new Redis(redis.url);
+    try {
+      const damages: [string, (run: string) => Promise<unknown>][] = [
+        ['rolled-back', (run) => admin.hset(`${keyPrefix}{rolled-back}:run:${run}`, 'last', 2)],
+        ['wiped', (run) => admin.del(`${keyPrefix}{wiped}:run:${run}`, `${keyPrefix}{wiped}:log:${run}`, `${keyPrefix}{wiped}:lock`)],
+      ];
+      for (const [threadId, damage] of damages) {
+        const run = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=60] [delay=10]')], { threadId }) });
+        await run.received(10);
+        await damage(run.events[0].runId);
+        await run.done;
+        expect(run.events.at(-1).status.code).toBe('Success');
+        const recorded = await until(() => gql(a.url, THREAD, { threadId }), (answer) => answer.data?.copilotThread?.runs[0]?.finishedAt, `${threadId}: the record written again`);
+        expect(recorded.data.copilotThread.runs[0].lastSequence).toBe(63);
+        const joined = watch(a.wsUrl, JOIN_RUN, { threadId });
+        await joined.done;
+        expect(textOfEvents(joined.events)).toBe(tokens(60));
+        const next = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=1]')], { threadId }) });
+        await next.done;
+        expect(next.errors).toEqual([]);
+      }
+    } finally {
+      admin.disconnect();
+    }
+  }, 30_000);
+
+  it('stops a run this instance lost to another (its lease ran out meanwhile)', async () => {
+    const shared = options();
+    const a = await start(shared);
+    const admin = new Redis(redis.url);
+    try {
+      const threadId = 'lost-lease';
+      const run = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=300] [delay=10]')], { threadId }) });
+      await run.received(5);
+      // What another instance writes when it ends the run of an instance it takes for dead.
+      const failed = { code: 'Failed', reason: 'MESSAGE_STREAM_INTERRUPTED', details: { code: 'INSTANCE_LOST', description: 'lost', originalError: {} } };
+      await admin.hset(`${shared.threads.keyPrefix}{${threadId}}:run:${run.events[0].runId}`, 'status', JSON.stringify(failed));
+      await run.done;
+      expect(run.events.at(-1).status.details.code).toBe('INSTANCE_LOST');
+    } finally {
+      admin.disconnect();
+    }
+  }, 30_000);
 
   it('serves new runs unrecorded while Redis is down (onStoreFailure "serve"), or refuses them with STORE_UNAVAILABLE ("fail"); thread reads fail clearly', async () => {
     const serving = await start(options());

@@ -183,6 +183,27 @@ describe.each(STORES)('threads %s', (kind, storeOptions) => {
     expect(joined.events[0].sequence).toBe(0);
   });
 
+  it('completes at once a join after the last event of a finished run, and two joins at once both follow to the end', async () => {
+    const { a, b } = await gateways();
+    const threadId = `rejoin-${kind}`;
+    const run = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=3]')], { threadId }) });
+    await run.done;
+    const last = run.events.at(-1).sequence;
+    await until(() => thread(b.url, threadId), (t) => t?.runs[0]?.finishedAt, 'the run recorded');
+    for (const afterSequence of [last, last + 10]) {
+      const rejoined = watch(b.wsUrl, JOIN_RUN, { threadId, afterSequence });
+      await rejoined.done;
+      expect(rejoined.errors).toEqual([]);
+      expect(rejoined.events).toEqual([]);
+    }
+    const live = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=20] [delay=10]')], { threadId }) });
+    await live.received(2);
+    const [one, two] = [watch(b.wsUrl, JOIN_RUN, { threadId }), watch(b.wsUrl, JOIN_RUN, { threadId })];
+    await Promise.all([live.done, one.done, two.done]);
+    expect(textOfEvents(one.events)).toBe(textOfEvents(live.events));
+    expect(textOfEvents(two.events)).toBe(textOfEvents(live.events));
+  });
+
   it('answers RUN_NOT_FOUND for a run it does not have, and BAD_USER_INPUT for a negative afterSequence', async () => {
     const { b } = await gateways();
     const unknown = watch(b.wsUrl, JOIN_RUN, { threadId: 'nobody-here' });

@@ -133,7 +133,11 @@ export class RunLauncher {
     properties: Record<string, unknown>,
     caller: RunCaller,
   ): Promise<AgentThreadState> {
-    const stored = await this.options.threads?.thread(threadId);
+    // The store unreachable: the agent is asked, as if the store had nothing.
+    const stored = await this.options.threads?.thread(threadId).catch((error: unknown) => {
+      if (error instanceof GatewayError && error.code === 'STORE_UNAVAILABLE') return undefined;
+      throw error;
+    });
     const storedState = stored?.agentStates.find((state) => state.agentName === agentName);
     if (stored && storedState) return { threadExists: true, state: parseState(storedState.state), messages: messagesToCopilotKitJson(stored.messages) };
     const agent = await this.options.agents.resolve(agentName);

@@ -68,7 +68,7 @@ export class ThreadService {
       request: admitted,
       record: (run) => {
         settled = true;
-        const log = this.store.open(run.threadId, run.runId, admitted.messages);
+        const log = this.store.open(run.threadId, run.runId, admitted.messages, (error) => run.abort(error));
         this.attach(run, log);
       },
       release: () => {

@@ -61,14 +61,27 @@ export class EventFeed implements AsyncIterableIterator<SequencedEvent> {
     if (this.finished) this.close();
   }
 
-  /** The store cannot go on: the reader gets `error` once it has taken what was queued. */
-  fail(error: unknown): void {
+  /**
+   * The run has ended and the reader has everything it asked for (it joined after the run's last
+   * event): the feed ends once what is queued has been taken.
+   */
+  end(): void {
     if (this.finished || this.closed) return;
-    this.error = error;
     this.finished = true;
     const waiting = this.waiting;
     this.waiting = undefined;
-    waiting?.reject(error);
+    waiting?.resolve({ value: undefined, done: true });
+    this.close();
+  }
+
+  /** The store cannot go on: the reader gets `error` once it has taken what was queued. */
+  fail(error: unknown): void {
+    if (this.finished || this.closed) return;
+    this.finished = true;
+    const waiting = this.waiting;
+    this.waiting = undefined;
+    if (waiting) waiting.reject(error);
+    else this.error = error;
     this.close();
   }
 

@@ -161,6 +161,8 @@ export class MemoryThreadStore implements ThreadStore {
     for (const event of run.events) {
       if (event.sequence > afterSequence) feed.push(unpackedAfter(event, afterSequence));
     }
+    // Joined after the end of a finished run: nothing more will come.
+    if (run.record.finishedAt !== null) feed.end();
     if (!feed.done) {
       run.feeds.add(feed);
       feed.whenClosed(() => run.feeds.delete(feed));
@@ -190,9 +192,12 @@ export class MemoryThreadStore implements ThreadStore {
 
   // --- bounds -------------------------------------------------------------------------
 
+  /** A run of a live thread; finding it (to join or read it) is a use of the thread. */
   private findRun(threadId: string, runId: string | undefined): MemoryRun | undefined {
-    const thread = this.live(threadId, Date.now());
+    const now = Date.now();
+    const thread = this.live(threadId, now);
     if (!thread) return undefined;
+    this.touch(thread, now);
     if (runId === undefined) return thread.runs[thread.runs.length - 1];
     return thread.runs.find((run) => run.record.runId === runId);
   }

@@ -48,12 +48,12 @@ export class RedisThreadStore implements ThreadStore {
   readonly kind = 'redis';
   readonly instanceId = `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
   private readonly stopHandlers: StopHandler[] = [];
-  /** Live listeners by channel. */
-  private readonly live = new Map<string, Set<(events: SequencedEvent[]) => void>>();
+  /** Live followers by channel, and the channel's subscription. */
+  private readonly live = new Map<string, { listeners: Set<LiveListener>; subscribed: Promise<void> }>();
   private heartbeat: NodeJS.Timeout | undefined;
+  private sweeper: NodeJS.Timeout | undefined;
   private closed = false;
   private lastError = 0;
-
   private redis!: ScriptedRedis;
   private subscriber!: RedisClient;
   private started: Promise<void> | undefined;
@@ -92,6 +92,7 @@ export class RedisThreadStore implements ThreadStore {
     redis.on('error', (error) => this.connectionError(error));
     subscriber.on('error', (error) => this.connectionError(error));
     subscriber.on('message', (channel: string, message: string) => this.onMessage(channel, message));
+    subscriber.on('ready', () => this.onSubscriberReady());
     const connected = await Promise.allSettled([ready(redis), ready(subscriber)]);
     // Subscribed (queued until the subscriber is connected, and again after every reconnection) and
     // beating (each beat retried) whether or not Redis answered yet.
@@ -103,6 +104,7 @@ export class RedisThreadStore implements ThreadStore {
       throw new GatewayError('STORE_UNAVAILABLE', `Redis at ${redactedUrl(url)} cannot be reached (${reason?.message}); retrying in the background.`, { cause: reason });
     }
   }
+
 
   private key(...parts: string[]): string {
     return this.options.keyPrefix + parts.join(':');
@@ -124,6 +126,7 @@ export class RedisThreadStore implements ThreadStore {
         this.threadKey(threadId, 'lock'),
         this.threadKey(threadId, 'run', proposedRunId),
         this.threadKey(threadId, 'meta'),
+        this.threadKey(threadId, 'runs'),
         proposedRunId,
         freshRunId,
         this.instanceId,
@@ -139,31 +142,33 @@ export class RedisThreadStore implements ThreadStore {
     this.redis.cgRelease(this.threadKey(threadId, 'lock'), runId).catch((error: unknown) => this.connectionError(error));
   }
 
-  open(threadId: string, runId: string, input: readonly Message[]): RunLog {
-    const log = new RedisRunLog(this, threadId, runId, input, this.options);
-    log.send(() =>
-      this.redis.cgOpen(
-        this.threadKey(threadId, 'lock'),
-        this.threadKey(threadId, 'meta'),
-        this.threadKey(threadId, 'runs'),
-        this.threadKey(threadId, 'run', runId),
-        this.key('instance', this.instanceId, 'runs'),
-        this.threadKey(threadId, 'states'),
-        runId,
-        this.instanceId,
-        JSON.stringify(input),
-        Date.now(),
-        this.options.ttlSeconds,
-        this.options.maxRunsPerThread,
-        this.threadKey(threadId, ''),
-        `${threadId}\u0000${runId}`,
-      ),
+  open(threadId: string, runId: string, input: readonly Message[], onLost?: (error: GatewayError) => void): RunLog {
+    return new RedisRunLog(this, threadId, runId, input, this.options, onLost);
+  }
+
+  /** Starts (or, with `reset`, starts again from nothing) a run's record; see the `cgOpen` script. */
+  openRecord(threadId: string, runId: string, input: readonly Message[], reset: boolean): Promise<string> {
+    return this.redis.cgOpen(
+      this.threadKey(threadId, 'lock'),
+      this.threadKey(threadId, 'meta'),
+      this.threadKey(threadId, 'runs'),
+      this.threadKey(threadId, 'run', runId),
+      this.key('instance', this.instanceId, 'runs'),
+      this.threadKey(threadId, 'log', runId),
+      runId,
+      this.instanceId,
+      JSON.stringify(input),
+      Date.now(),
+      this.options.ttlSeconds,
+      this.options.maxRunsPerThread,
+      this.threadKey(threadId, ''),
+      `${threadId}\u0000${runId}`,
+      reset ? '1' : '',
     );
-    return log;
   }
 
   /** Writes one batch of a run's events (see the `cgAppend` script); resolves with the script's answer. */
-  appendBatch(threadId: string, runId: string, batch: Batch): Promise<string> {
+  appendBatch(threadId: string, runId: string, batch: Batch, expectedLast?: number): Promise<string> {
     return this.redis.cgAppend(
       this.threadKey(threadId, 'run', runId),
       this.threadKey(threadId, 'log', runId),
@@ -183,6 +188,8 @@ export class RedisThreadStore implements ThreadStore {
       Date.now(),
       runId,
       `${threadId}\u0000${runId}`,
+      expectedLast === undefined ? '' : expectedLast,
+      this.threadKey(threadId, ''),
     );
   }
 
@@ -196,9 +203,10 @@ export class RedisThreadStore implements ThreadStore {
     );
     if (runIds.length === 0) return undefined;
     const runs = (await Promise.all(runIds.map((runId) => this.run(threadId, runId)))).filter((run): run is RunRecord => run !== undefined);
+    if (runs.length === 0) return undefined;
     let messages = parseMessages(meta.transcript);
     const latest = runs[runs.length - 1];
-    if (latest && latest.finishedAt === null) {
+    if (latest.finishedAt === null) {
       // Running: the transcript is its input; what it has produced so far comes from its log.
       const output = new OutputCollector();
       for (const event of await this.readLog(threadId, latest.runId)) output.add(event);
@@ -229,39 +237,66 @@ export class RedisThreadStore implements ThreadStore {
     return events;
   }
 
+  /**
+   * Subscribes to the run's live channel first, then reads its log, so that nothing written between
+   * the two is missed (the feed takes each sequence once). A live batch after a gap (a message lost
+   * while the subscriber reconnected), every reconnection of the subscriber, and a quiet spell of a
+   * third of the lease each make it read the log again, so a follower never waits on an event it
+   * missed.
+   */
   follow(threadId: string, runId: string, afterSequence: number): AsyncIterableIterator<SequencedEvent> {
     const feed = new EventFeed(afterSequence);
     const channel = this.liveChannel(threadId, runId);
-    let reading = true;
+    let reading = false;
+    let readAgain = false;
     let early: SequencedEvent[][] = [];
-    const readAll = async (): Promise<void> => {
-      reading = true;
-      try {
-        const events = await this.readLog(threadId, runId);
-        for (const event of events) feed.push(event);
-        reading = false;
-        const waiting = early;
-        early = [];
-        for (const batch of waiting) deliver(batch);
-      } catch (error) {
-        feed.fail(toGatewayError(error));
-      }
-    };
+    let heard = true;
     const deliver = (events: SequencedEvent[]): void => {
+      heard = true;
       if (reading) {
         early.push(events);
         return;
       }
-      // A batch after a gap (a message lost while the subscriber reconnected): the log has it all.
-      if (events.length && events[0].sequence > feed.expected) {
+      const next = events.find((event) => event.sequence >= feed.expected);
+      if (next && next.sequence > feed.expected) {
         void readAll();
         return;
       }
       for (const event of events) feed.push(event);
     };
-    // Subscribed before reading the log, so that nothing written between the two is missed.
-    void this.listen(channel, deliver).then(readAll, (error: unknown) => feed.fail(toGatewayError(error)));
-    feed.whenClosed(() => this.unlisten(channel, deliver));
+    const readAll = async (): Promise<void> => {
+      if (reading) {
+        readAgain = true;
+        return;
+      }
+      reading = true;
+      try {
+        do {
+          readAgain = false;
+          const events = await this.readLog(threadId, runId);
+          for (const event of events) feed.push(event);
+          // Joined at (or after) the end of a finished run: nothing more will come.
+          if (events.some((event) => event.type === 'RunFinished')) feed.end();
+        } while (readAgain && !feed.done);
+      } catch (error) {
+        feed.fail(toGatewayError(error));
+      } finally {
+        reading = false;
+      }
+      const waiting = early;
+      early = [];
+      for (const batch of waiting) deliver(batch);
+    };
+    const listener: LiveListener = { deliver, resync: () => void readAll() };
+    const quiet = setInterval(() => {
+      if (!heard) void readAll();
+      heard = false;
+    }, Math.max(250, Math.floor(this.options.leaseMs / 3))).unref();
+    feed.whenClosed(() => {
+      clearInterval(quiet);
+      this.unlisten(channel, listener);
+    });
+    void this.listen(channel, listener).then(readAll, (error: unknown) => feed.fail(toGatewayError(error)));
     return feed;
   }
 
@@ -274,10 +309,10 @@ export class RedisThreadStore implements ThreadStore {
     if (!run || run.finishedAt !== null) return undefined;
     if (await this.call(() => this.redis.exists(this.key('instance', owner)))) {
       await this.call(() => this.redis.publish(this.key('stop'), `${threadId}\u0000${activeRunId}`));
-    } else {
-      await this.endRun(threadId, activeRunId, owner, new GatewayError('RUN_STOPPED', 'The run was stopped (stopCopilotRun).'));
+      return activeRunId;
     }
-    return activeRunId;
+    const ended = await this.endRun(threadId, activeRunId, owner, new GatewayError('RUN_STOPPED', 'The run was stopped (stopCopilotRun).'));
+    return ended ? activeRunId : undefined;
   }
 
   onStopRequest(handler: StopHandler): void {
@@ -292,6 +327,7 @@ export class RedisThreadStore implements ThreadStore {
     if (this.closed) return;
     this.closed = true;
     clearTimeout(this.heartbeat);
+    clearTimeout(this.sweeper);
     if (!this.redis) return;
     // quit() waits for replies; a server that is down would hold it until the reconnection gives up.
     for (const client of [this.redis, this.subscriber]) {
@@ -302,23 +338,29 @@ export class RedisThreadStore implements ThreadStore {
 
   // --- live channels ---------------------------------------------------------------------
 
-  private async listen(channel: string, listener: (events: SequencedEvent[]) => void): Promise<void> {
-    let listeners = this.live.get(channel);
-    if (!listeners) {
-      listeners = new Set();
-      this.live.set(channel, listeners);
-      listeners.add(listener);
-      await this.subscriber.subscribe(channel);
-    } else {
-      listeners.add(listener);
+  /** Adds a listener to a channel; resolves once the subscription is active (for every listener, not just the first). */
+  private listen(channel: string, listener: LiveListener): Promise<void> {
+    let entry = this.live.get(channel);
+    if (!entry) {
+      const subscribed = this.subscriber.subscribe(channel).then(() => {});
+      entry = { listeners: new Set(), subscribed };
+      this.live.set(channel, entry);
+      subscribed.catch(() => this.live.get(channel) === entry && this.live.delete(channel));
     }
+    entry.listeners.add(listener);
+    return entry.subscribed;
   }
 
-  private unlisten(channel: string, listener: (events: SequencedEvent[]) => void): void {
-    const listeners = this.live.get(channel);
-    if (!listeners?.delete(listener) || listeners.size > 0) return;
+  private unlisten(channel: string, listener: LiveListener): void {
+    const entry = this.live.get(channel);
+    if (!entry?.listeners.delete(listener) || entry.listeners.size > 0) return;
     this.live.delete(channel);
     this.subscriber.unsubscribe(channel).catch(() => {});
+  }
+
+  /** The subscriber (re)connected: what was published meanwhile is lost, so every follower reads its log again. */
+  private onSubscriberReady(): void {
+    for (const entry of this.live.values()) for (const listener of entry.listeners) listener.resync();
   }
 
   private onMessage(channel: string, message: string): void {
@@ -327,48 +369,56 @@ export class RedisThreadStore implements ThreadStore {
       for (const handler of this.stopHandlers) handler(threadId, runId);
       return;
     }
-    const listeners = this.live.get(channel);
-    if (!listeners) return;
+    const entry = this.live.get(channel);
+    if (!entry) return;
     let events: SequencedEvent[];
     try {
       events = JSON.parse(message) as SequencedEvent[];
     } catch {
       return;
     }
-    for (const listener of listeners) listener(events);
+    for (const listener of entry.listeners) listener.deliver(events);
   }
 
   // --- instances -------------------------------------------------------------------------
 
-  /** Marks this instance alive, then ends the runs of instances that are not. Repeats every third of the lease. */
+  /**
+   * Marks this instance alive every third of the lease, on a timer of its own (a slow sweep never
+   * delays it); sweeps for lost instances as often, one sweep at a time.
+   */
   private beat(): void {
     const every = Math.max(10, Math.floor(this.options.leaseMs / 3));
-    const tick = async () => {
-      try {
-        await this.redis
-          .multi()
-          .set(this.key('instance', this.instanceId), '1', 'PX', this.options.leaseMs)
-          .sadd(this.key('instances'), this.instanceId)
-          .exec();
-        await this.sweep();
-      } catch (error) {
-        this.connectionError(error);
-      }
+    const tick = () => {
+      this.redis
+        .multi()
+        .set(this.key('instance', this.instanceId), '1', 'PX', this.options.leaseMs)
+        .sadd(this.key('instances'), this.instanceId)
+        .exec()
+        .catch((error: unknown) => this.connectionError(error));
       if (!this.closed) this.heartbeat = setTimeout(tick, every).unref();
     };
-    void tick();
+    const sweep = () => {
+      this.sweep()
+        .catch((error: unknown) => this.connectionError(error))
+        .finally(() => {
+          if (!this.closed) this.sweeper = setTimeout(sweep, every).unref();
+        });
+    };
+    tick();
+    this.sweeper = setTimeout(sweep, every).unref();
   }
 
   /** Ends, as INSTANCE_LOST, every run of every instance whose lease has run out. */
   private async sweep(): Promise<void> {
+    if (this.redis.status !== 'ready') return;
     const instances = await this.redis.smembers(this.key('instances'));
     for (const instance of instances) {
       if (instance === this.instanceId || (await this.redis.exists(this.key('instance', instance)))) continue;
       const runsKey = this.key('instance', instance, 'runs');
       for (const entry of await this.redis.smembers(runsKey)) {
         const [threadId, runId] = entry.split('\u0000');
-        await this.endRun(threadId, runId, instance, new GatewayError('INSTANCE_LOST', 'The gateway instance running this run stopped answering; the run was ended with the events it had stored.'));
-        this.options.logger.warn({ threadId, runId, instance }, 'a run of a lost instance was ended');
+        const ended = await this.endRun(threadId, runId, instance, new GatewayError('INSTANCE_LOST', 'The gateway instance running this run stopped answering; the run was ended with the events it had stored.'));
+        if (ended) this.options.logger.warn({ threadId, runId, instance }, 'a run of a lost instance was ended');
       }
       // Only once it owns nothing (a run it opened meanwhile would still be listed).
       await this.redis.cgForget(this.key('instances'), runsKey, instance);
@@ -376,35 +426,44 @@ export class RedisThreadStore implements ThreadStore {
   }
 
   /**
-   * Ends a run that has no live instance to end it: its open messages closed as Failed, then its
-   * terminal event with `error`, the transcript completed from its log, the thread freed. Writes only
-   * if the log has not grown meanwhile (the owner was alive after all): then it reads and tries again.
+   * Ends a run that has no live instance to end it (or whose record its own instance can no longer
+   * keep): its open messages closed as Failed, then its terminal event with `error`, the transcript
+   * completed from its log, the thread freed. Writes only if the log has not grown since it was read
+   * (then it reads and tries again). Resolves with whether this call ended it.
    */
-  private async endRun(threadId: string, runId: string, owner: string, error: GatewayError): Promise<void> {
+  async endRun(threadId: string, runId: string, owner: string, error: GatewayError): Promise<boolean> {
     for (let attempt = 0; attempt < 5; attempt++) {
       const run = await this.run(threadId, runId);
       if (!run || run.finishedAt !== null) {
         // Already ended (or gone): only its listing is left to clear.
         await this.redis.srem(this.key('instance', owner, 'runs'), `${threadId}\u0000${runId}`);
-        return;
+        return false;
       }
       const log = await this.readLog(threadId, runId);
+      const last = log.length ? log[log.length - 1].sequence : -1;
       const status = failedRun(error);
       const closing = closingEvents(log, status);
       const output = new OutputCollector();
       for (const event of [...log, ...closing]) output.add(event);
       const input = parseMessages(await this.redis.hget(this.threadKey(threadId, 'meta'), 'transcript'));
-      const reply = await this.appendBatch(threadId, runId, {
-        owner,
-        first: closing[0].sequence,
-        last: closing[closing.length - 1].sequence,
-        events: JSON.stringify(closing),
-        states: '[]',
-        status: JSON.stringify(status),
-        transcript: JSON.stringify(transcriptOf(input, output.current())),
-      });
-      if (reply !== 'gap') return;
+      const reply = await this.appendBatch(
+        threadId,
+        runId,
+        {
+          owner,
+          first: closing[0].sequence,
+          last: closing[closing.length - 1].sequence,
+          events: JSON.stringify(closing),
+          states: '[]',
+          status: JSON.stringify(status),
+          transcript: JSON.stringify(transcriptOf(input, output.current())),
+        },
+        last,
+      );
+      if (reply === 'ok') return true;
+      if (reply !== 'gap') return false;
     }
+    return false;
   }
 
   // --- errors ------------------------------------------------------------------------------
@@ -427,6 +486,17 @@ export class RedisThreadStore implements ThreadStore {
     this.lastError = now;
     this.options.logger.warn({ err: error, redis: redactedUrl(this.options.url) }, 'Redis (thread store) is not answering; retrying');
   }
+
+  /** Logs what cannot be retried, every time. */
+  recordLost(threadId: string, runId: string, why: string): void {
+    this.options.logger.error({ threadId, runId }, `the run can no longer be recorded: ${why}`);
+  }
+}
+
+/** A follower of a live channel: takes published batches, and reads the log again when told. */
+interface LiveListener {
+  deliver(events: SequencedEvent[]): void;
+  resync(): void;
 }
 
 /** A batch of a run's events as the append script takes it. */
@@ -444,25 +514,38 @@ interface Batch {
   transcript?: string;
 }
 
+/** A run keeps its events (to write its record again from nothing) up to this many characters of JSON. */
+const MAX_KEPT_CHARS = 16 * 1024 * 1024;
+/** Rewrites of a record from nothing before the run gives up recording. */
+const MAX_REBUILDS = 3;
+
+type Write = { batch: Batch | undefined; write: () => Promise<unknown> };
+
 /**
  * One run's events on their way to Redis: gathered for up to `flushIntervalMs` (the terminal event is
  * written at once), each batch sent as soon as it is cut, in order, on one connection. A batch that
- * fails (Redis unreachable, restarted) is sent again, with every batch after it, until Redis takes it,
+ * fails (Redis unreachable, restarting) is sent again, with every batch after it, until Redis takes it,
  * so nothing the run emitted is lost while the process lives; the append script skips batches it
- * already has and refuses a batch out of order.
+ * already has. When the record in Redis is behind what Redis had confirmed (it came back from an
+ * older snapshot) or gone, the run writes it again from nothing with the events it keeps. When
+ * another instance has ended the run (this one's lease ran out), the run is told (`onLost`).
  */
 class RedisRunLog implements RunLog {
   private pending: SequencedEvent[] = [];
   private states = new Map<string, AgentStateRecord>();
   private timer: NodeJS.Timeout | undefined;
   /** Sent and not yet confirmed, in order. */
-  private unconfirmed: { batch: Batch | undefined; write: () => Promise<unknown> }[] = [];
+  private unconfirmed: Write[] = [];
   private retrying: NodeJS.Timeout | undefined;
   private retryDelay = 100;
   private readonly output = new OutputCollector();
   private abandoned = false;
-  /** Whether Redis has the run's record (its open confirmed). */
-  private opened = false;
+  /** Every event so far (undefined once over MAX_KEPT_CHARS), to write the record again from nothing. */
+  private kept: SequencedEvent[] | undefined = [];
+  private keptChars = 0;
+  private allStates = new Map<string, AgentStateRecord>();
+  private rebuilds = 0;
+  private finalStatus: RunStatus | undefined;
 
   constructor(
     private readonly store: RedisThreadStore,
@@ -470,71 +553,119 @@ class RedisRunLog implements RunLog {
     private readonly runId: string,
     private readonly input: readonly Message[],
     private readonly options: RedisThreadStoreOptions,
-  ) {}
+    private readonly onLost: ((error: GatewayError) => void) | undefined,
+  ) {
+    this.send({ batch: undefined, write: () => this.store.openRecord(threadId, runId, input, false) });
+  }
 
   append(event: SequencedEvent): void {
     if (this.abandoned) return;
     this.pending.push(event);
     this.output.add(event);
+    this.keep(event);
     const state = agentStateOf(event, this.runId);
-    if (state) this.states.set(state.agentName, state);
+    if (state) {
+      this.states.set(state.agentName, state);
+      this.allStates.set(state.agentName, state);
+    }
     if (event.type === 'RunFinished') {
       clearTimeout(this.timer);
       this.timer = undefined;
-      this.flush(event.status);
+      this.finalStatus = event.status;
+      this.flush();
     } else if (!this.timer) {
       this.timer = setTimeout(() => {
         this.timer = undefined;
-        this.flush(undefined);
+        this.flush();
       }, this.options.flushIntervalMs);
     }
   }
 
-  private flush(status: RunStatus | undefined): void {
+  private keep(event: SequencedEvent): void {
+    if (!this.kept) return;
+    this.kept.push(event);
+    this.keptChars += event.type === 'TextMessageContent' ? event.content.length : event.type === 'ActionExecutionArgs' ? event.args.length : 100;
+    if (this.keptChars > MAX_KEPT_CHARS) this.kept = undefined;
+  }
+
+  private flush(): void {
     const events = this.pending;
     if (events.length === 0) return;
     this.pending = [];
-    const states = [...this.states.entries()].map(([name, record]) => [name, JSON.stringify(record)]);
-    this.states.clear();
-    const batch: Batch = {
+    const states = this.states;
+    this.states = new Map();
+    const batch = this.batchOf(events, states);
+    this.send({ batch, write: () => this.store.appendBatch(this.threadId, this.runId, batch) });
+  }
+
+  private batchOf(events: SequencedEvent[], states: Map<string, AgentStateRecord>): Batch {
+    const finished = events[events.length - 1].type === 'RunFinished' ? this.finalStatus : undefined;
+    return {
       owner: this.store.instanceId,
       first: events[0].sequence,
       last: events[events.length - 1].sequence,
       events: JSON.stringify(events),
-      states: JSON.stringify(states),
-      ...(status ? { status: JSON.stringify(status), transcript: JSON.stringify(transcriptOf(this.input, this.output.current())) } : {}),
+      states: JSON.stringify([...states.entries()].map(([name, record]) => [name, JSON.stringify(record)])),
+      ...(finished ? { status: JSON.stringify(finished), transcript: JSON.stringify(transcriptOf(this.input, this.output.current())) } : {}),
     };
-    this.send(() => this.store.appendBatch(this.threadId, this.runId, batch), batch);
   }
 
   /** Sends a write now (unless earlier ones wait to be sent again), keeping it until it is confirmed. */
-  send(write: () => Promise<unknown>, batch?: Batch): void {
-    const entry = { batch, write };
+  private send(entry: Write): void {
     this.unconfirmed.push(entry);
     if (!this.retrying) this.attempt(entry);
   }
 
-  private attempt(entry: { batch: Batch | undefined; write: () => Promise<unknown> }): void {
+  private attempt(entry: Write): void {
     new Promise((resolve) => resolve(entry.write())).then(
       (reply) => this.confirmed(entry, reply),
       (error: unknown) => this.failed(error),
     );
   }
 
-  private confirmed(entry: { batch: Batch | undefined }, reply: unknown): void {
-    if (reply === 'gap' || (reply === 'missing' && !this.opened)) return this.failed(new Error(`a batch was refused (${String(reply)})`));
-    if (entry.batch === undefined) this.opened = true;
-    if (reply === 'finished' || reply === 'missing') {
-      // Ended by another instance (this one's lease ran out), or the record is gone (expired, or a
-      // Redis restarted without persistence): nothing more of this run can be stored.
-      this.abandoned = true;
-      this.unconfirmed = [];
-      this.store.connectionError(new Error(`run ${this.runId} can no longer be recorded (${String(reply)})`));
+  private confirmed(entry: Write, reply: unknown): void {
+    if (this.abandoned) return;
+    const index = this.unconfirmed.indexOf(entry);
+    if (index < 0) return; // an answer to a write since superseded (sent again, or rebuilt)
+    if (reply === 'ok' || reply === 'dup') {
+      this.unconfirmed.splice(0, index + 1);
+      this.retryDelay = 100;
       return;
     }
-    const index = this.unconfirmed.indexOf(entry as (typeof this.unconfirmed)[number]);
-    if (index >= 0) this.unconfirmed.splice(0, index + 1);
-    this.retryDelay = 100;
+    if (reply === 'finished') return this.lose('another instance ended it (this instance lost its lease)', true);
+    if (reply === 'lost') return this.lose('another run holds its thread (its claim ran out before it started)', false);
+    // 'gap' or 'missing': the record is behind what Redis had confirmed, or gone.
+    this.rebuild(String(reply));
+  }
+
+  /** Writes the record again from nothing: opened afresh, then every event so far in one batch. */
+  private rebuild(why: string): void {
+    if (!this.kept || ++this.rebuilds > MAX_REBUILDS) {
+      this.lose(`its record in Redis is ${why === 'gap' ? 'behind' : 'gone'} and cannot be written again`, false);
+      void this.store.endRun(this.threadId, this.runId, this.store.instanceId, new GatewayError('INSTANCE_LOST', 'The run could no longer be recorded; it was ended with the events stored.')).catch(() => {});
+      return;
+    }
+    this.store.connectionError(new Error(`the record of run ${this.runId} was ${why === 'gap' ? 'behind' : 'gone'} in Redis; writing it again`));
+    clearTimeout(this.retrying);
+    this.retrying = undefined;
+    this.unconfirmed = [];
+    this.pending = [];
+    this.states = new Map();
+    this.send({ batch: undefined, write: () => this.store.openRecord(this.threadId, this.runId, this.input, true) });
+    if (this.kept.length) {
+      const batch = this.batchOf(this.kept.slice(), new Map(this.allStates));
+      this.send({ batch, write: () => this.store.appendBatch(this.threadId, this.runId, batch) });
+    }
+  }
+
+  private lose(why: string, tellRun: boolean): void {
+    this.abandoned = true;
+    this.unconfirmed = [];
+    this.kept = undefined;
+    clearTimeout(this.timer);
+    clearTimeout(this.retrying);
+    this.store.recordLost(this.threadId, this.runId, why);
+    if (tellRun) this.onLost?.(new GatewayError('INSTANCE_LOST', 'This gateway instance lost the run: it stopped answering for longer than its lease, and another instance ended the run.'));
   }
 
   /** A write failed: everything unconfirmed is sent again, in order, after a growing pause. */
@@ -600,15 +731,16 @@ type ScriptedRedis = RedisClient & {
   cgForget(...args: (string | number)[]): Promise<number>;
 };
 
-/** The store's Lua scripts: [number of keys, source]. */
+/** The store's Lua scripts: [number of keys, source]. Keys of other runs are built from the thread's key prefix. */
 const SCRIPTS: Record<string, [number, string]> = {
-  // KEYS: lock, run (of the proposed id), meta. ARGV: proposed id, fresh id, instance, claim timeout (ms).
+  // KEYS: lock, run (of the proposed id), meta, runs. ARGV: proposed id, fresh id, instance, claim timeout (ms).
+  // Answers {'busy', holder} or {'ok', run id, transcript}.
   cgClaim: [
-    3,
+    4,
     `local holder = redis.call('GET', KEYS[1])
 if holder then return {'busy', holder, ''} end
 local runId = ARGV[1]
-if redis.call('EXISTS', KEYS[2]) == 1 then runId = ARGV[2] end
+if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('LPOS', KEYS[4], ARGV[1]) then runId = ARGV[2] end
 redis.call('SET', KEYS[1], runId .. ' ' .. ARGV[3], 'PX', ARGV[4])
 return {'ok', runId, redis.call('HGET', KEYS[3], 'transcript') or '[]'}`,
   ],
@@ -619,33 +751,48 @@ return {'ok', runId, redis.call('HGET', KEYS[3], 'transcript') or '[]'}`,
 if holder and string.sub(holder, 1, #ARGV[1] + 1) == ARGV[1] .. ' ' then return redis.call('DEL', KEYS[1]) end
 return 0`,
   ],
-  // KEYS: lock, meta, runs, run, instance runs, states. ARGV: run id, instance, input (JSON), started at,
-  // ttl (s), max runs, thread key prefix, "threadId\\0runId".
+  // KEYS: lock, meta, runs, run, instance runs, log. ARGV: run id, instance, input (JSON), started at, ttl (s),
+  // max runs, thread key prefix, "threadId\0runId", reset ("1" to write the record again from nothing).
+  // Answers 'lost' when another run holds the thread; 'ok' otherwise (at once when the record is already
+  // this instance's: an open sent again).
   cgOpen: [
     6,
-    `redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. ARGV[2])
+    `local mine = ARGV[1] .. ' ' .. ARGV[2]
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= mine then return 'lost' end
+if ARGV[9] == '' and redis.call('HGET', KEYS[4], 'owner') == ARGV[2] then return 'ok' end
+redis.call('SET', KEYS[1], mine)
+redis.call('DEL', KEYS[6])
+redis.call('HDEL', KEYS[4], 'finishedAt')
 redis.call('HSET', KEYS[4], 'status', 'running', 'last', -1, 'startedAt', ARGV[4], 'owner', ARGV[2])
 redis.call('HSET', KEYS[2], 'transcript', ARGV[3], 'latest', ARGV[1])
-redis.call('RPUSH', KEYS[3], ARGV[1])
+if not redis.call('LPOS', KEYS[3], ARGV[1]) then redis.call('RPUSH', KEYS[3], ARGV[1]) end
 while redis.call('LLEN', KEYS[3]) > tonumber(ARGV[6]) do
   local old = redis.call('LPOP', KEYS[3])
   redis.call('DEL', ARGV[7] .. 'run:' .. old, ARGV[7] .. 'log:' .. old)
 end
 redis.call('SADD', KEYS[5], ARGV[8])
 for _, key in ipairs({KEYS[2], KEYS[3], KEYS[4]}) do redis.call('EXPIRE', key, ARGV[5]) end
+for _, id in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
+  redis.call('EXPIRE', ARGV[7] .. 'run:' .. id, ARGV[5])
+  redis.call('EXPIRE', ARGV[7] .. 'log:' .. id, ARGV[5])
+end
 return 'ok'`,
   ],
-  // KEYS: run, log, states, meta, lock, instance runs, runs. ARGV: first, last, events (JSON), states
-  // (JSON pairs), channel, ttl (s), terminal status (JSON or ""), transcript (JSON or ""), now, run id,
-  // "threadId\\0runId". Answers ok, dup (already stored), gap (out of order), finished, missing.
+  // KEYS: run, log, states, meta, lock, instance runs, runs. ARGV: first, last, events (JSON), states (JSON
+  // pairs), channel, ttl (s), terminal status (JSON or ""), transcript (JSON or ""), now, run id,
+  // "threadId\0runId", expected last sequence ("" for any), thread key prefix. Answers ok, dup (already
+  // stored), gap (out of order, or the log is not at the expected sequence), finished (ended by another
+  // instance), missing (no record).
   cgAppend: [
     7,
     `local status = redis.call('HGET', KEYS[1], 'status')
 if not status then return 'missing' end
-if status ~= 'running' then return 'finished' end
 local last = tonumber(redis.call('HGET', KEYS[1], 'last'))
+if ARGV[12] ~= '' and last ~= tonumber(ARGV[12]) then return 'gap' end
 local first = tonumber(ARGV[1])
 if first <= last then return 'dup' end
+if status ~= 'running' then return 'finished' end
 if first ~= last + 1 then return 'gap' end
 redis.call('XADD', KEYS[2], '*', 'e', ARGV[3])
 redis.call('HSET', KEYS[1], 'last', ARGV[2])
@@ -656,6 +803,10 @@ if ARGV[7] ~= '' then
   local holder = redis.call('GET', KEYS[5])
   if holder and string.sub(holder, 1, #ARGV[10] + 1) == ARGV[10] .. ' ' then redis.call('DEL', KEYS[5]) end
   redis.call('SREM', KEYS[6], ARGV[11])
+  for _, id in ipairs(redis.call('LRANGE', KEYS[7], 0, -1)) do
+    redis.call('EXPIRE', ARGV[13] .. 'run:' .. id, ARGV[6])
+    redis.call('EXPIRE', ARGV[13] .. 'log:' .. id, ARGV[6])
+  end
 end
 for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[6]) end
 redis.call('EXPIRE', KEYS[7], ARGV[6])

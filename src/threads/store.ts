@@ -1,3 +1,4 @@
+import type { GatewayError } from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
 import type { Message } from '../core/messages.js';
 import type { RunStatus } from '../core/status.js';
@@ -27,9 +28,10 @@ export interface ThreadStore {
   /**
    * Starts a claimed run's record with its input (the whole conversation it was given). The log's
    * `append` takes every event of the run, in order, from RunStarted to RunFinished; RunFinished
-   * completes the record (status, transcript) and frees the thread.
+   * completes the record (status, transcript) and frees the thread. `onLost` is called when the
+   * store has ended the run without it (this instance's lease ran out): the run should stop.
    */
-  open(threadId: string, runId: string, input: readonly Message[]): RunLog;
+  open(threadId: string, runId: string, input: readonly Message[], onLost?: (error: GatewayError) => void): RunLog;
   /** The thread, or undefined when the store has nothing of it. */
   thread(threadId: string): Promise<ThreadRecord | undefined>;
   /** A run of the thread (its latest when `runId` is omitted), or undefined. */
