@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApolloServer } from '@apollo/server';
@@ -36,6 +37,7 @@ import { CorsPolicy, isOrigin } from './transports/cors.js';
 import { HostPolicy } from './transports/hosts.js';
 import { OfflineExplorer } from './transports/explorer.js';
 import { createHttpHandler } from './transports/http.js';
+import { AgUiTransport } from './transports/ag-ui.js';
 import { UpstreamClient } from './upstream/client.js';
 import { attachWebSocketTransport } from './transports/ws.js';
 
@@ -242,6 +244,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     sseKeepAliveMs: config.keepAliveMs,
     sandbox: config.sandbox,
     explorer: new OfflineExplorer(config.path),
+    agUi: new AgUiTransport({ launcher, path: config.path, keepAliveMs: config.keepAliveMs, version: GATEWAY_VERSION }),
   }));
 
   let state: 'created' | 'listening' | 'closed' = 'created';
@@ -406,6 +409,19 @@ function resolveOptions(options: GatewayOptions): ResolvedOptions {
 }
 
 const LISTEN_BACKLOG = 4096;
+
+/** The gateway's version, as AG-UI's /info reports it: from the package.json above this file (src/ or dist/src/). */
+const GATEWAY_VERSION: string = (() => {
+  for (const candidate of ['../package.json', '../../package.json']) {
+    try {
+      const manifest = JSON.parse(readFileSync(new URL(candidate, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (manifest.name === 'copilot-gateway' && manifest.version) return manifest.version;
+    } catch {
+      // not there: the next one
+    }
+  }
+  return '0.0.0';
+})();
 
 /**
  * Connects the thread store (Redis). Unreachable at start: with onStoreFailure "serve" the gateway

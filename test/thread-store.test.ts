@@ -32,7 +32,7 @@ function store(options: Partial<ConstructorParameters<typeof MemoryThreadStore>[
 
 async function record(s: MemoryThreadStore, threadId: string, input: Message[], events: SequencedEvent[]): Promise<string> {
   const { runId } = await s.claim(threadId, `run-${threadId}-${Math.random()}`, `fresh-${Math.random()}`);
-  const log = s.open(threadId, runId, input);
+  const log = s.open(threadId, runId, { messages: input, newMessages: input });
   for (const event of events) log.append(event);
   return runId;
 }
@@ -66,7 +66,7 @@ describe('the in-memory thread store', () => {
   it('never drops a thread whose run is going on, however far over its bounds', async () => {
     const s = store({ maxThreads: 2 });
     const { runId } = await s.claim('busy', 'r-busy', 'f');
-    const log = s.open('busy', runId, [text('u', 'user', 'hi')]);
+    const log = s.open('busy', runId, { messages: [text('u', 'user', 'hi')], newMessages: [] });
     log.append({ type: 'RunStarted', threadId: 'busy', runId, sequence: 0 });
     for (let i = 0; i < 20; i++) await record(s, `other${i}`, [], runEvents(`o${i}`, 1));
     expect((await s.run('busy'))?.status).toEqual({ code: 'Pending' });

@@ -68,7 +68,9 @@ export class ThreadService {
       request: admitted,
       record: (run) => {
         settled = true;
-        const log = this.store.open(run.threadId, run.runId, admitted.messages, (error) => run.abort(error));
+        const had = new Set(history.map((message) => message.id));
+        const newMessages = admitted.messages.filter((message) => !had.has(message.id));
+        const log = this.store.open(run.threadId, run.runId, { messages: admitted.messages, newMessages }, (error) => run.abort(error));
         this.attach(run, log);
       },
       release: () => {

@@ -4,7 +4,7 @@ import type { Message } from '../core/messages.js';
 import { RUN_SUCCESS } from '../core/status.js';
 import { EventFeed } from './feed.js';
 import { OutputCollector, agentStateOf, transcriptOf } from './log.js';
-import { PENDING, type AgentStateRecord, type Claim, type RunLog, type RunRecord, type StopHandler, type ThreadRecord, type ThreadStore, type ThreadStoreOptions } from './store.js';
+import { PENDING, type AgentStateRecord, type Claim, type RunInput, type RunLog, type RunRecord, type StopHandler, type ThreadRecord, type ThreadStore, type ThreadStoreOptions } from './store.js';
 
 export interface MemoryThreadStoreOptions extends ThreadStoreOptions {
   /** The most threads kept; the least recently used is dropped first. */
@@ -81,7 +81,7 @@ export class MemoryThreadStore implements ThreadStore {
     if (thread?.active?.runId === runId) thread.active = undefined;
   }
 
-  open(threadId: string, runId: string, input: readonly Message[]): RunLog {
+  open(threadId: string, runId: string, { messages: input, newMessages }: RunInput): RunLog {
     const now = Date.now();
     let thread = this.threads.get(threadId);
     if (!thread) {
@@ -90,7 +90,7 @@ export class MemoryThreadStore implements ThreadStore {
       this.threads.set(threadId, thread);
     }
     const run: MemoryRun = {
-      record: { runId, status: PENDING, lastSequence: -1, startedAt: new Date(now), finishedAt: null },
+      record: { runId, status: PENDING, lastSequence: -1, startedAt: new Date(now), finishedAt: null, newMessages: [...newMessages] },
       events: [],
       feeds: new Set(),
       output: new OutputCollector(),
@@ -99,9 +99,10 @@ export class MemoryThreadStore implements ThreadStore {
     this.resize(thread, messagesBytes(input) - messagesBytes(thread.input));
     thread.input = [...input];
     thread.runs.push(run);
+    this.resize(thread, messagesBytes(newMessages));
     while (thread.runs.length > this.options.maxRunsPerThread) {
       const dropped = thread.runs.shift()!;
-      this.resize(thread, -eventsBytes(dropped.events));
+      this.resize(thread, -eventsBytes(dropped.events) - messagesBytes(dropped.record.newMessages ?? []));
     }
     this.touch(thread, now);
     this.enforceBounds();

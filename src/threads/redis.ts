@@ -9,7 +9,7 @@ import { RUN_SUCCESS, failedRun, type RunStatus } from '../core/status.js';
 import { EventFeed } from './feed.js';
 import { OutputCollector, agentStateOf, closingEvents, transcriptOf } from './log.js';
 import { threadBusy } from './memory.js';
-import { PENDING, type AgentStateRecord, type Claim, type RunLog, type RunRecord, type StopHandler, type ThreadRecord, type ThreadStore, type ThreadStoreOptions } from './store.js';
+import { PENDING, type AgentStateRecord, type Claim, type RunInput, type RunLog, type RunRecord, type StopHandler, type ThreadRecord, type ThreadStore, type ThreadStoreOptions } from './store.js';
 
 export interface RedisThreadStoreOptions extends ThreadStoreOptions {
   /** `redis://[user:password@]host:port[/db]` or `rediss://…`. */
@@ -142,12 +142,12 @@ export class RedisThreadStore implements ThreadStore {
     this.redis.cgRelease(this.threadKey(threadId, 'lock'), runId).catch((error: unknown) => this.connectionError(error));
   }
 
-  open(threadId: string, runId: string, input: readonly Message[], onLost?: (error: GatewayError) => void): RunLog {
+  open(threadId: string, runId: string, input: RunInput, onLost?: (error: GatewayError) => void): RunLog {
     return new RedisRunLog(this, threadId, runId, input, this.options, onLost);
   }
 
   /** Starts (or, with `reset`, starts again from nothing) a run's record; see the `cgOpen` script. */
-  openRecord(threadId: string, runId: string, input: readonly Message[], reset: boolean): Promise<string> {
+  openRecord(threadId: string, runId: string, input: RunInput, reset: boolean): Promise<string> {
     return this.redis.cgOpen(
       this.threadKey(threadId, 'lock'),
       this.threadKey(threadId, 'meta'),
@@ -157,13 +157,14 @@ export class RedisThreadStore implements ThreadStore {
       this.threadKey(threadId, 'log', runId),
       runId,
       this.instanceId,
-      JSON.stringify(input),
+      JSON.stringify(input.messages),
       Date.now(),
       this.options.ttlSeconds,
       this.options.maxRunsPerThread,
       this.threadKey(threadId, ''),
       `${threadId}\u0000${runId}`,
       reset ? '1' : '',
+      JSON.stringify(input.newMessages),
     );
   }
 
@@ -227,6 +228,7 @@ export class RedisThreadStore implements ThreadStore {
       lastSequence: Number(fields.last),
       startedAt: new Date(Number(fields.startedAt)),
       finishedAt: fields.finishedAt ? new Date(Number(fields.finishedAt)) : null,
+      newMessages: parseMessages(fields.newInput),
     };
   }
 
@@ -551,7 +553,7 @@ class RedisRunLog implements RunLog {
     private readonly store: RedisThreadStore,
     private readonly threadId: string,
     private readonly runId: string,
-    private readonly input: readonly Message[],
+    private readonly input: RunInput,
     private readonly options: RedisThreadStoreOptions,
     private readonly onLost: ((error: GatewayError) => void) | undefined,
   ) {
@@ -606,7 +608,7 @@ class RedisRunLog implements RunLog {
       last: events[events.length - 1].sequence,
       events: JSON.stringify(events),
       states: JSON.stringify([...states.entries()].map(([name, record]) => [name, JSON.stringify(record)])),
-      ...(finished ? { status: JSON.stringify(finished), transcript: JSON.stringify(transcriptOf(this.input, this.output.current())) } : {}),
+      ...(finished ? { status: JSON.stringify(finished), transcript: JSON.stringify(transcriptOf(this.input.messages, this.output.current())) } : {}),
     };
   }
 
@@ -764,7 +766,7 @@ if ARGV[9] == '' and redis.call('HGET', KEYS[4], 'owner') == ARGV[2] then return
 redis.call('SET', KEYS[1], mine)
 redis.call('DEL', KEYS[6])
 redis.call('HDEL', KEYS[4], 'finishedAt')
-redis.call('HSET', KEYS[4], 'status', 'running', 'last', -1, 'startedAt', ARGV[4], 'owner', ARGV[2])
+redis.call('HSET', KEYS[4], 'status', 'running', 'last', -1, 'startedAt', ARGV[4], 'owner', ARGV[2], 'newInput', ARGV[10])
 redis.call('HSET', KEYS[2], 'transcript', ARGV[3], 'latest', ARGV[1])
 if not redis.call('LPOS', KEYS[3], ARGV[1]) then redis.call('RPUSH', KEYS[3], ARGV[1]) end
 while redis.call('LLEN', KEYS[3]) > tonumber(ARGV[6]) do

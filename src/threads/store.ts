@@ -31,7 +31,7 @@ export interface ThreadStore {
    * completes the record (status, transcript) and frees the thread. `onLost` is called when the
    * store has ended the run without it (this instance's lease ran out): the run should stop.
    */
-  open(threadId: string, runId: string, input: readonly Message[], onLost?: (error: GatewayError) => void): RunLog;
+  open(threadId: string, runId: string, input: RunInput, onLost?: (error: GatewayError) => void): RunLog;
   /** The thread, or undefined when the store has nothing of it. */
   thread(threadId: string): Promise<ThreadRecord | undefined>;
   /** A run of the thread (its latest when `runId` is omitted), or undefined. */
@@ -58,6 +58,13 @@ export interface ThreadStore {
 }
 
 export type StopHandler = (threadId: string, runId: string) => void;
+
+/** What a run was given: the whole conversation, and which of its messages were new to the thread. */
+export interface RunInput {
+  messages: readonly Message[];
+  /** The messages the thread did not have before this run (a replay restores them from the run). */
+  newMessages: readonly Message[];
+}
 
 export interface Claim {
   runId: string;
@@ -88,6 +95,8 @@ export interface RunRecord {
   lastSequence: number;
   startedAt: Date;
   finishedAt: Date | null;
+  /** The messages this run brought to the thread (its input less what the thread had). */
+  newMessages?: Message[];
 }
 
 export interface AgentStateRecord {

@@ -6,6 +6,7 @@ import { OPERATION_ENDED } from '../core/abort.js';
 import { statusOf, type ErrorCode } from '../core/errors.js';
 import type { GatewayContext } from '../graphql/context.js';
 import type { RunLauncher } from '../engine/launcher.js';
+import { NO_BODY, type AgUiTransport } from './ag-ui.js';
 import type { CorsPolicy } from './cors.js';
 import type { OfflineExplorer } from './explorer.js';
 import type { HostPolicy } from './hosts.js';
@@ -26,6 +27,8 @@ export interface HttpTransportOptions {
    */
   sandbox: boolean;
   explorer: OfflineExplorer;
+  /** The AG-UI runtime protocol (CopilotKit ≥1.50) under the same path. */
+  agUi: AgUiTransport;
 }
 
 /** What the client can take, read from its Accept header. */
@@ -71,7 +74,8 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
       if (!options.sandbox) return sendPage(res, explorerOffPage(path), 404);
       return options.explorer.serve(req, res, pathname);
     }
-    if (pathname !== path) {
+    const agUiRoute = options.agUi.owns(pathname);
+    if (pathname !== path && !agUiRoute) {
       return sendError(res, 'NOT_FOUND', `Not found. The GraphQL endpoint is ${path}.`);
     }
 
@@ -96,6 +100,20 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
       res.setHeader('access-control-max-age', '600');
       res.statusCode = 204;
       res.end();
+      return;
+    }
+
+    if (agUiRoute) {
+      // Cross-site request forgery: a stop may be posted without a body, which a page elsewhere could
+      // send without a preflight. Browsers name the page's origin on every cross-origin POST.
+      if (req.method === 'POST' && typeof origin === 'string' && !originAllowed && !isSameOrigin(origin, req.headers.host)) {
+        return sendError(res, 'FORBIDDEN_ORIGIN', `The origin ${origin} is not allowed. Add it to CORS_ORIGINS.`);
+      }
+      const caller = { requestId, logger: log, publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']) };
+      void options.agUi.route(req, res, pathname, () => readAgUiBody(req, res, options.maxBodyBytes), caller).catch((error) => {
+        log.error({ err: error }, 'unexpected error in the AG-UI transport');
+        sendUnexpected(res, requestId);
+      });
       return;
     }
 
@@ -158,6 +176,11 @@ async function handleGraphQL(
     } else {
       body = raw;
     }
+  }
+
+  // A single-route AG-UI envelope ({method, params, body}) rather than a GraphQL request ({query, …}).
+  if (isAgUiEnvelope(body)) {
+    return options.agUi.envelope(res, body, { requestId, logger: log, publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']) });
   }
 
   const acceptance = readAcceptance(req.headers.accept);
@@ -343,6 +366,42 @@ function readBody(req: IncomingMessage, limit: number): Promise<string | 'too-la
 }
 
 /** A 500 with the request id, or a cut connection when the answer has already begun. */
+function isSameOrigin(origin: string, host: string | undefined): boolean {
+  try {
+    return host !== undefined && new URL(origin).host === host;
+  } catch {
+    return false;
+  }
+}
+
+function isAgUiEnvelope(body: unknown): body is Record<string, unknown> {
+  return body !== null && typeof body === 'object' && !Array.isArray(body) && typeof (body as { method?: unknown }).method === 'string' && !('query' in body);
+}
+
+/**
+ * An AG-UI request's JSON body (undefined when it has none), or NO_BODY once the request has been
+ * answered: too large (413), not JSON (415), JSON that does not parse (400).
+ */
+async function readAgUiBody(req: IncomingMessage, res: ServerResponse, limit: number): Promise<unknown> {
+  const raw = await readBody(req, limit);
+  if (raw === 'aborted') return NO_BODY;
+  if (raw === 'too-large') {
+    sendJson(res, 413, { error: 'PAYLOAD_TOO_LARGE', message: `The request body is larger than ${limit} bytes.`, code: 'PAYLOAD_TOO_LARGE' });
+    return NO_BODY;
+  }
+  if (raw.trim() === '') return undefined;
+  if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) {
+    sendJson(res, 415, { error: 'Unsupported media type', message: 'Send the body as application/json.', code: 'BAD_REQUEST' });
+    return NO_BODY;
+  }
+  try {
+    return JSON.parse(raw);
+  } catch {
+    sendJson(res, 400, { error: 'Invalid JSON', message: 'The request body is not valid JSON.', code: 'BAD_REQUEST' });
+    return NO_BODY;
+  }
+}
+
 function sendUnexpected(res: ServerResponse, requestId: string | undefined): void {
   if (res.headersSent) {
     res.destroy();

@@ -1,0 +1,139 @@
+import { RunAgentInputSchema } from '@ag-ui/core/schemas';
+import { BadUserInputError } from '../core/errors.js';
+import type { Message, ToolDefinition } from '../core/messages.js';
+import type { RunRequest } from '../engine/request.js';
+
+/** The agent id under which the gateway's model is served (CopilotKit's chat uses it when the app names none). */
+export const DEFAULT_AGENT = 'default';
+
+/** A RunAgentInput as the stock client sends it, after @ag-ui/core's schema has checked it. */
+export interface RunAgentInput {
+  threadId: string;
+  runId: string;
+  messages: AgUiMessage[];
+  tools: { name: string; description: string; parameters?: unknown }[];
+  context: { description: string; value: string }[];
+  state?: unknown;
+  forwardedProps?: unknown;
+  resume?: unknown;
+}
+
+type AgUiMessage = {
+  id: string;
+  role: string;
+  content?: unknown;
+  toolCalls?: { id: string; type: string; function: { name: string; arguments: string } }[];
+  toolCallId?: string;
+};
+
+const MAX_ID_LENGTH = 256;
+
+/**
+ * Checks a request body against AG-UI's own schema (the one the stock client's input satisfies); a
+ * body that fails it is a BAD_USER_INPUT naming what is wrong.
+ */
+export function parseRunAgentInput(body: unknown): RunAgentInput {
+  const parsed = RunAgentInputSchema.safeParse(body);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = issue?.path.join('.') || 'body';
+    throw new BadUserInputError(`The request body is not a RunAgentInput: ${field}: ${issue?.message ?? 'invalid'}.`, { field });
+  }
+  const input = parsed.data as unknown as RunAgentInput;
+  for (const [name, value] of [['threadId', input.threadId], ['runId', input.runId]] as const) {
+    if (value.length === 0 || value.length > MAX_ID_LENGTH) throw new BadUserInputError(`${name} must be 1 to ${MAX_ID_LENGTH} characters.`, { field: name });
+  }
+  return input;
+}
+
+/** A RunAgentInput as a run of the engine: the model for the default agent, otherwise the agent of that name. */
+export function runRequestFromAgUi(agentId: string, input: RunAgentInput): RunRequest {
+  const properties = isObject(input.forwardedProps) ? input.forwardedProps : {};
+  const state = isObject(input.state) ? input.state : {};
+  const isModel = agentId === DEFAULT_AGENT;
+  return {
+    threadId: input.threadId,
+    runId: input.runId,
+    messages: messagesFromAgUi(input.messages),
+    frontendTools: input.tools.map((tool): ToolDefinition => ({
+      name: tool.name,
+      description: tool.description,
+      parameters: isObject(tool.parameters) ? tool.parameters : { type: 'object', properties: {} },
+    })),
+    context: input.context.map((entry) => ({ description: entry.description, value: entry.value })),
+    forwardedParameters: {},
+    properties,
+    agentSession: isModel ? null : { agentName: agentId, nodeName: null },
+    agentStates: isModel ? [] : [{ agentName: agentId, state, config: {} }],
+    metaEvents: [],
+  };
+}
+
+/**
+ * AG-UI messages as the gateway's: text by role; an assistant's tool calls as action executions (with
+ * the assistant message as their parent) after its text; tool messages as results (named after the
+ * call they answer); user image parts as image messages. Reasoning and activity messages are not
+ * part of the conversation a model is given.
+ */
+export function messagesFromAgUi(messages: readonly AgUiMessage[]): Message[] {
+  const names = new Map<string, string>();
+  for (const message of messages) for (const call of message.toolCalls ?? []) names.set(call.id, call.function.name);
+  const out: Message[] = [];
+  for (const message of messages) {
+    switch (message.role) {
+      case 'user':
+      case 'system':
+      case 'developer': {
+        if (Array.isArray(message.content)) {
+          const text = message.content.filter((part) => part?.type === 'text').map((part) => String(part.text ?? '')).join('');
+          if (text) out.push({ kind: 'text', id: message.id, role: message.role, content: text });
+          message.content.forEach((part, index) => {
+            const image = imageOf(part);
+            if (image) out.push({ kind: 'image', id: `${message.id}-image-${index}`, role: 'user', ...image });
+          });
+        } else {
+          out.push({ kind: 'text', id: message.id, role: message.role, content: typeof message.content === 'string' ? message.content : '' });
+        }
+        break;
+      }
+      case 'assistant': {
+        const content = typeof message.content === 'string' ? message.content : '';
+        if (content || !message.toolCalls?.length) out.push({ kind: 'text', id: message.id, role: 'assistant', content });
+        for (const call of message.toolCalls ?? []) {
+          out.push({ kind: 'actionExecution', id: call.id, name: call.function.name, arguments: call.function.arguments, parentMessageId: message.id });
+        }
+        break;
+      }
+      case 'tool':
+        if (message.toolCallId) {
+          out.push({
+            kind: 'result',
+            id: message.id,
+            actionExecutionId: message.toolCallId,
+            actionName: names.get(message.toolCallId) ?? '',
+            result: typeof message.content === 'string' ? message.content : JSON.stringify(message.content ?? ''),
+          });
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  return out;
+}
+
+function imageOf(part: any): { format: string; bytes: string } | undefined {
+  if (part?.type !== 'image' && part?.type !== 'binary') return undefined;
+  const source = part.source;
+  if (source?.type === 'data' && typeof source.value === 'string' && typeof source.mimeType === 'string' && source.mimeType.startsWith('image/')) {
+    return { format: source.mimeType.slice('image/'.length), bytes: source.value };
+  }
+  if (typeof part.data === 'string' && typeof part.mimeType === 'string' && part.mimeType.startsWith('image/')) {
+    return { format: part.mimeType.slice('image/'.length), bytes: part.data };
+  }
+  return undefined;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}

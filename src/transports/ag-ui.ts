@@ -1,0 +1,281 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { EventEncoder } from '@ag-ui/encoder';
+import type { Logger } from 'pino';
+import { toAgUiMessages } from '../agents/ag-ui-messages.js';
+import { GatewayError, statusOf, toGatewayError, type ErrorCode } from '../core/errors.js';
+import type { SequencedEvent } from '../core/events.js';
+import type { RunLauncher } from '../engine/launcher.js';
+import { toAgUiEvent, type RunStartedInput } from '../agui/events.js';
+import { DEFAULT_AGENT, parseRunAgentInput, runRequestFromAgUi, type RunAgentInput } from '../agui/input.js';
+import { RunEventStream } from '../graphql/views/run-events.js';
+
+export interface AgUiTransportOptions {
+  launcher: RunLauncher;
+  /** The GraphQL path: AG-UI is served under it too. */
+  path: string;
+  /** Milliseconds between SSE keep-alive comments. */
+  keepAliveMs: number;
+  /** Shown in /info. */
+  version: string;
+}
+
+/** Who asks, as the HTTP transport knows it. */
+export interface AgUiCaller {
+  requestId: string;
+  logger: Logger;
+  publicApiKey?: string;
+}
+
+/**
+ * The AG-UI runtime protocol that CopilotKit ≥1.50 clients speak, under the GraphQL path, in both of
+ * its forms: multi-route (`GET {path}/info`, `POST {path}/agent/{id}/run|connect`, `POST
+ * {path}/agent/{id}/stop/{threadId}`) and single-route (`POST {path}` with `{method, params, body}`).
+ * Runs are the engine's, streamed as AG-UI events over SSE, framed by @ag-ui/encoder.
+ */
+export class AgUiTransport {
+  private readonly encoder = new EventEncoder();
+
+  constructor(private readonly options: AgUiTransportOptions) {}
+
+  /** Whether a path is one of the multi-route paths. */
+  owns(pathname: string): boolean {
+    const { path } = this.options;
+    return pathname === `${path}/info` || pathname.startsWith(`${path}/agent/`);
+  }
+
+  /** A multi-route request; `readBody` reads its JSON body (undefined when there is none). */
+  async route(req: IncomingMessage, res: ServerResponse, pathname: string, readBody: () => Promise<unknown>, caller: AgUiCaller): Promise<void> {
+    const rest = pathname.slice(this.options.path.length);
+    if (rest === '/info') {
+      if (req.method !== 'GET' && req.method !== 'HEAD') return methodNotAllowed(res, 'GET');
+      return sendJson(res, 200, await this.info(false));
+    }
+    const match = /^\/agent\/([^/]+)\/(run|connect|stop\/([^/]+))$/.exec(rest);
+    if (!match) return sendJson(res, 404, { error: 'Not found', message: `No AG-UI route ${pathname}.`, code: 'NOT_FOUND' });
+    if (req.method !== 'POST') return methodNotAllowed(res, 'POST');
+    const agentId = decode(match[1]);
+    const body = await readBody();
+    if (body === NO_BODY) return;
+    if (match[2] === 'run') return this.run(res, agentId, body, caller);
+    if (match[2] === 'connect') return this.connect(res, agentId, body, caller);
+    return this.stop(res, agentId, decode(match[3]), body);
+  }
+
+  /** A single-route envelope `{method, params, body}` posted to the path. */
+  async envelope(res: ServerResponse, envelope: Record<string, unknown>, caller: AgUiCaller): Promise<void> {
+    const params = isObject(envelope.params) ? envelope.params : {};
+    const param = (name: string): string | undefined => (typeof params[name] === 'string' && params[name] !== '' ? (params[name] as string) : undefined);
+    const missing = (name: string) => sendJson(res, 400, { error: 'invalid_request', message: `Missing or invalid parameter '${name}'.`, code: 'BAD_REQUEST' });
+    switch (envelope.method) {
+      case 'info':
+        return sendJson(res, 200, await this.info(true));
+      case 'agent/run':
+      case 'agent/connect': {
+        const agentId = param('agentId');
+        if (!agentId) return missing('agentId');
+        return envelope.method === 'agent/run' ? this.run(res, agentId, envelope.body, caller) : this.connect(res, agentId, envelope.body, caller);
+      }
+      case 'agent/stop': {
+        const agentId = param('agentId');
+        const threadId = param('threadId');
+        if (!agentId) return missing('agentId');
+        if (!threadId) return missing('threadId');
+        return this.stop(res, agentId, threadId, envelope.body);
+      }
+      default:
+        return sendJson(res, 400, { error: 'invalid_request', message: `Unsupported method '${String(envelope.method)}'.`, code: 'NOT_SUPPORTED' });
+    }
+  }
+
+  /** Every agent the gateway can run: the model as `default`, then each configured or discovered agent. */
+  private async info(singleRoute: boolean): Promise<Record<string, unknown>> {
+    const agents: Record<string, unknown> = {
+      [DEFAULT_AGENT]: { name: DEFAULT_AGENT, description: 'The gateway\'s model, with its server-side actions.', className: 'CopilotGateway' },
+    };
+    for (const agent of await this.options.launcher.listAgents()) {
+      if (agent.name === DEFAULT_AGENT) continue;
+      agents[agent.name] = { name: agent.name, description: agent.description ?? '', className: 'CopilotGatewayAgent' };
+    }
+    const threadEndpoints = { list: false, inspect: false, mutations: false, realtimeMetadata: false };
+    return {
+      version: this.options.version,
+      agents,
+      audioFileTranscriptionEnabled: false,
+      mode: 'sse',
+      threadEndpoints,
+      suggestions: false,
+      a2uiEnabled: false,
+      openGenerativeUIEnabled: false,
+      telemetryDisabled: true,
+      ...(singleRoute ? { singleRoute: { resourceOperations: false, threadEndpoints } } : {}),
+    };
+  }
+
+  private async run(res: ServerResponse, agentId: string, body: unknown, caller: AgUiCaller): Promise<void> {
+    let input: RunAgentInput;
+    let stream: RunEventStream;
+    try {
+      input = parseRunAgentInput(body);
+      // No abort signal: a client that goes away leaves the run going (and recorded), as CopilotKit's
+      // runtime does; `stop` ends it.
+      stream = await this.options.launcher.start(runRequestFromAgUi(agentId, input), { requestId: caller.requestId, logger: caller.logger, publicApiKey: caller.publicApiKey }, (run) => new RunEventStream(run, true));
+    } catch (error) {
+      return sendError(res, error, caller);
+    }
+    const startedInput: RunStartedInput = {
+      threadId: input.threadId,
+      runId: input.runId,
+      messages: input.messages,
+      tools: input.tools,
+      context: input.context,
+      state: input.state ?? {},
+      forwardedProps: input.forwardedProps ?? {},
+    };
+    await this.stream(res, stream, startedInput);
+  }
+
+  /**
+   * The thread's stored runs replayed (each compacted: chunks merged), then the run in flight, if any,
+   * followed live to its end. An unknown thread is an empty stream.
+   */
+  private async connect(res: ServerResponse, agentId: string, body: unknown, caller: AgUiCaller): Promise<void> {
+    let input: RunAgentInput;
+    let runs;
+    try {
+      input = parseRunAgentInput(body);
+      await this.checkAgent(agentId);
+      runs = (await this.options.launcher.threads.thread(input.threadId))?.runs ?? [];
+    } catch (error) {
+      return sendError(res, error, caller);
+    }
+    const threads = this.options.launcher.threads;
+    this.openStream(res);
+    const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), this.options.keepAliveMs);
+    let feed: AsyncIterableIterator<SequencedEvent> | undefined;
+    res.once('close', () => void feed?.return?.());
+    try {
+      for (const run of runs) {
+        feed = threads.follow(input.threadId, run.runId, -1);
+        const startedInput: RunStartedInput = {
+          threadId: input.threadId,
+          runId: run.runId,
+          messages: toAgUiMessages(run.newMessages ?? []),
+          tools: [],
+          context: [],
+          state: {},
+          forwardedProps: {},
+        };
+        for await (const event of feed) {
+          if (res.destroyed) break;
+          this.write(res, event, startedInput);
+        }
+        if (res.destroyed) break;
+      }
+    } catch (error) {
+      caller.logger.warn({ err: error }, 'an AG-UI connect replay failed');
+    } finally {
+      clearInterval(keepAlive);
+      if (!res.destroyed) res.end();
+    }
+  }
+
+  private async stop(res: ServerResponse, agentId: string, threadId: string, body: unknown): Promise<void> {
+    if (body !== undefined && body !== null && (!isObject(body) || Object.keys(body).some((key) => key !== 'runId') || (body.runId !== undefined && typeof body.runId !== 'string'))) {
+      return sendJson(res, 400, { error: 'Invalid request body', message: 'The body of a stop is {} or {"runId": "…"}.', code: 'BAD_USER_INPUT' });
+    }
+    try {
+      await this.checkAgent(agentId);
+      const runId = isObject(body) && typeof body.runId === 'string' ? body.runId : undefined;
+      const stopped = await this.options.launcher.threads.stop(threadId, runId);
+      return sendJson(res, 200, stopped ? { stopped: true } : { stopped: false, message: `No active run for thread '${threadId}'.` });
+    } catch (error) {
+      return sendError(res, error, undefined);
+    }
+  }
+
+  private async checkAgent(agentId: string): Promise<void> {
+    if (agentId === DEFAULT_AGENT) return;
+    const agents = await this.options.launcher.listAgents();
+    if (!agents.some((agent) => agent.name === agentId)) {
+      throw new GatewayError('AGENT_NOT_FOUND', `Agent '${agentId}' does not exist. Available: ${[DEFAULT_AGENT, ...agents.map((a) => a.name)].join(', ')}.`, {
+        details: { agentName: agentId },
+      });
+    }
+  }
+
+  private async stream(res: ServerResponse, stream: RunEventStream, input: RunStartedInput): Promise<void> {
+    this.openStream(res);
+    const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), this.options.keepAliveMs);
+    // The client leaving stops this view only: the run goes on.
+    res.once('close', () => void stream.return());
+    try {
+      for await (const event of stream) {
+        if (res.destroyed) break;
+        this.write(res, event, input);
+      }
+    } finally {
+      clearInterval(keepAlive);
+      if (!res.destroyed) res.end();
+    }
+  }
+
+  private openStream(res: ServerResponse): void {
+    res.statusCode = 200;
+    res.setHeader('content-type', 'text/event-stream');
+    res.setHeader('cache-control', 'no-cache, no-transform');
+    res.setHeader('connection', 'keep-alive');
+    res.setHeader('x-accel-buffering', 'no');
+    res.flushHeaders();
+  }
+
+  private write(res: ServerResponse, event: SequencedEvent, input: RunStartedInput): void {
+    const converted = toAgUiEvent(event, { threadId: input.threadId, runId: event.type === 'RunStarted' ? event.runId : input.runId }, input);
+    if (event.type === 'RunStarted') input.runId = event.runId;
+    if (converted) res.write(this.encoder.encodeSSE(converted));
+  }
+}
+
+/** What `readBody` answers when it has already answered the request (too large, not JSON). */
+export const NO_BODY = Symbol('no body');
+
+function sendError(res: ServerResponse, error: unknown, caller: AgUiCaller | undefined): void {
+  const gatewayError = toGatewayError(error);
+  if (gatewayError.code === 'INTERNAL_SERVER_ERROR') caller?.logger.error({ err: error }, 'an AG-UI request failed unexpectedly');
+  const json = gatewayError.toJSON();
+  sendJson(res, statusOf(gatewayError.code as ErrorCode), {
+    error: gatewayError.code,
+    message: gatewayError.code === 'INTERNAL_SERVER_ERROR' ? 'Unexpected error.' : gatewayError.message,
+    code: gatewayError.code,
+    ...(json.details ? { details: json.details } : {}),
+    ...(caller ? { requestId: caller.requestId } : {}),
+  });
+}
+
+function methodNotAllowed(res: ServerResponse, allow: string): void {
+  res.setHeader('allow', allow);
+  sendJson(res, 405, { error: 'Method not allowed', code: 'BAD_REQUEST' });
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  if (res.headersSent) {
+    if (!res.destroyed) res.end();
+    return;
+  }
+  const text = JSON.stringify(body);
+  res.statusCode = status;
+  res.setHeader('content-type', 'application/json; charset=utf-8');
+  res.setHeader('content-length', Buffer.byteLength(text));
+  res.end(text);
+}
+
+function decode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}

@@ -1,0 +1,228 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { OpenAIAdapter } from '../src/adapters/openai.js';
+import { agUiAgent } from '../src/agents/ag-ui.js';
+import type { ServerAction } from '../src/actions/server-action.js';
+import { RestRuntimeAgent, SingleRouteRuntimeAgent, eventLog } from './support/ag-ui-client.js';
+import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';
+import { FakeOpenAI } from './support/fake-openai.js';
+import { gatewaysPerTest, type RunningGateway } from './support/harness.js';
+import { until } from './support/threads.js';
+
+// The AG-UI runtime protocol (CopilotKit ≥1.50) served from the same engine and URL as GraphQL, driven
+// by @ag-ui/client 0.0.59's HttpAgent, which checks every event it gets against AG-UI's schemas and
+// lifecycle rules.
+
+const fake = new FakeOpenAI();
+const agent = new FakeAgUiAgent();
+let baseURL: string;
+let agentUrl: string;
+
+beforeAll(async () => {
+  [baseURL, agentUrl] = await Promise.all([fake.start(), agent.start()]);
+});
+afterAll(async () => {
+  await Promise.all([fake.stop(), agent.stop()]);
+});
+
+const { start } = gatewaysPerTest();
+const sayHello: ServerAction<{ message: string }> = {
+  name: 'sayHello',
+  description: 'Greets someone.',
+  parameters: { type: 'object', properties: { message: { type: 'string' } }, required: ['message'] },
+  handler: ({ message }) => `Hello, ${message}!`,
+};
+
+async function gateway(): Promise<RunningGateway> {
+  return start({
+    adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 }),
+    agents: { researcher: agUiAgent({ url: agentUrl, description: 'Researches things.' }) },
+    actions: [sayHello],
+  });
+}
+
+const userMessage = (content: string, id = `u-${Math.random().toString(36).slice(2)}`) => ({ id, role: 'user' as const, content });
+const showAlert = { name: 'showAlert', description: 'Shows an alert in the browser.', parameters: { type: 'object', properties: { message: { type: 'string' } }, required: ['message'] } };
+
+async function post(url: string, body: unknown, headers: Record<string, string> = {}) {
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  return { status: response.status, type: response.headers.get('content-type'), text: await response.text() };
+}
+
+describe('/info', () => {
+  it('lists the model as "default" and every agent, in both forms', async () => {
+    const g = await gateway();
+    const rest = await fetch(`${g.url}/info`);
+    expect(rest.status).toBe(200);
+    const info = await rest.json();
+    expect(info).toMatchObject({ mode: 'sse', agents: { default: { name: 'default' }, researcher: { name: 'researcher', description: 'Researches things.' } } });
+    expect(info.singleRoute).toBeUndefined();
+    const single = await post(g.url, { method: 'info' });
+    expect(JSON.parse(single.text)).toMatchObject({ agents: { default: {}, researcher: {} }, singleRoute: { resourceOperations: false } });
+    // The GraphQL endpoint is untouched.
+    expect(JSON.parse((await post(g.url, { query: '{ hello }' })).text)).toEqual({ data: { hello: 'Hello World' } });
+  });
+});
+
+describe.each([
+  ['multi-route', (g: RunningGateway, agentId: string, threadId?: string) => new RestRuntimeAgent(g.url, agentId, { threadId })],
+  ['single-route', (g: RunningGateway, agentId: string, threadId?: string) => new SingleRouteRuntimeAgent(g.url, agentId, { threadId })],
+] as const)('runs over the %s form', (_form, agentFor) => {
+  it('streams the model\'s answer as AG-UI text events, one run from RUN_STARTED to RUN_FINISHED', async () => {
+    const g = await gateway();
+    const client = agentFor(g, 'default');
+    client.messages.push(userMessage('[tokens=4]', 'm1'));
+    const { events, subscriber } = eventLog();
+    const result = await client.runAgent({}, subscriber);
+    // Chunks the client has not read yet may be merged (the text is the same): one or more contents.
+    const types = events.map((event) => event.type).join(' ');
+    expect(types).toMatch(/^RUN_STARTED TEXT_MESSAGE_START( TEXT_MESSAGE_CONTENT)+ TEXT_MESSAGE_END RUN_FINISHED$/);
+    expect(events.filter((event) => event.type === 'TEXT_MESSAGE_CONTENT').map((event) => event.delta).join('')).toBe('tok0 tok1 tok2 tok3 ');
+    expect(events[0]).toMatchObject({ threadId: client.threadId, input: { messages: [{ id: 'm1', content: '[tokens=4]' }] } });
+    expect(result.newMessages).toEqual([{ id: expect.any(String), role: 'assistant', content: 'tok0 tok1 tok2 tok3 ' }]);
+  });
+
+  it('offers frontend tools to the model, streams their calls without running them, and continues with the follow-up run', async () => {
+    const g = await gateway();
+    const client = agentFor(g, 'default');
+    client.messages.push(userMessage('alert [tool=showAlert] [toolargs={"message":"hi there"}]'));
+    const { events, subscriber } = eventLog();
+    await client.runAgent({ tools: [showAlert] }, subscriber);
+    expect(fake.requests.at(-1).tools.map((tool: any) => tool.function.name)).toContain('showAlert');
+    expect(events.filter((event) => event.type.startsWith('TOOL_CALL')).map((event) => event.type)).toEqual(['TOOL_CALL_START', ...events.filter((e) => e.type === 'TOOL_CALL_ARGS').map(() => 'TOOL_CALL_ARGS'), 'TOOL_CALL_END']);
+    expect(events.some((event) => event.type === 'TOOL_CALL_RESULT')).toBe(false);
+    const call = client.messages.at(-1) as any;
+    expect(call).toMatchObject({ role: 'assistant', toolCalls: [{ function: { name: 'showAlert', arguments: '{"message":"hi there"}' } }] });
+
+    // What CopilotKit's client does next: the tool's result, then another run with the whole history.
+    client.messages.push({ id: 'tool-1', role: 'tool', toolCallId: call.toolCalls[0].id, content: 'shown' } as any);
+    const followUp = await client.runAgent({ tools: [showAlert] });
+    expect(followUp.newMessages).toEqual([{ id: expect.any(String), role: 'assistant', content: 'Tool result received: shown' }]);
+  });
+
+  it('runs server-side actions in the run, streaming their results', async () => {
+    const g = await gateway();
+    const client = agentFor(g, 'default');
+    client.messages.push(userMessage('greet [tool=sayHello] [toolargs={"message":"Bob"}]'));
+    const { events, subscriber } = eventLog();
+    await client.runAgent({}, subscriber);
+    expect(events.find((event) => event.type === 'TOOL_CALL_RESULT')).toMatchObject({ content: 'Hello, Bob!', role: 'tool' });
+    expect(client.messages.at(-1)).toMatchObject({ role: 'assistant', content: 'Tool result received: Hello, Bob!' });
+  });
+
+  it('runs an agent by its id, with its state as STATE_SNAPSHOT events', async () => {
+    const g = await gateway();
+    const client = agentFor(g, 'researcher');
+    client.messages.push(userMessage('[state]'));
+    await client.runAgent({});
+    expect(client.state).toEqual({ step: 2 });
+    expect(client.messages.at(-1)).toMatchObject({ role: 'assistant', content: 'State updated. ' });
+  });
+
+  it('ends a failed run with RUN_ERROR carrying a code', async () => {
+    const g = await gateway();
+    const client = agentFor(g, 'default');
+    client.messages.push(userMessage('[fail=500]'));
+    const errors: any[] = [];
+    await client.runAgent({}, { onRunErrorEvent: ({ event }: any) => void errors.push(event) }).catch(() => {});
+    expect(errors).toEqual([expect.objectContaining({ type: 'RUN_ERROR', code: 'UPSTREAM_UNAVAILABLE' })]);
+  });
+
+  it('replays a thread on connect (and an unknown thread is an empty stream)', async () => {
+    const g = await gateway();
+    const first = agentFor(g, 'default');
+    first.messages.push(userMessage('[tokens=2] one', 'c1'));
+    await first.runAgent({});
+    first.messages.push(userMessage('[tokens=3] two', 'c2'));
+    await first.runAgent({});
+
+    // A reloaded page: same thread, no messages.
+    const reloaded = agentFor(g, 'default', first.threadId);
+    await reloaded.connectAgent({});
+    expect(reloaded.messages.map((m: any) => [m.role, m.content])).toEqual([
+      ['user', '[tokens=2] one'],
+      ['assistant', 'tok0 tok1 '],
+      ['user', '[tokens=3] two'],
+      ['assistant', 'tok0 tok1 tok2 '],
+    ]);
+    const unknown = agentFor(g, 'default', 'never-seen');
+    const { events, subscriber } = eventLog();
+    await unknown.connectAgent({}, subscriber);
+    expect(events).toEqual([]);
+  });
+
+  it('joins a run in flight on connect, and follows it to its end', async () => {
+    const g = await gateway();
+    const running = agentFor(g, 'default');
+    running.messages.push(userMessage('[tokens=30] [delay=10]'));
+    const done = running.runAgent({});
+    await until(async () => running.messages.length, (n) => n > 1, 'the run under way');
+    const joiner = agentFor(g, 'default', running.threadId);
+    await Promise.all([done, joiner.connectAgent({})]);
+    expect(joiner.messages.at(-1)).toEqual(running.messages.at(-1));
+  });
+});
+
+describe('stop, errors and one run per thread', () => {
+  it('stops a run on request: the model call is closed and the stream ends with RUN_FINISHED, in both forms', async () => {
+    const g = await gateway();
+    for (const form of ['rest', 'single'] as const) {
+      const client = new RestRuntimeAgent(g.url, 'default');
+      client.messages.push(userMessage('[tokens=500] [delay=20]'));
+      const { events, subscriber } = eventLog();
+      const aborted = fake.abortedRequests;
+      const done = client.runAgent({}, subscriber);
+      await until(async () => events.length, (n) => n > 2, 'the run under way');
+      const answer =
+        form === 'rest'
+          ? await post(`${g.url}/agent/default/stop/${client.threadId}`, {})
+          : await post(g.url, { method: 'agent/stop', params: { agentId: 'default', threadId: client.threadId }, body: {} });
+      expect(JSON.parse(answer.text)).toEqual({ stopped: true });
+      await done;
+      expect(events.at(-1).type).toBe('RUN_FINISHED');
+      await until(async () => fake.abortedRequests, (n) => n > aborted, 'the model request closed');
+      const again = await post(`${g.url}/agent/default/stop/${client.threadId}`, {});
+      expect(JSON.parse(again.text)).toMatchObject({ stopped: false });
+    }
+  });
+
+  it('answers JSON errors before the stream: unknown agent 404, bad body 400, busy thread 409, bad envelope 400', async () => {
+    const g = await gateway();
+    const input = { threadId: 't-errors', runId: 'r1', messages: [userMessage('[tokens=200] [delay=20]')], tools: [], context: [], state: {}, forwardedProps: {} };
+    const unknown = await post(`${g.url}/agent/nobody/run`, input);
+    expect(unknown.status).toBe(404);
+    expect(JSON.parse(unknown.text)).toMatchObject({ code: 'AGENT_NOT_FOUND' });
+    const bad = await post(`${g.url}/agent/default/run`, { threadId: 't' });
+    expect(bad.status).toBe(400);
+    expect(JSON.parse(bad.text)).toMatchObject({ code: 'BAD_USER_INPUT' });
+    expect((await post(g.url, { method: 'agent/run', params: {} })).status).toBe(400);
+    expect(JSON.parse((await post(g.url, { method: 'transcribe' })).text)).toMatchObject({ error: 'invalid_request' });
+    expect((await fetch(`${g.url}/agent/default/run`)).status).toBe(405);
+
+    const controller = new AbortController();
+    const first = await fetch(`${g.url}/agent/default/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(input), signal: controller.signal });
+    expect(first.headers.get('content-type')).toBe('text/event-stream');
+    const busy = await post(`${g.url}/agent/default/run`, { ...input, runId: 'r2' });
+    expect(busy.status).toBe(409);
+    expect(JSON.parse(busy.text)).toMatchObject({ code: 'THREAD_BUSY', details: { threadId: 't-errors', runId: 'r1' } });
+    controller.abort();
+    await post(`${g.url}/agent/default/stop/t-errors`, {});
+  });
+});
+
+describe('the HTTP rules AG-UI shares with GraphQL', () => {
+  it('answers CORS preflights for allowed origins, and refuses a POST from a page elsewhere', async () => {
+    const g = await start({ corsOrigins: ['https://app.example.com'] });
+    const preflight = await fetch(`${g.url}/agent/default/run`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
+    const info = await fetch(`${g.url}/info`, { headers: { origin: 'https://app.example.com' } });
+    expect(info.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
+    const forged = await fetch(`${g.url}/agent/default/stop/some-thread`, { method: 'POST', headers: { origin: 'https://evil.example.net' } });
+    expect(forged.status).toBe(403);
+    const wrongType = await fetch(`${g.url}/agent/default/stop/some-thread`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{}' });
+    expect(wrongType.status).toBe(415);
+  });
+});
