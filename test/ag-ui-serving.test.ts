@@ -118,6 +118,18 @@ describe.each([
     expect(client.messages.at(-1)).toMatchObject({ role: 'assistant', content: 'State updated. ' });
   });
 
+  it('reports an agent\'s interrupt in RUN_FINISHED\'s outcome, and hands the client\'s resume back to the agent', async () => {
+    const g = await gateway();
+    const client = agentFor(g, 'researcher');
+    client.messages.push(userMessage('[ag-ui-interrupt]'));
+    const { events, subscriber } = eventLog();
+    await client.runAgent({}, subscriber);
+    expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'interrupt', interrupts: [{ id: 'int-1', reason: 'approval', message: 'Approve the plan?' }] } });
+    await client.runAgent({ resume: [{ interruptId: 'int-1', status: 'resolved', payload: 'yes' }] } as any);
+    expect(client.messages.at(-1)).toMatchObject({ role: 'assistant', content: 'Resumed with: yes' });
+    expect(agent.requests.at(-1)!.input.resume).toEqual([{ interruptId: 'int-1', status: 'resolved', payload: 'yes' }]);
+  });
+
   it('ends a failed run with RUN_ERROR carrying a code', async () => {
     const g = await gateway();
     const client = agentFor(g, 'default');

@@ -18,7 +18,7 @@ export interface RunStartedInput {
  * A run that failed ends with RUN_ERROR (its code and description); a run stopped on request ends
  * with RUN_FINISHED, as CopilotKit's runtime ends it.
  */
-export function toAgUiEvent(event: SequencedEvent, run: { threadId: string; runId: string }, input?: RunStartedInput): BaseEvent | undefined {
+export function toAgUiEvent(event: SequencedEvent, run: { threadId: string; runId: string; interrupts?: AgUiInterrupt[] }, input?: RunStartedInput): BaseEvent | undefined {
   switch (event.type) {
     case 'RunStarted':
       return { type: 'RUN_STARTED', threadId: run.threadId, runId: run.runId, ...(input ? { input } : {}) } as BaseEvent;
@@ -44,15 +44,32 @@ export function toAgUiEvent(event: SequencedEvent, run: { threadId: string; runI
     case 'AgentStateMessage':
       return { type: 'STATE_SNAPSHOT', snapshot: parseJson(event.state) } as BaseEvent;
     case 'MetaEvent':
-      return { type: 'CUSTOM', name: event.event.name, value: event.event.value } as BaseEvent;
+      // An AG-UI agent's own interrupt is reported in RUN_FINISHED's outcome (interruptsOf); others as
+      // CopilotKit's LangGraph interrupt event, which its useLangGraphInterrupt hook reads.
+      if (agUiInterrupt(event.event.value)) return undefined;
+      return { type: 'CUSTOM', name: 'on_interrupt', value: event.event.value } as BaseEvent;
     case 'RunFinished': {
       const { status } = event;
       if (status.code !== 'Failed' || status.details.code === 'RUN_STOPPED') {
-        return { type: 'RUN_FINISHED', threadId: run.threadId, runId: run.runId } as BaseEvent;
+        const interrupts = run.interrupts ?? [];
+        return { type: 'RUN_FINISHED', threadId: run.threadId, runId: run.runId, ...(interrupts.length ? { outcome: { type: 'interrupt', interrupts } } : {}) } as BaseEvent;
       }
       return { type: 'RUN_ERROR', message: status.details.description, code: status.details.code } as BaseEvent;
     }
   }
+}
+
+/** An interrupt as AG-UI's RUN_FINISHED outcome lists it. */
+export interface AgUiInterrupt {
+  id: string;
+  reason: string;
+  [field: string]: unknown;
+}
+
+/** The AG-UI interrupt a meta event's value carries (an AG-UI agent's own), if it is one. */
+export function agUiInterrupt(value: string): AgUiInterrupt | undefined {
+  const parsed = parseJson(value) as Partial<AgUiInterrupt> | undefined;
+  return parsed && typeof parsed === 'object' && typeof parsed.id === 'string' && typeof parsed.reason === 'string' ? (parsed as AgUiInterrupt) : undefined;
 }
 
 function parseJson(json: string): unknown {

@@ -1,6 +1,6 @@
 import { RunAgentInputSchema } from '@ag-ui/core/schemas';
 import { BadUserInputError } from '../core/errors.js';
-import type { Message, ToolDefinition } from '../core/messages.js';
+import type { Message, MetaEventInput, ToolDefinition } from '../core/messages.js';
 import type { RunRequest } from '../engine/request.js';
 
 /** The agent id under which the gateway's model is served (CopilotKit's chat uses it when the app names none). */
@@ -65,8 +65,30 @@ export function runRequestFromAgUi(agentId: string, input: RunAgentInput): RunRe
     properties,
     agentSession: isModel ? null : { agentName: agentId, nodeName: null },
     agentStates: isModel ? [] : [{ agentName: agentId, state, config: {} }],
-    metaEvents: [],
+    metaEvents: isModel ? [] : interruptAnswers(input.resume, properties),
   };
+}
+
+/**
+ * A client's answers to an agent's interrupts as the engine's meta events: AG-UI's `resume` entries
+ * (each naming the interrupt it answers, so the agent gets them back as `resume`), or a LangGraph-style
+ * `forwardedProps.command.resume` (CopilotKit's `useLangGraphInterrupt`).
+ */
+function interruptAnswers(resume: unknown, properties: Record<string, unknown>): MetaEventInput[] {
+  if (Array.isArray(resume) && resume.length > 0) {
+    return resume
+      .filter((entry): entry is { interruptId: string; payload?: unknown } => isObject(entry) && typeof entry.interruptId === 'string')
+      .map((entry) => ({
+        name: 'LangGraphInterruptEvent',
+        value: JSON.stringify({ id: entry.interruptId }),
+        response: typeof entry.payload === 'string' ? entry.payload : JSON.stringify(entry.payload ?? null),
+      }));
+  }
+  const command = properties.command;
+  if (isObject(command) && command.resume !== undefined) {
+    return [{ name: 'LangGraphInterruptEvent', value: '', response: typeof command.resume === 'string' ? command.resume : JSON.stringify(command.resume) }];
+  }
+  return [];
 }
 
 /**

@@ -5,7 +5,7 @@ import { toAgUiMessages } from '../agents/ag-ui-messages.js';
 import { GatewayError, statusOf, toGatewayError, type ErrorCode } from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
 import type { RunLauncher } from '../engine/launcher.js';
-import { toAgUiEvent, type RunStartedInput } from '../agui/events.js';
+import { agUiInterrupt, toAgUiEvent, type AgUiInterrupt, type RunStartedInput } from '../agui/events.js';
 import { DEFAULT_AGENT, parseRunAgentInput, runRequestFromAgUi, type RunAgentInput } from '../agui/input.js';
 import { RunEventStream } from '../graphql/views/run-events.js';
 
@@ -152,6 +152,7 @@ export class AgUiTransport {
     this.openStream(res);
     const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), this.options.keepAliveMs);
     let feed: AsyncIterableIterator<SequencedEvent> | undefined;
+    const interrupts: AgUiInterrupt[] = [];
     res.once('close', () => void feed?.return?.());
     try {
       for (const run of runs) {
@@ -167,7 +168,7 @@ export class AgUiTransport {
         };
         for await (const event of feed) {
           if (res.destroyed) break;
-          this.write(res, event, startedInput);
+          this.write(res, event, startedInput, interrupts);
         }
         if (res.destroyed) break;
       }
@@ -206,12 +207,13 @@ export class AgUiTransport {
   private async stream(res: ServerResponse, stream: RunEventStream, input: RunStartedInput): Promise<void> {
     this.openStream(res);
     const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), this.options.keepAliveMs);
+    const interrupts: AgUiInterrupt[] = [];
     // The client leaving stops this view only: the run goes on.
     res.once('close', () => void stream.return());
     try {
       for await (const event of stream) {
         if (res.destroyed) break;
-        this.write(res, event, input);
+        this.write(res, event, input, interrupts);
       }
     } finally {
       clearInterval(keepAlive);
@@ -228,9 +230,16 @@ export class AgUiTransport {
     res.flushHeaders();
   }
 
-  private write(res: ServerResponse, event: SequencedEvent, input: RunStartedInput): void {
-    const converted = toAgUiEvent(event, { threadId: input.threadId, runId: event.type === 'RunStarted' ? event.runId : input.runId }, input);
-    if (event.type === 'RunStarted') input.runId = event.runId;
+  private write(res: ServerResponse, event: SequencedEvent, input: RunStartedInput, interrupts: AgUiInterrupt[]): void {
+    if (event.type === 'RunStarted') {
+      input.runId = event.runId;
+      interrupts.length = 0;
+    }
+    if (event.type === 'MetaEvent') {
+      const interrupt = agUiInterrupt(event.event.value);
+      if (interrupt) interrupts.push(interrupt);
+    }
+    const converted = toAgUiEvent(event, { threadId: input.threadId, runId: input.runId, interrupts }, input);
     if (converted) res.write(this.encoder.encodeSSE(converted));
   }
 }
