@@ -118,7 +118,8 @@ export class AgUiTransport {
       input = parseRunAgentInput(body);
       // No abort signal: a client that goes away leaves the run going (and recorded), as CopilotKit's
       // runtime does; `stop` ends it.
-      stream = await this.options.launcher.start(runRequestFromAgUi(agentId, input), { requestId: caller.requestId, logger: caller.logger, publicApiKey: caller.publicApiKey }, (run) => new RunEventStream(run, true));
+      const runCaller = { requestId: caller.requestId, logger: caller.logger, logBindings: { protocol: 'ag-ui' }, publicApiKey: caller.publicApiKey };
+      stream = await this.options.launcher.start(runRequestFromAgUi(agentId, input), runCaller, (run) => new RunEventStream(run, true));
     } catch (error) {
       return sendError(res, error, caller);
     }

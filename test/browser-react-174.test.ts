@@ -1,0 +1,162 @@
+import { existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { build } from 'esbuild';
+import { pino } from 'pino';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { OpenAIAdapter } from '../src/adapters/openai.js';
+import { agUiAgent } from '../src/agents/ag-ui.js';
+import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';
+import { FakeOpenAI } from './support/fake-openai.js';
+import { eventually, startGateway, type RunningGateway } from './support/harness.js';
+
+// A real CopilotKit 1.74 React app (@copilotkit/react-core + react-ui 1.74, the newest published,
+// unmodified; installed under aliases beside 1.10.6) in headless Chromium, served from one origin,
+// chatting through the gateway on another in the AG-UI runtime protocol, not GraphQL.
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const available = existsSync(CHROMIUM);
+if (!available && process.env.CI === 'true') {
+  throw new Error(`Chromium is required in CI at ${CHROMIUM} (.ci/run installs it with apt-get).`);
+}
+if (!available) console.warn(`Skipping the browser tests: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH).`);
+
+const fake = new FakeOpenAI();
+const agent = new FakeAgUiAgent();
+const logs: any[] = [];
+let gateway: RunningGateway;
+let pageServer: Server;
+let pageOrigin: string;
+let browser: Browser;
+
+beforeAll(async () => {
+  if (!available) return;
+  const baseURL = await fake.start();
+  const agentUrl = await agent.start();
+  const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
+  gateway = await startGateway({
+    logger,
+    adapter: new OpenAIAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0 }),
+    actions: [{ name: 'sayHello', description: 'Greets someone.', handler: ({ message }: { message: string }) => `Hello, ${message}!` }],
+    agents: { researcher: agUiAgent({ url: agentUrl, description: 'Researches.' }) },
+  });
+
+  const bundle = await build({
+    entryPoints: [fileURLToPath(new URL('./browser/app-174.tsx', import.meta.url))],
+    // react-ui 1.74 imports react-core by its own name: both resolve to the 1.74 aliases.
+    alias: { '@copilotkit/react-core': 'copilotkit-react-core-174', '@copilotkit/react-ui': 'copilotkit-react-ui-174' },
+    loader: { '.css': 'empty' },
+    bundle: true,
+    write: false,
+    format: 'iife',
+    platform: 'browser',
+    jsx: 'automatic',
+    define: { 'process.env.NODE_ENV': '"production"' },
+    logLevel: 'silent',
+  });
+  const script = bundle.outputFiles[0].text;
+  // The page is on 127.0.0.1, the gateway on localhost: two origins, so every call is cross-origin.
+  const runtimeUrl = gateway.url.replace('127.0.0.1', 'localhost');
+  pageServer = createServer((req, res) => {
+    if (req.url === '/app.js') {
+      res.writeHead(200, { 'content-type': 'text/javascript' });
+      res.end(script);
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/html' });
+    const agentName = new URL(req.url ?? '/', 'http://page').searchParams.get('agent');
+    const settings = `window.RUNTIME_URL=${JSON.stringify(runtimeUrl)};${agentName ? `window.AGENT=${JSON.stringify(agentName)};` : ''}`;
+    res.end(`<!doctype html><html><body><div id="root"></div><script>${settings}</script><script src="/app.js"></script></body></html>`);
+  });
+  await new Promise<void>((resolve) => pageServer.listen(0, '127.0.0.1', resolve));
+  pageOrigin = `http://127.0.0.1:${(pageServer.address() as AddressInfo).port}`;
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+}, 60_000);
+
+afterAll(async () => {
+  if (!available) return;
+  await browser?.close();
+  await gateway?.close();
+  await new Promise((resolve) => pageServer?.close(resolve));
+  await fake.stop();
+  await agent.stop();
+});
+
+async function openChat(query = ''): Promise<{ page: Page; errors: string[] }> {
+  const page = await browser.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (error) => errors.push(error.message));
+  await page.goto(`${pageOrigin}/${query}`);
+  await page.waitForSelector('textarea');
+  return { page, errors };
+}
+
+async function send(page: Page, text: string): Promise<void> {
+  await page.fill('textarea', text);
+  await page.keyboard.press('Enter');
+}
+
+/** The text of the assistant's messages in the chat. */
+async function assistantText(page: Page): Promise<string> {
+  return (await page.locator('.copilotKitAssistantMessage').allInnerTexts()).join('\n');
+}
+
+(available ? describe : describe.skip)('a CopilotKit 1.74 React app in Chromium (AG-UI)', () => {
+  it('streams the model’s reply into the chat across origins, and the run ends cleanly', async () => {
+    const { page, errors } = await openChat();
+    const logsBefore = logs.length;
+    await send(page, 'count [tokens=30] [delay=10]');
+    await page.waitForFunction(() => document.body.innerText.includes('tok29'), undefined, { timeout: 15_000 });
+    expect(await assistantText(page)).toContain('tok0 tok1 tok2');
+    expect(errors).toEqual([]);
+    // The page closes the connection right after the last part; that is not a failed run.
+    const runs = () => logs.slice(logsBefore).filter((line) => line.msg === 'run succeeded' || String(line.msg).startsWith('run failed'));
+    await eventually(() => runs().length > 0, 'the run to end');
+    expect(runs().map((line) => line.msg)).toEqual(['run succeeded']);
+    // Over AG-UI, not GraphQL: the run came through the AG-UI transport, after discovery at /info.
+    expect(runs()[0].protocol).toBe('ag-ui');
+    expect(logs.some((line) => line.msg === 'request completed' && line.path === `${new URL(gateway.url).pathname}/info`)).toBe(true);
+    await page.close();
+  }, 30_000);
+
+  it('runs a frontend action in the page exactly once and sends its result back to the model verbatim', async () => {
+    const { page, errors } = await openChat();
+    await send(page, 'alert [tool=showAlert] [toolargs={"message":"hi there"}]');
+    await page.waitForFunction(() => document.body.innerText.includes('Tool result received'), undefined, { timeout: 15_000 });
+    expect(await page.evaluate(() => window.alerts)).toEqual(['hi there']);
+    const followUp = fake.requests.findLast((request) => request.messages.some((m: any) => m.role === 'tool'));
+    const tool = followUp.messages.find((m: any) => m.role === 'tool');
+    expect(tool.content).toBe('shown: hi there');
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 30_000);
+
+  it('shows a server-side action’s result and the continued answer from one request', async () => {
+    const { page, errors } = await openChat();
+    const before = fake.requests.length;
+    await send(page, 'greet [tool=sayHello] [toolargs={"message":"Bob"}]');
+    await page.waitForFunction(() => document.body.innerText.includes('Tool result received: Hello, Bob!'), undefined, { timeout: 15_000 });
+    expect(fake.requests.length - before).toBe(2); // the call and its continuation, one gateway run
+    expect(errors).toEqual([]);
+    if (process.env.SCREENSHOT_DIR) await page.screenshot({ path: `${process.env.SCREENSHOT_DIR}/chat.png` });
+    await page.close();
+  }, 30_000);
+
+  it('talks to the agent the app names, showing its text and its state through useCoAgent', async () => {
+    const { page, errors } = await openChat('?agent=researcher');
+    const before = agent.requests.length;
+    await send(page, 'research [state]');
+    await page.waitForFunction(() => document.body.innerText.includes('State updated.'), undefined, { timeout: 15_000 });
+    await page.waitForFunction(() => document.getElementById('agent-state')?.textContent === '{"step":2}', undefined, { timeout: 15_000 });
+    expect(agent.requests.length - before).toBe(1);
+    expect(agent.lastInput.messages.at(-1)).toMatchObject({ role: 'user', content: 'research [state]' });
+    expect(errors).toEqual([]);
+    if (process.env.SCREENSHOT_DIR) await page.screenshot({ path: `${process.env.SCREENSHOT_DIR}/agent.png` });
+    await page.close();
+  }, 30_000);
+});

@@ -1,0 +1,43 @@
+// A minimal CopilotKit 1.74 app (AG-UI, not GraphQL), as a customer would write it: the provider pointed at the
+// gateway on another origin, the stock chat UI, one frontend action, and (with ?agent=name) an
+// agent whose state the page shows.
+import { CopilotKit, useCoAgent, useCopilotAction } from 'copilotkit-react-core-174';
+import { CopilotChat } from 'copilotkit-react-ui-174';
+import { createRoot } from 'react-dom/client';
+
+declare global {
+  interface Window {
+    RUNTIME_URL: string;
+    /** Set when the page talks to an agent rather than the model. */
+    AGENT?: string;
+    alerts: string[];
+  }
+}
+window.alerts = [];
+
+function Actions() {
+  useCopilotAction({
+    name: 'showAlert',
+    description: 'Shows an alert in the page.',
+    parameters: [{ name: 'message', type: 'string', description: 'The text to show.', required: true }],
+    handler: async ({ message }: { message: string }) => {
+      window.alerts.push(message);
+      return `shown: ${message}`;
+    },
+  });
+  return null;
+}
+
+/** The agent's shared state, as a page shows it with CopilotKit's coagent hook. */
+function AgentState({ name }: { name: string }) {
+  const { state } = useCoAgent<Record<string, unknown>>({ name });
+  return <pre id="agent-state">{JSON.stringify(state ?? {})}</pre>;
+}
+
+createRoot(document.getElementById('root')!).render(
+  <CopilotKit runtimeUrl={window.RUNTIME_URL} credentials="include" showDevConsole={false} agent={window.AGENT}>
+    <Actions />
+    {window.AGENT ? <AgentState name={window.AGENT} /> : null}
+    <CopilotChat />
+  </CopilotKit>,
+);
