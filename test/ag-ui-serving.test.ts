@@ -238,3 +238,42 @@ describe('the HTTP rules AG-UI shares with GraphQL', () => {
     expect(wrongType.status).toBe(415);
   });
 });
+
+describe('AG-UI across instances on one Redis', () => {
+  let redis: import('./support/redis.js').RedisServer;
+  beforeAll(async () => {
+    const { RedisServer } = await import('./support/redis.js');
+    redis = await RedisServer.start();
+  });
+  afterAll(async () => {
+    await redis.close();
+  });
+
+  it('connects through B to a run going on on A (replay, then live), and stops it through B', async () => {
+    const options = {
+      adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 }),
+      threads: { redisUrl: redis.url, keyPrefix: 'agui:', leaseMs: 1_000 },
+    };
+    const a = await start(options);
+    const b = await start({ ...options, adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 }) });
+    const first = new RestRuntimeAgent(a.url, 'default');
+    first.messages.push(userMessage('[tokens=2] one', 'x1'));
+    await first.runAgent({});
+
+    first.messages.push(userMessage('[tokens=40] [delay=15] two', 'x2'));
+    const running = first.runAgent({});
+    await until(async () => first.messages.length, (n) => n > 3, 'the second run under way on A');
+    const joiner = new SingleRouteRuntimeAgent(b.url, 'default', { threadId: first.threadId });
+    await Promise.all([running, joiner.connectAgent({})]);
+    expect(joiner.messages.map((m: any) => m.content)).toEqual(first.messages.map((m: any) => m.content));
+
+    first.messages.push(userMessage('[tokens=500] [delay=20] three', 'x3'));
+    const { events, subscriber } = eventLog();
+    const long = first.runAgent({}, subscriber);
+    await until(async () => events.length, (n) => n > 2, 'the third run under way on A');
+    const answer = await post(`${b.url}/agent/default/stop/${first.threadId}`, {});
+    expect(JSON.parse(answer.text)).toEqual({ stopped: true });
+    await long;
+    expect(events.at(-1).type).toBe('RUN_FINISHED');
+  }, 30_000);
+});
