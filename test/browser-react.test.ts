@@ -12,8 +12,10 @@ import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { eventually, startGateway, type RunningGateway } from './support/harness.js';
 
-// A real CopilotKit 1.10.6 React app (@copilotkit/react-core + react-ui, unmodified) in headless
-// Chromium, served from one origin, chatting through the gateway on another.
+// A real CopilotKit React app (@copilotkit/react-core + react-ui, unmodified) in headless Chromium,
+// served from one origin, chatting through the gateway on another, in both generations: 1.10.6 (the
+// last to speak GraphQL) and 1.74 (the newest published, speaking AG-UI). The same app source is
+// bundled twice; for 1.74 its imports resolve to the 1.74 packages, installed under aliases.
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const available = existsSync(CHROMIUM);
@@ -21,6 +23,16 @@ if (!available && process.env.CI === 'true') {
   throw new Error(`Chromium is required in CI at ${CHROMIUM} (.ci/run installs it with apt-get).`);
 }
 if (!available) console.warn(`Skipping the browser tests: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH).`);
+
+/** The two generations: which packages the app's imports resolve to, and the protocol their runs use. */
+const VERSIONS = [
+  { name: '1.10.6', alias: {}, protocol: undefined },
+  {
+    name: '1.74',
+    alias: { '@copilotkit/react-core': 'copilotkit-react-core-174', '@copilotkit/react-ui': 'copilotkit-react-ui-174' },
+    protocol: 'ag-ui',
+  },
+] as const;
 
 const fake = new FakeOpenAI();
 const agent = new FakeAgUiAgent();
@@ -42,29 +54,36 @@ beforeAll(async () => {
     agents: { researcher: agUiAgent({ url: agentUrl, description: 'Researches.' }) },
   });
 
-  const bundle = await build({
-    entryPoints: [fileURLToPath(new URL('./browser/app.tsx', import.meta.url))],
-    bundle: true,
-    write: false,
-    format: 'iife',
-    platform: 'browser',
-    jsx: 'automatic',
-    define: { 'process.env.NODE_ENV': '"production"' },
-    logLevel: 'silent',
-  });
-  const script = bundle.outputFiles[0].text;
+  const scripts = new Map<string, string>();
+  for (const version of VERSIONS) {
+    const bundle = await build({
+      entryPoints: [fileURLToPath(new URL('./browser/app.tsx', import.meta.url))],
+      bundle: true,
+      write: false,
+      format: 'iife',
+      platform: 'browser',
+      jsx: 'automatic',
+      alias: version.alias,
+      loader: { '.css': 'empty' },
+      define: { 'process.env.NODE_ENV': '"production"' },
+      logLevel: 'silent',
+    });
+    scripts.set(version.name, bundle.outputFiles[0].text);
+  }
   // The page is on 127.0.0.1, the gateway on localhost: two origins, so every call is cross-origin.
   const runtimeUrl = gateway.url.replace('127.0.0.1', 'localhost');
   pageServer = createServer((req, res) => {
-    if (req.url === '/app.js') {
+    const script = req.url?.startsWith('/app-') ? scripts.get(req.url.slice('/app-'.length, -'.js'.length)) : undefined;
+    if (script !== undefined) {
       res.writeHead(200, { 'content-type': 'text/javascript' });
       res.end(script);
       return;
     }
     res.writeHead(200, { 'content-type': 'text/html' });
-    const agentName = new URL(req.url ?? '/', 'http://page').searchParams.get('agent');
+    const query = new URL(req.url ?? '/', 'http://page').searchParams;
+    const agentName = query.get('agent');
     const settings = `window.RUNTIME_URL=${JSON.stringify(runtimeUrl)};${agentName ? `window.AGENT=${JSON.stringify(agentName)};` : ''}`;
-    res.end(`<!doctype html><html><body><div id="root"></div><script>${settings}</script><script src="/app.js"></script></body></html>`);
+    res.end(`<!doctype html><html><body><div id="root"></div><script>${settings}</script><script src="/app-${query.get('version')}.js"></script></body></html>`);
   });
   await new Promise<void>((resolve) => pageServer.listen(0, '127.0.0.1', resolve));
   pageOrigin = `http://127.0.0.1:${(pageServer.address() as AddressInfo).port}`;
@@ -83,11 +102,11 @@ afterAll(async () => {
   await agent.stop();
 });
 
-async function openChat(query = ''): Promise<{ page: Page; errors: string[] }> {
+async function openChat(version: string, agentName?: string): Promise<{ page: Page; errors: string[] }> {
   const page = await browser.newPage();
   const errors: string[] = [];
   page.on('pageerror', (error) => errors.push(error.message));
-  await page.goto(`${pageOrigin}/${query}`);
+  await page.goto(`${pageOrigin}/?version=${version}${agentName ? `&agent=${agentName}` : ''}`);
   await page.waitForSelector('textarea');
   return { page, errors };
 }
@@ -102,9 +121,9 @@ async function assistantText(page: Page): Promise<string> {
   return (await page.locator('.copilotKitAssistantMessage').allInnerTexts()).join('\n');
 }
 
-(available ? describe : describe.skip)('a CopilotKit 1.10.6 React app in Chromium', () => {
+(available ? describe.each(VERSIONS) : describe.skip.each(VERSIONS))('a CopilotKit $name React app in Chromium', ({ name: version, protocol }) => {
   it('streams the model’s reply into the chat across origins, and the run ends cleanly', async () => {
-    const { page, errors } = await openChat();
+    const { page, errors } = await openChat(version);
     const logsBefore = logs.length;
     await send(page, 'count [tokens=30] [delay=10]');
     await page.waitForFunction(() => document.body.innerText.includes('tok29'), undefined, { timeout: 15_000 });
@@ -114,11 +133,15 @@ async function assistantText(page: Page): Promise<string> {
     const runs = () => logs.slice(logsBefore).filter((line) => line.msg === 'run succeeded' || String(line.msg).startsWith('run failed'));
     await eventually(() => runs().length > 0, 'the run to end');
     expect(runs().map((line) => line.msg)).toEqual(['run succeeded']);
+    // 1.10.6 over GraphQL; 1.74 over AG-UI, after discovering the runtime at /info.
+    expect(runs()[0].protocol).toBe(protocol);
+    const discovered = logs.some((line) => line.msg === 'request completed' && line.path === `${new URL(gateway.url).pathname}/info`);
+    expect(discovered).toBe(protocol === 'ag-ui');
     await page.close();
   }, 30_000);
 
   it('runs a frontend action in the page exactly once and sends its result back to the model verbatim', async () => {
-    const { page, errors } = await openChat();
+    const { page, errors } = await openChat(version);
     await send(page, 'alert [tool=showAlert] [toolargs={"message":"hi there"}]');
     await page.waitForFunction(() => document.body.innerText.includes('Tool result received'), undefined, { timeout: 15_000 });
     expect(await page.evaluate(() => window.alerts)).toEqual(['hi there']);
@@ -130,18 +153,18 @@ async function assistantText(page: Page): Promise<string> {
   }, 30_000);
 
   it('shows a server-side action’s result and the continued answer from one request', async () => {
-    const { page, errors } = await openChat();
+    const { page, errors } = await openChat(version);
     const before = fake.requests.length;
     await send(page, 'greet [tool=sayHello] [toolargs={"message":"Bob"}]');
     await page.waitForFunction(() => document.body.innerText.includes('Tool result received: Hello, Bob!'), undefined, { timeout: 15_000 });
     expect(fake.requests.length - before).toBe(2); // the call and its continuation, one gateway run
     expect(errors).toEqual([]);
-    if (process.env.SCREENSHOT_DIR) await page.screenshot({ path: `${process.env.SCREENSHOT_DIR}/chat.png` });
+    if (process.env.SCREENSHOT_DIR) await page.screenshot({ path: `${process.env.SCREENSHOT_DIR}/chat-${version}.png` });
     await page.close();
   }, 30_000);
 
   it('talks to the agent the app names, showing its text and its state through useCoAgent', async () => {
-    const { page, errors } = await openChat('?agent=researcher');
+    const { page, errors } = await openChat(version, 'researcher');
     const before = agent.requests.length;
     await send(page, 'research [state]');
     await page.waitForFunction(() => document.body.innerText.includes('State updated.'), undefined, { timeout: 15_000 });
@@ -149,7 +172,7 @@ async function assistantText(page: Page): Promise<string> {
     expect(agent.requests.length - before).toBe(1);
     expect(agent.lastInput.messages.at(-1)).toMatchObject({ role: 'user', content: 'research [state]' });
     expect(errors).toEqual([]);
-    if (process.env.SCREENSHOT_DIR) await page.screenshot({ path: `${process.env.SCREENSHOT_DIR}/agent.png` });
+    if (process.env.SCREENSHOT_DIR) await page.screenshot({ path: `${process.env.SCREENSHOT_DIR}/agent-${version}.png` });
     await page.close();
   }, 30_000);
 });

@@ -1,4 +1,4 @@
-// A minimal CopilotKit 1.10.6 app, as a customer would write it: the provider pointed at the
+// A minimal CopilotKit app (bundled for 1.10.6 and for 1.74), as a customer would write it: the provider pointed at the
 // gateway on another origin, the stock chat UI, one frontend action, and (with ?agent=name) an
 // agent whose state the page shows.
 import { CopilotKit, useCoAgent, useCopilotAction } from '@copilotkit/react-core';
