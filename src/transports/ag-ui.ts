@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { EventEncoder } from '@ag-ui/encoder';
 import type { Logger } from 'pino';
+import { drained } from './drain.js';
 import { toAgUiMessages } from '../agents/ag-ui-messages.js';
 import { GatewayError, statusOf, toGatewayError, type ErrorCode } from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
@@ -169,7 +170,7 @@ export class AgUiTransport {
         };
         for await (const event of feed) {
           if (res.destroyed) break;
-          this.write(res, event, startedInput, interrupts);
+          if (!this.write(res, event, startedInput, interrupts)) await drained(res);
         }
         if (res.destroyed) break;
       }
@@ -214,7 +215,8 @@ export class AgUiTransport {
     try {
       for await (const event of stream) {
         if (res.destroyed) break;
-        this.write(res, event, input, interrupts);
+        // A slow client is waited for; meanwhile the run's chunks queue up merged (RunEventStream).
+        if (!this.write(res, event, input, interrupts)) await drained(res);
       }
     } finally {
       clearInterval(keepAlive);
@@ -231,7 +233,8 @@ export class AgUiTransport {
     res.flushHeaders();
   }
 
-  private write(res: ServerResponse, event: SequencedEvent, input: RunStartedInput, interrupts: AgUiInterrupt[]): void {
+  /** Writes an event's AG-UI form; false when the socket's buffer is full (wait for 'drain'). */
+  private write(res: ServerResponse, event: SequencedEvent, input: RunStartedInput, interrupts: AgUiInterrupt[]): boolean {
     if (event.type === 'RunStarted') {
       input.runId = event.runId;
       interrupts.length = 0;
@@ -241,7 +244,7 @@ export class AgUiTransport {
       if (interrupt) interrupts.push(interrupt);
     }
     const converted = toAgUiEvent(event, { threadId: input.threadId, runId: input.runId, interrupts }, input);
-    if (converted) res.write(this.encoder.encodeSSE(converted));
+    return converted ? res.write(this.encoder.encodeSSE(converted)) : true;
   }
 }
 

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HeaderMap, type ApolloServer, type HTTPGraphQLResponse } from '@apollo/server';
 import type { Logger } from 'pino';
+import { drained } from './drain.js';
 import { OPERATION_ENDED } from '../core/abort.js';
 import { statusOf, type ErrorCode } from '../core/errors.js';
 import type { GatewayContext } from '../graphql/context.js';
@@ -298,18 +299,6 @@ function toSseEvent(chunk: string): string {
   const start = chunk.indexOf('\r\n\r\n') + 4;
   const end = chunk.lastIndexOf('\r\n---');
   return `event: next\ndata: ${chunk.slice(start, end)}\n\n`;
-}
-
-function drained(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
 }
 
 /** Parses an Accept header into what matters here (q=0 entries are refusals). */
