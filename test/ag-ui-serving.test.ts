@@ -277,3 +277,33 @@ describe('AG-UI across instances on one Redis', () => {
     expect(events.at(-1).type).toBe('RUN_FINISHED');
   }, 30_000);
 });
+
+describe('the SSE on the wire', () => {
+  it('is LF-framed `data:` frames, each a valid @ag-ui/core event, in AG-UI\'s order', async () => {
+    const { EventSchemas } = await import('@ag-ui/core/schemas');
+    const g = await gateway();
+    const input = { threadId: 'wire', runId: 'wire-1', messages: [userMessage('greet [tool=sayHello] [toolargs={"message":"Ann"}]')], tools: [showAlert], context: [], state: {}, forwardedProps: {} };
+    const answer = await post(`${g.url}/agent/default/run`, input, { accept: 'text/event-stream' });
+    expect(answer.status).toBe(200);
+    expect(answer.type).toBe('text/event-stream');
+    expect(answer.text).not.toContain('\r');
+    const frames = answer.text.split('\n\n').filter((frame) => frame !== '' && !frame.startsWith(':'));
+    const events = frames.map((frame) => {
+      expect(frame.startsWith('data: ')).toBe(true);
+      return EventSchemas.parse(JSON.parse(frame.slice('data: '.length)));
+    });
+    expect(events[0]).toMatchObject({ type: 'RUN_STARTED', threadId: 'wire', runId: 'wire-1' });
+    expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', threadId: 'wire', runId: 'wire-1' });
+    expect(events.filter((event) => event.type === 'RUN_STARTED' || event.type === 'RUN_FINISHED')).toHaveLength(2);
+    // Every start ended before the run's end.
+    const open = new Set<string>();
+    for (const event of events as any[]) {
+      if (event.type === 'TEXT_MESSAGE_START') open.add(event.messageId);
+      if (event.type === 'TEXT_MESSAGE_END') open.delete(event.messageId);
+      if (event.type === 'TOOL_CALL_START') open.add(event.toolCallId);
+      if (event.type === 'TOOL_CALL_END') open.delete(event.toolCallId);
+    }
+    expect(open.size).toBe(0);
+    expect(events.map((event) => event.type)).toContain('TOOL_CALL_RESULT');
+  });
+});
