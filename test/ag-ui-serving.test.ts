@@ -307,3 +307,27 @@ describe('the SSE on the wire', () => {
     expect(events.map((event) => event.type)).toContain('TOOL_CALL_RESULT');
   });
 });
+
+describe('AG-UI details', () => {
+  it('restores on connect what the thread had before its oldest kept run', async () => {
+    const g = await start({ adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 }), threads: { maxRunsPerThread: 2 } });
+    const client = new RestRuntimeAgent(g.url, 'default');
+    for (const [i, n] of [[1, 1], [2, 2], [3, 3]]) {
+      client.messages.push(userMessage(`[tokens=${n}] turn ${i}`, `turn-${i}`));
+      await client.runAgent({});
+    }
+    const reloaded = new RestRuntimeAgent(g.url, 'default', { threadId: client.threadId });
+    await reloaded.connectAgent({});
+    expect(reloaded.messages.map((m: any) => m.content)).toEqual(client.messages.map((m: any) => m.content));
+    expect(reloaded.messages).toHaveLength(6);
+  });
+
+  it('hands a cancelled interrupt back to the agent as cancelled', async () => {
+    const g = await gateway();
+    const client = new RestRuntimeAgent(g.url, 'researcher');
+    client.messages.push(userMessage('[ag-ui-interrupt]'));
+    await client.runAgent({});
+    await client.runAgent({ resume: [{ interruptId: 'int-1', status: 'cancelled' }] } as any);
+    expect(agent.requests.at(-1)!.input.resume).toEqual([{ interruptId: 'int-1', status: 'cancelled' }]);
+  });
+});

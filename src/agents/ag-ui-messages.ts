@@ -59,7 +59,13 @@ export function resumeOf(events: readonly MetaEventInput[]): { command?: { resum
   for (const event of answered) {
     const interrupt = parse(event.value);
     if (interrupt && typeof interrupt === 'object' && typeof (interrupt as { id?: unknown }).id === 'string') {
-      resume.push({ interruptId: (interrupt as { id: string }).id, status: 'resolved', payload: parse(event.response!) ?? event.response });
+      // A cancelled interrupt (the client's answer says so) carries no payload.
+      const cancelled = (interrupt as { status?: unknown }).status === 'cancelled';
+      resume.push(
+        cancelled
+          ? { interruptId: (interrupt as { id: string }).id, status: 'cancelled' }
+          : { interruptId: (interrupt as { id: string }).id, status: 'resolved', payload: parse(event.response!) ?? event.response },
+      );
     }
   }
   // As CopilotKit's runtime sends it: the answer as the client wrote it (a string).

@@ -33,7 +33,7 @@ const MAX_ID_LENGTH = 256;
  * body that fails it is a BAD_USER_INPUT naming what is wrong.
  */
 export function parseRunAgentInput(body: unknown): RunAgentInput {
-  const parsed = RunAgentInputSchema.safeParse(body);
+  const parsed = RunAgentInputSchema.safeParse(withoutNullPayloads(body));
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const field = issue?.path.join('.') || 'body';
@@ -44,6 +44,15 @@ export function parseRunAgentInput(body: unknown): RunAgentInput {
     if (value.length === 0 || value.length > MAX_ID_LENGTH) throw new BadUserInputError(`${name} must be 1 to ${MAX_ID_LENGTH} characters.`, { field: name });
   }
   return input;
+}
+
+/**
+ * The body with `payload: null` left out of its resume entries: the stock clients (AG-UI 0.0.59) send it
+ * for an interrupt resolved with nothing, and the newer schema this gateway validates with refuses it.
+ */
+function withoutNullPayloads(body: unknown): unknown {
+  if (!isObject(body) || !Array.isArray(body.resume)) return body;
+  return { ...body, resume: body.resume.map((entry) => (isObject(entry) && entry.payload === null ? { ...entry, payload: undefined } : entry)) };
 }
 
 /** A RunAgentInput as a run of the engine: the model for the default agent, otherwise the agent of that name. */
@@ -77,10 +86,11 @@ export function runRequestFromAgUi(agentId: string, input: RunAgentInput): RunRe
 function interruptAnswers(resume: unknown, properties: Record<string, unknown>): MetaEventInput[] {
   if (Array.isArray(resume) && resume.length > 0) {
     return resume
-      .filter((entry): entry is { interruptId: string; payload?: unknown } => isObject(entry) && typeof entry.interruptId === 'string')
+      .filter((entry): entry is { interruptId: string; status?: unknown; payload?: unknown } => isObject(entry) && typeof entry.interruptId === 'string')
       .map((entry) => ({
         name: 'LangGraphInterruptEvent',
-        value: JSON.stringify({ id: entry.interruptId }),
+        // The answer's status (resolved, cancelled) travels with the interrupt it answers (resumeOf).
+        value: JSON.stringify({ id: entry.interruptId, ...(typeof entry.status === 'string' ? { status: entry.status } : {}) }),
         response: typeof entry.payload === 'string' ? entry.payload : JSON.stringify(entry.payload ?? null),
       }));
   }
@@ -109,9 +119,10 @@ export function messagesFromAgUi(messages: readonly AgUiMessage[]): Message[] {
         if (Array.isArray(message.content)) {
           const text = message.content.filter((part) => part?.type === 'text').map((part) => String(part.text ?? '')).join('');
           if (text) out.push({ kind: 'text', id: message.id, role: message.role, content: text });
-          message.content.forEach((part, index) => {
-            const image = imageOf(part);
-            if (image) out.push({ kind: 'image', id: `${message.id}-image-${index}`, role: 'user', ...image });
+          const images = message.content.map(imageOf).filter((image): image is { format: string; bytes: string } => image !== undefined);
+          // A message that is one image keeps its id, so a replayed image is not taken for a new one.
+          images.forEach((image, index) => {
+            out.push({ kind: 'image', id: !text && images.length === 1 ? message.id : `${message.id}-image-${index}`, role: 'user', ...image });
           });
         } else {
           out.push({ kind: 'text', id: message.id, role: message.role, content: typeof message.content === 'string' ? message.content : '' });

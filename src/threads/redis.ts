@@ -279,6 +279,12 @@ export class RedisThreadStore implements ThreadStore {
           for (const event of events) feed.push(event);
           // Joined at (or after) the end of a finished run: nothing more will come.
           if (events.some((event) => event.type === 'RunFinished')) feed.end();
+          else if (events.length === 0) {
+            // Nothing stored: a run dropped (trimmed, expired) since it was looked up never ends otherwise.
+            const record = await this.run(threadId, runId);
+            if (!record) feed.fail(new GatewayError('RUN_NOT_FOUND', `Thread "${threadId}" has no run "${runId}" any more.`));
+            else if (record.finishedAt !== null) feed.end();
+          }
         } while (readAgain && !feed.done);
       } catch (error) {
         feed.fail(toGatewayError(error));

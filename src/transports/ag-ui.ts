@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { BaseEvent } from '@ag-ui/core';
 import { EventEncoder } from '@ag-ui/encoder';
 import type { Logger } from 'pino';
 import { drained } from './drain.js';
@@ -59,7 +60,7 @@ export class AgUiTransport {
     if (body === NO_BODY) return;
     if (match[2] === 'run') return this.run(res, agentId, body, caller);
     if (match[2] === 'connect') return this.connect(res, agentId, body, caller);
-    return this.stop(res, agentId, decode(match[3]), body);
+    return this.stop(res, agentId, decode(match[3]), body, caller);
   }
 
   /** A single-route envelope `{method, params, body}` posted to the path. */
@@ -81,7 +82,7 @@ export class AgUiTransport {
         const threadId = param('threadId');
         if (!agentId) return missing('agentId');
         if (!threadId) return missing('threadId');
-        return this.stop(res, agentId, threadId, envelope.body);
+        return this.stop(res, agentId, threadId, envelope.body, caller);
       }
       default:
         return sendJson(res, 400, { error: 'invalid_request', message: `Unsupported method '${String(envelope.method)}'.`, code: 'NOT_SUPPORTED' });
@@ -142,47 +143,74 @@ export class AgUiTransport {
    */
   private async connect(res: ServerResponse, agentId: string, body: unknown, caller: AgUiCaller): Promise<void> {
     let input: RunAgentInput;
-    let runs;
+    let thread;
     try {
       input = parseRunAgentInput(body);
       await this.checkAgent(agentId);
-      runs = (await this.options.launcher.threads.thread(input.threadId))?.runs ?? [];
+      thread = await this.options.launcher.threads.thread(input.threadId);
     } catch (error) {
       return sendError(res, error, caller);
     }
+    const runs = thread?.runs ?? [];
+    // What the thread had before its oldest kept run (older runs are dropped past maxRunsPerThread):
+    // restored with that run's input, so a reload never loses the start of a long conversation.
+    const firstNew = runs[0]?.newMessages?.[0]?.id;
+    const cut = firstNew === undefined ? -1 : (thread?.messages ?? []).findIndex((message) => message.id === firstNew);
+    const before = cut > 0 ? thread!.messages.slice(0, cut) : [];
     const threads = this.options.launcher.threads;
     this.openStream(res);
     const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), this.options.keepAliveMs);
     let feed: AsyncIterableIterator<SequencedEvent> | undefined;
     const interrupts: AgUiInterrupt[] = [];
     res.once('close', () => void feed?.return?.());
+    // Each replayed run is a complete AG-UI run, whatever its stored log holds: a start first, every
+    // message ended, one end (a log cut short gets RUN_ERROR).
+    let current: { input: RunStartedInput; started: boolean; ended: boolean; open: Map<string, 'text' | 'call'> } | undefined;
     try {
-      for (const run of runs) {
-        feed = threads.follow(input.threadId, run.runId, -1);
-        const startedInput: RunStartedInput = {
-          threadId: input.threadId,
-          runId: run.runId,
-          messages: toAgUiMessages(run.newMessages ?? []),
-          tools: [],
-          context: [],
-          state: {},
-          forwardedProps: {},
+      for (const [index, run] of runs.entries()) {
+        current = {
+          input: {
+            threadId: input.threadId,
+            runId: run.runId,
+            messages: toAgUiMessages([...(index === 0 ? before : []), ...(run.newMessages ?? [])]),
+            tools: [],
+            context: [],
+            state: {},
+            forwardedProps: {},
+          },
+          started: false,
+          ended: false,
+          open: new Map(),
         };
+        feed = threads.follow(input.threadId, run.runId, -1);
         for await (const event of feed) {
           if (res.destroyed) break;
-          if (!this.write(res, event, startedInput, interrupts)) await drained(res);
+          if (!current.started && event.type !== 'RunStarted') {
+            this.write(res, { type: 'RunStarted', threadId: input.threadId, runId: run.runId, sequence: -1 }, current.input, interrupts);
+          }
+          current.started = true;
+          track(current.open, event);
+          if (event.type === 'RunFinished') current.ended = true;
+          if (!this.write(res, event, current.input, interrupts)) await drained(res);
         }
         if (res.destroyed) break;
       }
     } catch (error) {
       caller.logger.warn({ err: error }, 'an AG-UI connect replay failed');
+      if (current?.started && !current.ended && !res.destroyed) {
+        for (const [id, kind] of current.open) {
+          res.write(this.encoder.encodeSSE((kind === 'text' ? { type: 'TEXT_MESSAGE_END', messageId: id } : { type: 'TOOL_CALL_END', toolCallId: id }) as BaseEvent));
+        }
+        const reason = toGatewayError(error);
+        res.write(this.encoder.encodeSSE({ type: 'RUN_ERROR', message: `The replay was cut short: ${reason.message}`, code: reason.code } as BaseEvent));
+      }
     } finally {
       clearInterval(keepAlive);
       if (!res.destroyed) res.end();
     }
   }
 
-  private async stop(res: ServerResponse, agentId: string, threadId: string, body: unknown): Promise<void> {
+  private async stop(res: ServerResponse, agentId: string, threadId: string, body: unknown, caller: AgUiCaller): Promise<void> {
     if (body !== undefined && body !== null && (!isObject(body) || Object.keys(body).some((key) => key !== 'runId') || (body.runId !== undefined && typeof body.runId !== 'string'))) {
       return sendJson(res, 400, { error: 'Invalid request body', message: 'The body of a stop is {} or {"runId": "…"}.', code: 'BAD_USER_INPUT' });
     }
@@ -192,7 +220,7 @@ export class AgUiTransport {
       const stopped = await this.options.launcher.threads.stop(threadId, runId);
       return sendJson(res, 200, stopped ? { stopped: true } : { stopped: false, message: `No active run for thread '${threadId}'.` });
     } catch (error) {
-      return sendError(res, error, undefined);
+      return sendError(res, error, caller);
     }
   }
 
@@ -246,6 +274,14 @@ export class AgUiTransport {
     const converted = toAgUiEvent(event, { threadId: input.threadId, runId: input.runId, interrupts }, input);
     return converted ? res.write(this.encoder.encodeSSE(converted)) : true;
   }
+}
+
+/** Follows which messages and calls of a replayed run are open. */
+function track(open: Map<string, 'text' | 'call'>, event: SequencedEvent): void {
+  if (event.type === 'TextMessageStart') open.set(event.messageId, 'text');
+  else if (event.type === 'ActionExecutionStart') open.set(event.actionExecutionId, 'call');
+  else if (event.type === 'TextMessageEnd') open.delete(event.messageId);
+  else if (event.type === 'ActionExecutionEnd') open.delete(event.actionExecutionId);
 }
 
 /** What `readBody` answers when it has already answered the request (too large, not JSON). */

@@ -108,7 +108,7 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
       // Cross-site request forgery: a stop may be posted without a body, which a page elsewhere could
       // send without a preflight. Browsers name the page's origin on every cross-origin POST.
       if (req.method === 'POST' && typeof origin === 'string' && !originAllowed && !isSameOrigin(origin, req.headers.host)) {
-        return sendError(res, 'FORBIDDEN_ORIGIN', `The origin ${origin} is not allowed. Add it to CORS_ORIGINS.`);
+        return sendJson(res, 403, { error: 'FORBIDDEN_ORIGIN', message: `The origin ${origin} is not allowed. Add it to CORS_ORIGINS.`, code: 'FORBIDDEN_ORIGIN', requestId });
       }
       const caller = { requestId, logger: log, publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']) };
       void options.agUi.route(req, res, pathname, () => readAgUiBody(req, res, options.maxBodyBytes), caller).catch((error) => {
