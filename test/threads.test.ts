@@ -36,12 +36,13 @@ const STORES = [
 
 describe.each(STORES)('threads %s', (kind, storeOptions) => {
   /** A gateway (and, with Redis, a second instance on the same store). */
-  async function gateways(extra: GatewayOptions['threads'] = {}) {
+  async function gateways(extra: GatewayOptions['threads'] = {}, more: GatewayOptions = {}) {
     const threads = { ...storeOptions(), ...extra };
     const options: GatewayOptions = {
       adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 }),
       agents: { researcher: agUiAgent({ url: agentUrl }) },
       threads,
+      ...more,
     };
     const a = await start(options);
     // In memory, "another instance" is the same one: the store is this process's.
@@ -231,6 +232,23 @@ describe.each(STORES)('threads %s', (kind, storeOptions) => {
     expect(run.events.at(-2)).toMatchObject({ __typename: 'TextMessageEndEvent', messageStatus: { __typename: 'FailedMessageStatus' } });
     await until(async () => fake.abortedRequests, (n) => n > aborted, 'the model request closed');
     expect((await gql(b.url, STOP, { threadId })).data.stopCopilotRun).toBe(false);
+  });
+
+  it('stops a run still being admitted (its onBeforeRequest hook still waiting): it ends RUN_STOPPED without calling the model', async () => {
+    let entered!: () => void;
+    const inHook = new Promise<void>((resolve) => (entered = resolve));
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const { a, b } = await gateways({}, { hooks: { onBeforeRequest: async () => { entered(); await gate; } } });
+    const threadId = `admitting-${kind}`;
+    const calls = fake.requests.length;
+    const run = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=5]')], { threadId }) });
+    await inHook;
+    expect((await gql(b.url, STOP, { threadId })).data.stopCopilotRun).toBe(true);
+    release();
+    await run.done;
+    expect(run.events.at(-1).status.details.code).toBe('RUN_STOPPED');
+    expect(fake.requests.length).toBe(calls);
   });
 
   it('interrupts the active run instead of refusing, with onBusy "interrupt"', async () => {

@@ -38,6 +38,8 @@ const INTERRUPT_WAIT_MS = 5_000;
 export class ThreadService {
   /** Runs of this process, by thread and run id, so that a stop request finds them. */
   private readonly local = new Map<string, RunHandle>();
+  /** Stop requests for runs of this process still being admitted, with when they lapse. */
+  private readonly pendingStops = new Map<string, number>();
   private lastStoreWarning = 0;
 
   constructor(
@@ -46,7 +48,11 @@ export class ThreadService {
     private readonly logger: Logger,
   ) {
     store.onStopRequest((threadId, runId) => {
-      this.local.get(key(threadId, runId))?.abort(new GatewayError('RUN_STOPPED', 'The run was stopped (stopCopilotRun).'));
+      const runKey = key(threadId, runId);
+      const run = this.local.get(runKey);
+      if (run) run.abort(stopped());
+      // Not started yet (still being admitted): it is stopped when it starts, if it does within a minute.
+      else this.pendingStops.set(runKey, Date.now() + 60_000);
     });
   }
 
@@ -104,6 +110,12 @@ export class ThreadService {
   private attach(run: RunHandle, log: RunLog): void {
     const runKey = key(run.threadId, run.runId);
     this.local.set(runKey, run);
+    const stopAsked = this.pendingStops.get(runKey);
+    if (stopAsked !== undefined) {
+      this.pendingStops.delete(runKey);
+      if (stopAsked > Date.now()) run.abort(stopped());
+    }
+    for (const [pending, lapses] of this.pendingStops) if (lapses <= Date.now()) this.pendingStops.delete(pending);
     const unsubscribe = run.subscribe((event) => log.append(event));
     void run.finished.then(() => {
       unsubscribe();
@@ -147,6 +159,10 @@ export class ThreadService {
   close(): Promise<void> {
     return this.store.close();
   }
+}
+
+function stopped(): GatewayError {
+  return new GatewayError('RUN_STOPPED', 'The run was stopped (stopCopilotRun).');
 }
 
 function key(threadId: string, runId: string): string {

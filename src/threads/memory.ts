@@ -174,7 +174,9 @@ export class MemoryThreadStore implements ThreadStore {
   async requestStop(threadId: string, runId: string | undefined): Promise<string | undefined> {
     const thread = this.live(threadId, Date.now());
     const active = thread?.active;
-    if (!active || active.claimExpires !== undefined || (runId !== undefined && runId !== active.runId)) return undefined;
+    const now = Date.now();
+    if (!active || (active.claimExpires !== undefined && active.claimExpires <= now) || (runId !== undefined && runId !== active.runId)) return undefined;
+    // A run still being admitted (claimed, not yet started) is told too: it stops as soon as it starts.
     for (const handler of this.stopHandlers) handler(threadId, active.runId);
     return active.runId;
   }

@@ -314,8 +314,11 @@ export class RedisThreadStore implements ThreadStore {
     const [activeRunId, owner] = holder.split(' ');
     if (runId !== undefined && runId !== activeRunId) return undefined;
     const run = await this.run(threadId, activeRunId);
-    if (!run || run.finishedAt !== null) return undefined;
-    if (await this.call(() => this.redis.exists(this.key('instance', owner)))) {
+    if (run && run.finishedAt !== null) return undefined;
+    const ownerAlive = (await this.call(() => this.redis.exists(this.key('instance', owner)))) === 1;
+    // No record yet: a run still being admitted (claimed, not yet started) on a live instance stops as soon as it starts.
+    if (!run && !ownerAlive) return undefined;
+    if (ownerAlive) {
       await this.call(() => this.redis.publish(this.key('stop'), `${threadId}\u0000${activeRunId}`));
       return activeRunId;
     }
