@@ -18,16 +18,16 @@ export interface MemoryThreadStoreOptions extends ThreadStoreOptions {
 interface MemoryRun {
   record: RunRecord;
   events: SequencedEvent[];
-  feeds: Set<EventFeed>;
-  /** The output so far, while it runs. */
-  output: OutputCollector | undefined;
+  /** Readers following it live; made on the first (most runs never have one). */
+  feeds: Set<EventFeed> | undefined;
 }
 
 interface MemoryThread {
   threadId: string;
   /** The latest run's input (the transcript is it and what that run produced: see `transcript`). */
   input: Message[];
-  agentStates: Map<string, AgentStateRecord>;
+  /** Made on the first state (most threads never have one). */
+  agentStates: Map<string, AgentStateRecord> | undefined;
   runs: MemoryRun[];
   /** The run holding the thread: claimed (until `claimExpires`), or running. */
   active: { runId: string; claimExpires: number | undefined } | undefined;
@@ -66,7 +66,7 @@ export class MemoryThreadStore implements ThreadStore {
     const active = thread?.active;
     if (active && (active.claimExpires === undefined || active.claimExpires > now)) throw threadBusy(threadId, active.runId);
     if (!thread) {
-      thread = { threadId, input: [], agentStates: new Map(), runs: [], active: undefined, bytes: 0, touched: now };
+      thread = { threadId, input: [], agentStates: undefined, runs: [], active: undefined, bytes: 0, touched: now };
       this.threads.set(threadId, thread);
     }
     const runId = thread.runs.some((run) => run.record.runId === proposedRunId) ? freshRunId : proposedRunId;
@@ -86,14 +86,13 @@ export class MemoryThreadStore implements ThreadStore {
     let thread = this.threads.get(threadId);
     if (!thread) {
       // Dropped since its claim (only possible under a bound far too small): kept again from here.
-      thread = { threadId, input: [], agentStates: new Map(), runs: [], active: undefined, bytes: 0, touched: now };
+      thread = { threadId, input: [], agentStates: undefined, runs: [], active: undefined, bytes: 0, touched: now };
       this.threads.set(threadId, thread);
     }
     const run: MemoryRun = {
       record: { runId, status: PENDING, lastSequence: -1, startedAt: new Date(now), finishedAt: null, newMessages: [...newMessages] },
       events: [],
-      feeds: new Set(),
-      output: new OutputCollector(),
+      feeds: undefined,
     };
     thread.active = { runId, claimExpires: undefined };
     this.resize(thread, messagesBytes(input) - messagesBytes(thread.input));
@@ -112,14 +111,12 @@ export class MemoryThreadStore implements ThreadStore {
   private append(thread: MemoryThread, run: MemoryRun, event: SequencedEvent): void {
     run.events.push(event);
     run.record.lastSequence = event.sequence;
-    run.output?.add(event);
     this.resize(thread, eventBytes(event));
     const state = agentStateOf(event, run.record.runId);
-    if (state) thread.agentStates.set(state.agentName, state);
+    if (state) (thread.agentStates ??= new Map()).set(state.agentName, state);
     if (event.type === 'RunFinished') {
       run.record.status = event.status.code === 'Success' ? RUN_SUCCESS : event.status;
       run.record.finishedAt = new Date();
-      run.output = undefined;
       if (thread.active?.runId === run.record.runId) thread.active = undefined;
       // Finished: its chunks are kept merged (a few events instead of one per token), still replayable from any sequence.
       const before = eventsBytes(run.events);
@@ -127,7 +124,7 @@ export class MemoryThreadStore implements ThreadStore {
       this.resize(thread, eventsBytes(run.events) - before);
       this.touch(thread, Date.now());
     }
-    for (const feed of run.feeds) feed.push(event);
+    if (run.feeds) for (const feed of run.feeds) feed.push(event);
     if (event.type === 'RunFinished') this.enforceBounds();
   }
 
@@ -141,7 +138,7 @@ export class MemoryThreadStore implements ThreadStore {
     return {
       threadId,
       messages: [...messages],
-      agentStates: [...thread.agentStates.values()],
+      agentStates: [...(thread.agentStates?.values() ?? [])],
       runs: thread.runs.map((run) => ({ ...run.record })),
     };
   }
@@ -165,8 +162,9 @@ export class MemoryThreadStore implements ThreadStore {
     // Joined after the end of a finished run: nothing more will come.
     if (run.record.finishedAt !== null) feed.end();
     if (!feed.done) {
-      run.feeds.add(feed);
-      feed.whenClosed(() => run.feeds.delete(feed));
+      const feeds = (run.feeds ??= new Set());
+      feeds.add(feed);
+      feed.whenClosed(() => feeds.delete(feed));
     }
     return feed;
   }
@@ -223,7 +221,7 @@ export class MemoryThreadStore implements ThreadStore {
   private pinned(thread: MemoryThread, now: number): boolean {
     const active = thread.active;
     if (active && (active.claimExpires === undefined || active.claimExpires > now)) return true;
-    return thread.runs.some((run) => run.feeds.size > 0);
+    return thread.runs.some((run) => (run.feeds?.size ?? 0) > 0);
   }
 
   private touch(thread: MemoryThread, now: number): void {
@@ -239,11 +237,9 @@ export class MemoryThreadStore implements ThreadStore {
   private transcript(thread: MemoryThread): Message[] {
     const latest = thread.runs[thread.runs.length - 1];
     if (!latest) return thread.input;
-    let output = latest.output;
-    if (!output) {
-      output = new OutputCollector();
-      for (const event of latest.events) output.add(event);
-    }
+    // Read from the events (a running run's output is not kept twice while it runs).
+    const output = new OutputCollector();
+    for (const event of latest.events) output.add(event);
     return transcriptOf(thread.input, output.current());
   }
 
