@@ -222,6 +222,16 @@ describe('Redis going away', () => {
     }
   }, 30_000);
 
+  it('lets Redis expire a thread THREAD_TTL_SECONDS after its last run', async () => {
+    const a = await start(options({ ttlSeconds: 1 }));
+    const threadId = 'expiring';
+    const run = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=2]')], { threadId }) });
+    await run.done;
+    await until(() => gql(a.url, THREAD, { threadId }), (answer) => answer.data?.copilotThread?.runs[0]?.finishedAt, 'the run recorded');
+    const gone = await until(() => gql(a.url, THREAD, { threadId }), (answer) => answer.data?.copilotThread === null, 'the thread expired', 5_000);
+    expect(gone.data.copilotThread).toBeNull();
+  }, 30_000);
+
   it('serves new runs unrecorded while Redis is down (onStoreFailure "serve"), or refuses them with STORE_UNAVAILABLE ("fail"); thread reads fail clearly', async () => {
     const serving = await start(options());
     const failing = await start(options({ onStoreFailure: 'fail' }));
