@@ -25,6 +25,7 @@ import { RunLauncher } from './engine/launcher.js';
 import { ThreadService } from './engine/threads.js';
 import { createThreadStore, resolveThreadsOptions, type ResolvedThreadsOptions, type ThreadsOptions } from './threads/options.js';
 import { redactedUrl } from './threads/redis.js';
+import type { ThreadStore } from './threads/store.js';
 import { resolveHooks, type RequestHooks } from './engine/hooks.js';
 import { ObservedAdapter, resolveObservability, type ObservabilityOptions } from './adapters/observed.js';
 import { resolveModelLimits, type ModelLimits, type ModelLimitsOptions } from './engine/model-limits.js';
@@ -245,6 +246,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     sandbox: config.sandbox,
     explorer: new OfflineExplorer(config.path),
     agUi: new AgUiTransport({ launcher, path: config.path, keepAliveMs: config.keepAliveMs, version: GATEWAY_VERSION }),
+    readiness: () => readiness(state === 'listening', threads.store, config.threads.onStoreFailure),
   }));
 
   let state: 'created' | 'listening' | 'closed' = 'created';
@@ -354,8 +356,8 @@ function resolveOptions(options: GatewayOptions): ResolvedOptions {
   if (!options.adapter && !actions.some((action) => action?.name === demoTimeAction.name)) actions.push(demoTimeAction);
 
   const path = options.path ?? '/api/copilotkit';
-  if (typeof path !== 'string' || !/^\/[\w\-./~]*$/.test(path) || path === '/health') {
-    throw new ConfigurationError(`options.path must be a URL path starting with "/", other than /health (got ${JSON.stringify(path)}).`);
+  if (typeof path !== 'string' || !/^\/[\w\-./~]*$/.test(path) || path === '/health' || path === '/ready') {
+    throw new ConfigurationError(`options.path must be a URL path starting with "/", other than /health and /ready (got ${JSON.stringify(path)}).`);
   }
   if (options.corsOrigins !== undefined && (!Array.isArray(options.corsOrigins) || options.corsOrigins.some((o) => typeof o !== 'string'))) {
     throw new ConfigurationError('options.corsOrigins must be an array of origins such as "https://app.example.com".');
@@ -409,6 +411,24 @@ function resolveOptions(options: GatewayOptions): ResolvedOptions {
 }
 
 const LISTEN_BACKLOG = 4096;
+
+/**
+ * Whether this instance should get traffic. Not while it is not listening (starting, or closed). With
+ * Redis unreachable it still is when new runs are served regardless (onStoreFailure "serve": taking
+ * every instance out of rotation at once would turn a degraded service into an outage), not when they
+ * are refused ("fail").
+ */
+function readiness(listening: boolean, store: ThreadStore, onStoreFailure: 'serve' | 'fail'): { ready: boolean; checks: Record<string, unknown> } {
+  const storeHealthy = store.healthy();
+  const ready = listening && (storeHealthy || onStoreFailure === 'serve');
+  return {
+    ready,
+    checks: {
+      listening,
+      threadStore: { kind: store.kind, reachable: storeHealthy, ...(storeHealthy ? {} : { onStoreFailure }) },
+    },
+  };
+}
 
 /** The gateway's version, as AG-UI's /info reports it: from the package.json above this file (src/ or dist/src/). */
 const GATEWAY_VERSION: string = (() => {

@@ -24,7 +24,8 @@ describe('createGateway options', () => {
   it.each([
     [{ nope: 1 }, /Unknown option "nope"/],
     [{ path: 'api' }, /options\.path must be a URL path starting with "\/"/],
-    [{ path: '/health' }, /other than \/health/],
+    [{ path: '/health' }, /other than \/health and \/ready/],
+    [{ path: '/ready' }, /other than \/health and \/ready/],
     [{ environment: 'staging' }, /options\.environment must be "development" or "production"/],
     [{ adapter: {} }, /options\.adapter must be a model adapter/],
     [{ maxRounds: 0 }, /options\.maxRounds must be a whole number from 1 to 100 \(got 0\)/],

@@ -179,3 +179,14 @@ describe('a gateway flooded with threads', () => {
     }
   });
 });
+
+describe('/ready', () => {
+  const { start } = gatewaysPerTest();
+
+  it('is ready while listening, with the in-memory store', async () => {
+    const gateway = await start();
+    const response = await fetch(new URL('/ready', gateway.url));
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ status: 'ready', checks: { listening: true, threadStore: { kind: 'memory', reachable: true } } });
+  });
+});

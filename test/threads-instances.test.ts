@@ -235,8 +235,17 @@ describe('Redis going away', () => {
   it('serves new runs unrecorded while Redis is down (onStoreFailure "serve"), or refuses them with STORE_UNAVAILABLE ("fail"); thread reads fail clearly', async () => {
     const serving = await start(options());
     const failing = await start(options({ onStoreFailure: 'fail' }));
+    const ready = async (url: string) => {
+      const response = await fetch(new URL('/ready', url));
+      return { status: response.status, body: await response.json() };
+    };
+    expect(await ready(serving.url)).toEqual({ status: 200, body: { status: 'ready', checks: { listening: true, threadStore: { kind: 'redis', reachable: true } } } });
     await redis.stop();
     try {
+      // Still serving (degraded) is ready; refusing new runs is not.
+      const degraded = await until(() => ready(serving.url), (answer) => answer.body.checks.threadStore.reachable === false, 'Redis seen down');
+      expect(degraded).toEqual({ status: 200, body: { status: 'ready', checks: { listening: true, threadStore: { kind: 'redis', reachable: false, onStoreFailure: 'serve' } } } });
+      expect(await ready(failing.url)).toMatchObject({ status: 503, body: { status: 'not ready' } });
       const served = watch(serving.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=2]')], { threadId: 'redis-down' }) });
       await served.done;
       expect(served.events.at(-1).status.code).toBe('Success');

@@ -30,6 +30,8 @@ export interface HttpTransportOptions {
   explorer: OfflineExplorer;
   /** The AG-UI runtime protocol (CopilotKit ≥1.50) under the same path. */
   agUi: AgUiTransport;
+  /** What `/ready` answers: whether this instance should get traffic, and why. */
+  readiness: () => { ready: boolean; checks: Record<string, unknown> };
 }
 
 /** What the client can take, read from its Accept header. */
@@ -70,6 +72,10 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
     }
     if (pathname === '/health' && (req.method === 'GET' || req.method === 'HEAD')) {
       return sendJson(res, 200, { status: 'ok' });
+    }
+    if (pathname === '/ready' && (req.method === 'GET' || req.method === 'HEAD')) {
+      const { ready, checks } = options.readiness();
+      return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not ready', checks });
     }
     if (options.explorer.owns(pathname) && (req.method === 'GET' || req.method === 'HEAD')) {
       if (!options.sandbox) return sendPage(res, explorerOffPage(path), 404);
