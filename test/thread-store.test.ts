@@ -3,7 +3,8 @@ import type { SequencedEvent } from '../src/core/events.js';
 import type { Message } from '../src/core/messages.js';
 import { RUN_SUCCESS } from '../src/core/status.js';
 import { withHistory } from '../src/engine/threads.js';
-import { closingEvents, compact } from '../src/threads/log.js';
+import { EventFeed } from '../src/threads/feed.js';
+import { closingEvents } from '../src/threads/log.js';
 import { MemoryThreadStore } from '../src/threads/memory.js';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { FakeOpenAI } from './support/fake-openai.js';
@@ -136,9 +137,13 @@ describe('history completion (withHistory)', () => {
 });
 
 describe('replays', () => {
-  it('merge consecutive chunks of one message without losing or reordering anything', () => {
+  it('merge consecutive chunks of one message without losing or reordering anything', async () => {
     const events = runEvents('r', 5, 2);
-    const compacted = compact(events);
+    // What a joiner's feed gives when the whole log is pushed before it reads.
+    const feed = new EventFeed(-1);
+    for (const event of events) feed.push(event);
+    const compacted: SequencedEvent[] = [];
+    for await (const event of feed) compacted.push(event);
     expect(compacted.map((e) => e.type)).toEqual(['RunStarted', 'TextMessageStart', 'TextMessageContent', 'TextMessageEnd', 'RunFinished']);
     expect(compacted[2]).toMatchObject({ content: 'xxxxxxxxxx', sequence: 6 });
     // The log itself is untouched.

@@ -261,7 +261,7 @@ describe('Redis going away', () => {
       await redis.restart();
     }
     // Back: runs are recorded again.
-    const recorded = await until(
+    await until(
       async () => {
         const run = watch(failing.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=1]')], { threadId: 'redis-back' }) });
         await run.done;
@@ -270,7 +270,6 @@ describe('Redis going away', () => {
       (ok) => ok,
       'a run admitted once Redis is back',
     );
-    expect(recorded).toBe(true);
     const thread = await until(() => gql(failing.url, THREAD, { threadId: 'redis-back' }), (answer) => answer.data?.copilotThread?.runs.length > 0, 'the run recorded');
     expect(thread.data.copilotThread.runs.at(-1).status.code).toBe('Success');
   }, 60_000);

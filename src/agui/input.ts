@@ -1,5 +1,6 @@
 import { RunAgentInputSchema } from '@ag-ui/core/schemas';
 import { BadUserInputError } from '../core/errors.js';
+import { MAX_ID_LENGTH } from '../core/ids.js';
 import type { Message, MetaEventInput, ToolDefinition } from '../core/messages.js';
 import type { RunRequest } from '../engine/request.js';
 
@@ -25,8 +26,6 @@ type AgUiMessage = {
   toolCalls?: { id: string; type: string; function: { name: string; arguments: string } }[];
   toolCallId?: string;
 };
-
-const MAX_ID_LENGTH = 256;
 
 /**
  * Checks a request body against AG-UI's own schema (the one the stock client's input satisfies); a

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { GenerateCopilotResponseInput, MessageInput } from '../../generated/graphql.js';
+import { MAX_ID_LENGTH } from '../core/ids.js';
 import { BadUserInputError, NotSupportedError } from '../core/errors.js';
 import type { Message, MetaEventInput, ToolDefinition } from '../core/messages.js';
 import type { AgentStateInput, RunRequest } from '../engine/request.js';
@@ -9,7 +10,6 @@ import type { AgentStateInput, RunRequest } from '../engine/request.js';
  * checked and converted. Every mistake is a BAD_USER_INPUT that names the field.
  */
 
-const MAX_ID_LENGTH = 256;
 
 const MESSAGE_FIELDS = [
   'textMessage',

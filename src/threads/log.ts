@@ -106,28 +106,6 @@ export function mergeEvents(last: SequencedEvent, event: SequencedEvent, own: bo
 }
 
 /**
- * Events for a replay, compacted without loss: consecutive chunks of one message (or argument stream)
- * merged into one event carrying the last chunk's sequence. Nothing is reordered or dropped.
- */
-export function compact(events: readonly SequencedEvent[]): SequencedEvent[] {
-  const out: SequencedEvent[] = [];
-  let lastIsOwn = false;
-  for (const event of events) {
-    const last = out[out.length - 1];
-    // Agent state snapshots are not merged in a replay: each is part of the run's history.
-    const merged = last && event.type !== 'AgentStateMessage' ? mergeEvents(last, event, lastIsOwn) : undefined;
-    if (merged) {
-      out[out.length - 1] = merged;
-      lastIsOwn = true;
-    } else {
-      out.push(event);
-      lastIsOwn = false;
-    }
-  }
-  return out;
-}
-
-/**
  * The events that end a run cut short (its instance lost, or stopped with no instance to tell): every
  * text message and action call left open ended as Failed, then RunFinished with `status`, numbered
  * after the log's last event.

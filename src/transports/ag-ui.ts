@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BaseEvent } from '@ag-ui/core';
 import { EventEncoder } from '@ag-ui/encoder';
 import type { Logger } from 'pino';
-import { drained } from './drain.js';
+import { drained, sendJson } from './responses.js';
 import { toAgUiMessages } from '../agents/ag-ui-messages.js';
 import { GatewayError, statusOf, toGatewayError, type ErrorCode } from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
@@ -303,18 +303,6 @@ function sendError(res: ServerResponse, error: unknown, caller: AgUiCaller | und
 function methodNotAllowed(res: ServerResponse, allow: string): void {
   res.setHeader('allow', allow);
   sendJson(res, 405, { error: 'Method not allowed', code: 'BAD_REQUEST' });
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  if (res.headersSent) {
-    if (!res.destroyed) res.end();
-    return;
-  }
-  const text = JSON.stringify(body);
-  res.statusCode = status;
-  res.setHeader('content-type', 'application/json; charset=utf-8');
-  res.setHeader('content-length', Buffer.byteLength(text));
-  res.end(text);
 }
 
 function decode(segment: string): string {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HeaderMap, type ApolloServer, type HTTPGraphQLResponse } from '@apollo/server';
 import type { Logger } from 'pino';
-import { drained } from './drain.js';
+import { drained, sendJson } from './responses.js';
 import { OPERATION_ENDED } from '../core/abort.js';
 import { statusOf, type ErrorCode } from '../core/errors.js';
 import type { GatewayContext } from '../graphql/context.js';
@@ -443,12 +443,6 @@ function sendPage(res: ServerResponse, html: string, status = 200): void {
 /** An answer of the transport itself, with the status of the code's entry in the error table. */
 function sendError(res: ServerResponse, code: ErrorCode, message: string, extensions: Record<string, unknown> = {}): void {
   sendJson(res, statusOf(code), { errors: [{ message, extensions: { code, ...extensions } }] });
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  res.statusCode = status;
-  res.setHeader('content-type', 'application/json; charset=utf-8');
-  res.end(JSON.stringify(body));
 }
 
 /** A header's value (the first, when repeated); undefined when absent or empty. */
