@@ -6,6 +6,8 @@ import type { GoogleAdapterOptions } from './adapters/google.js';
 import type { OpenAIAdapterOptions } from './adapters/openai.js';
 import type { ModelLimitsOptions } from './engine/model-limits.js';
 import type { ThreadsOptions } from './threads/options.js';
+import type { JwtOptions } from './auth/jwt.js';
+import type { RateLimitOptions } from './limits/rate-limiter.js';
 
 /** The settings `npm start` reads from the environment (see the README's table). */
 export interface EnvironmentSettings {
@@ -44,6 +46,19 @@ export interface EnvironmentSettings {
    * THREAD_BUSY_POLICY, STORE_FAILURE_POLICY: where threads are kept and how.
    */
   threads: ThreadsOptions;
+  /** GATEWAY_API_KEYS, JWT_JWKS_URL or JWT_SECRET, JWT_ISSUER, JWT_AUDIENCE: who may call. None: everyone. */
+  auth: { apiKeys: string[]; jwt?: JwtOptions };
+  /** RATE_LIMIT_REQUESTS_PER_MINUTE, RATE_LIMIT_CONCURRENT_RUNS: per client. */
+  rateLimits: RateLimitOptions;
+  /** TRUST_PROXY: proxies in front whose X-Forwarded-For is believed. */
+  trustProxy?: number;
+  /** SHUTDOWN_GRACE_MS: how long runs get to finish on SIGTERM. */
+  shutdownGraceMs?: number;
+  /** METRICS (on unless "false"), METRICS_TOKEN. */
+  metrics: boolean | { token: string };
+  /** MODEL_FIRST_TOKEN_TIMEOUT_MS, AGENT_FIRST_EVENT_TIMEOUT_MS. */
+  modelFirstTokenTimeoutMs?: number;
+  agentFirstEventTimeoutMs?: number;
 }
 
 /** A provider npm start can run, with its adapter's options. */
@@ -97,7 +112,53 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
     allowClientMcpServers: clientMcpServers(env),
     ...readGuardrailsUrl(env),
     threads: readThreads(env),
+    auth: readAuth(env),
+    rateLimits: {
+      requestsPerMinute: wholeNumber(env, 'RATE_LIMIT_REQUESTS_PER_MINUTE', 'requests') ?? 0,
+      concurrentRuns: wholeNumber(env, 'RATE_LIMIT_CONCURRENT_RUNS', 'runs') ?? 0,
+    },
+    ...optional('trustProxy', countOf(env, 'TRUST_PROXY')),
+    ...optional('shutdownGraceMs', countOf(env, 'SHUTDOWN_GRACE_MS')),
+    metrics: readMetrics(env),
+    ...optional('modelFirstTokenTimeoutMs', milliseconds(env, 'MODEL_FIRST_TOKEN_TIMEOUT_MS')),
+    ...optional('agentFirstEventTimeoutMs', milliseconds(env, 'AGENT_FIRST_EVENT_TIMEOUT_MS')),
   };
+}
+
+function optional<K extends string>(name: K, value: number | undefined): { [key in K]?: number } {
+  return (value === undefined ? {} : { [name]: value }) as { [key in K]?: number };
+}
+
+/** A whole number, 0 allowed; undefined when unset or empty. */
+function countOf(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  const value = env[name]?.trim();
+  if (!value) return undefined;
+  const number = Number(value);
+  if (!Number.isSafeInteger(number) || number < 0) throw new ConfigurationError(`${name} must be a whole number, 0 or more (got ${JSON.stringify(value)}).`);
+  return number;
+}
+
+function readAuth(env: NodeJS.ProcessEnv): EnvironmentSettings['auth'] {
+  const apiKeys = list(env.GATEWAY_API_KEYS);
+  const jwksUrl = env.JWT_JWKS_URL?.trim() || undefined;
+  const secret = env.JWT_SECRET?.trim() || undefined;
+  const issuer = env.JWT_ISSUER?.trim() || undefined;
+  const audience = env.JWT_AUDIENCE?.trim() || undefined;
+  if (!jwksUrl && !secret) {
+    if (issuer || audience) throw new ConfigurationError('JWT_ISSUER and JWT_AUDIENCE need JWT_JWKS_URL or JWT_SECRET.');
+    return { apiKeys };
+  }
+  return { apiKeys, jwt: { ...(jwksUrl ? { jwksUrl } : {}), ...(secret ? { secret } : {}), ...(issuer ? { issuer } : {}), ...(audience ? { audience } : {}) } };
+}
+
+function readMetrics(env: NodeJS.ProcessEnv): boolean | { token: string } {
+  const switched = env.METRICS?.trim().toLowerCase();
+  if (switched && switched !== 'true' && switched !== 'false') throw new ConfigurationError(`METRICS must be true or false (got ${JSON.stringify(env.METRICS)}).`);
+  if (switched === 'false') return false;
+  const token = env.METRICS_TOKEN?.trim();
+  if (!token) return true;
+  if (token.length < 16) throw new ConfigurationError('METRICS_TOKEN must be at least 16 characters.');
+  return { token };
 }
 
 function readThreads(env: NodeJS.ProcessEnv): ThreadsOptions {

@@ -19,12 +19,17 @@ import { StaticAgentSource } from './agents/agent.js';
 import { CopilotKitEndpoint, type RemoteEndpointOptions } from './agents/copilotkit-endpoint.js';
 import type { AgentDefinition } from './agents/definitions.js';
 import { AgentRegistry } from './agents/registry.js';
-import { ConfigurationError } from './core/errors.js';
+import { ConfigurationError, GatewayError } from './core/errors.js';
+import type { Authenticate } from './auth/authenticate.js';
+import { MemoryRateLimiter, resolveRateLimits, type RateLimiter, type RateLimitOptions, type ResolvedRateLimits } from './limits/rate-limiter.js';
+import { RedisRateLimiter } from './limits/redis-rate-limiter.js';
+import { GatewayMetrics } from './observability/metrics.js';
+import { AccessControl } from './transports/access.js';
 import { Guardrails, type GuardrailsOptions } from './engine/guardrails.js';
 import { RunLauncher } from './engine/launcher.js';
 import { ThreadService } from './engine/threads.js';
 import { createThreadStore, resolveThreadsOptions, type ResolvedThreadsOptions, type ThreadsOptions } from './threads/options.js';
-import { redactedUrl } from './threads/redis.js';
+import { RedisThreadStore, redactedUrl } from './threads/redis.js';
 import type { ThreadStore } from './threads/store.js';
 import { resolveHooks, type RequestHooks } from './engine/hooks.js';
 import { ObservedAdapter, resolveObservability, type ObservabilityOptions } from './adapters/observed.js';
@@ -129,6 +134,27 @@ export interface GatewayOptions {
    * bounds and lifetime, and the one-run-per-thread policy. See ThreadsOptions.
    */
   threads?: ThreadsOptions;
+  /**
+   * Says who is asking, for every HTTP request (GraphQL and AG-UI) and WebSocket connection
+   * (`connection_init`): `apiKeyAuthenticator(keys)`, `jwtAuthenticator({jwksUrl | secret, issuer?,
+   * audience?})`, `anyOf(…)` of them, or your own. Off by default: everyone is served.
+   */
+  authenticate?: Authenticate;
+  /** Requests per minute and concurrent runs per client (principal, or address); off by default. Shared through Redis when threads are. */
+  rateLimits?: RateLimitOptions;
+  /** Proxies in front of the gateway whose X-Forwarded-For is believed for the client's address. @default 0 */
+  trustProxy?: number;
+  /** How long in-flight runs get to finish on `shutdown()` (SIGTERM) before they are ended. @default 25000 */
+  shutdownGraceMs?: number;
+  /**
+   * Prometheus metrics at GET /metrics: `true`, or `{token}` to require `Authorization: Bearer <token>`.
+   * @default true
+   */
+  metrics?: boolean | { token?: string };
+  /** How long the model may think before its first chunk of each call (then modelIdleTimeoutMs applies). @default 120000 */
+  modelFirstTokenTimeoutMs?: number;
+  /** How long an agent may take before its first event of each call (then agentIdleTimeoutMs applies). @default 300000 */
+  agentFirstEventTimeoutMs?: number;
 }
 
 export interface Gateway {
@@ -143,7 +169,14 @@ export interface Gateway {
    * A port in use (or not allowed, or a host that is not this machine's) is a ConfigurationError.
    */
   listen(port?: number, host?: string): Promise<string>;
-  /** Stops accepting work, ends open connections and releases the port. */
+  /**
+   * Drains, then closes: readiness goes false and new runs are refused (SHUTTING_DOWN) at once;
+   * runs in flight get `graceMs` (default shutdownGraceMs) to finish; those still going are ended
+   * with a Failed status (SHUTTING_DOWN), their records completed in the thread store; then
+   * WebSocket clients are closed with 1001 and everything is released.
+   */
+  shutdown(graceMs?: number): Promise<void>;
+  /** Stops accepting work, ends open connections and releases the port (at once: see `shutdown`). */
   close(): Promise<void>;
 }
 
@@ -151,6 +184,7 @@ const OPTION_NAMES = new Set([
   'adapter', 'actions', 'agents', 'remoteEndpoints', 'discoveryWaitMs', 'path', 'logger', 'environment', 'corsOrigins', 'allowLoopbackOrigins', 'sandbox',
   'maxRounds', 'modelIdleTimeoutMs', 'agentIdleTimeoutMs', 'actionTimeoutMs', 'maxBodyBytes', 'maxConcurrentRuns', 'allowedHosts', 'keepAliveMs',
   'modelLimits', 'mcpServers', 'allowClientMcpServers', 'guardrails', 'hooks', 'observability', 'threads',
+  'authenticate', 'rateLimits', 'trustProxy', 'shutdownGraceMs', 'metrics', 'modelFirstTokenTimeoutMs', 'agentFirstEventTimeoutMs',
 ]);
 
 /** Apollo Studio and the embedded Sandbox call the endpoint from these origins. */
@@ -161,16 +195,20 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const config = resolveOptions(options);
   const logger = config.logger;
   const schema = buildSchema();
+  const metrics = config.metrics ? new GatewayMetrics(() => launcher.activeRuns) : undefined;
   // One HTTP client (one connection pool per origin) for every agent, remote action and discovery.
-  const upstream = new UpstreamClient();
+  const upstream = new UpstreamClient({ onRetry: metrics ? (who, reason) => metrics.upstreamRetry(who, reason) : undefined });
   const endpoints = config.remoteEndpoints.map((endpoint, index) => new CopilotKitEndpoint(endpoint, index, upstream, logger));
   const configuredAgents = Object.entries(config.agents).map(([name, definition]) =>
     definition.create(name, { upstream, logger }, `options.agents.${name}`),
   );
   const agents = new AgentRegistry([new StaticAgentSource(configuredAgents), ...endpoints], config.discoveryWaitMs, logger);
   const mcp = new McpServers(config.mcpServers, config.allowClientMcpServers, config.discoveryWaitMs, logger);
-  const threads = new ThreadService(createThreadStore(config.threads, logger), config.threads, logger);
-  const launcher = new RunLauncher({
+  const store = createThreadStore(config.threads, logger);
+  const threads = new ThreadService(metrics ? metrics.meteredStore(store) : store, config.threads, logger);
+  const limiter = rateLimiter(config.rateLimits, store, logger);
+  const access = new AccessControl(config.authenticate, limiter, config.trustProxy, logger);
+  const launcher: RunLauncher = new RunLauncher({
     threads,
     adapter: config.observability ? new ObservedAdapter(config.adapter, config.observability) : config.adapter,
     hooks: config.hooks,
@@ -184,6 +222,11 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     actionTimeoutMs: config.actionTimeoutMs,
     maxConcurrentRuns: config.maxConcurrentRuns,
     modelLimits: config.modelLimits,
+    modelFirstTokenTimeoutMs: config.modelFirstTokenTimeoutMs,
+    agentFirstEventTimeoutMs: config.agentFirstEventTimeoutMs,
+    limiter,
+    onRunStarted: metrics ? (run, kind) => metrics.observeRun(run, kind) : undefined,
+    onUpstreamCall: metrics ? (name, error) => metrics.upstreamCall(name, error) : undefined,
   });
   const cors = new CorsPolicy(
     [...config.corsOrigins, ...(config.sandbox ? APOLLO_STUDIO_ORIGINS : [])],
@@ -203,6 +246,8 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     maxPayloadBytes: config.maxBodyBytes,
     keepAliveMs: config.keepAliveMs,
     introspection: config.sandbox,
+    access,
+    onConnection: metrics ? (delta) => metrics.webSocket(delta) : undefined,
   });
   const apollo = new ApolloServer<GatewayContext>({
     schema,
@@ -242,14 +287,30 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     hosts,
     logger,
     maxBodyBytes: config.maxBodyBytes,
-    sseKeepAliveMs: config.keepAliveMs,
+    keepAliveMs: config.keepAliveMs,
     sandbox: config.sandbox,
     explorer: new OfflineExplorer(config.path),
-    agUi: new AgUiTransport({ launcher, path: config.path, keepAliveMs: config.keepAliveMs, version: GATEWAY_VERSION }),
-    readiness: () => readiness(state === 'listening', threads.store, config.threads.onStoreFailure),
+    agUi: new AgUiTransport({ launcher, path: config.path, keepAliveMs: config.keepAliveMs, version: GATEWAY_VERSION, onStream: metrics && ((delta) => metrics.httpStream(delta)) }),
+    readiness: () => readiness(state, store, config.threads.onStoreFailure, endpoints),
+    access,
+    metrics: metrics && { render: () => metrics.render(), token: config.metricsToken },
+    onStream: metrics && ((delta) => metrics.httpStream(delta)),
+    draining: () => state === 'draining',
   }));
 
-  let state: 'created' | 'listening' | 'closed' = 'created';
+  let state: 'created' | 'listening' | 'draining' | 'closed' = 'created';
+  let shuttingDown: Promise<void> | undefined;
+  const close = async () => {
+    if (state === 'closed') return;
+    state = 'closed';
+    for (const endpoint of endpoints) endpoint.stop();
+    if (apolloStarted) await apollo.stop();
+    await mcp.close();
+    await limiter?.close();
+    await threads.close();
+    await upstream.close();
+    await config.adapter.close?.();
+  };
   let apolloStarted = false;
   return {
     server,
@@ -289,16 +350,27 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
       return `http://${shownHost}:${address.port}${config.path}`;
     },
-    async close() {
-      if (state === 'closed') return;
-      state = 'closed';
-      for (const endpoint of endpoints) endpoint.stop();
-      if (apolloStarted) await apollo.stop();
-      await mcp.close();
-      await threads.close();
-      await upstream.close();
-      await config.adapter.close?.();
+    shutdown(graceMs = config.shutdownGraceMs) {
+      shuttingDown ??= (async () => {
+        if (state !== 'listening') return close();
+        state = 'draining';
+        const started = Date.now();
+        logger.info({ activeRuns: launcher.activeRuns, graceMs }, 'draining: no new runs; waiting for the runs in flight');
+        // Connections that are idle now are closed; busy ones get "Connection: close" on their next answer.
+        server.closeIdleConnections();
+        const grace = AbortSignal.timeout(graceMs);
+        await launcher.drain(grace);
+        const left = launcher.activeRuns;
+        if (left > 0) {
+          logger.warn({ runs: left, graceMs }, 'the grace period is over: ending the runs still going');
+          await launcher.abortAll(new GatewayError('SHUTTING_DOWN', 'The server is shutting down: the run was ended before it finished. Its events so far are kept; start it again.'));
+        }
+        logger.info({ drainedInMs: Date.now() - started, ended: left }, 'drained; closing');
+        await close();
+      })();
+      return shuttingDown;
     },
+    close,
   };
 }
 
@@ -329,6 +401,14 @@ interface ResolvedOptions {
   hooks: RequestHooks;
   observability: ObservabilityOptions | undefined;
   threads: ResolvedThreadsOptions;
+  authenticate: Authenticate | undefined;
+  rateLimits: ResolvedRateLimits;
+  trustProxy: number;
+  shutdownGraceMs: number;
+  metrics: boolean;
+  metricsToken: string | undefined;
+  modelFirstTokenTimeoutMs: number;
+  agentFirstEventTimeoutMs: number;
 }
 
 function resolveOptions(options: GatewayOptions): ResolvedOptions {
@@ -407,7 +487,41 @@ function resolveOptions(options: GatewayOptions): ResolvedOptions {
     hooks: resolveHooks(options.hooks),
     observability: resolveObservability(options.observability),
     threads: resolveThreadsOptions(options.threads),
+    authenticate: resolveAuthenticate(options.authenticate),
+    rateLimits: resolveRateLimits(options.rateLimits),
+    trustProxy: integerOption('trustProxy', options.trustProxy, 0, 0, 10),
+    shutdownGraceMs: integerOption('shutdownGraceMs', options.shutdownGraceMs, 25_000, 0, 3_600_000),
+    metrics: options.metrics === undefined ? true : options.metrics !== false,
+    metricsToken: resolveMetricsToken(options.metrics),
+    modelFirstTokenTimeoutMs: integerOption('modelFirstTokenTimeoutMs', options.modelFirstTokenTimeoutMs, 120_000, 1, 3_600_000),
+    agentFirstEventTimeoutMs: integerOption('agentFirstEventTimeoutMs', options.agentFirstEventTimeoutMs, 300_000, 1, 3_600_000),
   };
+}
+
+function resolveAuthenticate(authenticate: unknown): Authenticate | undefined {
+  if (authenticate === undefined) return undefined;
+  if (typeof authenticate !== 'function') {
+    throw new ConfigurationError('options.authenticate must be a function (request) => principal | null, such as apiKeyAuthenticator([...]) or jwtAuthenticator({...}).');
+  }
+  return authenticate as Authenticate;
+}
+
+function resolveMetricsToken(metrics: unknown): string | undefined {
+  if (metrics === undefined || typeof metrics === 'boolean') return undefined;
+  if (metrics === null || typeof metrics !== 'object') throw new ConfigurationError('options.metrics must be true, false or {token}.');
+  const token = (metrics as { token?: unknown }).token;
+  if (token !== undefined && (typeof token !== 'string' || token.length < 16)) throw new ConfigurationError('options.metrics.token must be at least 16 characters.');
+  return token as string | undefined;
+}
+
+/**
+ * The rate limiter: none when no limit is set; shared through the thread store's Redis connection
+ * when threads are kept in Redis; in memory otherwise.
+ */
+function rateLimiter(limits: ResolvedRateLimits, store: ThreadStore, logger: Logger): RateLimiter | undefined {
+  if (limits.requestsPerMinute === 0 && limits.concurrentRuns === 0) return undefined;
+  if (store instanceof RedisThreadStore) return new RedisRateLimiter(limits, () => store.commands, store.keyPrefix, logger);
+  return new MemoryRateLimiter(limits);
 }
 
 const LISTEN_BACKLOG = 4096;
@@ -418,14 +532,24 @@ const LISTEN_BACKLOG = 4096;
  * every instance out of rotation at once would turn a degraded service into an outage), not when they
  * are refused ("fail").
  */
-function readiness(listening: boolean, store: ThreadStore, onStoreFailure: 'serve' | 'fail'): { ready: boolean; checks: Record<string, unknown> } {
+function readiness(
+  state: 'created' | 'listening' | 'draining' | 'closed',
+  store: ThreadStore,
+  onStoreFailure: 'serve' | 'fail',
+  endpoints: readonly CopilotKitEndpoint[],
+): { ready: boolean; checks: Record<string, unknown> } {
   const storeHealthy = store.healthy();
-  const ready = listening && (storeHealthy || onStoreFailure === 'serve');
+  const listening = state === 'listening' || state === 'draining';
+  const draining = state === 'draining';
+  const ready = state === 'listening' && (storeHealthy || onStoreFailure === 'serve');
   return {
     ready,
     checks: {
       listening,
+      draining,
       threadStore: { kind: store.kind, reachable: storeHealthy, ...(storeHealthy ? {} : { onStoreFailure }) },
+      // Reported, not required: one unreachable endpoint must not take every instance out of rotation.
+      ...(endpoints.length ? { remoteEndpoints: endpoints.map((endpoint) => ({ endpoint: endpoint.label, reachable: !endpoint.unreachable })) } : {}),
     },
   };
 }

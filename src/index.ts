@@ -23,6 +23,11 @@ export type { UpstreamHttpOptions, BeforeRequestContext } from './agents/http-op
 export type { RetryPolicy } from './upstream/retry.js';
 export { langGraphAgent, type LangGraphAgentOptions } from './agents/langgraph.js';
 export type { AgentDefinition } from './agents/definitions.js';
+export { anyOf, type Authenticate, type AuthenticationRequest } from './auth/authenticate.js';
+export { apiKeyAuthenticator } from './auth/api-keys.js';
+export { jwtAuthenticator, type JwtOptions } from './auth/jwt.js';
+export type { Principal } from './core/principal.js';
+export type { RateLimitOptions } from './limits/rate-limiter.js';
 
 /** The members of the schema's unions and interfaces, for Apollo Client: `new InMemoryCache({ possibleTypes })`. */
 export const possibleTypes = generatedPossibleTypes.possibleTypes;

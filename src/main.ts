@@ -10,6 +10,9 @@ import { langGraphAgent } from './agents/langgraph.js';
 import { readEnvironment, type ProviderSettings } from './env.js';
 import { ConfigurationError } from './core/errors.js';
 import { createGateway } from './gateway.js';
+import { anyOf, type Authenticate } from './auth/authenticate.js';
+import { apiKeyAuthenticator } from './auth/api-keys.js';
+import { jwtAuthenticator, type JwtOptions } from './auth/jwt.js';
 
 async function main(): Promise<void> {
   const env = readEnvironment(process.env);
@@ -42,6 +45,13 @@ async function main(): Promise<void> {
     allowClientMcpServers: env.allowClientMcpServers,
     ...(env.guardrailsUrl ? { guardrails: { url: env.guardrailsUrl } } : {}),
     threads: env.threads,
+    authenticate: authenticator(env.auth),
+    rateLimits: env.rateLimits,
+    ...(env.trustProxy !== undefined ? { trustProxy: env.trustProxy } : {}),
+    ...(env.shutdownGraceMs !== undefined ? { shutdownGraceMs: env.shutdownGraceMs } : {}),
+    metrics: env.metrics,
+    ...(env.modelFirstTokenTimeoutMs !== undefined ? { modelFirstTokenTimeoutMs: env.modelFirstTokenTimeoutMs } : {}),
+    ...(env.agentFirstEventTimeoutMs !== undefined ? { agentFirstEventTimeoutMs: env.agentFirstEventTimeoutMs } : {}),
   });
   const url = await gateway.listen(env.port, env.host);
   const mode = providerMode(env.provider);
@@ -56,18 +66,39 @@ async function main(): Promise<void> {
     logger.info({ sandbox: url, offlineExplorer: `${url}/graphiql` }, `Explorers: Apollo Sandbox at ${url} (online), GraphiQL at ${url}/graphiql (offline)`);
   }
 
+  // The first signal drains (readiness false, runs finish within the grace period, then close);
+  // a second one exits at once.
+  let stopping = false;
   const shutdown = (signal: string) => {
-    logger.info(`${signal} received, shutting down`);
-    gateway.close().then(
-      () => process.exit(0),
+    if (stopping) {
+      logger.warn(`${signal} received again: exiting without waiting`);
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info(`${signal} received, draining`);
+    gateway.shutdown().then(
+      () => {
+        logger.info('shut down');
+        logger.flush();
+        process.exit(0);
+      },
       (error) => {
         logger.error({ err: error }, 'shutdown failed');
         process.exit(1);
       },
     );
   };
-  process.once('SIGINT', () => shutdown('SIGINT'));
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+}
+
+/** The authentication the environment asks for: API keys, a JWT, either, or none. */
+function authenticator(auth: { apiKeys: string[]; jwt?: JwtOptions }): Authenticate | undefined {
+  const methods: Authenticate[] = [];
+  if (auth.apiKeys.length) methods.push(apiKeyAuthenticator(auth.apiKeys));
+  if (auth.jwt) methods.push(jwtAuthenticator(auth.jwt));
+  if (methods.length === 0) return undefined;
+  return methods.length === 1 ? methods[0] : anyOf(...methods);
 }
 
 function modelAdapter(provider: ProviderSettings | undefined): ModelAdapter | undefined {

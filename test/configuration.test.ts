@@ -1,4 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
+import { apiKeyAuthenticator } from '../src/auth/api-keys.js';
+import { jwtAuthenticator } from '../src/auth/jwt.js';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { readEnvironment } from '../src/env.js';
 import { ConfigurationError } from '../src/core/errors.js';
@@ -108,7 +110,47 @@ describe('the environment read by npm start', () => {
       mcpServers: [],
       allowClientMcpServers: false,
       threads: {},
+      auth: { apiKeys: [] },
+      rateLimits: { requestsPerMinute: 0, concurrentRuns: 0 },
+      metrics: true,
     });
+  });
+
+  it('reads authentication, rate limits, draining, metrics and the first-token timeouts', () => {
+    expect(
+      readEnvironment({
+        GATEWAY_API_KEYS: 'first-key-0123456789, second-key-0123456789',
+        JWT_JWKS_URL: 'https://issuer.example/.well-known/jwks.json',
+        JWT_ISSUER: 'https://issuer.example/',
+        JWT_AUDIENCE: 'copilot',
+        RATE_LIMIT_REQUESTS_PER_MINUTE: '120',
+        RATE_LIMIT_CONCURRENT_RUNS: '4',
+        TRUST_PROXY: '1',
+        SHUTDOWN_GRACE_MS: '0',
+        METRICS_TOKEN: 'scrape-token-0123456789',
+        MODEL_FIRST_TOKEN_TIMEOUT_MS: '90000',
+        AGENT_FIRST_EVENT_TIMEOUT_MS: '600000',
+      }),
+    ).toMatchObject({
+      auth: { apiKeys: ['first-key-0123456789', 'second-key-0123456789'], jwt: { jwksUrl: 'https://issuer.example/.well-known/jwks.json', issuer: 'https://issuer.example/', audience: 'copilot' } },
+      rateLimits: { requestsPerMinute: 120, concurrentRuns: 4 },
+      trustProxy: 1,
+      shutdownGraceMs: 0,
+      metrics: { token: 'scrape-token-0123456789' },
+      modelFirstTokenTimeoutMs: 90000,
+      agentFirstEventTimeoutMs: 600000,
+    });
+    expect(readEnvironment({ METRICS: 'false' }).metrics).toBe(false);
+    expect(() => readEnvironment({ JWT_ISSUER: 'x' })).toThrow('JWT_ISSUER and JWT_AUDIENCE need JWT_JWKS_URL or JWT_SECRET.');
+    expect(() => readEnvironment({ TRUST_PROXY: 'yes' })).toThrow('TRUST_PROXY must be a whole number');
+    expect(() => readEnvironment({ METRICS_TOKEN: 'short' })).toThrow('METRICS_TOKEN must be at least 16 characters.');
+  });
+
+  it('refuses API keys and JWT settings that cannot be safe', () => {
+    expect(() => apiKeyAuthenticator(['short'])).toThrow('at least 16 characters');
+    expect(() => jwtAuthenticator({ secret: 'too-short' })).toThrow('at least 32 characters');
+    expect(() => jwtAuthenticator({})).toThrow('exactly one of a JWKS URL');
+    expect(() => jwtAuthenticator({ jwksUrl: 'ftp://x' })).toThrow('http(s) URL');
   });
 
   it('reads where threads are kept and how: REDIS_URL and the thread settings', () => {

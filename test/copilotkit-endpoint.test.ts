@@ -327,7 +327,7 @@ describe('retries of /agents/execute', () => {
     const g = await gateway({ agentIdleTimeoutMs: 200 });
     const aborted = endpoint.abortedRequests;
     const outcome = await runAgent(g, 'crewAgent', '[stall]');
-    expect(outcome.status.details).toMatchObject({ code: 'UPSTREAM_TIMEOUT', description: 'Agent "crewAgent" sent nothing for 200 ms and was cut off.' });
+    expect(outcome.status.details).toMatchObject({ code: 'UPSTREAM_TIMEOUT', description: 'Agent "crewAgent" sent nothing for 200 ms between events (agentIdleTimeoutMs) and was cut off.' });
     expect(outcome.status.details.originalError.details).toEqual({ agentName: 'crewAgent' });
     await eventually(() => endpoint.abortedRequests > aborted, 'the silent agent\'s request to be closed');
   });

@@ -45,7 +45,7 @@ function request(overrides: Partial<RunRequest> = {}): RunRequest {
 
 function startRun(
   adapter: ModelAdapter,
-  options: { actions?: ServerAction[]; maxRounds?: number; idle?: number; actionTimeout?: number; logger?: typeof silentLogger; limits?: ModelLimitsOptions } = {},
+  options: { actions?: ServerAction[]; maxRounds?: number; idle?: number; first?: number; actionTimeout?: number; logger?: typeof silentLogger; limits?: ModelLimitsOptions } = {},
 ) {
   const events: SequencedEvent[] = [];
   const run = new Run({ threadId: 't1', runId: 'r1', logger: options.logger ?? silentLogger });
@@ -57,7 +57,9 @@ function startRun(
       agents: [],
       maxRounds: options.maxRounds ?? 5,
       modelIdleTimeoutMs: options.idle ?? 5_000,
+      modelFirstTokenTimeoutMs: options.first ?? options.idle ?? 5_000,
       agentIdleTimeoutMs: 5_000,
+      agentFirstEventTimeoutMs: 5_000,
       actionTimeoutMs: options.actionTimeout ?? 5_000,
       modelLimits: resolveModelLimits(options.limits ?? { allowedModels: '*' }, undefined),
     }),

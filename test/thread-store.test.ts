@@ -192,6 +192,6 @@ describe('/ready', () => {
     const gateway = await start();
     const response = await fetch(new URL('/ready', gateway.url));
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ status: 'ready', checks: { listening: true, threadStore: { kind: 'memory', reachable: true } } });
+    expect(await response.json()).toEqual({ status: 'ready', checks: { listening: true, draining: false, threadStore: { kind: 'memory', reachable: true } } });
   });
 });

@@ -239,12 +239,12 @@ describe('Redis going away', () => {
       const response = await fetch(new URL('/ready', url));
       return { status: response.status, body: await response.json() };
     };
-    expect(await ready(serving.url)).toEqual({ status: 200, body: { status: 'ready', checks: { listening: true, threadStore: { kind: 'redis', reachable: true } } } });
+    expect(await ready(serving.url)).toEqual({ status: 200, body: { status: 'ready', checks: { listening: true, draining: false, threadStore: { kind: 'redis', reachable: true } } } });
     await redis.stop();
     try {
       // Still serving (degraded) is ready; refusing new runs is not.
       const degraded = await until(() => ready(serving.url), (answer) => answer.body.checks.threadStore.reachable === false, 'Redis seen down');
-      expect(degraded).toEqual({ status: 200, body: { status: 'ready', checks: { listening: true, threadStore: { kind: 'redis', reachable: false, onStoreFailure: 'serve' } } } });
+      expect(degraded).toEqual({ status: 200, body: { status: 'ready', checks: { listening: true, draining: false, threadStore: { kind: 'redis', reachable: false, onStoreFailure: 'serve' } } } });
       expect(await ready(failing.url)).toMatchObject({ status: 503, body: { status: 'not ready' } });
       const served = watch(serving.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=2]')], { threadId: 'redis-down' }) });
       await served.done;

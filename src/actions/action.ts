@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Principal } from '../core/principal.js';
 import type { ToolDefinition } from '../core/messages.js';
 
 /** What an action is given besides its arguments. */
@@ -10,6 +11,8 @@ export interface ActionContext {
   /** Aborted when the client goes away or the action times out. */
   signal: AbortSignal;
   logger: Logger;
+  /** Who asked for the run, when authentication is on. */
+  principal?: Principal;
 }
 
 /**

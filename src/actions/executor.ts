@@ -2,12 +2,14 @@ import type { Logger } from 'pino';
 import { guardedChild } from '../core/abort.js';
 import { GatewayError, type ErrorCode } from '../core/errors.js';
 import type { ExecutableAction } from './action.js';
+import type { Principal } from '../core/principal.js';
 
 /** Who executes an action, and for which run. */
 export interface ExecutionContext {
   threadId: string;
   runId: string;
   properties: Record<string, unknown>;
+  principal?: Principal;
   logger: Logger;
   /** The run's signal: when it aborts, the action's own signal aborts and the execution stops waiting. */
   signal: AbortSignal;
@@ -55,6 +57,7 @@ export async function executeAction(action: ExecutableAction, rawArguments: stri
           threadId: context.threadId,
           runId: context.runId,
           properties: context.properties,
+          principal: context.principal,
           signal: child.signal,
           logger,
         }),

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { ContextEntry, ForwardedParameters, Message, MetaEventInput, ToolDefinition } from '../core/messages.js';
 import type { RunWriter } from '../core/writer.js';
+import type { Principal } from '../core/principal.js';
 
 /** The kinds of agents the gateway reaches. */
 export type AgentKind = 'copilotkit' | 'ag-ui' | 'langgraph';
@@ -25,6 +26,8 @@ export interface AgentRequest {
   /** The request's `properties` argument. */
   properties: Record<string, unknown>;
   forwardedParameters: ForwardedParameters;
+  /** Who asked for the run, when authentication is on (an agent client may pass it on). */
+  principal?: Principal;
   logger: Logger;
 }
 

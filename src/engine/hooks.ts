@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { ConfigurationError, GatewayError } from '../core/errors.js';
 import type { ContextEntry, Message } from '../core/messages.js';
+import type { Principal } from '../core/principal.js';
 import { OutputCollector } from '../threads/log.js';
 import type { RunRequest } from './request.js';
 import type { RunHandle } from './run.js';
@@ -13,6 +14,8 @@ export interface RequestHookContext {
   properties: Record<string, unknown>;
   /** The frontend's URL (`frontend.url`), when it sent one. */
   url: string | undefined;
+  /** Who is asking, when authentication is on. */
+  principal: Principal | undefined;
 }
 
 /** What `onBeforeRequest` gets besides: aborted when the client goes away while it runs. */
@@ -60,7 +63,15 @@ export async function beforeRequest(hooks: RequestHooks, request: RunRequest, ca
   const { logger, signal } = caller;
   let result: BeforeRequestResult | void;
   try {
-    result = await hooks.onBeforeRequest({ threadId: request.threadId, runId: request.runId, inputMessages: request.messages, properties: request.properties, url: request.url, signal });
+    result = await hooks.onBeforeRequest({
+      threadId: request.threadId,
+      runId: request.runId,
+      inputMessages: request.messages,
+      properties: request.properties,
+      url: request.url,
+      principal: request.principal,
+      signal,
+    });
   } catch (error) {
     if (error instanceof GatewayError) throw error;
     logger.error({ err: error }, 'the onBeforeRequest hook threw');
@@ -89,6 +100,7 @@ export function afterRequest(hooks: RequestHooks, request: RunRequest, run: RunH
         inputMessages: request.messages,
         properties: request.properties,
         url: request.url,
+        principal: request.principal,
         outputMessages: collector.current(),
         status: status.code === 'Failed' ? { code: 'Failed', errorCode: status.details.code } : { code: 'Success' },
       });

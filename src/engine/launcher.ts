@@ -15,6 +15,8 @@ import { repairTranscript } from './transcript.js';
 import { guardrailsApply, type Guardrails } from './guardrails.js';
 import { afterRequest, beforeRequest, type RequestHooks } from './hooks.js';
 import type { Admission, ThreadService } from './threads.js';
+import type { Principal } from '../core/principal.js';
+import type { RateLimiter } from '../limits/rate-limiter.js';
 
 /** Who asked for the run: the request's id and logger, and a signal aborted when the client goes away. */
 export interface RunCaller {
@@ -29,6 +31,10 @@ export interface RunCaller {
   signal?: AbortSignal;
   /** The request's Copilot Cloud public API key, for guardrails. */
   publicApiKey?: string;
+  /** Who is asking, when authentication is on: hooks, actions, agents and the thread store see it. */
+  principal?: Principal;
+  /** The key the caller's concurrent runs are counted under (its principal's id, or its address). */
+  client?: string;
 }
 
 export interface LauncherOptions extends AgentLoopOptions {
@@ -37,6 +43,8 @@ export interface LauncherOptions extends AgentLoopOptions {
   actionSources: readonly ActionSource[];
   agents: AgentRegistry;
   modelIdleTimeoutMs: number;
+  /** How long the model may take to send its first chunk of each call. */
+  modelFirstTokenTimeoutMs: number;
   /** Runs served at once; one more is refused with OVERLOADED. */
   maxConcurrentRuns: number;
   /** What clients may choose and send to the model (models, maxTokens, conversation size). */
@@ -49,6 +57,10 @@ export interface LauncherOptions extends AgentLoopOptions {
   hooks?: RequestHooks;
   /** One run per thread, conversations completed from the store, every run recorded. */
   threads?: ThreadService;
+  /** Concurrent runs per client (RATE_LIMITED beyond them). */
+  limiter?: RateLimiter;
+  /** Told of every run that starts, with its kind (metrics). */
+  onRunStarted?: (run: RunHandle, kind: 'model' | 'agent') => void;
 }
 
 /**
@@ -58,8 +70,52 @@ export interface LauncherOptions extends AgentLoopOptions {
  */
 export class RunLauncher {
   private active = 0;
+  /** The runs of this process, for a shutdown that ends those still going. */
+  private readonly running = new Set<Run>();
+  private draining: GatewayError | undefined;
+  private idleWaiters: (() => void)[] = [];
 
   constructor(private readonly options: LauncherOptions) {}
+
+  /** Runs going (or being admitted) in this process. */
+  get activeRuns(): number {
+    return this.active;
+  }
+
+  /**
+   * Refuses every new run from now on with SHUTTING_DOWN, and resolves once no run is going (at
+   * once when none is) or `signal` aborts, whichever comes first.
+   */
+  drain(signal: AbortSignal): Promise<void> {
+    this.draining ??= new GatewayError('SHUTTING_DOWN', 'This gateway instance is shutting down and starts no new runs; try again (another instance will answer).', {
+      details: { retryAfterSeconds: 1 },
+    });
+    if (this.active === 0 || signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      signal.addEventListener('abort', done, { once: true });
+      this.idleWaiters.push(done);
+    });
+  }
+
+  /** Ends every run still going with `reason` (its terminal Failed status); resolves when each has finished. */
+  async abortAll(reason: GatewayError): Promise<void> {
+    const runs = [...this.running];
+    for (const run of runs) run.abort(reason);
+    await Promise.all(runs.map((run) => run.finished));
+  }
+
+  private runEnded(): void {
+    this.active--;
+    if (this.active === 0 && this.idleWaiters.length) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const wake of waiters) wake();
+    }
+  }
 
   /** The thread store as the resolvers use it (copilotThread, joinCopilotRun, stopCopilotRun). */
   get threads(): ThreadService {
@@ -73,6 +129,7 @@ export class RunLauncher {
    * many runs) throw before anything runs.
    */
   async start<View>(asked: RunRequest, caller: RunCaller, attach: (run: RunHandle) => View): Promise<View> {
+    if (this.draining) throw this.draining;
     if (this.active >= this.options.maxConcurrentRuns) {
       throw new GatewayError('OVERLOADED', `The gateway is serving its most runs at once (${this.options.maxConcurrentRuns}); try again shortly.`);
     }
@@ -82,10 +139,13 @@ export class RunLauncher {
     let run: Run;
     let view: View;
     let admission: Admission | undefined;
+    let releasePlace: (() => void) | undefined;
     try {
+      releasePlace = await this.clientPlace(caller);
       // The thread is taken before anything else is asked (THREAD_BUSY), and the conversation completed from it.
-      admission = this.options.threads ? await this.options.threads.admit(asked, caller.logger) : undefined;
-      const admitted = admission?.request ?? asked;
+      const owned = caller.principal ? { ...asked, principal: caller.principal } : asked;
+      admission = this.options.threads ? await this.options.threads.admit(owned, caller.logger) : undefined;
+      const admitted = admission?.request ?? owned;
       const request = hooks.onBeforeRequest ? await beforeRequest(hooks, admitted, caller) : admitted;
       const guarded = guardrailsApply(request.guardrails, request.messages);
       if (guarded && !caller.publicApiKey) {
@@ -99,9 +159,18 @@ export class RunLauncher {
       admission?.record(run);
       view = attach(run);
       afterRequest(hooks, request, run, run.logger);
-      run.start(driver).finally(() => this.active--);
+      this.options.onRunStarted?.(run, request.agentSession ? 'agent' : 'model');
+      this.running.add(run);
+      const started = run;
+      const release = releasePlace;
+      run.start(driver).finally(() => {
+        this.running.delete(started);
+        release?.();
+        this.runEnded();
+      });
     } catch (error) {
-      this.active--;
+      releasePlace?.();
+      this.runEnded();
       admission?.release();
       throw error;
     }
@@ -115,6 +184,19 @@ export class RunLauncher {
       }
     }
     return view;
+  }
+
+  /** One of the client's places for a concurrent run (RATE_LIMITED when it has none left). */
+  private async clientPlace(caller: RunCaller): Promise<(() => void) | undefined> {
+    const limiter = this.options.limiter;
+    if (!limiter || limiter.limits.concurrentRuns === 0 || !caller.client) return undefined;
+    const place = await limiter.acquireRun(caller.client);
+    if (typeof place === 'number') {
+      throw new GatewayError('RATE_LIMITED', `This client already has its most runs going at once (${limiter.limits.concurrentRuns}); try again when one has finished.`, {
+        details: { retryAfterSeconds: Math.max(1, Math.ceil(place / 1000)) },
+      });
+    }
+    return place;
   }
 
   /** Every agent a client may ask for. */
@@ -134,10 +216,13 @@ export class RunLauncher {
     caller: RunCaller,
   ): Promise<AgentThreadState> {
     // The store unreachable: the agent is asked, as if the store had nothing.
-    const stored = await this.options.threads?.thread(threadId).catch((error: unknown) => {
+    const found = await this.options.threads?.threadFor(threadId, caller.principal).catch((error: unknown) => {
       if (error instanceof GatewayError && error.code === 'STORE_UNAVAILABLE') return undefined;
       throw error;
     });
+    // Another principal's thread: as if there were none, without asking the agent about it either.
+    if (found?.foreign) return { threadExists: false, state: {}, messages: [] };
+    const stored = found?.record;
     const storedState = stored?.agentStates.find((state) => state.agentName === agentName);
     if (stored && storedState) return { threadExists: true, state: parseState(storedState.state), messages: messagesToCopilotKitJson(stored.messages) };
     const agent = await this.options.agents.resolve(agentName);

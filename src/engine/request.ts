@@ -1,5 +1,6 @@
 import type { ContextEntry, ForwardedParameters, Message, MetaEventInput, ToolDefinition } from '../core/messages.js';
 import type { GuardrailsRules } from './guardrails.js';
+import type { Principal } from '../core/principal.js';
 
 /** An agent's state and config as a request carries them (GenerateCopilotResponseInput.agentStates). */
 export interface AgentStateInput {
@@ -27,6 +28,8 @@ export interface RunRequest {
   metaEvents: MetaEventInput[];
   /** The frontend's URL (`frontend.url`), for hooks. */
   url?: string;
+  /** Who asked, when authentication is on (set by the launcher from the caller, never from input). */
+  principal?: Principal;
   /** Copilot Cloud input guardrails (`cloud.guardrails.inputValidationRules`), when the request sets them. */
   guardrails?: GuardrailsRules;
 }

@@ -40,12 +40,21 @@ export interface RunContext {
    * Calls into code the gateway does not own (an adapter, an agent client) with the run's guarded
    * signal, and stops waiting as soon as the run aborts, even if that code ignores its signal; a call
    * that fails aborts the run's signal with its error, so whatever it still has going is told to stop.
-   * While it runs, an upstream that writes nothing for `idleTimeoutMs` fails the run with the
-   * error `onIdle` builds; every write resets the clock.
+   * While it runs, an upstream that writes nothing for `timeouts.firstMs` after the call starts, or
+   * for `timeouts.idleMs` between writes after its first, fails the run with the error
+   * `timeouts.onTimeout` builds; every write resets the clock.
    */
-  callUpstream(idleTimeoutMs: number, onIdle: () => GatewayError, call: (signal: AbortSignal) => Promise<void>): Promise<void>;
+  callUpstream(timeouts: UpstreamTimeouts, call: (signal: AbortSignal) => Promise<void>): Promise<void>;
   /** Ends, as Success, the text messages and action calls an upstream left open. */
   closeOpenMessages(): void;
+}
+
+/** How long an upstream call may be silent: before its first write (a model thinking), and between writes. */
+export interface UpstreamTimeouts {
+  firstMs: number;
+  idleMs: number;
+  /** The error the run fails with: `waitedMs` of silence, before the call's first write or after one. */
+  onTimeout: (waitedMs: number, beforeFirstWrite: boolean) => GatewayError;
 }
 
 /** One way of producing a run's events: the model round loop or the agent loop. */
@@ -174,7 +183,7 @@ export class Run implements RunHandle, RunWriter, RunContext {
     for (const id of this.openCalls) this.actionEnd(id);
   }
 
-  callUpstream(idleTimeoutMs: number, onIdle: () => GatewayError, call: (signal: AbortSignal) => Promise<void>): Promise<void> {
+  callUpstream(timeouts: UpstreamTimeouts, call: (signal: AbortSignal) => Promise<void>): Promise<void> {
     const signal = this.controller.signal;
     if (signal.aborted) return Promise.reject(signal.reason);
     return new Promise<void>((resolve, reject) => {
@@ -187,14 +196,17 @@ export class Run implements RunHandle, RunWriter, RunContext {
         else reject(error);
       };
       this.endCall = end;
-      // The idle clock: any write resets it (lastActivity); the timer re-arms for the time left.
-      this.lastActivity = performance.now();
+      // The idle clock: any write resets it (lastActivity); the timer re-arms for the time left. Until
+      // the call's first write the limit is the first-write one.
+      const started = (this.lastActivity = performance.now());
       const check = () => {
+        const beforeFirst = this.lastActivity === started;
+        const limit = beforeFirst ? timeouts.firstMs : timeouts.idleMs;
         const idle = performance.now() - this.lastActivity;
-        if (idle >= idleTimeoutMs) this.abort(onIdle());
-        else idleTimer = setTimeout(check, idleTimeoutMs - idle + 1);
+        if (idle >= limit) this.abort(timeouts.onTimeout(limit, beforeFirst));
+        else idleTimer = setTimeout(check, limit - idle + 1);
       };
-      idleTimer = setTimeout(check, idleTimeoutMs);
+      idleTimer = setTimeout(check, Math.min(timeouts.firstMs, timeouts.idleMs));
       let pending: Promise<void>;
       try {
         // An adapter in plain JavaScript may return nothing: that is a call that has finished.

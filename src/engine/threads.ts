@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { GatewayError } from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
 import type { Message } from '../core/messages.js';
+import type { Principal } from '../core/principal.js';
 import type { RunRecord, RunLog, ThreadRecord, ThreadStore } from '../threads/store.js';
 import type { RunRequest } from './request.js';
 import type { RunHandle } from './run.js';
@@ -89,8 +90,9 @@ export class ThreadService {
 
   private async claim(request: RunRequest) {
     const fresh = randomUUID();
+    const owner = request.principal?.id;
     try {
-      return await this.store.claim(request.threadId, request.runId, fresh);
+      return await this.store.claim(request.threadId, request.runId, fresh, owner);
     } catch (error) {
       if (this.policies.onBusy !== 'interrupt' || !(error instanceof GatewayError) || error.code !== 'THREAD_BUSY') throw error;
     }
@@ -100,7 +102,7 @@ export class ThreadService {
     for (let wait = 10; ; wait = Math.min(wait * 2, 250)) {
       await new Promise((resolve) => setTimeout(resolve, wait));
       try {
-        return await this.store.claim(request.threadId, request.runId, fresh);
+        return await this.store.claim(request.threadId, request.runId, fresh, owner);
       } catch (error) {
         if (!(error instanceof GatewayError) || error.code !== 'THREAD_BUSY' || Date.now() > deadline) throw error;
       }
@@ -130,13 +132,25 @@ export class ThreadService {
     logger.warn({ err: error, store: this.store.kind }, 'the thread store cannot be reached: runs are served unrecorded (onStoreFailure "serve")');
   }
 
-  thread(threadId: string): Promise<ThreadRecord | undefined> {
-    return this.store.thread(threadId);
+  /**
+   * The thread as `principal` may see it: undefined when the store has nothing of it or it belongs to
+   * another principal (indistinguishable, so thread ids reveal nothing). Without authentication
+   * (no principal) every thread is visible.
+   */
+  async thread(threadId: string, principal?: Principal): Promise<ThreadRecord | undefined> {
+    return (await this.threadFor(threadId, principal)).record;
   }
 
-  /** The run to join (the thread's latest when `runId` is omitted), or RUN_NOT_FOUND. */
-  async joinable(threadId: string, runId: string | undefined): Promise<RunRecord> {
-    const run = await this.store.run(threadId, runId);
+  /** The thread, or whether it is another principal's. */
+  async threadFor(threadId: string, principal?: Principal): Promise<{ record: ThreadRecord | undefined; foreign: boolean }> {
+    const record = await this.store.thread(threadId);
+    if (record && !mayUse(record.owner, principal)) return { record: undefined, foreign: true };
+    return { record, foreign: false };
+  }
+
+  /** The run to join (the thread's latest when `runId` is omitted), or RUN_NOT_FOUND (also for another principal's thread). */
+  async joinable(threadId: string, runId: string | undefined, principal?: Principal): Promise<RunRecord> {
+    const run = (await this.owns(threadId, principal)) ? await this.store.run(threadId, runId) : undefined;
     if (!run) {
       throw new GatewayError(
         'RUN_NOT_FOUND',
@@ -151,14 +165,26 @@ export class ThreadService {
     return this.store.follow(threadId, runId, afterSequence);
   }
 
-  /** Stops the thread's running run (that one, when `runId` is given); whether one was running. */
-  async stop(threadId: string, runId: string | undefined): Promise<boolean> {
+  /** Stops the thread's running run (that one, when `runId` is given); whether one was running (never for another principal's thread). */
+  async stop(threadId: string, runId: string | undefined, principal?: Principal): Promise<boolean> {
+    if (!(await this.owns(threadId, principal))) return false;
     return (await this.store.requestStop(threadId, runId)) !== undefined;
+  }
+
+  /** Whether `principal` may use the thread (always without authentication, or for a thread no one owns). */
+  private async owns(threadId: string, principal: Principal | undefined): Promise<boolean> {
+    if (!principal) return true;
+    return mayUse(await this.store.owner(threadId), principal);
   }
 
   close(): Promise<void> {
     return this.store.close();
   }
+}
+
+/** A thread with an owner is that principal's alone; one without (made before authentication was on) is anyone's. */
+function mayUse(owner: string | undefined, principal: Principal | undefined): boolean {
+  return principal === undefined || owner === undefined || owner === principal.id;
 }
 
 function stopped(): GatewayError {

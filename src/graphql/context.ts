@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { BadUserInputError } from '../core/errors.js';
+import type { Principal } from '../core/principal.js';
 import type { RunCaller, RunLauncher } from '../engine/launcher.js';
 
 /** Shared by every resolution of a run-starting field within one operation. */
@@ -26,6 +27,10 @@ export interface GatewayContext {
   acceptsIncremental: boolean;
   /** The request's Copilot Cloud public API key (X-CopilotCloud-Public-API-Key), for guardrails. */
   publicApiKey?: string;
+  /** Who is asking, when authentication is on. */
+  principal?: Principal;
+  /** The key the client's limits are counted under (its principal's id, or its address). */
+  client?: string;
 }
 
 /**
@@ -42,5 +47,13 @@ export function claimRun(context: GatewayContext): RunCaller {
 
 /** The engine's view of who is asking. */
 export function callerOf(context: GatewayContext): RunCaller {
-  return { requestId: context.requestId, logger: context.logger, logBindings: context.logBindings, signal: context.signal, publicApiKey: context.publicApiKey };
+  return {
+    requestId: context.requestId,
+    logger: context.logger,
+    logBindings: context.logBindings,
+    signal: context.signal,
+    publicApiKey: context.publicApiKey,
+    principal: context.principal,
+    client: context.client,
+  };
 }

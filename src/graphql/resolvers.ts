@@ -38,8 +38,8 @@ export const resolvers: Resolvers = {
     availableAgents: async (_parent, _args, { launcher }) => ({
       agents: (await launcher.listAgents()).map((agent) => ({ id: agent.name, name: agent.name, description: agent.description })),
     }),
-    copilotThread: async (_parent, { threadId }, { launcher }) => {
-      const thread = await launcher.threads.thread(checkedId(threadId, 'threadId'));
+    copilotThread: async (_parent, { threadId }, { launcher, principal }) => {
+      const thread = await launcher.threads.thread(checkedId(threadId, 'threadId'), principal);
       if (!thread) return null;
       const createdAt = thread.runs[thread.runs.length - 1]?.startedAt;
       return { threadId: thread.threadId, messages: messageOutputs(thread.messages, createdAt), agentStates: thread.agentStates, runs: thread.runs };
@@ -60,8 +60,8 @@ export const resolvers: Resolvers = {
       const caller = claimRun(context);
       return context.launcher.start(runRequestFromInput(data, properties), caller, createCopilotResponseView);
     },
-    stopCopilotRun: (_parent, { threadId, runId }, { launcher }) =>
-      launcher.threads.stop(checkedId(threadId, 'threadId'), runId == null ? undefined : checkedId(runId, 'runId')),
+    stopCopilotRun: (_parent, { threadId, runId }, { launcher, principal }) =>
+      launcher.threads.stop(checkedId(threadId, 'threadId'), runId == null ? undefined : checkedId(runId, 'runId'), principal),
   },
 
   Subscription: {
@@ -74,13 +74,13 @@ export const resolvers: Resolvers = {
       resolve: (event: any) => event,
     },
     joinCopilotRun: {
-      subscribe: async (_parent, { threadId, runId, afterSequence }, { launcher }) => {
+      subscribe: async (_parent, { threadId, runId, afterSequence }, { launcher, principal }) => {
         if (afterSequence != null && afterSequence < 0) {
           throw new BadUserInputError('afterSequence must be 0 or more (omit it to replay the whole run).', { field: 'afterSequence' });
         }
         const threads = launcher.threads;
         const thread = checkedId(threadId, 'threadId');
-        const run = await threads.joinable(thread, runId == null ? undefined : checkedId(runId, 'runId'));
+        const run = await threads.joinable(thread, runId == null ? undefined : checkedId(runId, 'runId'), principal);
         return threads.follow(thread, run.runId, afterSequence ?? -1);
       },
       resolve: (event: any) => event,

@@ -4,7 +4,7 @@ import type { Message } from '../core/messages.js';
 import { RUN_SUCCESS } from '../core/status.js';
 import { EventFeed } from './feed.js';
 import { OutputCollector, agentStateOf, transcriptOf } from './log.js';
-import { PENDING, type AgentStateRecord, type Claim, type RunInput, type RunLog, type RunRecord, type StopHandler, type ThreadRecord, type ThreadStore, type ThreadStoreOptions } from './store.js';
+import { PENDING, threadForbidden, type AgentStateRecord, type Claim, type RunInput, type RunLog, type RunRecord, type StopHandler, type ThreadRecord, type ThreadStore, type ThreadStoreOptions } from './store.js';
 
 export interface MemoryThreadStoreOptions extends ThreadStoreOptions {
   /** The most threads kept; the least recently used is dropped first. */
@@ -33,6 +33,8 @@ interface MemoryThread {
   active: { runId: string; claimExpires: number | undefined } | undefined;
   bytes: number;
   touched: number;
+  /** The principal it belongs to (authentication on), once claimed by one. */
+  owner: string | undefined;
 }
 
 /** Bytes counted per stored message or event besides its strings. */
@@ -60,15 +62,17 @@ export class MemoryThreadStore implements ThreadStore {
     return { threads: this.threads.size, bytes: this.bytes };
   }
 
-  async claim(threadId: string, proposedRunId: string, freshRunId: string): Promise<Claim> {
+  async claim(threadId: string, proposedRunId: string, freshRunId: string, owner?: string): Promise<Claim> {
     const now = Date.now();
     let thread = this.live(threadId, now);
+    if (owner !== undefined && thread?.owner !== undefined && thread.owner !== owner) throw threadForbidden(threadId);
     const active = thread?.active;
     if (active && (active.claimExpires === undefined || active.claimExpires > now)) throw threadBusy(threadId, active.runId);
     if (!thread) {
-      thread = { threadId, input: [], agentStates: undefined, runs: [], active: undefined, bytes: 0, touched: now };
+      thread = { threadId, input: [], agentStates: undefined, runs: [], active: undefined, bytes: 0, touched: now, owner: undefined };
       this.threads.set(threadId, thread);
     }
+    if (owner !== undefined) thread.owner = owner;
     const runId = thread.runs.some((run) => run.record.runId === proposedRunId) ? freshRunId : proposedRunId;
     thread.active = { runId, claimExpires: now + this.options.claimTimeoutMs };
     this.touch(thread, now);
@@ -86,7 +90,7 @@ export class MemoryThreadStore implements ThreadStore {
     let thread = this.threads.get(threadId);
     if (!thread) {
       // Dropped since its claim (only possible under a bound far too small): kept again from here.
-      thread = { threadId, input: [], agentStates: undefined, runs: [], active: undefined, bytes: 0, touched: now };
+      thread = { threadId, input: [], agentStates: undefined, runs: [], active: undefined, bytes: 0, touched: now, owner: undefined };
       this.threads.set(threadId, thread);
     }
     const run: MemoryRun = {
@@ -137,10 +141,15 @@ export class MemoryThreadStore implements ThreadStore {
     const messages = this.transcript(thread);
     return {
       threadId,
+      ...(thread.owner !== undefined ? { owner: thread.owner } : {}),
       messages: [...messages],
       agentStates: [...(thread.agentStates?.values() ?? [])],
       runs: thread.runs.map((run) => ({ ...run.record })),
     };
+  }
+
+  async owner(threadId: string): Promise<string | undefined> {
+    return this.live(threadId, Date.now())?.owner;
   }
 
   async run(threadId: string, runId?: string): Promise<RunRecord | undefined> {

@@ -9,7 +9,7 @@ import { RUN_SUCCESS, failedRun, type RunStatus } from '../core/status.js';
 import { EventFeed } from './feed.js';
 import { OutputCollector, agentStateOf, closingEvents, transcriptOf } from './log.js';
 import { threadBusy } from './memory.js';
-import { PENDING, type AgentStateRecord, type Claim, type RunInput, type RunLog, type RunRecord, type StopHandler, type ThreadRecord, type ThreadStore, type ThreadStoreOptions } from './store.js';
+import { PENDING, threadForbidden, type AgentStateRecord, type Claim, type RunInput, type RunLog, type RunRecord, type StopHandler, type ThreadRecord, type ThreadStore, type ThreadStoreOptions } from './store.js';
 
 export interface RedisThreadStoreOptions extends ThreadStoreOptions {
   /** `redis://[user:password@]host:port[/db]` or `rediss://…`. */
@@ -106,6 +106,15 @@ export class RedisThreadStore implements ThreadStore {
   }
 
 
+  /** The command connection (once started) and the key prefix, for the rate limits shared through the same Redis. */
+  get commands(): RedisClient | undefined {
+    return this.redis;
+  }
+
+  get keyPrefix(): string {
+    return this.options.keyPrefix;
+  }
+
   private key(...parts: string[]): string {
     return this.options.keyPrefix + parts.join(':');
   }
@@ -120,7 +129,7 @@ export class RedisThreadStore implements ThreadStore {
 
   // --- claims and runs -------------------------------------------------------------------
 
-  async claim(threadId: string, proposedRunId: string, freshRunId: string): Promise<Claim> {
+  async claim(threadId: string, proposedRunId: string, freshRunId: string, owner?: string): Promise<Claim> {
     const reply = await this.call(() =>
       this.redis.cgClaim(
         this.threadKey(threadId, 'lock'),
@@ -131,8 +140,11 @@ export class RedisThreadStore implements ThreadStore {
         freshRunId,
         this.instanceId,
         this.options.claimTimeoutMs,
+        owner ?? '',
+        this.options.ttlSeconds,
       ),
     );
+    if (reply[0] === 'forbidden') throw threadForbidden(threadId);
     if (reply[0] === 'busy') throw threadBusy(threadId, reply[1].split(' ')[0]);
     return { runId: reply[1], history: parseMessages(reply[2]) };
   }
@@ -214,7 +226,11 @@ export class RedisThreadStore implements ThreadStore {
       messages = transcriptOf(messages, output.current());
     }
     const agentStates = Object.values(states).map((json) => JSON.parse(json) as AgentStateRecord);
-    return { threadId, messages, agentStates, runs };
+    return { threadId, ...(meta.principal ? { owner: meta.principal } : {}), messages, agentStates, runs };
+  }
+
+  async owner(threadId: string): Promise<string | undefined> {
+    return (await this.call(() => this.redis.hget(this.threadKey(threadId, 'meta'), 'principal'))) ?? undefined;
   }
 
   async run(threadId: string, runId?: string): Promise<RunRecord | undefined> {
@@ -744,12 +760,19 @@ type ScriptedRedis = RedisClient & {
 
 /** The store's Lua scripts: [number of keys, source]. Keys of other runs are built from the thread's key prefix. */
 const SCRIPTS: Record<string, [number, string]> = {
-  // KEYS: lock, run (of the proposed id), meta, runs. ARGV: proposed id, fresh id, instance, claim timeout (ms).
-  // Answers {'busy', holder} or {'ok', run id, transcript}.
+  // KEYS: lock, run (of the proposed id), meta, runs. ARGV: proposed id, fresh id, instance, claim timeout (ms),
+  // owner ("" for none), ttl (s). Answers {'forbidden'} (another principal's thread), {'busy', holder}, or
+  // {'ok', run id, transcript}; a thread that belongs to no one becomes the owner's.
   cgClaim: [
     4,
-    `local holder = redis.call('GET', KEYS[1])
+    `local principal = redis.call('HGET', KEYS[3], 'principal')
+if ARGV[5] ~= '' and principal and principal ~= ARGV[5] then return {'forbidden', '', ''} end
+local holder = redis.call('GET', KEYS[1])
 if holder then return {'busy', holder, ''} end
+if ARGV[5] ~= '' and not principal then
+  redis.call('HSET', KEYS[3], 'principal', ARGV[5])
+  if redis.call('TTL', KEYS[3]) < 0 then redis.call('EXPIRE', KEYS[3], ARGV[6]) end
+end
 local runId = ARGV[1]
 if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('LPOS', KEYS[4], ARGV[1]) then runId = ARGV[2] end
 redis.call('SET', KEYS[1], runId .. ' ' .. ARGV[3], 'PX', ARGV[4])

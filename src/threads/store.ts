@@ -1,4 +1,4 @@
-import type { GatewayError } from '../core/errors.js';
+import { GatewayError } from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
 import type { Message } from '../core/messages.js';
 import type { RunStatus } from '../core/status.js';
@@ -20,9 +20,13 @@ export interface ThreadStore {
    * Takes the thread for a new run, or throws THREAD_BUSY (with the active run's id) when another run
    * holds it. Resolves with the id the run gets (the proposed one, or `freshRunId` when the thread
    * already has a run of that id) and the thread's transcript (empty for a new thread). Until `open` or
-   * `release`, the claim holds the thread for at most the store's lease.
+   * `release`, the claim holds the thread for at most the store's lease. With an `owner` (a principal's
+   * id): a thread that belongs to another principal is refused with THREAD_FORBIDDEN, and one that
+   * belongs to no one becomes the owner's.
    */
-  claim(threadId: string, proposedRunId: string, freshRunId: string): Promise<Claim>;
+  claim(threadId: string, proposedRunId: string, freshRunId: string, owner?: string): Promise<Claim>;
+  /** The principal the thread belongs to (set by its first claim with an owner), if any. */
+  owner(threadId: string): Promise<string | undefined>;
   /** Gives up a claim whose run did not start (the request was refused after the claim). */
   release(threadId: string, runId: string): void;
   /**
@@ -79,6 +83,8 @@ export interface RunLog {
 
 export interface ThreadRecord {
   threadId: string;
+  /** The principal it belongs to, when authentication was on for its runs. */
+  owner?: string;
   /** The transcript: the latest run's input, then what it produced (as far as it has got). */
   messages: Message[];
   /** The latest state of each agent that ran on the thread. */
@@ -116,6 +122,10 @@ export interface ThreadStoreOptions {
   ttlSeconds: number;
   /** The most runs kept per thread; older runs' logs are dropped. */
   maxRunsPerThread: number;
+}
+
+export function threadForbidden(threadId: string): GatewayError {
+  return new GatewayError('THREAD_FORBIDDEN', `Thread "${threadId}" belongs to someone else: start a new thread.`, { details: { threadId } });
 }
 
 export const PENDING: RunStatus = Object.freeze({ code: 'Pending' });

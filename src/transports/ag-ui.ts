@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BaseEvent } from '@ag-ui/core';
 import { EventEncoder } from '@ag-ui/encoder';
 import type { Logger } from 'pino';
+import type { Principal } from '../core/principal.js';
 import { drained, sendJson } from './responses.js';
 import { toAgUiMessages } from '../agents/ag-ui-messages.js';
 import { GatewayError, statusOf, toGatewayError, type ErrorCode } from '../core/errors.js';
@@ -19,6 +20,8 @@ export interface AgUiTransportOptions {
   keepAliveMs: number;
   /** Shown in /info. */
   version: string;
+  /** Told when an SSE stream starts and ends (metrics). */
+  onStream?: (delta: 1 | -1) => void;
 }
 
 /** Who asks, as the HTTP transport knows it. */
@@ -26,6 +29,10 @@ export interface AgUiCaller {
   requestId: string;
   logger: Logger;
   publicApiKey?: string;
+  /** Who is asking, when authentication is on: its threads only. */
+  principal?: Principal;
+  /** The key the caller's limits are counted under. */
+  client?: string;
 }
 
 /**
@@ -120,7 +127,7 @@ export class AgUiTransport {
       input = parseRunAgentInput(body);
       // No abort signal: a client that goes away leaves the run going (and recorded), as CopilotKit's
       // runtime does; `stop` ends it.
-      const runCaller = { requestId: caller.requestId, logger: caller.logger, logBindings: { protocol: 'ag-ui' }, publicApiKey: caller.publicApiKey };
+      const runCaller = { requestId: caller.requestId, logger: caller.logger, logBindings: { protocol: 'ag-ui' }, publicApiKey: caller.publicApiKey, principal: caller.principal, client: caller.client };
       stream = await this.options.launcher.start(runRequestFromAgUi(agentId, input), runCaller, (run) => new RunEventStream(run, true));
     } catch (error) {
       return sendError(res, error, caller);
@@ -147,7 +154,7 @@ export class AgUiTransport {
     try {
       input = parseRunAgentInput(body);
       await this.checkAgent(agentId);
-      thread = await this.options.launcher.threads.thread(input.threadId);
+      thread = await this.options.launcher.threads.thread(input.threadId, caller.principal);
     } catch (error) {
       return sendError(res, error, caller);
     }
@@ -217,7 +224,7 @@ export class AgUiTransport {
     try {
       await this.checkAgent(agentId);
       const runId = isObject(body) && typeof body.runId === 'string' ? body.runId : undefined;
-      const stopped = await this.options.launcher.threads.stop(threadId, runId);
+      const stopped = await this.options.launcher.threads.stop(threadId, runId, caller.principal);
       return sendJson(res, 200, stopped ? { stopped: true } : { stopped: false, message: `No active run for thread '${threadId}'.` });
     } catch (error) {
       return sendError(res, error, caller);
@@ -259,6 +266,11 @@ export class AgUiTransport {
     res.setHeader('connection', 'keep-alive');
     res.setHeader('x-accel-buffering', 'no');
     res.flushHeaders();
+    const onStream = this.options.onStream;
+    if (onStream) {
+      onStream(1);
+      res.once('close', () => onStream(-1));
+    }
   }
 
   /** Writes an event's AG-UI form; false when the socket's buffer is full (wait for 'drain'). */
@@ -291,6 +303,8 @@ function sendError(res: ServerResponse, error: unknown, caller: AgUiCaller | und
   const gatewayError = toGatewayError(error);
   if (gatewayError.code === 'INTERNAL_SERVER_ERROR') caller?.logger.error({ err: error }, 'an AG-UI request failed unexpectedly');
   const json = gatewayError.toJSON();
+  const retryAfter = gatewayError.details?.retryAfterSeconds;
+  if (typeof retryAfter === 'number' && !res.headersSent) res.setHeader('retry-after', String(retryAfter));
   sendJson(res, statusOf(gatewayError.code as ErrorCode), {
     error: gatewayError.code,
     message: gatewayError.code === 'INTERNAL_SERVER_ERROR' ? 'Unexpected error.' : gatewayError.message,

@@ -1,13 +1,14 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HeaderMap, type ApolloServer, type HTTPGraphQLResponse } from '@apollo/server';
 import type { Logger } from 'pino';
 import { drained, sendJson } from './responses.js';
 import { OPERATION_ENDED } from '../core/abort.js';
-import { statusOf, type ErrorCode } from '../core/errors.js';
+import { statusOf, type ErrorCode, type GatewayError } from '../core/errors.js';
 import type { GatewayContext } from '../graphql/context.js';
 import type { RunLauncher } from '../engine/launcher.js';
 import { NO_BODY, type AgUiTransport } from './ag-ui.js';
+import type { AccessControl, Admitted } from './access.js';
 import type { CorsPolicy } from './cors.js';
 import type { OfflineExplorer } from './explorer.js';
 import type { HostPolicy } from './hosts.js';
@@ -20,8 +21,8 @@ export interface HttpTransportOptions {
   hosts: HostPolicy;
   logger: Logger;
   maxBodyBytes: number;
-  /** Milliseconds between SSE keep-alive comments, so idle proxies do not cut a long run. */
-  sseKeepAliveMs: number;
+  /** Milliseconds between keep-alive signals on a streamed response (SSE comments, empty multipart parts), so idle proxies do not cut a long run. */
+  keepAliveMs: number;
   /**
    * Whether the explorers are served: Apollo Sandbox (GET with text/html) and the offline explorer
    * at `<path>/graphiql`. Off, a browser gets a page saying so.
@@ -30,8 +31,26 @@ export interface HttpTransportOptions {
   explorer: OfflineExplorer;
   /** The AG-UI runtime protocol (CopilotKit ≥1.50) under the same path. */
   agUi: AgUiTransport;
+  /** Authentication and requests per minute, checked before a request is read. */
+  access: AccessControl;
+  /** GET /metrics: Prometheus's text, behind a bearer token when one is set. Absent: 404. */
+  metrics?: { render: () => Promise<{ contentType: string; body: string }>; token?: string };
+  /** Told when a streamed response starts and ends (metrics). */
+  onStream?: (delta: 1 | -1) => void;
+  /** Whether the gateway is draining: answers ask clients to close their connections. */
+  draining: () => boolean;
   /** What `/ready` answers: whether this instance should get traffic, and why. */
   readiness: () => { ready: boolean; checks: Record<string, unknown> };
+}
+
+/** What the handler knows of a request once it is past the door. */
+interface AdmittedRequest {
+  pathname: string;
+  search: string;
+  agUiRoute: boolean;
+  wantsPage: boolean;
+  requestId: string;
+  log: Logger;
 }
 
 /** What the client can take, read from its Accept header. */
@@ -39,6 +58,11 @@ interface Acceptance {
   multipart: boolean;
   sse: boolean;
 }
+
+/** An empty part, between two of Apollo's parts (each ends with the delimiter "\r\n---"). */
+const MULTIPART_KEEP_ALIVE = '\r\ncontent-type: application/json; charset=utf-8\r\n\r\n\r\n---';
+/** How Apollo's last chunk ends: the closing delimiter. */
+const MULTIPART_END = '-----\r\n';
 
 /** The format Apollo streams in: the one the stock client (urql) merges correctly. */
 const LEGACY_MULTIPART = 'multipart/mixed; deferSpec=20220824';
@@ -50,7 +74,7 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
  * written as soon as it is ready; a client that goes away aborts its run.
  */
 export function createHttpHandler(options: HttpTransportOptions): (req: IncomingMessage, res: ServerResponse) => void {
-  const { apollo, path, cors, logger } = options;
+  const { apollo, path, cors, logger, access } = options;
 
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const started = performance.now();
@@ -77,6 +101,11 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
       const { ready, checks } = options.readiness();
       return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not ready', checks });
     }
+    // Draining: each answer asks the client to open its next request elsewhere.
+    if (options.draining()) res.shouldKeepAlive = false;
+    if (pathname === '/metrics' && options.metrics && (req.method === 'GET' || req.method === 'HEAD')) {
+      return serveMetrics(req, res, options.metrics, log);
+    }
     if (options.explorer.owns(pathname) && (req.method === 'GET' || req.method === 'HEAD')) {
       if (!options.sandbox) return sendPage(res, explorerOffPage(path), 404);
       return options.explorer.serve(req, res, pathname);
@@ -91,7 +120,7 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
     if (originAllowed) {
       res.setHeader('access-control-allow-origin', origin);
       res.setHeader('access-control-allow-credentials', 'true');
-      res.setHeader('access-control-expose-headers', 'x-request-id');
+      res.setHeader('access-control-expose-headers', 'x-request-id, retry-after');
     }
     res.setHeader('vary', 'Origin');
     if (req.method === 'OPTIONS') {
@@ -110,13 +139,36 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
       return;
     }
 
+    const wantsPage = !agUiRoute && req.method === 'GET' && /text\/html/i.test(req.headers.accept ?? '') && !/[?&]query=/.test(search);
+    if (wantsPage && !options.sandbox) return sendPage(res, explorerOffPage(path));
+    // Sandbox's page is public; everything it (or anyone) asks of the endpoint is authenticated and counted.
+    if (wantsPage || !access.active) {
+      return serve(req, res, { principal: undefined, client: `ip:${access.clientAddress(req) ?? 'unknown'}` }, { pathname, search, agUiRoute, wantsPage, requestId, log });
+    }
+    void access.admitHttp(req, log).then(
+      (admission) => {
+        if ('error' in admission) return sendRefusal(res, admission.error, agUiRoute, requestId);
+        serve(req, res, admission, { pathname, search, agUiRoute, wantsPage, requestId, log });
+      },
+      (error: unknown) => {
+        log.error({ err: error }, 'unexpected error admitting a request');
+        sendUnexpected(res, requestId);
+      },
+    );
+  };
+
+  /** A request past the door: AG-UI, or GraphQL through Apollo. */
+  const serve = (req: IncomingMessage, res: ServerResponse, admitted: Admitted, request: AdmittedRequest): void => {
+    const { pathname, search, agUiRoute, wantsPage, requestId, log } = request;
+    const origin = req.headers.origin;
+    const originAllowed = typeof origin === 'string' && cors.isAllowed(origin);
     if (agUiRoute) {
       // Cross-site request forgery: a stop may be posted without a body, which a page elsewhere could
       // send without a preflight. Browsers name the page's origin on every cross-origin POST.
       if (req.method === 'POST' && typeof origin === 'string' && !originAllowed && !isSameOrigin(origin, req.headers.host)) {
         return sendJson(res, 403, { error: 'FORBIDDEN_ORIGIN', message: `The origin ${origin} is not allowed. Add it to CORS_ORIGINS.`, code: 'FORBIDDEN_ORIGIN', requestId });
       }
-      const caller = { requestId, logger: log, publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']) };
+      const caller = { requestId, logger: log, publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']), principal: admitted.principal, client: admitted.client };
       void options.agUi.route(req, res, pathname, () => readAgUiBody(req, res, options.maxBodyBytes), caller).catch((error) => {
         log.error({ err: error }, 'unexpected error in the AG-UI transport');
         sendUnexpected(res, requestId);
@@ -124,8 +176,6 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
       return;
     }
 
-    const wantsPage = req.method === 'GET' && /text\/html/i.test(req.headers.accept ?? '') && !/[?&]query=/.test(search);
-    if (wantsPage && !options.sandbox) return sendPage(res, explorerOffPage(path));
     // Apollo's CSRF prevention, answered in the gateway's words (a GET for Sandbox's page passes).
     if (!(wantsPage && options.sandbox) && isSimpleRequest(req)) {
       return sendError(
@@ -136,7 +186,7 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
       );
     }
 
-    void handleGraphQL(req, res, search, requestId, log, options).catch((error) => {
+    void handleGraphQL(req, res, search, requestId, log, admitted, options).catch((error) => {
       log.error({ err: error }, 'unexpected error in the HTTP transport');
       sendUnexpected(res, requestId);
     });
@@ -159,6 +209,7 @@ async function handleGraphQL(
   search: string,
   requestId: string,
   log: Logger,
+  admitted: Admitted,
   options: HttpTransportOptions,
 ): Promise<void> {
   // When the response is over, nobody can read the run any more: stop it (a no-op once it ended,
@@ -187,7 +238,7 @@ async function handleGraphQL(
 
   // A single-route AG-UI envelope ({method, params, body}) rather than a GraphQL request ({query, …}).
   if (isAgUiEnvelope(body)) {
-    return options.agUi.envelope(res, body, { requestId, logger: log, publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']) });
+    return options.agUi.envelope(res, body, { requestId, logger: log, publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']), principal: admitted.principal, client: admitted.client });
   }
 
   const acceptance = readAcceptance(req.headers.accept);
@@ -207,19 +258,51 @@ async function handleGraphQL(
       allowance: { used: false },
       acceptsIncremental: acceptance.multipart || acceptance.sse,
       publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']),
+      principal: admitted.principal,
+      client: admitted.client,
     }),
   });
   if (response.body.kind === 'complete' && /^text\/html/i.test(response.headers.get('content-type') ?? '')) {
     response.body.string = options.explorer.withFallbackLink(response.body.string);
   }
-  await writeResponse(res, response, acceptance, options.sseKeepAliveMs, requestId);
+  if (response.body.kind === 'complete' || !options.onStream) return writeResponse(res, response, acceptance, options.keepAliveMs, requestId);
+  options.onStream(1);
+  try {
+    await writeResponse(res, response, acceptance, options.keepAliveMs, requestId);
+  } finally {
+    options.onStream(-1);
+  }
+}
+
+/** Prometheus's scrape: the metrics' text, behind the bearer token when one is set (compared in constant time). */
+function serveMetrics(req: IncomingMessage, res: ServerResponse, metrics: NonNullable<HttpTransportOptions['metrics']>, log: Logger): void {
+  if (metrics.token !== undefined) {
+    const offered = /^\s*bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1] ?? '';
+    const expected = createHash('sha256').update(metrics.token).digest();
+    if (!timingSafeEqual(createHash('sha256').update(offered).digest(), expected)) {
+      res.setHeader('www-authenticate', 'Bearer');
+      return sendError(res, 'UNAUTHENTICATED', 'The metrics need "Authorization: Bearer <METRICS_TOKEN>".');
+    }
+  }
+  metrics.render().then(
+    ({ contentType, body }) => {
+      res.statusCode = 200;
+      res.setHeader('content-type', contentType);
+      res.setHeader('cache-control', 'no-store');
+      res.end(req.method === 'HEAD' ? undefined : body);
+    },
+    (error: unknown) => {
+      log.error({ err: error }, 'the metrics could not be collected');
+      sendUnexpected(res, undefined);
+    },
+  );
 }
 
 async function writeResponse(
   res: ServerResponse,
   response: HTTPGraphQLResponse,
   acceptance: Acceptance,
-  sseKeepAliveMs: number,
+  keepAliveMs: number,
   requestId: string,
 ): Promise<void> {
   if (response.body.kind === 'complete') {
@@ -245,10 +328,21 @@ async function writeResponse(
   // The headers leave with the first part in one write: Apollo answers once the initial result
   // exists, so the first part is always ready here.
 
+  // Keep-alive while the model thinks, so that proxies do not cut a silent stream: an SSE comment;
+  // in multipart, a part with an empty body after a quiet interval (both the stock client's parser
+  // (urql) and Apollo Client skip a part that has no JSON, and it is valid MIME). Never after the
+  // closing delimiter.
   let keepAlive: NodeJS.Timeout | undefined;
+  let quiet = true;
+  let closed = false;
   if (sse) {
     res.write(':\n\n');
-    keepAlive = setInterval(() => res.write(':\n\n'), sseKeepAliveMs);
+    keepAlive = setInterval(() => res.write(':\n\n'), keepAliveMs);
+  } else {
+    keepAlive = setInterval(() => {
+      if (quiet && !closed && !res.destroyed) res.write(MULTIPART_KEEP_ALIVE);
+      quiet = true;
+    }, keepAliveMs);
   }
   // Parts that become ready in the same turn of the event loop go out in one write (one TCP
   // segment when they fit) instead of one each; nothing waits longer than that turn.
@@ -265,6 +359,8 @@ async function writeResponse(
         res.cork();
         setImmediate(uncork);
       }
+      quiet = false;
+      if (!sse && chunk.endsWith(MULTIPART_END)) closed = true;
       if (!res.write(sse ? toSseEvent(chunk) : chunk)) await drained(res);
     }
     if (sse && !res.destroyed) res.write('event: complete\ndata:\n\n');
@@ -438,6 +534,22 @@ function sendPage(res: ServerResponse, html: string, status = 200): void {
   res.setHeader('content-type', 'text/html; charset=utf-8');
   res.setHeader('cache-control', 'no-store');
   res.end(html);
+}
+
+/**
+ * A request refused at the door: 401 (with WWW-Authenticate), 429 (with Retry-After) or 503, in the
+ * GraphQL error shape or, for AG-UI routes, AG-UI's JSON error shape.
+ */
+function sendRefusal(res: ServerResponse, error: GatewayError, agUiRoute: boolean, requestId: string): void {
+  if (error.code === 'UNAUTHENTICATED') res.setHeader('www-authenticate', 'Bearer');
+  const retryAfter = error.details?.retryAfterSeconds;
+  if (typeof retryAfter === 'number') res.setHeader('retry-after', String(retryAfter));
+  if (error.status === 503) res.setHeader('retry-after', '5');
+  if (agUiRoute) {
+    sendJson(res, error.status, { error: error.code, message: error.message, code: error.code, requestId, ...(error.details ? { details: error.details } : {}) });
+  } else {
+    sendJson(res, error.status, { errors: [{ message: error.message, extensions: { code: error.code, requestId, ...(error.details ? { details: error.details } : {}) } }] });
+  }
 }
 
 /** An answer of the transport itself, with the status of the code's entry in the error table. */

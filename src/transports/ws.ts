@@ -1,17 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import { execute, isIncrementalResults } from '@graphql-tools/executor';
-import { getOperationAST, type ExecutionArgs, type ExecutionResult, type GraphQLError, type GraphQLSchema } from 'graphql';
+import { GraphQLError, getOperationAST, type ExecutionArgs, type ExecutionResult, type GraphQLSchema } from 'graphql';
 import { CloseCode, handleProtocols, makeServer } from 'graphql-ws';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { OPERATION_ENDED } from '../core/abort.js';
+import type { GatewayError } from '../core/errors.js';
 import type { RunLauncher } from '../engine/launcher.js';
 import type { GatewayContext } from '../graphql/context.js';
 import { formatGraphQLError } from '../graphql/errors.js';
 import { DocumentCache } from '../graphql/documents.js';
 import { createSubscriber } from '../graphql/subscribe.js';
 import { allValidationRules } from '../graphql/validation.js';
+import type { AccessControl, Admitted, ConnectionFacts } from './access.js';
 import type { CorsPolicy } from './cors.js';
 import type { HostPolicy } from './hosts.js';
 
@@ -29,13 +31,54 @@ export interface WsTransportOptions {
   cors: CorsPolicy;
   hosts: HostPolicy;
   logger: Logger;
+  /** Authentication at connection_init, requests per minute per operation. */
+  access: AccessControl;
+  /** Told when a socket opens and closes (metrics). */
+  onConnection?: (delta: 1 | -1) => void;
+}
+
+/**
+ * What graphql-ws keeps per connection (its `extra`): with access control on, the client's address
+ * and the upgrade's Authorization header, then who was admitted. Empty otherwise: thousands are held.
+ */
+interface ConnectionExtra {
+  facts?: ConnectionFacts;
+  admitted?: Admitted;
+  close?: (code: number, reason: string) => void;
 }
 
 /**
  * The per-operation context, plus the controller that aborts the operation's run (not for
  * subscriptions) and a way to let go of the subscribe message's variables and query.
  */
-type OperationContext = GatewayContext & { controller: AbortController | undefined; releaseMessage: () => void };
+type OperationContext = GatewayContext & { controller: AbortController | undefined; releaseMessage: () => void; operations: OperationCount };
+
+/** Operations in progress, so that closing waits for their last results to be sent. */
+class OperationCount {
+  private open = 0;
+  private idle: (() => void)[] = [];
+
+  started(): void {
+    this.open++;
+  }
+
+  ended(): void {
+    if (--this.open > 0) return;
+    for (const wake of this.idle.splice(0)) wake();
+  }
+
+  /** Resolves once no operation is in progress, or after `limitMs`. */
+  settled(limitMs: number): Promise<void> {
+    if (this.open <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, limitMs);
+      this.idle.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+}
 
 /**
  * graphql-ws on the same server, port and path as HTTP. Every operation works: the `copilotRun`
@@ -59,9 +102,26 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
     },
   });
 
-  const protocol = makeServer<Record<string, unknown>, Record<string, never>>(
+  const { access } = options;
+  const operations = new OperationCount();
+  const protocol = makeServer<Record<string, unknown>, ConnectionExtra>(
     {
       schema,
+      // Authentication: a connection without valid credentials is closed with 4403 before any
+      // operation runs; one whose credentials cannot be checked now, with 1013 (try again later).
+      onConnect: access.authenticating
+        ? async (ctx) => {
+            const admission = await access.admitConnection(ctx.connectionParams, ctx.extra.facts ?? { clientAddress: undefined, authorization: undefined });
+            if ('error' in admission) {
+              if (admission.error.code === 'UNAUTHENTICATED') return false;
+              logger.warn({ code: admission.error.code, transport: 'ws' }, 'a WebSocket connection could not be authenticated now');
+              ctx.extra.close?.(1013, 'Try again later');
+              return false;
+            }
+            ctx.extra.admitted = admission;
+            return true;
+          }
+        : undefined,
       context: (ctx, id, payload, args): OperationContext => {
         const requestId = randomUUID();
         const bindings = { requestId, operationId: id, transport: 'ws' };
@@ -70,6 +130,7 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
         // logger instead of having a child logger of its own.
         const subscription = getOperationAST(args.document, args.operationName)?.operation === 'subscription';
         const controller = subscription ? undefined : new AbortController();
+        operations.started();
         return {
           requestId,
           logger: subscription ? logger : logger.child(bindings),
@@ -80,18 +141,27 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
           acceptsIncremental: true,
           // Browsers cannot set headers on a WebSocket: the key comes in connection_init's payload.
           publicApiKey: stringParam(ctx.connectionParams, 'x-copilotcloud-public-api-key'),
+          principal: ctx.extra.admitted?.principal,
+          client: ctx.extra.admitted?.client ?? (ctx.extra.facts ? `ip:${ctx.extra.facts.clientAddress ?? 'unknown'}` : undefined),
           controller,
           // The payload is the parsed message graphql-ws received (typed read-only for hooks).
           releaseMessage: () => Object.assign(payload, { variables: undefined, query: '' }),
+          operations,
         };
       },
       // Parse and validate here, so that a bad document gets an `error` message with a code
       // instead of graphql-ws closing the whole socket (4500) on a syntax error.
       // Documents are kept once parsed and validated (DocumentCache), not held per operation.
-      onSubscribe: (_ctx, _id, payload) => {
-        const prepared = documents.prepare(payload.query);
-        if (prepared.errors) return [...prepared.errors];
-        return { schema, document: prepared.document, operationName: payload.operationName, variableValues: payload.variables };
+      onSubscribe: (ctx, _id, payload) => {
+        const prepare = () => {
+          const prepared = documents.prepare(payload.query);
+          if (prepared.errors) return [...prepared.errors];
+          return { schema, document: prepared.document, operationName: payload.operationName, variableValues: payload.variables };
+        };
+        if (!counting) return prepare();
+        // Every operation counts towards the client's requests per minute.
+        const client = ctx.extra.admitted?.client ?? `ip:${ctx.extra.facts?.clientAddress ?? 'unknown'}`;
+        return access.count(client).then((refused) => (refused ? [codedError(refused)] : prepare()));
       },
       execute: (args) => serveExecution(args),
       // Subscriptions on the lean path (graphql/subscribe.ts): one iterator per stream, no
@@ -110,10 +180,16 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
       },
     },
   );
+  const counting = access.limiter !== undefined && access.limiter.limits.requestsPerMinute > 0;
+  const needsFacts = access.authenticating || access.limiter !== undefined;
   const keepAlive = new KeepAlive(options.keepAliveMs);
-  wss.on('connection', (socket) => {
+  wss.on('connection', (socket, request) => {
     keepAlive.watch(socket);
-    serveSocket(socket, protocol, logger);
+    options.onConnection?.(1);
+    socket.once('close', () => options.onConnection?.(-1));
+    const extra: ConnectionExtra = needsFacts ? { facts: access.connectionFacts(request) } : {};
+    if (access.authenticating) extra.close = (code, reason) => socket.close(code, reason);
+    serveSocket(socket, protocol, logger, extra);
   });
   // `ws` re-emits the HTTP server's errors (such as EADDRINUSE, which listen() reports itself);
   // without a listener they would be thrown.
@@ -122,6 +198,8 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
   return {
     dispose: async () => {
       keepAlive.stop();
+      // Operations whose runs have ended are still sending their last results: those go out first.
+      await operations.settled(2_000);
       for (const client of wss.clients) client.close(1001, 'Going away');
       await new Promise<void>((resolve) => wss.close(() => resolve()));
     },
@@ -175,8 +253,9 @@ class KeepAlive {
  */
 function serveSocket(
   socket: WebSocket,
-  protocol: ReturnType<typeof makeServer<Record<string, unknown>, Record<string, never>>>,
+  protocol: ReturnType<typeof makeServer<Record<string, unknown>, ConnectionExtra>>,
   logger: Logger,
+  extra: ConnectionExtra,
 ): void {
   socket.on('error', (error) => logger.info({ err: error, transport: 'ws' }, 'WebSocket error from a client'));
 
@@ -194,8 +273,9 @@ function serveSocket(
       // message's text goes into it, so the frame's buffer is not held for the whole stream.
       onMessage: (handle) => socket.on('message', (data) => handleMessage(handle, String(data))),
     },
-    // No upgrade request in graphql-ws's `extra`: nothing here reads it, and it would be held per connection.
-    {},
+    // Not the upgrade request in graphql-ws's `extra`: it would be held per connection. Only the
+    // facts access control needs, when it is on.
+    extra,
   );
   // Not an async function: its frame would hold the message's text until the operation ends.
   const handleMessage = (handle: (data: string) => Promise<void>, text: string): void => {
@@ -218,7 +298,11 @@ const DONE: IteratorResult<never> = Object.freeze({ value: undefined, done: true
 function operationEnd(args: ExecutionArgs): () => void {
   const context = args.contextValue as OperationContext;
   const started = performance.now();
+  let ended = false;
   return () => {
+    if (ended) return;
+    ended = true;
+    context.operations.ended();
     context.controller?.abort(OPERATION_ENDED);
     context.logger.info(
       { ...context.logBindings, operationName: args.operationName ?? null, durationMs: Math.round(performance.now() - started) },
@@ -329,6 +413,11 @@ class OperationStream implements AsyncGenerator<ExecutionResult> {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.return();
   }
+}
+
+/** A refusal as graphql-ws's `error` message carries it: a GraphQLError with the code and details in its extensions. */
+function codedError(error: GatewayError): GraphQLError {
+  return new GraphQLError(error.message, { extensions: { code: error.code, ...(error.details ? { details: error.details } : {}) } });
 }
 
 function isSameOrigin(origin: string, host: string | undefined): boolean {

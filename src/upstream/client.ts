@@ -36,6 +36,8 @@ export interface UpstreamClientOptions {
   connectTimeoutMs?: number;
   /** How long an idle pooled connection is kept open. @default 10000 */
   keepAliveTimeoutMs?: number;
+  /** Told of every retry: which upstream, and why (an error code, or the status that was declined). */
+  onRetry?: (who: string, reason: string) => void;
 }
 
 /** Set as an attempt's abort reason when it took longer than `attemptTimeoutMs`. */
@@ -59,8 +61,10 @@ const MAX_JSON_BODY_BYTES = 16 * 1024 * 1024;
  */
 export class UpstreamClient {
   readonly dispatcher: Dispatcher;
+  private readonly onRetry: ((who: string, reason: string) => void) | undefined;
 
   constructor(options: UpstreamClientOptions = {}) {
+    this.onRetry = options.onRetry;
     this.dispatcher = new Agent({
       connect: { timeout: options.connectTimeoutMs ?? 10_000 },
       keepAliveTimeout: options.keepAliveTimeoutMs ?? 10_000,
@@ -74,7 +78,7 @@ export class UpstreamClient {
   async request(call: UpstreamCall): Promise<UpstreamResponse> {
     const body = call.json === undefined ? undefined : JSON.stringify(call.json);
     const headers: Record<string, string> = { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...call.headers };
-    const { response, attempts, release } = await retrying(call, async (signal) => {
+    const { response, attempts, release } = await retrying(call, this.onRetry, async (signal) => {
       const response = await undiciRequest(call.url, {
         dispatcher: this.dispatcher,
         method: call.method ?? (body === undefined ? 'GET' : 'POST'),
@@ -126,7 +130,7 @@ export class UpstreamClient {
     const { who, signal, logger } = call;
     // Not one async function: while the answer streams, nothing holds the call (its JSON body, the
     // whole conversation) or the request's options; only what reading and its errors need.
-    return retrying(call, (attemptSignal) => {
+    return retrying(call, this.onRetry, (attemptSignal) => {
       const handler = new StreamHandler(onChunk);
       // Waiting starts before the dispatch: undici reports a request it cannot even send (a header
       // with a line break, a closed pool) to the handler within `dispatch`, synchronously.
@@ -185,7 +189,7 @@ export class UpstreamClient {
     return (async (input: string | URL | Request, init?: RequestInit) => {
       const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
       const signal = init?.signal ?? new AbortController().signal;
-      const { response, release } = await retrying({ url, who, policy, signal, logger }, async (attemptSignal) => {
+      const { response, release } = await retrying({ url, who, policy, signal, logger }, this.onRetry, async (attemptSignal) => {
         const response = await undiciFetch(url, { ...(init as object), dispatcher, signal: attemptSignal } as Parameters<typeof undiciFetch>[1]);
         return {
           status: response.status,
@@ -224,6 +228,7 @@ interface Attempt<T> {
  */
 async function retrying<T>(
   call: Pick<UpstreamCall, 'who' | 'policy' | 'signal' | 'logger' | 'url'>,
+  onRetry: ((who: string, reason: string) => void) | undefined,
   attempt: (signal: AbortSignal) => Promise<Attempt<T>>,
 ): Promise<{ response: T; attempts: number; release: () => void }> {
   const { policy, signal, who, logger } = call;
@@ -254,6 +259,7 @@ async function retrying<T>(
         throw failure;
       }
       logger.info({ upstream: who, attempt: retry + 1, code: failure.code, waitMs: wait }, 'upstream call failed; retrying');
+      onRetry?.(who, failure.code);
       await abortableDelay(wait, signal);
       continue;
     }
@@ -270,6 +276,7 @@ async function retrying<T>(
     signal.removeEventListener('abort', onAbort);
     result.discard();
     logger.info({ upstream: who, attempt: retry + 1, status: result.status, waitMs: wait }, 'upstream declined the call; retrying');
+    onRetry?.(who, `HTTP ${result.status}`);
     await abortableDelay(wait, signal);
   }
 }

@@ -13,8 +13,12 @@ export interface AgentLoopOptions {
   maxRounds: number;
   /** An agent that sends nothing for this long is cut off and the run fails. */
   agentIdleTimeoutMs: number;
+  /** How long an agent may take to send its first event of each call. */
+  agentFirstEventTimeoutMs: number;
   /** A server-side or remote action that takes longer gets an ACTION_TIMEOUT error result. */
   actionTimeoutMs: number;
+  /** Told of every call of a model or an agent as it ends: the upstream, and its error (undefined when it succeeded). */
+  onUpstreamCall?: (upstream: string, error: unknown) => void;
 }
 
 export interface AgentRunPlan {
@@ -49,7 +53,6 @@ export async function driveAgent(context: RunContext, plan: AgentRunPlan): Promi
   ];
   let messages = [...plan.messages];
   let state = ownState?.state ?? {};
-  const timeoutMs = options.agentIdleTimeoutMs;
 
   for (let round = 1; ; round++) {
     context.summary.rounds = round;
@@ -58,12 +61,17 @@ export async function driveAgent(context: RunContext, plan: AgentRunPlan): Promi
     const out = new CoalescingWriter(recorder);
     const runId = round === 1 ? context.runId : randomUUID();
     try {
-      await context.callUpstream(
-        timeoutMs,
-        () =>
-          new UpstreamError('UPSTREAM_TIMEOUT', `Agent "${agent.name}" sent nothing for ${timeoutMs} ms and was cut off.`, {
-            details: { agentName: agent.name },
-          }),
+      await recorded(options, `agent:${agent.name}`, context.callUpstream(
+        {
+          firstMs: options.agentFirstEventTimeoutMs,
+          idleMs: options.agentIdleTimeoutMs,
+          onTimeout: (waited, beforeFirst) =>
+            new UpstreamError(
+              'UPSTREAM_TIMEOUT',
+              `Agent "${agent.name}" sent nothing for ${waited} ms ${beforeFirst ? 'after it was called (agentFirstEventTimeoutMs)' : 'between events (agentIdleTimeoutMs)'} and was cut off.`,
+              { details: { agentName: agent.name } },
+            ),
+        },
         (signal) =>
           agent.client.run(
             {
@@ -78,13 +86,14 @@ export async function driveAgent(context: RunContext, plan: AgentRunPlan): Promi
               metaEvents: round === 1 ? request.metaEvents : [],
               context: request.context,
               properties: request.properties,
+              principal: request.principal,
               forwardedParameters: request.forwardedParameters,
               logger: context.logger,
             },
             out,
             signal,
           ),
-      );
+      ));
     } catch (error) {
       out.discard();
       throw error;
@@ -93,7 +102,7 @@ export async function driveAgent(context: RunContext, plan: AgentRunPlan): Promi
     context.closeOpenMessages();
 
     const calls = recorder.calls().filter((call) => !recorder.hasResult(call.id));
-    const serverCalls = await executeServerCalls(context, recorder, calls, catalog, request.properties, options.actionTimeoutMs);
+    const serverCalls = await executeServerCalls(context, recorder, calls, catalog, request, options.actionTimeoutMs);
     if (serverCalls.length === 0) return;
     // The agent waits for the user (an interrupt) or the client (a frontend action): stop here.
     if (recorder.interrupted || serverCalls.length < calls.length) return;
@@ -114,4 +123,17 @@ function parseState(json: string | undefined): Record<string, unknown> | undefin
   } catch {
     return undefined;
   }
+}
+
+/** Tells `onUpstreamCall` how a call of a model or an agent ended, and passes its outcome on. */
+export function recorded(options: { onUpstreamCall?: (upstream: string, error: unknown) => void }, upstream: string, call: Promise<void>): Promise<void> {
+  const observe = options.onUpstreamCall;
+  if (!observe) return call;
+  return call.then(
+    () => observe(upstream, undefined),
+    (error: unknown) => {
+      observe(upstream, error);
+      throw error;
+    },
+  );
 }

@@ -7,7 +7,7 @@ import type { ContextEntry, Message, ToolDefinition } from '../../core/messages.
 import { checkModelInput, type ModelLimits } from '../model-limits.js';
 import type { RunRequest } from '../request.js';
 import type { RunContext, RunDriver } from '../run.js';
-import { driveAgent, type AgentLoopOptions } from './agent.js';
+import { driveAgent, recorded, type AgentLoopOptions } from './agent.js';
 import { RoundRecorder, executeServerCalls } from './round.js';
 
 export interface ModelDriverOptions extends AgentLoopOptions {
@@ -18,6 +18,8 @@ export interface ModelDriverOptions extends AgentLoopOptions {
   agents: readonly AgentEntry[];
   /** A model that sends nothing for this long is cut off and the run fails. */
   modelIdleTimeoutMs: number;
+  /** How long the model may take to send its first chunk of each call (it may think first). */
+  modelFirstTokenTimeoutMs: number;
   /** Checked before every model call: server-side results may grow the conversation past them. */
   modelLimits: ModelLimits;
 }
@@ -55,7 +57,7 @@ export function modelDriver(request: RunRequest, options: ModelDriverOptions): R
       const recorder = new RoundRecorder(context.writer, keepChunks);
       await callModel(context, options, { messages, tools, forwardedParameters: request.forwardedParameters }, recorder);
       const calls = recorder.calls();
-      const serverCalls = await executeServerCalls(context, recorder, calls, catalog, request.properties, options.actionTimeoutMs);
+      const serverCalls = await executeServerCalls(context, recorder, calls, catalog, request, options.actionTimeoutMs);
 
       const agentCall = calls.find((call) => !catalog.has(call.name) && agents.has(call.name));
       if (agentCall) {
@@ -93,7 +95,6 @@ function callModel(
   call: { messages: readonly Message[]; tools: readonly ToolDefinition[]; forwardedParameters: RunRequest['forwardedParameters'] },
   recorder: RoundRecorder,
 ): Promise<void> {
-  const timeoutMs = options.modelIdleTimeoutMs;
   const request = {
     threadId: context.threadId,
     runId: context.runId,
@@ -102,12 +103,21 @@ function callModel(
     forwardedParameters: call.forwardedParameters,
     logger: context.logger,
   };
-  return context
+  return recorded(options, `model:${options.adapter.name}`, context
     .callUpstream(
-      timeoutMs,
-      () => new UpstreamError('UPSTREAM_TIMEOUT', `The model sent nothing for ${timeoutMs} ms and was cut off.`),
+      {
+        firstMs: options.modelFirstTokenTimeoutMs,
+        idleMs: options.modelIdleTimeoutMs,
+        onTimeout: (waited, beforeFirst) =>
+          new UpstreamError(
+            'UPSTREAM_TIMEOUT',
+            beforeFirst
+              ? `The model sent nothing for ${waited} ms after it was called (modelFirstTokenTimeoutMs) and was cut off.`
+              : `The model sent nothing for ${waited} ms between chunks (modelIdleTimeoutMs) and was cut off.`,
+          ),
+      },
       (signal) => options.adapter.stream(request, recorder, signal),
-    )
+    ))
     .then(() => context.closeOpenMessages());
 }
 

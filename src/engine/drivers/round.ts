@@ -1,3 +1,4 @@
+import type { Principal } from '../../core/principal.js';
 import type { ActionCatalog } from '../../actions/action.js';
 import { executeAction } from '../../actions/executor.js';
 import type { AgentStateSnapshot, MetaEventPayload } from '../../core/events.js';
@@ -122,7 +123,7 @@ export async function executeServerCalls(
   recorder: RoundRecorder,
   calls: readonly RoundCall[],
   catalog: ActionCatalog,
-  properties: Record<string, unknown>,
+  request: { properties: Record<string, unknown>; principal?: Principal },
   timeoutMs: number,
 ): Promise<RoundCall[]> {
   const serverCalls = calls.filter((call) => catalog.has(call.name));
@@ -130,7 +131,8 @@ export async function executeServerCalls(
     const result = await executeAction(catalog.get(call.name)!, call.chunks.join(''), {
       threadId: context.threadId,
       runId: context.runId,
-      properties,
+      properties: request.properties,
+      principal: request.principal,
       logger: context.logger,
       signal: context.signal,
       timeoutMs,

@@ -1,0 +1,88 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Logger } from 'pino';
+import { ConfigurationError, GatewayError } from '../core/errors.js';
+import type { Principal } from '../core/principal.js';
+
+/** What an `authenticate` hook is given: the same for HTTP requests and WebSocket connections. */
+export interface AuthenticationRequest {
+  transport: 'http' | 'ws';
+  /**
+   * The credentials: the `Authorization` header over HTTP; over WebSocket the `authorization` field of
+   * `connection_init`'s payload (browsers cannot set headers on a WebSocket), else the upgrade
+   * request's header.
+   */
+  authorization: string | undefined;
+  /** The HTTP request's headers (over WebSocket: none; read `connectionParams`). */
+  headers: IncomingHttpHeaders;
+  /** WebSocket only: `connection_init`'s payload. */
+  connectionParams?: Readonly<Record<string, unknown>>;
+  /** The client's address (the proxy's, unless trustProxy says how many hops to look through). */
+  clientAddress: string | undefined;
+}
+
+/**
+ * Says who is asking: a principal, or null/undefined for "no valid credentials" (401 UNAUTHENTICATED;
+ * WebSocket close 4403). It may throw a GatewayError to answer with that code instead (such as
+ * AUTH_UNAVAILABLE when a key server cannot be reached); anything else it throws is logged and
+ * answered as AUTH_UNAVAILABLE.
+ */
+export type Authenticate = (request: AuthenticationRequest) => Principal | null | undefined | Promise<Principal | null | undefined>;
+
+/** The outcome of authenticating one request or connection. */
+export type Authentication = { principal: Principal } | { error: GatewayError };
+
+/** Runs the hook and turns whatever it does into a principal or a coded error; never throws. */
+export async function authenticateRequest(hook: Authenticate, request: AuthenticationRequest, logger: Logger): Promise<Authentication> {
+  try {
+    const principal = await hook(request);
+    if (principal === null || principal === undefined) return { error: unauthenticated(request.authorization) };
+    if (typeof principal !== 'object' || typeof principal.id !== 'string' || principal.id === '') {
+      logger.error('the authenticate hook returned something that is not a principal ({id, method}); the request is refused');
+      return { error: new GatewayError('AUTH_UNAVAILABLE', 'The credentials could not be checked. Try again, or report it with the request id.') };
+    }
+    return { principal: { ...principal, method: typeof principal.method === 'string' ? principal.method : 'custom' } };
+  } catch (error) {
+    if (error instanceof GatewayError) return { error };
+    // Only the error's name and message: never the request (its credentials).
+    logger.error({ error: (error as Error)?.name, message: (error as Error)?.message }, 'the authenticate hook threw');
+    return { error: new GatewayError('AUTH_UNAVAILABLE', 'The credentials could not be checked. Try again, or report it with the request id.') };
+  }
+}
+
+/** The answer for missing or invalid credentials: which, without echoing them. */
+export function unauthenticated(authorization: string | undefined, reason?: string): GatewayError {
+  const message = authorization
+    ? `The credentials were not accepted${reason ? ` (${reason})` : ''}.`
+    : 'Authentication is required: send an API key or a token as "Authorization: Bearer <credential>" (over WebSocket, as "authorization" in connection_init\'s payload).';
+  return new GatewayError('UNAUTHENTICATED', message);
+}
+
+/** The credential in "Bearer <credential>" (any case), or undefined. */
+export function bearerToken(authorization: string | undefined): string | undefined {
+  if (typeof authorization !== 'string') return undefined;
+  const match = /^\s*bearer\s+(\S+)\s*$/i.exec(authorization);
+  return match?.[1];
+}
+
+/**
+ * Tries each authenticator in turn: the first principal wins. A request refused by all is refused with
+ * the last one's reason; a GatewayError other than UNAUTHENTICATED (such as AUTH_UNAVAILABLE) stops the
+ * search and is answered.
+ */
+export function anyOf(...authenticators: Authenticate[]): Authenticate {
+  if (authenticators.length === 0) throw new ConfigurationError('anyOf() needs at least one authenticator.');
+  return async (request) => {
+    let refusal: GatewayError | undefined;
+    for (const authenticate of authenticators) {
+      try {
+        const principal = await authenticate(request);
+        if (principal) return principal;
+      } catch (error) {
+        if (error instanceof GatewayError && error.code === 'UNAUTHENTICATED') refusal = error;
+        else throw error;
+      }
+    }
+    if (refusal) throw refusal;
+    return null;
+  };
+}

@@ -1,0 +1,73 @@
+import { createRemoteJWKSet, errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { ConfigurationError, GatewayError } from '../core/errors.js';
+import { isHttpUrl } from '../core/urls.js';
+import { bearerToken, unauthenticated, type Authenticate } from './authenticate.js';
+
+export interface JwtOptions {
+  /** Where the signing keys are published (a JWKS, fetched and cached by jose). One of this or `secret`. */
+  jwksUrl?: string;
+  /** A shared secret for HMAC-signed tokens (HS256/384/512), at least 32 characters. */
+  secret?: string;
+  /** The `iss` every token must have. */
+  issuer?: string;
+  /** The `aud` every token must include. */
+  audience?: string;
+  /** Clock skew allowed for `exp` and `nbf`, in seconds. @default 30 */
+  clockToleranceSeconds?: number;
+}
+
+/** JOSE failures that mean "this token is not acceptable", as opposed to "the keys cannot be fetched now". */
+const REFUSALS: Record<string, string> = {
+  ERR_JWT_EXPIRED: 'the token has expired',
+  ERR_JWT_CLAIM_VALIDATION_FAILED: 'a claim of the token is not accepted',
+  ERR_JWS_SIGNATURE_VERIFICATION_FAILED: 'the token\'s signature does not verify',
+  ERR_JWS_INVALID: 'not a signed token',
+  ERR_JWT_INVALID: 'not a valid token',
+  ERR_JOSE_ALG_NOT_ALLOWED: 'the token\'s algorithm is not accepted',
+  ERR_JOSE_NOT_SUPPORTED: 'the token\'s algorithm is not supported',
+  ERR_JWKS_NO_MATCHING_KEY: 'no published key matches the token',
+  ERR_JWKS_MULTIPLE_MATCHING_KEYS: 'several published keys match the token',
+};
+
+/**
+ * JWTs sent as `Authorization: Bearer <token>`, verified with jose against a JWKS URL (keys cached;
+ * fetched again when a token names an unknown key, at most every 30 s) or a shared secret, with the
+ * issuer and audience checked when set. The principal is the token's `sub` ("jwt:<sub>"), with its
+ * verified claims. A JWKS that cannot be fetched is AUTH_UNAVAILABLE (503), not a refusal.
+ */
+export function jwtAuthenticator(options: JwtOptions): Authenticate {
+  if (options === null || typeof options !== 'object') throw new ConfigurationError('JWT authentication needs options: {jwksUrl | secret, issuer?, audience?}.');
+  const { jwksUrl, secret, issuer, audience } = options;
+  if ((jwksUrl === undefined) === (secret === undefined)) {
+    throw new ConfigurationError('JWT authentication needs exactly one of a JWKS URL (JWT_JWKS_URL) and a shared secret (JWT_SECRET).');
+  }
+  if (jwksUrl !== undefined && !isHttpUrl(jwksUrl)) throw new ConfigurationError(`The JWKS URL must be an http(s) URL (got ${JSON.stringify(jwksUrl)}).`);
+  if (secret !== undefined && (typeof secret !== 'string' || secret.length < 32)) {
+    throw new ConfigurationError('The JWT secret (JWT_SECRET) must be at least 32 characters.');
+  }
+  for (const [name, value] of [['issuer', issuer], ['audience', audience]] as const) {
+    if (value !== undefined && (typeof value !== 'string' || value === '')) throw new ConfigurationError(`The JWT ${name} must be a non-empty string.`);
+  }
+  const tolerance = options.clockToleranceSeconds ?? 30;
+  const key: JWTVerifyGetKey | Uint8Array = jwksUrl
+    ? createRemoteJWKSet(new URL(jwksUrl), { timeoutDuration: 5_000, cooldownDuration: 30_000, cacheMaxAge: 10 * 60_000 })
+    : new TextEncoder().encode(secret);
+  const algorithms = secret !== undefined ? ['HS256', 'HS384', 'HS512'] : undefined;
+
+  return async ({ authorization }) => {
+    const token = bearerToken(authorization);
+    if (!token) throw unauthenticated(authorization, authorization ? 'expected "Bearer <token>"' : undefined);
+    let payload;
+    try {
+      const verifyOptions = { issuer, audience, clockTolerance: tolerance, algorithms };
+      ({ payload } = typeof key === 'function' ? await jwtVerify(token, key, verifyOptions) : await jwtVerify(token, key, verifyOptions));
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      if (code && code in REFUSALS) throw unauthenticated(authorization, REFUSALS[code]);
+      if (error instanceof errors.JOSEError && code !== 'ERR_JWKS_TIMEOUT' && code !== 'ERR_JWKS_INVALID') throw unauthenticated(authorization, 'not a valid token');
+      throw new GatewayError('AUTH_UNAVAILABLE', 'The token could not be checked now: the signing keys cannot be fetched. Try again shortly.', { cause: error });
+    }
+    if (typeof payload.sub !== 'string' || payload.sub === '') throw unauthenticated(authorization, 'the token has no "sub"');
+    return { id: `jwt:${payload.sub}`, method: 'jwt', claims: payload as Record<string, unknown> };
+  };
+}

@@ -1,0 +1,12 @@
+/**
+ * Who is asking, once authentication has said so. With authentication on, every request has one: its
+ * threads belong to it, its rate limits are counted for it, and hooks, actions and agents see it.
+ */
+export interface Principal {
+  /** Stable and unique: threads are owned by it and limits counted per it. Never a secret. */
+  id: string;
+  /** How it was authenticated: "api-key", "jwt", or what a custom `authenticate` hook says. */
+  method: string;
+  /** The verified JWT claims, or what a custom hook adds. Never the credential itself. */
+  claims?: Record<string, unknown>;
+}

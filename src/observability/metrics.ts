@@ -1,0 +1,129 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { GatewayError } from '../core/errors.js';
+import type { SequencedEvent } from '../core/events.js';
+import type { RunHandle } from '../engine/run.js';
+import type { ThreadStore } from '../threads/store.js';
+
+export type RunKind = 'model' | 'agent';
+
+/**
+ * The gateway's Prometheus metrics (prom-client), in a registry of its own (several gateways may
+ * share a process), with Node's default process metrics. Nothing here runs per token: a run's chunks
+ * are counted in a local number and added once it ends; its first chunk is timed once.
+ */
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  private readonly runs: Counter<'kind' | 'outcome'>;
+  private readonly runDuration: Histogram<'kind'>;
+  private readonly firstToken: Histogram<'kind'>;
+  private readonly chunks: Counter<'kind'>;
+  private readonly upstreamCalls: Counter<'upstream' | 'outcome'>;
+  private readonly upstreamRetries: Counter<'upstream' | 'reason'>;
+  private readonly storeOperations: Counter<'store' | 'operation' | 'outcome'>;
+  private readonly httpStreams: Gauge;
+  private readonly sockets: Gauge;
+
+  constructor(activeRuns: () => number) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: 'copilot_gateway_' });
+    this.runs = new Counter({ name: 'copilot_gateway_runs_total', help: 'Runs that ended, by kind (model, agent) and outcome (Success, or the error code).', labelNames: ['kind', 'outcome'], registers });
+    this.runDuration = new Histogram({
+      name: 'copilot_gateway_run_duration_seconds',
+      help: 'How long runs took, from start to their terminal status.',
+      labelNames: ['kind'],
+      buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
+      registers,
+    });
+    this.firstToken = new Histogram({
+      name: 'copilot_gateway_time_to_first_token_seconds',
+      help: 'From a run\'s start to its first streamed chunk of text or action arguments.',
+      labelNames: ['kind'],
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60],
+      registers,
+    });
+    this.chunks = new Counter({ name: 'copilot_gateway_tokens_streamed_total', help: 'Chunks of text and action arguments streamed (a chunk is a token or, when tokens arrive together, several), added when each run ends.', labelNames: ['kind'], registers });
+    this.upstreamCalls = new Counter({ name: 'copilot_gateway_upstream_calls_total', help: 'Calls of a run to its model or agent, by upstream and outcome (ok, or the error code).', labelNames: ['upstream', 'outcome'], registers });
+    this.upstreamRetries = new Counter({ name: 'copilot_gateway_upstream_retries_total', help: 'Upstream HTTP calls retried (agents, remote endpoints, discovery, guardrails, the OpenAI-compatible stream), by upstream and reason.', labelNames: ['upstream', 'reason'], registers });
+    this.storeOperations = new Counter({ name: 'copilot_gateway_thread_store_operations_total', help: 'Thread-store operations (claim, open, thread, run, owner, stop), by store and outcome (ok, or the error code).', labelNames: ['store', 'operation', 'outcome'], registers });
+    new Gauge({ name: 'copilot_gateway_active_runs', help: 'Runs going in this process.', registers, collect() { this.set(activeRuns()); } });
+    this.httpStreams = new Gauge({ name: 'copilot_gateway_active_http_streams', help: 'HTTP responses streaming now (multipart, SSE, AG-UI).', registers });
+    this.sockets = new Gauge({ name: 'copilot_gateway_websocket_connections', help: 'WebSocket connections open now.', registers });
+  }
+
+  /** Follows one run: its first chunk, its chunks, its end. */
+  observeRun(run: RunHandle, kind: RunKind): void {
+    const started = performance.now();
+    let chunks = 0;
+    const unsubscribe = run.subscribe((event: SequencedEvent) => {
+      if (event.type !== 'TextMessageContent' && event.type !== 'ActionExecutionArgs') return;
+      if (chunks++ === 0) this.firstToken.observe({ kind }, (performance.now() - started) / 1000);
+    });
+    void run.finished.then((status) => {
+      unsubscribe();
+      this.runs.inc({ kind, outcome: status.code === 'Failed' ? status.details.code : status.code });
+      this.runDuration.observe({ kind }, (performance.now() - started) / 1000);
+      if (chunks > 0) this.chunks.inc({ kind }, chunks);
+    });
+  }
+
+  upstreamCall(upstream: string, error: unknown): void {
+    this.upstreamCalls.inc({ upstream, outcome: error === undefined ? 'ok' : codeOf(error) });
+  }
+
+  upstreamRetry(upstream: string, reason: string): void {
+    this.upstreamRetries.inc({ upstream, reason });
+  }
+
+  httpStream(delta: 1 | -1): void {
+    this.httpStreams.inc(delta);
+  }
+
+  webSocket(delta: 1 | -1): void {
+    this.sockets.inc(delta);
+  }
+
+  /** The store, with each of its operations counted (appends are not: they are per event). */
+  meteredStore(store: ThreadStore): ThreadStore {
+    const count = <T>(operation: string, pending: Promise<T>): Promise<T> =>
+      pending.then(
+        (value) => {
+          this.storeOperations.inc({ store: store.kind, operation, outcome: 'ok' });
+          return value;
+        },
+        (error: unknown) => {
+          this.storeOperations.inc({ store: store.kind, operation, outcome: codeOf(error) });
+          throw error;
+        },
+      );
+    return {
+      get kind() {
+        return store.kind;
+      },
+      claim: (...args) => count('claim', store.claim(...args)),
+      owner: (threadId) => count('owner', store.owner(threadId)),
+      release: (threadId, runId) => store.release(threadId, runId),
+      open: (...args) => {
+        this.storeOperations.inc({ store: store.kind, operation: 'open', outcome: 'ok' });
+        return store.open(...args);
+      },
+      thread: (threadId) => count('thread', store.thread(threadId)),
+      run: (threadId, runId) => count('run', store.run(threadId, runId)),
+      follow: (...args) => store.follow(...args),
+      requestStop: (threadId, runId) => count('stop', store.requestStop(threadId, runId)),
+      onStopRequest: (handler) => store.onStopRequest(handler),
+      start: store.start ? () => store.start!() : undefined,
+      healthy: () => store.healthy(),
+      close: () => store.close(),
+    };
+  }
+
+  /** The text Prometheus scrapes. */
+  async render(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
+
+function codeOf(error: unknown): string {
+  const code = (error as GatewayError | undefined)?.code;
+  return typeof code === 'string' && /^[A-Z_]+$/.test(code) ? code : 'INTERNAL_SERVER_ERROR';
+}

@@ -1,0 +1,113 @@
+import type { IncomingMessage } from 'node:http';
+import type { Logger } from 'pino';
+import { authenticateRequest, type Authenticate, type AuthenticationRequest } from '../auth/authenticate.js';
+import { GatewayError } from '../core/errors.js';
+import type { Principal } from '../core/principal.js';
+import type { RateLimiter } from '../limits/rate-limiter.js';
+
+/** Who a request or connection is, once admitted: its principal (authentication on) and the key its limits are counted under. */
+export interface Admitted {
+  principal: Principal | undefined;
+  /** The principal's id, or "ip:<address>" when no one is authenticated. */
+  client: string;
+}
+
+export type Admission = Admitted | { error: GatewayError };
+
+/**
+ * The door every transport goes through: authentication (the `authenticate` hook) and the requests
+ * per minute, the same for an HTTP request and a WebSocket connection or operation. With neither
+ * configured it admits everyone at once, without a promise.
+ */
+export class AccessControl {
+  constructor(
+    private readonly authenticate: Authenticate | undefined,
+    readonly limiter: RateLimiter | undefined,
+    /** How many proxies in front of the gateway to look through in X-Forwarded-For. */
+    private readonly trustProxy: number,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Whether anything is checked: without authentication or limits, `admit*` need not be called. */
+  get active(): boolean {
+    return this.authenticate !== undefined || (this.limiter !== undefined && this.limiter.limits.requestsPerMinute > 0);
+  }
+
+  get authenticating(): boolean {
+    return this.authenticate !== undefined;
+  }
+
+  /** An HTTP request (GraphQL or AG-UI): authenticated from its Authorization header, then counted. */
+  async admitHttp(req: IncomingMessage, logger: Logger): Promise<Admission> {
+    const clientAddress = this.clientAddress(req);
+    return this.admit(
+      { transport: 'http', authorization: headerValue(req.headers.authorization), headers: req.headers, clientAddress },
+      logger,
+    );
+  }
+
+  /**
+   * A WebSocket connection at `connection_init`: authenticated from its payload's `authorization`
+   * (or the upgrade request's header). Not counted: its operations are.
+   */
+  async admitConnection(connectionParams: Readonly<Record<string, unknown>> | undefined, upgrade: ConnectionFacts): Promise<Admission> {
+    const fromPayload = connectionParams?.authorization ?? connectionParams?.Authorization;
+    const authorization = typeof fromPayload === 'string' ? fromPayload : upgrade.authorization;
+    return this.admit({ transport: 'ws', authorization, headers: {}, connectionParams, clientAddress: upgrade.clientAddress }, this.logger, false);
+  }
+
+  /** One more request of an admitted client (a WebSocket operation): undefined, or RATE_LIMITED. */
+  async count(client: string): Promise<GatewayError | undefined> {
+    const wait = (await this.limiter?.hit(client)) ?? 0;
+    return wait > 0 ? rateLimited(wait, 'requests per minute') : undefined;
+  }
+
+  /** What a WebSocket connection needs of its upgrade request, kept instead of the request itself. */
+  connectionFacts(req: IncomingMessage): ConnectionFacts {
+    return { clientAddress: this.clientAddress(req), authorization: headerValue(req.headers.authorization) };
+  }
+
+  private async admit(request: AuthenticationRequest, logger: Logger, counted = true): Promise<Admission> {
+    let principal: Principal | undefined;
+    if (this.authenticate) {
+      const result = await authenticateRequest(this.authenticate, request, logger);
+      if ('error' in result) return result;
+      principal = result.principal;
+    }
+    const client = principal ? principal.id : `ip:${request.clientAddress ?? 'unknown'}`;
+    if (counted) {
+      const refused = await this.count(client);
+      if (refused) return { error: refused };
+    }
+    return { principal, client };
+  }
+
+  /**
+   * The client's address: the socket's peer, or, behind `trustProxy` proxies, the address the
+   * outermost trusted proxy saw (X-Forwarded-For read from the right, so a client cannot choose it).
+   */
+  clientAddress(req: IncomingMessage): string | undefined {
+    const peer = req.socket.remoteAddress;
+    if (this.trustProxy === 0) return peer;
+    const header = req.headers['x-forwarded-for'];
+    const hops = (Array.isArray(header) ? header.join(',') : header ?? '').split(',').map((hop) => hop.trim()).filter(Boolean);
+    if (hops.length === 0) return peer;
+    return hops[Math.max(0, hops.length - this.trustProxy)];
+  }
+}
+
+export interface ConnectionFacts {
+  clientAddress: string | undefined;
+  authorization: string | undefined;
+}
+
+/** RATE_LIMITED with when to try again, in whole seconds (at least one). */
+export function rateLimited(waitMs: number, what: string): GatewayError {
+  const retryAfterSeconds = Math.max(1, Math.ceil(waitMs / 1000));
+  return new GatewayError('RATE_LIMITED', `Too many ${what} from this client: try again in ${retryAfterSeconds} s.`, { details: { retryAfterSeconds } });
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  const first = Array.isArray(value) ? value[0] : value;
+  return first?.trim() || undefined;
+}

@@ -1,0 +1,504 @@
+import { createServer } from 'node:http';
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { CopilotRuntimeClient } from '@copilotkit/runtime-client-gql';
+import { createClient } from 'graphql-ws';
+import { SignJWT, exportJWK, generateKeyPair } from 'jose';
+import { pino } from 'pino';
+import WebSocket from 'ws';
+import type { ModelAdapter, ModelOutput, ModelRequest } from '../src/adapters/adapter.js';
+import { OpenAIAdapter } from '../src/adapters/openai.js';
+import { anyOf } from '../src/auth/authenticate.js';
+import { apiKeyAuthenticator } from '../src/auth/api-keys.js';
+import { jwtAuthenticator } from '../src/auth/jwt.js';
+import type { Principal } from '../src/core/principal.js';
+import type { ServerAction } from '../src/actions/server-action.js';
+import { FakeOpenAI } from './support/fake-openai.js';
+import { gatewaysPerTest, runInput, userMessage } from './support/harness.js';
+import { close, listen } from './support/loopback.js';
+import { RedisServer } from './support/redis.js';
+import { COPILOT_RUN, JOIN_RUN, STOP, THREAD, textOfEvents, until } from './support/threads.js';
+
+// What a platform team deploys: authentication and thread ownership, rate limits, metrics, draining,
+// keep-alive and the first-token timeout, through real clients on loopback.
+
+const KEY_A = 'key-a-0123456789abcdef-secret';
+const KEY_B = 'key-b-0123456789abcdef-secret';
+const JWT_SECRET = 'a-shared-secret-of-at-least-32-characters!';
+
+const fake = new FakeOpenAI();
+let baseURL: string;
+let redis: RedisServer;
+const { start } = gatewaysPerTest();
+
+beforeAll(async () => {
+  [baseURL, redis] = await Promise.all([fake.start(), RedisServer.start()]);
+});
+afterAll(async () => {
+  await Promise.all([fake.stop(), redis.close()]);
+});
+
+/**
+ * A model that streams `first`, then waits until `release()` (or the run's abort) before its last
+ * token; `thinkMs` delays the first token.
+ */
+class HoldingAdapter implements ModelAdapter {
+  readonly name = 'holding';
+  started = 0;
+  aborted = 0;
+  private waiting: (() => void)[] = [];
+  constructor(private readonly options: { thinkMs?: number; hold?: boolean } = {}) {}
+
+  release(): void {
+    for (const wake of this.waiting.splice(0)) wake();
+  }
+
+  async stream(_request: ModelRequest, output: ModelOutput, signal: AbortSignal): Promise<void> {
+    this.started++;
+    const wait = (until: (wake: () => void) => void) =>
+      new Promise<void>((resolve, reject) => {
+        const onAbort = () => {
+          this.aborted++;
+          reject(signal.reason);
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+        until(() => {
+          signal.removeEventListener('abort', onAbort);
+          resolve();
+        });
+      });
+    if (this.options.thinkMs) await wait((wake) => setTimeout(wake, this.options.thinkMs).unref());
+    const id = output.textStart();
+    output.textContent(id, 'first ');
+    if (this.options.hold !== false) await wait((wake) => this.waiting.push(wake));
+    output.textContent(id, 'last');
+    output.textEnd(id);
+  }
+}
+
+/** A log that keeps every line written, to prove what never appears in it. */
+function capturedLogger() {
+  const lines: string[] = [];
+  const logger = pino(
+    { level: 'debug' },
+    new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    }),
+  );
+  return { logger, text: () => lines.join('') };
+}
+
+async function post(url: string, body: unknown, headers: Record<string, string> = {}) {
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const text = await response.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: response.status, headers: response.headers, text, json };
+}
+
+/** Runs through the stock client; resolves with its last snapshot of generateCopilotResponse. */
+async function stockRun(client: CopilotRuntimeClient, data: unknown): Promise<any> {
+  const reader = client.asStream(client.generateCopilotResponse({ data: data as any })).getReader();
+  let last: any;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return last?.generateCopilotResponse;
+    last = value;
+  }
+}
+
+const auth = (key: string) => ({ authorization: `Bearer ${key}` });
+const HELLO = { query: '{ hello }' };
+
+/** A graphql-ws subscription with connection params; resolves with its events, errors and how its socket closed. */
+function subscribe(wsUrl: string, query: string, variables: Record<string, unknown>, connectionParams: Record<string, unknown> = {}) {
+  const events: any[] = [];
+  const errors: any[] = [];
+  let closeCode: number | undefined;
+  const client = createClient({
+    url: wsUrl,
+    webSocketImpl: WebSocket,
+    retryAttempts: 0,
+    connectionParams,
+    on: { closed: (event: any) => (closeCode = event?.code) },
+  });
+  const done = new Promise<void>((resolve) => {
+    client.subscribe(
+      { query, variables },
+      {
+        next: (result: any) => (result.errors ? errors.push(...result.errors) : events.push(Object.values(result.data)[0])),
+        error: (error) => {
+          errors.push(error);
+          resolve();
+        },
+        complete: () => resolve(),
+      },
+    );
+  });
+  return { events, errors, done, closeCode: () => closeCode, dispose: () => client.dispose() };
+}
+
+const whoami: ServerAction = {
+  name: 'whoami',
+  description: 'Says who is asking.',
+  handler: (_args, context) => `principal=${context.principal?.id ?? 'none'}`,
+};
+
+describe('authentication', () => {
+  it('refuses requests without valid credentials over HTTP, AG-UI and WebSocket, and serves those with them', async () => {
+    const adapter = new HoldingAdapter({ hold: false });
+    const { logger, text: logs } = capturedLogger();
+    const gateway = await start({ adapter, logger, authenticate: apiKeyAuthenticator([KEY_A]) });
+
+    const missing = await post(gateway.url, HELLO);
+    expect(missing.status).toBe(401);
+    expect(missing.headers.get('www-authenticate')).toBe('Bearer');
+    expect(missing.json.errors[0].extensions.code).toBe('UNAUTHENTICATED');
+    const wrong = await post(gateway.url, HELLO, auth('not-the-key-0123456789'));
+    expect(wrong.status).toBe(401);
+    expect(wrong.json.errors[0].message).toMatch(/not accepted \(unknown API key\)/);
+    expect((await post(gateway.url, HELLO, auth(KEY_A))).json).toEqual({ data: { hello: 'Hello World' } });
+
+    const agUi = await post(`${gateway.url}/agent/default/run`, { threadId: 't', runId: 'r', messages: [], tools: [], context: [], state: {}, forwardedProps: {} });
+    expect(agUi.status).toBe(401);
+    expect(agUi.json).toMatchObject({ code: 'UNAUTHENTICATED' });
+    // Health, readiness and the metrics stay open to probes.
+    for (const path of ['/health', '/ready', '/metrics']) expect((await fetch(new URL(path, gateway.url))).status).toBe(200);
+
+    // WebSocket: closed with 4403 before any operation runs.
+    const refused = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')]) });
+    await refused.done;
+    expect(refused.closeCode()).toBe(4403);
+    expect(refused.events).toEqual([]);
+    const badToken = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')]) }, { authorization: 'Bearer wrong-key-0123456789' });
+    await badToken.done;
+    expect(badToken.closeCode()).toBe(4403);
+    expect(adapter.started).toBe(0);
+
+    const served = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')]) }, { authorization: `Bearer ${KEY_A}` });
+    await served.done;
+    expect(textOfEvents(served.events)).toBe('first last');
+    await served.dispose();
+
+    // The stock client, with the key in its headers.
+    const client = new CopilotRuntimeClient({ url: gateway.url, headers: auth(KEY_A) });
+    expect((await stockRun(client, runInput([userMessage('hi')]))).status).toMatchObject({ code: 'Success' });
+
+    // No secret in any log line: neither the key nor what was wrongly offered.
+    expect(logs()).not.toContain(KEY_A);
+    expect(logs()).not.toContain('not-the-key-0123456789');
+    expect(logs()).not.toContain('wrong-key-0123456789');
+  });
+
+  it('gives the principal to hooks and server-side actions', async () => {
+    const seen: (Principal | undefined)[] = [];
+    const gateway = await start({
+      adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 }),
+      actions: [whoami],
+      authenticate: apiKeyAuthenticator([KEY_A]),
+      hooks: { onBeforeRequest: ({ principal }) => void seen.push(principal) },
+    });
+    const client = new CopilotRuntimeClient({ url: gateway.url, headers: auth(KEY_A) });
+    const messages: any[] = (await stockRun(client, runInput([userMessage('[tool=whoami]')]))).messages;
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toMatchObject({ method: 'api-key', id: expect.stringMatching(/^api-key:[0-9a-f]{12}$/) });
+    expect(JSON.stringify(messages)).toContain(`principal=${seen[0]!.id}`);
+    expect(JSON.stringify(seen)).not.toContain(KEY_A);
+  });
+
+  it('verifies JWTs with a shared secret: sub is the principal; expired or wrong-audience tokens are refused', async () => {
+    const seen: (Principal | undefined)[] = [];
+    const gateway = await start({
+      adapter: new HoldingAdapter({ hold: false }),
+      authenticate: anyOf(apiKeyAuthenticator([KEY_A]), jwtAuthenticator({ secret: JWT_SECRET, issuer: 'https://issuer.test', audience: 'gateway' })),
+      hooks: { onBeforeRequest: ({ principal }) => void seen.push(principal) },
+    });
+    const key = new TextEncoder().encode(JWT_SECRET);
+    const token = (claims: { aud?: string; exp?: number | string }) =>
+      new SignJWT({ role: 'tester' }).setProtectedHeader({ alg: 'HS256' }).setSubject('user-42').setIssuer('https://issuer.test').setAudience(claims.aud ?? 'gateway').setExpirationTime(claims.exp ?? '5m').sign(key);
+    const good = await token({});
+    const run = { query: 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId status { ... on BaseResponseStatus { code } } } }', variables: { data: runInput([userMessage('hi')]) } };
+    const accepted = await post(gateway.url, run, auth(good));
+    expect(accepted.json.data.generateCopilotResponse.status.code).toBe('Success');
+    expect(seen[0]).toMatchObject({ id: 'jwt:user-42', method: 'jwt', claims: { role: 'tester', sub: 'user-42' } });
+    // An API key still works beside it.
+    expect((await post(gateway.url, HELLO, auth(KEY_A))).status).toBe(200);
+
+    const expired = await post(gateway.url, HELLO, auth(await token({ exp: Math.floor(Date.now() / 1000) - 3600 })));
+    expect(expired.status).toBe(401);
+    expect(expired.json.errors[0].message).toMatch(/expired/);
+    const otherAudience = await post(gateway.url, HELLO, auth(await token({ aud: 'someone-else' })));
+    expect(otherAudience.status).toBe(401);
+    const forged = await post(gateway.url, HELLO, auth(`${good.slice(0, -4)}AAAA`));
+    expect(forged.status).toBe(401);
+    expect(JSON.stringify([expired.json, otherAudience.json, forged.json])).not.toContain(good);
+  });
+
+  it('verifies JWTs against a JWKS URL, and answers 503 AUTH_UNAVAILABLE while the keys cannot be fetched', async () => {
+    const { publicKey, privateKey } = await generateKeyPair('RS256');
+    const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
+    let jwksUp = true;
+    const jwks = createServer((req, res) => {
+      if (!jwksUp) return res.destroy();
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ keys: [jwk] }));
+    });
+    const jwksUrl = `${await listen(jwks)}/.well-known/jwks.json`;
+    try {
+      const sign = () => new SignJWT({}).setProtectedHeader({ alg: 'RS256', kid: 'k1' }).setSubject('user-7').setExpirationTime('5m').sign(privateKey);
+      const gateway = await start({ authenticate: jwtAuthenticator({ jwksUrl }) });
+      expect((await post(gateway.url, HELLO, auth(await sign()))).status).toBe(200);
+
+      jwksUp = false;
+      const cold = await start({ authenticate: jwtAuthenticator({ jwksUrl }) });
+      const unavailable = await post(cold.url, HELLO, auth(await sign()));
+      expect(unavailable.status).toBe(503);
+      expect(unavailable.json.errors[0].extensions.code).toBe('AUTH_UNAVAILABLE');
+      expect(unavailable.headers.get('retry-after')).toBe('5');
+    } finally {
+      await close(jwks);
+    }
+  });
+});
+
+describe.each([
+  ['memory', () => ({})],
+  ['redis', () => ({ threads: { redisUrl: redis.url, keyPrefix: `own-${Math.random().toString(36).slice(2)}:` } })],
+])('threads belong to their principal (%s store)', (_kind, storeOptions) => {
+  it('lets no other principal read, join, stop, continue or restore a thread', async () => {
+    const adapter = new HoldingAdapter();
+    const gateway = await start({ adapter, authenticate: apiKeyAuthenticator([KEY_A, KEY_B]), ...storeOptions() } as any);
+    const threadId = `owned-${Math.random().toString(36).slice(2)}`;
+    const owner = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')], { threadId }) }, { authorization: `Bearer ${KEY_A}` });
+    await until(async () => owner.events.length, (n) => n >= 3, 'the run under way');
+
+    const asB = auth(KEY_B);
+    expect((await post(gateway.url, { query: THREAD, variables: { threadId } }, asB)).json.data.copilotThread).toBeNull();
+    expect((await post(gateway.url, { query: STOP, variables: { threadId } }, asB)).json.data.stopCopilotRun).toBe(false);
+    const intruder = subscribe(gateway.wsUrl, JOIN_RUN, { threadId }, { authorization: `Bearer ${KEY_B}` });
+    await intruder.done;
+    expect(intruder.errors[0]).toMatchObject({ extensions: { code: 'RUN_NOT_FOUND' } });
+    await intruder.dispose();
+    const loadState = await post(gateway.url, { query: 'query($data: LoadAgentStateInput!) { loadAgentState(data: $data) { threadExists messages } }', variables: { data: { threadId, agentName: 'any' } } }, asB);
+    expect(loadState.json.data.loadAgentState).toEqual({ threadExists: false, messages: '[]' });
+    const connect = await post(`${gateway.url}/agent/default/connect`, { threadId, runId: 'x', messages: [], tools: [], context: [], state: {}, forwardedProps: {} }, asB);
+    expect(connect.text).not.toContain('first');
+
+    adapter.release();
+    await owner.done;
+    await owner.dispose();
+    const continued = await post(
+      gateway.url,
+      { query: 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId } }', variables: { data: runInput([userMessage('mine now')], { threadId }) } },
+      asB,
+    );
+    expect(continued.json.errors[0].extensions).toMatchObject({ code: 'THREAD_FORBIDDEN' });
+    expect(adapter.started).toBe(1);
+
+    // The owner still has it all.
+    const mine = (await post(gateway.url, { query: THREAD, variables: { threadId } }, auth(KEY_A))).json.data.copilotThread;
+    expect(mine.runs).toHaveLength(1);
+    expect(mine.messages.map((message: any) => message.content.join(''))).toEqual(['hi', 'first last']);
+  });
+});
+
+describe('rate limits', () => {
+  it('refuses a client over its requests per minute with 429 and Retry-After, and still serves others', async () => {
+    const gateway = await start({ authenticate: apiKeyAuthenticator([KEY_A, KEY_B]), rateLimits: { requestsPerMinute: 3 } });
+    for (let i = 0; i < 3; i++) expect((await post(gateway.url, HELLO, auth(KEY_A))).status).toBe(200);
+    const refused = await post(gateway.url, HELLO, auth(KEY_A));
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(refused.json.errors[0].extensions).toMatchObject({ code: 'RATE_LIMITED', details: { retryAfterSeconds: Number(refused.headers.get('retry-after')) } });
+    // Another client is not starved by the noisy one.
+    expect((await post(gateway.url, HELLO, auth(KEY_B))).status).toBe(200);
+
+    // Over WebSocket each operation counts: B has used one of its three.
+    const socket = createClient({ url: gateway.wsUrl, webSocketImpl: WebSocket, retryAttempts: 0, connectionParams: { authorization: `Bearer ${KEY_B}` } });
+    const results: any[] = [];
+    for (let i = 0; i < 3; i++) {
+      results.push(
+        await new Promise((resolve) => {
+          let last: any;
+          socket.subscribe({ query: '{ hello }' }, { next: (value) => (last = value), error: (error) => resolve({ error }), complete: () => resolve(last) });
+        }),
+      );
+    }
+    await socket.dispose();
+    expect(results[0]).toEqual({ data: { hello: 'Hello World' } });
+    expect(results[1]).toEqual({ data: { hello: 'Hello World' } });
+    expect(results[2].error[0]).toMatchObject({ extensions: { code: 'RATE_LIMITED' } });
+  });
+
+  it('counts anonymous clients by address', async () => {
+    const gateway = await start({ rateLimits: { requestsPerMinute: 1 } });
+    expect((await post(gateway.url, HELLO)).status).toBe(200);
+    expect((await post(gateway.url, HELLO)).status).toBe(429);
+  });
+
+  it.each([
+    ['in memory', () => ({})],
+    ['shared through Redis by two instances', () => ({ threads: { redisUrl: redis.url, keyPrefix: `limits-${Math.random().toString(36).slice(2)}:` } })],
+  ])('limits concurrent runs per client, %s', async (_kind, storeOptions) => {
+    const adapter = new HoldingAdapter();
+    const options: any = { adapter, authenticate: apiKeyAuthenticator([KEY_A, KEY_B]), rateLimits: { concurrentRuns: 1 }, ...storeOptions() };
+    const a = await start(options);
+    const b = 'threads' in options ? await start(options) : a;
+    const run = (gatewayUrl: string, key: string) =>
+      post(gatewayUrl, { query: 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { status { ... on BaseResponseStatus { code } } } }', variables: { data: runInput([userMessage('hi')]) } }, auth(key));
+
+    const first = run(a.url, KEY_A);
+    await until(async () => adapter.started, (n) => n === 1, 'the first run holding');
+    const second = await run(b.url, KEY_A);
+    expect(second.json.errors[0].extensions).toMatchObject({ code: 'RATE_LIMITED', details: { retryAfterSeconds: 1 } });
+    // The other client has places of its own.
+    const other = run(b.url, KEY_B);
+    await until(async () => adapter.started, (n) => n === 2, 'the other client\'s run');
+    adapter.release();
+    expect((await first).json.data.generateCopilotResponse.status.code).toBe('Success');
+    await other;
+    // Its place is free again once the run has ended.
+    const third = run(b.url, KEY_A);
+    await until(async () => adapter.started, (n) => n === 3, 'a run after the first ended');
+    adapter.release();
+    expect((await third).json.data.generateCopilotResponse.status.code).toBe('Success');
+  });
+});
+
+describe('metrics', () => {
+  it('counts runs by kind and outcome, times the first token, and counts chunks, sockets and store operations', async () => {
+    const adapter = new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 });
+    const gateway = await start({ adapter, metrics: { token: 'metrics-token-0123456789' } });
+    const metrics = async () => {
+      const response = await fetch(new URL('/metrics', gateway.url), { headers: auth('metrics-token-0123456789') });
+      expect(response.status).toBe(200);
+      return response.text();
+    };
+    expect((await fetch(new URL('/metrics', gateway.url))).status).toBe(401);
+
+    const ok = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=5]')]) });
+    await ok.done;
+    await until(metrics, (text) => /copilot_gateway_websocket_connections 1/.test(text), 'the open socket counted');
+    await ok.dispose();
+    const failed = await post(gateway.url, { query: 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { status { ... on BaseResponseStatus { code } } } }', variables: { data: runInput([userMessage('[fail=500]')]) } });
+    expect(failed.json.data.generateCopilotResponse.status.code).toBe('Failed');
+
+    const text = await until(metrics, (value) => /copilot_gateway_runs_total\{kind="model",outcome="UPSTREAM_UNAVAILABLE"\} 1/.test(value), 'both runs counted');
+    expect(text).toMatch(/copilot_gateway_runs_total\{kind="model",outcome="Success"\} 1/);
+    expect(text).toMatch(/copilot_gateway_time_to_first_token_seconds_count\{kind="model"\} 1/);
+    expect(text).toMatch(/copilot_gateway_run_duration_seconds_count\{kind="model"\} 2/);
+    expect(text).toMatch(/copilot_gateway_tokens_streamed_total\{kind="model"\} [1-5]\b/);
+    expect(text).toMatch(/copilot_gateway_upstream_calls_total\{upstream="model:openai",outcome="ok"\} 1/);
+    expect(text).toMatch(/copilot_gateway_upstream_calls_total\{upstream="model:openai",outcome="UPSTREAM_UNAVAILABLE"\} 1/);
+    expect(text).toMatch(/copilot_gateway_thread_store_operations_total\{store="memory",operation="claim",outcome="ok"\} 2/);
+    expect(text).toMatch(/copilot_gateway_active_runs 0/);
+    expect(text).toMatch(/copilot_gateway_websocket_connections 0/);
+    expect(text).toMatch(/copilot_gateway_process_resident_memory_bytes \d+/);
+  });
+});
+
+describe('draining', () => {
+  it('goes unready and refuses new runs at once, and lets a run in flight finish within the grace period', async () => {
+    const adapter = new HoldingAdapter();
+    const gateway = await start({ adapter });
+    const running = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')]) });
+    await until(async () => running.events.length, (n) => n >= 3, 'the run under way');
+
+    const shutdown = gateway.gateway.shutdown(30_000);
+    const ready = await fetch(new URL('/ready', gateway.url));
+    expect(ready.status).toBe(503);
+    expect(await ready.json()).toMatchObject({ checks: { draining: true } });
+    const refused = await post(gateway.url, { query: 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId } }', variables: { data: runInput([userMessage('late')]) } });
+    expect(refused.json.errors[0].extensions).toMatchObject({ code: 'SHUTTING_DOWN' });
+
+    adapter.release();
+    await shutdown;
+    await running.done;
+    expect(running.events.at(-1).status).toMatchObject({ code: 'Success' });
+    expect(textOfEvents(running.events)).toBe('first last');
+    expect(running.closeCode()).toBe(1001);
+  });
+
+  it('ends runs still going after the grace period with SHUTTING_DOWN, their records complete in the store', async () => {
+    const adapter = new HoldingAdapter();
+    const options: any = { adapter, threads: { redisUrl: redis.url, keyPrefix: `drain-${Math.random().toString(36).slice(2)}:` } };
+    const a = await start(options);
+    const b = await start(options);
+    const threadId = `drain-${Math.random().toString(36).slice(2)}`;
+    const running = subscribe(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')], { threadId }), onDisconnect: 'CONTINUE' });
+    await until(async () => running.events.length, (n) => n >= 3, 'the run under way');
+    await running.dispose(); // the client left; the run goes on (CONTINUE)
+
+    await a.gateway.shutdown(200);
+    expect(adapter.aborted).toBe(1);
+    const thread = (await post(b.url, { query: THREAD, variables: { threadId } })).json.data.copilotThread;
+    expect(thread.runs[0]).toMatchObject({ status: { code: 'Failed', reason: expect.any(String), details: expect.objectContaining({ code: 'SHUTTING_DOWN' }) } });
+    const joined = subscribe(b.wsUrl, JOIN_RUN, { threadId });
+    await joined.done;
+    expect(textOfEvents(joined.events)).toBe('first ');
+    expect(joined.events.at(-1).status).toMatchObject({ code: 'Failed', details: { code: 'SHUTTING_DOWN' } });
+    await joined.dispose();
+    // The thread is free: B serves its next run.
+    adapter.release();
+    const next = subscribe(b.wsUrl, COPILOT_RUN, { data: runInput([userMessage('again')], { threadId }) });
+    await until(async () => adapter.started, (n) => n === 2, 'the next run');
+    adapter.release();
+    await next.done;
+    expect(next.events.at(-1).status).toMatchObject({ code: 'Success' });
+    await next.dispose();
+  });
+});
+
+describe('keep-alive and timeouts', () => {
+  it('sends empty multipart parts while the model is quiet, which the stock client skips', async () => {
+    const adapter = new HoldingAdapter();
+    const gateway = await start({ adapter, keepAliveMs: 20 });
+    const response = fetch(gateway.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'multipart/mixed' },
+      body: JSON.stringify({ query: 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId ... @defer { status { ... on BaseResponseStatus { code } } } } }', variables: { data: runInput([userMessage('hi')]) } }),
+    });
+    const client = new CopilotRuntimeClient({ url: gateway.url });
+    const stock = stockRun(client, runInput([userMessage('hi')]));
+    await until(async () => adapter.started, (n) => n === 2, 'both runs holding');
+    await new Promise((resolve) => setTimeout(resolve, 150)); // several keep-alive intervals of silence
+    adapter.release();
+    const raw = await (await response).text();
+    expect(raw).toContain('\r\ncontent-type: application/json; charset=utf-8\r\n\r\n\r\n---');
+    expect(raw.endsWith('-----\r\n')).toBe(true);
+    const result = await stock;
+    expect(result.status).toMatchObject({ code: 'Success' });
+    const messages: any[] = result.messages;
+    expect(messages.map((message) => message.content?.join?.('') ?? message.content)).toContain('first last');
+  });
+
+  it('gives the model modelFirstTokenTimeoutMs to think, and modelIdleTimeoutMs between chunks', async () => {
+    const thinker = new HoldingAdapter({ thinkMs: 300, hold: false });
+    const patient = await start({ adapter: thinker, modelFirstTokenTimeoutMs: 5_000, modelIdleTimeoutMs: 100 });
+    const served = subscribe(patient.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')]) });
+    await served.done;
+    expect(served.events.at(-1).status).toMatchObject({ code: 'Success' });
+    await served.dispose();
+
+    const hasty = await start({ adapter: new HoldingAdapter({ thinkMs: 5_000 }), modelFirstTokenTimeoutMs: 100, modelIdleTimeoutMs: 60_000 });
+    const cut = subscribe(hasty.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')]) });
+    await cut.done;
+    expect(cut.events.at(-1).status).toMatchObject({ code: 'Failed', details: { code: 'UPSTREAM_TIMEOUT' } });
+    expect(JSON.stringify(cut.events.at(-1).status)).toContain('modelFirstTokenTimeoutMs');
+    await cut.dispose();
+
+    const stalled = await start({ adapter: new HoldingAdapter(), modelFirstTokenTimeoutMs: 60_000, modelIdleTimeoutMs: 100 });
+    const idle = subscribe(stalled.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')]) });
+    await idle.done;
+    expect(textOfEvents(idle.events)).toBe('first ');
+    expect(JSON.stringify(idle.events.at(-1).status)).toContain('modelIdleTimeoutMs');
+    await idle.dispose();
+  });
+});
