@@ -56,6 +56,8 @@ export interface EnvironmentSettings {
   shutdownGraceMs?: number;
   /** METRICS (on unless "false"), METRICS_TOKEN. */
   metrics: boolean | { token: string };
+  /** TRACING: OpenTelemetry spans through @opentelemetry/api (with an SDK the process registers). */
+  tracing?: boolean;
   /** MODEL_FIRST_TOKEN_TIMEOUT_MS, AGENT_FIRST_EVENT_TIMEOUT_MS. */
   modelFirstTokenTimeoutMs?: number;
   agentFirstEventTimeoutMs?: number;
@@ -120,6 +122,7 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
     ...optional('trustProxy', countOf(env, 'TRUST_PROXY')),
     ...optional('shutdownGraceMs', countOf(env, 'SHUTDOWN_GRACE_MS')),
     metrics: readMetrics(env),
+    ...readTracing(env),
     ...optional('modelFirstTokenTimeoutMs', milliseconds(env, 'MODEL_FIRST_TOKEN_TIMEOUT_MS')),
     ...optional('agentFirstEventTimeoutMs', milliseconds(env, 'AGENT_FIRST_EVENT_TIMEOUT_MS')),
   };
@@ -149,6 +152,13 @@ function readAuth(env: NodeJS.ProcessEnv): EnvironmentSettings['auth'] {
     return { apiKeys };
   }
   return { apiKeys, jwt: { ...(jwksUrl ? { jwksUrl } : {}), ...(secret ? { secret } : {}), ...(issuer ? { issuer } : {}), ...(audience ? { audience } : {}) } };
+}
+
+function readTracing(env: NodeJS.ProcessEnv): { tracing?: boolean } {
+  const value = env.TRACING?.trim().toLowerCase();
+  if (!value) return {};
+  if (value !== 'true' && value !== 'false') throw new ConfigurationError(`TRACING must be true or false (got ${JSON.stringify(env.TRACING)}).`);
+  return { tracing: value === 'true' };
 }
 
 function readMetrics(env: NodeJS.ProcessEnv): boolean | { token: string } {

@@ -24,6 +24,8 @@ import type { Authenticate } from './auth/authenticate.js';
 import { MemoryRateLimiter, resolveRateLimits, type RateLimiter, type RateLimitOptions, type ResolvedRateLimits } from './limits/rate-limiter.js';
 import { RedisRateLimiter } from './limits/redis-rate-limiter.js';
 import { GatewayMetrics } from './observability/metrics.js';
+import { RunTracing } from './observability/tracing.js';
+import type { UpstreamCallObserver } from './engine/drivers/agent.js';
 import { AccessControl } from './transports/access.js';
 import { Guardrails, type GuardrailsOptions } from './engine/guardrails.js';
 import { RunLauncher } from './engine/launcher.js';
@@ -151,6 +153,11 @@ export interface GatewayOptions {
    * @default true
    */
   metrics?: boolean | { token?: string };
+  /**
+   * OpenTelemetry spans for runs (`copilot.run`) and their model and agent calls (`copilot.upstream`),
+   * through `@opentelemetry/api`: register an SDK with an exporter in your process. @default false
+   */
+  tracing?: boolean;
   /** How long the model may think before its first chunk of each call (then modelIdleTimeoutMs applies). @default 120000 */
   modelFirstTokenTimeoutMs?: number;
   /** How long an agent may take before its first event of each call (then agentIdleTimeoutMs applies). @default 300000 */
@@ -184,7 +191,7 @@ const OPTION_NAMES = new Set([
   'adapter', 'actions', 'agents', 'remoteEndpoints', 'discoveryWaitMs', 'path', 'logger', 'environment', 'corsOrigins', 'allowLoopbackOrigins', 'sandbox',
   'maxRounds', 'modelIdleTimeoutMs', 'agentIdleTimeoutMs', 'actionTimeoutMs', 'maxBodyBytes', 'maxConcurrentRuns', 'allowedHosts', 'keepAliveMs',
   'modelLimits', 'mcpServers', 'allowClientMcpServers', 'guardrails', 'hooks', 'observability', 'threads',
-  'authenticate', 'rateLimits', 'trustProxy', 'shutdownGraceMs', 'metrics', 'modelFirstTokenTimeoutMs', 'agentFirstEventTimeoutMs',
+  'authenticate', 'rateLimits', 'trustProxy', 'shutdownGraceMs', 'metrics', 'modelFirstTokenTimeoutMs', 'agentFirstEventTimeoutMs', 'tracing',
 ]);
 
 /** Apollo Studio and the embedded Sandbox call the endpoint from these origins. */
@@ -196,6 +203,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const logger = config.logger;
   const schema = buildSchema();
   const metrics = config.metrics ? new GatewayMetrics(() => launcher.activeRuns) : undefined;
+  const tracing = config.tracing ? new RunTracing(GATEWAY_VERSION) : undefined;
   // One HTTP client (one connection pool per origin) for every agent, remote action and discovery.
   const upstream = new UpstreamClient({ onRetry: metrics ? (who, reason) => metrics.upstreamRetry(who, reason) : undefined });
   const endpoints = config.remoteEndpoints.map((endpoint, index) => new CopilotKitEndpoint(endpoint, index, upstream, logger));
@@ -226,7 +234,8 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     agentFirstEventTimeoutMs: config.agentFirstEventTimeoutMs,
     limiter,
     onRunStarted: metrics ? (run, kind) => metrics.observeRun(run, kind) : undefined,
-    onUpstreamCall: metrics ? (name, error) => metrics.upstreamCall(name, error) : undefined,
+    onUpstreamCall: upstreamObserver(metrics, tracing),
+    tracing,
   });
   const cors = new CorsPolicy(
     [...config.corsOrigins, ...(config.sandbox ? APOLLO_STUDIO_ORIGINS : [])],
@@ -407,6 +416,7 @@ interface ResolvedOptions {
   shutdownGraceMs: number;
   metrics: boolean;
   metricsToken: string | undefined;
+  tracing: boolean;
   modelFirstTokenTimeoutMs: number;
   agentFirstEventTimeoutMs: number;
 }
@@ -493,8 +503,27 @@ function resolveOptions(options: GatewayOptions): ResolvedOptions {
     shutdownGraceMs: integerOption('shutdownGraceMs', options.shutdownGraceMs, 25_000, 0, 3_600_000),
     metrics: options.metrics === undefined ? true : options.metrics !== false,
     metricsToken: resolveMetricsToken(options.metrics),
+    tracing: booleanOption('tracing', options.tracing, false),
     modelFirstTokenTimeoutMs: integerOption('modelFirstTokenTimeoutMs', options.modelFirstTokenTimeoutMs, 120_000, 1, 3_600_000),
     agentFirstEventTimeoutMs: integerOption('agentFirstEventTimeoutMs', options.agentFirstEventTimeoutMs, 300_000, 1, 3_600_000),
+  };
+}
+
+function booleanOption(name: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new ConfigurationError(`options.${name} must be true or false.`);
+  return value;
+}
+
+/** What watches each call of a model or an agent: the metrics, the tracing, both, or nothing. */
+function upstreamObserver(metrics: GatewayMetrics | undefined, tracing: RunTracing | undefined): UpstreamCallObserver | undefined {
+  if (!metrics && !tracing) return undefined;
+  return (call) => {
+    const traced = tracing?.upstreamCall(call);
+    return (error) => {
+      metrics?.upstreamCall(call.upstream, error);
+      traced?.(error);
+    };
   };
 }
 

@@ -50,6 +50,7 @@ async function main(): Promise<void> {
     ...(env.trustProxy !== undefined ? { trustProxy: env.trustProxy } : {}),
     ...(env.shutdownGraceMs !== undefined ? { shutdownGraceMs: env.shutdownGraceMs } : {}),
     metrics: env.metrics,
+    ...(env.tracing !== undefined ? { tracing: env.tracing } : {}),
     ...(env.modelFirstTokenTimeoutMs !== undefined ? { modelFirstTokenTimeoutMs: env.modelFirstTokenTimeoutMs } : {}),
     ...(env.agentFirstEventTimeoutMs !== undefined ? { agentFirstEventTimeoutMs: env.agentFirstEventTimeoutMs } : {}),
   });

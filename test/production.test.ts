@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CopilotRuntimeClient } from '@copilotkit/runtime-client-gql';
 import { createClient } from 'graphql-ws';
 import { SignJWT, exportJWK, generateKeyPair } from 'jose';
+import { SpanStatusCode, trace } from '@opentelemetry/api';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { pino } from 'pino';
 import WebSocket from 'ws';
 import type { ModelAdapter, ModelOutput, ModelRequest } from '../src/adapters/adapter.js';
@@ -401,6 +403,54 @@ describe('metrics', () => {
     expect(text).toMatch(/copilot_gateway_active_runs 0/);
     expect(text).toMatch(/copilot_gateway_websocket_connections 0/);
     expect(text).toMatch(/copilot_gateway_process_resident_memory_bytes \d+/);
+  });
+});
+
+describe('tracing', () => {
+  it('makes a span per run and a child span per model call, through @opentelemetry/api, when on', async () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    trace.setGlobalTracerProvider(provider);
+    try {
+      const adapter = new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 });
+      const gateway = await start({ adapter, tracing: true, authenticate: apiKeyAuthenticator([KEY_A]) });
+      const ok = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=3]')], { threadId: 'traced' }) }, { authorization: `Bearer ${KEY_A}` });
+      await ok.done;
+      await ok.dispose();
+      const failed = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[fail=500]')]) }, { authorization: `Bearer ${KEY_A}` });
+      await failed.done;
+      await failed.dispose();
+      const spans = await until(async () => exporter.getFinishedSpans(), (list) => list.length === 4, 'four spans');
+      const runs = spans.filter((span) => span.name === 'copilot.run');
+      const calls = spans.filter((span) => span.name === 'copilot.upstream');
+      expect(runs.map((span) => span.attributes['copilot.outcome']).sort()).toEqual(['Success', 'UPSTREAM_UNAVAILABLE']);
+      const good = runs.find((span) => span.attributes['copilot.thread_id'] === 'traced')!;
+      expect(good.attributes).toMatchObject({ 'copilot.run_kind': 'model', 'enduser.id': expect.stringMatching(/^api-key:/) });
+      for (const call of calls) {
+        expect(call.attributes['copilot.upstream']).toBe('model:openai');
+        expect(runs.map((span) => span.spanContext().spanId)).toContain(call.parentSpanContext?.spanId);
+      }
+      expect(calls.find((call) => call.parentSpanContext?.spanId === good.spanContext().spanId)!.status.code).toBe(SpanStatusCode.OK);
+    } finally {
+      trace.disable();
+      await provider.shutdown();
+    }
+  });
+
+  it('makes none when off', async () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    trace.setGlobalTracerProvider(provider);
+    try {
+      const gateway = await start({ adapter: new HoldingAdapter({ hold: false }) });
+      const ok = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')]) });
+      await ok.done;
+      await ok.dispose();
+      expect(exporter.getFinishedSpans()).toEqual([]);
+    } finally {
+      trace.disable();
+      await provider.shutdown();
+    }
   });
 });
 

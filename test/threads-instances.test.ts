@@ -126,6 +126,41 @@ describe('several gateway processes on one Redis', () => {
   }, 60_000);
 });
 
+describe('SIGTERM', () => {
+  it('drains a process mid-run: unready and refusing new runs at once, the run ended with SHUTTING_DOWN after the grace period, every event kept, exit code 0', async () => {
+    const a = await startProcess({ SHUTDOWN_GRACE_MS: '1500' });
+    const b = await startProcess();
+    const threadId = 'processes-sigterm';
+    const aborted = fake.abortedRequests;
+    const origin = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=2000] [delay=10]')], { threadId }), onDisconnect: 'CONTINUE' });
+    await origin.received(10);
+    const exited = new Promise<number | null>((resolve) => a.child.once('exit', (code) => resolve(code)));
+    a.child.kill('SIGTERM');
+
+    // Within the grace period: out of rotation, and new runs go elsewhere.
+    const ready = await until(() => fetch(new URL('/ready', a.url)).then((response) => response.status), (status) => status === 503, 'A unready');
+    expect(ready).toBe(503);
+    const refused = await gql(a.url, 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId } }', { data: runInput([userMessage('late')]) });
+    expect(refused.errors[0].extensions).toMatchObject({ code: 'SHUTTING_DOWN' });
+
+    await origin.done;
+    expect(await exited).toBe(0);
+    const last = origin.events.at(-1);
+    expect(last.status).toMatchObject({ code: 'Failed', details: { code: 'SHUTTING_DOWN' } });
+    await until(async () => fake.abortedRequests, (n) => n > aborted, 'the model request closed by A');
+
+    // B has the whole run, exactly as A's client saw it, and the thread is free.
+    const joined = watch(b.wsUrl, JOIN_RUN, { threadId });
+    await joined.done;
+    expect(textOfEvents(joined.events)).toBe(textOfEvents(origin.events));
+    expect(joined.events.at(-1).sequence).toBe(last.sequence);
+    expect(joined.events.at(-1).status).toMatchObject({ details: { code: 'SHUTTING_DOWN' } });
+    const next = watch(b.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=1] again')], { threadId }) });
+    await next.done;
+    expect(next.events.at(-1).status.code).toBe('Success');
+  }, 60_000);
+});
+
 describe('Redis going away', () => {
   const { start } = gatewaysPerTest();
   let prefix = 0;

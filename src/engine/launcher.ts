@@ -17,6 +17,7 @@ import { afterRequest, beforeRequest, type RequestHooks } from './hooks.js';
 import type { Admission, ThreadService } from './threads.js';
 import type { Principal } from '../core/principal.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
+import type { RunTracing } from '../observability/tracing.js';
 
 /** Who asked for the run: the request's id and logger, and a signal aborted when the client goes away. */
 export interface RunCaller {
@@ -61,6 +62,8 @@ export interface LauncherOptions extends AgentLoopOptions {
   limiter?: RateLimiter;
   /** Told of every run that starts, with its kind (metrics). */
   onRunStarted?: (run: RunHandle, kind: 'model' | 'agent') => void;
+  /** Runs the run's work in a tracing span (OpenTelemetry), when tracing is on. */
+  tracing?: RunTracing;
 }
 
 /**
@@ -163,7 +166,12 @@ export class RunLauncher {
       this.running.add(run);
       const started = run;
       const release = releasePlace;
-      run.start(driver).finally(() => {
+      const kind = request.agentSession ? 'agent' : 'model';
+      const begin = () => started.start(driver);
+      const running = this.options.tracing
+        ? this.options.tracing.traceRun(run, kind, { 'copilot.agent': request.agentSession?.agentName, 'enduser.id': request.principal?.id }, begin)
+        : begin();
+      running.finally(() => {
         this.running.delete(started);
         release?.();
         this.runEnded();

@@ -8,6 +8,8 @@ import type { RunContext, RunDriver } from '../run.js';
 import { CoalescingWriter } from '../coalescing.js';
 import { RoundRecorder, executeServerCalls } from './round.js';
 
+export type UpstreamCallObserver = (call: { threadId: string; runId: string; upstream: string }) => (error: unknown) => void;
+
 export interface AgentLoopOptions {
   /** The most agent calls in one run (server-side results are followed by another call). */
   maxRounds: number;
@@ -17,8 +19,11 @@ export interface AgentLoopOptions {
   agentFirstEventTimeoutMs: number;
   /** A server-side or remote action that takes longer gets an ACTION_TIMEOUT error result. */
   actionTimeoutMs: number;
-  /** Told of every call of a model or an agent as it ends: the upstream, and its error (undefined when it succeeded). */
-  onUpstreamCall?: (upstream: string, error: unknown) => void;
+  /**
+   * Told of every call of a model or an agent as it starts (the run, and the upstream: "model:openai",
+   * "agent:research"); the function it returns is told how the call ended (its error, or undefined).
+   */
+  onUpstreamCall?: UpstreamCallObserver;
 }
 
 export interface AgentRunPlan {
@@ -61,7 +66,7 @@ export async function driveAgent(context: RunContext, plan: AgentRunPlan): Promi
     const out = new CoalescingWriter(recorder);
     const runId = round === 1 ? context.runId : randomUUID();
     try {
-      await recorded(options, `agent:${agent.name}`, context.callUpstream(
+      await recorded(options, context, `agent:${agent.name}`, () => context.callUpstream(
         {
           firstMs: options.agentFirstEventTimeoutMs,
           idleMs: options.agentIdleTimeoutMs,
@@ -125,14 +130,20 @@ function parseState(json: string | undefined): Record<string, unknown> | undefin
   }
 }
 
-/** Tells `onUpstreamCall` how a call of a model or an agent ended, and passes its outcome on. */
-export function recorded(options: { onUpstreamCall?: (upstream: string, error: unknown) => void }, upstream: string, call: Promise<void>): Promise<void> {
+/** Makes a call of a model or an agent, telling `onUpstreamCall` when it starts and how it ended. */
+export function recorded(
+  options: { onUpstreamCall?: UpstreamCallObserver },
+  run: { threadId: string; runId: string },
+  upstream: string,
+  call: () => Promise<void>,
+): Promise<void> {
   const observe = options.onUpstreamCall;
-  if (!observe) return call;
-  return call.then(
-    () => observe(upstream, undefined),
+  if (!observe) return call();
+  const ended = observe({ threadId: run.threadId, runId: run.runId, upstream });
+  return call().then(
+    () => ended(undefined),
     (error: unknown) => {
-      observe(upstream, error);
+      ended(error);
       throw error;
     },
   );

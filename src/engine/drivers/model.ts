@@ -103,7 +103,7 @@ function callModel(
     forwardedParameters: call.forwardedParameters,
     logger: context.logger,
   };
-  return recorded(options, `model:${options.adapter.name}`, context
+  return recorded(options, context, `model:${options.adapter.name}`, () => context
     .callUpstream(
       {
         firstMs: options.modelFirstTokenTimeoutMs,
