@@ -38,7 +38,7 @@ import { ObservedAdapter, resolveObservability, type ObservabilityOptions } from
 import { resolveModelLimits, type ModelLimits, type ModelLimitsOptions } from './engine/model-limits.js';
 import type { GatewayContext } from './graphql/context.js';
 import { formatGraphQLError } from './graphql/errors.js';
-import { errorLoggingPlugin, httpOperationGuardPlugin, requestIdPlugin } from './graphql/plugins.js';
+import { errorLoggingPlugin, httpOperationGuardPlugin, refusalPlugin, requestIdPlugin } from './graphql/plugins.js';
 import { buildSchema } from './graphql/schema.js';
 import { MAX_DOCUMENT_TOKENS, gatewayValidationRules } from './graphql/validation.js';
 import { CorsPolicy, isOrigin } from './transports/cors.js';
@@ -282,6 +282,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       { async serverWillStart() { return { drainServer: ws.dispose }; } },
       errorLoggingPlugin(),
       requestIdPlugin(),
+      refusalPlugin(),
       httpOperationGuardPlugin(),
       config.sandbox
         ? ApolloServerPluginLandingPageLocalDefault({ embed: { runTelemetry: false }, includeCookies: true })

@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { agUiAgent } from '../src/agents/ag-ui.js';
@@ -236,6 +237,21 @@ describe('the HTTP rules AG-UI shares with GraphQL', () => {
     expect(forged.status).toBe(403);
     const wrongType = await fetch(`${g.url}/agent/default/stop/some-thread`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{}' });
     expect(wrongType.status).toBe(415);
+  });
+
+  it('lets a client (or a proxy) that asks for "Connection: close" have it on a streamed run', async () => {
+    const g = await gateway();
+    const body = JSON.stringify({ threadId: 't-close', runId: 'r', messages: [userMessage('hi')], tools: [], context: [], state: {}, forwardedProps: {} });
+    const headers = await new Promise<Record<string, unknown>>((resolve, reject) => {
+      const request = httpRequest(`${g.url}/agent/default/run`, { method: 'POST', headers: { 'content-type': 'application/json', connection: 'close' } }, (response) => {
+        response.resume();
+        response.on('end', () => resolve(response.headers));
+      });
+      request.on('error', reject);
+      request.end(body);
+    });
+    expect(headers['content-type']).toBe('text/event-stream');
+    expect(headers.connection).toBe('close');
   });
 });
 

@@ -360,6 +360,7 @@ describe('rate limits', () => {
     await until(async () => adapter.started, (n) => n === 1, 'the first run holding');
     const second = await run(b.url, KEY_A);
     expect(second.json.errors[0].extensions).toMatchObject({ code: 'RATE_LIMITED', details: { retryAfterSeconds: 1 } });
+    expect(second.headers.get('retry-after')).toBe('1');
     // The other client has places of its own.
     const other = run(b.url, KEY_B);
     await until(async () => adapter.started, (n) => n === 2, 'the other client\'s run');
@@ -460,6 +461,10 @@ describe('draining', () => {
     const gateway = await start({ adapter });
     const running = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')]) });
     await until(async () => running.events.length, (n) => n >= 3, 'the run under way');
+    // A client connected with nothing going on: told the server is going away.
+    let idleClosed: number | undefined;
+    const idle = createClient({ url: gateway.wsUrl, webSocketImpl: WebSocket, lazy: false, retryAttempts: 0, on: { closed: (event: any) => (idleClosed = event.code) } });
+    await new Promise<void>((resolve) => idle.on('connected', () => resolve()));
 
     const shutdown = gateway.gateway.shutdown(30_000);
     const ready = await fetch(new URL('/ready', gateway.url));
@@ -467,13 +472,19 @@ describe('draining', () => {
     expect(await ready.json()).toMatchObject({ checks: { draining: true } });
     const refused = await post(gateway.url, { query: 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId } }', variables: { data: runInput([userMessage('late')]) } });
     expect(refused.json.errors[0].extensions).toMatchObject({ code: 'SHUTTING_DOWN' });
+    // A proxy may send it to another instance: nothing ran.
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('1');
 
     adapter.release();
     await shutdown;
     await running.done;
     expect(running.events.at(-1).status).toMatchObject({ code: 'Success' });
     expect(textOfEvents(running.events)).toBe('first last');
-    expect(running.closeCode()).toBe(1001);
+    // Its run's end and its complete arrived before the socket closed.
+    expect(running.errors).toEqual([]);
+    expect(await until(async () => idleClosed, (code) => code !== undefined, 'the idle socket closed')).toBe(1001);
+    await idle.dispose();
   });
 
   it('ends runs still going after the grace period with SHUTTING_DOWN, their records complete in the store', async () => {

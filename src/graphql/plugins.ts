@@ -45,6 +45,32 @@ export function requestIdPlugin(): ApolloServerPlugin<GatewayContext> {
   };
 }
 
+/**
+ * Refusals that say when to try again: a `retry-after` header (RATE_LIMITED, SHUTTING_DOWN). A request
+ * refused because the instance is draining is also answered with HTTP 503, so that a proxy in front
+ * may send it to another instance (nothing ran: retrying is safe); other request errors keep the
+ * reference's HTTP 200.
+ */
+export function refusalPlugin(): ApolloServerPlugin<GatewayContext> {
+  return {
+    async requestDidStart() {
+      return {
+        async willSendResponse({ response }) {
+          const result = response.body.kind === 'single' ? response.body.singleResult : response.body.initialResult;
+          for (const error of result.errors ?? []) {
+            const code = error.extensions?.code;
+            if (code !== 'RATE_LIMITED' && code !== 'SHUTTING_DOWN') continue;
+            const retryAfter = (error.extensions?.details as { retryAfterSeconds?: unknown } | undefined)?.retryAfterSeconds;
+            if (typeof retryAfter === 'number') response.http.headers.set('retry-after', String(retryAfter));
+            if (code === 'SHUTTING_DOWN' && result.data == null) response.http.status = statusOf('SHUTTING_DOWN');
+            return;
+          }
+        },
+      };
+    },
+  };
+}
+
 /** Logs what clients were told: gateway errors briefly, unexpected ones in full (they were masked). */
 export function errorLoggingPlugin(): ApolloServerPlugin<GatewayContext> {
   return {

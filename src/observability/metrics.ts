@@ -24,8 +24,8 @@ export class GatewayMetrics {
   private readonly sockets: Gauge;
 
   constructor(activeRuns: () => number) {
+    processRegistry(); // started now, so that event-loop lag is measured from the start
     const registers = [this.registry];
-    collectDefaultMetrics({ register: this.registry, prefix: 'copilot_gateway_' });
     this.runs = new Counter({ name: 'copilot_gateway_runs_total', help: 'Runs that ended, by kind (model, agent) and outcome (Success, or the error code).', labelNames: ['kind', 'outcome'], registers });
     this.runDuration = new Histogram({
       name: 'copilot_gateway_run_duration_seconds',
@@ -117,10 +117,26 @@ export class GatewayMetrics {
     };
   }
 
-  /** The text Prometheus scrapes. */
+  /** The text Prometheus scrapes: this gateway's metrics, then the process's. */
   async render(): Promise<{ contentType: string; body: string }> {
-    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+    const [own, process] = await Promise.all([this.registry.metrics(), processRegistry().metrics()]);
+    return { contentType: this.registry.contentType, body: `${own}\n${process}` };
   }
+}
+
+let processMetrics: Registry | undefined;
+
+/**
+ * Node's process metrics (CPU, memory, event-loop lag, GC), collected once per process: prom-client
+ * starts an event-loop monitor and a GC observer for them that are never stopped, so each gateway
+ * (tests start hundreds) must not start its own.
+ */
+function processRegistry(): Registry {
+  if (!processMetrics) {
+    processMetrics = new Registry();
+    collectDefaultMetrics({ register: processMetrics, prefix: 'copilot_gateway_' });
+  }
+  return processMetrics;
 }
 
 function codeOf(error: unknown): string {

@@ -263,7 +263,6 @@ export class AgUiTransport {
     res.statusCode = 200;
     res.setHeader('content-type', 'text/event-stream');
     res.setHeader('cache-control', 'no-cache, no-transform');
-    res.setHeader('connection', 'keep-alive');
     res.setHeader('x-accel-buffering', 'no');
     res.flushHeaders();
     const onStream = this.options.onStream;

@@ -51,9 +51,12 @@ interface ConnectionExtra {
  * The per-operation context, plus the controller that aborts the operation's run (not for
  * subscriptions) and a way to let go of the subscribe message's variables and query.
  */
-type OperationContext = GatewayContext & { controller: AbortController | undefined; releaseMessage: () => void; operations: OperationCount };
+type OperationContext = GatewayContext & { controller: AbortController | undefined; releaseMessage: () => void };
 
-/** Operations in progress, so that closing waits for their last results to be sent. */
+/**
+ * Messages graphql-ws is still handling: a `subscribe` is handled until its operation has ended and
+ * its `complete` has been sent. Closing waits for them, so that no client loses the end of its run.
+ */
 class OperationCount {
   private open = 0;
   private idle: (() => void)[] = [];
@@ -62,10 +65,10 @@ class OperationCount {
     this.open++;
   }
 
-  ended(): void {
+  readonly ended = (): void => {
     if (--this.open > 0) return;
     for (const wake of this.idle.splice(0)) wake();
-  }
+  };
 
   /** Resolves once no operation is in progress, or after `limitMs`. */
   settled(limitMs: number): Promise<void> {
@@ -130,7 +133,6 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
         // logger instead of having a child logger of its own.
         const subscription = getOperationAST(args.document, args.operationName)?.operation === 'subscription';
         const controller = subscription ? undefined : new AbortController();
-        operations.started();
         return {
           requestId,
           logger: subscription ? logger : logger.child(bindings),
@@ -146,7 +148,6 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
           controller,
           // The payload is the parsed message graphql-ws received (typed read-only for hooks).
           releaseMessage: () => Object.assign(payload, { variables: undefined, query: '' }),
-          operations,
         };
       },
       // Parse and validate here, so that a bad document gets an `error` message with a code
@@ -189,7 +190,7 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
     socket.once('close', () => options.onConnection?.(-1));
     const extra: ConnectionExtra = needsFacts ? { facts: access.connectionFacts(request) } : {};
     if (access.authenticating) extra.close = (code, reason) => socket.close(code, reason);
-    serveSocket(socket, protocol, logger, extra);
+    serveSocket(socket, protocol, logger, extra, operations);
   });
   // `ws` re-emits the HTTP server's errors (such as EADDRINUSE, which listen() reports itself);
   // without a listener they would be thrown.
@@ -256,6 +257,7 @@ function serveSocket(
   protocol: ReturnType<typeof makeServer<Record<string, unknown>, ConnectionExtra>>,
   logger: Logger,
   extra: ConnectionExtra,
+  operations: OperationCount,
 ): void {
   socket.on('error', (error) => logger.info({ err: error, transport: 'ws' }, 'WebSocket error from a client'));
 
@@ -279,7 +281,9 @@ function serveSocket(
   );
   // Not an async function: its frame would hold the message's text until the operation ends.
   const handleMessage = (handle: (data: string) => Promise<void>, text: string): void => {
-    handle(text).catch((error: unknown) => {
+    operations.started();
+    handle(text).then(operations.ended, (error: unknown) => {
+      operations.ended();
       logger.error({ err: error, transport: 'ws' }, 'unexpected error handling a WebSocket message');
       socket.close(CloseCode.InternalServerError, 'Internal server error');
     });
@@ -298,11 +302,7 @@ const DONE: IteratorResult<never> = Object.freeze({ value: undefined, done: true
 function operationEnd(args: ExecutionArgs): () => void {
   const context = args.contextValue as OperationContext;
   const started = performance.now();
-  let ended = false;
   return () => {
-    if (ended) return;
-    ended = true;
-    context.operations.ended();
     context.controller?.abort(OPERATION_ENDED);
     context.logger.info(
       { ...context.logBindings, operationName: args.operationName ?? null, durationMs: Math.round(performance.now() - started) },
