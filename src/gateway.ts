@@ -183,7 +183,10 @@ export interface Gateway {
    * WebSocket clients are closed with 1001 and everything is released.
    */
   shutdown(graceMs?: number): Promise<void>;
-  /** Stops accepting work, ends open connections and releases the port (at once: see `shutdown`). */
+  /**
+   * Stops accepting work, ends the runs still going (SHUTTING_DOWN, recorded), ends open connections
+   * and releases the port, at once: `shutdown` lets runs finish first.
+   */
   close(): Promise<void>;
 }
 
@@ -313,6 +316,9 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const close = async () => {
     if (state === 'closed') return;
     state = 'closed';
+    // Runs still going (those that outlive their clients too) end now, their records completed in the
+    // store before it closes: nothing is left running, or Pending in Redis, after close().
+    await launcher.abortAll(shutdownError());
     for (const endpoint of endpoints) endpoint.stop();
     if (apolloStarted) await apollo.stop();
     await mcp.close();
@@ -373,7 +379,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
         const left = launcher.activeRuns;
         if (left > 0) {
           logger.warn({ runs: left, graceMs }, 'the grace period is over: ending the runs still going');
-          await launcher.abortAll(new GatewayError('SHUTTING_DOWN', 'The server is shutting down: the run was ended before it finished. Its events so far are kept; start it again.'));
+          await launcher.abortAll(shutdownError());
         }
         logger.info({ drainedInMs: Date.now() - started, ended: left }, 'drained; closing');
         await close();
@@ -555,6 +561,10 @@ function rateLimiter(limits: ResolvedRateLimits, store: ThreadStore, logger: Log
 }
 
 const LISTEN_BACKLOG = 4096;
+
+function shutdownError(): GatewayError {
+  return new GatewayError('SHUTTING_DOWN', 'The server is shutting down: the run was ended before it finished. Its events so far are kept; start it again.');
+}
 
 /**
  * Whether this instance should get traffic. Not while it is not listening (starting, or closed). With
