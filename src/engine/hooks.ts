@@ -63,15 +63,7 @@ export async function beforeRequest(hooks: RequestHooks, request: RunRequest, ca
   const { logger, signal } = caller;
   let result: BeforeRequestResult | void;
   try {
-    result = await hooks.onBeforeRequest({
-      threadId: request.threadId,
-      runId: request.runId,
-      inputMessages: request.messages,
-      properties: request.properties,
-      url: request.url,
-      principal: request.principal,
-      signal,
-    });
+    result = await hooks.onBeforeRequest({ ...hookContext(request), signal });
   } catch (error) {
     if (error instanceof GatewayError) throw error;
     logger.error({ err: error }, 'the onBeforeRequest hook threw');
@@ -95,12 +87,7 @@ export function afterRequest(hooks: RequestHooks, request: RunRequest, run: RunH
     unsubscribe();
     try {
       await hook({
-        threadId: request.threadId,
-        runId: request.runId,
-        inputMessages: request.messages,
-        properties: request.properties,
-        url: request.url,
-        principal: request.principal,
+        ...hookContext(request),
         outputMessages: collector.current(),
         status: status.code === 'Failed' ? { code: 'Failed', errorCode: status.details.code } : { code: 'Success' },
       });
@@ -108,4 +95,16 @@ export function afterRequest(hooks: RequestHooks, request: RunRequest, run: RunH
       logger.error({ err: error }, 'the onAfterRequest hook threw');
     }
   });
+}
+
+/** What every hook sees of the request. */
+function hookContext(request: RunRequest): RequestHookContext {
+  return {
+    threadId: request.threadId,
+    runId: request.runId,
+    inputMessages: request.messages,
+    properties: request.properties,
+    url: request.url,
+    principal: request.principal,
+  };
 }
