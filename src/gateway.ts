@@ -265,6 +265,9 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     schema,
     // Introspection is refused by the gateway's own rule (in its words), not Apollo's.
     introspection: true,
+    // Automatic persisted queries: off. No CopilotKit client sends them, and their cache would be one
+    // more thing to bound and share across instances.
+    persistedQueries: false,
     // Where introspection is off, "Did you mean …" suggestions would reveal the schema anyway.
     hideSchemaDetailsFromClientErrors: !config.sandbox,
     includeStacktraceInErrorResponses: false,

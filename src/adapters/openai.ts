@@ -239,17 +239,25 @@ class ChunkReader {
         cause: new Error(message ?? event.data.slice(0, 500)),
       });
     }
+    if (chunk === null || typeof chunk !== 'object') throw this.malformed('a chunk that is not an object');
     const choice = chunk.choices?.[0];
     if (!choice) return;
     const delta = choice.delta;
-    if (delta?.content) {
+    const chunkId = typeof chunk.id === 'string' ? chunk.id : undefined;
+    const content: unknown = delta?.content;
+    if (content) {
+      if (typeof content !== 'string') throw this.malformed('text content that is not a string');
       this.endCalls();
-      if (this.openText === undefined) this.parentId = this.openText = this.output.textStart(chunk.id);
-      this.pendingText += delta.content;
+      if (this.openText === undefined) this.parentId = this.openText = this.output.textStart(chunkId);
+      this.pendingText += content;
     }
     if (delta?.tool_calls?.length) {
+      if (!Array.isArray(delta.tool_calls)) throw this.malformed('tool calls that are not a list');
       this.flush();
-      for (const toolCall of delta.tool_calls) this.toolCall(toolCall, chunk.id);
+      for (const toolCall of delta.tool_calls) {
+        if (!isToolCallDelta(toolCall)) throw this.malformed('a tool call of the wrong shape');
+        this.toolCall(toolCall, chunkId);
+      }
     }
     if (choice.finish_reason) this.finished = true;
   }
@@ -273,7 +281,13 @@ class ChunkReader {
     this.openText = undefined;
   }
 
-  private toolCall(toolCall: ChatCompletionChunk.Choice.Delta.ToolCall, chunkId: string): void {
+  /** UPSTREAM_BAD_RESPONSE for a chunk that parses but is not what Chat Completions sends; what came before reaches the client. */
+  private malformed(what: string): UpstreamError {
+    this.flush();
+    return new UpstreamError('UPSTREAM_BAD_RESPONSE', `The model provider sent ${what}.`);
+  }
+
+  private toolCall(toolCall: ChatCompletionChunk.Choice.Delta.ToolCall, chunkId: string | undefined): void {
     let call = this.openCalls.get(toolCall.index);
     // Some OpenAI-compatible servers send every call at index 0: a different id is a new call.
     if (call && toolCall.id && call.providerId !== undefined && toolCall.id !== call.providerId) {
@@ -301,3 +315,15 @@ class ChunkReader {
   }
 }
 
+
+/** A tool-call delta the reader can take: a numeric index, an id, a name and arguments, each when present (some compatible servers leave the index out). */
+function isToolCallDelta(value: unknown): value is ChatCompletionChunk.Choice.Delta.ToolCall {
+  if (value === null || typeof value !== 'object') return false;
+  const call = value as { index?: unknown; id?: unknown; function?: unknown };
+  if (call.index != null && typeof call.index !== 'number') return false;
+  if (call.id != null && typeof call.id !== 'string') return false;
+  if (call.function == null) return true;
+  if (typeof call.function !== 'object') return false;
+  const fn = call.function as { name?: unknown; arguments?: unknown };
+  return (fn.name == null || typeof fn.name === 'string') && (fn.arguments == null || typeof fn.arguments === 'string');
+}

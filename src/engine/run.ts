@@ -313,7 +313,8 @@ export class Run implements RunHandle, RunWriter, RunContext {
   }
 
   private claimId(proposed: string | null | undefined, prefix: string): string {
-    const id = proposed && !this.usedIds.has(proposed) ? proposed : `${prefix}_${randomUUID()}`;
+    // An id an upstream proposed is used once, and only when it is a string.
+    const id = typeof proposed === 'string' && proposed && !this.usedIds.has(proposed) ? proposed : `${prefix}_${randomUUID()}`;
     this.usedIds.add(id);
     return id;
   }

@@ -1,4 +1,8 @@
 import { GraphQLError, parse, validate, type DocumentNode, type GraphQLSchema, type ValidationRule } from 'graphql';
+import { MAX_NESTING, textNestsDeeperThan } from '../core/depth.js';
+
+/** What a document nested past MAX_NESTING gets, before graphql-js's recursive parser could overflow on it. */
+export const TOO_DEEP_DOCUMENT = `Syntax Error: the document nests deeper than ${MAX_NESTING} levels.`;
 import { MAX_DOCUMENT_TOKENS, withoutSuggestions } from './validation.js';
 
 /** A document parsed and validated once: the document, or the coded errors a client gets for it. */
@@ -47,6 +51,7 @@ export class DocumentCache {
 
   private parseAndValidate(query: string): PreparedDocument {
     let document: DocumentNode;
+    if (textNestsDeeperThan(query)) return { errors: [new GraphQLError(TOO_DEEP_DOCUMENT, { extensions: { code: 'GRAPHQL_PARSE_FAILED' } })] };
     try {
       document = parse(query, { maxTokens: MAX_DOCUMENT_TOKENS });
     } catch (error) {

@@ -1,5 +1,5 @@
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
-import { GatewayError } from '../core/errors.js';
+import { ERROR_CODES, GatewayError, type ErrorCode } from '../core/errors.js';
 
 /**
  * The one place errors are shaped for clients (Apollo's formatError and graphql-ws share it):
@@ -32,8 +32,23 @@ export function formatGraphQLError(formatted: GraphQLFormattedError, error: unkn
       extensions: { code: 'INTERNAL_SERVER_ERROR', statusCode: 500, severity: 'critical', visibility: 'banner' },
     };
   }
-  // GraphQL's own errors (syntax, validation, variables), already coded by Apollo or the WebSocket transport.
-  return { ...formatted, extensions };
+  // GraphQL's own errors (syntax, validation, variables), coded by Apollo or the WebSocket transport:
+  // with a code of the gateway's table (Apollo's own codes, or none, said in the table's words).
+  return { ...formatted, extensions: { ...extensions, code: tableCode(extensions.code, formatted.message) } };
+}
+
+/** Apollo's codes outside the gateway's table, as the table says them. */
+const FOREIGN_CODES: Record<string, ErrorCode> = {
+  OPERATION_RESOLUTION_FAILURE: 'BAD_REQUEST',
+  PERSISTED_QUERY_NOT_SUPPORTED: 'NOT_SUPPORTED',
+  PERSISTED_QUERY_NOT_FOUND: 'NOT_SUPPORTED',
+};
+
+function tableCode(code: unknown, message: string): ErrorCode {
+  if (typeof code === 'string' && code in ERROR_CODES) return code as ErrorCode;
+  if (typeof code === 'string' && code in FOREIGN_CODES) return FOREIGN_CODES[code];
+  // graphql-js's uncoded errors: bad variables, and an operation it cannot pick.
+  return /^Variable "\$/.test(message) ? 'BAD_USER_INPUT' : 'BAD_REQUEST';
 }
 
 /** The error a resolver threw, below GraphQL's wrapping. */

@@ -3,6 +3,7 @@ import type { GenerateCopilotResponseInput, MessageInput } from '../../generated
 import { MAX_ID_LENGTH } from '../core/ids.js';
 import { BadUserInputError, NotSupportedError } from '../core/errors.js';
 import type { Message, MetaEventInput, ToolDefinition } from '../core/messages.js';
+import { MAX_NESTING, textNestsDeeperThan } from '../core/depth.js';
 import type { AgentStateInput, RunRequest } from '../engine/request.js';
 
 /**
@@ -45,12 +46,16 @@ export function runRequestFromInput(data: GenerateCopilotResponseInput, properti
     });
   });
 
-  const metaEvents: MetaEventInput[] = (data.metaEvents ?? []).map((event, index) => ({
-    name: event.name,
-    value: event.value,
-    response: event.response ?? null,
-    ...(event.messages ? { messages: messagesFromInput(event.messages, `metaEvents[${index}].messages`) } : {}),
-  }));
+  const metaEvents: MetaEventInput[] = (data.metaEvents ?? []).map((event, index) => {
+    checkNesting(event.value, `metaEvents[${index}].value`);
+    checkNesting(event.response, `metaEvents[${index}].response`);
+    return {
+      name: event.name,
+      value: event.value,
+      response: event.response ?? null,
+      ...(event.messages ? { messages: messagesFromInput(event.messages, `metaEvents[${index}].messages`) } : {}),
+    };
+  });
 
   return {
     threadId: checkId(data.threadId, 'threadId') ?? checkId(data.agentSession?.threadId, 'agentSession.threadId') ?? randomUUID(),
@@ -89,10 +94,12 @@ export function messagesFromInput(inputs: readonly MessageInputLike[], where = '
     }
     if (input.actionExecutionMessage) {
       const m = input.actionExecutionMessage;
+      checkNesting(m.arguments, `${where}[${index}].actionExecutionMessage.arguments`);
       return { kind: 'actionExecution', id: input.id, name: m.name, arguments: m.arguments, parentMessageId: m.parentMessageId };
     }
     if (input.resultMessage) {
       const m = input.resultMessage;
+      checkNesting(m.result, `${where}[${index}].resultMessage.result`);
       return { kind: 'result', id: input.id, actionExecutionId: m.actionExecutionId, actionName: m.actionName, result: m.result };
     }
     if (input.imageMessage) {
@@ -100,6 +107,7 @@ export function messagesFromInput(inputs: readonly MessageInputLike[], where = '
       return { kind: 'image', id: input.id, role: m.role, format: m.format, bytes: m.bytes, parentMessageId: m.parentMessageId };
     }
     const m = input.agentStateMessage!;
+    checkNesting(m.state, `${where}[${index}].agentStateMessage.state`);
     return {
       kind: 'agentState',
       id: input.id,
@@ -121,6 +129,7 @@ export function parseJsonSchema(jsonSchema: string, where: string): Record<strin
 }
 
 function parseJsonObject(json: string, field: string, what = 'an object', nullIsEmpty = false): Record<string, unknown> {
+  checkNesting(json, field);
   let parsed: unknown;
   try {
     parsed = JSON.parse(json);
@@ -132,6 +141,13 @@ function parseJsonObject(json: string, field: string, what = 'an object', nullIs
     throw new BadUserInputError(`${field} must be a JSON object (${what}).`, { field });
   }
   return parsed as Record<string, unknown>;
+}
+
+/** A JSON-string field that nests too deep for what handles it later (JSON.stringify of an upstream request) is refused here. */
+function checkNesting(text: string | null | undefined, field: string): void {
+  if (typeof text === 'string' && textNestsDeeperThan(text)) {
+    throw new BadUserInputError(`${field} nests deeper than ${MAX_NESTING} levels.`, { field });
+  }
 }
 
 function checkId(value: string | null | undefined, field: string): string | undefined {

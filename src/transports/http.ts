@@ -6,6 +6,8 @@ import { drained, sendJson } from './responses.js';
 import { OPERATION_ENDED } from '../core/abort.js';
 import { statusOf, type ErrorCode, type GatewayError } from '../core/errors.js';
 import type { GatewayContext } from '../graphql/context.js';
+import { TOO_DEEP_DOCUMENT } from '../graphql/documents.js';
+import { MAX_NESTING, nestsDeeperThan, textNestsDeeperThan } from '../core/depth.js';
 import type { RunLauncher } from '../engine/launcher.js';
 import { NO_BODY, type AgUiTransport } from './ag-ui.js';
 import type { AccessControl, Admitted } from './access.js';
@@ -235,6 +237,13 @@ async function handleGraphQL(
       body = raw;
     }
   }
+
+  // Nesting that the parser, coercion or an upstream request's JSON.stringify would overflow on.
+  if (nestsDeeperThan(body)) {
+    return sendError(res, 'BAD_USER_INPUT', `The request body nests deeper than ${MAX_NESTING} levels.`, { requestId });
+  }
+  const query = typeof (body as { query?: unknown } | undefined)?.query === 'string' ? (body as { query: string }).query : new URLSearchParams(search).get('query');
+  if (query && textNestsDeeperThan(query)) return sendError(res, 'GRAPHQL_PARSE_FAILED', TOO_DEEP_DOCUMENT, { requestId });
 
   // A single-route AG-UI envelope ({method, params, body}) rather than a GraphQL request ({query, …}).
   if (isAgUiEnvelope(body)) {
@@ -485,12 +494,18 @@ async function readAgUiBody(req: IncomingMessage, res: ServerResponse, limit: nu
     sendJson(res, 415, { error: 'Unsupported media type', message: 'Send the body as application/json.', code: 'BAD_REQUEST' });
     return NO_BODY;
   }
+  let body: unknown;
   try {
-    return JSON.parse(raw);
+    body = JSON.parse(raw);
   } catch {
     sendJson(res, 400, { error: 'Invalid JSON', message: 'The request body is not valid JSON.', code: 'BAD_REQUEST' });
     return NO_BODY;
   }
+  if (nestsDeeperThan(body)) {
+    sendJson(res, 400, { error: 'Invalid request body', message: `The request body nests deeper than ${MAX_NESTING} levels.`, code: 'BAD_USER_INPUT' });
+    return NO_BODY;
+  }
+  return body;
 }
 
 function sendUnexpected(res: ServerResponse, requestId: string | undefined): void {

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { OPERATION_ENDED } from '../core/abort.js';
 import type { GatewayError } from '../core/errors.js';
+import { MAX_NESTING, nestsDeeperThan } from '../core/depth.js';
 import type { RunLauncher } from '../engine/launcher.js';
 import type { GatewayContext } from '../graphql/context.js';
 import { formatGraphQLError } from '../graphql/errors.js';
@@ -155,6 +156,9 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
       // Documents are kept once parsed and validated (DocumentCache), not held per operation.
       onSubscribe: (ctx, _id, payload) => {
         const prepare = () => {
+          if (nestsDeeperThan(payload.variables) || nestsDeeperThan(payload.extensions)) {
+            return [new GraphQLError(`The variables nest deeper than ${MAX_NESTING} levels.`, { extensions: { code: 'BAD_USER_INPUT' } })];
+          }
           const prepared = documents.prepare(payload.query);
           if (prepared.errors) return [...prepared.errors];
           return { schema, document: prepared.document, operationName: payload.operationName, variableValues: payload.variables };
@@ -168,9 +172,9 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
       // Subscriptions on the lean path (graphql/subscribe.ts): one iterator per stream, no
       // per-event variable coercion; events run on the document compiled by graphql-jit.
       subscribe: (args) => serveSubscription(args, subscribe),
-      onError: (_ctx, _id, _payload, errors) => errors.map((error) => formatGraphQLError(error.toJSON(), error)),
+      onError: (_ctx, _id, _payload, errors) => errors.map(formatForWs),
       onNext: (_ctx, _id, _payload, _args, result: any) => {
-        const format = (errors: GraphQLError[]) => errors.map((error) => formatGraphQLError(error.toJSON(), error));
+        const format = (errors: GraphQLError[]) => errors.map(formatForWs);
         const incremental: any[] | undefined = result.incremental;
         if (!result.errors?.length && !incremental?.some((entry) => entry.errors?.length)) return undefined;
         return {
@@ -284,6 +288,12 @@ function serveSocket(
     operations.started();
     handle(text).then(operations.ended, (error: unknown) => {
       operations.ended();
+      // graphql-ws throws this for a message only a server may send (connection_ack, next, error): the client's mistake.
+      if (error instanceof Error && /^Unexpected message of type /.test(error.message)) {
+        logger.info({ transport: 'ws', reason: error.message }, 'a WebSocket client broke the protocol');
+        socket.close(CloseCode.BadRequest, error.message);
+        return;
+      }
       logger.error({ err: error, transport: 'ws' }, 'unexpected error handling a WebSocket message');
       socket.close(CloseCode.InternalServerError, 'Internal server error');
     });
@@ -413,6 +423,16 @@ class OperationStream implements AsyncGenerator<ExecutionResult> {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.return();
   }
+}
+
+/** An error as a WebSocket client gets it: the gateway's shape, without Apollo's HTTP-only `http` extension. */
+function formatForWs(error: GraphQLError) {
+  const formatted = formatGraphQLError(error.toJSON(), error);
+  if (formatted.extensions && 'http' in formatted.extensions) {
+    const { http: _http, ...extensions } = formatted.extensions;
+    return { ...formatted, extensions };
+  }
+  return formatted;
 }
 
 /** A refusal as graphql-ws's `error` message carries it: a GraphQLError with the code and details in its extensions. */

@@ -76,7 +76,7 @@ export class UpstreamClient {
 
   /** Sends the call (retrying as its policy says) and resolves with a 2xx response; throws a GatewayError otherwise. */
   async request(call: UpstreamCall): Promise<UpstreamResponse> {
-    const body = call.json === undefined ? undefined : JSON.stringify(call.json);
+    const body = encodeBody(call);
     const headers: Record<string, string> = { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...call.headers };
     const { response, attempts, release } = await retrying(call, this.onRetry, async (signal) => {
       const response = await undiciRequest(call.url, {
@@ -123,7 +123,12 @@ export class UpstreamClient {
    * an abort-signal link per layer and a promise per read (BENCHMARKS.md, step 11).
    */
   stream(call: UpstreamCall, onChunk: (chunk: Buffer) => void): Promise<{ status: number; attempts: number }> {
-    const body = call.json === undefined ? undefined : JSON.stringify(call.json);
+    let body: string | undefined;
+    try {
+      body = encodeBody(call);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const headers: Record<string, string> = { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...call.headers };
     const url = new URL(call.url);
     const options: Dispatcher.DispatchOptions = { origin: url.origin, path: url.pathname + url.search, method: call.method ?? (body === undefined ? 'GET' : 'POST'), headers, body };
@@ -226,6 +231,22 @@ interface Attempt<T> {
  * response, still linked to the caller's abort; `release()` unlinks it, for a caller that takes
  * over listening to its signal.
  */
+/**
+ * The call's JSON body. What the gateway sends is built from client input, checked for depth where it
+ * comes in; a value that still nests too deep for JSON.stringify is the client's, said so.
+ */
+function encodeBody(call: UpstreamCall): string | undefined {
+  if (call.json === undefined) return undefined;
+  try {
+    return JSON.stringify(call.json);
+  } catch (error) {
+    if (error instanceof RangeError) {
+      throw new GatewayError('BAD_USER_INPUT', `The request to ${call.who} could not be written: its input nests too deeply.`);
+    }
+    throw error;
+  }
+}
+
 async function retrying<T>(
   call: Pick<UpstreamCall, 'who' | 'policy' | 'signal' | 'logger' | 'url'>,
   onRetry: ((who: string, reason: string) => void) | undefined,
