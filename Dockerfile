@@ -1,0 +1,78 @@
+# syntax=docker/dockerfile:1
+#
+# Copilot Gateway: a production image.
+#
+#   docker build -t copilot-gateway .
+#   docker run --rm -p 4000:4000 copilot-gateway                       # demo mode
+#   docker run --rm -p 4000:4000 -e OPENAI_API_KEY=sk-... copilot-gateway
+#
+# Two stages: `build` installs every dependency (TypeScript, esbuild, …) and runs `npm run build`; the
+# runtime stage installs only the production dependencies and copies what `npm start` needs at run time
+# (dist/, schema/, scripts/, package.json, package-lock.json). See the README, "Deploying: container,
+# compose and a proxy".
+
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+# ---------------------------------------------------------------------------------------------------
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+
+# Dependencies first, so that a change to the sources does not reinstall them. scripts/ is needed by
+# `npm ci` itself: the package's postinstall (scripts/complete-lockfile.mjs) only re-adds other
+# platforms' optional packages to package-lock.json and changes nothing on a complete lock file.
+COPY package.json package-lock.json ./
+COPY scripts/ scripts/
+RUN npm ci --no-audit --no-fund
+
+COPY tsconfig.json tsconfig.build.json ./
+COPY schema/ schema/
+COPY generated/ generated/
+COPY src/ src/
+COPY explorer/ explorer/
+# tsc to dist/, the SDL to dist/schema/, the offline explorer to dist/explorer/, then dist/.built.
+RUN npm run build
+
+# ---------------------------------------------------------------------------------------------------
+FROM ${NODE_IMAGE} AS runtime
+WORKDIR /app
+
+# NODE_FLAGS: the flags `npm start` uses (package.json config.nodeFlags; checked below). Set it to
+# replace them, or to empty for Node's defaults, exactly as with `npm start`.
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=4000 \
+    NODE_FLAGS="--max-semi-space-size=4 --max-old-space-size=1536"
+
+# Production dependencies only. --ignore-scripts: no production dependency needs its install script
+# (protobufjs' postinstall only prints version-scheme warnings; @google/genai's preinstall is an echo),
+# and the package's own postinstall (complete-lockfile) is only for installs with dev dependencies.
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+ && npm cache clean --force \
+ && node -e 'const flags = require("./package.json").config.nodeFlags; if (flags !== process.env.NODE_FLAGS) { console.error("NODE_FLAGS in the Dockerfile differs from package.json config.nodeFlags (" + flags + "): update the Dockerfile."); process.exit(1); }'
+
+COPY scripts/ scripts/
+COPY schema/ schema/
+COPY --from=build /app/dist/ dist/
+# scripts/start.mjs rebuilds when dist/.built is older than package.json or schema/, and this image has
+# no TypeScript to build with: make the marker the newest file whatever the copied files' times are.
+RUN touch dist/.built
+
+# Files stay owned by root (the gateway writes nothing to disk); the process runs as the image's
+# unprivileged `node` user.
+USER node
+
+EXPOSE 4000
+
+# Liveness: GET /health on this container's own port (slim images have no curl; Node 20 has fetch).
+# Compose points its own check at /ready (see compose.yaml). With HOST set to one address other than
+# 0.0.0.0 or 127.0.0.1, override this check.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 4000) + '/health', { signal: AbortSignal.timeout(2500) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+
+# `exec` makes node PID 1 (no npm or shell in between), so `docker stop`'s SIGTERM reaches the gateway
+# itself. Node as PID 1 gets no default signal handlers from the kernel, but the gateway installs its
+# own for SIGTERM and SIGINT: it stops taking work, closes its streams and store, and exits 0. It starts
+# no child processes, so nothing needs reaping; `docker run --init` (or compose's `init: true`) adds
+# tini in front anyway if you prefer.
+CMD ["/bin/sh", "-c", "exec node $NODE_FLAGS scripts/start.mjs"]

@@ -1,0 +1,326 @@
+#!/usr/bin/env bash
+# The topology of compose.yaml without Docker: Redis, two gateway instances (`npm start`) sharing it, and
+# nginx in front of them with deploy/nginx.conf; then scripts/cluster-check.mjs through nginx, a drain check
+# (SIGTERM to one instance while a run streams from it: the run must reach its end), a failover check (that
+# instance gone, nginx serves everything from the other), and SIGTERM to both instances, which must exit 0.
+#
+#   bash scripts/cluster-local.sh [cluster-check options]
+#
+# Needs redis-server and nginx on PATH (or in /usr/sbin); installs nothing. Runs everything as the current
+# user on 127.0.0.1 and free ports, with every file (nginx's pid, logs and temp files, Redis' data) in one
+# temporary directory, removed at the end (kept, with its path printed, when something failed, or with
+# KEEP_TMP=1). Builds the gateway first (npm run build) when dist/ is missing or older than the sources,
+# once, so that the two instances do not both build at start-up.
+#
+# Environment: as for `npm start` (a provider key selects provider mode; demo mode otherwise), plus
+#   LOG_LEVEL           the gateways' log level (default info; logs go to the temporary directory)
+#   READY_TIMEOUT_S     how long to wait for each process to be ready (default 60)
+#   SHUTDOWN_GRACE_MS   passed to the gateways (default 25000, as in compose.yaml)
+#   DRAIN_CHECK=off     skip the drain step (a run in flight must survive its instance's SIGTERM)
+#   KEEP_TMP=1          keep the temporary directory
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+say() { printf '== %s\n' "$*"; }
+fail() { printf 'cluster-local: %s\n' "$*" >&2; exit 1; }
+
+# ---------------------------------------------------------------------------------------------------
+# Prerequisites
+
+find_tool() {
+  command -v "$1" 2>/dev/null && return 0
+  for dir in /usr/sbin /usr/local/sbin /sbin; do
+    if [ -x "$dir/$1" ]; then echo "$dir/$1"; return 0; fi
+  done
+  return 1
+}
+missing=()
+redis_server=$(find_tool redis-server) || missing+=(redis-server)
+nginx=$(find_tool nginx) || missing+=(nginx-light)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "cluster-local: missing ${missing[*]}. On Debian or Ubuntu: apt-get install -y redis-server nginx-light (or nginx)" >&2
+  exit 1
+fi
+
+# ---------------------------------------------------------------------------------------------------
+# Clean-up: every process this script started, by its id; the temporary directory.
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/cluster-local.XXXXXX")
+declare -A pids=()
+status=1
+
+stop_process() { # name, signal, seconds to wait before SIGKILL
+  local name=$1 signal=$2 seconds=$3 pid=${pids[$1]:-}
+  [ -n "$pid" ] || return 0
+  if kill -0 "$pid" 2>/dev/null; then
+    kill "-$signal" "$pid" 2>/dev/null || true
+    local waited=0
+    while kill -0 "$pid" 2>/dev/null && [ $waited -lt $((seconds * 10)) ]; do sleep 0.1; waited=$((waited + 1)); done
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "cluster-local: $name (pid $pid) still running after ${seconds}s: SIGKILL" >&2
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  fi
+  wait "$pid" 2>/dev/null || true
+  unset "pids[$name]"
+}
+
+cleanup() {
+  trap - EXIT INT TERM
+  for name in gateway-a gateway-b; do stop_process "$name" TERM 30; done
+  stop_process nginx TERM 10
+  stop_process redis TERM 10
+  if [ "$status" -ne 0 ]; then
+    for log in "$tmp"/*.log; do
+      [ -s "$log" ] || continue
+      echo "---- last lines of $log" >&2
+      tail -n 25 "$log" | cut -c1-400 >&2
+    done
+  fi
+  if [ "$status" -eq 0 ] && [ "${KEEP_TMP:-}" != 1 ]; then
+    rm -rf "$tmp"
+  else
+    echo "cluster-local: logs and configuration kept in $tmp" >&2
+  fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'status=130; exit 130' INT TERM
+
+# ---------------------------------------------------------------------------------------------------
+# Helpers
+
+free_port() {
+  node -e 'const s = require("node:net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });'
+}
+
+ready_timeout=${READY_TIMEOUT_S:-60}
+
+# Waits until GET <url> answers 200, while process <name> lives.
+wait_http() { # name, url
+  local name=$1 url=$2 deadline=$((SECONDS + ready_timeout))
+  until node -e 'fetch(process.argv[1], { signal: AbortSignal.timeout(2000) }).then((r) => process.exit(r.status === 200 ? 0 : 1), () => process.exit(1))' "$url"; do
+    kill -0 "${pids[$name]}" 2>/dev/null || fail "$name exited before it was ready (see $tmp/$name.log)"
+    [ $SECONDS -lt "$deadline" ] || fail "$name not ready at $url after ${ready_timeout}s"
+    sleep 0.3
+  done
+}
+
+# ---------------------------------------------------------------------------------------------------
+# Build once, before the instances start.
+
+built=dist/.built
+if [ ! -f "$built" ] || [ -n "$(find src generated schema explorer tsconfig.json tsconfig.build.json package.json -newer "$built" -print -quit 2>/dev/null)" ]; then
+  say "building the gateway (npm run build)"
+  npm run -s build
+fi
+
+# ---------------------------------------------------------------------------------------------------
+# Redis (append-only file, as in compose.yaml)
+
+redis_port=$(free_port)
+mkdir -p "$tmp/redis"
+say "redis-server on 127.0.0.1:$redis_port"
+"$redis_server" --bind 127.0.0.1 --port "$redis_port" --dir "$tmp/redis" --appendonly yes --save '' \
+  --daemonize no --protected-mode yes >"$tmp/redis.log" 2>&1 &
+pids[redis]=$!
+deadline=$((SECONDS + ready_timeout))
+until node -e '
+  const socket = require("node:net").connect(Number(process.argv[1]), "127.0.0.1");
+  socket.on("connect", () => socket.write("PING\r\n"));
+  socket.on("data", (data) => process.exit(String(data).startsWith("+PONG") ? 0 : 1));
+  socket.on("error", () => process.exit(1));
+  setTimeout(() => process.exit(1), 2000);' "$redis_port"; do
+  kill -0 "${pids[redis]}" 2>/dev/null || fail "redis-server exited (see $tmp/redis.log)"
+  [ $SECONDS -lt "$deadline" ] || fail "redis-server not answering after ${ready_timeout}s"
+  sleep 0.2
+done
+
+# ---------------------------------------------------------------------------------------------------
+# Two gateway instances, as compose.yaml configures them (but on loopback).
+
+declare -A ports=()
+for name in gateway-a gateway-b; do
+  ports[$name]=$(free_port)
+  say "$name: npm start on 127.0.0.1:${ports[$name]}"
+  NODE_ENV=production HOST=127.0.0.1 PORT="${ports[$name]}" REDIS_URL="redis://127.0.0.1:$redis_port" \
+    TRUST_PROXY=1 SHUTDOWN_GRACE_MS="${SHUTDOWN_GRACE_MS:-25000}" LOG_LEVEL="${LOG_LEVEL:-info}" \
+    npm start >"$tmp/$name.log" 2>&1 &
+  pids[$name]=$!
+done
+for name in gateway-a gateway-b; do wait_http "$name" "http://127.0.0.1:${ports[$name]}/ready"; done
+grep -ho 'Copilot Gateway ready at [^"]*' "$tmp/gateway-a.log" | head -n 1 | sed 's/^/   /'
+
+# ---------------------------------------------------------------------------------------------------
+# nginx with deploy/nginx.conf, its upstreams and port made local, its temp files under $tmp.
+
+nginx_port=$(free_port)
+mkdir -p "$tmp/nginx/logs"
+conf="$tmp/nginx/nginx.conf"
+temp_paths="client_body_temp_path $tmp/nginx/client_body; proxy_temp_path $tmp/nginx/proxy; fastcgi_temp_path $tmp/nginx/fastcgi; uwsgi_temp_path $tmp/nginx/uwsgi; scgi_temp_path $tmp/nginx/scgi;"
+sed -e "s|server gateway-a:4000 |server 127.0.0.1:${ports[gateway-a]} |" \
+    -e "s|server gateway-b:4000 |server 127.0.0.1:${ports[gateway-b]} |" \
+    -e "s|listen 8080;|listen 127.0.0.1:$nginx_port;|" \
+    -e "s|^http {|http {\n    $temp_paths|" \
+    deploy/nginx.conf >"$conf"
+# Not above this shell's hard limit of open files (nginx would only log an alert, at every start).
+hard_nofile=$(ulimit -Hn)
+if [ "$hard_nofile" != unlimited ] && [ "$hard_nofile" -lt 65536 ]; then
+  sed -i "s|^worker_rlimit_nofile .*|worker_rlimit_nofile $hard_nofile;|" "$conf"
+fi
+for expected in "server 127.0.0.1:${ports[gateway-a]} " "server 127.0.0.1:${ports[gateway-b]} " "listen 127.0.0.1:$nginx_port;" "proxy_temp_path $tmp"; do
+  grep -qF "$expected" "$conf" || fail "deploy/nginx.conf no longer has the lines this script adapts (looked for \"$expected\" after rewriting it)"
+done
+nginx_globals="pid $tmp/nginx/nginx.pid; daemon off; user $(id -un) $(id -gn);"
+nginx_args=(-p "$tmp/nginx/" -c "$conf" -g "$nginx_globals")
+# -e (nginx >= 1.19.5): its own start-up errors to stderr rather than to a log file under /var/log.
+case "$("$nginx" -h 2>&1)" in *'-e filename'*) nginx_args=(-e stderr "${nginx_args[@]}") ;; esac
+"$nginx" "${nginx_args[@]}" -t >"$tmp/nginx-test.log" 2>&1 \
+  || { cat "$tmp/nginx-test.log" >&2; fail "nginx -t rejected the configuration"; }
+say "nginx $("$nginx" -v 2>&1 | sed 's|.*/||') on 127.0.0.1:$nginx_port -> 127.0.0.1:${ports[gateway-a]}, 127.0.0.1:${ports[gateway-b]}"
+"$nginx" "${nginx_args[@]}" >"$tmp/nginx.log" 2>&1 &
+pids[nginx]=$!
+wait_http nginx "http://127.0.0.1:$nginx_port/health"
+
+# ---------------------------------------------------------------------------------------------------
+# The checks through nginx.
+
+base="http://127.0.0.1:$nginx_port"
+say "node scripts/cluster-check.mjs $base $*"
+check_status=0
+node scripts/cluster-check.mjs "$base" "$@" || check_status=$?
+
+# Shutdown: SIGTERM to gateway-a while a run is going on there. The run must finish (SHUTDOWN_GRACE_MS
+# gives it time), gateway-a must exit 0, and nginx must then send everything to gateway-b.
+results=()
+exit_code() { # name: waits for the instance's npm start to exit (at most the grace period and 15 s), and records how
+  local name=$1 pid=${pids[$1]} rc=0 limit=$(( ${SHUTDOWN_GRACE_MS:-25000} / 1000 + 15 )) start=$SECONDS
+  while kill -0 "$pid" 2>/dev/null && [ $((SECONDS - start)) -lt "$limit" ]; do sleep 0.2; done
+  if kill -0 "$pid" 2>/dev/null; then
+    results+=("FAIL $name shutdown: still running ${limit}s after SIGTERM (killed)")
+    stop_process "$name" KILL 5
+    return
+  fi
+  wait "$pid" || rc=$?
+  unset "pids[$name]"
+  if [ -n "${children[$name]:-}" ] && kill -0 "${children[$name]}" 2>/dev/null; then
+    results+=("FAIL $name shutdown: npm exited $rc but its node process ${children[$name]} is still running")
+  elif [ "$rc" -eq 0 ]; then
+    results+=("PASS $name shutdown: SIGTERM, exit code 0")
+  else
+    results+=("FAIL $name shutdown: SIGTERM, exit code $rc (see $tmp/$name.log)")
+  fi
+}
+declare -A children=()
+for name in gateway-a gateway-b; do children[$name]=$(pgrep -P "${pids[$name]}" 2>/dev/null | head -n 1 || true); done
+
+drain_status=0
+if [ "${DRAIN_CHECK:-on}" = off ]; then
+  say "drain: skipped (DRAIN_CHECK=off); SIGTERM to gateway-a"
+  kill -TERM "${pids[gateway-a]}"
+else
+say "drain: a run on gateway-a, SIGTERM to gateway-a while it streams, new runs through nginx meanwhile"
+node --input-type=module -e '
+  import { createClient } from "graphql-ws";
+  import WebSocket from "ws";
+  const [direct, base, pid] = process.argv.slice(1);
+  const client = createClient({ url: direct.replace(/^http/, "ws"), webSocketImpl: WebSocket, retryAttempts: 0 });
+  const data = { threadId: `cluster-local-drain-${Date.now()}`, metadata: { requestType: "Chat" }, frontend: { actions: [] },
+    messages: [{ id: "drain-1", createdAt: new Date().toISOString(), textMessage: { role: "user", content: "A run that is still streaming when its instance is told to stop. ".repeat(3) } }] };
+  const query = `subscription($data: GenerateCopilotResponseInput!) { copilotRun(data: $data, onDisconnect: CONTINUE) {
+    __typename ... on RunEvent { sequence } ... on RunFinishedEvent { status { __typename ... on FailedResponseStatus { reason details } } } } }`;
+  const describe = (event) => (event ? `${event.__typename} ${event.sequence}${event.status ? ` ${event.status.__typename}` : ""}` : "no event");
+
+  // New runs through nginx while gateway-a drains, as clients keep sending them.
+  let draining = true;
+  const during = [];
+  async function traffic() {
+    while (draining) {
+      const started = Date.now();
+      const body = JSON.stringify({
+        query: "mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { status { __typename ... on FailedResponseStatus { details } } } }",
+        variables: { data: { ...data, threadId: `cluster-local-during-${Date.now()}`, messages: [{ ...data.messages[0], id: `m-${Date.now()}`, textMessage: { role: "user", content: "hi" } }] } },
+      });
+      during.push(await fetch(`${base}/api/copilotkit`, { method: "POST", headers: { "content-type": "application/json" }, body })
+        .then(async (response) => {
+          const result = await response.json().catch(() => ({}));
+          const status = result.data?.generateCopilotResponse?.status;
+          const outcome = status?.__typename === "SuccessResponseStatus" ? "Success" : status?.details?.code ?? result.errors?.[0]?.extensions?.code ?? "?";
+          return `${response.status} ${outcome} (${response.headers.get("x-upstream")})`;
+        })
+        .catch((error) => `error ${error.message}`));
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, 150 - (Date.now() - started))));
+    }
+  }
+
+  let signalled = false;
+  let last;
+  let sending;
+  const outcome = await new Promise((resolve) => {
+    client.subscribe({ query, variables: { data } }, {
+      next: ({ data: result, errors }) => {
+        if (errors) return resolve({ error: JSON.stringify(errors) });
+        last = result.copilotRun;
+        if (!signalled && last.__typename === "RunStartedEvent") {
+          signalled = true;
+          process.kill(Number(pid), "SIGTERM");
+          sending = traffic();
+        }
+      },
+      error: (error) => resolve({ error: `${error?.code ?? ""} ${error?.reason ?? error?.message ?? error}`.trim() }),
+      complete: () => resolve({}),
+    });
+  });
+  draining = false;
+  await sending;
+  await client.dispose();
+  const finished = last?.__typename === "RunFinishedEvent" && last.status.__typename === "SuccessResponseStatus";
+  if (finished && !outcome.error) console.log("PASS drain: the run going on when gateway-a got SIGTERM streamed to its end (RunFinishedEvent Success, then complete)");
+  else if (finished) console.log(`PASS drain: the run going on when gateway-a got SIGTERM streamed to its end (RunFinishedEvent Success); the socket then closed (${outcome.error}) before graphql-ws complete`);
+  else console.log(`FAIL drain: the run going on when gateway-a got SIGTERM did not reach its end on its stream: ${outcome.error ? `the socket closed (${outcome.error})` : "completed"} after ${describe(last)}`);
+  const served = during.filter((answer) => /^200 Success/.test(answer)).length;
+  console.log(`${served === during.length ? "PASS" : "NOTE"} drain: ${during.length} new runs sent through nginx meanwhile, ${served} Success${served === during.length ? "" : `; the others: ${[...new Set(during.filter((answer) => !/^200 Success/.test(answer)))].join(", ")}`}`);
+  process.exit(finished ? 0 : 1);
+' "http://127.0.0.1:${ports[gateway-a]}/api/copilotkit" "$base" "${pids[gateway-a]}" || drain_status=1
+fi
+exit_code gateway-a
+
+say "failover: gateway-a stopped, requests through nginx"
+if node -e '
+  const base = process.argv[1];
+  (async () => {
+    const answers = [];
+    for (let i = 0; i < 6; i += 1) {
+      const health = await fetch(`${base}/health`);
+      const hello = await fetch(`${base}/api/copilotkit`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query: "{ hello }" }) });
+      const body = await hello.json();
+      answers.push(`${health.status}/${hello.status}${body.data?.hello ? "" : " " + JSON.stringify(body)}`);
+    }
+    const ok = answers.every((answer) => answer === "200/200");
+    console.log(`${ok ? "PASS" : "FAIL"} failover: with gateway-a stopped, 6 x (GET /health, hello) through nginx: ${answers.join(" ")}`);
+    process.exit(ok ? 0 : 1);
+  })().catch((error) => { console.log(`FAIL failover: ${error.message}`); process.exit(1); });' "$base"; then
+  failover_status=0
+else
+  failover_status=1
+fi
+kill -TERM "${pids[gateway-b]}"
+exit_code gateway-b
+printf '%s\n' "${results[@]}"
+
+status=0
+[ "$check_status" -eq 0 ] || status=1
+[ "$failover_status" -eq 0 ] || status=1
+[ "$drain_status" -eq 0 ] || status=1
+for result in "${results[@]}"; do
+  case $result in FAIL*) status=1 ;; esac
+done
+if [ "$status" -eq 0 ]; then
+  echo "cluster-local: PASS (Redis, 2 gateways and nginx on loopback: cluster-check, $([ "${DRAIN_CHECK:-on}" = off ] && echo 'drain skipped' || echo drain), failover, shutdown)"
+else
+  echo "cluster-local: FAIL" >&2
+fi
