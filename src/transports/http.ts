@@ -240,7 +240,9 @@ async function handleGraphQL(
 
   // Nesting that the parser, coercion or an upstream request's JSON.stringify would overflow on.
   if (nestsDeeperThan(body)) {
-    return sendError(res, 'BAD_USER_INPUT', `The request body nests deeper than ${MAX_NESTING} levels.`, { requestId });
+    const message = `The request body nests deeper than ${MAX_NESTING} levels.`;
+    if (isAgUiEnvelope(body)) return sendJson(res, 400, { error: 'Invalid request body', message, code: 'BAD_USER_INPUT', requestId });
+    return sendError(res, 'BAD_USER_INPUT', message, { requestId });
   }
   const query = typeof (body as { query?: unknown } | undefined)?.query === 'string' ? (body as { query: string }).query : new URLSearchParams(search).get('query');
   if (query && textNestsDeeperThan(query)) return sendError(res, 'GRAPHQL_PARSE_FAILED', TOO_DEEP_DOCUMENT, { requestId });

@@ -294,6 +294,12 @@ function serveSocket(
         socket.close(CloseCode.BadRequest, error.message);
         return;
       }
+      // A payload graphql-ws echoes (a ping's, in its pong) nested too deep for JSON.stringify.
+      if (error instanceof RangeError) {
+        logger.info({ transport: 'ws' }, 'a WebSocket message nested too deeply');
+        socket.close(CloseCode.BadRequest, `A message nests deeper than ${MAX_NESTING} levels.`);
+        return;
+      }
       logger.error({ err: error, transport: 'ws' }, 'unexpected error handling a WebSocket message');
       socket.close(CloseCode.InternalServerError, 'Internal server error');
     });
