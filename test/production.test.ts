@@ -10,11 +10,13 @@ import { pino } from 'pino';
 import WebSocket from 'ws';
 import type { ModelAdapter, ModelOutput, ModelRequest } from '../src/adapters/adapter.js';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
+import { agUiAgent } from '../src/agents/ag-ui.js';
 import { anyOf } from '../src/auth/authenticate.js';
 import { apiKeyAuthenticator } from '../src/auth/api-keys.js';
 import { jwtAuthenticator } from '../src/auth/jwt.js';
 import type { Principal } from '../src/core/principal.js';
 import type { ServerAction } from '../src/actions/server-action.js';
+import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { gatewaysPerTest, runInput, userMessage } from './support/harness.js';
 import { close, listen } from './support/loopback.js';
@@ -213,6 +215,24 @@ describe('authentication', () => {
     expect(seen[0]).toMatchObject({ method: 'api-key', id: expect.stringMatching(/^api-key:[0-9a-f]{12}$/) });
     expect(JSON.stringify(messages)).toContain(`principal=${seen[0]!.id}`);
     expect(JSON.stringify(seen)).not.toContain(KEY_A);
+  });
+
+  it('gives the principal to agent clients, whose hooks may send it upstream', async () => {
+    const agent = new FakeAgUiAgent();
+    const agentUrl = await agent.start();
+    try {
+      const gateway = await start({
+        authenticate: apiKeyAuthenticator([KEY_A]),
+        agents: { helper: agUiAgent({ url: agentUrl, onBeforeRequest: ({ principal }) => ({ headers: { 'x-end-user': principal?.id ?? 'none' } }) }) },
+      });
+      const run = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=2]')], { agentSession: { agentName: 'helper' } }) }, { authorization: `Bearer ${KEY_A}` });
+      await run.done;
+      await run.dispose();
+      expect(run.events.at(-1).status).toMatchObject({ code: 'Success' });
+      expect(agent.requests[0].headers['x-end-user']).toMatch(/^api-key:[0-9a-f]{12}$/);
+    } finally {
+      await agent.stop();
+    }
   });
 
   it('verifies JWTs with a shared secret: sub is the principal; expired or wrong-audience tokens are refused', async () => {

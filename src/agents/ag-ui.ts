@@ -63,7 +63,7 @@ export class AgUiAgentClient implements AgentClient {
         json: this.input(request),
         headers: {
           accept: 'text/event-stream',
-          ...(await this.settings.headersFor({ properties: request.properties, call: 'run', agentName: request.agentName, threadId: request.threadId })),
+          ...(await this.settings.headersFor({ properties: request.properties, call: 'run', agentName: request.agentName, threadId: request.threadId, principal: request.principal })),
         },
         who: who(request.agentName),
         policy: this.settings.policy,

@@ -219,7 +219,7 @@ export class CopilotKitEndpoint implements AgentSource, ActionSource {
         const answer = await this.upstream.json<unknown>({
           url: `${this.url}/actions/execute`,
           json: { name, arguments: args, properties: this.http.bodyProperties(context.properties) },
-          headers: await this.http.headersFor({ properties: context.properties, call: 'actions/execute' }),
+          headers: await this.http.headersFor({ properties: context.properties, call: 'actions/execute', principal: context.principal }),
           who: `the remote endpoint of action "${name}"`,
           policy: this.http.policy,
           signal: context.signal,
@@ -257,7 +257,7 @@ export class CopilotKitEndpoint implements AgentSource, ActionSource {
       {
         url: `${this.url}/agents/execute`,
         json: body,
-        headers: await this.http.headersFor({ properties: request.properties, call: 'agents/execute', agentName: name, threadId: request.threadId }),
+        headers: await this.http.headersFor({ properties: request.properties, call: 'agents/execute', agentName: name, threadId: request.threadId, principal: request.principal }),
         who: who(name),
         policy: this.http.policy,
         signal,

@@ -1,4 +1,5 @@
 import { ConfigurationError } from '../core/errors.js';
+import type { Principal } from '../core/principal.js';
 import { retryPolicy, type RetryPolicy } from '../upstream/retry.js';
 
 /** What an `onBeforeRequest` hook is told about the call it may add headers to. */
@@ -9,6 +10,8 @@ export interface BeforeRequestContext {
   call: string;
   agentName?: string;
   threadId?: string;
+  /** Who asked for the run, when authentication is on (to send an upstream a per-user credential, say). */
+  principal?: Principal;
 }
 
 /** Headers and retries of one upstream (a remote endpoint, an AG-UI agent, a LangGraph deployment). */

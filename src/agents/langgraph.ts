@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Client } from '@langchain/langgraph-sdk';
 import type { Logger } from 'pino';
 import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
+import type { Principal } from '../core/principal.js';
 import type { RunWriter } from '../core/writer.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { errorCodes, upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
@@ -152,8 +153,8 @@ export class LangGraphAgentClient implements AgentClient {
   }
 
   /** An SDK client for one run: the run's headers, the gateway's fetch, no retries of its own. */
-  private async sdk(request: { properties: Record<string, unknown>; agentName: string; logger: Logger; threadId?: string }, call: string): Promise<SdkClient> {
-    const headers = await this.settings.headersFor({ properties: request.properties, call, agentName: request.agentName, threadId: request.threadId });
+  private async sdk(request: { properties: Record<string, unknown>; agentName: string; logger: Logger; threadId?: string; principal?: Principal }, call: string): Promise<SdkClient> {
+    const headers = await this.settings.headersFor({ properties: request.properties, call, agentName: request.agentName, threadId: request.threadId, principal: request.principal });
     // Loaded on the first LangGraph call, not at start-up (most gateways have no LangGraph agent).
     const { Client } = await import('@langchain/langgraph-sdk');
     return new Client({
