@@ -6,6 +6,7 @@
 //   npm run bench -- --only burst20   one scenario (burst20, burst100, paced, first, agent, ws5000, ws1000)
 //   npm run bench -- --smoke          a few seconds: every scenario once, tiny, to prove the benchmark works (CI)
 //   npm run bench -- --json out.json  also write the raw figures
+//   npm run bench -- --gateway-env METRICS=false   settings for the gateway (comma-separated), for A/B runs
 //   npm run bench -- --gateway-node "--max-semi-space-size=8"   extra node flags for the gateway (to try V8 knobs;
 //                                     they follow those of package.json config.nodeFlags, which npm start uses)
 //
@@ -27,6 +28,8 @@ const rounds = Number(option('--rounds', smoke ? 1 : 3));
 const only = option('--only', undefined);
 // The gateway runs with the node flags `npm start` gives it (package.json config.nodeFlags), then any extra.
 const packageJson = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', 'package.json'), 'utf8'));
+// --gateway-env "METRICS=false,TRACING=true": settings for the gateway, to measure what one costs (A/B).
+const gatewayEnv = Object.fromEntries((option('--gateway-env', '') ?? '').split(',').filter(Boolean).map((pair) => pair.split('=')));
 const gatewayNodeFlags = [...(packageJson.config?.nodeFlags ?? '').split(' '), ...(option('--gateway-node', '') ?? '').split(' ')].filter(Boolean);
 const clockTicks = Number(execSync('getconf CLK_TCK').toString().trim()) || 100;
 
@@ -144,6 +147,7 @@ async function startGateway(upstream, extraEnv = {}) {
       OPENAI_BASE_URL: `${upstream.origin}/v1`,
       COPILOT_REMOTE_ENDPOINTS: `${upstream.origin}/copilotkit`,
       MAX_CONCURRENT_RUNS: '20000',
+      ...gatewayEnv,
       ...extraEnv,
     },
   });
