@@ -173,6 +173,12 @@ describe('authentication', () => {
     const agUi = await post(`${gateway.url}/agent/default/run`, { threadId: 't', runId: 'r', messages: [], tools: [], context: [], state: {}, forwardedProps: {} });
     expect(agUi.status).toBe(401);
     expect(agUi.json).toMatchObject({ code: 'UNAUTHENTICATED' });
+    // Only a browser opening the page is let through without credentials, however a query is encoded.
+    const encodedQuery = await fetch(`${gateway.url}?%71uery=%7Bhello%7D`, { headers: { accept: 'text/html', 'apollo-require-preflight': 'true' } });
+    expect(encodedQuery.status).toBe(401);
+    const page = await fetch(gateway.url, { headers: { accept: 'text/html' } });
+    expect(page.status).toBe(200);
+    expect(await page.text()).not.toContain('Hello World');
     // Health, readiness and the metrics stay open to probes.
     for (const path of ['/health', '/ready', '/metrics']) expect((await fetch(new URL(path, gateway.url))).status).toBe(200);
 

@@ -141,7 +141,8 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
       return;
     }
 
-    const wantsPage = !agUiRoute && req.method === 'GET' && /text\/html/i.test(req.headers.accept ?? '') && !/[?&]query=/.test(search);
+    // A browser opening the endpoint (no query, however its parameters are encoded): the explorer's page.
+    const wantsPage = !agUiRoute && req.method === 'GET' && /text\/html/i.test(req.headers.accept ?? '') && !new URLSearchParams(search).has('query');
     if (wantsPage && !options.sandbox) return sendPage(res, explorerOffPage(path));
     // Sandbox's page is public; everything it (or anyone) asks of the endpoint is authenticated and counted.
     if (wantsPage || !access.active) {
