@@ -1,6 +1,8 @@
 import { createServer } from 'node:http';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { ApolloClient, HttpLink, InMemoryCache, gql } from '@apollo/client';
+import { Defer20220824Handler } from '@apollo/client/incremental';
 import { CopilotRuntimeClient } from '@copilotkit/runtime-client-gql';
 import { createClient } from 'graphql-ws';
 import { SignJWT, exportJWK, generateKeyPair } from 'jose';
@@ -15,6 +17,7 @@ import { anyOf } from '../src/auth/authenticate.js';
 import { apiKeyAuthenticator } from '../src/auth/api-keys.js';
 import { jwtAuthenticator } from '../src/auth/jwt.js';
 import type { Principal } from '../src/core/principal.js';
+import { possibleTypes } from '../src/index.js';
 import type { ServerAction } from '../src/actions/server-action.js';
 import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';
 import { FakeOpenAI } from './support/fake-openai.js';
@@ -544,7 +547,7 @@ describe('draining', () => {
 });
 
 describe('keep-alive and timeouts', () => {
-  it('sends empty multipart parts while the model is quiet, which the stock client skips', async () => {
+  it('sends empty results as multipart parts while the model is quiet, which the stock client takes in its stride', async () => {
     const adapter = new HoldingAdapter();
     const gateway = await start({ adapter, keepAliveMs: 20 });
     const response = fetch(gateway.url, {
@@ -558,12 +561,33 @@ describe('keep-alive and timeouts', () => {
     await new Promise((resolve) => setTimeout(resolve, 150)); // several keep-alive intervals of silence
     adapter.release();
     const raw = await (await response).text();
-    expect(raw).toContain('\r\ncontent-type: application/json; charset=utf-8\r\n\r\n\r\n---');
+    expect(raw).toContain('\r\n---\r\ncontent-type: application/json; charset=utf-8\r\n\r\n{}\r\n---\r\n');
     expect(raw.endsWith('-----\r\n')).toBe(true);
     const result = await stock;
     expect(result.status).toMatchObject({ code: 'Success' });
     const messages: any[] = result.messages;
     expect(messages.map((message) => message.content?.join?.('') ?? message.content)).toContain('first last');
+  });
+
+  it('keeps Apollo Client\'s deferred mutation whole across the multipart keep-alive parts', async () => {
+    const adapter = new HoldingAdapter();
+    const gateway = await start({ adapter, keepAliveMs: 20 });
+    const client = new ApolloClient({ link: new HttpLink({ uri: gateway.url }), cache: new InMemoryCache({ possibleTypes }), incrementalHandler: new Defer20220824Handler() });
+    const mutation = gql`
+      mutation Run($data: GenerateCopilotResponseInput!) {
+        generateCopilotResponse(data: $data) {
+          threadId
+          ... on CopilotResponse @defer { status { ... on BaseResponseStatus { code } } }
+        }
+      }
+    `;
+    const result = client.mutate({ mutation, variables: { data: runInput([userMessage('hi')]) } });
+    await until(async () => adapter.started, (n) => n === 1, 'the run holding');
+    await new Promise((resolve) => setTimeout(resolve, 150)); // several keep-alive intervals of silence
+    adapter.release();
+    const { data, error } = (await result) as any;
+    expect(error).toBeUndefined();
+    expect(data.generateCopilotResponse.status).toMatchObject({ code: 'Success' });
   });
 
   it('gives the model modelFirstTokenTimeoutMs to think, and modelIdleTimeoutMs between chunks', async () => {

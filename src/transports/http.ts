@@ -61,8 +61,12 @@ interface Acceptance {
   sse: boolean;
 }
 
-/** An empty part, between two of Apollo's parts (each ends with the delimiter "\r\n---"). */
-const MULTIPART_KEEP_ALIVE = '\r\ncontent-type: application/json; charset=utf-8\r\n\r\n\r\n---';
+/**
+ * A part framed as Apollo frames its later parts (each ends with the delimiter and its line break,
+ * "\r\n---\r\n", and the next begins with its header) holding `{}`: Apollo Client skips a result with no
+ * keys; urql merges it into what it has (data, errors and hasNext unchanged).
+ */
+const MULTIPART_KEEP_ALIVE = 'content-type: application/json; charset=utf-8\r\n\r\n{}\r\n---\r\n';
 /** How Apollo's last chunk ends: the closing delimiter. */
 const MULTIPART_END = '-----\r\n';
 
@@ -341,9 +345,8 @@ async function writeResponse(
   // exists, so the first part is always ready here.
 
   // Keep-alive while the model thinks, so that proxies do not cut a silent stream: an SSE comment;
-  // in multipart, a part with an empty body after a quiet interval (both the stock client's parser
-  // (urql) and Apollo Client skip a part that has no JSON, and it is valid MIME). Never after the
-  // closing delimiter.
+  // in multipart, an empty result `{}` after a quiet interval (see MULTIPART_KEEP_ALIVE). Never after
+  // the closing delimiter.
   let keepAlive: NodeJS.Timeout | undefined;
   let quiet = true;
   let closed = false;
