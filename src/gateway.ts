@@ -216,7 +216,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const agents = new AgentRegistry([new StaticAgentSource(configuredAgents), ...endpoints], config.discoveryWaitMs, logger);
   const mcp = new McpServers(config.mcpServers, config.allowClientMcpServers, config.discoveryWaitMs, logger);
   const store = createThreadStore(config.threads, logger);
-  const threads = new ThreadService(metrics ? metrics.meteredStore(store) : store, config.threads, logger);
+  const threads = new ThreadService(metrics ? metrics.meteredStore(store) : store, { ...config.threads, authenticated: config.authenticate !== undefined }, logger);
   const limiter = rateLimiter(config.rateLimits, store, logger);
   const access = new AccessControl(config.authenticate, limiter, config.trustProxy, logger);
   const launcher: RunLauncher = new RunLauncher({
@@ -322,6 +322,9 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     // Runs still going (those that outlive their clients too) end now, their records completed in the
     // store before it closes: nothing is left running, or Pending in Redis, after close().
     await launcher.abortAll(shutdownError());
+    // Joins and AG-UI connects following runs of other instances end too (told SHUTTING_DOWN), so that
+    // nothing holds the HTTP server's drain.
+    threads.endFollows(new GatewayError('SHUTTING_DOWN', 'This gateway instance is shutting down: follow the run again through another one (joinCopilotRun with afterSequence, or connect).'));
     for (const endpoint of endpoints) endpoint.stop();
     if (apolloStarted) await apollo.stop();
     await mcp.close();

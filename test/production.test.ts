@@ -20,6 +20,7 @@ import type { Principal } from '../src/core/principal.js';
 import { possibleTypes } from '../src/index.js';
 import type { ServerAction } from '../src/actions/server-action.js';
 import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';
+import { FakeCopilotKitEndpoint } from './support/fake-copilotkit-endpoint.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { gatewaysPerTest, runInput, userMessage } from './support/harness.js';
 import { close, listen } from './support/loopback.js';
@@ -275,8 +276,9 @@ describe('authentication', () => {
   it('verifies JWTs against a JWKS URL, and answers 503 AUTH_UNAVAILABLE while the keys cannot be fetched', async () => {
     const { publicKey, privateKey } = await generateKeyPair('RS256');
     const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
-    let jwksUp = true;
+    let jwksUp: boolean | 'error' = true;
     const jwks = createServer((req, res) => {
+      if (jwksUp === 'error') return void res.writeHead(503).end('maintenance');
       if (!jwksUp) return res.destroy();
       res.setHeader('content-type', 'application/json');
       res.end(JSON.stringify({ keys: [jwk] }));
@@ -293,6 +295,12 @@ describe('authentication', () => {
       expect(unavailable.status).toBe(503);
       expect(unavailable.json.errors[0].extensions.code).toBe('AUTH_UNAVAILABLE');
       expect(unavailable.headers.get('retry-after')).toBe('5');
+      // A key server that answers, but not with the keys: still the gateway's problem, not the token's.
+      jwksUp = 'error';
+      const erring = await start({ authenticate: jwtAuthenticator({ jwksUrl }) });
+      const answered = await post(erring.url, HELLO, auth(await sign()));
+      expect(answered.status).toBe(503);
+      expect(answered.json.errors[0].extensions.code).toBe('AUTH_UNAVAILABLE');
     } finally {
       await close(jwks);
     }
@@ -337,6 +345,27 @@ describe.each([
     const mine = (await post(gateway.url, { query: THREAD, variables: { threadId } }, auth(KEY_A))).json.data.copilotThread;
     expect(mine.runs).toHaveLength(1);
     expect(mine.messages.map((message: any) => message.content.join(''))).toEqual(['hi', 'first last']);
+  });
+});
+
+describe('agent threads with authentication on', () => {
+  it('does not ask an agent about a thread the store has no record of, since the agent keeps state by thread id for everyone', async () => {
+    const endpoint = new FakeCopilotKitEndpoint();
+    const endpointUrl = await endpoint.start();
+    try {
+      endpoint.threads.set('someone-elses', { state: { secret: 42 }, messages: [] });
+      const open = await start({ remoteEndpoints: [endpointUrl] });
+      const guarded = await start({ remoteEndpoints: [endpointUrl], authenticate: apiKeyAuthenticator([KEY_B]) });
+      const load = { query: 'query($data: LoadAgentStateInput!) { loadAgentState(data: $data) { threadExists state } }', variables: { data: { threadId: 'someone-elses', agentName: 'crewAgent' } } };
+      // Without authentication the agent is asked (the reference's behaviour)…
+      expect((await post(open.url, load)).json.data.loadAgentState).toEqual({ threadExists: true, state: '{"secret":42}' });
+      const asked = endpoint.calls('/agents/state');
+      // …with it, a thread the caller has no record of is not asked about.
+      expect((await post(guarded.url, load, auth(KEY_B))).json.data.loadAgentState).toEqual({ threadExists: false, state: '{}' });
+      expect(endpoint.calls('/agents/state')).toBe(asked);
+    } finally {
+      await endpoint.stop();
+    }
   });
 });
 
@@ -514,6 +543,36 @@ describe('draining', () => {
     expect(running.errors).toEqual([]);
     expect(await until(async () => idleClosed, (code) => code !== undefined, 'the idle socket closed')).toBe(1001);
     await idle.dispose();
+  });
+
+  it('ends a run that was still being admitted when the shutdown began, and followers of other instances\' runs', async () => {
+    const adapter = new HoldingAdapter();
+    const options: any = { adapter, threads: { redisUrl: redis.url, keyPrefix: `drain-admit-${Math.random().toString(36).slice(2)}:` } };
+    let hookEntered!: () => void;
+    const entered = new Promise<void>((resolve) => (hookEntered = resolve));
+    const a = await start({ ...options, hooks: { onBeforeRequest: () => { hookEntered(); return new Promise<void>((resolve) => setTimeout(resolve, 300)); } } });
+    const b = await start(options);
+    // A run on B, followed from A.
+    const threadId = `drain-follow-${Math.random().toString(36).slice(2)}`;
+    const onB = subscribe(b.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')], { threadId }) });
+    await until(async () => onB.events.length, (n) => n >= 3, 'the run on B under way');
+    const follower = subscribe(a.wsUrl, JOIN_RUN, { threadId });
+    await until(async () => follower.events.length, (n) => n >= 3, 'the join under way');
+    // A run on A still in its hook when A shuts down.
+    const admitting = subscribe(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('late')]) });
+    await entered;
+
+    await a.gateway.shutdown(0);
+    await Promise.all([admitting.done, follower.done]);
+    expect(admitting.events.at(-1).status).toMatchObject({ code: 'Failed', details: { code: 'SHUTTING_DOWN' } });
+    expect(adapter.aborted).toBe(1);
+    expect(follower.errors.flat()[0]).toMatchObject({ extensions: { code: 'SHUTTING_DOWN' }, message: expect.stringMatching(/follow the run again/) });
+    expect(textOfEvents(follower.events)).toBe('first ');
+    // B's own run is untouched.
+    adapter.release();
+    await onB.done;
+    expect(onB.events.at(-1).status).toMatchObject({ code: 'Success' });
+    for (const watch of [onB, follower, admitting]) await watch.dispose();
   });
 
   it('ends runs still going after the grace period with SHUTTING_DOWN, their records complete in the store', async () => {

@@ -54,6 +54,8 @@ export interface LoadStateRequest {
   threadId: string;
   properties: Record<string, unknown>;
   logger: Logger;
+  /** Who asked, when authentication is on. */
+  principal?: Principal;
 }
 
 /** An agent the gateway can run: what clients see of it, and the client that reaches it. */

@@ -276,7 +276,7 @@ export class CopilotKitEndpoint implements AgentSource, ActionSource {
       answer = await this.upstream.json<unknown>({
         url: `${this.url}/agents/state`,
         json: { properties: this.http.bodyProperties(request.properties), threadId: request.threadId, name: request.agentName },
-        headers: await this.http.headersFor({ properties: request.properties, call: 'agents/state', agentName: request.agentName, threadId: request.threadId }),
+        headers: await this.http.headersFor({ properties: request.properties, call: 'agents/state', agentName: request.agentName, threadId: request.threadId, principal: request.principal }),
         who: who(request.agentName),
         policy: this.http.policy,
         signal,

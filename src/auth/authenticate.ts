@@ -42,9 +42,14 @@ export async function authenticateRequest(hook: Authenticate, request: Authentic
     }
     return { principal: { ...principal, method: typeof principal.method === 'string' ? principal.method : 'custom' } };
   } catch (error) {
-    if (error instanceof GatewayError) return { error };
-    // Only the error's name and message: never the request (its credentials).
-    logger.error({ error: (error as Error)?.name, message: (error as Error)?.message }, 'the authenticate hook threw');
+    if (error instanceof GatewayError) {
+      // Why credentials could not be checked (a key server down): its cause's name and message, never the request.
+      const cause = error.cause as Error | undefined;
+      if (error.code !== 'UNAUTHENTICATED') logger.warn({ code: error.code, cause: cause && `${cause.name}: ${cause.message}` }, 'credentials could not be checked');
+      return { error };
+    }
+    // Only the error's name: its message could quote the credentials (a hook's own words), and the request is never logged.
+    logger.error({ error: (error as Error)?.name }, 'the authenticate hook threw (its message is not logged)');
     return { error: new GatewayError('AUTH_UNAVAILABLE', 'The credentials could not be checked. Try again, or report it with the request id.') };
   }
 }

@@ -49,6 +49,9 @@ export function jwtAuthenticator(options: JwtOptions): Authenticate {
     if (value !== undefined && (typeof value !== 'string' || value === '')) throw new ConfigurationError(`The JWT ${name} must be a non-empty string.`);
   }
   const tolerance = options.clockToleranceSeconds ?? 30;
+  if (typeof tolerance !== 'number' || !Number.isInteger(tolerance) || tolerance < 0 || tolerance > 3600) {
+    throw new ConfigurationError(`The JWT clock tolerance must be a whole number of seconds from 0 to 3600 (got ${JSON.stringify(tolerance)}).`);
+  }
   const key: JWTVerifyGetKey | Uint8Array = jwksUrl
     ? createRemoteJWKSet(new URL(jwksUrl), { timeoutDuration: 5_000, cooldownDuration: 30_000, cacheMaxAge: 10 * 60_000 })
     : new TextEncoder().encode(secret);
@@ -64,7 +67,11 @@ export function jwtAuthenticator(options: JwtOptions): Authenticate {
     } catch (error) {
       const code = (error as { code?: string }).code;
       if (code && code in REFUSALS) throw unauthenticated(authorization, REFUSALS[code]);
-      if (error instanceof errors.JOSEError && code !== 'ERR_JWKS_TIMEOUT' && code !== 'ERR_JWKS_INVALID') throw unauthenticated(authorization, 'not a valid token');
+      // The key set's fetch failing (timeout, a non-200 answer, a redirect, not JSON: jose's generic error)
+      // is the gateway's problem, not the token's: AUTH_UNAVAILABLE below, so clients retry.
+      if (error instanceof errors.JOSEError && !['ERR_JWKS_TIMEOUT', 'ERR_JWKS_INVALID', 'ERR_JOSE_GENERIC'].includes(code ?? '')) {
+        throw unauthenticated(authorization, 'not a valid token');
+      }
       throw new GatewayError('AUTH_UNAVAILABLE', 'The token could not be checked now: the signing keys cannot be fetched. Try again shortly.', { cause: error });
     }
     if (typeof payload.sub !== 'string' || payload.sub === '') throw unauthenticated(authorization, 'the token has no "sub"');

@@ -76,6 +76,8 @@ export class RunLauncher {
   /** The runs of this process, for a shutdown that ends those still going. */
   private readonly running = new Set<Run>();
   private draining: GatewayError | undefined;
+  /** Set by abortAll: a run that starts after it (it was being admitted) is ended at once. */
+  private aborting: GatewayError | undefined;
   private idleWaiters: (() => void)[] = [];
 
   constructor(private readonly options: LauncherOptions) {}
@@ -90,9 +92,7 @@ export class RunLauncher {
    * once when none is) or `signal` aborts, whichever comes first.
    */
   drain(signal: AbortSignal): Promise<void> {
-    this.draining ??= new GatewayError('SHUTTING_DOWN', 'This gateway instance is shutting down and starts no new runs; try again (another instance will answer).', {
-      details: { retryAfterSeconds: 1 },
-    });
+    this.refuseNewRuns();
     if (this.active === 0 || signal.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
@@ -104,11 +104,31 @@ export class RunLauncher {
     });
   }
 
-  /** Ends every run still going with `reason` (its terminal Failed status); resolves when each has finished. */
-  async abortAll(reason: GatewayError): Promise<void> {
+  /**
+   * Ends every run still going with `reason` (its terminal Failed status), and from now on every run
+   * still being admitted as soon as it starts; new runs are refused. Resolves when every run has
+   * finished (runs stuck in admission, in a hook say, are waited for at most `admissionWaitMs`).
+   */
+  async abortAll(reason: GatewayError, admissionWaitMs = 5_000): Promise<void> {
+    this.refuseNewRuns();
+    this.aborting = reason;
     const runs = [...this.running];
     for (const run of runs) run.abort(reason);
     await Promise.all(runs.map((run) => run.finished));
+    if (this.active === 0) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, admissionWaitMs);
+      this.idleWaiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  private refuseNewRuns(): void {
+    this.draining ??= new GatewayError('SHUTTING_DOWN', 'This gateway instance is shutting down and starts no new runs; try again (another instance will answer).', {
+      details: { retryAfterSeconds: 1 },
+    });
   }
 
   private runEnded(): void {
@@ -176,6 +196,7 @@ export class RunLauncher {
         release?.();
         this.runEnded();
       });
+      if (this.aborting) run.abort(this.aborting);
     } catch (error) {
       releasePlace?.();
       this.runEnded();
@@ -224,18 +245,23 @@ export class RunLauncher {
     caller: RunCaller,
   ): Promise<AgentThreadState> {
     // The store unreachable: the agent is asked, as if the store had nothing.
-    const found = await this.options.threads?.threadFor(threadId, caller.principal).catch((error: unknown) => {
-      if (error instanceof GatewayError && error.code === 'STORE_UNAVAILABLE') return undefined;
+    const threads = this.options.threads;
+    const authenticated = threads?.authenticated === true;
+    const found = await threads?.threadFor(threadId, caller.principal).catch((error: unknown) => {
+      // Unreachable: the agent is asked, as if the store had nothing; not when callers are authenticated,
+      // since whose thread it is cannot be checked.
+      if (error instanceof GatewayError && error.code === 'STORE_UNAVAILABLE' && !authenticated) return undefined;
       throw error;
     });
-    // Another principal's thread: as if there were none, without asking the agent about it either.
-    if (found?.foreign) return { threadExists: false, state: {}, messages: [] };
+    // Another principal's thread, or (with authentication on) one the store has no record of: as if there
+    // were none, without asking the agent, which keeps its own state by thread id for everyone.
+    if (found?.foreign || (authenticated && !found?.record)) return { threadExists: false, state: {}, messages: [] };
     const stored = found?.record;
     const storedState = stored?.agentStates.find((state) => state.agentName === agentName);
     if (stored && storedState) return { threadExists: true, state: parseState(storedState.state), messages: messagesToCopilotKitJson(stored.messages) };
     const agent = await this.options.agents.resolve(agentName);
     const signal = caller.signal ?? new AbortController().signal;
-    const known = await agent.client.loadState({ agentName, threadId, properties, logger: caller.logger }, signal);
+    const known = await agent.client.loadState({ agentName, threadId, properties, logger: caller.logger, principal: caller.principal }, signal);
     if (known.threadExists || !stored) return known;
     return { threadExists: true, state: {}, messages: messagesToCopilotKitJson(stored.messages) };
   }

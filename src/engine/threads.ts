@@ -4,6 +4,7 @@ import { GatewayError } from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
 import type { Message } from '../core/messages.js';
 import type { Principal } from '../core/principal.js';
+import { EventFeed } from '../threads/feed.js';
 import type { RunRecord, RunLog, ThreadRecord, ThreadStore } from '../threads/store.js';
 import type { RunRequest } from './request.js';
 import type { RunHandle } from './run.js';
@@ -18,6 +19,11 @@ export interface ThreadPolicies {
   onBusy: BusyPolicy;
   /** `serve` (run unrecorded, logged) or `fail` (STORE_UNAVAILABLE). @default "serve" */
   onStoreFailure: StoreFailurePolicy;
+  /**
+   * Whether callers are authenticated: then every request must come with a principal, and what cannot
+   * be checked against the store (it is unreachable) is refused rather than served to anyone.
+   */
+  authenticated?: boolean;
 }
 
 /** A request admitted on its thread: as the run sees it (its run id, the whole conversation). */
@@ -42,6 +48,9 @@ export class ThreadService {
   /** Stop requests for runs of this process still being admitted, with when they lapse. */
   private readonly pendingStops = new Map<string, number>();
   private lastStoreWarning = 0;
+  /** Followers of runs (joins, AG-UI connects), ended by a shutdown. */
+  private readonly follows = new Set<AsyncIterableIterator<SequencedEvent>>();
+  private ending: GatewayError | undefined;
 
   constructor(
     readonly store: ThreadStore,
@@ -59,11 +68,14 @@ export class ThreadService {
 
   /** Takes the request's thread (or throws THREAD_BUSY) and completes its conversation from the store. */
   async admit(request: RunRequest, logger: Logger): Promise<Admission> {
+    if (this.policies.authenticated && !request.principal) throw new GatewayError('UNAUTHENTICATED', 'This run has no authenticated caller.');
     let claimed;
     try {
       claimed = await this.claim(request);
     } catch (error) {
       if (!(error instanceof GatewayError) || error.code !== 'STORE_UNAVAILABLE' || this.policies.onStoreFailure === 'fail') throw error;
+      // An agent keeps its own state by thread id: without the store, whose thread it is cannot be checked.
+      if (this.policies.authenticated && request.agentSession) throw error;
       this.warnUnrecorded(logger, error);
       return { request, record: () => {}, release: () => {} };
     }
@@ -144,8 +156,13 @@ export class ThreadService {
   /** The thread, or whether it is another principal's. */
   async threadFor(threadId: string, principal?: Principal): Promise<{ record: ThreadRecord | undefined; foreign: boolean }> {
     const record = await this.store.thread(threadId);
-    if (record && !mayUse(record.owner, principal)) return { record: undefined, foreign: true };
+    if (record && !this.mayUse(record.owner, principal)) return { record: undefined, foreign: true };
     return { record, foreign: false };
+  }
+
+  /** Whether callers are authenticated (threads are then their principals'). */
+  get authenticated(): boolean {
+    return this.policies.authenticated === true;
   }
 
   /** The run to join (the thread's latest when `runId` is omitted), or RUN_NOT_FOUND (also for another principal's thread). */
@@ -161,8 +178,50 @@ export class ThreadService {
     return run;
   }
 
+  /**
+   * The run's events after `afterSequence`, stored then live (see ThreadStore.follow). Followers are
+   * tracked, so that a shutdown can end them (`endFollows`) instead of holding the process open.
+   */
   follow(threadId: string, runId: string, afterSequence: number): AsyncIterableIterator<SequencedEvent> {
-    return this.store.follow(threadId, runId, afterSequence);
+    const feed = this.store.follow(threadId, runId, afterSequence);
+    if (this.ending) {
+      void feed.return?.();
+      const ending = this.ending;
+      return failedIterator(ending);
+    }
+    const follows = this.follows;
+    follows.add(feed);
+    const release = () => follows.delete(feed);
+    return {
+      next: () =>
+        feed.next().then(
+          (result) => {
+            if (result.done) release();
+            return result;
+          },
+          (error: unknown) => {
+            release();
+            throw error;
+          },
+        ),
+      return: () => {
+        release();
+        return feed.return ? feed.return() : Promise.resolve({ value: undefined, done: true });
+      },
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+    };
+  }
+
+  /** Ends every follower with `reason` after what it has queued (a shutdown); later follows fail at once. */
+  endFollows(reason: GatewayError): void {
+    this.ending = reason;
+    for (const feed of this.follows) {
+      if (feed instanceof EventFeed) feed.fail(reason);
+      else void feed.return?.();
+    }
+    this.follows.clear();
   }
 
   /** Stops the thread's running run (that one, when `runId` is given); whether one was running (never for another principal's thread). */
@@ -173,8 +232,17 @@ export class ThreadService {
 
   /** Whether `principal` may use the thread (always without authentication, or for a thread no one owns). */
   private async owns(threadId: string, principal: Principal | undefined): Promise<boolean> {
-    if (!principal) return true;
-    return mayUse(await this.store.owner(threadId), principal);
+    if (!principal) return !this.authenticated;
+    return this.mayUse(await this.store.owner(threadId), principal);
+  }
+
+  /**
+   * A thread with an owner is that principal's alone; one without (made before authentication was on) is
+   * anyone's. With authentication on, a caller without a principal may use none.
+   */
+  private mayUse(owner: string | undefined, principal: Principal | undefined): boolean {
+    if (principal === undefined) return !this.authenticated;
+    return owner === undefined || owner === principal.id;
   }
 
   close(): Promise<void> {
@@ -182,9 +250,14 @@ export class ThreadService {
   }
 }
 
-/** A thread with an owner is that principal's alone; one without (made before authentication was on) is anyone's. */
-function mayUse(owner: string | undefined, principal: Principal | undefined): boolean {
-  return principal === undefined || owner === undefined || owner === principal.id;
+function failedIterator(error: GatewayError): AsyncIterableIterator<SequencedEvent> {
+  return {
+    next: () => Promise.reject(error),
+    return: () => Promise.resolve({ value: undefined, done: true }),
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+  };
 }
 
 function stopped(): GatewayError {

@@ -71,7 +71,14 @@ export class AccessControl {
     let principal: Principal | undefined;
     if (this.authenticate) {
       const result = await authenticateRequest(this.authenticate, request, logger);
-      if ('error' in result) return result;
+      if ('error' in result) {
+        // Failed attempts count against the address, so that keys cannot be guessed at full speed.
+        if (counted && result.error.code === 'UNAUTHENTICATED') {
+          const refused = await this.count(`ip:${request.clientAddress ?? 'unknown'}`);
+          if (refused) return { error: refused };
+        }
+        return result;
+      }
       principal = result.principal;
     }
     const client = principal ? principal.id : `ip:${request.clientAddress ?? 'unknown'}`;
