@@ -397,6 +397,17 @@ describe('rate limits', () => {
     expect(results[2].error[0]).toMatchObject({ extensions: { code: 'RATE_LIMITED' } });
   });
 
+  it('counts failed logins against their address, so that keys cannot be tried at full speed', async () => {
+    const gateway = await start({ authenticate: apiKeyAuthenticator([KEY_A]), rateLimits: { requestsPerMinute: 2 } });
+    expect((await post(gateway.url, HELLO, auth('guess-number-one-0123'))).status).toBe(401);
+    expect((await post(gateway.url, HELLO, auth('guess-number-two-0123'))).status).toBe(401);
+    const third = await post(gateway.url, HELLO, auth('guess-number-three-01'));
+    expect(third.status).toBe(429);
+    expect(third.json.errors[0].extensions.code).toBe('RATE_LIMITED');
+    // The right key is a principal of its own, counted apart.
+    expect((await post(gateway.url, HELLO, auth(KEY_A))).status).toBe(200);
+  });
+
   it('counts anonymous clients by address', async () => {
     const gateway = await start({ rateLimits: { requestsPerMinute: 1 } });
     expect((await post(gateway.url, HELLO)).status).toBe(200);
