@@ -23,7 +23,7 @@ export interface HttpTransportOptions {
   hosts: HostPolicy;
   logger: Logger;
   maxBodyBytes: number;
-  /** Milliseconds between keep-alive signals on a streamed response (SSE comments, empty multipart parts), so idle proxies do not cut a long run. */
+  /** Milliseconds between keep-alive signals on a streamed response (SSE comments, multipart parts holding `{}`), so idle proxies do not cut a long run. */
   keepAliveMs: number;
   /**
    * Whether the explorers are served: Apollo Sandbox (GET with text/html) and the offline explorer
