@@ -408,6 +408,27 @@ describe('rate limits', () => {
     expect((await post(gateway.url, HELLO, auth(KEY_A))).status).toBe(200);
   });
 
+  it('refuses runs over maxConcurrentRuns with OVERLOADED over graphql-ws and AG-UI too, and serves again once one ends', async () => {
+    const adapter = new HoldingAdapter();
+    const gateway = await start({ adapter, maxConcurrentRuns: 1 });
+    const first = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')]) });
+    await until(async () => adapter.started, (n) => n === 1, 'the first run holding');
+    const overWs = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('more')]) });
+    await overWs.done;
+    expect(overWs.errors.flat()[0]).toMatchObject({ extensions: { code: 'OVERLOADED' } });
+    const overAgUi = await post(`${gateway.url}/agent/default/run`, { threadId: 't-over', runId: 'r', messages: [{ id: 'u', role: 'user', content: 'more' }], tools: [], context: [], state: {}, forwardedProps: {} });
+    expect(overAgUi.status).toBe(503);
+    expect(overAgUi.json).toMatchObject({ code: 'OVERLOADED' });
+    adapter.release();
+    await first.done;
+    const again = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('again')]) });
+    await until(async () => adapter.started, (n) => n === 2, 'a run once the first ended');
+    adapter.release();
+    await again.done;
+    expect(again.events.at(-1).status).toMatchObject({ code: 'Success' });
+    for (const watch of [first, overWs, again]) await watch.dispose();
+  });
+
   it('counts anonymous clients by address', async () => {
     const gateway = await start({ rateLimits: { requestsPerMinute: 1 } });
     expect((await post(gateway.url, HELLO)).status).toBe(200);
