@@ -107,6 +107,35 @@ describe('npm start', () => {
     await new Promise((resolve) => probe.close(resolve));
   }, 60_000);
 
+  it('drains and exits 0 on SIGINT (Ctrl-C) as on SIGTERM', async () => {
+    const root = fileURLToPath(new URL('..', import.meta.url));
+    const child = spawn(process.execPath, ['scripts/start.mjs'], {
+      cwd: root,
+      env: { ...process.env, ...NO_PROVIDER, PORT: '0', NODE_OPTIONS: '', LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stderr.on('data', (chunk) => (output += chunk));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', (chunk) => {
+          output += chunk;
+          if (output.includes('Copilot Gateway ready at')) resolve();
+        });
+        child.on('exit', () => reject(new Error(`exited early:\n${output}`)));
+      });
+      const exitCode = await new Promise<number | null>((resolve) => {
+        child.on('exit', (code) => resolve(code));
+        child.kill('SIGINT');
+      });
+      expect(exitCode).toBe(0);
+      expect(output).toContain('SIGINT received, draining');
+      expect(output).toContain('shut down');
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  }, 60_000);
+
   /** Runs npm start's entry (scripts/start.mjs) with `env` until it exits; resolves with its exit code and output. */
   function startFails(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
     const root = fileURLToPath(new URL('..', import.meta.url));
