@@ -21,6 +21,7 @@ import type { AgentDefinition } from './agents/definitions.js';
 import { AgentRegistry } from './agents/registry.js';
 import { ConfigurationError, GatewayError } from './core/errors.js';
 import type { Authenticate } from './auth/authenticate.js';
+import { keyMatcher } from './auth/api-keys.js';
 import { MemoryRateLimiter, resolveRateLimits, type RateLimiter, type RateLimitOptions, type ResolvedRateLimits } from './limits/rate-limiter.js';
 import { RedisRateLimiter } from './limits/redis-rate-limiter.js';
 import { GatewayMetrics } from './observability/metrics.js';
@@ -309,7 +310,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     agUi: new AgUiTransport({ launcher, path: config.path, keepAliveMs: config.keepAliveMs, version: GATEWAY_VERSION, onStream: metrics && ((delta) => metrics.httpStream(delta)) }),
     readiness: () => readiness(state, store, config.threads.onStoreFailure, endpoints),
     access,
-    metrics: metrics && { render: () => metrics.render(), token: config.metricsToken },
+    metrics: metrics && { render: () => metrics.render(), token: config.metricsToken === undefined ? undefined : keyMatcher([config.metricsToken]) },
     onStream: metrics && ((delta) => metrics.httpStream(delta)),
     draining: () => state === 'draining',
   }));

@@ -114,7 +114,8 @@ export function rateLimited(waitMs: number, what: string): GatewayError {
   return new GatewayError('RATE_LIMITED', `Too many ${what} from this client: try again in ${retryAfterSeconds} s.`, { details: { retryAfterSeconds } });
 }
 
-function headerValue(value: string | string[] | undefined): string | undefined {
+/** A header's value (the first, when repeated); undefined when absent or empty. */
+export function headerValue(value: string | string[] | undefined): string | undefined {
   const first = Array.isArray(value) ? value[0] : value;
   return first?.trim() || undefined;
 }

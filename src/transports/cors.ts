@@ -58,3 +58,12 @@ function isLoopbackOrigin(origin: string): boolean {
   const host = url.hostname;
   return host === 'localhost' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host);
 }
+
+/** Whether a browser's Origin is the gateway's own (same host and port as the request's Host). */
+export function isSameOrigin(origin: string, host: string | undefined): boolean {
+  try {
+    return host !== undefined && new URL(origin).host === host;
+  } catch {
+    return false;
+  }
+}

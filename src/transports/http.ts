@@ -1,4 +1,4 @@
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HeaderMap, type ApolloServer, type HTTPGraphQLResponse } from '@apollo/server';
 import type { Logger } from 'pino';
@@ -7,11 +7,12 @@ import { OPERATION_ENDED } from '../core/abort.js';
 import { statusOf, type ErrorCode, type GatewayError } from '../core/errors.js';
 import type { GatewayContext } from '../graphql/context.js';
 import { TOO_DEEP_DOCUMENT } from '../graphql/documents.js';
-import { MAX_NESTING, nestsDeeperThan, textNestsDeeperThan } from '../core/depth.js';
+import { MAX_NESTING, textNestsDeeperThan } from '../core/depth.js';
 import type { RunLauncher } from '../engine/launcher.js';
 import { NO_BODY, type AgUiTransport } from './ag-ui.js';
-import type { AccessControl, Admitted } from './access.js';
-import type { CorsPolicy } from './cors.js';
+import { bearerToken } from '../auth/authenticate.js';
+import { headerValue, type AccessControl, type Admitted } from './access.js';
+import { isSameOrigin, type CorsPolicy } from './cors.js';
 import type { OfflineExplorer } from './explorer.js';
 import type { HostPolicy } from './hosts.js';
 
@@ -35,8 +36,8 @@ export interface HttpTransportOptions {
   agUi: AgUiTransport;
   /** Authentication and requests per minute, checked before a request is read. */
   access: AccessControl;
-  /** GET /metrics: Prometheus's text, behind a bearer token when one is set. Absent: 404. */
-  metrics?: { render: () => Promise<{ contentType: string; body: string }>; token?: string };
+  /** GET /metrics: Prometheus's text, behind a bearer token when one is set (its keyMatcher). Absent: 404. */
+  metrics?: { render: () => Promise<{ contentType: string; body: string }>; token?: (credential: string) => number };
   /** Told when a streamed response starts and ends (metrics). */
   onStream?: (delta: 1 | -1) => void;
   /** Whether the gateway is draining: answers ask clients to close their connections. */
@@ -225,6 +226,7 @@ async function handleGraphQL(
   res.on('close', () => controller.abort(OPERATION_ENDED));
 
   let body: unknown;
+  let tooDeep = false;
   if (req.method === 'POST') {
     const raw = await readBody(req, options.maxBodyBytes);
     if (raw === 'too-large') {
@@ -238,13 +240,15 @@ async function handleGraphQL(
       } catch {
         return sendError(res, 'BAD_REQUEST', 'The request body is not valid JSON.');
       }
+      // Read on the text, which is valid JSON by now: one pass over its characters, nothing allocated.
+      tooDeep = textNestsDeeperThan(raw);
     } else {
       body = raw;
     }
   }
 
   // Nesting that the parser, coercion or an upstream request's JSON.stringify would overflow on.
-  if (nestsDeeperThan(body)) {
+  if (tooDeep) {
     const message = `The request body nests deeper than ${MAX_NESTING} levels.`;
     if (isAgUiEnvelope(body)) return sendJson(res, 400, { error: 'Invalid request body', message, code: 'BAD_USER_INPUT', requestId });
     return sendError(res, 'BAD_USER_INPUT', message, { requestId });
@@ -290,15 +294,11 @@ async function handleGraphQL(
   }
 }
 
-/** Prometheus's scrape: the metrics' text, behind the bearer token when one is set (compared in constant time). */
+/** Prometheus's scrape: the metrics' text, behind the token when one is set (compared in constant time, as API keys are). */
 function serveMetrics(req: IncomingMessage, res: ServerResponse, metrics: NonNullable<HttpTransportOptions['metrics']>, log: Logger): void {
-  if (metrics.token !== undefined) {
-    const offered = /^\s*bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1] ?? '';
-    const expected = createHash('sha256').update(metrics.token).digest();
-    if (!timingSafeEqual(createHash('sha256').update(offered).digest(), expected)) {
-      res.setHeader('www-authenticate', 'Bearer');
-      return sendError(res, 'UNAUTHENTICATED', 'The metrics need "Authorization: Bearer <METRICS_TOKEN>".');
-    }
+  if (metrics.token && metrics.token(bearerToken(headerValue(req.headers.authorization)) ?? '') === -1) {
+    res.setHeader('www-authenticate', 'Bearer');
+    return sendError(res, 'UNAUTHENTICATED', 'The metrics need "Authorization: Bearer <METRICS_TOKEN>".');
   }
   metrics.render().then(
     ({ contentType, body }) => {
@@ -471,15 +471,6 @@ function readBody(req: IncomingMessage, limit: number): Promise<string | 'too-la
   });
 }
 
-/** A 500 with the request id, or a cut connection when the answer has already begun. */
-function isSameOrigin(origin: string, host: string | undefined): boolean {
-  try {
-    return host !== undefined && new URL(origin).host === host;
-  } catch {
-    return false;
-  }
-}
-
 function isAgUiEnvelope(body: unknown): body is Record<string, unknown> {
   return body !== null && typeof body === 'object' && !Array.isArray(body) && typeof (body as { method?: unknown }).method === 'string' && !('query' in body);
 }
@@ -507,13 +498,14 @@ async function readAgUiBody(req: IncomingMessage, res: ServerResponse, limit: nu
     sendJson(res, 400, { error: 'Invalid JSON', message: 'The request body is not valid JSON.', code: 'BAD_REQUEST' });
     return NO_BODY;
   }
-  if (nestsDeeperThan(body)) {
+  if (textNestsDeeperThan(raw)) {
     sendJson(res, 400, { error: 'Invalid request body', message: `The request body nests deeper than ${MAX_NESTING} levels.`, code: 'BAD_USER_INPUT' });
     return NO_BODY;
   }
   return body;
 }
 
+/** A 500 with the request id, or a cut connection when the answer has already begun. */
 function sendUnexpected(res: ServerResponse, requestId: string | undefined): void {
   if (res.headersSent) {
     res.destroy();
@@ -578,8 +570,3 @@ function sendError(res: ServerResponse, code: ErrorCode, message: string, extens
   sendJson(res, statusOf(code), { errors: [{ message, extensions: { code, ...extensions } }] });
 }
 
-/** A header's value (the first, when repeated); undefined when absent or empty. */
-function headerValue(value: string | string[] | undefined): string | undefined {
-  const first = Array.isArray(value) ? value[0] : value;
-  return first?.trim() || undefined;
-}

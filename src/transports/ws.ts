@@ -15,7 +15,7 @@ import { DocumentCache } from '../graphql/documents.js';
 import { createSubscriber } from '../graphql/subscribe.js';
 import { allValidationRules } from '../graphql/validation.js';
 import type { AccessControl, Admitted, ConnectionFacts } from './access.js';
-import type { CorsPolicy } from './cors.js';
+import { isSameOrigin, type CorsPolicy } from './cors.js';
 import type { HostPolicy } from './hosts.js';
 
 export interface WsTransportOptions {
@@ -444,14 +444,6 @@ function formatForWs(error: GraphQLError) {
 /** A refusal as graphql-ws's `error` message carries it: a GraphQLError with the code and details in its extensions. */
 function codedError(error: GatewayError): GraphQLError {
   return new GraphQLError(error.message, { extensions: { code: error.code, ...(error.details ? { details: error.details } : {}) } });
-}
-
-function isSameOrigin(origin: string, host: string | undefined): boolean {
-  try {
-    return host !== undefined && new URL(origin).host === host;
-  } catch {
-    return false;
-  }
 }
 
 function stringParam(params: Record<string, unknown> | undefined, name: string): string | undefined {
