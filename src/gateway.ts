@@ -9,7 +9,6 @@ import {
   ApolloServerPluginLandingPageDisabled,
 } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
-import { execute } from '@graphql-tools/executor';
 import { pino, type Logger } from 'pino';
 import type { ModelAdapter } from './adapters/adapter.js';
 import { DemoAdapter, demoTimeAction } from './adapters/demo.js';
@@ -39,6 +38,7 @@ import { ObservedAdapter, resolveObservability, type ObservabilityOptions } from
 import { resolveModelLimits, type ModelLimits, type ModelLimitsOptions } from './engine/model-limits.js';
 import type { GatewayContext } from './graphql/context.js';
 import { formatGraphQLError } from './graphql/errors.js';
+import { executeIncrementally } from './graphql/incremental.js';
 import { errorLoggingPlugin, httpOperationGuardPlugin, refusalPlugin, requestIdPlugin } from './graphql/plugins.js';
 import { buildSchema } from './graphql/schema.js';
 import { MAX_DOCUMENT_TOKENS, gatewayValidationRules } from './graphql/validation.js';
@@ -273,7 +273,8 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     hideSchemaDetailsFromClientErrors: !config.sandbox,
     includeStacktraceInErrorResponses: false,
     // Runs @defer/@stream (and async-iterable lists) on the tools executor; see STACK notes in PROTOCOL.md.
-    legacyExperimentalExecuteIncrementally: execute as any,
+    // Over HTTP the later payloads go to the transport (src/graphql/incremental.ts).
+    legacyExperimentalExecuteIncrementally: executeIncrementally as any,
     formatError: formatGraphQLError,
     validationRules: gatewayValidationRules(config.sandbox),
     parseOptions: { maxTokens: MAX_DOCUMENT_TOKENS },
@@ -312,6 +313,8 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     access,
     metrics: metrics && { render: () => metrics.render(), token: config.metricsToken === undefined ? undefined : keyMatcher([config.metricsToken]) },
     onStream: metrics && ((delta) => metrics.httpStream(delta)),
+    // Apollo installs its usage reporting when APOLLO_KEY is set; it needs every later payload.
+    directLaterPayloads: !process.env.APOLLO_KEY,
     draining: () => state === 'draining',
   }));
 

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { BadUserInputError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import type { RunCaller, RunLauncher } from '../engine/launcher.js';
+import type { LaterPayloads } from './incremental.js';
 
 /** Shared by every resolution of a run-starting field within one operation. */
 export interface RunAllowance {
@@ -31,6 +32,8 @@ export interface GatewayContext {
   principal?: Principal;
   /** The key the client's limits are counted under (its principal's id, or its address). */
   client?: string;
+  /** HTTP: where the executor leaves an operation's later payloads for the transport (see LaterPayloads). */
+  laterPayloads?: LaterPayloads;
 }
 
 /**

@@ -6,6 +6,7 @@ import { drained, sendJson } from './responses.js';
 import { OPERATION_ENDED } from '../core/abort.js';
 import { statusOf, type ErrorCode, type GatewayError } from '../core/errors.js';
 import type { GatewayContext } from '../graphql/context.js';
+import { carriesErrors, LaterPayloads, multipartPart, type LaterPayload } from '../graphql/incremental.js';
 import { TOO_DEEP_DOCUMENT } from '../graphql/documents.js';
 import { MAX_NESTING, textNestsDeeperThan } from '../core/depth.js';
 import type { RunLauncher } from '../engine/launcher.js';
@@ -40,6 +41,11 @@ export interface HttpTransportOptions {
   metrics?: { render: () => Promise<{ contentType: string; body: string }>; token?: (credential: string) => number };
   /** Told when a streamed response starts and ends (metrics). */
   onStream?: (delta: 1 | -1) => void;
+  /**
+   * Whether a streamed operation's later payloads are taken straight from the executor, those
+   * without errors framed here (src/graphql/incremental.ts), rather than all through Apollo.
+   */
+  directLaterPayloads: boolean;
   /** Whether the gateway is draining: answers ask clients to close their connections. */
   draining: () => boolean;
   /** What `/ready` answers: whether this instance should get traffic, and why. */
@@ -268,6 +274,7 @@ async function handleGraphQL(
   }
   headers.set('accept', apolloAccept(req.headers.accept));
 
+  const laterPayloads = options.directLaterPayloads ? new LaterPayloads() : undefined;
   const response = await options.apollo.executeHTTPGraphQLRequest({
     httpGraphQLRequest: { method: req.method ?? 'GET', headers, search, body },
     context: async () => ({
@@ -280,15 +287,16 @@ async function handleGraphQL(
       publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']),
       principal: admitted.principal,
       client: admitted.client,
+      laterPayloads,
     }),
   });
   if (response.body.kind === 'complete' && /^text\/html/i.test(response.headers.get('content-type') ?? '')) {
     response.body.string = options.explorer.withFallbackLink(response.body.string);
   }
-  if (response.body.kind === 'complete' || !options.onStream) return writeResponse(res, response, acceptance, options.keepAliveMs, requestId);
+  if (response.body.kind === 'complete' || !options.onStream) return writeResponse(res, response, acceptance, options.keepAliveMs, requestId, laterPayloads);
   options.onStream(1);
   try {
-    await writeResponse(res, response, acceptance, options.keepAliveMs, requestId);
+    await writeResponse(res, response, acceptance, options.keepAliveMs, requestId, laterPayloads);
   } finally {
     options.onStream(-1);
   }
@@ -320,6 +328,7 @@ async function writeResponse(
   acceptance: Acceptance,
   keepAliveMs: number,
   requestId: string,
+  laterPayloads: LaterPayloads | undefined,
 ): Promise<void> {
   if (response.body.kind === 'complete') {
     res.statusCode = response.status ?? 200;
@@ -359,28 +368,72 @@ async function writeResponse(
       quiet = true;
     }, keepAliveMs);
   }
-  // Parts that become ready in the same turn of the event loop go out in one write (one TCP
-  // segment when they fit) instead of one each; nothing waits longer than that turn.
-  let corked = false;
-  const uncork = () => {
-    corked = false;
-    res.uncork();
+  // Parts that become ready in the same turn of the event loop go out in one write (one HTTP chunk,
+  // one TCP segment when they fit) instead of one each; nothing waits longer than that turn. They
+  // are joined here rather than corked: a corked response still makes an HTTP chunk, with its
+  // bookkeeping, per write.
+  let pending = '';
+  const flush = () => {
+    const text = pending;
+    pending = '';
+    if (text && !res.destroyed) res.write(text);
   };
+  const send = (wire: string): void => {
+    if (pending === '') setImmediate(flush);
+    pending += wire;
+    quiet = false;
+  };
+  /** A part as Apollo frames it in multipart (sent as it is, or as an SSE event). */
+  const sendPart = (part: string): void => {
+    if (!sse && part.endsWith(MULTIPART_END)) closed = true;
+    send(sse ? toSseEvent(part) : part);
+  };
+  /** A later payload taken from the executor, framed here as Apollo would frame it. */
+  const sendPayload = (payload: LaterPayload): void => {
+    if (sse) return send(sseEvent(JSON.stringify(payload)));
+    if (!payload.hasNext) closed = true;
+    send(multipartPart(payload));
+  };
+  // Backpressure: while the client reads slower than parts come, nothing more is taken.
+  const room = (): Promise<void> | undefined => (res.writableNeedDrain && !res.destroyed ? drained(res) : undefined);
+  // Apollo's parts: the initial result, then (when the executor's later payloads were not taken)
+  // every later one; with them taken, only those handed back to Apollo (they carry errors).
+  const parts = (): Promise<IteratorResult<string, void>> => chunks.next();
   try {
-    for await (const chunk of chunks) {
-      if (res.destroyed) break;
-      if (!corked) {
-        corked = true;
-        res.cork();
-        setImmediate(uncork);
+    const initial = await parts();
+    if (initial.done || res.destroyed) return;
+    sendPart(initial.value);
+    const later = laterPayloads?.source;
+    if (later === undefined) {
+      for (let part = await parts(); !part.done && !res.destroyed; part = await parts()) {
+        sendPart(part.value);
+        const full = room();
+        if (full) await full;
       }
-      quiet = false;
-      if (!sse && chunk.endsWith(MULTIPART_END)) closed = true;
-      if (!res.write(sse ? toSseEvent(chunk) : chunk)) await drained(res);
+    } else {
+      for (let step = await later.next(); !step.done && !res.destroyed; step = await later.next()) {
+        const payload = step.value;
+        if (carriesErrors(payload)) {
+          // Errors are Apollo's to format (and to tell its plugins of): its next part is this payload.
+          laterPayloads!.forApollo(payload);
+          const part = await parts();
+          if (part.done) break;
+          sendPart(part.value);
+        } else {
+          sendPayload(payload);
+        }
+        const full = room();
+        if (full) await full;
+      }
     }
-    if (sse && !res.destroyed) res.write('event: complete\ndata:\n\n');
+    if (sse) send('event: complete\ndata:\n\n');
   } finally {
     clearInterval(keepAlive);
+    flush();
+    // Whatever is left unread ends: the executor's streams (their runs were aborted when the
+    // response closed) and Apollo's body.
+    if (laterPayloads?.source) void laterPayloads.source.return(undefined).catch(() => undefined);
+    void chunks.return?.(undefined)?.catch(() => undefined);
     if (!res.destroyed) res.end();
   }
 }
@@ -415,7 +468,11 @@ function withRequestId(body: string, requestId: string): string {
 function toSseEvent(chunk: string): string {
   const start = chunk.indexOf('\r\n\r\n') + 4;
   const end = chunk.lastIndexOf('\r\n---');
-  return `event: next\ndata: ${chunk.slice(start, end)}\n\n`;
+  return sseEvent(chunk.slice(start, end));
+}
+
+function sseEvent(json: string): string {
+  return `event: next\ndata: ${json}\n\n`;
 }
 
 /** Parses an Accept header into what matters here (q=0 entries are refusals). */

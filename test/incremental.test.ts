@@ -1,0 +1,171 @@
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import type { ModelAdapter, ModelOutput, ModelRequest } from '../src/adapters/adapter.js';
+import { LaterPayloads } from '../src/graphql/incremental.js';
+import { STOCK_DOCUMENT } from './support/fuzz-documents.js';
+import { runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
+
+// Over HTTP the transport takes an operation's later payloads straight from the executor and frames
+// those without errors itself; those with errors go through Apollo (src/graphql/incremental.ts).
+// Here one gateway does that and another leaves every payload to Apollo (as it does when APOLLO_KEY
+// is set, for Apollo's usage reporting), and every answer must be the same bytes: every streamed
+// document shape the other tests use, in both streaming formats, with and without errors.
+
+/** What a scripted model writes: each step in a turn of its own, so the executor batches the same way on every run. */
+type Step = ['text', string, ...unknown[]] | ['call', string, ...string[]] | ['fail', string];
+
+class ScriptedAdapter implements ModelAdapter {
+  readonly name = 'scripted';
+  constructor(private readonly script: (prompt: string) => Step[]) {}
+
+  async stream(request: ModelRequest, output: ModelOutput): Promise<void> {
+    const last = request.messages[request.messages.length - 1];
+    const prompt = last && 'content' in last ? String(last.content) : '';
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    let n = 0;
+    for (const [kind, first, ...rest] of this.script(prompt)) {
+      await turn();
+      if (kind === 'fail') throw new Error(first);
+      if (kind === 'text') {
+        const id = output.textStart(`text-${n++}`);
+        for (const chunk of rest) {
+          await turn();
+          // A plain-JavaScript adapter may write what is not a string: GraphQL's String refuses it,
+          // which puts an error into that item's payload.
+          output.textContent(id, chunk as string);
+        }
+        output.textEnd(id);
+      } else {
+        const id = output.actionStart(`call-${n++}`, first);
+        for (const chunk of rest) {
+          await turn();
+          output.actionArgs(id, chunk as string);
+        }
+        output.actionEnd(id);
+      }
+    }
+    // The run ends in a turn of its own too.
+    await turn();
+  }
+}
+
+const scripts: Record<string, Step[]> = {
+  text: [['text', '', 'Hello, ', 'wörld "quoted" ☃\n', 'three'], ['text', '', 'and a second message']],
+  action: [['text', '', 'Let me call it.'], ['call', 'sayHello', '{"name":', '"Ann"}']],
+  bad: [['text', '', 'fine, ', { not: 'a string' }, 'then fine again']],
+  failing: [['text', '', 'half an answer'], ['fail', 'the model broke']],
+};
+
+const DEFERRED_STATUS = /* GraphQL */ `
+  mutation($data: GenerateCopilotResponseInput!) {
+    generateCopilotResponse(data: $data) {
+      threadId
+      ... on CopilotResponse @defer { status { ... on BaseResponseStatus { code } ... on FailedResponseStatus { reason details } } }
+      messages @stream { id ... on TextMessageOutput { content @stream } }
+    }
+  }
+`;
+const EXPLORER = /* GraphQL */ `
+  mutation($data: GenerateCopilotResponseInput!) {
+    generateCopilotResponse(data: $data) {
+      threadId runId
+      ... on CopilotResponse @defer(label: "status") { status { ... on BaseResponseStatus { code } } }
+      messages @stream { __typename ... on TextMessageOutput { content @stream } }
+    }
+  }
+`;
+const SHAPES = /* GraphQL */ `
+  mutation Shapes($data: GenerateCopilotResponseInput!) {
+    answer: generateCopilotResponse(data: $data) {
+      threadId
+      messages @stream(initialCount: 1) {
+        __typename
+        ...Text
+        ... on ActionExecutionMessageOutput { name arguments @stream(initialCount: 1) }
+      }
+      ... @defer { status { __typename } }
+    }
+  }
+  fragment Text on TextMessageOutput { id chunks: content @stream status { __typename } }
+`;
+const documents: Record<string, string> = { stock: STOCK_DOCUMENT, deferredStatus: DEFERRED_STATUS, explorer: EXPLORER, shapes: SHAPES };
+
+const frontendAction = { name: 'sayHello', description: 'Says hello.', jsonSchema: '{"type":"object","properties":{"name":{"type":"string"}}}' };
+
+/** One answer as bytes, with what differs between two runs (ids, clocks) replaced by stable stand-ins. */
+async function answer(url: string, query: string, prompt: string, accept: string): Promise<string> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept },
+    body: JSON.stringify({
+      query,
+      variables: { data: runInput([userMessage(prompt, 'user-1')], { frontend: { actions: [frontendAction], url: 'http://localhost/' } }) },
+    }),
+  });
+  expect(response.status).toBe(200);
+  const ids = new Map<string, string>();
+  return (await response.text())
+    .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, (id) => {
+      if (!ids.has(id)) ids.set(id, `id-${ids.size}`);
+      return ids.get(id)!;
+    })
+    .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, 'TIME')
+    .replace(/"requestId":"[^"]*"/g, '"requestId":"R"');
+}
+
+const MULTIPART = 'multipart/mixed; deferSpec=20220824, application/json';
+const SSE = 'text/event-stream';
+
+describe('later payloads taken from the executor (HTTP)', () => {
+  let direct: RunningGateway;
+  let throughApollo: RunningGateway;
+  const adapter = new ScriptedAdapter((prompt) => scripts[prompt]);
+
+  beforeAll(async () => {
+    direct = await startGateway({ adapter });
+    // Apollo installs its usage reporting when APOLLO_KEY is set, and the gateway then leaves every
+    // later payload to Apollo. (Without APOLLO_GRAPH_REF, Apollo only warns: nothing is reported.)
+    process.env.APOLLO_KEY = 'service:test:not-a-key';
+    try {
+      throughApollo = await startGateway({ adapter });
+    } finally {
+      delete process.env.APOLLO_KEY;
+    }
+  });
+  afterAll(async () => {
+    await Promise.all([direct?.close(), throughApollo?.close()]);
+  });
+
+  for (const [documentName, query] of Object.entries(documents)) {
+    for (const script of Object.keys(scripts)) {
+      for (const [format, accept] of [['multipart', MULTIPART], ['sse', SSE]] as const) {
+        it(`${documentName}, ${script}, ${format}: the same bytes as Apollo's`, async () => {
+          const adopt = jest.spyOn(LaterPayloads.prototype, 'adopt');
+          const handBack = jest.spyOn(LaterPayloads.prototype, 'forApollo');
+          try {
+            const ours = await answer(direct.url, query, script, accept);
+            expect(adopt).toHaveBeenCalledTimes(1);
+            const handedBack = handBack.mock.calls.length;
+            adopt.mockClear();
+            handBack.mockClear();
+            const apollos = await answer(throughApollo.url, query, script, accept);
+            expect(adopt).not.toHaveBeenCalled();
+            expect(ours).toBe(apollos);
+            // Not trivially equal: the answer streamed, and errors (only) went through Apollo.
+            const parts = format === 'sse' ? ours.split('event: next').length - 1 : ours.split('\r\n---').length - 1;
+            expect(parts).toBeGreaterThanOrEqual(3);
+            if (script === 'bad') {
+              expect(ours).toContain('"errors"');
+              expect(handedBack).toBeGreaterThan(0);
+            } else {
+              expect(ours).not.toContain('"errors"');
+              expect(handedBack).toBe(0);
+            }
+          } finally {
+            adopt.mockRestore();
+            handBack.mockRestore();
+          }
+        });
+      }
+    }
+  }
+});
