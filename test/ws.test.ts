@@ -5,6 +5,7 @@ import WebSocket from 'ws';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { WS_RUN as RUN } from './support/documents.js';
+import { rawWsExchange } from './support/fuzz-client.js';
 import { eventually, runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
 
 // graphql-ws's own client (and urql over it) against the gateway's WebSocket transport.
@@ -85,6 +86,29 @@ describe('the copilotRun subscription over graphql-ws', () => {
     expect(errors[0].message).toMatch(/messages\[0\].*must set exactly one/);
     expect(errors[0].extensions.code).toBe('BAD_USER_INPUT');
     expect(fake.requests.length).toBe(before);
+  });
+
+  // A subscribe message goes to graphql-ws without its payload, which waits by operation id (ws.ts
+  // slimSubscribe): the conversation is not held in graphql-ws's handler for the stream's life.
+  it('gives a long conversation to the model whole, and the operation its name', async () => {
+    const long = `${'Grüße 👋 '.repeat(6000)}end`;
+    const results: any[] = [];
+    // Two operations in the document: without its operationName, graphql-js could not pick one.
+    const operation = { query: `${RUN}\nquery Other { hello }`, operationName: 'Run', variables: { data: runInput([userMessage(long, 'long-1')]) } };
+    for await (const result of client.iterate(operation)) results.push(result);
+    expect(events(results).at(-1)).toMatchObject({ __typename: 'RunFinishedEvent' });
+    expect(fake.requests.at(-1).messages.at(-1)).toMatchObject({ role: 'user', content: long });
+  });
+
+  it('keeps graphql-ws’s answers to subscribe messages: a reused id closes with 4409, a bad payload with 4400', async () => {
+    const subscribe = (id: string, payload: unknown) => JSON.stringify({ id, type: 'subscribe', payload });
+    const slow = { query: RUN, variables: { data: runInput([userMessage(`[delay=5000] ${'x'.repeat(400)}`)]) }, operationName: 'Run' };
+    const reused = await rawWsExchange(gateway.wsUrl, [subscribe('same', slow), subscribe('same', slow)]);
+    expect(reused.closeCode).toBe(4409);
+    const badVariables = await rawWsExchange(gateway.wsUrl, [subscribe('bad', { query: `${RUN}${' '.repeat(400)}`, variables: [1, 2] })]);
+    expect(badVariables.closeCode).toBe(4400);
+    const badName = await rawWsExchange(gateway.wsUrl, [subscribe('bad', { query: `${RUN}${' '.repeat(400)}`, operationName: 7 })]);
+    expect(badName.closeCode).toBe(4400);
   });
 });
 

@@ -46,6 +46,16 @@ interface ConnectionExtra {
   facts?: ConnectionFacts;
   admitted?: Admitted;
   close?: (code: number, reason: string) => void;
+  /** Subscribe payloads taken out of their messages (see `slimSubscribe`), by operation id, until onSubscribe takes them. */
+  payloads?: Map<string, SubscribePayload>;
+}
+
+/** A subscribe message's payload, as graphql-ws checks it. */
+interface SubscribePayload {
+  query: string;
+  variables?: Record<string, unknown> | null;
+  operationName?: string | null;
+  extensions?: Record<string, unknown> | null;
 }
 
 /**
@@ -154,7 +164,8 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
       // Parse and validate here, so that a bad document gets an `error` message with a code
       // instead of graphql-ws closing the whole socket (4500) on a syntax error.
       // Documents are kept once parsed and validated (DocumentCache), not held per operation.
-      onSubscribe: (ctx, _id, payload) => {
+      onSubscribe: (ctx, id, slim) => {
+        const payload = takePayload(ctx.extra, id) ?? slim;
         const prepare = () => {
           if (nestsDeeperThan(payload.variables) || nestsDeeperThan(payload.extensions)) {
             return [new GraphQLError(`The variables nest deeper than ${MAX_NESTING} levels.`, { extensions: { code: 'BAD_USER_INPUT' } })];
@@ -286,7 +297,7 @@ function serveSocket(
   // Not an async function: its frame would hold the message's text until the operation ends.
   const handleMessage = (handle: (data: string) => Promise<void>, text: string): void => {
     operations.started();
-    handle(text).then(operations.ended, (error: unknown) => {
+    handle(slimSubscribe(text, extra)).then(operations.ended, (error: unknown) => {
       operations.ended();
       // graphql-ws throws this for a message only a server may send (connection_ack, next, error): the client's mistake.
       if (error instanceof Error && /^Unexpected message of type /.test(error.message)) {
@@ -305,6 +316,48 @@ function serveSocket(
     });
   };
   socket.once('close', (code, reason) => void closed(code, String(reason)));
+}
+
+/**
+ * graphql-ws's handler for a message is an async function that runs until the operation ends, and
+ * holds the text it was given all that time. A subscribe message carries the whole conversation
+ * (a real one is tens of kilobytes), so it goes to graphql-ws without its payload (an empty query),
+ * and the payload waits here by operation id until onSubscribe takes it (`takePayload`), which
+ * graphql-ws calls at once. Anything that is not a well-formed subscribe message by graphql-ws's
+ * own checks goes as it came, for graphql-ws to judge; so do short ones, which hold little.
+ */
+function slimSubscribe(text: string, extra: ConnectionExtra): string {
+  if (text.length < 256 || !text.includes('"subscribe"')) return text;
+  let message: unknown;
+  try {
+    message = JSON.parse(text);
+  } catch {
+    return text;
+  }
+  if (!isSubscribeMessage(message)) return text;
+  (extra.payloads ??= new Map()).set(message.id, message.payload);
+  return JSON.stringify({ id: message.id, type: 'subscribe', payload: { query: '' } });
+}
+
+function takePayload(extra: ConnectionExtra, id: string): SubscribePayload | undefined {
+  const payload = extra.payloads?.get(id);
+  if (payload !== undefined) extra.payloads!.delete(id);
+  return payload;
+}
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** graphql-ws's checks of a subscribe message (its validateMessage), all of them. */
+function isSubscribeMessage(message: unknown): message is { id: string; type: 'subscribe'; payload: SubscribePayload } {
+  if (!isPlainObject(message) || message.type !== 'subscribe' || typeof message.id !== 'string' || message.id === '') return false;
+  const payload = message.payload;
+  return (
+    isPlainObject(payload) &&
+    typeof payload.query === 'string' &&
+    (payload.variables == null || isPlainObject(payload.variables)) &&
+    (payload.operationName == null || typeof payload.operationName === 'string') &&
+    (payload.extensions == null || isPlainObject(payload.extensions))
+  );
 }
 
 const DONE: IteratorResult<never> = Object.freeze({ value: undefined, done: true }) as IteratorResult<never>;
