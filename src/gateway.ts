@@ -281,6 +281,8 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     // main.ts owns the process's signals; Apollo re-raising them would change the exit code.
     stopOnTerminationSignals: false,
     logger: apolloLogger(logger),
+    // None of these listens to willSendSubsequentPayload or didEncounterSubsequentErrors: over HTTP,
+    // later payloads without errors do not pass through Apollo (graphql/incremental.ts).
     plugins: [
       ApolloServerPluginDrainHttpServer({ httpServer: server }),
       // Apollo installs these by default. Cache hints: nothing here is cacheable, and the plugin wraps

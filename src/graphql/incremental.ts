@@ -15,8 +15,9 @@ export type LaterPayload = SubsequentIncrementalExecutionResult;
  * of the gateway's garbage per token (BENCHMARKS.md, step 21). So the transport reads the payloads
  * here and frames those without errors itself, exactly as Apollo frames them (`multipartPart`);
  * a payload with errors is handed to Apollo (`forApollo`), and the transport writes what Apollo
- * makes of it: Apollo's formatting, hooks and framing, unchanged. test/incremental.test.ts proves
- * the bytes equal Apollo's own for every streamed document shape the tests use, errors included.
+ * makes of it: Apollo's formatting, hooks and framing, unchanged. test/incremental.test.ts checks
+ * that whole answers are the same bytes as Apollo's own for every streamed document shape the
+ * tests use, in both formats, errors included.
  *
  * Only where no plugin listens to those hooks: Apollo's usage reporting (installed by Apollo
  * itself when APOLLO_KEY is set) counts an operation as finished on its last payload's hook, so
@@ -39,18 +40,18 @@ export class LaterPayloads {
       queued.length = 0;
       return Promise.resolve({ value: undefined, done: true });
     };
-    const forApollo: AsyncGenerator<LaterPayload, void, void> = {
+    const apolloStream: AsyncGenerator<LaterPayload, void, void> = {
       next: () => {
         const value = queued.shift();
         return value === undefined ? ended() : Promise.resolve({ value, done: false });
       },
       return: ended,
       throw: (error: unknown) => Promise.reject(error),
-      [Symbol.asyncIterator]: () => forApollo,
+      [Symbol.asyncIterator]: () => apolloStream,
       // Node 20's AsyncGenerator type also names this; Apollo never disposes the stream.
       [Symbol.asyncDispose]: () => ended().then(() => undefined),
     } as AsyncGenerator<LaterPayload, void, void>;
-    return forApollo;
+    return apolloStream;
   }
 
   /** Hands a payload to Apollo: its body's next part is that payload, formatted and framed by Apollo. */

@@ -382,6 +382,8 @@ async function writeResponse(
     if (pending === '') setImmediate(flush);
     pending += wire;
     quiet = false;
+    // A turn's worth past the response's buffer goes now, so that `room` sees the pressure.
+    if (pending.length >= res.writableHighWaterMark) flush();
   };
   /** A part as Apollo frames it in multipart (sent as it is, or as an SSE event). */
   const sendPart = (part: string): void => {
@@ -417,7 +419,7 @@ async function writeResponse(
           // Errors are Apollo's to format (and to tell its plugins of): its next part is this payload.
           laterPayloads!.forApollo(payload);
           const part = await parts();
-          if (part.done) break;
+          if (part.done) throw new Error('Apollo ended the response before the payload it was handed.');
           sendPart(part.value);
         } else {
           sendPayload(payload);

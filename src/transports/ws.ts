@@ -46,8 +46,12 @@ interface ConnectionExtra {
   facts?: ConnectionFacts;
   admitted?: Admitted;
   close?: (code: number, reason: string) => void;
-  /** Subscribe payloads taken out of their messages (see `slimSubscribe`), by operation id, until onSubscribe takes them. */
-  payloads?: Map<string, SubscribePayload>;
+  /**
+   * The payload taken out of the subscribe message graphql-ws is handling (see `slimSubscribe`):
+   * set just before the message is handed over, cleared just after. graphql-ws calls onSubscribe
+   * synchronously within that call, or refuses the message (4401, 4409) without calling it.
+   */
+  slot?: SubscribePayload;
 }
 
 /** A subscribe message's payload, as graphql-ws checks it. */
@@ -157,15 +161,17 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
           principal: ctx.extra.admitted?.principal,
           client: ctx.extra.admitted?.client ?? (ctx.extra.facts ? `ip:${ctx.extra.facts.clientAddress ?? 'unknown'}` : undefined),
           controller,
-          // The payload is the parsed message graphql-ws received (typed read-only for hooks).
+          // The payload of the parsed message graphql-ws holds (typed read-only for hooks): the
+          // client's own, or an empty one when the transport kept the payload (slimSubscribe).
           releaseMessage: () => Object.assign(payload, { variables: undefined, query: '' }),
         };
       },
       // Parse and validate here, so that a bad document gets an `error` message with a code
       // instead of graphql-ws closing the whole socket (4500) on a syntax error.
       // Documents are kept once parsed and validated (DocumentCache), not held per operation.
-      onSubscribe: (ctx, id, slim) => {
-        const payload = takePayload(ctx.extra, id) ?? slim;
+      onSubscribe: (ctx, _id, handed) => {
+        const payload = ctx.extra.slot ?? handed;
+        ctx.extra.slot = undefined;
         const prepare = () => {
           if (nestsDeeperThan(payload.variables) || nestsDeeperThan(payload.extensions)) {
             return [new GraphQLError(`The variables nest deeper than ${MAX_NESTING} levels.`, { extensions: { code: 'BAD_USER_INPUT' } })];
@@ -297,7 +303,16 @@ function serveSocket(
   // Not an async function: its frame would hold the message's text until the operation ends.
   const handleMessage = (handle: (data: string) => Promise<void>, text: string): void => {
     operations.started();
-    handle(slimSubscribe(text, extra)).then(operations.ended, (error: unknown) => {
+    const slimmed = slimSubscribe(text);
+    let handled: Promise<void>;
+    if (typeof slimmed === 'string') {
+      handled = handle(slimmed);
+    } else {
+      extra.slot = slimmed.payload;
+      handled = handle(slimmed.text);
+      extra.slot = undefined;
+    }
+    handled.then(operations.ended, (error: unknown) => {
       operations.ended();
       // graphql-ws throws this for a message only a server may send (connection_ack, next, error): the client's mistake.
       if (error instanceof Error && /^Unexpected message of type /.test(error.message)) {
@@ -322,11 +337,11 @@ function serveSocket(
  * graphql-ws's handler for a message is an async function that runs until the operation ends, and
  * holds the text it was given all that time. A subscribe message carries the whole conversation
  * (a real one is tens of kilobytes), so it goes to graphql-ws without its payload (an empty query),
- * and the payload waits here by operation id until onSubscribe takes it (`takePayload`), which
- * graphql-ws calls at once. Anything that is not a well-formed subscribe message by graphql-ws's
- * own checks goes as it came, for graphql-ws to judge; so do short ones, which hold little.
+ * and onSubscribe, which graphql-ws calls within the same call, takes the payload from the
+ * connection's slot. Anything that is not a well-formed subscribe message by graphql-ws's own
+ * checks goes as it came, for graphql-ws to judge; so do short ones, which hold little.
  */
-function slimSubscribe(text: string, extra: ConnectionExtra): string {
+function slimSubscribe(text: string): string | { text: string; payload: SubscribePayload } {
   if (text.length < 256 || !text.includes('"subscribe"')) return text;
   let message: unknown;
   try {
@@ -335,14 +350,7 @@ function slimSubscribe(text: string, extra: ConnectionExtra): string {
     return text;
   }
   if (!isSubscribeMessage(message)) return text;
-  (extra.payloads ??= new Map()).set(message.id, message.payload);
-  return JSON.stringify({ id: message.id, type: 'subscribe', payload: { query: '' } });
-}
-
-function takePayload(extra: ConnectionExtra, id: string): SubscribePayload | undefined {
-  const payload = extra.payloads?.get(id);
-  if (payload !== undefined) extra.payloads!.delete(id);
-  return payload;
+  return { text: JSON.stringify({ id: message.id, type: 'subscribe', payload: { query: '' } }), payload: message.payload };
 }
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
