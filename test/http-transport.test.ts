@@ -4,19 +4,11 @@ import WebSocket from 'ws';
 import { DemoAdapter } from '../src/adapters/demo.js';
 import { EmptyAdapter } from '../src/adapters/empty.js';
 import { BrokenAdapter, GatedAdapter } from './support/gated-adapter.js';
+import { HTTP_STREAMED as STREAMED } from './support/documents.js';
 import { eventually, gatewaysPerTest, runInput, userMessage } from './support/harness.js';
 
 // GraphQL over HTTP as a browser or curl sees it: negotiation, headers, CORS, limits, errors.
 
-const STREAMED = /* GraphQL */ `
-  mutation($data: GenerateCopilotResponseInput!) {
-    generateCopilotResponse(data: $data) {
-      threadId
-      ... on CopilotResponse @defer { status { ... on BaseResponseStatus { code } ... on FailedResponseStatus { reason details } } }
-      messages @stream { id ... on TextMessageOutput { content @stream } }
-    }
-  }
-`;
 const PLAIN = /* GraphQL */ `
   mutation($data: GenerateCopilotResponseInput!) {
     generateCopilotResponse(data: $data) {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { ModelAdapter, ModelOutput, ModelRequest } from '../src/adapters/adapter.js';
 import { LaterPayloads } from '../src/graphql/incremental.js';
+import { HTTP_STREAMED } from './support/documents.js';
 import { STOCK_DOCUMENT } from './support/fuzz-documents.js';
 import { runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
 
@@ -55,15 +56,6 @@ const scripts: Record<string, Step[]> = {
   failing: [['text', '', 'half an answer'], ['fail', 'the model broke']],
 };
 
-const DEFERRED_STATUS = /* GraphQL */ `
-  mutation($data: GenerateCopilotResponseInput!) {
-    generateCopilotResponse(data: $data) {
-      threadId
-      ... on CopilotResponse @defer { status { ... on BaseResponseStatus { code } ... on FailedResponseStatus { reason details } } }
-      messages @stream { id ... on TextMessageOutput { content @stream } }
-    }
-  }
-`;
 const EXPLORER = /* GraphQL */ `
   mutation($data: GenerateCopilotResponseInput!) {
     generateCopilotResponse(data: $data) {
@@ -87,7 +79,7 @@ const SHAPES = /* GraphQL */ `
   }
   fragment Text on TextMessageOutput { id chunks: content @stream status { __typename } }
 `;
-const documents: Record<string, string> = { stock: STOCK_DOCUMENT, deferredStatus: DEFERRED_STATUS, explorer: EXPLORER, shapes: SHAPES };
+const documents: Record<string, string> = { stock: STOCK_DOCUMENT, deferredStatus: HTTP_STREAMED, explorer: EXPLORER, shapes: SHAPES };
 
 const frontendAction = { name: 'sayHello', description: 'Says hello.', jsonSchema: '{"type":"object","properties":{"name":{"type":"string"}}}' };
 

@@ -21,3 +21,14 @@ export const WS_RUN = /* GraphQL */ `
     }
   }
 `;
+
+/** generateCopilotResponse over HTTP with @defer (the status) and @stream (messages, their text). */
+export const HTTP_STREAMED = /* GraphQL */ `
+  mutation($data: GenerateCopilotResponseInput!) {
+    generateCopilotResponse(data: $data) {
+      threadId
+      ... on CopilotResponse @defer { status { ... on BaseResponseStatus { code } ... on FailedResponseStatus { reason details } } }
+      messages @stream { id ... on TextMessageOutput { content @stream } }
+    }
+  }
+`;
