@@ -102,7 +102,7 @@ describe('the copilotRun subscription over graphql-ws', () => {
 
   it('keeps graphql-ws’s answers to subscribe messages: a reused id closes with 4409, a bad payload with 4400', async () => {
     const subscribe = (id: string, payload: unknown) => JSON.stringify({ id, type: 'subscribe', payload });
-    const slow = { query: RUN, variables: { data: runInput([userMessage(`[delay=5000] ${'x'.repeat(400)}`)]) }, operationName: 'Run' };
+    const slow = { query: RUN, variables: { data: runInput([userMessage(`[delay=200] ${'x'.repeat(400)}`)]) }, operationName: 'Run' };
     const reused = await rawWsExchange(gateway.wsUrl, [subscribe('same', slow), subscribe('same', slow)]);
     expect(reused.closeCode).toBe(4409);
     const badVariables = await rawWsExchange(gateway.wsUrl, [subscribe('bad', { query: `${RUN}${' '.repeat(400)}`, variables: [1, 2] })]);
