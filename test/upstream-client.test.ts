@@ -1,5 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { getEventListeners } from 'node:events';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { createServer as createTcpServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
@@ -271,6 +273,56 @@ describe('streaming an answer', () => {
     const error = await failure(client.stream(call(), (chunk) => chunks.push(chunk)));
     expect(error).toMatchObject({ code: 'UPSTREAM_REJECTED', message: 'Agent "crew" rejected the request (HTTP 422): messages must not be empty' });
     expect(chunks).toEqual([]);
+  });
+
+  it('sends the body with its content-length, not chunked, and whole again on a retry', async () => {
+    const seen: { length?: string; encoding?: string; body: string }[] = [];
+    handler = (req, res, n) => {
+      const record = { length: req.headers['content-length'], encoding: req.headers['transfer-encoding'], body: '' };
+      seen.push(record);
+      req.setEncoding('utf8');
+      req.on('data', (chunk: string) => (record.body += chunk));
+      req.on('end', () => (n === 1 ? res.writeHead(503).end() : res.writeHead(200).end('ok')));
+    };
+    const json = { messages: [{ role: 'user', content: `Grüße 👋 ${'x'.repeat(70_000)}` }] };
+    expect(await client.stream(call({ json }), () => {})).toMatchObject({ status: 200, attempts: 2 });
+    const expected = JSON.stringify(json);
+    expect(seen).toEqual([
+      { length: String(Buffer.byteLength(expected)), encoding: undefined, body: expected },
+      { length: String(Buffer.byteLength(expected)), encoding: undefined, body: expected },
+    ]);
+  });
+
+  // undici keeps a Buffer body on its request until the answer has ended: for a stream, its whole
+  // life. The body is given as an iterable it lets go of once written (client.ts writtenOnce).
+  it('lets go of the body once it is written, while the answer still streams', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const held: ServerResponse[] = [];
+    handler = (_req, res) => {
+      res.writeHead(200);
+      res.write('first');
+      held.push(res);
+    };
+    const streams = 40;
+    const bodyBytes = 256 * 1024;
+    gc();
+    const before = process.memoryUsage().arrayBuffers;
+    let started = 0;
+    let allStarted!: () => void;
+    const going = new Promise<void>((resolve) => (allStarted = resolve));
+    const done = Array.from({ length: streams }, (_, i) =>
+      client.stream(call({ json: { n: i, content: 'x'.repeat(bodyBytes) } }), () => {
+        if (++started === streams) allStarted();
+      }),
+    );
+    await going;
+    gc();
+    const grown = process.memoryUsage().arrayBuffers - before;
+    for (const res of held) res.end();
+    await Promise.all(done);
+    // Held, the bodies would be 10 MB of buffers.
+    expect(grown).toBeLessThan((streams * bodyBytes) / 4);
   });
 
   it('sends nothing for a caller that has already gone', async () => {

@@ -129,9 +129,14 @@ export class UpstreamClient {
     } catch (error) {
       return Promise.reject(error);
     }
-    const headers: Record<string, string> = { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...call.headers };
+    const bytes = body === undefined ? undefined : Buffer.from(body, 'utf8');
+    body = undefined;
+    const headers: Record<string, string> = {
+      ...(bytes !== undefined ? { 'content-type': 'application/json', 'content-length': String(bytes.length) } : {}),
+      ...call.headers,
+    };
     const url = new URL(call.url);
-    const options: Dispatcher.DispatchOptions = { origin: url.origin, path: url.pathname + url.search, method: call.method ?? (body === undefined ? 'GET' : 'POST'), headers, body };
+    const options: Dispatcher.DispatchOptions = { origin: url.origin, path: url.pathname + url.search, method: call.method ?? (bytes === undefined ? 'GET' : 'POST'), headers };
     const { who, signal, logger } = call;
     // Not one async function: while the answer streams, nothing holds the call (its JSON body, the
     // whole conversation) or the request's options; only what reading and its errors need.
@@ -141,7 +146,7 @@ export class UpstreamClient {
       // with a line break, a closed pool) to the handler within `dispatch`, synchronously.
       const started = handler.started(attemptSignal);
       try {
-        this.dispatcher.dispatch(options, handler);
+        this.dispatcher.dispatch(bytes === undefined ? options : { ...options, body: writtenOnce(bytes) }, handler);
       } catch (error) {
         handler.onResponseError(undefined as never, error instanceof Error ? error : new Error(String(error)));
       }
@@ -235,6 +240,25 @@ interface Attempt<T> {
  * The call's JSON body. What the gateway sends is built from client input, checked for depth where it
  * comes in; a value that still nests too deep for JSON.stringify is the client's, said so.
  */
+/**
+ * A request body undici writes once and then lets go of. A Buffer or string body stays on undici's
+ * request until the answer has ended: for a model's or an agent's stream, its whole life, and it is
+ * the whole conversation (tens of kilobytes a stream). Given as an iterable, the bytes are held only
+ * until written; with the request's content-length set, undici frames the request as for a Buffer
+ * (headers and body in one corked write, no chunked encoding).
+ */
+function writtenOnce(bytes: Buffer): Dispatcher.DispatchOptions['body'] {
+  let held: Buffer | undefined = bytes;
+  // undici's dispatch takes iterables (its docs; `writeIterable`), though its types name only the other kinds.
+  return <Dispatcher.DispatchOptions['body']>(<unknown>{
+    *[Symbol.iterator]() {
+      const chunk = held;
+      held = undefined;
+      if (chunk !== undefined && chunk.length > 0) yield chunk;
+    },
+  });
+}
+
 function encodeBody(call: UpstreamCall): string | undefined {
   if (call.json === undefined) return undefined;
   try {
