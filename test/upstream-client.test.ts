@@ -299,10 +299,13 @@ describe('streaming an answer', () => {
     setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as () => void;
     const held: ServerResponse[] = [];
-    handler = (_req, res) => {
-      res.writeHead(200);
-      res.write('first');
-      held.push(res);
+    // The answer begins once the whole body has arrived: nothing of it is still on its way then.
+    handler = (req, res) => {
+      req.on('end', () => {
+        res.writeHead(200);
+        res.write('first');
+        held.push(res);
+      });
     };
     const streams = 40;
     const bodyBytes = 256 * 1024;
