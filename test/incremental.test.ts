@@ -1,4 +1,6 @@
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { pino } from 'pino';
 import type { ModelAdapter, ModelOutput, ModelRequest } from '../src/adapters/adapter.js';
 import { LaterPayloads } from '../src/graphql/incremental.js';
 import { HTTP_STREAMED } from './support/documents.js';
@@ -160,4 +162,21 @@ describe('later payloads taken from the executor (HTTP)', () => {
       }
     }
   }
+});
+
+describe('errors in later payloads', () => {
+  it('are logged, as those of a first result are', async () => {
+    const lines: any[] = [];
+    const logger = pino({ level: 'info' }, new Writable({ write: (chunk, _encoding, done) => (lines.push(JSON.parse(String(chunk))), done()) }));
+    const gateway = await startGateway({ adapter: new ScriptedAdapter((prompt) => scripts[prompt]), logger });
+    try {
+      const body = await answer(gateway.url, STOCK_DOCUMENT, 'bad', MULTIPART);
+      expect(body).toContain('"errors"');
+      const logged = lines.filter((line) => line.msg === 'unexpected error (masked for the client)');
+      expect(logged).toHaveLength(1);
+      expect(logged[0].err.message).toMatch(/String cannot represent value/);
+    } finally {
+      await gateway.close();
+    }
+  });
 });

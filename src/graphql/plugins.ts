@@ -71,24 +71,34 @@ export function refusalPlugin(): ApolloServerPlugin<GatewayContext> {
   };
 }
 
-/** Logs what clients were told: gateway errors briefly, unexpected ones in full (they were masked). */
+/**
+ * Logs what clients were told: gateway errors briefly, unexpected ones in full (they were masked);
+ * those of the first result and those of later @defer/@stream payloads (an item that failed).
+ */
 export function errorLoggingPlugin(): ApolloServerPlugin<GatewayContext> {
   return {
     async requestDidStart() {
       return {
         async didEncounterErrors({ contextValue, errors }) {
-          for (const error of errors) {
-            const original = originalErrorOf(error);
-            if (original instanceof GatewayError) {
-              contextValue.logger.info({ code: original.code }, `request error: ${original.message}`);
-            } else if (original) {
-              contextValue.logger.error({ err: original }, 'unexpected error (masked for the client)');
-            }
-          }
+          logErrors(contextValue, errors);
+        },
+        async didEncounterSubsequentErrors({ contextValue }, errors) {
+          logErrors(contextValue, errors);
         },
       };
     },
   };
+}
+
+function logErrors(context: GatewayContext, errors: readonly GraphQLError[]): void {
+  for (const error of errors) {
+    const original = originalErrorOf(error);
+    if (original instanceof GatewayError) {
+      context.logger.info({ code: original.code }, `request error: ${original.message}`);
+    } else if (original) {
+      context.logger.error({ err: original }, 'unexpected error (masked for the client)');
+    }
+  }
 }
 
 /** Per document: Apollo hands the same parsed document to every request with the same text. */
