@@ -23,6 +23,9 @@ export function nestsDeeperThan(value: unknown, limit = MAX_NESTING): boolean {
  * `limit`, counted outside strings (and, for GraphQL, comments). Reads the text once, parses nothing.
  */
 export function textNestsDeeperThan(text: string, limit = MAX_NESTING): boolean {
+  // Depth never exceeds the number of opening brackets: most texts have fewer than `limit` of them,
+  // and counting those with indexOf (native) is about ten times quicker than reading every character.
+  if (openingsAtMost(text, limit)) return false;
   let depth = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
@@ -45,3 +48,16 @@ export function textNestsDeeperThan(text: string, limit = MAX_NESTING): boolean 
   }
   return false;
 }
+
+/** Whether the text holds at most `limit` opening brackets `{ [ (`, anywhere (strings included). */
+function openingsAtMost(text: string, limit: number): boolean {
+  let count = 0;
+  for (const bracket of OPENINGS) {
+    for (let at = text.indexOf(bracket); at !== -1; at = text.indexOf(bracket, at + 1)) {
+      if (++count > limit) return false;
+    }
+  }
+  return true;
+}
+
+const OPENINGS = ['{', '[', '('] as const;

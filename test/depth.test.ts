@@ -1,0 +1,43 @@
+import { describe, expect, it } from '@jest/globals';
+import { MAX_NESTING, nestsDeeperThan, textNestsDeeperThan } from '../src/core/depth.js';
+
+// How deep input may nest (src/core/depth.ts): on JSON and GraphQL text before anything recursive reads
+// it, and on parsed values.
+
+const nested = (levels: number, open = '[', close = ']') => `${open.repeat(levels)}${close.repeat(levels)}`;
+
+describe('textNestsDeeperThan', () => {
+  it('allows MAX_NESTING levels and refuses one more, for each kind of bracket', () => {
+    for (const [open, close] of [['[', ']'], ['{', '}'], ['(', ')']]) {
+      expect(textNestsDeeperThan(nested(MAX_NESTING, open, close))).toBe(false);
+      expect(textNestsDeeperThan(nested(MAX_NESTING + 1, open, close))).toBe(true);
+    }
+    expect(textNestsDeeperThan(`{"a":${nested(60)},"b":{"c":(${nested(98, '{', '}')})}}`)).toBe(true);
+  });
+
+  it('counts depth, not brackets: many shallow siblings pass', () => {
+    expect(textNestsDeeperThan(`[${Array.from({ length: 500 }, () => '{"a":[1,{"b":[]}]}').join(',')}]`)).toBe(false);
+  });
+
+  it('does not count brackets inside strings, block strings or comments', () => {
+    const many = '[{('.repeat(200);
+    expect(textNestsDeeperThan(`{"text":${JSON.stringify(many)},"escaped":"\\"${many}"}`)).toBe(false);
+    expect(textNestsDeeperThan(`query { a(b: """${many}""") # ${many}\n c }`)).toBe(false);
+    // The same brackets outside a string do count.
+    expect(textNestsDeeperThan(`{"text":1,${many}}`)).toBe(true);
+  });
+
+  it('reads the stock client\u2019s request as shallow', () => {
+    const query = `mutation { generateCopilotResponse(data: { messages: [{ textMessage: { content: "hi [{(" } }] }) { threadId } }`;
+    expect(textNestsDeeperThan(JSON.stringify({ query, variables: { data: { messages: [{ id: 'm', textMessage: { content: '{'.repeat(150) } }] } } }))).toBe(false);
+    expect(textNestsDeeperThan(query)).toBe(false);
+  });
+});
+
+describe('nestsDeeperThan', () => {
+  it('measures a parsed value the same way', () => {
+    expect(nestsDeeperThan(JSON.parse(nested(MAX_NESTING)))).toBe(false);
+    expect(nestsDeeperThan(JSON.parse(nested(MAX_NESTING + 1)))).toBe(true);
+    expect(nestsDeeperThan('[[[[')).toBe(false);
+  });
+});
