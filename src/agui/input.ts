@@ -3,6 +3,7 @@ import { BadUserInputError } from '../core/errors.js';
 import { MAX_ID_LENGTH } from '../core/ids.js';
 import type { Message, MetaEventInput, ToolDefinition } from '../core/messages.js';
 import type { RunRequest } from '../engine/request.js';
+import { isObject } from '../core/values.js';
 
 /** The agent id under which the gateway's model is served (CopilotKit's chat uses it when the app names none). */
 export const DEFAULT_AGENT = 'default';
@@ -164,8 +165,4 @@ function imageOf(part: any): { format: string; bytes: string } | undefined {
     return { format: part.mimeType.slice('image/'.length), bytes: part.data };
   }
   return undefined;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }

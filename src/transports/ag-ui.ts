@@ -11,6 +11,7 @@ import type { RunLauncher } from '../engine/launcher.js';
 import { agUiInterrupt, toAgUiEvent, type AgUiInterrupt, type RunStartedInput } from '../agui/events.js';
 import { DEFAULT_AGENT, parseRunAgentInput, runRequestFromAgUi, type RunAgentInput } from '../agui/input.js';
 import { RunEventStream } from '../graphql/views/run-events.js';
+import { isObject } from '../core/values.js';
 
 export interface AgUiTransportOptions {
   launcher: RunLauncher;
@@ -324,8 +325,4 @@ function decode(segment: string): string {
   } catch {
     return segment;
   }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }

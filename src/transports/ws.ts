@@ -17,6 +17,7 @@ import { allValidationRules } from '../graphql/validation.js';
 import type { AccessControl, Admitted, ConnectionFacts } from './access.js';
 import { isSameOrigin, type CorsPolicy } from './cors.js';
 import type { HostPolicy } from './hosts.js';
+import { isObject } from '../core/values.js';
 
 export interface WsTransportOptions {
   server: Server;
@@ -353,18 +354,16 @@ function slimSubscribe(text: string): string | { text: string; payload: Subscrib
   return { text: JSON.stringify({ id: message.id, type: 'subscribe', payload: { query: '' } }), payload: message.payload };
 }
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /** graphql-ws's checks of a subscribe message (its validateMessage), all of them. */
 function isSubscribeMessage(message: unknown): message is { id: string; type: 'subscribe'; payload: SubscribePayload } {
-  if (!isPlainObject(message) || message.type !== 'subscribe' || typeof message.id !== 'string' || message.id === '') return false;
+  if (!isObject(message) || message.type !== 'subscribe' || typeof message.id !== 'string' || message.id === '') return false;
   const payload = message.payload;
   return (
-    isPlainObject(payload) &&
+    isObject(payload) &&
     typeof payload.query === 'string' &&
-    (payload.variables == null || isPlainObject(payload.variables)) &&
+    (payload.variables == null || isObject(payload.variables)) &&
     (payload.operationName == null || typeof payload.operationName === 'string') &&
-    (payload.extensions == null || isPlainObject(payload.extensions))
+    (payload.extensions == null || isObject(payload.extensions))
   );
 }
 

@@ -130,7 +130,6 @@ export class UpstreamClient {
       return Promise.reject(error);
     }
     const bytes = body === undefined ? undefined : Buffer.from(body, 'utf8');
-    body = undefined;
     const headers: Record<string, string> = {
       ...(bytes !== undefined ? { 'content-type': 'application/json', 'content-length': String(bytes.length) } : {}),
       ...call.headers,
@@ -232,14 +231,21 @@ interface Attempt<T> {
 }
 
 /**
- * The retry loop shared by `request`, `stream` and `fetchFor`: resolves with the last attempt's
- * response, still linked to the caller's abort; `release()` unlinks it, for a caller that takes
- * over listening to its signal.
- */
-/**
  * The call's JSON body. What the gateway sends is built from client input, checked for depth where it
  * comes in; a value that still nests too deep for JSON.stringify is the client's, said so.
  */
+function encodeBody(call: UpstreamCall): string | undefined {
+  if (call.json === undefined) return undefined;
+  try {
+    return JSON.stringify(call.json);
+  } catch (error) {
+    if (error instanceof RangeError) {
+      throw new GatewayError('BAD_USER_INPUT', `The request to ${call.who} could not be written: its input nests too deeply.`);
+    }
+    throw error;
+  }
+}
+
 /**
  * A request body undici writes once and then lets go of. A Buffer or string body stays on undici's
  * request until the answer has ended: for a model's or an agent's stream, its whole life, and it is
@@ -259,18 +265,11 @@ function writtenOnce(bytes: Buffer): Dispatcher.DispatchOptions['body'] {
   });
 }
 
-function encodeBody(call: UpstreamCall): string | undefined {
-  if (call.json === undefined) return undefined;
-  try {
-    return JSON.stringify(call.json);
-  } catch (error) {
-    if (error instanceof RangeError) {
-      throw new GatewayError('BAD_USER_INPUT', `The request to ${call.who} could not be written: its input nests too deeply.`);
-    }
-    throw error;
-  }
-}
-
+/**
+ * The retry loop shared by `request`, `stream` and `fetchFor`: resolves with the last attempt's
+ * response, still linked to the caller's abort; `release()` unlinks it, for a caller that takes
+ * over listening to its signal.
+ */
 async function retrying<T>(
   call: Pick<UpstreamCall, 'who' | 'policy' | 'signal' | 'logger' | 'url'>,
   onRetry: ((who: string, reason: string) => void) | undefined,
