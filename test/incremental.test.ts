@@ -11,7 +11,9 @@ import { runInput, startGateway, userMessage, type RunningGateway } from './supp
 // those without errors itself; those with errors go through Apollo (src/graphql/incremental.ts).
 // Here one gateway does that and another leaves every payload to Apollo (as it does when APOLLO_KEY
 // is set, for Apollo's usage reporting), and every answer must be the same bytes: every streamed
-// document shape the other tests use, in both streaming formats, with and without errors.
+// document shape the other tests use, in both streaming formats, with and without errors. The first
+// gateway also writes the run's text streams itself where the document allows it (leaf streams,
+// src/graphql/leaf-streams.ts), and the other leaves them to the executor: the bytes must not differ.
 
 /** What a scripted model writes: each step in a turn of its own, so the executor batches the same way on every run. */
 type Step = ['text', string, ...unknown[]] | ['call', string, ...string[]] | ['fail', string];
@@ -33,8 +35,8 @@ class ScriptedAdapter implements ModelAdapter {
         for (const chunk of rest) {
           await turn();
           // A plain-JavaScript adapter may write what is not a string: GraphQL's String refuses it,
-          // which puts an error into that item's payload.
-          output.textContent(id, chunk as string);
+          // which puts an error into that item's payload. Chunks in an array come in one turn.
+          for (const each of Array.isArray(chunk) ? chunk : [chunk]) output.textContent(id, each as string);
         }
         output.textEnd(id);
       } else {
@@ -56,7 +58,11 @@ const scripts: Record<string, Step[]> = {
   action: [['text', '', 'Let me call it.'], ['call', 'sayHello', '{"name":', '"Ann"}']],
   bad: [['text', '', 'fine, ', { not: 'a string' }, 'then fine again']],
   failing: [['text', '', 'half an answer'], ['fail', 'the model broke']],
+  together: [['text', '', ['Hello, ', 'wörld'], 'three', ['a', 'b', 'c']], ['text', ''], ['text', '', 'after an empty one']],
 };
+
+/** Documents whose text streams the transport writes itself (graphql/leaf-streams.ts); the others run on the executor. */
+const LEAF_STREAMED = new Set(['stock', 'deferredStatus', 'explorer']);
 
 const EXPLORER = /* GraphQL */ `
   mutation($data: GenerateCopilotResponseInput!) {
@@ -135,14 +141,20 @@ describe('later payloads taken from the executor (HTTP)', () => {
         it(`${documentName}, ${script}, ${format}: the same bytes as Apollo's`, async () => {
           const adopt = jest.spyOn(LaterPayloads.prototype, 'adopt');
           const handBack = jest.spyOn(LaterPayloads.prototype, 'forApollo');
+          const leaf = jest.spyOn(LaterPayloads.prototype, 'leaf');
           try {
             const ours = await answer(direct.url, query, script, accept);
             expect(adopt).toHaveBeenCalledTimes(1);
             const handedBack = handBack.mock.calls.length;
+            // One per text message, and per action call where the document streams its arguments.
+            const streams = { text: 2, action: documentName === 'stock' ? 2 : 1, bad: 1, failing: 1, together: 3 }[script]!;
+            expect(leaf.mock.calls.length).toBe(LEAF_STREAMED.has(documentName) ? streams : 0);
             adopt.mockClear();
             handBack.mockClear();
+            leaf.mockClear();
             const apollos = await answer(throughApollo.url, query, script, accept);
             expect(adopt).not.toHaveBeenCalled();
+            expect(leaf).not.toHaveBeenCalled();
             expect(ours).toBe(apollos);
             // Not trivially equal: the answer streamed, and errors (only) went through Apollo.
             const parts = format === 'sse' ? ours.split('event: next').length - 1 : ours.split('\r\n---').length - 1;
@@ -157,6 +169,7 @@ describe('later payloads taken from the executor (HTTP)', () => {
           } finally {
             adopt.mockRestore();
             handBack.mockRestore();
+            leaf.mockRestore();
           }
         });
       }

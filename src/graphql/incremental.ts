@@ -1,5 +1,7 @@
 import { execute, isIncrementalResults, type SubsequentIncrementalExecutionResult } from '@graphql-tools/executor';
-import type { ExecutionArgs } from 'graphql';
+import { defaultFieldResolver, type ExecutionArgs, type GraphQLFieldResolver, type GraphQLResolveInfo } from 'graphql';
+import { completeLeafItem, leafStreamPlan, type LeafField } from './leaf-streams.js';
+import { SharedTextStream } from './views/shared-stream.js';
 
 /** One later payload of an operation with @defer/@stream, as the executor yields it. */
 export type LaterPayload = SubsequentIncrementalExecutionResult;
@@ -22,11 +24,32 @@ export type LaterPayload = SubsequentIncrementalExecutionResult;
  * Only where no plugin listens to those hooks: Apollo's usage reporting (installed by Apollo
  * itself when APOLLO_KEY is set) counts an operation as finished on its last payload's hook, so
  * with a key the transport leaves every payload to Apollo (see `directLaterPayloads`).
+ *
+ * It also writes the operation's leaf streams (graphql/leaf-streams.ts): the run's text streams
+ * the executor leaves out, each item framed as the executor's payload for it, in order with the
+ * executor's own payloads: after the one that carries the stream's message (`before`, `after`),
+ * before the one that ends the answer (`settled`).
  */
 export class LaterPayloads {
   /** The executor's later payloads, once the operation turned out to have some. */
   source: AsyncGenerator<LaterPayload, void, void> | undefined;
   private readonly queued: LaterPayload[] = [];
+
+  /** Leaf streams (graphql/leaf-streams.ts) not done: waiting for their message's payload, or written. */
+  private leaves: LeafStream[] = [];
+  /** Where leaf streams write; the transport opens it before reading any later payload. */
+  private sink: LeafSink | undefined;
+  /** Payloads leaf streams made (an item GraphQL refused), for `next` to give before the executor's. */
+  private readonly made: LaterPayload[] = [];
+  /** The executor's next payload, asked for and not yet given. */
+  private asked: Promise<IteratorResult<LaterPayload, void>> | undefined;
+  /** Gives `next`'s caller a payload a leaf stream made while it waited for the executor. */
+  private wakeReader: (() => void) | undefined;
+  /** Resolves `settled` once no leaf stream is left. */
+  private whenSettled: (() => void) | undefined;
+  private waitingForDrain = false;
+  /** @internal A payload of the executor's is going out (between `before` and `after`). */
+  passing = false;
 
   /**
    * Keeps the executor's payloads for the transport, and gives Apollo the stream of those the
@@ -58,6 +81,287 @@ export class LaterPayloads {
   forApollo(payload: LaterPayload): void {
     this.queued.push(payload);
   }
+
+  /** Where leaf streams write their items from now on (they write only once their message went out). */
+  open(sink: LeafSink): void {
+    this.sink = sink;
+  }
+
+  /**
+   * The next later payload: one a leaf stream made, if any, else the executor's next. While leaf
+   * streams are open the executor's next is awaited alongside them (it may be long in coming: the
+   * run's status comes at its end).
+   */
+  next(): Promise<IteratorResult<LaterPayload, void>> {
+    const made = this.made.shift();
+    if (made !== undefined) return Promise.resolve({ value: made, done: false });
+    const asked = (this.asked ??= this.source!.next());
+    if (this.leaves.length === 0) {
+      this.asked = undefined;
+      return asked;
+    }
+    return new Promise((resolve, reject) => {
+      let given = false;
+      this.wakeReader = () => {
+        given = true;
+        this.wakeReader = undefined;
+        resolve({ value: this.made.shift()!, done: false });
+      };
+      asked.then(
+        (step) => {
+          if (given) return;
+          given = true;
+          this.wakeReader = this.asked = undefined;
+          resolve(step);
+        },
+        (error: unknown) => {
+          if (given) return;
+          given = true;
+          this.wakeReader = this.asked = undefined;
+          reject(error);
+        },
+      );
+    });
+  }
+
+  /**
+   * Called by the field resolver the leaf-stream plan gives the executor, for a field whose
+   * `@stream` the transport writes: keeps the run's text stream until the payload that carries the
+   * field's object has gone out, and resolves the field to what the executor writes for a stream
+   * with no initial items: `[]`, a turn later, so that the object's keys come in the executor's
+   * order (it sets a streamed field's key when its first, empty part settles).
+   */
+  leaf(value: unknown, info: GraphQLResolveInfo, field: LeafField): Promise<readonly never[]> {
+    if (!(value instanceof SharedTextStream)) {
+      // Only the run's messages are planned for (graphql/leaf-streams.ts), and their text is a SharedTextStream.
+      throw new Error(`${info.parentType.name}.${info.fieldName} is not a run's text stream.`);
+    }
+    this.leaves.push(new LeafStream(this, value, pathOf(info.path), info.parentType.name, info.fieldName, field));
+    return Promise.resolve(EMPTY);
+  }
+
+  /**
+   * What a payload that is about to go out means for the leaf streams: those whose object it carries
+   * are written after it; those whose object it nulled are dropped. Returns whether the payload,
+   * the executor's last, must say `hasNext: true` because leaf streams will still write (the
+   * transport then writes the closing payload once they are done: see `settled`).
+   */
+  before(payload: LaterPayload): boolean {
+    if (this.leaves.length === 0) return false;
+    // Until it has gone out (Apollo may be formatting it), leaf streams write nothing: what they
+    // would write comes after it.
+    this.passing = true;
+    const incremental = payload.incremental;
+    if (incremental !== undefined) {
+      for (let i = 0; i < incremental.length; i++) {
+        const entry = incremental[i] as { items?: unknown[] | null; path?: readonly (string | number)[] };
+        if (entry.items === undefined || entry.path === undefined) continue;
+        // (A leaf stream that is done leaves the list: each loop here reads a copy.)
+        for (const leaf of [...this.leaves]) {
+          if (leaf.state === 'waiting') leaf.carriedBy(entry.path, entry.items);
+        }
+      }
+    }
+    if (payload.hasNext) return false;
+    // The executor is done: a leaf stream whose object never went out never will.
+    for (const leaf of [...this.leaves]) {
+      if (leaf.state === 'waiting') leaf.drop();
+    }
+    return this.leaves.some((leaf) => leaf.hasMore());
+  }
+
+  /** After a payload went out: leaf streams it carried write what they have, as do those that waited for it to go. */
+  after(): void {
+    this.passing = false;
+    if (this.leaves.length === 0) return;
+    for (const leaf of [...this.leaves]) {
+      if (leaf.state === 'released') leaf.start();
+      else if (leaf.state === 'live') leaf.pump();
+    }
+  }
+
+  /** Resolves once every leaf stream is done (at once if none is left). */
+  settled(): Promise<void> {
+    if (this.leaves.length === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.whenSettled = resolve;
+    });
+  }
+
+  /** A payload a leaf stream made, if any is left (see `settled`). */
+  takeMade(): LaterPayload | undefined {
+    return this.made.shift();
+  }
+
+  /** The response is over: leaf streams stop reading. */
+  close(): void {
+    for (const leaf of [...this.leaves]) leaf.drop();
+    this.sink = undefined;
+    this.whenSettled?.();
+  }
+
+  /** @internal A leaf stream's item, framed by the transport; false when the response is full for now. */
+  write(json: string): boolean {
+    const sink = this.sink;
+    if (sink === undefined) return false;
+    sink.write(json);
+    return true;
+  }
+
+  /** @internal Whether the response takes more now; if not, every leaf stream is pumped once it does. */
+  hasRoom(): boolean {
+    const sink = this.sink;
+    if (sink === undefined) return false;
+    if (!sink.full()) return true;
+    if (!this.waitingForDrain) {
+      this.waitingForDrain = true;
+      sink.onDrain(() => {
+        this.waitingForDrain = false;
+        for (const leaf of [...this.leaves]) {
+          if (leaf.state === 'live') leaf.pump();
+        }
+      });
+    }
+    return false;
+  }
+
+  /** @internal A leaf stream's item GraphQL refused: a payload with the executor's error, given by `next`. */
+  refused(payload: LaterPayload): void {
+    this.made.push(payload);
+    this.wakeReader?.();
+  }
+
+  /** @internal A leaf stream is done. */
+  finished(leaf: LeafStream): void {
+    const at = this.leaves.indexOf(leaf);
+    if (at !== -1) this.leaves.splice(at, 1);
+    if (this.leaves.length === 0 && this.whenSettled !== undefined) {
+      const resolve = this.whenSettled;
+      this.whenSettled = undefined;
+      resolve();
+    }
+  }
+}
+
+/** Where the transport takes leaf streams' items. */
+export interface LeafSink {
+  /** Writes one later payload (its JSON: `hasNext` is true). */
+  write(json: string): void;
+  /** Whether the client reads slower than the response is written. */
+  full(): boolean;
+  /** Calls back once the response takes more again. */
+  onDrain(callback: () => void): void;
+}
+
+const EMPTY: readonly never[] = Object.freeze([]);
+
+/**
+ * One field's `@stream` written by the transport: the run's text stream read synchronously, one
+ * item per read (what waited is joined, as the executor's reads join it), framed as the executor
+ * frames a stream item.
+ */
+class LeafStream {
+  /** waiting: for its object's payload; released: that payload is going out; live: writing; done. */
+  state: 'waiting' | 'released' | 'live' | 'done' = 'waiting';
+  private index = 0;
+  private count = 0;
+  private readonly parentPath: readonly (string | number)[];
+  private readonly key: string;
+  /** The item path's JSON up to the item's index: `["generateCopilotResponse","messages",0,"content",`. */
+  private readonly pathJson: string;
+  private unwatch: (() => void) | undefined;
+  private scheduled = false;
+  private readonly pumpSoon = () => {
+    this.scheduled = false;
+    this.pump();
+  };
+
+  constructor(
+    private readonly owner: LaterPayloads,
+    private readonly text: SharedTextStream,
+    private readonly path: readonly (string | number)[],
+    private readonly typeName: string,
+    private readonly fieldName: string,
+    private readonly field: LeafField,
+  ) {
+    this.parentPath = path.slice(0, -1);
+    this.key = String(path[path.length - 1]);
+    const json = JSON.stringify(path);
+    this.pathJson = `${json.slice(0, -1)},`;
+  }
+
+  /** A payload entry about to go out: if it carries this field's object, the stream is released. */
+  carriedBy(path: readonly (string | number)[], items: readonly unknown[] | null): void {
+    const depth = this.parentPath.length;
+    if (path.length !== depth) return;
+    for (let i = 0; i < depth - 1; i++) {
+      if (path[i] !== this.parentPath[i]) return;
+    }
+    const first = path[depth - 1];
+    const index = this.parentPath[depth - 1];
+    if (typeof first !== 'number' || typeof index !== 'number' || index < first) return;
+    if (items === null || index - first >= items.length) {
+      if (items === null) this.drop();
+      return;
+    }
+    const object = items[index - first] as Record<string, unknown> | null;
+    if (object === null || typeof object !== 'object' || !Array.isArray(object[this.key])) return this.drop();
+    this.state = 'released';
+  }
+
+  /** Whether it would still write (an item or the end of its text are to come). */
+  hasMore(): boolean {
+    return this.state !== 'done' && (this.text.available(this.index) || !this.text.isEnded());
+  }
+
+  /** Its object went out: write what the text has, and what comes. */
+  start(): void {
+    this.state = 'live';
+    this.unwatch = this.text.watch(() => {
+      if (this.scheduled) return;
+      // Chunks of one turn are read together, as the executor would read them (a microtask later).
+      this.scheduled = true;
+      queueMicrotask(this.pumpSoon);
+    });
+    this.pump();
+  }
+
+  /** Writes what the text has, while the response takes it; ends with the text. */
+  pump(): void {
+    if (this.state !== 'live' || this.owner.passing) return;
+    const text = this.text;
+    while (text.available(this.index)) {
+      if (!this.owner.hasRoom()) return;
+      const [value, next] = text.take(this.index);
+      this.index = next;
+      const at = this.count++;
+      const item = typeof value === 'string' ? value : completeLeafItem(value, this.typeName, this.fieldName, this.field.node, [...this.path, at]);
+      if (typeof item !== 'string') {
+        // The executor ends a stream whose item it cannot complete with that item's error.
+        this.owner.refused({ incremental: [{ items: null, path: [...this.path, at], errors: [item] }], hasNext: true } as unknown as LaterPayload);
+        return this.drop();
+      }
+      // JSON.stringify of the executor's payload, {incremental: [{items, path}], hasNext}, written out.
+      this.owner.write(`{"incremental":[{"items":[${JSON.stringify(item)}],"path":${this.pathJson}${at}]}],"hasNext":true}`);
+    }
+    if (text.isEnded()) this.drop();
+  }
+
+  /** Stops reading: its text ended, its object was nulled, or the response is over. */
+  drop(): void {
+    if (this.state === 'done') return;
+    this.state = 'done';
+    this.unwatch?.();
+    this.unwatch = undefined;
+    this.owner.finished(this);
+  }
+}
+
+/** A field's path as the executor writes it. */
+function pathOf(path: GraphQLResolveInfo['path']): (string | number)[] {
+  const keys: (string | number)[] = [];
+  for (let at: GraphQLResolveInfo['path'] | undefined = path; at !== undefined; at = at.prev) keys.push(at.key);
+  return keys.reverse();
 }
 
 /** Whether Apollo must format the payload: it carries errors (in an item or a deferred part). */
@@ -76,14 +380,35 @@ export function multipartPart(payload: LaterPayload): string {
   return `content-type: application/json; charset=utf-8\r\n\r\n${JSON.stringify(payload)}\r\n---${payload.hasNext ? '' : '--'}\r\n`;
 }
 
+/** A later payload with `hasNext: true`, given as its JSON, framed as `multipartPart` frames it. */
+export function multipartJsonPart(json: string): string {
+  return `content-type: application/json; charset=utf-8\r\n\r\n${json}\r\n---\r\n`;
+}
+
 /**
  * Runs operations with @defer/@stream on the tools executor for Apollo (its
  * `legacyExperimentalExecuteIncrementally`), and gives an operation's later payloads to its
  * transport when the context carries a `LaterPayloads`.
  */
 export async function executeIncrementally(args: ExecutionArgs) {
-  const result = await execute(args);
   const later = (args.contextValue as { laterPayloads?: LaterPayloads } | undefined)?.laterPayloads;
-  if (later === undefined || !isIncrementalResults(result)) return result;
+  const plan = later === undefined ? undefined : leafStreamPlan(args.schema, args.document, args.operationName);
+  if (plan !== undefined) {
+    // The executor runs the document without the leaf streams' @stream; their fields go to `later`.
+    const base: GraphQLFieldResolver<unknown, unknown> = args.fieldResolver ?? defaultFieldResolver;
+    const fields = plan.fields;
+    const fieldResolver: GraphQLFieldResolver<unknown, unknown> = (source, fieldArgs, context, info) => {
+      const field = fields.get(info.fieldNodes[0]);
+      return field === undefined ? base(source, fieldArgs, context, info) : later!.leaf((source as Record<string, unknown>)[info.fieldName], info, field);
+    };
+    args = { ...args, document: plan.document, fieldResolver };
+  }
+  const result = await execute(args);
+  if (later === undefined) return result;
+  if (!isIncrementalResults(result)) {
+    // Leaf streams live only inside streamed items: with no later payloads there are none to write.
+    later.close();
+    return result;
+  }
   return { initialResult: result.initialResult, subsequentResults: later.adopt(result.subsequentResults) };
 }

@@ -6,7 +6,7 @@ import { drained, sendJson } from './responses.js';
 import { OPERATION_ENDED } from '../core/abort.js';
 import { statusOf, type ErrorCode, type GatewayError } from '../core/errors.js';
 import type { GatewayContext } from '../graphql/context.js';
-import { carriesErrors, LaterPayloads, multipartPart, type LaterPayload } from '../graphql/incremental.js';
+import { carriesErrors, LaterPayloads, multipartJsonPart, multipartPart, type LaterPayload } from '../graphql/incremental.js';
 import { TOO_DEEP_DOCUMENT } from '../graphql/documents.js';
 import { MAX_NESTING, textNestsDeeperThan } from '../core/depth.js';
 import type { RunLauncher } from '../engine/launcher.js';
@@ -401,29 +401,46 @@ async function writeResponse(
   // Apollo's parts: the initial result, then (when the executor's later payloads were not taken)
   // every later one; with them taken, only those handed back to Apollo (they carry errors).
   const parts = (): Promise<IteratorResult<string, void>> => chunks.next();
+  /** A payload taken from the executor (or made by a leaf stream) goes out, as Apollo would write it. */
+  const sendLater = async (later: LaterPayloads, payload: LaterPayload): Promise<void> => {
+    // Leaf streams whose message this payload carries write after it; the executor's last payload
+    // is not the last while they still write.
+    const holdsBack = later.before(payload);
+    if (holdsBack) payload.hasNext = true;
+    if (carriesErrors(payload)) {
+      // Errors are Apollo's to format (and to tell its plugins of): its next part is this payload.
+      later.forApollo(payload);
+      const part = await parts();
+      if (part.done) throw new Error('Apollo ended the response before the payload it was handed.');
+      sendPart(part.value);
+    } else {
+      sendPayload(payload);
+    }
+    later.after();
+    if (!holdsBack) return;
+    await later.settled();
+    for (let made = later.takeMade(); made !== undefined && !res.destroyed; made = later.takeMade()) await sendLater(later, made);
+    if (!res.destroyed) sendPayload({ hasNext: false });
+  };
   try {
     const initial = await parts();
     if (initial.done || res.destroyed) return;
     sendPart(initial.value);
-    const later = laterPayloads?.source;
-    if (later === undefined) {
+    if (laterPayloads?.source === undefined) {
       for (let part = await parts(); !part.done && !res.destroyed; part = await parts()) {
         sendPart(part.value);
         const full = room();
         if (full) await full;
       }
     } else {
+      const later = laterPayloads;
+      later.open({
+        write: (json) => (sse ? send(sseEvent(json)) : send(multipartJsonPart(json))),
+        full: () => res.writableNeedDrain || res.destroyed,
+        onDrain: (callback) => res.once('drain', callback),
+      });
       for (let step = await later.next(); !step.done && !res.destroyed; step = await later.next()) {
-        const payload = step.value;
-        if (carriesErrors(payload)) {
-          // Errors are Apollo's to format (and to tell its plugins of): its next part is this payload.
-          laterPayloads!.forApollo(payload);
-          const part = await parts();
-          if (part.done) throw new Error('Apollo ended the response before the payload it was handed.');
-          sendPart(part.value);
-        } else {
-          sendPayload(payload);
-        }
+        await sendLater(later, step.value);
         const full = room();
         if (full) await full;
       }
@@ -431,6 +448,7 @@ async function writeResponse(
     if (sse) send('event: complete\ndata:\n\n');
   } finally {
     clearInterval(keepAlive);
+    laterPayloads?.close();
     flush();
     // Whatever is left unread ends: the executor's streams (their runs were aborted when the
     // response closed) and Apollo's body.

@@ -9,6 +9,8 @@ export class SharedStream<T> implements AsyncIterable<T> {
   protected readonly items: T[] = [];
   private ended = false;
   private waiters: (() => void)[] = [];
+  /** Readers told synchronously of every push and of the end (see `watch`). */
+  private watchers: (() => void)[] | undefined;
 
   push(item: T): void {
     if (this.ended) return;
@@ -49,12 +51,41 @@ export class SharedStream<T> implements AsyncIterable<T> {
     };
   }
 
+  /**
+   * A reader that reads synchronously instead of through the async iterator: `watcher` is called
+   * within every push and at the end, and reads with `available`, `take` and `isEnded`. Returns
+   * the function that stops the calls.
+   */
+  watch(watcher: () => void): () => void {
+    (this.watchers ??= []).push(watcher);
+    return () => {
+      const watchers = this.watchers;
+      const at = watchers ? watchers.indexOf(watcher) : -1;
+      if (at !== -1) watchers!.splice(at, 1);
+    };
+  }
+
+  /** Whether a reader at `index` has something to take. */
+  available(index: number): boolean {
+    return index < this.items.length;
+  }
+
+  /** Whether no more items will come. */
+  isEnded(): boolean {
+    return this.ended;
+  }
+
   /** What a reader at `index` gets next, and where it is after that. */
-  protected take(index: number): [T, number] {
+  take(index: number): [T, number] {
     return [this.items[index], index + 1];
   }
 
   private wake(): void {
+    const watchers = this.watchers;
+    if (watchers !== undefined) {
+      // A watcher may stop watching when called: call those there were.
+      for (const watcher of watchers.length === 1 ? watchers : [...watchers]) watcher();
+    }
     if (this.waiters.length === 0) return;
     const waiters = this.waiters;
     this.waiters = [];
@@ -67,7 +98,7 @@ export class SharedStream<T> implements AsyncIterable<T> {
  * larger chunks instead of a backlog of single tokens. Concatenation is unchanged.
  */
 export class SharedTextStream extends SharedStream<string> {
-  protected override take(index: number): [string, number] {
+  override take(index: number): [string, number] {
     const items = this.items;
     if (index === items.length - 1) return [items[index], index + 1];
     return [items.slice(index).join(''), items.length];

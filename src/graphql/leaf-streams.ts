@@ -1,0 +1,172 @@
+import {
+  GraphQLError,
+  GraphQLString,
+  Kind,
+  getNamedType,
+  isListType,
+  isNonNullType,
+  isObjectType,
+  locatedError,
+  visit,
+  type DocumentNode,
+  type FieldNode,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+} from 'graphql';
+
+/**
+ * Streamed text written by the transport instead of the executor ("leaf streams").
+ *
+ * In the stock client's document each message's text is `content @stream`: a list of strings that
+ * grows by a token at a time. The tools executor makes every streamed item a record of its own: a
+ * promise, an async step, a `Promise.race` over every open record, a path array and an items array,
+ * each record chained to the one before until the stream ends. Per token that was about 40% of the
+ * gateway's garbage under paced load (BENCHMARKS.md, step 25), for an item that is one string.
+ *
+ * So for the narrow shape where that item is known to be a string from the run (below), the
+ * executor runs the document without that field's `@stream`, the field resolves to `[]` (what the
+ * executor writes for a stream with no initial items), and the run's text stream is handed to the
+ * operation's `LaterPayloads`, which writes each item as the executor would have: the same payload,
+ * the same path and index, the same text (several chunks that wait together are joined, as the
+ * executor's reads join them), after the payload that carries the message and before the last one.
+ * An item GraphQL's `String` refuses ends the stream with the executor's own error, which goes
+ * through Apollo like every payload with errors. test/incremental.test.ts compares whole answers
+ * with the executor's, byte for byte.
+ *
+ * The shape: a mutation's `generateCopilotResponse` field (whose messages are the run's), its
+ * `messages @stream`, and in the message items a `@stream` field of type `[String!]!` with no
+ * resolver of its own (`content`, `arguments`). No `@stream` argument (label, initialCount, if),
+ * no `@defer` above the field, no named fragment at any of those levels, and each of those fields
+ * alone under its response key, so the executor cannot merge it with another selection. Anything
+ * else runs on the executor as before.
+ */
+
+/** A field whose `@stream` the transport writes: what completing one of its items needs. */
+export interface LeafField {
+  /** The field's nodes as the executor would locate an item's error with (the rewritten node). */
+  readonly node: FieldNode;
+}
+
+/** A document's leaf streams: the document the executor runs, and the fields taken out of it. */
+export interface LeafStreamPlan {
+  readonly document: DocumentNode;
+  readonly fields: WeakMap<FieldNode, LeafField>;
+}
+
+/** The root field whose messages, and their text streams, come from the run (graphql/views/copilot-response.ts). */
+const RUN_FIELD = 'generateCopilotResponse';
+const MESSAGES_FIELD = 'messages';
+
+const plans = new WeakMap<DocumentNode, Map<string, LeafStreamPlan | null>>();
+
+/** The leaf streams of an operation of a validated document, worked out once per document and operation. */
+export function leafStreamPlan(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined): LeafStreamPlan | undefined {
+  let byOperation = plans.get(document);
+  if (byOperation === undefined) plans.set(document, (byOperation = new Map()));
+  const key = operationName ?? '';
+  let plan = byOperation.get(key);
+  if (plan === undefined) byOperation.set(key, (plan = planFor(schema, document, operationName) ?? null));
+  return plan ?? undefined;
+}
+
+function planFor(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined): LeafStreamPlan | undefined {
+  const operations = document.definitions.filter((definition): definition is OperationDefinitionNode => definition.kind === Kind.OPERATION_DEFINITION);
+  const operation = operationName ? operations.find((definition) => definition.name?.value === operationName) : operations.length === 1 ? operations[0] : undefined;
+  if (operation === undefined || operation.operation !== 'mutation') return undefined;
+  const mutation = schema.getMutationType();
+  const runField = mutation?.getFields()[RUN_FIELD];
+  if (runField === undefined) return undefined;
+
+  const taken = new Set<FieldNode>();
+  for (const run of alone(operation.selectionSet)) {
+    if (run.name.value !== RUN_FIELD || !run.selectionSet) continue;
+    for (const messages of alone(run.selectionSet)) {
+      if (messages.name.value !== MESSAGES_FIELD || !messages.selectionSet || !plainStream(messages)) continue;
+      for (const { field, typeName } of alone(messages.selectionSet, true)) {
+        if (!plainStream(field) || field.selectionSet || typeName === undefined) continue;
+        const type = schema.getType(typeName);
+        const definition = isObjectType(type) ? type.getFields()[field.name.value] : undefined;
+        // `[String!]!`, resolved by the executor's default resolver (a resolver of its own would
+        // not see the field resolver this plan gives the executor).
+        if (definition === undefined || definition.resolve !== undefined) continue;
+        const listType = isNonNullType(definition.type) ? definition.type.ofType : definition.type;
+        if (!isListType(listType) || !isNonNullType(listType.ofType) || getNamedType(listType.ofType) !== GraphQLString) continue;
+        taken.add(field);
+      }
+    }
+  }
+  if (taken.size === 0) return undefined;
+
+  const fields = new WeakMap<FieldNode, LeafField>();
+  const rewritten = visit(document, {
+    Field(node) {
+      if (!taken.has(node)) return undefined;
+      const withoutStream: FieldNode = { ...node, directives: node.directives!.filter((directive) => directive.name.value !== 'stream') };
+      fields.set(withoutStream, { node: withoutStream });
+      return withoutStream;
+    },
+  });
+  return { document: rewritten, fields };
+}
+
+/** `@stream` with no arguments: no label, no initial items, no condition. */
+function plainStream(field: FieldNode): boolean {
+  const streams = field.directives?.filter((directive) => directive.name.value === 'stream') ?? [];
+  return streams.length === 1 && (streams[0].arguments?.length ?? 0) === 0;
+}
+
+/**
+ * The fields of a selection set that are alone under their response key, seen through inline
+ * fragments without `@defer`; nothing at all when the set spreads a named fragment (which may add
+ * a field under any key). With `typed`, each comes with the type condition it sits under.
+ */
+function alone(selectionSet: SelectionSetNode): FieldNode[];
+function alone(selectionSet: SelectionSetNode, typed: true): { field: FieldNode; typeName: string | undefined }[];
+function alone(selectionSet: SelectionSetNode, typed?: true): (FieldNode | { field: FieldNode; typeName: string | undefined })[] {
+  const byKey = new Map<string, { field: FieldNode; typeName: string | undefined; deferred: boolean }[]>();
+  let spreads = false;
+  const collect = (set: SelectionSetNode, typeName: string | undefined, deferred: boolean): void => {
+    for (const selection of set.selections) {
+      if (selection.kind === Kind.FIELD) {
+        const key = selection.alias?.value ?? selection.name.value;
+        const list = byKey.get(key) ?? [];
+        list.push({ field: selection, typeName, deferred });
+        byKey.set(key, list);
+      } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+        const defers = selection.directives?.some((directive) => directive.name.value === 'defer') ?? false;
+        collect(selection.selectionSet, selection.typeCondition?.name.value ?? typeName, deferred || defers);
+      } else {
+        spreads = true;
+      }
+    }
+  };
+  collect(selectionSet, undefined, false);
+  if (spreads) return [];
+  const result: (FieldNode | { field: FieldNode; typeName: string | undefined })[] = [];
+  for (const list of byKey.values()) {
+    if (list.length !== 1 || list[0].deferred) continue;
+    result.push(typed ? { field: list[0].field, typeName: list[0].typeName } : list[0].field);
+  }
+  return result;
+}
+
+/**
+ * One item of a leaf stream completed as the executor completes an item of a `[String!]` list:
+ * the string, or the error the executor would locate at the item's path.
+ */
+export function completeLeafItem(value: unknown, typeName: string, fieldName: string, node: FieldNode, path: readonly (string | number)[]): string | Error {
+  if (typeof value === 'string') return value;
+  let raw: unknown;
+  if (value instanceof Error) raw = value;
+  else if (value == null) raw = new Error(`Cannot return null for non-nullable field ${typeName}.${fieldName}.`);
+  else {
+    try {
+      return GraphQLString.serialize(value);
+    } catch (error) {
+      // The executor turns a GraphQLError from `serialize` into a plain Error (as graphql-js does).
+      raw = error instanceof GraphQLError ? new Error(error.message) : error;
+    }
+  }
+  return locatedError(raw instanceof Error ? raw : new Error(String(raw)), [node], path);
+}
