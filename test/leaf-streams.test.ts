@@ -63,6 +63,7 @@ describe('the leaf-stream plan', () => {
     ['a named fragment beside the messages', `${run('messages @stream { ... on TextMessageOutput { content @stream } } ...More')} fragment More on CopilotResponse { runId }`],
     ['the text selected twice under one key', run('messages @stream { ... on TextMessageOutput { content @stream } ... on TextMessageOutput { content @stream } }')],
     ['the messages selected twice under one key', run('messages @stream { ... on TextMessageOutput { content @stream } } messages @stream { id }')],
+ ['the message status not deferred', run('messages @stream { ... on BaseMessageOutput { status { code } } ... on TextMessageOutput { content @stream } }')],
     ['a query', 'query { copilotThread(threadId: "t") { messages { ... on TextMessageOutput { content } } } }'],
   ])('leaves everything to the executor with %s', (_name, query) => {
     expect(taken(query)).toEqual([]);
@@ -92,8 +93,9 @@ function opened(full = () => false) {
   const later = new LaterPayloads();
   const written: string[] = [];
   const drains: (() => void)[] = [];
-  later.open({ write: (json) => written.push(json), full, onDrain: (callback) => drains.push(callback) });
-  return { later, written, drains };
+  const failures: unknown[] = [];
+  later.open({ write: (json) => written.push(json), full, onDrain: (callback) => drains.push(callback), fail: (error) => failures.push(error) });
+  return { later, written, drains, failures };
 }
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 
@@ -120,7 +122,7 @@ describe("an operation's leaf streams", () => {
     await turn();
     expect(written[1]).toBe('{"incremental":[{"items":[", world"],"path":["generateCopilotResponse","messages",0,"content",1]}],"hasNext":true}');
     text.end();
-    await later.settled();
+    expect(await later.madeOrSettled()).toBeUndefined();
     expect(written).toHaveLength(2);
   });
 
@@ -139,7 +141,7 @@ describe("an operation's leaf streams", () => {
     never.push('lost too');
     await turn();
     expect(written).toEqual([]);
-    await later.settled();
+    expect(await later.madeOrSettled()).toBeUndefined();
   });
 
   it("keep the executor's last payload from being the last while they still write", async () => {
@@ -147,11 +149,14 @@ describe("an operation's leaf streams", () => {
     const text = new SharedTextStream();
     await later.leaf(text, infoAt(0), field);
     const last = itemPayload(0, false);
-    // The caller (the transport) then sends it with hasNext: true, and its own closing payload once settled.
+    // The caller (the transport) then sends it with hasNext: true, and the closing payload once settled.
     expect(later.before(last)).toBe(true);
     later.after();
     let settled = false;
-    const done = later.settled().then(() => (settled = true));
+    const done = later.madeOrSettled().then((made) => {
+      expect(made).toBeUndefined();
+      settled = true;
+    });
     text.push('late');
     await turn();
     expect(settled).toBe(false);
@@ -216,6 +221,40 @@ describe("an operation's leaf streams", () => {
     expect(written).toEqual(['{"incremental":[{"items":["meanwhile"],"path":["generateCopilotResponse","messages",0,"content",0]}],"hasNext":true}']);
   });
 
+  it("give an item GraphQL refuses after the executor's end to madeOrSettled at once, before the others are done", async () => {
+    const { later } = opened();
+    const refusing = new SharedTextStream();
+    const other = new SharedTextStream();
+    await later.leaf(refusing, infoAt(0), field);
+    await later.leaf(other, infoAt(1), field);
+    later.before(itemPayload(0));
+    later.after();
+    expect(later.before(itemPayload(1, false))).toBe(true);
+    later.after();
+    const first = later.madeOrSettled();
+    refusing.push(null as unknown as string);
+    const made = (await first) as unknown as { incremental: { items: null; errors: Error[] }[] };
+    expect(made.incremental[0].errors[0].message).toBe('Cannot return null for non-nullable field TextMessageOutput.content.');
+    // The other stream still writes: the transport sends this one with hasNext: true.
+    expect(later.hasLeaves()).toBe(true);
+    other.end();
+    expect(await later.madeOrSettled()).toBeUndefined();
+  });
+
+  it('fail the response when writing throws (they write from microtasks, outside the transport)', async () => {
+    const later = new LaterPayloads();
+    const failures: unknown[] = [];
+    later.open({ write: () => { throw new Error('socket gone'); }, full: () => false, onDrain: () => undefined, fail: (error) => failures.push(error) });
+    const text = new SharedTextStream();
+    await later.leaf(text, infoAt(0), field);
+    later.before(itemPayload(0));
+    later.after();
+    text.push('x');
+    await turn();
+    expect(failures).toEqual([new Error('socket gone')]);
+    expect(later.hasLeaves()).toBe(false);
+  });
+
   it('stop reading when the response is over', async () => {
     const { later, written } = opened();
     const text = new SharedTextStream();
@@ -226,6 +265,6 @@ describe("an operation's leaf streams", () => {
     text.push('after the end');
     await turn();
     expect(written).toEqual([]);
-    await later.settled();
+    expect(await later.madeOrSettled()).toBeUndefined();
   });
 });

@@ -28,7 +28,7 @@ export type LaterPayload = SubsequentIncrementalExecutionResult;
  * It also writes the operation's leaf streams (graphql/leaf-streams.ts): the run's text streams
  * the executor leaves out, each item framed as the executor's payload for it, in order with the
  * executor's own payloads: after the one that carries the stream's message (`before`, `after`),
- * before the one that ends the answer (`settled`).
+ * before the one that ends the answer (`madeOrSettled`).
  */
 export class LaterPayloads {
   /** The executor's later payloads, once the operation turned out to have some. */
@@ -41,15 +41,15 @@ export class LaterPayloads {
   private sink: LeafSink | undefined;
   /** Payloads leaf streams made (an item GraphQL refused), for `next` to give before the executor's. */
   private readonly made: LaterPayload[] = [];
-  /** The executor's next payload, asked for and not yet given. */
+  /** The executor's next payload, asked for and not yet given (kept when `next` gave a made payload first). */
   private asked: Promise<IteratorResult<LaterPayload, void>> | undefined;
   /** Gives `next`'s caller a payload a leaf stream made while it waited for the executor. */
   private wakeReader: (() => void) | undefined;
-  /** Resolves `settled` once no leaf stream is left. */
+  /** Resolves `madeOrSettled` once no leaf stream is left, or one made a payload. */
   private whenSettled: (() => void) | undefined;
   private waitingForDrain = false;
-  /** @internal A payload of the executor's is going out (between `before` and `after`). */
-  passing = false;
+  /** A payload of the executor's is going out (between `before` and `after`): leaf streams wait. */
+  private passing = false;
 
   /**
    * Keeps the executor's payloads for the transport, and gives Apollo the stream of those the
@@ -128,12 +128,12 @@ export class LaterPayloads {
    * Called by the field resolver the leaf-stream plan gives the executor, for a field whose
    * `@stream` the transport writes: keeps the run's text stream until the payload that carries the
    * field's object has gone out, and resolves the field to what the executor writes for a stream
-   * with no initial items: `[]`, a turn later, so that the object's keys come in the executor's
-   * order (it sets a streamed field's key when its first, empty part settles).
+   * with no initial items: `[]`, a microtask later, so that the object's keys come in the executor's
+   * order (it sets a streamed field's key when its first, empty part settles). The value is always
+   * a SharedTextStream: the plan takes only the run's messages (graphql/leaf-streams.ts).
    */
   leaf(value: unknown, info: GraphQLResolveInfo, field: LeafField): Promise<readonly never[]> {
     if (!(value instanceof SharedTextStream)) {
-      // Only the run's messages are planned for (graphql/leaf-streams.ts), and their text is a SharedTextStream.
       throw new Error(`${info.parentType.name}.${info.fieldName} is not a run's text stream.`);
     }
     this.leaves.push(new LeafStream(this, value, pathOf(info.path), info.parentType.name, info.fieldName, field));
@@ -144,7 +144,7 @@ export class LaterPayloads {
    * What a payload that is about to go out means for the leaf streams: those whose object it carries
    * are written after it; those whose object it nulled are dropped. Returns whether the payload,
    * the executor's last, must say `hasNext: true` because leaf streams will still write (the
-   * transport then writes the closing payload once they are done: see `settled`).
+   * transport then writes the rest once they are done: see `madeOrSettled`).
    */
   before(payload: LaterPayload): boolean {
     if (this.leaves.length === 0) return false;
@@ -170,6 +170,11 @@ export class LaterPayloads {
     return this.leaves.some((leaf) => leaf.hasMore());
   }
 
+  /** Whether a payload of the executor's is going out (leaf streams write after it). */
+  isPassing(): boolean {
+    return this.passing;
+  }
+
   /** After a payload went out: leaf streams it carried write what they have, as do those that waited for it to go. */
   after(): void {
     this.passing = false;
@@ -180,38 +185,44 @@ export class LaterPayloads {
     }
   }
 
-  /** Resolves once every leaf stream is done (at once if none is left). */
-  settled(): Promise<void> {
-    if (this.leaves.length === 0) return Promise.resolve();
+  /**
+   * For the end of the answer, once the executor is done: the next payload a leaf stream made, or
+   * undefined once every leaf stream is done (at once if none is left).
+   */
+  madeOrSettled(): Promise<LaterPayload | undefined> {
+    const made = this.made.shift();
+    if (made !== undefined) return Promise.resolve(made);
+    if (this.leaves.length === 0) return Promise.resolve(undefined);
     return new Promise((resolve) => {
-      this.whenSettled = resolve;
+      this.whenSettled = () => {
+        this.whenSettled = undefined;
+        resolve(this.made.shift());
+      };
     });
   }
 
-  /** A payload a leaf stream made, if any is left (see `settled`). */
-  takeMade(): LaterPayload | undefined {
-    return this.made.shift();
+  /** Whether a leaf stream is left (one that waits for its message, or writes). */
+  hasLeaves(): boolean {
+    return this.leaves.length > 0;
   }
 
-  /** The response is over: leaf streams stop reading. */
+  /** The response is over (ended, or its client went away): leaf streams stop reading. */
   close(): void {
-    for (const leaf of [...this.leaves]) leaf.drop();
     this.sink = undefined;
+    for (const leaf of [...this.leaves]) leaf.drop();
     this.whenSettled?.();
   }
 
-  /** @internal A leaf stream's item, framed by the transport; false when the response is full for now. */
-  write(json: string): boolean {
-    const sink = this.sink;
-    if (sink === undefined) return false;
-    sink.write(json);
-    return true;
+  /** @internal The sink leaf streams write to; undefined once the response is over. */
+  get out(): LeafSink | undefined {
+    return this.sink;
   }
 
-  /** @internal Whether the response takes more now; if not, every leaf stream is pumped once it does. */
-  hasRoom(): boolean {
-    const sink = this.sink;
-    if (sink === undefined) return false;
+  /**
+   * @internal Whether the response takes more now. If not, every leaf stream is pumped again once
+   * it does (one drain listener for them all).
+   */
+  roomOrWaitForDrain(sink: LeafSink): boolean {
     if (!sink.full()) return true;
     if (!this.waitingForDrain) {
       this.waitingForDrain = true;
@@ -225,7 +236,7 @@ export class LaterPayloads {
     return false;
   }
 
-  /** @internal A leaf stream's item GraphQL refused: a payload with the executor's error, given by `next`. */
+  /** @internal A leaf stream's item GraphQL refused: a payload with the executor's error, given by `next` (or `madeOrSettled`). */
   refused(payload: LaterPayload): void {
     this.made.push(payload);
     this.wakeReader?.();
@@ -235,11 +246,7 @@ export class LaterPayloads {
   finished(leaf: LeafStream): void {
     const at = this.leaves.indexOf(leaf);
     if (at !== -1) this.leaves.splice(at, 1);
-    if (this.leaves.length === 0 && this.whenSettled !== undefined) {
-      const resolve = this.whenSettled;
-      this.whenSettled = undefined;
-      resolve();
-    }
+    if ((this.leaves.length === 0 || this.made.length > 0) && this.whenSettled !== undefined) this.whenSettled();
   }
 }
 
@@ -251,6 +258,8 @@ export interface LeafSink {
   full(): boolean;
   /** Calls back once the response takes more again. */
   onDrain(callback: () => void): void;
+  /** Ends the response with an error thrown while writing outside the transport's own calls. */
+  fail(error: unknown): void;
 }
 
 const EMPTY: readonly never[] = Object.freeze([]);
@@ -300,10 +309,12 @@ class LeafStream {
     const first = path[depth - 1];
     const index = this.parentPath[depth - 1];
     if (typeof first !== 'number' || typeof index !== 'number' || index < first) return;
-    if (items === null || index - first >= items.length) {
-      if (items === null) this.drop();
+    if (items === null) {
+      // The executor nulled this message's item (and ends the messages' stream): its text never goes out.
+      if (index === first) this.drop();
       return;
     }
+    if (index - first >= items.length) return;
     const object = items[index - first] as Record<string, unknown> | null;
     if (object === null || typeof object !== 'object' || !Array.isArray(object[this.key])) return this.drop();
     this.state = 'released';
@@ -328,10 +339,22 @@ class LeafStream {
 
   /** Writes what the text has, while the response takes it; ends with the text. */
   pump(): void {
-    if (this.state !== 'live' || this.owner.passing) return;
+    if (this.state !== 'live' || this.owner.isPassing()) return;
+    const sink = this.owner.out;
+    if (sink === undefined) return this.drop();
+    try {
+      this.write(sink);
+    } catch (error) {
+      // Called from a microtask or a drain listener, outside the transport's own error handling.
+      this.drop();
+      sink.fail(error);
+    }
+  }
+
+  private write(sink: LeafSink): void {
     const text = this.text;
     while (text.available(this.index)) {
-      if (!this.owner.hasRoom()) return;
+      if (!this.owner.roomOrWaitForDrain(sink)) return;
       const [value, next] = text.take(this.index);
       this.index = next;
       const at = this.count++;
@@ -342,7 +365,7 @@ class LeafStream {
         return this.drop();
       }
       // JSON.stringify of the executor's payload, {incremental: [{items, path}], hasNext}, written out.
-      this.owner.write(`{"incremental":[{"items":[${JSON.stringify(item)}],"path":${this.pathJson}${at}]}],"hasNext":true}`);
+      sink.write(`{"incremental":[{"items":[${JSON.stringify(item)}],"path":${this.pathJson}${at}]}],"hasNext":true}`);
     }
     if (text.isEnded()) this.drop();
   }

@@ -27,24 +27,29 @@ import {
  * So for the narrow shape where that item is known to be a string from the run (below), the
  * executor runs the document without that field's `@stream`, the field resolves to `[]` (what the
  * executor writes for a stream with no initial items), and the run's text stream is handed to the
- * operation's `LaterPayloads`, which writes each item as the executor would have: the same payload,
- * the same path and index, the same text (several chunks that wait together are joined, as the
- * executor's reads join them), after the payload that carries the message and before the last one.
+ * operation's `LaterPayloads`, which writes each item as the executor writes one: the same
+ * payload, path and index, after the payload that carries the message and before the last one.
  * An item GraphQL's `String` refuses ends the stream with the executor's own error, which goes
  * through Apollo like every payload with errors. test/incremental.test.ts compares whole answers
- * with the executor's, byte for byte.
+ * with the executor's, byte for byte, for every streamed document shape the tests use.
+ *
+ * Where timing decides, the two may cut the same text differently; both are valid answers with the
+ * same text at every path. Chunks that wait (a client that reads slowly) are one item here, and
+ * one item per chunk that arrived separately for the executor, which reads eagerly; and items of
+ * two streams that arrive in one turn are two payloads here, where the executor may put them in
+ * one. With chunks that arrive in turns of their own, as a model sends them, the bytes are the same.
  *
  * The shape: a mutation's `generateCopilotResponse` field (whose messages are the run's), its
  * `messages @stream`, and in the message items a `@stream` field of type `[String!]!` with no
  * resolver of its own (`content`, `arguments`). No `@stream` argument (label, initialCount, if),
- * no `@defer` above the field, no named fragment at any of those levels, and each of those fields
- * alone under its response key, so the executor cannot merge it with another selection. Anything
- * else runs on the executor as before.
+ * no `@defer` above the field, no named fragment at any of those levels, each of those fields
+ * alone under its response key, so the executor cannot merge it with another selection, and no
+ * message `status` outside `@defer`. Anything else runs on the executor as before.
  */
 
 /** A field whose `@stream` the transport writes: what completing one of its items needs. */
 export interface LeafField {
-  /** The field's nodes as the executor would locate an item's error with (the rewritten node). */
+  /** The field's node (of the rewritten document) an item's error is located at: the same location as the original's. */
   readonly node: FieldNode;
 }
 
@@ -57,6 +62,8 @@ export interface LeafStreamPlan {
 /** The root field whose messages, and their text streams, come from the run (graphql/views/copilot-response.ts). */
 const RUN_FIELD = 'generateCopilotResponse';
 const MESSAGES_FIELD = 'messages';
+/** The one field of a message that settles late (graphql/views/copilot-response.ts). */
+const LATE_FIELD = 'status';
 
 const plans = new WeakMap<DocumentNode, Map<string, LeafStreamPlan | null>>();
 
@@ -83,6 +90,9 @@ function planFor(schema: GraphQLSchema, document: DocumentNode, operationName: s
     if (run.name.value !== RUN_FIELD || !run.selectionSet) continue;
     for (const messages of alone(run.selectionSet)) {
       if (messages.name.value !== MESSAGES_FIELD || !messages.selectionSet || !plainStream(messages)) continue;
+      // A message's status settles when the message ends; selected outside @defer, it holds the
+      // message's item back until then, and the executor's text items with it.
+      if (selectsNow(messages.selectionSet, LATE_FIELD)) continue;
       for (const { field, typeName } of alone(messages.selectionSet, true)) {
         if (!plainStream(field) || field.selectionSet || typeName === undefined) continue;
         const type = schema.getType(typeName);
@@ -108,6 +118,15 @@ function planFor(schema: GraphQLSchema, document: DocumentNode, operationName: s
     },
   });
   return { document: rewritten, fields };
+}
+
+/** Whether a selection set selects a field of that name outside @defer (through inline fragments). */
+function selectsNow(selectionSet: SelectionSetNode, name: string): boolean {
+  return selectionSet.selections.some((selection) =>
+    selection.kind === Kind.FIELD
+      ? selection.name.value === name
+      : selection.kind === Kind.INLINE_FRAGMENT && !selection.directives?.some((directive) => directive.name.value === 'defer') && selectsNow(selection.selectionSet, name),
+  );
 }
 
 /** `@stream` with no arguments: no label, no initial items, no condition. */

@@ -418,9 +418,15 @@ async function writeResponse(
     }
     later.after();
     if (!holdsBack) return;
-    await later.settled();
-    for (let made = later.takeMade(); made !== undefined && !res.destroyed; made = later.takeMade()) await sendLater(later, made);
-    if (!res.destroyed) sendPayload({ hasNext: false });
+    // The executor is done, leaf streams are not: what they made (an item GraphQL refused) goes
+    // out as it comes, and the answer ends once they are done, on their last payload as the
+    // executor would end it.
+    for (let made = await later.madeOrSettled(); !res.destroyed; made = await later.madeOrSettled()) {
+      if (made === undefined) return sendPayload({ hasNext: false });
+      made.hasNext = later.hasLeaves();
+      await sendLater(later, made);
+      if (!made.hasNext) return;
+    }
   };
   try {
     const initial = await parts();
@@ -436,9 +442,12 @@ async function writeResponse(
       const later = laterPayloads;
       later.open({
         write: (json) => (sse ? send(sseEvent(json)) : send(multipartJsonPart(json))),
-        full: () => res.writableNeedDrain || res.destroyed,
+        full: () => res.writableNeedDrain,
         onDrain: (callback) => res.once('drain', callback),
+        fail: (error) => res.destroy(error instanceof Error ? error : new Error(String(error))),
       });
+      // A client that goes away ends the leaf streams (and whatever waits for them) at once.
+      res.once('close', () => later.close());
       for (let step = await later.next(); !step.done && !res.destroyed; step = await later.next()) {
         await sendLater(later, step.value);
         const full = room();
