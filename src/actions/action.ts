@@ -31,21 +31,26 @@ export interface ActionSource {
   actions(): readonly ExecutableAction[];
 }
 
+const NO_ACTIONS: ReadonlyMap<string, ExecutableAction> = new Map();
+
 /** The actions of one run, by name: local ones first, then remote ones whose names are still free. */
 export class ActionCatalog {
-  private readonly byName = new Map<string, ExecutableAction>();
+  private readonly byName: ReadonlyMap<string, ExecutableAction>;
 
   constructor(sources: readonly ActionSource[], logger?: Logger) {
+    let byName: Map<string, ExecutableAction> | undefined;
     for (const source of sources) {
       for (const action of source.actions()) {
-        const existing = this.byName.get(action.name);
+        const existing = byName?.get(action.name);
         if (existing) {
           logger?.debug({ action: action.name, kept: existing.source, dropped: action.source }, 'two actions share a name; the first is kept');
           continue;
         }
-        this.byName.set(action.name, action);
+        (byName ??= new Map()).set(action.name, action);
       }
     }
+    // A run keeps its catalog for its life; a gateway without actions shares one empty map.
+    this.byName = byName ?? NO_ACTIONS;
   }
 
   get(name: string): ExecutableAction | undefined {

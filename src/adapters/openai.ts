@@ -214,7 +214,8 @@ class ChunkReader {
   // (so calls whose deltas interleave keep their own arguments), with the provider's call id.
   private openText: string | undefined;
   private pendingText = '';
-  private readonly openCalls = new Map<number, { id: string; providerId: string | undefined }>();
+  /** Created with the first tool call: a held text stream pays for every empty map it keeps. */
+  private openCalls: Map<number, { id: string; providerId: string | undefined }> | undefined;
   private parentId: string | undefined;
 
   constructor(private readonly output: ModelOutput) {}
@@ -288,7 +289,8 @@ class ChunkReader {
   }
 
   private toolCall(toolCall: ChatCompletionChunk.Choice.Delta.ToolCall, chunkId: string | undefined): void {
-    let call = this.openCalls.get(toolCall.index);
+    const openCalls = (this.openCalls ??= new Map());
+    let call = openCalls.get(toolCall.index);
     // Some OpenAI-compatible servers send every call at index 0: a different id is a new call.
     if (call && toolCall.id && call.providerId !== undefined && toolCall.id !== call.providerId) {
       this.output.actionEnd(call.id);
@@ -299,7 +301,7 @@ class ChunkReader {
       this.openText = undefined;
       const id = this.output.actionStart(toolCall.id, toolCall.function?.name ?? '', this.parentId ?? chunkId);
       call = { id, providerId: toolCall.id };
-      this.openCalls.set(toolCall.index, call);
+      openCalls.set(toolCall.index, call);
     } else if (toolCall.id && call.providerId === undefined) {
       call.providerId = toolCall.id; // the id came in a later delta than the call's first
     }
@@ -309,9 +311,10 @@ class ChunkReader {
 
   private endCalls(): void {
     // Called for every text delta: an empty map is left as it is (clear() allocates a new table).
-    if (this.openCalls.size === 0) return;
-    for (const call of this.openCalls.values()) this.output.actionEnd(call.id);
-    this.openCalls.clear();
+    const openCalls = this.openCalls;
+    if (openCalls === undefined || openCalls.size === 0) return;
+    for (const call of openCalls.values()) this.output.actionEnd(call.id);
+    openCalls.clear();
   }
 }
 

@@ -88,8 +88,10 @@ export class Run implements RunHandle, RunWriter, RunContext {
   private listeners: RunListener[] = [];
   private sequence = 0;
   private readonly openTexts = new Set<string>();
-  private readonly openCalls = new Set<string>();
-  private readonly results = new Set<string>();
+  // Created on a run's first action call or result: most runs are text only, and a held stream
+  // pays for every empty set it keeps.
+  private openCalls: Set<string> | undefined;
+  private results: Set<string> | undefined;
   private readonly usedIds = new Set<string>();
   private lastActivity = 0;
   /** The run's logger: its ids (and the caller's log bindings) on every line. */
@@ -180,7 +182,7 @@ export class Run implements RunHandle, RunWriter, RunContext {
 
   closeOpenMessages(): void {
     for (const id of this.openTexts) this.textEnd(id);
-    for (const id of this.openCalls) this.actionEnd(id);
+    if (this.openCalls) for (const id of this.openCalls) this.actionEnd(id);
   }
 
   callUpstream(timeouts: UpstreamTimeouts, call: (signal: AbortSignal) => Promise<void>): Promise<void> {
@@ -252,33 +254,33 @@ export class Run implements RunHandle, RunWriter, RunContext {
   actionStart(proposedId: string | null | undefined, actionName: string, parentMessageId?: string | null): string {
     this.assertWritable();
     const id = this.claimId(proposedId, 'call');
-    this.openCalls.add(id);
+    (this.openCalls ??= new Set()).add(id);
     this.emit({ type: 'ActionExecutionStart', actionExecutionId: id, actionName, parentMessageId: parentMessageId ?? null });
     return id;
   }
 
   actionArgs(actionExecutionId: string, args: string): void {
     this.assertWritable();
-    if (!this.openCalls.has(actionExecutionId)) throw new Error(`Action execution "${actionExecutionId}" is not open.`);
+    if (!this.openCalls?.has(actionExecutionId)) throw new Error(`Action execution "${actionExecutionId}" is not open.`);
     if (args.length === 0) return;
     this.emit({ type: 'ActionExecutionArgs', actionExecutionId, args });
   }
 
   actionEnd(actionExecutionId: string): void {
     this.assertWritable();
-    if (!this.openCalls.delete(actionExecutionId)) return;
+    if (!this.openCalls?.delete(actionExecutionId)) return;
     this.emit({ type: 'ActionExecutionEnd', actionExecutionId, status: MESSAGE_SUCCESS });
   }
 
   actionResult(actionExecutionId: string, actionName: string, result: string): void {
     this.assertWritable();
-    if (this.openCalls.has(actionExecutionId)) throw new Error(`Action execution "${actionExecutionId}" is still open.`);
-    if (this.results.has(actionExecutionId)) {
+    if (this.openCalls?.has(actionExecutionId)) throw new Error(`Action execution "${actionExecutionId}" is still open.`);
+    if (this.results?.has(actionExecutionId)) {
       // An agent repeating a result it was given (or the gateway executed) changes nothing.
       this.logger.debug({ actionExecutionId, actionName }, 'a second result for an action call was ignored');
       return;
     }
-    this.results.add(actionExecutionId);
+    (this.results ??= new Set()).add(actionExecutionId);
     this.emit({ type: 'ActionExecutionResult', messageId: `result-${actionExecutionId}`, actionExecutionId, actionName, result });
   }
 
@@ -322,9 +324,9 @@ export class Run implements RunHandle, RunWriter, RunContext {
   private finish(status: RunStatus): void {
     const messageStatus = status.code === 'Failed' ? failedMessage(status.details.description) : MESSAGE_SUCCESS;
     for (const messageId of this.openTexts) this.emit({ type: 'TextMessageEnd', messageId, status: messageStatus });
-    for (const actionExecutionId of this.openCalls) this.emit({ type: 'ActionExecutionEnd', actionExecutionId, status: messageStatus });
+    if (this.openCalls) for (const actionExecutionId of this.openCalls) this.emit({ type: 'ActionExecutionEnd', actionExecutionId, status: messageStatus });
     this.openTexts.clear();
-    this.openCalls.clear();
+    this.openCalls?.clear();
     this.state = 'finished';
     this.emit({ type: 'RunFinished', status });
     this.listeners = [];

@@ -25,6 +25,7 @@ export interface ModelDriverOptions extends AgentLoopOptions {
 }
 
 const AGENT_TOOL_PARAMETERS = Object.freeze({ type: 'object', properties: {} });
+const NO_AGENTS: ReadonlyMap<string, AgentEntry> = new Map();
 
 /**
  * The model round loop: call the model; execute the server-side and remote actions it called;
@@ -37,7 +38,9 @@ export function modelDriver(request: RunRequest, options: ModelDriverOptions): R
   return async (context) => {
     const { adapter, catalog } = options;
     context.summary.adapter = adapter.name;
-    const agents = new Map(options.agents.filter((agent) => !catalog.has(agent.name)).map((agent) => [agent.name, agent]));
+    // Kept for the run's life: most gateways have no agent, and share one empty map.
+    const agents: ReadonlyMap<string, AgentEntry> =
+      options.agents.length === 0 ? NO_AGENTS : new Map(options.agents.filter((agent) => !catalog.has(agent.name)).map((agent) => [agent.name, agent]));
     const tools: ToolDefinition[] = [
       ...catalog.tools(),
       ...[...agents.values()].map((agent) => ({

@@ -28,8 +28,8 @@ type RoundItem =
  */
 export class RoundRecorder implements RunWriter {
   private readonly items: RoundItem[] = [];
-  private readonly byId = new Map<string, { chunks: string[] }>();
-  private readonly resultIds = new Set<string>();
+  /** Texts and calls by id, to keep their chunks (only with `keepChunks`). */
+  private readonly byId: Map<string, { chunks: string[] }> | undefined;
   /** Whether an interrupt was raised in this round (the agent waits for the user). */
   interrupted = false;
   /** The last state an agent reported in this round (JSON), to give it back in the next round. */
@@ -37,20 +37,22 @@ export class RoundRecorder implements RunWriter {
 
   constructor(
     private readonly out: RunWriter,
-    private readonly keepChunks: boolean,
-  ) {}
+    keepChunks: boolean,
+  ) {
+    this.byId = keepChunks ? new Map() : undefined;
+  }
 
   textStart(proposedId?: string | null, parentMessageId?: string | null): string {
     const id = this.out.textStart(proposedId, parentMessageId);
     const item = { kind: 'text' as const, id, parentMessageId: parentMessageId ?? null, chunks: [] };
     this.items.push(item);
-    this.byId.set(id, item);
+    this.byId?.set(id, item);
     return id;
   }
 
   textContent(messageId: string, content: string): void {
     this.out.textContent(messageId, content);
-    if (this.keepChunks && content) this.byId.get(messageId)?.chunks.push(content);
+    if (this.byId && content) this.byId.get(messageId)?.chunks.push(content);
   }
 
   textEnd(messageId: string): void {
@@ -61,13 +63,13 @@ export class RoundRecorder implements RunWriter {
     const id = this.out.actionStart(proposedId, actionName, parentMessageId);
     const item = { kind: 'call' as const, id, name: actionName, parentMessageId: parentMessageId ?? null, chunks: [] };
     this.items.push(item);
-    this.byId.set(id, item);
+    this.byId?.set(id, item);
     return id;
   }
 
   actionArgs(actionExecutionId: string, args: string): void {
     this.out.actionArgs(actionExecutionId, args);
-    if (this.keepChunks && args) this.byId.get(actionExecutionId)?.chunks.push(args);
+    if (this.byId && args) this.byId.get(actionExecutionId)?.chunks.push(args);
   }
 
   actionEnd(actionExecutionId: string): void {
@@ -76,7 +78,6 @@ export class RoundRecorder implements RunWriter {
 
   actionResult(actionExecutionId: string, actionName: string, result: string): void {
     this.out.actionResult(actionExecutionId, actionName, result);
-    this.resultIds.add(actionExecutionId);
     this.items.push({ kind: 'result', id: actionExecutionId, name: actionName, result });
   }
 
@@ -96,7 +97,8 @@ export class RoundRecorder implements RunWriter {
   }
 
   hasResult(actionExecutionId: string): boolean {
-    return this.resultIds.has(actionExecutionId);
+    // A round's items are a few: no set of their ids is kept for this.
+    return this.items.some((item) => item.kind === 'result' && item.id === actionExecutionId);
   }
 
   /** The round as conversation messages, for the next round (needs `keepChunks`). */
