@@ -46,6 +46,11 @@ describe('the leaf-stream plan', () => {
     expect(leafStreamPlan(schema, document, 'another')).toBeUndefined();
   });
 
+  it('takes the text beside a status that is deferred for sure', () => {
+    expect(taken(run('messages @stream { ... on BaseMessageOutput @defer { status { code } } ... on TextMessageOutput { content @stream } }'))).toEqual(['content']);
+    expect(taken(run('messages @stream { ... on BaseMessageOutput @defer(if: true) { status { code } } ... on TextMessageOutput { content @stream } }'))).toEqual(['content']);
+  });
+
   it('takes aliased fields under their alias', () => {
     expect(taken(run('messages @stream { ... on TextMessageOutput { text: content @stream } }'))).toEqual(['text']);
     expect(taken(run('all: messages @stream { ... on TextMessageOutput { content @stream } }'))).toEqual(['content']);
@@ -64,6 +69,7 @@ describe('the leaf-stream plan', () => {
     ['the text selected twice under one key', run('messages @stream { ... on TextMessageOutput { content @stream } ... on TextMessageOutput { content @stream } }')],
     ['the messages selected twice under one key', run('messages @stream { ... on TextMessageOutput { content @stream } } messages @stream { id }')],
  ['the message status not deferred', run('messages @stream { ... on BaseMessageOutput { status { code } } ... on TextMessageOutput { content @stream } }')],
+    ['the message status deferred only on a condition', run('messages @stream { ... on BaseMessageOutput @defer(if: $later) { status { code } } ... on TextMessageOutput { content @stream } }').replace('($data: GenerateCopilotResponseInput!)', '($data: GenerateCopilotResponseInput!, $later: Boolean!)')],
     ['a query', 'query { copilotThread(threadId: "t") { messages { ... on TextMessageOutput { content } } } }'],
   ])('leaves everything to the executor with %s', (_name, query) => {
     expect(taken(query)).toEqual([]);
@@ -236,8 +242,30 @@ describe("an operation's leaf streams", () => {
     const made = (await first) as unknown as { incremental: { items: null; errors: Error[] }[] };
     expect(made.incremental[0].errors[0].message).toBe('Cannot return null for non-nullable field TextMessageOutput.content.');
     // The other stream still writes: the transport sends this one with hasNext: true.
-    expect(later.hasLeaves()).toBe(true);
+    expect(later.hasMore()).toBe(true);
     other.end();
+    expect(await later.madeOrSettled()).toBeUndefined();
+  });
+
+  it('give every item refused in one turn after the executor\'s end: the first is not the last', async () => {
+    const { later } = opened();
+    const one = new SharedTextStream();
+    const two = new SharedTextStream();
+    await later.leaf(one, infoAt(0), field);
+    await later.leaf(two, infoAt(1), field);
+    later.before(itemPayload(0));
+    later.after();
+    later.before(itemPayload(1, false));
+    one.push(null as unknown as string);
+    two.push(null as unknown as string);
+    later.after();
+    const first = await later.madeOrSettled();
+    expect(first).toBeDefined();
+    // The transport sends it with hasNext: hasMore(), and the second must still come.
+    expect(later.hasMore()).toBe(true);
+    const second = (await later.madeOrSettled()) as unknown as { incremental: { path: unknown[] }[] };
+    expect(second.incremental[0].path).toEqual(['generateCopilotResponse', 'messages', 1, 'content', 0]);
+    expect(later.hasMore()).toBe(false);
     expect(await later.madeOrSettled()).toBeUndefined();
   });
 
@@ -252,7 +280,7 @@ describe("an operation's leaf streams", () => {
     text.push('x');
     await turn();
     expect(failures).toEqual([new Error('socket gone')]);
-    expect(later.hasLeaves()).toBe(false);
+    expect(later.hasMore()).toBe(false);
   });
 
   it('stop reading when the response is over', async () => {

@@ -49,7 +49,7 @@ export class ActionCatalog {
         (byName ??= new Map()).set(action.name, action);
       }
     }
-    // A run keeps its catalog for its life; a gateway without actions shares one empty map.
+    // A run keeps its catalog for its life; runs without actions share one empty map.
     this.byName = byName ?? NO_ACTIONS;
   }
 

@@ -39,7 +39,7 @@ export class LaterPayloads {
   private leaves: LeafStream[] = [];
   /** Where leaf streams write; the transport opens it before reading any later payload. */
   private sink: LeafSink | undefined;
-  /** Payloads leaf streams made (an item GraphQL refused), for `next` to give before the executor's. */
+  /** Payloads leaf streams made (an item GraphQL refused), for `next` (or, at the end, `madeOrSettled`) to give. */
   private readonly made: LaterPayload[] = [];
   /** The executor's next payload, asked for and not yet given (kept when `next` gave a made payload first). */
   private asked: Promise<IteratorResult<LaterPayload, void>> | undefined;
@@ -201,9 +201,9 @@ export class LaterPayloads {
     });
   }
 
-  /** Whether a leaf stream is left (one that waits for its message, or writes). */
-  hasLeaves(): boolean {
-    return this.leaves.length > 0;
+  /** Whether more is to come from leaf streams: one is left (waiting for its message, or writing), or a payload one made. */
+  hasMore(): boolean {
+    return this.leaves.length > 0 || this.made.length > 0;
   }
 
   /** The response is over (ended, or its client went away): leaf streams stop reading. */
@@ -345,7 +345,7 @@ class LeafStream {
     try {
       this.write(sink);
     } catch (error) {
-      // Called from a microtask or a drain listener, outside the transport's own error handling.
+      // Mostly called from a microtask or a drain listener, outside the transport's own error handling.
       this.drop();
       sink.fail(error);
     }

@@ -8,6 +8,7 @@ import {
   isObjectType,
   locatedError,
   visit,
+  type DirectiveNode,
   type DocumentNode,
   type FieldNode,
   type GraphQLSchema,
@@ -125,7 +126,18 @@ function selectsNow(selectionSet: SelectionSetNode, name: string): boolean {
   return selectionSet.selections.some((selection) =>
     selection.kind === Kind.FIELD
       ? selection.name.value === name
-      : selection.kind === Kind.INLINE_FRAGMENT && !selection.directives?.some((directive) => directive.name.value === 'defer') && selectsNow(selection.selectionSet, name),
+      : selection.kind === Kind.INLINE_FRAGMENT && !surelyDeferred(selection.directives) && selectsNow(selection.selectionSet, name),
+  );
+}
+
+/** A `@defer` that defers whatever the variables: no `if`, or `if: true` written in the document. */
+function surelyDeferred(directives: readonly DirectiveNode[] | undefined): boolean {
+  return (
+    directives?.some((directive) => {
+      if (directive.name.value !== 'defer') return false;
+      const condition = directive.arguments?.find((argument) => argument.name.value === 'if');
+      return condition === undefined || (condition.value.kind === Kind.BOOLEAN && condition.value.value);
+    }) ?? false
   );
 }
 

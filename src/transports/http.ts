@@ -293,10 +293,10 @@ async function handleGraphQL(
   if (response.body.kind === 'complete' && /^text\/html/i.test(response.headers.get('content-type') ?? '')) {
     response.body.string = options.explorer.withFallbackLink(response.body.string);
   }
-  if (response.body.kind === 'complete' || !options.onStream) return writeResponse(res, response, acceptance, options.keepAliveMs, requestId, laterPayloads);
+  if (response.body.kind === 'complete' || !options.onStream) return writeResponse(res, response, acceptance, options.keepAliveMs, requestId, laterPayloads, log);
   options.onStream(1);
   try {
-    await writeResponse(res, response, acceptance, options.keepAliveMs, requestId, laterPayloads);
+    await writeResponse(res, response, acceptance, options.keepAliveMs, requestId, laterPayloads, log);
   } finally {
     options.onStream(-1);
   }
@@ -329,6 +329,7 @@ async function writeResponse(
   keepAliveMs: number,
   requestId: string,
   laterPayloads: LaterPayloads | undefined,
+  log: Logger,
 ): Promise<void> {
   if (response.body.kind === 'complete') {
     res.statusCode = response.status ?? 200;
@@ -423,7 +424,8 @@ async function writeResponse(
     // executor would end it.
     for (let made = await later.madeOrSettled(); !res.destroyed; made = await later.madeOrSettled()) {
       if (made === undefined) return sendPayload({ hasNext: false });
-      made.hasNext = later.hasLeaves();
+      made.hasNext = later.hasMore();
+      // One level deep: a made payload carries no message, so `before` never holds it back.
       await sendLater(later, made);
       if (!made.hasNext) return;
     }
@@ -444,7 +446,10 @@ async function writeResponse(
         write: (json) => (sse ? send(sseEvent(json)) : send(multipartJsonPart(json))),
         full: () => res.writableNeedDrain,
         onDrain: (callback) => res.once('drain', callback),
-        fail: (error) => res.destroy(error instanceof Error ? error : new Error(String(error))),
+        fail: (error) => {
+          log.error({ err: error }, 'a streamed text item could not be written');
+          res.destroy(error instanceof Error ? error : new Error(String(error)));
+        },
       });
       // A client that goes away ends the leaf streams (and whatever waits for them) at once.
       res.once('close', () => later.close());
