@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { parse, print, visit, type FieldNode, type GraphQLResolveInfo } from 'graphql';
 import { LaterPayloads, type LaterPayload } from '../src/graphql/incremental.js';
-import { leafStreamPlan, type LeafField } from '../src/graphql/leaf-streams.js';
+import { leafStreamPlan } from '../src/graphql/leaf-streams.js';
 import { buildSchema } from '../src/graphql/schema.js';
 import { SharedTextStream } from '../src/graphql/views/shared-stream.js';
 import { HTTP_STREAMED } from './support/documents.js';
@@ -86,9 +86,9 @@ describe('the leaf-stream plan', () => {
 /** An info as the executor gives the field resolver of `generateCopilotResponse.messages.<index>.content`. */
 function infoAt(index: number): GraphQLResolveInfo {
   const path = { prev: { prev: { prev: undefined, key: 'generateCopilotResponse', typename: 'Mutation' }, key: 'messages', typename: 'CopilotResponse' }, key: index, typename: undefined };
-  return { path: { prev: path, key: 'content', typename: 'TextMessageOutput' }, parentType: { name: 'TextMessageOutput' }, fieldName: 'content' } as unknown as GraphQLResolveInfo;
+  return { path: { prev: path, key: 'content', typename: 'TextMessageOutput' }, parentType: { name: 'TextMessageOutput' }, fieldName: 'content', fieldNodes: [contentNode] } as unknown as GraphQLResolveInfo;
 }
-const field: LeafField = { node: (parse('{ content }').definitions[0] as unknown as { selectionSet: { selections: FieldNode[] } }).selectionSet.selections[0] };
+const contentNode = (parse('{ content }').definitions[0] as unknown as { selectionSet: { selections: FieldNode[] } }).selectionSet.selections[0];
 
 /** The executor's payload that carries message `index` (with `content: []`), or nulls it. */
 const itemPayload = (index: number, hasNext = true, item: unknown = { content: [] }): LaterPayload =>
@@ -105,11 +105,20 @@ function opened(full = () => false) {
 }
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 
+/** A text stream of message `index` whose message has gone out: what it gets is written. */
+async function releasedText(later: LaterPayloads, index = 0): Promise<SharedTextStream> {
+  const text = new SharedTextStream();
+  await later.leaf(text, infoAt(index));
+  later.before(itemPayload(index));
+  later.after();
+  return text;
+}
+
 describe("an operation's leaf streams", () => {
   it("write nothing before the payload that carries their message, then what waited (joined), then each turn's chunks", async () => {
     const { later, written } = opened();
     const text = new SharedTextStream();
-    await later.leaf(text, infoAt(0), field);
+    await later.leaf(text, infoAt(0));
     text.push('Hel');
     text.push('lo');
     await turn();
@@ -136,8 +145,8 @@ describe("an operation's leaf streams", () => {
     const { later, written } = opened();
     const nulled = new SharedTextStream();
     const never = new SharedTextStream();
-    await later.leaf(nulled, infoAt(0), field);
-    await later.leaf(never, infoAt(1), field);
+    await later.leaf(nulled, infoAt(0));
+    await later.leaf(never, infoAt(1));
     later.before({ incremental: [{ items: null, path: ['generateCopilotResponse', 'messages', 0] }], hasNext: true } as unknown as LaterPayload);
     later.after();
     nulled.push('lost');
@@ -153,7 +162,7 @@ describe("an operation's leaf streams", () => {
   it("keep the executor's last payload from being the last while they still write", async () => {
     const { later, written } = opened();
     const text = new SharedTextStream();
-    await later.leaf(text, infoAt(0), field);
+    await later.leaf(text, infoAt(0));
     const last = itemPayload(0, false);
     // The caller (the transport) then sends it with hasNext: true, and the closing payload once settled.
     expect(later.before(last)).toBe(true);
@@ -176,10 +185,7 @@ describe("an operation's leaf streams", () => {
     let release!: () => void;
     const executorsNext = new Promise<IteratorResult<LaterPayload, void>>((resolve) => (release = () => resolve({ value: { hasNext: false } as LaterPayload, done: false })));
     later.adopt({ next: () => executorsNext } as unknown as AsyncGenerator<LaterPayload, void, void>);
-    const text = new SharedTextStream();
-    await later.leaf(text, infoAt(0), field);
-    later.before(itemPayload(0));
-    later.after();
+    const text = await releasedText(later);
     const next = later.next();
     (text as SharedTextStream & { push(item: unknown): void }).push({ not: 'a string' } as unknown as string);
     const made = (await next).value as unknown as { incremental: { items: null; path: unknown[]; errors: Error[] }[]; hasNext: boolean };
@@ -198,10 +204,7 @@ describe("an operation's leaf streams", () => {
   it('wait while the response is full, and write what waited, joined, once it drains', async () => {
     let full = true;
     const { later, written, drains } = opened(() => full);
-    const text = new SharedTextStream();
-    await later.leaf(text, infoAt(0), field);
-    later.before(itemPayload(0));
-    later.after();
+    const text = await releasedText(later);
     text.push('a');
     await turn();
     text.push('b');
@@ -215,10 +218,7 @@ describe("an operation's leaf streams", () => {
 
   it("write nothing while an executor's payload is going out (Apollo may be formatting it): what came meanwhile follows it", async () => {
     const { later, written } = opened();
-    const text = new SharedTextStream();
-    await later.leaf(text, infoAt(0), field);
-    later.before(itemPayload(0));
-    later.after();
+    const text = await releasedText(later);
     later.before(itemPayload(1));
     text.push('meanwhile');
     await turn();
@@ -231,8 +231,8 @@ describe("an operation's leaf streams", () => {
     const { later } = opened();
     const refusing = new SharedTextStream();
     const other = new SharedTextStream();
-    await later.leaf(refusing, infoAt(0), field);
-    await later.leaf(other, infoAt(1), field);
+    await later.leaf(refusing, infoAt(0));
+    await later.leaf(other, infoAt(1));
     later.before(itemPayload(0));
     later.after();
     expect(later.before(itemPayload(1, false))).toBe(true);
@@ -251,8 +251,8 @@ describe("an operation's leaf streams", () => {
     const { later } = opened();
     const one = new SharedTextStream();
     const two = new SharedTextStream();
-    await later.leaf(one, infoAt(0), field);
-    await later.leaf(two, infoAt(1), field);
+    await later.leaf(one, infoAt(0));
+    await later.leaf(two, infoAt(1));
     later.before(itemPayload(0));
     later.after();
     later.before(itemPayload(1, false));
@@ -273,10 +273,7 @@ describe("an operation's leaf streams", () => {
     const later = new LaterPayloads();
     const failures: unknown[] = [];
     later.open({ write: () => { throw new Error('socket gone'); }, full: () => false, onDrain: () => undefined, fail: (error) => failures.push(error) });
-    const text = new SharedTextStream();
-    await later.leaf(text, infoAt(0), field);
-    later.before(itemPayload(0));
-    later.after();
+    const text = await releasedText(later);
     text.push('x');
     await turn();
     expect(failures).toEqual([new Error('socket gone')]);
@@ -285,10 +282,7 @@ describe("an operation's leaf streams", () => {
 
   it('stop reading when the response is over', async () => {
     const { later, written } = opened();
-    const text = new SharedTextStream();
-    await later.leaf(text, infoAt(0), field);
-    later.before(itemPayload(0));
-    later.after();
+    const text = await releasedText(later);
     later.close();
     text.push('after the end');
     await turn();

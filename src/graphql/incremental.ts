@@ -1,6 +1,7 @@
 import { execute, isIncrementalResults, type SubsequentIncrementalExecutionResult } from '@graphql-tools/executor';
 import { defaultFieldResolver, type ExecutionArgs, type GraphQLFieldResolver, type GraphQLResolveInfo } from 'graphql';
-import { completeLeafItem, leafStreamPlan, type LeafField } from './leaf-streams.js';
+import type { FieldNode } from 'graphql';
+import { completeLeafItem, leafStreamPlan } from './leaf-streams.js';
 import { SharedTextStream } from './views/shared-stream.js';
 
 /** One later payload of an operation with @defer/@stream, as the executor yields it. */
@@ -132,11 +133,11 @@ export class LaterPayloads {
    * order (it sets a streamed field's key when its first, empty part settles). The value is always
    * a SharedTextStream: the plan takes only the run's messages (graphql/leaf-streams.ts).
    */
-  leaf(value: unknown, info: GraphQLResolveInfo, field: LeafField): Promise<readonly never[]> {
+  leaf(value: unknown, info: GraphQLResolveInfo): Promise<readonly never[]> {
     if (!(value instanceof SharedTextStream)) {
       throw new Error(`${info.parentType.name}.${info.fieldName} is not a run's text stream.`);
     }
-    this.leaves.push(new LeafStream(this, value, pathOf(info.path), info.parentType.name, info.fieldName, field));
+    this.leaves.push(new LeafStream(this, value, pathOf(info.path), info.parentType.name, info.fieldName, info.fieldNodes));
     return Promise.resolve(EMPTY);
   }
 
@@ -151,20 +152,21 @@ export class LaterPayloads {
     // Until it has gone out (Apollo may be formatting it), leaf streams write nothing: what they
     // would write comes after it.
     this.passing = true;
+    // (A leaf stream that is done leaves the list: the loops here read a copy.)
+    const leaves = [...this.leaves];
     const incremental = payload.incremental;
     if (incremental !== undefined) {
       for (let i = 0; i < incremental.length; i++) {
         const entry = incremental[i] as { items?: unknown[] | null; path?: readonly (string | number)[] };
         if (entry.items === undefined || entry.path === undefined) continue;
-        // (A leaf stream that is done leaves the list: each loop here reads a copy.)
-        for (const leaf of [...this.leaves]) {
+        for (const leaf of leaves) {
           if (leaf.state === 'waiting') leaf.carriedBy(entry.path, entry.items);
         }
       }
     }
     if (payload.hasNext) return false;
     // The executor is done: a leaf stream whose object never went out never will.
-    for (const leaf of [...this.leaves]) {
+    for (const leaf of leaves) {
       if (leaf.state === 'waiting') leaf.drop();
     }
     return this.leaves.some((leaf) => leaf.hasMore());
@@ -291,7 +293,8 @@ class LeafStream {
     private readonly path: readonly (string | number)[],
     private readonly typeName: string,
     private readonly fieldName: string,
-    private readonly field: LeafField,
+    /** The field's nodes (of the rewritten document: the original's locations), for an item's error. */
+    private readonly nodes: readonly FieldNode[],
   ) {
     this.parentPath = path.slice(0, -1);
     this.key = String(path[path.length - 1]);
@@ -358,7 +361,7 @@ class LeafStream {
       const [value, next] = text.take(this.index);
       this.index = next;
       const at = this.count++;
-      const item = typeof value === 'string' ? value : completeLeafItem(value, this.typeName, this.fieldName, this.field.node, [...this.path, at]);
+      const item = typeof value === 'string' ? value : completeLeafItem(value, this.typeName, this.fieldName, this.nodes, [...this.path, at]);
       if (typeof item !== 'string') {
         // The executor ends a stream whose item it cannot complete with that item's error.
         this.owner.refused({ incremental: [{ items: null, path: [...this.path, at], errors: [item] }], hasNext: true } as unknown as LaterPayload);
@@ -399,13 +402,8 @@ export function carriesErrors(payload: LaterPayload): boolean {
 }
 
 /** A later payload framed as Apollo frames it in `multipart/mixed; deferSpec=20220824` (its writeMultipartBody). */
-export function multipartPart(payload: LaterPayload): string {
-  return `content-type: application/json; charset=utf-8\r\n\r\n${JSON.stringify(payload)}\r\n---${payload.hasNext ? '' : '--'}\r\n`;
-}
-
-/** A later payload with `hasNext: true`, given as its JSON, framed as `multipartPart` frames it. */
-export function multipartJsonPart(json: string): string {
-  return `content-type: application/json; charset=utf-8\r\n\r\n${json}\r\n---\r\n`;
+export function multipartPart(json: string, hasNext: boolean): string {
+  return `content-type: application/json; charset=utf-8\r\n\r\n${json}\r\n---${hasNext ? '' : '--'}\r\n`;
 }
 
 /**
@@ -420,10 +418,8 @@ export async function executeIncrementally(args: ExecutionArgs) {
     // The executor runs the document without the leaf streams' @stream; their fields go to `later`.
     const base: GraphQLFieldResolver<unknown, unknown> = args.fieldResolver ?? defaultFieldResolver;
     const fields = plan.fields;
-    const fieldResolver: GraphQLFieldResolver<unknown, unknown> = (source, fieldArgs, context, info) => {
-      const field = fields.get(info.fieldNodes[0]);
-      return field === undefined ? base(source, fieldArgs, context, info) : later!.leaf((source as Record<string, unknown>)[info.fieldName], info, field);
-    };
+    const fieldResolver: GraphQLFieldResolver<unknown, unknown> = (source, fieldArgs, context, info) =>
+      fields.has(info.fieldNodes[0]) ? later!.leaf((source as Record<string, unknown>)[info.fieldName], info) : base(source, fieldArgs, context, info);
     args = { ...args, document: plan.document, fieldResolver };
   }
   const result = await execute(args);

@@ -48,16 +48,10 @@ import {
  * message `status` outside `@defer`. Anything else runs on the executor as before.
  */
 
-/** A field whose `@stream` the transport writes: what completing one of its items needs. */
-export interface LeafField {
-  /** The field's node (of the rewritten document) an item's error is located at: the same location as the original's. */
-  readonly node: FieldNode;
-}
-
-/** A document's leaf streams: the document the executor runs, and the fields taken out of it. */
+/** A document's leaf streams: the document the executor runs, and the fields taken out of it (its nodes). */
 export interface LeafStreamPlan {
   readonly document: DocumentNode;
-  readonly fields: WeakMap<FieldNode, LeafField>;
+  readonly fields: WeakSet<FieldNode>;
 }
 
 /** The root field whose messages, and their text streams, come from the run (graphql/views/copilot-response.ts). */
@@ -87,14 +81,14 @@ function planFor(schema: GraphQLSchema, document: DocumentNode, operationName: s
   if (runField === undefined) return undefined;
 
   const taken = new Set<FieldNode>();
-  for (const run of alone(operation.selectionSet)) {
+  for (const { field: run } of alone(operation.selectionSet)) {
     if (run.name.value !== RUN_FIELD || !run.selectionSet) continue;
-    for (const messages of alone(run.selectionSet)) {
+    for (const { field: messages } of alone(run.selectionSet)) {
       if (messages.name.value !== MESSAGES_FIELD || !messages.selectionSet || !plainStream(messages)) continue;
       // A message's status settles when the message ends; selected outside @defer, it holds the
       // message's item back until then, and the executor's text items with it.
       if (selectsNow(messages.selectionSet, LATE_FIELD)) continue;
-      for (const { field, typeName } of alone(messages.selectionSet, true)) {
+      for (const { field, typeName } of alone(messages.selectionSet)) {
         if (!plainStream(field) || field.selectionSet || typeName === undefined) continue;
         const type = schema.getType(typeName);
         const definition = isObjectType(type) ? type.getFields()[field.name.value] : undefined;
@@ -109,12 +103,12 @@ function planFor(schema: GraphQLSchema, document: DocumentNode, operationName: s
   }
   if (taken.size === 0) return undefined;
 
-  const fields = new WeakMap<FieldNode, LeafField>();
+  const fields = new WeakSet<FieldNode>();
   const rewritten = visit(document, {
     Field(node) {
       if (!taken.has(node)) return undefined;
       const withoutStream: FieldNode = { ...node, directives: node.directives!.filter((directive) => directive.name.value !== 'stream') };
-      fields.set(withoutStream, { node: withoutStream });
+      fields.add(withoutStream);
       return withoutStream;
     },
   });
@@ -149,12 +143,10 @@ function plainStream(field: FieldNode): boolean {
 
 /**
  * The fields of a selection set that are alone under their response key, seen through inline
- * fragments without `@defer`; nothing at all when the set spreads a named fragment (which may add
- * a field under any key). With `typed`, each comes with the type condition it sits under.
+ * fragments without `@defer`, each with the type condition it sits under; nothing at all when the
+ * set spreads a named fragment (which may add a field under any key).
  */
-function alone(selectionSet: SelectionSetNode): FieldNode[];
-function alone(selectionSet: SelectionSetNode, typed: true): { field: FieldNode; typeName: string | undefined }[];
-function alone(selectionSet: SelectionSetNode, typed?: true): (FieldNode | { field: FieldNode; typeName: string | undefined })[] {
+function alone(selectionSet: SelectionSetNode): { field: FieldNode; typeName: string | undefined }[] {
   const byKey = new Map<string, { field: FieldNode; typeName: string | undefined; deferred: boolean }[]>();
   let spreads = false;
   const collect = (set: SelectionSetNode, typeName: string | undefined, deferred: boolean): void => {
@@ -174,10 +166,9 @@ function alone(selectionSet: SelectionSetNode, typed?: true): (FieldNode | { fie
   };
   collect(selectionSet, undefined, false);
   if (spreads) return [];
-  const result: (FieldNode | { field: FieldNode; typeName: string | undefined })[] = [];
+  const result: { field: FieldNode; typeName: string | undefined }[] = [];
   for (const list of byKey.values()) {
-    if (list.length !== 1 || list[0].deferred) continue;
-    result.push(typed ? { field: list[0].field, typeName: list[0].typeName } : list[0].field);
+    if (list.length === 1 && !list[0].deferred) result.push(list[0]);
   }
   return result;
 }
@@ -186,7 +177,7 @@ function alone(selectionSet: SelectionSetNode, typed?: true): (FieldNode | { fie
  * One item of a leaf stream completed as the executor completes an item of a `[String!]` list:
  * the string, or the error the executor would locate at the item's path.
  */
-export function completeLeafItem(value: unknown, typeName: string, fieldName: string, node: FieldNode, path: readonly (string | number)[]): string | Error {
+export function completeLeafItem(value: unknown, typeName: string, fieldName: string, nodes: readonly FieldNode[], path: readonly (string | number)[]): string | Error {
   if (typeof value === 'string') return value;
   let raw: unknown;
   if (value instanceof Error) raw = value;
@@ -199,5 +190,5 @@ export function completeLeafItem(value: unknown, typeName: string, fieldName: st
       raw = error instanceof GraphQLError ? new Error(error.message) : error;
     }
   }
-  return locatedError(raw instanceof Error ? raw : new Error(String(raw)), [node], path);
+  return locatedError(raw instanceof Error ? raw : new Error(String(raw)), nodes, path);
 }

@@ -6,7 +6,7 @@ import { drained, sendJson } from './responses.js';
 import { OPERATION_ENDED } from '../core/abort.js';
 import { statusOf, type ErrorCode, type GatewayError } from '../core/errors.js';
 import type { GatewayContext } from '../graphql/context.js';
-import { carriesErrors, LaterPayloads, multipartJsonPart, multipartPart, type LaterPayload } from '../graphql/incremental.js';
+import { carriesErrors, LaterPayloads, multipartPart, type LaterPayload } from '../graphql/incremental.js';
 import { TOO_DEEP_DOCUMENT } from '../graphql/documents.js';
 import { MAX_NESTING, textNestsDeeperThan } from '../core/depth.js';
 import type { RunLauncher } from '../engine/launcher.js';
@@ -392,10 +392,12 @@ async function writeResponse(
     send(sse ? toSseEvent(part) : part);
   };
   /** A later payload taken from the executor, framed here as Apollo would frame it. */
-  const sendPayload = (payload: LaterPayload): void => {
-    if (sse) return send(sseEvent(JSON.stringify(payload)));
-    if (!payload.hasNext) closed = true;
-    send(multipartPart(payload));
+  const sendPayload = (payload: LaterPayload): void => sendPayloadJson(JSON.stringify(payload), payload.hasNext);
+  /** A later payload given as its JSON (a leaf stream's item: graphql/incremental.ts). */
+  const sendPayloadJson = (json: string, hasNext: boolean): void => {
+    if (sse) return send(sseEvent(json));
+    if (!hasNext) closed = true;
+    send(multipartPart(json, hasNext));
   };
   // Backpressure: while the client reads slower than parts come, nothing more is taken.
   const room = (): Promise<void> | undefined => (res.writableNeedDrain && !res.destroyed ? drained(res) : undefined);
@@ -443,7 +445,7 @@ async function writeResponse(
     } else {
       const later = laterPayloads;
       later.open({
-        write: (json) => (sse ? send(sseEvent(json)) : send(multipartJsonPart(json))),
+        write: (json) => sendPayloadJson(json, true),
         full: () => res.writableNeedDrain,
         onDrain: (callback) => res.once('drain', callback),
         fail: (error) => {
