@@ -51,17 +51,20 @@ function startRun(
   const run = new Run({ threadId: 't1', runId: 'r1', logger: options.logger ?? silentLogger });
   run.subscribe((event) => events.push(structuredClone(event)));
   const done = run.start(
-    modelDriver(request(), {
-      adapter,
+    modelDriver({
+      request: request(),
       catalog: new ActionCatalog([new ServerActionRegistry(options.actions ?? [])]),
       agents: [],
-      maxRounds: options.maxRounds ?? 5,
-      modelIdleTimeoutMs: options.idle ?? 5_000,
-      modelFirstTokenTimeoutMs: options.first ?? options.idle ?? 5_000,
-      agentIdleTimeoutMs: 5_000,
-      agentFirstEventTimeoutMs: 5_000,
-      actionTimeoutMs: options.actionTimeout ?? 5_000,
-      modelLimits: resolveModelLimits(options.limits ?? { allowedModels: '*' }, undefined),
+      options: {
+        adapter,
+        maxRounds: options.maxRounds ?? 5,
+        modelIdleTimeoutMs: options.idle ?? 5_000,
+        modelFirstTokenTimeoutMs: options.first ?? options.idle ?? 5_000,
+        agentIdleTimeoutMs: 5_000,
+        agentFirstEventTimeoutMs: 5_000,
+        actionTimeoutMs: options.actionTimeout ?? 5_000,
+        modelLimits: resolveModelLimits(options.limits ?? { allowedModels: '*' }, undefined),
+      },
     }),
   );
   return { run, events, done };

@@ -281,7 +281,7 @@ export class RunLauncher {
     const messages = repairTranscript(request.messages, logger);
     // As the model's first call will see it: with the context and the MCP tools' instructions.
     checkModelInput(withSystemNote(withContext(messages, request.context), 'gateway-mcp-tools', mcpInstructions(catalog.actions())), options.modelLimits);
-    return modelDriver({ ...request, messages, forwardedParameters }, { ...options, catalog, agents: options.agents.known() });
+    return modelDriver({ request: { ...request, messages, forwardedParameters }, catalog, agents: options.agents.known(), options });
   }
 }
 

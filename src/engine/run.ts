@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { guardedController } from '../core/abort.js';
 import { GatewayError, toGatewayError } from '../core/errors.js';
+import { childLogger } from '../core/logging.js';
 import type { AgentStateSnapshot, MetaEventPayload, RunListener, RuntimeEvent, SequencedEvent } from '../core/events.js';
 import { MESSAGE_SUCCESS, RUN_SUCCESS, failedMessage, failedRun, type RunStatus } from '../core/status.js';
 import type { RunWriter } from '../core/writer.js';
@@ -105,7 +106,7 @@ export class Run implements RunHandle, RunWriter, RunContext {
     this.threadId = options.threadId;
     this.runId = options.runId;
     this.requestId = options.requestId;
-    this.logger = options.logger.child({ ...options.logBindings, runId: options.runId, threadId: options.threadId });
+    this.logger = childLogger(options.logger, { ...options.logBindings, runId: options.runId, threadId: options.threadId });
     this.controller = guardedController((error) => this.logger.error({ err: error }, 'an abort listener of an upstream client threw; ignored'));
     this.finished = new Promise((resolve) => {
       this.settle = resolve;

@@ -12,16 +12,26 @@ import { RoundRecorder, executeServerCalls } from './round.js';
 
 export interface ModelDriverOptions extends AgentLoopOptions {
   adapter: ModelAdapter;
-  /** Server-side and remote actions the model may call; the gateway executes them. */
-  catalog: ActionCatalog;
-  /** Agents the model may hand the conversation to by calling them as tools. */
-  agents: readonly AgentEntry[];
   /** A model that sends nothing for this long is cut off and the run fails. */
   modelIdleTimeoutMs: number;
   /** How long the model may take to send its first chunk of each call (it may think first). */
   modelFirstTokenTimeoutMs: number;
   /** Checked before every model call: server-side results may grow the conversation past them. */
   modelLimits: ModelLimits;
+}
+
+/**
+ * One run's model plan. `options` is the gateway's own object, shared by every run: a copy per run
+ * with the run's catalog and agents spread into it cost a held stream an object and a hidden class
+ * of its own (V8 gives each such copy a fresh map).
+ */
+export interface ModelRunPlan {
+  request: RunRequest;
+  /** Server-side and remote actions the model may call; the gateway executes them. */
+  catalog: ActionCatalog;
+  /** Agents the model may hand the conversation to by calling them as tools. */
+  agents: readonly AgentEntry[];
+  options: ModelDriverOptions;
 }
 
 const AGENT_TOOL_PARAMETERS = Object.freeze({ type: 'object', properties: {} });
@@ -34,61 +44,65 @@ const NO_AGENTS: ReadonlyMap<string, AgentEntry> = new Map();
  * result with the next request). A call naming an agent hands the run over to that agent, as the
  * reference runtime does: the call gets the result "<name> agent started" and the agent answers.
  */
-export function modelDriver(request: RunRequest, options: ModelDriverOptions): RunDriver {
-  return async (context) => {
-    const { adapter, catalog } = options;
-    context.summary.adapter = adapter.name;
-    // Kept for the run's life: most gateways have no agent, and share one empty map.
-    const agents: ReadonlyMap<string, AgentEntry> =
-      options.agents.length === 0 ? NO_AGENTS : new Map(options.agents.filter((agent) => !catalog.has(agent.name)).map((agent) => [agent.name, agent]));
-    const tools: ToolDefinition[] = [
-      ...catalog.tools(),
-      ...[...agents.values()].map((agent) => ({
-        name: agent.name,
-        description: agent.description || `Hands the conversation over to the agent "${agent.name}".`,
-        parameters: AGENT_TOOL_PARAMETERS,
-      })),
-      ...request.frontendTools.filter((tool) => !catalog.has(tool.name) && !agents.has(tool.name)),
-    ];
-    const messages = withSystemNote(withContext(request.messages, request.context), 'gateway-mcp-tools', mcpInstructions(catalog.actions()));
-    // Chunks are kept only when a round may be continued or handed over.
-    const keepChunks = catalog.size > 0 || agents.size > 0;
+export function modelDriver(plan: ModelRunPlan): RunDriver {
+  return (context) => driveModel(context, plan);
+}
 
-    for (let round = 1; ; round++) {
-      context.summary.rounds = round;
-      checkModelInput(messages, options.modelLimits);
-      const recorder = new RoundRecorder(context.writer, keepChunks);
-      await callModel(context, options, { messages, tools, forwardedParameters: request.forwardedParameters }, recorder);
-      const calls = recorder.calls();
-      const serverCalls = await executeServerCalls(context, recorder, calls, catalog, request, options.actionTimeoutMs);
+/** The round loop itself: a function of the module, so that its suspended frames share one hidden class. */
+async function driveModel(context: RunContext, plan: ModelRunPlan): Promise<void> {
+  const { request, catalog, options } = plan;
+  const { adapter } = options;
+  context.summary.adapter = adapter.name;
+  // Kept for the run's life: most gateways have no agent, and share one empty map.
+  const agents: ReadonlyMap<string, AgentEntry> =
+    plan.agents.length === 0 ? NO_AGENTS : new Map(plan.agents.filter((agent) => !catalog.has(agent.name)).map((agent) => [agent.name, agent]));
+  const tools: ToolDefinition[] = [
+    ...catalog.tools(),
+    ...[...agents.values()].map((agent) => ({
+      name: agent.name,
+      description: agent.description || `Hands the conversation over to the agent "${agent.name}".`,
+      parameters: AGENT_TOOL_PARAMETERS,
+    })),
+    ...request.frontendTools.filter((tool) => !catalog.has(tool.name) && !agents.has(tool.name)),
+  ];
+  const messages = withSystemNote(withContext(request.messages, request.context), 'gateway-mcp-tools', mcpInstructions(catalog.actions()));
+  // Chunks are kept only when a round may be continued or handed over.
+  const keepChunks = catalog.size > 0 || agents.size > 0;
 
-      const agentCall = calls.find((call) => !catalog.has(call.name) && agents.has(call.name));
-      if (agentCall) {
-        for (const other of calls) {
-          if (other !== agentCall && agents.has(other.name) && !catalog.has(other.name)) {
-            recorder.actionResult(other.id, other.name, JSON.stringify({ error: { code: 'BAD_USER_INPUT', message: 'Only one agent can take over a run.' }, result: '' }));
-          }
+  for (let round = 1; ; round++) {
+    context.summary.rounds = round;
+    checkModelInput(messages, options.modelLimits);
+    const recorder = new RoundRecorder(context.writer, keepChunks);
+    await callModel(context, options, { messages, tools, forwardedParameters: request.forwardedParameters }, recorder);
+    const calls = recorder.calls();
+    const serverCalls = await executeServerCalls(context, recorder, calls, catalog, request, options.actionTimeoutMs);
+
+    const agentCall = calls.find((call) => !catalog.has(call.name) && agents.has(call.name));
+    if (agentCall) {
+      for (const other of calls) {
+        if (other !== agentCall && agents.has(other.name) && !catalog.has(other.name)) {
+          recorder.actionResult(other.id, other.name, JSON.stringify({ error: { code: 'BAD_USER_INPUT', message: 'Only one agent can take over a run.' }, result: '' }));
         }
-        recorder.actionResult(agentCall.id, agentCall.name, `${agentCall.name} agent started`);
-        const agent = agents.get(agentCall.name)!;
-        context.logger.info({ agent: agent.name }, 'the model handed the run over to an agent');
-        return driveAgent(context, {
-          agent,
-          request: { ...request, agentSession: { agentName: agent.name, nodeName: null }, metaEvents: [] },
-          messages: [...request.messages, ...recorder.messages()],
-          catalog,
-          options,
-        });
       }
-
-      if (serverCalls.length === 0 || serverCalls.length < calls.length) return;
-      if (round >= options.maxRounds) {
-        context.logger.warn({ maxRounds: options.maxRounds }, 'run stopped after the most rounds allowed');
-        return;
-      }
-      messages.push(...recorder.messages());
+      recorder.actionResult(agentCall.id, agentCall.name, `${agentCall.name} agent started`);
+      const agent = agents.get(agentCall.name)!;
+      context.logger.info({ agent: agent.name }, 'the model handed the run over to an agent');
+      return driveAgent(context, {
+        agent,
+        request: { ...request, agentSession: { agentName: agent.name, nodeName: null }, metaEvents: [] },
+        messages: [...request.messages, ...recorder.messages()],
+        catalog,
+        options,
+      });
     }
-  };
+
+    if (serverCalls.length === 0 || serverCalls.length < calls.length) return;
+    if (round >= options.maxRounds) {
+      context.logger.warn({ maxRounds: options.maxRounds }, 'run stopped after the most rounds allowed');
+      return;
+    }
+    messages.push(...recorder.messages());
+  }
 }
 
 /** One model call; an adapter that returns with messages still open has finished them. */
