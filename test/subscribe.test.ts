@@ -6,7 +6,7 @@ import type { RuntimeEvent, SequencedEvent } from '../src/core/events.js';
 import { MESSAGE_SUCCESS, RUN_SUCCESS } from '../src/core/status.js';
 import type { RunHandle } from '../src/engine/run.js';
 import { buildSchema } from '../src/graphql/schema.js';
-import { createSubscriber, eventsRunCompiled, toEventDocument } from '../src/graphql/subscribe.js';
+import { createSubscriber, eventsRunCompiled, toEventDocument, type ResultSink } from '../src/graphql/subscribe.js';
 import { WS_RUN } from './support/documents.js';
 import { RUN_SUBSCRIPTION } from './support/transports.js';
 import { runInput, silentLogger, userMessage } from './support/harness.js';
@@ -62,7 +62,7 @@ function allEvents(finish: 'success' | 'failed' = 'success'): SequencedEvent[] {
 }
 
 /** A context whose launcher "runs" by emitting `events` to the view, one per turn, then finishing. */
-function contextFor(events: readonly SequencedEvent[]) {
+function contextFor(events: readonly SequencedEvent[], aborted: unknown[] = []) {
   const launcher = {
     async start(_request: unknown, _caller: unknown, attach: (run: RunHandle) => unknown) {
       const listeners: ((event: SequencedEvent) => void)[] = [];
@@ -73,7 +73,9 @@ function contextFor(events: readonly SequencedEvent[]) {
           listeners.push(listener);
           return () => listeners.splice(listeners.indexOf(listener), 1);
         },
-        abort: () => {},
+        abort: (reason) => {
+          aborted.push(reason);
+        },
         finished: new Promise(() => {}),
       };
       const view = attach(run);
@@ -99,11 +101,37 @@ async function payloads(run: (args: ExecutionArgs) => any, query: string, variab
   return out;
 }
 
-async function expectSameBytes(query: string, variables: Record<string, unknown>, events: readonly SequencedEvent[] = allEvents(), operationName?: string): Promise<string[]> {
+/**
+ * The same, with the lean path given a sink (as the WebSocket transport gives it): a pushed stream's
+ * results are what the sink was sent (each written a turn later, as a socket would), a pulled one's
+ * what its iterator yields. `pushed` says which it was.
+ */
+async function pushedPayloads(query: string, variables: Record<string, unknown>, events: readonly SequencedEvent[], operationName?: string) {
+  const sent: string[] = [];
+  let pushed = false;
+  const sink: ResultSink = {
+    send(result, written) {
+      pushed = true;
+      sent.push(JSON.stringify(result));
+      setImmediate(written);
+    },
+  };
+  const yielded = await payloads((args) => lean(args, undefined, sink), query, variables, events, operationName);
+  return { sent: [...yielded, ...sent], pushed };
+}
+
+async function expectSameBytes(
+  query: string,
+  variables: Record<string, unknown>,
+  events: readonly SequencedEvent[] = allEvents(),
+  operationName?: string,
+): Promise<string[] & { pushed?: boolean }> {
   const expected = await payloads(executorSubscribe as any, query, variables, events, operationName);
   const actual = await payloads(lean, query, variables, events, operationName);
   expect(actual).toEqual(expected);
-  return actual;
+  const pushed = await pushedPayloads(query, variables, events, operationName);
+  expect(pushed.sent).toEqual(expected);
+  return Object.assign(actual, { pushed: pushed.pushed });
 }
 
 const data = runInput([userMessage('hi')]);
@@ -141,8 +169,9 @@ describe('the lean subscription path sends the bytes the executor sends', () => 
   ])('for the document of %s', async (_name, query, variables) => {
     const sent = await expectSameBytes(query, variables);
     expect(sent).toHaveLength(allEvents().length);
-    // These run on the compiled event document, not on the executor alone.
+    // These run on the compiled event document, not on the executor alone, and are pushed to a sink.
     expect(eventsRunCompiled(schema, parse(query))).toBe(true);
+    expect(sent.pushed).toBe(true);
   });
 
   it('for a failed run', async () => {
@@ -194,6 +223,7 @@ describe('the lean subscription path sends the bytes the executor sends', () => 
     const sent = await expectSameBytes(query, { data });
     expect(sent.length).toBe(allEvents().length * 2);
     expect(eventsRunCompiled(schema, parse(query))).toBe(false); // the compiler does not stream: the executor runs it
+    expect(sent.pushed).toBe(false); // and its parts are pulled
   });
 
   it('for an event the schema cannot represent (a null where a value is required, an unknown kind)', async () => {
@@ -201,6 +231,7 @@ describe('the lean subscription path sends the bytes the executor sends', () => 
     events[2] = { ...events[2], content: null } as unknown as SequencedEvent;
     events[3] = { ...events[3], type: 'Unheard' } as unknown as SequencedEvent;
     const sent = await expectSameBytes(WS_TEST_RUN, { data }, events);
+    expect(sent.pushed).toBe(true);
     // The compiled document's result had errors: the executor ran these events again, and its result was sent.
     expect(JSON.parse(sent[2]).errors[0].path).toEqual(['copilotRun', 'content']);
     expect(JSON.parse(sent[3]).errors[0].message).toMatch(/Unheard|CopilotRunEvent/);
@@ -220,11 +251,83 @@ fragment M on BaseMetaEvent { __typename ... on CopilotKitLangGraphInterruptEven
 fragment D on CopilotKitLangGraphInterruptEventData { ${aliased('messages', '{ ...S }')} }
 fragment S on BaseMessageOutput { id ${aliased('status', '{ __typename }')} }`;
     expect(eventsRunCompiled(schema, parse(query))).toBe(false);
-    await expectSameBytes(query, { data });
+    expect((await expectSameBytes(query, { data })).pushed).toBe(false);
   });
 
   it('for an input the gateway refuses (the root resolver throws)', async () => {
     const [sent] = await expectSameBytes(WS_TEST_RUN, { data: runInput([{ id: 'm1', createdAt: new Date().toISOString() }]) });
     expect(JSON.parse(sent).errors[0].path).toEqual(['copilotRun']);
+  });
+});
+
+describe('a pushed stream (the WebSocket transport gives the lean path a sink)', () => {
+  /** Starts a pushed stream of `events` on the WebSocket tests' document; `written` decides when each send is done. */
+  async function push(events: readonly SequencedEvent[], written: (done: () => void, sent: string[]) => void = (done) => setImmediate(done)) {
+    const aborted: unknown[] = [];
+    const sent: string[] = [];
+    let ended = 0;
+    const sink: ResultSink = {
+      send(result, done) {
+        sent.push(JSON.stringify(result));
+        written(done, sent);
+      },
+    };
+    const args = { schema, document: parse(WS_TEST_RUN), variableValues: { data }, contextValue: contextFor(events, aborted) } as ExecutionArgs;
+    const stream = (await lean(args, () => ended++, sink)) as AsyncGenerator;
+    return { stream, sent, aborted, ended: () => ended };
+  }
+
+  it('resolves its reader once, when the stream has ended; onEnd is called once', async () => {
+    const { stream, sent, ended } = await push(allEvents());
+    await expect(stream.next()).resolves.toEqual({ value: undefined, done: true });
+    expect(sent).toHaveLength(allEvents().length);
+    expect(ended()).toBe(1);
+    await expect(stream.next()).resolves.toEqual({ value: undefined, done: true });
+    await stream.return(undefined);
+    expect(ended()).toBe(1);
+  });
+
+  it('asks for the next event only once the sink has written the last: a slow reader gets merged text, the same text', async () => {
+    const events = allEvents().slice(0, 2);
+    for (let i = 0; i < 12; i++) events.push({ type: 'TextMessageContent', messageId: 'msg-1', content: `t${i} `, sequence: 0 } as SequencedEvent);
+    events.push(...allEvents().slice(5));
+    events.forEach((event, sequence) => Object.assign(event, { sequence }));
+    let inFlight = 0;
+    let most = 0;
+    const { stream, sent } = await push(events, (done) => {
+      most = Math.max(most, ++inFlight);
+      // Written five turns later: the run goes on meanwhile.
+      let turns = 5;
+      const later = () => (--turns > 0 ? setImmediate(later) : (inFlight--, done()));
+      setImmediate(later);
+    });
+    await stream.next();
+    expect(most).toBe(1);
+    const texts = sent.map((json) => JSON.parse(json).data.copilotRun).filter((event) => event.__typename === 'TextMessageContentEvent');
+    expect(texts.length).toBeLessThan(12);
+    expect(texts.map((event) => event.content).join('')).toBe(Array.from({ length: 12 }, (_, i) => `t${i} `).join(''));
+  });
+
+  it('ends at once when the reader returns: the pending next() resolves done, the run is aborted, nothing more is sent', async () => {
+    const { stream, sent, aborted, ended } = await push(allEvents(), () => {});
+    const pending = stream.next();
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(sent).toHaveLength(1); // the sink has not written it: nothing more was asked for
+    await stream.return(undefined);
+    await expect(pending).resolves.toEqual({ value: undefined, done: true });
+    expect(aborted).toHaveLength(1);
+    expect((aborted[0] as { code: string }).code).toBe('CLIENT_DISCONNECTED');
+    expect(ended()).toBe(1);
+  });
+
+  it('rejects its reader with an error the sink throws, and stops the run', async () => {
+    const { stream, aborted, ended } = await push(allEvents(), () => {
+      throw new Error('the socket broke');
+    });
+    await expect(stream.next()).rejects.toThrow('the socket broke');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(aborted).toHaveLength(1);
+    expect(ended()).toBe(1);
   });
 });

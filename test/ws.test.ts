@@ -1,12 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Client as UrqlClient, subscriptionExchange, gql } from '@urql/core';
-import { createClient, type Client } from 'graphql-ws';
+import { GraphQLError, parse } from 'graphql';
+import { GRAPHQL_TRANSPORT_WS_PROTOCOL, MessageType, createClient, makeServer, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { WS_RUN as RUN } from './support/documents.js';
 import { rawWsExchange } from './support/fuzz-client.js';
 import { eventually, runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
+import { nextMessage, withWsErrors } from '../src/transports/ws.js';
+import { buildSchema } from '../src/graphql/schema.js';
 
 // graphql-ws's own client (and urql over it) against the gateway's WebSocket transport.
 
@@ -195,5 +198,49 @@ describe('urql over graphql-ws', () => {
     expect(seen[0]).toBe('RunStartedEvent');
     expect(seen).toContain('TextMessageContentEvent');
     expect(seen[seen.length - 1]).toBe('RunFinishedEvent');
+  });
+});
+
+describe('pushed subscriptions write the next messages graphql-ws writes', () => {
+  it('for results with and without errors, an empty error list, extensions', async () => {
+    // graphql-ws's own server (with the transport's onNext hook) sends these results over a socket
+    // of ours; the transport's pushed path must frame each one the same, byte for byte.
+    const results = [
+      { data: { copilotRun: { __typename: 'RunStartedEvent', sequence: 0 } } },
+      { data: { copilotRun: { __typename: 'TextMessageContentEvent', content: 'a "quoted" \u2603\n' } }, errors: undefined },
+      { data: null, errors: [new GraphQLError('boom', { path: ['copilotRun', 'content'], extensions: { code: 'INTERNAL_SERVER_ERROR', http: { status: 500 } } })] },
+      { data: { copilotRun: null }, errors: [] },
+      { data: { copilotRun: { __typename: 'RunFinishedEvent' } }, extensions: { cost: 1 } },
+    ] as any[];
+    const schema = buildSchema();
+    const server = makeServer({
+      schema,
+      // The document is not executed (subscribe yields the results): graphql-ws only needs its operation.
+      onSubscribe: () => ({ schema, document: parse('subscription { copilotRun(data: {}) { __typename } }') }),
+      onNext: (_ctx, _id, _payload, _args, result) => withWsErrors(result),
+      subscribe: async function* () {
+        yield* results;
+      },
+    });
+    const frames: string[] = [];
+    let handle: (data: string) => Promise<void> = async () => {};
+    const closed = server.opened(
+      {
+        protocol: GRAPHQL_TRANSPORT_WS_PROTOCOL,
+        send: (data) => void frames.push(data),
+        close: () => {},
+        onMessage: (cb) => {
+          handle = cb;
+        },
+      },
+      {},
+    );
+    await handle(JSON.stringify({ type: MessageType.ConnectionInit }));
+    await handle(JSON.stringify({ id: 'op-1', type: MessageType.Subscribe, payload: { query: '' } }));
+    await closed(1000, 'done');
+    const nexts = frames.filter((frame) => JSON.parse(frame).type === 'next');
+    expect(nexts).toHaveLength(results.length);
+    expect(results.map((result) => nextMessage('op-1', result))).toEqual(nexts);
+    expect(JSON.parse(nexts[2]).payload.errors[0].extensions).toEqual({ code: 'INTERNAL_SERVER_ERROR' });
   });
 });

@@ -18,6 +18,7 @@ import {
   type FragmentDefinitionNode,
   type OperationDefinitionNode,
 } from 'graphql';
+import type { EventConsumer, EventHandover } from '../core/events.js';
 import { expandedFieldCount } from './validation.js';
 
 /**
@@ -48,14 +49,21 @@ import { expandedFieldCount } from './validation.js';
  *   is sent, so error messages, paths and locations are the executor's own; documents graphql-jit does
  *   not take (@defer/@stream inside the event selection, very large documents) run on the executor.
  *
- * test/subscribe.test.ts runs the executor's own `subscribe` and this over every document shape the
- * tests use, events of every kind and events the schema cannot represent, and asserts the same bytes.
+ * - Given a `ResultSink` (the WebSocket transport's), a stream whose source hands its events over
+ *   without promises (a run's view, EventHandover) and whose events run compiled is *pushed*: each
+ *   event is executed as it comes and its result handed to the sink, and the next event is asked
+ *   for once the sink has written it (EventPushStream). The reader's `next()` then resolves only
+ *   when the stream ends. Nothing waits per event: no promise, no reader's loop step.
+ *
+ * test/subscribe.test.ts runs the executor's own `subscribe` and this (pulled and pushed) over every
+ * document shape the tests use, events of every kind and events the schema cannot represent, and
+ * asserts the same bytes.
  */
 export function createSubscriber(
   schema: GraphQLSchema,
-): (args: ExecutionArgs, onEnd?: () => void) => Promise<AsyncGenerator<ExecutionResult> | ExecutionResult> {
+): (args: ExecutionArgs, onEnd?: () => void, sink?: ResultSink) => Promise<AsyncGenerator<ExecutionResult> | ExecutionResult> {
   const eventSchema = eventSchemaOf(schema);
-  return async (args, onEnd) => {
+  return async (args, onEnd, sink) => {
     const stream = await createSourceEventStream(args);
     if (!isAsyncIterable(stream)) return withInputErrorCodes(stream as ExecutionResult);
     const { document, variables, compiled } = eventDocumentOf(schema, eventSchema, args.document, args.operationName);
@@ -68,8 +76,23 @@ export function createSubscriber(
       operationName: args.operationName,
       compiled,
     };
-    return new EventResponseStream(stream[Symbol.asyncIterator](), execution, onEnd);
+    const source = stream[Symbol.asyncIterator]();
+    if (sink && compiled && isHandover(source)) return new EventPushStream(source, execution, sink, onEnd);
+    return new EventResponseStream(source, execution, onEnd);
   };
+}
+
+/**
+ * Where a pushed stream's results go: `send` writes one and calls `written` once it is out (or
+ * dropped, the client having gone). The next event is executed only then, so a slow reader gets
+ * its source's merged events (RunEventStream), not a growing backlog of results.
+ */
+export interface ResultSink {
+  send(result: ExecutionResult, written: () => void): void;
+}
+
+function isHandover(source: AsyncIterator<unknown>): source is AsyncIterator<unknown> & EventHandover<unknown> {
+  return typeof (source as Partial<EventHandover<unknown>>).request === 'function';
 }
 
 /** What executing one event needs; the event is the root value. */
@@ -186,6 +209,120 @@ class EventResponseStream implements AsyncGenerator<ExecutionResult> {
     if (this.ended) return;
     this.ended = true;
     this.onEnd?.();
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
+  }
+}
+
+/**
+ * A response stream pushed to a sink (see createSubscriber): the reader's first `next()` starts it
+ * and resolves once the stream has ended (the source's end, `return()`), or rejects with an error
+ * that executing an event threw, as a pulled stream's `next()` would. Events are executed the way
+ * EventResponseStream executes them (compiled documents only: no incremental parts). `onEnd` is
+ * called once, however it ends.
+ */
+class EventPushStream implements AsyncGenerator<ExecutionResult>, EventConsumer<unknown> {
+  private started = false;
+  private done = false;
+  private settle: ((result: IteratorResult<ExecutionResult>) => void) | undefined;
+  private reject: ((error: unknown) => void) | undefined;
+
+  constructor(
+    private readonly source: AsyncIterator<unknown> & EventHandover<unknown>,
+    private readonly execution: EventExecution,
+    private readonly sink: ResultSink,
+    private readonly onEnd: (() => void) | undefined,
+  ) {}
+
+  next(): Promise<IteratorResult<ExecutionResult>> {
+    // One reader, one call: the stream is pushed from here on.
+    if (this.done || this.started) return Promise.resolve(DONE);
+    this.started = true;
+    return new Promise((resolve, reject) => {
+      this.settle = resolve;
+      this.reject = reject;
+      this.source.request(this);
+    });
+  }
+
+  /** EventConsumer: the source's next event. */
+  take(event: unknown): void {
+    if (this.done) return;
+    let result: EventResult | Promise<EventResult>;
+    try {
+      result = executeEvent(this.execution, event);
+    } catch (error) {
+      return this.failed(error);
+    }
+    if (isPromise(result)) {
+      result.then(
+        (settled) => this.send(settled),
+        (error: unknown) => this.failed(error),
+      );
+    } else {
+      this.send(result);
+    }
+  }
+
+  /** EventConsumer: the source has no more events. */
+  end(): void {
+    if (this.close()) this.settle?.(DONE);
+  }
+
+  private send(result: EventResult): void {
+    if (this.done) return;
+    try {
+      // A compiled event document has no @defer/@stream: its result is a plain one.
+      this.sink.send(result as ExecutionResult, this.written);
+    } catch (error) {
+      this.failed(error);
+    }
+  }
+
+  /** The sink has written a result: the next event, please. */
+  private readonly written = (): void => {
+    if (!this.done) this.source.request(this);
+  };
+
+  /**
+   * Executing an event failed (the executor's or the compiler's own error, not a field error): the
+   * stream ends with it, and the source is told to stop (see EventResponseStream.onExecutionError).
+   */
+  private failed(error: unknown): void {
+    if (!this.close()) return;
+    void Promise.allSettled([this.source.return?.()]);
+    this.reject?.(error);
+  }
+
+  async return(): Promise<IteratorResult<ExecutionResult>> {
+    await this.stop();
+    return DONE;
+  }
+
+  async throw(error?: unknown): Promise<IteratorResult<ExecutionResult>> {
+    await this.stop();
+    throw error;
+  }
+
+  /** Ends the stream from the reader's side: the source is told to stop (unless it already had). */
+  private async stop(): Promise<void> {
+    if (!this.close()) return;
+    this.settle?.(DONE);
+    await this.source.return?.();
+  }
+
+  /** Marks the stream done and tells `onEnd`, once: whether this call was the one. */
+  private close(): boolean {
+    if (this.done) return false;
+    this.done = true;
+    this.onEnd?.();
+    return true;
   }
 
   [Symbol.asyncIterator](): this {

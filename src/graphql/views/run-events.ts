@@ -1,4 +1,4 @@
-import type { SequencedEvent } from '../../core/events.js';
+import type { EventConsumer, EventHandover, SequencedEvent } from '../../core/events.js';
 import { GatewayError } from '../../core/errors.js';
 import type { RunHandle } from '../../engine/run.js';
 import { mergeEvents } from '../../threads/log.js';
@@ -10,12 +10,14 @@ import { mergeEvents } from '../../threads/log.js';
  * slow WebSocket gets fewer, larger events rather than a growing backlog. The run's events are
  * shared with other views and never changed here: a merge makes a new event.
  */
-export class RunEventStream implements AsyncIterableIterator<SequencedEvent> {
+export class RunEventStream implements AsyncIterableIterator<SequencedEvent>, EventHandover<SequencedEvent> {
   private buffer: SequencedEvent[] = [];
   private head = 0;
   /** Whether the last buffered event is a merged copy of this view's own (safe to extend). */
   private lastIsOwn = false;
   private waiting: ((result: IteratorResult<SequencedEvent>) => void) | undefined;
+  /** The consumer that asked for the next event (`request`), when it waits for one. */
+  private consumer: EventConsumer<SequencedEvent> | undefined;
   private finished = false;
   private closed = false;
   private readonly unsubscribe: () => void;
@@ -31,6 +33,12 @@ export class RunEventStream implements AsyncIterableIterator<SequencedEvent> {
   private readonly listener = (event: SequencedEvent): void => {
     if (this.closed) return;
     if (event.type === 'RunFinished') this.finished = true;
+    const consumer = this.consumer;
+    if (consumer) {
+      this.consumer = undefined;
+      consumer.take(event);
+      return;
+    }
     const waiting = this.waiting;
     if (waiting) {
       this.waiting = undefined;
@@ -51,15 +59,7 @@ export class RunEventStream implements AsyncIterableIterator<SequencedEvent> {
   };
 
   next(): Promise<IteratorResult<SequencedEvent>> {
-    if (this.head < this.buffer.length) {
-      const event = this.buffer[this.head++];
-      if (this.head === this.buffer.length) {
-        this.buffer.length = 0; // emptied in place: a stream drains its queue on every event
-        this.head = 0;
-        this.lastIsOwn = false;
-      }
-      return Promise.resolve({ value: event, done: false });
-    }
+    if (this.head < this.buffer.length) return Promise.resolve({ value: this.shift(), done: false });
     if (this.finished || this.closed) {
       this.closed = true;
       return Promise.resolve({ value: undefined, done: true });
@@ -69,12 +69,33 @@ export class RunEventStream implements AsyncIterableIterator<SequencedEvent> {
     });
   }
 
+  /** `next()` without a promise: `consumer.take` gets the next event, or `consumer.end` is called (see EventConsumer). */
+  request(consumer: EventConsumer<SequencedEvent>): void {
+    if (this.head < this.buffer.length) return consumer.take(this.shift());
+    if (this.finished || this.closed) {
+      this.closed = true;
+      return consumer.end();
+    }
+    this.consumer = consumer;
+  }
+
+  private shift(): SequencedEvent {
+    const event = this.buffer[this.head++];
+    if (this.head === this.buffer.length) {
+      this.buffer.length = 0; // emptied in place: a stream drains its queue on every event
+      this.head = 0;
+      this.lastIsOwn = false;
+    }
+    return event;
+  }
+
   return(): Promise<IteratorResult<SequencedEvent>> {
     const runStillGoing = !this.finished && !this.closed;
     this.closed = true;
     this.buffer = [];
     this.head = 0;
     this.unsubscribe();
+    this.consumer = undefined; // the consumer is the one leaving
     const waiting = this.waiting;
     this.waiting = undefined;
     waiting?.({ value: undefined, done: true });
