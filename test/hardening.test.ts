@@ -187,6 +187,34 @@ describe('WebSocket operations', () => {
     expect(received.filter((m) => m.id === '1')).toEqual([]);
   });
 
+  it('sends nothing more for a streaming subscription the client completed, and aborts its run', async () => {
+    const adapter = new GatedAdapter();
+    const lines: any[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const { wsUrl } = await start({ adapter, logger });
+    const socket = new WebSocket(wsUrl, 'graphql-transport-ws');
+    const received: any[] = [];
+    socket.on('message', (data) => received.push(JSON.parse(String(data))));
+    await new Promise((resolve) => socket.once('open', resolve));
+    socket.send(JSON.stringify({ type: 'connection_init' }));
+    await eventually(() => received.some((m) => m.type === 'connection_ack'), 'the connection to be acknowledged');
+    const query = 'subscription($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) { __typename ... on TextMessageContentEvent { content } } }';
+    socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query, variables: { data: runInput([userMessage('hi')]) } } }));
+    await eventually(() => adapter.started === 1, 'the run to start');
+    adapter.release('Hel');
+    await eventually(() => received.some((m) => m.id === '1' && m.payload?.data?.copilotRun?.content === 'Hel'), 'the first token');
+    socket.send(JSON.stringify({ id: '1', type: 'complete' }));
+    await eventually(() => lines.some((line) => line.operationId === '1' && line.msg === 'operation completed'), 'operation 1 to end');
+    await eventually(() => adapter.aborted === 1, 'the run to be aborted');
+    const sentBefore = received.filter((m) => m.id === '1').length;
+    adapter.release('lo');
+    socket.send(JSON.stringify({ id: '2', type: 'subscribe', payload: { query: '{ hello }' } }));
+    await eventually(() => received.some((m) => m.id === '2' && m.type === 'complete'), 'operation 2 to complete');
+    socket.close();
+    expect(received.filter((m) => m.id === '1')).toHaveLength(sentBefore);
+    expect(received.filter((m) => m.id === '1').map((m) => m.type)).not.toContain('complete');
+  });
+
   it('aborts a subscription run waiting for its first token when the socket closes', async () => {
     const adapter = new GatedAdapter();
     const { wsUrl } = await start({ adapter });

@@ -5,6 +5,7 @@ import { parse, type ExecutionArgs } from 'graphql';
 import type { RuntimeEvent, SequencedEvent } from '../src/core/events.js';
 import { MESSAGE_SUCCESS, RUN_SUCCESS } from '../src/core/status.js';
 import type { RunHandle } from '../src/engine/run.js';
+import { RunEventStream } from '../src/graphql/views/run-events.js';
 import { buildSchema } from '../src/graphql/schema.js';
 import { createSubscriber, eventsRunCompiled, toEventDocument, type ResultSink } from '../src/graphql/subscribe.js';
 import { WS_RUN } from './support/documents.js';
@@ -329,5 +330,97 @@ describe('a pushed stream (the WebSocket transport gives the lean path a sink)',
     await new Promise((resolve) => setImmediate(resolve));
     expect(aborted).toHaveLength(1);
     expect(ended()).toBe(1);
+  });
+});
+
+describe('a pushed stream, ended by its reader', () => {
+  it('before its first next(): the run is aborted, next() is done, onEnd is called once', async () => {
+    const aborted: unknown[] = [];
+    let ended = 0;
+    const sent: string[] = [];
+    const sink: ResultSink = { send: (result, written) => (sent.push(JSON.stringify(result)), setImmediate(written)) };
+    const args = { schema, document: parse(WS_TEST_RUN), variableValues: { data }, contextValue: contextFor(allEvents(), aborted) } as ExecutionArgs;
+    const stream = (await lean(args, () => ended++, sink)) as AsyncGenerator;
+    await stream.return(undefined);
+    await expect(stream.next()).resolves.toEqual({ value: undefined, done: true });
+    expect(aborted).toHaveLength(1);
+    expect(ended).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(sent).toEqual([]);
+  });
+
+  it('while a result is being written: the late write asks for nothing more', async () => {
+    const sent: string[] = [];
+    const writes: (() => void)[] = [];
+    const sink: ResultSink = { send: (result, written) => (sent.push(JSON.stringify(result)), writes.push(written)) };
+    const args = { schema, document: parse(WS_TEST_RUN), variableValues: { data }, contextValue: contextFor(allEvents()) } as ExecutionArgs;
+    const stream = (await lean(args, undefined, sink)) as AsyncGenerator;
+    const pending = stream.next();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(sent).toHaveLength(1);
+    await stream.return(undefined);
+    await expect(pending).resolves.toEqual({ value: undefined, done: true });
+    writes[0](); // the socket's write callback, after the client left
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(sent).toHaveLength(1);
+  });
+});
+
+describe("a run's view hands its events over without promises (RunEventStream.request)", () => {
+  function fakeRun() {
+    let listener: ((event: SequencedEvent) => void) | undefined;
+    const aborted: unknown[] = [];
+    const run = {
+      threadId: 't',
+      runId: 'r',
+      subscribe: (l: (event: SequencedEvent) => void) => ((listener = l), () => (listener = undefined)),
+      abort: (reason: unknown) => void aborted.push(reason),
+      finished: new Promise(() => {}),
+    } as unknown as RunHandle;
+    return { run, emit: (event: SequencedEvent) => listener?.(event), aborted, listening: () => listener !== undefined };
+  }
+  const consumer = () => {
+    const taken: SequencedEvent[] = [];
+    let ends = 0;
+    return { taken, ends: () => ends, take: (event: SequencedEvent) => void taken.push(event), end: () => void ends++ };
+  };
+  const [started, opened, content, , more, closed, , , , , , , , , , finished] = allEvents();
+
+  it('gives a waiting event at once, merging text that waited together, and the next when it comes', () => {
+    const { run, emit } = fakeRun();
+    const view = new RunEventStream(run);
+    emit(started);
+    emit(opened);
+    emit(content);
+    emit(more);
+    const c = consumer();
+    view.request(c);
+    view.request(c);
+    expect(c.taken.map((event) => event.type)).toEqual(['RunStarted', 'TextMessageStart']);
+    view.request(c);
+    expect(c.taken[2]).toMatchObject({ type: 'TextMessageContent', content: 'Hello, world "quoted" \u2603\n', sequence: more.sequence });
+    view.request(c); // nothing waits: taken when it comes, once
+    expect(c.taken).toHaveLength(3);
+    emit(closed);
+    emit(finished);
+    expect(c.taken.map((event) => event.type).slice(3)).toEqual(['TextMessageEnd']);
+    view.request(c);
+    expect(c.taken.at(-1)!.type).toBe('RunFinished');
+    view.request(c);
+    expect(c.ends()).toBe(1);
+  });
+
+  it('ends a consumer once the reader has returned, and forgets a waiting one', async () => {
+    const { run, emit, aborted, listening } = fakeRun();
+    const view = new RunEventStream(run);
+    const c = consumer();
+    view.request(c);
+    await view.return();
+    expect(listening()).toBe(false);
+    expect(aborted).toHaveLength(1);
+    emit(started);
+    expect(c.taken).toEqual([]);
+    view.request(c);
+    expect(c.ends()).toBe(1);
   });
 });

@@ -84,8 +84,9 @@ export function createSubscriber(
 
 /**
  * Where a pushed stream's results go: `send` writes one and calls `written` once it is out (or
- * dropped, the client having gone). The next event is executed only then, so a slow reader gets
- * its source's merged events (RunEventStream), not a growing backlog of results.
+ * dropped, the client having gone), never within `send` itself (a later turn or microtask: the
+ * next event is executed from `written`). The next event is executed only then, so a slow reader
+ * gets its source's merged events (RunEventStream), not a growing backlog of results.
  */
 export interface ResultSink {
   send(result: ExecutionResult, written: () => void): void;
@@ -285,19 +286,33 @@ class EventPushStream implements AsyncGenerator<ExecutionResult>, EventConsumer<
     }
   }
 
-  /** The sink has written a result: the next event, please. */
+  /**
+   * The sink has written a result: the next event, please. Called from the socket's write callback,
+   * where a throw would be uncaught: nothing may escape.
+   */
   private readonly written = (): void => {
-    if (!this.done) this.source.request(this);
+    if (this.done) return;
+    try {
+      this.source.request(this);
+    } catch (error) {
+      this.failed(error);
+    }
   };
 
   /**
-   * Executing an event failed (the executor's or the compiler's own error, not a field error): the
-   * stream ends with it, and the source is told to stop (see EventResponseStream.onExecutionError).
+   * Executing an event failed (the executor's or the compiler's own error, not a field error), or
+   * the sink threw: the stream ends with it, and the source is told to stop (see
+   * EventResponseStream.onExecutionError). `take` runs within the run's own event, so the run is
+   * aborted there and then, not a microtask later as on the pulled path; its abort is guarded.
    */
   private failed(error: unknown): void {
     if (!this.close()) return;
-    void Promise.allSettled([this.source.return?.()]);
     this.reject?.(error);
+    try {
+      void Promise.resolve(this.source.return?.()).catch(() => {});
+    } catch {
+      // The source could not be told: it has failed itself.
+    }
   }
 
   async return(): Promise<IteratorResult<ExecutionResult>> {
@@ -312,16 +327,23 @@ class EventPushStream implements AsyncGenerator<ExecutionResult>, EventConsumer<
 
   /** Ends the stream from the reader's side: the source is told to stop (unless it already had). */
   private async stop(): Promise<void> {
-    if (!this.close()) return;
-    this.settle?.(DONE);
-    await this.source.return?.();
+    const first = this.close();
+    this.settle?.(DONE); // settling twice changes nothing
+    if (first) await this.source.return?.();
   }
 
-  /** Marks the stream done and tells `onEnd`, once: whether this call was the one. */
+  /**
+   * Marks the stream done and tells `onEnd`, once: whether this call was the one. `onEnd` (a log
+   * line) must not keep the reader waiting: what it throws is dropped.
+   */
   private close(): boolean {
     if (this.done) return false;
     this.done = true;
-    this.onEnd?.();
+    try {
+      this.onEnd?.();
+    } catch {
+      // Nothing to tell: the operation's end is its log line.
+    }
     return true;
   }
 

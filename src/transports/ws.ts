@@ -40,14 +40,14 @@ export interface WsTransportOptions {
 }
 
 /**
- * What graphql-ws keeps per connection (its `extra`): with access control on, the client's address
- * and the upgrade's Authorization header, then who was admitted. Empty otherwise: thousands are held.
+ * What graphql-ws keeps per connection (its `extra`): the socket (subscriptions write their `next`
+ * messages to it, WsResultSink), and with access control on the client's address and the upgrade's
+ * Authorization header, then who was admitted. Nothing else: thousands are held.
  */
 interface ConnectionExtra {
   socket?: WebSocket;
   facts?: ConnectionFacts;
   admitted?: Admitted;
-  close?: (code: number, reason: string) => void;
   /**
    * The payload taken out of the subscribe message graphql-ws is handling (see `slimSubscribe`):
    * set just before the message is handed over, cleared just after. graphql-ws calls onSubscribe
@@ -66,7 +66,8 @@ interface SubscribePayload {
 
 /**
  * The per-operation context, plus the controller that aborts the operation's run (not for
- * subscriptions) and a way to let go of the subscribe message's variables and query.
+ * subscriptions), the subscribe message's payload (let go of once a stream exists) and, for
+ * subscriptions, where a pushed stream writes.
  */
 type OperationContext = GatewayContext & {
   controller: AbortController | undefined;
@@ -145,7 +146,7 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
             if ('error' in admission) {
               if (admission.error.code === 'UNAUTHENTICATED') return false;
               logger.warn({ code: admission.error.code, transport: 'ws' }, 'a WebSocket connection could not be authenticated now');
-              ctx.extra.close?.(1013, 'Try again later');
+              ctx.extra.socket?.close(1013, 'Try again later');
               return false;
             }
             ctx.extra.admitted = admission;
@@ -201,6 +202,9 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
       // per-event variable coercion; events run on the document compiled by graphql-jit.
       subscribe: (args) => serveSubscription(args, subscribe),
       onError: (_ctx, _id, _payload, errors) => errors.map(formatForWs),
+      // Pushed subscriptions write their `next` messages themselves (WsResultSink) with this hook.
+      // graphql-ws's `jsonMessageReplacer` and `onOperation` are not set: a pushed stream would not
+      // see them. Setting one means setting it there too.
       onNext: (_ctx, _id, _payload, _args, result) => withWsErrors(result),
     },
   );
@@ -210,7 +214,6 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
   const shared: ConnectionShared = { protocol, logger, operations, keepAlive, onConnection: options.onConnection };
   wss.on('connection', (socket, request) => {
     const extra: ConnectionExtra = needsFacts ? { socket, facts: access.connectionFacts(request) } : { socket };
-    if (access.authenticating) extra.close = (code, reason) => socket.close(code, reason);
     WsConnection.serve(socket, shared, extra);
   });
   // `ws` re-emits the HTTP server's errors (such as EADDRINUSE, which listen() reports itself);
@@ -456,7 +459,9 @@ const DONE: IteratorResult<never> = Object.freeze({ value: undefined, done: true
  * loop step per event: a pending promise and its reactions per stream, replaced at every token (and
  * so promoted to the old generation), and an async step with two more per message. graphql-ws still
  * does everything else: the handshake, `complete` and `error` messages, and ending the operation.
- * test/ws.test.ts compares the frames with graphql-ws's `stringifyMessage` of the same results.
+ * graphql-ws would check each message before sending it; these always pass (a non-empty id, an
+ * object payload). test/ws.test.ts compares the frames with those graphql-ws's own server sends for
+ * the same results.
  */
 class WsResultSink implements ResultSink {
   constructor(
