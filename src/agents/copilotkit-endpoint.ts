@@ -252,7 +252,7 @@ export class CopilotKitEndpoint implements AgentSource, ActionSource {
     };
     const interpreter = dialect === 'langgraph' ? new LangGraphEventInterpreter(out, name, request.logger) : new RuntimeEventInterpreter(out, name, request.logger);
     // Lines are handed to the interpreter synchronously as each read arrives: no await per line.
-    const lines = new JsonLinesDecoder(who(name), ({ value, line }) => interpreter.handle(value, line));
+    const lines = new JsonLinesDecoder(who(name), (value, line) => interpreter.handle(value, line));
     await this.upstream.stream(
       {
         url: `${this.url}/agents/execute`,

@@ -27,29 +27,23 @@ export class RuntimeEventInterpreter {
 
   handle(event: unknown, line: number): void {
     const e = eventObject(event, this.agentName, line);
-    const field = (name: string): string => {
-      const value = e[name];
-      if (typeof value !== 'string' || value === '') throw badAgentResponse(this.agentName, `a ${String(e.type)} event without "${name}" on line ${line}`);
-      return value;
-    };
-    const optional = (name: string): string | null => (typeof e[name] === 'string' && e[name] !== '' ? (e[name] as string) : null);
     switch (e.type) {
       case 'TextMessageStart': {
-        const agentId = field('messageId');
+        const agentId = this.field(e, 'messageId', line);
         if (this.texts.has(agentId)) return;
-        const id = this.out.textStart(agentId, this.parent(optional('parentMessageId')));
+        const id = this.out.textStart(agentId, this.parent(optional(e, 'parentMessageId')));
         this.texts.set(agentId, id);
         this.ids.set(agentId, id);
         return;
       }
       case 'TextMessageContent': {
-        const id = this.texts.get(field('messageId'));
+        const id = this.texts.get(this.field(e, 'messageId', line));
         if (id === undefined) return this.skip(e, line);
         this.out.textContent(id, asText(e.content));
         return;
       }
       case 'TextMessageEnd': {
-        const agentId = field('messageId');
+        const agentId = this.field(e, 'messageId', line);
         const id = this.texts.get(agentId);
         if (id === undefined) return this.skip(e, line);
         this.texts.delete(agentId);
@@ -57,22 +51,22 @@ export class RuntimeEventInterpreter {
         return;
       }
       case 'ActionExecutionStart': {
-        const agentId = field('actionExecutionId');
+        const agentId = this.field(e, 'actionExecutionId', line);
         if (this.calls.has(agentId)) return;
-        const name = field('actionName');
-        const id = this.out.actionStart(agentId, name, this.parent(optional('parentMessageId')));
+        const name = this.field(e, 'actionName', line);
+        const id = this.out.actionStart(agentId, name, this.parent(optional(e, 'parentMessageId')));
         this.calls.set(agentId, { id, name });
         this.ids.set(agentId, id);
         return;
       }
       case 'ActionExecutionArgs': {
-        const call = this.calls.get(field('actionExecutionId'));
+        const call = this.calls.get(this.field(e, 'actionExecutionId', line));
         if (call === undefined) return this.skip(e, line);
         this.out.actionArgs(call.id, asText(e.args));
         return;
       }
       case 'ActionExecutionEnd': {
-        const agentId = field('actionExecutionId');
+        const agentId = this.field(e, 'actionExecutionId', line);
         const call = this.calls.get(agentId);
         if (call === undefined) return this.skip(e, line);
         this.calls.delete(agentId);
@@ -80,7 +74,7 @@ export class RuntimeEventInterpreter {
         return;
       }
       case 'ActionExecutionResult': {
-        const agentId = field('actionExecutionId');
+        const agentId = this.field(e, 'actionExecutionId', line);
         const open = this.calls.get(agentId);
         if (open) {
           this.calls.delete(agentId);
@@ -89,18 +83,18 @@ export class RuntimeEventInterpreter {
         const id = this.ids.get(agentId) ?? agentId;
         if (this.results.has(id)) return this.skip(e, line);
         this.results.add(id);
-        this.out.actionResult(id, optional('actionName') ?? open?.name ?? '', asText(e.result));
+        this.out.actionResult(id, optional(e, 'actionName') ?? open?.name ?? '', asText(e.result));
         return;
       }
       case 'AgentStateMessage':
         this.out.agentState({
-          agentName: optional('agentName') ?? this.agentName,
-          nodeName: optional('nodeName') ?? '',
+          agentName: optional(e, 'agentName') ?? this.agentName,
+          nodeName: optional(e, 'nodeName') ?? '',
           state: typeof e.state === 'string' ? e.state : JSON.stringify(e.state ?? {}),
           running: e.running !== false,
           active: e.active !== false,
-          ...(optional('threadId') ? { threadId: optional('threadId')! } : {}),
-          ...(optional('runId') ? { runId: optional('runId')! } : {}),
+          ...(optional(e, 'threadId') ? { threadId: optional(e, 'threadId')! } : {}),
+          ...(optional(e, 'runId') ? { runId: optional(e, 'runId')! } : {}),
         });
         return;
       case 'MetaEvent':
@@ -131,6 +125,13 @@ export class RuntimeEventInterpreter {
     }
   }
 
+  /** A string field the event must have (not empty): an agent that leaves it out sent a bad response. */
+  private field(e: Record<string, unknown>, name: string, line: number): string {
+    const value = e[name];
+    if (typeof value !== 'string' || value === '') throw badAgentResponse(this.agentName, `a ${String(e.type)} event without "${name}" on line ${line}`);
+    return value;
+  }
+
   private parent(agentId: string | null): string | null {
     return agentId === null ? null : (this.ids.get(agentId) ?? agentId);
   }
@@ -138,4 +139,10 @@ export class RuntimeEventInterpreter {
   private skip(e: Record<string, unknown>, line: number): void {
     this.logger.debug({ agent: this.agentName, type: e.type, name: e.name, line }, 'agent event skipped');
   }
+}
+
+/** A string field the event may have: its value, or null when it is absent or empty. */
+function optional(e: Record<string, unknown>, name: string): string | null {
+  const value = e[name];
+  return typeof value === 'string' && value !== '' ? value : null;
 }

@@ -26,7 +26,8 @@ export class JsonLinesDecoder {
 
   constructor(
     private readonly who: string,
-    private readonly onLine: (line: JsonLine) => void,
+    /** Each line's value and its position (no object per line: an agent sends a line per token). */
+    private readonly onLine: (value: unknown, line: number) => void,
   ) {}
 
   feed(chunk: Uint8Array): void {
@@ -68,14 +69,14 @@ export class JsonLinesDecoder {
         cause: new Error(`line ${lineNumber}: ${text.slice(0, 200)}`),
       });
     }
-    this.onLine({ value, line: lineNumber });
+    this.onLine(value, lineNumber);
   }
 }
 
 /** The same, as an async generator over a body to iterate (for callers that want to `for await`). */
 export async function* readJsonLines(body: AsyncIterable<Uint8Array>, who: string): AsyncGenerator<JsonLine> {
   const ready: JsonLine[] = [];
-  const decoder = new JsonLinesDecoder(who, (line) => ready.push(line));
+  const decoder = new JsonLinesDecoder(who, (value, line) => ready.push({ value, line }));
   for await (const chunk of body) {
     decoder.feed(chunk);
     yield* ready.splice(0);
