@@ -330,9 +330,8 @@ function packed(events: readonly SequencedEvent[]): SequencedEvent[] {
   const out: SequencedEvent[] = [];
   for (let i = 0; i < events.length; ) {
     const event = events[i];
-    const key = chunkKey(event);
     let j = i + 1;
-    while (j < events.length && key !== undefined && chunkKey(events[j]) === key) j++;
+    while (j < events.length && continues(event, events[j])) j++;
     if (j - i < 2) {
       out.push(event);
       i = j;
@@ -368,10 +367,11 @@ function unpackedAfter(event: SequencedEvent, afterSequence: number): SequencedE
   return event;
 }
 
-function chunkKey(event: SequencedEvent): string | undefined {
-  if (event.type === 'TextMessageContent') return `t${event.messageId}`;
-  if (event.type === 'ActionExecutionArgs') return `a${event.actionExecutionId}`;
-  return undefined;
+/** Whether `next` is a chunk of the same message (or argument stream) as the chunk `event`. */
+function continues(event: SequencedEvent, next: SequencedEvent): boolean {
+  if (event.type === 'TextMessageContent') return next.type === 'TextMessageContent' && next.messageId === event.messageId;
+  if (event.type === 'ActionExecutionArgs') return next.type === 'ActionExecutionArgs' && next.actionExecutionId === event.actionExecutionId;
+  return false;
 }
 
 function chunkText(event: SequencedEvent): string {
