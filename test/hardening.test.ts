@@ -149,6 +149,21 @@ fragment S on BaseMessageOutput { ${aliased('status', '{ __typename }')} }`;
 });
 
 describe('WebSocket operations', () => {
+  /** A gateway on a gated model, its log lines, and a raw graphql-ws socket to it, acknowledged. */
+  async function gatedSocket() {
+    const adapter = new GatedAdapter();
+    const lines: any[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const { wsUrl } = await start({ adapter, logger });
+    const socket = new WebSocket(wsUrl, 'graphql-transport-ws');
+    const received: any[] = [];
+    socket.on('message', (data) => received.push(JSON.parse(String(data))));
+    await new Promise((resolve) => socket.once('open', resolve));
+    socket.send(JSON.stringify({ type: 'connection_init' }));
+    await eventually(() => received.some((m) => m.type === 'connection_ack'), 'the connection to be acknowledged');
+    return { adapter, lines, socket, received };
+  }
+
   it('aborts a run when the client completes a plain mutation still waiting for the model', async () => {
     const adapter = new GatedAdapter();
     const { wsUrl } = await start({ adapter });
@@ -164,16 +179,7 @@ describe('WebSocket operations', () => {
   });
 
   it('sends nothing more for an operation the client completed', async () => {
-    const adapter = new GatedAdapter();
-    const lines: any[] = [];
-    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
-    const { wsUrl } = await start({ adapter, logger });
-    const socket = new WebSocket(wsUrl, 'graphql-transport-ws');
-    const received: any[] = [];
-    socket.on('message', (data) => received.push(JSON.parse(String(data))));
-    await new Promise((resolve) => socket.once('open', resolve));
-    socket.send(JSON.stringify({ type: 'connection_init' }));
-    await eventually(() => received.some((m) => m.type === 'connection_ack'), 'the connection to be acknowledged');
+    const { adapter, lines, socket, received } = await gatedSocket();
     const mutation = MUTATION('generateCopilotResponse(data: $data) { status { ... on BaseResponseStatus { code } } }');
     socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: mutation, variables: { data: runInput([userMessage('hi')]) } } }));
     await eventually(() => adapter.started === 1, 'the run to start');
@@ -188,16 +194,7 @@ describe('WebSocket operations', () => {
   });
 
   it('sends nothing more for a streaming subscription the client completed, and aborts its run', async () => {
-    const adapter = new GatedAdapter();
-    const lines: any[] = [];
-    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
-    const { wsUrl } = await start({ adapter, logger });
-    const socket = new WebSocket(wsUrl, 'graphql-transport-ws');
-    const received: any[] = [];
-    socket.on('message', (data) => received.push(JSON.parse(String(data))));
-    await new Promise((resolve) => socket.once('open', resolve));
-    socket.send(JSON.stringify({ type: 'connection_init' }));
-    await eventually(() => received.some((m) => m.type === 'connection_ack'), 'the connection to be acknowledged');
+    const { adapter, lines, socket, received } = await gatedSocket();
     const query = 'subscription($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) { __typename ... on TextMessageContentEvent { content } } }';
     socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query, variables: { data: runInput([userMessage('hi')]) } } }));
     await eventually(() => adapter.started === 1, 'the run to start');
