@@ -6,6 +6,7 @@ import type { RuntimeEvent, SequencedEvent } from '../src/core/events.js';
 import { MESSAGE_SUCCESS, RUN_SUCCESS } from '../src/core/status.js';
 import type { RunHandle } from '../src/engine/run.js';
 import { RunEventStream } from '../src/graphql/views/run-events.js';
+import { EventFeed } from '../src/threads/feed.js';
 import { buildSchema } from '../src/graphql/schema.js';
 import { createSubscriber, eventsRunCompiled, toEventDocument, type ResultSink } from '../src/graphql/subscribe.js';
 import { WS_RUN } from './support/documents.js';
@@ -382,7 +383,15 @@ describe("a run's view hands its events over without promises (RunEventStream.re
   const consumer = () => {
     const taken: SequencedEvent[] = [];
     let ends = 0;
-    return { taken, ends: () => ends, take: (event: SequencedEvent) => void taken.push(event), end: () => void ends++ };
+    return {
+      taken,
+      ends: () => ends,
+      take: (event: SequencedEvent) => void taken.push(event),
+      end: () => void ends++,
+      fail: (error: unknown) => {
+        throw error;
+      },
+    };
   };
   const [started, opened, content, , more, closed, , , , , , , , , , finished] = allEvents();
 
@@ -422,5 +431,113 @@ describe("a run's view hands its events over without promises (RunEventStream.re
     expect(c.taken).toEqual([]);
     view.request(c);
     expect(c.ends()).toBe(1);
+  });
+});
+
+describe('a joined run (joinCopilotRun) is pushed too', () => {
+  const JOIN = `subscription($threadId: String!, $runId: String) {
+    joinCopilotRun(threadId: $threadId, runId: $runId) { __typename ... on RunEvent { sequence } ... on TextMessageContentEvent { content } }
+  }`;
+
+  /** A context whose thread service feeds `events` (one a turn), then fails with `failWith` if given. */
+  function joinContext(events: readonly SequencedEvent[], failWith?: Error) {
+    const threads = {
+      joinable: async () => ({ runId: 'run-1' }),
+      follow: () => {
+        const feed = new EventFeed(-1);
+        void (async () => {
+          for (const event of events) {
+            await new Promise((resolve) => setImmediate(resolve));
+            feed.push(event);
+          }
+          if (failWith) feed.fail(failWith);
+        })();
+        return feed;
+      },
+    };
+    return { ...contextFor([]), launcher: { threads } };
+  }
+
+  it('with the bytes the executor sends', async () => {
+    const run = (subscriber: (args: ExecutionArgs) => any) =>
+      (async () => {
+        const args = { schema, document: parse(JOIN), variableValues: { threadId: 'thread-1' }, contextValue: joinContext(allEvents()) } as ExecutionArgs;
+        const result = await subscriber(args);
+        const out: string[] = [];
+        for await (const payload of result) out.push(JSON.stringify(payload));
+        return out;
+      })();
+    const expected = await run(executorSubscribe as any);
+    expect(expected).toHaveLength(allEvents().length);
+    expect(await run(lean)).toEqual(expected);
+    const sent: string[] = [];
+    let pushed = false;
+    const sink: ResultSink = { send: (result, written) => ((pushed = true), sent.push(JSON.stringify(result)), setImmediate(written)) };
+    expect(await run((args) => lean(args, undefined, sink))).toEqual([]);
+    expect(pushed).toBe(true);
+    expect(sent).toEqual(expected);
+  });
+
+  it('and a feed that fails rejects its reader with the error, as a pulled one would', async () => {
+    let ended = 0;
+    const sink: ResultSink = { send: (_result, written) => setImmediate(written) };
+    const args = {
+      schema,
+      document: parse(JOIN),
+      variableValues: { threadId: 'thread-1' },
+      contextValue: joinContext(allEvents().slice(0, 3), new Error('the store went away')),
+    } as ExecutionArgs;
+    const stream = (await lean(args, () => ended++, sink)) as AsyncGenerator;
+    await expect(stream.next()).rejects.toThrow('the store went away');
+    expect(ended).toBe(1);
+  });
+});
+
+describe('an event feed hands its events over without promises (EventFeed.request)', () => {
+  const consumer = () => {
+    const taken: SequencedEvent[] = [];
+    const failed: unknown[] = [];
+    let ends = 0;
+    return { taken, failed, ends: () => ends, take: (e: SequencedEvent) => void taken.push(e), end: () => void ends++, fail: (e: unknown) => void failed.push(e) };
+  };
+  const events = allEvents();
+
+  it('gives queued events at once (merged), the next when it comes, then ends after RunFinished', () => {
+    const feed = new EventFeed(-1);
+    feed.push(events[0]);
+    feed.push(events[1]);
+    feed.push(events[2]);
+    feed.push({ ...events[2], content: 'more', sequence: 3 } as SequencedEvent);
+    const c = consumer();
+    feed.request(c);
+    feed.request(c);
+    feed.request(c);
+    expect(c.taken.map((e) => e.type)).toEqual(['RunStarted', 'TextMessageStart', 'TextMessageContent']);
+    expect(c.taken[2]).toMatchObject({ content: 'Hello, more', sequence: 3 });
+    feed.request(c);
+    feed.push(events[3]); // a sequence already taken: skipped
+    feed.push({ ...events[15], sequence: 20 } as SequencedEvent);
+    expect(c.taken.at(-1)!.type).toBe('RunFinished');
+    feed.request(c);
+    expect(c.ends()).toBe(1);
+  });
+
+  it('fails a waiting consumer, or the next one to ask, with the store\'s error; forgets one that returned', async () => {
+    const waiting = new EventFeed(-1);
+    const c = consumer();
+    waiting.request(c);
+    waiting.fail(new Error('lost'));
+    expect(c.failed).toHaveLength(1);
+    const later = new EventFeed(-1);
+    later.fail(new Error('lost'));
+    const d = consumer();
+    later.request(d);
+    expect(d.failed).toHaveLength(1);
+    const left = new EventFeed(-1);
+    const e = consumer();
+    left.request(e);
+    await left.return();
+    left.push(events[0]);
+    expect(e.taken).toEqual([]);
   });
 });

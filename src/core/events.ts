@@ -73,12 +73,14 @@ export type RunListener = (event: SequencedEvent) => void;
 /**
  * Takes a stream's items one at a time, without a promise per item: it asks for the next one
  * (`EventHandover.request`), and the stream calls `take` once with it, at once when one waits or
- * when it comes, or `end` once there are no more. A gateway holding thousands of streams keeps no
+ * when it comes; or `end` once there are no more; or `fail` when the stream cannot go on (what a
+ * pulled stream's `next()` would reject with). A gateway holding thousands of streams keeps no
  * pending promise per stream and token this way (graphql/subscribe.ts).
  */
 export interface EventConsumer<T> {
   take(item: T): void;
   end(): void;
+  fail(error: unknown): void;
 }
 
 /** A stream that can hand its items over to an `EventConsumer`. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { GatewayError } from '../core/errors.js';
-import type { SequencedEvent } from '../core/events.js';
+import type { EventConsumer, EventHandover, SequencedEvent } from '../core/events.js';
 import type { Message } from '../core/messages.js';
 import type { Principal } from '../core/principal.js';
 import { EventFeed } from '../threads/feed.js';
@@ -182,7 +182,7 @@ export class ThreadService {
    * The run's events after `afterSequence`, stored then live (see ThreadStore.follow). Followers are
    * tracked, so that a shutdown can end them (`endFollows`) instead of holding the process open.
    */
-  follow(threadId: string, runId: string, afterSequence: number): AsyncIterableIterator<SequencedEvent> {
+  follow(threadId: string, runId: string, afterSequence: number): AsyncIterableIterator<SequencedEvent> & Partial<EventHandover<SequencedEvent>> {
     const feed = this.store.follow(threadId, runId, afterSequence);
     if (this.ending) {
       void feed.return?.();
@@ -192,7 +192,24 @@ export class ThreadService {
     const follows = this.follows;
     follows.add(feed);
     const release = () => follows.delete(feed);
+    // A pushed reader (graphql/subscribe.ts) takes the events without promises; the feed is let go
+    // of, as for a pulled one, when it ends or fails.
+    let tracked: EventConsumer<SequencedEvent> | undefined;
     return {
+      request: (consumer: EventConsumer<SequencedEvent>) => {
+        tracked ??= {
+          take: (event) => consumer.take(event),
+          end: () => {
+            release();
+            consumer.end();
+          },
+          fail: (error) => {
+            release();
+            consumer.fail(error);
+          },
+        };
+        feed.request(tracked);
+      },
       next: () =>
         feed.next().then(
           (result) => {

@@ -276,6 +276,11 @@ class EventPushStream implements AsyncGenerator<ExecutionResult>, EventConsumer<
     if (this.close()) this.settle?.(DONE);
   }
 
+  /** EventConsumer: the source failed (and has ended itself): the reader gets its error, as from a pulled `next()`. */
+  fail(error: unknown): void {
+    if (this.close()) this.reject?.(error);
+  }
+
   private send(result: EventResult): void {
     if (this.done) return;
     try {

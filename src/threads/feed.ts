@@ -1,4 +1,4 @@
-import type { SequencedEvent } from '../core/events.js';
+import type { EventConsumer, EventHandover, SequencedEvent } from '../core/events.js';
 import { mergeEvents } from './log.js';
 
 /**
@@ -8,11 +8,13 @@ import { mergeEvents } from './log.js';
  * chunks of one message waiting in the queue are merged (lossless, the last chunk's sequence).
  * `return()` (the reader leaving) calls `onClose` so the store stops feeding it.
  */
-export class EventFeed implements AsyncIterableIterator<SequencedEvent> {
+export class EventFeed implements AsyncIterableIterator<SequencedEvent>, EventHandover<SequencedEvent> {
   private queue: SequencedEvent[] = [];
   private head = 0;
   private lastIsOwn = false;
   private waiting: { resolve: (result: IteratorResult<SequencedEvent>) => void; reject: (error: unknown) => void } | undefined;
+  /** The consumer that asked for the next event (`request`), when it waits for one. */
+  private consumer: EventConsumer<SequencedEvent> | undefined;
   private finished = false;
   private closed = false;
   private error: unknown;
@@ -43,8 +45,12 @@ export class EventFeed implements AsyncIterableIterator<SequencedEvent> {
     if (this.finished || this.closed || event.sequence <= this.last) return;
     this.last = event.sequence;
     if (event.type === 'RunFinished') this.finished = true;
+    const consumer = this.consumer;
     const waiting = this.waiting;
-    if (waiting) {
+    if (consumer) {
+      this.consumer = undefined;
+      consumer.take(event);
+    } else if (waiting) {
       this.waiting = undefined;
       waiting.resolve({ value: event, done: false });
     } else {
@@ -71,6 +77,9 @@ export class EventFeed implements AsyncIterableIterator<SequencedEvent> {
     const waiting = this.waiting;
     this.waiting = undefined;
     waiting?.resolve({ value: undefined, done: true });
+    const consumer = this.consumer;
+    this.consumer = undefined;
+    consumer?.end();
     this.close();
   }
 
@@ -79,22 +88,17 @@ export class EventFeed implements AsyncIterableIterator<SequencedEvent> {
     if (this.finished || this.closed) return;
     this.finished = true;
     const waiting = this.waiting;
+    const consumer = this.consumer;
     this.waiting = undefined;
+    this.consumer = undefined;
     if (waiting) waiting.reject(error);
+    else if (consumer) consumer.fail(error);
     else this.error = error;
     this.close();
   }
 
   next(): Promise<IteratorResult<SequencedEvent>> {
-    if (this.head < this.queue.length) {
-      const event = this.queue[this.head++];
-      if (this.head === this.queue.length) {
-        this.queue = [];
-        this.head = 0;
-        this.lastIsOwn = false;
-      }
-      return Promise.resolve({ value: event, done: false });
-    }
+    if (this.head < this.queue.length) return Promise.resolve({ value: this.shift(), done: false });
     if (this.error !== undefined) {
       const error = this.error;
       this.error = undefined;
@@ -106,9 +110,32 @@ export class EventFeed implements AsyncIterableIterator<SequencedEvent> {
     });
   }
 
+  /** `next()` without a promise (see EventConsumer): `take`, `fail` or `end`, once. */
+  request(consumer: EventConsumer<SequencedEvent>): void {
+    if (this.head < this.queue.length) return consumer.take(this.shift());
+    if (this.error !== undefined) {
+      const error = this.error;
+      this.error = undefined;
+      return consumer.fail(error);
+    }
+    if (this.finished || this.closed) return consumer.end();
+    this.consumer = consumer;
+  }
+
+  private shift(): SequencedEvent {
+    const event = this.queue[this.head++];
+    if (this.head === this.queue.length) {
+      this.queue = [];
+      this.head = 0;
+      this.lastIsOwn = false;
+    }
+    return event;
+  }
+
   return(): Promise<IteratorResult<SequencedEvent>> {
     this.queue = [];
     this.head = 0;
+    this.consumer = undefined; // the consumer is the one leaving
     this.close();
     const waiting = this.waiting;
     this.waiting = undefined;

@@ -157,7 +157,7 @@ export class MemoryThreadStore implements ThreadStore {
     return run && { ...run.record };
   }
 
-  follow(threadId: string, runId: string, afterSequence: number): AsyncIterableIterator<SequencedEvent> {
+  follow(threadId: string, runId: string, afterSequence: number): EventFeed {
     const feed = new EventFeed(afterSequence);
     const run = this.findRun(threadId, runId);
     if (!run) {

@@ -262,7 +262,7 @@ export class RedisThreadStore implements ThreadStore {
    * third of the lease each make it read the log again, so a follower never waits on an event it
    * missed.
    */
-  follow(threadId: string, runId: string, afterSequence: number): AsyncIterableIterator<SequencedEvent> {
+  follow(threadId: string, runId: string, afterSequence: number): EventFeed {
     const feed = new EventFeed(afterSequence);
     const channel = this.liveChannel(threadId, runId);
     let reading = false;

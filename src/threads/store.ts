@@ -1,5 +1,5 @@
 import { GatewayError } from '../core/errors.js';
-import type { SequencedEvent } from '../core/events.js';
+import type { EventHandover, SequencedEvent } from '../core/events.js';
 import type { Message } from '../core/messages.js';
 import type { RunStatus } from '../core/status.js';
 
@@ -42,9 +42,10 @@ export interface ThreadStore {
   run(threadId: string, runId?: string): Promise<RunRecord | undefined>;
   /**
    * The run's events after `afterSequence` (-1 for all), in order: those stored, then live ones as the
-   * run emits them, until its RunFinished. The reader leaves with `return()`. The run must exist (see `run`).
+   * run emits them, until its RunFinished. Read them with `next()` or `request()` (EventHandover). The
+   * reader leaves with `return()`. The run must exist (see `run`).
    */
-  follow(threadId: string, runId: string, afterSequence: number): AsyncIterableIterator<SequencedEvent>;
+  follow(threadId: string, runId: string, afterSequence: number): AsyncIterableIterator<SequencedEvent> & EventHandover<SequencedEvent>;
   /**
    * Asks whichever instance runs the thread's active run (the given one, or whichever is running) to
    * stop it; resolves with the id of the run asked, or undefined when none is running. A run whose
