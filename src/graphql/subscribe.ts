@@ -107,6 +107,35 @@ const NO_VARIABLES = Object.freeze({});
 const DONE: IteratorResult<never> = Object.freeze({ value: undefined, done: true }) as IteratorResult<never>;
 
 /**
+ * What a response stream does when its reader ends it (`return()`, `throw()`, disposal): it stops,
+ * telling its source (see each stream's `stop`).
+ */
+abstract class ResponseStream implements AsyncGenerator<ExecutionResult> {
+  abstract next(): Promise<IteratorResult<ExecutionResult>>;
+
+  /** Ends the stream from the reader's side. */
+  protected abstract stop(): Promise<void>;
+
+  async return(): Promise<IteratorResult<ExecutionResult>> {
+    await this.stop();
+    return DONE;
+  }
+
+  async throw(error?: unknown): Promise<IteratorResult<ExecutionResult>> {
+    await this.stop();
+    throw error;
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
+  }
+}
+
+/**
  * The response stream: each source event executed as it is read (MapSourceToResponseEvent). An event
  * whose selection uses @defer/@stream yields its initial result, then each subsequent payload, as the
  * tools executor does. `return()` and `throw()` end the source stream (which aborts its run), and
@@ -116,7 +145,7 @@ const DONE: IteratorResult<never> = Object.freeze({ value: undefined, done: true
  * its life waiting for its next event, and an awaiting async method holds a frame, two closures and
  * two promises for it, replaced (and so promoted to the old generation) at every event.
  */
-class EventResponseStream implements AsyncGenerator<ExecutionResult> {
+class EventResponseStream extends ResponseStream {
   private pending: AsyncIterator<ExecutionResult> | undefined;
   private done = false;
   private ended = false;
@@ -125,7 +154,9 @@ class EventResponseStream implements AsyncGenerator<ExecutionResult> {
     private readonly source: AsyncIterator<unknown>,
     private readonly execution: EventExecution,
     private readonly onEnd: (() => void) | undefined,
-  ) {}
+  ) {
+    super();
+  }
 
   next(): Promise<IteratorResult<ExecutionResult>> {
     if (this.pending) return this.pending.next().then(this.onPart, this.onExecutionError);
@@ -185,18 +216,8 @@ class EventResponseStream implements AsyncGenerator<ExecutionResult> {
     throw error;
   };
 
-  async return(): Promise<IteratorResult<ExecutionResult>> {
-    await this.stop();
-    return DONE;
-  }
-
-  async throw(error?: unknown): Promise<IteratorResult<ExecutionResult>> {
-    await this.stop();
-    throw error;
-  }
-
   /** Ends the stream from the reader's side: the source is told to stop (unless it already had). */
-  private async stop(): Promise<void> {
+  protected async stop(): Promise<void> {
     const sourceDone = this.done && !this.pending;
     this.done = true;
     this.end();
@@ -212,13 +233,6 @@ class EventResponseStream implements AsyncGenerator<ExecutionResult> {
     this.onEnd?.();
   }
 
-  [Symbol.asyncIterator](): this {
-    return this;
-  }
-
-  async [Symbol.asyncDispose](): Promise<void> {
-    await this.stop();
-  }
 }
 
 /**
@@ -228,7 +242,7 @@ class EventResponseStream implements AsyncGenerator<ExecutionResult> {
  * EventResponseStream executes them (compiled documents only: no incremental parts). `onEnd` is
  * called once, however it ends.
  */
-class EventPushStream implements AsyncGenerator<ExecutionResult>, EventConsumer<unknown> {
+class EventPushStream extends ResponseStream implements EventConsumer<unknown> {
   private started = false;
   private done = false;
   private settle: ((result: IteratorResult<ExecutionResult>) => void) | undefined;
@@ -239,7 +253,9 @@ class EventPushStream implements AsyncGenerator<ExecutionResult>, EventConsumer<
     private readonly execution: EventExecution,
     private readonly sink: ResultSink,
     private readonly onEnd: (() => void) | undefined,
-  ) {}
+  ) {
+    super();
+  }
 
   next(): Promise<IteratorResult<ExecutionResult>> {
     // One reader, one call: the stream is pushed from here on.
@@ -320,18 +336,8 @@ class EventPushStream implements AsyncGenerator<ExecutionResult>, EventConsumer<
     }
   }
 
-  async return(): Promise<IteratorResult<ExecutionResult>> {
-    await this.stop();
-    return DONE;
-  }
-
-  async throw(error?: unknown): Promise<IteratorResult<ExecutionResult>> {
-    await this.stop();
-    throw error;
-  }
-
   /** Ends the stream from the reader's side: the source is told to stop (unless it already had). */
-  private async stop(): Promise<void> {
+  protected async stop(): Promise<void> {
     const first = this.close();
     this.settle?.(DONE); // settling twice changes nothing
     if (first) await this.source.return?.();
@@ -352,13 +358,6 @@ class EventPushStream implements AsyncGenerator<ExecutionResult>, EventConsumer<
     return true;
   }
 
-  [Symbol.asyncIterator](): this {
-    return this;
-  }
-
-  async [Symbol.asyncDispose](): Promise<void> {
-    await this.stop();
-  }
 }
 
 type EventResult = ExecutionResult | IncrementalExecutionResults;
