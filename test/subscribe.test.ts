@@ -514,6 +514,7 @@ describe('an event feed hands its events over without promises (EventFeed.reques
     feed.request(c);
     expect(c.taken.map((e) => e.type)).toEqual(['RunStarted', 'TextMessageStart', 'TextMessageContent']);
     expect(c.taken[2]).toMatchObject({ content: 'Hello, more', sequence: 3 });
+    expect(events[2]).toMatchObject({ content: 'Hello, ', sequence: 2 }); // the shared event is left as it was
     feed.request(c);
     feed.push(events[3]); // a sequence already taken: skipped
     feed.push({ ...events[15], sequence: 20 } as SequencedEvent);
@@ -538,6 +539,31 @@ describe('an event feed hands its events over without promises (EventFeed.reques
     left.request(e);
     await left.return();
     left.push(events[0]);
-    expect(e.taken).toEqual([]);
+    left.fail(new Error('lost'));
+    left.end();
+    expect([e.taken.length, e.failed.length, e.ends()]).toEqual([0, 0, 0]);
+  });
+
+  it('keeps every agent state while the reader is behind, where a run\'s view keeps only the last', () => {
+    const state = (n: number, sequence: number) => ({ ...events[3], state: `{"step":${n}}`, sequence }) as SequencedEvent;
+    const feed = new EventFeed(-1);
+    const { run, emit } = (() => {
+      let listener: ((event: SequencedEvent) => void) | undefined;
+      const run = { threadId: 't', runId: 'r', subscribe: (l: any) => ((listener = l), () => {}), abort: () => {}, finished: new Promise(() => {}) } as unknown as RunHandle;
+      return { run, emit: (event: SequencedEvent) => listener?.(event) };
+    })();
+    const view = new RunEventStream(run);
+    for (const event of [state(1, 1), state(2, 2)]) {
+      feed.push(event);
+      emit(event);
+    }
+    const fromFeed = consumer();
+    const fromView = consumer();
+    feed.request(fromFeed);
+    feed.request(fromFeed);
+    view.request(fromView);
+    view.request(fromView);
+    expect(fromFeed.taken.map((event) => (event as any).state)).toEqual(['{"step":1}', '{"step":2}']);
+    expect(fromView.taken.map((event) => (event as any).state)).toEqual(['{"step":2}']);
   });
 });

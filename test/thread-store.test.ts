@@ -2,7 +2,10 @@ import { describe, expect, it } from '@jest/globals';
 import type { SequencedEvent } from '../src/core/events.js';
 import type { Message } from '../src/core/messages.js';
 import { RUN_SUCCESS } from '../src/core/status.js';
-import { withHistory } from '../src/engine/threads.js';
+import { ThreadService, withHistory } from '../src/engine/threads.js';
+import { GatewayError } from '../src/core/errors.js';
+import type { EventConsumer } from '../src/core/events.js';
+import { silentLogger } from './support/harness.js';
 import { EventFeed } from '../src/threads/feed.js';
 import { closingEvents } from '../src/threads/log.js';
 import { MemoryThreadStore } from '../src/threads/memory.js';
@@ -193,5 +196,64 @@ describe('/ready', () => {
     const response = await fetch(new URL('/ready', gateway.url));
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ status: 'ready', checks: { listening: true, draining: false, threadStore: { kind: 'memory', reachable: true } } });
+  });
+});
+
+describe("the thread service's follow, read pushed (joinCopilotRun over WebSocket)", () => {
+  function consumer(follow: any) {
+    const taken: SequencedEvent[] = [];
+    const failed: unknown[] = [];
+    let ends = 0;
+    const c: EventConsumer<SequencedEvent> = {
+      take: (event) => {
+        taken.push(event);
+        follow.request(c); // as a pushed stream asks again once its result is written
+      },
+      end: () => void ends++,
+      fail: (error) => void failed.push(error),
+    };
+    return { c, taken, failed, ends: () => ends };
+  }
+  const follows = (service: ThreadService) => (service as unknown as { follows: Set<unknown> }).follows.size;
+
+  it('hands the events over and lets the feed go at the run\'s end', async () => {
+    const s = store();
+    const service = new ThreadService(s, { onBusy: 'refuse', onStoreFailure: 'serve' }, silentLogger);
+    const runId = await record(s, 'joined', [text('u', 'user', 'hi')], runEvents('r-joined', 3));
+    const follow = service.follow('joined', runId, -1);
+    expect(typeof follow.request).toBe('function');
+    expect(follows(service)).toBe(1);
+    const reader = consumer(follow);
+    follow.request!(reader.c);
+    expect(reader.taken.map((event) => event.type)).toEqual(['RunStarted', 'TextMessageStart', 'TextMessageContent', 'TextMessageEnd', 'RunFinished']);
+    expect(reader.taken[2]).toMatchObject({ content: 'x'.repeat(30) }); // the stored run, its chunks packed
+    expect(reader.ends()).toBe(1);
+    expect(follows(service)).toBe(0);
+    await s.close();
+  });
+
+  it('lets the feed go when it fails (a shutdown), and when the reader leaves', async () => {
+    const s = store();
+    const service = new ThreadService(s, { onBusy: 'refuse', onStoreFailure: 'serve' }, silentLogger);
+    const { runId } = await s.claim('live', 'r-live', 'f');
+    const log = s.open('live', runId, { messages: [text('u', 'user', 'hi')], newMessages: [] });
+    log.append({ type: 'RunStarted', threadId: 'live', runId, sequence: 0 });
+    const failing = service.follow('live', runId, -1);
+    const leaving = service.follow('live', runId, -1);
+    const a = consumer(failing);
+    const b = consumer(leaving);
+    failing.request!(a.c);
+    leaving.request!(b.c);
+    expect(follows(service)).toBe(2);
+    await leaving.return!();
+    expect(follows(service)).toBe(1);
+    service.endFollows(new GatewayError('SHUTTING_DOWN', 'The gateway is shutting down.'));
+    expect(a.failed).toHaveLength(1);
+    expect(follows(service)).toBe(0);
+    log.append({ type: 'TextMessageStart', messageId: 'm', parentMessageId: null, role: 'assistant', sequence: 1 });
+    expect(a.taken).toHaveLength(1);
+    expect(b.taken).toHaveLength(1);
+    expect([b.ends(), b.failed.length]).toEqual([0, 0]);
+    await s.close();
   });
 });

@@ -194,18 +194,21 @@ export class ThreadService {
     const release = () => follows.delete(feed);
     // A pushed reader (graphql/subscribe.ts) takes the events without promises; the feed is let go
     // of, as for a pulled one, when it ends or fails.
+    // One tracking consumer per follow (not per request): it hands over to whoever asked last.
+    let current: EventConsumer<SequencedEvent> | undefined;
     let tracked: EventConsumer<SequencedEvent> | undefined;
     return {
       request: (consumer: EventConsumer<SequencedEvent>) => {
+        current = consumer;
         tracked ??= {
-          take: (event) => consumer.take(event),
+          take: (event) => current?.take(event),
           end: () => {
             release();
-            consumer.end();
+            current?.end();
           },
           fail: (error) => {
             release();
-            consumer.fail(error);
+            current?.fail(error);
           },
         };
         feed.request(tracked);

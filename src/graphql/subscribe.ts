@@ -232,7 +232,6 @@ class EventResponseStream extends ResponseStream {
     this.ended = true;
     this.onEnd?.();
   }
-
 }
 
 /**
@@ -357,7 +356,6 @@ class EventPushStream extends ResponseStream implements EventConsumer<unknown> {
     }
     return true;
   }
-
 }
 
 type EventResult = ExecutionResult | IncrementalExecutionResults;

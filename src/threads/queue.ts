@@ -17,14 +17,16 @@ export abstract class EventQueue implements AsyncIterableIterator<SequencedEvent
   private head = 0;
   /** Whether the last queued event is a merged copy of this queue's own (safe to extend). */
   private lastIsOwn = false;
-  private waiting: { resolve: (result: IteratorResult<SequencedEvent>) => void; reject: (error: unknown) => void } | undefined;
+  /** A pulled reader's pending `next()`: its resolving functions, kept apart (no object per wait). */
+  private waiting: ((result: IteratorResult<SequencedEvent>) => void) | undefined;
+  private rejectWaiting: ((error: unknown) => void) | undefined;
   /** The consumer that asked for the next event (`request`), when it waits for one. */
   private consumer: EventConsumer<SequencedEvent> | undefined;
   /** An error to give the reader once it has taken what was queued. */
   private error: unknown;
   /** No event will be added: RunFinished has come, or the source has ended or failed. */
   protected finished = false;
-  /** The reader has left (or the queue was closed): nothing more is added or taken. */
+  /** The reader has left, or the source has closed the queue: nothing more is added (what is queued is still taken). */
   protected closed = false;
 
   /** `mergeStates`: of consecutive queued AgentStateMessage events of one agent, only the last is kept. */
@@ -41,8 +43,8 @@ export abstract class EventQueue implements AsyncIterableIterator<SequencedEvent
     }
     const waiting = this.waiting;
     if (waiting) {
-      this.waiting = undefined;
-      waiting.resolve({ value: event, done: false });
+      this.waiting = this.rejectWaiting = undefined;
+      waiting({ value: event, done: false });
       return;
     }
     const last = this.queue.length > this.head ? this.queue[this.queue.length - 1] : undefined;
@@ -62,19 +64,19 @@ export abstract class EventQueue implements AsyncIterableIterator<SequencedEvent
   protected finish(): void {
     this.finished = true;
     const { waiting, consumer } = this;
-    this.waiting = undefined;
+    this.waiting = this.rejectWaiting = undefined;
     this.consumer = undefined;
-    waiting?.resolve(DONE);
+    waiting?.(DONE);
     consumer?.end();
   }
 
   /** The source cannot go on: the reader gets `error` once it has taken what was queued. */
   protected failWith(error: unknown): void {
     this.finished = true;
-    const { waiting, consumer } = this;
-    this.waiting = undefined;
+    const { rejectWaiting, consumer } = this;
+    this.waiting = this.rejectWaiting = undefined;
     this.consumer = undefined;
-    if (waiting) waiting.reject(error);
+    if (rejectWaiting) rejectWaiting(error);
     else if (consumer) consumer.fail(error);
     else this.error = error;
   }
@@ -86,8 +88,8 @@ export abstract class EventQueue implements AsyncIterableIterator<SequencedEvent
     this.head = 0;
     this.consumer = undefined; // a pushed reader is the one leaving
     const waiting = this.waiting;
-    this.waiting = undefined;
-    waiting?.resolve(DONE);
+    this.waiting = this.rejectWaiting = undefined;
+    waiting?.(DONE);
   }
 
   next(): Promise<IteratorResult<SequencedEvent>> {
@@ -95,7 +97,8 @@ export abstract class EventQueue implements AsyncIterableIterator<SequencedEvent
     if (this.error !== undefined) return Promise.reject(this.takeError());
     if (this.finished || this.closed) return Promise.resolve(DONE);
     return new Promise((resolve, reject) => {
-      this.waiting = { resolve, reject };
+      this.waiting = resolve;
+      this.rejectWaiting = reject;
     });
   }
 
