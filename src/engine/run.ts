@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { guardedController } from '../core/abort.js';
 import { GatewayError, toGatewayError } from '../core/errors.js';
-import { childLogger } from '../core/logging.js';
 import type { AgentStateSnapshot, MetaEventPayload, RunListener, RuntimeEvent, SequencedEvent } from '../core/events.js';
+import { childLogger } from '../core/logging.js';
 import { MESSAGE_SUCCESS, RUN_SUCCESS, failedMessage, failedRun, type RunStatus } from '../core/status.js';
 import type { RunWriter } from '../core/writer.js';
 

@@ -193,8 +193,8 @@ export class ThreadService {
     follows.add(feed);
     const release = () => follows.delete(feed);
     // A pushed reader (graphql/subscribe.ts) takes the events without promises; the feed is let go
-    // of, as for a pulled one, when it ends or fails.
-    // One tracking consumer per follow (not per request): it hands over to whoever asked last.
+    // of, as for a pulled one, when it ends or fails. One tracking consumer per follow, not per
+    // request: it hands over to whoever asked last.
     let current: EventConsumer<SequencedEvent> | undefined;
     let tracked: EventConsumer<SequencedEvent> | undefined;
     return {

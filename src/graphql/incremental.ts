@@ -1,6 +1,5 @@
 import { execute, isIncrementalResults, type SubsequentIncrementalExecutionResult } from '@graphql-tools/executor';
-import { defaultFieldResolver, type ExecutionArgs, type GraphQLFieldResolver, type GraphQLResolveInfo } from 'graphql';
-import type { FieldNode } from 'graphql';
+import { defaultFieldResolver, type ExecutionArgs, type FieldNode, type GraphQLFieldResolver, type GraphQLResolveInfo } from 'graphql';
 import { completeLeafItem, leafStreamPlan } from './leaf-streams.js';
 import { SharedTextStream } from './views/shared-stream.js';
 
