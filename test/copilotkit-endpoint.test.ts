@@ -1,10 +1,12 @@
 import { Writable } from 'node:stream';
 import { createServer as createTcpServer, type AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { pino } from 'pino';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { agUiAgent } from '../src/agents/ag-ui.js';
+import { CopilotKitEndpoint } from '../src/agents/copilotkit-endpoint.js';
 import { langGraphAgent } from '../src/agents/langgraph.js';
+import { UpstreamClient } from '../src/upstream/client.js';
 import { FakeCopilotKitEndpoint } from './support/fake-copilotkit-endpoint.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { eventually, gatewaysPerTest, runInput, userMessage, type RunningGateway } from './support/harness.js';
@@ -134,6 +136,27 @@ describe('discovery', () => {
     const agents = await graphql(g, '{ availableAgents { agents { name } } }');
     expect(agents.data.availableAgents.agents).toEqual([]);
     endpoint.plans.delete('/info');
+  });
+
+  // Every run asks whether the agents are ready: once the first discovery is over, the answer costs
+  // no race and no timer.
+  it('waits for the first discovery only: after it, readiness takes no timer', async () => {
+    const source = new CopilotKitEndpoint({ url: endpointUrl, retry: FAST_RETRY }, 0, new UpstreamClient(), pino({ level: 'silent' }));
+    source.start();
+    try {
+      await source.ready(5_000);
+      expect(source.agents().map((agent) => agent.name)).toContain('crewAgent');
+      const timers = jest.spyOn(globalThis, 'setTimeout');
+      try {
+        await source.ready(5_000);
+        await source.ready(5_000);
+        expect(timers).not.toHaveBeenCalled();
+      } finally {
+        timers.mockRestore();
+      }
+    } finally {
+      source.stop();
+    }
   });
 
   it('tries discovery again after it failed, and the agents appear', async () => {

@@ -5,6 +5,7 @@ import WebSocket from 'ws';
 import { pino } from 'pino';
 import { DemoAdapter } from '../src/adapters/demo.js';
 import { GatedAdapter } from './support/gated-adapter.js';
+import { HTTP_STREAMED } from './support/documents.js';
 import { eventually, gatewaysPerTest, runInput, userMessage } from './support/harness.js';
 
 // Hostile or unusual input: nothing crashes the process, hangs a stream, or runs up the bill.
@@ -240,6 +241,42 @@ describe('WebSocket operations', () => {
     const ended = lines.find((line) => line.msg === 'operation completed');
     expect(run).toMatchObject({ transport: 'ws', operationId: expect.any(String), requestId: expect.any(String), threadId: 't-logged', runId: expect.any(String) });
     expect(ended).toMatchObject({ transport: 'ws', operationId: run.operationId, requestId: run.requestId });
+  });
+
+  // The run's logger is a child of the transport's with the request's id, not a grandchild through the
+  // request's own logger: the same fields, in the same order, each once.
+  it('logs an HTTP run (GraphQL and AG-UI) with its request\'s id, once, beside the request\'s own line', async () => {
+    const raw: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void raw.push(line) });
+    const { url } = await start({ logger });
+    const graphql = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'multipart/mixed' },
+      body: JSON.stringify({ query: HTTP_STREAMED, variables: { data: runInput([userMessage('hi')], { threadId: 't-graphql' }) } }),
+    });
+    await graphql.text();
+    const agUi = await fetch(`${url}/agent/default/run`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ threadId: 't-ag-ui', runId: 'r-ag-ui', messages: [{ id: 'u1', role: 'user', content: 'hi' }], tools: [], context: [], state: {}, forwardedProps: {} }),
+    });
+    await agUi.text();
+    await eventually(() => raw.filter((line) => line.includes('"request completed"')).length === 2, 'both requests to end');
+    const runs = raw.filter((line) => line.includes('"run succeeded"'));
+    expect(runs).toHaveLength(2);
+    for (const [line, threadId, requestId] of [
+      [runs.find((run) => run.includes('t-graphql'))!, 't-graphql', graphql.headers.get('x-request-id')],
+      [runs.find((run) => run.includes('t-ag-ui'))!, 't-ag-ui', agUi.headers.get('x-request-id')],
+    ] as const) {
+      expect(line.match(/"requestId"/g)).toHaveLength(1);
+      expect(JSON.parse(line)).toMatchObject({ requestId, threadId, runId: expect.any(String) });
+      const completed = raw.find((other) => other.includes('"request completed"') && other.includes(`"requestId":"${requestId}"`));
+      expect(completed).toBeDefined();
+    }
+    const agUiRun = JSON.parse(runs.find((run) => run.includes('t-ag-ui'))!);
+    expect(Object.keys(agUiRun).slice(4, 8)).toEqual(['requestId', 'protocol', 'runId', 'threadId']);
+    const graphqlRun = JSON.parse(runs.find((run) => run.includes('t-graphql'))!);
+    expect(Object.keys(graphqlRun).slice(4, 7)).toEqual(['requestId', 'runId', 'threadId']);
   });
 
   it('pings every socket and drops one that does not answer, keeping those that do', async () => {

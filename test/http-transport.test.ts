@@ -1,8 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { DemoAdapter } from '../src/adapters/demo.js';
 import { EmptyAdapter } from '../src/adapters/empty.js';
+import type { ModelAdapter, ModelOutput } from '../src/adapters/adapter.js';
 import { BrokenAdapter, GatedAdapter } from './support/gated-adapter.js';
 import { HTTP_STREAMED as STREAMED } from './support/documents.js';
 import { eventually, gatewaysPerTest, runInput, userMessage } from './support/harness.js';
@@ -63,6 +67,58 @@ describe('HTTP endpoints', () => {
     const { data } = await response.json();
     expect(data.generateCopilotResponse.status).toEqual({ code: 'Success' });
     expect(data.generateCopilotResponse.messages[0].content.join('')).toContain('[demo mode]');
+  });
+
+  // The request's text is read, parsed and let go of: a streamed answer's request lives as long as the
+  // answer (its listeners, the handler waiting on Apollo), and through them the text stayed too.
+  it('keeps no copy of a request body while its answer streams', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    let open!: () => void;
+    const opened = new Promise<void>((resolve) => (open = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let started = 0;
+    const streams = 8;
+    // Answers begin at once and end when the test says: every stream is held open meanwhile.
+    const adapter: ModelAdapter = {
+      name: 'held',
+      stream(_request, output: ModelOutput) {
+        const id = output.textStart('held-message');
+        output.textContent(id, 'first');
+        if (++started === streams) open();
+        return released.then(() => output.textEnd(id));
+      },
+    };
+    const { url } = await start({ adapter, maxBodyBytes: 4 * 1024 * 1024 });
+    // JSON's whitespace: in the text only, gone once parsed, so whatever still holds it holds the text.
+    const paddingChars = 512 * 1024;
+    const answers: IncomingMessage[] = [];
+    // Warm: whether V8 keeps a value an async function no longer needs depends on how the function runs.
+    for (let i = 0; i < 200; i++) await (await post(url, { query: '{ hello }' })).text();
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    await Promise.all(
+      Array.from(
+        { length: streams },
+        () =>
+          new Promise<void>((resolve, reject) => {
+            const req = httpRequest(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'multipart/mixed' } }, (res) => {
+              answers.push(res);
+              res.once('data', () => resolve());
+            });
+            req.on('error', reject);
+            req.end(`${JSON.stringify({ query: STREAMED, variables: { data: runInput([userMessage('hello')]) } })}${' '.repeat(paddingChars)}`);
+          }),
+      ),
+    );
+    await opened;
+    gc();
+    const grown = process.memoryUsage().heapUsed - before;
+    release();
+    await Promise.all(answers.map((res) => new Promise((resolve) => res.resume().on('end', resolve))));
+    // Kept, the texts would be about the padding's size each.
+    expect(grown / streams).toBeLessThan(paddingChars / 4);
   });
 
   it('refuses a streamed operation with 406, before starting a run, when the client takes only JSON', async () => {

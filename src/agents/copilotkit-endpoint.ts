@@ -50,6 +50,8 @@ export class CopilotKitEndpoint implements AgentSource, ActionSource {
   private failures = 0;
   private inflight: Promise<void> | undefined;
   private firstAttempt: Promise<void> | undefined;
+  /** Set once the first discovery has settled: from then on `ready()` has nothing to wait for. */
+  private firstSettled = false;
   private readonly stopped = new AbortController();
 
   constructor(
@@ -111,7 +113,8 @@ export class CopilotKitEndpoint implements AgentSource, ActionSource {
 
   async ready(timeoutMs: number): Promise<void> {
     this.maybeRefresh();
-    if (!this.firstAttempt) return;
+    // Every run asks (the registry's readiness); once the first discovery is over, no race and no timer.
+    if (!this.firstAttempt || this.firstSettled) return;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.firstAttempt, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
     clearTimeout(timer);
@@ -138,7 +141,13 @@ export class CopilotKitEndpoint implements AgentSource, ActionSource {
     this.inflight = this.discover().finally(() => {
       this.inflight = undefined;
     });
-    this.firstAttempt ??= this.inflight;
+    if (!this.firstAttempt) {
+      this.firstAttempt = this.inflight;
+      const settled = () => {
+        this.firstSettled = true;
+      };
+      void this.firstAttempt.then(settled, settled);
+    }
   }
 
   private async discover(): Promise<void> {

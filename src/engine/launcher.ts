@@ -29,6 +29,12 @@ export interface RunCaller {
    * each run's logger is a child, not a grandchild (a pino grandchild costs a hidden class of its own).
    */
   logBindings?: Record<string, unknown>;
+  /**
+   * The logger the run's own is a child of, with `logBindings` (default: `logger`). The HTTP
+   * transport passes its logger and the request's id here, while `logger` is its request's child
+   * logger: the run's logger is then a child with the same fields, not a grandchild.
+   */
+  logParent?: Logger;
   signal?: AbortSignal;
   /** The request's Copilot Cloud public API key, for guardrails. */
   publicApiKey?: string;
@@ -175,7 +181,7 @@ export class RunLauncher {
         throw new GatewayError('MISSING_PUBLIC_API_KEY', 'cloud.guardrails needs a Copilot Cloud public API key: send it in the X-CopilotCloud-Public-API-Key header.');
       }
       if (guarded && !this.options.guardrails) throw new GatewayError('NOT_SUPPORTED', 'Guardrails are not configured on this gateway.');
-      run = new Run({ threadId: request.threadId, runId: request.runId, logger: caller.logger, logBindings: caller.logBindings, requestId: caller.requestId });
+      run = new Run({ threadId: request.threadId, runId: request.runId, logger: caller.logParent ?? caller.logger, logBindings: caller.logBindings, requestId: caller.requestId });
       let driver = await this.driverFor(request, run.logger);
       if (guarded) driver = this.options.guardrails!.guard(driver, request.guardrails!, request.messages, caller.publicApiKey!);
       // First subscriber: the log has each event (and frees the thread at RunFinished) before any client sees it.

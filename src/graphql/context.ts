@@ -16,6 +16,8 @@ export interface GatewayContext {
   logger: Logger;
   /** Fields a run's log lines carry besides those `logger` binds (see RunCaller.logBindings). */
   logBindings?: Record<string, unknown>;
+  /** The logger a run's logger is a child of, with logBindings (see RunCaller.logParent). */
+  logParent?: Logger;
   /**
    * Aborted when the client goes away (HTTP connection closed, WebSocket operation completed).
    * Absent for a WebSocket subscription: ending its event stream stops its run (RunEventStream).
@@ -54,6 +56,7 @@ export function callerOf(context: GatewayContext): RunCaller {
     requestId: context.requestId,
     logger: context.logger,
     logBindings: context.logBindings,
+    logParent: context.logParent,
     signal: context.signal,
     publicApiKey: context.publicApiKey,
     principal: context.principal,

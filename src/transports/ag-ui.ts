@@ -29,6 +29,9 @@ export interface AgUiTransportOptions {
 export interface AgUiCaller {
   requestId: string;
   logger: Logger;
+  /** How to make a logger with `logger`'s fields without a grandchild (see RunCaller.logParent). */
+  logParent?: Logger;
+  logBindings?: Record<string, unknown>;
   publicApiKey?: string;
   /** Who is asking, when authentication is on: its threads only. */
   principal?: Principal;
@@ -128,7 +131,7 @@ export class AgUiTransport {
       input = parseRunAgentInput(body);
       // No abort signal: a client that goes away leaves the run going (and recorded), as CopilotKit's
       // runtime does; `stop` ends it.
-      const runCaller = { requestId: caller.requestId, logger: caller.logger, logBindings: { protocol: 'ag-ui' }, publicApiKey: caller.publicApiKey, principal: caller.principal, client: caller.client };
+      const runCaller = { requestId: caller.requestId, logger: caller.logger, logParent: caller.logParent, logBindings: { ...caller.logBindings, protocol: 'ag-ui' }, publicApiKey: caller.publicApiKey, principal: caller.principal, client: caller.client };
       stream = await this.options.launcher.start(runRequestFromAgUi(agentId, input), runCaller, (run) => new RunEventStream(run, true));
     } catch (error) {
       return sendError(res, error, caller);

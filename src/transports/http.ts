@@ -182,7 +182,7 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
       if (req.method === 'POST' && typeof origin === 'string' && !originAllowed && !isSameOrigin(origin, req.headers.host)) {
         return sendJson(res, 403, { error: 'FORBIDDEN_ORIGIN', message: `The origin ${origin} is not allowed. Add it to CORS_ORIGINS.`, code: 'FORBIDDEN_ORIGIN', requestId });
       }
-      const caller = { requestId, logger: log, publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']), principal: admitted.principal, client: admitted.client };
+      const caller = { requestId, logger: log, logParent: logger, logBindings: { requestId }, publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']), principal: admitted.principal, client: admitted.client };
       void options.agUi.route(req, res, pathname, () => readAgUiBody(req, res, options.maxBodyBytes), caller).catch((error) => {
         log.error({ err: error }, 'unexpected error in the AG-UI transport');
         sendUnexpected(res, requestId);
@@ -231,27 +231,9 @@ async function handleGraphQL(
   const controller = new AbortController();
   res.on('close', () => controller.abort(OPERATION_ENDED));
 
-  let body: unknown;
-  let tooDeep = false;
-  if (req.method === 'POST') {
-    const raw = await readBody(req, options.maxBodyBytes);
-    if (raw === 'too-large') {
-      return sendError(res, 'PAYLOAD_TOO_LARGE', `The request body is larger than ${options.maxBodyBytes} bytes.`);
-    }
-    if (raw === 'aborted') return;
-    const contentType = req.headers['content-type'] ?? '';
-    if (/^application\/(graphql-response\+)?json\b/i.test(contentType)) {
-      try {
-        body = JSON.parse(raw);
-      } catch {
-        return sendError(res, 'BAD_REQUEST', 'The request body is not valid JSON.');
-      }
-      // Read on the text, which is valid JSON by now: one pass over its characters, nothing allocated.
-      tooDeep = textNestsDeeperThan(raw);
-    } else {
-      body = raw;
-    }
-  }
+  const read = req.method === 'POST' ? await readGraphQLBody(req, res, options.maxBodyBytes) : { body: undefined, tooDeep: false };
+  if (read === NO_BODY) return;
+  const { body, tooDeep } = read;
 
   // Nesting that the parser, coercion or an upstream request's JSON.stringify would overflow on.
   if (tooDeep) {
@@ -264,15 +246,15 @@ async function handleGraphQL(
 
   // A single-route AG-UI envelope ({method, params, body}) rather than a GraphQL request ({query, …}).
   if (isAgUiEnvelope(body)) {
-    return options.agUi.envelope(res, body, { requestId, logger: log, publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']), principal: admitted.principal, client: admitted.client });
+    return options.agUi.envelope(res, body, { requestId, logger: log, logParent: options.logger, logBindings: { requestId }, publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']), principal: admitted.principal, client: admitted.client });
   }
 
-  const acceptance = readAcceptance(req.headers.accept);
+  const { acceptance, apollo: acceptForApollo } = readAccept(req.headers.accept);
   const headers = new HeaderMap();
   for (const [name, value] of Object.entries(req.headers)) {
     if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
   }
-  headers.set('accept', apolloAccept(req.headers.accept));
+  headers.set('accept', acceptForApollo);
 
   const laterPayloads = options.directLaterPayloads ? new LaterPayloads() : undefined;
   const response = await options.apollo.executeHTTPGraphQLRequest({
@@ -280,6 +262,9 @@ async function handleGraphQL(
     context: async () => ({
       requestId,
       logger: log,
+      // The run's logger: a child of the transport's with the request's id, not a grandchild.
+      logParent: options.logger,
+      logBindings: { requestId },
       signal: controller.signal,
       launcher: options.launcher,
       allowance: { used: false },
@@ -511,6 +496,32 @@ function sseEvent(json: string): string {
   return `event: next\ndata: ${json}\n\n`;
 }
 
+/** An Accept header read: what the client takes, and what Apollo is shown. */
+interface AcceptReading {
+  readonly acceptance: Readonly<Acceptance>;
+  readonly apollo: string;
+}
+
+/**
+ * Accept headers already read, by their text: clients send a handful of distinct ones, and reading
+ * one (splitting, regular expressions) is about 10 µs a request. Bounded: emptied when full, and
+ * long headers are not kept.
+ */
+const acceptReadings = new Map<string, AcceptReading>();
+const MAX_ACCEPT_READINGS = 64;
+const MAX_KEPT_ACCEPT_CHARS = 512;
+
+function readAccept(accept: string | undefined): AcceptReading {
+  const key = accept ?? '';
+  let reading = acceptReadings.get(key);
+  if (reading === undefined) {
+    reading = { acceptance: readAcceptance(accept), apollo: apolloAccept(accept) };
+    if (acceptReadings.size >= MAX_ACCEPT_READINGS) acceptReadings.clear();
+    if (key.length <= MAX_KEPT_ACCEPT_CHARS) acceptReadings.set(key, reading);
+  }
+  return reading;
+}
+
 /** Parses an Accept header into what matters here (q=0 entries are refusals). */
 export function readAcceptance(accept: string | undefined): Acceptance {
   const result: Acceptance = { multipart: false, sse: false };
@@ -538,30 +549,62 @@ function apolloAccept(accept: string | undefined): string {
   return [...kept, `${LEGACY_MULTIPART};q=0.001`].join(', ');
 }
 
+/**
+ * The request's body as text. Once settled it keeps nothing: the request's listeners outlive the
+ * read (a streamed answer's whole life), and through them this would keep the chunks and, through
+ * the promise, the text.
+ */
 function readBody(req: IncomingMessage, limit: number): Promise<string | 'too-large' | 'aborted'> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const settle = (value: string | 'too-large' | 'aborted') => {
-      if (settled) return;
-      settled = true;
-      resolve(value);
-    };
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        req.removeAllListeners('data');
-        req.resume();
-        settle('too-large');
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => settle(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', () => settle('aborted'));
-    req.on('close', () => settle('aborted'));
+  let resolve: ((value: string | 'too-large' | 'aborted') => void) | undefined;
+  const read = new Promise<string | 'too-large' | 'aborted'>((settle) => (resolve = settle));
+  let chunks: Buffer[] = [];
+  let size = 0;
+  const settle = (value: string | 'too-large' | 'aborted') => {
+    const settleRead = resolve;
+    resolve = undefined;
+    chunks = [];
+    settleRead?.(value);
+  };
+  req.on('data', (chunk: Buffer) => {
+    if (!resolve) return;
+    size += chunk.length;
+    if (size > limit) {
+      req.removeAllListeners('data');
+      req.resume();
+      settle('too-large');
+      return;
+    }
+    chunks.push(chunk);
   });
+  req.on('end', () => resolve && settle(Buffer.concat(chunks).toString('utf8')));
+  req.on('error', () => settle('aborted'));
+  req.on('close', () => settle('aborted'));
+  return read;
+}
+
+/**
+ * A GraphQL request's body: parsed when it is JSON (with whether it nests too deeply), the text
+ * otherwise; NO_BODY once the request has been answered (too large, not JSON) or the client left.
+ * A function of its own so that the text is not kept, for the answer's whole life, by the frame of
+ * the caller that waits on Apollo and the response.
+ */
+async function readGraphQLBody(req: IncomingMessage, res: ServerResponse, limit: number): Promise<{ body: unknown; tooDeep: boolean } | typeof NO_BODY> {
+  const raw = await readBody(req, limit);
+  if (raw === 'too-large') {
+    sendError(res, 'PAYLOAD_TOO_LARGE', `The request body is larger than ${limit} bytes.`);
+    return NO_BODY;
+  }
+  if (raw === 'aborted') return NO_BODY;
+  if (!/^application\/(graphql-response\+)?json\b/i.test(req.headers['content-type'] ?? '')) return { body: raw, tooDeep: false };
+  let body: unknown;
+  try {
+    body = JSON.parse(raw);
+  } catch {
+    sendError(res, 'BAD_REQUEST', 'The request body is not valid JSON.');
+    return NO_BODY;
+  }
+  // Read on the text, which is valid JSON by now: one pass over its characters, nothing allocated.
+  return { body, tooDeep: textNestsDeeperThan(raw) };
 }
 
 function isAgUiEnvelope(body: unknown): body is Record<string, unknown> {
