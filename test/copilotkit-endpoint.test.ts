@@ -141,7 +141,8 @@ describe('discovery', () => {
   // Every run asks whether the agents are ready: once the first discovery is over, the answer costs
   // no race and no timer.
   it('waits for the first discovery only: after it, readiness takes no timer', async () => {
-    const source = new CopilotKitEndpoint({ url: endpointUrl, retry: FAST_RETRY }, 0, new UpstreamClient(), pino({ level: 'silent' }));
+    const upstream = new UpstreamClient();
+    const source = new CopilotKitEndpoint({ url: endpointUrl, retry: FAST_RETRY }, 0, upstream, pino({ level: 'silent' }));
     source.start();
     try {
       await source.ready(5_000);
@@ -156,6 +157,7 @@ describe('discovery', () => {
       }
     } finally {
       source.stop();
+      await upstream.close();
     }
   });
 

@@ -243,42 +243,6 @@ describe('WebSocket operations', () => {
     expect(ended).toMatchObject({ transport: 'ws', operationId: run.operationId, requestId: run.requestId });
   });
 
-  // The run's logger is a child of the transport's with the request's id, not a grandchild through the
-  // request's own logger: the same fields, in the same order, each once.
-  it('logs an HTTP run (GraphQL and AG-UI) with its request\'s id, once, beside the request\'s own line', async () => {
-    const raw: string[] = [];
-    const logger = pino({ level: 'info' }, { write: (line: string) => void raw.push(line) });
-    const { url } = await start({ logger });
-    const graphql = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'multipart/mixed' },
-      body: JSON.stringify({ query: HTTP_STREAMED, variables: { data: runInput([userMessage('hi')], { threadId: 't-graphql' }) } }),
-    });
-    await graphql.text();
-    const agUi = await fetch(`${url}/agent/default/run`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ threadId: 't-ag-ui', runId: 'r-ag-ui', messages: [{ id: 'u1', role: 'user', content: 'hi' }], tools: [], context: [], state: {}, forwardedProps: {} }),
-    });
-    await agUi.text();
-    await eventually(() => raw.filter((line) => line.includes('"request completed"')).length === 2, 'both requests to end');
-    const runs = raw.filter((line) => line.includes('"run succeeded"'));
-    expect(runs).toHaveLength(2);
-    for (const [line, threadId, requestId] of [
-      [runs.find((run) => run.includes('t-graphql'))!, 't-graphql', graphql.headers.get('x-request-id')],
-      [runs.find((run) => run.includes('t-ag-ui'))!, 't-ag-ui', agUi.headers.get('x-request-id')],
-    ] as const) {
-      expect(line.match(/"requestId"/g)).toHaveLength(1);
-      expect(JSON.parse(line)).toMatchObject({ requestId, threadId, runId: expect.any(String) });
-      const completed = raw.find((other) => other.includes('"request completed"') && other.includes(`"requestId":"${requestId}"`));
-      expect(completed).toBeDefined();
-    }
-    const agUiRun = JSON.parse(runs.find((run) => run.includes('t-ag-ui'))!);
-    expect(Object.keys(agUiRun).slice(4, 8)).toEqual(['requestId', 'protocol', 'runId', 'threadId']);
-    const graphqlRun = JSON.parse(runs.find((run) => run.includes('t-graphql'))!);
-    expect(Object.keys(graphqlRun).slice(4, 7)).toEqual(['requestId', 'runId', 'threadId']);
-  });
-
   it('pings every socket and drops one that does not answer, keeping those that do', async () => {
     const { wsUrl } = await start({ keepAliveMs: 50 });
     const silent = new WebSocket(wsUrl, 'graphql-transport-ws', { autoPong: false });
@@ -310,6 +274,37 @@ describe('WebSocket operations', () => {
     })().catch((e) => e);
     await client.dispose();
     expect(errors[0].message).toMatch(/introspection/i);
+  });
+});
+
+describe('log lines of HTTP runs', () => {
+  // The run's logger is a child of the transport's with the request's id, not a grandchild through the
+  // request's own logger: the same fields, in the same order, each once.
+  it('carry the request\'s id once, beside the request\'s own line: GraphQL, an AG-UI route and an AG-UI envelope', async () => {
+    const raw: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void raw.push(line) });
+    const { url } = await start({ logger });
+    const agUiInput = (threadId: string) => ({ threadId, runId: `r-${threadId}`, messages: [{ id: 'u1', role: 'user', content: 'hi' }], tools: [], context: [], state: {}, forwardedProps: {} });
+    const post = (to: string, body: unknown, accept = 'application/json') =>
+      fetch(to, { method: 'POST', headers: { 'content-type': 'application/json', accept }, body: JSON.stringify(body) });
+    const answers = {
+      't-graphql': await post(url, { query: HTTP_STREAMED, variables: { data: runInput([userMessage('hi')], { threadId: 't-graphql' }) } }, 'multipart/mixed'),
+      't-route': await post(`${url}/agent/default/run`, agUiInput('t-route')),
+      't-envelope': await post(url, { method: 'agent/run', params: { agentId: 'default' }, body: agUiInput('t-envelope') }),
+    };
+    for (const answer of Object.values(answers)) await answer.text();
+    await eventually(() => raw.filter((line) => line.includes('"run succeeded"')).length === 3, 'the three runs to end');
+    for (const [threadId, answer] of Object.entries(answers)) {
+      const requestId = answer.headers.get('x-request-id');
+      const line = raw.find((run) => run.includes('"run succeeded"') && run.includes(`"threadId":"${threadId}"`))!;
+      expect(line.match(/"requestId"/g)).toHaveLength(1);
+      const run = JSON.parse(line);
+      expect(run).toMatchObject({ requestId, threadId, runId: expect.any(String) });
+      // level, time, pid and hostname come first, then the run logger's fields in their order.
+      const fields = threadId === 't-graphql' ? ['requestId', 'runId', 'threadId'] : ['requestId', 'protocol', 'runId', 'threadId'];
+      expect(Object.keys(run).slice(4, 4 + fields.length)).toEqual(fields);
+      await eventually(() => raw.some((other) => other.includes('"request completed"') && other.includes(`"requestId":"${requestId}"`)), 'the request\'s own line');
+    }
   });
 });
 

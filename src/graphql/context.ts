@@ -14,7 +14,7 @@ export interface GatewayContext {
   /** Sent back as `x-request-id` (HTTP), in GraphQL errors and in a failed run's details, so a report can be found in the logs. */
   requestId: string;
   logger: Logger;
-  /** Fields a run's log lines carry besides those `logger` binds (see RunCaller.logBindings). */
+  /** Fields a run's log lines carry besides those of `logParent ?? logger` (see RunCaller.logBindings). */
   logBindings?: Record<string, unknown>;
   /** The logger a run's logger is a child of, with logBindings (see RunCaller.logParent). */
   logParent?: Logger;

@@ -29,7 +29,11 @@ export interface AgUiTransportOptions {
 export interface AgUiCaller {
   requestId: string;
   logger: Logger;
-  /** How to make a logger with `logger`'s fields without a grandchild (see RunCaller.logParent). */
+  /**
+   * Together: the transport's logger and the fields `logger` adds to it, so that a run's logger is
+   * made from the transport's with those fields rather than as a grandchild (see RunCaller.logParent).
+   * Given one without the other, a run's lines would lose or repeat fields.
+   */
   logParent?: Logger;
   logBindings?: Record<string, unknown>;
   publicApiKey?: string;

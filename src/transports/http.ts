@@ -60,6 +60,8 @@ interface AdmittedRequest {
   wantsPage: boolean;
   requestId: string;
   log: Logger;
+  /** `log`'s own fields (see RunCaller.logParent). */
+  logBindings: Record<string, unknown>;
 }
 
 /** What the client can take, read from its Accept header. */
@@ -93,7 +95,10 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
     const started = performance.now();
     const headerId = req.headers['x-request-id'];
     const requestId = typeof headerId === 'string' && REQUEST_ID.test(headerId) ? headerId : randomUUID();
-    const log = logger.child({ requestId });
+    // The request's log fields: its own lines' (a child logger) and its run's, a child of the transport's
+    // logger with the same fields rather than a grandchild (RunCaller.logParent).
+    const logBindings = { requestId };
+    const log = logger.child(logBindings);
     res.setHeader('x-request-id', requestId);
     res.on('finish', () => {
       log.info(
@@ -157,12 +162,12 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
     if (wantsPage && !options.sandbox) return sendPage(res, explorerOffPage(path));
     // Sandbox's page is public; everything it (or anyone) asks of the endpoint is authenticated and counted.
     if (wantsPage || !access.active) {
-      return serve(req, res, { principal: undefined, client: `ip:${access.clientAddress(req) ?? 'unknown'}` }, { pathname, search, agUiRoute, wantsPage, requestId, log });
+      return serve(req, res, { principal: undefined, client: `ip:${access.clientAddress(req) ?? 'unknown'}` }, { pathname, search, agUiRoute, wantsPage, requestId, log, logBindings });
     }
     void access.admitHttp(req, log).then(
       (admission) => {
         if ('error' in admission) return sendRefusal(res, admission.error, agUiRoute, requestId);
-        serve(req, res, admission, { pathname, search, agUiRoute, wantsPage, requestId, log });
+        serve(req, res, admission, { pathname, search, agUiRoute, wantsPage, requestId, log, logBindings });
       },
       (error: unknown) => {
         log.error({ err: error }, 'unexpected error admitting a request');
@@ -173,7 +178,7 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
 
   /** A request past the door: AG-UI, or GraphQL through Apollo. */
   const serve = (req: IncomingMessage, res: ServerResponse, admitted: Admitted, request: AdmittedRequest): void => {
-    const { pathname, search, agUiRoute, wantsPage, requestId, log } = request;
+    const { pathname, search, agUiRoute, wantsPage, requestId, log, logBindings } = request;
     const origin = req.headers.origin;
     const originAllowed = typeof origin === 'string' && cors.isAllowed(origin);
     if (agUiRoute) {
@@ -182,7 +187,7 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
       if (req.method === 'POST' && typeof origin === 'string' && !originAllowed && !isSameOrigin(origin, req.headers.host)) {
         return sendJson(res, 403, { error: 'FORBIDDEN_ORIGIN', message: `The origin ${origin} is not allowed. Add it to CORS_ORIGINS.`, code: 'FORBIDDEN_ORIGIN', requestId });
       }
-      const caller = { requestId, logger: log, logParent: logger, logBindings: { requestId }, publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']), principal: admitted.principal, client: admitted.client };
+      const caller = { requestId, logger: log, logParent: logger, logBindings, publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']), principal: admitted.principal, client: admitted.client };
       void options.agUi.route(req, res, pathname, () => readAgUiBody(req, res, options.maxBodyBytes), caller).catch((error) => {
         log.error({ err: error }, 'unexpected error in the AG-UI transport');
         sendUnexpected(res, requestId);
@@ -200,7 +205,7 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
       );
     }
 
-    void handleGraphQL(req, res, search, requestId, log, admitted, options).catch((error) => {
+    void handleGraphQL(req, res, search, requestId, log, logBindings, admitted, options).catch((error) => {
       log.error({ err: error }, 'unexpected error in the HTTP transport');
       sendUnexpected(res, requestId);
     });
@@ -223,6 +228,8 @@ async function handleGraphQL(
   search: string,
   requestId: string,
   log: Logger,
+  /** `log`'s own fields, for loggers made from the transport's (see RunCaller.logParent). */
+  logBindings: Record<string, unknown>,
   admitted: Admitted,
   options: HttpTransportOptions,
 ): Promise<void> {
@@ -246,7 +253,7 @@ async function handleGraphQL(
 
   // A single-route AG-UI envelope ({method, params, body}) rather than a GraphQL request ({query, …}).
   if (isAgUiEnvelope(body)) {
-    return options.agUi.envelope(res, body, { requestId, logger: log, logParent: options.logger, logBindings: { requestId }, publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']), principal: admitted.principal, client: admitted.client });
+    return options.agUi.envelope(res, body, { requestId, logger: log, logParent: options.logger, logBindings, publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']), principal: admitted.principal, client: admitted.client });
   }
 
   const { acceptance, apollo: acceptForApollo } = readAccept(req.headers.accept);
@@ -264,7 +271,7 @@ async function handleGraphQL(
       logger: log,
       // The run's logger: a child of the transport's with the request's id, not a grandchild.
       logParent: options.logger,
-      logBindings: { requestId },
+      logBindings,
       signal: controller.signal,
       launcher: options.launcher,
       allowance: { used: false },
@@ -310,7 +317,7 @@ function serveMetrics(req: IncomingMessage, res: ServerResponse, metrics: NonNul
 async function writeResponse(
   res: ServerResponse,
   response: HTTPGraphQLResponse,
-  acceptance: Acceptance,
+  acceptance: Readonly<Acceptance>,
   keepAliveMs: number,
   requestId: string,
   laterPayloads: LaterPayloads | undefined,
@@ -515,15 +522,17 @@ function readAccept(accept: string | undefined): AcceptReading {
   const key = accept ?? '';
   let reading = acceptReadings.get(key);
   if (reading === undefined) {
-    reading = { acceptance: readAcceptance(accept), apollo: apolloAccept(accept) };
-    if (acceptReadings.size >= MAX_ACCEPT_READINGS) acceptReadings.clear();
-    if (key.length <= MAX_KEPT_ACCEPT_CHARS) acceptReadings.set(key, reading);
+    reading = { acceptance: Object.freeze(readAcceptance(accept)), apollo: apolloAccept(accept) };
+    if (key.length <= MAX_KEPT_ACCEPT_CHARS) {
+      if (acceptReadings.size >= MAX_ACCEPT_READINGS) acceptReadings.clear();
+      acceptReadings.set(key, reading);
+    }
   }
   return reading;
 }
 
 /** Parses an Accept header into what matters here (q=0 entries are refusals). */
-export function readAcceptance(accept: string | undefined): Acceptance {
+function readAcceptance(accept: string | undefined): Acceptance {
   const result: Acceptance = { multipart: false, sse: false };
   for (const range of (accept ?? '').split(',')) {
     const [type, ...params] = range.trim().toLowerCase().split(';').map((part) => part.trim());
@@ -561,9 +570,10 @@ function readBody(req: IncomingMessage, limit: number): Promise<string | 'too-la
   let size = 0;
   const settle = (value: string | 'too-large' | 'aborted') => {
     const settleRead = resolve;
+    if (!settleRead) return;
     resolve = undefined;
     chunks = [];
-    settleRead?.(value);
+    settleRead(value);
   };
   req.on('data', (chunk: Buffer) => {
     if (!resolve) return;
@@ -584,7 +594,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<string | 'too-la
 
 /**
  * A GraphQL request's body: parsed when it is JSON (with whether it nests too deeply), the text
- * otherwise; NO_BODY once the request has been answered (too large, not JSON) or the client left.
+ * otherwise; NO_BODY once the request has been answered (too large, invalid JSON) or the client left.
  * A function of its own so that the text is not kept, for the answer's whole life, by the frame of
  * the caller that waits on Apollo and the response.
  */
