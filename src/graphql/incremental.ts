@@ -158,6 +158,16 @@ export class LaterPayloads {
       for (let i = 0; i < incremental.length; i++) {
         const entry = incremental[i] as { items?: unknown[] | null; path?: readonly (string | number)[] };
         if (entry.items === undefined || entry.path === undefined) continue;
+        if (entry.items === null) {
+          // The executor nulled an item of a non-null list and ended that list's stream. It also drops
+          // whatever is still to come under the list (its filterSubsequentPayloads on the list's path):
+          // the text of the items before, still streaming, as much as that of the nulled one.
+          const listPath = entry.path.slice(0, -1);
+          for (const leaf of leaves) {
+            if (leaf.isUnder(listPath)) leaf.drop();
+          }
+          continue;
+        }
         for (const leaf of leaves) {
           if (leaf.state === 'waiting') leaf.carriedBy(entry.path, entry.items);
         }
@@ -301,8 +311,17 @@ class LeafStream {
     this.pathJson = `${json.slice(0, -1)},`;
   }
 
-  /** A payload entry about to go out: if it carries this field's object, the stream is released. */
-  carriedBy(path: readonly (string | number)[], items: readonly unknown[] | null): void {
+  /** Whether its field lies under `prefix` (a list's path). */
+  isUnder(prefix: readonly (string | number)[]): boolean {
+    if (this.path.length <= prefix.length) return false;
+    for (let i = 0; i < prefix.length; i++) {
+      if (this.path[i] !== prefix[i]) return false;
+    }
+    return true;
+  }
+
+  /** A payload entry about to go out (with items): if it carries this field's object, the stream is released. */
+  carriedBy(path: readonly (string | number)[], items: readonly unknown[]): void {
     const depth = this.parentPath.length;
     if (path.length !== depth) return;
     for (let i = 0; i < depth - 1; i++) {
@@ -311,11 +330,6 @@ class LeafStream {
     const first = path[depth - 1];
     const index = this.parentPath[depth - 1];
     if (typeof first !== 'number' || typeof index !== 'number' || index < first) return;
-    if (items === null) {
-      // The executor nulled this message's item (and ends the messages' stream): its text never goes out.
-      if (index === first) this.drop();
-      return;
-    }
     if (index - first >= items.length) return;
     const object = items[index - first] as Record<string, unknown> | null;
     if (object === null || typeof object !== 'object' || !Array.isArray(object[this.key])) return this.drop();
