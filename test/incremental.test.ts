@@ -17,7 +17,8 @@ import { runInput, startGateway, userMessage, type RunningGateway } from './supp
 // src/graphql/leaf-streams.ts), and the other leaves them to the executor: the bytes must not differ.
 
 /** What a scripted model writes: each step in a turn of its own, so the executor batches the same way on every run. */
-type Step = ['text', string, ...unknown[]] | ['call', string, ...string[]] | ['fail', string] | ['callInsideText', unknown, string, string];
+// A text step's second element is its parent message id ('' for none); `textOpen` leaves it open at the end.
+type Step = ['text' | 'textOpen', unknown, ...unknown[]] | ['call', string, ...string[]] | ['fail', string] | ['callInsideText', unknown, string, string];
 
 class ScriptedAdapter implements ModelAdapter {
   readonly name = 'scripted';
@@ -47,15 +48,16 @@ class ScriptedAdapter implements ModelAdapter {
         output.textEnd(text);
         continue;
       }
-      if (kind === 'text') {
-        const id = output.textStart(`text-${n++}`);
+      if (kind === 'text' || kind === 'textOpen') {
+        const id = output.textStart(`text-${n++}`, first === '' ? undefined : (first as string));
         for (const chunk of rest) {
           await turn();
           // A plain-JavaScript adapter may write what is not a string: GraphQL's String refuses it,
           // which puts an error into that item's payload. Chunks in an array come in one turn.
           for (const each of Array.isArray(chunk) ? chunk : [chunk]) output.textContent(id, each as string);
         }
-        output.textEnd(id);
+        // Left open, the run ends it when the model is done.
+        if (kind === 'text') output.textEnd(id);
       } else {
         const id = output.actionStart(`call-${n++}`, first);
         for (const chunk of rest) {
@@ -78,6 +80,9 @@ const scripts: Record<string, Step[]> = {
   together: [['text', '', ['Hello, ', 'wörld'], 'three', ['a', 'b', 'c']], ['text', ''], ['text', '', 'after an empty one']],
   insideText: [['callInsideText', 'sayHello', 'before the call, ', 'after it']],
   badName: [['callInsideText', { not: 'a name' }, 'before the call, ', 'after it']],
+  openAtEnd: [['text', '', 'a first message'], ['textOpen', '', 'left open ', 'by the model']],
+  // A nullable field GraphQL's String refuses: an error in the item, which still goes out.
+  badParent: [['text', { not: 'an id' }, 'with a parent ', 'that is not one'], ['text', '', 'and another']],
 };
 
 /** Documents whose text streams the transport writes itself (graphql/leaf-streams.ts); the others run on the executor. */
@@ -162,6 +167,11 @@ describe('later payloads taken from the executor (HTTP)', () => {
 
   for (const [documentName, query] of Object.entries(documents)) {
     for (const script of Object.keys(scripts)) {
+      // Where timing decides the cut. `shapes` selects a text message's status outside @defer, so its
+      // item (and its chunks) wait for the message to end; left open, it ends with the run, when the
+      // run's status settles too, and how many of those records one payload takes depends on when the
+      // transport asks (Apollo asks later than the transport does). Both answers are valid.
+      if (documentName === 'shapes' && script === 'openAtEnd') continue;
       for (const [format, accept] of [['multipart', MULTIPART], ['sse', SSE]] as const) {
         it(`${documentName}, ${script}, ${format}: the same bytes as Apollo's`, async () => {
           const adopt = jest.spyOn(LaterPayloads.prototype, 'adopt');
@@ -173,7 +183,7 @@ describe('later payloads taken from the executor (HTTP)', () => {
             const handedBack = handBack.mock.calls.length;
             // One per text message, and per action call where the document streams its arguments.
             const streamsArguments = documentName === 'stock' || documentName === 'wire';
-            const streams = { text: 2, action: streamsArguments ? 2 : 1, bad: 1, failing: 1, together: 3, insideText: streamsArguments ? 2 : 1, badName: 1 }[script]!;
+            const streams = { text: 2, action: streamsArguments ? 2 : 1, bad: 1, failing: 1, together: 3, insideText: streamsArguments ? 2 : 1, badName: 1, openAtEnd: 2, badParent: 2 }[script]!;
             expect(leaf.mock.calls.length).toBe(LEAF_STREAMED.has(documentName) ? streams : 0);
             adopt.mockClear();
             handBack.mockClear();
@@ -185,8 +195,9 @@ describe('later payloads taken from the executor (HTTP)', () => {
             // Not trivially equal: the answer streamed, and errors (only) went through Apollo.
             const parts = format === 'sse' ? ours.split('event: next').length - 1 : ours.split('\r\n---').length - 1;
             expect(parts).toBeGreaterThanOrEqual(3);
-            // The bad name is an error only where the document selects it.
-            if (script === 'bad' || (script === 'badName' && documentName !== 'explorer' && documentName !== 'deferredStatus')) {
+            // A bad name or parent is an error only where the document selects it.
+            const selectsNameAndParent = documentName === 'stock' || documentName === 'wire' || (script === 'badName' && documentName === 'shapes');
+            if (script === 'bad' || ((script === 'badName' || script === 'badParent') && selectsNameAndParent)) {
               expect(ours).toContain('"errors"');
               expect(handedBack).toBeGreaterThan(0);
             } else {
