@@ -39,6 +39,10 @@ import {
  * one item per chunk that arrived separately for the executor, which reads eagerly; and items of
  * two streams that arrive in one turn are two payloads here, where the executor may put them in
  * one. With chunks that arrive in turns of their own, as a model sends them, the bytes are the same.
+ * One more case where timing decides: when the executor nulls a message item, it drops what is still
+ * to come under the messages list at once, and the transport does so when that payload goes out
+ * (`LaterPayloads.before`); a chunk of another message that arrived in the same turn as the refused
+ * item, or was held back by a slow client until then, may go out here and not from the executor.
  *
  * The shape: a mutation's `generateCopilotResponse` field (whose messages are the run's), its
  * `messages @stream`, and in the message items a `@stream` field of type `[String!]!` with no
