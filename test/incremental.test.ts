@@ -59,7 +59,7 @@ class ScriptedAdapter implements ModelAdapter {
         // Left open, the run ends it when the model is done.
         if (kind === 'text') output.textEnd(id);
       } else {
-        const id = output.actionStart(`call-${n++}`, first);
+        const id = output.actionStart(`call-${n++}`, first as string);
         for (const chunk of rest) {
           await turn();
           output.actionArgs(id, chunk as string);
