@@ -83,6 +83,8 @@ const scripts: Record<string, Step[]> = {
   openAtEnd: [['text', '', 'a first message'], ['textOpen', '', 'left open ', 'by the model']],
   // A nullable field GraphQL's String refuses: an error in the item, which still goes out.
   badParent: [['text', { not: 'an id' }, 'with a parent ', 'that is not one'], ['text', '', 'and another']],
+  // A server-side action: the gateway runs it, writes its result, and asks the model again (AFTER_ACTION).
+  serverAction: [['text', '', 'Let me look it up.'], ['call', 'lookUp', '{"q":', '"weather"}']],
 };
 
 /** Documents whose text streams the transport writes itself (graphql/leaf-streams.ts); the others run on the executor. */
@@ -119,6 +121,10 @@ const SHAPES = /* GraphQL */ `
 `;
 const documents: Record<string, string> = { stock: STOCK_DOCUMENT, wire: WIRE, deferredStatus: HTTP_STREAMED, explorer: EXPLORER, shapes: SHAPES };
 
+/** What the model says once a server-side action's result is in the conversation. */
+const AFTER_ACTION: Step[] = [['text', '', 'It is ', 'sunny.']];
+const lookUp = { name: 'lookUp', description: 'Looks something up.', handler: () => 'sunny' };
+
 const frontendAction = { name: 'sayHello', description: 'Says hello.', jsonSchema: '{"type":"object","properties":{"name":{"type":"string"}}}' };
 
 /** One answer as bytes, with what differs between two runs (ids, clocks) replaced by stable stand-ins. */
@@ -148,15 +154,15 @@ const SSE = 'text/event-stream';
 describe('later payloads taken from the executor (HTTP)', () => {
   let direct: RunningGateway;
   let throughApollo: RunningGateway;
-  const adapter = new ScriptedAdapter((prompt) => scripts[prompt]);
+  const adapter = new ScriptedAdapter((prompt) => scripts[prompt] ?? AFTER_ACTION);
 
   beforeAll(async () => {
-    direct = await startGateway({ adapter });
+    direct = await startGateway({ adapter, actions: [lookUp] });
     // Apollo installs its usage reporting when APOLLO_KEY is set, and the gateway then leaves every
     // later payload to Apollo. (Without APOLLO_GRAPH_REF, Apollo only warns: nothing is reported.)
     process.env.APOLLO_KEY = 'service:test:not-a-key';
     try {
-      throughApollo = await startGateway({ adapter });
+      throughApollo = await startGateway({ adapter, actions: [lookUp] });
     } finally {
       delete process.env.APOLLO_KEY;
     }
@@ -167,11 +173,12 @@ describe('later payloads taken from the executor (HTTP)', () => {
 
   for (const [documentName, query] of Object.entries(documents)) {
     for (const script of Object.keys(scripts)) {
-      // Where timing decides the cut. `shapes` selects a text message's status outside @defer, so its
-      // item (and its chunks) wait for the message to end; left open, it ends with the run, when the
-      // run's status settles too, and how many of those records one payload takes depends on when the
-      // transport asks (Apollo asks later than the transport does). Both answers are valid.
-      if (documentName === 'shapes' && script === 'openAtEnd') continue;
+      // Where timing decides the cut. `shapes` selects a text message's status outside @defer, so a
+      // streamed message's item, and its chunks behind it, wait for the message to end; the chunks are
+      // all there by then, and how many of them one payload takes depends on when the transport asks
+      // (Apollo asks later than the transport does). Both answers are valid. It shows where a message
+      // after the first (the first is in the initial result) has several chunks.
+      if (documentName === 'shapes' && (script === 'openAtEnd' || script === 'serverAction')) continue;
       for (const [format, accept] of [['multipart', MULTIPART], ['sse', SSE]] as const) {
         it(`${documentName}, ${script}, ${format}: the same bytes as Apollo's`, async () => {
           const adopt = jest.spyOn(LaterPayloads.prototype, 'adopt');
@@ -183,7 +190,7 @@ describe('later payloads taken from the executor (HTTP)', () => {
             const handedBack = handBack.mock.calls.length;
             // One per text message, and per action call where the document streams its arguments.
             const streamsArguments = documentName === 'stock' || documentName === 'wire';
-            const streams = { text: 2, action: streamsArguments ? 2 : 1, bad: 1, failing: 1, together: 3, insideText: streamsArguments ? 2 : 1, badName: 1, openAtEnd: 2, badParent: 2 }[script]!;
+            const streams = { text: 2, action: streamsArguments ? 2 : 1, bad: 1, failing: 1, together: 3, insideText: streamsArguments ? 2 : 1, badName: 1, openAtEnd: 2, badParent: 2, serverAction: streamsArguments ? 3 : 2 }[script]!;
             expect(leaf.mock.calls.length).toBe(LEAF_STREAMED.has(documentName) ? streams : 0);
             adopt.mockClear();
             handBack.mockClear();
@@ -195,6 +202,11 @@ describe('later payloads taken from the executor (HTTP)', () => {
             // Not trivially equal: the answer streamed, and errors (only) went through Apollo.
             const parts = format === 'sse' ? ours.split('event: next').length - 1 : ours.split('\r\n---').length - 1;
             expect(parts).toBeGreaterThanOrEqual(3);
+            if (script === 'serverAction') {
+              // The action ran, its result is a message, and the model was asked again.
+              expect(ours).toContain('sunny.');
+              if (streamsArguments) expect(ours).toContain('"result":"sunny"');
+            }
             // A bad name or parent is an error only where the document selects it.
             const selectsNameAndParent = documentName === 'stock' || documentName === 'wire' || (script === 'badName' && documentName === 'shapes');
             if (script === 'bad' || ((script === 'badName' || script === 'badParent') && selectsNameAndParent)) {
