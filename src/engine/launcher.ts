@@ -25,9 +25,9 @@ export interface RunCaller {
   logger: Logger;
   /**
    * Fields the run's log lines carry besides those its parent logger (`logParent ?? logger`) already
-   * binds. A transport that holds
-   * thousands of runs passes its own logger with these instead of a child logger per request, so
-   * each run's logger is a child, not a grandchild (a pino grandchild costs a hidden class of its own).
+   * binds. A transport that holds thousands of runs passes its own logger with these instead of a
+   * child logger per request, so each run's logger is a child, not a grandchild (a pino grandchild
+   * costs a hidden class of its own).
    */
   logBindings?: Record<string, unknown>;
   /**
