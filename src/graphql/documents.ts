@@ -1,4 +1,4 @@
-import { GraphQLError, parse, validate, type DocumentNode, type GraphQLSchema, type ValidationRule } from 'graphql';
+import { GraphQLError, Kind, parse, validate, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode, type ValidationRule } from 'graphql';
 import { MAX_NESTING, textNestsDeeperThan } from '../core/depth.js';
 
 /** What a document nested past MAX_NESTING gets, before graphql-js's recursive parser could overflow on it. */
@@ -71,4 +71,33 @@ function codedError(error: GraphQLError, code: string, message = error.message):
     positions: error.positions,
     extensions: { ...error.extensions, code },
   });
+}
+
+/**
+ * A plan the gateway works out once per validated document and operation for running it (the
+ * leaf streams, the variables' coercer): `make` is called on first use, and its answer, a plan or
+ * none, is kept as long as the document is.
+ */
+export function perOperation<T>(
+  make: (schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode) => T | undefined,
+): (schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined) => T | undefined {
+  const plans = new WeakMap<DocumentNode, Map<string, T | null>>();
+  return (schema, document, operationName) => {
+    let byOperation = plans.get(document);
+    if (byOperation === undefined) plans.set(document, (byOperation = new Map()));
+    const key = operationName ?? '';
+    let plan = byOperation.get(key);
+    if (plan === undefined) {
+      const operation = operationOf(document, operationName);
+      byOperation.set(key, (plan = (operation && make(schema, document, operation)) ?? null));
+    }
+    return plan ?? undefined;
+  };
+}
+
+/** The operation the executor runs: the one named, or the only one. */
+function operationOf(document: DocumentNode, operationName: string | null | undefined): OperationDefinitionNode | undefined {
+  const operations = document.definitions.filter((definition): definition is OperationDefinitionNode => definition.kind === Kind.OPERATION_DEFINITION);
+  if (operationName != null) return operations.find((definition) => definition.name?.value === operationName);
+  return operations.length === 1 ? operations[0] : undefined;
 }

@@ -1,6 +1,7 @@
 import { execute, isIncrementalResults, type SubsequentIncrementalExecutionResult } from '@graphql-tools/executor';
 import { defaultFieldResolver, type ExecutionArgs, type FieldNode, type GraphQLFieldResolver, type GraphQLResolveInfo } from 'graphql';
 import { completeLeafItem, leafStreamPlan } from './leaf-streams.js';
+import { variablePlan } from './variables.js';
 import { SharedTextStream } from './views/shared-stream.js';
 
 /** One later payload of an operation with @defer/@stream, as the executor yields it. */
@@ -421,8 +422,9 @@ export function multipartPart(json: string, hasNext: boolean): string {
 
 /**
  * Runs operations with @defer/@stream on the tools executor for Apollo (its
- * `legacyExperimentalExecuteIncrementally`), and gives an operation's later payloads to its
- * transport when the context carries a `LaterPayloads`.
+ * `legacyExperimentalExecuteIncrementally`) and for graphql-ws's queries and mutations, with their
+ * variables coerced ahead of it (graphql/variables.ts), and gives an operation's later payloads to
+ * its transport when the context carries a `LaterPayloads` (HTTP).
  */
 export async function executeIncrementally(args: ExecutionArgs) {
   const later = (args.contextValue as { laterPayloads?: LaterPayloads } | undefined)?.laterPayloads;
@@ -435,6 +437,11 @@ export async function executeIncrementally(args: ExecutionArgs) {
       fields.has(info.fieldNodes[0]) ? later!.leaf((source as Record<string, unknown>)[info.fieldName], info) : base(source, fieldArgs, context, info);
     args = { ...args, document: plan.document, fieldResolver };
   }
+  // Variables coerced by the operation's own coercer (graphql/variables.ts); where it gives up, the
+  // executor coerces them itself, and reports what it refuses.
+  const variables = variablePlan(args.schema, args.document, args.operationName);
+  const coerced = variables?.coerce(args.variableValues ?? {});
+  if (coerced !== undefined) args = { ...args, document: variables!.document, variableValues: coerced };
   const result = await execute(args);
   if (later === undefined) return result;
   if (!isIncrementalResults(result)) {

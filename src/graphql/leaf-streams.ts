@@ -15,6 +15,7 @@ import {
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
+import { perOperation } from './documents.js';
 
 /**
  * Streamed text written by the transport instead of the executor ("leaf streams").
@@ -64,22 +65,11 @@ const MESSAGES_FIELD = 'messages';
 /** The one field of a message that settles late (graphql/views/copilot-response.ts). */
 const LATE_FIELD = 'status';
 
-const plans = new WeakMap<DocumentNode, Map<string, LeafStreamPlan | null>>();
-
 /** The leaf streams of an operation of a validated document, worked out once per document and operation. */
-export function leafStreamPlan(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined): LeafStreamPlan | undefined {
-  let byOperation = plans.get(document);
-  if (byOperation === undefined) plans.set(document, (byOperation = new Map()));
-  const key = operationName ?? '';
-  let plan = byOperation.get(key);
-  if (plan === undefined) byOperation.set(key, (plan = planFor(schema, document, operationName) ?? null));
-  return plan ?? undefined;
-}
+export const leafStreamPlan = perOperation(planFor);
 
-function planFor(schema: GraphQLSchema, document: DocumentNode, operationName: string | null | undefined): LeafStreamPlan | undefined {
-  const operations = document.definitions.filter((definition): definition is OperationDefinitionNode => definition.kind === Kind.OPERATION_DEFINITION);
-  const operation = operationName ? operations.find((definition) => definition.name?.value === operationName) : operations.length === 1 ? operations[0] : undefined;
-  if (operation === undefined || operation.operation !== 'mutation') return undefined;
+function planFor(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode): LeafStreamPlan | undefined {
+  if (operation.operation !== 'mutation') return undefined;
   const mutation = schema.getMutationType();
   const runField = mutation?.getFields()[RUN_FIELD];
   if (runField === undefined) return undefined;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
-import { execute, isIncrementalResults } from '@graphql-tools/executor';
+import { isIncrementalResults } from '@graphql-tools/executor';
 import { GraphQLError, getOperationAST, type ExecutionArgs, type ExecutionResult, type GraphQLSchema } from 'graphql';
 import { CloseCode, handleProtocols, makeServer } from 'graphql-ws';
 import type { Logger } from 'pino';
@@ -12,6 +12,7 @@ import type { RunLauncher } from '../engine/launcher.js';
 import type { GatewayContext } from '../graphql/context.js';
 import { formatGraphQLError } from '../graphql/errors.js';
 import { DocumentCache } from '../graphql/documents.js';
+import { executeIncrementally } from '../graphql/incremental.js';
 import { createSubscriber, type ResultSink } from '../graphql/subscribe.js';
 import { allValidationRules } from '../graphql/validation.js';
 import type { AccessControl, Admitted, ConnectionFacts } from './access.js';
@@ -534,7 +535,8 @@ function serveExecution(args: ExecutionArgs): AsyncGenerator<ExecutionResult> {
 }
 
 async function* executionParts(args: ExecutionArgs): AsyncGenerator<ExecutionResult> {
-  const result = await execute(args as Parameters<typeof execute>[0]);
+  // The executor as Apollo runs it for HTTP (variables coerced ahead of it: graphql/variables.ts).
+  const result = await executeIncrementally(args);
   if (isIncrementalResults(result)) {
     // @defer/@stream over graphql-ws: the initial result, then each incremental payload.
     yield result.initialResult as ExecutionResult;
