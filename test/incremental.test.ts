@@ -89,6 +89,8 @@ const scripts: Record<string, Step[]> = {
 
 /** Documents whose text streams the transport writes itself (graphql/leaf-streams.ts); the others run on the executor. */
 const LEAF_STREAMED = new Set(['stock', 'wire', 'deferredStatus', 'explorer']);
+/** Documents whose messages, their statuses and the run's status the transport writes too (graphql/message-plan.ts). */
+const MESSAGES_PLANNED = new Set(['stock', 'wire', 'deferredStatus']);
 
 /**
  * The stock client's document as it goes over the wire (and as the benchmark sends it): the package's
@@ -184,6 +186,8 @@ describe('later payloads taken from the executor (HTTP)', () => {
           const adopt = jest.spyOn(LaterPayloads.prototype, 'adopt');
           const handBack = jest.spyOn(LaterPayloads.prototype, 'forApollo');
           const leaf = jest.spyOn(LaterPayloads.prototype, 'leaf');
+          const planned = jest.spyOn(LaterPayloads.prototype, 'messages');
+          const plannedLeaf = jest.spyOn(LaterPayloads.prototype, 'addLeaf');
           try {
             const ours = await answer(direct.url, query, script, accept);
             expect(adopt).toHaveBeenCalledTimes(1);
@@ -193,13 +197,20 @@ describe('later payloads taken from the executor (HTTP)', () => {
             // action's arguments and selects a result, a name and a parent.
             const stockDocument = documentName === 'stock' || documentName === 'wire';
             const streams = { text: 2, action: stockDocument ? 2 : 1, bad: 1, failing: 1, together: 3, insideText: stockDocument ? 2 : 1, badName: 1, openAtEnd: 2, badParent: 2, serverAction: stockDocument ? 3 : 2 }[script]!;
-            expect(leaf.mock.calls.length).toBe(LEAF_STREAMED.has(documentName) ? streams : 0);
+            // The executor's field resolver hands them over, or the message plan makes them.
+            const messagesPlanned = MESSAGES_PLANNED.has(documentName);
+            expect(planned).toHaveBeenCalledTimes(messagesPlanned ? 1 : 0);
+            expect((messagesPlanned ? plannedLeaf : leaf).mock.calls.length).toBe(LEAF_STREAMED.has(documentName) ? streams : 0);
+            expect((messagesPlanned ? leaf : plannedLeaf).mock.calls.length).toBe(0);
             adopt.mockClear();
             handBack.mockClear();
             leaf.mockClear();
+            planned.mockClear();
+            plannedLeaf.mockClear();
             const apollos = await answer(throughApollo.url, query, script, accept);
             expect(adopt).not.toHaveBeenCalled();
             expect(leaf).not.toHaveBeenCalled();
+            expect(planned).not.toHaveBeenCalled();
             expect(ours).toBe(apollos);
             // Not trivially equal: the answer streamed, and errors (only) went through Apollo.
             const parts = format === 'sse' ? ours.split('event: next').length - 1 : ours.split('\r\n---').length - 1;
@@ -222,6 +233,8 @@ describe('later payloads taken from the executor (HTTP)', () => {
             adopt.mockRestore();
             handBack.mockRestore();
             leaf.mockRestore();
+            planned.mockRestore();
+            plannedLeaf.mockRestore();
           }
         });
       }

@@ -1,14 +1,17 @@
 import { execute, isIncrementalResults, type SubsequentIncrementalExecutionResult } from '@graphql-tools/executor';
-import { defaultFieldResolver, type ExecutionArgs, type FieldNode, type GraphQLFieldResolver, type GraphQLResolveInfo } from 'graphql';
+import { defaultFieldResolver, type ExecutionArgs, type FieldNode, type GraphQLError, type GraphQLFieldResolver, type GraphQLResolveInfo } from 'graphql';
+import { locatedError } from '@graphql-tools/utils';
 import { completeLeafItem, leafStreamPlan } from './leaf-streams.js';
+import { coerceError, runtimeWriter, writeDeferred, writeFields, type MessagePlan, type ObjectWriter } from './message-plan.js';
 import { variablePlan } from './variables.js';
-import { SharedTextStream } from './views/shared-stream.js';
+import { SharedStream, SharedTextStream } from './views/shared-stream.js';
 
 /** One later payload of an operation with @defer/@stream, as the executor yields it. */
 export type LaterPayload = SubsequentIncrementalExecutionResult;
 
 /**
- * The later payloads of one HTTP operation, taken by the transport straight from the executor.
+ * The later payloads of one HTTP operation, taken by the transport straight from the executor, or
+ * made here.
  *
  * Apollo Server passes each later payload through two async generators of its own (one formats the
  * payload's errors and calls the plugins' subsequent-payload hooks, one frames the payload as a
@@ -28,8 +31,23 @@ export type LaterPayload = SubsequentIncrementalExecutionResult;
  *
  * It also writes the operation's leaf streams (graphql/leaf-streams.ts): the run's text streams
  * the executor leaves out, each item framed as the executor's payload for it, in order with the
- * executor's own payloads: after the one that carries the stream's message (`before`, `after`),
- * before the one that ends the answer (`madeOrSettled`).
+ * other payloads: after the one that carries the stream's message (`release`, `after`), before the
+ * one that ends the answer (`next`). And where the message plan takes the document
+ * (graphql/message-plan.ts), it makes the messages' payloads, their statuses' and the run's status's
+ * itself (`MessageStream`), and gives them in turn with the executor's (`next`). What the executor
+ * no longer does for those documents: a record per message, its item's completion, its status's
+ * record, the run status's record, and the `Promise.race` over the open records for every payload;
+ * it still makes the initial result and the `metaEvents` payloads.
+ *
+ * Where timing decides, the executor and this may cut the same payloads differently; both are valid
+ * answers with the same data at every path. The executor joins into one payload whatever records
+ * completed by the time its reader asks (a reader that is behind gets several at once), where this
+ * gives one payload each; it orders records completed in the same turn by the depth of their
+ * promise chains, where this takes them in the order of the run's events; and where its records
+ * and the plan's complete in the same turn (a `metaEvents` item and a message's status), the order
+ * between them is a matter of microtasks here too (the run's status, the plan's last, waits for the
+ * executor's next answer, and goes after it when it has something to say). With events in turns of
+ * their own, as a model sends them, the bytes are the same.
  */
 export class LaterPayloads {
   /** The executor's later payloads, once the operation turned out to have some. */
@@ -38,18 +56,30 @@ export class LaterPayloads {
 
   /** Leaf streams (graphql/leaf-streams.ts) not done: waiting for their message's payload, or written. */
   private leaves: LeafStream[] = [];
+  /** The message plan's streams (graphql/message-plan.ts) while they may still make payloads. */
+  private streams: MessageStream[] = [];
   /** Where leaf streams write; the transport opens it before reading any later payload. */
   private sink: LeafSink | undefined;
-  /** Payloads leaf streams made (an item GraphQL refused), for `next` (or, at the end, `madeOrSettled`) to give. */
-  private readonly made: LaterPayload[] = [];
-  /** The executor's next payload, asked for and not yet given (kept when `next` gave a made payload first). */
-  private asked: Promise<IteratorResult<LaterPayload, void>> | undefined;
-  /** Gives `next`'s caller a payload a leaf stream made while it waited for the executor. */
+  /** Payloads made here (messages, statuses, an item GraphQL refused), each with when it was made, for `next` to give in turn. */
+  private made: { payload: LaterPayload; order: number }[] = [];
+  /** The executor's answer to the `next()` last asked of it, once it came (with when it came) and until it is taken. */
+  private answer: { step: IteratorResult<LaterPayload, void>; order: number } | { error: unknown } | undefined;
+  /** The executor has been asked for its next payload and has not answered yet. */
+  private asking = false;
+  /** When a payload was made here or came from the executor: `next` gives them in that order. */
+  private order = 0;
+  /** The executor has given its last payload. */
+  private executorDone = false;
+  /** The message plan's streams were made and are done. */
+  private planDone = false;
+  /** The last payload has been given (it said `hasNext: false`), or the response is over. */
+  private over = false;
+  /** What broke a message stream, for `next` to throw. */
+  private failure: { error: unknown } | undefined;
+  /** Wakes `next` while it waits: a payload was made here, or what makes them is done. */
   private wakeReader: (() => void) | undefined;
-  /** Resolves `madeOrSettled` once no leaf stream is left, or one made a payload. */
-  private whenSettled: (() => void) | undefined;
   private waitingForDrain = false;
-  /** A payload of the executor's is going out (between `before` and `after`): leaf streams wait. */
+  /** A payload is going out (between `next` giving it and `after`): leaf streams wait. */
   private passing = false;
 
   /**
@@ -89,40 +119,122 @@ export class LaterPayloads {
   }
 
   /**
-   * The next later payload: one a leaf stream made, if any, else the executor's next. While leaf
-   * streams are open the executor's next is awaited alongside them (it may be long in coming: the
-   * run's status comes at its end).
+   * The next later payload, with the `hasNext` the answer needs: those made here (a message, a
+   * status, an item GraphQL refused) and the executor's, in the order they were made or came. The
+   * answer's last payload says `hasNext: false`: the executor's last, or, while more is to come from
+   * here, the last one made here (or, once the leaf streams are done, `{"hasNext":false}` alone, as
+   * the executor ends an answer whose last records give nothing).
    */
-  next(): Promise<IteratorResult<LaterPayload, void>> {
-    const made = this.made.shift();
-    if (made !== undefined) return Promise.resolve({ value: made, done: false });
-    const asked = (this.asked ??= this.source!.next());
-    if (this.leaves.length === 0) {
-      this.asked = undefined;
-      return asked;
+  async next(): Promise<IteratorResult<LaterPayload, void>> {
+    for (;;) {
+      if (this.failure !== undefined) throw this.failure.error;
+      if (this.over) return DONE;
+      // The executor is always asked for its next while it has more, so that what it gives takes
+      // its place among what is made here.
+      this.askExecutor();
+      // The message plan's last payload (the run's status, at the run's end) made before the
+      // executor is done: whether it ends the answer depends on what the executor does next. It
+      // too is at the run's end: usually it ends with nothing more to say (taken, below), and the
+      // plan's payload then ends the answer, as the executor's own last record would.
+      const holding = !this.executorDone && this.planDone && this.made.length === 1 && !this.producingAfter(this.made[0].payload);
+      const answer = this.answer;
+      if (answer !== undefined && ('error' in answer || holding || this.made.length === 0 || answer.order < this.made[0].order)) {
+        this.answer = undefined;
+        if ('error' in answer) throw answer.error;
+        const payload = this.taken(answer.step);
+        if (payload !== undefined) return this.give(payload);
+        continue;
+      }
+      if (this.made.length > 0 && !holding) return this.give(this.made.shift()!.payload);
+      if (this.executorDone && !this.producing()) {
+        // Nothing more: the last payload given said there was; this one says there is not.
+        return this.give({ hasNext: false });
+      }
+      // Wait for the executor, for something made here, or for what makes payloads here to be done.
+      await new Promise<void>((resolve) => (this.wakeReader = resolve));
     }
-    return new Promise((resolve, reject) => {
-      let given = false;
-      this.wakeReader = () => {
-        given = true;
-        this.wakeReader = undefined;
-        resolve({ value: this.made.shift()!, done: false });
-      };
-      asked.then(
-        (step) => {
-          if (given) return;
-          given = true;
-          this.wakeReader = this.asked = undefined;
-          resolve(step);
-        },
-        (error: unknown) => {
-          if (given) return;
-          given = true;
-          this.wakeReader = this.asked = undefined;
-          reject(error);
-        },
-      );
-    });
+  }
+
+  /** A payload goes out: what it means for the leaf streams, and its `hasNext`. */
+  private give(payload: LaterPayload): IteratorResult<LaterPayload, void> {
+    this.release(payload);
+    if (this.executorDone) this.dropOrphans();
+    const hasNext = !this.executorDone || this.made.length > 0 || this.producing();
+    payload.hasNext = hasNext;
+    if (!hasNext) this.over = true;
+    // Until it has gone out (Apollo may be formatting it), leaf streams write nothing: what they
+    // would write comes after it.
+    this.passing = true;
+    return { value: payload, done: false };
+  }
+
+  /** Asks the executor for its next payload, unless it is done, was asked already, or answered and its answer is not taken yet. */
+  private askExecutor(): void {
+    if (this.executorDone || this.asking || this.answer !== undefined) return;
+    this.asking = true;
+    this.source!.next().then(
+      (step) => {
+        this.asking = false;
+        this.answer = { step, order: this.order++ };
+        this.wake();
+      },
+      (error: unknown) => {
+        this.asking = false;
+        this.answer = { error };
+        this.wake();
+      },
+    );
+  }
+
+  /** Wakes `next` if it waits. */
+  private wake(): void {
+    const wakeReader = this.wakeReader;
+    this.wakeReader = undefined;
+    wakeReader?.();
+  }
+
+  /**
+   * What the executor's answer gives: its payload, or nothing when it ended without one to give
+   * (its bare `{"hasNext":false}` once its records are done) while more is to come from here (as the
+   * executor itself gives nothing while records are pending).
+   */
+  private taken(step: IteratorResult<LaterPayload, void>): LaterPayload | undefined {
+    if (step.done) {
+      this.executorEnded();
+      return undefined;
+    }
+    const payload = step.value;
+    if (payload.hasNext) return payload;
+    this.executorDone = true;
+    if (payload.incremental !== undefined || (payload as { errors?: unknown }).errors !== undefined) return payload;
+    this.dropOrphans();
+    return this.made.length > 0 || this.producing() ? undefined : payload;
+  }
+
+  private executorEnded(): void {
+    this.executorDone = true;
+    this.dropOrphans();
+  }
+
+  /** Once the executor is done, a leaf stream of its own whose object never went out never will. */
+  private dropOrphans(): void {
+    for (const leaf of [...this.leaves]) {
+      if (leaf.state === 'waiting' && !leaf.planned) leaf.drop();
+    }
+  }
+
+  /** Whether more payloads may come from here: a leaf stream not done, a message stream not done. */
+  private producing(): boolean {
+    return this.leaves.length > 0 || this.streams.length > 0;
+  }
+
+  /** Whether more payloads may come from here once `payload` is out (a nulled item drops the leaf streams under its list). */
+  private producingAfter(payload: LaterPayload): boolean {
+    if (this.streams.length > 0) return true;
+    const nulled = payload.incremental?.find((entry) => (entry as { items?: unknown }).items === null);
+    if (nulled === undefined) return this.leaves.length > 0;
+    const listPath = (nulled.path as readonly (string | number)[]).slice(0, -1);
+    return this.leaves.some((leaf) => !leaf.isUnder(listPath));
   }
 
   /**
@@ -137,52 +249,55 @@ export class LaterPayloads {
     if (!(value instanceof SharedTextStream)) {
       throw new Error(`${info.parentType.name}.${info.fieldName} is not a run's text stream.`);
     }
-    this.leaves.push(new LeafStream(this, value, pathOf(info.path), info.parentType.name, info.fieldName, info.fieldNodes));
+    this.leaves.push(new LeafStream(this, value, pathOf(info.path), info.parentType.name, info.fieldName, info.fieldNodes, false));
     return Promise.resolve(EMPTY);
   }
 
   /**
-   * What a payload that is about to go out means for the leaf streams: those whose object it carries
-   * are written after it; those whose object it nulled are dropped. Returns whether the payload,
-   * the executor's last, must say `hasNext: true` because leaf streams will still write (the
-   * transport then writes the rest once they are done: see `madeOrSettled`).
+   * Called by the field resolver the message plan gives the executor, for the run's `messages`
+   * (graphql/message-plan.ts): writes the messages, their statuses and the run's status from here,
+   * and gives the executor a stream with nothing in it (so that the answer's first part is the
+   * same: the executor sets the field to `[]` at the same moment).
    */
-  before(payload: LaterPayload): boolean {
-    if (this.leaves.length === 0) return false;
-    // Until it has gone out (Apollo may be formatting it), leaf streams write nothing: what they
-    // would write comes after it.
-    this.passing = true;
+  messages(plan: MessagePlan, source: unknown, info: GraphQLResolveInfo, context: unknown): AsyncIterable<never> {
+    const view = source as { messages?: unknown; status?: unknown };
+    if (!(view.messages instanceof SharedStream)) throw new Error(`${info.parentType.name}.${info.fieldName} is not a run's message stream.`);
+    const stream = new MessageStream(this, plan, view.messages as SharedStream<Record<string, unknown>>, view, pathOf(info.path), context);
+    this.streams.push(stream);
+    stream.start();
+    return NOTHING;
+  }
+
+  /**
+   * What a payload that goes out means for the leaf streams: those whose object it carries are
+   * written after it; those whose object it nulled are dropped.
+   */
+  private release(payload: LaterPayload): void {
+    if (this.leaves.length === 0) return;
     // (A leaf stream that is done leaves the list: the loops here read a copy.)
     const leaves = [...this.leaves];
     const incremental = payload.incremental;
-    if (incremental !== undefined) {
-      for (let i = 0; i < incremental.length; i++) {
-        const entry = incremental[i] as { items?: unknown[] | null; path?: readonly (string | number)[] };
-        if (entry.items === undefined || entry.path === undefined) continue;
-        if (entry.items === null) {
-          // The executor nulled an item of a non-null list and ended that list's stream. It also drops
-          // whatever is still to come under the list (its filterSubsequentPayloads on the list's path):
-          // the text of the items before, still streaming, as much as that of the nulled one.
-          const listPath = entry.path.slice(0, -1);
-          for (const leaf of leaves) {
-            if (leaf.isUnder(listPath)) leaf.drop();
-          }
-          continue;
-        }
+    if (incremental === undefined) return;
+    for (let i = 0; i < incremental.length; i++) {
+      const entry = incremental[i] as { items?: unknown[] | null; path?: readonly (string | number)[] };
+      if (entry.items === undefined || entry.path === undefined) continue;
+      if (entry.items === null) {
+        // The executor nulled an item of a non-null list and ended that list's stream. It also drops
+        // whatever is still to come under the list (its filterSubsequentPayloads on the list's path):
+        // the text of the items before, still streaming, as much as that of the nulled one.
+        const listPath = entry.path.slice(0, -1);
         for (const leaf of leaves) {
-          if (leaf.state === 'waiting') leaf.carriedBy(entry.path, entry.items);
+          if (leaf.isUnder(listPath)) leaf.drop();
         }
+        continue;
+      }
+      for (const leaf of leaves) {
+        if (leaf.state === 'waiting') leaf.carriedBy(entry.path, entry.items);
       }
     }
-    if (payload.hasNext) return false;
-    // The executor is done: a leaf stream whose object never went out never will.
-    for (const leaf of leaves) {
-      if (leaf.state === 'waiting') leaf.drop();
-    }
-    return this.leaves.some((leaf) => leaf.hasMore());
   }
 
-  /** Whether a payload of the executor's is going out (leaf streams write after it). */
+  /** Whether a payload is going out (leaf streams write after it). */
   isPassing(): boolean {
     return this.passing;
   }
@@ -197,32 +312,14 @@ export class LaterPayloads {
     }
   }
 
-  /**
-   * For the end of the answer, once the executor is done: the next payload a leaf stream made, or
-   * undefined once every leaf stream is done (at once if none is left).
-   */
-  madeOrSettled(): Promise<LaterPayload | undefined> {
-    const made = this.made.shift();
-    if (made !== undefined) return Promise.resolve(made);
-    if (this.leaves.length === 0) return Promise.resolve(undefined);
-    return new Promise((resolve) => {
-      this.whenSettled = () => {
-        this.whenSettled = undefined;
-        resolve(this.made.shift());
-      };
-    });
-  }
-
-  /** Whether more is to come from leaf streams: one is left (waiting for its message, or writing), or a payload one made. */
-  hasMore(): boolean {
-    return this.leaves.length > 0 || this.made.length > 0;
-  }
-
-  /** The response is over (ended, or its client went away): leaf streams stop reading. */
+  /** The response is over (ended, or its client went away): nothing more is written or made. */
   close(): void {
     this.sink = undefined;
+    this.over = true;
+    this.made = [];
+    for (const stream of [...this.streams]) stream.stop();
     for (const leaf of [...this.leaves]) leaf.drop();
-    this.whenSettled?.();
+    this.wake();
   }
 
   /** @internal The sink leaf streams write to; undefined once the response is over. */
@@ -248,18 +345,225 @@ export class LaterPayloads {
     return false;
   }
 
-  /** @internal A leaf stream's item GraphQL refused: a payload with the executor's error, given by `next` (or `madeOrSettled`). */
-  refused(payload: LaterPayload): void {
-    this.made.push(payload);
-    this.wakeReader?.();
+  /** @internal A payload made here (a message, a status, an item GraphQL refused), for `next` to give in turn. */
+  make(payload: LaterPayload): void {
+    if (this.over) return;
+    this.made.push({ payload, order: this.order++ });
+    this.wake();
+  }
+
+  /** @internal A nulled message item ended its list: what was made under the list and is not out yet is dropped (as the executor drops it). */
+  dropMadeUnder(listPath: readonly (string | number)[]): void {
+    this.made = this.made.filter(({ payload }) => !payload.incremental?.some((entry) => isUnder(entry.path as readonly (string | number)[], listPath)));
+  }
+
+  /** @internal A leaf stream the message plan made for a message's text (released when the message's payload goes out). */
+  addLeaf(leaf: LeafStream): void {
+    this.leaves.push(leaf);
   }
 
   /** @internal A leaf stream is done. */
   finished(leaf: LeafStream): void {
     const at = this.leaves.indexOf(leaf);
     if (at !== -1) this.leaves.splice(at, 1);
-    if ((this.leaves.length === 0 || this.made.length > 0) && this.whenSettled !== undefined) this.whenSettled();
+    if (!this.producing()) this.wake();
   }
+
+  /**
+   * @internal A message stream broke (a fault of the gateway's, from a microtask or a promise's
+   * callback): the answer fails as when a leaf stream cannot write (the sink's `fail`), or, before
+   * the transport reads any later payload, `next` throws it.
+   */
+  failed(error: unknown): void {
+    const sink = this.sink;
+    if (sink !== undefined) return sink.fail(error);
+    this.failure = { error };
+    this.wake();
+  }
+
+  /** @internal A message stream is done: it will make nothing more. */
+  streamDone(stream: MessageStream): void {
+    const at = this.streams.indexOf(stream);
+    if (at !== -1) this.streams.splice(at, 1);
+    if (this.streams.length === 0) this.planDone = true;
+    if (!this.producing()) this.wake();
+  }
+}
+
+const DONE: IteratorResult<LaterPayload, void> = Object.freeze({ value: undefined, done: true });
+
+/** What the executor is given for the messages the plan writes: a stream that ends at once. */
+const NOTHING: AsyncIterable<never> = Object.freeze({
+  [Symbol.asyncIterator]: () => ({ next: () => Promise.resolve({ value: undefined as never, done: true as const }) }),
+});
+
+/** Whether `path` lies under `prefix` (a list's path). */
+function isUnder(path: readonly (string | number)[] | undefined, prefix: readonly (string | number)[]): boolean {
+  if (path === undefined || path.length <= prefix.length) return false;
+  for (let i = 0; i < prefix.length; i++) {
+    if (path[i] !== prefix[i]) return false;
+  }
+  return true;
+}
+
+/**
+ * The run's messages written by the message plan (graphql/message-plan.ts): each message's item
+ * payload as it comes, its texts as leaf streams released by that payload, its deferred status once
+ * it settles, and the run's deferred status; each as the executor's payload for it, in the order the
+ * executor gives them when the run's events come in turns of their own.
+ */
+class MessageStream {
+  /** Where it reads the messages, and the next message's index. */
+  private read = 0;
+  private index = 0;
+  private unwatch: (() => void) | undefined;
+  /** A read of the messages is queued (see `start`). */
+  private scheduled = false;
+  /** The messages' list ended (or an item nulled it). */
+  private listDone = false;
+  /** Statuses asked for and not yet settled. */
+  private pending = 0;
+  /** The run's deferred status is still to come. */
+  private runPending: boolean;
+  /** The response is over: nothing more is made. */
+  private stopped = false;
+  /** An item was nulled: the statuses still to come under the list are dropped. */
+  private nulled = false;
+  private readonly runPath: readonly (string | number)[];
+
+  constructor(
+    private readonly owner: LaterPayloads,
+    private readonly plan: MessagePlan,
+    private readonly messages: SharedStream<Record<string, unknown>>,
+    private readonly view: Record<string, unknown>,
+    private readonly listPath: readonly (string | number)[],
+    private readonly context: unknown,
+  ) {
+    this.runPath = listPath.slice(0, -1);
+    this.runPending = plan.runDeferred !== undefined;
+  }
+
+  start(): void {
+    this.unwatch = this.messages.watch(() => {
+      if (this.scheduled) return;
+      // Messages of one turn are read a microtask later: a status settled before them in that turn
+      // (a text that ended, then a call that started) comes before them, as the executor has it.
+      this.scheduled = true;
+      queueMicrotask(this.pullSoon);
+    });
+    const run = this.plan.runDeferred;
+    if (run !== undefined) {
+      const errors: GraphQLError[] = [];
+      writeDeferred(this.plan.runType, run, this.view, this.runPath, errors, this.context, (data) =>
+        this.guarded(() => {
+          if (!this.runPending) return;
+          this.runPending = false;
+          this.owner.make(deferredPayload(data, this.runPath, errors));
+          this.check();
+        }),
+      );
+    }
+    this.pull();
+  }
+
+  private readonly pullSoon = (): void => {
+    this.scheduled = false;
+    this.guarded(() => this.pull());
+  };
+
+  /** Runs what is called from a microtask or a promise's callback, outside the transport's own error handling: what it throws fails the answer. */
+  private guarded(work: () => void): void {
+    try {
+      work();
+    } catch (error) {
+      this.stop();
+      this.owner.failed(error);
+    }
+  }
+
+  private pull(): void {
+    const messages = this.messages;
+    while (!this.listDone && messages.available(this.read)) {
+      const [message, next] = messages.take(this.read);
+      this.read = next;
+      this.write(message, this.index++);
+    }
+    if (!this.listDone && messages.isEnded()) this.endList();
+  }
+
+  /** One message: its item, its texts' leaf streams, its deferred status. */
+  private write(message: Record<string, unknown>, index: number): void {
+    const path = [...this.listPath, index];
+    const errors: GraphQLError[] = [];
+    const plan = this.plan;
+    let writer: ObjectWriter;
+    let item: Record<string, unknown>;
+    const leaves: LeafStream[] = [];
+    try {
+      writer = runtimeWriter(plan.items, plan.messageType, plan.runType, plan.messages.name.value, [plan.messages], message, this.context);
+      item = writeFields(writer, message, path, errors, this.context);
+      // The texts' keys come last, as `[]`: the executor sets a streamed field's key when its first, empty part settles.
+      for (const field of writer.fields) {
+        if (field.kind !== 'stream') continue;
+        const text = message[field.name];
+        if (!(text instanceof SharedTextStream)) throw new Error(`${writer.type.name}.${field.name} is not a run's text stream.`);
+        item[field.key] = EMPTY;
+        leaves.push(new LeafStream(this.owner, text, [...path, field.key], writer.type.name, field.name, field.nodes, true));
+      }
+    } catch (raw) {
+      // A non-null field failed: the executor nulls the item, ends the list's stream and drops what
+      // is still to come under the list (later messages, and statuses not out yet).
+      errors.push(locatedError(coerceError(raw), [plan.messages], path));
+      this.nulled = true;
+      this.endList();
+      this.owner.dropMadeUnder(this.listPath);
+      this.owner.make(itemsPayload(null, path, errors));
+      return;
+    }
+    for (const leaf of leaves) this.owner.addLeaf(leaf);
+    this.owner.make(itemsPayload([item], path, errors));
+    const deferred = writer.deferred;
+    if (deferred === undefined) return;
+    const statusErrors: GraphQLError[] = [];
+    this.pending++;
+    writeDeferred(writer.type, deferred, message, path, statusErrors, this.context, (data) =>
+      this.guarded(() => {
+        this.pending--;
+        // Not when an item nulled the list, or the response is over: the executor drops it.
+        if (!this.nulled && !this.stopped) this.owner.make(deferredPayload(data, path, statusErrors));
+        this.check();
+      }),
+    );
+  }
+
+  private endList(): void {
+    this.listDone = true;
+    this.unwatch?.();
+    this.unwatch = undefined;
+    this.check();
+  }
+
+  /** The response is over: nothing more is made. */
+  stop(): void {
+    this.stopped = true;
+    this.runPending = false;
+    this.endList();
+  }
+
+  /** Tells the owner once nothing more will be made here (statuses still to settle under a nulled list, or after the end, make nothing). */
+  private check(): void {
+    if (this.listDone && (this.pending === 0 || this.nulled || this.stopped) && !this.runPending) this.owner.streamDone(this);
+  }
+}
+
+/** A stream item's payload entry: `{items, path}`, with its errors when it has any. */
+function itemsPayload(items: unknown[] | null, path: readonly (string | number)[], errors: readonly GraphQLError[]): LaterPayload {
+  return { incremental: [errors.length > 0 ? { items, path, errors } : { items, path }], hasNext: true } as unknown as LaterPayload;
+}
+
+/** A deferred fragment's payload entry: `{data, path}`, with its errors when it has any. */
+function deferredPayload(data: Record<string, unknown> | null, path: readonly (string | number)[], errors: readonly GraphQLError[]): LaterPayload {
+  return { incremental: [errors.length > 0 ? { data, path, errors } : { data, path }], hasNext: true } as unknown as LaterPayload;
 }
 
 /** Where the transport takes leaf streams' items. */
@@ -305,6 +609,8 @@ class LeafStream {
     private readonly fieldName: string,
     /** The field's nodes (of the rewritten document: the original's locations), for an item's error. */
     private readonly nodes: readonly FieldNode[],
+    /** Made by the message plan (released by the plan's payload), not by the executor's field resolver. */
+    readonly planned: boolean,
   ) {
     this.parentPath = path.slice(0, -1);
     this.key = String(path[path.length - 1]);
@@ -314,11 +620,7 @@ class LeafStream {
 
   /** Whether its field lies under `prefix` (a list's path). */
   isUnder(prefix: readonly (string | number)[]): boolean {
-    if (this.path.length <= prefix.length) return false;
-    for (let i = 0; i < prefix.length; i++) {
-      if (this.path[i] !== prefix[i]) return false;
-    }
-    return true;
+    return isUnder(this.path, prefix);
   }
 
   /** A payload entry about to go out (with items): if it carries this field's object, the stream is released. */
@@ -335,11 +637,6 @@ class LeafStream {
     const object = items[index - first] as Record<string, unknown> | null;
     if (object === null || typeof object !== 'object' || !Array.isArray(object[this.key])) return this.drop();
     this.state = 'released';
-  }
-
-  /** Whether it would still write (an item or the end of its text are to come). */
-  hasMore(): boolean {
-    return this.state !== 'done' && (this.text.available(this.index) || !this.text.isEnded());
   }
 
   /** Its object went out: write what the text has, and what comes. */
@@ -378,7 +675,7 @@ class LeafStream {
       const item = typeof value === 'string' ? value : completeLeafItem(value, this.typeName, this.fieldName, this.nodes, [...this.path, at]);
       if (typeof item !== 'string') {
         // The executor ends a stream whose item it cannot complete with that item's error.
-        this.owner.refused({ incremental: [{ items: null, path: [...this.path, at], errors: [item] }], hasNext: true } as unknown as LaterPayload);
+        this.owner.make(itemsPayload(null, [...this.path, at], [item as GraphQLError]));
         return this.drop();
       }
       // JSON.stringify of the executor's payload, {incremental: [{items, path}], hasNext}, written out.
@@ -433,8 +730,12 @@ export async function executeIncrementally(args: ExecutionArgs) {
     // The executor runs the document without the leaf streams' @stream; their fields go to `later`.
     const base: GraphQLFieldResolver<unknown, unknown> = args.fieldResolver ?? defaultFieldResolver;
     const fields = plan.fields;
-    const fieldResolver: GraphQLFieldResolver<unknown, unknown> = (source, fieldArgs, context, info) =>
-      fields.has(info.fieldNodes[0]) ? later!.leaf((source as Record<string, unknown>)[info.fieldName], info) : base(source, fieldArgs, context, info);
+    const messages = plan.messages;
+    const fieldResolver: GraphQLFieldResolver<unknown, unknown> = (source, fieldArgs, context, info) => {
+      const node = info.fieldNodes[0];
+      if (messages !== undefined && node === messages.messages) return later!.messages(messages, source, info, context);
+      return fields.has(node) ? later!.leaf((source as Record<string, unknown>)[info.fieldName], info) : base(source, fieldArgs, context, info);
+    };
     args = { ...args, document: plan.document, fieldResolver };
   }
   // Variables coerced by the operation's own coercer (graphql/variables.ts); where it gives up, the
@@ -445,7 +746,8 @@ export async function executeIncrementally(args: ExecutionArgs) {
   const result = await execute(args);
   if (later === undefined) return result;
   if (!isIncrementalResults(result)) {
-    // Leaf streams live only inside streamed items: with no later payloads there are none to write.
+    // Leaf streams live only inside streamed items, and the message plan's messages are a stream:
+    // with no later payloads there are none to write (the run was refused before its messages).
     later.close();
     return result;
   }

@@ -16,6 +16,7 @@ import {
   type SelectionSetNode,
 } from 'graphql';
 import { perOperation } from './documents.js';
+import { planMessages, type MessagePlan } from './message-plan.js';
 
 /**
  * Streamed text written by the transport instead of the executor ("leaf streams").
@@ -42,7 +43,7 @@ import { perOperation } from './documents.js';
  * one. With chunks that arrive in turns of their own, as a model sends them, the bytes are the same.
  * One more case where timing decides: when the executor nulls a message item, it drops what is still
  * to come under the messages list at once, and the transport does so when that payload goes out
- * (`LaterPayloads.before`); a chunk of another message that arrived in the same turn as the refused
+ * (`LaterPayloads.release`); a chunk of another message that arrived in the same turn as the refused
  * item, or was held back by a slow client until then, may go out here and not from the executor.
  *
  * The shape: a mutation's `generateCopilotResponse` field (whose messages are the run's), its
@@ -53,10 +54,16 @@ import { perOperation } from './documents.js';
  * message `status` outside `@defer`. Anything else runs on the executor as before.
  */
 
-/** A document's leaf streams: the document the executor runs, and the fields taken out of it (its nodes). */
+/**
+ * A document's leaf streams: the document the executor runs (without those fields' `@stream`, and,
+ * where the message plan takes the document, without the run's `@defer`), and the fields taken out
+ * of it (its nodes).
+ */
 export interface LeafStreamPlan {
   readonly document: DocumentNode;
   readonly fields: WeakSet<FieldNode>;
+  /** Where the document allows it, the messages too (graphql/message-plan.ts). */
+  readonly messages?: MessagePlan;
 }
 
 /** The root field whose messages, and their text streams, come from the run (graphql/views/copilot-response.ts). */
@@ -106,7 +113,9 @@ function planFor(schema: GraphQLSchema, document: DocumentNode, operation: Opera
       return withoutStream;
     },
   });
-  return { document: rewritten, fields };
+  const rewrittenOperation = rewritten.definitions[document.definitions.indexOf(operation)] as OperationDefinitionNode;
+  const messages = planMessages(schema, rewritten, rewrittenOperation, RUN_FIELD, MESSAGES_FIELD, fields);
+  return messages === undefined ? { document: rewritten, fields } : { document: messages.document, fields, messages: messages.plan };
 }
 
 /** Whether a selection set selects a field of that name outside @defer (through inline fragments). */

@@ -396,12 +396,8 @@ async function writeResponse(
   // Apollo's parts: the initial result, then (when the executor's later payloads were not taken)
   // every later one; with them taken, only those handed back to Apollo (they carry errors).
   const parts = (): Promise<IteratorResult<string, void>> => chunks.next();
-  /** A payload taken from the executor (or made by a leaf stream) goes out, as Apollo would write it. */
+  /** A later payload goes out (the executor's, or one made by LaterPayloads), as Apollo would write it. */
   const sendLater = async (later: LaterPayloads, payload: LaterPayload): Promise<void> => {
-    // Leaf streams whose message this payload carries write after it; the executor's last payload
-    // is not the last while they still write.
-    const holdsBack = later.before(payload);
-    if (holdsBack) payload.hasNext = true;
     if (carriesErrors(payload)) {
       // Errors are Apollo's to format (and to tell its plugins of): its next part is this payload.
       later.forApollo(payload);
@@ -411,18 +407,8 @@ async function writeResponse(
     } else {
       sendPayload(payload);
     }
+    // Leaf streams whose message this payload carried write after it.
     later.after();
-    if (!holdsBack) return;
-    // The executor is done, leaf streams are not: what they made (an item GraphQL refused) goes
-    // out as it comes, and the answer ends once they are done, on their last payload as the
-    // executor would end it.
-    for (let made = await later.madeOrSettled(); !res.destroyed; made = await later.madeOrSettled()) {
-      if (made === undefined) return sendPayload({ hasNext: false });
-      made.hasNext = later.hasMore();
-      // One level deep: a made payload carries no message, so `before` never holds it back.
-      await sendLater(later, made);
-      if (!made.hasNext) return;
-    }
   };
   try {
     const initial = await parts();
@@ -441,7 +427,7 @@ async function writeResponse(
         full: () => res.writableNeedDrain,
         onDrain: (callback) => res.once('drain', callback),
         fail: (error) => {
-          log.error({ err: error }, 'a streamed text item could not be written');
+          log.error({ err: error }, 'a streamed part could not be written');
           res.destroy(error instanceof Error ? error : new Error(String(error)));
         },
       });

@@ -1,0 +1,404 @@
+import { collectSubFields, inspect, locatedError } from '@graphql-tools/utils';
+import {
+  GraphQLError,
+  Kind,
+  isAbstractType,
+  isLeafType,
+  isListType,
+  isNonNullType,
+  isObjectType,
+  visit,
+  type ASTNode,
+  type DocumentNode,
+  type FieldNode,
+  type GraphQLAbstractType,
+  type GraphQLLeafType,
+  type GraphQLObjectType,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+} from 'graphql';
+
+/**
+ * The run's messages written by the transport instead of the executor ("the message plan").
+ *
+ * With the leaf streams (graphql/leaf-streams.ts) the executor no longer made a record per token,
+ * but it still made, per message, a stream record, the item's completion (its type resolved, its
+ * fields collected and completed), the deferred status's record, and a `Promise.race` over every
+ * open record each time the transport asked for a payload; and the run's deferred status at the
+ * end. For an agent run of one message that was about 5% of its CPU (BENCHMARKS.md, step 32).
+ *
+ * So for the stock client's shape (below) the plan works out once per document how each kind of
+ * message is written: its fields as the executor collects them for that type (the same
+ * `collectSubFields` the executor calls, so the merging and the order are the executor's), each
+ * completed as the executor completes a field (`serialize` of its type, the same errors, located
+ * at the same path with the same nodes), the streamed texts last (the executor sets a streamed
+ * field's key when its first, empty part settles), and the message's deferred status once it
+ * settles. The same for the root's deferred status. The transport writes each as the executor's
+ * payload for it (graphql/incremental.ts `MessageStream`). The executor still runs the rest of the
+ * document, the initial result and `metaEvents` with their payloads.
+ *
+ * The shape: the leaf streams' (one `generateCopilotResponse`, alone in the operation, and its
+ * `messages @stream` alone under its key), plus: no named fragment and no variable in a directive
+ * anywhere under the run's field (so what is collected does not depend on the request); in a
+ * message, only leaf fields, `__typename` and the leaf streams outside `@defer` (its status, a
+ * promise until the message ends, only deferred), no arguments, no resolvers of their own (the
+ * view's values are read as properties: they hold values, never functions, which the default
+ * resolver would call); at most
+ * one `@defer` per message and one on the run's field, without label, each selecting only leaf
+ * fields, `__typename` and objects of those (the status). Anything else runs on the executor.
+ */
+
+/** How one field of an object is written. */
+export type FieldWriter =
+  | { readonly kind: 'typename'; readonly key: string }
+  | { readonly kind: 'leaf'; readonly key: string; readonly name: string; readonly nodes: readonly FieldNode[]; readonly nonNull: boolean; readonly type: GraphQLLeafType }
+  | {
+      readonly kind: 'object';
+      readonly key: string;
+      readonly name: string;
+      readonly nodes: readonly FieldNode[];
+      readonly nonNull: boolean;
+      readonly type: GraphQLObjectType | GraphQLAbstractType;
+      /** By concrete type name: how a value of that type is written. */
+      readonly objects: ReadonlyMap<string, ObjectWriter>;
+    }
+  /** A leaf stream (graphql/leaf-streams.ts): written as `[]`, its items by the transport. */
+  | { readonly kind: 'stream'; readonly key: string; readonly name: string; readonly nodes: readonly FieldNode[] };
+
+/** How an object of one concrete type is written: its fields in the executor's order, and its deferred fields. */
+export interface ObjectWriter {
+  readonly type: GraphQLObjectType;
+  readonly fields: readonly FieldWriter[];
+  /** The fields of its `@defer` (none when it has none). */
+  readonly deferred: readonly FieldWriter[] | undefined;
+}
+
+/** A document's message plan. */
+export interface MessagePlan {
+  /** The `messages` field (its node in the document the executor runs). */
+  readonly messages: FieldNode;
+  /** The messages' abstract type, whose `resolveType` names a message's type. */
+  readonly messageType: GraphQLAbstractType;
+  /** How a message of each type is written. */
+  readonly items: ReadonlyMap<string, ObjectWriter>;
+  /** The run field's deferred fields (its status), when the document defers any. */
+  readonly runDeferred: readonly FieldWriter[] | undefined;
+  /** The run field's type, for errors in its deferred fields. */
+  readonly runType: GraphQLObjectType;
+}
+
+/** The plan's refusal of a shape it does not take. */
+class NotTaken extends Error {}
+
+/**
+ * The message plan of an operation whose leaf streams are planned: the document the executor then
+ * runs (the run's deferred fragment taken out) and the plan, or undefined.
+ */
+export function planMessages(...args: Parameters<typeof plan>): { document: DocumentNode; plan: MessagePlan } | undefined {
+  try {
+    return plan(...args);
+  } catch (error) {
+    if (error instanceof NotTaken) return undefined;
+    throw error;
+  }
+}
+
+function plan(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  runFieldName: string,
+  messagesFieldName: string,
+  streamed: WeakSet<FieldNode>,
+): { document: DocumentNode; plan: MessagePlan } {
+  const [run, ...others] = operation.selectionSet.selections;
+  if (others.length > 0 || run.kind !== Kind.FIELD || run.name.value !== runFieldName || run.directives?.length || !run.selectionSet) throw new NotTaken();
+  if (!independentOfRequest(run)) throw new NotTaken();
+  const runDefinition = schema.getMutationType()?.getFields()[runFieldName];
+  const runType = runDefinition && (isNonNullType(runDefinition.type) ? runDefinition.type.ofType : runDefinition.type);
+  if (!isObjectType(runType) || runType.isTypeOf) throw new NotTaken();
+
+  // The run field's deferred fragment comes out of the executor's document: the plan writes it.
+  const deferredHere = run.selectionSet.selections.filter((selection) => selection.kind === Kind.INLINE_FRAGMENT && selection.directives?.some((directive) => directive.name.value === 'defer'));
+  if (deferredHere.length > 1) throw new NotTaken();
+  const runCollected = collectSubFields(schema, {}, {}, runType, [run]);
+  if (runCollected.patches.length !== deferredHere.length) throw new NotTaken();
+  const runDeferred = runCollected.patches.length === 1 ? writersOf(schema, runType, runCollected.patches[0], streamed, 'deferred') : undefined;
+
+  const messagesNodes = runCollected.fields.get(messagesFieldName);
+  if (messagesNodes === undefined || messagesNodes.length !== 1) throw new NotTaken();
+  const messages = messagesNodes[0];
+  if (messages.name.value !== messagesFieldName || messages.arguments?.length) throw new NotTaken();
+  const streams = messages.directives?.filter((directive) => directive.name.value === 'stream') ?? [];
+  if (streams.length !== 1 || streams[0].arguments?.length || messages.directives!.length !== 1) throw new NotTaken();
+  for (const patch of runCollected.patches) if (patch.fields.has(messagesFieldName)) throw new NotTaken();
+
+  // [BaseMessageOutput!]!: each message is written by its own type's writer.
+  const listType = runType.getFields()[messagesFieldName]?.type;
+  const list = listType && isNonNullType(listType) ? listType.ofType : undefined;
+  const itemType = isListType(list) ? list.ofType : undefined;
+  const messageType = isNonNullType(itemType) ? itemType.ofType : undefined;
+  if (!messageType || !isAbstractType(messageType) || typeof messageType.resolveType !== 'function') throw new NotTaken();
+  const items = new Map<string, ObjectWriter>();
+  for (const type of schema.getPossibleTypes(messageType)) {
+    if (type.isTypeOf) throw new NotTaken();
+    const collected = collectSubFields(schema, {}, {}, type, [messages]);
+    if (collected.patches.length > 1) throw new NotTaken();
+    items.set(type.name, {
+      type,
+      fields: writersOf(schema, type, collected, streamed, 'item'),
+      deferred: collected.patches.length === 1 ? writersOf(schema, type, collected.patches[0], streamed, 'deferred') : undefined,
+    });
+  }
+
+  const executed = deferredHere.length === 0 ? document : withoutSelection(document, deferredHere[0]);
+  // The messages node is not under the fragment taken out: it is the same node in the executed document.
+  return { document: executed, plan: { messages, messageType, items, runDeferred, runType } };
+}
+
+/**
+ * The writers of a selection's fields for one concrete type, in the executor's order. Where: a
+ * message's own fields (read at once: leaves, `__typename` and its text streams; its objects, the
+ * status, are promises until the message ends), a deferred fragment's (objects too: a promise is
+ * waited for), or an object's inside those (read at once: the settled status's).
+ */
+function writersOf(
+  schema: GraphQLSchema,
+  type: GraphQLObjectType,
+  collected: { fields: Map<string, FieldNode[]>; label?: string },
+  streamed: WeakSet<FieldNode>,
+  where: 'item' | 'deferred' | 'nested',
+): FieldWriter[] {
+  if (collected.label !== undefined) throw new NotTaken();
+  const writers: FieldWriter[] = [];
+  for (const [key, nodes] of collected.fields) {
+    const name = nodes[0].name.value;
+    if (name === '__typename') {
+      writers.push({ kind: 'typename', key });
+      continue;
+    }
+    if (nodes.some((node) => node.arguments?.length || node.directives?.some((directive) => directive.name.value === 'stream' || directive.name.value === 'defer'))) throw new NotTaken();
+    const definition = type.getFields()[name];
+    if (definition === undefined || definition.resolve !== undefined) throw new NotTaken();
+    if (nodes.length === 1 && streamed.has(nodes[0])) {
+      if (where !== 'item') throw new NotTaken();
+      writers.push({ kind: 'stream', key, name, nodes });
+      continue;
+    }
+    const nonNull = isNonNullType(definition.type);
+    const inner = nonNull ? (definition.type as { ofType: unknown }).ofType : definition.type;
+    if (isLeafType(inner)) {
+      writers.push({ kind: 'leaf', key, name, nodes, nonNull, type: inner });
+    } else if (isObjectType(inner) || isAbstractType(inner)) {
+      if (where === 'item' || (isAbstractType(inner) && typeof inner.resolveType !== 'function')) throw new NotTaken();
+      const objects = new Map<string, ObjectWriter>();
+      for (const concrete of isObjectType(inner) ? [inner] : schema.getPossibleTypes(inner)) {
+        if (concrete.isTypeOf) throw new NotTaken();
+        const sub = collectSubFields(schema, {}, {}, concrete, nodes);
+        if (sub.patches.length > 0) throw new NotTaken();
+        objects.set(concrete.name, { type: concrete, fields: writersOf(schema, concrete, sub, streamed, 'nested'), deferred: undefined });
+      }
+      writers.push({ kind: 'object', key, name, nodes, nonNull, type: inner, objects });
+    } else {
+      // Lists: not in a message.
+      throw new NotTaken();
+    }
+  }
+  return writers;
+}
+
+/** No named fragment and no variable in a directive under the node: what is collected is the same for every request. */
+function independentOfRequest(node: ASTNode): boolean {
+  let independent = true;
+  visit(node, {
+    FragmentSpread() {
+      independent = false;
+    },
+    Directive(directive) {
+      if (directive.arguments?.some((argument) => argument.value.kind !== Kind.BOOLEAN && argument.value.kind !== Kind.STRING && argument.value.kind !== Kind.INT)) independent = false;
+    },
+  });
+  return independent;
+}
+
+function withoutSelection(document: DocumentNode, removed: ASTNode): DocumentNode {
+  return visit(document, {
+    InlineFragment(node) {
+      return node === removed ? null : undefined;
+    },
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing: what the executor's completeValue makes of the view's values, for the fields planned.
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * An object's fields (not its deferred ones, not its streams) as the executor completes them:
+ * errors of nullable fields go to `errors` (the field is null), an error of a non-null field is
+ * thrown, located, for the caller to null what holds it.
+ */
+export function writeFields(writer: ObjectWriter, source: Record<string, unknown>, path: readonly (string | number)[], errors: GraphQLError[], context: unknown): Record<string, unknown> {
+  // No prototype, as the executor's: a field aliased `__proto__` is a key like any other.
+  const object: Record<string, unknown> = Object.create(null);
+  for (const field of writer.fields) {
+    if (field.kind === 'stream') continue;
+    object[field.key] = field.kind === 'typename' ? writer.type.name : writeField(writer.type, field, source[field.name], path, errors, context);
+  }
+  return object;
+}
+
+/**
+ * Deferred fields, as the executor completes a deferred fragment's: those whose values are there
+ * now first, in order, then those that are promises as they settle (its `promiseForObject`).
+ * `done` gets the data, at once when no value is a promise, else in the turn of the promise queue
+ * in which the last one settles; a non-null field's error nulls the whole fragment (data null, the
+ * error in `errors`). (With two promises or more, the executor nulls the fragment as soon as one
+ * fails and completes no other; this waits for them all and completes none after the failure. The
+ * view's objects have one promise each, their status.)
+ */
+export function writeDeferred(
+  type: GraphQLObjectType,
+  fields: readonly FieldWriter[],
+  source: Record<string, unknown>,
+  path: readonly (string | number)[],
+  errors: GraphQLError[],
+  context: unknown,
+  done: (data: Record<string, unknown> | null) => void,
+): void {
+  const data: Record<string, unknown> = Object.create(null);
+  let waiting = 0;
+  let failed: GraphQLError | undefined;
+  let now = true;
+  const settledOne = (): void => {
+    if (--waiting > 0 || now) return;
+    if (failed !== undefined) errors.push(failed);
+    done(failed === undefined ? data : null);
+  };
+  for (const field of fields) {
+    if (field.kind === 'typename') {
+      data[field.key] = type.name;
+      continue;
+    }
+    if (field.kind === 'stream') continue;
+    const value = source[field.name];
+    if (!isPromiseLike(value)) {
+      try {
+        data[field.key] = writeField(type, field, value, path, errors, context);
+      } catch (error) {
+        // As the executor's executeFields: fields already waiting are waited for, then the fragment is null.
+        failed = error as GraphQLError;
+        break;
+      }
+      continue;
+    }
+    waiting++;
+    const complete = (settled: unknown): void => {
+      if (failed === undefined) {
+        try {
+          data[field.key] = writeField(type, field, settled, path, errors, context);
+        } catch (error) {
+          failed = error as GraphQLError;
+        }
+      }
+      settledOne();
+    };
+    value.then(complete, (rejected: unknown) => complete(coerceError(rejected)));
+  }
+  now = false;
+  if (waiting > 0) return;
+  if (failed !== undefined) errors.push(failed);
+  done(failed === undefined ? data : null);
+}
+
+/**
+ * One field of the object at `path`, as the executor's executeField and handleFieldError: its value,
+ * or null with the error kept, or the error thrown (non-null).
+ */
+function writeField(parent: GraphQLObjectType, field: Exclude<FieldWriter, { kind: 'typename' | 'stream' }>, value: unknown, path: readonly (string | number)[], errors: GraphQLError[], context: unknown): unknown {
+  try {
+    return complete(parent, field, value, path, errors, context);
+  } catch (raw) {
+    // (An error of a non-null field below is already located there, and stays so.)
+    const error = locatedError(coerceError(raw), field.nodes, [...path, field.key]);
+    if (field.nonNull) throw error;
+    errors.push(error);
+    return null;
+  }
+}
+
+function complete(parent: GraphQLObjectType, field: Exclude<FieldWriter, { kind: 'typename' | 'stream' }>, value: unknown, path: readonly (string | number)[], errors: GraphQLError[], context: unknown): unknown {
+  if (value instanceof Error) throw value;
+  if (value == null) {
+    if (field.nonNull) throw new Error(`Cannot return null for non-nullable field ${parent.name}.${field.name}.`);
+    return null;
+  }
+  if (field.kind === 'leaf') return completeLeaf(field.type, value);
+  const type = field.type;
+  const concrete = isAbstractType(type) ? runtimeWriter(field.objects, type, parent, field.name, field.nodes, value, context) : field.objects.get(type.name)!;
+  return writeFields(concrete, value as Record<string, unknown>, [...path, field.key], errors, context);
+}
+
+/** A leaf's value serialized, with the executor's errors (its completeLeafValue). */
+function completeLeaf(type: GraphQLLeafType, value: unknown): unknown {
+  let serialized: unknown;
+  try {
+    serialized = type.serialize(value);
+  } catch (error) {
+    if (error instanceof GraphQLError) throw new Error(error.message);
+    throw error;
+  }
+  if (serialized == null) {
+    throw new Error(`Expected \`${inspect(type)}.serialize(${inspect(value)})\` to return non-nullable value, returned: ${inspect(serialized)}`);
+  }
+  return serialized;
+}
+
+/**
+ * The writer of a value of an abstract type: its type named by the type's resolveType, checked as
+ * the executor checks it (its ensureValidRuntimeType), with the same errors. The plan requires a
+ * resolveType that answers at once and reads only the value and the context (the schema's, for the
+ * view's objects, reads the value's `__typename` or `code`); it is given no resolve info.
+ */
+export function runtimeWriter(
+  writers: ReadonlyMap<string, ObjectWriter>,
+  type: GraphQLAbstractType,
+  parent: GraphQLObjectType,
+  fieldName: string,
+  nodes: readonly FieldNode[],
+  value: unknown,
+  context: unknown,
+): ObjectWriter {
+  const name: unknown = type.resolveType!(value, context, undefined as never, type);
+  if (name == null) {
+    throw new GraphQLError(
+      `Abstract type "${type.name}" must resolve to an Object type at runtime for field "${parent.name}.${fieldName}". Either the "${type.name}" type should provide a "resolveType" function or each possible type should provide an "isTypeOf" function.`,
+      { nodes },
+    );
+  }
+  if (typeof name !== 'string') {
+    throw new GraphQLError(`Abstract type "${type.name}" must resolve to an Object type at runtime for field "${parent.name}.${fieldName}" with value ${inspect(value)}, received "${inspect(name)}".`);
+  }
+  const writer = writers.get(name);
+  if (writer !== undefined) return writer;
+  // (The executor tells apart a name the schema does not have, a type that is not an object and
+  // one that is not a possible type; the schema's resolvers name possible types only.)
+  throw new GraphQLError(`Runtime Object type "${name}" is not a possible type for "${type.name}".`, { nodes });
+}
+
+/** The executor's coerceError: anything thrown, as an Error. */
+export function coerceError(error: unknown): Error {
+  if (error instanceof Error) return error;
+  if (typeof error === 'object' && error !== null && typeof (error as { message?: unknown }).message === 'string') {
+    const cause = 'cause' in error ? { cause: (error as { cause: unknown }).cause } : undefined;
+    const coerced = new Error((error as { message: string }).message, cause);
+    if (typeof (error as { stack?: unknown }).stack === 'string') coerced.stack = (error as { stack: string }).stack;
+    if (typeof (error as { name?: unknown }).name === 'string') coerced.name = (error as { name: string }).name;
+    return coerced;
+  }
+  return new Error(String(error));
+}
+
+function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
+}
