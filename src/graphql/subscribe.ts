@@ -20,6 +20,7 @@ import {
 } from 'graphql';
 import type { EventConsumer, EventHandover } from '../core/events.js';
 import { expandedFieldCount } from './validation.js';
+import { variablePlan } from './variables.js';
 
 /**
  * GraphQL subscriptions executed the way the specification describes them, with less machinery per
@@ -64,7 +65,11 @@ export function createSubscriber(
 ): (args: ExecutionArgs, onEnd?: () => void, sink?: ResultSink) => Promise<AsyncGenerator<ExecutionResult> | ExecutionResult> {
   const eventSchema = eventSchemaOf(schema);
   return async (args, onEnd, sink) => {
-    const stream = await createSourceEventStream(args);
+    // The variables coerced by the operation's own coercer (graphql/variables.ts); where it gives up,
+    // graphql-js coerces them, and reports what it refuses.
+    const variablesPlan = variablePlan(schema, args.document, args.operationName);
+    const coerced = variablesPlan?.coerce(args.variableValues ?? {});
+    const stream = await createSourceEventStream(coerced === undefined ? args : { ...args, document: variablesPlan!.document, variableValues: coerced });
     if (!isAsyncIterable(stream)) return withInputErrorCodes(stream as ExecutionResult);
     const { document, variables, compiled } = eventDocumentOf(schema, eventSchema, args.document, args.operationName);
     const execution: EventExecution = {
