@@ -38,7 +38,9 @@ import { perOperation } from './documents.js';
  * The executor then runs a copy of the document whose variables are declared `JSON` (the schema's
  * scalar that passes a value through as it is) and without defaults, and is given the coerced
  * values: it hands them to the arguments unchanged, as it hands any variable's value. The
- * operation was validated by Apollo as it was sent; only execution sees the copy.
+ * operation was validated as it was sent (by Apollo, or the WebSocket transport's DocumentCache);
+ * only execution sees the copy: HTTP's and graphql-ws's queries and mutations
+ * (incremental.ts `executeIncrementally`), and a subscription's source stream (subscribe.ts).
  */
 
 /** The values an operation's coercer gives up on: the executor coerces those itself. */
