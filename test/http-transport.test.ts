@@ -1,4 +1,4 @@
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -6,6 +6,7 @@ import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { DemoAdapter } from '../src/adapters/demo.js';
 import { EmptyAdapter } from '../src/adapters/empty.js';
+import { LaterPayloads } from '../src/graphql/incremental.js';
 import type { ModelAdapter, ModelOutput } from '../src/adapters/adapter.js';
 import { BrokenAdapter, GatedAdapter } from './support/gated-adapter.js';
 import { HTTP_STREAMED as STREAMED } from './support/documents.js';
@@ -133,6 +134,39 @@ describe('HTTP endpoints', () => {
     expect(response.status).toBe(406);
     expect((await response.json()).errors[0].extensions.code).toBe('NOT_ACCEPTABLE');
     expect(adapter.started).toBe(0);
+  });
+
+  it("cuts an answer whose later payloads fail once it has begun (no clean end announcing more), and answers 500 before that", async () => {
+    const adapter = new GatedAdapter();
+    const { url } = await start({ adapter });
+    const body = { query: STREAMED, variables: { data: runInput([userMessage('hi')]) } };
+    const accept = { accept: 'multipart/mixed; deferSpec=20220824' };
+    const real = LaterPayloads.prototype.next;
+    let calls = 0;
+    let failAfterWrite = true;
+    const next = jest.spyOn(LaterPayloads.prototype, 'next').mockImplementation(async function (this: LaterPayloads) {
+      // The first later payload (the message) goes out; the second fails, once what was sent is on
+      // its way (the transport writes what is ready once a turn).
+      if (++calls === 2) {
+        if (failAfterWrite) await new Promise((resolve) => setImmediate(resolve));
+        throw new Error('a broken later payload');
+      }
+      return real.call(this);
+    });
+    try {
+      const begun = await post(url, body, accept);
+      expect(begun.status).toBe(200);
+      adapter.release('Hello');
+      await expect(begun.text()).rejects.toThrow();
+      calls = 0;
+      failAfterWrite = false;
+      const before = await post(url, body, accept);
+      expect(before.status).toBe(500);
+      expect((await before.json()).errors[0].extensions.code).toBe('INTERNAL_SERVER_ERROR');
+    } finally {
+      next.mockRestore();
+      adapter.finish();
+    }
   });
 
   it('streams multipart to a client that accepts anything (*/*)', async () => {

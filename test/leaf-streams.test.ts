@@ -525,6 +525,22 @@ describe("the message plan's payloads", () => {
     expect(JSON.stringify(await step())).toContain('"__proto__":"m1"');
   });
 
+  it('start nothing for a field completed after the response is over, and fail the answer when a message stream breaks', async () => {
+    const closed = opened();
+    closed.later.close();
+    const { view } = viewOf();
+    closed.later.messages(plan, view, messagesInfo, {});
+    view.messages.push(textMessage('m1').message);
+    await turn();
+    expect(closed.written).toEqual([]);
+    // Before the transport opened its sink, the failure is thrown by next().
+    const later = new LaterPayloads();
+    later.adopt({ next: () => new Promise(() => undefined) } as unknown as AsyncGenerator<LaterPayload, void, void>);
+    const next = later.next();
+    later.failed(new Error('broken'));
+    await expect(next).rejects.toThrow('broken');
+  });
+
   it('make nothing more once the response is over', async () => {
     const { later, written, step } = opened();
     const { view, settleRun } = viewOf();

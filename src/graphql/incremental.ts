@@ -175,11 +175,15 @@ export class LaterPayloads {
     this.source!.next().then(
       (step) => {
         this.asking = false;
+        if (this.over) return;
         this.answer = { step, order: this.order++ };
         this.wake();
       },
       (error: unknown) => {
         this.asking = false;
+        if (this.over) return;
+        // The executor is not asked again: `next` throws this.
+        this.executorDone = true;
         this.answer = { error };
         this.wake();
       },
@@ -249,7 +253,8 @@ export class LaterPayloads {
     if (!(value instanceof SharedTextStream)) {
       throw new Error(`${info.parentType.name}.${info.fieldName} is not a run's text stream.`);
     }
-    this.leaves.push(new LeafStream(this, value, pathOf(info.path), info.parentType.name, info.fieldName, info.fieldNodes, false));
+    // (After the end the executor may still complete a field: nothing is kept for it.)
+    if (!this.over) this.leaves.push(new LeafStream(this, value, pathOf(info.path), info.parentType.name, info.fieldName, info.fieldNodes, false));
     return Promise.resolve(EMPTY);
   }
 
@@ -262,9 +267,15 @@ export class LaterPayloads {
   messages(plan: MessagePlan, source: unknown, info: GraphQLResolveInfo, context: unknown): AsyncIterable<never> {
     const view = source as { messages?: unknown; status?: unknown };
     if (!(view.messages instanceof SharedStream)) throw new Error(`${info.parentType.name}.${info.fieldName} is not a run's message stream.`);
+    if (this.over) return NOTHING;
     const stream = new MessageStream(this, plan, view.messages as SharedStream<Record<string, unknown>>, view, pathOf(info.path), context);
     this.streams.push(stream);
-    stream.start();
+    try {
+      stream.start();
+    } catch (error) {
+      stream.stop();
+      throw error;
+    }
     return NOTHING;
   }
 
@@ -317,6 +328,7 @@ export class LaterPayloads {
     this.sink = undefined;
     this.over = true;
     this.made = [];
+    this.answer = undefined;
     for (const stream of [...this.streams]) stream.stop();
     for (const leaf of [...this.leaves]) leaf.drop();
     this.wake();
@@ -359,7 +371,7 @@ export class LaterPayloads {
 
   /** @internal A leaf stream the message plan made for a message's text (released when the message's payload goes out). */
   addLeaf(leaf: LeafStream): void {
-    this.leaves.push(leaf);
+    if (!this.over) this.leaves.push(leaf);
   }
 
   /** @internal A leaf stream is done. */

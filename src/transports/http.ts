@@ -324,6 +324,8 @@ async function writeResponse(
   log: Logger,
 ): Promise<void> {
   if (response.body.kind === 'complete') {
+    // (Nothing streams: whatever the operation's execution started for later payloads stops.)
+    laterPayloads?.close();
     res.statusCode = response.status ?? 200;
     for (const [name, value] of response.headers) res.setHeader(name, value);
     res.end(res.statusCode >= 400 ? withRequestId(response.body.string, requestId) : response.body.string);
@@ -366,6 +368,7 @@ async function writeResponse(
   // are joined here rather than corked: a corked response still makes an HTTP chunk, with its
   // bookkeeping, per write.
   let pending = '';
+  let failed = false;
   const flush = () => {
     const text = pending;
     pending = '';
@@ -440,6 +443,13 @@ async function writeResponse(
       }
     }
     if (sse) send('event: complete\ndata:\n\n');
+  } catch (error) {
+    // The answer cannot be finished. Once it has begun, the client sees it cut (not a clean end with
+    // more announced); before that, the caller answers 500. Nothing waiting is written.
+    failed = true;
+    pending = '';
+    if (res.headersSent) res.destroy(error instanceof Error ? error : new Error(String(error)));
+    throw error;
   } finally {
     clearInterval(keepAlive);
     laterPayloads?.close();
@@ -448,7 +458,7 @@ async function writeResponse(
     // response closed) and Apollo's body.
     if (laterPayloads?.source) void laterPayloads.source.return(undefined).catch(() => undefined);
     void chunks.return?.(undefined)?.catch(() => undefined);
-    if (!res.destroyed) res.end();
+    if (!res.destroyed && !failed) res.end();
   }
 }
 
