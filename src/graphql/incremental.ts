@@ -132,10 +132,11 @@ export class LaterPayloads {
       // The executor is always asked for its next while it has more, so that what it gives takes
       // its place among what is made here.
       this.askExecutor();
-      // The message plan's last payload (the run's status, at the run's end) made before the
-      // executor is done: whether it ends the answer depends on what the executor does next. It
-      // too is at the run's end: usually it ends with nothing more to say (taken, below), and the
-      // plan's payload then ends the answer, as the executor's own last record would.
+      // The last payload to be made here once the message plan is done (usually the run's status,
+      // at the run's end), made before the executor is done: whether it ends the answer depends on
+      // what the executor does next ("holding" it until the executor answers). The executor too is
+      // at the run's end: usually it ends with nothing more to say (taken, below), and the held
+      // payload then ends the answer, as the executor's own last record would.
       const holding = !this.executorDone && this.planDone && this.made.length === 1 && !this.producingAfter(this.made[0].payload);
       const answer = this.answer;
       if (answer !== undefined && ('error' in answer || holding || this.made.length === 0 || answer.order < this.made[0].order)) {
