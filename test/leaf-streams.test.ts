@@ -516,6 +516,23 @@ describe("the message plan's payloads", () => {
     expect(await step()).toBeUndefined();
   });
 
+  it("give a nulled message at once when the executor does not end within the turn (its meta events still open)", async () => {
+    const bare = leafStreamPlan(schema, parse(run('messages @stream { __typename ... on BaseMessageOutput { id } ... on ActionExecutionMessageOutput { name } ... on TextMessageOutput { content @stream } }')), undefined)!.messages!;
+    const { later, executor, step } = opened();
+    const { view } = viewOf();
+    later.messages(bare, view, messagesInfo, {});
+    view.messages.push(textMessage('m1').message);
+    await step();
+    view.messages.push({ __typename: 'ActionExecutionMessageOutput', id: 'c1', createdAt: new Date(0), name: null, parentMessageId: null, arguments: new SharedTextStream(), status: new Promise(() => undefined) });
+    const nulled = (await step()) as unknown as { incremental: { items: null }[]; hasNext: boolean };
+    expect(nulled.incremental[0].items).toBeNull();
+    expect(nulled.hasNext).toBe(true);
+    // The executor ends later, with nothing to say: the answer ends as the executor ends it.
+    executor.give({ hasNext: false } as LaterPayload);
+    expect(await step()).toEqual({ hasNext: false });
+    expect(await step()).toBeUndefined();
+  });
+
   it('keep a field aliased `__proto__` as a key, as the executor does', async () => {
     const aliased = leafStreamPlan(schema, parse(run('messages @stream { ... on BaseMessageOutput { __proto__: id } ... on TextMessageOutput { content @stream } }')), undefined)!.messages!;
     const { later, step } = opened();

@@ -72,6 +72,9 @@ export class LaterPayloads {
   private executorDone = false;
   /** The message plan's streams were made and are done. */
   private planDone = false;
+  /** The payload `next` holds for the executor's answer (see `next`), and whether a turn went by since. */
+  private held: LaterPayload | undefined;
+  private heldLong = false;
   /** The last payload has been given (it said `hasNext: false`), or the response is over. */
   private over = false;
   /** What broke a message stream, for `next` to throw. */
@@ -135,9 +138,12 @@ export class LaterPayloads {
       // The last payload to be made here once the message plan is done (usually the run's status,
       // at the run's end), made before the executor is done: whether it ends the answer depends on
       // what the executor does next ("holding" it until the executor answers). The executor too is
-      // at the run's end: usually it ends with nothing more to say (taken, below), and the held
-      // payload then ends the answer, as the executor's own last record would.
-      const holding = !this.executorDone && this.planDone && this.made.length === 1 && !this.producingAfter(this.made[0].payload);
+      // at the run's end: usually it ends with nothing more to say (taken, below), within the same
+      // turn, and the held payload then ends the answer, as the executor's own last record would.
+      // When it does not answer within the turn (its `metaEvents` are still open: a message nulled
+      // the list before the run's end), the held payload goes, with more to come.
+      const last = this.made.length === 1 ? this.made[0].payload : undefined;
+      const holding = !this.executorDone && this.planDone && last !== undefined && !this.producingAfter(last) && !this.heldATurn(last);
       const answer = this.answer;
       if (answer !== undefined && ('error' in answer || holding || this.made.length === 0 || answer.order < this.made[0].order)) {
         this.answer = undefined;
@@ -167,6 +173,20 @@ export class LaterPayloads {
     // would write comes after it.
     this.passing = true;
     return { value: payload, done: false };
+  }
+
+  /** Whether `payload` has been held for a turn already (the first call for it starts the turn). */
+  private heldATurn(payload: LaterPayload): boolean {
+    if (this.held !== payload) {
+      this.held = payload;
+      this.heldLong = false;
+      setImmediate(() => {
+        if (this.held !== payload) return;
+        this.heldLong = true;
+        this.wake();
+      });
+    }
+    return this.heldLong;
   }
 
   /** Asks the executor for its next payload, unless it is done, was asked already, or answered and its answer is not taken yet. */
