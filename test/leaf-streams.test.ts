@@ -499,15 +499,24 @@ describe("the message plan's payloads", () => {
     expect(item.incremental[0].errors).toEqual([expect.objectContaining({ message: 'String cannot represent value: { not: "an id" }', path: ['generateCopilotResponse', 'messages', 0, 'parentMessageId'] })]);
   });
 
-  it('end the answer on a nulled message when nothing else is to come, though earlier messages are still open', async () => {
-    const bare = leafStreamPlan(schema, parse(run('messages @stream { __typename ... on BaseMessageOutput { id } ... on BaseMessageOutput @defer { status { __typename } } ... on ActionExecutionMessageOutput { name } ... on TextMessageOutput { content @stream } }')), undefined)!.messages!;
+  /**
+   * A document without the run's status, whose messages select `inside`: a first message gone out and
+   * still open, then a call whose name is null (a non-null field), which nulls its item.
+   */
+  async function nulledSecond(inside: string) {
+    const bare = leafStreamPlan(schema, parse(run(`messages @stream { __typename ... on BaseMessageOutput { id } ${inside} ... on ActionExecutionMessageOutput { name } ... on TextMessageOutput { content @stream } }`)), undefined)!.messages!;
     expect(bare.runDeferred).toBeUndefined();
-    const { later, executor, step } = opened();
+    const harness = opened();
     const { view } = viewOf();
-    later.messages(bare, view, messagesInfo, {});
+    harness.later.messages(bare, view, messagesInfo, {});
     view.messages.push(textMessage('m1').message);
-    await step();
+    await harness.step();
     view.messages.push({ __typename: 'ActionExecutionMessageOutput', id: 'c1', createdAt: new Date(0), name: null, parentMessageId: null, arguments: new SharedTextStream(), status: new Promise(() => undefined) });
+    return harness;
+  }
+
+  it('end the answer on a nulled message when nothing else is to come, though earlier messages are still open', async () => {
+    const { executor, step } = await nulledSecond('... on BaseMessageOutput @defer { status { __typename } }');
     // The executor has nothing else: its stream of messages (given to the plan) ended at once.
     executor.give({ hasNext: false } as LaterPayload);
     const nulled = (await step()) as unknown as { incremental: { items: null; errors: { message: string }[] }[]; hasNext: boolean };
@@ -517,13 +526,7 @@ describe("the message plan's payloads", () => {
   });
 
   it("give a nulled message at once when the executor does not end within the turn (its meta events still open)", async () => {
-    const bare = leafStreamPlan(schema, parse(run('messages @stream { __typename ... on BaseMessageOutput { id } ... on ActionExecutionMessageOutput { name } ... on TextMessageOutput { content @stream } }')), undefined)!.messages!;
-    const { later, executor, step } = opened();
-    const { view } = viewOf();
-    later.messages(bare, view, messagesInfo, {});
-    view.messages.push(textMessage('m1').message);
-    await step();
-    view.messages.push({ __typename: 'ActionExecutionMessageOutput', id: 'c1', createdAt: new Date(0), name: null, parentMessageId: null, arguments: new SharedTextStream(), status: new Promise(() => undefined) });
+    const { executor, step } = await nulledSecond('');
     const nulled = (await step()) as unknown as { incremental: { items: null }[]; hasNext: boolean };
     expect(nulled.incremental[0].items).toBeNull();
     expect(nulled.hasNext).toBe(true);

@@ -3,7 +3,7 @@ import { defaultFieldResolver, type ExecutionArgs, type FieldNode, type GraphQLE
 import { locatedError } from '@graphql-tools/utils';
 import { completeLeafItem, leafStreamPlan } from './leaf-streams.js';
 import { coerceError, runtimeWriter, writeDeferred, writeFields, type MessagePlan, type ObjectWriter } from './message-plan.js';
-import { variablePlan } from './variables.js';
+import { withCoercedVariables } from './variables.js';
 import { SharedStream, SharedTextStream } from './views/shared-stream.js';
 
 /** One later payload of an operation with @defer/@stream, as the executor yields it. */
@@ -224,21 +224,12 @@ export class LaterPayloads {
    * executor itself gives nothing while records are pending).
    */
   private taken(step: IteratorResult<LaterPayload, void>): LaterPayload | undefined {
-    if (step.done) {
-      this.executorEnded();
-      return undefined;
-    }
-    const payload = step.value;
-    if (payload.hasNext) return payload;
+    if (!step.done && step.value.hasNext) return step.value;
     this.executorDone = true;
-    if (payload.incremental !== undefined || (payload as { errors?: unknown }).errors !== undefined) return payload;
+    const payload = step.done ? undefined : step.value;
+    if (payload !== undefined && (payload.incremental !== undefined || (payload as { errors?: unknown }).errors !== undefined)) return payload;
     this.dropOrphans();
-    return this.made.length > 0 || this.producing() ? undefined : payload;
-  }
-
-  private executorEnded(): void {
-    this.executorDone = true;
-    this.dropOrphans();
+    return payload === undefined || this.made.length > 0 || this.producing() ? undefined : payload;
   }
 
   /** Once the executor is done, a leaf stream of its own whose object never went out never will. */
@@ -305,11 +296,10 @@ export class LaterPayloads {
    * written after it; those whose object it nulled are dropped.
    */
   private release(payload: LaterPayload): void {
-    if (this.leaves.length === 0) return;
+    const incremental = payload.incremental;
+    if (this.leaves.length === 0 || incremental === undefined) return;
     // (A leaf stream that is done leaves the list: the loops here read a copy.)
     const leaves = [...this.leaves];
-    const incremental = payload.incremental;
-    if (incremental === undefined) return;
     for (let i = 0; i < incremental.length; i++) {
       const entry = incremental[i] as { items?: unknown[] | null; path?: readonly (string | number)[] };
       if (entry.items === undefined || entry.path === undefined) continue;
@@ -771,12 +761,7 @@ export async function executeIncrementally(args: ExecutionArgs) {
     };
     args = { ...args, document: plan.document, fieldResolver };
   }
-  // Variables coerced by the operation's own coercer (graphql/variables.ts); where it gives up, the
-  // executor coerces them itself, and reports what it refuses.
-  const variables = variablePlan(args.schema, args.document, args.operationName);
-  const coerced = variables?.coerce(args.variableValues ?? {});
-  if (coerced !== undefined) args = { ...args, document: variables!.document, variableValues: coerced };
-  const result = await execute(args);
+  const result = await execute(withCoercedVariables(args));
   if (later === undefined) return result;
   if (!isIncrementalResults(result)) {
     // Leaf streams live only inside streamed items, and the message plan's messages are a stream:

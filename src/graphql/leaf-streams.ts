@@ -1,5 +1,4 @@
 import {
-  GraphQLError,
   GraphQLString,
   Kind,
   getNamedType,
@@ -16,7 +15,7 @@ import {
   type SelectionSetNode,
 } from 'graphql';
 import { perOperation } from './documents.js';
-import { planMessages, type MessagePlan } from './message-plan.js';
+import { coerceError, completeLeaf, planMessages, type MessagePlan } from './message-plan.js';
 
 /**
  * Streamed text written by the transport instead of the executor ("leaf streams").
@@ -182,16 +181,11 @@ function alone(selectionSet: SelectionSetNode): { field: FieldNode; typeName: st
  */
 export function completeLeafItem(value: unknown, typeName: string, fieldName: string, nodes: readonly FieldNode[], path: readonly (string | number)[]): string | Error {
   if (typeof value === 'string') return value;
-  let raw: unknown;
-  if (value instanceof Error) raw = value;
-  else if (value == null) raw = new Error(`Cannot return null for non-nullable field ${typeName}.${fieldName}.`);
-  else {
-    try {
-      return GraphQLString.serialize(value);
-    } catch (error) {
-      // The executor turns a GraphQLError from `serialize` into a plain Error (as graphql-js does).
-      raw = error instanceof GraphQLError ? new Error(error.message) : error;
-    }
+  try {
+    if (value instanceof Error) throw value;
+    if (value == null) throw new Error(`Cannot return null for non-nullable field ${typeName}.${fieldName}.`);
+    return completeLeaf(GraphQLString, value) as string;
+  } catch (raw) {
+    return locatedError(coerceError(raw), nodes, path);
   }
-  return locatedError(raw instanceof Error ? raw : new Error(String(raw)), nodes, path);
 }

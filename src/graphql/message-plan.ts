@@ -340,7 +340,7 @@ function complete(parent: GraphQLObjectType, field: Exclude<FieldWriter, { kind:
 }
 
 /** A leaf's value serialized, with the executor's errors (its completeLeafValue). */
-function completeLeaf(type: GraphQLLeafType, value: unknown): unknown {
+export function completeLeaf(type: GraphQLLeafType, value: unknown): unknown {
   let serialized: unknown;
   try {
     serialized = type.serialize(value);

@@ -20,7 +20,7 @@ import {
 } from 'graphql';
 import type { EventConsumer, EventHandover } from '../core/events.js';
 import { expandedFieldCount } from './validation.js';
-import { variablePlan } from './variables.js';
+import { withCoercedVariables } from './variables.js';
 
 /**
  * GraphQL subscriptions executed the way the specification describes them, with less machinery per
@@ -65,11 +65,9 @@ export function createSubscriber(
 ): (args: ExecutionArgs, onEnd?: () => void, sink?: ResultSink) => Promise<AsyncGenerator<ExecutionResult> | ExecutionResult> {
   const eventSchema = eventSchemaOf(schema);
   return async (args, onEnd, sink) => {
-    // The variables coerced by the operation's own coercer (graphql/variables.ts); where it gives up,
-    // graphql-js coerces them, and reports what it refuses.
-    const variablesPlan = variablePlan(schema, args.document, args.operationName);
-    const coerced = variablesPlan?.coerce(args.variableValues ?? {});
-    const stream = await createSourceEventStream(coerced === undefined ? args : { ...args, document: variablesPlan!.document, variableValues: coerced });
+    // The variables coerced by the operation's own coercer (graphql/variables.ts): only the source
+    // stream sees the document's copy; the event document is made from the original.
+    const stream = await createSourceEventStream(withCoercedVariables(args));
     if (!isAsyncIterable(stream)) return withInputErrorCodes(stream as ExecutionResult);
     const { document, variables, compiled } = eventDocumentOf(schema, eventSchema, args.document, args.operationName);
     const execution: EventExecution = {

@@ -8,6 +8,7 @@ import {
   typeFromAST,
   valueFromAST,
   type DocumentNode,
+  type ExecutionArgs,
   type GraphQLInputType,
   type GraphQLSchema,
   type OperationDefinitionNode,
@@ -60,6 +61,17 @@ const PASS_THROUGH = 'JSON';
 
 /** The variable plan of an operation of a validated document, made once per document and operation. */
 export const variablePlan = perOperation(planFor);
+
+/**
+ * The execution's arguments with its variables coerced by the operation's coercer: the document's
+ * copy and the coerced values; or the arguments as they are, where the coercer gives up (the
+ * executor, or graphql-js, then coerces them and reports what it refuses).
+ */
+export function withCoercedVariables<Args extends ExecutionArgs>(args: Args): Args {
+  const plan = variablePlan(args.schema, args.document, args.operationName);
+  const coerced = plan?.coerce(args.variableValues ?? {});
+  return coerced === undefined ? args : { ...args, document: plan!.document, variableValues: coerced };
+}
 
 interface Variable {
   readonly name: string;
