@@ -1,6 +1,9 @@
 import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CopilotRuntimeClient } from '@copilotkit/runtime-client-gql';
@@ -23,8 +26,8 @@ beforeAll(async () => {
 });
 afterAll(() => gateway.close());
 
-async function final(data: unknown): Promise<{ response: any; snapshots: number }> {
-  const reader = client.asStream(client.generateCopilotResponse({ data: data as any })).getReader();
+async function final(data: unknown, through = client): Promise<{ response: any; snapshots: number }> {
+  const reader = through.asStream(through.generateCopilotResponse({ data: data as any })).getReader();
   let last: any;
   let snapshots = 0;
   for (;;) {
@@ -133,6 +136,51 @@ describe('npm start', () => {
       expect(output).toContain('shut down');
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  }, 60_000);
+
+  it('loads the libraries of AG-UI, the other providers, Redis and MCP on their first use, not at start-up', async () => {
+    const root = fileURLToPath(new URL('..', import.meta.url));
+    const folder = mkdtempSync(join(tmpdir(), 'cg-loads-'));
+    const loads = join(folder, 'loaded.txt');
+    // Every module the gateway imports is written to `loads` (test/support/record-loads.mjs).
+    const child = spawn(process.execPath, ['--import', './test/support/record-loads.mjs', 'scripts/start.mjs'], {
+      cwd: root,
+      env: { ...process.env, ...NO_PROVIDER, PORT: '0', NODE_OPTIONS: '', LOG_LEVEL: 'info', RECORD_LOADS: loads },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stderr.on('data', (chunk) => (output += chunk));
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        child.stdout.on('data', (chunk) => {
+          output += chunk;
+          const match = output.match(/Copilot Gateway ready at (\S+) /);
+          if (match) resolve(match[1]);
+        });
+        child.on('exit', () => reject(new Error(`exited early:\n${output}`)));
+      });
+      const packages = () => new Set([...readFileSync(loads, 'utf8').matchAll(/node_modules\/((?:@[^/]+\/)?[^/]+)\//g)].map((match) => match[1]));
+      // A GraphQL run, start to end.
+      const { response } = await final(runInput([userMessage('Hello gateway')]), new CopilotRuntimeClient({ url }));
+      expect(response.status.code).toBe('Success');
+      const loaded = packages();
+      expect(loaded).toContain('graphql'); // the recording works
+      for (const lazy of ['rxjs', '@ag-ui/client', '@ag-ui/encoder', '@ag-ui/proto', '@bufbuild/protobuf', '@anthropic-ai/sdk', '@google/genai', '@langchain/core', '@langchain/langgraph-sdk', '@modelcontextprotocol/sdk', 'ioredis']) {
+        expect([lazy, loaded.has(lazy)]).toEqual([lazy, false]);
+      }
+      // An AG-UI client's first run loads its encoder, and is served.
+      const run = await fetch(`${url}/agent/default/run`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ threadId: 'lazy', runId: 'r1', messages: [{ id: 'u1', role: 'user', content: 'Hello' }], tools: [], context: [], state: {}, forwardedProps: {} }),
+      });
+      expect(run.status).toBe(200);
+      expect(await run.text()).toContain('"type":"RUN_FINISHED"');
+      expect(packages()).toContain('@ag-ui/encoder');
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      rmSync(folder, { recursive: true, force: true });
     }
   }, 60_000);
 

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BaseEvent } from '@ag-ui/core';
-import { EventEncoder } from '@ag-ui/encoder';
+import type { EventEncoder } from '@ag-ui/encoder';
 import type { Logger } from 'pino';
 import type { Principal } from '../core/principal.js';
 import { drained, sendJson } from './responses.js';
@@ -50,7 +50,8 @@ export interface AgUiCaller {
  * Runs are the engine's, streamed as AG-UI events over SSE, framed by @ag-ui/encoder.
  */
 export class AgUiTransport {
-  private readonly encoder = new EventEncoder();
+  /** Set before the first stream opens (`loadEncoder`). */
+  private encoder!: EventEncoder;
 
   constructor(private readonly options: AgUiTransportOptions) {}
 
@@ -133,6 +134,7 @@ export class AgUiTransport {
     let stream: RunEventStream;
     try {
       input = parseRunAgentInput(body);
+      this.encoder = await loadEncoder();
       // No abort signal: a client that goes away leaves the run going (and recorded), as CopilotKit's
       // runtime does; `stop` ends it.
       const runCaller = { requestId: caller.requestId, logger: caller.logger, logParent: caller.logParent, logBindings: { ...caller.logBindings, protocol: 'ag-ui' }, publicApiKey: caller.publicApiKey, principal: caller.principal, client: caller.client };
@@ -161,6 +163,7 @@ export class AgUiTransport {
     let thread;
     try {
       input = parseRunAgentInput(body);
+      this.encoder = await loadEncoder();
       await this.checkAgent(agentId);
       thread = await this.options.launcher.threads.thread(input.threadId, caller.principal);
     } catch (error) {
@@ -293,6 +296,19 @@ export class AgUiTransport {
     const converted = toAgUiEvent(event, { threadId: input.threadId, runId: input.runId, interrupts }, input);
     return converted ? res.write(this.encoder.encodeSSE(converted)) : true;
   }
+}
+
+let encoderLoading: Promise<EventEncoder> | undefined;
+
+/**
+ * @ag-ui/encoder, loaded on the first AG-UI stream rather than at start-up: it brings @ag-ui/proto and
+ * protobuf with it (about 2 MB of heap) for a gateway that may serve only GraphQL clients. Only its
+ * SSE framing is used.
+ */
+function loadEncoder(): Promise<EventEncoder> {
+  encoderLoading ??= import('@ag-ui/encoder').then(({ EventEncoder }) => new EventEncoder());
+  encoderLoading.catch(() => (encoderLoading = undefined));
+  return encoderLoading;
 }
 
 /** Follows which messages and calls of a replayed run are open. */
