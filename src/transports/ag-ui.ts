@@ -302,8 +302,8 @@ let encoderLoading: Promise<EventEncoder> | undefined;
 
 /**
  * @ag-ui/encoder, loaded on the first AG-UI stream rather than at start-up: it brings @ag-ui/proto and
- * protobuf with it (about 2 MB of heap) for a gateway that may serve only GraphQL clients. Only its
- * SSE framing is used.
+ * protobuf with it, for a gateway that may serve only GraphQL clients (with RxJS, loaded by the AG-UI
+ * agent client on its first run, about 2 MB of heap at idle). Only its SSE framing is used.
  */
 function loadEncoder(): Promise<EventEncoder> {
   encoderLoading ??= import('@ag-ui/encoder').then(({ EventEncoder }) => new EventEncoder());
