@@ -298,11 +298,13 @@ export class LaterPayloads {
   private release(payload: LaterPayload): void {
     const incremental = payload.incremental;
     if (this.leaves.length === 0 || incremental === undefined) return;
-    // (A leaf stream that is done leaves the list: the loops here read a copy.)
-    const leaves = [...this.leaves];
+    // (A leaf stream that is done leaves the list: the loops here read a copy, made for the first
+    // entry with items; a deferred status has none.)
+    let leaves: LeafStream[] | undefined;
     for (let i = 0; i < incremental.length; i++) {
       const entry = incremental[i] as { items?: unknown[] | null; path?: readonly (string | number)[] };
       if (entry.items === undefined || entry.path === undefined) continue;
+      leaves ??= [...this.leaves];
       if (entry.items === null) {
         // The executor nulled an item of a non-null list and ended that list's stream. It also drops
         // whatever is still to come under the list (its filterSubsequentPayloads on the list's path):
@@ -440,8 +442,6 @@ class MessageStream {
   private read = 0;
   private index = 0;
   private unwatch: (() => void) | undefined;
-  /** A read of the messages is queued (see `start`). */
-  private scheduled = false;
   /** The messages' list ended (or an item nulled it). */
   private listDone = false;
   /** Statuses asked for and not yet settled. */
@@ -467,13 +467,9 @@ class MessageStream {
   }
 
   start(): void {
-    this.unwatch = this.messages.watch(() => {
-      if (this.scheduled) return;
-      // Messages of one turn are read a microtask later: a status settled before them in that turn
-      // (a text that ended, then a call that started) comes before them, as the executor has it.
-      this.scheduled = true;
-      queueMicrotask(this.pullSoon);
-    });
+    // Messages of one turn are read a microtask later: a status settled before them in that turn
+    // (a text that ended, then a call that started) comes before them, as the executor has it.
+    this.unwatch = watchBatched(this.messages, this.pullSoon);
     const run = this.plan.runDeferred;
     if (run !== undefined) {
       const errors: GraphQLError[] = [];
@@ -489,10 +485,7 @@ class MessageStream {
     this.pull();
   }
 
-  private readonly pullSoon = (): void => {
-    this.scheduled = false;
-    this.guarded(() => this.pull());
-  };
+  private readonly pullSoon = (): void => this.guarded(() => this.pull());
 
   /** Runs what is called from a microtask or a promise's callback, outside the transport's own error handling: what it throws fails the answer. */
   private guarded(work: () => void): void {
@@ -579,6 +572,23 @@ class MessageStream {
   }
 }
 
+/**
+ * Watches a stream and calls `read` a microtask after the first change of a turn: what changes in
+ * one turn is read together. Returns the unwatch.
+ */
+function watchBatched(source: { watch(watcher: () => void): () => void }, read: () => void): () => void {
+  let scheduled = false;
+  const readSoon = (): void => {
+    scheduled = false;
+    read();
+  };
+  return source.watch(() => {
+    if (scheduled) return;
+    scheduled = true;
+    queueMicrotask(readSoon);
+  });
+}
+
 /** A stream item's payload entry: `{items, path}`, with its errors when it has any. */
 function itemsPayload(items: unknown[] | null, path: readonly (string | number)[], errors: readonly GraphQLError[]): LaterPayload {
   return { incremental: [errors.length > 0 ? { items, path, errors } : { items, path }], hasNext: true } as unknown as LaterPayload;
@@ -618,11 +628,7 @@ class LeafStream {
   /** The item path's JSON up to the item's index: `["generateCopilotResponse","messages",0,"content",`. */
   private readonly pathJson: string;
   private unwatch: (() => void) | undefined;
-  private scheduled = false;
-  private readonly pumpSoon = () => {
-    this.scheduled = false;
-    this.pump();
-  };
+  private readonly pumpSoon = () => this.pump();
 
   constructor(
     private readonly owner: LaterPayloads,
@@ -665,12 +671,8 @@ class LeafStream {
   /** Its object went out: write what the text has, and what comes. */
   start(): void {
     this.state = 'live';
-    this.unwatch = this.text.watch(() => {
-      if (this.scheduled) return;
-      // Chunks of one turn are read together, as the executor would read them (a microtask later).
-      this.scheduled = true;
-      queueMicrotask(this.pumpSoon);
-    });
+    // Chunks of one turn are read together, as the executor would read them (a microtask later).
+    this.unwatch = watchBatched(this.text, this.pumpSoon);
     this.pump();
   }
 

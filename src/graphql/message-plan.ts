@@ -267,11 +267,11 @@ export function writeDeferred(
   done: (data: Record<string, unknown> | null) => void,
 ): void {
   const data: Record<string, unknown> = Object.create(null);
-  let waiting = 0;
+  // One for each promise, and one for this pass over the fields: nothing finishes before it ends.
+  let waiting = 1;
   let failed: GraphQLError | undefined;
-  let now = true;
   const settledOne = (): void => {
-    if (--waiting > 0 || now) return;
+    if (--waiting > 0) return;
     if (failed !== undefined) errors.push(failed);
     done(failed === undefined ? data : null);
   };
@@ -305,10 +305,7 @@ export function writeDeferred(
     };
     value.then(complete, (rejected: unknown) => complete(coerceError(rejected)));
   }
-  now = false;
-  if (waiting > 0) return;
-  if (failed !== undefined) errors.push(failed);
-  done(failed === undefined ? data : null);
+  settledOne();
 }
 
 /**
