@@ -39,6 +39,7 @@ import { resolveModelLimits, type ModelLimits, type ModelLimitsOptions } from '.
 import type { GatewayContext } from './graphql/context.js';
 import { formatGraphQLError } from './graphql/errors.js';
 import { executeIncrementally } from './graphql/incremental.js';
+import { KnownDocuments } from './graphql/known-documents.js';
 import { errorLoggingPlugin, httpOperationGuardPlugin, refusalPlugin, requestIdPlugin } from './graphql/plugins.js';
 import { buildSchema } from './graphql/schema.js';
 import { MAX_DOCUMENT_TOKENS, gatewayValidationRules } from './graphql/validation.js';
@@ -317,6 +318,10 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     onStream: metrics && ((delta) => metrics.httpStream(delta)),
     // Apollo installs its usage reporting when APOLLO_KEY is set; it needs every later payload.
     directLaterPayloads: !process.env.APOLLO_KEY,
+    // With usage reporting, every operation passes through Apollo's pipeline too.
+    knownDocuments: process.env.APOLLO_KEY ? undefined : new KnownDocuments(),
+    schema,
+    apolloServing: () => apolloStarted && state !== 'closed',
     draining: () => state === 'draining',
   }));
 

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { BadUserInputError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import type { RunCaller, RunLauncher } from '../engine/launcher.js';
-import type { LaterPayloads } from './incremental.js';
+import type { LaterPayloads, Replay } from './incremental.js';
 
 /** Shared by every resolution of a run-starting field within one operation. */
 export interface RunAllowance {
@@ -36,6 +36,11 @@ export interface GatewayContext {
   client?: string;
   /** HTTP: where the executor leaves an operation's later payloads for the transport (see LaterPayloads). */
   laterPayloads?: LaterPayloads;
+  /**
+   * HTTP: how the operation's run ended, when the transport ran it already (a known document,
+   * graphql/known-documents.ts) and hands it to Apollo to answer: the executor gives it back.
+   */
+  replay?: Replay;
 }
 
 /**

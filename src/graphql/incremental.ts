@@ -1,10 +1,17 @@
-import { execute, isIncrementalResults, type SubsequentIncrementalExecutionResult } from '@graphql-tools/executor';
+import { execute, isIncrementalResults, type IncrementalExecutionResults, type SingularExecutionResult, type SubsequentIncrementalExecutionResult } from '@graphql-tools/executor';
 import { defaultFieldResolver, type ExecutionArgs, type FieldNode, type GraphQLError, type GraphQLFieldResolver, type GraphQLResolveInfo } from 'graphql';
 import { locatedError } from '@graphql-tools/utils';
 import { completeLeafItem, leafStreamPlan } from './leaf-streams.js';
 import { coerceError, runtimeWriter, writeDeferred, writeFields, type MessagePlan, type ObjectWriter } from './message-plan.js';
+import type { KnownDocument } from './known-documents.js';
 import { withCoercedVariables } from './variables.js';
 import { SharedStream, SharedTextStream } from './views/shared-stream.js';
+
+/** What the executor gives for an operation: one result, or an initial result and later payloads. */
+export type ExecutionOutcome = SingularExecutionResult<any> | IncrementalExecutionResults<any>;
+
+/** An operation's run as the executor ended it: its result, or what it threw. */
+export type Replay = { result: ExecutionOutcome } | { error: unknown };
 
 /** One later payload of an operation with @defer/@stream, as the executor yields it. */
 export type LaterPayload = SubsequentIncrementalExecutionResult;
@@ -52,6 +59,8 @@ export type LaterPayload = SubsequentIncrementalExecutionResult;
 export class LaterPayloads {
   /** The executor's later payloads, once the operation turned out to have some. */
   source: AsyncGenerator<LaterPayload, void, void> | undefined;
+  /** The document and operation, when the leaf-stream plan took them (graphql/known-documents.ts). */
+  planned: KnownDocument | undefined;
   private readonly queued: LaterPayload[] = [];
 
   /** Leaf streams (graphql/leaf-streams.ts) not done: waiting for their message's payload, or written. */
@@ -748,10 +757,19 @@ export function multipartPart(json: string, hasNext: boolean): string {
  * variables coerced ahead of it (graphql/variables.ts), and gives an operation's later payloads to
  * its transport when the context carries a `LaterPayloads` (HTTP).
  */
-export async function executeIncrementally(args: ExecutionArgs) {
-  const later = (args.contextValue as { laterPayloads?: LaterPayloads } | undefined)?.laterPayloads;
+export async function executeIncrementally(args: ExecutionArgs): Promise<ExecutionOutcome> {
+  const context = args.contextValue as { laterPayloads?: LaterPayloads; replay?: Replay } | undefined;
+  // The transport ran the operation already (a known document, transports/http.ts): Apollo answers with its outcome.
+  const replay = context?.replay;
+  if (replay !== undefined) {
+    if ('error' in replay) throw replay.error;
+    return replay.result;
+  }
+  const later = context?.laterPayloads;
   const plan = later === undefined ? undefined : leafStreamPlan(args.schema, args.document, args.operationName);
   if (plan !== undefined) {
+    // The transport may run this text again without Apollo (graphql/known-documents.ts).
+    later!.planned = { document: args.document, operationName: args.operationName ?? undefined };
     // The executor runs the document without the leaf streams' @stream; their fields go to `later`.
     const base: GraphQLFieldResolver<unknown, unknown> = args.fieldResolver ?? defaultFieldResolver;
     const fields = plan.fields;

@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { HeaderMap, type ApolloServer, type HTTPGraphQLResponse } from '@apollo/server';
+import { HeaderMap, type ApolloServer, type HTTPGraphQLRequest, type HTTPGraphQLResponse } from '@apollo/server';
+import type { GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import { drained, sendJson } from './responses.js';
 import { OPERATION_ENDED } from '../core/abort.js';
 import { statusOf, type ErrorCode, type GatewayError } from '../core/errors.js';
 import type { GatewayContext } from '../graphql/context.js';
-import { carriesErrors, LaterPayloads, multipartPart, type LaterPayload } from '../graphql/incremental.js';
+import { carriesErrors, executeIncrementally, LaterPayloads, multipartPart, type ExecutionOutcome, type LaterPayload, type Replay } from '../graphql/incremental.js';
+import type { KnownDocuments, KnownRequest } from '../graphql/known-documents.js';
 import { TOO_DEEP_DOCUMENT } from '../graphql/documents.js';
 import { MAX_NESTING, textNestsDeeperThan } from '../core/depth.js';
 import type { RunLauncher } from '../engine/launcher.js';
@@ -46,6 +48,15 @@ export interface HttpTransportOptions {
    * without errors framed here (src/graphql/incremental.ts), rather than all through Apollo.
    */
   directLaterPayloads: boolean;
+  /**
+   * Documents Apollo ran that the transport runs again on the executor without Apollo's pipeline
+   * (graphql/known-documents.ts), with the schema to run them on; absent where every request must
+   * pass through Apollo (with directLaterPayloads off).
+   */
+  knownDocuments?: KnownDocuments;
+  schema: GraphQLSchema;
+  /** Whether Apollo serves operations (started, not stopped): a known document is run only then. */
+  apolloServing: () => boolean;
   /** Whether the gateway is draining: answers ask clients to close their connections. */
   draining: () => boolean;
   /** What `/ready` answers: whether this instance should get traffic, and why. */
@@ -257,31 +268,42 @@ async function handleGraphQL(
   }
 
   const { acceptance, apollo: acceptForApollo } = readAccept(req.headers.accept);
-  const headers = new HeaderMap();
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
-  }
-  headers.set('accept', acceptForApollo);
+  /** The request as Apollo reads it (the headers copied when Apollo is asked). */
+  const apolloRequest = (): HTTPGraphQLRequest => {
+    const headers = new HeaderMap();
+    for (const [name, value] of Object.entries(req.headers)) {
+      if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+    }
+    headers.set('accept', acceptForApollo);
+    return { method: req.method ?? 'GET', headers, search, body };
+  };
 
   const laterPayloads = options.directLaterPayloads ? new LaterPayloads() : undefined;
-  const response = await options.apollo.executeHTTPGraphQLRequest({
-    httpGraphQLRequest: { method: req.method ?? 'GET', headers, search, body },
-    context: async () => ({
-      requestId,
-      logger: log,
-      // The run's logger: a child of the transport's with the request's id, not a grandchild.
-      logParent: options.logger,
-      logBindings,
-      signal: controller.signal,
-      launcher: options.launcher,
-      allowance: { used: false },
-      acceptsIncremental: acceptance.multipart || acceptance.sse,
-      publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']),
-      principal: admitted.principal,
-      client: admitted.client,
-      laterPayloads,
-    }),
-  });
+  const contextValue: GatewayContext = {
+    requestId,
+    logger: log,
+    // The run's logger: a child of the transport's with the request's id, not a grandchild.
+    logParent: options.logger,
+    logBindings,
+    signal: controller.signal,
+    launcher: options.launcher,
+    allowance: { used: false },
+    acceptsIncremental: acceptance.multipart || acceptance.sse,
+    publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']),
+    principal: admitted.principal,
+    client: admitted.client,
+    laterPayloads,
+  };
+  const known = options.knownDocuments;
+  const knownRequest = known !== undefined && laterPayloads !== undefined && req.method === 'POST' && contextValue.acceptsIncremental && options.apolloServing() ? known.find(body) : undefined;
+  let response: HTTPGraphQLResponse;
+  if (knownRequest !== undefined) {
+    response = await runKnownDocument(knownRequest, options.schema, contextValue, (replay) => options.apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest: apolloRequest(), context: async () => ({ ...contextValue, replay }) }));
+  } else {
+    response = await options.apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest: apolloRequest(), context: async () => contextValue });
+    // A streamed run of a document the leaf-stream plan takes: its text may be run without Apollo next time.
+    if (known !== undefined && laterPayloads?.planned !== undefined && response.body.kind === 'chunked' && typeof query === 'string') known.remember(query, laterPayloads.planned);
+  }
   if (response.body.kind === 'complete' && /^text\/html/i.test(response.headers.get('content-type') ?? '')) {
     response.body.string = options.explorer.withFallbackLink(response.body.string);
   }
@@ -292,6 +314,60 @@ async function handleGraphQL(
   } finally {
     options.onStream(-1);
   }
+}
+
+/**
+ * A known document run on the executor as Apollo would run it (graphql/known-documents.ts): the
+ * same `executeIncrementally` with the same arguments (no root value, no field resolver of
+ * Apollo's). A streamed result without errors is answered here, its initial part framed as Apollo
+ * frames it (its writeMultipartBody); anything else (a refused run, invalid variables, an initial
+ * result with errors) goes to Apollo with the result (`replay`), for the answer Apollo makes of it,
+ * formatting, plugins and status included. So does a later payload with errors: Apollo's pipeline
+ * for this request starts then, given the same result, and its first part (the same initial part)
+ * is skipped.
+ */
+async function runKnownDocument(
+  known: KnownRequest,
+  schema: GraphQLSchema,
+  contextValue: GatewayContext,
+  replay: (outcome: Replay) => Promise<HTTPGraphQLResponse>,
+): Promise<HTTPGraphQLResponse> {
+  let result: ExecutionOutcome;
+  try {
+    result = await executeIncrementally({ schema, document: known.document, contextValue, variableValues: known.variables, operationName: known.operationName });
+  } catch (error) {
+    return replay({ error });
+  }
+  if (!('initialResult' in result) || result.initialResult.errors !== undefined) return replay({ result });
+  const initial = result.initialResult;
+  let first: string | undefined = `\r\n---\r\n${multipartPart(JSON.stringify(initial), initial.hasNext)}`;
+  let apolloParts: AsyncIterator<string> | undefined;
+  const parts: AsyncIterator<string> = {
+    async next() {
+      if (first !== undefined) {
+        const value = first;
+        first = undefined;
+        return { value, done: false };
+      }
+      if (apolloParts === undefined) {
+        const replayed = await replay({ result });
+        if (replayed.body.kind !== 'chunked') throw new Error('Apollo did not stream the operation it was handed.');
+        apolloParts = replayed.body.asyncIterator;
+        await apolloParts.next();
+      }
+      return apolloParts.next();
+    },
+    async return() {
+      first = undefined;
+      await apolloParts?.return?.(undefined);
+      return { value: undefined, done: true };
+    },
+  };
+  return {
+    status: undefined,
+    headers: new HeaderMap([['content-type', 'multipart/mixed; boundary="-"; deferSpec=20220824']]),
+    body: { kind: 'chunked', asyncIterator: parts as AsyncIterableIterator<string> },
+  };
 }
 
 /** Prometheus's scrape: the metrics' text, behind the token when one is set (compared in constant time, as API keys are). */

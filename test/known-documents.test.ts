@@ -1,0 +1,220 @@
+import http, { type IncomingMessage } from 'node:http';
+import { ApolloServer } from '@apollo/server';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import type { ModelAdapter, ModelOutput, ModelRequest } from '../src/adapters/adapter.js';
+import { KnownDocuments } from '../src/graphql/known-documents.js';
+import { STOCK_DOCUMENT } from './support/fuzz-documents.js';
+import { runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
+
+// A document Apollo has run once (the stock client's) is run again by the transport without Apollo's
+// pipeline (src/graphql/known-documents.ts); anything with an error goes back to Apollo with the
+// result. Here one gateway does that and another passes every request through Apollo (APOLLO_KEY set,
+// as for Apollo's usage reporting): status, headers and bytes must be the same, refusals included.
+// test/incremental.test.ts does the same for every streamed answer the scripted models make.
+
+/** Says "Hello" in two chunks, each step in a turn of its own; for the prompt "hold", holds the run until released. */
+class HoldingAdapter implements ModelAdapter {
+  readonly name = 'holding';
+  private releases: (() => void)[] = [];
+  holding = 0;
+
+  async stream(request: ModelRequest, output: ModelOutput): Promise<void> {
+    const last = request.messages[request.messages.length - 1];
+    const prompt = last && 'content' in last ? String(last.content) : '';
+    if (prompt === 'hold') {
+      this.holding++;
+      await new Promise<void>((resolve) => this.releases.push(resolve));
+      this.holding--;
+    }
+    // Each step in a turn of its own, so that both gateways cut the answer into the same payloads.
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    await turn();
+    const id = output.textStart('text-1');
+    await turn();
+    output.textContent(id, 'Hel');
+    await turn();
+    output.textContent(id, 'lo');
+    await turn();
+    output.textEnd(id);
+    await turn();
+  }
+
+  release(): void {
+    for (const release of this.releases.splice(0)) release();
+  }
+}
+
+const MULTIPART = 'multipart/mixed; deferSpec=20220824, application/json';
+
+interface Exchange {
+  status: number;
+  headers: [string, string][];
+  text: string;
+}
+
+/**
+ * One exchange on a connection of its own (a draining gateway closes idle ones), with what differs
+ * between two (ids, clocks, the date) replaced by stable stand-ins.
+ */
+async function exchange(url: string, body: unknown, accept = MULTIPART): Promise<Exchange> {
+  const response = await new Promise<IncomingMessage>((resolve, reject) => {
+    const request = http.request(url, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', accept } }, resolve);
+    request.on('error', reject);
+    request.end(JSON.stringify(body));
+  });
+  let raw = '';
+  for await (const chunk of response) raw += chunk;
+  const ids = new Map<string, string>();
+  const text = raw
+    .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, (id) => {
+      if (!ids.has(id)) ids.set(id, `id-${ids.size}`);
+      return ids.get(id)!;
+    })
+    .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, 'TIME');
+  const headers: [string, string][] = [];
+  for (let i = 0; i < response.rawHeaders.length; i += 2) {
+    const name = response.rawHeaders[i].toLowerCase();
+    if (name !== 'date' && name !== 'x-request-id') headers.push([name, response.rawHeaders[i + 1]]);
+  }
+  return { status: response.statusCode!, headers, text };
+}
+
+const stock = (prompt: string, extra: Record<string, unknown> = {}) => ({
+  operationName: 'generateCopilotResponse',
+  query: STOCK_DOCUMENT,
+  variables: { data: runInput([userMessage(prompt, 'user-1')], extra) },
+});
+
+describe('known documents (HTTP)', () => {
+  const adapter = new HoldingAdapter();
+  let direct: RunningGateway;
+  let throughApollo: RunningGateway;
+  const gateways = async (options: { maxConcurrentRuns?: number } = {}) => {
+    const ours = await startGateway({ adapter, ...options });
+    process.env.APOLLO_KEY = 'service:test:not-a-key';
+    try {
+      return { ours, apollos: await startGateway({ adapter, ...options }) };
+    } finally {
+      delete process.env.APOLLO_KEY;
+    }
+  };
+
+  beforeAll(async () => {
+    ({ ours: direct, apollos: throughApollo } = await gateways());
+  });
+  afterAll(async () => {
+    await Promise.all([direct?.close(), throughApollo?.close()]);
+  });
+
+  /** Asks both gateways; `known` says whether ours runs it without Apollo's pipeline (and then Apollo is asked only to answer an error). */
+  async function both(body: unknown, known: 'answered' | 'replayed' | 'not known', accept = MULTIPART, pair = { ours: direct, apollos: throughApollo }) {
+    const apolloAsked = jest.spyOn(ApolloServer.prototype, 'executeHTTPGraphQLRequest');
+    const found = jest.spyOn(KnownDocuments.prototype, 'find');
+    try {
+      const ours = await exchange(pair.ours.url, body, accept);
+      expect(found.mock.results.some((result) => result.value !== undefined)).toBe(known !== 'not known');
+      expect(apolloAsked).toHaveBeenCalledTimes(known === 'answered' ? 0 : 1);
+      const apollos = await exchange(pair.apollos.url, body, accept);
+      expect(ours).toEqual(apollos);
+      return ours;
+    } finally {
+      apolloAsked.mockRestore();
+      found.mockRestore();
+    }
+  }
+
+  it('answers a streamed run with the status, headers and bytes Apollo answers it with', async () => {
+    // The first request of a text goes through Apollo, and makes it known.
+    const first = await both(stock('hi'), 'not known');
+    expect(first.text).toContain('"items":["Hel"]');
+    for (const accept of [MULTIPART, 'text/event-stream']) {
+      const answer = await both(stock('hi'), 'answered', accept);
+      expect(answer.status).toBe(200);
+      expect(answer.text).toContain('"Success"');
+    }
+    // Empty extensions, as Apollo reads them.
+    await both({ ...stock('hi'), extensions: {} }, 'answered');
+    // The text is known with the operation name it was first run with: without one, Apollo runs it.
+    const { operationName: _, ...unnamed } = stock('hi');
+    await both(unnamed, 'not known');
+    await both(unnamed, 'not known');
+  });
+
+  it.each([
+    ['an unknown agent (AGENT_NOT_FOUND)', stock('hi', { agentSession: { agentName: 'planner' } }), /AGENT_NOT_FOUND/],
+    ['variables that do not coerce (BAD_USER_INPUT, 400)', { ...stock('hi'), variables: { data: { messages: 'none' } } }, /BAD_USER_INPUT/],
+    ['no variables', { operationName: 'generateCopilotResponse', query: STOCK_DOCUMENT }, /was not provided/],
+  ])('hands %s to Apollo with the result, for Apollo\'s answer', async (_name, body, expected) => {
+    await both(stock('hi'), 'answered');
+    const answer = await both(body, 'replayed');
+    expect(answer.text).toMatch(expected);
+  });
+
+  it.each([
+    ['variables that are not an object', { ...stock('hi'), variables: 'a string' }],
+    ['variables that are a list', { ...stock('hi'), variables: [] }],
+    ['an operation name that is not a string', { ...stock('hi'), operationName: 7 }],
+    ['another operation name', { ...stock('hi'), operationName: 'other' }],
+    ['a persisted query extension', { ...stock('hi'), extensions: { persistedQuery: { version: 1, sha256Hash: 'abc' } } }],
+    ['extensions that are not an object', { ...stock('hi'), extensions: 'x' }],
+  ])('leaves a request with %s to Apollo', async (_name, body) => {
+    await both(stock('hi'), 'answered');
+    const answer = await both(body, 'not known');
+    expect(answer.text).toContain('"errors"');
+  });
+
+  it('leaves a client that takes no streaming format to Apollo (406)', async () => {
+    await both(stock('hi'), 'answered');
+    const answer = await both(stock('hi'), 'not known', 'application/json');
+    expect(answer.status).toBe(406);
+  });
+
+  it('hands a run refused over maxConcurrentRuns (OVERLOADED) and one refused while draining (SHUTTING_DOWN, 503) to Apollo', async () => {
+    const pair = await gateways({ maxConcurrentRuns: 1 });
+    try {
+      await both(stock('hi'), 'not known', MULTIPART, pair);
+      const held = [exchange(pair.ours.url, stock('hold')), exchange(pair.apollos.url, stock('hold'))];
+      while (adapter.holding < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+      const overloaded = await both(stock('hi'), 'replayed', MULTIPART, pair);
+      expect(overloaded.text).toContain('OVERLOADED');
+
+      const draining = [pair.ours.gateway.shutdown(), pair.apollos.gateway.shutdown()];
+      const refused = await both(stock('hi'), 'replayed', MULTIPART, pair);
+      expect(refused.status).toBe(503);
+      expect(refused.text).toContain('SHUTTING_DOWN');
+      adapter.release();
+      const [ours, apollos] = await Promise.all(held);
+      expect(ours).toEqual(apollos);
+      expect(ours.text).toContain('"Success"');
+      await Promise.all(draining);
+    } finally {
+      adapter.release();
+      await Promise.all([pair.ours.close(), pair.apollos.close()]);
+    }
+  });
+});
+
+describe('KnownDocuments', () => {
+  const document = { kind: 'Document', definitions: [] } as never;
+
+  it('keeps the latest texts up to its capacity, and finds a text only for the operation name it was run with', () => {
+    const known = new KnownDocuments(2);
+    known.remember('a', { document, operationName: 'A' });
+    known.remember('b', { document, operationName: undefined });
+    known.remember('c', { document, operationName: undefined });
+    expect(known.size).toBe(2);
+    expect(known.find({ query: 'a', operationName: 'A' })).toBeUndefined();
+    expect(known.find({ query: 'b' })).toEqual({ document, operationName: undefined, variables: undefined });
+    expect(known.find({ query: 'b', operationName: null, variables: null, extensions: null })).toEqual({ document, operationName: undefined, variables: undefined });
+    expect(known.find({ query: 'b', operationName: 'B' })).toBeUndefined();
+    expect(known.find({ query: 'c', variables: { x: 1 } })).toEqual({ document, operationName: undefined, variables: { x: 1 } });
+    expect(known.find([{ query: 'c' }])).toBeUndefined();
+    expect(known.find('c')).toBeUndefined();
+  });
+
+  it('does not keep long texts', () => {
+    const known = new KnownDocuments(2, 10);
+    known.remember('x'.repeat(11), { document, operationName: undefined });
+    expect(known.size).toBe(0);
+  });
+});
