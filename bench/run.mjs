@@ -9,6 +9,10 @@
 //   npm run bench -- --gateway-env METRICS=false   settings for the gateway (comma-separated), for A/B runs
 //   npm run bench -- --gateway-node "--max-semi-space-size=8"   extra node flags for the gateway (to try V8 knobs;
 //                                     they follow those of package.json config.nodeFlags, which npm start uses)
+//   npm run bench -- --baseline ../ab  A/B between builds: the gateway built in another checkout (say a git worktree of
+//                                     an earlier commit, with `npm run build` run there) runs in every round too, with
+//                                     the same flags and settings, and a second table compares the two
+//   npm run bench -- --without reference,passthrough   leave servers out (for a quicker A/B)
 //
 // No figure here is asserted: the table is for people to read and compare.
 import { spawn, execFileSync, execSync } from 'node:child_process';
@@ -31,6 +35,12 @@ const packageJson = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.me
 // --gateway-env "METRICS=false,TRACING=true": settings for the gateway, to measure what one costs (A/B).
 const gatewayEnv = Object.fromEntries((option('--gateway-env', '') ?? '').split(',').filter(Boolean).map((pair) => pair.split('=')));
 const gatewayNodeFlags = [...(packageJson.config?.nodeFlags ?? '').split(' '), ...(option('--gateway-node', '') ?? '').split(' ')].filter(Boolean);
+// --baseline DIR: another checkout's build of the gateway, alternated with this one in every round (A/B).
+const baselineRoot = option('--baseline', undefined);
+if (baselineRoot && !existsSync(join(baselineRoot, 'dist', 'src', 'main.js'))) {
+  console.error(`--baseline ${baselineRoot}: no dist/src/main.js there; run \`npm run build\` in that checkout first.`);
+  process.exit(2);
+}
 const clockTicks = Number(execSync('getconf CLK_TCK').toString().trim()) || 100;
 
 // --- the scenarios ---------------------------------------------------------------------------------------------
@@ -62,6 +72,9 @@ const scenarios = [
     load: { streams: smoke ? 50 : 1000, rampMs: smoke ? 200 : 2000, prompt: `Hello [tokens=${smoke ? 5 : 100}][pace=100][stamp]` },
   },
 ].filter((scenario) => !only || scenario.name === only);
+if (baselineRoot) for (const scenario of scenarios) scenario.servers.splice(1, 0, 'baseline');
+const without = (option('--without', '') ?? '').split(',').filter(Boolean);
+for (const scenario of scenarios) scenario.servers = scenario.servers.filter((name) => !without.includes(name));
 if (scenarios.length === 0) {
   console.error(`No scenario named ${JSON.stringify(only)}: burst20, burst100, paced, first, agent, ws5000, ws1000.`);
   process.exit(2);
@@ -134,10 +147,10 @@ async function startUpstream() {
 }
 
 /** Our gateway as `npm start` runs it in production: the built JS, configured from the environment. */
-async function startGateway(upstream, extraEnv = {}) {
+async function startGateway(upstream, extraEnv = {}, gatewayRoot = root) {
   const port = await freePort();
-  const proc = start(process.execPath, [...gatewayNodeFlags, join(root, 'dist', 'src', 'main.js')], {
-    cwd: root,
+  const proc = start(process.execPath, [...gatewayNodeFlags, join(gatewayRoot, 'dist', 'src', 'main.js')], {
+    cwd: gatewayRoot,
     env: {
       PATH: process.env.PATH,
       NODE_ENV: 'production',
@@ -245,12 +258,13 @@ async function main() {
   const upstream = await startUpstream();
   const starters = {
     gateway: (extra) => startGateway(upstream, extra),
+    baseline: (extra) => startGateway(upstream, extra, baselineRoot),
     reference: () => startReference(upstream),
     passthrough: () => startPassthrough(upstream),
   };
 
   console.error('== correctness pass with the stock CopilotRuntimeClient');
-  for (const name of needsReference ? ['gateway', 'reference'] : ['gateway']) {
+  for (const name of [...(needsReference ? ['gateway', 'reference'] : ['gateway']), ...(baselineRoot ? ['baseline'] : [])]) {
     const server = await starters[name]();
     try {
       await correctnessPass(name, server.url);
@@ -300,11 +314,26 @@ const fmt = (value, digits = 1) => (value == null ? '–' : value >= 100 ? value
 
 function report(results) {
   const lines = [];
-  const row = (cells) => lines.push(`| ${cells.join(' | ')} |`);
   lines.push(`Copilot Gateway vs @copilotkit/runtime 1.10.6: median of ${rounds} round(s)${smoke ? ' (SMOKE: tiny loads, figures meaningless)' : ''}`);
   lines.push(`machine: ${execSync('nproc').toString().trim()} cores, node ${process.version}; ratio = gateway / reference`);
   lines.push('');
-  row(['scenario', 'figure', 'gateway', 'reference', 'ratio']);
+  table(results, 'reference', lines);
+  const floor = results.first?.passthrough;
+  if (floor) {
+    const added = median(floor.map((x) => (x.firstTokenP50 == null || x.directFirstTokenP50 == null ? null : x.firstTokenP50 - x.directFirstTokenP50)));
+    lines.push('', `first token: a hand-written pass-through with no GraphQL (bench/passthrough.mjs) adds ${fmt(added, 2)} ms, the floor on this machine.`);
+  }
+  if (baselineRoot) {
+    lines.push('', `A/B: this build against the baseline build in ${baselineRoot}, alternated in the same rounds; ratio = gateway / baseline`, '');
+    table(results, 'baseline', lines);
+  }
+  return lines.join('\n');
+}
+
+/** One table of every scenario: the gateway's figures beside `other`'s (the reference, or the baseline build). */
+function table(results, other, lines) {
+  const row = (cells) => lines.push(`| ${cells.join(' | ')} |`);
+  row(['scenario', 'figure', 'gateway', other, 'ratio']);
   row(['---', '---', '---:', '---:', '---:']);
   for (const scenario of scenarios) {
     const r = results[scenario.name];
@@ -329,13 +358,13 @@ function report(results) {
         ];
     if (scenario.name === 'paced') {
       figures.splice(4, 0, ['server CPU per streamed token (ms)', 'cpuMsPerToken', 4]);
-      for (const server of ['gateway', 'reference']) {
+      for (const server of ['gateway', other]) {
         for (const x of r[server] ?? []) x.cpuMsPerToken = x.cpuMsPerRequest == null ? null : x.cpuMsPerRequest / (smoke ? 20 : 200);
       }
     }
     if (scenario.name === 'first') {
       figures.splice(0, figures.length, ['time to first token (ms)', 'firstTokenP50', 2], ['the upstream\'s own, asked directly (ms)', 'directFirstTokenP50', 2], ['added to the upstream\'s own (ms)', 'addedFirstToken', 2], ['errors', 'errors', 0]);
-      for (const server of ['gateway', 'reference']) {
+      for (const server of ['gateway', other]) {
         for (const x of r[server] ?? []) {
           x.addedFirstToken = x.firstTokenP50 == null || x.directFirstTokenP50 == null ? null : x.firstTokenP50 - x.directFirstTokenP50;
         }
@@ -344,18 +373,12 @@ function report(results) {
     let first = true;
     for (const [label, key, digits] of figures) {
       const g = m('gateway', key);
-      const ref = scenario.servers.includes('reference') ? m('reference', key) : null;
+      const ref = scenario.servers.includes(other) ? m(other, key) : null;
       const ratio = g != null && ref ? `${(g / ref).toFixed(2)}x` : '';
-      row([first ? scenario.title : '', label, fmt(g, digits), scenario.servers.includes('reference') ? fmt(ref, digits) : 'n/a', ratio]);
+      row([first ? scenario.title : '', label, fmt(g, digits), scenario.servers.includes(other) ? fmt(ref, digits) : 'n/a', ratio]);
       first = false;
     }
   }
-  const floor = results.first?.passthrough;
-  if (floor) {
-    const added = median(floor.map((x) => (x.firstTokenP50 == null || x.directFirstTokenP50 == null ? null : x.firstTokenP50 - x.directFirstTokenP50)));
-    lines.push('', `first token: a hand-written pass-through with no GraphQL (bench/passthrough.mjs) adds ${fmt(added, 2)} ms, the floor on this machine.`);
-  }
-  return lines.join('\n');
 }
 
 await main();
