@@ -55,20 +55,9 @@ async function main(): Promise<void> {
     ...(env.agentFirstEventTimeoutMs !== undefined ? { agentFirstEventTimeoutMs: env.agentFirstEventTimeoutMs } : {}),
   });
   const url = await gateway.listen(env.port, env.host);
-  const mode = providerMode(env.provider);
-  const agentSources = [
-    ...(env.remoteEndpoints.length ? [`${env.remoteEndpoints.length} CopilotKit remote endpoint(s)`] : []),
-    ...(env.agUiAgents.length ? [`AG-UI agents ${env.agUiAgents.map((a) => a.name).join(', ')}`] : []),
-    ...(env.langGraph ? [`LangGraph graphs ${env.langGraph.graphs.join(', ')}`] : []),
-  ];
-  const withAgents = agentSources.length ? `; agents from ${agentSources.join(', ')}` : '';
-  logger.info({ url, mode: gateway.mode, environment: env.environment }, `Copilot Gateway ready at ${url} (${mode}${withAgents})`);
-  if (env.environment === 'development') {
-    logger.info({ sandbox: url, offlineExplorer: `${url}/graphiql` }, `Explorers: Apollo Sandbox at ${url} (online), GraphiQL at ${url}/graphiql (offline)`);
-  }
-
   // The first signal drains (readiness false, runs finish within the grace period, then close);
-  // a second one exits at once.
+  // a second one exits at once. Listened for before the gateway says it is ready: until then a
+  // signal would end the process at once (whoever waits for "ready" may signal right after it).
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) {
@@ -91,6 +80,18 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
+
+  const mode = providerMode(env.provider);
+  const agentSources = [
+    ...(env.remoteEndpoints.length ? [`${env.remoteEndpoints.length} CopilotKit remote endpoint(s)`] : []),
+    ...(env.agUiAgents.length ? [`AG-UI agents ${env.agUiAgents.map((a) => a.name).join(', ')}`] : []),
+    ...(env.langGraph ? [`LangGraph graphs ${env.langGraph.graphs.join(', ')}`] : []),
+  ];
+  const withAgents = agentSources.length ? `; agents from ${agentSources.join(', ')}` : '';
+  logger.info({ url, mode: gateway.mode, environment: env.environment }, `Copilot Gateway ready at ${url} (${mode}${withAgents})`);
+  if (env.environment === 'development') {
+    logger.info({ sandbox: url, offlineExplorer: `${url}/graphiql` }, `Explorers: Apollo Sandbox at ${url} (online), GraphiQL at ${url}/graphiql (offline)`);
+  }
 }
 
 /** The authentication the environment asks for: API keys, a JWT, either, or none. */
