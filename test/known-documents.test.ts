@@ -134,10 +134,11 @@ describe('known documents (HTTP)', () => {
     }
     // Empty extensions, as Apollo reads them.
     await both({ ...stock('hi'), extensions: {} }, 'answered');
-    // The text is known with the operation name it was first run with: without one, Apollo runs it.
+    // The text is known with the operation name it was run with: without one, Apollo runs it, once.
     const { operationName: _, ...unnamed } = stock('hi');
     await both(unnamed, 'not known');
-    await both(unnamed, 'not known');
+    await both(unnamed, 'answered');
+    await both(stock('hi'), 'answered');
   });
 
   it.each([
@@ -197,19 +198,31 @@ describe('known documents (HTTP)', () => {
 describe('KnownDocuments', () => {
   const document = { kind: 'Document', definitions: [] } as never;
 
-  it('keeps the latest texts up to its capacity, and finds a text only for the operation name it was run with', () => {
+  it('keeps the texts used last up to its capacity, and finds a text only for an operation name it was run with', () => {
     const known = new KnownDocuments(2);
     known.remember('a', { document, operationName: 'A' });
     known.remember('b', { document, operationName: undefined });
+    // `a` is used: `b` is now the one used least recently, and goes when `c` comes.
+    expect(known.find({ query: 'a', operationName: 'A' })).toEqual({ document, operationName: 'A', variables: undefined });
     known.remember('c', { document, operationName: undefined });
     expect(known.size).toBe(2);
-    expect(known.find({ query: 'a', operationName: 'A' })).toBeUndefined();
+    expect(known.find({ query: 'b' })).toBeUndefined();
+    expect(known.find({ query: 'a', operationName: 'A' })).toBeDefined();
+    expect(known.find({ query: 'a' })).toBeUndefined();
+    // The same text run for another operation name: found for both.
+    known.remember('a', { document, operationName: undefined });
+    expect(known.size).toBe(2);
+    expect(known.find({ query: 'a' })).toEqual({ document, operationName: undefined, variables: undefined });
+    expect(known.find({ query: 'a', operationName: 'A' })).toEqual({ document, operationName: 'A', variables: undefined });
+    known.remember('b', { document, operationName: undefined });
     expect(known.find({ query: 'b' })).toEqual({ document, operationName: undefined, variables: undefined });
     expect(known.find({ query: 'b', operationName: null, variables: null, extensions: null })).toEqual({ document, operationName: undefined, variables: undefined });
     expect(known.find({ query: 'b', operationName: 'B' })).toBeUndefined();
-    expect(known.find({ query: 'c', variables: { x: 1 } })).toEqual({ document, operationName: undefined, variables: { x: 1 } });
-    expect(known.find([{ query: 'c' }])).toBeUndefined();
-    expect(known.find('c')).toBeUndefined();
+    expect(known.find({ query: 'b', variables: { x: 1 } })).toEqual({ document, operationName: undefined, variables: { x: 1 } });
+    // `c` was the one used least recently when `b` came back.
+    expect(known.find({ query: 'c' })).toBeUndefined();
+    expect(known.find([{ query: 'b' }])).toBeUndefined();
+    expect(known.find('b')).toBeUndefined();
   });
 
   it('does not keep long texts', () => {

@@ -17,10 +17,12 @@ import type { DocumentNode } from 'graphql';
  * Only documents whose operation the leaf-stream plan takes are kept (the run's streamed document,
  * graphql/leaf-streams.ts), at most `capacity` of them, none longer than `maxChars`: the text was
  * validated by Apollo with the gateway's rules for this schema, which do not change while it runs.
- * An operation name kept with it must be the request's too, so that the same operation runs.
+ * A text is found for the operation names it was run with (the request's must be one of them, so
+ * that the same operation runs).
  */
 export class KnownDocuments {
-  private readonly byText = new Map<string, KnownDocument>();
+  /** By text, most recently used last: the operations Apollo ran from it (one per operation name asked for). */
+  private readonly byText = new Map<string, KnownDocument[]>();
 
   constructor(
     private readonly capacity = 32,
@@ -30,32 +32,43 @@ export class KnownDocuments {
   /**
    * The known document a POST body asks for, with its variables, when the body is one Apollo reads
    * without a complaint (its runHttpQuery: `variables` and `extensions` objects or null,
-   * `operationName` a string or null) and names the operation the document was run for. Anything
+   * `operationName` a string or null) and names an operation the document was run for. Anything
    * else, undefined: Apollo answers it.
    */
   find(body: unknown): KnownRequest | undefined {
     if (this.byText.size === 0 || !isRecord(body)) return undefined;
     const { query, variables, operationName, extensions } = body;
     if (typeof query !== 'string') return undefined;
-    const known = this.byText.get(query);
-    if (known === undefined) return undefined;
+    const runs = this.byText.get(query);
+    if (runs === undefined) return undefined;
     if (variables !== undefined && variables !== null && !isRecord(variables)) return undefined;
     if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') return undefined;
     // Extensions ask Apollo for something (a persisted query): only none, or an empty object, are taken.
     if (extensions !== undefined && extensions !== null && !(isRecord(extensions) && Object.keys(extensions).length === 0)) return undefined;
-    if ((operationName ?? undefined) !== known.operationName) return undefined;
+    const name = operationName ?? undefined;
+    const known = runs.length === 1 ? (runs[0].operationName === name ? runs[0] : undefined) : runs.find((run) => run.operationName === name);
+    if (known === undefined) return undefined;
+    // The texts asked for most often stay: the one used goes last, the oldest is the first let go.
+    this.byText.delete(query);
+    this.byText.set(query, runs);
     return { document: known.document, operationName: known.operationName, variables: variables ?? undefined };
   }
 
   /**
-   * Keeps a document Apollo validated and ran for this text and operation name; the oldest kept
-   * goes when there are `capacity` (a client sending many texts costs others only Apollo's path,
-   * until their next request through it).
+   * Keeps a document Apollo validated and ran for this text and operation name; the least recently
+   * used text goes when there are `capacity` (a client sending many texts costs others only
+   * Apollo's path, until their next request through it).
    */
   remember(query: string, known: KnownDocument): void {
-    if (query.length > this.maxChars || this.byText.has(query)) return;
+    if (query.length > this.maxChars) return;
+    const runs = this.byText.get(query);
+    if (runs !== undefined) {
+      // Another operation of the same text (a document has as many as it defines).
+      if (!runs.some((run) => run.operationName === known.operationName)) runs.push(known);
+      return;
+    }
     if (this.byText.size >= this.capacity) this.byText.delete(this.byText.keys().next().value as string);
-    this.byText.set(query, known);
+    this.byText.set(query, [known]);
   }
 
   get size(): number {

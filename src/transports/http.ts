@@ -342,7 +342,7 @@ async function runKnownDocument(
   const initial = result.initialResult;
   let first: string | undefined = `\r\n---\r\n${multipartPart(JSON.stringify(initial), initial.hasNext)}`;
   let apolloParts: AsyncIterator<string> | undefined;
-  const parts: AsyncIterator<string> = {
+  const parts: AsyncIterator<string> & AsyncIterable<string> = {
     async next() {
       if (first !== undefined) {
         const value = first;
@@ -361,6 +361,9 @@ async function runKnownDocument(
       first = undefined;
       await apolloParts?.return?.(undefined);
       return { value: undefined, done: true };
+    },
+    [Symbol.asyncIterator]() {
+      return this;
     },
   };
   return {
