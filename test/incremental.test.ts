@@ -3,6 +3,9 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { pino } from 'pino';
 import type { ModelAdapter, ModelOutput, ModelRequest } from '../src/adapters/adapter.js';
+import type { AgentDefinition } from '../src/agents/definitions.js';
+import type { MetaEventPayload } from '../src/core/events.js';
+import type { RunWriter } from '../src/core/writer.js';
 import { ApolloServer } from '@apollo/server';
 import { LaterPayloads } from '../src/graphql/incremental.js';
 import { KnownDocuments } from '../src/graphql/known-documents.js';
@@ -93,6 +96,8 @@ const scripts: Record<string, Step[]> = {
 const LEAF_STREAMED = new Set(['stock', 'wire', 'deferredStatus', 'explorer']);
 /** Documents whose messages, their statuses and the run's status the transport writes too (graphql/message-plan.ts). */
 const MESSAGES_PLANNED = new Set(['stock', 'wire', 'deferredStatus']);
+/** Documents run without the executor: the answer's first part by the run plan too (graphql/message-plan.ts RunPlan). */
+const RUN_PLANNED = new Set(['stock', 'wire', 'deferredStatus']);
 
 /**
  * The stock client's document as it goes over the wire (and as the benchmark sends it): the package's
@@ -132,13 +137,13 @@ const lookUp = { name: 'lookUp', description: 'Looks something up.', handler: ()
 const frontendAction = { name: 'sayHello', description: 'Says hello.', jsonSchema: '{"type":"object","properties":{"name":{"type":"string"}}}' };
 
 /** One answer as bytes, with what differs between two runs (ids, clocks) replaced by stable stand-ins. */
-async function answer(url: string, query: string, prompt: string, accept: string): Promise<string> {
+async function answer(url: string, query: string, prompt: string, accept: string, extra: Record<string, unknown> = {}): Promise<string> {
   const response = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept },
     body: JSON.stringify({
       query,
-      variables: { data: runInput([userMessage(prompt, 'user-1')], { frontend: { actions: [frontendAction], url: 'http://localhost/' } }) },
+      variables: { data: runInput([userMessage(prompt, 'user-1')], { frontend: { actions: [frontendAction], url: 'http://localhost/' }, ...extra }) },
     }),
   });
   expect(response.status).toBe(200);
@@ -191,7 +196,8 @@ describe('later payloads taken from the executor (HTTP)', () => {
           const adopt = jest.spyOn(LaterPayloads.prototype, 'adopt');
           const handBack = jest.spyOn(LaterPayloads.prototype, 'forApollo');
           const leaf = jest.spyOn(LaterPayloads.prototype, 'leaf');
-          const planned = jest.spyOn(LaterPayloads.prototype, 'messages');
+          const planned = jest.spyOn(LaterPayloads.prototype, 'writeMessages');
+          const executorsMessages = jest.spyOn(LaterPayloads.prototype, 'messages');
           const plannedLeaf = jest.spyOn(LaterPayloads.prototype, 'addLeaf');
           const apolloAsked = jest.spyOn(ApolloServer.prototype, 'executeHTTPGraphQLRequest');
           try {
@@ -208,12 +214,15 @@ describe('later payloads taken from the executor (HTTP)', () => {
             // The executor's field resolver hands them over, or the message plan makes them.
             const messagesPlanned = MESSAGES_PLANNED.has(documentName);
             expect(planned).toHaveBeenCalledTimes(messagesPlanned ? 1 : 0);
+            // Through the executor's field resolver for `messages`, or called by the run plan (no executor).
+            expect(executorsMessages).toHaveBeenCalledTimes(messagesPlanned && !RUN_PLANNED.has(documentName) ? 1 : 0);
             expect((messagesPlanned ? plannedLeaf : leaf).mock.calls.length).toBe(LEAF_STREAMED.has(documentName) ? streams : 0);
             expect((messagesPlanned ? leaf : plannedLeaf).mock.calls.length).toBe(0);
             adopt.mockClear();
             handBack.mockClear();
             leaf.mockClear();
             planned.mockClear();
+            executorsMessages.mockClear();
             plannedLeaf.mockClear();
             const apollos = await answer(throughApollo.url, query, script, accept);
             expect(adopt).not.toHaveBeenCalled();
@@ -251,6 +260,7 @@ describe('later payloads taken from the executor (HTTP)', () => {
             handBack.mockRestore();
             leaf.mockRestore();
             planned.mockRestore();
+            executorsMessages.mockRestore();
             plannedLeaf.mockRestore();
             apolloAsked.mockRestore();
           }
@@ -275,4 +285,164 @@ describe('errors in later payloads', () => {
       await gateway.close();
     }
   });
+});
+
+/** An answer's entries (the first part's data, then each later entry) in order, however they were grouped into payloads; and how it ended. */
+function entriesOf(answer: string): unknown[] {
+  const bodies = answer.includes('event: next')
+    ? [...answer.matchAll(/^data: (.+)$/gm)].map((match) => match[1])
+    : answer.split('\r\n---').map((part) => part.slice(part.indexOf('\r\n\r\n') + 4)).filter((body) => body.startsWith('{'));
+  const entries: unknown[] = [];
+  let hasNext: unknown;
+  for (const body of bodies) {
+    const payload = JSON.parse(body);
+    if ('data' in payload) entries.push({ data: payload.data, errors: payload.errors });
+    for (const entry of payload.incremental ?? []) entries.push(entry);
+    hasNext = payload.hasNext;
+  }
+  return [...entries, { hasNext }];
+}
+
+/** What a scripted agent writes, each step in a turn of its own: a text message, or a meta event (an interrupt). */
+type AgentStep = ['text', string] | ['meta', MetaEventPayload];
+
+const agentScripts: Record<string, AgentStep[]> = {
+  interrupt: [['text', 'Before I go on: '], ['meta', { name: 'LangGraphInterruptEvent', value: 'approve?' }]],
+  interruptOnly: [['meta', { name: 'LangGraphInterruptEvent', value: 'approve?' }]],
+  // CopilotKit's own interrupt carries messages, whose status the stock client's document defers.
+  withMessages: [
+    ['text', 'Look at this.'],
+    ['meta', { name: 'CopilotKitLangGraphInterruptEvent', value: '{"question":"ok?"}', messages: [{ kind: 'text', id: 'interrupt-msg', role: 'assistant', content: 'Please approve.' }] }],
+    ['text', 'Waiting.'],
+  ],
+  two: [['meta', { name: 'LangGraphInterruptEvent', value: 'first?' }], ['text', 'and'], ['meta', { name: 'LangGraphInterruptEvent', value: 'second?' }]],
+};
+
+/** An agent configured by name that plays a script (by the last user message) into the run. */
+const scriptedAgent: AgentDefinition = {
+  kind: 'ag-ui',
+  create: (name) => ({
+    name,
+    description: 'Plays a script.',
+    kind: 'ag-ui',
+    client: {
+      async run(request, out: RunWriter) {
+        const last = request.messages[request.messages.length - 1];
+        const prompt = last && 'content' in last ? String(last.content) : '';
+        const turn = () => new Promise((resolve) => setImmediate(resolve));
+        let n = 0;
+        for (const step of agentScripts[prompt] ?? []) {
+          await turn();
+          if (step[0] === 'text') {
+            const id = out.textStart(`agent-text-${n++}`);
+            await turn();
+            out.textContent(id, step[1]);
+            await turn();
+            out.textEnd(id);
+          } else {
+            out.metaEvent(step[1]);
+          }
+        }
+        await turn();
+      },
+      async loadState() {
+        return { threadExists: false, state: {}, messages: [] };
+      },
+    },
+  }),
+};
+
+describe('the run plan: runs without the executor, meta events and refusals (HTTP)', () => {
+  let direct: RunningGateway;
+  let throughApollo: RunningGateway;
+  const options = { adapter: new ScriptedAdapter((prompt) => scripts[prompt] ?? AFTER_ACTION), agents: { scripted: scriptedAgent }, maxConcurrentRuns: 1 };
+  const agentSession = { agentSession: { agentName: 'scripted' } };
+
+  beforeAll(async () => {
+    direct = await startGateway(options);
+    for (const query of Object.values(documents)) await answer(direct.url, query, 'text', MULTIPART);
+    process.env.APOLLO_KEY = 'service:test:not-a-key';
+    try {
+      throughApollo = await startGateway(options);
+    } finally {
+      delete process.env.APOLLO_KEY;
+    }
+  });
+  afterAll(async () => {
+    await Promise.all([direct?.close(), throughApollo?.close()]);
+  });
+
+  for (const documentName of ['stock', 'wire', 'deferredStatus']) {
+    for (const script of Object.keys(agentScripts)) {
+      for (const [format, accept] of [['multipart', MULTIPART], ['sse', SSE]] as const) {
+        it(`${documentName}, an agent's ${script}, ${format}: the same bytes as the executor's`, async () => {
+          const awaitMeta = jest.spyOn(LaterPayloads.prototype, 'awaitMetaEvents');
+          const executorsMessages = jest.spyOn(LaterPayloads.prototype, 'messages');
+          try {
+            const ours = await answer(direct.url, documents[documentName], script, accept, agentSession);
+            // Run by the plan; only a document that selects the meta events waits for them.
+            expect(executorsMessages).not.toHaveBeenCalled();
+            const selectsMeta = documentName !== 'deferredStatus';
+            expect(awaitMeta).toHaveBeenCalledTimes(selectsMeta ? 1 : 0);
+            const apollos = await answer(throughApollo.url, documents[documentName], script, accept, agentSession);
+            if (script === 'withMessages' && selectsMeta) {
+              // The interrupt's message and its deferred status complete together. The executor, asked
+              // for its next payload while the run goes on, gives the message's item as soon as it is
+              // done, then the status; started once the run raised the interrupt, it finds both done
+              // and gives them in one payload. The same entries at the same paths, in the same order.
+              expect(entriesOf(ours)).toEqual(entriesOf(apollos));
+              expect(ours).not.toBe(apollos);
+            } else {
+              expect(ours).toBe(apollos);
+            }
+            if (selectsMeta) {
+              expect(ours).toContain(script === 'withMessages' ? '"content":["Please approve."]' : `"value":"${script === 'two' ? 'second?' : 'approve?'}"`);
+              expect(ours).toContain('"metaEvents",0]');
+              expect(ours).not.toContain('"errors"');
+            }
+          } finally {
+            awaitMeta.mockRestore();
+            executorsMessages.mockRestore();
+          }
+        });
+      }
+    }
+  }
+
+  // Refused before anything runs, by the resolver (synchronously) or by the launcher (a rejection).
+  const refusals: Record<string, (url: string, query: string, accept: string) => Promise<string>> = {
+    'an unknown agent': (url, query, accept) => answer(url, query, 'text', accept, { agentSession: { agentName: 'nobody' } }),
+    // Checked by the resolver before the run is asked for (BAD_USER_INPUT, thrown synchronously).
+    'an input the run refuses': (url, query, accept) => answer(url, query, 'text', accept, { threadId: 'x'.repeat(1000) }),
+    'one run too many (OVERLOADED)': async (url, query, accept) => {
+      // maxConcurrentRuns is 1: a second run while the first is still going is refused.
+      const held = fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: MULTIPART }, body: JSON.stringify({ query, variables: { data: runInput([userMessage('text', 'user-1')]) } }) });
+      const first = await held;
+      const reader = first.body!.getReader();
+      await reader.read();
+      try {
+        return await answer(url, query, 'text', accept);
+      } finally {
+        await reader.cancel();
+        // Its run ends once its response is gone: wait until a run may start again.
+        for (let i = 0; i < 100; i++) {
+          const probe = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ hello }' }) });
+          await probe.text();
+          if ((await (await fetch(url.replace(/\/api\/copilotkit$/, '/ready'))).json()).status) break;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
+  };
+  for (const [name, ask] of Object.entries(refusals)) {
+    for (const documentName of ['stock', 'wire', 'deferredStatus']) {
+      it(`${documentName}: ${name} is refused with the executor's bytes`, async () => {
+        const ours = await ask(direct.url, documents[documentName], MULTIPART);
+        const apollos = await ask(throughApollo.url, documents[documentName], MULTIPART);
+        expect(ours).toContain('"errors"');
+        expect(ours).toContain('"path":["generateCopilotResponse"]');
+        expect(ours).toBe(apollos);
+      });
+    }
+  }
 });

@@ -1,10 +1,10 @@
 import { execute, isIncrementalResults, type IncrementalExecutionResults, type SingularExecutionResult, type SubsequentIncrementalExecutionResult } from '@graphql-tools/executor';
 import { defaultFieldResolver, type ExecutionArgs, type FieldNode, type GraphQLError, type GraphQLFieldResolver, type GraphQLResolveInfo } from 'graphql';
-import { locatedError } from '@graphql-tools/utils';
-import { completeLeafItem, leafStreamPlan } from './leaf-streams.js';
-import { coerceError, runtimeWriter, writeDeferred, writeFields, type MessagePlan, type ObjectWriter } from './message-plan.js';
+import { getArgumentValues, locatedError } from '@graphql-tools/utils';
+import { completeLeafItem, leafStreamPlan, type LeafStreamPlan } from './leaf-streams.js';
+import { coerceError, runtimeWriter, writeDeferred, writeFields, type MessagePlan, type ObjectWriter, type RunPlan } from './message-plan.js';
 import type { KnownDocument } from './known-documents.js';
-import { withCoercedVariables } from './variables.js';
+import { variablePlan, withCoercedVariables } from './variables.js';
 import { SharedStream, SharedTextStream } from './views/shared-stream.js';
 
 /** What the executor gives for an operation: one result, or an initial result and later payloads. */
@@ -43,8 +43,10 @@ export type LaterPayload = SubsequentIncrementalExecutionResult;
  * (graphql/message-plan.ts), it makes the messages' payloads, their statuses' and the run's status's
  * itself (`MessageStream`), and gives them in turn with the executor's (`next`). What the executor
  * no longer does for those documents: a record per message, its item's completion, its status's
- * record, the run status's record, and the `Promise.race` over the open records for every payload;
- * it still makes the initial result and the `metaEvents` payloads.
+ * record, the run status's record, and the `Promise.race` over the open records for every payload.
+ * Where the run plan takes the document too (RunPlan, `runByPlan`), the executor does not run at all
+ * unless the run raises a meta event (`awaitMetaEvents`): then it runs the meta events' own document
+ * and its payloads are given with the others as above.
  *
  * Where timing decides, the executor and this may cut the same payloads differently; both are valid
  * answers with the same data at every path. The executor joins into one payload whatever records
@@ -54,11 +56,16 @@ export type LaterPayload = SubsequentIncrementalExecutionResult;
  * and the plan's complete in the same turn (a `metaEvents` item and a message's status), the order
  * between them is a matter of microtasks here too (the run's status, the plan's last, waits for the
  * executor's next answer, and goes after it when it has something to say). With events in turns of
- * their own, as a model sends them, the bytes are the same.
+ * their own, as a model sends them, the bytes are the same. One more with the run plan: the
+ * executor started for a meta event finds the event's item and its messages' deferred statuses (an
+ * interrupt's messages) done together and gives them in one payload, where the executor asked all
+ * along gives the item first, then the statuses.
  */
 export class LaterPayloads {
-  /** The executor's later payloads, once the operation turned out to have some. */
+  /** The executor's later payloads, once the operation turned out to have some (with the run plan: once the run raised a meta event). */
   source: AsyncGenerator<LaterPayload, void, void> | undefined;
+  /** The run plan wrote the answer's first part (graphql/message-plan.ts RunPlan): its later payloads are all read here. */
+  runPlanned = false;
   /** The document and operation, when the leaf-stream plan took them (graphql/known-documents.ts). */
   planned: KnownDocument | undefined;
   private readonly queued: LaterPayload[] = [];
@@ -93,14 +100,19 @@ export class LaterPayloads {
   private waitingForDrain = false;
   /** A payload is going out (between `next` giving it and `after`): leaf streams wait. */
   private passing = false;
+  /** The run plan's meta events may still start the executor (see `awaitMetaEvents`); and how to stop watching for them. */
+  private metaPending = false;
+  private unwatchMeta: (() => void) | undefined;
 
   /**
    * Keeps the executor's payloads for the transport, and gives Apollo the stream of those the
    * transport hands back (`forApollo`). Apollo reads that stream only when the transport asks
    * Apollo's body for its next part, which it does only after handing one over, or to end it.
    */
-  adopt(results: AsyncGenerator<LaterPayload, void, void>): AsyncGenerator<LaterPayload, void, void> {
+  adopt(results: AsyncGenerator<LaterPayload, void, void> | undefined): AsyncGenerator<LaterPayload, void, void> {
     this.source = results;
+    // With the run plan there is no executor until the run raises a meta event, maybe never.
+    if (results === undefined) this.executorDone = true;
     const queued = this.queued;
     const ended = (): Promise<IteratorResult<LaterPayload, void>> => {
       queued.length = 0;
@@ -250,12 +262,12 @@ export class LaterPayloads {
 
   /** Whether more payloads may come from here: a leaf stream not done, a message stream not done. */
   private producing(): boolean {
-    return this.leaves.length > 0 || this.streams.length > 0;
+    return this.leaves.length > 0 || this.streams.length > 0 || this.metaPending;
   }
 
   /** Whether more payloads may come from here once `payload` is out (a nulled item drops the leaf streams under its list). */
   private producingAfter(payload: LaterPayload): boolean {
-    if (this.streams.length > 0) return true;
+    if (this.streams.length > 0 || this.metaPending) return true;
     const nulled = payload.incremental?.find((entry) => (entry as { items?: unknown }).items === null);
     if (nulled === undefined) return this.leaves.length > 0;
     const listPath = (nulled.path as readonly (string | number)[]).slice(0, -1);
@@ -286,10 +298,16 @@ export class LaterPayloads {
    * same: the executor sets the field to `[]` at the same moment).
    */
   messages(plan: MessagePlan, source: unknown, info: GraphQLResolveInfo, context: unknown): AsyncIterable<never> {
+    this.writeMessages(plan, source, pathOf(info.path), context);
+    return NOTHING;
+  }
+
+  /** Starts writing the run's messages, their statuses and its status at `path` (the messages list's), from the run's view. */
+  writeMessages(plan: MessagePlan, source: unknown, path: readonly (string | number)[], context: unknown): void {
     const view = source as { messages?: unknown; status?: unknown };
-    if (!(view.messages instanceof SharedStream)) throw new Error(`${info.parentType.name}.${info.fieldName} is not a run's message stream.`);
-    if (this.over) return NOTHING;
-    const stream = new MessageStream(this, plan, view.messages as SharedStream<Record<string, unknown>>, view, pathOf(info.path), context);
+    if (!(view.messages instanceof SharedStream)) throw new Error(`${plan.runType.name}.${plan.messages.name.value} is not a run's message stream.`);
+    if (this.over) return;
+    const stream = new MessageStream(this, plan, view.messages as SharedStream<Record<string, unknown>>, view, path, context);
     this.streams.push(stream);
     try {
       stream.start();
@@ -297,7 +315,58 @@ export class LaterPayloads {
       stream.stop();
       throw error;
     }
-    return NOTHING;
+  }
+
+  /**
+   * The run plan's meta events: nothing runs for them unless the run raises one (an agent's
+   * interrupt). Then `execute` runs their own document (graphql/message-plan.ts MetaEventsPlan)
+   * and its later payloads are given with the others, as the executor's are. Until the run's meta
+   * events have ended (at its end) or the executor has started, the answer is not over.
+   */
+  awaitMetaEvents(events: unknown, execute: () => PromiseLike<ExecutionOutcome> | ExecutionOutcome): void {
+    if (!(events instanceof SharedStream)) throw new Error("The run's meta events are not a run's stream.");
+    if (this.over) return;
+    this.metaPending = true;
+    const check = (): void => {
+      if (!this.metaPending || this.unwatchMeta === undefined) return;
+      if (events.available(0)) {
+        this.stopWatchingMeta();
+        this.startMetaEvents(execute);
+      } else if (events.isEnded()) {
+        this.stopWatchingMeta();
+        this.metaPending = false;
+        this.wake();
+      }
+    };
+    this.unwatchMeta = events.watch(check);
+    check();
+  }
+
+  private stopWatchingMeta(): void {
+    this.unwatchMeta?.();
+    this.unwatchMeta = undefined;
+  }
+
+  private startMetaEvents(execute: () => PromiseLike<ExecutionOutcome> | ExecutionOutcome): void {
+    // (Within a push of the run's: the execution starts a microtask later.)
+    Promise.resolve()
+      .then(execute)
+      .then(
+        (result) => {
+          const later = isIncrementalResults(result) ? result.subsequentResults : undefined;
+          if (this.over) return void later?.return(undefined).catch(() => undefined);
+          this.metaPending = false;
+          if (later !== undefined) {
+            this.source = later;
+            this.executorDone = false;
+          }
+          this.wake();
+        },
+        (error: unknown) => {
+          this.metaPending = false;
+          if (!this.over) this.failed(error);
+        },
+      );
   }
 
   /**
@@ -349,6 +418,8 @@ export class LaterPayloads {
   close(): void {
     this.sink = undefined;
     this.over = true;
+    this.stopWatchingMeta();
+    this.metaPending = false;
     this.made = [];
     this.answer = undefined;
     for (const stream of [...this.streams]) stream.stop();
@@ -770,6 +841,9 @@ export async function executeIncrementally(args: ExecutionArgs): Promise<Executi
   if (plan !== undefined) {
     // The transport may run this text again without Apollo (graphql/known-documents.ts).
     later!.planned = { document: args.document, operationName: args.operationName ?? undefined };
+    const run = plan.messages?.run;
+    const byPlan = run === undefined ? undefined : runByPlan(args, plan, run, later!);
+    if (byPlan !== undefined) return byPlan;
     // The executor runs the document without the leaf streams' @stream; their fields go to `later`.
     const base: GraphQLFieldResolver<unknown, unknown> = args.fieldResolver ?? defaultFieldResolver;
     const fields = plan.fields;
@@ -790,4 +864,78 @@ export async function executeIncrementally(args: ExecutionArgs): Promise<Executi
     return result;
   }
   return { initialResult: result.initialResult, subsequentResults: later.adopt(result.subsequentResults) };
+}
+
+/**
+ * The operation run by the run plan (graphql/message-plan.ts RunPlan), without the executor: the
+ * run's resolver called as the executor calls it, the answer's first part written as the executor
+ * writes it, the messages by the message plan, the meta events by the executor once the run raises
+ * one. Undefined, before anything has run, where the executor must run the request: variables the
+ * coercer gives up on, or arguments the executor would refuse (it reports them). A run refused by
+ * its resolver gives the executor's result for it (the error located at the run's field, `data`
+ * null), which Apollo formats as for any request.
+ */
+function runByPlan(args: ExecutionArgs, plan: LeafStreamPlan, run: RunPlan, later: LaterPayloads): Promise<ExecutionOutcome> | undefined {
+  const variables = variablePlan(args.schema, plan.document, args.operationName)?.coerce(args.variableValues ?? {});
+  if (variables === undefined) return undefined;
+  let argumentValues: Record<string, unknown>;
+  try {
+    argumentValues = getArgumentValues(run.definition, run.node, variables);
+  } catch {
+    return undefined;
+  }
+  const context = args.contextValue;
+  const info: GraphQLResolveInfo = {
+    fieldName: run.definition.name,
+    fieldNodes: [run.node],
+    returnType: run.definition.type,
+    parentType: run.parentType,
+    path: { prev: undefined, key: run.key, typename: run.parentType.name },
+    schema: args.schema,
+    fragments: run.fragments,
+    rootValue: args.rootValue,
+    operation: run.operation,
+    variableValues: variables,
+  };
+  const refused = (error: unknown): ExecutionOutcome => {
+    later.close();
+    return { errors: [locatedError(coerceError(error), [run.node], [run.key])], data: null };
+  };
+  const resolve = run.definition.resolve ?? args.fieldResolver ?? defaultFieldResolver;
+  let value: unknown;
+  try {
+    value = resolve(args.rootValue, argumentValues, context, info);
+  } catch (error) {
+    return Promise.resolve(refused(error));
+  }
+  return Promise.resolve(value).then((view) => {
+    // As the executor completes a non-null object.
+    if (view instanceof Error) return refused(view);
+    if (view == null) return refused(new Error(`Cannot return null for non-nullable field ${run.parentType.name}.${run.definition.name}.`));
+    const errors: GraphQLError[] = [];
+    let object: Record<string, unknown>;
+    try {
+      object = writeFields(run.writer, view as Record<string, unknown>, [run.key], errors, context);
+    } catch (error) {
+      // A non-null field of the run failed: the executor nulls the run, and `data` with it.
+      later.close();
+      errors.push(error as GraphQLError);
+      return { errors, data: null };
+    }
+    // The streamed lists' keys come after the others, as the executor sets a key once its value settles.
+    for (const key of run.streamed) object[key] = [];
+    later.runPlanned = true;
+    const messages = plan.messages!;
+    later.writeMessages(messages, view, [run.key, run.messagesKey], context);
+    const meta = run.metaEvents;
+    if (meta !== undefined) {
+      later.awaitMetaEvents((view as { metaEvents?: unknown }).metaEvents, () =>
+        execute({ schema: meta.schema, document: meta.document, rootValue: view, contextValue: context }),
+      );
+    }
+    const data: Record<string, unknown> = Object.create(null);
+    data[run.key] = object;
+    const initialResult = errors.length === 0 ? { data, hasNext: true } : { errors, data, hasNext: true };
+    return { initialResult, subsequentResults: later.adopt(undefined) } as ExecutionOutcome;
+  }, refused);
 }

@@ -1,6 +1,8 @@
 import { collectSubFields, inspect, locatedError } from '@graphql-tools/utils';
 import {
   GraphQLError,
+  GraphQLObjectType,
+  GraphQLSchema,
   Kind,
   isAbstractType,
   isLeafType,
@@ -11,10 +13,10 @@ import {
   type ASTNode,
   type DocumentNode,
   type FieldNode,
+  type FragmentDefinitionNode,
   type GraphQLAbstractType,
+  type GraphQLField,
   type GraphQLLeafType,
-  type GraphQLObjectType,
-  type GraphQLSchema,
   type OperationDefinitionNode,
 } from 'graphql';
 
@@ -35,7 +37,8 @@ import {
  * field's key when its first, empty part settles), and the message's deferred status once it
  * settles. The same for the root's deferred status. The transport writes each as the executor's
  * payload for it (graphql/incremental.ts `MessageStream`). The executor still runs the rest of the
- * document, the initial result and `metaEvents` with their payloads.
+ * document, the initial result and `metaEvents` with their payloads, unless the run plan (RunPlan,
+ * below) takes those too.
  *
  * The shape: the leaf streams' (one `generateCopilotResponse`, alone in the operation, and its
  * `messages @stream` alone under its key), plus: no named fragment and no variable in a directive
@@ -85,6 +88,54 @@ export interface MessagePlan {
   readonly runDeferred: readonly FieldWriter[] | undefined;
   /** The run field's type, for errors in its deferred fields. */
   readonly runType: GraphQLObjectType;
+  /** Where the document allows it, the run's own field too: the answer's first part (see RunPlan). */
+  readonly run: RunPlan | undefined;
+}
+
+/**
+ * The run's field written by the plan too ("the run plan"), so that the executor does not run at all
+ * for the stock client's document: its resolver called with the arguments the executor would give
+ * it, the answer's first part written as the executor writes it (the run's fields that are there at
+ * once, in the executor's order, then each streamed list's `[]` in order, as the executor sets a
+ * key when its value settles), the messages by the message plan, and the meta events by the executor
+ * after all, on a document of their own (`metaEvents`), started only once the run raises one (an
+ * agent's interrupt: rare).
+ *
+ * The shape, besides the message plan's: the run's field without directives, alias allowed; at
+ * once (outside its `@defer`) only `__typename`, leaf fields and objects of those (`threadId`,
+ * `runId`, `extensions`: the view holds their values, never promises), `messages @stream` and
+ * `metaEvents @stream` (no arguments), each alone under its key; no variable under `metaEvents`.
+ * The run's `status` only deferred (it settles at the run's end). Anything else runs on the executor.
+ */
+export interface RunPlan {
+  /** The run's field in the document the executor would run (errors located at it), and its response key. */
+  readonly node: FieldNode;
+  readonly key: string;
+  readonly definition: GraphQLField<unknown, unknown>;
+  /** The mutation type, the operation and the document's fragments, for the resolver's info. */
+  readonly parentType: GraphQLObjectType;
+  readonly operation: OperationDefinitionNode;
+  readonly fragments: Record<string, FragmentDefinitionNode>;
+  /** The run's fields that are there at once, in the executor's order (no streams among them). */
+  readonly writer: ObjectWriter;
+  /** The response keys of the streamed lists, in the executor's order: each `[]` in the first part. */
+  readonly streamed: readonly string[];
+  /** The `messages` field's response key. */
+  readonly messagesKey: string;
+  /** The meta events' own execution, when the document selects them. */
+  readonly metaEvents: MetaEventsPlan | undefined;
+}
+
+/**
+ * The meta events' execution: the operation with the run's field selecting only `metaEvents`,
+ * without variables, on a schema whose mutation's run field resolves to the run's view it is given
+ * as the root value (the same types, so the executor writes each meta event as it would in the
+ * whole operation, at the same paths).
+ */
+export interface MetaEventsPlan {
+  readonly key: string;
+  readonly schema: GraphQLSchema;
+  readonly document: DocumentNode;
 }
 
 /** The plan's refusal of a shape it does not take. */
@@ -153,7 +204,115 @@ function plan(
 
   const executed = deferredHere.length === 0 ? document : withoutSelection(document, deferredHere[0]);
   // The messages node is not under the fragment taken out: it is the same node in the executed document.
-  return { document: executed, plan: { messages, messageType, items, runDeferred, runType } };
+  const executedOperation = executed.definitions[document.definitions.indexOf(operation)] as OperationDefinitionNode;
+  const runPlan = planRun(schema, executed, executedOperation, runDefinition!, runCollected.fields, messages, streamed);
+  return { document: executed, plan: { messages, messageType, items, runDeferred, runType, run: runPlan } };
+}
+
+/** The run plan (see RunPlan), or undefined where the document asks for more than it takes. */
+function planRun(
+  schema: GraphQLSchema,
+  executed: DocumentNode,
+  operation: OperationDefinitionNode,
+  definition: GraphQLField<unknown, unknown>,
+  fields: Map<string, FieldNode[]>,
+  messages: FieldNode,
+  streamed: WeakSet<FieldNode>,
+): RunPlan | undefined {
+  const parentType = schema.getMutationType()!;
+  const run = operation.selectionSet.selections[0] as FieldNode;
+  const runType = (isNonNullType(definition.type) ? definition.type.ofType : definition.type) as GraphQLObjectType;
+  if (run.directives?.length || !isNonNullType(definition.type)) return undefined;
+  const now = new Map<string, FieldNode[]>();
+  const lists: string[] = [];
+  let messagesKey: string | undefined;
+  let metaEvents: FieldNode | undefined;
+  for (const [key, nodes] of fields) {
+    if (nodes.length === 1 && nodes[0] === messages) {
+      messagesKey = key;
+      lists.push(key);
+    } else if (nodes[0].name.value === 'metaEvents') {
+      const node = nodes[0];
+      if (nodes.length !== 1 || node.arguments?.length || node.directives?.length !== 1 || node.directives[0].name.value !== 'stream' || node.directives[0].arguments?.length) return undefined;
+      if (usesVariables(node)) return undefined;
+      metaEvents = node;
+      lists.push(key);
+    } else {
+      now.set(key, nodes);
+    }
+  }
+  if (messagesKey === undefined) return undefined;
+  let writer: ObjectWriter;
+  try {
+    // The view's other fields are values (threadId, runId, extensions), but its status, a promise until the run's end.
+    for (const nodes of now.values()) if (nodes[0].name.value === 'status') throw new NotTaken();
+    writer = { type: runType, fields: writersOf(schema, runType, { fields: now }, streamed, 'nested'), deferred: undefined };
+  } catch (error) {
+    if (error instanceof NotTaken) return undefined;
+    throw error;
+  }
+  const key = run.alias?.value ?? run.name.value;
+  return {
+    node: run,
+    key,
+    definition,
+    parentType,
+    operation,
+    fragments: fragmentsOf(executed),
+    writer,
+    streamed: lists,
+    messagesKey,
+    metaEvents: metaEvents && { key: metaEvents.alias?.value ?? metaEvents.name.value, schema: metaEventsSchema(schema, definition), document: metaEventsDocument(operation, run, metaEvents) },
+  };
+}
+
+/** The document's fragments by name, as the executor hands them to resolvers. */
+function fragmentsOf(document: DocumentNode): Record<string, FragmentDefinitionNode> {
+  const fragments: Record<string, FragmentDefinitionNode> = Object.create(null);
+  for (const definition of document.definitions) if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments[definition.name.value] = definition;
+  return fragments;
+}
+
+/** Whether a variable appears under the node. */
+function usesVariables(node: ASTNode): boolean {
+  let found = false;
+  visit(node, {
+    Variable() {
+      found = true;
+    },
+  });
+  return found;
+}
+
+/** The operation with the run's field (without arguments) selecting only its meta events, and no variables. */
+function metaEventsDocument(operation: OperationDefinitionNode, run: FieldNode, metaEvents: FieldNode): DocumentNode {
+  return {
+    kind: Kind.DOCUMENT,
+    definitions: [
+      {
+        ...operation,
+        variableDefinitions: [],
+        directives: [],
+        selectionSet: { kind: Kind.SELECTION_SET, selections: [{ ...run, arguments: [], selectionSet: { kind: Kind.SELECTION_SET, selections: [metaEvents] } }] },
+      },
+    ],
+  };
+}
+
+/** By schema: the meta events' schema (see MetaEventsPlan), made once. */
+const metaEventsSchemas = new WeakMap<GraphQLSchema, GraphQLSchema>();
+
+function metaEventsSchema(schema: GraphQLSchema, definition: GraphQLField<unknown, unknown>): GraphQLSchema {
+  let made = metaEventsSchemas.get(schema);
+  if (made === undefined) {
+    const config = schema.toConfig();
+    const mutation = config.mutation!;
+    const root = new GraphQLObjectType({ name: mutation.name, fields: { [definition.name]: { type: definition.type, resolve: (view: unknown) => view } } });
+    // The same types (one schema's types may be another's), the run's field alone on the mutation; valid as the schema is.
+    made = new GraphQLSchema({ ...config, mutation: root, types: config.types.filter((type) => type !== mutation), assumeValid: true });
+    metaEventsSchemas.set(schema, made);
+  }
+  return made;
 }
 
 /**

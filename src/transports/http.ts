@@ -496,7 +496,7 @@ async function writeResponse(
     const initial = await parts();
     if (initial.done || res.destroyed) return;
     sendPart(initial.value);
-    if (laterPayloads?.source === undefined) {
+    if (laterPayloads === undefined || (laterPayloads.source === undefined && !laterPayloads.runPlanned)) {
       for (let part = await parts(); !part.done && !res.destroyed; part = await parts()) {
         sendPart(part.value);
         const full = room();
