@@ -866,6 +866,11 @@ export async function executeIncrementally(args: ExecutionArgs): Promise<Executi
   return { initialResult: result.initialResult, subsequentResults: later.adopt(result.subsequentResults) };
 }
 
+/** Resolves with `value` in the event loop's check phase, after the immediates already queued. */
+function nextTurn<T>(value: T): Promise<T> {
+  return new Promise((resolve) => setImmediate(resolve, value));
+}
+
 /**
  * The operation run by the run plan (graphql/message-plan.ts RunPlan), without the executor: the
  * run's resolver called as the executor calls it, the answer's first part written as the executor
@@ -908,7 +913,11 @@ function runByPlan(args: ExecutionArgs, plan: LeafStreamPlan, run: RunPlan, late
   } catch (error) {
     return Promise.resolve(refused(error));
   }
-  return Promise.resolve(value).then((view) => {
+  // The answer's first part is built a turn of the event loop later. undici writes a request on a
+  // reused keep-alive connection in the loop's check phase (its check of an idle socket), after
+  // whatever the turn still has to do; the run's model or agent request, made by the resolver, so
+  // leaves first, and the first part is built while the upstream works (BENCHMARKS.md, step 36).
+  return Promise.resolve(value).then(nextTurn).then((view) => {
     // As the executor completes a non-null object.
     if (view instanceof Error) return refused(view);
     if (view == null) return refused(new Error(`Cannot return null for non-nullable field ${run.parentType.name}.${run.definition.name}.`));
