@@ -233,7 +233,8 @@ function planRun(
       lists.push(key);
     } else if (nodes[0].name.value === 'metaEvents') {
       const node = nodes[0];
-      if (nodes.length !== 1 || node.arguments?.length || node.directives?.length !== 1 || node.directives[0].name.value !== 'stream' || node.directives[0].arguments?.length) return undefined;
+      // One key for the meta events (their execution writes one).
+      if (metaEvents !== undefined || nodes.length !== 1 || node.arguments?.length || node.directives?.length !== 1 || node.directives[0].name.value !== 'stream' || node.directives[0].arguments?.length) return undefined;
       if (usesVariables(node)) return undefined;
       metaEvents = node;
       lists.push(key);
