@@ -1,6 +1,6 @@
 import { StringDecoder } from 'node:string_decoder';
-import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import type { ChatCompletionChunk, ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
+import { createParser } from 'eventsource-parser';
+import type { ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
 import type { ResponseCreateParamsStreaming } from 'openai/resources/responses/responses';
 import { ConfigurationError, UpstreamError } from '../core/errors.js';
 import { UpstreamClient } from '../upstream/client.js';
@@ -8,6 +8,7 @@ import { commonCauseHint } from '../upstream/errors.js';
 import { retryPolicy, type RetryPolicy } from '../upstream/retry.js';
 import type { ForwardedParameters, ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
 import { toChatMessages, toChatTools, toToolChoice } from './openai-messages.js';
+import { ChunkReader } from './openai-chunks.js';
 import { ResponsesReader, toResponsesInput, toResponsesToolChoice, toResponsesTools } from './openai-responses.js';
 
 export interface OpenAIAdapterOptions {
@@ -200,133 +201,4 @@ function withHint(error: unknown): unknown {
   const hint = typeof status === 'number' ? commonCauseHint(status, error.message, 'OPENAI_MODEL') : undefined;
   if (hint) return new UpstreamError(error.code, `${error.message.replace(/\.$/, '')}. ${hint}`, { cause: error.cause, details: error.details });
   return error;
-}
-
-/**
- * Turns Chat Completions chunks into the run's text messages and action calls. Text deltas of one
- * network read are joined and written once (`flush`), so tokens that arrived together become one
- * chunk; the joined text is the same.
- */
-class ChunkReader {
-  done = false;
-  private finished = false;
-  // This completion's open text message and open tool calls, by the provider's tool-call index
-  // (so calls whose deltas interleave keep their own arguments), with the provider's call id.
-  private openText: string | undefined;
-  private pendingText = '';
-  /** Created with the first tool call: a held text stream pays for every empty map it keeps. */
-  private openCalls: Map<number, { id: string; providerId: string | undefined }> | undefined;
-  private parentId: string | undefined;
-
-  constructor(private readonly output: ModelOutput) {}
-
-  event(event: EventSourceMessage): void {
-    if (this.done) return;
-    if (event.data === '[DONE]') {
-      this.done = true;
-      return;
-    }
-    let chunk: ChatCompletionChunk & { error?: { message?: string } };
-    try {
-      chunk = JSON.parse(event.data);
-    } catch {
-      this.flush(); // what came before the bad event reaches the client
-      throw new UpstreamError('UPSTREAM_BAD_RESPONSE', 'The model provider sent an event that is not JSON.');
-    }
-    if (event.event === 'error' || chunk?.error) {
-      this.flush();
-      const message = typeof chunk?.error?.message === 'string' ? chunk.error.message : undefined;
-      throw new UpstreamError('UPSTREAM_UNAVAILABLE', 'The model provider reported an error in the middle of its answer.', {
-        cause: new Error(message ?? event.data.slice(0, 500)),
-      });
-    }
-    if (chunk === null || typeof chunk !== 'object') throw this.malformed('a chunk that is not an object');
-    const choice = chunk.choices?.[0];
-    if (!choice) return;
-    const delta = choice.delta;
-    const chunkId = typeof chunk.id === 'string' ? chunk.id : undefined;
-    const content: unknown = delta?.content;
-    if (content) {
-      if (typeof content !== 'string') throw this.malformed('text content that is not a string');
-      this.endCalls();
-      if (this.openText === undefined) this.parentId = this.openText = this.output.textStart(chunkId);
-      this.pendingText += content;
-    }
-    if (delta?.tool_calls?.length) {
-      if (!Array.isArray(delta.tool_calls)) throw this.malformed('tool calls that are not a list');
-      this.flush();
-      for (const toolCall of delta.tool_calls) {
-        if (!isToolCallDelta(toolCall)) throw this.malformed('a tool call of the wrong shape');
-        this.toolCall(toolCall, chunkId);
-      }
-    }
-    if (choice.finish_reason) this.finished = true;
-  }
-
-  /** Writes the text that arrived since the last flush as one chunk. */
-  flush(): void {
-    if (this.pendingText === '' || this.openText === undefined) return;
-    const text = this.pendingText;
-    this.pendingText = '';
-    this.output.textContent(this.openText, text);
-  }
-
-  /** The stream has ended: everything must have been said, and is closed. */
-  finish(): void {
-    this.flush();
-    if (!this.finished) {
-      throw new UpstreamError('UPSTREAM_STREAM_INTERRUPTED', 'The model provider ended its stream before the answer was complete.');
-    }
-    this.endCalls();
-    if (this.openText !== undefined) this.output.textEnd(this.openText);
-    this.openText = undefined;
-  }
-
-  /** UPSTREAM_BAD_RESPONSE for a chunk that parses but is not what Chat Completions sends; what came before reaches the client. */
-  private malformed(what: string): UpstreamError {
-    this.flush();
-    return new UpstreamError('UPSTREAM_BAD_RESPONSE', `The model provider sent ${what}.`);
-  }
-
-  private toolCall(toolCall: ChatCompletionChunk.Choice.Delta.ToolCall, chunkId: string | undefined): void {
-    const openCalls = (this.openCalls ??= new Map());
-    let call = openCalls.get(toolCall.index);
-    // Some OpenAI-compatible servers send every call at index 0: a different id is a new call.
-    if (call && toolCall.id && call.providerId !== undefined && toolCall.id !== call.providerId) {
-      this.output.actionEnd(call.id);
-      call = undefined;
-    }
-    if (!call) {
-      if (this.openText !== undefined) this.output.textEnd(this.openText);
-      this.openText = undefined;
-      const id = this.output.actionStart(toolCall.id, toolCall.function?.name ?? '', this.parentId ?? chunkId);
-      call = { id, providerId: toolCall.id };
-      openCalls.set(toolCall.index, call);
-    } else if (toolCall.id && call.providerId === undefined) {
-      call.providerId = toolCall.id; // the id came in a later delta than the call's first
-    }
-    const args = toolCall.function?.arguments;
-    if (args) this.output.actionArgs(call.id, args);
-  }
-
-  private endCalls(): void {
-    // Called for every text delta: an empty map is left as it is (clear() allocates a new table).
-    const openCalls = this.openCalls;
-    if (openCalls === undefined || openCalls.size === 0) return;
-    for (const call of openCalls.values()) this.output.actionEnd(call.id);
-    openCalls.clear();
-  }
-}
-
-
-/** A tool-call delta the reader can take: a numeric index, an id, a name and arguments, each when present (some compatible servers leave the index out). */
-function isToolCallDelta(value: unknown): value is ChatCompletionChunk.Choice.Delta.ToolCall {
-  if (value === null || typeof value !== 'object') return false;
-  const call = value as { index?: unknown; id?: unknown; function?: unknown };
-  if (call.index != null && typeof call.index !== 'number') return false;
-  if (call.id != null && typeof call.id !== 'string') return false;
-  if (call.function == null) return true;
-  if (typeof call.function !== 'object') return false;
-  const fn = call.function as { name?: unknown; arguments?: unknown };
-  return (fn.name == null || typeof fn.name === 'string') && (fn.arguments == null || typeof fn.arguments === 'string');
 }

@@ -1,0 +1,137 @@
+import { describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
+import type { EventSourceMessage } from 'eventsource-parser';
+import { ChunkReader } from '../src/adapters/openai-chunks.js';
+import { recordingOutput } from './support/model-output.js';
+
+// A chunk of text alone is read without JSON.parse (src/adapters/openai-chunks.ts, TEXT_CHUNK). The
+// run must receive the same either way: here every generated stream goes through a reader that
+// takes that path and one that parses every chunk, and what each wrote, and how each failed, must
+// be the same.
+
+/** What a reader wrote for a stream of events, and how it ended (its error's code and message). */
+function read(events: EventSourceMessage[], textChunks: boolean): { log: string[]; ended: string } {
+  const output = recordingOutput();
+  const reader = new ChunkReader(output, textChunks);
+  try {
+    for (const event of events) {
+      reader.event(event);
+      reader.flush();
+    }
+    reader.finish();
+    return { log: output.log, ended: 'finished' };
+  } catch (error) {
+    const failure = error as { code?: string; message: string };
+    return { log: output.log, ended: `${failure.code} ${failure.message}` };
+  }
+}
+
+const json = (value: unknown) => JSON.stringify(value);
+
+/** Text as models send it: plain words, and what JSON escapes (quotes, backslashes, line breaks, controls, non-ASCII, lone surrogates). */
+const text = fc.oneof(
+  fc.constantFrom('', 'tok ', ' world', 'Hello', '"quoted"', 'back\\slash', 'line\nbreak', '\t', '\u0000', '\u001f', 'é☃😀', '\ud800', '</script>'),
+  fc.string({ unit: 'grapheme', maxLength: 12 }),
+  fc.string({ unit: 'binary', maxLength: 8 }),
+);
+const id = fc.oneof(fc.constantFrom('chatcmpl-1', 'chatcmpl-"x"', 'a\\b', ''), fc.string({ maxLength: 10 }));
+/** Other keys with simple values, as providers add them (object, created, model, service_tier, usage, obfuscation). */
+const member = fc.tuple(
+  fc.constantFrom('object', 'created', 'model', 'system_fingerprint', 'service_tier', 'usage', 'obfuscation', 'id', 'choices', 'error', 'x1', 'A_b'),
+  fc.oneof(fc.string({ maxLength: 6 }), fc.integer(), fc.double(), fc.constant(null), fc.boolean(), fc.constant({ nested: 1 })),
+);
+const members = fc.array(member, { maxLength: 4 });
+const choice = fc.oneof(
+  // The shape the fast path reads.
+  text.map((content) => ({ index: 0, delta: { content }, logprobs: null, finish_reason: null })),
+  text.map((content) => ({ index: 0, delta: { content }, finish_reason: null })),
+  // And the others, which it must leave to JSON.parse.
+  text.map((content) => ({ index: 0, delta: { role: 'assistant', content }, logprobs: null, finish_reason: null })),
+  text.map((content) => ({ index: 1, delta: { content }, logprobs: null, finish_reason: null })),
+  text.map((content) => ({ index: 0, delta: { content, refusal: null }, logprobs: null, finish_reason: null })),
+  text.map((content) => ({ index: 0, delta: { content }, logprobs: null, finish_reason: 'stop' })),
+  fc.constant({ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }),
+  fc.constant({ index: 0, delta: { content: 5 }, finish_reason: null }),
+  fc.constant({ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_1', function: { name: 'sayHello', arguments: '{"a":' } }] }, finish_reason: null }),
+  fc.constant({ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '1}' } }] }, finish_reason: 'tool_calls' }),
+);
+
+/** One chunk's data: usually compact JSON as servers write it, sometimes spaced, cut or not JSON at all. */
+const chunkData = fc
+  .tuple(id, members, fc.array(choice, { minLength: 0, maxLength: 2 }), members, fc.constantFrom('compact', 'compact', 'compact', 'spaced', 'cut', 'noId', 'nullChoices', 'array', 'error', 'raw'))
+  .map(([chunkId, before, choices, after, form]) => {
+    const head = [`"id":${json(chunkId)}`, ...before.map(([key, value]) => `${json(key)}:${json(value)}`)];
+    const tail = after.map(([key, value]) => `${json(key)}:${json(value)}`);
+    switch (form) {
+      case 'spaced':
+        return `{${[...head, `"choices": ${json(choices)}`, ...tail].join(', ')}}`;
+      case 'cut': {
+        const whole = `{${[...head, `"choices":${json(choices)}`, ...tail].join(',')}}`;
+        return whole.slice(0, Math.max(1, whole.length - 3));
+      }
+      case 'noId':
+        return `{${[...head.slice(1), `"choices":${json(choices)}`, ...tail].join(',')}}`;
+      case 'nullChoices':
+        return `{${[...head, '"choices":null', ...tail].join(',')}}`;
+      case 'array':
+        return json([{ choices }]);
+      case 'error':
+        return json({ error: { message: 'overloaded' } });
+      case 'raw':
+        // Control characters written as they are, which JSON does not allow in a string.
+        return `{${[...head, `"choices":${json(choices)}`, ...tail].join(',')}}`.replace(/\\(u00[01][0-9a-f]|[nrt])/g, (_, escape: string) =>
+          escape.length === 1 ? { n: '\n', r: '\r', t: '\t' }[escape]! : String.fromCharCode(parseInt(escape.slice(1), 16)),
+        );
+      default:
+        return `{${[...head, `"choices":${json(choices)}`, ...tail].join(',')}}`;
+    }
+  });
+const event = fc.oneof(
+  { weight: 8, arbitrary: chunkData.map((data): EventSourceMessage => ({ data, event: undefined, id: undefined })) },
+  { weight: 1, arbitrary: chunkData.map((data): EventSourceMessage => ({ data, event: 'error', id: undefined })) },
+  { weight: 1, arbitrary: fc.constantFrom<EventSourceMessage>({ data: '[DONE]', event: undefined, id: undefined }, { data: 'not json', event: undefined, id: undefined }) },
+);
+/** A stream: what came, then usually a finishing chunk. */
+const stream = fc.tuple(fc.array(event, { maxLength: 8 }), fc.boolean()).map(([events, finishes]) =>
+  finishes ? [...events, { data: json({ id: 'chatcmpl-1', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }), event: undefined, id: undefined }] : events,
+);
+
+describe('Chat Completions chunks of text alone, read without JSON.parse', () => {
+  it('give the run what parsing every chunk gives, on generated streams', () => {
+    fc.assert(
+      fc.property(stream, (events) => {
+        expect(read(events, true)).toEqual(read(events, false));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('take the chunks OpenAI and compatible servers send for text, and read their escapes', () => {
+    const chunks = [
+      '{"id":"chatcmpl-B1","object":"chat.completion.chunk","created":1741000000,"model":"gpt-4o-mini-2024-07-18","service_tier":"default","system_fingerprint":"fp_06737a9306","choices":[{"index":0,"delta":{"content":"Hel"},"logprobs":null,"finish_reason":null}],"obfuscation":"9dK"}',
+      '{"id":"chatcmpl-B1","object":"chat.completion.chunk","created":1741000000,"model":"m","choices":[{"index":0,"delta":{"content":"lo \\"w\\u00f6rld\\"\\n"},"finish_reason":null}],"usage":null}',
+    ];
+    const events = [...chunks, '{"id":"chatcmpl-B1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}'].map((data): EventSourceMessage => ({ data, event: undefined, id: undefined }));
+    const parse = jestSpyOnJsonParse();
+    try {
+      const fast = read(events, true);
+      // Only the last chunk (a finish reason) and the escaped text were parsed as JSON.
+      expect(parse.calls).toEqual(['"lo \\"w\\u00f6rld\\"\\n"', events[2].data]);
+      expect(fast).toEqual({ log: ['start chatcmpl-B1', 'text m1 Hel', 'text m1 lo "wörld"\n', 'end m1'], ended: 'finished' });
+    } finally {
+      parse.restore();
+    }
+    expect(read(events, false)).toEqual(read(events, true));
+  });
+});
+
+/** Records what JSON.parse is asked to parse, until restored. */
+function jestSpyOnJsonParse(): { calls: string[]; restore: () => void } {
+  const original = JSON.parse;
+  const calls: string[] = [];
+  JSON.parse = ((text: string, reviver?: (this: unknown, key: string, value: unknown) => unknown) => {
+    calls.push(text);
+    return original(text, reviver);
+  }) as typeof JSON.parse;
+  return { calls, restore: () => (JSON.parse = original) };
+}
