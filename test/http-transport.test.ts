@@ -107,10 +107,16 @@ describe('HTTP endpoints', () => {
           { length: streams },
           () =>
             new Promise<void>((resolve, reject) => {
+              // Measured once the answer has begun and this side has written the whole request: until
+              // its writes complete, the client's own copies of the text (a string and its bytes) are
+              // held too, and they are not the gateway's.
+              let waiting = 2;
+              const done = () => --waiting === 0 && resolve();
               const req = httpRequest(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'multipart/mixed' } }, (res) => {
                 answers.push(res);
-                res.once('data', () => resolve());
+                res.once('data', done);
               });
+              req.once('finish', done);
               req.on('error', reject);
               req.end(`${JSON.stringify({ query: STREAMED, variables: { data: runInput([userMessage('hello')]) } })}${' '.repeat(paddingChars)}`);
             }),
