@@ -125,6 +125,29 @@ describe('Chat Completions chunks of text alone, read without JSON.parse', () =>
   });
 });
 
+describe('Chat Completions chunks the fast path must read as JSON.parse does, or leave to it', () => {
+  const stop = '{"id":"x","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}';
+  const asEvents = (...data: string[]): EventSourceMessage[] => [...data, stop].map((each) => ({ data: each, event: undefined, id: undefined }));
+  it.each([
+    ['an escaped slash and upper-case \\u escapes', '{"id":"x","choices":[{"index":0,"delta":{"content":"a\\/b \\u00E9 \\uD83D\\uDE00"},"finish_reason":null}]}'],
+    ['numbers JSON allows and refuses', '{"id":"x","created":-0,"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}'],
+    ['a number with a leading zero (not JSON)', '{"id":"x","created":01,"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}'],
+    ['an exponent', '{"id":"x","created":1e5,"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}'],
+    ['an escaped id', '{"id":"x\\"y","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}'],
+    ['a key named __proto__', '{"id":"x","__proto__":null,"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}'],
+    ['a repeated id after the choices', '{"id":"x","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}],"id":"y"}'],
+  ])('%s', (_name, data) => {
+    expect(read(asEvents(data), true)).toEqual(read(asEvents(data), false));
+  });
+
+  it('leaves a whole answer in one chunk to JSON.parse (the expression would overflow its stack)', () => {
+    const data = `{"id":"x","choices":[{"index":0,"delta":{"content":"${'a'.repeat(9_000_000)}"},"finish_reason":null}]}`;
+    const fast = read(asEvents(data), true);
+    expect(fast.ended).toBe('finished');
+    expect(fast.log[1]).toHaveLength('text m1 '.length + 9_000_000);
+  });
+});
+
 /** Records what JSON.parse is asked to parse, until restored. */
 function jestSpyOnJsonParse(): { calls: string[]; restore: () => void } {
   const original = JSON.parse;

@@ -32,6 +32,9 @@ const TEXT_CHUNK = new RegExp(
   ].join(''),
 );
 
+/** The longest chunk read by TEXT_CHUNK (a token's is about 250 characters). */
+const MAX_TEXT_CHUNK = 16 * 1024;
+
 /** A key other than the three the reader reads, with a value that is a string without escapes, an integer, null, true or false. */
 function scalarMember(): string {
   return '"(?!id"|choices"|error")[A-Za-z_][A-Za-z0-9_]*":(?:"[^"\\\\\\x00-\\x1f]*"|-?(?:0|[1-9][0-9]*)|null|true|false)';
@@ -66,7 +69,9 @@ export class ChunkReader {
       this.done = true;
       return;
     }
-    if (this.textChunks && event.event === undefined) {
+    // (Long chunks are left to JSON.parse: the expression backtracks a step a character, and a
+    // whole answer in one chunk, which some servers send, would overflow its stack.)
+    if (this.textChunks && event.event === undefined && data.length <= MAX_TEXT_CHUNK) {
       const text = TEXT_CHUNK.exec(data);
       if (text !== null) {
         const written = text[2];
