@@ -304,7 +304,9 @@ function entriesOf(answer: string): unknown[] {
 }
 
 /** What a scripted agent writes, each step in a turn of its own: a text message, or a meta event (an interrupt). */
-type AgentStep = ['text', string] | ['meta', MetaEventPayload];
+// `metaThenText`: an interrupt and a whole text message in the same turn; `metaAndEnd`: an interrupt
+// and the run's end in the same turn (as an AG-UI agent's RUN_FINISHED with interrupts has them).
+type AgentStep = ['text', string] | ['meta', MetaEventPayload] | ['metaThenText', MetaEventPayload, string] | ['metaAndEnd', MetaEventPayload];
 
 const agentScripts: Record<string, AgentStep[]> = {
   interrupt: [['text', 'Before I go on: '], ['meta', { name: 'LangGraphInterruptEvent', value: 'approve?' }]],
@@ -316,6 +318,8 @@ const agentScripts: Record<string, AgentStep[]> = {
     ['text', 'Waiting.'],
   ],
   two: [['meta', { name: 'LangGraphInterruptEvent', value: 'first?' }], ['text', 'and'], ['meta', { name: 'LangGraphInterruptEvent', value: 'second?' }]],
+  sameTurn: [['text', 'First.'], ['metaThenText', { name: 'LangGraphInterruptEvent', value: 'approve?' }, 'Said in the same turn.']],
+  atEnd: [['text', 'Before I stop: '], ['metaAndEnd', { name: 'LangGraphInterruptEvent', value: 'approve?' }]],
 };
 
 /** An agent configured by name that plays a script (by the last user message) into the run. */
@@ -339,6 +343,14 @@ const scriptedAgent: AgentDefinition = {
             out.textContent(id, step[1]);
             await turn();
             out.textEnd(id);
+          } else if (step[0] === 'metaThenText') {
+            out.metaEvent(step[1]);
+            const id = out.textStart(`agent-text-${n++}`);
+            out.textContent(id, step[2]);
+            out.textEnd(id);
+          } else if (step[0] === 'metaAndEnd') {
+            out.metaEvent(step[1]);
+            return;
           } else {
             out.metaEvent(step[1]);
           }
@@ -405,12 +417,23 @@ describe('the run plan: runs without the executor, meta events and refusals (HTT
               // and gives them in one payload. The same entries at the same paths, in the same order.
               expect(entriesOf(ours)).toEqual(entriesOf(apollos));
               expect(ours).not.toBe(apollos);
+            } else if (script === 'sameTurn' && runPlanned) {
+              // A message that starts, streams and ends in one turn: the executor gives its item, text
+              // and status in one payload, the plan one payload each (leaf-streams.ts, message-plan.ts).
+              // After the interrupt, as the executor has them.
+              expect(entriesOf(ours)).toEqual(entriesOf(apollos));
+            } else if (script === 'sameTurn') {
+              // Without the run plan the executor's meta events and the message plan's payloads of one
+              // turn come in the order of microtasks (LaterPayloads): the same entries, in another order.
+              const sorted = (answer: string) => entriesOf(answer).map((entry) => JSON.stringify(entry)).sort();
+              expect(sorted(ours)).toEqual(sorted(apollos));
             } else {
               expect(ours).toBe(apollos);
             }
             if (selectsMeta) {
               if (documentName === 'metaTwice') expect(ours).toContain('"again",0]');
               else expect(ours).toContain(script === 'withMessages' ? '"content":["Please approve."]' : `"value":"${script === 'two' ? 'second?' : 'approve?'}"`);
+              if (script === 'sameTurn') expect(ours).toContain('Said in the same turn.');
               expect(ours).toContain('"metaEvents",0]');
               expect(ours).not.toContain('"errors"');
             }

@@ -102,6 +102,12 @@ export class LaterPayloads {
   private passing = false;
   /** The run plan's meta events may still start the executor (see `awaitMetaEvents`); and how to stop watching for them. */
   private metaPending = false;
+  /**
+   * Once the run raised its first meta event, until the executor started for it has answered: the
+   * place its first answer takes among the payloads, as if the executor had been asked all along.
+   * Payloads made here after that place wait for it (a message or the run's status in the same turn).
+   */
+  private metaPlace: number | undefined;
   private unwatchMeta: (() => void) | undefined;
 
   /**
@@ -173,7 +179,8 @@ export class LaterPayloads {
         if (payload !== undefined) return this.give(payload);
         continue;
       }
-      if (this.made.length > 0 && !holding) return this.give(this.made.shift()!.payload);
+      const waitsForMeta = this.metaPlace !== undefined && this.made.length > 0 && this.made[0].order > this.metaPlace;
+      if (this.made.length > 0 && !holding && !waitsForMeta) return this.give(this.made.shift()!.payload);
       if (this.executorDone && !this.producing()) {
         // Nothing more: the last payload given said there was; this one says there is not.
         return this.give({ hasNext: false });
@@ -218,12 +225,15 @@ export class LaterPayloads {
       (step) => {
         this.asking = false;
         if (this.over) return;
-        this.answer = { step, order: this.order++ };
+        const place = this.metaPlace;
+        this.metaPlace = undefined;
+        this.answer = { step, order: place ?? this.order++ };
         this.wake();
       },
       (error: unknown) => {
         this.asking = false;
         if (this.over) return;
+        this.metaPlace = undefined;
         // The executor is not asked again: `next` throws this.
         this.executorDone = true;
         this.answer = { error };
@@ -320,8 +330,10 @@ export class LaterPayloads {
   /**
    * The run plan's meta events: nothing runs for them unless the run raises one (an agent's
    * interrupt). Then `execute` runs their own document (graphql/message-plan.ts MetaEventsPlan)
-   * and its later payloads are given with the others, as the executor's are. Until the run's meta
-   * events have ended (at its end) or the executor has started, the answer is not over.
+   * and its later payloads are given with the others, as the executor's are; its first answer
+   * takes the place the event had among the payloads (`metaPlace`), so that what the run did in the
+   * same turn (a message, its end) comes after it, as from an executor asked all along. Until the
+   * run's meta events have ended (at its end) or the executor has started, the answer is not over.
    */
   awaitMetaEvents(events: unknown, execute: () => PromiseLike<ExecutionOutcome> | ExecutionOutcome): void {
     if (!(events instanceof SharedStream)) throw new Error("The run's meta events are not a run's stream.");
@@ -348,22 +360,29 @@ export class LaterPayloads {
   }
 
   private startMetaEvents(execute: () => PromiseLike<ExecutionOutcome> | ExecutionOutcome): void {
+    this.metaPlace = this.order++;
     // (Within a push of the run's: the execution starts a microtask later.)
     Promise.resolve()
       .then(execute)
       .then(
         (result) => {
-          const later = isIncrementalResults(result) ? result.subsequentResults : undefined;
+          const incremental = isIncrementalResults(result) ? result : undefined;
+          const later = incremental?.subsequentResults;
           if (this.over) return void later?.return(undefined).catch(() => undefined);
           this.metaPending = false;
-          if (later !== undefined) {
-            this.source = later;
-            this.executorDone = false;
+          if (later === undefined || incremental!.initialResult.errors !== undefined) {
+            // The meta events' first part is `[]` and streams: anything else is a fault of the gateway's.
+            void later?.return(undefined).catch(() => undefined);
+            this.metaPlace = undefined;
+            return this.failed(new Error("The meta events' execution did not stream."));
           }
+          this.source = later;
+          this.executorDone = false;
           this.wake();
         },
         (error: unknown) => {
           this.metaPending = false;
+          this.metaPlace = undefined;
           if (!this.over) this.failed(error);
         },
       );
