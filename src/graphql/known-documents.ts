@@ -46,7 +46,7 @@ export class KnownDocuments {
     // Extensions ask Apollo for something (a persisted query): only none, or an empty object, are taken.
     if (extensions !== undefined && extensions !== null && !(isRecord(extensions) && Object.keys(extensions).length === 0)) return undefined;
     const name = operationName ?? undefined;
-    const known = runs.length === 1 ? (runs[0].operationName === name ? runs[0] : undefined) : runs.find((run) => run.operationName === name);
+    const known = runs.find((run) => run.operationName === name);
     if (known === undefined) return undefined;
     // The texts asked for most often stay: the one used goes last, the oldest is the first let go.
     this.byText.delete(query);

@@ -1,3 +1,4 @@
+import { getFragmentsFromDocument } from '@graphql-tools/executor';
 import { collectSubFields, inspect, locatedError } from '@graphql-tools/utils';
 import {
   GraphQLError,
@@ -112,7 +113,7 @@ export interface RunPlan {
   readonly node: FieldNode;
   readonly key: string;
   readonly definition: GraphQLField<unknown, unknown>;
-  /** The mutation type, the operation and the document's fragments, for the resolver's info. */
+  /** The mutation type, the operation and the document's fragments (the executor's own object), for the resolver's info. */
   readonly parentType: GraphQLObjectType;
   readonly operation: OperationDefinitionNode;
   readonly fragments: Record<string, FragmentDefinitionNode>;
@@ -133,7 +134,6 @@ export interface RunPlan {
  * whole operation, at the same paths).
  */
 export interface MetaEventsPlan {
-  readonly key: string;
   readonly schema: GraphQLSchema;
   readonly document: DocumentNode;
 }
@@ -259,19 +259,12 @@ function planRun(
     definition,
     parentType,
     operation,
-    fragments: fragmentsOf(executed),
+    fragments: getFragmentsFromDocument(executed),
     writer,
     streamed: lists,
     messagesKey,
-    metaEvents: metaEvents && { key: metaEvents.alias?.value ?? metaEvents.name.value, schema: metaEventsSchema(schema, definition), document: metaEventsDocument(operation, run, metaEvents) },
+    metaEvents: metaEvents && { schema: metaEventsSchema(schema, definition), document: metaEventsDocument(operation, run, metaEvents) },
   };
-}
-
-/** The document's fragments by name, as the executor hands them to resolvers. */
-function fragmentsOf(document: DocumentNode): Record<string, FragmentDefinitionNode> {
-  const fragments: Record<string, FragmentDefinitionNode> = Object.create(null);
-  for (const definition of document.definitions) if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments[definition.name.value] = definition;
-  return fragments;
 }
 
 /** Whether a variable appears under the node. */
