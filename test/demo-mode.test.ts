@@ -7,6 +7,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CopilotRuntimeClient } from '@copilotkit/runtime-client-gql';
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
+import { WS_RUN } from './support/documents.js';
 import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';
 import { FakeAnthropic } from './support/fake-anthropic.js';
 import { runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
@@ -166,7 +169,8 @@ describe('npm start', () => {
       expect(response.status.code).toBe('Success');
       const loaded = packages();
       expect(loaded).toContain('graphql'); // the recording works
-      for (const lazy of ['rxjs', '@ag-ui/client', '@ag-ui/encoder', '@ag-ui/proto', '@bufbuild/protobuf', '@anthropic-ai/sdk', '@google/genai', '@langchain/core', '@langchain/langgraph-sdk', '@modelcontextprotocol/sdk', 'ioredis']) {
+      // zod: AG-UI's schemas (the AG-UI transport's input check); graphql-jit: the WebSocket transport's compiler.
+      for (const lazy of ['rxjs', '@ag-ui/client', '@ag-ui/encoder', '@ag-ui/proto', '@bufbuild/protobuf', 'zod', 'graphql-jit', 'fast-json-stringify', '@anthropic-ai/sdk', '@google/genai', '@langchain/core', '@langchain/langgraph-sdk', '@modelcontextprotocol/sdk', 'ioredis']) {
         expect([lazy, loaded.has(lazy)]).toEqual([lazy, false]);
       }
       // An AG-UI client's first run loads its encoder, and is served.
@@ -178,6 +182,19 @@ describe('npm start', () => {
       expect(run.status).toBe(200);
       expect(await run.text()).toContain('"type":"RUN_FINISHED"');
       expect(packages()).toContain('@ag-ui/encoder');
+      expect(packages()).toContain('zod');
+      // A graphql-ws client's first subscription compiles its event document with graphql-jit, and is served.
+      const ws = createClient({ url: url.replace(/^http/, 'ws'), webSocketImpl: WebSocket, retryAttempts: 0 });
+      const types: string[] = [];
+      try {
+        for await (const result of ws.iterate({ query: WS_RUN, variables: { data: runInput([userMessage('Hello')]) } })) {
+          types.push((result.data as any).copilotRun.__typename);
+        }
+      } finally {
+        await ws.dispose();
+      }
+      expect(types.at(-1)).toBe('RunFinishedEvent');
+      expect(packages()).toContain('graphql-jit');
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL');
       rmSync(folder, { recursive: true, force: true });

@@ -1,5 +1,6 @@
+import { createRequire } from 'node:module';
 import { execute, isIncrementalResults, type IncrementalExecutionResults } from '@graphql-tools/executor';
-import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
+import type { CompiledQuery } from 'graphql-jit';
 import {
   BREAK,
   GraphQLObjectType,
@@ -471,11 +472,25 @@ export function eventsRunCompiled(schema: GraphQLSchema, document: DocumentNode,
   return eventDocumentOf(schema, eventSchemaOf(schema), document, operationName).compiled !== undefined;
 }
 
+let jit: typeof import('graphql-jit') | undefined;
+
+/**
+ * graphql-jit, required on the first subscription rather than imported at start-up: with the JSON
+ * serializer and schema validator it brings, it adds about 9 MB to the RSS of a gateway that may only
+ * ever serve HTTP (measured). Required (CommonJS) so compiling stays synchronous; the gateway and
+ * graphql-jit share the same CommonJS `graphql`, as with an import.
+ */
+function jitCompiler(): typeof import('graphql-jit') {
+  jit ??= createRequire(import.meta.url)('graphql-jit') as typeof import('graphql-jit');
+  return jit;
+}
+
 /** The event document compiled by graphql-jit, or undefined where the executor must run it. */
 function compile(eventSchema: GraphQLSchema, document: DocumentNode, operationName: ExecutionArgs['operationName']): CompiledQuery | undefined {
   if ((document.loc?.end ?? Infinity) > MAX_COMPILED_DOCUMENT_CHARS || usesIncrementalDelivery(document)) return undefined;
   const operation = getOperationAST(document, operationName);
   if (!operation || expandedFieldCount(document, operation) > MAX_COMPILED_FIELDS) return undefined;
+  const { compileQuery, isCompiledQuery } = jitCompiler();
   try {
     const compiled = compileQuery(eventSchema, document, operationName ?? undefined);
     return isCompiledQuery(compiled) ? compiled : undefined;

@@ -133,7 +133,7 @@ export class AgUiTransport {
     let input: RunAgentInput;
     let stream: RunEventStream;
     try {
-      input = parseRunAgentInput(body);
+      input = await parseRunAgentInput(body);
       this.encoder = await loadEncoder();
       // No abort signal: a client that goes away leaves the run going (and recorded), as CopilotKit's
       // runtime does; `stop` ends it.
@@ -162,7 +162,7 @@ export class AgUiTransport {
     let input: RunAgentInput;
     let thread;
     try {
-      input = parseRunAgentInput(body);
+      input = await parseRunAgentInput(body);
       this.encoder = await loadEncoder();
       await this.checkAgent(agentId);
       thread = await this.options.launcher.threads.thread(input.threadId, caller.principal);
