@@ -12,6 +12,9 @@
 //   npm run bench -- --baseline ../ab  A/B between builds: the gateway built in another checkout (say a git worktree of
 //                                     an earlier commit, with `npm run build` run there) runs in every round too, with
 //                                     the same flags and settings, and a second table compares the two
+//   npm run bench -- --baseline . --gateway-node "--always-sparkplug" --baseline-node ""   A/B between node flags:
+//                                     the baseline's extra flags are --baseline-node's (the same as the gateway's
+//                                     when not given)
 //   npm run bench -- --without reference,passthrough   leave servers out (for a quicker A/B)
 //
 // No figure here is asserted: the table is for people to read and compare.
@@ -34,7 +37,9 @@ const only = option('--only', undefined);
 const packageJson = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', 'package.json'), 'utf8'));
 // --gateway-env "METRICS=false,TRACING=true": settings for the gateway, to measure what one costs (A/B).
 const gatewayEnv = Object.fromEntries((option('--gateway-env', '') ?? '').split(',').filter(Boolean).map((pair) => pair.split('=')));
-const gatewayNodeFlags = [...(packageJson.config?.nodeFlags ?? '').split(' '), ...(option('--gateway-node', '') ?? '').split(' ')].filter(Boolean);
+const nodeFlags = (extra) => [...(packageJson.config?.nodeFlags ?? '').split(' '), ...(extra ?? '').split(' ')].filter(Boolean);
+const gatewayNodeFlags = nodeFlags(option('--gateway-node', ''));
+const baselineNodeFlags = nodeFlags(option('--baseline-node', option('--gateway-node', '')));
 // --baseline DIR: another checkout's build of the gateway, alternated with this one in every round (A/B).
 const baselineRoot = option('--baseline', undefined);
 if (baselineRoot && !existsSync(join(baselineRoot, 'dist', 'src', 'main.js'))) {
@@ -147,9 +152,9 @@ async function startUpstream() {
 }
 
 /** Our gateway as `npm start` runs it in production: the built JS, configured from the environment. */
-async function startGateway(upstream, extraEnv = {}, gatewayRoot = root) {
+async function startGateway(upstream, extraEnv = {}, gatewayRoot = root, flags = gatewayNodeFlags) {
   const port = await freePort();
-  const proc = start(process.execPath, [...gatewayNodeFlags, join(gatewayRoot, 'dist', 'src', 'main.js')], {
+  const proc = start(process.execPath, [...flags, join(gatewayRoot, 'dist', 'src', 'main.js')], {
     cwd: gatewayRoot,
     env: {
       PATH: process.env.PATH,
@@ -258,7 +263,7 @@ async function main() {
   const upstream = await startUpstream();
   const starters = {
     gateway: (extra) => startGateway(upstream, extra),
-    baseline: (extra) => startGateway(upstream, extra, baselineRoot),
+    baseline: (extra) => startGateway(upstream, extra, baselineRoot, baselineNodeFlags),
     reference: () => startReference(upstream),
     passthrough: () => startPassthrough(upstream),
   };
