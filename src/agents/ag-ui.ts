@@ -5,6 +5,7 @@ import type { RunWriter } from '../core/writer.js';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.js';
 import type { AgentClient, AgentEntry, AgentRequest, AgentThreadState, LoadStateRequest } from './agent.js';
 import { AgUiEventInterpreter } from './ag-ui-events.js';
+import { agUiSchemas } from './ag-ui-schemas.js';
 import { resumeOf, toAgUiMessages } from './ag-ui-messages.js';
 import type { AgentDefinition, AgentDependencies } from './definitions.js';
 import { badAgentResponse, namingAgent, who } from './errors.js';
@@ -190,19 +191,22 @@ interface AgUiLibraries {
 let agUiLibraries: Promise<AgUiLibraries> | undefined;
 
 /**
- * @ag-ui/client, RxJS (its streams are Observables) and the event schemas, loaded on the first AG-UI
- * run rather than at start-up: they are the heaviest modules the gateway uses (about 14 MB of heap,
+ * @ag-ui/client, RxJS (its streams are Observables) and the event schemas (agUiSchemas), loaded on the
+ * first AG-UI run rather than at start-up: they are the heaviest modules the gateway uses (about 14 MB of heap,
  * 30 MB of RSS; RxJS alone is some 220 modules), and most gateways have no AG-UI agent.
  */
 function loadAgUiLibraries(): Promise<AgUiLibraries> {
-  agUiLibraries ??= Promise.all([import('rxjs'), import('@ag-ui/client'), import('@ag-ui/core/schemas')]).then(([rxjs, client, schemas]) => ({
-    Observable: rxjs.Observable,
-    filter: rxjs.filter,
-    map: rxjs.map,
-    transformHttpEventStream: client.transformHttpEventStream,
-    transformChunks: client.transformChunks,
-    EventSchema: schemas.EventSchema,
-  }));
+  // The schemas first: @ag-ui/client imports zod too (see agUiSchemas).
+  agUiLibraries ??= agUiSchemas().then((schemas) =>
+    Promise.all([import('rxjs'), import('@ag-ui/client')]).then(([rxjs, client]) => ({
+      Observable: rxjs.Observable,
+      filter: rxjs.filter,
+      map: rxjs.map,
+      transformHttpEventStream: client.transformHttpEventStream,
+      transformChunks: client.transformChunks,
+      EventSchema: schemas.EventSchema,
+    })),
+  );
   agUiLibraries.catch(() => (agUiLibraries = undefined));
   return agUiLibraries;
 }

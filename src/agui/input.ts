@@ -1,4 +1,4 @@
-import type { RunAgentInputSchema as Schema } from '@ag-ui/core/schemas';
+import { agUiSchemas } from '../agents/ag-ui-schemas.js';
 import { BadUserInputError } from '../core/errors.js';
 import { MAX_ID_LENGTH } from '../core/ids.js';
 import type { Message, MetaEventInput, ToolDefinition } from '../core/messages.js';
@@ -28,24 +28,12 @@ type AgUiMessage = {
   toolCallId?: string;
 };
 
-let schemaLoading: Promise<typeof Schema> | undefined;
-
-/**
- * AG-UI's schemas (zod), loaded on the first AG-UI request rather than at start-up: building them takes
- * about 7 MB of heap and 19 MB of RSS (measured), which a gateway serving only GraphQL clients never uses.
- */
-function loadSchema(): Promise<typeof Schema> {
-  schemaLoading ??= import('@ag-ui/core/schemas').then((schemas) => schemas.RunAgentInputSchema);
-  schemaLoading.catch(() => (schemaLoading = undefined));
-  return schemaLoading;
-}
-
 /**
  * Checks a request body against AG-UI's own schema (the one the stock client's input satisfies); a
  * body that fails it is a BAD_USER_INPUT naming what is wrong.
  */
 export async function parseRunAgentInput(body: unknown): Promise<RunAgentInput> {
-  const parsed = (await loadSchema()).safeParse(withoutNullPayloads(body));
+  const parsed = (await agUiSchemas()).RunAgentInputSchema.safeParse(withoutNullPayloads(body));
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const field = issue?.path.join('.') || 'body';
