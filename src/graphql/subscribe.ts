@@ -490,8 +490,10 @@ function compile(eventSchema: GraphQLSchema, document: DocumentNode, operationNa
   if ((document.loc?.end ?? Infinity) > MAX_COMPILED_DOCUMENT_CHARS || usesIncrementalDelivery(document)) return undefined;
   const operation = getOperationAST(document, operationName);
   if (!operation || expandedFieldCount(document, operation) > MAX_COMPILED_FIELDS) return undefined;
-  const { compileQuery, isCompiledQuery } = jitCompiler();
   try {
+    // Inside the try: the subscription's run has started by now, and a compiler that cannot even be
+    // loaded (a broken install) leaves the executor to run the events rather than failing the stream.
+    const { compileQuery, isCompiledQuery } = jitCompiler();
     const compiled = compileQuery(eventSchema, document, operationName ?? undefined);
     return isCompiledQuery(compiled) ? compiled : undefined;
   } catch {
