@@ -12,7 +12,7 @@ import { ConfigurationError } from './core/errors.js';
 import { createGateway } from './gateway.js';
 import { anyOf, type Authenticate } from './auth/authenticate.js';
 import { apiKeyAuthenticator } from './auth/api-keys.js';
-import { jwtAuthenticator, type JwtOptions } from './auth/jwt.js';
+import type { JwtOptions } from './auth/jwt.js';
 
 async function main(): Promise<void> {
   const env = readEnvironment(process.env);
@@ -45,7 +45,7 @@ async function main(): Promise<void> {
     allowClientMcpServers: env.allowClientMcpServers,
     ...(env.guardrailsUrl ? { guardrails: { url: env.guardrailsUrl } } : {}),
     threads: env.threads,
-    authenticate: authenticator(env.auth),
+    authenticate: await authenticator(env.auth),
     rateLimits: env.rateLimits,
     ...(env.trustProxy !== undefined ? { trustProxy: env.trustProxy } : {}),
     ...(env.shutdownGraceMs !== undefined ? { shutdownGraceMs: env.shutdownGraceMs } : {}),
@@ -94,11 +94,14 @@ async function main(): Promise<void> {
   }
 }
 
-/** The authentication the environment asks for: API keys, a JWT, either, or none. */
-function authenticator(auth: { apiKeys: string[]; jwt?: JwtOptions }): Authenticate | undefined {
+/**
+ * The authentication the environment asks for: API keys, a JWT, either, or none. The JWT verifier (jose)
+ * is imported only when a JWT is asked for.
+ */
+async function authenticator(auth: { apiKeys: string[]; jwt?: JwtOptions }): Promise<Authenticate | undefined> {
   const methods: Authenticate[] = [];
   if (auth.apiKeys.length) methods.push(apiKeyAuthenticator(auth.apiKeys));
-  if (auth.jwt) methods.push(jwtAuthenticator(auth.jwt));
+  if (auth.jwt) methods.push((await import('./auth/jwt.js')).jwtAuthenticator(auth.jwt));
   if (methods.length === 0) return undefined;
   return methods.length === 1 ? methods[0] : anyOf(...methods);
 }

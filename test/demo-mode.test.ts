@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CopilotRuntimeClient } from '@copilotkit/runtime-client-gql';
 import { createClient } from 'graphql-ws';
+import { SignJWT } from 'jose';
 import WebSocket from 'ws';
 import { WS_RUN } from './support/documents.js';
 import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';
@@ -169,8 +170,8 @@ describe('npm start', () => {
       expect(response.status.code).toBe('Success');
       const loaded = packages();
       expect(loaded).toContain('graphql'); // the recording works
-      // zod: AG-UI's schemas (the AG-UI transport's input check); graphql-jit: the WebSocket transport's compiler.
-      for (const lazy of ['rxjs', '@ag-ui/client', '@ag-ui/encoder', '@ag-ui/proto', '@bufbuild/protobuf', 'zod', 'graphql-jit', 'fast-json-stringify', '@anthropic-ai/sdk', '@google/genai', '@langchain/core', '@langchain/langgraph-sdk', '@modelcontextprotocol/sdk', 'ioredis']) {
+      // zod: AG-UI's schemas (the AG-UI transport's input check); graphql-jit: the WebSocket transport's compiler; jose: JWTs (when configured).
+      for (const lazy of ['rxjs', '@ag-ui/client', '@ag-ui/encoder', '@ag-ui/proto', '@bufbuild/protobuf', 'zod', 'graphql-jit', 'fast-json-stringify', 'jose', '@anthropic-ai/sdk', '@google/genai', '@langchain/core', '@langchain/langgraph-sdk', '@modelcontextprotocol/sdk', 'ioredis']) {
         expect([lazy, loaded.has(lazy)]).toEqual([lazy, false]);
       }
       // An AG-UI client's first run loads its encoder, and is served.
@@ -240,6 +241,43 @@ describe('npm start', () => {
       await new Promise((resolve) => blocker.close(resolve));
     }
   }, 30_000);
+
+  it('asks for a JWT when JWT_SECRET is set, loading the JWT library (jose) only then', async () => {
+    const root = fileURLToPath(new URL('..', import.meta.url));
+    const folder = mkdtempSync(join(tmpdir(), 'cg-jwt-'));
+    const loads = join(folder, 'loaded.txt');
+    const secret = 'a-shared-secret-of-at-least-32-characters!';
+    const child = spawn(process.execPath, ['--import', './test/support/record-loads.mjs', 'scripts/start.mjs'], {
+      cwd: root,
+      env: { ...process.env, ...NO_PROVIDER, PORT: '0', NODE_OPTIONS: '', LOG_LEVEL: 'info', JWT_SECRET: secret, JWT_ISSUER: 'https://issuer.test', RECORD_LOADS: loads },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stderr.on('data', (chunk) => (output += chunk));
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        child.stdout.on('data', (chunk) => {
+          output += chunk;
+          const match = output.match(/Copilot Gateway ready at (\S+) /);
+          if (match) resolve(match[1]);
+        });
+        child.on('exit', () => reject(new Error(`exited early:\n${output}`)));
+      });
+      expect(readFileSync(loads, 'utf8')).toMatch(/node_modules\/jose\//);
+      const hello = (authorization?: string) =>
+        fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) }, body: '{"query":"{ hello }"}' });
+      expect((await hello()).status).toBe(401);
+      const token = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject('user-1').setIssuer('https://issuer.test').setExpirationTime('5m').sign(new TextEncoder().encode(secret));
+      const accepted = await hello(`Bearer ${token}`);
+      expect(accepted.status).toBe(200);
+      expect((await accepted.json()).data.hello).toEqual(expect.any(String));
+      const otherIssuer = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject('user-1').setIssuer('https://elsewhere.test').setExpirationTime('5m').sign(new TextEncoder().encode(secret));
+      expect((await hello(`Bearer ${otherIssuer}`)).status).toBe(401);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      rmSync(folder, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   it('serves the agents the environment names', async () => {
     const agent = new FakeAgUiAgent();
