@@ -14,7 +14,7 @@
 //                                     the same flags and settings, and a second table compares the two
 //   npm run bench -- --baseline . --gateway-node "--always-sparkplug" --baseline-node ""   A/B between node flags:
 //                                     the baseline's extra flags are --baseline-node's (the same as the gateway's
-//                                     when not given)
+//                                     when not given); --baseline-env likewise for settings (--gateway-env's)
 //   npm run bench -- --without reference,passthrough   leave servers out (for a quicker A/B)
 //
 // No figure here is asserted: the table is for people to read and compare.
@@ -36,7 +36,10 @@ const only = option('--only', undefined);
 // The gateway runs with the node flags `npm start` gives it (package.json config.nodeFlags), then any extra.
 const packageJson = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', 'package.json'), 'utf8'));
 // --gateway-env "METRICS=false,TRACING=true": settings for the gateway, to measure what one costs (A/B).
-const gatewayEnv = Object.fromEntries((option('--gateway-env', '') ?? '').split(',').filter(Boolean).map((pair) => pair.split('=')));
+const envOption = (name, fallback) => Object.fromEntries((option(name, fallback) ?? '').split(',').filter(Boolean).map((pair) => pair.split('=')));
+const gatewayEnv = envOption('--gateway-env', '');
+// --baseline-env: the baseline's settings instead (the same as the gateway's when not given), to A/B settings on one build.
+const baselineEnv = envOption('--baseline-env', option('--gateway-env', ''));
 const nodeFlags = (extra) => [...(packageJson.config?.nodeFlags ?? '').split(' '), ...(extra ?? '').split(' ')].filter(Boolean);
 const gatewayNodeFlags = nodeFlags(option('--gateway-node', ''));
 const baselineNodeFlags = nodeFlags(option('--baseline-node', option('--gateway-node', '')));
@@ -152,7 +155,7 @@ async function startUpstream() {
 }
 
 /** Our gateway as `npm start` runs it in production: the built JS, configured from the environment. */
-async function startGateway(upstream, extraEnv = {}, gatewayRoot = root, flags = gatewayNodeFlags) {
+async function startGateway(upstream, extraEnv = {}, gatewayRoot = root, flags = gatewayNodeFlags, settings = gatewayEnv) {
   const port = await freePort();
   const proc = start(process.execPath, [...flags, join(gatewayRoot, 'dist', 'src', 'main.js')], {
     cwd: gatewayRoot,
@@ -165,7 +168,7 @@ async function startGateway(upstream, extraEnv = {}, gatewayRoot = root, flags =
       OPENAI_BASE_URL: `${upstream.origin}/v1`,
       COPILOT_REMOTE_ENDPOINTS: `${upstream.origin}/copilotkit`,
       MAX_CONCURRENT_RUNS: '20000',
-      ...gatewayEnv,
+      ...settings,
       ...extraEnv,
     },
   });
@@ -263,7 +266,7 @@ async function main() {
   const upstream = await startUpstream();
   const starters = {
     gateway: (extra) => startGateway(upstream, extra),
-    baseline: (extra) => startGateway(upstream, extra, baselineRoot, baselineNodeFlags),
+    baseline: (extra) => startGateway(upstream, extra, baselineRoot, baselineNodeFlags, baselineEnv),
     reference: () => startReference(upstream),
     passthrough: () => startPassthrough(upstream),
   };
