@@ -143,16 +143,23 @@ describe('npm start', () => {
     }
   }, 60_000);
 
-  it('loads the libraries of AG-UI, the other providers, Redis and MCP on their first use, not at start-up', async () => {
+  /**
+   * Starts npm start's entry with `env`, recording every module it loads (test/support/record-loads.mjs),
+   * and resolves once it says it is ready: its URL, what it has loaded so far, and `stop` (kills it).
+   */
+  async function startRecordingLoads(env: Record<string, string>): Promise<{ url: string; loaded: () => string; stop: () => void }> {
     const root = fileURLToPath(new URL('..', import.meta.url));
     const folder = mkdtempSync(join(tmpdir(), 'cg-loads-'));
     const loads = join(folder, 'loaded.txt');
-    // Every module the gateway imports is written to `loads` (test/support/record-loads.mjs).
     const child = spawn(process.execPath, ['--import', './test/support/record-loads.mjs', 'scripts/start.mjs'], {
       cwd: root,
-      env: { ...process.env, ...NO_PROVIDER, PORT: '0', NODE_OPTIONS: '', LOG_LEVEL: 'info', RECORD_LOADS: loads },
+      env: { ...process.env, ...NO_PROVIDER, PORT: '0', NODE_OPTIONS: '', LOG_LEVEL: 'info', RECORD_LOADS: loads, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    const stop = () => {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      rmSync(folder, { recursive: true, force: true });
+    };
     let output = '';
     child.stderr.on('data', (chunk) => (output += chunk));
     try {
@@ -164,7 +171,19 @@ describe('npm start', () => {
         });
         child.on('exit', () => reject(new Error(`exited early:\n${output}`)));
       });
-      const packages = () => new Set([...readFileSync(loads, 'utf8').matchAll(/node_modules\/((?:@[^/]+\/)?[^/]+)\//g)].map((match) => match[1]));
+      return { url, loaded: () => readFileSync(loads, 'utf8'), stop };
+    } catch (error) {
+      stop();
+      throw error;
+    }
+  }
+
+  it('loads the libraries of AG-UI, the other providers, Redis and MCP on their first use, not at start-up', async () => {
+    // Every module the gateway imports or requires is recorded (test/support/record-loads.mjs).
+    const started = await startRecordingLoads({});
+    const { url } = started;
+    try {
+      const packages = () => new Set([...started.loaded().matchAll(/node_modules\/((?:@[^/]+\/)?[^/]+)\//g)].map((match) => match[1]));
       // A GraphQL run, start to end.
       const { response } = await final(runInput([userMessage('Hello gateway')]), new CopilotRuntimeClient({ url }));
       expect(response.status.code).toBe('Success');
@@ -197,8 +216,7 @@ describe('npm start', () => {
       expect(types.at(-1)).toBe('RunFinishedEvent');
       expect(packages()).toContain('graphql-jit');
     } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
-      rmSync(folder, { recursive: true, force: true });
+      started.stop();
     }
   }, 60_000);
 
@@ -243,27 +261,11 @@ describe('npm start', () => {
   }, 30_000);
 
   it('asks for a JWT when JWT_SECRET is set, loading the JWT library (jose) only then', async () => {
-    const root = fileURLToPath(new URL('..', import.meta.url));
-    const folder = mkdtempSync(join(tmpdir(), 'cg-jwt-'));
-    const loads = join(folder, 'loaded.txt');
     const secret = 'a-shared-secret-of-at-least-32-characters!';
-    const child = spawn(process.execPath, ['--import', './test/support/record-loads.mjs', 'scripts/start.mjs'], {
-      cwd: root,
-      env: { ...process.env, ...NO_PROVIDER, PORT: '0', NODE_OPTIONS: '', LOG_LEVEL: 'info', JWT_SECRET: secret, JWT_ISSUER: 'https://issuer.test', RECORD_LOADS: loads },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stderr.on('data', (chunk) => (output += chunk));
+    const started = await startRecordingLoads({ JWT_SECRET: secret, JWT_ISSUER: 'https://issuer.test' });
+    const { url } = started;
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        child.stdout.on('data', (chunk) => {
-          output += chunk;
-          const match = output.match(/Copilot Gateway ready at (\S+) /);
-          if (match) resolve(match[1]);
-        });
-        child.on('exit', () => reject(new Error(`exited early:\n${output}`)));
-      });
-      expect(readFileSync(loads, 'utf8')).toMatch(/node_modules\/jose\//);
+      expect(started.loaded()).toMatch(/node_modules\/jose\//);
       const hello = (authorization?: string) =>
         fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) }, body: '{"query":"{ hello }"}' });
       expect((await hello()).status).toBe(401);
@@ -274,8 +276,7 @@ describe('npm start', () => {
       const otherIssuer = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject('user-1').setIssuer('https://elsewhere.test').setExpirationTime('5m').sign(new TextEncoder().encode(secret));
       expect((await hello(`Bearer ${otherIssuer}`)).status).toBe(401);
     } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
-      rmSync(folder, { recursive: true, force: true });
+      started.stop();
     }
   }, 60_000);
 
