@@ -80,13 +80,16 @@ describe('HTTP endpoints', () => {
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     let started = 0;
+    let holding = false;
     const streams = 8;
-    // Answers begin at once and end when the test says: every stream is held open meanwhile.
+    // Answers begin at once and, once the warm-up is over, end when the test says: every stream is
+    // held open meanwhile.
     const adapter: ModelAdapter = {
       name: 'held',
       stream(_request, output: ModelOutput) {
         const id = output.textStart('held-message');
         output.textContent(id, 'first');
+        if (!holding) return Promise.resolve(output.textEnd(id));
         if (++started === streams) open();
         return released.then(() => output.textEnd(id));
       },
@@ -97,6 +100,10 @@ describe('HTTP endpoints', () => {
     const answers: IncomingMessage[] = [];
     // Warm: whether V8 keeps a value an async function no longer needs depends on how the function runs.
     for (let i = 0; i < 200; i++) await (await post(url, { query: '{ hello }' })).text();
+    // And the streamed document's first runs (its plan, caches, compiled code) are not counted.
+    const streamed = { query: STREAMED, variables: { data: runInput([userMessage('hello')]) } };
+    for (let i = 0; i < 20; i++) await (await post(url, streamed, { accept: 'multipart/mixed' })).text();
+    holding = true;
     // The text as a string, or its chunks as buffers.
     const used = () => process.memoryUsage().heapUsed + process.memoryUsage().arrayBuffers;
     gc();
@@ -123,8 +130,16 @@ describe('HTTP endpoints', () => {
         ),
       );
       await opened;
-      gc();
-      const grown = used() - before;
+      // One collection's figure can come out high (seen: 0.77 of the padding a stream in CI, once 2.1
+      // here, where it is 0.04-0.14; V8 may free a dead buffer's memory after the collection, off the
+      // main thread). So: collect again a few turns later until it is under the line; kept texts
+      // never get there (1.04 with readBody keeping its chunks).
+      let grown = Infinity;
+      for (let turn = 0; turn < 20 && grown / streams >= paddingChars / 2; turn++) {
+        if (turn > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+        gc();
+        grown = used() - before;
+      }
       // Kept, the texts would be about the padding's size each (and their chunks as much again).
       expect(grown / streams).toBeLessThan(paddingChars / 2);
     } finally {
