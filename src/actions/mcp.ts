@@ -1,6 +1,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Logger } from 'pino';
 import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
+import { onFirstUse } from '../core/first-use.js';
 import { isHttpUrl } from '../core/urls.js';
 import type { ActionContext, ActionSource, ExecutableAction } from './action.js';
 
@@ -19,29 +20,22 @@ type McpSdk = {
   ToolListChangedNotificationSchema: typeof import('@modelcontextprotocol/sdk/types.js').ToolListChangedNotificationSchema;
   McpError: typeof import('@modelcontextprotocol/sdk/types.js').McpError;
 };
-let sdkLoading: Promise<McpSdk> | undefined;
 /** The MCP SDK, loaded when the first MCP server is: most gateways have none. */
-function loadSdk(): Promise<McpSdk> {
+const loadSdk = onFirstUse(async (): Promise<McpSdk> => {
   // One module after the other: the modules share dependencies, and some loaders (jest's) do not
   // link a shared module imported twice at once.
-  sdkLoading ??= (async () => {
-    const client = await import('@modelcontextprotocol/sdk/client/index.js');
-    const streamable = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
-    const sse = await import('@modelcontextprotocol/sdk/client/sse.js');
-    const types = await import('@modelcontextprotocol/sdk/types.js');
-    return {
-      Client: client.Client,
-      StreamableHTTPClientTransport: streamable.StreamableHTTPClientTransport,
-      SSEClientTransport: sse.SSEClientTransport,
-      ToolListChangedNotificationSchema: types.ToolListChangedNotificationSchema,
-      McpError: types.McpError,
-    };
-  })();
-  sdkLoading.catch(() => {
-    sdkLoading = undefined;
-  });
-  return sdkLoading;
-}
+  const client = await import('@modelcontextprotocol/sdk/client/index.js');
+  const streamable = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+  const sse = await import('@modelcontextprotocol/sdk/client/sse.js');
+  const types = await import('@modelcontextprotocol/sdk/types.js');
+  return {
+    Client: client.Client,
+    StreamableHTTPClientTransport: streamable.StreamableHTTPClientTransport,
+    SSEClientTransport: sse.SSEClientTransport,
+    ToolListChangedNotificationSchema: types.ToolListChangedNotificationSchema,
+    McpError: types.McpError,
+  };
+});
 
 /** The shortest wait before reconnecting to a server that is down; it doubles up to a minute. */
 const RECONNECT_MIN_MS = 1_000;

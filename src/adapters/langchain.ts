@@ -2,6 +2,7 @@ import type { BaseChatModel } from '@langchain/core/language_models/chat_models'
 import type { AIMessageChunk, BaseMessage, MessageContent } from '@langchain/core/messages';
 import type { Runnable } from '@langchain/core/runnables';
 import { ConfigurationError, GatewayError } from '../core/errors.js';
+import { onFirstUse } from '../core/first-use.js';
 import type { Message, ToolDefinition } from '../core/messages.js';
 import { upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
 import type { ForwardedParameters, ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
@@ -38,6 +39,9 @@ export interface LangChainAdapterOptions {
 }
 
 const WHO = 'the model (LangChain)';
+
+/** LangChain's message classes, loaded on first use: only a gateway given a LangChain model needs them. */
+const loadMessages = onFirstUse(() => import('@langchain/core/messages'));
 
 /**
  * Any LangChain chat model or Runnable as the gateway's model, streamed: text chunks become text
@@ -103,7 +107,7 @@ export class LangChainAdapter implements ModelAdapter {
 
 /** The conversation as LangChain messages, in the shape OpenAI-style chat models expect. */
 export async function toLangChainMessages(messages: readonly Message[]): Promise<BaseMessage[]> {
-  const { AIMessage, HumanMessage, SystemMessage, ToolMessage } = await import('@langchain/core/messages');
+  const { AIMessage, HumanMessage, SystemMessage, ToolMessage } = await loadMessages();
   const out: BaseMessage[] = [];
   // One system message, first: several chat models (Anthropic's, Google's) take no other.
   const system = messages.flatMap((m) => (m.kind === 'text' && (m.role === 'system' || m.role === 'developer') && m.content ? [m.content] : []));

@@ -1,12 +1,12 @@
 import { EventType, type BaseEvent, type RunAgentInput } from '@ag-ui/core';
 import type { Subscription } from 'rxjs';
 import { ConfigurationError, GatewayError } from '../core/errors.js';
+import { onFirstUse } from '../core/first-use.js';
 import type { RunWriter } from '../core/writer.js';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.js';
 import type { AgentClient, AgentEntry, AgentRequest, AgentThreadState, LoadStateRequest } from './agent.js';
 import { AgUiEventInterpreter } from './ag-ui-events.js';
 import { resumeOf, toAgUiMessages } from './ag-ui-messages.js';
-import { agUiSchemas } from './ag-ui-schemas.js';
 import type { AgentDefinition, AgentDependencies } from './definitions.js';
 import { badAgentResponse, namingAgent, who } from './errors.js';
 import { UpstreamHttpSettings, type UpstreamHttpOptions } from './http-options.js';
@@ -188,28 +188,26 @@ interface AgUiLibraries {
   EventSchema: typeof import('@ag-ui/core/schemas').EventSchema;
 }
 
-let agUiLibraries: Promise<AgUiLibraries> | undefined;
-
 /**
- * @ag-ui/client, RxJS (its streams are Observables) and the event schemas (agUiSchemas), loaded on the
- * first AG-UI run rather than at start-up: they are the heaviest modules the gateway uses (about 14 MB of heap,
+ * @ag-ui/client, RxJS (its streams are Observables) and the event schemas, loaded on the first AG-UI
+ * run rather than at start-up: they are the heaviest modules the gateway uses (about 14 MB of heap,
  * 30 MB of RSS; RxJS alone is some 220 modules), and most gateways have no AG-UI agent.
  */
-function loadAgUiLibraries(): Promise<AgUiLibraries> {
-  // The schemas first: @ag-ui/client imports zod too (see agUiSchemas).
-  agUiLibraries ??= agUiSchemas().then((schemas) =>
-    Promise.all([import('rxjs'), import('@ag-ui/client')]).then(([rxjs, client]) => ({
-      Observable: rxjs.Observable,
-      filter: rxjs.filter,
-      map: rxjs.map,
-      transformHttpEventStream: client.transformHttpEventStream,
-      transformChunks: client.transformChunks,
-      EventSchema: schemas.EventSchema,
-    })),
-  );
-  agUiLibraries.catch(() => (agUiLibraries = undefined));
-  return agUiLibraries;
-}
+const loadAgUiLibraries = onFirstUse(async (): Promise<AgUiLibraries> => {
+  // One after the other (@ag-ui/client imports the other two; see core/first-use.ts), and the schemas
+  // imported here, not through agUiSchemas(): a load may not wait on another loader's.
+  const schemas = await import('@ag-ui/core/schemas');
+  const rxjs = await import('rxjs');
+  const client = await import('@ag-ui/client');
+  return {
+    Observable: rxjs.Observable,
+    filter: rxjs.filter,
+    map: rxjs.map,
+    transformHttpEventStream: client.transformHttpEventStream,
+    transformChunks: client.transformChunks,
+    EventSchema: schemas.EventSchema,
+  };
+});
 
 /** An event checked against @ag-ui/core's schema; a malformed one is a bad response naming the agent. */
 function checked(EventSchema: AgUiLibraries['EventSchema'], event: BaseEvent, agentName: string): BaseEvent {

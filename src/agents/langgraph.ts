@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Client } from '@langchain/langgraph-sdk';
 import type { Logger } from 'pino';
 import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
+import { onFirstUse } from '../core/first-use.js';
 import type { Principal } from '../core/principal.js';
 import type { RunWriter } from '../core/writer.js';
 import type { UpstreamClient } from '../upstream/client.js';
@@ -50,6 +51,9 @@ export function langGraphAgent(options: LangGraphAgentOptions): AgentDefinition 
 }
 
 type SdkClient = InstanceType<typeof Client>;
+
+/** The SDK, loaded on the first LangGraph call, not at start-up (most gateways have no LangGraph agent). */
+const loadSdk = onFirstUse(() => import('@langchain/langgraph-sdk'));
 
 /**
  * Runs a LangGraph Platform graph with @langchain/langgraph-sdk, whose HTTP goes through the
@@ -155,8 +159,7 @@ export class LangGraphAgentClient implements AgentClient {
   /** An SDK client for one run: the run's headers, the gateway's fetch, no retries of its own. */
   private async sdk(request: { properties: Record<string, unknown>; agentName: string; logger: Logger; threadId?: string; principal?: Principal }, call: string): Promise<SdkClient> {
     const headers = await this.settings.headersFor({ properties: request.properties, call, agentName: request.agentName, threadId: request.threadId, principal: request.principal });
-    // Loaded on the first LangGraph call, not at start-up (most gateways have no LangGraph agent).
-    const { Client } = await import('@langchain/langgraph-sdk');
+    const { Client } = await loadSdk();
     return new Client({
       apiUrl: this.options.deploymentUrl,
       // null: never the SDK's own fallback to LANGSMITH_API_KEY in the environment.

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Redis as RedisClient, RedisOptions } from 'ioredis';
 import { GatewayError, toGatewayError } from '../core/errors.js';
+import { onFirstUse } from '../core/first-use.js';
 import type { SequencedEvent } from '../core/events.js';
 import type { Message } from '../core/messages.js';
 import { RUN_SUCCESS, failedRun, type RunStatus } from '../core/status.js';
@@ -10,6 +11,9 @@ import { EventFeed } from './feed.js';
 import { OutputCollector, agentStateOf, closingEvents, transcriptOf } from './log.js';
 import { threadBusy } from './memory.js';
 import { PENDING, threadForbidden, type AgentStateRecord, type Claim, type RunInput, type RunLog, type RunRecord, type StopHandler, type ThreadRecord, type ThreadStore, type ThreadStoreOptions } from './store.js';
+
+/** ioredis, loaded only when a Redis store is configured. */
+const loadIoredis = onFirstUse(() => import('ioredis'));
 
 export interface RedisThreadStoreOptions extends ThreadStoreOptions {
   /** `redis://[user:password@]host:port[/db]` or `rediss://…`. */
@@ -71,8 +75,7 @@ export class RedisThreadStore implements ThreadStore {
   }
 
   private async connect(): Promise<void> {
-    // Loaded only when a Redis store is configured.
-    const { Redis } = await import('ioredis');
+    const { Redis } = await loadIoredis();
     const { url } = this.options;
     const base: RedisOptions = {
       lazyConnect: true,
@@ -547,6 +550,7 @@ const MAX_KEPT_CHARS = 16 * 1024 * 1024;
 const MAX_REBUILDS = 3;
 
 type Write = { batch: Batch | undefined; write: () => Promise<unknown> };
+
 
 /**
  * One run's events on their way to Redis: gathered for up to `flushIntervalMs` (the terminal event is
