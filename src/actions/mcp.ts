@@ -1,7 +1,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Logger } from 'pino';
 import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
-import { onFirstUse } from '../core/first-use.js';
+import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import { isHttpUrl } from '../core/urls.js';
 import type { ActionContext, ActionSource, ExecutableAction } from './action.js';
 
@@ -21,7 +21,7 @@ type McpSdk = {
   McpError: typeof import('@modelcontextprotocol/sdk/types.js').McpError;
 };
 /** The MCP SDK, loaded when the first MCP server is: most gateways have none. */
-const loadSdk = onFirstUse(async (): Promise<McpSdk> => {
+const loadSdk = loadOnFirstUse(async (): Promise<McpSdk> => {
   // One module after the other: the modules share dependencies, and some loaders (jest's) do not
   // link a shared module imported twice at once.
   const client = await import('@modelcontextprotocol/sdk/client/index.js');

@@ -3,7 +3,7 @@ import type { APIError } from '@anthropic-ai/sdk';
 import type { MessageCreateParamsStreaming, RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages/messages';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
-import { onFirstUse } from '../core/first-use.js';
+import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import { capitalize, commonCauseHint, upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
 import { parseRetryAfter } from '../upstream/retry.js';
 import type { ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
@@ -28,7 +28,7 @@ const WHO = 'the model provider (Anthropic)';
 
 type AnthropicSdk = typeof import('@anthropic-ai/sdk');
 /** The SDK, loaded on first use: a gateway on another provider does not pay for it (about 15 MB). */
-const loadSdk: () => Promise<AnthropicSdk> = onFirstUse(() => import('@anthropic-ai/sdk'));
+const loadSdk: () => Promise<AnthropicSdk> = loadOnFirstUse(() => import('@anthropic-ai/sdk'));
 
 /**
  * Claude through the Messages API, streamed, with tool use, on the official SDK (`@anthropic-ai/sdk`):

@@ -1,7 +1,7 @@
 import type { ApiError, GenerateContentConfig, GenerateContentResponse, GoogleGenAI } from '@google/genai';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
-import { onFirstUse } from '../core/first-use.js';
+import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import { commonCauseHint, upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
 import type { ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
 import { toGeminiContents, toGeminiFunctions, toGeminiToolConfig } from './google-messages.js';
@@ -23,7 +23,7 @@ const WHO = 'the model provider (Google Gemini)';
 
 type GoogleSdk = typeof import('@google/genai');
 /** The SDK, loaded on first use: a gateway on another provider does not pay for it (about 30 MB). */
-const loadSdk: () => Promise<GoogleSdk> = onFirstUse(() => import('@google/genai'));
+const loadSdk: () => Promise<GoogleSdk> = loadOnFirstUse(() => import('@google/genai'));
 
 /** How many function calls' thought signatures an adapter remembers (least recently seen forgotten first). */
 const MAX_SIGNATURES = 10_000;

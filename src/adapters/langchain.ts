@@ -2,7 +2,7 @@ import type { BaseChatModel } from '@langchain/core/language_models/chat_models'
 import type { AIMessageChunk, BaseMessage, MessageContent } from '@langchain/core/messages';
 import type { Runnable } from '@langchain/core/runnables';
 import { ConfigurationError, GatewayError } from '../core/errors.js';
-import { onFirstUse } from '../core/first-use.js';
+import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import type { Message, ToolDefinition } from '../core/messages.js';
 import { upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
 import type { ForwardedParameters, ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
@@ -41,7 +41,7 @@ export interface LangChainAdapterOptions {
 const WHO = 'the model (LangChain)';
 
 /** LangChain's message classes, loaded on first use: only a gateway given a LangChain model needs them. */
-const loadMessages = onFirstUse(() => import('@langchain/core/messages'));
+const loadMessages = loadOnFirstUse(() => import('@langchain/core/messages'));
 
 /**
  * Any LangChain chat model or Runnable as the gateway's model, streamed: text chunks become text

@@ -1,7 +1,7 @@
 import { EventType, type BaseEvent, type RunAgentInput } from '@ag-ui/core';
 import type { Subscription } from 'rxjs';
 import { ConfigurationError, GatewayError } from '../core/errors.js';
-import { onFirstUse } from '../core/first-use.js';
+import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import type { RunWriter } from '../core/writer.js';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.js';
 import type { AgentClient, AgentEntry, AgentRequest, AgentThreadState, LoadStateRequest } from './agent.js';
@@ -193,9 +193,10 @@ interface AgUiLibraries {
  * run rather than at start-up: they are the heaviest modules the gateway uses (about 14 MB of heap,
  * 30 MB of RSS; RxJS alone is some 220 modules), and most gateways have no AG-UI agent.
  */
-const loadAgUiLibraries = onFirstUse(async (): Promise<AgUiLibraries> => {
-  // One after the other (@ag-ui/client imports the other two; see core/first-use.ts), and the schemas
-  // imported here, not through agUiSchemas(): a load may not wait on another loader's.
+const loadAgUiLibraries = loadOnFirstUse(async (): Promise<AgUiLibraries> => {
+  // One after the other (@ag-ui/client imports the other two; see core/load-on-first-use.ts), and
+  // the schemas imported here, not through the AG-UI transport's loader (agui/input.ts): a load may
+  // not wait on another loader's.
   const schemas = await import('@ag-ui/core/schemas');
   const rxjs = await import('rxjs');
   const client = await import('@ag-ui/client');

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Client } from '@langchain/langgraph-sdk';
 import type { Logger } from 'pino';
 import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
-import { onFirstUse } from '../core/first-use.js';
+import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import type { Principal } from '../core/principal.js';
 import type { RunWriter } from '../core/writer.js';
 import type { UpstreamClient } from '../upstream/client.js';
@@ -53,7 +53,7 @@ export function langGraphAgent(options: LangGraphAgentOptions): AgentDefinition 
 type SdkClient = InstanceType<typeof Client>;
 
 /** The SDK, loaded on the first LangGraph call, not at start-up (most gateways have no LangGraph agent). */
-const loadSdk = onFirstUse(() => import('@langchain/langgraph-sdk'));
+const loadSdk = loadOnFirstUse(() => import('@langchain/langgraph-sdk'));
 
 /**
  * Runs a LangGraph Platform graph with @langchain/langgraph-sdk, whose HTTP goes through the

@@ -1,12 +1,20 @@
-import { agUiSchemas } from '../agents/ag-ui-schemas.js';
+import type * as Schemas from '@ag-ui/core/schemas';
 import { BadUserInputError } from '../core/errors.js';
 import { MAX_ID_LENGTH } from '../core/ids.js';
+import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import type { Message, MetaEventInput, ToolDefinition } from '../core/messages.js';
 import type { RunRequest } from '../engine/request.js';
 import { isObject } from '../core/values.js';
 
 /** The agent id under which the gateway's model is served (CopilotKit's chat uses it when the app names none). */
 export const DEFAULT_AGENT = 'default';
+
+/**
+ * @ag-ui/core's schemas (zod), loaded on the first AG-UI request rather than at start-up: a gateway
+ * serving only GraphQL clients never uses them, and they were most of the 8 MB of heap (10 MB of RSS)
+ * the idle process lost when they and graphql-jit stopped loading at start-up (BENCHMARKS.md, step 38).
+ */
+const agUiSchemas = loadOnFirstUse((): Promise<typeof Schemas> => import('@ag-ui/core/schemas'));
 
 /** A RunAgentInput as the stock client sends it, after @ag-ui/core's schema has checked it. */
 export interface RunAgentInput {

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Redis as RedisClient, RedisOptions } from 'ioredis';
 import { GatewayError, toGatewayError } from '../core/errors.js';
-import { onFirstUse } from '../core/first-use.js';
+import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import type { SequencedEvent } from '../core/events.js';
 import type { Message } from '../core/messages.js';
 import { RUN_SUCCESS, failedRun, type RunStatus } from '../core/status.js';
@@ -13,7 +13,7 @@ import { threadBusy } from './memory.js';
 import { PENDING, threadForbidden, type AgentStateRecord, type Claim, type RunInput, type RunLog, type RunRecord, type StopHandler, type ThreadRecord, type ThreadStore, type ThreadStoreOptions } from './store.js';
 
 /** ioredis, loaded only when a Redis store is configured. */
-const loadIoredis = onFirstUse(() => import('ioredis'));
+const loadIoredis = loadOnFirstUse(() => import('ioredis'));
 
 export interface RedisThreadStoreOptions extends ThreadStoreOptions {
   /** `redis://[user:password@]host:port[/db]` or `rediss://…`. */
@@ -550,7 +550,6 @@ const MAX_KEPT_CHARS = 16 * 1024 * 1024;
 const MAX_REBUILDS = 3;
 
 type Write = { batch: Batch | undefined; write: () => Promise<unknown> };
-
 
 /**
  * One run's events on their way to Redis: gathered for up to `flushIntervalMs` (the terminal event is

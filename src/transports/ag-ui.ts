@@ -7,7 +7,7 @@ import { drained, sendJson } from './responses.js';
 import { toAgUiMessages } from '../agents/ag-ui-messages.js';
 import { GatewayError, statusOf, toGatewayError, type ErrorCode } from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
-import { onFirstUse } from '../core/first-use.js';
+import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import type { RunLauncher } from '../engine/launcher.js';
 import { agUiInterrupt, toAgUiEvent, type AgUiInterrupt, type RunStartedInput } from '../agui/events.js';
 import { DEFAULT_AGENT, parseRunAgentInput, runRequestFromAgUi, type RunAgentInput } from '../agui/input.js';
@@ -304,7 +304,7 @@ export class AgUiTransport {
  * protobuf with it, for a gateway that may serve only GraphQL clients (with RxJS, loaded by the AG-UI
  * agent client on its first run, about 2 MB of heap at idle). Only its SSE framing is used.
  */
-const loadEncoder = onFirstUse(async (): Promise<EventEncoder> => new (await import('@ag-ui/encoder')).EventEncoder());
+const loadEncoder = loadOnFirstUse(async (): Promise<EventEncoder> => new (await import('@ag-ui/encoder')).EventEncoder());
 
 /** Follows which messages and calls of a replayed run are open. */
 function track(open: Map<string, 'text' | 'call'>, event: SequencedEvent): void {

@@ -11,13 +11,15 @@ let queue: Promise<unknown> = Promise.resolve();
  * Loads run one at a time, process-wide: the libraries share dependencies (zod, @ag-ui/core), and
  * Jest's module linker fails when two dynamic imports load a shared module at once ("request for …
  * is not in cache"; Node's own loader does not). A first use waits at most for the loads queued
- * before it, once. So `load` must not wait on another loader made here: it would wait for itself.
+ * before it, once. So `load` must not wait on another loader made here: it would wait for itself,
+ * and hold up every first use after it. (Not detected: telling a load's own continuations apart
+ * takes an AsyncLocalStorage, which on Node 20 puts a hook on every promise of the process.)
  */
-export function onFirstUse<T>(load: () => Promise<T>): () => Promise<T> {
+export function loadOnFirstUse<T>(load: () => Promise<T>): () => Promise<T> {
   let loading: Promise<T> | undefined;
   return () => {
     if (loading !== undefined) return loading;
-    const current = queue.then(load);
+    const current = queue.then(() => load());
     loading = current;
     queue = current.catch(() => {
       loading = undefined;
