@@ -105,8 +105,10 @@ export class GoogleAdapter implements ModelAdapter {
       // Streams may be quiet for long: the run's idle timeout decides when one has gone silent.
       const dispatcher = new Agent({ bodyTimeout: 0, headersTimeout: 0, keepAliveTimeout: 10_000 });
       const client = new sdk.GoogleGenAI({
-        // The SDK reads GOOGLE_API_KEY itself when given none; a proxy without a key gets an empty one.
-        apiKey: this.options.apiKey ?? '',
+        // The SDK reads GOOGLE_API_KEY itself when given none. A proxy without a key gets a stand-in,
+        // sent nowhere (the fetch below drops the key's header): with none, the SDK prints a warning
+        // to the console, a line outside the gateway's JSON logs.
+        apiKey: this.options.apiKey ?? 'keyless',
         httpOptions: {
           ...(this.options.baseURL ? { baseUrl: this.options.baseURL } : {}),
           headers: this.options.defaultHeaders,
