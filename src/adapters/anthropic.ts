@@ -28,7 +28,7 @@ const WHO = 'the model provider (Anthropic)';
 
 type AnthropicSdk = typeof import('@anthropic-ai/sdk');
 /** The SDK, loaded on first use: a gateway on another provider does not pay for it (about 15 MB). */
-const loadSdk: () => Promise<AnthropicSdk> = loadOnFirstUse(() => import('@anthropic-ai/sdk'));
+const loadSdk = loadOnFirstUse(() => import('@anthropic-ai/sdk'));
 
 /**
  * Claude through the Messages API, streamed, with tool use, on the official SDK (`@anthropic-ai/sdk`):

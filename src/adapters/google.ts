@@ -23,7 +23,7 @@ const WHO = 'the model provider (Google Gemini)';
 
 type GoogleSdk = typeof import('@google/genai');
 /** The SDK, loaded on first use: a gateway on another provider does not pay for it (about 30 MB). */
-const loadSdk: () => Promise<GoogleSdk> = loadOnFirstUse(() => import('@google/genai'));
+const loadSdk = loadOnFirstUse(() => import('@google/genai'));
 
 /** How many function calls' thought signatures an adapter remembers (least recently seen forgotten first). */
 const MAX_SIGNATURES = 10_000;

@@ -1,4 +1,3 @@
-import type * as Schemas from '@ag-ui/core/schemas';
 import { BadUserInputError } from '../core/errors.js';
 import { MAX_ID_LENGTH } from '../core/ids.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
@@ -14,7 +13,7 @@ export const DEFAULT_AGENT = 'default';
  * serving only GraphQL clients never uses them, and they were most of the 8 MB of heap (10 MB of RSS)
  * the idle process lost when they and graphql-jit stopped loading at start-up (BENCHMARKS.md, step 38).
  */
-const agUiSchemas = loadOnFirstUse((): Promise<typeof Schemas> => import('@ag-ui/core/schemas'));
+const agUiSchemas = loadOnFirstUse(() => import('@ag-ui/core/schemas'));
 
 /** A RunAgentInput as the stock client sends it, after @ag-ui/core's schema has checked it. */
 export interface RunAgentInput {
