@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import { Writable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { ApolloClient, HttpLink, InMemoryCache, gql } from '@apollo/client';
 import { Defer20220824Handler } from '@apollo/client/incremental';
 import { CopilotRuntimeClient } from '@copilotkit/runtime-client-gql';
@@ -13,7 +13,7 @@ import WebSocket from 'ws';
 import type { ModelAdapter, ModelOutput, ModelRequest } from '../src/adapters/adapter.js';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { agUiAgent } from '../src/agents/ag-ui.js';
-import { anyOf } from '../src/auth/authenticate.js';
+import { anyOf, bearerToken } from '../src/auth/authenticate.js';
 import { apiKeyAuthenticator } from '../src/auth/api-keys.js';
 import { jwtAuthenticator } from '../src/auth/jwt.js';
 import type { Principal } from '../src/core/principal.js';
@@ -304,6 +304,164 @@ describe('authentication', () => {
     } finally {
       await close(jwks);
     }
+  });
+});
+
+describe('credentials that expire', () => {
+  /** One operation on an existing graphql-ws client: its events and errors, and when it is over. */
+  function operation(client: ReturnType<typeof createClient>, query: string, variables: Record<string, unknown>) {
+    const events: any[] = [];
+    const errors: any[] = [];
+    const done = new Promise<void>((resolve) => {
+      client.subscribe({ query, variables }, {
+        next: (result: any) => (result.errors ? errors.push(...result.errors) : events.push(Object.values(result.data)[0])),
+        // An `error` message's errors, or what closed the socket.
+        error: (error) => {
+          errors.push(...(Array.isArray(error) ? error : [error]));
+          resolve();
+        },
+        complete: () => resolve(),
+      });
+    });
+    return { events, errors, done };
+  }
+
+  /**
+   * A custom hook whose sessions ("Bearer session-N") are good for `firstLifetimeMs` (the first) or a
+   * minute (the others) from when they are checked, and a graphql-ws client that keeps its connection
+   * (not lazy) and connects again at once when it is closed, with a new session each time.
+   */
+  function sessions(firstLifetimeMs: number) {
+    const checked: { token: string; expiresAt: number }[] = [];
+    const authenticate = ({ authorization }: { authorization: string | undefined }): Principal | null => {
+      const token = bearerToken(authorization);
+      if (!token?.startsWith('session-')) return null;
+      const expiresAt = Date.now() + (checked.length === 0 ? firstLifetimeMs : 60_000);
+      checked.push({ token, expiresAt });
+      return { id: 'user-1', method: 'session', expiresAt };
+    };
+    let issued = 0;
+    const closes: number[] = [];
+    const client = (url: string) => createClient({
+      url,
+      webSocketImpl: WebSocket,
+      lazy: false,
+      retryAttempts: 3,
+      retryWait: async () => {},
+      onNonLazyError: () => {},
+      // Called for every connection: a fresh session each time.
+      connectionParams: () => ({ authorization: `Bearer session-${++issued}` }),
+      on: { closed: (event: any) => void closes.push(event?.code) },
+    });
+    return { authenticate, checked, closes, client };
+  }
+
+  it('over WebSocket: refuses operations asked after the expiry, lets the one under way end, then closes with 4403; the graphql-ws client connects again with fresh credentials', async () => {
+    const adapter = new HoldingAdapter();
+    const session = sessions(1_500);
+    const gateway = await start({ adapter, authenticate: session.authenticate });
+    const client = session.client(gateway.wsUrl);
+    try {
+      const underWay = operation(client, COPILOT_RUN, { data: runInput([userMessage('hi')]) });
+      await until(async () => adapter.started, (n) => n === 1, 'the first run under way');
+      const { expiresAt } = session.checked[0];
+      await until(async () => Date.now(), (now) => now > expiresAt, 'the session expired');
+
+      const late = operation(client, COPILOT_RUN, { data: runInput([userMessage('hi')]) });
+      await late.done;
+      expect(late.errors).toEqual([expect.objectContaining({ message: expect.stringMatching(/credentials have expired/), extensions: expect.objectContaining({ code: 'UNAUTHENTICATED' }) })]);
+      expect(late.events).toEqual([]);
+      expect(adapter.started).toBe(1);
+      expect(session.closes).toEqual([]);
+
+      // The run under way ends as it would have; then, with nothing under way, the connection is closed.
+      adapter.release();
+      await underWay.done;
+      expect(textOfEvents(underWay.events)).toBe('first last');
+      expect(underWay.errors).toEqual([]);
+      expect(adapter.aborted).toBe(0);
+      await until(async () => session.checked.length, (n) => n === 2, 'the client connected again');
+      expect(session.closes).toEqual([4403]);
+      expect(session.checked.map(({ token }) => token)).toEqual(['session-1', 'session-2']);
+
+      // Served on the new connection.
+      const next = operation(client, COPILOT_RUN, { data: runInput([userMessage('hi')]) });
+      await until(async () => adapter.started, (n) => n === 2, 'the second run under way');
+      adapter.release();
+      await next.done;
+      expect(textOfEvents(next.events)).toBe('first last');
+      expect(session.closes).toEqual([4403]);
+    } finally {
+      adapter.release();
+      await client.dispose();
+    }
+  });
+
+  it('over WebSocket: closes an idle connection when its credentials expire, and never early for an expiry past what a timer can wait (24.8 days)', async () => {
+    const adapter = new HoldingAdapter({ hold: false });
+    const short = sessions(300);
+    const gateway = await start({ adapter, authenticate: short.authenticate });
+    const client = short.client(gateway.wsUrl);
+    try {
+      const run = operation(client, COPILOT_RUN, { data: runInput([userMessage('hi')]) });
+      await run.done;
+      expect(textOfEvents(run.events)).toBe('first last');
+      await until(async () => short.checked.length, (n) => n === 2, 'the idle connection closed at its expiry, and opened again');
+      expect(short.closes).toEqual([4403]);
+    } finally {
+      await client.dispose();
+    }
+
+    // 40 days: more than setTimeout's longest delay, which Node would cut to 1 ms.
+    const long = sessions(40 * 24 * 3600_000);
+    const patient = await start({ adapter, authenticate: long.authenticate });
+    const longClient = long.client(patient.wsUrl);
+    const timers = jest.spyOn(globalThis, 'setTimeout');
+    try {
+      for (let i = 0; i < 2; i++) {
+        const run = operation(longClient, COPILOT_RUN, { data: runInput([userMessage('hi')]) });
+        await run.done;
+        expect(textOfEvents(run.events)).toBe('first last');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(long.closes).toEqual([]);
+      expect(long.checked).toHaveLength(1);
+      expect(timers.mock.calls.filter(([, ms]) => (ms ?? 0) > 2 ** 31 - 1)).toEqual([]);
+    } finally {
+      timers.mockRestore();
+      await longClient.dispose();
+    }
+  });
+
+  it('refuses a principal that has already expired (401, 4403), and answers AUTH_UNAVAILABLE for an expiry that is not a number', async () => {
+    let expiresAt: unknown = Date.now() - 1;
+    const gateway = await start({ authenticate: () => ({ id: 'user-1', method: 'session', expiresAt }) as Principal });
+    const expired = await post(gateway.url, HELLO, auth('anything'));
+    expect(expired.status).toBe(401);
+    expect(expired.json.errors[0]).toMatchObject({ message: expect.stringMatching(/credentials have expired/), extensions: { code: 'UNAUTHENTICATED' } });
+    const refused = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')]) }, { authorization: 'Bearer anything' });
+    await refused.done;
+    expect(refused.closeCode()).toBe(4403);
+
+    expiresAt = 'tomorrow';
+    const broken = await post(gateway.url, HELLO, auth('anything'));
+    expect(broken.status).toBe(503);
+    expect(broken.json.errors[0].extensions.code).toBe('AUTH_UNAVAILABLE');
+    expiresAt = Number.NaN;
+    expect((await post(gateway.url, HELLO, auth('anything'))).status).toBe(503);
+    expiresAt = Date.now() + 60_000;
+    expect((await post(gateway.url, HELLO, auth('anything'))).json).toEqual({ data: { hello: 'Hello World' } });
+  });
+
+  it('takes a JWT\'s expiry from its exp, plus the clock tolerance', async () => {
+    const key = new TextEncoder().encode(JWT_SECRET);
+    const authenticate = jwtAuthenticator({ secret: JWT_SECRET, clockToleranceSeconds: 10 });
+    const exp = Math.floor(Date.now() / 1000) + 300;
+    const expiring = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject('user-42').setExpirationTime(exp).sign(key);
+    const request = (token: string) => ({ transport: 'ws' as const, authorization: `Bearer ${token}`, headers: {}, clientAddress: undefined });
+    expect(await authenticate(request(expiring))).toMatchObject({ id: 'jwt:user-42', expiresAt: (exp + 10) * 1000 });
+    const lasting = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject('user-42').sign(key);
+    expect((await authenticate(request(lasting)))?.expiresAt).toBeUndefined();
   });
 });
 

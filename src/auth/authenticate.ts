@@ -40,6 +40,13 @@ export async function authenticateRequest(hook: Authenticate, request: Authentic
       logger.error('the authenticate hook returned something that is not a principal ({id, method}); the request is refused');
       return { error: new GatewayError('AUTH_UNAVAILABLE', 'The credentials could not be checked. Try again, or report it with the request id.') };
     }
+    if (principal.expiresAt !== undefined) {
+      if (typeof principal.expiresAt !== 'number' || Number.isNaN(principal.expiresAt)) {
+        logger.error('the authenticate hook returned a principal whose expiresAt is not a number (milliseconds since the epoch); the request is refused');
+        return { error: new GatewayError('AUTH_UNAVAILABLE', 'The credentials could not be checked. Try again, or report it with the request id.') };
+      }
+      if (principal.expiresAt <= Date.now()) return { error: unauthenticated(request.authorization, 'the credentials have expired') };
+    }
     return { principal: { ...principal, method: typeof principal.method === 'string' ? principal.method : 'custom' } };
   } catch (error) {
     if (error instanceof GatewayError) {

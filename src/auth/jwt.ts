@@ -1,5 +1,6 @@
 import { createRemoteJWKSet, errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { ConfigurationError, GatewayError } from '../core/errors.js';
+import type { Principal } from '../core/principal.js';
 import { isHttpUrl } from '../core/urls.js';
 import { bearerToken, unauthenticated, type Authenticate } from './authenticate.js';
 
@@ -33,7 +34,7 @@ const REFUSALS: Record<string, string> = {
  * JWTs sent as `Authorization: Bearer <token>`, verified with jose against a JWKS URL (keys cached;
  * fetched again when a token names an unknown key, at most every 30 s) or a shared secret, with the
  * issuer and audience checked when set. The principal is the token's `sub` ("jwt:<sub>"), with its
- * verified claims. A JWKS that cannot be fetched is AUTH_UNAVAILABLE (503), not a refusal.
+ * verified claims, and with an `exp` its `expiresAt` (that time plus the tolerance). A JWKS that cannot be fetched is AUTH_UNAVAILABLE (503), not a refusal.
  */
 export function jwtAuthenticator(options: JwtOptions): Authenticate {
   if (options === null || typeof options !== 'object') throw new ConfigurationError('JWT authentication needs options: {jwksUrl | secret, issuer?, audience?}.');
@@ -75,6 +76,9 @@ export function jwtAuthenticator(options: JwtOptions): Authenticate {
       throw new GatewayError('AUTH_UNAVAILABLE', 'The token could not be checked now: the signing keys cannot be fetched. Try again shortly.', { cause: error });
     }
     if (typeof payload.sub !== 'string' || payload.sub === '') throw unauthenticated(authorization, 'the token has no "sub"');
-    return { id: `jwt:${payload.sub}`, method: 'jwt', claims: payload as Record<string, unknown> };
+    const principal: Principal = { id: `jwt:${payload.sub}`, method: 'jwt', claims: payload as Record<string, unknown> };
+    // Accepted until then by jose, given the tolerance: a WebSocket connection it opened ends then.
+    if (typeof payload.exp === 'number') principal.expiresAt = (payload.exp + tolerance) * 1000;
+    return principal;
   };
 }

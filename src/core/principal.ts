@@ -9,4 +9,10 @@ export interface Principal {
   method: string;
   /** The verified JWT claims, or what a custom hook adds. Never the credential itself. */
   claims?: Record<string, unknown>;
+  /**
+   * When the credential stops being accepted, in milliseconds since the epoch (a JWT's `exp` plus the
+   * clock tolerance). A WebSocket connection authenticated with it takes no operation after that and
+   * is closed (4403) once none is under way. Unset: the credential does not expire.
+   */
+  expiresAt?: number;
 }

@@ -6,7 +6,7 @@ import { CloseCode, handleProtocols, makeServer } from 'graphql-ws';
 import type { Logger } from 'pino';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { OPERATION_ENDED } from '../core/abort.js';
-import type { GatewayError } from '../core/errors.js';
+import { GatewayError } from '../core/errors.js';
 import { MAX_NESTING, nestsDeeperThan } from '../core/depth.js';
 import type { RunLauncher } from '../engine/launcher.js';
 import type { GatewayContext } from '../graphql/context.js';
@@ -151,6 +151,8 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
               return false;
             }
             ctx.extra.admitted = admission;
+            const expiresAt = admission.principal?.expiresAt;
+            if (expiresAt !== undefined) (ctx.extra.socket as ServedSocket | undefined)?.[CONNECTION]?.expireAt(expiresAt);
             return true;
           }
         : undefined,
@@ -185,6 +187,9 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
       onSubscribe: (ctx, _id, handed) => {
         const payload = ctx.extra.slot ?? handed;
         ctx.extra.slot = undefined;
+        // As an HTTP request with the same credentials would be: refused once they have expired.
+        const expiresAt = ctx.extra.admitted?.principal?.expiresAt;
+        if (expiresAt !== undefined && Date.now() >= expiresAt) return [codedError(credentialsExpired())];
         const prepare = () => {
           if (nestsDeeperThan(payload.variables) || nestsDeeperThan(payload.extensions)) {
             return [new GraphQLError(`The variables nest deeper than ${MAX_NESTING} levels.`, { extensions: { code: 'BAD_USER_INPUT' } })];
@@ -286,6 +291,25 @@ interface ConnectionShared {
   onConnection: ((delta: 1 | -1) => void) | undefined;
 }
 
+/** A connection's expiring credentials (WsConnection.expireAt). */
+interface Expiry {
+  /** Milliseconds since the epoch. */
+  at: number;
+  timer: NodeJS.Timeout | undefined;
+  /** The connection's messages in progress since the expiry was set (a `subscribe`: until its operation has ended). */
+  open: number;
+  /** The time has come: the connection closes once `open` is 0. */
+  due: boolean;
+}
+
+/** The longest delay setTimeout takes. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** An operation asked on a connection whose credentials have expired. */
+function credentialsExpired(): GatewayError {
+  return new GatewayError('UNAUTHENTICATED', 'The connection\'s credentials have expired: connect again with fresh ones.');
+}
+
 /** Where a socket's shared listeners find its connection. */
 const CONNECTION = Symbol('graphql-ws connection');
 type ServedSocket = WebSocket & { [CONNECTION]?: WsConnection };
@@ -303,6 +327,8 @@ type ServedSocket = WebSocket & { [CONNECTION]?: WsConnection };
 class WsConnection {
   private handle: ((data: string) => Promise<void>) | undefined;
   private readonly closed: (code?: number, reason?: string) => Promise<void>;
+  /** Set when the connection's credentials expire (Principal.expiresAt). */
+  private expiry: Expiry | undefined;
 
   static serve(socket: ServedSocket, shared: ConnectionShared, extra: ConnectionExtra): void {
     socket[CONNECTION] = new WsConnection(socket, shared, extra);
@@ -352,6 +378,8 @@ class WsConnection {
     const { handle, extra, shared } = this;
     if (!handle) return;
     shared.operations.started();
+    const expiry = this.expiry;
+    if (expiry) expiry.open++;
     const slimmed = slimSubscribe(text);
     let handled: Promise<void>;
     if (typeof slimmed === 'string') {
@@ -361,10 +389,51 @@ class WsConnection {
       handled = handle(slimmed.text);
       extra.slot = undefined;
     }
-    handled.then(shared.operations.ended, (error: unknown) => {
+    // (Without an expiry, the shared function: no closure per message of the thousands of held streams.)
+    const ended = expiry === undefined ? shared.operations.ended : () => {
       shared.operations.ended();
+      this.messageEnded(expiry);
+    };
+    handled.then(ended, (error: unknown) => {
+      ended();
       this.failed(error);
     });
+  }
+
+  /**
+   * The credentials expire at `at`: operations asked after it are refused (onSubscribe), those under
+   * way go on to their end, as an HTTP stream does, and the connection is closed with 4403 as soon as
+   * none is left, so that a client (graphql-ws retries 4403) connects again with fresh credentials.
+   */
+  expireAt(at: number): void {
+    const expiry: Expiry = { at, timer: undefined, open: 0, due: false };
+    this.expiry = expiry;
+    this.awaitExpiry(expiry);
+  }
+
+  private awaitExpiry(expiry: Expiry): void {
+    // setTimeout waits at most 2^31 - 1 ms (about 24.8 days); a later expiry is looked at again then.
+    expiry.timer = setTimeout(() => this.expiryCame(expiry), Math.min(Math.max(expiry.at - Date.now(), 0), MAX_TIMER_MS));
+    expiry.timer.unref();
+  }
+
+  private expiryCame(expiry: Expiry): void {
+    if (Date.now() < expiry.at) return this.awaitExpiry(expiry);
+    expiry.timer = undefined;
+    expiry.due = true;
+    if (expiry.open === 0) this.closeExpired();
+  }
+
+  /** A message counted under the expiry has been handled (a `subscribe`: its operation has ended). */
+  private messageEnded(expiry: Expiry): void {
+    if (--expiry.open === 0 && expiry.due) this.closeExpired();
+  }
+
+  private closeExpired(): void {
+    const { socket, shared } = this;
+    if (socket.readyState !== socket.OPEN) return;
+    shared.logger.info({ transport: 'ws' }, 'a WebSocket connection\'s credentials expired: closed');
+    socket.close(CloseCode.Forbidden, 'Forbidden: the credentials have expired');
   }
 
   private failed(error: unknown): void {
@@ -387,6 +456,7 @@ class WsConnection {
 
   ended(code: number, reason: string): void {
     const { socket, shared } = this;
+    if (this.expiry) clearTimeout(this.expiry.timer);
     shared.onConnection?.(-1);
     shared.keepAlive.forget(socket);
     void this.closed(code, reason);
