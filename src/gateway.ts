@@ -236,6 +236,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     maxConcurrentRuns: config.maxConcurrentRuns,
     modelLimits: config.modelLimits,
     modelFirstTokenTimeoutMs: config.modelFirstTokenTimeoutMs,
+    onModelRetry: metrics ? (who, reason) => metrics.upstreamRetry(who, reason) : undefined,
     agentFirstEventTimeoutMs: config.agentFirstEventTimeoutMs,
     limiter,
     onRunStarted: metrics ? (run, kind) => metrics.observeRun(run, kind) : undefined,

@@ -170,6 +170,24 @@ describe('AnthropicAdapter (Messages API streaming on the official SDK)', () => 
     if (prompt === '[fail=429]') expect(error.details).toMatchObject({ upstreamStatus: 429, retryAfterSeconds: 7 });
   });
 
+  it('reports each retry the SDK makes, with why the attempt before failed, and streams the answer that follows', async () => {
+    const retries: [string, string][] = [];
+    const onRetry = (who: string, reason: string) => void retries.push([who, reason]);
+    const output = recordingOutput();
+    const prompt = `[fail=529][fail-times=2][retry-after-ms=1][tokens=2] ${Math.random()}`;
+    await adapter({ maxRetries: 2 }).stream(request(prompt, { onRetry }), output, new AbortController().signal);
+    expect(retries).toEqual([['the model provider (Anthropic)', 'HTTP 529'], ['the model provider (Anthropic)', 'HTTP 529']]);
+    expect(output.log.filter((line) => line.startsWith('text')).join('|')).toBe('text m1 tok0 |text m1 tok1 ');
+
+    // A server that cannot be reached: each retry says so.
+    retries.length = 0;
+    const unreachable = new AnthropicAdapter({ baseURL: 'http://127.0.0.1:9', apiKey: 'k', maxRetries: 1 });
+    adapters.push(unreachable);
+    const error = await rejection(unreachable.stream(request('hi', { onRetry }), recordingOutput(), new AbortController().signal));
+    expect(error.code).toBe('UPSTREAM_UNREACHABLE');
+    expect(retries).toEqual([['the model provider (Anthropic)', 'UPSTREAM_UNREACHABLE']]);
+  });
+
   it('says which variable to check when the server cannot be reached', async () => {
     const error = await rejection(new AnthropicAdapter({ baseURL: 'http://127.0.0.1:9', apiKey: 'k', maxRetries: 0 }).stream(request('hi'), recordingOutput(), new AbortController().signal));
     expect(error.code).toBe('UPSTREAM_UNREACHABLE');

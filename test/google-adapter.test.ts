@@ -145,6 +145,19 @@ describe('GoogleAdapter (Gemini API streaming on the official SDK)', () => {
     expect(error.message).not.toMatch(/127\.0\.0\.1/);
   });
 
+  it('reports each retry the SDK makes, with why the attempt before failed, and streams the answer that follows', async () => {
+    const retries: [string, string][] = [];
+    const output = recordingOutput();
+    const before = fake.requests.length;
+    // One retry: the SDK waits a second or two before it (its own backoff, which the adapter does not set).
+    const prompt = `[fail=503][fail-times=1][tokens=2] ${Math.random()}`;
+    await adapter({ maxRetries: 1 }).stream(request(prompt, { onRetry: (who, reason) => void retries.push([who, reason]) }), output, new AbortController().signal);
+    expect(retries).toEqual([['the model provider (Google Gemini)', 'HTTP 503']]);
+    expect(output.log.filter((line) => line.startsWith('text')).join('|')).toBe('text m1 tok0 |text m1 tok1 ');
+    // Both attempts went through the adapter's fetch, the key and the base URL as configured.
+    expect(fake.requests.slice(before).map((seen) => seen.headers['x-goog-api-key'])).toEqual(['g-test', 'g-test']);
+  });
+
   it('says which variable to check when the server cannot be reached', async () => {
     const unreachable = new GoogleAdapter({ baseURL: 'http://127.0.0.1:9', apiKey: 'k', maxRetries: 0 });
     adapters.push(unreachable);

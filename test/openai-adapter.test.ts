@@ -134,7 +134,7 @@ describe('OpenAIAdapter (Chat Completions streaming on undici)', () => {
     expect(requests[0].body.tools).toEqual([{ type: 'function', function: { name: 'lookup', description: 'Looks up.', parameters: { type: 'object', properties: {} } } }]);
   });
 
-  it('retries a declined call (503 with Retry-After) as the SDK does, then streams', async () => {
+  it('retries a declined call (503 with Retry-After) as the SDK does, reporting the retry, then streams', async () => {
     let calls = 0;
     handler = (_req, res) => {
       if (++calls === 1) {
@@ -146,8 +146,10 @@ describe('OpenAIAdapter (Chat Completions streaming on undici)', () => {
       res.end(chunk({ content: 'ok' }) + chunk({}, 'stop') + 'data: [DONE]\n\n');
     };
     const output = recorder();
-    await adapter({ maxRetries: 2 }).stream(request, output, new AbortController().signal);
+    const retries: [string, string][] = [];
+    await adapter({ maxRetries: 2 }).stream({ ...request, onRetry: (who, reason) => void retries.push([who, reason]) }, output, new AbortController().signal);
     expect(calls).toBe(2);
+    expect(retries).toEqual([['the model provider', 'HTTP 503']]);
     expect(output.log).toEqual(['start chatcmpl-1', 'text m1 ok', 'end m1']);
   });
 

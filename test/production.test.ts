@@ -11,6 +11,7 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '
 import { pino } from 'pino';
 import WebSocket from 'ws';
 import type { ModelAdapter, ModelOutput, ModelRequest } from '../src/adapters/adapter.js';
+import { AnthropicAdapter } from '../src/adapters/anthropic.js';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { agUiAgent } from '../src/agents/ag-ui.js';
 import { anyOf, bearerToken } from '../src/auth/authenticate.js';
@@ -20,6 +21,7 @@ import type { Principal } from '../src/core/principal.js';
 import { possibleTypes } from '../src/index.js';
 import type { ServerAction } from '../src/actions/server-action.js';
 import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';
+import { FakeAnthropic } from './support/fake-anthropic.js';
 import { FakeCopilotKitEndpoint } from './support/fake-copilotkit-endpoint.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { gatewaysPerTest, runInput, userMessage } from './support/harness.js';
@@ -652,6 +654,33 @@ describe('metrics', () => {
     expect(text).toMatch(/copilot_gateway_active_runs 0/);
     expect(text).toMatch(/copilot_gateway_websocket_connections 0/);
     expect(text).toMatch(/copilot_gateway_process_resident_memory_bytes \d+/);
+  });
+});
+
+describe('metrics of retries', () => {
+  it('counts the retries of model calls, the gateway\'s own (OpenAI-compatible) and a provider SDK\'s (Anthropic), by upstream and reason', async () => {
+    const anthropic = new FakeAnthropic();
+    const anthropicURL = await anthropic.start();
+    try {
+      const openai = await start({ adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 2 }) });
+      const claude = await start({ adapter: new AnthropicAdapter({ baseURL: anthropicURL, apiKey: 'k', maxRetries: 2 }) });
+      const run = (url: string, prompt: string) => post(url, { query: 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { status { ... on BaseResponseStatus { code } } } }', variables: { data: runInput([userMessage(prompt)]) } });
+      const metrics = async (url: string) => (await fetch(new URL('/metrics', url))).text();
+
+      const nonce = Math.random();
+      expect((await run(openai.url, `[fail=503][fail-times=2][tokens=2] ${nonce}`)).json.data.generateCopilotResponse.status.code).toBe('Success');
+      expect((await run(claude.url, `[fail=529][fail-times=1][retry-after-ms=1][tokens=2] ${nonce}`)).json.data.generateCopilotResponse.status.code).toBe('Success');
+      const openaiText = await metrics(openai.url);
+      expect(openaiText).toMatch(/copilot_gateway_upstream_retries_total\{upstream="the model provider",reason="HTTP 503"\} 2\n/);
+      expect(openaiText).toMatch(/copilot_gateway_upstream_calls_total\{upstream="model:openai",outcome="ok"\} 1\n/);
+      const claudeText = await metrics(claude.url);
+      expect(claudeText).toMatch(/copilot_gateway_upstream_retries_total\{upstream="the model provider \(Anthropic\)",reason="HTTP 529"\} 1\n/);
+      // Each gateway counts its own calls' retries only.
+      expect(claudeText).not.toMatch(/upstream="the model provider",/);
+      expect(openaiText).not.toMatch(/Anthropic/);
+    } finally {
+      await anthropic.stop();
+    }
   });
 });
 

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { ForwardedParameters, Message, ToolDefinition } from '../core/messages.js';
 import type { ModelOutput } from '../core/writer.js';
+import type { RetryObserver } from '../upstream/attempts.js';
 
 export type { ForwardedParameters, ModelOutput };
 
@@ -12,6 +13,12 @@ export interface ModelRequest {
   tools: readonly ToolDefinition[];
   forwardedParameters: ForwardedParameters;
   logger: Logger;
+  /**
+   * Told of each retry of this call (the gateway counts them, copilot_gateway_upstream_retries_total):
+   * whom the adapter called, as its errors name it, and why the attempt before failed (an error code,
+   * or `HTTP <status>`). An adapter that retries should report every retry here.
+   */
+  onRetry?: RetryObserver;
 }
 
 /**

@@ -5,6 +5,7 @@ import { Agent, fetch as undiciFetch } from 'undici';
 import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import { capitalize, commonCauseHint, upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
+import { SdkAttempts } from '../upstream/attempts.js';
 import { parseRetryAfter } from '../upstream/retry.js';
 import type { ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
 import { toAnthropicMessages, toAnthropicToolChoice, toAnthropicTools } from './anthropic-messages.js';
@@ -25,6 +26,8 @@ export interface AnthropicAdapterOptions {
 }
 
 const WHO = 'the model provider (Anthropic)';
+/** Where a call's attempts counter rides in the init the SDK hands to fetch. */
+const ATTEMPTS = Symbol('attempts');
 
 type AnthropicSdk = typeof import('@anthropic-ai/sdk');
 /** The SDK, loaded on first use: a gateway on another provider does not pay for it (about 15 MB). */
@@ -82,9 +85,11 @@ export class AnthropicAdapter implements ModelAdapter {
 
     const reader = new EventReader(output);
     const sdk = await loadSdk();
+    // The SDK retries inside itself: its attempts reach the fetch below with this call's counter.
+    const attempts = request.onRetry ? { [ATTEMPTS]: new SdkAttempts(WHO, request.onRetry, request.logger) } : undefined;
     let stream: AsyncIterable<RawMessageStreamEvent>;
     try {
-      stream = await this.client(sdk).messages.create(body, { signal });
+      stream = await this.client(sdk).messages.create(body, attempts ? { signal, fetchOptions: attempts as object } : { signal });
     } catch (error) {
       if (signal.aborted) throw signal.reason;
       throw providerError(sdk, error, 'connect');
@@ -110,7 +115,12 @@ export class AnthropicAdapter implements ModelAdapter {
         maxRetries: this.options.maxRetries ?? 2,
         // Without a key (a proxy that adds its own), the SDK must be told to send no credentials.
         defaultHeaders: { ...(this.options.apiKey ? {} : { authorization: null }), ...this.options.defaultHeaders },
-        fetch: ((url: string, init: RequestInit) => undiciFetch(url, { ...(init as object), dispatcher } as Parameters<typeof undiciFetch>[1])) as never,
+        // The SDK spreads a call's `fetchOptions` into every attempt's init: a counter there sees its retries.
+        fetch: ((url: string, init: RequestInit & { [ATTEMPTS]?: SdkAttempts }) => {
+          const send = () => undiciFetch(url, { ...(init as object), dispatcher } as Parameters<typeof undiciFetch>[1]);
+          const attempts = init[ATTEMPTS];
+          return attempts ? attempts.send(send) : send();
+        }) as never,
         // The SDK's own logging stays off: the gateway logs failures with the run.
         logLevel: 'off',
       });

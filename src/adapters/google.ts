@@ -2,6 +2,7 @@ import type { ApiError, GenerateContentConfig, GenerateContentResponse, GoogleGe
 import { Agent, fetch as undiciFetch } from 'undici';
 import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
+import { SdkAttempts } from '../upstream/attempts.js';
 import { commonCauseHint, upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
 import type { ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
 import { toGeminiContents, toGeminiFunctions, toGeminiToolConfig } from './google-messages.js';
@@ -77,9 +78,12 @@ export class GoogleAdapter implements ModelAdapter {
 
     const reader = new ChunkReader(output, (callId, signature) => this.remember(callId, signature));
     const sdk = await loadSdk();
+    const { client, dispatcher } = this.connected(sdk);
+    // The SDK retries inside itself: this call's own fetch sees its attempts.
+    if (request.onRetry) config.httpOptions = { fetch: this.countingFetch(new SdkAttempts(WHO, request.onRetry, request.logger), dispatcher) };
     let stream: AsyncGenerator<GenerateContentResponse>;
     try {
-      stream = await this.client(sdk).models.generateContentStream({ model: params.model || this.model, contents, config });
+      stream = await client.models.generateContentStream({ model: params.model || this.model, contents, config });
     } catch (error) {
       if (signal.aborted) throw signal.reason;
       throw providerError(sdk, error, 'connect');
@@ -100,7 +104,8 @@ export class GoogleAdapter implements ModelAdapter {
     if (this.signatures.size > MAX_SIGNATURES) this.signatures.delete(this.signatures.keys().next().value as string);
   }
 
-  private client(sdk: GoogleSdk): GoogleGenAI {
+  /** The SDK's client and the pool under it, made on first use. */
+  private connected(sdk: GoogleSdk): { client: GoogleGenAI; dispatcher: Agent } {
     if (!this.pool) {
       // Streams may be quiet for long: the run's idle timeout decides when one has gone silent.
       const dispatcher = new Agent({ bodyTimeout: 0, headersTimeout: 0, keepAliveTimeout: 10_000 });
@@ -113,16 +118,24 @@ export class GoogleAdapter implements ModelAdapter {
           ...(this.options.baseURL ? { baseUrl: this.options.baseURL } : {}),
           headers: this.options.defaultHeaders,
           retryOptions: { attempts: (this.options.maxRetries ?? 2) + 1 },
-          fetch: ((url: string, init: RequestInit) => {
-            // Keyless (a proxy that adds its own): the SDK would still send an empty key header.
-            const headers = this.options.apiKey ? init.headers : withoutKey(init.headers);
-            return undiciFetch(url, { ...(init as object), headers, dispatcher } as Parameters<typeof undiciFetch>[1]);
-          }) as never,
+          fetch: ((url: string, init: RequestInit) => this.send(url, init, dispatcher)) as never,
         },
       });
       this.pool = { client, dispatcher };
     }
-    return this.pool.client;
+    return this.pool;
+  }
+
+  /** A request through the adapter's pool. */
+  private send(url: string, init: RequestInit, dispatcher: Agent): ReturnType<typeof undiciFetch> {
+    // Keyless (a proxy that adds its own): the SDK would still send an empty key header.
+    const headers = this.options.apiKey ? init.headers : withoutKey(init.headers);
+    return undiciFetch(url, { ...(init as object), headers, dispatcher } as Parameters<typeof undiciFetch>[1]);
+  }
+
+  /** One call's fetch (the SDK takes it in the call's `httpOptions`), its attempts counted. */
+  private countingFetch(attempts: SdkAttempts, dispatcher: Agent): typeof fetch {
+    return ((url: string, init: RequestInit) => attempts.send(() => this.send(url, init, dispatcher))) as never;
   }
 }
 

@@ -159,7 +159,7 @@ export class OpenAIAdapter implements ModelAdapter {
     // body is read to its end, as the SDK does (past `[DONE]` too), so the connection goes back to the pool.
     // Returned, not awaited: no suspended frame (holding the request) for the life of the stream.
     return this.upstream
-      .stream({ url: this.url, method: 'POST', headers: this.headers, json: body, who: WHO, policy: this.policy, signal, logger: request.logger }, (bytes) => {
+      .stream({ url: this.url, method: 'POST', headers: this.headers, json: body, who: WHO, policy: this.policy, signal, logger: request.logger, onRetry: request.onRetry }, (bytes) => {
         let text = decoder.write(bytes);
         if (first && text !== '') {
           first = false;

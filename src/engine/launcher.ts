@@ -18,6 +18,7 @@ import type { Admission, ThreadService } from './threads.js';
 import type { Principal } from '../core/principal.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
 import type { RunTracing } from '../observability/tracing.js';
+import type { RetryObserver } from '../upstream/attempts.js';
 
 /** Who asked for the run: the request's id and logger, and a signal aborted when the client goes away. */
 export interface RunCaller {
@@ -53,6 +54,8 @@ export interface LauncherOptions extends AgentLoopOptions {
   modelIdleTimeoutMs: number;
   /** How long the model may take to send its first chunk of each call. */
   modelFirstTokenTimeoutMs: number;
+  /** Told of each retry of a model call (metrics). */
+  onModelRetry?: RetryObserver;
   /** Runs served at once; one more is refused with OVERLOADED. */
   maxConcurrentRuns: number;
   /** What clients may choose and send to the model (models, maxTokens, conversation size). */

@@ -43,7 +43,7 @@ export class GatewayMetrics {
     });
     this.chunks = new Counter({ name: 'copilot_gateway_tokens_streamed_total', help: 'Chunks of text and action arguments streamed (a chunk is a token or, when tokens arrive together, several), added when each run ends.', labelNames: ['kind'], registers });
     this.upstreamCalls = new Counter({ name: 'copilot_gateway_upstream_calls_total', help: 'Calls of a run to its model or agent, by upstream and outcome (ok, or the error code).', labelNames: ['upstream', 'outcome'], registers });
-    this.upstreamRetries = new Counter({ name: 'copilot_gateway_upstream_retries_total', help: 'Upstream HTTP calls retried (agents, remote endpoints, discovery, guardrails, the OpenAI-compatible stream), by upstream and reason.', labelNames: ['upstream', 'reason'], registers });
+    this.upstreamRetries = new Counter({ name: 'copilot_gateway_upstream_retries_total', help: 'Upstream HTTP calls retried (models, agents, remote endpoints, discovery, guardrails), by upstream and reason.', labelNames: ['upstream', 'reason'], registers });
     this.storeOperations = new Counter({ name: 'copilot_gateway_thread_store_operations_total', help: 'Thread-store operations (claim, open, thread, run, owner, stop), by store and outcome (ok, or the error code).', labelNames: ['store', 'operation', 'outcome'], registers });
     new Gauge({ name: 'copilot_gateway_active_runs', help: 'Runs going in this process.', registers, collect() { this.set(activeRuns()); } });
     this.httpStreams = new Gauge({ name: 'copilot_gateway_active_http_streams', help: 'HTTP responses streaming now (multipart, SSE, AG-UI).', registers });

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { Agent, fetch as undiciFetch, request as undiciRequest, type Dispatcher } from 'undici';
 import { abortableDelay } from '../core/abort.js';
 import { GatewayError, UpstreamError } from '../core/errors.js';
+import type { RetryObserver } from './attempts.js';
 import { upstreamNetworkError, upstreamStatusError } from './errors.js';
 import { backoffDelay, isRetryableNetworkError, parseRetryAfter, type RetryPolicy } from './retry.js';
 
@@ -19,6 +20,8 @@ export interface UpstreamCall {
   /** Aborts the call at every stage: while waiting to retry, while connecting, while streaming. */
   signal: AbortSignal;
   logger: Logger;
+  /** Told of this call's retries instead of the client's `onRetry` (a model call: its run's gateway counts them). */
+  onRetry?: RetryObserver;
 }
 
 /** A successful (2xx) response whose body has not been read yet. */
@@ -37,7 +40,7 @@ export interface UpstreamClientOptions {
   /** How long an idle pooled connection is kept open. @default 10000 */
   keepAliveTimeoutMs?: number;
   /** Told of every retry: which upstream, and why (an error code, or the status that was declined). */
-  onRetry?: (who: string, reason: string) => void;
+  onRetry?: RetryObserver;
 }
 
 /** Set as an attempt's abort reason when it took longer than `attemptTimeoutMs`. */
@@ -61,7 +64,7 @@ const MAX_JSON_BODY_BYTES = 16 * 1024 * 1024;
  */
 export class UpstreamClient {
   readonly dispatcher: Dispatcher;
-  private readonly onRetry: ((who: string, reason: string) => void) | undefined;
+  private readonly onRetry: RetryObserver | undefined;
 
   constructor(options: UpstreamClientOptions = {}) {
     this.onRetry = options.onRetry;
@@ -78,7 +81,7 @@ export class UpstreamClient {
   async request(call: UpstreamCall): Promise<UpstreamResponse> {
     const body = encodeBody(call);
     const headers: Record<string, string> = { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...call.headers };
-    const { response, attempts, release } = await retrying(call, this.onRetry, async (signal) => {
+    const { response, attempts, release } = await retrying(call, call.onRetry ?? this.onRetry, async (signal) => {
       const response = await undiciRequest(call.url, {
         dispatcher: this.dispatcher,
         method: call.method ?? (body === undefined ? 'GET' : 'POST'),
@@ -139,7 +142,7 @@ export class UpstreamClient {
     const { who, signal, logger } = call;
     // Not one async function: while the answer streams, nothing holds the call (its JSON body, the
     // whole conversation) or the request's options; only what reading and its errors need.
-    return retrying(call, this.onRetry, (attemptSignal) => {
+    return retrying(call, call.onRetry ?? this.onRetry, (attemptSignal) => {
       const handler = new StreamHandler(onChunk);
       // Waiting starts before the dispatch: undici reports a request it cannot even send (a header
       // with a line break, a closed pool) to the handler within `dispatch`, synchronously.
@@ -272,7 +275,7 @@ function writtenOnce(bytes: Buffer): Dispatcher.DispatchOptions['body'] {
  */
 async function retrying<T>(
   call: Pick<UpstreamCall, 'who' | 'policy' | 'signal' | 'logger' | 'url'>,
-  onRetry: ((who: string, reason: string) => void) | undefined,
+  onRetry: RetryObserver | undefined,
   attempt: (signal: AbortSignal) => Promise<Attempt<T>>,
 ): Promise<{ response: T; attempts: number; release: () => void }> {
   const { policy, signal, who, logger } = call;

@@ -14,6 +14,8 @@ import { close, listen } from './loopback.js';
  *   [text-then-tool]           with [tool=…]: a text block before the call
  *   [thinking]                 a thinking block (with a signature) before the text
  *   [fail=STATUS]              an HTTP error with an Anthropic error body
+ *   [fail-times=N]             with [fail=…]: only the first N requests with this prompt fail
+ *   [retry-after-ms=MS]        with [fail=…]: the `retry-after-ms` header (the SDK waits that long to retry)
  *   [overloaded]               one token, then an `error` event (overloaded_error)
  *   [cut]                      two tokens, then the connection is destroyed
  *   [stall]                    one token, then nothing until the client goes away
@@ -26,6 +28,8 @@ export class FakeAnthropic {
   abortedRequests = 0;
   private readonly server: Server;
   private count = 0;
+  /** Failures answered so far, by prompt ([fail-times]). */
+  private readonly failures = new Map<string, number>();
 
   constructor() {
     this.server = createServer((req, res) => void this.handle(req, res));
@@ -70,9 +74,12 @@ export class FakeAnthropic {
       return;
     }
     const fail = directive('fail');
-    if (fail && !toolResult) {
+    const failures = this.failures.get(prompt) ?? 0;
+    if (fail && !toolResult && failures < Number(directive('fail-times') ?? Infinity)) {
+      this.failures.set(prompt, failures + 1);
+      const retryAfterMs = directive('retry-after-ms');
       const type = { 400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error', 429: 'rate_limit_error', 529: 'overloaded_error' }[fail] ?? 'api_error';
-      res.writeHead(Number(fail), { 'content-type': 'application/json', ...(fail === '429' ? { 'retry-after': '7' } : {}) });
+      res.writeHead(Number(fail), { 'content-type': 'application/json', ...(fail === '429' ? { 'retry-after': '7' } : {}), ...(retryAfterMs ? { 'retry-after-ms': retryAfterMs } : {}) });
       res.end(JSON.stringify({ type: 'error', error: { type, message: `fake failure ${fail}` } }));
       return;
     }

@@ -15,6 +15,7 @@ import { close, listen } from './loopback.js';
  *   [text-then-tool]           with [tool=…]: text before the call
  *   [thinking]                 a thought part before the text
  *   [fail=STATUS]              an HTTP error with a Google error body
+ *   [fail-times=N]             with [fail=…]: only the first N requests with this prompt fail
  *   [bad-key]                  400 INVALID_ARGUMENT "API key not valid" (what Gemini answers a bad key)
  *   [midstream-error]          one token, then a chunk that is an error
  *   [safety]                   one token, then finishReason SAFETY
@@ -28,6 +29,8 @@ import { close, listen } from './loopback.js';
  */
 export class FakeGemini {
   readonly requests: { url: string; body: any; headers: IncomingMessage['headers'] }[] = [];
+  /** Failures answered so far, by prompt ([fail-times]). */
+  private readonly failures = new Map<string, number>();
   abortedRequests = 0;
   private readonly server: Server;
   private count = 0;
@@ -71,7 +74,9 @@ export class FakeGemini {
       return;
     }
     const fail = directive('fail') ?? (prompt.includes('[bad-key]') ? '400' : undefined);
-    if (fail && !responsePart) {
+    const failures = this.failures.get(prompt) ?? 0;
+    if (fail && !responsePart && failures < Number(directive('fail-times') ?? Infinity)) {
+      this.failures.set(prompt, failures + 1);
       const status = { 400: 'INVALID_ARGUMENT', 401: 'UNAUTHENTICATED', 403: 'PERMISSION_DENIED', 404: 'NOT_FOUND', 429: 'RESOURCE_EXHAUSTED', 500: 'INTERNAL', 503: 'UNAVAILABLE' }[fail] ?? 'UNKNOWN';
       const message = prompt.includes('[bad-key]') ? 'API key not valid. Please pass a valid API key.' : `fake failure ${fail}`;
       res.writeHead(Number(fail), { 'content-type': 'application/json; charset=UTF-8' });

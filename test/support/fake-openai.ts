@@ -13,6 +13,8 @@ import { close, listen } from './loopback.js';
  *   [interleave]               with [tools=…]: the calls' argument deltas alternate
  *   [same-index]               with [tools=…]: every call at index 0, told apart by id
  *   [fail=STATUS]              answer with an HTTP error and an OpenAI error body
+ *   [fail-times=N]             with [fail=…]: only the first N requests with this prompt fail, each with
+ *                              `retry-after: 0` (so that the retry follows at once)
  *   [cut]                      send two tokens, then destroy the connection (no [DONE])
  *   [stall]                    send one token, then nothing until the client goes away
  *   [no-finish]                send two tokens and [DONE], but no finish_reason (an answer cut short)
@@ -25,6 +27,8 @@ export class FakeOpenAI {
   abortedRequests = 0;
   private server: Server;
   private completions = 0;
+  /** Failures answered so far, by prompt ([fail-times]). */
+  private readonly failures = new Map<string, number>();
   private closedWaiters: (() => void)[] = [];
 
   constructor() {
@@ -74,8 +78,11 @@ export class FakeOpenAI {
       return;
     }
     const fail = directive('fail');
-    if (fail && last.role !== 'tool') {
-      res.writeHead(Number(fail), { 'content-type': 'application/json' });
+    const failures = this.failures.get(prompt) ?? 0;
+    const failTimes = directive('fail-times');
+    if (fail && last.role !== 'tool' && failures < Number(failTimes ?? Infinity)) {
+      this.failures.set(prompt, failures + 1);
+      res.writeHead(Number(fail), { 'content-type': 'application/json', ...(failTimes ? { 'retry-after': '0' } : {}) });
       res.end(JSON.stringify({ error: { message: `fake failure ${fail}`, type: 'invalid_request_error', param: null, code: null } }));
       return;
     }

@@ -5,6 +5,7 @@ import type { AgentEntry } from '../../agents/agent.js';
 import { UpstreamError } from '../../core/errors.js';
 import type { ContextEntry, Message, ToolDefinition } from '../../core/messages.js';
 import { checkModelInput, type ModelLimits } from '../model-limits.js';
+import type { RetryObserver } from '../../upstream/attempts.js';
 import type { RunRequest } from '../request.js';
 import type { RunContext, RunDriver } from '../run.js';
 import { driveAgent, recorded, type AgentLoopOptions } from './agent.js';
@@ -18,6 +19,8 @@ export interface ModelDriverOptions extends AgentLoopOptions {
   modelFirstTokenTimeoutMs: number;
   /** Checked before every model call: server-side results may grow the conversation past them. */
   modelLimits: ModelLimits;
+  /** Told of each retry of a model call (metrics). */
+  onModelRetry?: RetryObserver;
 }
 
 /**
@@ -119,6 +122,7 @@ function callModel(
     tools: call.tools,
     forwardedParameters: call.forwardedParameters,
     logger: context.logger,
+    onRetry: options.onModelRetry,
   };
   return recorded(options, context, `model:${options.adapter.name}`, () => context
     .callUpstream(
