@@ -435,12 +435,12 @@ describe('credentials that expire', () => {
     }
   });
 
-  it('refuses a principal that has already expired (401, 4403), and answers AUTH_UNAVAILABLE for an expiry that is not a number', async () => {
+  it('refuses a principal that has already expired (401, 4403), and answers AUTH_UNAVAILABLE for an expiry that is not a time in milliseconds', async () => {
     let expiresAt: unknown = Date.now() - 1;
     const gateway = await start({ authenticate: () => ({ id: 'user-1', method: 'session', expiresAt }) as Principal });
     const expired = await post(gateway.url, HELLO, auth('anything'));
     expect(expired.status).toBe(401);
-    expect(expired.json.errors[0]).toMatchObject({ message: expect.stringMatching(/credentials have expired/), extensions: { code: 'UNAUTHENTICATED' } });
+    expect(expired.json.errors[0]).toMatchObject({ message: 'The credentials were not accepted (they have expired).', extensions: { code: 'UNAUTHENTICATED' } });
     const refused = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')]) }, { authorization: 'Bearer anything' });
     await refused.done;
     expect(refused.closeCode()).toBe(4403);
@@ -451,8 +451,40 @@ describe('credentials that expire', () => {
     expect(broken.json.errors[0].extensions.code).toBe('AUTH_UNAVAILABLE');
     expiresAt = Number.NaN;
     expect((await post(gateway.url, HELLO, auth('anything'))).status).toBe(503);
+    // Seconds, not milliseconds: a mistake of the hook's, which would otherwise refuse everyone as expired.
+    expiresAt = Math.floor(Date.now() / 1000) + 3600;
+    expect((await post(gateway.url, HELLO, auth('anything'))).status).toBe(503);
     expiresAt = Date.now() + 60_000;
     expect((await post(gateway.url, HELLO, auth('anything'))).json).toEqual({ data: { hello: 'Hello World' } });
+  });
+
+  it('sets no expiry on a connection that closed while it was being authenticated', async () => {
+    let letThrough!: () => void;
+    const gate = new Promise<void>((resolve) => (letThrough = resolve));
+    let checked = 0;
+    const gateway = await start({
+      authenticate: async () => {
+        checked++;
+        await gate;
+        return { id: 'user-1', method: 'session', expiresAt: Date.now() + 123_456_789 };
+      },
+    });
+    const socket = new WebSocket(gateway.wsUrl, 'graphql-transport-ws');
+    await new Promise((resolve) => socket.once('open', resolve));
+    socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: 'Bearer anything' } }));
+    await until(async () => checked, (n) => n === 1, 'the connection being authenticated');
+    socket.close();
+    await new Promise((resolve) => socket.once('close', resolve));
+    const timers = jest.spyOn(globalThis, 'setTimeout');
+    try {
+      letThrough();
+      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      // No timer for the expiry (about 1.4 days away, or the longest a timer waits) of a connection that is gone.
+      expect(timers.mock.calls.filter(([, ms]) => (ms ?? 0) > 100_000_000)).toEqual([]);
+    } finally {
+      timers.mockRestore();
+    }
   });
 
   it('takes a JWT\'s expiry from its exp, plus the clock tolerance', async () => {

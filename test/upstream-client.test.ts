@@ -6,6 +6,7 @@ import { createServer as createTcpServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { GatewayError } from '../src/core/errors.js';
+import { SdkAttempts } from '../src/upstream/attempts.js';
 import { UpstreamClient } from '../src/upstream/client.js';
 import { readJsonLines } from '../src/upstream/jsonl.js';
 import { backoffDelay, parseRetryAfter, retryPolicy } from '../src/upstream/retry.js';
@@ -493,5 +494,32 @@ describe('reading JSON lines', () => {
       code: 'UPSTREAM_BAD_RESPONSE',
       message: 'Agent "crew" sent line 3, which is not JSON.',
     });
+  });
+});
+
+describe('SdkAttempts (the retries a provider SDK makes on its own, seen through its fetch)', () => {
+  const run = async (outcomes: (number | Error)[]) => {
+    const retries: string[] = [];
+    const attempts = new SdkAttempts('the model provider (Test)', (who, reason) => void retries.push(`${who}: ${reason}`), silentLogger);
+    for (const outcome of outcomes) {
+      await attempts.send(async () => {
+        if (outcome instanceof Error) throw outcome;
+        return { status: outcome };
+      }).catch(() => undefined);
+    }
+    return retries;
+  };
+
+  it('reports an attempt that follows a failed one, with why that one failed', async () => {
+    expect(await run([200])).toEqual([]);
+    expect(await run([503, 429, 200])).toEqual(['the model provider (Test): HTTP 503', 'the model provider (Test): HTTP 429']);
+    const refused = Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) });
+    const timedOut = Object.assign(new Error('This operation was aborted'), { name: 'AbortError' });
+    expect(await run([refused, timedOut, 200])).toEqual(['the model provider (Test): UPSTREAM_UNREACHABLE', 'the model provider (Test): UPSTREAM_TIMEOUT']);
+  });
+
+  it('does not count as a retry an attempt that follows a successful one (Gemini\'s automatic continuation)', async () => {
+    expect(await run([200, 200, 200])).toEqual([]);
+    expect(await run([200, 503, 200])).toEqual(['the model provider (Test): HTTP 503']);
   });
 });

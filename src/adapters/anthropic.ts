@@ -86,10 +86,10 @@ export class AnthropicAdapter implements ModelAdapter {
     const reader = new EventReader(output);
     const sdk = await loadSdk();
     // The SDK retries inside itself: its attempts reach the fetch below with this call's counter.
-    const attempts = request.onRetry ? { [ATTEMPTS]: new SdkAttempts(WHO, request.onRetry, request.logger) } : undefined;
+    const attempts = { [ATTEMPTS]: new SdkAttempts(WHO, request.onRetry, request.logger) };
     let stream: AsyncIterable<RawMessageStreamEvent>;
     try {
-      stream = await this.client(sdk).messages.create(body, attempts ? { signal, fetchOptions: attempts as object } : { signal });
+      stream = await this.client(sdk).messages.create(body, { signal, fetchOptions: attempts as object });
     } catch (error) {
       if (signal.aborted) throw signal.reason;
       throw providerError(sdk, error, 'connect');
@@ -115,7 +115,9 @@ export class AnthropicAdapter implements ModelAdapter {
         maxRetries: this.options.maxRetries ?? 2,
         // Without a key (a proxy that adds its own), the SDK must be told to send no credentials.
         defaultHeaders: { ...(this.options.apiKey ? {} : { authorization: null }), ...this.options.defaultHeaders },
-        // The SDK spreads a call's `fetchOptions` into every attempt's init: a counter there sees its retries.
+        // The SDK (1.13) spreads a call's `fetchOptions` into every attempt's init (its buildRequest, then
+        // fetchWithTimeout), so the call's counter is there. A middleware that made a new Request would
+        // drop it: the adapter's tests would then see no retries.
         fetch: ((url: string, init: RequestInit & { [ATTEMPTS]?: SdkAttempts }) => {
           const send = () => undiciFetch(url, { ...(init as object), dispatcher } as Parameters<typeof undiciFetch>[1]);
           const attempts = init[ATTEMPTS];

@@ -80,7 +80,7 @@ export class GoogleAdapter implements ModelAdapter {
     const sdk = await loadSdk();
     const { client, dispatcher } = this.connected(sdk);
     // The SDK retries inside itself: this call's own fetch sees its attempts.
-    if (request.onRetry) config.httpOptions = { fetch: this.countingFetch(new SdkAttempts(WHO, request.onRetry, request.logger), dispatcher) };
+    config.httpOptions = { fetch: this.countingFetch(new SdkAttempts(WHO, request.onRetry, request.logger), dispatcher) };
     let stream: AsyncGenerator<GenerateContentResponse>;
     try {
       stream = await client.models.generateContentStream({ model: params.model || this.model, contents, config });

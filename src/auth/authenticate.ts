@@ -40,12 +40,14 @@ export async function authenticateRequest(hook: Authenticate, request: Authentic
       logger.error('the authenticate hook returned something that is not a principal ({id, method}); the request is refused');
       return { error: new GatewayError('AUTH_UNAVAILABLE', 'The credentials could not be checked. Try again, or report it with the request id.') };
     }
-    if (principal.expiresAt !== undefined) {
-      if (typeof principal.expiresAt !== 'number' || Number.isNaN(principal.expiresAt)) {
-        logger.error('the authenticate hook returned a principal whose expiresAt is not a number (milliseconds since the epoch); the request is refused');
+    const { expiresAt } = principal;
+    if (expiresAt !== undefined) {
+      // Before 2001 in milliseconds, as every time in seconds is: a hook's mistake, not the client's.
+      if (typeof expiresAt !== 'number' || Number.isNaN(expiresAt) || expiresAt < 1e12) {
+        logger.error({ expiresAt: typeof expiresAt === 'number' ? expiresAt : typeof expiresAt }, 'the authenticate hook returned a principal whose expiresAt is not a time in milliseconds since the epoch (seconds?); the request is refused');
         return { error: new GatewayError('AUTH_UNAVAILABLE', 'The credentials could not be checked. Try again, or report it with the request id.') };
       }
-      if (principal.expiresAt <= Date.now()) return { error: unauthenticated(request.authorization, 'the credentials have expired') };
+      if (expiresAt <= Date.now()) return { error: new GatewayError('UNAUTHENTICATED', 'The credentials were not accepted (they have expired).') };
     }
     return { principal: { ...principal, method: typeof principal.method === 'string' ? principal.method : 'custom' } };
   } catch (error) {

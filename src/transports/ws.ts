@@ -297,8 +297,8 @@ interface Expiry {
   at: number;
   timer: NodeJS.Timeout | undefined;
   /** The connection's messages in progress since the expiry was set (a `subscribe`: until its operation has ended). */
-  open: number;
-  /** The time has come: the connection closes once `open` is 0. */
+  inProgress: number;
+  /** The time has come: the connection closes once `inProgress` is 0. */
   due: boolean;
 }
 
@@ -379,7 +379,7 @@ class WsConnection {
     if (!handle) return;
     shared.operations.started();
     const expiry = this.expiry;
-    if (expiry) expiry.open++;
+    if (expiry) expiry.inProgress++;
     const slimmed = slimSubscribe(text);
     let handled: Promise<void>;
     if (typeof slimmed === 'string') {
@@ -389,13 +389,13 @@ class WsConnection {
       handled = handle(slimmed.text);
       extra.slot = undefined;
     }
-    // (Without an expiry, the shared function: no closure per message of the thousands of held streams.)
-    const ended = expiry === undefined ? shared.operations.ended : () => {
+    // Without an expiry (no authentication, API keys), no second closure per message of the held streams.
+    const handledOk = expiry === undefined ? shared.operations.ended : () => {
       shared.operations.ended();
-      this.messageEnded(expiry);
+      this.onMessageHandled(expiry);
     };
-    handled.then(ended, (error: unknown) => {
-      ended();
+    handled.then(handledOk, (error: unknown) => {
+      handledOk();
       this.failed(error);
     });
   }
@@ -406,7 +406,11 @@ class WsConnection {
    * none is left, so that a client (graphql-ws retries 4403) connects again with fresh credentials.
    */
   expireAt(at: number): void {
-    const expiry: Expiry = { at, timer: undefined, open: 0, due: false };
+    // Authentication may end after the socket has closed (graphql-ws does not look): no timer then,
+    // which would hold the connection until the expiry.
+    const { socket } = this;
+    if (socket.readyState !== socket.OPEN) return;
+    const expiry: Expiry = { at, timer: undefined, inProgress: 0, due: false };
     this.expiry = expiry;
     this.awaitExpiry(expiry);
   }
@@ -421,12 +425,12 @@ class WsConnection {
     if (Date.now() < expiry.at) return this.awaitExpiry(expiry);
     expiry.timer = undefined;
     expiry.due = true;
-    if (expiry.open === 0) this.closeExpired();
+    if (expiry.inProgress === 0) this.closeExpired();
   }
 
   /** A message counted under the expiry has been handled (a `subscribe`: its operation has ended). */
-  private messageEnded(expiry: Expiry): void {
-    if (--expiry.open === 0 && expiry.due) this.closeExpired();
+  private onMessageHandled(expiry: Expiry): void {
+    if (--expiry.inProgress === 0 && expiry.due) this.closeExpired();
   }
 
   private closeExpired(): void {

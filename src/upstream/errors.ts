@@ -81,7 +81,8 @@ export function upstreamNetworkError(who: string, error: unknown, phase: Network
 
 const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT', 'ESOCKETTIMEDOUT']);
 
-function networkCode(error: unknown): 'UPSTREAM_TIMEOUT' | 'UPSTREAM_UNREACHABLE' {
+/** Whether a network failure was a timeout or the upstream could not be reached. */
+export function networkCode(error: unknown): 'UPSTREAM_TIMEOUT' | 'UPSTREAM_UNREACHABLE' {
   for (const code of errorCodes(error)) if (TIMEOUT_CODES.has(code)) return 'UPSTREAM_TIMEOUT';
   if ((error as Error)?.name === 'TimeoutError') return 'UPSTREAM_TIMEOUT';
   return 'UPSTREAM_UNREACHABLE';
