@@ -143,6 +143,46 @@ describe('npm start', () => {
     }
   }, 60_000);
 
+  it('exits at once with code 1 on a second signal while a run holds the drain', async () => {
+    // A model that streams for about a minute: the drain (grace 60 s) waits for it.
+    const anthropic = new FakeAnthropic();
+    const baseURL = await anthropic.start();
+    const root = fileURLToPath(new URL('..', import.meta.url));
+    const child = spawn(process.execPath, ['scripts/start.mjs'], {
+      cwd: root,
+      env: { ...process.env, ...NO_PROVIDER, PORT: '0', NODE_OPTIONS: '', LOG_LEVEL: 'info', ANTHROPIC_BASE_URL: baseURL, SHUTDOWN_GRACE_MS: '60000' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stderr.on('data', (chunk) => (output += chunk));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        child.stdout.on('data', (chunk) => {
+          output += chunk;
+          const match = output.match(/Copilot Gateway ready at (\S+) /);
+          if (match) resolve(match[1]);
+        });
+        child.on('exit', () => reject(new Error(`exited early:\n${output}`)));
+      });
+      const ws = createClient({ url: url.replace(/^http/, 'ws'), webSocketImpl: WebSocket, retryAttempts: 0, onNonLazyError: () => {} });
+      const events: unknown[] = [];
+      ws.subscribe({ query: WS_RUN, variables: { data: runInput([userMessage('[tokens=3000] [delay=20]')]) } }, { next: (event) => void events.push(event), error: () => {}, complete: () => {} });
+      while (events.length < 3) await new Promise((resolve) => setTimeout(resolve, 20));
+
+      child.kill('SIGTERM');
+      while (!output.includes('SIGTERM received, draining')) await new Promise((resolve) => setTimeout(resolve, 20));
+      child.kill('SIGTERM');
+      expect(await exited).toBe(1);
+      expect(output).toContain('SIGTERM received again: exiting without waiting');
+      expect(output).not.toContain('"shut down"');
+      void ws.dispose();
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await anthropic.stop();
+    }
+  }, 60_000);
+
   /**
    * Starts npm start's entry with `env`, recording every module it loads (test/support/record-loads.mjs),
    * and resolves once it says it is ready: its URL, what it has loaded so far, and `stop` (kills it).

@@ -209,6 +209,38 @@ describe('Redis going away', () => {
     expect(joined.events.at(-1).status.code).toBe('Success');
   }, 30_000);
 
+  it('streams a run to its end while Redis is slow (its writes held), records all of it once Redis answers, and holds a new run\'s claim until then', async () => {
+    const a = await start(options());
+    const threadId = 'redis-slow';
+    const run = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=60] [delay=10]')], { threadId }) });
+    await run.received(5);
+    const admin = new Redis(redis.url);
+    let next: ReturnType<typeof watch> | undefined;
+    try {
+      // Every write waits (CLIENT PAUSE WRITE) until UNPAUSE below: nothing the client is sent may wait for one.
+      await admin.call('CLIENT', 'PAUSE', '60000', 'WRITE');
+      await run.done;
+      expect(run.events.at(-1).status.code).toBe('Success');
+      expect(textOfEvents(run.events)).toBe(tokens(60));
+      // A run on another thread: its claim (a write) waits for Redis.
+      next = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=3]')], { threadId: 'redis-slow-next' }) });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(next.events).toEqual([]);
+    } finally {
+      await admin.call('CLIENT', 'UNPAUSE');
+      admin.disconnect();
+    }
+    await next.done;
+    expect(next.events.at(-1).status.code).toBe('Success');
+    expect(textOfEvents(next.events)).toBe(tokens(3));
+
+    const thread = await until(() => gql(a.url, THREAD, { threadId }), (answer) => answer.data?.copilotThread?.runs[0]?.finishedAt, 'the run recorded once Redis answered');
+    expect(thread.data.copilotThread.runs[0].lastSequence).toBe(63);
+    const joined = watch(a.wsUrl, JOIN_RUN, { threadId });
+    await joined.done;
+    expect(textOfEvents(joined.events)).toBe(tokens(60));
+  }, 60_000);
+
   it('writes a run\'s record again when Redis loses part of it (a restore from an older snapshot), and frees its thread', async () => {
     const shared = options();
     const keyPrefix = shared.threads.keyPrefix;
