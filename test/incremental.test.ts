@@ -474,7 +474,23 @@ describe('the run plan: runs without the executor, meta events and refusals (HTT
   for (const [name, ask] of Object.entries(refusals)) {
     for (const documentName of ['stock', 'wire', 'deferredStatus']) {
       it(`${documentName}: ${name} is refused with the executor's bytes`, async () => {
-        const ours = await ask(direct.url, documents[documentName], MULTIPART);
+        // Which refused it: nothing in the answer tells the run plan from the executor (that is the
+        // point), so the stacks of the calls that close the request's later payloads do. The plan's
+        // refusal closes them from `refusedRun`; the executor's path never calls it.
+        const stacks: string[] = [];
+        const close = LaterPayloads.prototype.close;
+        const closes = jest.spyOn(LaterPayloads.prototype, 'close').mockImplementation(function (this: LaterPayloads) {
+          stacks.push(new Error().stack ?? '');
+          return close.call(this);
+        });
+        const byPlan = () => stacks.some((stack) => /at refusedRun \(.*incremental\.ts/.test(stack));
+        let ours: string;
+        try {
+          ours = await ask(direct.url, documents[documentName], MULTIPART);
+          expect(byPlan()).toBe(true);
+        } finally {
+          closes.mockRestore();
+        }
         const apollos = await ask(throughApollo.url, documents[documentName], MULTIPART);
         expect(ours).toContain('"errors"');
         expect(ours).toContain('"path":["generateCopilotResponse"]');

@@ -921,16 +921,12 @@ function runByPlan(args: ExecutionArgs, plan: LeafStreamPlan, run: RunPlan, late
     operation: run.operation,
     variableValues: variables,
   };
-  const refused = (error: unknown): ExecutionOutcome => {
-    later.close();
-    return { errors: [locatedError(coerceError(error), [run.node], [run.key])], data: null };
-  };
   const resolve = run.definition.resolve ?? args.fieldResolver ?? defaultFieldResolver;
   let value: unknown;
   try {
     value = resolve(args.rootValue, argumentValues, context, info);
   } catch (error) {
-    return Promise.resolve(refused(error));
+    return Promise.resolve(refusedRun(later, run, error));
   }
   // The answer's first part is built a turn of the event loop later. undici writes a request on a
   // reused keep-alive connection in the loop's check phase (its check of an idle socket), after
@@ -938,8 +934,8 @@ function runByPlan(args: ExecutionArgs, plan: LeafStreamPlan, run: RunPlan, late
   // leaves first, and the first part is built while the upstream works (BENCHMARKS.md, step 36).
   return Promise.resolve(value).then(nextTurn).then((view) => {
     // As the executor completes a non-null object.
-    if (view instanceof Error) return refused(view);
-    if (view == null) return refused(new Error(`Cannot return null for non-nullable field ${run.parentType.name}.${run.definition.name}.`));
+    if (view instanceof Error) return refusedRun(later, run, view);
+    if (view == null) return refusedRun(later, run, new Error(`Cannot return null for non-nullable field ${run.parentType.name}.${run.definition.name}.`));
     const errors: GraphQLError[] = [];
     let object: Record<string, unknown>;
     try {
@@ -965,5 +961,11 @@ function runByPlan(args: ExecutionArgs, plan: LeafStreamPlan, run: RunPlan, late
     data[run.key] = object;
     const initialResult = errors.length === 0 ? { data, hasNext: true } : { errors, data, hasNext: true };
     return { initialResult, subsequentResults: later.adopt(undefined) } as ExecutionOutcome;
-  }, refused);
+  }, (error: unknown) => refusedRun(later, run, error));
+}
+
+/** The executor's result for a run its resolver refused: the error located at the run's field, `data` null. */
+function refusedRun(later: LaterPayloads, run: RunPlan, error: unknown): ExecutionOutcome {
+  later.close();
+  return { errors: [locatedError(coerceError(error), [run.node], [run.key])], data: null };
 }
