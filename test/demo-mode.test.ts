@@ -114,30 +114,39 @@ describe('npm start', () => {
     await new Promise((resolve) => probe.close(resolve));
   }, 60_000);
 
-  it('drains and exits 0 on SIGINT (Ctrl-C) as on SIGTERM', async () => {
+  /**
+   * Starts npm start's entry (scripts/start.mjs, after `nodeArgs`) with `env`, and resolves once its
+   * output matches `ready` (the URL is the first group): the URL, the process, its output so far and
+   * its exit code once it exits. A process that exits before it is ready rejects, with its output.
+   */
+  async function startEntry(env: Record<string, string>, ready = /Copilot Gateway ready at (\S+) /, nodeArgs: string[] = []) {
     const root = fileURLToPath(new URL('..', import.meta.url));
-    const child = spawn(process.execPath, ['scripts/start.mjs'], {
+    const child = spawn(process.execPath, [...nodeArgs, 'scripts/start.mjs'], {
       cwd: root,
-      env: { ...process.env, ...NO_PROVIDER, PORT: '0', NODE_OPTIONS: '', LOG_LEVEL: 'info' },
+      env: { ...process.env, ...NO_PROVIDER, PORT: '0', NODE_OPTIONS: '', LOG_LEVEL: 'info', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
     child.stderr.on('data', (chunk) => (output += chunk));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const url = await new Promise<string>((resolve, reject) => {
+      child.stdout.on('data', (chunk) => {
+        output += chunk;
+        const match = output.match(ready);
+        if (match) resolve(match[1]);
+      });
+      child.on('exit', () => reject(new Error(`exited early:\n${output}`)));
+    });
+    return { url, child, output: () => output, exited };
+  }
+
+  it('drains and exits 0 on SIGINT (Ctrl-C) as on SIGTERM', async () => {
+    const { child, output, exited } = await startEntry({});
     try {
-      await new Promise<void>((resolve, reject) => {
-        child.stdout.on('data', (chunk) => {
-          output += chunk;
-          if (output.includes('Copilot Gateway ready at')) resolve();
-        });
-        child.on('exit', () => reject(new Error(`exited early:\n${output}`)));
-      });
-      const exitCode = await new Promise<number | null>((resolve) => {
-        child.on('exit', (code) => resolve(code));
-        child.kill('SIGINT');
-      });
-      expect(exitCode).toBe(0);
-      expect(output).toContain('SIGINT received, draining');
-      expect(output).toContain('shut down');
+      child.kill('SIGINT');
+      expect(await exited).toBe(0);
+      expect(output()).toContain('SIGINT received, draining');
+      expect(output()).toContain('shut down');
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL');
     }
@@ -147,38 +156,25 @@ describe('npm start', () => {
     // A model that streams for about a minute: the drain (grace 60 s) waits for it.
     const anthropic = new FakeAnthropic();
     const baseURL = await anthropic.start();
-    const root = fileURLToPath(new URL('..', import.meta.url));
-    const child = spawn(process.execPath, ['scripts/start.mjs'], {
-      cwd: root,
-      env: { ...process.env, ...NO_PROVIDER, PORT: '0', NODE_OPTIONS: '', LOG_LEVEL: 'info', ANTHROPIC_BASE_URL: baseURL, SHUTDOWN_GRACE_MS: '60000' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stderr.on('data', (chunk) => (output += chunk));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    let child: ReturnType<typeof spawn> | undefined;
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        child.stdout.on('data', (chunk) => {
-          output += chunk;
-          const match = output.match(/Copilot Gateway ready at (\S+) /);
-          if (match) resolve(match[1]);
-        });
-        child.on('exit', () => reject(new Error(`exited early:\n${output}`)));
-      });
+      const started = await startEntry({ ANTHROPIC_BASE_URL: baseURL, SHUTDOWN_GRACE_MS: '60000' });
+      const { url, output, exited } = started;
+      child = started.child;
       const ws = createClient({ url: url.replace(/^http/, 'ws'), webSocketImpl: WebSocket, retryAttempts: 0, onNonLazyError: () => {} });
       const events: unknown[] = [];
       ws.subscribe({ query: WS_RUN, variables: { data: runInput([userMessage('[tokens=3000] [delay=20]')]) } }, { next: (event) => void events.push(event), error: () => {}, complete: () => {} });
       while (events.length < 3) await new Promise((resolve) => setTimeout(resolve, 20));
 
       child.kill('SIGTERM');
-      while (!output.includes('SIGTERM received, draining')) await new Promise((resolve) => setTimeout(resolve, 20));
+      while (!output().includes('SIGTERM received, draining')) await new Promise((resolve) => setTimeout(resolve, 20));
       child.kill('SIGTERM');
       expect(await exited).toBe(1);
-      expect(output).toContain('SIGTERM received again: exiting without waiting');
-      expect(output).not.toContain('"shut down"');
+      expect(output()).toContain('SIGTERM received again: exiting without waiting');
+      expect(output()).not.toContain('"shut down"');
       void ws.dispose();
     } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
+      if (child && child.exitCode === null) child.kill('SIGKILL');
       await anthropic.stop();
     }
   }, 60_000);
@@ -188,32 +184,17 @@ describe('npm start', () => {
    * and resolves once it says it is ready: its URL, what it has loaded so far, and `stop` (kills it).
    */
   async function startRecordingLoads(env: Record<string, string>): Promise<{ url: string; loaded: () => string; stop: () => void }> {
-    const root = fileURLToPath(new URL('..', import.meta.url));
     const folder = mkdtempSync(join(tmpdir(), 'cg-loads-'));
     const loads = join(folder, 'loaded.txt');
-    const child = spawn(process.execPath, ['--import', './test/support/record-loads.mjs', 'scripts/start.mjs'], {
-      cwd: root,
-      env: { ...process.env, ...NO_PROVIDER, PORT: '0', NODE_OPTIONS: '', LOG_LEVEL: 'info', RECORD_LOADS: loads, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const stop = () => {
-      if (child.exitCode === null) child.kill('SIGKILL');
-      rmSync(folder, { recursive: true, force: true });
-    };
-    let output = '';
-    child.stderr.on('data', (chunk) => (output += chunk));
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        child.stdout.on('data', (chunk) => {
-          output += chunk;
-          const match = output.match(/Copilot Gateway ready at (\S+) /);
-          if (match) resolve(match[1]);
-        });
-        child.on('exit', () => reject(new Error(`exited early:\n${output}`)));
-      });
+      const { url, child } = await startEntry({ RECORD_LOADS: loads, ...env }, undefined, ['--import', './test/support/record-loads.mjs']);
+      const stop = () => {
+        if (child.exitCode === null) child.kill('SIGKILL');
+        rmSync(folder, { recursive: true, force: true });
+      };
       return { url, loaded: () => readFileSync(loads, 'utf8'), stop };
     } catch (error) {
-      stop();
+      rmSync(folder, { recursive: true, force: true });
       throw error;
     }
   }
@@ -323,23 +304,11 @@ describe('npm start', () => {
   it('serves the agents the environment names', async () => {
     const agent = new FakeAgUiAgent();
     const agentUrl = await agent.start();
-    const root = fileURLToPath(new URL('..', import.meta.url));
-    const child = spawn(process.execPath, ['scripts/start.mjs'], {
-      cwd: root,
-      env: { ...process.env, ...NO_PROVIDER, PORT: '0', NODE_OPTIONS: '', LOG_LEVEL: 'info', AGUI_AGENTS: `researcher=${agentUrl}` },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    let child: ReturnType<typeof spawn> | undefined;
     try {
-        let output = '';
-        child.stderr.on('data', (chunk) => (output += chunk));
-        const url = await new Promise<string>((resolve, reject) => {
-          child.stdout.on('data', (chunk) => {
-            output += chunk;
-            const match = output.match(/Copilot Gateway ready at (\S+) \(demo mode.*; agents from AG-UI agents researcher\)/);
-            if (match) resolve(match[1]);
-          });
-          child.on('exit', () => reject(new Error(`exited early:\n${output}`)));
-        });
+        const started = await startEntry({ AGUI_AGENTS: `researcher=${agentUrl}` }, /Copilot Gateway ready at (\S+) \(demo mode.*; agents from AG-UI agents researcher\)/);
+        const { url } = started;
+        child = started.child;
         const agents = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ availableAgents { agents { name } } }"}' });
         expect((await agents.json()).data.availableAgents.agents).toEqual([{ name: 'researcher' }]);
         const client = new CopilotRuntimeClient({ url });
@@ -350,7 +319,7 @@ describe('npm start', () => {
         expect(last.generateCopilotResponse.status.code).toBe('Success');
         expect(last.generateCopilotResponse.messages[0].content.join('')).toBe('tok0 tok1 ');
     } finally {
-      child.kill('SIGTERM');
+      child?.kill('SIGTERM');
       await agent.stop();
     }
   }, 30_000);
@@ -358,24 +327,12 @@ describe('npm start', () => {
   it('chats through Anthropic when ANTHROPIC_BASE_URL (or ANTHROPIC_API_KEY) is set', async () => {
     const anthropic = new FakeAnthropic();
     const baseURL = await anthropic.start();
-    const root = fileURLToPath(new URL('..', import.meta.url));
-    const child = spawn(process.execPath, ['scripts/start.mjs'], {
-      cwd: root,
-      env: { ...process.env, ...NO_PROVIDER, PORT: '0', NODE_OPTIONS: '', LOG_LEVEL: 'info', ANTHROPIC_BASE_URL: baseURL, ANTHROPIC_MODEL: 'claude-test' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    let child: ReturnType<typeof spawn> | undefined;
     try {
-      let output = '';
-      child.stderr.on('data', (chunk) => (output += chunk));
-      const url = await new Promise<string>((resolve, reject) => {
-        child.stdout.on('data', (chunk) => {
-          output += chunk;
-          // (in a JSON log line: the model's name is in escaped quotes)
-          const match = output.match(/Copilot Gateway ready at (\S+) \(provider mode: Anthropic model \\"claude-test\\" at /);
-          if (match) resolve(match[1]);
-        });
-        child.on('exit', () => reject(new Error(`exited early:\n${output}`)));
-      });
+      // (in a JSON log line: the model's name is in escaped quotes)
+      const started = await startEntry({ ANTHROPIC_BASE_URL: baseURL, ANTHROPIC_MODEL: 'claude-test' }, /Copilot Gateway ready at (\S+) \(provider mode: Anthropic model \\"claude-test\\" at /);
+      const { url } = started;
+      child = started.child;
       const client = new CopilotRuntimeClient({ url });
       let last: any;
       const reader = client.asStream(client.generateCopilotResponse({ data: runInput([userMessage('[tokens=3]')]) as any })).getReader();
@@ -384,7 +341,7 @@ describe('npm start', () => {
       expect(last.generateCopilotResponse.messages[0].content.join('')).toBe('tok0 tok1 tok2 ');
       expect(anthropic.requests.at(-1)?.body.model).toBe('claude-test');
     } finally {
-      child.kill('SIGTERM');
+      child?.kill('SIGTERM');
       await anthropic.stop();
     }
   }, 30_000);
