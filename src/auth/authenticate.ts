@@ -38,14 +38,14 @@ export async function authenticateRequest(hook: Authenticate, request: Authentic
     if (principal === null || principal === undefined) return { error: unauthenticated(request.authorization) };
     if (typeof principal !== 'object' || typeof principal.id !== 'string' || principal.id === '') {
       logger.error('the authenticate hook returned something that is not a principal ({id, method}); the request is refused');
-      return { error: new GatewayError('AUTH_UNAVAILABLE', 'The credentials could not be checked. Try again, or report it with the request id.') };
+      return { error: hookFailed() };
     }
     const { expiresAt } = principal;
     if (expiresAt !== undefined) {
       // Before 2001 in milliseconds, as every time in seconds is: a hook's mistake, not the client's.
       if (typeof expiresAt !== 'number' || Number.isNaN(expiresAt) || expiresAt < 1e12) {
         logger.error({ expiresAt: typeof expiresAt === 'number' ? expiresAt : typeof expiresAt }, 'the authenticate hook returned a principal whose expiresAt is not a time in milliseconds since the epoch (seconds?); the request is refused');
-        return { error: new GatewayError('AUTH_UNAVAILABLE', 'The credentials could not be checked. Try again, or report it with the request id.') };
+        return { error: hookFailed() };
       }
       if (expiresAt <= Date.now()) return { error: new GatewayError('UNAUTHENTICATED', 'The credentials were not accepted (they have expired).') };
     }
@@ -59,8 +59,13 @@ export async function authenticateRequest(hook: Authenticate, request: Authentic
     }
     // Only the error's name: its message could quote the credentials (a hook's own words), and the request is never logged.
     logger.error({ error: (error as Error)?.name }, 'the authenticate hook threw (its message is not logged)');
-    return { error: new GatewayError('AUTH_UNAVAILABLE', 'The credentials could not be checked. Try again, or report it with the request id.') };
+    return { error: hookFailed() };
   }
+}
+
+/** The answer when the hook failed (threw, or returned what is not a principal): the gateway's problem, not the client's. */
+function hookFailed(): GatewayError {
+  return new GatewayError('AUTH_UNAVAILABLE', 'The credentials could not be checked. Try again, or report it with the request id.');
 }
 
 /** The answer for missing or invalid credentials: which, without echoing them. */

@@ -34,7 +34,8 @@ const REFUSALS: Record<string, string> = {
  * JWTs sent as `Authorization: Bearer <token>`, verified with jose against a JWKS URL (keys cached;
  * fetched again when a token names an unknown key, at most every 30 s) or a shared secret, with the
  * issuer and audience checked when set. The principal is the token's `sub` ("jwt:<sub>"), with its
- * verified claims, and with an `exp` its `expiresAt` (that time plus the tolerance). A JWKS that cannot be fetched is AUTH_UNAVAILABLE (503), not a refusal.
+ * verified claims, and with an `exp` its `expiresAt` (that time plus the tolerance). A JWKS that
+ * cannot be fetched is AUTH_UNAVAILABLE (503), not a refusal.
  */
 export function jwtAuthenticator(options: JwtOptions): Authenticate {
   if (options === null || typeof options !== 'object') throw new ConfigurationError('JWT authentication needs options: {jwksUrl | secret, issuer?, audience?}.');
