@@ -2,11 +2,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
+import { CopilotRuntimeClient } from '@copilotkit/runtime-client-gql';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
+import { RestRuntimeAgent } from './support/ag-ui-client.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { gatewaysPerTest, runInput, userMessage } from './support/harness.js';
 import { RedisServer } from './support/redis.js';
-import { COPILOT_RUN, JOIN_RUN, STOP, THREAD, gql, textOfEvents, until, watch } from './support/threads.js';
+import { COPILOT_RUN, JOIN_RUN, STOP, THREAD, compactEvents, expectLogBeginsWith, gql, storedLog, textOfEvents, until, watch } from './support/threads.js';
 
 // Several gateway processes on one Redis, started as `npm start` starts them (scripts/start.mjs with
 // REDIS_URL): runs joined and stopped across processes, a process killed mid-run, Redis restarted
@@ -91,20 +93,19 @@ describe('several gateway processes on one Redis', () => {
     const a = await startProcess();
     const b = await startProcess();
     const threadId = 'processes-killed';
-    const origin = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=500] [delay=10]')], { threadId }) });
-    await origin.received(10);
-    // What A's client had well before the kill (batches are written every 20 ms) must survive it.
-    const seenBefore = textOfEvents(origin.events);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    const origin = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=500] [delay=5]')], { threadId }) });
+    await origin.received(3);
+    // A second client follows the run live through B.
+    const live = watch(b.wsUrl, JOIN_RUN, { threadId });
+    await origin.received(12);
     const killedAt = Date.now();
     a.child.kill('SIGKILL');
 
     const joined = watch(b.wsUrl, JOIN_RUN, { threadId });
-    await joined.done;
+    await Promise.all([joined.done, live.done]);
     const tookMs = Date.now() - killedAt;
     expect(joined.errors).toEqual([]);
     const text = textOfEvents(joined.events);
-    expect(text.startsWith(seenBefore)).toBe(true);
     expect(tokens(500).startsWith(text)).toBe(true);
     const last = joined.events.at(-1);
     expect(last.__typename).toBe('RunFinishedEvent');
@@ -116,6 +117,18 @@ describe('several gateway processes on one Redis', () => {
     expect(new Set(sequences).size).toBe(sequences.length);
     // Bounded by the lease (and a beat of the survivor); far under the default's 15 s.
     expect(tookMs).toBeLessThan(LEASE_MS * 4);
+
+    // Every client's view is a prefix of the log every join replays, number for number: nothing A's
+    // client was shown is missing from it or named differently there, whatever A had not yet written.
+    const log = await storedLog(redis.url, 'cg:', threadId, origin.events[0].runId);
+    expectLogBeginsWith(log, origin.events);
+    expect(compactEvents(live.events)).toEqual(compactEvents(log));
+    expect(text).toBe(log.filter((event) => event.type === 'TextMessageContent').map((event) => event.content).join(''));
+    // Resumed from the last number A's client had, it gets exactly the rest.
+    const resumed = watch(b.wsUrl, JOIN_RUN, { threadId, afterSequence: origin.events.at(-1).sequence });
+    await resumed.done;
+    expect(textOfEvents(origin.events) + textOfEvents(resumed.events)).toBe(text);
+    expect(resumed.events.at(-1)).toMatchObject({ __typename: 'RunFinishedEvent', sequence: last.sequence });
 
     // The thread is free again, and its transcript kept what was stored.
     const next = watch(b.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=1] again')], { threadId }) });
@@ -209,19 +222,24 @@ describe('Redis going away', () => {
     expect(joined.events.at(-1).status.code).toBe('Success');
   }, 30_000);
 
-  it('streams a run to its end while Redis is slow (its writes held), records all of it once Redis answers, and holds a new run\'s claim until then', async () => {
-    const a = await start(options());
+  it('shows a run\'s events only once Redis has them: while its writes are held its client waits, then gets the whole run as recorded; a new run\'s claim waits too', async () => {
+    const shared = options({ leaseMs: 20_000 });
+    const a = await start(shared);
     const threadId = 'redis-slow';
-    const run = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=60] [delay=10]')], { threadId }) });
+    const run = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=30] [delay=10]')], { threadId }) });
     await run.received(5);
+    const runId = run.events[0].runId;
     const admin = new Redis(redis.url);
     let next: ReturnType<typeof watch> | undefined;
     try {
-      // Every write waits (CLIENT PAUSE WRITE) until UNPAUSE below: nothing the client is sent may wait for one.
+      // Every write waits (CLIENT PAUSE WRITE) until UNPAUSE below; reads go on.
       await admin.call('CLIENT', 'PAUSE', '60000', 'WRITE');
-      await run.done;
-      expect(run.events.at(-1).status.code).toBe('Success');
-      expect(textOfEvents(run.events)).toBe(tokens(60));
+      // The model answers whole meanwhile (30 tokens, 10 ms apart), and the run ends in the gateway.
+      await new Promise((resolve) => setTimeout(resolve, 800));
+      const stored = Number(await admin.hget(`${shared.threads.keyPrefix}{${threadId}}:run:${runId}`, 'last'));
+      // The client was shown nothing Redis does not have.
+      expect(run.events.at(-1).sequence).toBeLessThanOrEqual(stored);
+      expect(run.events.map((event) => event.__typename)).not.toContain('RunFinishedEvent');
       // A run on another thread: its claim (a write) waits for Redis.
       next = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=3]')], { threadId: 'redis-slow-next' }) });
       await new Promise((resolve) => setTimeout(resolve, 200));
@@ -230,15 +248,72 @@ describe('Redis going away', () => {
       await admin.call('CLIENT', 'UNPAUSE');
       admin.disconnect();
     }
-    await next.done;
+    await Promise.all([run.done, next.done]);
+    expect(run.errors).toEqual([]);
+    expect(run.events.at(-1).status.code).toBe('Success');
+    expect(textOfEvents(run.events)).toBe(tokens(30));
     expect(next.events.at(-1).status.code).toBe('Success');
     expect(textOfEvents(next.events)).toBe(tokens(3));
 
+    const thread = await until(() => gql(a.url, THREAD, { threadId }), (answer) => answer.data?.copilotThread?.runs[0]?.finishedAt, 'the run recorded');
+    expect(thread.data.copilotThread.runs[0].lastSequence).toBe(33);
+    const log = await storedLog(redis.url, shared.threads.keyPrefix, threadId, runId);
+    expect(compactEvents(run.events)).toEqual(compactEvents(log));
+  }, 60_000);
+
+  it('ends a run\'s clients with STORE_UNAVAILABLE when Redis takes none of its events for longer than the lease, and completes its record with that end once Redis answers', async () => {
+    const shared = options();
+    const a = await start(shared);
+    const threadId = 'redis-stalled';
+    const aborted = fake.abortedRequests;
+    const run = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=1000] [delay=10]')], { threadId }) });
+    await run.received(5);
+    const runId = run.events[0].runId;
+    const admin = new Redis(redis.url);
+    try {
+      await admin.call('CLIENT', 'PAUSE', '60000', 'WRITE');
+      await run.done;
+      // Told with an error, not an event: its number could name another event in the log later.
+      expect(run.errors).toEqual([[expect.objectContaining({ extensions: expect.objectContaining({ code: 'STORE_UNAVAILABLE' }) })]]);
+      expect(run.events.map((event) => event.__typename)).not.toContain('RunFinishedEvent');
+      await until(async () => fake.abortedRequests, (n) => n > aborted, 'the model request closed');
+    } finally {
+      await admin.call('CLIENT', 'UNPAUSE');
+      admin.disconnect();
+    }
     const thread = await until(() => gql(a.url, THREAD, { threadId }), (answer) => answer.data?.copilotThread?.runs[0]?.finishedAt, 'the run recorded once Redis answered');
-    expect(thread.data.copilotThread.runs[0].lastSequence).toBe(63);
-    const joined = watch(a.wsUrl, JOIN_RUN, { threadId });
-    await joined.done;
-    expect(textOfEvents(joined.events)).toBe(tokens(60));
+    expect(thread.data.copilotThread.runs[0].status).toMatchObject({ code: 'Failed', details: { code: 'STORE_UNAVAILABLE' } });
+    expectLogBeginsWith(await storedLog(redis.url, shared.threads.keyPrefix, threadId, runId), run.events);
+    // The thread is free for the next run.
+    const next = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=2] again')], { threadId }) });
+    await next.done;
+    expect(next.events.at(-1).status.code).toBe('Success');
+  }, 60_000);
+
+  it('ends the stock client\'s answer (status Failed) and an AG-UI run (RUN_ERROR) with STORE_UNAVAILABLE when Redis stalls past the lease', async () => {
+    const shared = options();
+    const a = await start(shared);
+    const client = new CopilotRuntimeClient({ url: a.url });
+    const answer = client.generateCopilotResponse({ data: runInput([userMessage('[tokens=1000] [delay=10]')], { threadId: 'stalled-stock' }) as any }).toPromise();
+    const agUi = new RestRuntimeAgent(a.url, 'default', { threadId: 'stalled-ag-ui' });
+    agUi.messages.push({ id: 'stalled-ag-ui-1', role: 'user', content: '[tokens=1000] [delay=10]' });
+    const agUiEvents: any[] = [];
+    const agUiRun = agUi.runAgent({}, { onEvent: ({ event }: any) => void agUiEvents.push(event) }).catch(() => {});
+    for (const threadId of ['stalled-stock', 'stalled-ag-ui']) {
+      await until(() => gql(a.url, THREAD, { threadId }), (thread) => thread.data?.copilotThread?.runs[0]?.lastSequence > 3, `the run on ${threadId} under way`);
+    }
+    const admin = new Redis(redis.url);
+    try {
+      await admin.call('CLIENT', 'PAUSE', '60000', 'WRITE');
+      const result = await answer;
+      expect(result.data!.generateCopilotResponse.status).toMatchObject({ code: 'Failed', details: { code: 'STORE_UNAVAILABLE' } });
+      await agUiRun;
+      expect(agUiEvents.at(-1)).toMatchObject({ type: 'RUN_ERROR', code: 'STORE_UNAVAILABLE' });
+      expect(agUiEvents.map((event) => event.type)).not.toContain('RUN_FINISHED');
+    } finally {
+      await admin.call('CLIENT', 'UNPAUSE');
+      admin.disconnect();
+    }
   }, 60_000);
 
   it('writes a run\'s record again when Redis loses part of it (a restore from an older snapshot), and frees its thread', async () => {
@@ -277,13 +352,18 @@ describe('Redis going away', () => {
     const admin = new Redis(redis.url);
     try {
       const threadId = 'lost-lease';
+      const aborted = fake.abortedRequests;
       const run = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=300] [delay=10]')], { threadId }) });
       await run.received(5);
       // What another instance writes when it ends the run of an instance it takes for dead.
       const failed = { code: 'Failed', reason: 'MESSAGE_STREAM_INTERRUPTED', details: { code: 'INSTANCE_LOST', description: 'lost', originalError: {} } };
       await admin.hset(`${shared.threads.keyPrefix}{${threadId}}:run:${run.events[0].runId}`, 'status', JSON.stringify(failed));
       await run.done;
-      expect(run.events.at(-1).status.details.code).toBe('INSTANCE_LOST');
+      // Its client is told with an error, not an event: what the run does from now on is not stored, and
+      // a number this instance gave an event could name another in the log the other instance ended.
+      expect(run.errors).toEqual([[expect.objectContaining({ extensions: expect.objectContaining({ code: 'INSTANCE_LOST' }) })]]);
+      expect(run.events.map((event) => event.__typename)).not.toContain('RunFinishedEvent');
+      await until(async () => fake.abortedRequests, (n) => n > aborted, 'the model request closed');
     } finally {
       admin.disconnect();
     }

@@ -83,8 +83,12 @@ export interface LauncherOptions extends AgentLoopOptions {
  */
 export class RunLauncher {
   private active = 0;
-  /** The runs of this process, for a shutdown that ends those still going. */
-  private readonly running = new Set<Run>();
+  /**
+   * The runs of this process, for a shutdown that ends those still going, each with what settles
+   * once it has finished and its clients have been shown its end (on Redis, once its last event is
+   * stored).
+   */
+  private readonly running = new Map<Run, Promise<unknown>>();
   private draining: GatewayError | undefined;
   /** Set by abortAll: a run that starts after it (it was being admitted) is ended at once. */
   private aborting: GatewayError | undefined;
@@ -122,9 +126,8 @@ export class RunLauncher {
   async abortAll(reason: GatewayError, admissionWaitMs = 5_000): Promise<void> {
     this.refuseNewRuns();
     this.aborting = reason;
-    const runs = [...this.running];
-    for (const run of runs) run.abort(reason);
-    await Promise.all(runs.map((run) => run.finished));
+    for (const run of this.running.keys()) run.abort(reason);
+    await Promise.all(this.running.values());
     if (this.active === 0) return;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, admissionWaitMs);
@@ -188,12 +191,12 @@ export class RunLauncher {
       run = new Run({ threadId: request.threadId, runId: request.runId, logger: caller.logParent ?? caller.logger, logBindings: caller.logBindings, requestId: caller.requestId });
       let driver = await this.driverFor(request, run.logger);
       if (guarded) driver = this.options.guardrails!.guard(driver, request.guardrails!, request.messages, caller.publicApiKey!);
-      // First subscriber: the log has each event (and frees the thread at RunFinished) before any client sees it.
-      admission?.record(run);
-      view = attach(run);
+      // First subscriber: the log has each event (and frees the thread at RunFinished) before any client
+      // sees it; on Redis, clients see each event once it is stored.
+      const visible = admission ? admission.record(run) : run;
+      view = attach(visible);
       afterRequest(hooks, request, run, run.logger);
       this.options.onRunStarted?.(run, request.agentSession ? 'agent' : 'model');
-      this.running.add(run);
       const started = run;
       const release = releasePlace;
       const kind = request.agentSession ? 'agent' : 'model';
@@ -201,7 +204,10 @@ export class RunLauncher {
       const running = this.options.tracing
         ? this.options.tracing.traceRun(run, kind, { 'copilot.agent': request.agentSession?.agentName, 'enduser.id': request.principal?.id }, begin)
         : begin();
-      running.finally(() => {
+      // A run holds its place until its clients have been shown its end, so that a drain waits for that too.
+      const ended = visible === run ? running : Promise.all([running, visible.finished]);
+      this.running.set(run, ended);
+      ended.finally(() => {
         this.running.delete(started);
         release?.();
         this.runEnded();

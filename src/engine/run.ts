@@ -14,8 +14,11 @@ export interface RunHandle {
   /**
    * Receives every event the run emits from now on, numbered at the source. Subscribers attached
    * before the run starts see all of them, from RunStarted to RunFinished. Returns an unsubscribe.
+   * `onFailure` is told when the rest of the run cannot be shown, so the view ends with that error
+   * instead of RunFinished: only a run whose events wait for the thread store (StoredRun) does this,
+   * when the store cannot take them.
    */
-  subscribe(listener: RunListener): () => void;
+  subscribe(listener: RunListener, onFailure?: (error: GatewayError) => void): () => void;
   /** Aborts the run (client gone, server shutting down). A finished run ignores it. */
   abort(reason: GatewayError): void;
   /** The terminal status, once the run has finished. Never rejects. */

@@ -8,6 +8,7 @@ import { EventFeed } from '../threads/feed.js';
 import type { RunRecord, RunLog, ThreadRecord, ThreadStore } from '../threads/store.js';
 import type { RunRequest } from './request.js';
 import type { RunHandle } from './run.js';
+import { StoredRun } from './stored-run.js';
 
 /** What to do when a request asks for a thread whose run is still going. */
 export type BusyPolicy = 'refuse' | 'interrupt';
@@ -29,8 +30,12 @@ export interface ThreadPolicies {
 /** A request admitted on its thread: as the run sees it (its run id, the whole conversation). */
 export interface Admission {
   request: RunRequest;
-  /** Records the run in the store; call before any other view attaches, so the log sees every event first. */
-  record(run: RunHandle): void;
+  /**
+   * Records the run in the store; call before any other view attaches, so the log sees every event
+   * first. Returns the run as clients may see it: on a store that writes asynchronously, each event
+   * once stored (StoredRun); the run itself otherwise.
+   */
+  record(run: RunHandle): RunHandle;
   /** The request was refused after admission: the thread is free again. */
   release(): void;
 }
@@ -77,7 +82,7 @@ export class ThreadService {
       // An agent keeps its own state by thread id: without the store, whose thread it is cannot be checked.
       if (this.policies.authenticated && request.agentSession) throw error;
       this.warnUnrecorded(logger, error);
-      return { request, record: () => {}, release: () => {} };
+      return { request, record: (run) => run, release: () => {} };
     }
     const { runId, history } = claimed;
     const messages = withHistory(history, request.messages);
@@ -91,6 +96,10 @@ export class ThreadService {
         const newMessages = admitted.messages.filter((message) => !had.has(message.id));
         const log = this.store.open(run.threadId, run.runId, { messages: admitted.messages, newMessages }, (error) => run.abort(error));
         this.attach(run, log);
+        if (!log.deliverStored) return run;
+        const stored = new StoredRun(run, (error) => this.logger.error({ err: error, threadId: run.threadId, runId: run.runId }, 'a view of a run threw; it was dropped'));
+        log.deliverStored(stored);
+        return stored;
       },
       release: () => {
         if (settled) return;

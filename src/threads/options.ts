@@ -23,8 +23,6 @@ export interface ThreadsOptions {
   maxBytes?: number;
   /** With Redis: how long an instance that stopped answering still counts as alive; its runs are ended after that. @default 10000 */
   leaseMs?: number;
-  /** With Redis: the longest events wait to be written in a batch. @default 20 */
-  flushIntervalMs?: number;
   /** A run on a thread that has one going: `refuse` it (THREAD_BUSY), or `interrupt` the one going. @default "refuse" */
   onBusy?: 'refuse' | 'interrupt';
   /** New runs while Redis cannot be reached: `serve` them unrecorded (logged), or `fail` them (STORE_UNAVAILABLE). @default "serve" */
@@ -39,12 +37,11 @@ export interface ResolvedThreadsOptions {
   maxThreads: number;
   maxBytes: number;
   leaseMs: number;
-  flushIntervalMs: number;
   onBusy: 'refuse' | 'interrupt';
   onStoreFailure: 'serve' | 'fail';
 }
 
-const NAMES = new Set(['redisUrl', 'keyPrefix', 'ttlSeconds', 'maxRunsPerThread', 'maxThreads', 'maxBytes', 'leaseMs', 'flushIntervalMs', 'onBusy', 'onStoreFailure']);
+const NAMES = new Set(['redisUrl', 'keyPrefix', 'ttlSeconds', 'maxRunsPerThread', 'maxThreads', 'maxBytes', 'leaseMs', 'onBusy', 'onStoreFailure']);
 
 /** A claim holds its thread this long at most before its run opens (the checks and hooks before a run). */
 const CLAIM_TIMEOUT_MS = 60_000;
@@ -53,6 +50,9 @@ export function resolveThreadsOptions(options: ThreadsOptions | undefined): Reso
   if (options !== undefined && (options === null || typeof options !== 'object')) throw new ConfigurationError('options.threads must be an object.');
   const o = options ?? {};
   for (const key of Object.keys(o)) {
+    if (key === 'flushIntervalMs') {
+      throw new ConfigurationError('options.threads.flushIntervalMs is gone: a run\'s events are now written to Redis as they come, and shown to clients once stored. Remove it.');
+    }
     if (!NAMES.has(key)) throw new ConfigurationError(`Unknown option "threads.${key}". Known: ${[...NAMES].join(', ')}.`);
   }
   if (o.redisUrl !== undefined && (typeof o.redisUrl !== 'string' || !/^rediss?:\/\/[^/]/.test(o.redisUrl))) {
@@ -74,7 +74,6 @@ export function resolveThreadsOptions(options: ThreadsOptions | undefined): Reso
     maxThreads: whole('maxThreads', o.maxThreads, 10_000, 1, 100_000_000),
     maxBytes: whole('maxBytes', o.maxBytes, 64 * 1024 * 1024, 1024, 64 * 1024 * 1024 * 1024),
     leaseMs: whole('leaseMs', o.leaseMs, 10_000, 300, 600_000),
-    flushIntervalMs: whole('flushIntervalMs', o.flushIntervalMs, 20, 1, 10_000),
     onBusy: choice('onBusy', o.onBusy, ['refuse', 'interrupt'] as const),
     onStoreFailure: choice('onStoreFailure', o.onStoreFailure, ['serve', 'fail'] as const),
   };
@@ -89,7 +88,6 @@ export function createThreadStore(options: ResolvedThreadsOptions, logger: Logge
     url: options.redisUrl,
     keyPrefix: options.keyPrefix,
     leaseMs: options.leaseMs,
-    flushIntervalMs: options.flushIntervalMs,
     logger: logger.child({ component: 'threads' }),
   });
 }

@@ -10,7 +10,7 @@ import { RUN_SUCCESS, failedRun, type RunStatus } from '../core/status.js';
 import { EventFeed } from './feed.js';
 import { OutputCollector, agentStateOf, closingEvents, transcriptOf } from './log.js';
 import { threadBusy } from './memory.js';
-import { PENDING, threadForbidden, type AgentStateRecord, type Claim, type RunInput, type RunLog, type RunRecord, type StopHandler, type ThreadRecord, type ThreadStore, type ThreadStoreOptions } from './store.js';
+import { PENDING, threadForbidden, type AgentStateRecord, type Claim, type RunInput, type RunLog, type RunRecord, type StopHandler, type StoredEventSink, type ThreadRecord, type ThreadStore, type ThreadStoreOptions } from './store.js';
 
 /** ioredis, loaded only when a Redis store is configured. */
 const loadIoredis = loadOnFirstUse(() => import('ioredis'));
@@ -25,8 +25,6 @@ export interface RedisThreadStoreOptions extends ThreadStoreOptions {
    * A run whose instance is gone for longer is ended, from its stored events, by another instance.
    */
   leaseMs: number;
-  /** Events are written in batches, at most this long after they happen (a run's last event at once). */
-  flushIntervalMs: number;
   /** How long a claim holds a thread before its run opens. */
   claimTimeoutMs: number;
   logger: Logger;
@@ -52,6 +50,8 @@ export class RedisThreadStore implements ThreadStore {
   readonly kind = 'redis';
   readonly instanceId = `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
   private readonly stopHandlers: StopHandler[] = [];
+  /** The logs of this instance's runs still writing. */
+  private readonly logs = new Set<RedisRunLog>();
   /** Live followers by channel, and the channel's subscription. */
   private readonly live = new Map<string, { listeners: Set<LiveListener>; subscribed: Promise<void> }>();
   private heartbeat: NodeJS.Timeout | undefined;
@@ -158,7 +158,14 @@ export class RedisThreadStore implements ThreadStore {
   }
 
   open(threadId: string, runId: string, input: RunInput, onLost?: (error: GatewayError) => void): RunLog {
-    return new RedisRunLog(this, threadId, runId, input, this.options, onLost);
+    const log = new RedisRunLog(this, threadId, runId, input, onLost);
+    this.logs.add(log);
+    return log;
+  }
+
+  /** A run's log has stored its last event (or given up): nothing more to wait for at close. */
+  forget(log: RedisRunLog): void {
+    this.logs.delete(log);
   }
 
   /** Starts (or, with `reset`, starts again from nothing) a run's record; see the `cgOpen` script. */
@@ -359,6 +366,12 @@ export class RedisThreadStore implements ThreadStore {
     clearTimeout(this.heartbeat);
     clearTimeout(this.sweeper);
     if (!this.redis) return;
+    // Runs' last events still on their way (written one batch after another) are waited for, a while.
+    if (this.logs.size && this.redis.status === 'ready') {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.all([...this.logs].map((log) => log.settled)), new Promise((resolve) => (timer = setTimeout(resolve, 5_000)))]);
+      clearTimeout(timer);
+    }
     // quit() waits for replies; a server that is down would hold it until the reconnection gives up.
     for (const client of [this.redis, this.subscriber]) {
       if (client.status === 'ready') await client.quit().catch(() => client.disconnect());
@@ -419,6 +432,7 @@ export class RedisThreadStore implements ThreadStore {
   private beat(): void {
     const every = Math.max(10, Math.floor(this.options.leaseMs / 3));
     const tick = () => {
+      this.checkStalledLogs();
       this.redis
         .multi()
         .set(this.key('instance', this.instanceId), '1', 'PX', this.options.leaseMs)
@@ -436,6 +450,19 @@ export class RedisThreadStore implements ThreadStore {
     };
     tick();
     this.sweeper = setTimeout(sweep, every).unref();
+  }
+
+  /**
+   * Runs whose events have waited longer than the lease for Redis: their clients are ended (see
+   * RedisRunLog.giveUp). Past the lease another instance may end the run anyway; a client is never
+   * held longer than that.
+   */
+  private checkStalledLogs(): void {
+    const now = Date.now();
+    for (const log of this.logs) {
+      const waited = log.stalledSince === 0 ? 0 : now - log.stalledSince;
+      if (waited > this.options.leaseMs) log.giveUp(waited);
+    }
   }
 
   /** Ends, as INSTANCE_LOST, every run of every instance whose lease has run out. */
@@ -549,21 +576,34 @@ const MAX_KEPT_CHARS = 16 * 1024 * 1024;
 /** Rewrites of a record from nothing before the run gives up recording. */
 const MAX_REBUILDS = 3;
 
-type Write = { batch: Batch | undefined; write: () => Promise<unknown> };
+/** A write to Redis and the events it stores (none for the record's opening). */
+type Write = { batch: Batch | undefined; events: readonly SequencedEvent[]; write: () => Promise<unknown> };
 
 /**
- * One run's events on their way to Redis: gathered for up to `flushIntervalMs` (the terminal event is
- * written at once), each batch sent as soon as it is cut, in order, on one connection. A batch that
- * fails (Redis unreachable, restarting) is sent again, with every batch after it, until Redis takes it,
- * so nothing the run emitted is lost while the process lives; the append script skips batches it
- * already has. When the record in Redis is behind what Redis had confirmed (it came back from an
- * older snapshot) or gone, the run writes it again from nothing with the events it keeps. When
- * another instance has ended the run (this one's lease ran out), the run is told (`onLost`).
+ * One run's events on their way to Redis, and to the run's clients once stored (deliverStored).
+ *
+ * Written as they come, with no timer between an event and its write: events emitted together (one
+ * upstream chunk, a run's closing events) go in one write, sent once the job that emitted them ends
+ * (a microtask); while a write is on its way, what comes meanwhile waits and goes in the next one,
+ * sent as soon as Redis confirms. One write at a time: batches grow with the rate of events (a burst
+ * of tokens costs a few writes, not one each), and an event waits at most two round trips to Redis
+ * before its clients see it. Several writes in flight would save at most one round trip per event for
+ * a write each (measured in BENCHMARKS.md).
+ *
+ * A write that fails (Redis unreachable, restarting) is sent again, with every one after it, until
+ * Redis takes it, so nothing the run emitted is lost while the process lives; the append script
+ * skips batches it already has. When the record in Redis is behind what Redis had confirmed (it came
+ * back from an older snapshot) or gone, the run writes it again from nothing with the events it keeps.
+ * When events have waited longer than the lease (Redis down, or too slow), the run's clients are told
+ * STORE_UNAVAILABLE and the run is ended; its record is completed when Redis answers. When another
+ * instance has ended the run (this one's lease ran out), the run and its clients are told
+ * INSTANCE_LOST.
  */
 class RedisRunLog implements RunLog {
   private pending: SequencedEvent[] = [];
   private states = new Map<string, AgentStateRecord>();
-  private timer: NodeJS.Timeout | undefined;
+  /** A write of `pending` is queued for the end of the current job. */
+  private flushQueued = false;
   /** Sent and not yet confirmed, in order. */
   private unconfirmed: Write[] = [];
   private retrying: NodeJS.Timeout | undefined;
@@ -576,16 +616,32 @@ class RedisRunLog implements RunLog {
   private allStates = new Map<string, AgentStateRecord>();
   private rebuilds = 0;
   private finalStatus: RunStatus | undefined;
+  /** Where stored events go (the run's clients). */
+  private sink: StoredEventSink | undefined;
+  /** The clients were told the store could not take the run's events in time. */
+  private gaveUp = false;
+  /** Since when events have waited with no write confirmed (0: none waits). */
+  stalledSince = 0;
+  /** Settles once the run's last event is stored, or the record abandoned. */
+  readonly settled: Promise<void>;
+  private settle!: () => void;
 
   constructor(
     private readonly store: RedisThreadStore,
     private readonly threadId: string,
     private readonly runId: string,
     private readonly input: RunInput,
-    private readonly options: RedisThreadStoreOptions,
     private readonly onLost: ((error: GatewayError) => void) | undefined,
   ) {
-    this.send({ batch: undefined, write: () => this.store.openRecord(threadId, runId, input, false) });
+    this.settled = new Promise((resolve) => {
+      this.settle = resolve;
+    });
+    this.stalledSince = Date.now();
+    this.send({ batch: undefined, events: [], write: () => this.store.openRecord(threadId, runId, input, false) });
+  }
+
+  deliverStored(sink: StoredEventSink): void {
+    this.sink = sink;
   }
 
   append(event: SequencedEvent): void {
@@ -598,18 +654,18 @@ class RedisRunLog implements RunLog {
       this.states.set(state.agentName, state);
       this.allStates.set(state.agentName, state);
     }
-    if (event.type === 'RunFinished') {
-      clearTimeout(this.timer);
-      this.timer = undefined;
-      this.finalStatus = event.status;
-      this.flush();
-    } else if (!this.timer) {
-      this.timer = setTimeout(() => {
-        this.timer = undefined;
-        this.flush();
-      }, this.options.flushIntervalMs);
+    if (event.type === 'RunFinished') this.finalStatus = event.status;
+    if (this.stalledSince === 0) this.stalledSince = Date.now();
+    if (this.unconfirmed.length === 0 && !this.flushQueued) {
+      this.flushQueued = true;
+      queueMicrotask(this.flushQueuedWrite);
     }
   }
+
+  private readonly flushQueuedWrite = (): void => {
+    this.flushQueued = false;
+    if (this.unconfirmed.length === 0) this.flush();
+  };
 
   private keep(event: SequencedEvent): void {
     if (!this.kept) return;
@@ -620,12 +676,12 @@ class RedisRunLog implements RunLog {
 
   private flush(): void {
     const events = this.pending;
-    if (events.length === 0) return;
+    if (events.length === 0 || this.abandoned) return;
     this.pending = [];
     const states = this.states;
     this.states = new Map();
     const batch = this.batchOf(events, states);
-    this.send({ batch, write: () => this.store.appendBatch(this.threadId, this.runId, batch) });
+    this.send({ batch, events, write: () => this.store.appendBatch(this.threadId, this.runId, batch) });
   }
 
   private batchOf(events: SequencedEvent[], states: Map<string, AgentStateRecord>): Batch {
@@ -658,12 +714,16 @@ class RedisRunLog implements RunLog {
     const index = this.unconfirmed.indexOf(entry);
     if (index < 0) return; // an answer to a write since superseded (sent again, or rebuilt)
     if (reply === 'ok' || reply === 'dup') {
-      this.unconfirmed.splice(0, index + 1);
+      const done = this.unconfirmed.splice(0, index + 1);
       this.retryDelay = 100;
+      for (const write of done) if (write.events.length) this.sink?.stored(write.events);
+      if (done.some((write) => write.batch?.status !== undefined)) return this.end();
+      if (this.unconfirmed.length === 0) this.flush();
+      this.stalledSince = this.unconfirmed.length === 0 ? 0 : Date.now();
       return;
     }
-    if (reply === 'finished') return this.lose('another instance ended it (this instance lost its lease)', true);
-    if (reply === 'lost') return this.lose('another run holds its thread (its claim ran out before it started)', false);
+    if (reply === 'finished') return this.lose('another instance ended it (this instance lost its lease)', 'This gateway instance lost the run: it stopped answering for longer than its lease, and another instance ended the run.');
+    if (reply === 'lost') return this.lose('another run holds its thread (its claim ran out before it started)', 'This gateway instance lost the run: its claim on the thread ran out before the run started, and another run holds the thread.');
     // 'gap' or 'missing': the record is behind what Redis had confirmed, or gone.
     this.rebuild(String(reply));
   }
@@ -671,7 +731,7 @@ class RedisRunLog implements RunLog {
   /** Writes the record again from nothing: opened afresh, then every event so far in one batch. */
   private rebuild(why: string): void {
     if (!this.kept || ++this.rebuilds > MAX_REBUILDS) {
-      this.lose(`its record in Redis is ${why === 'gap' ? 'behind' : 'gone'} and cannot be written again`, false);
+      this.lose(`its record in Redis is ${why === 'gap' ? 'behind' : 'gone'} and cannot be written again`, 'The run could no longer be recorded; it was ended with the events stored.');
       void this.store.endRun(this.threadId, this.runId, this.store.instanceId, new GatewayError('INSTANCE_LOST', 'The run could no longer be recorded; it was ended with the events stored.')).catch(() => {});
       return;
     }
@@ -681,21 +741,52 @@ class RedisRunLog implements RunLog {
     this.unconfirmed = [];
     this.pending = [];
     this.states = new Map();
-    this.send({ batch: undefined, write: () => this.store.openRecord(this.threadId, this.runId, this.input, true) });
+    this.send({ batch: undefined, events: [], write: () => this.store.openRecord(this.threadId, this.runId, this.input, true) });
     if (this.kept.length) {
-      const batch = this.batchOf(this.kept.slice(), new Map(this.allStates));
-      this.send({ batch, write: () => this.store.appendBatch(this.threadId, this.runId, batch) });
+      const events = this.kept.slice();
+      const batch = this.batchOf(events, new Map(this.allStates));
+      this.send({ batch, events, write: () => this.store.appendBatch(this.threadId, this.runId, batch) });
     }
   }
 
-  private lose(why: string, tellRun: boolean): void {
+  /**
+   * The rest of the run will not be recorded here: the run and its clients are told (INSTANCE_LOST),
+   * since clients are shown only what is stored.
+   */
+  private lose(why: string, message: string): void {
     this.abandoned = true;
     this.unconfirmed = [];
+    this.pending = [];
     this.kept = undefined;
-    clearTimeout(this.timer);
     clearTimeout(this.retrying);
     this.store.recordLost(this.threadId, this.runId, why);
-    if (tellRun) this.onLost?.(new GatewayError('INSTANCE_LOST', 'This gateway instance lost the run: it stopped answering for longer than its lease, and another instance ended the run.'));
+    const error = new GatewayError('INSTANCE_LOST', message);
+    this.sink?.failed(error);
+    this.onLost?.(error);
+    this.end();
+  }
+
+  /**
+   * Events have waited longer than `waitedMs` with no write confirmed: the run's clients are told
+   * STORE_UNAVAILABLE (they must not see what is not stored, and must not wait forever) and the run
+   * is ended. The log goes on writing: the record is completed, with that failure, once Redis answers.
+   */
+  giveUp(waitedMs: number): void {
+    if (this.gaveUp || this.abandoned) return;
+    this.gaveUp = true;
+    const error = new GatewayError(
+      'STORE_UNAVAILABLE',
+      `The thread store (Redis) took none of this run's events for ${Math.round(waitedMs / 1000)} s; the run was ended. Its record is completed once the store answers: join the run then to read it.`,
+    );
+    this.store.recordLost(this.threadId, this.runId, `Redis took none of its events for ${waitedMs} ms; the run and its clients were ended (the record is completed once Redis answers)`);
+    this.sink?.failed(error);
+    this.onLost?.(error);
+  }
+
+  private end(): void {
+    this.stalledSince = 0;
+    this.store.forget(this);
+    this.settle();
   }
 
   /** A write failed: everything unconfirmed is sent again, in order, after a growing pause. */

@@ -80,6 +80,23 @@ export interface Claim {
 /** Where a run's events go; see ThreadStore.open. Never throws: a store that cannot write logs and retries. */
 export interface RunLog {
   append(event: SequencedEvent): void;
+  /**
+   * Present on a log that stores events after `append` returns (Redis): `sink` is told of each event
+   * once it is stored, in order, or that the rest never will be. A client must be shown an event only
+   * once it is stored (ThreadService hands views the stored events), so that whatever a client saw is
+   * a prefix of the log every later reader replays, and a sequence number names one event forever,
+   * even when the instance dies and another ends the run from its log. A log without it has stored an
+   * event when `append` returns (memory).
+   */
+  deliverStored?(sink: StoredEventSink): void;
+}
+
+/** What a run's views are fed from, on a store that writes asynchronously (see RunLog.deliverStored). */
+export interface StoredEventSink {
+  /** These events are stored (in order, after those before; an event told twice is taken once). */
+  stored(events: readonly SequencedEvent[]): void;
+  /** The rest of the run's events will not be stored (or not in time): its views end with `error`. */
+  failed(error: GatewayError): void;
 }
 
 export interface ThreadRecord {

@@ -217,11 +217,8 @@ export class AgUiTransport {
     } catch (error) {
       caller.logger.warn({ err: error }, 'an AG-UI connect replay failed');
       if (current?.started && !current.ended && !res.destroyed) {
-        for (const [id, kind] of current.open) {
-          res.write(this.encoder.encodeSSE((kind === 'text' ? { type: 'TEXT_MESSAGE_END', messageId: id } : { type: 'TOOL_CALL_END', toolCallId: id }) as BaseEvent));
-        }
         const reason = toGatewayError(error);
-        res.write(this.encoder.encodeSSE({ type: 'RUN_ERROR', message: `The replay was cut short: ${reason.message}`, code: reason.code } as BaseEvent));
+        this.endCutShort(res, current.open, `The replay was cut short: ${reason.message}`, reason);
       }
     } finally {
       clearInterval(keepAlive);
@@ -259,16 +256,31 @@ export class AgUiTransport {
     const interrupts: AgUiInterrupt[] = [];
     // The client leaving stops this view only: the run goes on.
     res.once('close', () => void stream.return());
+    const open = new Map<string, 'text' | 'call'>();
     try {
       for await (const event of stream) {
         if (res.destroyed) break;
+        track(open, event);
         // A slow client is waited for; meanwhile the run's chunks queue up merged (RunEventStream).
         if (!this.write(res, event, input, interrupts)) await drained(res);
       }
+    } catch (error) {
+      // The rest of the run cannot be shown (the thread store cannot take its events): its open
+      // messages are ended and the run's end is RUN_ERROR with the code.
+      const reason = toGatewayError(error);
+      if (!res.destroyed) this.endCutShort(res, open, reason.message, reason);
     } finally {
       clearInterval(keepAlive);
       if (!res.destroyed) res.end();
     }
+  }
+
+  /** Ends a run's stream that cannot go on: its open messages and calls ended, then RUN_ERROR with the reason's code. */
+  private endCutShort(res: ServerResponse, open: Map<string, 'text' | 'call'>, message: string, reason: GatewayError): void {
+    for (const [id, kind] of open) {
+      res.write(this.encoder.encodeSSE((kind === 'text' ? { type: 'TEXT_MESSAGE_END', messageId: id } : { type: 'TOOL_CALL_END', toolCallId: id }) as BaseEvent));
+    }
+    res.write(this.encoder.encodeSSE({ type: 'RUN_ERROR', message, code: reason.code } as BaseEvent));
   }
 
   private openStream(res: ServerResponse): void {

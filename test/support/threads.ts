@@ -1,3 +1,4 @@
+import { expect } from '@jest/globals';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 
@@ -122,4 +123,52 @@ export async function until<T>(read: () => Promise<T>, check: (value: T) => bool
     if (Date.now() > deadline) throw new Error(`Timed out waiting for: ${what} (last: ${JSON.stringify(value)})`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
+}
+
+/**
+ * A run's events as its Redis log stores them (one entry per write, each a JSON array of events),
+ * unmerged: what every join of the run replays.
+ */
+export async function storedLog(redisUrl: string, keyPrefix: string, threadId: string, runId: string): Promise<any[]> {
+  const { Redis } = await import('ioredis');
+  const redis = new Redis(redisUrl);
+  try {
+    const entries = await redis.xrange(`${keyPrefix}{${threadId}}:log:${runId}`, '-', '+');
+    return entries.flatMap(([, fields]) => JSON.parse(fields[1]) as any[]);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/**
+ * Events with consecutive chunks of one message (or argument stream) joined, each joined chunk
+ * carrying its last part's number, as a client behind the run gets them: so that two views of one
+ * log compare whatever their readers' speeds. Takes the stored form (`type`) or a subscription's
+ * (`__typename`); keeps the type, sequence, ids and text.
+ */
+export function compactEvents(events: any[]): { type: string; sequence: number; id?: string; text?: string }[] {
+  const compact: { type: string; sequence: number; id?: string; text?: string }[] = [];
+  for (const event of events) {
+    const type = String(event.type ?? event.__typename).replace(/Event$/, '');
+    const id = event.messageId ?? event.actionExecutionId;
+    const text = type === 'TextMessageContent' ? event.content : type === 'ActionExecutionArgs' ? event.args : undefined;
+    const last = compact.at(-1);
+    if (text !== undefined && last && last.type === type && last.id === id) {
+      last.text += text;
+      last.sequence = event.sequence;
+    } else {
+      compact.push({ type, sequence: event.sequence, ...(id === undefined ? {} : { id }), ...(text === undefined ? {} : { text }) });
+    }
+  }
+  return compact;
+}
+
+/**
+ * Holds that a run's stored log begins with what a client was shown, sequence for sequence: the
+ * stored events up to the last number the client got are, joined as a reader behind would get them,
+ * exactly the client's events.
+ */
+export function expectLogBeginsWith(log: any[], seen: any[]): void {
+  const last = seen.at(-1)?.sequence ?? -1;
+  expect(compactEvents(log.filter((event) => event.sequence <= last))).toEqual(compactEvents(seen));
 }

@@ -1,5 +1,5 @@
 import type { MetaEventPayload, SequencedEvent } from '../../core/events.js';
-import { MESSAGE_SUCCESS, type MessageStatus, type RunStatus } from '../../core/status.js';
+import { MESSAGE_SUCCESS, failedRun, type MessageStatus, type RunStatus } from '../../core/status.js';
 import type { RunHandle } from '../../engine/run.js';
 import type { CopilotResponseModel, MessageOutputModel } from '../models.js';
 import { SharedStream, SharedTextStream } from './shared-stream.js';
@@ -42,7 +42,15 @@ export function createCopilotResponseView(run: RunHandle): CopilotResponseModel 
     message.settle(messageStatus);
   }
 
-  run.subscribe((event: SequencedEvent): void => {
+  const end = (status: RunStatus): void => {
+    // The run closes its messages before finishing; anything left open here would hang a stream.
+    for (const id of [...open.keys()]) closeMessage(id, status.code === 'Failed' ? { code: 'Failed', reason: 'Run ended.' } : MESSAGE_SUCCESS);
+    messages.end();
+    metaEvents.end();
+    settleRun(status);
+  };
+
+  function listen(event: SequencedEvent): void {
     switch (event.type) {
       case 'TextMessageContent':
         open.get(event.messageId)?.chunks.push(event.content);
@@ -116,14 +124,13 @@ export function createCopilotResponseView(run: RunHandle): CopilotResponseModel 
       case 'RunStarted':
         return;
       case 'RunFinished':
-        // The run closes its messages before finishing; anything left open here would hang a stream.
-        for (const id of [...open.keys()]) closeMessage(id, event.status.code === 'Failed' ? { code: 'Failed', reason: 'Run ended.' } : MESSAGE_SUCCESS);
-        messages.end();
-        metaEvents.end();
-        settleRun(event.status);
+        end(event.status);
         return;
     }
-  });
+  }
+
+  // When the rest of the run cannot be shown (its events cannot be stored), the answer ends failed.
+  run.subscribe(listen, (error) => end(failedRun(error)));
 
   return { threadId: run.threadId, runId: run.runId, status, messages, metaEvents, extensions: null };
 }

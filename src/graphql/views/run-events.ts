@@ -18,7 +18,11 @@ export class RunEventStream extends EventQueue {
     private readonly keepRunning = false,
   ) {
     super(true);
-    this.unsubscribe = run.subscribe(this.listener);
+    // The rest of the run cannot be shown (its events cannot be stored): the reader gets the error
+    // after what is queued, not a RunFinished of the view's making.
+    this.unsubscribe = run.subscribe(this.listener, (error) => {
+      if (!this.closed) this.failWith(error);
+    });
   }
 
   private readonly listener = (event: SequencedEvent): void => {
