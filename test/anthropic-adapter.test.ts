@@ -188,6 +188,15 @@ describe('AnthropicAdapter (Messages API streaming on the official SDK)', () => 
     expect(retries).toEqual([['the model provider (Anthropic)', 'UPSTREAM_UNREACHABLE']]);
   });
 
+  it('tries a call the provider refuses (HTTP 400) once, retries allowed: one request, no retry reported', async () => {
+    const retries: string[] = [];
+    const before = fake.requests.length;
+    const error = await rejection(adapter({ maxRetries: 2 }).stream(request(`[fail=400] ${Math.random()}`, { onRetry: (_who, reason) => void retries.push(reason) }), recordingOutput(), new AbortController().signal));
+    expect(error.code).toBe('UPSTREAM_REJECTED');
+    expect(fake.requests.length - before).toBe(1);
+    expect(retries).toEqual([]);
+  });
+
   it('says which variable to check when the server cannot be reached', async () => {
     const error = await rejection(new AnthropicAdapter({ baseURL: 'http://127.0.0.1:9', apiKey: 'k', maxRetries: 0 }).stream(request('hi'), recordingOutput(), new AbortController().signal));
     expect(error.code).toBe('UPSTREAM_UNREACHABLE');

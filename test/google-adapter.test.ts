@@ -158,6 +158,15 @@ describe('GoogleAdapter (Gemini API streaming on the official SDK)', () => {
     expect(fake.requests.slice(before).map((seen) => seen.headers['x-goog-api-key'])).toEqual(['g-test', 'g-test']);
   });
 
+  it('tries a call the provider refuses (HTTP 400) once, retries allowed: one request, no retry reported', async () => {
+    const retries: string[] = [];
+    const before = fake.requests.length;
+    const error = await rejection(adapter({ maxRetries: 2 }).stream(request(`[fail=400] ${Math.random()}`, { onRetry: (_who, reason) => void retries.push(reason) }), recordingOutput(), new AbortController().signal));
+    expect(error.code).toBe('UPSTREAM_REJECTED');
+    expect(fake.requests.length - before).toBe(1);
+    expect(retries).toEqual([]);
+  });
+
   it('says which variable to check when the server cannot be reached', async () => {
     const unreachable = new GoogleAdapter({ baseURL: 'http://127.0.0.1:9', apiKey: 'k', maxRetries: 0 });
     adapters.push(unreachable);

@@ -153,6 +153,18 @@ describe('OpenAIAdapter (Chat Completions streaming on undici)', () => {
     expect(output.log).toEqual(['start chatcmpl-1', 'text m1 ok', 'end m1']);
   });
 
+  it('tries a call the provider refuses (HTTP 400) once, retries allowed: one request, no retry reported', async () => {
+    handler = (_req, res) => {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end('{"error":{"message":"messages must not be empty"}}');
+    };
+    const retries: string[] = [];
+    const failure = adapter({ maxRetries: 2 }).stream({ ...request, onRetry: (_who, reason) => void retries.push(reason) }, recorder(), new AbortController().signal);
+    await expect(failure).rejects.toMatchObject({ code: 'UPSTREAM_REJECTED' });
+    expect(requests).toHaveLength(1);
+    expect(retries).toEqual([]);
+  });
+
   it('maps a refused key to UPSTREAM_AUTHENTICATION_FAILED with a hint, without the provider text', async () => {
     handler = (_req, res) => {
       res.writeHead(401, { 'content-type': 'application/json' });
