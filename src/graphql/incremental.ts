@@ -4,6 +4,7 @@ import { getArgumentValues, locatedError } from '@graphql-tools/utils';
 import { completeLeafItem, leafStreamPlan, type LeafStreamPlan } from './leaf-streams.js';
 import { coerceError, runtimeWriter, writeDeferred, writeFields, type MessagePlan, type ObjectWriter, type RunPlan } from './message-plan.js';
 import type { KnownDocument } from './known-documents.js';
+import { owningLists } from './owned-lists.js';
 import { variablePlan, withCoercedVariables } from './variables.js';
 import { SharedStream, SharedTextStream } from './views/shared-stream.js';
 
@@ -856,6 +857,8 @@ export async function executeIncrementally(args: ExecutionArgs): Promise<Executi
     return replay.result;
   }
   const later = context?.laterPayloads;
+  // Every list the executor reads from an async iterable, read so that none of its promises floats (graphql/owned-lists.ts).
+  args = { ...args, fieldResolver: owningLists(args.fieldResolver ?? defaultFieldResolver) };
   const plan = later === undefined ? undefined : leafStreamPlan(args.schema, args.document, args.operationName);
   if (plan !== undefined) {
     // The transport may run this text again without Apollo (graphql/known-documents.ts).
@@ -954,7 +957,7 @@ function runByPlan(args: ExecutionArgs, plan: LeafStreamPlan, run: RunPlan, late
     const meta = run.metaEvents;
     if (meta !== undefined) {
       later.awaitMetaEvents((view as { metaEvents?: unknown }).metaEvents, () =>
-        execute({ schema: meta.schema, document: meta.document, rootValue: view, contextValue: context }),
+        execute({ schema: meta.schema, document: meta.document, rootValue: view, contextValue: context, fieldResolver: args.fieldResolver }),
       );
     }
     const data: Record<string, unknown> = Object.create(null);

@@ -1,0 +1,175 @@
+import vm from 'node:vm';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
+import type { ModelAdapter, ModelOutput, ModelRequest } from '../src/adapters/adapter.js';
+import { runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
+
+// Issue 28 §2: requests that reach the executor the gateway falls back to (@graphql-tools/executor)
+// with shapes its own paths do not take. None may end the process, whatever the model streams and
+// however the client asks (multipart, SSE, graphql-ws); a client's mistake is the client's code.
+
+// The real process (Jest gives a test file a copy of `process`, whose listeners never fire): every
+// uncaught exception and unhandled rejection while these tests run is recorded, and fails the test.
+// (Without a listener, Node ends the process on an unhandled rejection: that is the crash.)
+const realProcess = vm.runInThisContext('process') as NodeJS.Process;
+const processErrors: unknown[] = [];
+const recordUncaught = (error: unknown) => void processErrors.push(error);
+beforeAll(() => {
+  realProcess.on('uncaughtException', recordUncaught);
+  realProcess.on('unhandledRejection', recordUncaught);
+});
+afterAll(() => {
+  realProcess.off('uncaughtException', recordUncaught);
+  realProcess.off('unhandledRejection', recordUncaught);
+});
+afterEach(() => {
+  const errors = processErrors.splice(0).map((error) => (error instanceof Error ? `${error.name}: ${error.message}\n${error.stack}` : String(error)));
+  expect(errors).toEqual([]);
+});
+
+/**
+ * A model that writes, by the prompt: `tokens`, one text message of 25 tokens, each in a turn of the
+ * event loop of its own (as a model's tokens a few milliseconds apart come), then a second message;
+ * `bad`, a message whose second chunk is not a string (GraphQL's String refuses it), then another.
+ */
+class TurnByTurnModel implements ModelAdapter {
+  readonly name = 'turn-by-turn';
+
+  async stream(request: ModelRequest, output: ModelOutput): Promise<void> {
+    const last = request.messages[request.messages.length - 1];
+    const prompt = last && 'content' in last ? String(last.content) : '';
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    const chunks: unknown[] = prompt === 'bad' ? ['fine, ', { not: 'a string' }, 'then fine'] : Array.from({ length: 25 }, (_, i) => `tok${i} `);
+    const first = output.textStart('text-0');
+    for (const chunk of chunks) {
+      await turn();
+      output.textContent(first, chunk as string);
+    }
+    output.textEnd(first);
+    await turn();
+    const second = output.textStart('text-1');
+    for (const chunk of ['and ', 'a second']) {
+      await turn();
+      output.textContent(second, chunk);
+    }
+    output.textEnd(second);
+    await turn();
+  }
+}
+
+interface Answer {
+  status: number;
+  contentType: string;
+  text: string;
+  /** Every payload of the answer (a JSON body, each multipart part's, each SSE event's, each graphql-ws result). */
+  payloads: any[];
+}
+
+const MULTIPART = 'multipart/mixed';
+const SSE = 'text/event-stream';
+
+async function overHttp(url: string, query: string, accept: string, variables: Record<string, unknown>): Promise<Answer> {
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept }, body: JSON.stringify({ query, variables }) });
+  const text = await response.text();
+  const contentType = response.headers.get('content-type') ?? '';
+  let payloads: any[];
+  if (contentType.startsWith('multipart/mixed')) {
+    payloads = text.split('\r\n---').map((part) => part.slice(part.indexOf('\r\n\r\n') + 4)).filter((body) => body.startsWith('{')).map((body) => JSON.parse(body));
+  } else if (contentType.startsWith('text/event-stream')) {
+    payloads = [...text.matchAll(/^event: next\ndata: (.+)$/gm)].map((match) => JSON.parse(match[1]));
+  } else {
+    payloads = [JSON.parse(text)];
+  }
+  return { status: response.status, contentType, text, payloads };
+}
+
+async function overWs(wsUrl: string, query: string, variables: Record<string, unknown>): Promise<Answer> {
+  const client = createClient({ url: wsUrl, webSocketImpl: WebSocket, retryAttempts: 0, lazy: true });
+  const payloads: any[] = [];
+  try {
+    await new Promise<void>((resolve, reject) => {
+      client.subscribe({ query, variables }, {
+        next: (result) => void payloads.push(result),
+        // An `error` message: its errors are the answer.
+        error: (error) => (Array.isArray(error) ? (payloads.push({ errors: error }), resolve()) : reject(error)),
+        complete: resolve,
+      });
+    });
+  } finally {
+    await client.dispose();
+  }
+  return { status: 0, contentType: 'graphql-ws', text: JSON.stringify(payloads), payloads };
+}
+
+const VIAS = ['multipart', 'sse', 'graphql-ws'] as const;
+type Via = (typeof VIAS)[number];
+
+function ask(gateway: RunningGateway, via: Via, query: string, prompt: string, extra: Record<string, unknown> = {}): Promise<Answer> {
+  const variables = { data: runInput([userMessage(prompt)]), ...extra };
+  if (via === 'graphql-ws') return overWs(gateway.wsUrl, query, variables);
+  return overHttp(gateway.url, query, via === 'multipart' ? MULTIPART : SSE, variables);
+}
+
+const errorsOf = (answer: Answer): any[] => answer.payloads.flatMap((payload) => [...(payload.errors ?? []), ...(payload.incremental ?? []).flatMap((entry: any) => entry.errors ?? [])]);
+
+/** The gateway still answers (the process is up, the server serving). */
+async function stillServes(gateway: RunningGateway): Promise<void> {
+  const answer = await overHttp(gateway.url, '{ hello }', 'application/json', {});
+  expect(answer.payloads[0]).toEqual({ data: { hello: 'Hello World' } });
+}
+
+/** The request of issue 28 §2: a text `@stream(initialCount: -1)` under messages that are not streamed. */
+const NEGATIVE_UNDER_PLAIN = /* GraphQL */ `mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId messages { ... on TextMessageOutput { content @stream(initialCount: -1) } } } }`;
+
+let gateway: RunningGateway;
+beforeAll(async () => {
+  gateway = await startGateway({ adapter: new TurnByTurnModel() });
+});
+afterAll(async () => {
+  await gateway?.close();
+});
+
+describe('no request ends the process', () => {
+  for (const via of VIAS) {
+    it(`issue 28's request, over ${via}: answered, and the process stays up`, async () => {
+      // Twice: the second time over HTTP the document is known to the transport (graphql/known-documents.ts).
+      for (let i = 0; i < 2; i++) {
+        const answer = await ask(gateway, via, NEGATIVE_UNDER_PLAIN, 'tokens');
+        expect(errorsOf(answer).length).toBeGreaterThan(0);
+      }
+      await stillServes(gateway);
+    });
+
+    it(`a text chunk GraphQL's String refuses, in messages that are not streamed, over ${via}: its error, and the process stays up`, async () => {
+      const query = /* GraphQL */ `mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId messages { id ... on TextMessageOutput { content } } } }`;
+      const answer = await ask(gateway, via, query, 'bad');
+      // (An error of the gateway's: the adapter wrote what is not text. Masked, and logged.)
+      const errors = errorsOf(answer);
+      expect(errors).toHaveLength(1);
+      expect(errors[0].path).toEqual(['generateCopilotResponse', 'messages', 0, 'content', 1]);
+      await stillServes(gateway);
+    });
+
+    it(`messages @stream(initialCount: 2) whose first message has a chunk GraphQL's String refuses, over ${via}: its error, and the process stays up`, async () => {
+      const query = /* GraphQL */ `mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId messages @stream(initialCount: 2) { id ... on TextMessageOutput { content } } } }`;
+      const answer = await ask(gateway, via, query, 'bad');
+      const errors = errorsOf(answer);
+      expect(errors).toHaveLength(1);
+      expect(errors[0].path).toEqual(['generateCopilotResponse', 'messages', 0, 'content', 1]);
+      await stillServes(gateway);
+    });
+  }
+
+  it('a list that is not streamed has the whole text, and a streamed list with initial items has them in its first part', async () => {
+    const query = /* GraphQL */ `mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { messages { ... on TextMessageOutput { content } } } }`;
+    const plain = await ask(gateway, 'multipart', query, 'tokens');
+    expect(plain.payloads[0].data.generateCopilotResponse.messages.map((message: any) => message.content.join(''))).toEqual([Array.from({ length: 25 }, (_, i) => `tok${i} `).join(''), 'and a second']);
+    const streamed = /* GraphQL */ `mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { messages @stream(initialCount: 1) { ... on TextMessageOutput { content @stream(initialCount: 2) } } } }`;
+    const answer = await ask(gateway, 'multipart', streamed, 'tokens');
+    expect(answer.payloads[0].data.generateCopilotResponse.messages).toHaveLength(1);
+    expect(answer.payloads[0].data.generateCopilotResponse.messages[0].content.join('')).toMatch(/^tok0 tok1 /);
+    expect(errorsOf(answer)).toEqual([]);
+    expect(answer.payloads.at(-1).hasNext).toBe(false);
+  });
+});
