@@ -1,8 +1,9 @@
 import vm from 'node:vm';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import type { ModelAdapter, ModelOutput, ModelRequest } from '../src/adapters/adapter.js';
+import { RunLauncher } from '../src/engine/launcher.js';
 import { runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
 
 // Issue 28 §2: requests that reach the executor the gateway falls back to (@graphql-tools/executor)
@@ -171,5 +172,56 @@ describe('no request ends the process', () => {
     expect(answer.payloads[0].data.generateCopilotResponse.messages[0].content.join('')).toMatch(/^tok0 tok1 /);
     expect(errorsOf(answer)).toEqual([]);
     expect(answer.payloads.at(-1).hasNext).toBe(false);
+  });
+});
+
+describe("a directive's arguments the executor would refuse while running are the client's mistake, refused before anything runs", () => {
+  const run = (selection: string, variables = '') => /* GraphQL */ `mutation($data: GenerateCopilotResponseInput!${variables}) { generateCopilotResponse(data: $data) { threadId ${selection} } }`;
+  const cases: { name: string; query: string; variables?: Record<string, unknown>; message: RegExp; field: string }[] = [
+    { name: "issue 28's request (a text's @stream(initialCount: -1) under messages not streamed)", query: NEGATIVE_UNDER_PLAIN, message: /^Argument "initialCount" of @stream must be 0 or more .*: it is -1\.$/, field: '@stream.initialCount' },
+    { name: '@stream(initialCount: -1) under a streamed messages', query: run('messages @stream { ... on TextMessageOutput { content @stream(initialCount: -1) } }'), message: /: it is -1\.$/, field: '@stream.initialCount' },
+    { name: '@stream(initialCount: null)', query: run('messages @stream(initialCount: null) { id }'), message: /: it is null\.$/, field: '@stream.initialCount' },
+    { name: '@stream(initialCount: $n) with $n -3', query: run('messages @stream(initialCount: $n) { id }', ', $n: Int'), variables: { n: -3 }, message: /: \$n is -3\.$/, field: '@stream.initialCount' },
+    { name: '@stream(initialCount: $n) with $n null', query: run('messages @stream(initialCount: $n) { id }', ', $n: Int = 1'), variables: { n: null }, message: /: \$n is null\.$/, field: '@stream.initialCount' },
+    { name: '@include(if: $v) with $v null', query: run('messages @stream { id @include(if: $v) }', ', $v: Boolean = true'), variables: { v: null }, message: /^Argument "if" of @include must be true or false: \$v is null\.$/, field: '@include.if' },
+    { name: '@skip(if: $v) with $v null, in a fragment', query: `${run('...F', ', $v: Boolean = false')} fragment F on CopilotResponse { runId @skip(if: $v) }`, variables: { v: null }, message: /^Argument "if" of @skip must be true or false/, field: '@skip.if' },
+    { name: '@defer(if: $v) with $v null', query: run('messages @stream { id } ... @defer(if: $v) { status { __typename } }', ', $v: Boolean = true'), variables: { v: null }, message: /^Argument "if" of @defer must be true or false/, field: '@defer.if' },
+  ];
+  for (const { name, query, variables, message, field } of cases) {
+    for (const via of VIAS) {
+      it(`${name}, over ${via}: BAD_USER_INPUT saying what is wrong, and no run`, async () => {
+        const started = jest.spyOn(RunLauncher.prototype, 'start');
+        try {
+        for (let i = 0; i < 2; i++) {
+          const answer = await ask(gateway, via, query, 'tokens', variables);
+          if (via !== 'graphql-ws') expect(answer.status).toBe(400);
+          expect(answer.payloads).toHaveLength(1);
+          expect(answer.payloads[0].data).toBeUndefined();
+          const errors = errorsOf(answer);
+          expect(errors).toHaveLength(1);
+          expect(errors[0].message).toMatch(message);
+          expect(errors[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', statusCode: 400, details: { field } });
+        }
+        expect(started).not.toHaveBeenCalled();
+        } finally {
+          started.mockRestore();
+        }
+      });
+    }
+  }
+
+  it('in a subscription over graphql-ws too (its compiled path would read a null `if` as false)', async () => {
+    const answer = await overWs(gateway.wsUrl, 'subscription($data: GenerateCopilotResponseInput!, $v: Boolean = true) { copilotRun(data: $data) { __typename @include(if: $v) } }', { data: runInput([userMessage('tokens')]), v: null });
+    expect(answer.payloads).toHaveLength(1);
+    expect(errorsOf(answer)).toEqual([expect.objectContaining({ message: 'Argument "if" of @include must be true or false: $v is null.', extensions: expect.objectContaining({ code: 'BAD_USER_INPUT' }) })]);
+  });
+
+  it('arguments the executor takes run as before: a variable `if`, a variable initialCount of 0 or more', async () => {
+    const query = run('messages @stream(initialCount: $n) { id ... on TextMessageOutput { content @include(if: $v) } }', ', $n: Int, $v: Boolean = true');
+    for (const via of VIAS) {
+      const answer = await ask(gateway, via, query, 'tokens', { n: 1, v: false });
+      expect(errorsOf(answer)).toEqual([]);
+      expect(answer.payloads[0].data.generateCopilotResponse.messages).toEqual([{ id: 'text-0' }]);
+    }
   });
 });

@@ -4,6 +4,7 @@ import { getArgumentValues, locatedError } from '@graphql-tools/utils';
 import { completeLeafItem, leafStreamPlan, type LeafStreamPlan } from './leaf-streams.js';
 import { coerceError, runtimeWriter, writeDeferred, writeFields, type MessagePlan, type ObjectWriter, type RunPlan } from './message-plan.js';
 import type { KnownDocument } from './known-documents.js';
+import { refusedDirectiveArguments } from './directive-arguments.js';
 import { owningLists } from './owned-lists.js';
 import { variablePlan, withCoercedVariables } from './variables.js';
 import { SharedStream, SharedTextStream } from './views/shared-stream.js';
@@ -857,6 +858,12 @@ export async function executeIncrementally(args: ExecutionArgs): Promise<Executi
     return replay.result;
   }
   const later = context?.laterPayloads;
+  // A directive's arguments the executor would refuse only once running (graphql/directive-arguments.ts): the client's mistake, before anything runs.
+  const refused = refusedDirectiveArguments(args);
+  if (refused !== undefined) {
+    later?.close();
+    return { errors: [refused] };
+  }
   // Every list the executor reads from an async iterable, read so that none of its promises floats (graphql/owned-lists.ts).
   args = { ...args, fieldResolver: owningLists(args.fieldResolver ?? defaultFieldResolver) };
   const plan = later === undefined ? undefined : leafStreamPlan(args.schema, args.document, args.operationName);
