@@ -225,3 +225,40 @@ describe("a directive's arguments the executor would refuse while running are th
     }
   });
 });
+
+describe('a result with nothing to stream, for a client that takes only a streaming format (§2)', () => {
+  it('multipart/mixed only: one multipart part, the last', async () => {
+    const response = await fetch(gateway.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'multipart/mixed' }, body: JSON.stringify({ query: '{ hello }' }) });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('multipart/mixed; boundary="-"; deferSpec=20220824');
+    expect(await response.text()).toBe('\r\n---\r\ncontent-type: application/json; charset=utf-8\r\n\r\n{"data":{"hello":"Hello World"}}\r\n-----\r\n');
+  });
+
+  it('text/event-stream only: one event, then the end', async () => {
+    const response = await fetch(gateway.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify({ query: '{ hello }' }) });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    expect(await response.text()).toBe('event: next\ndata: {"data":{"hello":"Hello World"}}\n\nevent: complete\ndata:\n\n');
+  });
+
+  it('a run refused before it streams (a GraphQL error, HTTP 200) comes the same way', async () => {
+    const query = /* GraphQL */ `mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId messages @stream { id } } }`;
+    const answer = await overHttp(gateway.url, query, MULTIPART, { data: runInput([userMessage('tokens')], { agentSession: { agentName: 'nobody' } }) });
+    expect(answer.status).toBe(200);
+    expect(answer.contentType).toMatch(/^multipart\/mixed/);
+    expect(answer.payloads).toHaveLength(1);
+    expect(errorsOf(answer).map((error) => error.extensions.code)).toEqual(['AGENT_NOT_FOUND']);
+  });
+
+  it('with a JSON type among those accepted, JSON as before; a 4xx refusal is JSON whatever was accepted (§5.4)', async () => {
+    for (const accept of ['multipart/mixed, application/json', 'text/event-stream, application/graphql-response+json', '*/*']) {
+      const response = await fetch(gateway.url, { method: 'POST', headers: { 'content-type': 'application/json', accept }, body: JSON.stringify({ query: '{ hello }' }) });
+      expect(response.headers.get('content-type')).toMatch(/^application\/(graphql-response\+)?json/);
+      await response.text();
+    }
+    const refused = await fetch(gateway.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'multipart/mixed' }, body: JSON.stringify({ query: '{ hello(' }) });
+    expect(refused.status).toBe(400);
+    expect(refused.headers.get('content-type')).toMatch(/^application\/json/);
+    expect((await refused.json()).errors[0].extensions.code).toBe('GRAPHQL_PARSE_FAILED');
+  });
+});
