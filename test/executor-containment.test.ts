@@ -262,3 +262,38 @@ describe('a result with nothing to stream, for a client that takes only a stream
     expect((await refused.json()).errors[0].extensions.code).toBe('GRAPHQL_PARSE_FAILED');
   });
 });
+
+describe('nothing is sent under a path once the answer has nulled it', () => {
+  /** Every entry of the answer in order (the first part's data as one at the root), with its path. */
+  const entriesOf = (answer: Answer): { path: (string | number)[]; data?: unknown; items?: unknown; errors?: unknown }[] =>
+    answer.payloads.flatMap((payload) => [...('data' in payload ? [{ path: [], data: payload.data, errors: payload.errors }] : []), ...(payload.incremental ?? [])]);
+  const under = (path: (string | number)[], prefix: (string | number)[]) => prefix.every((key, i) => path[i] === key);
+
+  // The run aliased `run`; a deferred fragment streams the messages, each with its own deferred
+  // status, and selects them again (`bad`) with their text: the chunk String refuses nulls `bad`, a
+  // non-null field, and with it the whole fragment ({"data":null,"path":["run"]}). The messages'
+  // stream and their statuses, started inside that fragment, are for paths that no longer exist.
+  const NULLED_FRAGMENT = /* GraphQL */ `mutation($data: GenerateCopilotResponseInput!) { run: generateCopilotResponse(data: $data) { threadId ... @defer { messages @stream { id ... @defer { status { __typename } } } bad: messages { ... on TextMessageOutput { content } } } } }`;
+  // A message item nulled by its text: its deferred status does not come either.
+  const NULLED_ITEM = /* GraphQL */ `mutation($data: GenerateCopilotResponseInput!) { run: generateCopilotResponse(data: $data) { threadId messages @stream { id ... @defer { status { __typename } } ... on TextMessageOutput { content } } } }`;
+
+  for (const via of VIAS) {
+    it(`a deferred fragment nulled by an error, over ${via}: nothing more under its path`, async () => {
+      const answer = await ask(gateway, via, NULLED_FRAGMENT, 'bad');
+      const entries = entriesOf(answer);
+      const at = entries.findIndex((entry) => entry.data === null && JSON.stringify(entry.path) === '["run"]');
+      expect(at).toBeGreaterThan(0);
+      expect(entries.slice(at + 1).filter((entry) => under(entry.path, ['run']))).toEqual([]);
+      expect(answer.payloads.at(-1).hasNext).toBe(false);
+    });
+
+    it(`a streamed item nulled by an error, over ${via}: nothing more under its path (the executor saw to it already; held here)`, async () => {
+      const answer = await ask(gateway, via, NULLED_ITEM, 'bad');
+      const entries = entriesOf(answer);
+      const at = entries.findIndex((entry) => entry.items === null);
+      expect(entries[at].path).toEqual(['run', 'messages', 0]);
+      expect(entries.slice(at + 1).filter((entry) => under(entry.path, ['run', 'messages', 0]))).toEqual([]);
+      expect(answer.payloads.at(-1).hasNext).toBe(false);
+    });
+  }
+});
