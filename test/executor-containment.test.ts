@@ -231,14 +231,14 @@ describe('a result with nothing to stream, for a client that takes only a stream
     const response = await fetch(gateway.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'multipart/mixed' }, body: JSON.stringify({ query: '{ hello }' }) });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('multipart/mixed; boundary="-"; deferSpec=20220824');
-    expect(await response.text()).toBe('\r\n---\r\ncontent-type: application/json; charset=utf-8\r\n\r\n{"data":{"hello":"Hello World"}}\r\n-----\r\n');
+    expect(await response.text()).toBe('\r\n---\r\ncontent-type: application/json; charset=utf-8\r\n\r\n{"data":{"hello":"Hello World"},"hasNext":false}\r\n-----\r\n');
   });
 
   it('text/event-stream only: one event, then the end', async () => {
     const response = await fetch(gateway.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify({ query: '{ hello }' }) });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
-    expect(await response.text()).toBe('event: next\ndata: {"data":{"hello":"Hello World"}}\n\nevent: complete\ndata:\n\n');
+    expect(await response.text()).toBe('event: next\ndata: {"data":{"hello":"Hello World"},"hasNext":false}\n\nevent: complete\ndata:\n\n');
   });
 
   it('a run refused before it streams (a GraphQL error, HTTP 200) comes the same way', async () => {

@@ -414,7 +414,9 @@ async function writeResponse(
     // or one SSE event and the end, rather than a JSON type it did not accept. (Refusals with a 4xx
     // status stay JSON, as every HTTP-level error: §5.4.)
     if (res.statusCode === 200 && !acceptance.json && (acceptance.multipart || acceptance.sse) && /^application\/(graphql-response\+)?json\b/i.test(response.headers.get('content-type') ?? '')) {
-      const json = body.trimEnd();
+      // As the last payload of every streamed answer, it says there is nothing more (§2.1).
+      const trimmed = body.trimEnd();
+      const json = trimmed.endsWith('}') ? `${trimmed.slice(0, -1)},"hasNext":false}` : trimmed;
       res.setHeader('cache-control', 'no-cache, no-transform');
       if (acceptance.multipart) {
         res.setHeader('content-type', 'multipart/mixed; boundary="-"; deferSpec=20220824');
