@@ -26,7 +26,7 @@ import {
   type GraphQLError,
   type RawAnswer,
 } from './support/fuzz-client.js';
-import { deepDocument, deepDocumentLevels, deepDepthArb, docCaseArb, documentOf, envelopeArb, operationNameArb, persistedQueryArb, requestOf, serverFrameArb, STOCK_DOCUMENT, stockVariables, wsFrameArb, type DeepShape, type DocCase, type Envelope } from './support/fuzz-documents.js';
+import { deepDocument, deepDocumentLevels, deepDepthArb, directiveCaseArb, directiveCaseRefused, directiveDocument, docCaseArb, documentOf, envelopeArb, operationNameArb, persistedQueryArb, requestOf, serverFrameArb, STOCK_DOCUMENT, stockVariables, wsFrameArb, type DeepShape, type DirectiveCase, type DocCase, type Envelope } from './support/fuzz-documents.js';
 import { copilotInputArb, corrupt, corruptionsArb, Deep, DeepJsonString, jsonStringArb, MAX_NESTING, nestingOf, propertiesArb, runAgentInputArb, stringOf, textNestingOf, toJson, tooDeepArb, wrongValueArb } from './support/fuzz-inputs.js';
 import { agUiStreamArb, answerOf, crewStreamArb, describeStream, graphStreamArb, openAiOddStreamArb, openAiStreamArb, type StreamCase } from './support/fuzz-streams.js';
 import { planMarker, ScriptedUpstream } from './support/fuzz-upstream.js';
@@ -336,6 +336,54 @@ describe('random and malformed GraphQL documents', () => {
       }),
       runs<[string | undefined, unknown]>(16, [['{ hello }', { version: 1, sha256Hash: 'abc' }], [undefined, { version: 1, sha256Hash: '0'.repeat(64) }], ['{ hello }', { version: 2, sha256Hash: 'abc' }]]),
     );
+  }, TEST_TIMEOUT_MS);
+
+  it("the directives' arguments at their edges (@stream initialCount negative, 0, huge, null or a variable; @defer if: false, a label, if: $d; @include/@skip on a null variable): a client's mistake is one BAD_USER_INPUT before the run, anything else runs without errors, over HTTP (multipart, SSE) and graphql-ws; the process stays up", async () => {
+    const outcomes = tally();
+    const session = new WsSession(demo.wsUrl);
+    await session.ready();
+    const issue28: DirectiveCase = { messagesStream: undefined, contentStream: { initialCount: -1 }, defer: 'none', condition: 'none', n: undefined, v: undefined, d: undefined };
+    try {
+      await fc.assert(
+        fc.asyncProperty(directiveCaseArb, fc.constantFrom('multipart', 'sse', 'graphql-ws'), async (doc, via) => {
+          const { query, variables } = directiveDocument(doc);
+          const what = `${query} with ${JSON.stringify({ n: doc.n, v: doc.v, d: doc.d })} over ${via}`;
+          let errors: GraphQLError[];
+          let status: number | undefined;
+          if (via === 'graphql-ws') {
+            const outcome = await session.run({ query, variables });
+            errors = wsErrors(outcome, what);
+            checkCoded(errors, what, outcome);
+            check(session.closes.length === 0, `${what}: the socket was closed`, session.closes);
+          } else {
+            const answer = await post(demo.url, JSON.stringify({ query, variables }), { 'content-type': 'application/json', accept: via === 'sse' ? 'text/event-stream' : 'multipart/mixed' });
+            const summary = checkGraphQLAnswer(answer, what);
+            errors = summary.payloads.flatMap(errorsOf);
+            status = answer.status;
+          }
+          if (directiveCaseRefused(doc)) {
+            check(errors.length === 1 && errors[0].extensions?.code === 'BAD_USER_INPUT' && /^Argument "(if|initialCount)" of @(stream|defer|include|skip) must be /.test(String(errors[0].message)), `${what}: not refused with one BAD_USER_INPUT saying what is wrong`, errors);
+            if (status !== undefined) check(status === 400, `${what}: HTTP ${status}, not 400`, errors);
+            outcomes.add('refused');
+          } else {
+            check(errors.length === 0, `${what}: errors`, errors);
+            outcomes.add('ran');
+          }
+        }),
+        runs<[DirectiveCase, string]>(60, [
+          [issue28, 'multipart'],
+          [issue28, 'sse'],
+          [issue28, 'graphql-ws'],
+          [{ ...issue28, messagesStream: { initialCount: undefined } }, 'multipart'],
+          [{ ...issue28, contentStream: { initialCount: 2_147_483_647 }, messagesStream: { initialCount: 2 } }, 'sse'],
+          [{ ...issue28, contentStream: { initialCount: '$n' }, n: null }, 'graphql-ws'],
+          [{ ...issue28, contentStream: undefined, condition: 'include', v: null, defer: 'variable', d: false }, 'multipart'],
+        ]),
+      );
+    } finally {
+      await session.dispose();
+    }
+    outcomes.expectReached(/^refused$/, /^ran$/);
   }, TEST_TIMEOUT_MS);
 
   it('an operation name naming no operation, or several operations and no name, is BAD_REQUEST: HTTP 400, and an error message over graphql-ws', async () => {

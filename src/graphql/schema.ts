@@ -2,6 +2,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import type { GraphQLSchema } from 'graphql';
+import { ownListResolvers } from './owned-lists.js';
 import { resolvers } from './resolvers.js';
 
 const SCHEMA_DIR = fileURLToPath(new URL('../../schema/', import.meta.url));
@@ -15,7 +16,7 @@ export function loadTypeDefs(): string {
     .join('\n');
 }
 
-/** The executable schema: SDL from schema/ with the typed resolvers. */
+/** The executable schema: SDL from schema/ with the typed resolvers (those of lists owning them: graphql/owned-lists.ts). */
 export function buildSchema(): GraphQLSchema {
-  return makeExecutableSchema({ typeDefs: loadTypeDefs(), resolvers: resolvers as any });
+  return ownListResolvers(makeExecutableSchema({ typeDefs: loadTypeDefs(), resolvers: resolvers as any }));
 }

@@ -21,6 +21,7 @@ import {
 } from 'graphql';
 import type { EventConsumer, EventHandover } from '../core/events.js';
 import { expandedFieldCount } from './validation.js';
+import { refusedDirectiveArguments } from './directive-arguments.js';
 import { withCoercedVariables } from './variables.js';
 
 /**
@@ -66,6 +67,9 @@ export function createSubscriber(
 ): (args: ExecutionArgs, onEnd?: () => void, sink?: ResultSink) => Promise<AsyncGenerator<ExecutionResult> | ExecutionResult> {
   const eventSchema = eventSchemaOf(schema);
   return async (args, onEnd, sink) => {
+    // A directive's arguments the executor (or graphql-jit, which reads a null `if` as false) would not take: the client's mistake, before the run starts.
+    const refused = refusedDirectiveArguments(args);
+    if (refused !== undefined) return { errors: [refused] };
     // The variables coerced by the operation's own coercer (graphql/variables.ts): only the source
     // stream sees the document's copy; the event document is made from the original.
     const stream = await createSourceEventStream(withCoercedVariables(args));

@@ -79,6 +79,8 @@ interface AdmittedRequest {
 interface Acceptance {
   multipart: boolean;
   sse: boolean;
+  /** A JSON type (`application/json`, `application/graphql-response+json`, `application/*`, `*\/*`), or no Accept at all. */
+  json: boolean;
 }
 
 /**
@@ -407,7 +409,25 @@ async function writeResponse(
     laterPayloads?.close();
     res.statusCode = response.status ?? 200;
     for (const [name, value] of response.headers) res.setHeader(name, value);
-    res.end(res.statusCode >= 400 ? withRequestId(response.body.string, requestId) : response.body.string);
+    const body = res.statusCode >= 400 ? withRequestId(response.body.string, requestId) : response.body.string;
+    // A client that takes only a streaming format gets the one result in it (§2): one multipart part,
+    // or one SSE event and the end, rather than a JSON type it did not accept. (Refusals with a 4xx
+    // status stay JSON, as every HTTP-level error: §5.4.)
+    if (res.statusCode === 200 && !acceptance.json && (acceptance.multipart || acceptance.sse) && /^application\/(graphql-response\+)?json\b/i.test(response.headers.get('content-type') ?? '')) {
+      // As the last payload of every streamed answer, it says there is nothing more (§2.1).
+      const trimmed = body.trimEnd();
+      const json = trimmed.endsWith('}') ? `${trimmed.slice(0, -1)},"hasNext":false}` : trimmed;
+      res.setHeader('cache-control', 'no-cache, no-transform');
+      if (acceptance.multipart) {
+        res.setHeader('content-type', 'multipart/mixed; boundary="-"; deferSpec=20220824');
+        res.end(`\r\n---\r\n${multipartPart(json, false)}`);
+      } else {
+        res.setHeader('content-type', 'text/event-stream; charset=utf-8');
+        res.end(`${sseEvent(json)}event: complete\ndata:\n\n`);
+      }
+      return;
+    }
+    res.end(body);
     return;
   }
 
@@ -608,12 +628,14 @@ function readAccept(accept: string | undefined): AcceptReading {
 
 /** Parses an Accept header into what matters here (q=0 entries are refusals). */
 function readAcceptance(accept: string | undefined): Acceptance {
-  const result: Acceptance = { multipart: false, sse: false };
+  const result: Acceptance = { multipart: false, sse: false, json: (accept ?? '').trim() === '' };
   for (const range of (accept ?? '').split(',')) {
     const [type, ...params] = range.trim().toLowerCase().split(';').map((part) => part.trim());
     if (params.some((param) => /^q=0(\.0*)?$/.test(param))) continue;
+    if (type === '*/*') result.json = true;
     if (type === 'multipart/mixed' || type === 'multipart/*' || type === '*/*') result.multipart = true;
     else if (type === 'text/event-stream') result.sse = true;
+    else if (type === 'application/json' || type === 'application/graphql-response+json' || type === 'application/*') result.json = true;
   }
   return result;
 }

@@ -26,7 +26,10 @@ const INSERTABLE = [
   'generateCopilotResponse', 'generateCopilotResponse(data: $data)', 'messages', 'status', 'content', 'arguments', 'metaEvents',
   'threadId', 'runId', 'data', 'extensions', 'state', 'agents', 'id', 'name', 'result', 'value',
   '@defer', '@stream', '@stream(initialCount: 2)', '@stream(initialCount: -1)', '@stream(initialCount: 99999999999)', '@defer(if: false)',
-  '@defer(label: "x")', '@skip(if: true)', '@include(if: $data)', '@deprecated', '@specifiedBy(url: "x")', '@unknown',
+  '@defer(label: "x")', '@skip(if: true)', '@include(if: $data)',
+  // Directive arguments at their edges (issue 28 §2): what validation lets through and the executor cannot take.
+  '@stream(initialCount: null)', '@stream(initialCount: 0)', '@stream(initialCount: 2147483647)', '@stream(if: false, initialCount: -1)', '@stream(label: "x", initialCount: 1)',
+  '@defer(if: false, label: "y")', '$v: Boolean = true', '@include(if: $v)', '@skip(if: $v)', '@stream(initialCount: $n)', '$n: Int', '@deprecated', '@specifiedBy(url: "x")', '@unknown',
   '... on TextMessageOutput', '... on CopilotResponse', '... on Mutation', '... on Query', '...F', 'fragment F on CopilotResponse { threadId }',
   '$data', '$properties', '$x: Int = "a"', 'GenerateCopilotResponseInput!', 'JSONObject', 'String', 'a: hello', 'a: messages',
 ];
@@ -385,3 +388,86 @@ export const wsFrameArb: fc.Arbitrary<string> = fc.oneof(
       .map((frame) => toJson(frame)),
   },
 );
+
+/**
+ * The run's document with the incremental and conditional directives' arguments at their edges, in
+ * several spots (issue 28 §2): `@stream` on the messages and on a text, with `initialCount` negative,
+ * 0, 1, huge, null or a variable; `@defer` with `if: false`, a label, or `if` a variable; `@include` and
+ * `@skip` on a variable, given true, false, null or nothing. What the executor cannot take is a
+ * BAD_USER_INPUT before the run (`refused`); anything else runs.
+ */
+export interface DirectiveCase {
+  /** `@stream` arguments on the messages list, and on a text (`content`); none: no `@stream` there. */
+  messagesStream: StreamArgs | undefined;
+  contentStream: StreamArgs | undefined;
+  /** `@defer` on the messages' status fragment: none, plain, `if: false`, with a label, `if: $d`. */
+  defer: 'none' | 'plain' | 'if-false' | 'label' | 'variable';
+  /** A condition on the message id: none, `@include(if: $v)`, `@skip(if: $v)`. */
+  condition: 'none' | 'include' | 'skip';
+  /** The variables: `$n` (initialCount), `$v` (condition, default true), `$d` (defer, default true); absent when undefined. */
+  n: number | null | undefined;
+  v: boolean | null | undefined;
+  d: boolean | null | undefined;
+}
+
+export type StreamArgs = { initialCount: number | null | '$n' | undefined; label?: string; ifFalse?: boolean };
+
+export const INITIAL_COUNTS = [-1, -2_147_483_648, 0, 1, 2, 2_147_483_647, null, '$n', undefined] as const;
+
+export const directiveCaseArb: fc.Arbitrary<DirectiveCase> = (() => {
+  const streamArb: fc.Arbitrary<StreamArgs | undefined> = fc.option(
+    fc.record({ initialCount: fc.constantFrom(...INITIAL_COUNTS), label: fc.option(fc.constantFrom('a', 'b'), { nil: undefined }), ifFalse: fc.boolean() }, { requiredKeys: ['initialCount'] }),
+    { nil: undefined, freq: 4 },
+  );
+  return fc.record({
+    messagesStream: streamArb,
+    contentStream: streamArb,
+    defer: fc.constantFrom<DirectiveCase['defer']>('none', 'plain', 'if-false', 'label', 'variable'),
+    condition: fc.constantFrom<DirectiveCase['condition']>('none', 'include', 'skip'),
+    n: fc.constantFrom(-5, -1, 0, 1, 3, null, undefined),
+    v: fc.constantFrom(true, false, null, undefined),
+    d: fc.constantFrom(true, false, null, undefined),
+  });
+})();
+
+function streamDirective(args: StreamArgs | undefined): string {
+  if (args === undefined) return '';
+  const written: string[] = [];
+  if (args.initialCount !== undefined) written.push(`initialCount: ${args.initialCount}`);
+  if (args.label !== undefined) written.push(`label: "${args.label}"`);
+  if (args.ifFalse) written.push('if: false');
+  return written.length ? ` @stream(${written.join(', ')})` : ' @stream';
+}
+
+/** The case's document and variables. */
+export function directiveDocument(doc: DirectiveCase): { query: string; variables: Record<string, unknown> } {
+  const condition = doc.condition === 'none' ? '' : ` @${doc.condition}(if: $v)`;
+  const defer = { none: '', plain: ' @defer', 'if-false': ' @defer(if: false)', label: ' @defer(label: "s")', variable: ' @defer(if: $d)' }[doc.defer];
+  const status = doc.defer === 'none' ? '' : ` ...${defer} { status { __typename } }`;
+  // Distinct labels where both streams have one (validation wants them unique).
+  const contentStream = doc.contentStream?.label !== undefined && doc.contentStream.label === doc.messagesStream?.label ? { ...doc.contentStream, label: `${doc.contentStream.label}2` } : doc.contentStream;
+  // Only the variables used are declared (validation refuses one that is not).
+  const usesN = doc.messagesStream?.initialCount === '$n' || contentStream?.initialCount === '$n';
+  const declared = `${usesN ? ', $n: Int' : ''}${condition ? ', $v: Boolean = true' : ''}${doc.defer === 'variable' ? ', $d: Boolean = true' : ''}`;
+  const query = `mutation($data: GenerateCopilotResponseInput!${declared}) { generateCopilotResponse(data: $data) { threadId messages${streamDirective(doc.messagesStream)} { id${condition}${status} ... on TextMessageOutput { content${streamDirective(contentStream)} } } } }`;
+  const variables: Record<string, unknown> = stockVariables();
+  if (doc.n !== undefined) variables.n = doc.n;
+  if (doc.v !== undefined) variables.v = doc.v;
+  if (doc.d !== undefined) variables.d = doc.d;
+  return { query, variables };
+}
+
+/** Whether the case is a client's mistake the gateway refuses before the run: a null `if`, a negative or null `initialCount`. */
+export function directiveCaseRefused(doc: DirectiveCase): boolean {
+  const count = (args: StreamArgs | undefined) => (args === undefined || args.initialCount === undefined ? 0 : args.initialCount === '$n' ? (doc.n === undefined ? 0 : doc.n) : args.initialCount);
+  const badCount = (args: StreamArgs | undefined) => {
+    const value = count(args);
+    return value === null || value < 0;
+  };
+  return badCount(doc.messagesStream) || badCount(doc.contentStream) || (doc.condition !== 'none' && doc.v === null) || (doc.defer === 'variable' && doc.d === null);
+}
+
+/** Whether the case's document streams at all (a `@stream` or `@defer` that is on): 406 for a client that takes only JSON. */
+export function directiveCaseStreams(doc: DirectiveCase): boolean {
+  return doc.messagesStream !== undefined || doc.contentStream !== undefined || doc.defer !== 'none';
+}

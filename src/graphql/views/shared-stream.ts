@@ -101,6 +101,11 @@ export class SharedTextStream extends SharedStream<string> {
   override take(index: number): [string, number] {
     const items = this.items;
     if (index === items.length - 1) return [items[index], index + 1];
-    return [items.slice(index).join(''), items.length];
+    // Strings only: something else (a plain-JavaScript adapter's mistake) stays an item of its own,
+    // for GraphQL's String to refuse, rather than turn into "[object Object]" in the text.
+    let end = index;
+    while (end < items.length && typeof items[end] === 'string') end++;
+    if (end <= index + 1) return [items[index], index + 1];
+    return [items.slice(index, end).join(''), end];
   }
 }
