@@ -213,6 +213,32 @@ describe('authentication', () => {
     expect(logs()).not.toContain('wrong-key-0123456789');
   });
 
+  it('takes only ASCII spaces and tabs around a credential: Unicode whitespace makes it another, wrong one', async () => {
+    const gateway = await start({ adapter: new HoldingAdapter({ hold: false }), authenticate: apiKeyAuthenticator([KEY_A]) });
+    // HTTP: a header carries Latin-1, so U+00A0 is what can be sent around the key.
+    for (const header of [`Bearer ${KEY_A}\u00a0`, `Bearer\u00a0${KEY_A}`, `\u00a0Bearer ${KEY_A}`, `Bearer \u00a0${KEY_A}`]) {
+      const refused = await post(gateway.url, HELLO, { authorization: header });
+      expect({ header: JSON.stringify(header), status: refused.status }).toEqual({ header: JSON.stringify(header), status: 401 });
+      expect(refused.json.errors[0].extensions.code).toBe('UNAUTHENTICATED');
+    }
+    expect((await post(gateway.url, HELLO, { authorization: `Bearer \t ${KEY_A}` })).status).toBe(200);
+    expect((await fetch(`${gateway.url}/info`, { headers: { authorization: `Bearer ${KEY_A}\u00a0` } })).status).toBe(401);
+    expect((await fetch(`${gateway.url}/info`, { headers: auth(KEY_A) })).status).toBe(200);
+
+    // WebSocket: connection_init's payload is JSON, so any character can be sent.
+    const wsRun = (authorization: string) => subscribe(gateway.wsUrl, '{ hello }', {}, { authorization });
+    for (const authorization of [`Bearer ${KEY_A}\u00a0`, `Bearer ${KEY_A}\u3000`, `\ufeffBearer ${KEY_A}`, `Bearer ${KEY_A}\u2028`, `Bearer\u3000${KEY_A}`, `Bearer ${KEY_A}\n`]) {
+      const refused = wsRun(authorization);
+      await refused.done;
+      expect({ authorization: JSON.stringify(authorization), close: refused.closeCode() }).toEqual({ authorization: JSON.stringify(authorization), close: 4403 });
+      expect(refused.events).toEqual([]);
+    }
+    const served = wsRun(` \tBearer \t${KEY_A} \t`);
+    await served.done;
+    expect(served.events).toEqual(['Hello World']);
+    await served.dispose();
+  });
+
   it('gives the principal to hooks and server-side actions', async () => {
     const seen: (Principal | undefined)[] = [];
     const gateway = await start({

@@ -114,8 +114,11 @@ export function rateLimited(waitMs: number, what: string): GatewayError {
   return new GatewayError('RATE_LIMITED', `Too many ${what} from this client: try again in ${retryAfterSeconds} s.`, { details: { retryAfterSeconds } });
 }
 
-/** A header's value (the first, when repeated); undefined when absent or empty. */
+/**
+ * A header's value (the first, when repeated), without the spaces and tabs around it (HTTP's OWS; not
+ * trim(), which would also take Unicode whitespace off a credential); undefined when absent or empty.
+ */
 export function headerValue(value: string | string[] | undefined): string | undefined {
   const first = Array.isArray(value) ? value[0] : value;
-  return first?.trim() || undefined;
+  return first?.replace(/^[ \t]+|[ \t]+$/g, '') || undefined;
 }
