@@ -301,6 +301,45 @@ describe('authentication', () => {
     expect(JSON.stringify([expired.json, otherAudience.json, forged.json])).not.toContain(good);
   });
 
+  it('says which claim of a refused JWT failed, never the value it should have had', async () => {
+    const gateway = await start({ authenticate: jwtAuthenticator({ secret: JWT_SECRET, issuer: 'https://issuer.test', audience: 'copilot-api' }) });
+    const key = new TextEncoder().encode(JWT_SECRET);
+    const sign = (claims: { iss?: string | null; aud?: string | null; nbf?: number; typ?: boolean }) => {
+      const jwt = new SignJWT(claims.nbf !== undefined ? { nbf: claims.nbf } : {}).setProtectedHeader({ alg: 'HS256' }).setSubject('user-42').setExpirationTime('5m');
+      if (claims.iss !== null) jwt.setIssuer(claims.iss ?? 'https://issuer.test');
+      if (claims.aud !== null) jwt.setAudience(claims.aud ?? 'copilot-api');
+      return jwt.sign(key);
+    };
+    const refusal = async (token: string) => {
+      const answer = await post(gateway.url, HELLO, auth(token));
+      expect(answer.status).toBe(401);
+      expect(answer.json.errors[0].extensions.code).toBe('UNAUTHENTICATED');
+      const ws = subscribe(gateway.wsUrl, '{ hello }', {}, { authorization: `Bearer ${token}` });
+      await ws.done;
+      expect(ws.closeCode()).toBe(4403);
+      return answer.json.errors[0].message as string;
+    };
+    const now = Math.floor(Date.now() / 1000);
+    const messages = {
+      notYet: await refusal(await sign({ nbf: now + 3600 })),
+      otherAudience: await refusal(await sign({ aud: 'someone-else' })),
+      noAudience: await refusal(await sign({ aud: null })),
+      otherIssuer: await refusal(await sign({ iss: 'https://elsewhere.test' })),
+      noIssuer: await refusal(await sign({ iss: null })),
+    };
+    expect(messages).toEqual({
+      notYet: 'The credentials were not accepted (the token is not valid yet ("nbf" is in the future)).',
+      otherAudience: 'The credentials were not accepted (the token\'s "aud" claim names no accepted audience).',
+      noAudience: 'The credentials were not accepted (the token has no "aud" claim).',
+      otherIssuer: 'The credentials were not accepted (the token\'s "iss" claim is not the accepted issuer).',
+      noIssuer: 'The credentials were not accepted (the token has no "iss" claim).',
+    });
+    // Which values would have been accepted is not said, nor what the token carried.
+    for (const value of ['gateway', 'issuer.test', 'someone-else', 'elsewhere.test']) expect(JSON.stringify(messages)).not.toContain(value);
+    // Still accepted within the clock tolerance (30 s).
+    expect((await post(gateway.url, HELLO, auth(await sign({ nbf: now + 10 })))).status).toBe(200);
+  });
+
   it('verifies JWTs against a JWKS URL, and answers 503 AUTH_UNAVAILABLE while the keys cannot be fetched', async () => {
     const { publicKey, privateKey } = await generateKeyPair('RS256');
     const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
