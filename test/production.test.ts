@@ -17,6 +17,7 @@ import { agUiAgent } from '../src/agents/ag-ui.js';
 import { anyOf, bearerToken } from '../src/auth/authenticate.js';
 import { apiKeyAuthenticator } from '../src/auth/api-keys.js';
 import { jwtAuthenticator } from '../src/auth/jwt.js';
+import { MemoryRateLimiter } from '../src/limits/rate-limiter.js';
 import type { Principal } from '../src/core/principal.js';
 import { possibleTypes } from '../src/index.js';
 import type { ServerAction } from '../src/actions/server-action.js';
@@ -127,17 +128,32 @@ async function stockRun(client: CopilotRuntimeClient, data: unknown): Promise<an
 const auth = (key: string) => ({ authorization: `Bearer ${key}` });
 const HELLO = { query: '{ hello }' };
 
-/** A graphql-ws subscription with connection params; resolves with its events, errors and how its socket closed. */
-function subscribe(wsUrl: string, query: string, variables: Record<string, unknown>, connectionParams: Record<string, unknown> = {}) {
+/**
+ * A graphql-ws subscription with connection params (and, when given, headers on the upgrade request);
+ * resolves with its events, errors and how its socket closed.
+ */
+function subscribe(wsUrl: string, query: string, variables: Record<string, unknown>, connectionParams: Record<string, unknown> = {}, headers?: Record<string, string>) {
   const events: any[] = [];
   const errors: any[] = [];
   let closeCode: number | undefined;
+  let closeReason: string | undefined;
   const client = createClient({
     url: wsUrl,
-    webSocketImpl: WebSocket,
+    webSocketImpl: headers
+      ? class extends WebSocket {
+          constructor(url: string, protocols?: string | string[]) {
+            super(url, protocols, { headers });
+          }
+        }
+      : WebSocket,
     retryAttempts: 0,
     connectionParams,
-    on: { closed: (event: any) => (closeCode = event?.code) },
+    on: {
+      closed: (event: any) => {
+        closeCode = event?.code;
+        closeReason = event?.reason;
+      },
+    },
   });
   const done = new Promise<void>((resolve) => {
     client.subscribe(
@@ -152,7 +168,7 @@ function subscribe(wsUrl: string, query: string, variables: Record<string, unkno
       },
     );
   });
-  return { events, errors, done, closeCode: () => closeCode, dispose: () => client.dispose() };
+  return { events, errors, done, closeCode: () => closeCode, closeReason: () => closeReason, dispose: () => client.dispose() };
 }
 
 const whoami: ServerAction = {
@@ -654,15 +670,62 @@ describe('rate limits', () => {
     expect(results[2].error[0]).toMatchObject({ extensions: { code: 'RATE_LIMITED' } });
   });
 
-  it('counts failed logins against their address, so that keys cannot be tried at full speed', async () => {
-    const gateway = await start({ authenticate: apiKeyAuthenticator([KEY_A]), rateLimits: { requestsPerMinute: 2 } });
-    expect((await post(gateway.url, HELLO, auth('guess-number-one-0123'))).status).toBe(401);
-    expect((await post(gateway.url, HELLO, auth('guess-number-two-0123'))).status).toBe(401);
-    const third = await post(gateway.url, HELLO, auth('guess-number-three-01'));
-    expect(third.status).toBe(429);
-    expect(third.json.errors[0].extensions.code).toBe('RATE_LIMITED');
-    // The right key is a principal of its own, counted apart.
-    expect((await post(gateway.url, HELLO, auth(KEY_A))).status).toBe(200);
+  it.each([
+    ['in memory', () => ({})],
+    ['shared through Redis by two instances', () => ({ threads: { redisUrl: redis.url, keyPrefix: `logins-${Math.random().toString(36).slice(2)}:` } })],
+  ])('counts failed logins over HTTP and WebSocket against their address, and accepts no credential from it while it is limited, %s', async (_kind, storeOptions) => {
+    const options: any = { authenticate: apiKeyAuthenticator([KEY_A, KEY_B]), rateLimits: { requestsPerMinute: 3 }, trustProxy: 1, ...storeOptions() };
+    const a = await start(options);
+    const b = 'threads' in options ? await start(options) : a;
+    // Two addresses behind the proxy, read from X-Forwarded-For over HTTP and on the WebSocket upgrade alike.
+    const guesser = { 'x-forwarded-for': '203.0.113.7' };
+    const neighbour = { 'x-forwarded-for': '203.0.113.8' };
+    const connect = async (url: string, authorization: string, from: Record<string, string>) => {
+      const socket = subscribe(url, '{ hello }', {}, { authorization: `Bearer ${authorization}` }, from);
+      await socket.done;
+      await socket.dispose();
+      return { close: socket.closeCode(), reason: socket.closeReason(), events: socket.events };
+    };
+
+    // Three wrong keys, two of them over WebSocket: each counts.
+    expect((await connect(a.wsUrl, 'guess-number-one-0123', guesser)).close).toBe(4403);
+    expect((await connect(b.wsUrl, 'guess-number-two-0123', guesser)).close).toBe(4403);
+    expect((await post(a.url, HELLO, { ...auth('guess-number-three-01'), ...guesser })).status).toBe(401);
+    const fourth = await connect(b.wsUrl, 'guess-number-four-012', guesser);
+    expect(fourth).toMatchObject({ close: 4429, reason: expect.stringMatching(/^Too many failed logins: try again in \d+ s$/) });
+
+    // The address is limited: the right key is refused too, over every transport and instance.
+    const http = await post(b.url, HELLO, { ...auth(KEY_A), ...guesser });
+    expect(http.status).toBe(429);
+    const retryAfter = Number(http.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(http.json.errors[0].extensions).toMatchObject({ code: 'RATE_LIMITED', details: { retryAfterSeconds: retryAfter } });
+    expect(http.json.errors[0].message).toMatch(/^Too many failed logins from this address/);
+    const info = await fetch(`${a.url}/info`, { headers: { ...auth(KEY_A), ...guesser } });
+    expect(info.status).toBe(429);
+    expect(Number(info.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(await info.json()).toMatchObject({ code: 'RATE_LIMITED' });
+    const ws = await connect(b.wsUrl, KEY_A, guesser);
+    expect(ws).toMatchObject({ close: 4429, events: [] });
+    expect(Number(/try again in (\d+) s/.exec(ws.reason ?? '')?.[1])).toBeGreaterThanOrEqual(1);
+
+    // Another address is not held up, and the principal's own requests per minute were not spent.
+    expect((await connect(a.wsUrl, KEY_B, neighbour)).events).toEqual(['Hello World']);
+    for (let i = 0; i < 3; i++) expect((await post(b.url, HELLO, { ...auth(KEY_A), ...neighbour })).status).toBe(200);
+  });
+
+  it('keeps an address limited for failed logins until the wait it was told, and no longer', () => {
+    const limiter = new MemoryRateLimiter({ requestsPerMinute: 3, concurrentRuns: 0 });
+    const start = 10 * 60_000 + 20_000;
+    for (let i = 0; i < 3; i++) expect(limiter.hitNow('ip:203.0.113.7', start + i)).toBe(0);
+    const told = limiter.hitNow('ip:203.0.113.7', start + 3);
+    expect(told).toBeGreaterThan(0);
+    // Looking does not count: the same wait, and it ends when it said.
+    expect(limiter.waitNow('ip:203.0.113.7', start + 3)).toBe(told);
+    expect(limiter.waitNow('ip:203.0.113.7', start + 3 + told - 1)).toBeGreaterThan(0);
+    expect(limiter.waitNow('ip:203.0.113.7', start + 3 + told)).toBe(0);
+    expect(limiter.waitNow('ip:203.0.113.8', start + 3)).toBe(0);
+    void limiter.close();
   });
 
   it('refuses runs over maxConcurrentRuns with OVERLOADED over graphql-ws and AG-UI too, and serves again once one ends', async () => {
