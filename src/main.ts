@@ -14,6 +14,14 @@ import { anyOf, type Authenticate } from './auth/authenticate.js';
 import { apiKeyAuthenticator } from './auth/api-keys.js';
 import type { JwtOptions } from './auth/jwt.js';
 
+/**
+ * How close two deliveries of one signal must be to be one request to drain: npm forwards its copy of a
+ * group's signal in its own handler, within milliseconds (a loaded machine may take a few hundred),
+ * while a person who means "stop now" presses again after seeing "draining", which takes longer. A
+ * second press within it is taken as the first: press again.
+ */
+const SAME_SIGNAL_MS = 1_000;
+
 async function main(): Promise<void> {
   const env = readEnvironment(process.env);
   // Log lines are written asynchronously: under load they leave in batches instead of one write
@@ -56,15 +64,24 @@ async function main(): Promise<void> {
   });
   const url = await gateway.listen(env.port, env.host);
   // The first signal drains (readiness false, runs finish within the grace period, then close);
-  // a second one exits at once. Listened for before the gateway says it is ready: until then a
-  // signal would end the process at once (whoever waits for "ready" may signal right after it).
-  let stopping = false;
+  // a later, separate one exits at once. Listened for before the gateway says it is ready: until
+  // then a signal would end the process at once (whoever waits for "ready" may signal right after it).
+  // A signal sent to the whole process group (Ctrl-C in a terminal; a supervisor that signals the
+  // group, as systemd's KillMode=control-group does) reaches both npm and the gateway, and npm
+  // forwards its copy: the same signal again within SAME_SIGNAL_MS of the first is that copy, and
+  // asks for nothing more.
+  let stopping: { signal: string; at: number } | undefined;
   const shutdown = (signal: string) => {
+    const now = performance.now();
     if (stopping) {
+      if (signal === stopping.signal && now - stopping.at < SAME_SIGNAL_MS) {
+        logger.info(`${signal} received again within ${SAME_SIGNAL_MS / 1000} s of the first: the same request (a signal to the process group, and npm's copy of it); still draining`);
+        return;
+      }
       logger.warn(`${signal} received again: exiting without waiting`);
       process.exit(1);
     }
-    stopping = true;
+    stopping = { signal, at: now };
     logger.info(`${signal} received, draining`);
     gateway.shutdown().then(
       () => {

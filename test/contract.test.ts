@@ -18,7 +18,8 @@ import {
   type DocumentNode,
   type GraphQLSchema,
 } from 'graphql';
-import { ERROR_CODES } from '../src/core/errors.js';
+import { ERROR_CODES, GatewayError, type ErrorCode } from '../src/core/errors.js';
+import { failedRun } from '../src/core/status.js';
 import { buildSchema, loadTypeDefs } from '../src/graphql/schema.js';
 
 // The contract: our SDL against a copy of the reference runtime's (1.10.6) SDL, and the stock
@@ -112,5 +113,23 @@ describe('PROTOCOL.md', () => {
     for (const [, code, status, severity, visibility] of section.matchAll(/^\| `([A-Z_]+)` \| (\d{3}) \| (\w+) \| (\w+) \|/gm)) documented.set(code, `${status} ${severity} ${visibility}`);
     const table = new Map(Object.entries(ERROR_CODES).map(([code, entry]) => [code, `${entry.status} ${entry.severity} ${entry.visibility}`]));
     expect([...documented.entries()].sort()).toEqual([...table.entries()].sort());
+  });
+
+  it('names, for every code a failed run can carry, the reason the run\'s status has', () => {
+    const protocol = readFileSync(new URL('../PROTOCOL.md', import.meta.url), 'utf8');
+    const section = protocol.slice(protocol.indexOf('### 5.5 Every code'), protocol.indexOf('## 6. Differences'));
+    const documented: Record<string, string> = {};
+    const actual: Record<string, string> = {};
+    for (const [, code, where] of section.matchAll(/^\| `([A-Z_]+)` \| \d{3} \| \w+ \| \w+ \| ([^|]*) \|/gm)) {
+      const run = /failed run(?: \(`([A-Z_]+)`\))?/i.exec(where);
+      if (!run) continue;
+      documented[code] = run[1] ?? 'UNKNOWN_ERROR';
+      const status = failedRun(new GatewayError(code as ErrorCode, 'a failure'));
+      actual[code] = status.code === 'Failed' ? status.reason : status.code;
+    }
+    expect(Object.keys(documented)).toEqual(expect.arrayContaining(['SHUTTING_DOWN', 'RUN_STOPPED', 'UPSTREAM_STREAM_INTERRUPTED', 'GUARDRAILS_VALIDATION_FAILED']));
+    expect(documented).toEqual(actual);
+    // A run cut by the end of a drain must be asked again: the stock client shows UNKNOWN_ERROR, not the other.
+    expect(documented.SHUTTING_DOWN).toBe('UNKNOWN_ERROR');
   });
 });

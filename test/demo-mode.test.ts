@@ -168,6 +168,9 @@ describe('npm start', () => {
 
       child.kill('SIGTERM');
       while (!output().includes('SIGTERM received, draining')) await new Promise((resolve) => setTimeout(resolve, 20));
+      // A separate signal, not a copy of the first: the same signal within 1 s of it is taken as one
+      // (a signal to the process group, and npm's copy of it; the next test).
+      await new Promise((resolve) => setTimeout(resolve, 1_200));
       child.kill('SIGTERM');
       expect(await exited).toBe(1);
       expect(output()).toContain('SIGTERM received again: exiting without waiting');
@@ -175,6 +178,55 @@ describe('npm start', () => {
       void ws.dispose();
     } finally {
       if (child && child.exitCode === null) child.kill('SIGKILL');
+      await anthropic.stop();
+    }
+  }, 60_000);
+
+  it.each(['SIGTERM', 'SIGINT'] as const)('drains on a %s sent to the whole process group of npm start (npm passes its copy on: one request, not two)', async (signal) => {
+    // A model that streams for about a minute: the drain (grace 3 s) ends it, as a drain does.
+    const anthropic = new FakeAnthropic();
+    const baseURL = await anthropic.start();
+    const root = fileURLToPath(new URL('..', import.meta.url));
+    // `npm start` leading a process group of its own, as a terminal's job or a service's control group.
+    const child = spawn('npm', ['start', '--silent'], {
+      cwd: root,
+      env: { ...process.env, ...NO_PROVIDER, ANTHROPIC_BASE_URL: baseURL, SHUTDOWN_GRACE_MS: '3000', PORT: '0', NODE_OPTIONS: '', LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    let output = '';
+    child.stderr!.on('data', (chunk) => (output += chunk));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        child.stdout!.on('data', (chunk) => {
+          output += chunk;
+          const match = output.match(/Copilot Gateway ready at (\S+) /);
+          if (match) resolve(match[1]);
+        });
+        child.on('exit', () => reject(new Error(`exited early:\n${output}`)));
+      });
+      const ws = createClient({ url: url.replace(/^http/, 'ws'), webSocketImpl: WebSocket, retryAttempts: 0, onNonLazyError: () => {} });
+      const events: any[] = [];
+      const ended = new Promise<void>((resolve) => {
+        ws.subscribe({ query: WS_RUN, variables: { data: runInput([userMessage('[tokens=3000] [delay=20]')]) } }, { next: (event) => void events.push(event), error: () => resolve(), complete: () => resolve() });
+      });
+      while (events.length < 3) await new Promise((resolve) => setTimeout(resolve, 20));
+
+      process.kill(-child.pid!, signal); // npm and the gateway both get it; npm passes its copy on
+      expect(await exited).toBe(0);
+      // One drain, not cut short. npm's copy usually reaches the gateway as a second delivery ("received
+      // again within 1 s", the case this is about); the kernel merges the two when the copy arrives before
+      // the first is handled (seen about once in seven runs on a loaded machine): one drain either way.
+      expect(output).toContain(`${signal} received, draining`);
+      expect(output).not.toContain('exiting without waiting');
+      expect(output).toContain('"shut down"');
+      // The run was ended by the drain, when its grace was over, and its client told so.
+      await ended;
+      expect(events.at(-1).data.copilotRun.status).toMatchObject({ __typename: 'FailedResponseStatus', reason: 'UNKNOWN_ERROR', details: { code: 'SHUTTING_DOWN' } });
+      void ws.dispose();
+    } finally {
+      if (child.exitCode === null) process.kill(-child.pid!, 'SIGKILL');
       await anthropic.stop();
     }
   }, 60_000);

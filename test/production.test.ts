@@ -17,6 +17,7 @@ import { agUiAgent } from '../src/agents/ag-ui.js';
 import { anyOf, bearerToken } from '../src/auth/authenticate.js';
 import { apiKeyAuthenticator } from '../src/auth/api-keys.js';
 import { jwtAuthenticator } from '../src/auth/jwt.js';
+import { MemoryRateLimiter } from '../src/limits/rate-limiter.js';
 import type { Principal } from '../src/core/principal.js';
 import { possibleTypes } from '../src/index.js';
 import type { ServerAction } from '../src/actions/server-action.js';
@@ -127,17 +128,32 @@ async function stockRun(client: CopilotRuntimeClient, data: unknown): Promise<an
 const auth = (key: string) => ({ authorization: `Bearer ${key}` });
 const HELLO = { query: '{ hello }' };
 
-/** A graphql-ws subscription with connection params; resolves with its events, errors and how its socket closed. */
-function subscribe(wsUrl: string, query: string, variables: Record<string, unknown>, connectionParams: Record<string, unknown> = {}) {
+/**
+ * A graphql-ws subscription with connection params (and, when given, headers on the upgrade request);
+ * resolves with its events, errors and how its socket closed.
+ */
+function subscribe(wsUrl: string, query: string, variables: Record<string, unknown>, connectionParams: Record<string, unknown> = {}, headers?: Record<string, string>) {
   const events: any[] = [];
   const errors: any[] = [];
   let closeCode: number | undefined;
+  let closeReason: string | undefined;
   const client = createClient({
     url: wsUrl,
-    webSocketImpl: WebSocket,
+    webSocketImpl: headers
+      ? class extends WebSocket {
+          constructor(url: string, protocols?: string | string[]) {
+            super(url, protocols, { headers });
+          }
+        }
+      : WebSocket,
     retryAttempts: 0,
     connectionParams,
-    on: { closed: (event: any) => (closeCode = event?.code) },
+    on: {
+      closed: (event: any) => {
+        closeCode = event?.code;
+        closeReason = event?.reason;
+      },
+    },
   });
   const done = new Promise<void>((resolve) => {
     client.subscribe(
@@ -152,7 +168,7 @@ function subscribe(wsUrl: string, query: string, variables: Record<string, unkno
       },
     );
   });
-  return { events, errors, done, closeCode: () => closeCode, dispose: () => client.dispose() };
+  return { events, errors, done, closeCode: () => closeCode, closeReason: () => closeReason, dispose: () => client.dispose() };
 }
 
 const whoami: ServerAction = {
@@ -211,6 +227,32 @@ describe('authentication', () => {
     expect(logs()).not.toContain(KEY_A);
     expect(logs()).not.toContain('not-the-key-0123456789');
     expect(logs()).not.toContain('wrong-key-0123456789');
+  });
+
+  it('takes only ASCII spaces and tabs around a credential: Unicode whitespace makes it another, wrong one', async () => {
+    const gateway = await start({ adapter: new HoldingAdapter({ hold: false }), authenticate: apiKeyAuthenticator([KEY_A]) });
+    // HTTP: a header carries Latin-1, so U+00A0 is what can be sent around the key.
+    for (const header of [`Bearer ${KEY_A}\u00a0`, `Bearer\u00a0${KEY_A}`, `\u00a0Bearer ${KEY_A}`, `Bearer \u00a0${KEY_A}`]) {
+      const refused = await post(gateway.url, HELLO, { authorization: header });
+      expect({ header: JSON.stringify(header), status: refused.status }).toEqual({ header: JSON.stringify(header), status: 401 });
+      expect(refused.json.errors[0].extensions.code).toBe('UNAUTHENTICATED');
+    }
+    expect((await post(gateway.url, HELLO, { authorization: `Bearer \t ${KEY_A}` })).status).toBe(200);
+    expect((await fetch(`${gateway.url}/info`, { headers: { authorization: `Bearer ${KEY_A}\u00a0` } })).status).toBe(401);
+    expect((await fetch(`${gateway.url}/info`, { headers: auth(KEY_A) })).status).toBe(200);
+
+    // WebSocket: connection_init's payload is JSON, so any character can be sent.
+    const wsRun = (authorization: string) => subscribe(gateway.wsUrl, '{ hello }', {}, { authorization });
+    for (const authorization of [`Bearer ${KEY_A}\u00a0`, `Bearer ${KEY_A}\u3000`, `\ufeffBearer ${KEY_A}`, `Bearer ${KEY_A}\u2028`, `Bearer\u3000${KEY_A}`, `Bearer ${KEY_A}\n`]) {
+      const refused = wsRun(authorization);
+      await refused.done;
+      expect({ authorization: JSON.stringify(authorization), close: refused.closeCode() }).toEqual({ authorization: JSON.stringify(authorization), close: 4403 });
+      expect(refused.events).toEqual([]);
+    }
+    const served = wsRun(` \tBearer \t${KEY_A} \t`);
+    await served.done;
+    expect(served.events).toEqual(['Hello World']);
+    await served.dispose();
   });
 
   it('gives the principal to hooks and server-side actions', async () => {
@@ -273,6 +315,45 @@ describe('authentication', () => {
     const forged = await post(gateway.url, HELLO, auth(`${good.slice(0, -4)}AAAA`));
     expect(forged.status).toBe(401);
     expect(JSON.stringify([expired.json, otherAudience.json, forged.json])).not.toContain(good);
+  });
+
+  it('says which claim of a refused JWT failed, never the value it should have had', async () => {
+    const gateway = await start({ authenticate: jwtAuthenticator({ secret: JWT_SECRET, issuer: 'https://issuer.test', audience: 'copilot-api' }) });
+    const key = new TextEncoder().encode(JWT_SECRET);
+    const sign = (claims: { iss?: string | null; aud?: string | null; nbf?: number; typ?: boolean }) => {
+      const jwt = new SignJWT(claims.nbf !== undefined ? { nbf: claims.nbf } : {}).setProtectedHeader({ alg: 'HS256' }).setSubject('user-42').setExpirationTime('5m');
+      if (claims.iss !== null) jwt.setIssuer(claims.iss ?? 'https://issuer.test');
+      if (claims.aud !== null) jwt.setAudience(claims.aud ?? 'copilot-api');
+      return jwt.sign(key);
+    };
+    const refusal = async (token: string) => {
+      const answer = await post(gateway.url, HELLO, auth(token));
+      expect(answer.status).toBe(401);
+      expect(answer.json.errors[0].extensions.code).toBe('UNAUTHENTICATED');
+      const ws = subscribe(gateway.wsUrl, '{ hello }', {}, { authorization: `Bearer ${token}` });
+      await ws.done;
+      expect(ws.closeCode()).toBe(4403);
+      return answer.json.errors[0].message as string;
+    };
+    const now = Math.floor(Date.now() / 1000);
+    const messages = {
+      notYet: await refusal(await sign({ nbf: now + 3600 })),
+      otherAudience: await refusal(await sign({ aud: 'someone-else' })),
+      noAudience: await refusal(await sign({ aud: null })),
+      otherIssuer: await refusal(await sign({ iss: 'https://elsewhere.test' })),
+      noIssuer: await refusal(await sign({ iss: null })),
+    };
+    expect(messages).toEqual({
+      notYet: 'The credentials were not accepted (the token is not valid yet ("nbf" is in the future)).',
+      otherAudience: 'The credentials were not accepted (the token\'s "aud" claim names no accepted audience).',
+      noAudience: 'The credentials were not accepted (the token has no "aud" claim).',
+      otherIssuer: 'The credentials were not accepted (the token\'s "iss" claim is not the accepted issuer).',
+      noIssuer: 'The credentials were not accepted (the token has no "iss" claim).',
+    });
+    // Which values would have been accepted is not said, nor what the token carried.
+    for (const value of ['gateway', 'issuer.test', 'someone-else', 'elsewhere.test']) expect(JSON.stringify(messages)).not.toContain(value);
+    // Still accepted within the clock tolerance (30 s).
+    expect((await post(gateway.url, HELLO, auth(await sign({ nbf: now + 10 })))).status).toBe(200);
   });
 
   it('verifies JWTs against a JWKS URL, and answers 503 AUTH_UNAVAILABLE while the keys cannot be fetched', async () => {
@@ -589,15 +670,62 @@ describe('rate limits', () => {
     expect(results[2].error[0]).toMatchObject({ extensions: { code: 'RATE_LIMITED' } });
   });
 
-  it('counts failed logins against their address, so that keys cannot be tried at full speed', async () => {
-    const gateway = await start({ authenticate: apiKeyAuthenticator([KEY_A]), rateLimits: { requestsPerMinute: 2 } });
-    expect((await post(gateway.url, HELLO, auth('guess-number-one-0123'))).status).toBe(401);
-    expect((await post(gateway.url, HELLO, auth('guess-number-two-0123'))).status).toBe(401);
-    const third = await post(gateway.url, HELLO, auth('guess-number-three-01'));
-    expect(third.status).toBe(429);
-    expect(third.json.errors[0].extensions.code).toBe('RATE_LIMITED');
-    // The right key is a principal of its own, counted apart.
-    expect((await post(gateway.url, HELLO, auth(KEY_A))).status).toBe(200);
+  it.each([
+    ['in memory', () => ({})],
+    ['shared through Redis by two instances', () => ({ threads: { redisUrl: redis.url, keyPrefix: `logins-${Math.random().toString(36).slice(2)}:` } })],
+  ])('counts failed logins over HTTP and WebSocket against their address, and accepts no credential from it while it is limited, %s', async (_kind, storeOptions) => {
+    const options: any = { authenticate: apiKeyAuthenticator([KEY_A, KEY_B]), rateLimits: { requestsPerMinute: 3 }, trustProxy: 1, ...storeOptions() };
+    const a = await start(options);
+    const b = 'threads' in options ? await start(options) : a;
+    // Two addresses behind the proxy, read from X-Forwarded-For over HTTP and on the WebSocket upgrade alike.
+    const guesser = { 'x-forwarded-for': '203.0.113.7' };
+    const neighbour = { 'x-forwarded-for': '203.0.113.8' };
+    const connect = async (url: string, authorization: string, from: Record<string, string>) => {
+      const socket = subscribe(url, '{ hello }', {}, { authorization: `Bearer ${authorization}` }, from);
+      await socket.done;
+      await socket.dispose();
+      return { close: socket.closeCode(), reason: socket.closeReason(), events: socket.events };
+    };
+
+    // Three wrong keys, two of them over WebSocket: each counts.
+    expect((await connect(a.wsUrl, 'guess-number-one-0123', guesser)).close).toBe(4403);
+    expect((await connect(b.wsUrl, 'guess-number-two-0123', guesser)).close).toBe(4403);
+    expect((await post(a.url, HELLO, { ...auth('guess-number-three-01'), ...guesser })).status).toBe(401);
+    const fourth = await connect(b.wsUrl, 'guess-number-four-012', guesser);
+    expect(fourth).toMatchObject({ close: 4429, reason: expect.stringMatching(/^Too many failed logins: try again in \d+ s$/) });
+
+    // The address is limited: the right key is refused too, over every transport and instance.
+    const http = await post(b.url, HELLO, { ...auth(KEY_A), ...guesser });
+    expect(http.status).toBe(429);
+    const retryAfter = Number(http.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(http.json.errors[0].extensions).toMatchObject({ code: 'RATE_LIMITED', details: { retryAfterSeconds: retryAfter } });
+    expect(http.json.errors[0].message).toMatch(/^Too many failed logins from this address/);
+    const info = await fetch(`${a.url}/info`, { headers: { ...auth(KEY_A), ...guesser } });
+    expect(info.status).toBe(429);
+    expect(Number(info.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(await info.json()).toMatchObject({ code: 'RATE_LIMITED' });
+    const ws = await connect(b.wsUrl, KEY_A, guesser);
+    expect(ws).toMatchObject({ close: 4429, events: [] });
+    expect(Number(/try again in (\d+) s/.exec(ws.reason ?? '')?.[1])).toBeGreaterThanOrEqual(1);
+
+    // Another address is not held up, and the principal's own requests per minute were not spent.
+    expect((await connect(a.wsUrl, KEY_B, neighbour)).events).toEqual(['Hello World']);
+    for (let i = 0; i < 3; i++) expect((await post(b.url, HELLO, { ...auth(KEY_A), ...neighbour })).status).toBe(200);
+  });
+
+  it('keeps an address limited for failed logins until the wait it was told, and no longer', () => {
+    const limiter = new MemoryRateLimiter({ requestsPerMinute: 3, concurrentRuns: 0 });
+    const start = 10 * 60_000 + 20_000;
+    for (let i = 0; i < 3; i++) expect(limiter.hitNow('ip:203.0.113.7', start + i)).toBe(0);
+    const told = limiter.hitNow('ip:203.0.113.7', start + 3);
+    expect(told).toBeGreaterThan(0);
+    // Looking does not count: the same wait, and it ends when it said.
+    expect(limiter.waitNow('ip:203.0.113.7', start + 3)).toBe(told);
+    expect(limiter.waitNow('ip:203.0.113.7', start + 3 + told - 1)).toBeGreaterThan(0);
+    expect(limiter.waitNow('ip:203.0.113.7', start + 3 + told)).toBe(0);
+    expect(limiter.waitNow('ip:203.0.113.8', start + 3)).toBe(0);
+    void limiter.close();
   });
 
   it('refuses runs over maxConcurrentRuns with OVERLOADED over graphql-ws and AG-UI too, and serves again once one ends', async () => {
@@ -840,11 +968,12 @@ describe('draining', () => {
     await a.gateway.shutdown(200);
     expect(adapter.aborted).toBe(1);
     const thread = (await post(b.url, { query: THREAD, variables: { threadId } })).json.data.copilotThread;
-    expect(thread.runs[0]).toMatchObject({ status: { code: 'Failed', reason: expect.any(String), details: expect.objectContaining({ code: 'SHUTTING_DOWN' }) } });
+    // UNKNOWN_ERROR: the stock client shows it (MESSAGE_STREAM_INTERRUPTED would pass for a whole, short answer).
+    expect(thread.runs[0]).toMatchObject({ status: { code: 'Failed', reason: 'UNKNOWN_ERROR', details: expect.objectContaining({ code: 'SHUTTING_DOWN' }) } });
     const joined = subscribe(b.wsUrl, JOIN_RUN, { threadId });
     await joined.done;
     expect(textOfEvents(joined.events)).toBe('first ');
-    expect(joined.events.at(-1).status).toMatchObject({ code: 'Failed', details: { code: 'SHUTTING_DOWN' } });
+    expect(joined.events.at(-1).status).toMatchObject({ code: 'Failed', reason: 'UNKNOWN_ERROR', details: { code: 'SHUTTING_DOWN' } });
     await joined.dispose();
     // The thread is free: B serves its next run.
     adapter.release();

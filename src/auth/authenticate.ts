@@ -76,10 +76,15 @@ export function unauthenticated(authorization: string | undefined, reason?: stri
   return new GatewayError('UNAUTHENTICATED', message);
 }
 
-/** The credential in "Bearer <credential>" (any case), or undefined. */
+/**
+ * The credential in "Bearer <credential>" (any case), or undefined. Only ASCII spaces and tabs may
+ * surround it, as HTTP's grammar allows (OWS, and `1*SP` after the scheme, loosened to tabs): any
+ * other character, Unicode whitespace included (U+00A0, U+3000, U+FEFF, U+2028…), is part of the
+ * credential, which then matches no key, or makes the header malformed.
+ */
 export function bearerToken(authorization: string | undefined): string | undefined {
   if (typeof authorization !== 'string') return undefined;
-  const match = /^\s*bearer\s+(\S+)\s*$/i.exec(authorization);
+  const match = /^[ \t]*bearer[ \t]+([^ \t]+)[ \t]*$/i.exec(authorization);
   return match?.[1];
 }
 

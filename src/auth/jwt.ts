@@ -20,7 +20,7 @@ export interface JwtOptions {
 /** JOSE failures that mean "this token is not acceptable", as opposed to "the keys cannot be fetched now". */
 const REFUSALS: Record<string, string> = {
   ERR_JWT_EXPIRED: 'the token has expired',
-  ERR_JWT_CLAIM_VALIDATION_FAILED: 'a claim of the token is not accepted',
+  ERR_JWT_CLAIM_VALIDATION_FAILED: 'a claim of the token is not accepted', // which one: claimRefusal
   ERR_JWS_SIGNATURE_VERIFICATION_FAILED: 'the token\'s signature does not verify',
   ERR_JWS_INVALID: 'not a signed token',
   ERR_JWT_INVALID: 'not a valid token',
@@ -29,6 +29,30 @@ const REFUSALS: Record<string, string> = {
   ERR_JWKS_NO_MATCHING_KEY: 'no published key matches the token',
   ERR_JWKS_MULTIPLE_MATCHING_KEYS: 'several published keys match the token',
 };
+
+/**
+ * Which claim of a token was refused, and how (missing, not a number, or not the accepted value), from
+ * jose's `claim` and `reason`: never the value expected (the issuer or audience configured), nor the
+ * token's own.
+ */
+function claimRefusal(error: errors.JWTClaimValidationFailed): string {
+  const { claim, reason } = error;
+  if (typeof claim !== 'string' || !/^[A-Za-z_]{1,32}$/.test(claim)) return 'a claim of the token is not accepted';
+  if (reason === 'missing') return `the token has no "${claim}" claim`;
+  if (reason === 'invalid') return `the token's "${claim}" claim is not a number`;
+  switch (claim) {
+    case 'nbf':
+      return 'the token is not valid yet ("nbf" is in the future)';
+    case 'iat':
+      return 'the token\'s "iat" claim is in the future';
+    case 'iss':
+      return 'the token\'s "iss" claim is not the accepted issuer';
+    case 'aud':
+      return 'the token\'s "aud" claim names no accepted audience';
+    default:
+      return `the token's "${claim}" claim is not accepted`;
+  }
+}
 
 /**
  * JWTs sent as `Authorization: Bearer <token>`, verified with jose against a JWKS URL (keys cached;
@@ -68,6 +92,7 @@ export function jwtAuthenticator(options: JwtOptions): Authenticate {
       ({ payload } = typeof key === 'function' ? await jwtVerify(token, key, verifyOptions) : await jwtVerify(token, key, verifyOptions));
     } catch (error) {
       const code = (error as { code?: string }).code;
+      if (error instanceof errors.JWTClaimValidationFailed) throw unauthenticated(authorization, claimRefusal(error));
       if (code && code in REFUSALS) throw unauthenticated(authorization, REFUSALS[code]);
       // The key set's fetch failing (timeout, a non-200 answer, a redirect, not JSON: jose's generic error)
       // is the gateway's problem, not the token's: AUTH_UNAVAILABLE below, so clients retry.

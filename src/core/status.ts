@@ -31,6 +31,12 @@ export function failedMessage(reason: string): MessageStatus {
   return { code: 'Failed', reason };
 }
 
+/**
+ * A failed run's status. Its reason decides what the stock client does: UNKNOWN_ERROR shows the
+ * description as an error banner; MESSAGE_STREAM_INTERRUPTED shows nothing and keeps the text so far.
+ * So a run that must be asked again and was not ended by its user (SHUTTING_DOWN, the grace period
+ * over) is UNKNOWN_ERROR. PROTOCOL.md §5.2 and §5.5 say the same (a contract test holds them).
+ */
 export function failedRun(error: GatewayError, requestId?: string): RunStatus {
   const reason: FailedReason =
     error.code === 'CLIENT_DISCONNECTED' || error.code === 'UPSTREAM_STREAM_INTERRUPTED' || error.code === 'RUN_STOPPED' || error.code === 'INSTANCE_LOST'

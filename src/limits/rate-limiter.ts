@@ -23,6 +23,8 @@ export interface RateLimiter {
   readonly limits: ResolvedRateLimits;
   /** Counts one request: 0 when it is allowed, else the milliseconds until one would be. */
   hit(client: string): Promise<number>;
+  /** What `hit` would answer now, without counting anything. */
+  wait(client: string): Promise<number>;
   /** Takes one of the client's run places: a release function, or the milliseconds to wait. */
   acquireRun(client: string): Promise<(() => void) | number>;
   close(): Promise<void>;
@@ -89,6 +91,20 @@ export class MemoryRateLimiter implements RateLimiter {
     const wait = slidingWindowWait(limit, entry.current, entry.previous, now);
     if (wait === 0) entry.current++;
     return wait;
+  }
+
+  async wait(client: string): Promise<number> {
+    return this.waitNow(client);
+  }
+
+  /** `wait` without a promise, for the Redis limiter's fallback and for tests. */
+  waitNow(client: string, now = Date.now()): number {
+    const limit = this.limits.requestsPerMinute;
+    const entry = this.requests.get(client);
+    if (limit === 0 || !entry) return 0;
+    const window = Math.floor(now / WINDOW_MS);
+    if (entry.window === window) return slidingWindowWait(limit, entry.current, entry.previous, now);
+    return slidingWindowWait(limit, 0, entry.window === window - 1 ? entry.current : 0, now);
   }
 
   async acquireRun(client: string): Promise<(() => void) | number> {

@@ -58,6 +58,22 @@ export class RedisRateLimiter implements RateLimiter {
     }
   }
 
+  async wait(client: string): Promise<number> {
+    const limit = this.limits.requestsPerMinute;
+    if (limit === 0) return 0;
+    const redis = this.client();
+    if (!redis) return this.fallback.waitNow(client);
+    const now = Date.now();
+    const window = Math.floor(now / WINDOW_MS);
+    try {
+      const [current, previous] = await redis.mget(this.key('rate', client, String(window)), this.key('rate', client, String(window - 1)));
+      return slidingWindowWait(limit, Number(current ?? 0), Number(previous ?? 0), now);
+    } catch (error) {
+      this.warn(error);
+      return this.fallback.waitNow(client);
+    }
+  }
+
   async acquireRun(client: string): Promise<(() => void) | number> {
     const limit = this.limits.concurrentRuns;
     if (limit === 0) return NOTHING_TO_RELEASE;

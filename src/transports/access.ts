@@ -48,7 +48,8 @@ export class AccessControl {
 
   /**
    * A WebSocket connection at `connection_init`: authenticated from its payload's `authorization`
-   * (or the upgrade request's header). Not counted: its operations are.
+   * (or the upgrade request's header). Not counted as a request (its operations are), but a failed
+   * login counts against its address as over HTTP, and an address limited for failed logins is refused.
    */
   async admitConnection(connectionParams: Readonly<Record<string, unknown>> | undefined, upgrade: ConnectionFacts): Promise<Admission> {
     const fromPayload = connectionParams?.authorization ?? connectionParams?.Authorization;
@@ -67,18 +68,28 @@ export class AccessControl {
     return { clientAddress: this.clientAddress(req), authorization: headerValue(req.headers.authorization) };
   }
 
+  /**
+   * `counted`: whether the request counts towards its client's requests per minute (an HTTP request
+   * does; a WebSocket connection does not, its operations do). Failed logins count either way.
+   */
   private async admit(request: AuthenticationRequest, logger: Logger, counted = true): Promise<Admission> {
     let principal: Principal | undefined;
     if (this.authenticate) {
+      const address = `ip:${request.clientAddress ?? 'unknown'}`;
       const result = await authenticateRequest(this.authenticate, request, logger);
       if ('error' in result) {
-        // Failed attempts count against the address, so that keys cannot be guessed at full speed.
-        if (counted && result.error.code === 'UNAUTHENTICATED') {
-          const refused = await this.count(`ip:${request.clientAddress ?? 'unknown'}`);
+        // Failed logins count against the address, so that keys cannot be guessed at full speed.
+        if (result.error.code === 'UNAUTHENTICATED') {
+          const refused = await this.failedLogin(address, this.limiter?.hit(address));
           if (refused) return { error: refused };
         }
         return result;
       }
+      // While the address is limited for failed logins, no credential from it is accepted, a right one
+      // included: otherwise a 429 would only mean "wrong", and guessing would cost nothing. Looked at
+      // after the hook, so that the failures of guesses sent at once have been counted.
+      const refused = await this.failedLogin(address, this.limiter?.wait(address));
+      if (refused) return { error: refused };
       principal = result.principal;
     }
     const client = principal ? principal.id : `ip:${request.clientAddress ?? 'unknown'}`;
@@ -87,6 +98,15 @@ export class AccessControl {
       if (refused) return { error: refused };
     }
     return { principal, client };
+  }
+
+  /** RATE_LIMITED for an address limited for its failed logins (`waiting`: the limiter's answer), or undefined. */
+  private async failedLogin(address: string, waiting: Promise<number> | undefined): Promise<GatewayError | undefined> {
+    const wait = (await waiting) ?? 0;
+    if (wait <= 0) return undefined;
+    const retryAfterSeconds = Math.max(1, Math.ceil(wait / 1000));
+    this.logger.debug({ client: address, retryAfterSeconds }, 'credentials refused: too many failed logins from this address');
+    return new GatewayError('RATE_LIMITED', `Too many failed logins from this address: no credentials are accepted from it for ${retryAfterSeconds} s.`, { details: { retryAfterSeconds } });
   }
 
   /**
@@ -114,8 +134,11 @@ export function rateLimited(waitMs: number, what: string): GatewayError {
   return new GatewayError('RATE_LIMITED', `Too many ${what} from this client: try again in ${retryAfterSeconds} s.`, { details: { retryAfterSeconds } });
 }
 
-/** A header's value (the first, when repeated); undefined when absent or empty. */
+/**
+ * A header's value (the first, when repeated), without the spaces and tabs around it (HTTP's OWS; not
+ * trim(), which would also take Unicode whitespace off a credential); undefined when absent or empty.
+ */
 export function headerValue(value: string | string[] | undefined): string | undefined {
   const first = Array.isArray(value) ? value[0] : value;
-  return first?.trim() || undefined;
+  return first?.replace(/^[ \t]+|[ \t]+$/g, '') || undefined;
 }

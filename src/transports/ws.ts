@@ -140,12 +140,18 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
     {
       schema,
       // Authentication: a connection without valid credentials is closed with 4403 before any
-      // operation runs; one whose credentials cannot be checked now, with 1013 (try again later).
+      // operation runs; one from an address limited for failed logins, with 4429 (graphql-ws's "too
+      // many", which its client does not retry) and when to try again; one whose credentials cannot be
+      // checked now, with 1013 (try again later).
       onConnect: access.authenticating
         ? async (ctx) => {
             const admission = await access.admitConnection(ctx.connectionParams, ctx.extra.facts ?? { clientAddress: undefined, authorization: undefined });
             if ('error' in admission) {
               if (admission.error.code === 'UNAUTHENTICATED') return false;
+              if (admission.error.code === 'RATE_LIMITED') {
+                ctx.extra.socket?.close(CloseCode.TooManyInitialisationRequests, `Too many failed logins: try again in ${admission.error.details?.retryAfterSeconds ?? 60} s`);
+                return false;
+              }
               logger.warn({ code: admission.error.code, transport: 'ws' }, 'a WebSocket connection could not be authenticated now');
               ctx.extra.socket?.close(1013, 'Try again later');
               return false;
