@@ -52,6 +52,8 @@ export class RedisThreadStore implements ThreadStore {
   private readonly stopHandlers: StopHandler[] = [];
   /** The logs of this instance's runs still writing. */
   private readonly logs = new Set<RedisRunLog>();
+  /** Logs with events to write at the end of this turn of the event loop (flushSoon). */
+  private toFlush: RedisRunLog[] = [];
   /** Live followers by channel, and the channel's subscription. */
   private readonly live = new Map<string, { listeners: Set<LiveListener>; subscribed: Promise<void> }>();
   private heartbeat: NodeJS.Timeout | undefined;
@@ -86,7 +88,8 @@ export class RedisThreadStore implements ThreadStore {
     };
     // Commands fail at once while disconnected: a request waits for no reconnection, and a run's log
     // keeps its batches and writes them again (RedisRunLog). A connected but stuck server times out.
-    const redis = new Redis(url, { ...base, enableOfflineQueue: false, commandTimeout: 5_000 }) as ScriptedRedis;
+    // Commands issued in one tick go out in one write (autopipelining): the runs' writes of a turn of the loop.
+    const redis = new Redis(url, { ...base, enableOfflineQueue: false, commandTimeout: 5_000, enableAutoPipelining: true }) as ScriptedRedis;
     // The subscriber queues its subscriptions while disconnected and subscribes again after a reconnect.
     const subscriber = new Redis(url, { ...base, enableOfflineQueue: true, autoResubscribe: true });
     for (const [name, [keys, lua]] of Object.entries(SCRIPTS)) redis.defineCommand(name, { numberOfKeys: keys, lua });
@@ -158,10 +161,27 @@ export class RedisThreadStore implements ThreadStore {
   }
 
   open(threadId: string, runId: string, input: RunInput, onLost?: (error: GatewayError) => void): RunLog {
-    const log = new RedisRunLog(this, threadId, runId, input, onLost);
+    const log = new RedisRunLog(this, threadId, runId, input, this.options.ttlSeconds, onLost);
     this.logs.add(log);
     return log;
   }
+
+  /**
+   * Writes `log`'s waiting events at the end of this turn of the event loop (setImmediate: after the
+   * I/O callbacks of this turn, no timer), together with every other run's that has some: the
+   * writes of every run go to Redis in one pipeline (one system call each way), which is what a
+   * store write per streamed token costs least as.
+   */
+  flushSoon(log: RedisRunLog): void {
+    this.toFlush.push(log);
+    if (this.toFlush.length === 1) setImmediate(this.flushAll);
+  }
+
+  private readonly flushAll = (): void => {
+    const logs = this.toFlush;
+    this.toFlush = [];
+    for (const log of logs) log.flushQueuedWrite();
+  };
 
   /** A run's log has stored its last event (or given up): nothing more to wait for at close. */
   forget(log: RedisRunLog): void {
@@ -188,6 +208,21 @@ export class RedisThreadStore implements ThreadStore {
       reset ? '1' : '',
       JSON.stringify(input.newMessages),
     );
+  }
+
+  /**
+   * Writes one batch of a run's events with nothing else to record (no agent state, not the last, no
+   * expiry to renew): the `cgAppendEvents` script, which takes a sixth of `cgAppend`'s arguments and
+   * work. A run streaming tokens a few milliseconds apart writes one of these per token (its clients
+   * see a token once it is stored), so its cost is the store's cost per token.
+   */
+  appendEvents(keys: RunKeys, batch: Batch): Promise<string> {
+    return this.redis.cgAppendEvents(keys.run, keys.log, batch.first, batch.last, batch.events, keys.channel);
+  }
+
+  /** The keys a run's every write names, built once per run. */
+  runKeys(threadId: string, runId: string): RunKeys {
+    return { run: this.threadKey(threadId, 'run', runId), log: this.threadKey(threadId, 'log', runId), channel: this.liveChannel(threadId, runId) };
   }
 
   /** Writes one batch of a run's events (see the `cgAppend` script); resolves with the script's answer. */
@@ -556,6 +591,13 @@ interface LiveListener {
   resync(): void;
 }
 
+/** The keys of a run's record, log and live channel. */
+interface RunKeys {
+  run: string;
+  log: string;
+  channel: string;
+}
+
 /** A batch of a run's events as the append script takes it. */
 interface Batch {
   owner: string;
@@ -622,6 +664,10 @@ class RedisRunLog implements RunLog {
   private gaveUp = false;
   /** Since when events have waited with no write confirmed (0: none waits). */
   stalledSince = 0;
+  private readonly keys: RunKeys;
+  /** When a write last renewed the thread's expiry (0: none has: the first batch does). */
+  private renewedAt = 0;
+  private readonly renewEveryMs: number;
   /** Settles once the run's last event is stored, or the record abandoned. */
   readonly settled: Promise<void>;
   private settle!: () => void;
@@ -631,11 +677,14 @@ class RedisRunLog implements RunLog {
     private readonly threadId: string,
     private readonly runId: string,
     private readonly input: RunInput,
+    ttlSeconds: number,
     private readonly onLost: ((error: GatewayError) => void) | undefined,
   ) {
     this.settled = new Promise((resolve) => {
       this.settle = resolve;
     });
+    this.keys = store.runKeys(threadId, runId);
+    this.renewEveryMs = (ttlSeconds * 1000) / 4;
     this.stalledSince = Date.now();
     this.send({ batch: undefined, events: [], write: () => this.store.openRecord(threadId, runId, input, false) });
   }
@@ -658,14 +707,15 @@ class RedisRunLog implements RunLog {
     if (this.stalledSince === 0) this.stalledSince = Date.now();
     if (this.unconfirmed.length === 0 && !this.flushQueued) {
       this.flushQueued = true;
-      queueMicrotask(this.flushQueuedWrite);
+      this.store.flushSoon(this);
     }
   }
 
-  private readonly flushQueuedWrite = (): void => {
+  /** The store's flush of this loop turn (see RedisThreadStore.flushSoon). */
+  flushQueuedWrite(): void {
     this.flushQueued = false;
     if (this.unconfirmed.length === 0) this.flush();
-  };
+  }
 
   private keep(event: SequencedEvent): void {
     if (!this.kept) return;
@@ -681,7 +731,16 @@ class RedisRunLog implements RunLog {
     const states = this.states;
     this.states = new Map();
     const batch = this.batchOf(events, states);
-    this.send({ batch, events, write: () => this.store.appendBatch(this.threadId, this.runId, batch) });
+    // The thread's keys expire ttlSeconds after a write that renews them: the first batch, one with
+    // agent states or the run's end, and one a quarter of the TTL after the last renewal; the
+    // batches between need only the events (cgAppendEvents).
+    const now = Date.now();
+    if (batch.status !== undefined || states.size > 0 || now - this.renewedAt > this.renewEveryMs) {
+      this.renewedAt = now;
+      this.send({ batch, events, write: () => this.store.appendBatch(this.threadId, this.runId, batch) });
+    } else {
+      this.send({ batch, events, write: () => this.store.appendEvents(this.keys, batch) });
+    }
   }
 
   private batchOf(events: SequencedEvent[], states: Map<string, AgentStateRecord>): Batch {
@@ -849,6 +908,7 @@ type ScriptedRedis = RedisClient & {
   cgRelease(...args: (string | number)[]): Promise<number>;
   cgOpen(...args: (string | number)[]): Promise<string>;
   cgAppend(...args: (string | number)[]): Promise<string>;
+  cgAppendEvents(...args: (string | number)[]): Promise<string>;
   cgForget(...args: (string | number)[]): Promise<number>;
 };
 
@@ -939,6 +999,22 @@ end
 for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[6]) end
 redis.call('EXPIRE', KEYS[7], ARGV[6])
 redis.call('PUBLISH', ARGV[5], ARGV[3])
+return 'ok'`,
+  ],
+  // cgAppend for a batch of events only (no states, status or expiry): KEYS: run, log. ARGV: first, last,
+  // events (JSON), channel. The same answers.
+  cgAppendEvents: [
+    2,
+    `local status = redis.call('HGET', KEYS[1], 'status')
+if not status then return 'missing' end
+local last = tonumber(redis.call('HGET', KEYS[1], 'last'))
+local first = tonumber(ARGV[1])
+if first <= last then return 'dup' end
+if status ~= 'running' then return 'finished' end
+if first ~= last + 1 then return 'gap' end
+redis.call('XADD', KEYS[2], '*', 'e', ARGV[3])
+redis.call('HSET', KEYS[1], 'last', ARGV[2])
+redis.call('PUBLISH', ARGV[4], ARGV[3])
 return 'ok'`,
   ],
   // KEYS: instances, instance runs. ARGV: instance. Forgets a dead instance once it owns no run.
