@@ -912,6 +912,24 @@ type ScriptedRedis = RedisClient & {
   cgForget(...args: (string | number)[]): Promise<number>;
 };
 
+/**
+ * What both append scripts start with: the checks (answering missing, gap, dup or finished) and the
+ * events' write. KEYS[1]: the run; KEYS[2]: its log; ARGV[1..3]: first, last, events (JSON).
+ * `expectedLast`: the ARGV that may hold the sequence the log must be at ("" for any).
+ */
+function appendEventsLua(expectedLast?: number): string {
+  const expected = expectedLast === undefined ? '' : `if ARGV[${expectedLast}] ~= '' and last ~= tonumber(ARGV[${expectedLast}]) then return 'gap' end\n`;
+  return `local status = redis.call('HGET', KEYS[1], 'status')
+if not status then return 'missing' end
+local last = tonumber(redis.call('HGET', KEYS[1], 'last'))
+${expected}local first = tonumber(ARGV[1])
+if first <= last then return 'dup' end
+if status ~= 'running' then return 'finished' end
+if first ~= last + 1 then return 'gap' end
+redis.call('XADD', KEYS[2], '*', 'e', ARGV[3])
+redis.call('HSET', KEYS[1], 'last', ARGV[2])`;
+}
+
 /** The store's Lua scripts: [number of keys, source]. Keys of other runs are built from the thread's key prefix. */
 const SCRIPTS: Record<string, [number, string]> = {
   // KEYS: lock, run (of the proposed id), meta, runs. ARGV: proposed id, fresh id, instance, claim timeout (ms),
@@ -974,16 +992,7 @@ return 'ok'`,
   // instance), missing (no record).
   cgAppend: [
     7,
-    `local status = redis.call('HGET', KEYS[1], 'status')
-if not status then return 'missing' end
-local last = tonumber(redis.call('HGET', KEYS[1], 'last'))
-if ARGV[12] ~= '' and last ~= tonumber(ARGV[12]) then return 'gap' end
-local first = tonumber(ARGV[1])
-if first <= last then return 'dup' end
-if status ~= 'running' then return 'finished' end
-if first ~= last + 1 then return 'gap' end
-redis.call('XADD', KEYS[2], '*', 'e', ARGV[3])
-redis.call('HSET', KEYS[1], 'last', ARGV[2])
+    `${appendEventsLua(12)}
 for _, pair in ipairs(cjson.decode(ARGV[4])) do redis.call('HSET', KEYS[3], pair[1], pair[2]) end
 if ARGV[7] ~= '' then
   redis.call('HSET', KEYS[1], 'status', ARGV[7], 'finishedAt', ARGV[9])
@@ -1005,15 +1014,7 @@ return 'ok'`,
   // events (JSON), channel. The same answers.
   cgAppendEvents: [
     2,
-    `local status = redis.call('HGET', KEYS[1], 'status')
-if not status then return 'missing' end
-local last = tonumber(redis.call('HGET', KEYS[1], 'last'))
-local first = tonumber(ARGV[1])
-if first <= last then return 'dup' end
-if status ~= 'running' then return 'finished' end
-if first ~= last + 1 then return 'gap' end
-redis.call('XADD', KEYS[2], '*', 'e', ARGV[3])
-redis.call('HSET', KEYS[1], 'last', ARGV[2])
+    `${appendEventsLua()}
 redis.call('PUBLISH', ARGV[4], ARGV[3])
 return 'ok'`,
   ],
