@@ -61,7 +61,8 @@ describe('the README\'s curl examples, as written', () => {
     const { data } = await (await post(demo.url, mutationBody)).json();
     const response = data.generateCopilotResponse;
     expect(response.status).toEqual({ code: 'Success' });
-    expect(response.messages[0].content.length).toBeGreaterThan(1);
+    // Not streamed, the list is read whole for the executor (PROTOCOL §2.4): its chunks may be joined.
+    expect(response.messages[0].content.length).toBeGreaterThan(0);
     expect(response.messages[0].content.join('')).toContain('[demo mode]');
   });
 

@@ -180,7 +180,14 @@ export class RedisThreadStore implements ThreadStore {
   private readonly flushAll = (): void => {
     const logs = this.toFlush;
     this.toFlush = [];
-    for (const log of logs) log.flushQueuedWrite();
+    for (const log of logs) {
+      try {
+        log.flushQueuedWrite();
+      } catch (error) {
+        // One run's batch that cannot be written (say, a value JSON cannot take) must not stop the others'.
+        this.options.logger.error({ err: error }, 'a run\'s events could not be written to Redis');
+      }
+    }
   };
 
   /** A run's log has stored its last event (or given up): nothing more to wait for at close. */
@@ -401,12 +408,14 @@ export class RedisThreadStore implements ThreadStore {
     clearTimeout(this.heartbeat);
     clearTimeout(this.sweeper);
     if (!this.redis) return;
-    // Runs' last events still on their way (written one batch after another) are waited for, a while.
+    // Runs' last events still on their way (written one batch after another) are waited for, a while;
+    // what is still unwritten then is given up (no retry outlives the store).
     if (this.logs.size && this.redis.status === 'ready') {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([Promise.all([...this.logs].map((log) => log.settled)), new Promise((resolve) => (timer = setTimeout(resolve, 5_000)))]);
       clearTimeout(timer);
     }
+    for (const log of this.logs) log.abandon();
     // quit() waits for replies; a server that is down would hold it until the reconnection gives up.
     for (const client of [this.redis, this.subscriber]) {
       if (client.status === 'ready') await client.quit().catch(() => client.disconnect());
@@ -727,10 +736,10 @@ class RedisRunLog implements RunLog {
   private flush(): void {
     const events = this.pending;
     if (events.length === 0 || this.abandoned) return;
-    this.pending = [];
     const states = this.states;
-    this.states = new Map();
     const batch = this.batchOf(events, states);
+    this.pending = [];
+    this.states = new Map();
     // The thread's keys expire ttlSeconds after a write that renews them: the first batch, one with
     // agent states or the run's end, and one a quarter of the TTL after the last renewal; the
     // batches between need only the events (cgAppendEvents).
@@ -764,8 +773,22 @@ class RedisRunLog implements RunLog {
   private attempt(entry: Write): void {
     new Promise((resolve) => resolve(entry.write())).then(
       (reply) => this.confirmed(entry, reply),
-      (error: unknown) => this.failed(error),
+      (error: unknown) => {
+        // A write since superseded (sent again, or rebuilt) starts no retry of its own.
+        if (this.unconfirmed.includes(entry)) this.failed(error);
+      },
     );
+  }
+
+  /** The store is closing: what is unwritten is given up, and no retry is left pending. */
+  abandon(): void {
+    if (this.abandoned) return;
+    this.abandoned = true;
+    this.unconfirmed = [];
+    this.pending = [];
+    clearTimeout(this.retrying);
+    this.store.recordLost(this.threadId, this.runId, 'the store closed before its last events were written');
+    this.end();
   }
 
   private confirmed(entry: Write, reply: unknown): void {
@@ -795,6 +818,7 @@ class RedisRunLog implements RunLog {
       return;
     }
     this.store.connectionError(new Error(`the record of run ${this.runId} was ${why === 'gap' ? 'behind' : 'gone'} in Redis; writing it again`));
+    this.stalledSince = Date.now(); // Redis answered
     clearTimeout(this.retrying);
     this.retrying = undefined;
     this.unconfirmed = [];
