@@ -92,7 +92,7 @@ export class RedisThreadStore implements ThreadStore {
     const redis = new Redis(url, { ...base, enableOfflineQueue: false, commandTimeout: 5_000, enableAutoPipelining: true }) as ScriptedRedis;
     // The subscriber queues its subscriptions while disconnected and subscribes again after a reconnect.
     const subscriber = new Redis(url, { ...base, enableOfflineQueue: true, autoResubscribe: true });
-    for (const [name, [keys, lua]] of Object.entries(SCRIPTS)) redis.defineCommand(name, { numberOfKeys: keys, lua });
+    for (const [name, [keys, lua]] of Object.entries(SCRIPTS)) redis.defineCommand(name, keys === null ? { lua } : { numberOfKeys: keys, lua });
     this.redis = redis;
     this.subscriber = subscriber;
     redis.on('error', (error) => this.connectionError(error));
@@ -180,14 +180,29 @@ export class RedisThreadStore implements ThreadStore {
   private readonly flushAll = (): void => {
     const logs = this.toFlush;
     this.toFlush = [];
+    const group: { log: RedisRunLog; write: Write }[] = [];
     for (const log of logs) {
       try {
-        log.flushQueuedWrite();
+        const write = log.flushQueuedWrite();
+        if (write) group.push({ log, write });
       } catch (error) {
         // One run's batch that cannot be written (say, a value JSON cannot take) must not stop the others'.
         this.options.logger.error({ err: error }, 'a run\'s events could not be written to Redis');
       }
     }
+    if (group.length === 1) group[0].log.sendNow(group[0].write);
+    if (group.length < 2) return;
+    // Several runs' batches of events alone: one script call for all of them (a streamed token per run
+    // and turn would otherwise be a command each: ioredis's cost per command is most of the store's
+    // cost per token). A batch sent again after a failure goes on its own (cgAppendEvents).
+    const keys: string[] = [];
+    const args: (string | number)[] = [];
+    for (const { log, write } of group) {
+      keys.push(log.keys.run, log.keys.log);
+      args.push(write.batch!.first, write.batch!.last, write.batch!.events, log.keys.channel);
+    }
+    const replies = this.redis.cgAppendMany(keys.length, ...keys, ...args);
+    group.forEach(({ log, write }, index) => log.sendNow(write, replies.then((answers) => answers[index])));
   };
 
   /** A run's log has stored its last event (or given up): nothing more to wait for at close. */
@@ -628,7 +643,7 @@ const MAX_KEPT_CHARS = 16 * 1024 * 1024;
 const MAX_REBUILDS = 3;
 
 /** A write to Redis and the events it stores (none for the record's opening). */
-type Write = { batch: Batch | undefined; events: readonly SequencedEvent[]; write: () => Promise<unknown> };
+export type Write = { batch: Batch | undefined; events: readonly SequencedEvent[]; write: () => Promise<unknown> };
 
 /**
  * One run's events on their way to Redis, and to the run's clients once stored (deliverStored).
@@ -673,7 +688,7 @@ class RedisRunLog implements RunLog {
   private gaveUp = false;
   /** Since when events have waited with no write confirmed (0: none waits). */
   stalledSince = 0;
-  private readonly keys: RunKeys;
+  readonly keys: RunKeys;
   /** When a write last renewed the thread's expiry (0: none has: the first batch does). */
   private renewedAt = 0;
   private readonly renewEveryMs: number;
@@ -720,10 +735,15 @@ class RedisRunLog implements RunLog {
     }
   }
 
-  /** The store's flush of this loop turn (see RedisThreadStore.flushSoon). */
-  flushQueuedWrite(): void {
+  /**
+   * The store's flush of this loop turn (see RedisThreadStore.flushSoon): a write of the waiting
+   * events is cut and sent, or, when it is a batch of events alone, returned for the store to send
+   * with other runs' (`sendNow`).
+   */
+  flushQueuedWrite(): Write | undefined {
     this.flushQueued = false;
-    if (this.unconfirmed.length === 0) this.flush();
+    if (this.unconfirmed.length > 0) return undefined;
+    return this.flush(true);
   }
 
   private keep(event: SequencedEvent): void {
@@ -733,9 +753,10 @@ class RedisRunLog implements RunLog {
     if (this.keptChars > MAX_KEPT_CHARS) this.kept = undefined;
   }
 
-  private flush(): void {
+  /** Cuts the waiting events into a write and sends it; with `group`, a batch of events alone is returned unsent. */
+  private flush(group = false): Write | undefined {
     const events = this.pending;
-    if (events.length === 0 || this.abandoned) return;
+    if (events.length === 0 || this.abandoned) return undefined;
     const states = this.states;
     const batch = this.batchOf(events, states);
     this.pending = [];
@@ -747,9 +768,12 @@ class RedisRunLog implements RunLog {
     if (batch.status !== undefined || states.size > 0 || now - this.renewedAt > this.renewEveryMs) {
       this.renewedAt = now;
       this.send({ batch, events, write: () => this.store.appendBatch(this.threadId, this.runId, batch) });
-    } else {
-      this.send({ batch, events, write: () => this.store.appendEvents(this.keys, batch) });
+      return undefined;
     }
+    const write: Write = { batch, events, write: () => this.store.appendEvents(this.keys, batch) };
+    if (group) return write;
+    this.send(write);
+    return undefined;
   }
 
   private batchOf(events: SequencedEvent[], states: Map<string, AgentStateRecord>): Batch {
@@ -770,8 +794,14 @@ class RedisRunLog implements RunLog {
     if (!this.retrying) this.attempt(entry);
   }
 
-  private attempt(entry: Write): void {
-    new Promise((resolve) => resolve(entry.write())).then(
+  /** Sends a write the store cut for a group (flushQueuedWrite); `reply` is its answer in the group's call. */
+  sendNow(entry: Write, reply?: Promise<unknown>): void {
+    this.unconfirmed.push(entry);
+    if (!this.retrying) this.attempt(entry, reply);
+  }
+
+  private attempt(entry: Write, reply?: Promise<unknown>): void {
+    (reply ?? new Promise((resolve) => resolve(entry.write()))).then(
       (reply) => this.confirmed(entry, reply),
       (error: unknown) => {
         // A write since superseded (sent again, or rebuilt) starts no retry of its own.
@@ -800,8 +830,12 @@ class RedisRunLog implements RunLog {
       this.retryDelay = 100;
       for (const write of done) if (write.events.length) this.sink?.stored(write.events);
       if (done.some((write) => write.batch?.status !== undefined)) return this.end();
-      if (this.unconfirmed.length === 0) this.flush();
-      this.stalledSince = this.unconfirmed.length === 0 ? 0 : Date.now();
+      // What came meanwhile goes at the end of this turn, with the other runs' (flushSoon).
+      if (this.unconfirmed.length === 0 && this.pending.length > 0 && !this.flushQueued) {
+        this.flushQueued = true;
+        this.store.flushSoon(this);
+      }
+      this.stalledSince = this.unconfirmed.length === 0 && this.pending.length === 0 ? 0 : Date.now();
       return;
     }
     if (reply === 'finished') return this.lose('another instance ended it (this instance lost its lease)', 'This gateway instance lost the run: it stopped answering for longer than its lease, and another instance ended the run.');
@@ -928,6 +962,7 @@ export function redactedUrl(url: string): string {
 }
 
 type ScriptedRedis = RedisClient & {
+  cgAppendMany(...args: (string | number)[]): Promise<string[]>;
   cgClaim(...args: (string | number)[]): Promise<[string, string, string]>;
   cgRelease(...args: (string | number)[]): Promise<number>;
   cgOpen(...args: (string | number)[]): Promise<string>;
@@ -937,25 +972,26 @@ type ScriptedRedis = RedisClient & {
 };
 
 /**
- * What both append scripts start with: the checks (answering missing, gap, dup or finished) and the
- * events' write. KEYS[1]: the run; KEYS[2]: its log; ARGV[1..3]: first, last, events (JSON).
- * `expectedLast`: the ARGV that may hold the sequence the log must be at ("" for any).
+ * What every append script shares: a Lua function that checks a run's record and appends one batch of
+ * its events, answering ok, missing (no record), gap (out of order, or the log is not at `expected`,
+ * when that is not ""), dup (already stored) or finished (ended by another instance).
  */
-function appendEventsLua(expectedLast?: number): string {
-  const expected = expectedLast === undefined ? '' : `if ARGV[${expectedLast}] ~= '' and last ~= tonumber(ARGV[${expectedLast}]) then return 'gap' end\n`;
-  return `local status = redis.call('HGET', KEYS[1], 'status')
-if not status then return 'missing' end
-local last = tonumber(redis.call('HGET', KEYS[1], 'last'))
-${expected}local first = tonumber(ARGV[1])
-if first <= last then return 'dup' end
-if status ~= 'running' then return 'finished' end
-if first ~= last + 1 then return 'gap' end
-redis.call('XADD', KEYS[2], '*', 'e', ARGV[3])
-redis.call('HSET', KEYS[1], 'last', ARGV[2])`;
-}
+const APPEND_LUA = `local function append(run, log, first, last, events, expected)
+  local status = redis.call('HGET', run, 'status')
+  if not status then return 'missing' end
+  local stored = tonumber(redis.call('HGET', run, 'last'))
+  if expected ~= '' and stored ~= tonumber(expected) then return 'gap' end
+  first = tonumber(first)
+  if first <= stored then return 'dup' end
+  if status ~= 'running' then return 'finished' end
+  if first ~= stored + 1 then return 'gap' end
+  redis.call('XADD', log, '*', 'e', events)
+  redis.call('HSET', run, 'last', last)
+  return 'ok'
+end`;
 
 /** The store's Lua scripts: [number of keys, source]. Keys of other runs are built from the thread's key prefix. */
-const SCRIPTS: Record<string, [number, string]> = {
+const SCRIPTS: Record<string, [number | null, string]> = {
   // KEYS: lock, run (of the proposed id), meta, runs. ARGV: proposed id, fresh id, instance, claim timeout (ms),
   // owner ("" for none), ttl (s). Answers {'forbidden'} (another principal's thread), {'busy', holder}, or
   // {'ok', run id, transcript}; a thread that belongs to no one becomes the owner's.
@@ -1016,7 +1052,9 @@ return 'ok'`,
   // instance), missing (no record).
   cgAppend: [
     7,
-    `${appendEventsLua(12)}
+    `${APPEND_LUA}
+local appended = append(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[12])
+if appended ~= 'ok' then return appended end
 for _, pair in ipairs(cjson.decode(ARGV[4])) do redis.call('HSET', KEYS[3], pair[1], pair[2]) end
 if ARGV[7] ~= '' then
   redis.call('HSET', KEYS[1], 'status', ARGV[7], 'finishedAt', ARGV[9])
@@ -1038,9 +1076,24 @@ return 'ok'`,
   // events (JSON), channel. The same answers.
   cgAppendEvents: [
     2,
-    `${appendEventsLua()}
-redis.call('PUBLISH', ARGV[4], ARGV[3])
-return 'ok'`,
+    `${APPEND_LUA}
+local appended = append(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], '')
+if appended == 'ok' then redis.call('PUBLISH', ARGV[4], ARGV[3]) end
+return appended`,
+  ],
+  // cgAppendEvents for several runs at once (the keys' number is the call's first argument): KEYS: each
+  // run's record and log; ARGV: each run's first, last, events, channel. Answers one answer per run, in
+  // order. The keys of several threads: one Redis server or primary only (not Redis Cluster).
+  cgAppendMany: [
+    null,
+    `${APPEND_LUA}
+local answers = {}
+for i = 1, #KEYS / 2 do
+  local a = (i - 1) * 4
+  answers[i] = append(KEYS[i * 2 - 1], KEYS[i * 2], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], '')
+  if answers[i] == 'ok' then redis.call('PUBLISH', ARGV[a + 4], ARGV[a + 3]) end
+end
+return answers`,
   ],
   // KEYS: instances, instance runs. ARGV: instance. Forgets a dead instance once it owns no run.
   cgForget: [
