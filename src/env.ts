@@ -61,6 +61,8 @@ export interface EnvironmentSettings {
   /** MODEL_FIRST_TOKEN_TIMEOUT_MS, AGENT_FIRST_EVENT_TIMEOUT_MS. */
   modelFirstTokenTimeoutMs?: number;
   agentFirstEventTimeoutMs?: number;
+  /** GATEWAY_EXECUTOR: `fast` or `stock` (GatewayOptions.executor). */
+  executor?: 'fast' | 'stock';
 }
 
 /** A provider npm start can run, with its adapter's options. */
@@ -125,7 +127,15 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
     ...readTracing(env),
     ...optional('modelFirstTokenTimeoutMs', milliseconds(env, 'MODEL_FIRST_TOKEN_TIMEOUT_MS')),
     ...optional('agentFirstEventTimeoutMs', milliseconds(env, 'AGENT_FIRST_EVENT_TIMEOUT_MS')),
+    ...readExecutor(env),
   };
+}
+
+function readExecutor(env: NodeJS.ProcessEnv): { executor?: 'fast' | 'stock' } {
+  const value = env.GATEWAY_EXECUTOR?.trim().toLowerCase();
+  if (!value) return {};
+  if (value !== 'fast' && value !== 'stock') throw new ConfigurationError(`GATEWAY_EXECUTOR must be fast or stock (got ${JSON.stringify(env.GATEWAY_EXECUTOR)}).`);
+  return { executor: value };
 }
 
 function optional<K extends string>(name: K, value: number | undefined): { [key in K]?: number } {

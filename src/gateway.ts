@@ -38,7 +38,7 @@ import { ObservedAdapter, resolveObservability, type ObservabilityOptions } from
 import { resolveModelLimits, type ModelLimits, type ModelLimitsOptions } from './engine/model-limits.js';
 import type { GatewayContext } from './graphql/context.js';
 import { formatGraphQLError } from './graphql/errors.js';
-import { executeIncrementally } from './graphql/incremental.js';
+import { fastExecutor, stockExecutor, type ExecutorName } from './graphql/executor.js';
 import { KnownDocuments } from './graphql/known-documents.js';
 import { errorLoggingPlugin, httpOperationGuardPlugin, refusalPlugin, requestIdPlugin } from './graphql/plugins.js';
 import { buildSchema } from './graphql/schema.js';
@@ -164,6 +164,13 @@ export interface GatewayOptions {
   modelFirstTokenTimeoutMs?: number;
   /** How long an agent may take before its first event of each call (then agentIdleTimeoutMs applies). @default 300000 */
   agentFirstEventTimeoutMs?: number;
+  /**
+   * What runs GraphQL operations: `fast`, the gateway's own paths written for speed (BENCHMARKS.md), or
+   * `stock`, Apollo Server's pipeline and @graphql-tools/executor as their authors ship them (the way
+   * back if an upgrade breaks a fast path). Both behave the same; the test suites run on both. See
+   * graphql/executor.ts. @default "fast"
+   */
+  executor?: ExecutorName;
 }
 
 export interface Gateway {
@@ -172,6 +179,8 @@ export interface Gateway {
   readonly path: string;
   /** The adapter's name: "demo", "openai", "empty", … */
   readonly mode: string;
+  /** Which executor runs the operations (GatewayOptions.executor). */
+  readonly executor: ExecutorName;
   /**
    * Starts listening; resolves with the GraphQL endpoint's URL, on the address it listens on. `host`
    * defaults to 127.0.0.1 (loopback only) in development and 0.0.0.0 (every interface) in production.
@@ -197,6 +206,7 @@ const OPTION_NAMES = new Set([
   'maxRounds', 'modelIdleTimeoutMs', 'agentIdleTimeoutMs', 'actionTimeoutMs', 'maxBodyBytes', 'maxConcurrentRuns', 'allowedHosts', 'keepAliveMs',
   'modelLimits', 'mcpServers', 'allowClientMcpServers', 'guardrails', 'hooks', 'observability', 'threads',
   'authenticate', 'rateLimits', 'trustProxy', 'shutdownGraceMs', 'metrics', 'modelFirstTokenTimeoutMs', 'agentFirstEventTimeoutMs', 'tracing',
+  'executor',
 ]);
 
 /** Apollo Studio and the embedded Sandbox call the endpoint from these origins. */
@@ -207,6 +217,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const config = resolveOptions(options);
   const logger = config.logger;
   const schema = buildSchema();
+  const executor = config.executor === 'stock' ? stockExecutor() : fastExecutor(schema);
   const metrics = config.metrics ? new GatewayMetrics(() => launcher.activeRuns) : undefined;
   const tracing = config.tracing ? new RunTracing(GATEWAY_VERSION) : undefined;
   // One HTTP client (one connection pool per origin) for every agent, remote action and discovery.
@@ -253,6 +264,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const ws = attachWebSocketTransport({
     server,
     schema,
+    executor,
     launcher,
     path: config.path,
     cors,
@@ -276,7 +288,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     includeStacktraceInErrorResponses: false,
     // Runs @defer/@stream (and async-iterable lists) on the tools executor; see STACK notes in PROTOCOL.md.
     // Over HTTP the later payloads go to the transport (src/graphql/incremental.ts).
-    legacyExperimentalExecuteIncrementally: executeIncrementally as any,
+    legacyExperimentalExecuteIncrementally: executor.execute as any,
     formatError: formatGraphQLError,
     validationRules: gatewayValidationRules(config.sandbox),
     parseOptions: { maxTokens: MAX_DOCUMENT_TOKENS },
@@ -318,9 +330,9 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     metrics: metrics && { render: () => metrics.render(), token: config.metricsToken === undefined ? undefined : keyMatcher([config.metricsToken]) },
     onStream: metrics && ((delta) => metrics.httpStream(delta)),
     // Apollo installs its usage reporting when APOLLO_KEY is set; it needs every later payload.
-    directLaterPayloads: !process.env.APOLLO_KEY,
+    directLaterPayloads: executor.httpFastPaths && !process.env.APOLLO_KEY,
     // With usage reporting, every operation passes through Apollo's pipeline too.
-    knownDocuments: process.env.APOLLO_KEY ? undefined : new KnownDocuments(),
+    knownDocuments: executor.httpFastPaths && !process.env.APOLLO_KEY ? new KnownDocuments() : undefined,
     schema,
     apolloServing: () => apolloStarted && state !== 'closed',
     draining: () => state === 'draining',
@@ -350,6 +362,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     server,
     path: config.path,
     mode: config.adapter.name,
+    executor: executor.name,
     async listen(port = 4000, host = config.development ? '127.0.0.1' : '0.0.0.0') {
       if (state !== 'created') throw new Error(`The gateway cannot listen: it is ${state}.`);
       state = 'listening';
@@ -444,6 +457,7 @@ interface ResolvedOptions {
   tracing: boolean;
   modelFirstTokenTimeoutMs: number;
   agentFirstEventTimeoutMs: number;
+  executor: ExecutorName;
 }
 
 function resolveOptions(options: GatewayOptions): ResolvedOptions {
@@ -531,7 +545,14 @@ function resolveOptions(options: GatewayOptions): ResolvedOptions {
     tracing: booleanOption('tracing', options.tracing, false),
     modelFirstTokenTimeoutMs: integerOption('modelFirstTokenTimeoutMs', options.modelFirstTokenTimeoutMs, 120_000, 1, 3_600_000),
     agentFirstEventTimeoutMs: integerOption('agentFirstEventTimeoutMs', options.agentFirstEventTimeoutMs, 300_000, 1, 3_600_000),
+    executor: executorOption(options.executor),
   };
+}
+
+function executorOption(value: unknown): ExecutorName {
+  if (value === undefined) return 'fast';
+  if (value !== 'fast' && value !== 'stock') throw new ConfigurationError(`options.executor must be "fast" or "stock" (got ${JSON.stringify(value)}).`);
+  return value;
 }
 
 function booleanOption(name: string, value: unknown, fallback: boolean): boolean {

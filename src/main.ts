@@ -59,6 +59,7 @@ async function main(): Promise<void> {
     ...(env.shutdownGraceMs !== undefined ? { shutdownGraceMs: env.shutdownGraceMs } : {}),
     metrics: env.metrics,
     ...(env.tracing !== undefined ? { tracing: env.tracing } : {}),
+    ...(env.executor !== undefined ? { executor: env.executor } : {}),
     ...(env.modelFirstTokenTimeoutMs !== undefined ? { modelFirstTokenTimeoutMs: env.modelFirstTokenTimeoutMs } : {}),
     ...(env.agentFirstEventTimeoutMs !== undefined ? { agentFirstEventTimeoutMs: env.agentFirstEventTimeoutMs } : {}),
   });
@@ -105,7 +106,7 @@ async function main(): Promise<void> {
     ...(env.langGraph ? [`LangGraph graphs ${env.langGraph.graphs.join(', ')}`] : []),
   ];
   const withAgents = agentSources.length ? `; agents from ${agentSources.join(', ')}` : '';
-  logger.info({ url, mode: gateway.mode, environment: env.environment }, `Copilot Gateway ready at ${url} (${mode}${withAgents})`);
+  logger.info({ url, mode: gateway.mode, environment: env.environment, executor: gateway.executor }, `Copilot Gateway ready at ${url} (${mode}${withAgents})`);
   if (env.environment === 'development') {
     logger.info({ sandbox: url, offlineExplorer: `${url}/graphiql` }, `Explorers: Apollo Sandbox at ${url} (online), GraphiQL at ${url}/graphiql (offline)`);
   }

@@ -25,6 +25,7 @@ const action = (overrides: Record<string, unknown> = {}) => ({ name: 'ok', descr
 describe('createGateway options', () => {
   it.each([
     [{ nope: 1 }, /Unknown option "nope"/],
+    [{ executor: 'slow' }, /options\.executor must be "fast" or "stock" \(got "slow"\)/],
     [{ path: 'api' }, /options\.path must be a URL path starting with "\/"/],
     [{ path: '/health' }, /other than \/health and \/ready/],
     [{ path: '/ready' }, /other than \/health and \/ready/],
@@ -144,6 +145,9 @@ describe('the environment read by npm start', () => {
     expect(() => readEnvironment({ JWT_ISSUER: 'x' })).toThrow('JWT_ISSUER and JWT_AUDIENCE need JWT_JWKS_URL or JWT_SECRET.');
     expect(() => readEnvironment({ TRUST_PROXY: 'yes' })).toThrow('TRUST_PROXY must be a whole number');
     expect(() => readEnvironment({ METRICS_TOKEN: 'short' })).toThrow('METRICS_TOKEN must be at least 16 characters.');
+    expect(readEnvironment({ GATEWAY_EXECUTOR: 'stock' }).executor).toBe('stock');
+    expect(readEnvironment({ GATEWAY_EXECUTOR: 'Fast' }).executor).toBe('fast');
+    expect(() => readEnvironment({ GATEWAY_EXECUTOR: 'jit' })).toThrow('GATEWAY_EXECUTOR must be fast or stock (got "jit").');
   });
 
   it('refuses API keys and JWT settings that cannot be safe', () => {

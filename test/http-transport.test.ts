@@ -159,7 +159,8 @@ describe('HTTP endpoints', () => {
 
   it("cuts an answer whose later payloads fail once it has begun (no clean end announcing more), and answers 500 before that", async () => {
     const adapter = new GatedAdapter();
-    const { url } = await start({ adapter });
+    // LaterPayloads is the fast executor's (graphql/executor.ts): this runs on it whatever GATEWAY_EXECUTOR says.
+    const { url } = await start({ adapter, executor: 'fast' });
     const body = { query: STREAMED, variables: { data: runInput([userMessage('hi')]) } };
     const accept = { accept: 'multipart/mixed; deferSpec=20220824' };
     const real = LaterPayloads.prototype.next;

@@ -13,6 +13,10 @@ import { HTTP_STREAMED } from './support/documents.js';
 import { STOCK_DOCUMENT } from './support/fuzz-documents.js';
 import { runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
 
+// These tests are of the fast executor's own paths (graphql/executor.ts): they run on it whatever
+// GATEWAY_EXECUTOR says.
+const FAST = 'fast' as const;
+
 // Over HTTP the transport takes an operation's later payloads straight from the executor and frames
 // those without errors itself; those with errors go through Apollo (src/graphql/incremental.ts).
 // Here one gateway does that and another leaves every payload to Apollo (as it does when APOLLO_KEY
@@ -166,7 +170,7 @@ describe('later payloads taken from the executor (HTTP)', () => {
   const adapter = new ScriptedAdapter((prompt) => scripts[prompt] ?? AFTER_ACTION);
 
   beforeAll(async () => {
-    direct = await startGateway({ adapter, actions: [lookUp] });
+    direct = await startGateway({ adapter, actions: [lookUp], executor: FAST });
     // Once through Apollo, the documents the leaf-stream plan takes are known: the transport runs
     // them without Apollo's pipeline from then on (graphql/known-documents.ts).
     for (const query of Object.values(documents)) await answer(direct.url, query, 'text', MULTIPART);
@@ -174,7 +178,7 @@ describe('later payloads taken from the executor (HTTP)', () => {
     // later payload to Apollo. (Without APOLLO_GRAPH_REF, Apollo only warns: nothing is reported.)
     process.env.APOLLO_KEY = 'service:test:not-a-key';
     try {
-      throughApollo = await startGateway({ adapter, actions: [lookUp] });
+      throughApollo = await startGateway({ adapter, actions: [lookUp], executor: FAST });
     } finally {
       delete process.env.APOLLO_KEY;
     }
@@ -274,7 +278,7 @@ describe('errors in later payloads', () => {
   it('are logged, as those of a first result are', async () => {
     const lines: any[] = [];
     const logger = pino({ level: 'info' }, new Writable({ write: (chunk, _encoding, done) => (lines.push(JSON.parse(String(chunk))), done()) }));
-    const gateway = await startGateway({ adapter: new ScriptedAdapter((prompt) => scripts[prompt]), logger });
+    const gateway = await startGateway({ adapter: new ScriptedAdapter((prompt) => scripts[prompt]), logger, executor: FAST });
     try {
       // The second time the document is known, and Apollo gets the request when the error comes.
       for (let i = 0; i < 2; i++) expect(await answer(gateway.url, STOCK_DOCUMENT, 'bad', MULTIPART)).toContain('"errors"');
@@ -371,11 +375,11 @@ describe('the run plan: runs without the executor, meta events and refusals (HTT
   const agentSession = { agentSession: { agentName: 'scripted' } };
 
   beforeAll(async () => {
-    direct = await startGateway(options);
+    direct = await startGateway({ ...options, executor: FAST });
     for (const query of Object.values(documents)) await answer(direct.url, query, 'text', MULTIPART);
     process.env.APOLLO_KEY = 'service:test:not-a-key';
     try {
-      throughApollo = await startGateway(options);
+      throughApollo = await startGateway({ ...options, executor: FAST });
     } finally {
       delete process.env.APOLLO_KEY;
     }

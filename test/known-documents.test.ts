@@ -6,6 +6,10 @@ import { KnownDocuments } from '../src/graphql/known-documents.js';
 import { STOCK_DOCUMENT } from './support/fuzz-documents.js';
 import { runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
 
+// These tests are of the fast executor's own paths (graphql/executor.ts): they run on it whatever
+// GATEWAY_EXECUTOR says.
+const FAST = 'fast' as const;
+
 // A document Apollo has run once (the stock client's) is run again by the transport without Apollo's
 // pipeline (src/graphql/known-documents.ts); anything with an error goes back to Apollo with the
 // result. Here one gateway does that and another passes every request through Apollo (APOLLO_KEY set,
@@ -90,10 +94,10 @@ describe('known documents (HTTP)', () => {
   let direct: RunningGateway;
   let throughApollo: RunningGateway;
   const gateways = async (options: { maxConcurrentRuns?: number } = {}) => {
-    const ours = await startGateway({ adapter, ...options });
+    const ours = await startGateway({ adapter, ...options, executor: FAST });
     process.env.APOLLO_KEY = 'service:test:not-a-key';
     try {
-      return { ours, apollos: await startGateway({ adapter, ...options }) };
+      return { ours, apollos: await startGateway({ adapter, ...options, executor: FAST }) };
     } finally {
       delete process.env.APOLLO_KEY;
     }

@@ -12,8 +12,8 @@ import type { RunLauncher } from '../engine/launcher.js';
 import type { GatewayContext } from '../graphql/context.js';
 import { formatGraphQLError } from '../graphql/errors.js';
 import { DocumentCache } from '../graphql/documents.js';
-import { executeIncrementally } from '../graphql/incremental.js';
-import { createSubscriber, type ResultSink } from '../graphql/subscribe.js';
+import type { Executor } from '../graphql/executor.js';
+import type { ResultSink } from '../graphql/subscribe.js';
 import { allValidationRules } from '../graphql/validation.js';
 import type { AccessControl, Admitted, ConnectionFacts } from './access.js';
 import { isSameOrigin, type CorsPolicy } from './cors.js';
@@ -29,6 +29,8 @@ export interface WsTransportOptions {
   /** Introspection allowed (Sandbox on). */
   introspection: boolean;
   schema: GraphQLSchema;
+  /** What runs the operations (graphql/executor.ts). */
+  executor: Executor;
   launcher: RunLauncher;
   path: string;
   cors: CorsPolicy;
@@ -118,8 +120,8 @@ class OperationCount {
  * Completing an operation or closing the socket aborts the run it started.
  */
 export function attachWebSocketTransport(options: WsTransportOptions): { dispose: () => Promise<void> } {
-  const { server, schema, launcher, path, cors, logger } = options;
-  const subscribe = createSubscriber(schema);
+  const { server, schema, launcher, path, cors, logger, executor } = options;
+  const subscribe = executor.subscribe;
   const documents = new DocumentCache(schema, allValidationRules(options.introspection), options.introspection);
   const wss = new WebSocketServer({
     server,
@@ -209,9 +211,9 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
         const client = ctx.extra.admitted?.client ?? `ip:${ctx.extra.facts?.clientAddress ?? 'unknown'}`;
         return access.count(client).then((refused) => (refused ? [codedError(refused)] : prepare()));
       },
-      execute: (args) => serveExecution(args),
-      // Subscriptions on the lean path (graphql/subscribe.ts): one iterator per stream, no
-      // per-event variable coercion; events run on the document compiled by graphql-jit.
+      execute: (args) => serveExecution(args, executor),
+      // Subscriptions: on the fast executor the lean path (graphql/subscribe.ts): one iterator per
+      // stream, no per-event variable coercion; events run on the document compiled by graphql-jit.
       subscribe: (args) => serveSubscription(args, subscribe),
       onError: (_ctx, _id, _payload, errors) => errors.map(formatForWs),
       // Pushed subscriptions write their `next` messages themselves (WsResultSink) with this hook.
@@ -610,13 +612,13 @@ function operationEnd(args: ExecutionArgs): () => void {
  * Queries and the mutation: an iterator handed over at once, before the result is ready, so that a
  * `complete` while a plain (not streamed) mutation waits for its run reaches `return()` and stops it.
  */
-function serveExecution(args: ExecutionArgs): AsyncGenerator<ExecutionResult> {
-  return new OperationStream(executionParts(args), operationEnd(args));
+function serveExecution(args: ExecutionArgs, executor: Executor): AsyncGenerator<ExecutionResult> {
+  return new OperationStream(executionParts(args, executor), operationEnd(args));
 }
 
-async function* executionParts(args: ExecutionArgs): AsyncGenerator<ExecutionResult> {
-  // The executor as Apollo runs it for HTTP (variables coerced ahead of it: graphql/variables.ts).
-  const result = await executeIncrementally(args);
+async function* executionParts(args: ExecutionArgs, executor: Executor): AsyncGenerator<ExecutionResult> {
+  // The executor as Apollo runs it for HTTP.
+  const result = await executor.execute(args);
   if (isIncrementalResults(result)) {
     // @defer/@stream over graphql-ws: the initial result, then each incremental payload.
     yield result.initialResult as ExecutionResult;

@@ -15,7 +15,9 @@ export interface RunningGateway {
 
 /** Starts a real gateway on a free loopback port. */
 export async function startGateway(options: GatewayOptions = {}): Promise<RunningGateway> {
-  const gateway = createGateway({ logger: silentLogger, ...options });
+  // GATEWAY_EXECUTOR=stock runs a suite on the stock executor (npm test runs the behaviour suites on both).
+  const executor = process.env.GATEWAY_EXECUTOR as GatewayOptions['executor'];
+  const gateway = createGateway({ logger: silentLogger, ...(executor ? { executor } : {}), ...options });
   const url = await gateway.listen(0, '127.0.0.1');
   return { gateway, url, wsUrl: url.replace(/^http/, 'ws'), close: () => gateway.close() };
 }
