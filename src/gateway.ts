@@ -16,7 +16,7 @@ import { McpServers, resolveMcpServers, type McpServerOptions } from './actions/
 import { ServerActionRegistry, type ServerAction } from './actions/server-action.js';
 import { StaticAgentSource } from './agents/agent.js';
 import { CopilotKitEndpoint, type RemoteEndpointOptions } from './agents/copilotkit-endpoint.js';
-import type { AgentDefinition } from './agents/definitions.js';
+import type { AgentDefinition, BuiltInAgentDependencies } from './agents/definitions.js';
 import { AgentRegistry } from './agents/registry.js';
 import { ConfigurationError, GatewayError } from './core/errors.js';
 import type { Authenticate } from './auth/authenticate.js';
@@ -223,9 +223,9 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   // One HTTP client (one connection pool per origin) for every agent, remote action and discovery.
   const upstream = new UpstreamClient({ onRetry: metrics ? (who, reason) => metrics.upstreamRetry(who, reason) : undefined });
   const endpoints = config.remoteEndpoints.map((endpoint, index) => new CopilotKitEndpoint(endpoint, index, upstream, logger));
-  const configuredAgents = Object.entries(config.agents).map(([name, definition]) =>
-    definition.create(name, { upstream, logger }, `options.agents.${name}`),
-  );
+  // Every definition gets the built-in kinds' dependencies; one of a kind of your own reads only AgentDependencies.
+  const agentDependencies: BuiltInAgentDependencies = { upstream, logger };
+  const configuredAgents = Object.entries(config.agents).map(([name, definition]) => definition.create(name, agentDependencies, `options.agents.${name}`));
   const agents = new AgentRegistry([new StaticAgentSource(configuredAgents), ...endpoints], config.discoveryWaitMs, logger);
   const mcp = new McpServers(config.mcpServers, config.allowClientMcpServers, config.discoveryWaitMs, logger);
   const store = createThreadStore(config.threads, logger);

@@ -7,7 +7,7 @@ import type { UpstreamClient, UpstreamResponse } from '../upstream/client.js';
 import type { AgentClient, AgentEntry, AgentRequest, AgentThreadState, LoadStateRequest } from './agent.js';
 import { AgUiEventInterpreter } from './ag-ui-events.js';
 import { resumeOf, toAgUiMessages } from './ag-ui-messages.js';
-import type { AgentDefinition, AgentDependencies } from './definitions.js';
+import type { AgentDefinition, BuiltInAgentDependencies } from './definitions.js';
 import { badAgentResponse, namingAgent, who } from './errors.js';
 import { UpstreamHttpSettings, type UpstreamHttpOptions } from './http-options.js';
 
@@ -23,7 +23,7 @@ export interface AgUiAgentOptions extends UpstreamHttpOptions {
 export function agUiAgent(options: AgUiAgentOptions): AgentDefinition {
   return {
     kind: 'ag-ui',
-    create(name: string, dependencies: AgentDependencies, where: string): AgentEntry {
+    create(name: string, dependencies: BuiltInAgentDependencies, where: string): AgentEntry {
       if (options === null || typeof options !== 'object') throw new ConfigurationError(`${where} must be agUiAgent({ url }).`);
       if (typeof options.url !== 'string' || !/^https?:\/\/\S+$/i.test(options.url)) {
         throw new ConfigurationError(`${where}.url must be an http(s) URL such as "http://localhost:8000/agent" (got ${JSON.stringify(options.url)}).`);

@@ -3,8 +3,8 @@ import type { ContextEntry, ForwardedParameters, Message, MetaEventInput, ToolDe
 import type { RunWriter } from '../core/writer.js';
 import type { Principal } from '../core/principal.js';
 
-/** The kinds of agents the gateway reaches. */
-export type AgentKind = 'copilotkit' | 'ag-ui' | 'langgraph';
+/** The kinds of agents the gateway reaches: its own, or one an AgentDefinition of yours names (for logs). */
+export type AgentKind = 'copilotkit' | 'ag-ui' | 'langgraph' | (string & {});
 
 /** One call of an agent: the conversation, the tools it may call, and its state. */
 export interface AgentRequest {

@@ -9,7 +9,7 @@ import type { UpstreamClient } from '../upstream/client.js';
 import { errorCodes, upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
 import type { AgentClient, AgentEntry, AgentRequest, AgentThreadState, LoadStateRequest } from './agent.js';
 import { messagesFromCopilotKitJson } from './copilotkit-messages.js';
-import type { AgentDefinition, AgentDependencies } from './definitions.js';
+import type { AgentDefinition, BuiltInAgentDependencies } from './definitions.js';
 import { agentError, badAgentResponse, namingAgent, who } from './errors.js';
 import { UpstreamHttpSettings, type UpstreamHttpOptions } from './http-options.js';
 import { langChainToCopilotKit, toLangChainMessages } from './langchain-messages.js';
@@ -31,7 +31,7 @@ export interface LangGraphAgentOptions extends UpstreamHttpOptions {
 export function langGraphAgent(options: LangGraphAgentOptions): AgentDefinition {
   return {
     kind: 'langgraph',
-    create(name: string, dependencies: AgentDependencies, where: string): AgentEntry {
+    create(name: string, dependencies: BuiltInAgentDependencies, where: string): AgentEntry {
       if (options === null || typeof options !== 'object') throw new ConfigurationError(`${where} must be langGraphAgent({ deploymentUrl, graphId }).`);
       if (typeof options.deploymentUrl !== 'string' || !/^https?:\/\/\S+$/i.test(options.deploymentUrl)) {
         throw new ConfigurationError(`${where}.deploymentUrl must be an http(s) URL such as "http://localhost:2024" (got ${JSON.stringify(options.deploymentUrl)}).`);
