@@ -89,7 +89,10 @@ const generatedArb = fc
     if (d.metaEvents) fields.push('metaEvents { __typename name }');
     if (fields.length === 0) fields.push('threadId');
     const used = fragments.filter((fragment) => fields.join(' ').includes(`...${fragment.split(' ')[1]}`));
-    return `mutation Run($data: GenerateCopilotResponseInput!, $yes: Boolean = true, $no: Boolean = false) { ${d.alias}generateCopilotResponse(data: $data) { ${fields.join(' ')} } } ${used.join(' ')}`;
+    const body = `{ ${d.alias}generateCopilotResponse(data: $data) { ${fields.join(' ')} } } ${used.join(' ')}`;
+    // Only the variables the document uses are declared: an unused one fails validation, on both executors alike.
+    const variables = ['$data: GenerateCopilotResponseInput!', ...(body.includes('$yes') ? ['$yes: Boolean = true'] : []), ...(body.includes('$no') ? ['$no: Boolean = false'] : [])];
+    return `mutation Run(${variables.join(', ')}) ${body}`;
   });
 
 /** The stock client's document as it goes over the wire, and with its run field aliased (the fast executor's own shape, run by its plan). */
@@ -143,22 +146,36 @@ function comparable(answer: { data: unknown; errors: unknown[] }): unknown {
   return { data: normal(answer.data), errors };
 }
 
-async function ask(gateway: RunningGateway, { document, operationName }: { document: string; operationName: string }, accept: string): Promise<unknown> {
+async function ask(gateway: RunningGateway, { document, operationName }: { document: string; operationName: string }, accept: string): Promise<{ status: number; data: any; errors: unknown[] }> {
   const body = JSON.stringify({ query: document, operationName, variables: { data: runInput([userMessage('[tokens=6] hello', 'u1')]) } });
   const answer = await post(gateway.url, body, { 'content-type': 'application/json', accept });
   const { payloads } = payloadsOf(answer);
-  return { status: answer.status, ...(comparable(merge(payloads)) as object) };
+  return { status: answer.status, ...(comparable(merge(payloads)) as { data: any; errors: unknown[] }) };
+}
+
+/** Whether an answer carries the run's text (a valid document that selected it, answered whole). */
+function carriesText(answer: { status: number; data: any }): boolean {
+  return answer.status === 200 && JSON.stringify(answer.data ?? null).includes('tok0 tok1 tok2 tok3 tok4 tok5');
 }
 
 describe('the fast and the stock executor', () => {
   it('give the same merged answer to documents generated over the schema, over multipart/mixed and SSE', async () => {
+    let runs = 0;
+    let answered = 0;
+    let withText = 0;
     await fc.assert(
       fc.asyncProperty(documentArb, fc.constantFrom('multipart/mixed', 'text/event-stream', 'multipart/mixed;deferSpec=20220824, application/json'), async (document, accept) => {
         const [ours, theirs] = await Promise.all([ask(fast, document, accept), ask(stock, document, accept)]);
         expect(ours).toEqual(theirs);
+        runs++;
+        if (ours.status === 200 && ours.data !== null) answered++;
+        if (carriesText(ours)) withText++;
       }),
       { numRuns: Number(process.env.FC_RUNS ?? 1) * 60, seed: process.env.FC_SEED ? Number(process.env.FC_SEED) : 28_29 },
     );
+    // Not a comparison of refusals: most documents are valid and run, and many stream the run's text.
+    expect(answered / runs).toBeGreaterThan(0.7);
+    expect(withText / runs).toBeGreaterThan(0.3);
   }, 120_000);
 
   it('name themselves: the gateway says which it runs', () => {

@@ -87,6 +87,8 @@ function endingOnce(stream: AsyncIterable<ExecutionResult>, onEnd: () => void): 
     next: () =>
       iterator.next().then(
         (result) => {
+          // Nothing the ending stream still produces is passed on once the reader has left.
+          if (ended) return done;
           if (result.done) end();
           return result;
         },
