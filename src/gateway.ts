@@ -189,7 +189,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     sandbox: config.sandbox,
     explorer: new OfflineExplorer(config.path),
     agUi: new AgUiTransport({ launcher, path: config.path, keepAliveMs: config.keepAliveMs, version: GATEWAY_VERSION, onStream: metrics && ((delta) => metrics.httpStream(delta)) }),
-    readiness: () => readiness(state, store, config.threads.onStoreFailure, endpoints),
+    readiness: () => readiness(state.phase, store, config.threads.onStoreFailure, endpoints),
     access,
     metrics: metrics && { render: () => metrics.render(), token: config.metrics.token === undefined ? undefined : keyMatcher([config.metrics.token]) },
     onStream: metrics && ((delta) => metrics.httpStream(delta)),
@@ -198,15 +198,20 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     // With usage reporting, every operation passes through Apollo's pipeline too.
     knownDocuments: executor.httpFastPaths && !process.env.APOLLO_KEY ? new KnownDocuments() : undefined,
     schema,
-    apolloServing: () => apolloStarted && state !== 'closed',
-    draining: () => state === 'draining',
+    apolloServing: () => apolloStarted && state.phase !== 'closed',
+    draining: () => state.phase === 'draining',
   }));
 
-  let state: 'created' | 'listening' | 'draining' | 'closed' = 'created';
-  let shuttingDown: Promise<void> | undefined;
-  const close = async () => {
-    if (state === 'closed') return;
-    state = 'closed';
+  let state: GatewayState = { phase: 'created' };
+  /** Closes once: a second call gets the first one's promise, settled when everything is released. */
+  const close = (): Promise<void> => {
+    if (state.phase === 'closed') return state.closed;
+    const closing: Extract<GatewayState, { phase: 'closed' }> = { phase: 'closed', closed: Promise.resolve() };
+    state = closing;
+    closing.closed = release();
+    return closing.closed;
+  };
+  const release = async (): Promise<void> => {
     // Runs still going (those that outlive their clients too) end now, their records completed in the
     // store before it closes: nothing is left running, or Pending in Redis, after close().
     await launcher.abortAll(shutdownError());
@@ -228,8 +233,8 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     mode: config.adapter.name,
     executor: executor.name,
     async listen(port = 4000, host = config.development ? '127.0.0.1' : '0.0.0.0') {
-      if (state !== 'created') throw new Error(`The gateway cannot listen: it is ${state}.`);
-      state = 'listening';
+      if (state.phase !== 'created') throw new Error(`The gateway cannot listen: it is ${state.phase}.`);
+      state = { phase: 'starting' };
       if (!apolloStarted) {
         await apollo.start();
         apolloStarted = true;
@@ -237,7 +242,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       try {
         await startThreadStore(threads, config.threads, logger);
       } catch (error) {
-        state = 'created';
+        if (state.phase === 'starting') state = { phase: 'created' };
         throw error;
       }
       try {
@@ -252,9 +257,11 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
           });
         });
       } catch (error) {
-        state = 'created';
+        if (state.phase === 'starting') state = { phase: 'created' };
         throw listenError(error, port, host);
       }
+      // Closed while starting: it stays closed.
+      if (state.phase === 'starting') state = { phase: 'listening' };
       for (const endpoint of endpoints) endpoint.start();
       mcp.start();
       const address = server.address() as AddressInfo;
@@ -262,9 +269,11 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       return `http://${shownHost}:${address.port}${config.path}`;
     },
     shutdown(graceMs = config.shutdownGraceMs) {
-      shuttingDown ??= (async () => {
-        if (state !== 'listening') return close();
-        state = 'draining';
+      if (state.phase === 'draining') return state.drained;
+      if (state.phase !== 'listening') return close();
+      const draining: Extract<GatewayState, { phase: 'draining' }> = { phase: 'draining', drained: Promise.resolve() };
+      state = draining;
+      draining.drained = (async () => {
         const started = Date.now();
         logger.info({ activeRuns: launcher.activeRuns, graceMs }, 'draining: no new runs; waiting for the runs in flight');
         // Connections that are idle now are closed; busy ones get "Connection: close" on their next answer.
@@ -279,11 +288,25 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
         logger.info({ drainedInMs: Date.now() - started, ended: left }, 'drained; closing');
         await close();
       })();
-      return shuttingDown;
+      return draining.drained;
     },
     close,
   };
 }
+
+/**
+ * The gateway's states (as Apollo Server's ServerState), each with what the next one needs:
+ * created → starting (listen) → listening → draining (shutdown) → closed (close). A start that fails
+ * goes back to created; close() from any state goes to closed, and shutdown() outside listening closes.
+ */
+type GatewayState =
+  | { phase: 'created' }
+  | { phase: 'starting' }
+  | { phase: 'listening' }
+  /** Runs finishing (no new ones); `drained` settles once closed. */
+  | { phase: 'draining'; drained: Promise<void> }
+  /** Releasing or released; `closed` settles once everything is. */
+  | { phase: 'closed'; closed: Promise<void> };
 
 /** What watches each call of a model or an agent: the metrics, the tracing, both, or nothing. */
 function upstreamObserver(metrics: GatewayMetrics | undefined, tracing: RunTracing | undefined): UpstreamCallObserver | undefined {
@@ -320,7 +343,7 @@ function shutdownError(): GatewayError {
  * are refused ("fail").
  */
 function readiness(
-  state: 'created' | 'listening' | 'draining' | 'closed',
+  state: GatewayState['phase'],
   store: ThreadStore,
   onStoreFailure: 'serve' | 'fail',
   endpoints: readonly CopilotKitEndpoint[],

@@ -893,6 +893,22 @@ describe('tracing', () => {
 });
 
 describe('draining', () => {
+  it('closes once: a second close(), or a shutdown() during the close, settles only once everything the first releases is released', async () => {
+    const adapter = new HoldingAdapter();
+    const gateway = await start({ adapter });
+    const running = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')]) });
+    await until(async () => running.events.length, (n) => n >= 3, 'the run under way');
+    let firstDone = false;
+    const first = gateway.gateway.close().then(() => (firstDone = true));
+    await gateway.gateway.close();
+    expect(firstDone).toBe(true);
+    await gateway.gateway.shutdown();
+    await first;
+    await running.done;
+    expect(running.events.at(-1).status).toMatchObject({ code: 'Failed', details: { code: 'SHUTTING_DOWN' } });
+    await expect(gateway.gateway.listen(0)).rejects.toThrow('The gateway cannot listen: it is closed.');
+  });
+
   it('goes unready and refuses new runs at once, and lets a run in flight finish within the grace period', async () => {
     const adapter = new HoldingAdapter();
     const gateway = await start({ adapter });
