@@ -1,33 +1,17 @@
-import vm from 'node:vm';
-import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import type { ModelAdapter, ModelOutput, ModelRequest } from '../src/adapters/adapter.js';
 import { RunLauncher } from '../src/engine/launcher.js';
 import { runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
+import { failOnProcessErrors } from './support/process-errors.js';
 
 // Issue 28 §2: requests that reach the executor the gateway falls back to (@graphql-tools/executor)
 // with shapes its own paths do not take. None may end the process, whatever the model streams and
 // however the client asks (multipart, SSE, graphql-ws); a client's mistake is the client's code.
 
-// The real process (Jest gives a test file a copy of `process`, whose listeners never fire): every
-// uncaught exception and unhandled rejection while these tests run is recorded, and fails the test.
-// (Without a listener, Node ends the process on an unhandled rejection: that is the crash.)
-const realProcess = vm.runInThisContext('process') as NodeJS.Process;
-const processErrors: unknown[] = [];
-const recordUncaught = (error: unknown) => void processErrors.push(error);
-beforeAll(() => {
-  realProcess.on('uncaughtException', recordUncaught);
-  realProcess.on('unhandledRejection', recordUncaught);
-});
-afterAll(() => {
-  realProcess.off('uncaughtException', recordUncaught);
-  realProcess.off('unhandledRejection', recordUncaught);
-});
-afterEach(() => {
-  const errors = processErrors.splice(0).map((error) => (error instanceof Error ? `${error.name}: ${error.message}\n${error.stack}` : String(error)));
-  expect(errors).toEqual([]);
-});
+// Every uncaught exception and unhandled rejection of the real process fails the test it happened in.
+failOnProcessErrors();
 
 /**
  * A model that writes, by the prompt: `tokens`, one text message of 25 tokens, each in a turn of the

@@ -1,4 +1,3 @@
-import vm from 'node:vm';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { DemoAdapter } from '../src/adapters/demo.js';
@@ -30,6 +29,7 @@ import { deepDocument, deepDocumentLevels, deepDepthArb, directiveCaseArb, direc
 import { copilotInputArb, corrupt, corruptionsArb, Deep, DeepJsonString, jsonStringArb, MAX_NESTING, nestingOf, propertiesArb, runAgentInputArb, stringOf, textNestingOf, toJson, tooDeepArb, wrongValueArb } from './support/fuzz-inputs.js';
 import { agUiStreamArb, answerOf, crewStreamArb, describeStream, graphStreamArb, openAiOddStreamArb, openAiStreamArb, type StreamCase } from './support/fuzz-streams.js';
 import { planMarker, ScriptedUpstream } from './support/fuzz-upstream.js';
+import { failOnProcessErrors } from './support/process-errors.js';
 
 // Property-based and fuzz tests (fast-check) against real gateways on loopback: random and malformed
 // GraphQL documents and variables (wrong types, huge strings, deep nesting, invalid JSON inside the
@@ -68,23 +68,8 @@ const TEST_TIMEOUT_MS = 240_000;
 /** A smaller body limit than the default 10 MiB, so that huge inputs on both sides of it stay quick. */
 const MAX_BODY_BYTES = 2 * 1024 * 1024;
 
-// The real process (Jest gives a test file a copy of `process`, whose listeners never fire): every
-// uncaught exception and unhandled rejection while these tests run is recorded, and fails the test.
-const realProcess = vm.runInThisContext('process') as NodeJS.Process;
-const processErrors: unknown[] = [];
-const recordUncaught = (error: unknown) => void processErrors.push(error);
-beforeAll(() => {
-  realProcess.on('uncaughtException', recordUncaught);
-  realProcess.on('unhandledRejection', recordUncaught);
-});
-afterAll(() => {
-  realProcess.off('uncaughtException', recordUncaught);
-  realProcess.off('unhandledRejection', recordUncaught);
-});
-afterEach(() => {
-  const errors = processErrors.splice(0).map((error) => (error instanceof Error ? `${error.name}: ${error.message}\n${error.stack}` : String(error)));
-  expect(errors).toEqual([]);
-});
+// Every uncaught exception and unhandled rejection of the real process fails the test it happened in.
+failOnProcessErrors();
 
 // --- gateways --------------------------------------------------------------------------------------
 
