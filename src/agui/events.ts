@@ -1,4 +1,5 @@
 import type { BaseEvent } from '@ag-ui/core';
+import { UnreachableCaseError } from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
 
 /** What RUN_STARTED carries besides the ids: the run's input as AG-UI has it (the client restores messages from it). */
@@ -56,6 +57,9 @@ export function toAgUiEvent(event: SequencedEvent, run: { threadId: string; runI
       }
       return { type: 'RUN_ERROR', message: status.details.description, code: status.details.code } as BaseEvent;
     }
+    default:
+      // Every kind of event has its case: a new one does not compile until it has.
+      throw new UnreachableCaseError(event);
   }
 }
 

@@ -102,7 +102,8 @@ export class AgUiTransport {
         return this.stop(res, agentId, threadId, envelope.body, caller);
       }
       default:
-        return sendJson(res, 400, { error: 'invalid_request', message: `Unsupported method '${String(envelope.method)}'.`, code: 'NOT_SUPPORTED' });
+        // 400 invalid_request as CopilotKit's runtime answers it; BAD_REQUEST is the table's code for a 400.
+        return sendJson(res, 400, { error: 'invalid_request', message: `Unsupported method '${String(envelope.method)}'.`, code: 'BAD_REQUEST' });
     }
   }
 

@@ -557,7 +557,6 @@ export function checkRunEvents(outcome: { messages: any[]; end: 'complete' | 'er
 /** HTTP statuses an AG-UI JSON error with this code may have (PROTOCOL.md §8.1, §8.2). */
 function agUiStatusesFor(code: string): number[] {
   if (code === 'BAD_REQUEST') return [400, 405, 415];
-  if (code === 'NOT_SUPPORTED') return [400]; // an unsupported envelope method
   const own = (ERROR_CODES as Record<string, { status: number }>)[code]?.status;
   return own === undefined ? [] : [own];
 }

@@ -1,3 +1,4 @@
+import { UnreachableCaseError } from '../../core/errors.js';
 import type { MetaEventPayload, SequencedEvent } from '../../core/events.js';
 import { MESSAGE_SUCCESS, failedRun, type MessageStatus, type RunStatus } from '../../core/status.js';
 import type { RunHandle } from '../../engine/run.js';
@@ -126,6 +127,9 @@ export function createCopilotResponseView(run: RunHandle): CopilotResponseModel 
       case 'RunFinished':
         end(event.status);
         return;
+      default:
+        // Every kind of event has its case: a new one does not compile until it has.
+        throw new UnreachableCaseError(event);
     }
   }
 
