@@ -2,7 +2,7 @@ import { describe, expect, it, jest } from '@jest/globals';
 import { parse, type ExecutionArgs } from 'graphql';
 import type { RuntimeEvent, SequencedEvent } from '../src/core/events.js';
 import { MESSAGE_SUCCESS, RUN_SUCCESS } from '../src/core/status.js';
-import type { RunHandle } from '../src/engine/run.js';
+import { scriptedRunContext } from './support/scripted-run.js';
 
 // On the pulled subscription path (src/graphql/subscribe.ts EventResponseStream: a copilotRun
 // document with @defer in its event selection, or one the compiler does not take) each event is
@@ -46,37 +46,6 @@ function events(): SequencedEvent[] {
   return list.map((event, sequence) => ({ ...event, sequence }) as SequencedEvent);
 }
 
-/** A context whose launcher "runs" by emitting the events to the view, one per turn; `aborted` records each abort. */
-function contextFor(aborted: unknown[]) {
-  const launcher = {
-    async start(_request: unknown, _caller: unknown, attach: (run: RunHandle) => unknown) {
-      const listeners: ((event: SequencedEvent) => void)[] = [];
-      const run: RunHandle = {
-        threadId: 'thread-1',
-        runId: 'run-1',
-        subscribe: (listener) => {
-          listeners.push(listener);
-          return () => listeners.splice(listeners.indexOf(listener), 1);
-        },
-        abort: (reason) => {
-          aborted.push(reason);
-        },
-        finished: new Promise(() => {}),
-      };
-      const view = attach(run);
-      void (async () => {
-        for (const event of events()) {
-          await new Promise((resolve) => setImmediate(resolve));
-          if (aborted.length) return;
-          for (const listener of [...listeners]) listener(event);
-        }
-      })();
-      return view;
-    },
-  };
-  return { requestId: 'req-1', logger: silentLogger, signal: new AbortController().signal, launcher, allowance: { used: false }, acceptsIncremental: true };
-}
-
 const DEFERRED = `subscription($data: GenerateCopilotResponseInput!) {
   copilotRun(data: $data) { __typename ... @defer { ... on RunEvent { sequence } } }
 }`;
@@ -98,7 +67,7 @@ describe('an execution error on the pulled subscription path', () => {
         let ended = 0;
         failure = { on: (event) => (event as SequencedEvent | undefined)?.sequence === 2, how };
         try {
-          const args = { schema, document, variableValues: { data: runInput([userMessage('hi')]) }, contextValue: contextFor(aborted) } as ExecutionArgs;
+          const args = { schema, document, variableValues: { data: runInput([userMessage('hi')]) }, contextValue: scriptedRunContext(events(), silentLogger, aborted) } as ExecutionArgs;
           // No sink: the pulled path, as for every stream the WebSocket transport cannot push.
           const stream = (await subscriber(args, () => ended++)) as AsyncGenerator<unknown>;
           const received: unknown[] = [];

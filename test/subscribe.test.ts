@@ -12,6 +12,7 @@ import { createSubscriber, eventsRunCompiled, toEventDocument, type ResultSink }
 import { WS_RUN } from './support/documents.js';
 import { RUN_SUBSCRIPTION } from './support/transports.js';
 import { runInput, silentLogger, userMessage } from './support/harness.js';
+import { scriptedRunContext } from './support/scripted-run.js';
 
 // The WebSocket transport runs subscriptions on a lean path (src/graphql/subscribe.ts) instead of the
 // tools executor's own `subscribe`. Here both run the same documents over the same events, and every
@@ -63,39 +64,9 @@ function allEvents(finish: 'success' | 'failed' = 'success'): SequencedEvent[] {
   return events.map((event, sequence) => ({ ...event, sequence }) as SequencedEvent);
 }
 
-/** A context whose launcher "runs" by emitting `events` to the view, one per turn, then finishing. */
-function contextFor(events: readonly SequencedEvent[], aborted: unknown[] = []) {
-  const launcher = {
-    async start(_request: unknown, _caller: unknown, attach: (run: RunHandle) => unknown) {
-      const listeners: ((event: SequencedEvent) => void)[] = [];
-      const run: RunHandle = {
-        threadId: 'thread-1',
-        runId: 'run-1',
-        subscribe: (listener) => {
-          listeners.push(listener);
-          return () => listeners.splice(listeners.indexOf(listener), 1);
-        },
-        abort: (reason) => {
-          aborted.push(reason);
-        },
-        finished: new Promise(() => {}),
-      };
-      const view = attach(run);
-      void (async () => {
-        for (const event of events) {
-          await new Promise((resolve) => setImmediate(resolve));
-          for (const listener of [...listeners]) listener(event);
-        }
-      })();
-      return view;
-    },
-  };
-  return { requestId: 'req-1', logger: silentLogger, signal: new AbortController().signal, launcher, allowance: { used: false }, acceptsIncremental: true };
-}
-
 /** Every payload either executor sends for one operation, serialised as graphql-ws would send it. */
 async function payloads(run: (args: ExecutionArgs) => any, query: string, variables: Record<string, unknown>, events: readonly SequencedEvent[], operationName?: string): Promise<string[]> {
-  const args = { schema, document: parse(query), variableValues: variables, operationName, contextValue: contextFor(events) } as ExecutionArgs;
+  const args = { schema, document: parse(query), variableValues: variables, operationName, contextValue: scriptedRunContext(events, silentLogger) } as ExecutionArgs;
   const result = await run(args);
   if (typeof result?.[Symbol.asyncIterator] !== 'function') return [JSON.stringify(result)];
   const out: string[] = [];
@@ -274,7 +245,7 @@ describe('a pushed stream (the WebSocket transport gives the lean path a sink)',
         written(done, sent);
       },
     };
-    const args = { schema, document: parse(WS_TEST_RUN), variableValues: { data }, contextValue: contextFor(events, aborted) } as ExecutionArgs;
+    const args = { schema, document: parse(WS_TEST_RUN), variableValues: { data }, contextValue: scriptedRunContext(events, silentLogger, aborted) } as ExecutionArgs;
     const stream = (await lean(args, () => ended++, sink)) as AsyncGenerator;
     return { stream, sent, aborted, ended: () => ended };
   }
@@ -340,7 +311,7 @@ describe('a pushed stream, ended by its reader', () => {
     let ended = 0;
     const sent: string[] = [];
     const sink: ResultSink = { send: (result, written) => (sent.push(JSON.stringify(result)), setImmediate(written)) };
-    const args = { schema, document: parse(WS_TEST_RUN), variableValues: { data }, contextValue: contextFor(allEvents(), aborted) } as ExecutionArgs;
+    const args = { schema, document: parse(WS_TEST_RUN), variableValues: { data }, contextValue: scriptedRunContext(allEvents(), silentLogger, aborted) } as ExecutionArgs;
     const stream = (await lean(args, () => ended++, sink)) as AsyncGenerator;
     await stream.return(undefined);
     await expect(stream.next()).resolves.toEqual({ value: undefined, done: true });
@@ -354,7 +325,7 @@ describe('a pushed stream, ended by its reader', () => {
     const sent: string[] = [];
     const writes: (() => void)[] = [];
     const sink: ResultSink = { send: (result, written) => (sent.push(JSON.stringify(result)), writes.push(written)) };
-    const args = { schema, document: parse(WS_TEST_RUN), variableValues: { data }, contextValue: contextFor(allEvents()) } as ExecutionArgs;
+    const args = { schema, document: parse(WS_TEST_RUN), variableValues: { data }, contextValue: scriptedRunContext(allEvents(), silentLogger) } as ExecutionArgs;
     const stream = (await lean(args, undefined, sink)) as AsyncGenerator;
     const pending = stream.next();
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -455,7 +426,7 @@ describe('a joined run (joinCopilotRun) is pushed too', () => {
         return feed;
       },
     };
-    return { ...contextFor([]), launcher: { threads } };
+    return { ...scriptedRunContext([], silentLogger), launcher: { threads } };
   }
 
   it('with the bytes the executor sends', async () => {

@@ -1,7 +1,8 @@
 import { defaultFieldResolver, type ExecutionArgs, type ExecutionResult, type GraphQLSchema } from 'graphql';
-import { execute, isIncrementalResults, subscribe } from '@graphql-tools/executor';
+import { execute, subscribe } from '@graphql-tools/executor';
 import { refusedDirectiveArguments } from './directive-arguments.js';
-import { executeIncrementally, withoutOrphans, type ExecutionOutcome } from './incremental.js';
+import { executeIncrementally, type ExecutionOutcome } from './incremental.js';
+import { withoutOrphansIn } from './nulled-paths.js';
 import { owningLists } from './owned-lists.js';
 import { createSubscriber, type ResultSink } from './subscribe.js';
 
@@ -61,8 +62,7 @@ export function stockExecutor(): Executor {
 async function executeStock(args: ExecutionArgs): Promise<ExecutionOutcome> {
   const refused = refusedDirectiveArguments(args);
   if (refused !== undefined) return { errors: [refused] };
-  const executed = await execute({ ...args, fieldResolver: owningLists(args.fieldResolver ?? defaultFieldResolver) });
-  return isIncrementalResults(executed) ? { initialResult: executed.initialResult, subsequentResults: withoutOrphans(executed.initialResult, executed.subsequentResults) } : executed;
+  return withoutOrphansIn(await execute({ ...args, fieldResolver: owningLists(args.fieldResolver ?? defaultFieldResolver) }));
 }
 
 async function subscribeStock(args: ExecutionArgs, onEnd: () => void): Promise<SubscribeOutcome> {
