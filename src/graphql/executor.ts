@@ -50,8 +50,7 @@ export interface Executor {
 
 /** The gateway's own paths; see Executor. */
 export function fastExecutor(schema: GraphQLSchema): Executor {
-  const subscribe = createSubscriber(schema);
-  return { name: 'fast', execute: executeIncrementally, subscribe: (args, onEnd, sink) => subscribe(args, onEnd, sink), httpFastPaths: true };
+  return { name: 'fast', execute: executeIncrementally, subscribe: createSubscriber(schema), httpFastPaths: true };
 }
 
 /** Apollo's pipeline and @graphql-tools/executor as shipped, with the gateway's guards; see Executor. */

@@ -190,7 +190,7 @@ export class RedisThreadStore implements ThreadStore {
         this.options.logger.error({ err: error }, 'a run\'s events could not be written to Redis');
       }
     }
-    if (group.length === 1) group[0].log.sendNow(group[0].write);
+    if (group.length === 1) group[0].log.send(group[0].write);
     if (group.length < 2) return;
     // Several runs' batches of events alone: one script call for all of them (a streamed token per run
     // and turn would otherwise be a command each: ioredis's cost per command is most of the store's
@@ -202,7 +202,7 @@ export class RedisThreadStore implements ThreadStore {
       args.push(write.batch!.first, write.batch!.last, write.batch!.events, log.keys.channel);
     }
     const replies = this.redis.cgAppendMany(keys.length, ...keys, ...args);
-    group.forEach(({ log, write }, index) => log.sendNow(write, replies.then((answers) => answers[index])));
+    group.forEach(({ log, write }, index) => log.send(write, replies.then((answers) => answers[index])));
   };
 
   /** A run's log has stored its last event (or given up): nothing more to wait for at close. */
@@ -738,7 +738,7 @@ class RedisRunLog implements RunLog {
   /**
    * The store's flush of this loop turn (see RedisThreadStore.flushSoon): a write of the waiting
    * events is cut and sent, or, when it is a batch of events alone, returned for the store to send
-   * with other runs' (`sendNow`).
+   * with other runs' (`send`).
    */
   flushQueuedWrite(): Write | undefined {
     this.flushQueued = false;
@@ -788,14 +788,11 @@ class RedisRunLog implements RunLog {
     };
   }
 
-  /** Sends a write now (unless earlier ones wait to be sent again), keeping it until it is confirmed. */
-  private send(entry: Write): void {
-    this.unconfirmed.push(entry);
-    if (!this.retrying) this.attempt(entry);
-  }
-
-  /** Sends a write the store cut for a group (flushQueuedWrite); `reply` is its answer in the group's call. */
-  sendNow(entry: Write, reply?: Promise<unknown>): void {
+  /**
+   * Sends a write now (unless earlier ones wait to be sent again), keeping it until it is confirmed.
+   * `reply`: its answer in a call the store made for several runs' writes (flushAll).
+   */
+  send(entry: Write, reply?: Promise<unknown>): void {
     this.unconfirmed.push(entry);
     if (!this.retrying) this.attempt(entry, reply);
   }

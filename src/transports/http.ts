@@ -92,6 +92,8 @@ interface Acceptance {
 const MULTIPART_KEEP_ALIVE = 'content-type: application/json; charset=utf-8\r\n\r\n{}\r\n---\r\n';
 /** How Apollo's last chunk ends: the closing delimiter. */
 const MULTIPART_END = '-----\r\n';
+/** The event that ends an SSE answer. */
+const SSE_COMPLETE = 'event: complete\ndata:\n\n';
 
 /** The format Apollo streams in: the one the stock client (urql) merges correctly. */
 const LEGACY_MULTIPART = 'multipart/mixed; deferSpec=20220824';
@@ -424,7 +426,7 @@ async function writeResponse(
         res.end(`\r\n---\r\n${multipartPart(json, false)}`);
       } else {
         res.setHeader('content-type', 'text/event-stream; charset=utf-8');
-        res.end(`${sseEvent(json)}event: complete\ndata:\n\n`);
+        res.end(sseEvent(json) + SSE_COMPLETE);
       }
       return;
     }
@@ -542,7 +544,7 @@ async function writeResponse(
         if (full) await full;
       }
     }
-    if (sse) send('event: complete\ndata:\n\n');
+    if (sse) send(SSE_COMPLETE);
   } catch (error) {
     // The answer cannot be finished. Once it has begun, the client sees it cut (not a clean end with
     // more announced); before that, the caller answers 500. Nothing waiting is written.
