@@ -1,7 +1,7 @@
 /* eslint-disable */
 // Written by graphql-codegen from schema/*.graphql. Do not edit; run `npm run codegen`.
 import type { GraphQLResolveInfo, GraphQLScalarType, GraphQLScalarTypeConfig } from 'graphql';
-import type { CopilotResponseModel, MessageOutputModel, TextMessageOutputModel, ActionExecutionMessageOutputModel, ResultMessageOutputModel, AgentStateMessageOutputModel, ImageMessageOutputModel, CopilotThreadModel } from '../src/graphql/models.js';
+import type { CopilotResponseModel, MessageOutputModel, TextMessageOutputModel, ActionExecutionMessageOutputModel, ResultMessageOutputModel, AgentStateMessageOutputModel, ImageMessageOutputModel, CopilotThreadModel } from '../src/views/models.js';
 import type { MessageStatus as MessageStatusModel, RunStatus } from '../src/core/status.js';
 import type { MetaEventPayload, SequencedEvent } from '../src/core/events.js';
 import type { AgentStateRecord, RunRecord } from '../src/threads/store.js';

@@ -22,7 +22,7 @@ import type { UpstreamCallObserver } from './engine/drivers/agent.js';
 import { AccessControl } from './transports/access.js';
 import { Guardrails } from './engine/guardrails.js';
 import { RunLauncher } from './engine/launcher.js';
-import { ThreadService } from './engine/threads.js';
+import { ThreadService } from './engine/thread-service.js';
 import { createThreadStore, type ResolvedThreadsOptions } from './threads/options.js';
 import { RedisThreadStore, redactedUrl } from './threads/redis.js';
 import type { ThreadStore } from './threads/store.js';
@@ -30,7 +30,7 @@ import { ObservedAdapter } from './adapters/observed.js';
 import type { GatewayContext } from './graphql/context.js';
 import { formatGraphQLError } from './graphql/errors.js';
 import { fastExecutor, stockExecutor, type ExecutorName } from './graphql/executor.js';
-import { KnownDocuments } from './graphql/known-documents.js';
+import { KnownDocuments } from './graphql/fast/known-documents.js';
 import { errorLoggingPlugin, httpOperationGuardPlugin, refusalPlugin, requestIdPlugin } from './graphql/plugins.js';
 import { buildSchema } from './graphql/schema.js';
 import { MAX_DOCUMENT_TOKENS, gatewayValidationRules } from './graphql/validation.js';
@@ -38,7 +38,7 @@ import { CorsPolicy } from './transports/cors.js';
 import { HostPolicy } from './transports/hosts.js';
 import { OfflineExplorer } from './transports/explorer.js';
 import { createHttpHandler } from './transports/http.js';
-import { AgUiTransport } from './transports/ag-ui.js';
+import { AgUiTransport } from './ag-ui/serve.js';
 import { UpstreamClient } from './upstream/client.js';
 import { attachWebSocketTransport } from './transports/ws.js';
 import { resolveOptions, type GatewayOptions } from './gateway/options.js';
@@ -151,7 +151,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     hideSchemaDetailsFromClientErrors: !config.sandbox,
     includeStacktraceInErrorResponses: false,
     // Runs @defer/@stream (and async-iterable lists) on the tools executor; see STACK notes in PROTOCOL.md.
-    // Over HTTP the later payloads go to the transport (src/graphql/incremental.ts).
+    // Over HTTP the later payloads go to the transport (src/graphql/fast/incremental.ts).
     legacyExperimentalExecuteIncrementally: executor.execute as any,
     formatError: formatGraphQLError,
     validationRules: gatewayValidationRules(config.sandbox),
@@ -160,7 +160,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     stopOnTerminationSignals: false,
     logger: apolloLogger(logger),
     // None of these listens to willSendSubsequentPayload or didEncounterSubsequentErrors: over HTTP,
-    // later payloads without errors do not pass through Apollo (graphql/incremental.ts).
+    // later payloads without errors do not pass through Apollo (graphql/fast/incremental.ts).
     plugins: [
       ApolloServerPluginDrainHttpServer({ httpServer: server }),
       // Apollo installs these by default. Cache hints: nothing here is cacheable, and the plugin wraps

@@ -12,7 +12,7 @@ export { LangChainAdapter } from './adapters/langchain.js';
 export { DemoAdapter, demoTimeAction } from './adapters/demo.js';
 export { EmptyAdapter } from './adapters/empty.js';
 export { GatewayError, ConfigurationError, ERROR_CODES } from './core/errors.js';
-export { agUiAgent } from './agents/ag-ui.js';
+export { agUiAgent } from './ag-ui/agent.js';
 export { langGraphAgent } from './agents/langgraph.js';
 export { anyOf } from './auth/authenticate.js';
 export { apiKeyAuthenticator } from './auth/api-keys.js';

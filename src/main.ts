@@ -4,7 +4,7 @@ import type { ModelAdapter } from './adapters/adapter.js';
 import { AnthropicAdapter } from './adapters/anthropic.js';
 import { GoogleAdapter } from './adapters/google.js';
 import { OpenAIAdapter } from './adapters/openai.js';
-import { agUiAgent } from './agents/ag-ui.js';
+import { agUiAgent } from './ag-ui/agent.js';
 import type { AgentDefinition } from './agents/definitions.js';
 import { langGraphAgent } from './agents/langgraph.js';
 import { readEnvironment, type ProviderSettings } from './env.js';

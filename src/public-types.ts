@@ -37,7 +37,7 @@ export type { DemoAdapterOptions } from './adapters/demo.js';
 // An agent kind of your own (AgentDefinition), and the built-in kinds' options.
 export type { AgentDefinition, AgentDependencies } from './agents/definitions.js';
 export type { AgentClient, AgentEntry, AgentKind, AgentRequest, AgentThreadState, LoadStateRequest } from './agents/agent.js';
-export type { AgUiAgentOptions } from './agents/ag-ui.js';
+export type { AgUiAgentOptions } from './ag-ui/agent.js';
 export type { LangGraphAgentOptions } from './agents/langgraph.js';
 
 // Server-side actions.

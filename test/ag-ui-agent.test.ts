@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { EmptyAdapter } from '../src/adapters/empty.js';
-import { LineEndings, agUiAgent } from '../src/agents/ag-ui.js';
+import { LineEndings, agUiAgent } from '../src/ag-ui/agent.js';
 import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';
 import { eventually, gatewaysPerTest, runInput, userMessage, type RunningGateway } from './support/harness.js';
 import { TRANSPORTS, textOf } from './support/transports.js';

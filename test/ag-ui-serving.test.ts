@@ -1,7 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
-import { agUiAgent } from '../src/agents/ag-ui.js';
+import { agUiAgent } from '../src/ag-ui/agent.js';
 import type { ServerAction } from '../src/actions/server-action.js';
 import { RestRuntimeAgent, SingleRouteRuntimeAgent, eventLog } from './support/ag-ui-client.js';
 import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';

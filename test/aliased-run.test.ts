@@ -4,7 +4,7 @@ import type { ModelAdapter, ModelOutput } from '../src/adapters/adapter.js';
 import { gatewaysPerTest, runInput, userMessage } from './support/harness.js';
 
 // The stock client's document with its run field under an alias: everything the gateway writes
-// itself for that document (graphql/message-plan.ts's run plan, the message plan, the leaf streams)
+// itself for that document (graphql/fast/message-plan.ts's run plan, the message plan, the leaf streams)
 // must be under the alias, in the first payload and in every later payload's path, as the executor
 // would put it.
 

@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { SignJWT, exportJWK, generateKeyPair } from 'jose';
 import type { ModelAdapter, ModelOutput } from '../src/adapters/adapter.js';
-import { agUiAgent } from '../src/agents/ag-ui.js';
+import { agUiAgent } from '../src/ag-ui/agent.js';
 import { apiKeyAuthenticator } from '../src/auth/api-keys.js';
 import { anyOf } from '../src/auth/authenticate.js';
 import { jwtAuthenticator } from '../src/auth/jwt.js';

@@ -7,7 +7,7 @@ import { build } from 'esbuild';
 import { pino } from 'pino';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
-import { agUiAgent } from '../src/agents/ag-ui.js';
+import { agUiAgent } from '../src/ag-ui/agent.js';
 import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { eventually, startGateway, type RunningGateway } from './support/harness.js';

@@ -3,7 +3,7 @@ import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { pino } from 'pino';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
-import { agUiAgent } from '../src/agents/ag-ui.js';
+import { agUiAgent } from '../src/ag-ui/agent.js';
 import { CopilotKitEndpoint } from '../src/agents/copilotkit-endpoint.js';
 import { langGraphAgent } from '../src/agents/langgraph.js';
 import { UpstreamClient } from '../src/upstream/client.js';

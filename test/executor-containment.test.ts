@@ -118,7 +118,7 @@ afterAll(async () => {
 describe('no request ends the process', () => {
   for (const via of VIAS) {
     it(`issue 28's request, over ${via}: answered, and the process stays up`, async () => {
-      // Twice: the second time over HTTP the document is known to the transport (graphql/known-documents.ts).
+      // Twice: the second time over HTTP the document is known to the transport (graphql/fast/known-documents.ts).
       for (let i = 0; i < 2; i++) {
         const answer = await ask(gateway, via, NEGATIVE_UNDER_PLAIN, 'tokens');
         expect(errorsOf(answer).length).toBeGreaterThan(0);

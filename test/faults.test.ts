@@ -6,7 +6,7 @@ import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
-import { agUiAgent } from '../src/agents/ag-ui.js';
+import { agUiAgent } from '../src/ag-ui/agent.js';
 import type { GatewayOptions } from '../src/gateway.js';
 import { FaultUpstream, fullText, tokenText } from './support/fault-upstream.js';
 import { runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import fc from 'fast-check';
 import { DemoAdapter } from '../src/adapters/demo.js';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
-import { agUiAgent } from '../src/agents/ag-ui.js';
+import { agUiAgent } from '../src/ag-ui/agent.js';
 import { runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
 import {
   assertHealthy,

@@ -7,8 +7,8 @@ import type { AgentDefinition } from '../src/agents/definitions.js';
 import type { MetaEventPayload } from '../src/core/events.js';
 import type { RunWriter } from '../src/core/writer.js';
 import { ApolloServer } from '@apollo/server';
-import { LaterPayloads } from '../src/graphql/incremental.js';
-import { KnownDocuments } from '../src/graphql/known-documents.js';
+import { LaterPayloads } from '../src/graphql/fast/incremental.js';
+import { KnownDocuments } from '../src/graphql/fast/known-documents.js';
 import { HTTP_STREAMED } from './support/documents.js';
 import { STOCK_DOCUMENT } from './support/fuzz-documents.js';
 import { runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
@@ -18,12 +18,12 @@ import { runInput, startGateway, userMessage, type RunningGateway } from './supp
 const FAST = 'fast' as const;
 
 // Over HTTP the transport takes an operation's later payloads straight from the executor and frames
-// those without errors itself; those with errors go through Apollo (src/graphql/incremental.ts).
+// those without errors itself; those with errors go through Apollo (src/graphql/fast/incremental.ts).
 // Here one gateway does that and another leaves every payload to Apollo (as it does when APOLLO_KEY
 // is set, for Apollo's usage reporting), and every answer must be the same bytes: every streamed
 // document shape the other tests use, in both streaming formats, with and without errors. The first
 // gateway also writes the run's text streams itself where the document allows it (leaf streams,
-// src/graphql/leaf-streams.ts), and the other leaves them to the executor: the bytes must not differ.
+// src/graphql/fast/leaf-streams.ts), and the other leaves them to the executor: the bytes must not differ.
 
 /** What a scripted model writes: each step in a turn of its own, so the executor batches the same way on every run. */
 // A text step's second element is its parent message id ('' for none); `textOpen` leaves it open at the end.
@@ -96,11 +96,11 @@ const scripts: Record<string, Step[]> = {
   serverAction: [['text', '', 'Let me look it up.'], ['call', 'lookUp', '{"q":', '"weather"}']],
 };
 
-/** Documents whose text streams the transport writes itself (graphql/leaf-streams.ts); the others run on the executor. */
+/** Documents whose text streams the transport writes itself (graphql/fast/leaf-streams.ts); the others run on the executor. */
 const LEAF_STREAMED = new Set(['stock', 'wire', 'deferredStatus', 'explorer']);
-/** Documents whose messages, their statuses and the run's status the transport writes too (graphql/message-plan.ts). */
+/** Documents whose messages, their statuses and the run's status the transport writes too (graphql/fast/message-plan.ts). */
 const MESSAGES_PLANNED = new Set(['stock', 'wire', 'deferredStatus']);
-/** Documents run without the executor: the answer's first part by the run plan too (graphql/message-plan.ts RunPlan). */
+/** Documents run without the executor: the answer's first part by the run plan too (graphql/fast/message-plan.ts RunPlan). */
 const RUN_PLANNED = new Set(['stock', 'wire', 'deferredStatus']);
 
 /**
@@ -172,7 +172,7 @@ describe('later payloads taken from the executor (HTTP)', () => {
   beforeAll(async () => {
     direct = await startGateway({ adapter, actions: [lookUp], executor: FAST });
     // Once through Apollo, the documents the leaf-stream plan takes are known: the transport runs
-    // them without Apollo's pipeline from then on (graphql/known-documents.ts).
+    // them without Apollo's pipeline from then on (graphql/fast/known-documents.ts).
     for (const query of Object.values(documents)) await answer(direct.url, query, 'text', MULTIPART);
     // Apollo installs its usage reporting when APOLLO_KEY is set, and the gateway then leaves every
     // later payload to Apollo. (Without APOLLO_GRAPH_REF, Apollo only warns: nothing is reported.)

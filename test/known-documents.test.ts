@@ -2,7 +2,7 @@ import http, { type IncomingMessage } from 'node:http';
 import { ApolloServer } from '@apollo/server';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { ModelAdapter, ModelOutput, ModelRequest } from '../src/adapters/adapter.js';
-import { KnownDocuments } from '../src/graphql/known-documents.js';
+import { KnownDocuments } from '../src/graphql/fast/known-documents.js';
 import { STOCK_DOCUMENT } from './support/fuzz-documents.js';
 import { runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
 
@@ -11,7 +11,7 @@ import { runInput, startGateway, userMessage, type RunningGateway } from './supp
 const FAST = 'fast' as const;
 
 // A document Apollo has run once (the stock client's) is run again by the transport without Apollo's
-// pipeline (src/graphql/known-documents.ts); anything with an error goes back to Apollo with the
+// pipeline (src/graphql/fast/known-documents.ts); anything with an error goes back to Apollo with the
 // result. Here one gateway does that and another passes every request through Apollo (APOLLO_KEY set,
 // as for Apollo's usage reporting): status, headers and bytes must be the same, refusals included.
 // test/incremental.test.ts does the same for every streamed answer the scripted models make.

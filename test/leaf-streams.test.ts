@@ -1,14 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from '@jest/globals';
 import { parse, print, visit, type FieldNode, type GraphQLResolveInfo } from 'graphql';
-import { LaterPayloads, type LaterPayload } from '../src/graphql/incremental.js';
-import { leafStreamPlan } from '../src/graphql/leaf-streams.js';
+import { LaterPayloads, type LaterPayload } from '../src/graphql/fast/incremental.js';
+import { leafStreamPlan } from '../src/graphql/fast/leaf-streams.js';
 import { buildSchema } from '../src/graphql/schema.js';
-import { SharedStream, SharedTextStream } from '../src/graphql/views/shared-stream.js';
+import { SharedStream, SharedTextStream } from '../src/views/shared-stream.js';
 import { HTTP_STREAMED } from './support/documents.js';
 import { STOCK_DOCUMENT } from './support/fuzz-documents.js';
 
-// Which @stream fields the HTTP transport writes itself instead of the executor (src/graphql/leaf-streams.ts),
+// Which @stream fields the HTTP transport writes itself instead of the executor (src/graphql/fast/leaf-streams.ts),
 // and how the operation's LaterPayloads orders their items against the executor's payloads. The bytes
 // themselves are compared with the executor's over real HTTP in test/incremental.test.ts.
 
@@ -384,7 +384,7 @@ const messagesInfo = {
   fieldName: 'messages',
 } as unknown as GraphQLResolveInfo;
 
-/** A run's view as graphql/views/copilot-response.ts makes it, settled by the test. */
+/** A run's view as views/copilot-response.ts makes it, settled by the test. */
 function viewOf() {
   let settleRun!: (status: unknown) => void;
   const status = new Promise((resolve) => (settleRun = resolve));

@@ -13,7 +13,7 @@ import WebSocket from 'ws';
 import type { ModelAdapter, ModelOutput, ModelRequest } from '../src/adapters/adapter.js';
 import { AnthropicAdapter } from '../src/adapters/anthropic.js';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
-import { agUiAgent } from '../src/agents/ag-ui.js';
+import { agUiAgent } from '../src/ag-ui/agent.js';
 import { anyOf, bearerToken } from '../src/auth/authenticate.js';
 import { apiKeyAuthenticator } from '../src/auth/api-keys.js';
 import { jwtAuthenticator } from '../src/auth/jwt.js';

@@ -4,7 +4,7 @@ import type { RuntimeEvent, SequencedEvent } from '../src/core/events.js';
 import { MESSAGE_SUCCESS, RUN_SUCCESS } from '../src/core/status.js';
 import { scriptedRunContext } from './support/scripted-run.js';
 
-// On the pulled subscription path (src/graphql/subscribe.ts EventResponseStream: a copilotRun
+// On the pulled subscription path (src/graphql/fast/subscribe.ts EventResponseStream: a copilotRun
 // document with @defer in its event selection, or one the compiler does not take) each event is
 // executed by the tools executor. When executing an event fails as a whole (the executor's own
 // error, not a field error), the stream ends with it, and its source must be told to stop:
@@ -27,7 +27,7 @@ jest.unstable_mockModule('@graphql-tools/executor', () => ({
   },
 }));
 // Imported only now, so that they (and the gateway the harness imports) take the stand-in.
-const { createSubscriber, eventsRunCompiled } = await import('../src/graphql/subscribe.js');
+const { createSubscriber, eventsRunCompiled } = await import('../src/graphql/fast/subscribe.js');
 const { runInput, silentLogger, userMessage } = await import('./support/harness.js');
 const { buildSchema } = await import('../src/graphql/schema.js');
 

@@ -5,16 +5,16 @@ import { parse, type ExecutionArgs } from 'graphql';
 import type { RuntimeEvent, SequencedEvent } from '../src/core/events.js';
 import { MESSAGE_SUCCESS, RUN_SUCCESS } from '../src/core/status.js';
 import type { RunHandle } from '../src/engine/run.js';
-import { RunEventStream } from '../src/graphql/views/run-events.js';
+import { RunEventStream } from '../src/views/run-events.js';
 import { EventFeed } from '../src/threads/feed.js';
 import { buildSchema } from '../src/graphql/schema.js';
-import { createSubscriber, eventsRunCompiled, toEventDocument, type ResultSink } from '../src/graphql/subscribe.js';
+import { createSubscriber, eventsRunCompiled, toEventDocument, type ResultSink } from '../src/graphql/fast/subscribe.js';
 import { WS_RUN } from './support/documents.js';
 import { RUN_SUBSCRIPTION } from './support/transports.js';
 import { runInput, silentLogger, userMessage } from './support/harness.js';
 import { scriptedRunContext } from './support/scripted-run.js';
 
-// The WebSocket transport runs subscriptions on a lean path (src/graphql/subscribe.ts) instead of the
+// The WebSocket transport runs subscriptions on a lean path (src/graphql/fast/subscribe.ts) instead of the
 // tools executor's own `subscribe`. Here both run the same documents over the same events, and every
 // payload must serialise to the same bytes: the documents the other tests and the README use, and
 // every shape the lean path treats specially (aliases, fragments on the subscription type, variables

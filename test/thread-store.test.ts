@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import type { SequencedEvent } from '../src/core/events.js';
 import type { Message } from '../src/core/messages.js';
 import { RUN_SUCCESS } from '../src/core/status.js';
-import { ThreadService, withHistory } from '../src/engine/threads.js';
+import { ThreadService, withHistory } from '../src/engine/thread-service.js';
 import { GatewayError } from '../src/core/errors.js';
 import type { EventConsumer } from '../src/core/events.js';
 import { silentLogger } from './support/harness.js';

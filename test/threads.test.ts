@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CopilotRuntimeClient } from '@copilotkit/runtime-client-gql';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
-import { agUiAgent } from '../src/agents/ag-ui.js';
+import { agUiAgent } from '../src/ag-ui/agent.js';
 import type { GatewayOptions } from '../src/gateway.js';
 import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';
 import { FakeOpenAI } from './support/fake-openai.js';

@@ -6,12 +6,12 @@ import { getOperationAST, parse, print, type DocumentNode, type GraphQLResolveIn
 import { JSONResolver } from 'graphql-scalars';
 import { readFileSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
-import { executeIncrementally } from '../src/graphql/incremental.js';
+import { executeIncrementally } from '../src/graphql/fast/incremental.js';
 import { buildSchema } from '../src/graphql/schema.js';
-import { variablePlan } from '../src/graphql/variables.js';
+import { variablePlan } from '../src/graphql/fast/variables.js';
 import { copilotInputArb, corrupt, corruptionsArb, toJson, wrongValueArb } from './support/fuzz-inputs.js';
 
-// Variables coerced by an operation's own coercer (src/graphql/variables.ts) must be exactly what the
+// Variables coerced by an operation's own coercer (src/graphql/fast/variables.ts) must be exactly what the
 // executor's coercion (graphql-js's coerceInputValue) makes of them, and the coercer must give up on
 // every value the executor refuses, so that the executor reports the error itself.
 

@@ -75,7 +75,7 @@ export type RunListener = (event: SequencedEvent) => void;
  * (`EventHandover.request`), and the stream calls `take` once with it, at once when one waits or
  * when it comes; or `end` once there are no more; or `fail` when the stream cannot go on (what a
  * pulled stream's `next()` would reject with). A gateway holding thousands of streams keeps no
- * pending promise per stream and token this way (graphql/subscribe.ts).
+ * pending promise per stream and token this way (graphql/fast/subscribe.ts).
  */
 export interface EventConsumer<T> {
   take(item: T): void;

@@ -14,7 +14,7 @@ import { Run, type RunDriver, type RunHandle } from './run.js';
 import { repairTranscript } from './transcript.js';
 import { guardrailsApply, type Guardrails } from './guardrails.js';
 import { afterRequest, beforeRequest, type RequestHooks } from './hooks.js';
-import type { Admission, ThreadService } from './threads.js';
+import type { Admission, ThreadService } from './thread-service.js';
 import type { Principal } from '../core/principal.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
 import type { RunTracing } from '../observability/tracing.js';

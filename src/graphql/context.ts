@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { BadUserInputError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import type { RunCaller, RunLauncher } from '../engine/launcher.js';
-import type { LaterPayloads, Replay } from './incremental.js';
+import type { LaterPayloads, Replay } from './fast/incremental.js';
 
 /** Shared by every resolution of a run-starting field within one operation. */
 export interface RunAllowance {
@@ -38,7 +38,7 @@ export interface GatewayContext {
   laterPayloads?: LaterPayloads;
   /**
    * HTTP: how the operation's run ended, when the transport ran it already (a known document,
-   * graphql/known-documents.ts) and hands it to Apollo to answer: the executor gives it back.
+   * graphql/fast/known-documents.ts) and hands it to Apollo to answer: the executor gives it back.
    */
   replay?: Replay;
 }

@@ -1,10 +1,10 @@
 import { defaultFieldResolver, type ExecutionArgs, type ExecutionResult, type GraphQLSchema } from 'graphql';
 import { execute, subscribe } from '@graphql-tools/executor';
 import { refusedDirectiveArguments } from './directive-arguments.js';
-import { executeIncrementally, type ExecutionOutcome } from './incremental.js';
+import { executeIncrementally, type ExecutionOutcome } from './fast/incremental.js';
 import { withoutOrphansIn } from './nulled-paths.js';
 import { owningLists } from './owned-lists.js';
-import { createSubscriber, type ResultSink } from './subscribe.js';
+import { createSubscriber, type ResultSink } from './fast/subscribe.js';
 
 /** Which executor runs the operations: the gateway's own fast paths, or the libraries' as shipped. */
 export type ExecutorName = 'fast' | 'stock';

@@ -4,9 +4,9 @@ import type { RuntimeEventType } from '../core/events.js';
 import { callerOf, claimRun } from './context.js';
 import { BadUserInputError } from '../core/errors.js';
 import { checkedId, runRequestFromInput } from './input.js';
-import { createCopilotResponseView } from './views/copilot-response.js';
-import { messageOutputs } from './views/messages.js';
-import { RunEventStream } from './views/run-events.js';
+import { createCopilotResponseView } from '../views/copilot-response.js';
+import { messageOutputs } from '../views/messages.js';
+import { RunEventStream } from '../views/run-events.js';
 
 /** GraphQL type names of the subscription's events, by runtime event type. */
 const EVENT_TYPENAMES = {

@@ -7,13 +7,13 @@ import { drained, sendJson } from './responses.js';
 import { OPERATION_ENDED } from '../core/abort.js';
 import { statusOf, type ErrorCode, type GatewayError } from '../core/errors.js';
 import type { GatewayContext } from '../graphql/context.js';
-import { executeIncrementally, LaterPayloads, multipartPart, type ExecutionOutcome, type LaterPayload, type Replay } from '../graphql/incremental.js';
+import { executeIncrementally, LaterPayloads, multipartPart, type ExecutionOutcome, type LaterPayload, type Replay } from '../graphql/fast/incremental.js';
 import { carriesErrors } from '../graphql/nulled-paths.js';
-import type { KnownDocuments, KnownRequest } from '../graphql/known-documents.js';
+import type { KnownDocuments, KnownRequest } from '../graphql/fast/known-documents.js';
 import { TOO_DEEP_DOCUMENT } from '../graphql/documents.js';
 import { MAX_NESTING, textNestsDeeperThan } from '../core/depth.js';
 import type { RunLauncher } from '../engine/launcher.js';
-import { NO_BODY, type AgUiTransport } from './ag-ui.js';
+import { NO_BODY, type AgUiTransport } from '../ag-ui/serve.js';
 import { bearerToken } from '../auth/authenticate.js';
 import { headerValue, type AccessControl, type Admitted } from './access.js';
 import { isSameOrigin, type CorsPolicy } from './cors.js';
@@ -46,12 +46,12 @@ export interface HttpTransportOptions {
   onStream?: (delta: 1 | -1) => void;
   /**
    * Whether a streamed operation's later payloads are taken straight from the executor, those
-   * without errors framed here (src/graphql/incremental.ts), rather than all through Apollo.
+   * without errors framed here (src/graphql/fast/incremental.ts), rather than all through Apollo.
    */
   directLaterPayloads: boolean;
   /**
    * Documents Apollo ran that the transport runs again on the executor without Apollo's pipeline
-   * (graphql/known-documents.ts), with the schema to run them on; absent where every request must
+   * (graphql/fast/known-documents.ts), with the schema to run them on; absent where every request must
    * pass through Apollo (with directLaterPayloads off).
    */
   knownDocuments?: KnownDocuments;
@@ -322,7 +322,7 @@ async function handleGraphQL(
 }
 
 /**
- * A known document run on the executor as Apollo would run it (graphql/known-documents.ts): the
+ * A known document run on the executor as Apollo would run it (graphql/fast/known-documents.ts): the
  * same `executeIncrementally` with the same arguments (no root value, no field resolver of
  * Apollo's). A streamed result without errors is answered here, its initial part framed as Apollo
  * frames it (its writeMultipartBody); anything else (a refused run, invalid variables, an initial
@@ -490,7 +490,7 @@ async function writeResponse(
   };
   /** A later payload taken from the executor, framed here as Apollo would frame it. */
   const sendPayload = (payload: LaterPayload): void => sendPayloadJson(JSON.stringify(payload), payload.hasNext);
-  /** A later payload given as its JSON (a leaf stream's item: graphql/incremental.ts). */
+  /** A later payload given as its JSON (a leaf stream's item: graphql/fast/incremental.ts). */
   const sendPayloadJson = (json: string, hasNext: boolean): void => {
     if (sse) return send(sseEvent(json));
     if (!hasNext) closed = true;

@@ -13,7 +13,7 @@ import type { GatewayContext } from '../graphql/context.js';
 import { formatGraphQLError } from '../graphql/errors.js';
 import { DocumentCache } from '../graphql/documents.js';
 import type { Executor } from '../graphql/executor.js';
-import type { ResultSink } from '../graphql/subscribe.js';
+import type { ResultSink } from '../graphql/fast/subscribe.js';
 import { allValidationRules } from '../graphql/validation.js';
 import type { AccessControl, Admitted, ConnectionFacts } from './access.js';
 import { isSameOrigin, type CorsPolicy } from './cors.js';
@@ -80,7 +80,7 @@ type OperationContext = GatewayContext & {
    * subscription's stream exists (serveSubscription).
    */
   message: { variables?: unknown; query: string } | undefined;
-  /** Where a subscription's results go when its stream is pushed (graphql/subscribe.ts). */
+  /** Where a subscription's results go when its stream is pushed (graphql/fast/subscribe.ts). */
   sink: ResultSink | undefined;
 };
 
@@ -212,7 +212,7 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
         return access.count(client).then((refused) => (refused ? [codedError(refused)] : prepare()));
       },
       execute: (args) => serveExecution(args, executor),
-      // Subscriptions: on the fast executor the lean path (graphql/subscribe.ts): one iterator per
+      // Subscriptions: on the fast executor the lean path (graphql/fast/subscribe.ts): one iterator per
       // stream, no per-event variable coercion; events run on the document compiled by graphql-jit.
       subscribe: (args) => serveSubscription(args, subscribe),
       onError: (_ctx, _id, _payload, errors) => errors.map(formatForWs),
@@ -535,7 +535,7 @@ function isSubscribeMessage(message: unknown): message is { id: string; type: 's
 const DONE: IteratorResult<never> = Object.freeze({ value: undefined, done: true }) as IteratorResult<never>;
 
 /**
- * The `next` messages of a pushed subscription (graphql/subscribe.ts), written straight to the
+ * The `next` messages of a pushed subscription (graphql/fast/subscribe.ts), written straight to the
  * socket: graphql-ws's own `next` for a result, with the same hook (`onNext`: errors formatted for
  * the client), the same message (`{"id","type":"next","payload"}`, stringified the same way) and the
  * same pace (the next event is executed once this one is written). What it saves is graphql-ws's
@@ -594,7 +594,7 @@ export function withWsErrors(result: ExecutionResult & { incremental?: readonly 
  * Called once when an operation ends (its last result, an error, the client's `complete`, a closed
  * socket): a query's or mutation's signal is aborted, which stops the run it started, and one log
  * line says so. Subscriptions have no signal: ending their event stream returns its source, which
- * aborts the run (graphql/subscribe.ts).
+ * aborts the run (graphql/fast/subscribe.ts).
  */
 function operationEnd(args: ExecutionArgs): () => void {
   const context = args.contextValue as OperationContext;

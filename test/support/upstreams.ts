@@ -4,7 +4,7 @@ import { GoogleAdapter } from '../../src/adapters/google.js';
 import { LangChainAdapter } from '../../src/adapters/langchain.js';
 import { ChatOpenAI } from '@langchain/openai';
 import { OpenAIAdapter } from '../../src/adapters/openai.js';
-import { agUiAgent } from '../../src/agents/ag-ui.js';
+import { agUiAgent } from '../../src/ag-ui/agent.js';
 import { langGraphAgent } from '../../src/agents/langgraph.js';
 import type { ModelAdapter } from '../../src/adapters/adapter.js';
 import type { GatewayOptions } from '../../src/gateway.js';

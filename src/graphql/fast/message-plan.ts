@@ -24,7 +24,7 @@ import {
 /**
  * The run's messages written by the transport instead of the executor ("the message plan").
  *
- * With the leaf streams (graphql/leaf-streams.ts) the executor no longer made a record per token,
+ * With the leaf streams (graphql/fast/leaf-streams.ts) the executor no longer made a record per token,
  * but it still made, per message, a stream record, the item's completion (its type resolved, its
  * fields collected and completed), the deferred status's record, and a `Promise.race` over every
  * open record each time the transport asked for a payload; and the run's deferred status at the
@@ -37,7 +37,7 @@ import {
  * at the same path with the same nodes), the streamed texts last (the executor sets a streamed
  * field's key when its first, empty part settles), and the message's deferred status once it
  * settles. The same for the root's deferred status. The transport writes each as the executor's
- * payload for it (graphql/incremental.ts `MessageStream`). The executor still runs the rest of the
+ * payload for it (graphql/fast/incremental.ts `MessageStream`). The executor still runs the rest of the
  * document, the initial result and `metaEvents` with their payloads, unless the run plan (RunPlan,
  * below) takes those too.
  *
@@ -66,7 +66,7 @@ export type FieldWriter =
       /** By concrete type name: how a value of that type is written. */
       readonly objects: ReadonlyMap<string, ObjectWriter>;
     }
-  /** A leaf stream (graphql/leaf-streams.ts): written as `[]`, its items by the transport. */
+  /** A leaf stream (graphql/fast/leaf-streams.ts): written as `[]`, its items by the transport. */
   | { readonly kind: 'stream'; readonly key: string; readonly name: string; readonly nodes: readonly FieldNode[] };
 
 /** How an object of one concrete type is written: its fields in the executor's order, and its deferred fields. */

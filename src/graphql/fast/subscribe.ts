@@ -19,9 +19,9 @@ import {
   type FragmentDefinitionNode,
   type OperationDefinitionNode,
 } from 'graphql';
-import type { EventConsumer, EventHandover } from '../core/events.js';
-import { expandedFieldCount } from './validation.js';
-import { refusedDirectiveArguments } from './directive-arguments.js';
+import type { EventConsumer, EventHandover } from '../../core/events.js';
+import { expandedFieldCount } from '../validation.js';
+import { refusedDirectiveArguments } from '../directive-arguments.js';
 import { withCoercedVariables } from './variables.js';
 
 /**
@@ -70,7 +70,7 @@ export function createSubscriber(
     // A directive's arguments the executor (or graphql-jit, which reads a null `if` as false) would not take: the client's mistake, before the run starts.
     const refused = refusedDirectiveArguments(args);
     if (refused !== undefined) return { errors: [refused] };
-    // The variables coerced by the operation's own coercer (graphql/variables.ts): only the source
+    // The variables coerced by the operation's own coercer (graphql/fast/variables.ts): only the source
     // stream sees the document's copy; the event document is made from the original.
     const stream = await createSourceEventStream(withCoercedVariables(args));
     if (!isAsyncIterable(stream)) return withInputErrorCodes(stream as ExecutionResult);

@@ -14,7 +14,7 @@ import {
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
-import { perOperation } from './documents.js';
+import { perOperation } from '../documents.js';
 import { coerceError, completeLeaf, planMessages, type MessagePlan } from './message-plan.js';
 
 /**
@@ -61,14 +61,14 @@ import { coerceError, completeLeaf, planMessages, type MessagePlan } from './mes
 export interface LeafStreamPlan {
   readonly document: DocumentNode;
   readonly fields: WeakSet<FieldNode>;
-  /** Where the document allows it, the messages too (graphql/message-plan.ts). */
+  /** Where the document allows it, the messages too (graphql/fast/message-plan.ts). */
   readonly messages?: MessagePlan;
 }
 
-/** The root field whose messages, and their text streams, come from the run (graphql/views/copilot-response.ts). */
+/** The root field whose messages, and their text streams, come from the run (views/copilot-response.ts). */
 const RUN_FIELD = 'generateCopilotResponse';
 const MESSAGES_FIELD = 'messages';
-/** The one field of a message that settles late (graphql/views/copilot-response.ts). */
+/** The one field of a message that settles late (views/copilot-response.ts). */
 const LATE_FIELD = 'status';
 
 /** The leaf streams of an operation of a validated document, worked out once per document and operation. */

@@ -201,7 +201,7 @@ export class ThreadService {
     const follows = this.follows;
     follows.add(feed);
     const release = () => follows.delete(feed);
-    // A pushed reader (graphql/subscribe.ts) takes the events without promises; the feed is let go
+    // A pushed reader (graphql/fast/subscribe.ts) takes the events without promises; the feed is let go
     // of, as for a pulled one, when it ends or fails. One tracking consumer per follow, not per
     // request: it hands over to whoever asked last.
     let current: EventConsumer<SequencedEvent> | undefined;

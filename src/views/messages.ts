@@ -1,6 +1,6 @@
-import type { Message } from '../../core/messages.js';
-import { MESSAGE_SUCCESS } from '../../core/status.js';
-import type { MessageOutputModel } from '../models.js';
+import type { Message } from '../core/messages.js';
+import { MESSAGE_SUCCESS } from '../core/status.js';
+import type { MessageOutputModel } from './models.js';
 
 /** Finished messages (such as those that come with an interrupt) as message outputs, each Success. */
 export function messageOutputs(messages: readonly Message[], createdAt = new Date()): MessageOutputModel[] {

@@ -1,8 +1,8 @@
-import { UnreachableCaseError } from '../../core/errors.js';
-import type { MetaEventPayload, SequencedEvent } from '../../core/events.js';
-import { MESSAGE_SUCCESS, failedRun, type MessageStatus, type RunStatus } from '../../core/status.js';
-import type { RunHandle } from '../../engine/run.js';
-import type { CopilotResponseModel, MessageOutputModel } from '../models.js';
+import { UnreachableCaseError } from '../core/errors.js';
+import type { MetaEventPayload, SequencedEvent } from '../core/events.js';
+import { MESSAGE_SUCCESS, failedRun, type MessageStatus, type RunStatus } from '../core/status.js';
+import type { RunHandle } from '../engine/run.js';
+import type { CopilotResponseModel, MessageOutputModel } from './models.js';
 import { SharedStream, SharedTextStream } from './shared-stream.js';
 
 /** An open text message or action call: its chunk stream and the status it will settle with. */

@@ -15,7 +15,7 @@ import {
   type ValueNode,
   type VariableDefinitionNode,
 } from 'graphql';
-import { perOperation } from './documents.js';
+import { perOperation } from '../documents.js';
 
 /**
  * Variables coerced by code made once per operation, instead of by graphql-js on every request.

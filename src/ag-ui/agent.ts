@@ -4,12 +4,12 @@ import { ConfigurationError, GatewayError } from '../core/errors.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import type { RunWriter } from '../core/writer.js';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.js';
-import type { AgentClient, AgentEntry, AgentRequest, AgentThreadState, LoadStateRequest } from './agent.js';
-import { AgUiEventInterpreter } from './ag-ui-events.js';
-import { resumeOf, toAgUiMessages } from './ag-ui-messages.js';
-import type { AgentDefinition, BuiltInAgentDependencies } from './definitions.js';
-import { badAgentResponse, namingAgent, who } from './errors.js';
-import { UpstreamHttpSettings, type UpstreamHttpOptions } from './http-options.js';
+import type { AgentClient, AgentEntry, AgentRequest, AgentThreadState, LoadStateRequest } from '../agents/agent.js';
+import { AgUiEventInterpreter } from './agent-events.js';
+import { resumeOf, toAgUiMessages } from './messages.js';
+import type { AgentDefinition, BuiltInAgentDependencies } from '../agents/definitions.js';
+import { badAgentResponse, namingAgent, who } from '../agents/errors.js';
+import { UpstreamHttpSettings, type UpstreamHttpOptions } from '../agents/http-options.js';
 
 /** An agent that speaks AG-UI over HTTP (LangGraph, CrewAI, Mastra, Agno, Pydantic AI and others serve it). */
 export interface AgUiAgentOptions extends UpstreamHttpOptions {
@@ -195,7 +195,7 @@ interface AgUiLibraries {
  */
 const loadAgUiLibraries = loadOnFirstUse(async (): Promise<AgUiLibraries> => {
   // One after the other (@ag-ui/client imports the other two; see core/load-on-first-use.ts), and
-  // the schemas imported here, not through the AG-UI transport's loader (agui/input.ts): a load may
+  // the schemas imported here, not through the AG-UI transport's loader (ag-ui/input.ts): a load may
   // not wait on another loader's.
   const schemas = await import('@ag-ui/core/schemas');
   const rxjs = await import('rxjs');

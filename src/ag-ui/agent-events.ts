@@ -3,8 +3,8 @@ import fastJsonPatch from 'fast-json-patch';
 import { parse as parsePartialJson } from 'partial-json';
 import type { Logger } from 'pino';
 import type { RunWriter } from '../core/writer.js';
-import { asText } from './copilotkit-messages.js';
-import { agentError, agentStreamEnded } from './errors.js';
+import { asText } from '../agents/copilotkit-messages.js';
+import { agentError, agentStreamEnded } from '../agents/errors.js';
 
 /** CopilotKit's predictive state: a tool's (partial) arguments are shown as state while they stream. */
 interface PredictState {

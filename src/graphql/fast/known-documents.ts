@@ -15,7 +15,7 @@ import type { DocumentNode } from 'graphql';
  * and tell its plugins of as it does for every request (GatewayContext `replay`).
  *
  * Only documents whose operation the leaf-stream plan takes are kept (the run's streamed document,
- * graphql/leaf-streams.ts), at most `capacity` of them, none longer than `maxChars`: the text was
+ * graphql/fast/leaf-streams.ts), at most `capacity` of them, none longer than `maxChars`: the text was
  * validated by Apollo with the gateway's rules for this schema, which do not change while it runs.
  * A text is found for the operation names it was run with (the request's must be one of them, so
  * that the same operation runs).

@@ -3,15 +3,15 @@ import type { BaseEvent } from '@ag-ui/core';
 import type { EventEncoder } from '@ag-ui/encoder';
 import type { Logger } from 'pino';
 import type { Principal } from '../core/principal.js';
-import { drained, sendJson } from './responses.js';
-import { toAgUiMessages } from '../agents/ag-ui-messages.js';
+import { drained, sendJson } from '../transports/responses.js';
+import { toAgUiMessages } from './messages.js';
 import { GatewayError, statusOf, toGatewayError, type ErrorCode } from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import type { RunLauncher } from '../engine/launcher.js';
-import { agUiInterrupt, toAgUiEvent, type AgUiInterrupt, type RunStartedInput } from '../agui/events.js';
-import { DEFAULT_AGENT, parseRunAgentInput, runRequestFromAgUi, type RunAgentInput } from '../agui/input.js';
-import { RunEventStream } from '../graphql/views/run-events.js';
+import { agUiInterrupt, toAgUiEvent, type AgUiInterrupt, type RunStartedInput } from './events.js';
+import { DEFAULT_AGENT, parseRunAgentInput, runRequestFromAgUi, type RunAgentInput } from './input.js';
+import { RunEventStream } from '../views/run-events.js';
 import { isObject } from '../core/values.js';
 
 export interface AgUiTransportOptions {

@@ -4,11 +4,11 @@ import { getArgumentValues, locatedError } from '@graphql-tools/utils';
 import { completeLeafItem, leafStreamPlan, type LeafStreamPlan } from './leaf-streams.js';
 import { coerceError, runtimeWriter, writeDeferred, writeFields, type MessagePlan, type ObjectWriter, type RunPlan } from './message-plan.js';
 import type { KnownDocument } from './known-documents.js';
-import { refusedDirectiveArguments } from './directive-arguments.js';
-import { carriesErrors, withoutOrphans, withoutOrphansIn } from './nulled-paths.js';
-import { owningLists } from './owned-lists.js';
+import { refusedDirectiveArguments } from '../directive-arguments.js';
+import { carriesErrors, withoutOrphans, withoutOrphansIn } from '../nulled-paths.js';
+import { owningLists } from '../owned-lists.js';
 import { variablePlan, withCoercedVariables } from './variables.js';
-import { SharedStream, SharedTextStream } from './views/shared-stream.js';
+import { SharedStream, SharedTextStream } from '../../views/shared-stream.js';
 
 /** What the executor gives for an operation: one result, or an initial result and later payloads. */
 export type ExecutionOutcome = SingularExecutionResult<any> | IncrementalExecutionResults<any>;
@@ -39,11 +39,11 @@ export type LaterPayload = SubsequentIncrementalExecutionResult;
  * itself when APOLLO_KEY is set) counts an operation as finished on its last payload's hook, so
  * with a key the transport leaves every payload to Apollo (see `directLaterPayloads`).
  *
- * It also writes the operation's leaf streams (graphql/leaf-streams.ts): the run's text streams
+ * It also writes the operation's leaf streams (graphql/fast/leaf-streams.ts): the run's text streams
  * the executor leaves out, each item framed as the executor's payload for it, in order with the
  * other payloads: after the one that carries the stream's message (`release`, `after`), before the
  * one that ends the answer (`next`). And where the message plan takes the document
- * (graphql/message-plan.ts), it makes the messages' payloads, their statuses' and the run's status's
+ * (graphql/fast/message-plan.ts), it makes the messages' payloads, their statuses' and the run's status's
  * itself (`MessageStream`), and gives them in turn with the executor's (`next`). What the executor
  * no longer does for those documents: a record per message, its item's completion, its status's
  * record, the run status's record, and the `Promise.race` over the open records for every payload.
@@ -67,15 +67,15 @@ export type LaterPayload = SubsequentIncrementalExecutionResult;
 export class LaterPayloads {
   /** The executor's later payloads, once the operation turned out to have some (with the run plan: once the run raised a meta event). */
   source: AsyncGenerator<LaterPayload, void, void> | undefined;
-  /** The run plan wrote the answer's first part (graphql/message-plan.ts RunPlan): its later payloads are all read here. */
+  /** The run plan wrote the answer's first part (graphql/fast/message-plan.ts RunPlan): its later payloads are all read here. */
   runPlanned = false;
-  /** The document and operation, when the leaf-stream plan took them (graphql/known-documents.ts). */
+  /** The document and operation, when the leaf-stream plan took them (graphql/fast/known-documents.ts). */
   planned: KnownDocument | undefined;
   private readonly queued: LaterPayload[] = [];
 
-  /** Leaf streams (graphql/leaf-streams.ts) not done: waiting for their message's payload, or written. */
+  /** Leaf streams (graphql/fast/leaf-streams.ts) not done: waiting for their message's payload, or written. */
   private leaves: LeafStream[] = [];
-  /** The message plan's streams (graphql/message-plan.ts) while they may still make payloads. */
+  /** The message plan's streams (graphql/fast/message-plan.ts) while they may still make payloads. */
   private streams: MessageStream[] = [];
   /** Where leaf streams write; the transport opens it before reading any later payload. */
   private sink: LeafSink | undefined;
@@ -293,7 +293,7 @@ export class LaterPayloads {
    * field's object has gone out, and resolves the field to what the executor writes for a stream
    * with no initial items: `[]`, a microtask later, so that the object's keys come in the executor's
    * order (it sets a streamed field's key when its first, empty part settles). The value is always
-   * a SharedTextStream: the plan takes only the run's messages (graphql/leaf-streams.ts).
+   * a SharedTextStream: the plan takes only the run's messages (graphql/fast/leaf-streams.ts).
    */
   leaf(value: unknown, info: GraphQLResolveInfo): Promise<readonly never[]> {
     if (!(value instanceof SharedTextStream)) {
@@ -306,7 +306,7 @@ export class LaterPayloads {
 
   /**
    * Called by the field resolver the message plan gives the executor, for the run's `messages`
-   * (graphql/message-plan.ts): writes the messages, their statuses and the run's status from here,
+   * (graphql/fast/message-plan.ts): writes the messages, their statuses and the run's status from here,
    * and gives the executor a stream with nothing in it (so that the answer's first part is the
    * same: the executor sets the field to `[]` at the same moment).
    */
@@ -332,7 +332,7 @@ export class LaterPayloads {
 
   /**
    * The run plan's meta events: nothing runs for them unless the run raises one (an agent's
-   * interrupt). Then `execute` runs their own document (graphql/message-plan.ts MetaEventsPlan)
+   * interrupt). Then `execute` runs their own document (graphql/fast/message-plan.ts MetaEventsPlan)
    * and its later payloads are given with the others, as the executor's are; its first answer
    * takes the place the event had among the payloads (`metaPlace`), so that what the run did in the
    * same turn (a message, its end) comes after it, as from an executor asked all along. Until the
@@ -534,7 +534,7 @@ function isUnder(path: readonly (string | number)[] | undefined, prefix: readonl
 }
 
 /**
- * The run's messages written by the message plan (graphql/message-plan.ts): each message's item
+ * The run's messages written by the message plan (graphql/fast/message-plan.ts): each message's item
  * payload as it comes, its texts as leaf streams released by that payload, its deferred status once
  * it settles, and the run's deferred status; each as the executor's payload for it, in the order the
  * executor gives them when the run's events come in turns of their own.
@@ -836,7 +836,7 @@ export function multipartPart(json: string, hasNext: boolean): string {
 /**
  * Runs operations with @defer/@stream on the tools executor for Apollo (its
  * `legacyExperimentalExecuteIncrementally`) and for graphql-ws's queries and mutations, with their
- * variables coerced ahead of it (graphql/variables.ts), and gives an operation's later payloads to
+ * variables coerced ahead of it (graphql/fast/variables.ts), and gives an operation's later payloads to
  * its transport when the context carries a `LaterPayloads` (HTTP).
  */
 export async function executeIncrementally(args: ExecutionArgs): Promise<ExecutionOutcome> {
@@ -858,7 +858,7 @@ export async function executeIncrementally(args: ExecutionArgs): Promise<Executi
   args = { ...args, fieldResolver: owningLists(args.fieldResolver ?? defaultFieldResolver) };
   const plan = later === undefined ? undefined : leafStreamPlan(args.schema, args.document, args.operationName);
   if (plan !== undefined) {
-    // The transport may run this text again without Apollo (graphql/known-documents.ts).
+    // The transport may run this text again without Apollo (graphql/fast/known-documents.ts).
     later!.planned = { document: args.document, operationName: args.operationName ?? undefined };
     const run = plan.messages?.run;
     const byPlan = run === undefined ? undefined : runByPlan(args, plan, run, later!);
@@ -892,7 +892,7 @@ function nextTurn<T>(value: T): Promise<T> {
 }
 
 /**
- * The operation run by the run plan (graphql/message-plan.ts RunPlan), without the executor: the
+ * The operation run by the run plan (graphql/fast/message-plan.ts RunPlan), without the executor: the
  * run's resolver called as the executor calls it, the answer's first part written as the executor
  * writes it, the messages by the message plan, the meta events by the executor once the run raises
  * one. Undefined, before anything has run, where the executor must run the request: variables the
