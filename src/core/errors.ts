@@ -1,72 +1,6 @@
-/**
- * Every error code the gateway reports, in one table: the HTTP status it stands for, its default
- * severity and visibility (an error may say otherwise), where a client meets it, and what it means. PROTOCOL.md §5.5 lists the same codes (a test holds the two together).
- *
- * Where a code appears:
- * - `request`: a GraphQL error before anything runs (`data: null`, HTTP 200 like the reference).
- * - `run`: the terminal status of a run that had started (`FailedResponseStatus.details.code`).
- * - `http`: an HTTP answer of the transport itself (`{"errors":[{message, extensions:{code}}]}`).
- * - `action`: an action's error result `{"error":{code,message},"result":""}`; the run goes on.
- * - `startup`: a configuration mistake, reported when the gateway is built; never on the wire.
- */
-export const ERROR_CODES = {
-  BAD_USER_INPUT: { status: 400, severity: 'error', visibility: 'banner', where: 'request', meaning: 'The input failed a check before the run.' },
-  NOT_SUPPORTED: { status: 501, severity: 'error', visibility: 'banner', where: 'request', meaning: 'A feature this gateway does not offer (the Assistants API), or a forwarded parameter its model adapter cannot apply.' },
-  AGENT_NOT_FOUND: { status: 404, severity: 'error', visibility: 'banner', where: 'request', meaning: 'No agent of that name; details list the available ones.' },
-  OVERLOADED: { status: 503, severity: 'warning', visibility: 'banner', where: 'request', meaning: 'The process serves its most runs at once; try again shortly.' },
-  MODEL_NOT_ALLOWED: { status: 403, severity: 'warning', visibility: 'banner', where: 'request', meaning: 'forwardedParameters.model names a model outside modelLimits.allowedModels.' },
-  LIMIT_EXCEEDED: { status: 400, severity: 'warning', visibility: 'banner', where: 'request', meaning: 'maxTokens, or the conversation sent to the model, is over modelLimits (a failed run when server-side results grow it past them).' },
-  REQUEST_REFUSED: { status: 403, severity: 'warning', visibility: 'banner', where: 'request', meaning: 'The onBeforeRequest hook refused the request (a code for hooks to throw).' },
-  HOOK_FAILED: { status: 500, severity: 'critical', visibility: 'banner', where: 'request', meaning: 'The onBeforeRequest hook threw an unexpected error (logged in full).' },
-  THREAD_BUSY: { status: 409, severity: 'warning', visibility: 'banner', where: 'request', meaning: 'The thread already has a run in progress (one run per thread); details name it.' },
-  RUN_NOT_FOUND: { status: 404, severity: 'error', visibility: 'banner', where: 'request', meaning: 'joinCopilotRun names a thread or run the thread store does not have.' },
-  STORE_UNAVAILABLE: { status: 503, severity: 'error', visibility: 'banner', where: 'request', meaning: 'The thread store (Redis) cannot be reached: thread reads, joins and stops fail; new runs too when threads.onStoreFailure is "fail"; a run whose events it took none of for longer than the lease is ended.' },
-  UNAUTHENTICATED: { status: 401, severity: 'warning', visibility: 'banner', where: 'http', meaning: 'Authentication is on and the request has no valid credentials (an API key or a JWT as `Authorization: Bearer …`); WebSocket: close 4403, or an `error` message for an operation asked after the connection\'s credentials expired.' },
-  AUTH_UNAVAILABLE: { status: 503, severity: 'error', visibility: 'banner', where: 'http', meaning: 'The credentials could not be checked now (the JWKS endpoint cannot be reached); try again.' },
-  THREAD_FORBIDDEN: { status: 403, severity: 'warning', visibility: 'banner', where: 'request', meaning: 'The thread belongs to another principal (authentication on): no run may be started on it.' },
-  RATE_LIMITED: { status: 429, severity: 'warning', visibility: 'banner', where: 'request', meaning: 'The client is over its requests per minute or its concurrent runs, or its address over its failed logins (then no credential from it is accepted; WebSocket: close 4429); `details.retryAfterSeconds` (and Retry-After over HTTP) say when to try again.' },
-  SHUTTING_DOWN: { status: 503, severity: 'warning', visibility: 'banner', where: 'run', meaning: 'The instance is shutting down: new runs are refused, and runs still going when its grace period ends fail with this code (reason UNKNOWN_ERROR, which the stock client shows).' },
-  MISSING_PUBLIC_API_KEY: { status: 401, severity: 'error', visibility: 'banner', where: 'request', meaning: 'cloud.guardrails is set but the request has no X-CopilotCloud-Public-API-Key header.' },
-  GUARDRAILS_VALIDATION_FAILED: { status: 403, severity: 'warning', visibility: 'banner', where: 'run', meaning: 'The guardrails service denied the request; the run says why and fails (reason GUARDRAILS_VALIDATION_FAILED).' },
-  NO_MODEL_CONFIGURED: { status: 400, severity: 'critical', visibility: 'banner', where: 'run', meaning: 'The gateway has no model (EmptyAdapter) and the request needs one.' },
-  UPSTREAM_AUTHENTICATION_FAILED: { status: 502, severity: 'critical', visibility: 'banner', where: 'run', meaning: 'An upstream answered 401 or 403.' },
-  UPSTREAM_RATE_LIMITED: { status: 429, severity: 'warning', visibility: 'banner', where: 'run', meaning: 'An upstream answered 429, after the retries.' },
-  UPSTREAM_REJECTED: { status: 502, severity: 'error', visibility: 'banner', where: 'run', meaning: 'An upstream answered another 4xx.' },
-  UPSTREAM_UNAVAILABLE: { status: 502, severity: 'error', visibility: 'banner', where: 'run', meaning: 'An upstream answered 5xx, after the retries.' },
-  UPSTREAM_UNREACHABLE: { status: 502, severity: 'error', visibility: 'banner', where: 'run', meaning: 'An upstream could not be reached (refused, reset, DNS), after the retries.' },
-  UPSTREAM_TIMEOUT: { status: 504, severity: 'error', visibility: 'banner', where: 'run', meaning: 'An upstream sent nothing in time (idle, connect or answer timeout).' },
-  UPSTREAM_STREAM_INTERRUPTED: { status: 502, severity: 'error', visibility: 'banner', where: 'run', meaning: 'An upstream stream broke off or ended before it was complete.' },
-  UPSTREAM_BAD_RESPONSE: { status: 502, severity: 'error', visibility: 'banner', where: 'run', meaning: 'An upstream sent something unreadable (a malformed line or event).' },
-  AGENT_ERROR: { status: 502, severity: 'error', visibility: 'banner', where: 'run', meaning: 'The agent reported an error of its own.' },
-  RUN_STOPPED: { status: 409, severity: 'info', visibility: 'silent', where: 'run', meaning: 'The run was stopped by stopCopilotRun (or interrupted by a newer run on its thread).' },
-  INSTANCE_LOST: { status: 503, severity: 'error', visibility: 'banner', where: 'run', meaning: 'The gateway instance running the run stopped answering (killed or cut off); the run was ended from its stored events.' },
-  CLIENT_DISCONNECTED: { status: 499, severity: 'info', visibility: 'silent', where: 'run', meaning: 'The client went away before the run finished (logs only).' },
-  INTERNAL_SERVER_ERROR: { status: 500, severity: 'critical', visibility: 'banner', where: 'run', meaning: 'Unexpected error, masked as "Unexpected error." and logged in full.' },
-  CONFIGURATION_ERROR: { status: 500, severity: 'critical', visibility: 'banner', where: 'startup', meaning: 'Invalid configuration.' },
-  INVALID_ARGUMENTS: { status: 400, severity: 'error', visibility: 'banner', where: 'action', meaning: 'The arguments of an action call failed its schema.' },
-  ACTION_FAILED: { status: 500, severity: 'error', visibility: 'banner', where: 'action', meaning: 'A server-side action threw.' },
-  ACTION_TIMEOUT: { status: 504, severity: 'error', visibility: 'banner', where: 'action', meaning: 'A server-side or remote action took longer than actionTimeoutMs.' },
-  BAD_REQUEST: { status: 400, severity: 'error', visibility: 'banner', where: 'http', meaning: 'A malformed HTTP request (invalid JSON, batching, bad method).' },
-  NOT_FOUND: { status: 404, severity: 'error', visibility: 'banner', where: 'http', meaning: 'A path other than the GraphQL path and /health.' },
-  FORBIDDEN_ORIGIN: { status: 403, severity: 'error', visibility: 'banner', where: 'http', meaning: 'A CORS preflight from an origin that is not allowed.' },
-  FORBIDDEN_HOST: { status: 403, severity: 'error', visibility: 'banner', where: 'http', meaning: 'In development, a Host that is not loopback, an IP or allowed.' },
-  PAYLOAD_TOO_LARGE: { status: 413, severity: 'error', visibility: 'banner', where: 'http', meaning: 'A body over maxBodyBytes.' },
-  NOT_ACCEPTABLE: { status: 406, severity: 'error', visibility: 'banner', where: 'http', meaning: 'A streaming operation for a client that takes no streaming format.' },
-  GRAPHQL_PARSE_FAILED: { status: 400, severity: 'error', visibility: 'banner', where: 'http', meaning: 'The document does not parse.' },
-  GRAPHQL_VALIDATION_FAILED: { status: 400, severity: 'error', visibility: 'banner', where: 'http', meaning: 'The document fails validation.' },
-} as const satisfies Record<string, { status: number; severity: Severity; visibility: Visibility; where: ErrorPlace; meaning: string }>;
+import { ERROR_CODES, statusOf, type ErrorCode, type Severity, type Visibility } from './error-codes.js';
 
-export type ErrorPlace = 'request' | 'run' | 'http' | 'action' | 'startup';
-export type ErrorCode = keyof typeof ERROR_CODES;
-
-/** The HTTP status a code stands for. */
-export function statusOf(code: ErrorCode): number {
-  return ERROR_CODES[code].status;
-}
-
-export type Severity = 'critical' | 'error' | 'warning' | 'info';
-/** Who should see the error: CopilotKit's UI shows `banner` errors to developers. */
-export type Visibility = 'banner' | 'toast' | 'silent';
+export { ERROR_CODES, statusOf, type ErrorCode, type ErrorPlace, type Severity, type Visibility } from './error-codes.js';
 
 export interface GatewayErrorOptions {
   /** Overrides the status of the code's table entry (so do `severity` and `visibility`). */
@@ -128,8 +62,9 @@ export class BadUserInputError extends GatewayError {
 }
 
 export class NotSupportedError extends GatewayError {
-  constructor(feature: string) {
-    super('NOT_SUPPORTED', `${feature} is not supported by this gateway yet.`);
+  /** `feature` alone reads "<feature> is not supported by this gateway yet."; `message` says it otherwise. */
+  constructor(feature: string, message = `${feature} is not supported by this gateway yet.`) {
+    super('NOT_SUPPORTED', message);
     this.name = 'NotSupportedError';
   }
 }
@@ -151,9 +86,271 @@ export class AgentNotFoundError extends GatewayError {
   }
 }
 
+/** What every error class below takes besides its message: the table's defaults stand unless said otherwise. */
+export type CodedErrorOptions = GatewayErrorOptions;
+
+// One class per code a call site raises (as undici's errors each fix their own): `new ThreadBusyError(message)`
+// says what it is, and the code, status, severity and visibility come from the table (error-codes.ts).
+
+/** UNAUTHENTICATED: No valid credentials (authentication on). */
+export class UnauthenticatedError extends GatewayError {
+  declare readonly code: 'UNAUTHENTICATED';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('UNAUTHENTICATED', message, options);
+    this.name = 'UnauthenticatedError';
+  }
+}
+
+/** AUTH_UNAVAILABLE: The credentials could not be checked now. */
+export class AuthUnavailableError extends GatewayError {
+  declare readonly code: 'AUTH_UNAVAILABLE';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('AUTH_UNAVAILABLE', message, options);
+    this.name = 'AuthUnavailableError';
+  }
+}
+
+/** CLIENT_DISCONNECTED: The client went away before the run finished. */
+export class ClientDisconnectedError extends GatewayError {
+  declare readonly code: 'CLIENT_DISCONNECTED';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('CLIENT_DISCONNECTED', message, options);
+    this.name = 'ClientDisconnectedError';
+  }
+}
+
+/** STORE_UNAVAILABLE: The thread store cannot be reached, or took none of a run's events for too long. */
+export class StoreUnavailableError extends GatewayError {
+  declare readonly code: 'STORE_UNAVAILABLE';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('STORE_UNAVAILABLE', message, options);
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+/** SHUTTING_DOWN: The instance is shutting down. */
+export class ShuttingDownError extends GatewayError {
+  declare readonly code: 'SHUTTING_DOWN';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('SHUTTING_DOWN', message, options);
+    this.name = 'ShuttingDownError';
+  }
+}
+
+/** RATE_LIMITED: The client is over a limit; details say when to try again. */
+export class RateLimitedError extends GatewayError {
+  declare readonly code: 'RATE_LIMITED';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('RATE_LIMITED', message, options);
+    this.name = 'RateLimitedError';
+  }
+}
+
+/** LIMIT_EXCEEDED: maxTokens or the conversation is over the model limits. */
+export class LimitExceededError extends GatewayError {
+  declare readonly code: 'LIMIT_EXCEEDED';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('LIMIT_EXCEEDED', message, options);
+    this.name = 'LimitExceededError';
+  }
+}
+
+/** INSTANCE_LOST: The instance running the run stopped answering. */
+export class InstanceLostError extends GatewayError {
+  declare readonly code: 'INSTANCE_LOST';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('INSTANCE_LOST', message, options);
+    this.name = 'InstanceLostError';
+  }
+}
+
+/** RUN_STOPPED: The run was stopped. */
+export class RunStoppedError extends GatewayError {
+  declare readonly code: 'RUN_STOPPED';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('RUN_STOPPED', message, options);
+    this.name = 'RunStoppedError';
+  }
+}
+
+/** RUN_NOT_FOUND: No such thread or run in the store. */
+export class RunNotFoundError extends GatewayError {
+  declare readonly code: 'RUN_NOT_FOUND';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('RUN_NOT_FOUND', message, options);
+    this.name = 'RunNotFoundError';
+  }
+}
+
+/** INTERNAL_SERVER_ERROR: Unexpected: masked as "Unexpected error." to clients. */
+export class InternalError extends GatewayError {
+  declare readonly code: 'INTERNAL_SERVER_ERROR';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('INTERNAL_SERVER_ERROR', message, options);
+    this.name = 'InternalError';
+  }
+}
+
+/** ACTION_FAILED: A server-side action threw. */
+export class ActionFailedError extends GatewayError {
+  declare readonly code: 'ACTION_FAILED';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('ACTION_FAILED', message, options);
+    this.name = 'ActionFailedError';
+  }
+}
+
+/** ACTION_TIMEOUT: An action took longer than actionTimeoutMs. */
+export class ActionTimeoutError extends GatewayError {
+  declare readonly code: 'ACTION_TIMEOUT';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('ACTION_TIMEOUT', message, options);
+    this.name = 'ActionTimeoutError';
+  }
+}
+
+/** THREAD_FORBIDDEN: The thread belongs to another principal. */
+export class ThreadForbiddenError extends GatewayError {
+  declare readonly code: 'THREAD_FORBIDDEN';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('THREAD_FORBIDDEN', message, options);
+    this.name = 'ThreadForbiddenError';
+  }
+}
+
+/** THREAD_BUSY: The thread already has a run in progress. */
+export class ThreadBusyError extends GatewayError {
+  declare readonly code: 'THREAD_BUSY';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('THREAD_BUSY', message, options);
+    this.name = 'ThreadBusyError';
+  }
+}
+
+/** OVERLOADED: The process serves its most runs at once. */
+export class OverloadedError extends GatewayError {
+  declare readonly code: 'OVERLOADED';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('OVERLOADED', message, options);
+    this.name = 'OverloadedError';
+  }
+}
+
+/** MISSING_PUBLIC_API_KEY: Guardrails are on and the request has no public API key. */
+export class MissingPublicApiKeyError extends GatewayError {
+  declare readonly code: 'MISSING_PUBLIC_API_KEY';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('MISSING_PUBLIC_API_KEY', message, options);
+    this.name = 'MissingPublicApiKeyError';
+  }
+}
+
+/** HOOK_FAILED: The onBeforeRequest hook threw unexpectedly. */
+export class HookFailedError extends GatewayError {
+  declare readonly code: 'HOOK_FAILED';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('HOOK_FAILED', message, options);
+    this.name = 'HookFailedError';
+  }
+}
+
+/** GUARDRAILS_VALIDATION_FAILED: The guardrails service denied the request. */
+export class GuardrailsDeniedError extends GatewayError {
+  declare readonly code: 'GUARDRAILS_VALIDATION_FAILED';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('GUARDRAILS_VALIDATION_FAILED', message, options);
+    this.name = 'GuardrailsDeniedError';
+  }
+}
+
+/** REQUEST_REFUSED: The onBeforeRequest hook refused the request (for hooks to throw). */
+export class RequestRefusedError extends GatewayError {
+  declare readonly code: 'REQUEST_REFUSED';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('REQUEST_REFUSED', message, options);
+    this.name = 'RequestRefusedError';
+  }
+}
+
+/** MODEL_NOT_ALLOWED: A model outside modelLimits.allowedModels. */
+export class ModelNotAllowedError extends GatewayError {
+  declare readonly code: 'MODEL_NOT_ALLOWED';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('MODEL_NOT_ALLOWED', message, options);
+    this.name = 'ModelNotAllowedError';
+  }
+}
+
+/** NO_MODEL_CONFIGURED: The gateway has no model and the request needs one. */
+export class NoModelConfiguredError extends GatewayError {
+  declare readonly code: 'NO_MODEL_CONFIGURED';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('NO_MODEL_CONFIGURED', message, options);
+    this.name = 'NoModelConfiguredError';
+  }
+}
+
+/** BAD_REQUEST: A malformed HTTP request. */
+export class BadRequestError extends GatewayError {
+  declare readonly code: 'BAD_REQUEST';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('BAD_REQUEST', message, options);
+    this.name = 'BadRequestError';
+  }
+}
+
+/** NOT_FOUND: No such route. */
+export class NotFoundError extends GatewayError {
+  declare readonly code: 'NOT_FOUND';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('NOT_FOUND', message, options);
+    this.name = 'NotFoundError';
+  }
+}
+
+/** FORBIDDEN_ORIGIN: A CORS preflight from an origin that is not allowed. */
+export class ForbiddenOriginError extends GatewayError {
+  declare readonly code: 'FORBIDDEN_ORIGIN';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('FORBIDDEN_ORIGIN', message, options);
+    this.name = 'ForbiddenOriginError';
+  }
+}
+
+/** FORBIDDEN_HOST: In development, a Host that is not allowed. */
+export class ForbiddenHostError extends GatewayError {
+  declare readonly code: 'FORBIDDEN_HOST';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('FORBIDDEN_HOST', message, options);
+    this.name = 'ForbiddenHostError';
+  }
+}
+
+/** PAYLOAD_TOO_LARGE: A body over maxBodyBytes. */
+export class PayloadTooLargeError extends GatewayError {
+  declare readonly code: 'PAYLOAD_TOO_LARGE';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('PAYLOAD_TOO_LARGE', message, options);
+    this.name = 'PayloadTooLargeError';
+  }
+}
+
+/** NOT_ACCEPTABLE: A streaming operation for a client that takes no streaming format. */
+export class NotAcceptableError extends GatewayError {
+  declare readonly code: 'NOT_ACCEPTABLE';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('NOT_ACCEPTABLE', message, options);
+    this.name = 'NotAcceptableError';
+  }
+}
+
 /** A model provider, an agent or another upstream service failed. */
+/** The codes an upstream's failure may have (an agent's own error is one). */
+export type UpstreamErrorCode = Extract<ErrorCode, `UPSTREAM_${string}`> | 'AGENT_ERROR';
+
 export class UpstreamError extends GatewayError {
-  constructor(code: ErrorCode, message: string, options: GatewayErrorOptions = {}) {
+  declare readonly code: UpstreamErrorCode;
+  constructor(code: UpstreamErrorCode, message: string, options: GatewayErrorOptions = {}) {
     super(code, message, options);
     this.name = 'UpstreamError';
   }
@@ -162,7 +359,7 @@ export class UpstreamError extends GatewayError {
 /** Turns anything thrown into a GatewayError; unknown errors become a masked INTERNAL_SERVER_ERROR. */
 export function toGatewayError(error: unknown): GatewayError {
   if (error instanceof GatewayError) return error;
-  return new GatewayError('INTERNAL_SERVER_ERROR', 'Unexpected error.', { cause: error });
+  return new InternalError('Unexpected error.', { cause: error });
 }
 
 /** Exhaustiveness check for switches over union types. */

@@ -1,4 +1,4 @@
-import { GatewayError, UpstreamError, type ErrorCode } from '../core/errors.js';
+import { GatewayError, UpstreamError, type UpstreamErrorCode } from '../core/errors.js';
 
 /**
  * The one mapping from what an upstream did (an HTTP status, a network error) to the gateway's
@@ -9,7 +9,7 @@ import { GatewayError, UpstreamError, type ErrorCode } from '../core/errors.js';
  */
 
 /** The code an upstream's HTTP status stands for. */
-export function codeForStatus(status: number): ErrorCode {
+export function codeForStatus(status: number): UpstreamErrorCode {
   if (status === 401 || status === 403) return 'UPSTREAM_AUTHENTICATION_FAILED';
   if (status === 408 || status === 504) return 'UPSTREAM_TIMEOUT';
   if (status === 429) return 'UPSTREAM_RATE_LIMITED';
