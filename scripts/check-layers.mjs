@@ -10,11 +10,12 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 
+// `node scripts/check-layers.mjs [folder]`: src/ by default; another folder laid out the same way for its test.
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const src = join(root, 'src');
+const src = resolve(process.argv[2] ?? join(root, 'src'));
 
 /** From the ground floor up. A pattern is a path under src/: a folder (ending in /) or a file. */
-export const LAYERS = [
+const LAYERS = [
   { name: 'core', paths: ['core/'] },
   { name: 'upstream clients', paths: ['upstream/'] },
   {
