@@ -1,7 +1,7 @@
-import { GraphQLError, type GraphQLSchema } from 'graphql';
+import type { GraphQLSchema } from 'graphql';
 import { CloseCode, type ServerOptions } from 'graphql-ws';
 import type { Logger } from 'pino';
-import { GatewayError } from '../../core/errors.js';
+import { BadUserInputError, UnauthenticatedError } from '../../core/errors.js';
 import { MAX_NESTING, nestsDeeperThan } from '../../core/depth.js';
 import type { DocumentCache } from '../../graphql/documents.js';
 import type { AccessControl } from '../access.js';
@@ -63,7 +63,7 @@ export function operationAdmission(
     if (expiresAt !== undefined && Date.now() >= expiresAt) return [codedError(credentialsExpired())];
     const prepare = () => {
       if (nestsDeeperThan(payload.variables) || nestsDeeperThan(payload.extensions)) {
-        return [new GraphQLError(`The variables nest deeper than ${MAX_NESTING} levels.`, { extensions: { code: 'BAD_USER_INPUT' } })];
+        return [codedError(new BadUserInputError(`The variables nest deeper than ${MAX_NESTING} levels.`))];
       }
       const prepared = documents.prepare(payload.query);
       if (prepared.errors) return [...prepared.errors];
@@ -77,6 +77,6 @@ export function operationAdmission(
 }
 
 /** An operation asked on a connection whose credentials have expired. */
-function credentialsExpired(): GatewayError {
-  return new GatewayError('UNAUTHENTICATED', 'The connection\'s credentials have expired: connect again with fresh ones.');
+function credentialsExpired(): UnauthenticatedError {
+  return new UnauthenticatedError('The connection\'s credentials have expired: connect again with fresh ones.');
 }
