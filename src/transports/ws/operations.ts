@@ -15,11 +15,14 @@ import { WsResultSink } from './messages.js';
 // graphql-ws reads (queries and the mutation through OperationStream, subscriptions from the executor).
 
 /**
- * The per-operation context, plus the controller that aborts the operation's run (not for
- * subscriptions), the subscribe message's payload (let go of once a stream exists) and, for
- * subscriptions, where a pushed stream writes.
+ * One operation's execution arguments: graphql-ws hands the same object (onSubscribe's) to `context`,
+ * `execute` and `subscribe`, and keeps it until the operation ends. What the transport keeps of the
+ * operation rides on it, set by `context` (operationContext), rather than on the GraphQL context,
+ * which resolvers and the executor see.
  */
-export type OperationContext = GatewayContext & {
+interface OperationArgs extends ExecutionArgs {
+  contextValue: GatewayContext;
+  /** Aborts a query's or mutation's run when the operation ends (operationEnd); none for a subscription. */
   controller: AbortController | undefined;
   /**
    * The payload of the parsed message graphql-ws holds (typed read-only for hooks): the client's
@@ -27,16 +30,24 @@ export type OperationContext = GatewayContext & {
    * subscription's stream exists (serveSubscription).
    */
   message: { variables?: unknown; query: string } | undefined;
-  /** Where a subscription's results go when its stream is pushed (graphql/fast/subscribe.ts). */
+  /** Where a subscription's results go when its stream is pushed (graphql/fast/push-stream.ts). */
   sink: ResultSink | undefined;
-};
+}
 
-/** graphql-ws's `context` hook: an operation's GraphQL context (OperationContext). */
+/** The arguments of an operation whose context operationContext made: what `execute` and `subscribe` are given. */
+function operationArgs(args: ExecutionArgs): OperationArgs {
+  return args as OperationArgs;
+}
+
+/**
+ * graphql-ws's `context` hook: an operation's GraphQL context, and what the transport keeps of the
+ * operation beside it (OperationArgs).
+ */
 export function operationContext(
   launcher: RunLauncher,
   logger: Logger,
 ): NonNullable<ServerOptions<Record<string, unknown>, ConnectionExtra>['context']> {
-  return (ctx, id, payload, args): OperationContext => {
+  return (ctx, id, payload, args): GatewayContext => {
     const requestId = randomUUID();
     const bindings = { requestId, operationId: id, transport: 'ws' };
     // A subscription's stream stops its run when it ends; queries and mutations get a signal.
@@ -44,6 +55,10 @@ export function operationContext(
     // logger instead of having a child logger of its own.
     const subscription = getOperationAST(args.document, args.operationName)?.operation === 'subscription';
     const controller = subscription ? undefined : new AbortController();
+    const operation = operationArgs(args);
+    operation.controller = controller;
+    operation.message = payload as OperationArgs['message'];
+    operation.sink = subscription && ctx.extra.socket ? new WsResultSink(ctx.extra.socket, id) : undefined;
     return {
       requestId,
       logger: subscription ? logger : logger.child(bindings),
@@ -56,9 +71,6 @@ export function operationContext(
       publicApiKey: stringParam(ctx.connectionParams, 'x-copilotcloud-public-api-key'),
       principal: ctx.extra.admitted?.principal,
       client: ctx.extra.admitted?.client ?? (ctx.extra.facts ? `ip:${ctx.extra.facts.clientAddress ?? 'unknown'}` : undefined),
-      controller,
-      message: payload as OperationContext['message'],
-      sink: subscription && ctx.extra.socket ? new WsResultSink(ctx.extra.socket, id) : undefined,
     };
   };
 }
@@ -71,11 +83,11 @@ const DONE: IteratorResult<never> = Object.freeze({ value: undefined, done: true
  * line says so. Subscriptions have no signal: ending their event stream returns its source, which
  * aborts the run (graphql/fast/subscribe.ts).
  */
-function operationEnd(args: ExecutionArgs): () => void {
-  const context = args.contextValue as OperationContext;
+function operationEnd(args: OperationArgs): () => void {
+  const context = args.contextValue;
   const started = performance.now();
   return () => {
-    context.controller?.abort(OPERATION_ENDED);
+    args.controller?.abort(OPERATION_ENDED);
     context.logger.info(
       { ...context.logBindings, operationName: args.operationName ?? null, durationMs: Math.round(performance.now() - started) },
       'operation completed',
@@ -88,7 +100,7 @@ function operationEnd(args: ExecutionArgs): () => void {
  * `complete` while a plain (not streamed) mutation waits for its run reaches `return()` and stops it.
  */
 export function serveExecution(args: ExecutionArgs, executor: Executor): AsyncGenerator<ExecutionResult> {
-  return new OperationStream(executionParts(args, executor), operationEnd(args));
+  return new OperationStream(executionParts(args, executor), operationEnd(operationArgs(args)));
 }
 
 async function* executionParts(args: ExecutionArgs, executor: Executor): AsyncGenerator<ExecutionResult> {
@@ -108,12 +120,12 @@ export async function serveSubscription(
   args: ExecutionArgs,
   subscribe: (args: ExecutionArgs, onEnd: () => void, sink?: ResultSink) => Promise<AsyncGenerator<ExecutionResult> | ExecutionResult>,
 ): Promise<AsyncGenerator<ExecutionResult> | ExecutionResult> {
-  const context = args.contextValue as OperationContext;
-  const end = operationEnd(args);
+  const operation = operationArgs(args);
+  const end = operationEnd(operation);
   let result;
   try {
     // The response stream ends the operation itself (calls `end`) however it ends: no wrapper per stream.
-    result = await subscribe(args, end, context.sink);
+    result = await subscribe(args, end, operation.sink);
   } catch (error) {
     end();
     throw error;
@@ -122,8 +134,8 @@ export async function serveSubscription(
     // graphql-ws keeps the subscribe message and these arguments until the operation ends. The run
     // has its input now and the event stream what it needs: the variables (the whole conversation,
     // parsed) and the query text are let go instead of being held for the stream's life.
-    if (context.message) Object.assign(context.message, { variables: undefined, query: '' });
-    context.message = undefined;
+    if (operation.message) Object.assign(operation.message, { variables: undefined, query: '' });
+    operation.message = undefined;
     args.variableValues = undefined;
     return result;
   }
