@@ -22,6 +22,7 @@ export interface ConnectionExtra {
    */
   slot?: SubscribePayload;
 }
+
 /**
  * Messages graphql-ws is still handling: a `subscribe` is handled until its operation has ended and
  * its `complete` has been sent. Closing waits for them, so that no client loses the end of its run.
@@ -51,6 +52,7 @@ export class OperationCount {
     });
   }
 }
+
 /** What every connection of one server shares. */
 export interface ConnectionShared {
   protocol: Server<ConnectionExtra>;
@@ -73,9 +75,11 @@ interface Expiry {
 
 /** The longest delay setTimeout takes. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** Where a socket's shared listeners find its connection. */
 const CONNECTION = Symbol('graphql-ws connection');
 type ServedSocket = WebSocket & { [CONNECTION]?: WsConnection };
+
 /**
  * The connection's credentials expire at `at` (milliseconds since the epoch): see WsConnection.expireAt.
  * Nothing happens for a socket that is not (or no longer) served.

@@ -7,9 +7,8 @@ import type { ResultSink } from '../../graphql/fast/subscribe.js';
 // What a WebSocket client is sent: a pushed subscription's `next` messages, and errors in the shape
 // graphql-ws's `next` and `error` messages carry them.
 
-
 /**
- * The `next` messages of a pushed subscription (graphql/fast/subscribe.ts), written straight to the
+ * The `next` messages of a pushed subscription (graphql/fast/push-stream.ts), written straight to the
  * socket: graphql-ws's own `next` for a result, with the same hook (`onNext`: errors formatted for
  * the client), the same message (`{"id","type":"next","payload"}`, stringified the same way) and the
  * same pace (the next event is executed once this one is written). What it saves is graphql-ws's
