@@ -27,7 +27,8 @@ jest.unstable_mockModule('@graphql-tools/executor', () => ({
   },
 }));
 // Imported only now, so that they (and the gateway the harness imports) take the stand-in.
-const { createSubscriber, eventsRunCompiled } = await import('../src/graphql/fast/subscribe.js');
+const { createSubscriber } = await import('../src/graphql/fast/subscribe.js');
+const { eventsRunCompiled } = await import('../src/graphql/fast/event-documents.js');
 const { runInput, silentLogger, userMessage } = await import('./support/harness.js');
 const { buildSchema } = await import('../src/graphql/schema.js');
 

@@ -8,7 +8,7 @@ import { FakeOpenAI } from './support/fake-openai.js';
 import { WS_RUN as RUN } from './support/documents.js';
 import { rawWsExchange } from './support/fuzz-client.js';
 import { eventually, runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
-import { nextMessage, withWsErrors } from '../src/transports/ws.js';
+import { nextMessage, withWsErrors } from '../src/transports/ws/messages.js';
 import { buildSchema } from '../src/graphql/schema.js';
 
 // graphql-ws's own client (and urql over it) against the gateway's WebSocket transport.

@@ -1,0 +1,208 @@
+import { randomUUID } from 'node:crypto';
+import { isIncrementalResults } from '@graphql-tools/executor';
+import { getOperationAST, type ExecutionArgs, type ExecutionResult } from 'graphql';
+import type { ServerOptions } from 'graphql-ws';
+import type { Logger } from 'pino';
+import { OPERATION_ENDED } from '../../core/abort.js';
+import type { RunLauncher } from '../../engine/launcher.js';
+import type { GatewayContext } from '../../graphql/context.js';
+import type { Executor } from '../../graphql/executor.js';
+import type { ResultSink } from '../../graphql/fast/subscribe.js';
+import type { ConnectionExtra } from './connection.js';
+import { WsResultSink } from './messages.js';
+
+// Serving one operation once graphql-ws has admitted it: its context, its run's end, and the results
+// graphql-ws reads (queries and the mutation through OperationStream, subscriptions from the executor).
+
+/**
+ * One operation's execution arguments: graphql-ws hands the same object (onSubscribe's) to `context`,
+ * `execute` and `subscribe`, and keeps it until the operation ends. What the transport keeps of the
+ * operation rides on it, set by `context` (operationContext), rather than on the GraphQL context,
+ * which resolvers and the executor see.
+ */
+interface OperationArgs extends ExecutionArgs {
+  contextValue: GatewayContext;
+  /** Aborts a query's or mutation's run when the operation ends (operationEnd); none for a subscription. */
+  controller: AbortController | undefined;
+  /**
+   * The payload of the parsed message graphql-ws holds (typed read-only for hooks): the client's
+   * own, or an empty one when the transport kept the payload (slimSubscribe). Emptied once a
+   * subscription's stream exists (serveSubscription).
+   */
+  message: { variables?: unknown; query: string } | undefined;
+  /** Where a subscription's results go when its stream is pushed (graphql/fast/push-stream.ts). */
+  sink: ResultSink | undefined;
+}
+
+/** The arguments of an operation whose context operationContext made: what `execute` and `subscribe` are given. */
+function operationArgs(args: ExecutionArgs): OperationArgs {
+  return args as OperationArgs;
+}
+
+/**
+ * graphql-ws's `context` hook: an operation's GraphQL context, and what the transport keeps of the
+ * operation beside it (OperationArgs).
+ */
+export function operationContext(
+  launcher: RunLauncher,
+  logger: Logger,
+): NonNullable<ServerOptions<Record<string, unknown>, ConnectionExtra>['context']> {
+  return (ctx, id, payload, args): GatewayContext => {
+    const requestId = randomUUID();
+    const bindings = { requestId, operationId: id, transport: 'ws' };
+    // A subscription's stream stops its run when it ends; queries and mutations get a signal.
+    // A subscription (held for long, thousands at once) passes its log fields on to its run's
+    // logger instead of having a child logger of its own.
+    const subscription = getOperationAST(args.document, args.operationName)?.operation === 'subscription';
+    const controller = subscription ? undefined : new AbortController();
+    const operation = operationArgs(args);
+    operation.controller = controller;
+    operation.message = payload as OperationArgs['message'];
+    operation.sink = subscription && ctx.extra.socket ? new WsResultSink(ctx.extra.socket, id) : undefined;
+    return {
+      requestId,
+      logger: subscription ? logger : logger.child(bindings),
+      logBindings: subscription ? bindings : undefined,
+      signal: controller?.signal,
+      launcher,
+      allowance: { used: false },
+      acceptsIncremental: true,
+      // Browsers cannot set headers on a WebSocket: the key comes in connection_init's payload.
+      publicApiKey: stringParam(ctx.connectionParams, 'x-copilotcloud-public-api-key'),
+      principal: ctx.extra.admitted?.principal,
+      client: ctx.extra.admitted?.client ?? (ctx.extra.facts ? `ip:${ctx.extra.facts.clientAddress ?? 'unknown'}` : undefined),
+    };
+  };
+}
+
+const DONE: IteratorResult<never> = Object.freeze({ value: undefined, done: true }) as IteratorResult<never>;
+
+/**
+ * Called once when an operation ends (its last result, an error, the client's `complete`, a closed
+ * socket): a query's or mutation's signal is aborted, which stops the run it started, and one log
+ * line says so. Subscriptions have no signal: ending their event stream returns its source, which
+ * aborts the run (graphql/fast/subscribe.ts).
+ */
+function operationEnd(args: OperationArgs): () => void {
+  const context = args.contextValue;
+  const started = performance.now();
+  return () => {
+    args.controller?.abort(OPERATION_ENDED);
+    context.logger.info(
+      { ...context.logBindings, operationName: args.operationName ?? null, durationMs: Math.round(performance.now() - started) },
+      'operation completed',
+    );
+  };
+}
+
+/**
+ * Queries and the mutation: an iterator handed over at once, before the result is ready, so that a
+ * `complete` while a plain (not streamed) mutation waits for its run reaches `return()` and stops it.
+ */
+export function serveExecution(args: ExecutionArgs, executor: Executor): AsyncGenerator<ExecutionResult> {
+  return new OperationStream(executionParts(args, executor), operationEnd(operationArgs(args)));
+}
+
+async function* executionParts(args: ExecutionArgs, executor: Executor): AsyncGenerator<ExecutionResult> {
+  // The executor as Apollo runs it for HTTP.
+  const result = await executor.execute(args);
+  if (isIncrementalResults(result)) {
+    // @defer/@stream over graphql-ws: the initial result, then each incremental payload.
+    yield result.initialResult as ExecutionResult;
+    yield* result.subsequentResults as AsyncIterable<ExecutionResult>;
+  } else {
+    yield result as ExecutionResult;
+  }
+}
+
+/** Subscriptions: the response stream (or the error result) once the source stream exists. */
+export async function serveSubscription(
+  args: ExecutionArgs,
+  subscribe: (args: ExecutionArgs, onEnd: () => void, sink?: ResultSink) => Promise<AsyncGenerator<ExecutionResult> | ExecutionResult>,
+): Promise<AsyncGenerator<ExecutionResult> | ExecutionResult> {
+  const operation = operationArgs(args);
+  const end = operationEnd(operation);
+  let result;
+  try {
+    // The response stream ends the operation itself (calls `end`) however it ends: no wrapper per stream.
+    result = await subscribe(args, end, operation.sink);
+  } catch (error) {
+    end();
+    throw error;
+  }
+  if ('next' in result) {
+    // graphql-ws keeps the subscribe message and these arguments until the operation ends. The run
+    // has its input now and the event stream what it needs: the variables (the whole conversation,
+    // parsed) and the query text are let go instead of being held for the stream's life.
+    if (operation.message) Object.assign(operation.message, { variables: undefined, query: '' });
+    operation.message = undefined;
+    args.variableValues = undefined;
+    return result;
+  }
+  end();
+  return result;
+}
+
+/**
+ * An operation's results as graphql-ws iterates them. graphql-ws always has a `next()` pending, and
+ * an async generator would queue `return()` behind it: the run would hear of a `complete` or a closed
+ * socket only when its next event arrived, or never. So `return()` ends the operation at once (its
+ * signal aborts the run) and anything the ending run still produces is not passed on. Written with
+ * `then` and handlers made once per operation: an operation spends its life waiting for its next
+ * result, and an awaiting async method holds a frame, two closures and two promises for it.
+ */
+class OperationStream implements AsyncGenerator<ExecutionResult> {
+  private ended = false;
+
+  constructor(
+    private readonly results: AsyncIterator<ExecutionResult>,
+    private readonly onEnd: () => void,
+  ) {}
+
+  next(): Promise<IteratorResult<ExecutionResult>> {
+    if (this.ended) return Promise.resolve(DONE);
+    return this.results.next().then(this.onResult, this.onError);
+  }
+
+  private readonly onResult = (result: IteratorResult<ExecutionResult>): IteratorResult<ExecutionResult> => {
+    if (this.ended) return DONE;
+    if (result.done) this.end();
+    return result;
+  };
+
+  private readonly onError = (error: unknown): never => {
+    this.end();
+    throw error;
+  };
+
+  async return(): Promise<IteratorResult<ExecutionResult>> {
+    this.end();
+    await this.results.return?.();
+    return DONE;
+  }
+
+  async throw(error?: unknown): Promise<IteratorResult<ExecutionResult>> {
+    this.end();
+    await this.results.return?.();
+    throw error;
+  }
+
+  private end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.onEnd();
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.return();
+  }
+}
+
+function stringParam(params: Record<string, unknown> | undefined, name: string): string | undefined {
+  const value = params?.[name];
+  return typeof value === 'string' && value.trim() ? value.trim() : undefined;
+}

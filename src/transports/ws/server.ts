@@ -1,0 +1,102 @@
+import type { IncomingMessage, Server } from 'node:http';
+import type { GraphQLSchema } from 'graphql';
+import { handleProtocols, makeServer } from 'graphql-ws';
+import type { Logger } from 'pino';
+import { WebSocketServer } from 'ws';
+import type { RunLauncher } from '../../engine/launcher.js';
+import { DocumentCache } from '../../graphql/documents.js';
+import type { Executor } from '../../graphql/executor.js';
+import { allValidationRules } from '../../graphql/validation.js';
+import type { AccessControl } from '../access.js';
+import { isSameOrigin, type CorsPolicy } from '../cors.js';
+import type { HostPolicy } from '../hosts.js';
+import { connectionAuthentication, operationAdmission } from './admission.js';
+import { OperationCount, WsConnection, type ConnectionExtra, type ConnectionShared } from './connection.js';
+import { KeepAlive } from './keep-alive.js';
+import { formatForWs, withWsErrors } from './messages.js';
+import { operationContext, serveExecution, serveSubscription } from './operations.js';
+
+export interface WsTransportOptions {
+  server: Server;
+  /** Largest accepted WebSocket message, like the HTTP body limit. */
+  maxPayloadBytes: number;
+  /** Every socket is pinged this often; one that has not answered the previous ping is dropped. */
+  keepAliveMs: number;
+  /** Introspection allowed (Sandbox on). */
+  introspection: boolean;
+  schema: GraphQLSchema;
+  /** What runs the operations (graphql/executor.ts). */
+  executor: Executor;
+  launcher: RunLauncher;
+  path: string;
+  cors: CorsPolicy;
+  hosts: HostPolicy;
+  logger: Logger;
+  /** Authentication at connection_init, requests per minute per operation. */
+  access: AccessControl;
+  /** Told when a socket opens and closes (metrics). */
+  onConnection?: (delta: 1 | -1) => void;
+}
+
+/**
+ * graphql-ws on the same server, port and path as HTTP. Every operation works: the `copilotRun`
+ * subscription, and queries and the mutation (with @defer/@stream, delivered as `next` messages).
+ * Completing an operation or closing the socket aborts the run it started.
+ */
+export function attachWebSocketTransport(options: WsTransportOptions): { dispose: () => Promise<void> } {
+  const { server, schema, launcher, path, cors, logger, executor } = options;
+  const subscribe = executor.subscribe;
+  const documents = new DocumentCache(schema, allValidationRules(options.introspection), options.introspection);
+  const wss = new WebSocketServer({
+    server,
+    path,
+    maxPayload: options.maxPayloadBytes,
+    handleProtocols,
+    // Browsers always send Origin; refuse cross-site pages that are not allowed, as for HTTP.
+    verifyClient: ({ req }: { req: IncomingMessage }) => {
+      if (!options.hosts.isAllowed(req.headers.host)) return false;
+      const origin = req.headers.origin;
+      return origin === undefined || cors.isAllowed(origin) || isSameOrigin(origin, req.headers.host);
+    },
+  });
+
+  const { access } = options;
+  const operations = new OperationCount();
+  const protocol = makeServer<Record<string, unknown>, ConnectionExtra>(
+    {
+      schema,
+      onConnect: connectionAuthentication(access, logger),
+      context: operationContext(launcher, logger),
+      onSubscribe: operationAdmission(access, schema, documents),
+      execute: (args) => serveExecution(args, executor),
+      // Subscriptions: on the fast executor the lean path (graphql/fast/subscribe.ts): one iterator per
+      // stream, no per-event variable coercion; events run on the document compiled by graphql-jit.
+      subscribe: (args) => serveSubscription(args, subscribe),
+      onError: (_ctx, _id, _payload, errors) => errors.map(formatForWs),
+      // Pushed subscriptions write their `next` messages themselves (WsResultSink) with this hook.
+      // graphql-ws's `jsonMessageReplacer` and `onOperation` are not set: a pushed stream would not
+      // see them. Setting one means setting it there too.
+      onNext: (_ctx, _id, _payload, _args, result) => withWsErrors(result),
+    },
+  );
+  const needsFacts = access.authenticating || access.limiter !== undefined;
+  const keepAlive = new KeepAlive(options.keepAliveMs);
+  const shared: ConnectionShared = { protocol, logger, operations, keepAlive, onConnection: options.onConnection };
+  wss.on('connection', (socket, request) => {
+    const extra: ConnectionExtra = needsFacts ? { socket, facts: access.connectionFacts(request) } : { socket };
+    WsConnection.serve(socket, shared, extra);
+  });
+  // `ws` re-emits the HTTP server's errors (such as EADDRINUSE, which listen() reports itself);
+  // without a listener they would be thrown.
+  wss.on('error', (error) => logger.debug({ err: error }, 'WebSocket server error'));
+
+  return {
+    dispose: async () => {
+      keepAlive.stop();
+      // Operations whose runs have ended are still sending their last results: those go out first.
+      await operations.settled(2_000);
+      for (const client of wss.clients) client.close(1001, 'Going away');
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+    },
+  };
+}
