@@ -1,3 +1,4 @@
+import { describe, expect, test } from '@jest/globals';
 import { execFile } from 'node:child_process';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
