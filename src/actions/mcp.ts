@@ -1,6 +1,6 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Logger } from 'pino';
-import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
+import { ActionFailedError, BadUserInputError, ConfigurationError, UpstreamError } from '../core/errors.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import { isHttpUrl } from '../core/urls.js';
 import type { ActionContext, ActionSource, ExecutableAction } from './action.js';
@@ -252,7 +252,9 @@ export class McpServer implements ActionSource {
         result = await client.callTool({ name, arguments: args }, undefined, { signal: context.signal });
       } catch (error) {
         if (context.signal.aborted) throw context.signal.reason;
-        if (this.sdk && error instanceof this.sdk.McpError) throw new GatewayError('ACTION_FAILED', `The MCP tool "${name}" failed: ${error.message}`);
+        if (this.sdk && error instanceof this.sdk.McpError) {
+          throw new ActionFailedError(`The MCP tool "${name}" failed: ${error.message}`);
+        }
         this.lose(describe(error));
         if (attempt === 1) {
           this.retryAt = 0;
@@ -262,7 +264,7 @@ export class McpServer implements ActionSource {
       }
     }
     const text = resultText(result);
-    if (result.isError) throw new GatewayError('ACTION_FAILED', `The MCP tool "${name}" failed: ${text || 'no reason given'}`);
+    if (result.isError) throw new ActionFailedError(`The MCP tool "${name}" failed: ${text || 'no reason given'}`);
     return text;
   }
 }
@@ -318,24 +320,33 @@ export class McpServers {
   private named(properties: Record<string, unknown>): McpServer[] {
     const list = properties.mcpServers;
     if (list === undefined || list === null) return [];
-    if (!Array.isArray(list)) throw new GatewayError('BAD_USER_INPUT', 'properties.mcpServers must be a list of {endpoint, apiKey?}.', { details: { field: 'properties.mcpServers' } });
+    if (!Array.isArray(list)) {
+      throw new BadUserInputError('properties.mcpServers must be a list of {endpoint, apiKey?}.', {
+        field: 'properties.mcpServers',
+      });
+    }
     if (list.length > MAX_NAMED_SERVERS) {
-      throw new GatewayError('BAD_USER_INPUT', `properties.mcpServers may name at most ${MAX_NAMED_SERVERS} servers (got ${list.length}).`, { details: { field: 'properties.mcpServers' } });
+      throw new BadUserInputError(
+        `properties.mcpServers may name at most ${MAX_NAMED_SERVERS} servers (got ${list.length}).`,
+        { field: 'properties.mcpServers' },
+      );
     }
     return list.map((entry, index) => {
       const endpoint = (entry as { endpoint?: unknown })?.endpoint;
       const apiKey = (entry as { apiKey?: unknown })?.apiKey;
       if (typeof endpoint !== 'string' || !isHttpUrl(endpoint) || (apiKey !== undefined && typeof apiKey !== 'string')) {
-        throw new GatewayError('BAD_USER_INPUT', `properties.mcpServers[${index}] must be {endpoint: an http(s) URL, apiKey?: a string}.`, {
-          details: { field: `properties.mcpServers[${index}]` },
-        });
+        throw new BadUserInputError(
+          `properties.mcpServers[${index}] must be {endpoint: an http(s) URL, apiKey?: a string}.`,
+          { field: `properties.mcpServers[${index}]` },
+        );
       }
       if (Array.isArray(this.allowClientServers)) {
         const { host, hostname } = new URL(endpoint);
         if (!this.allowClientServers.includes(host) && !this.allowClientServers.includes(hostname)) {
-          throw new GatewayError('BAD_USER_INPUT', `properties.mcpServers[${index}]: the host ${hostname} is not one this gateway may connect to.`, {
-            details: { field: `properties.mcpServers[${index}]` },
-          });
+          throw new BadUserInputError(
+            `properties.mcpServers[${index}]: the host ${hostname} is not one this gateway may connect to.`,
+            { field: `properties.mcpServers[${index}]` },
+          );
         }
       }
       const key = `${endpoint}\n${apiKey ?? ''}`;

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Dispatcher, fetch as undiciFetch } from 'undici';
-import { GatewayError, UpstreamError } from '../core/errors.js';
+import { BadUserInputError, UpstreamError } from '../core/errors.js';
 import { capitalize, upstreamNetworkError, upstreamStatusError } from './errors.js';
 import { parseRetryAfter } from './retry.js';
 
@@ -27,10 +27,7 @@ export function encodeBody(call: { json?: unknown; who: string }): string | unde
     return JSON.stringify(call.json);
   } catch (error) {
     if (error instanceof RangeError) {
-      throw new GatewayError(
-        'BAD_USER_INPUT',
-        `The request to ${call.who} could not be written: its input nests too deeply.`,
-      );
+      throw new BadUserInputError(`The request to ${call.who} could not be written: its input nests too deeply.`);
     }
     throw error;
   }
