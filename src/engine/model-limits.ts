@@ -3,6 +3,7 @@ import {
   GatewayError,
   LimitExceededError,
   ModelNotAllowedError,
+  UnreachableCaseError,
 } from '../core/errors.js';
 import type { ForwardedParameters, Message } from '../core/messages.js';
 
@@ -143,5 +144,8 @@ function charactersOf(message: Message): number {
       return message.bytes.length;
     case 'agentState':
       return 0;
+    default:
+      // Every kind of message has its case: a new one does not compile until it has.
+      throw new UnreachableCaseError(message);
   }
 }
