@@ -3,8 +3,8 @@ import { ActionCatalog, type ActionSource } from '../actions/action.js';
 import { mcpInstructions, type McpServers } from '../actions/mcp.js';
 import type { ModelAdapter } from '../adapters/adapter.js';
 import type { AgentEntry, AgentThreadState } from '../agents/agent.js';
-import { messagesToCopilotKitJson } from '../agents/copilotkit-messages.js';
 import type { AgentRegistry } from '../agents/registry.js';
+import { storedThreadState } from '../agents/thread-state.js';
 import {
   ClientDisconnectedError,
   GatewayError,
@@ -291,12 +291,12 @@ export class RunLauncher {
     if (found?.foreign || (authenticated && !found?.record)) return { threadExists: false, state: {}, messages: [] };
     const stored = found?.record;
     const storedState = stored?.agentStates.find((state) => state.agentName === agentName);
-    if (stored && storedState) return { threadExists: true, state: parseState(storedState.state), messages: messagesToCopilotKitJson(stored.messages) };
+    if (stored && storedState) return storedThreadState(stored.messages, storedState.state);
     const agent = await this.options.agents.resolve(agentName);
     const signal = caller.signal ?? new AbortController().signal;
     const known = await agent.client.loadState({ agentName, threadId, properties, logger: caller.logger, principal: caller.principal }, signal);
     if (known.threadExists || !stored) return known;
-    return { threadExists: true, state: {}, messages: messagesToCopilotKitJson(stored.messages) };
+    return storedThreadState(stored.messages);
   }
 
   private async driverFor(request: RunRequest, logger: Logger): Promise<RunDriver> {
@@ -315,15 +315,6 @@ export class RunLauncher {
     // As the model's first call will see it: with the context and the MCP tools' instructions.
     checkModelInput(withSystemNote(withContext(messages, request.context), 'gateway-mcp-tools', mcpInstructions(catalog.actions())), options.modelLimits);
     return modelDriver({ request: { ...request, messages, forwardedParameters }, catalog, agents: options.agents.known(), options });
-  }
-}
-
-function parseState(json: string): Record<string, unknown> {
-  try {
-    const state = JSON.parse(json) as unknown;
-    return state !== null && typeof state === 'object' && !Array.isArray(state) ? (state as Record<string, unknown>) : {};
-  } catch {
-    return {};
   }
 }
 
