@@ -103,9 +103,10 @@ export function admitForwardedParameters(
   const maxTokens = parameters.maxTokens;
   if (maxTokens == null) return { ...parameters, maxTokens: ceiling };
   if (maxTokens > ceiling) {
-    throw new LimitExceededError(`forwardedParameters.maxTokens is ${maxTokens}; the most allowed here is ${ceiling}.`, {
-      details: { field: 'forwardedParameters.maxTokens', limit: ceiling, value: maxTokens },
-    });
+    throw new LimitExceededError(
+      `forwardedParameters.maxTokens is ${maxTokens}; the most allowed here is ${ceiling}.`,
+      { details: { field: 'forwardedParameters.maxTokens', limit: ceiling, value: maxTokens } },
+    );
   }
   return parameters;
 }

@@ -11,7 +11,11 @@ import { GatewayError, UpstreamError, type UpstreamErrorCode } from '../core/err
 /** The codes an upstream's HTTP status can stand for. */
 export type StatusErrorCode = Extract<
   UpstreamErrorCode,
-  'UPSTREAM_AUTHENTICATION_FAILED' | 'UPSTREAM_TIMEOUT' | 'UPSTREAM_RATE_LIMITED' | 'UPSTREAM_UNAVAILABLE' | 'UPSTREAM_REJECTED'
+  | 'UPSTREAM_AUTHENTICATION_FAILED'
+  | 'UPSTREAM_TIMEOUT'
+  | 'UPSTREAM_RATE_LIMITED'
+  | 'UPSTREAM_UNAVAILABLE'
+  | 'UPSTREAM_REJECTED'
 >;
 
 /** The code an upstream's HTTP status stands for. */
