@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { guardedChild } from '../core/abort.js';
-import { GatewayError, type ErrorCode } from '../core/errors.js';
+import { ActionTimeoutError, GatewayError, type ErrorCode } from '../core/errors.js';
 import type { ExecutableAction } from './action.js';
 import type { Principal } from '../core/principal.js';
 
@@ -47,7 +47,7 @@ export async function executeAction(action: ExecutableAction, rawArguments: stri
   runSignal.addEventListener('abort', onRunAbort, { once: true });
   const timeout = new ActionTimeout();
   const timer = setTimeout(() => {
-    child.abort(new GatewayError('ACTION_TIMEOUT', `Action "${action.name}" did not finish within ${context.timeoutMs} ms.`));
+    child.abort(new ActionTimeoutError(`Action "${action.name}" did not finish within ${context.timeoutMs} ms.`));
     stop(timeout);
   }, context.timeoutMs);
   try {

@@ -7,6 +7,7 @@ import type {
   ToolResultBlockParam,
   ToolUseBlockParam,
 } from '@anthropic-ai/sdk/resources/messages/messages';
+import { UnreachableCaseError } from '../core/errors.js';
 import type { Message, ToolDefinition } from '../core/messages.js';
 import type { ForwardedParameters } from './adapter.js';
 import { callArgsObject, imageMimeType } from './conversion.js';
@@ -79,6 +80,9 @@ export function toAnthropicMessages(messages: readonly Message[]): { system: str
       }
       case 'agentState':
         break;
+      default:
+        // Every kind of message has its case: a new one does not compile until it has.
+        throw new UnreachableCaseError(message);
     }
   }
   return { system: system.length ? system.join('\n\n') : undefined, messages: turns };

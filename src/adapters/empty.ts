@@ -1,4 +1,4 @@
-import { GatewayError } from '../core/errors.js';
+import { NoModelConfiguredError } from '../core/errors.js';
 import type { ModelAdapter } from './adapter.js';
 
 /** For agent-only deployments: there is no model, so a request that needs one fails clearly. */
@@ -6,8 +6,7 @@ export class EmptyAdapter implements ModelAdapter {
   readonly name = 'empty';
 
   async stream(): Promise<void> {
-    throw new GatewayError(
-      'NO_MODEL_CONFIGURED',
+    throw new NoModelConfiguredError(
       'This gateway has no model configured (EmptyAdapter), so it cannot answer chat requests. Configure a model adapter.',
     );
   }

@@ -1,4 +1,5 @@
 import type { Content, FunctionCallingConfigMode, FunctionDeclaration, Part, ToolConfig } from '@google/genai';
+import { UnreachableCaseError } from '../core/errors.js';
 import type { Message, ToolDefinition } from '../core/messages.js';
 import type { ForwardedParameters } from './adapter.js';
 import { callArgsObject, imageMimeType } from './conversion.js';
@@ -72,6 +73,9 @@ export function toGeminiContents(
       }
       case 'agentState':
         break;
+      default:
+        // Every kind of message has its case: a new one does not compile until it has.
+        throw new UnreachableCaseError(message);
     }
   }
   return { systemInstruction: system.length ? system.join('\n\n') : undefined, contents };

@@ -1,7 +1,7 @@
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import type { AIMessageChunk, BaseMessage, MessageContent } from '@langchain/core/messages';
 import type { Runnable } from '@langchain/core/runnables';
-import { ConfigurationError, GatewayError } from '../core/errors.js';
+import { ConfigurationError, GatewayError, NotSupportedError, UnreachableCaseError } from '../core/errors.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import type { Message, ToolDefinition } from '../core/messages.js';
 import { upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
@@ -96,7 +96,10 @@ export class LangChainAdapter implements ModelAdapter {
     let bound: Runnable<BaseMessage[], AIMessageChunk> = model!;
     if (tools.length) {
       if (typeof model!.bindTools !== 'function') {
-        throw new GatewayError('NOT_SUPPORTED', 'This LangChain chat model cannot call tools (it has no bindTools), and the request offers some.');
+        throw new NotSupportedError(
+          'Tools',
+          'This LangChain chat model cannot call tools (it has no bindTools), and the request offers some.',
+        );
       }
       const toolChoice = langChainToolChoice(request.forwardedParameters);
       bound = model!.bindTools(tools, toolChoice === undefined ? {} : { tool_choice: toolChoice });
@@ -148,6 +151,9 @@ export async function toLangChainMessages(messages: readonly Message[]): Promise
         break;
       case 'agentState':
         break;
+      default:
+        // Every kind of message has its case: a new one does not compile until it has.
+        throw new UnreachableCaseError(message);
     }
   }
   return out;

@@ -5,6 +5,7 @@ import type {
   ChatCompletionTool,
   ChatCompletionToolChoiceOption,
 } from 'openai/resources/chat/completions';
+import { UnreachableCaseError } from '../core/errors.js';
 import type { Message, ToolDefinition } from '../core/messages.js';
 import type { ForwardedParameters } from './adapter.js';
 
@@ -74,6 +75,9 @@ export function toChatMessages(messages: readonly Message[]): ChatCompletionMess
       case 'result':
       case 'agentState':
         break;
+      default:
+        // Every kind of message has its case: a new one does not compile until it has.
+        throw new UnreachableCaseError(message);
     }
   }
   flushResults();

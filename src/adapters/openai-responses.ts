@@ -1,6 +1,6 @@
 import type { EventSourceMessage } from 'eventsource-parser';
 import type { FunctionTool, ResponseInputItem, ResponseStreamEvent, ToolChoiceFunction, ToolChoiceOptions } from 'openai/resources/responses/responses';
-import { UpstreamError } from '../core/errors.js';
+import { UnreachableCaseError, UpstreamError } from '../core/errors.js';
 import type { Message, ToolDefinition } from '../core/messages.js';
 import type { ForwardedParameters, ModelOutput } from './adapter.js';
 import { imageMimeType } from './conversion.js';
@@ -31,6 +31,9 @@ export function toResponsesInput(messages: readonly Message[]): ResponseInputIte
         break;
       case 'agentState':
         break;
+      default:
+        // Every kind of message has its case: a new one does not compile until it has.
+        throw new UnreachableCaseError(message);
     }
   }
   return input;

@@ -1,5 +1,6 @@
 import type { AssistantMessage, Message as AgUiMessage, ResumeEntry, ToolCall } from '@ag-ui/core';
 import type { Message, MetaEventInput } from '../core/messages.js';
+import { UnreachableCaseError } from '../core/errors.js';
 
 /**
  * The conversation as AG-UI messages: text keeps its role; action calls become the `toolCalls` of
@@ -42,6 +43,9 @@ export function toAgUiMessages(messages: readonly Message[]): AgUiMessage[] {
         break;
       case 'agentState':
         break;
+      default:
+        // Every kind of message has its case: a new one does not compile until it has.
+        throw new UnreachableCaseError(message);
     }
   }
   return out;

@@ -1,4 +1,5 @@
 import type { Message, MetaEventInput } from '../core/messages.js';
+import { UnreachableCaseError } from '../core/errors.js';
 
 /**
  * CopilotKit's JSON message forms: what a remote endpoint's `/agents/execute` receives (the
@@ -36,6 +37,9 @@ export function toRuntimeMessages(messages: readonly Message[]): Record<string, 
           state: parseObject(message.state),
           running: message.running,
         };
+      default:
+        // Every kind of message has its case: a new one does not compile until it has.
+        throw new UnreachableCaseError(message);
     }
   });
 }
@@ -112,8 +116,12 @@ export function messagesToCopilotKitJson(messages: readonly Message[]): Record<s
       case 'result':
         out.push({ id: message.id, actionExecutionId: message.actionExecutionId, actionName: message.actionName, result: message.result });
         break;
-      default:
+      case 'image':
+      case 'agentState':
         break;
+      default:
+        // Every kind of message has its case: a new one does not compile until it has.
+        throw new UnreachableCaseError(message);
     }
   }
   return out;

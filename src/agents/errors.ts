@@ -1,4 +1,4 @@
-import { GatewayError, UpstreamError } from '../core/errors.js';
+import { GatewayError, InternalError, UpstreamError } from '../core/errors.js';
 
 /** How messages name an agent: `agent "crew"`. */
 export function who(agentName: string): string {
@@ -27,7 +27,7 @@ export function agentStreamEnded(agentName: string, what: string): UpstreamError
  */
 export function namingAgent(error: unknown, agentName: string): unknown {
   if (!(error instanceof GatewayError)) {
-    return new GatewayError('INTERNAL_SERVER_ERROR', 'Unexpected error.', { cause: error, details: { agentName } });
+    return new InternalError('Unexpected error.', { cause: error, details: { agentName } });
   }
   if (error.details?.agentName === agentName || error.code === 'CLIENT_DISCONNECTED') return error;
   const named = new GatewayError(error.code, error.message, {

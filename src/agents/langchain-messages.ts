@@ -1,4 +1,5 @@
 import type { Message } from '../core/messages.js';
+import { UnreachableCaseError } from '../core/errors.js';
 
 /** A LangChain message as LangGraph's API takes and returns it (`type` is human, ai, system or tool). */
 export interface LangChainMessage {
@@ -47,6 +48,9 @@ export function toLangChainMessages(messages: readonly Message[]): LangChainMess
         break;
       case 'agentState':
         break;
+      default:
+        // Every kind of message has its case: a new one does not compile until it has.
+        throw new UnreachableCaseError(message);
     }
   }
   return out;

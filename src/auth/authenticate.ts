@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
-import { ConfigurationError, GatewayError } from '../core/errors.js';
+import { AuthUnavailableError, ConfigurationError, GatewayError, UnauthenticatedError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 
 /** What an `authenticate` hook is given: the same for HTTP requests and WebSocket connections. */
@@ -47,7 +47,9 @@ export async function authenticateRequest(hook: Authenticate, request: Authentic
         logger.error({ expiresAt: typeof expiresAt === 'number' ? expiresAt : typeof expiresAt }, 'the authenticate hook returned a principal whose expiresAt is not a time in milliseconds since the epoch (seconds?); the request is refused');
         return { error: hookFailed() };
       }
-      if (expiresAt <= Date.now()) return { error: new GatewayError('UNAUTHENTICATED', 'The credentials were not accepted (they have expired).') };
+      if (expiresAt <= Date.now()) {
+        return { error: new UnauthenticatedError('The credentials were not accepted (they have expired).') };
+      }
     }
     return { principal: { ...principal, method: typeof principal.method === 'string' ? principal.method : 'custom' } };
   } catch (error) {
@@ -64,16 +66,16 @@ export async function authenticateRequest(hook: Authenticate, request: Authentic
 }
 
 /** The answer when the hook failed (threw, or returned what is not a principal): the gateway's problem, not the client's. */
-function hookFailed(): GatewayError {
-  return new GatewayError('AUTH_UNAVAILABLE', 'The credentials could not be checked. Try again, or report it with the request id.');
+function hookFailed(): AuthUnavailableError {
+  return new AuthUnavailableError('The credentials could not be checked. Try again, or report it with the request id.');
 }
 
 /** The answer for missing or invalid credentials: which, without echoing them. */
-export function unauthenticated(authorization: string | undefined, reason?: string): GatewayError {
+export function unauthenticated(authorization: string | undefined, reason?: string): UnauthenticatedError {
   const message = authorization
     ? `The credentials were not accepted${reason ? ` (${reason})` : ''}.`
     : 'Authentication is required: send an API key or a token as "Authorization: Bearer <credential>" (over WebSocket, as "authorization" in connection_init\'s payload).';
-  return new GatewayError('UNAUTHENTICATED', message);
+  return new UnauthenticatedError(message);
 }
 
 /**

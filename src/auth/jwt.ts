@@ -1,5 +1,5 @@
 import { createRemoteJWKSet, errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
-import { ConfigurationError, GatewayError } from '../core/errors.js';
+import { AuthUnavailableError, ConfigurationError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import { isHttpUrl } from '../core/urls.js';
 import { bearerToken, unauthenticated, type Authenticate } from './authenticate.js';
@@ -99,7 +99,10 @@ export function jwtAuthenticator(options: JwtOptions): Authenticate {
       if (error instanceof errors.JOSEError && !['ERR_JWKS_TIMEOUT', 'ERR_JWKS_INVALID', 'ERR_JOSE_GENERIC'].includes(code ?? '')) {
         throw unauthenticated(authorization, 'not a valid token');
       }
-      throw new GatewayError('AUTH_UNAVAILABLE', 'The token could not be checked now: the signing keys cannot be fetched. Try again shortly.', { cause: error });
+      throw new AuthUnavailableError(
+        'The token could not be checked now: the signing keys cannot be fetched. Try again shortly.',
+        { cause: error },
+      );
     }
     if (typeof payload.sub !== 'string' || payload.sub === '') throw unauthenticated(authorization, 'the token has no "sub"');
     const principal: Principal = { id: `jwt:${payload.sub}`, method: 'jwt', claims: payload as Record<string, unknown> };

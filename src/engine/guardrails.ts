@@ -1,4 +1,4 @@
-import { GatewayError, UpstreamError } from '../core/errors.js';
+import { GatewayError, GuardrailsDeniedError, UpstreamError } from '../core/errors.js';
 import type { Message } from '../core/messages.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { retryPolicy, type RetryPolicy } from '../upstream/retry.js';
@@ -62,7 +62,7 @@ export class Guardrails {
       context.writer.textContent(messageId, reason);
       context.writer.textEnd(messageId);
       context.logger.info({ guardrailsReason: reason }, 'guardrails denied the request');
-      throw new GatewayError('GUARDRAILS_VALIDATION_FAILED', reason, { details: { guardrailsReason: reason } });
+      throw new GuardrailsDeniedError(reason, { details: { guardrailsReason: reason } });
     };
   }
 

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { ConfigurationError, GatewayError } from '../core/errors.js';
+import { ClientDisconnectedError, ConfigurationError, GatewayError, HookFailedError } from '../core/errors.js';
 import type { ContextEntry, Message } from '../core/messages.js';
 import type { Principal } from '../core/principal.js';
 import { OutputCollector } from '../threads/log.js';
@@ -67,10 +67,12 @@ export async function beforeRequest(hooks: RequestHooks, request: RunRequest, ca
   } catch (error) {
     if (error instanceof GatewayError) throw error;
     logger.error({ err: error }, 'the onBeforeRequest hook threw');
-    throw new GatewayError('HOOK_FAILED', 'The request could not be accepted: a check of this gateway failed. Try again, or report it with the request id.');
+    throw new HookFailedError(
+      'The request could not be accepted: a check of this gateway failed. Try again, or report it with the request id.',
+    );
   }
   // The client went away while the hook ran: nothing is started for it.
-  if (signal?.aborted) throw new GatewayError('CLIENT_DISCONNECTED', 'The client went away before the run started.');
+  if (signal?.aborted) throw new ClientDisconnectedError('The client went away before the run started.');
   const extra = result?.context;
   if (!extra?.length) return request;
   const context = extra.filter((entry) => typeof entry?.description === 'string' && typeof entry?.value === 'string');

@@ -3,9 +3,17 @@ import { ActionCatalog, type ActionSource } from '../actions/action.js';
 import { mcpInstructions, type McpServers } from '../actions/mcp.js';
 import type { ModelAdapter } from '../adapters/adapter.js';
 import type { AgentEntry, AgentThreadState } from '../agents/agent.js';
-import { messagesToCopilotKitJson } from '../agents/copilotkit-messages.js';
 import type { AgentRegistry } from '../agents/registry.js';
-import { GatewayError } from '../core/errors.js';
+import { storedThreadState } from '../agents/thread-state.js';
+import {
+  ClientDisconnectedError,
+  GatewayError,
+  MissingPublicApiKeyError,
+  NotSupportedError,
+  OverloadedError,
+  RateLimitedError,
+  ShuttingDownError,
+} from '../core/errors.js';
 import { agentDriver, type AgentLoopOptions } from './drivers/agent.js';
 import { modelDriver, withContext, withSystemNote } from './drivers/model.js';
 import { admitForwardedParameters, checkModelInput, type ModelLimits } from './model-limits.js';
@@ -139,9 +147,10 @@ export class RunLauncher {
   }
 
   private refuseNewRuns(): void {
-    this.draining ??= new GatewayError('SHUTTING_DOWN', 'This gateway instance is shutting down and starts no new runs; try again (another instance will answer).', {
-      details: { retryAfterSeconds: 1 },
-    });
+    this.draining ??= new ShuttingDownError(
+      'This gateway instance is shutting down and starts no new runs; try again (another instance will answer).',
+      { details: { retryAfterSeconds: 1 } },
+    );
   }
 
   private runEnded(): void {
@@ -156,7 +165,7 @@ export class RunLauncher {
   /** The thread store as the resolvers use it (copilotThread, joinCopilotRun, stopCopilotRun). */
   get threads(): ThreadService {
     const threads = this.options.threads;
-    if (!threads) throw new GatewayError('NOT_SUPPORTED', 'This gateway keeps no threads.');
+    if (!threads) throw new NotSupportedError('Threads', 'This gateway keeps no threads.');
     return threads;
   }
 
@@ -167,7 +176,9 @@ export class RunLauncher {
   async start<View>(asked: RunRequest, caller: RunCaller, attach: (run: RunHandle) => View): Promise<View> {
     if (this.draining) throw this.draining;
     if (this.active >= this.options.maxConcurrentRuns) {
-      throw new GatewayError('OVERLOADED', `The gateway is serving its most runs at once (${this.options.maxConcurrentRuns}); try again shortly.`);
+      throw new OverloadedError(
+        `The gateway is serving its most runs at once (${this.options.maxConcurrentRuns}); try again shortly.`,
+      );
     }
     // The run's place is taken now: the hook and the checks below may wait.
     this.active++;
@@ -185,9 +196,13 @@ export class RunLauncher {
       const request = hooks.onBeforeRequest ? await beforeRequest(hooks, admitted, caller) : admitted;
       const guarded = guardrailsApply(request.guardrails, request.messages);
       if (guarded && !caller.publicApiKey) {
-        throw new GatewayError('MISSING_PUBLIC_API_KEY', 'cloud.guardrails needs a Copilot Cloud public API key: send it in the X-CopilotCloud-Public-API-Key header.');
+        throw new MissingPublicApiKeyError(
+          'cloud.guardrails needs a Copilot Cloud public API key: send it in the X-CopilotCloud-Public-API-Key header.',
+        );
       }
-      if (guarded && !this.options.guardrails) throw new GatewayError('NOT_SUPPORTED', 'Guardrails are not configured on this gateway.');
+      if (guarded && !this.options.guardrails) {
+        throw new NotSupportedError('Guardrails', 'Guardrails are not configured on this gateway.');
+      }
       run = new Run({ threadId: request.threadId, runId: request.runId, logger: caller.logParent ?? caller.logger, logBindings: caller.logBindings, requestId: caller.requestId });
       let driver = await this.driverFor(request, run.logger);
       if (guarded) driver = this.options.guardrails!.guard(driver, request.guardrails!, request.messages, caller.publicApiKey!);
@@ -237,9 +252,11 @@ export class RunLauncher {
     if (!limiter || limiter.limits.concurrentRuns === 0 || !caller.client) return undefined;
     const place = await limiter.acquireRun(caller.client);
     if (typeof place === 'number') {
-      throw new GatewayError('RATE_LIMITED', `This client already has its most runs going at once (${limiter.limits.concurrentRuns}); try again when one has finished.`, {
-        details: { retryAfterSeconds: Math.max(1, Math.ceil(place / 1000)) },
-      });
+      throw new RateLimitedError(
+        `This client already has its most runs going at once (${limiter.limits.concurrentRuns}); ` +
+          'try again when one has finished.',
+        { details: { retryAfterSeconds: Math.max(1, Math.ceil(place / 1000)) } },
+      );
     }
     return place;
   }
@@ -274,12 +291,12 @@ export class RunLauncher {
     if (found?.foreign || (authenticated && !found?.record)) return { threadExists: false, state: {}, messages: [] };
     const stored = found?.record;
     const storedState = stored?.agentStates.find((state) => state.agentName === agentName);
-    if (stored && storedState) return { threadExists: true, state: parseState(storedState.state), messages: messagesToCopilotKitJson(stored.messages) };
+    if (stored && storedState) return storedThreadState(stored.messages, storedState.state);
     const agent = await this.options.agents.resolve(agentName);
     const signal = caller.signal ?? new AbortController().signal;
     const known = await agent.client.loadState({ agentName, threadId, properties, logger: caller.logger, principal: caller.principal }, signal);
     if (known.threadExists || !stored) return known;
-    return { threadExists: true, state: {}, messages: messagesToCopilotKitJson(stored.messages) };
+    return storedThreadState(stored.messages);
   }
 
   private async driverFor(request: RunRequest, logger: Logger): Promise<RunDriver> {
@@ -301,15 +318,6 @@ export class RunLauncher {
   }
 }
 
-function parseState(json: string): Record<string, unknown> {
-  try {
-    const state = JSON.parse(json) as unknown;
-    return state !== null && typeof state === 'object' && !Array.isArray(state) ? (state as Record<string, unknown>) : {};
-  } catch {
-    return {};
-  }
-}
-
-function clientGone(): GatewayError {
-  return new GatewayError('CLIENT_DISCONNECTED', 'The client went away before the run finished.');
+function clientGone(): ClientDisconnectedError {
+  return new ClientDisconnectedError('The client went away before the run finished.');
 }

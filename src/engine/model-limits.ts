@@ -1,4 +1,10 @@
-import { ConfigurationError, GatewayError } from '../core/errors.js';
+import {
+  ConfigurationError,
+  GatewayError,
+  LimitExceededError,
+  ModelNotAllowedError,
+  UnreachableCaseError,
+} from '../core/errors.js';
 import type { ForwardedParameters, Message } from '../core/messages.js';
 
 /**
@@ -73,16 +79,19 @@ export function admitForwardedParameters(
   if (supported) {
     for (const [name, value] of Object.entries(parameters) as [keyof ForwardedParameters, unknown][]) {
       if (value == null || (Array.isArray(value) && value.length === 0) || supported.has(name)) continue;
-      throw new GatewayError('NOT_SUPPORTED', `forwardedParameters.${name} is not supported by this gateway's model (${adapterName}): its own setting applies. Send no ${name}.`, {
-        details: { field: `forwardedParameters.${name}` },
-      });
+      // The base class: NotSupportedError takes no details, and the field named here is on the wire.
+      throw new GatewayError(
+        'NOT_SUPPORTED',
+        `forwardedParameters.${name} is not supported by this gateway's model (${adapterName}): ` +
+          `its own setting applies. Send no ${name}.`,
+        { details: { field: `forwardedParameters.${name}` } },
+      );
     }
   }
   const model = parameters.model;
   if (model != null && model !== '' && limits.allowedModels !== '*' && !limits.allowedModels.has(model)) {
     const allowed = [...limits.allowedModels];
-    throw new GatewayError(
-      'MODEL_NOT_ALLOWED',
+    throw new ModelNotAllowedError(
       allowed.length
         ? `The model "${model}" may not be chosen by clients here. Allowed: ${allowed.join(', ')} (or send no model).`
         : `Clients may not choose the model here: send no forwardedParameters.model.`,
@@ -94,9 +103,10 @@ export function admitForwardedParameters(
   const maxTokens = parameters.maxTokens;
   if (maxTokens == null) return { ...parameters, maxTokens: ceiling };
   if (maxTokens > ceiling) {
-    throw new GatewayError('LIMIT_EXCEEDED', `forwardedParameters.maxTokens is ${maxTokens}; the most allowed here is ${ceiling}.`, {
-      details: { field: 'forwardedParameters.maxTokens', limit: ceiling, value: maxTokens },
-    });
+    throw new LimitExceededError(
+      `forwardedParameters.maxTokens is ${maxTokens}; the most allowed here is ${ceiling}.`,
+      { details: { field: 'forwardedParameters.maxTokens', limit: ceiling, value: maxTokens } },
+    );
   }
   return parameters;
 }
@@ -107,17 +117,19 @@ export function checkModelInput(messages: readonly Message[], limits: ModelLimit
   if (maxMessages === undefined && maxInputChars === undefined) return;
   const sent = messages.filter((message) => message.kind !== 'agentState');
   if (maxMessages !== undefined && sent.length > maxMessages) {
-    throw new GatewayError('LIMIT_EXCEEDED', `The conversation has ${sent.length} messages for the model; the most allowed here is ${maxMessages}.`, {
-      details: { field: 'messages', limit: maxMessages, value: sent.length },
-    });
+    throw new LimitExceededError(
+      `The conversation has ${sent.length} messages for the model; the most allowed here is ${maxMessages}.`,
+      { details: { field: 'messages', limit: maxMessages, value: sent.length } },
+    );
   }
   if (maxInputChars === undefined) return;
   let chars = 0;
   for (const message of sent) chars += charactersOf(message);
   if (chars > maxInputChars) {
-    throw new GatewayError('LIMIT_EXCEEDED', `The conversation has ${chars} characters for the model; the most allowed here is ${maxInputChars}.`, {
-      details: { field: 'messages', limit: maxInputChars, value: chars },
-    });
+    throw new LimitExceededError(
+      `The conversation has ${chars} characters for the model; the most allowed here is ${maxInputChars}.`,
+      { details: { field: 'messages', limit: maxInputChars, value: chars } },
+    );
   }
 }
 
@@ -133,5 +145,8 @@ function charactersOf(message: Message): number {
       return message.bytes.length;
     case 'agentState':
       return 0;
+    default:
+      // Every kind of message has its case: a new one does not compile until it has.
+      throw new UnreachableCaseError(message);
   }
 }

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { BadUserInputError } from '../core/errors.js';
+import { BadUserInputError, UnreachableCaseError } from '../core/errors.js';
 import type { Message } from '../core/messages.js';
 
 type ActionExecution = Extract<Message, { kind: 'actionExecution' }>;
@@ -129,5 +129,8 @@ function sameMessage(a: Message, b: Message): boolean {
       return a.format === (b as typeof a).format && a.bytes === (b as typeof a).bytes;
     case 'agentState':
       return true;
+    default:
+      // Every kind of message has its case: a new one does not compile until it has.
+      throw new UnreachableCaseError(a);
   }
 }

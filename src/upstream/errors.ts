@@ -8,8 +8,18 @@ import { GatewayError, UpstreamError, type UpstreamErrorCode } from '../core/err
  * where noted, because it can quote a key.
  */
 
+/** The codes an upstream's HTTP status can stand for. */
+export type StatusErrorCode = Extract<
+  UpstreamErrorCode,
+  | 'UPSTREAM_AUTHENTICATION_FAILED'
+  | 'UPSTREAM_TIMEOUT'
+  | 'UPSTREAM_RATE_LIMITED'
+  | 'UPSTREAM_UNAVAILABLE'
+  | 'UPSTREAM_REJECTED'
+>;
+
 /** The code an upstream's HTTP status stands for. */
-export function codeForStatus(status: number): UpstreamErrorCode {
+export function codeForStatus(status: number): StatusErrorCode {
   if (status === 401 || status === 403) return 'UPSTREAM_AUTHENTICATION_FAILED';
   if (status === 408 || status === 504) return 'UPSTREAM_TIMEOUT';
   if (status === 429) return 'UPSTREAM_RATE_LIMITED';
@@ -49,13 +59,13 @@ export function upstreamStatusError(who: string, status: number, options: Status
   if (options.retryAfterSeconds !== undefined) details.retryAfterSeconds = options.retryAfterSeconds;
   const detail = options.detail && code !== 'UPSTREAM_AUTHENTICATION_FAILED' ? `: ${truncate(withoutUrls(options.detail), 300)}` : '.';
   const hint = options.hint ? ` ${options.hint}` : '';
-  const what = {
+  const what: string = ({
     UPSTREAM_AUTHENTICATION_FAILED: `refused the credentials (HTTP ${status})`,
     UPSTREAM_TIMEOUT: `timed out (HTTP ${status})`,
     UPSTREAM_RATE_LIMITED: `rate limit was reached (HTTP ${status})`,
     UPSTREAM_UNAVAILABLE: `failed (HTTP ${status})`,
     UPSTREAM_REJECTED: `rejected the request (HTTP ${status})`,
-  }[code as 'UPSTREAM_REJECTED'];
+  } satisfies Record<StatusErrorCode, string>)[code];
   const subject = code === 'UPSTREAM_RATE_LIMITED' ? `${possessive(who)}` : capitalize(who);
   return new UpstreamError(code, `${subject} ${what}${detail}${hint}`, { cause: options.cause, details });
 }

@@ -1,5 +1,6 @@
 import { StringDecoder } from 'node:string_decoder';
 import { UpstreamError } from '../core/errors.js';
+import { capitalize } from './errors.js';
 
 /** The longest line accepted (a runaway line without newlines would otherwise grow without bound). */
 const MAX_LINE_CHARS = 16 * 1024 * 1024;
@@ -83,8 +84,4 @@ export async function* readJsonLines(body: AsyncIterable<Uint8Array>, who: strin
   }
   decoder.end();
   yield* ready.splice(0);
-}
-
-function capitalize(text: string): string {
-  return text.charAt(0).toUpperCase() + text.slice(1);
 }

@@ -1,6 +1,7 @@
 import type { Message } from '../core/messages.js';
 import { MESSAGE_SUCCESS } from '../core/status.js';
 import type { MessageOutputModel } from './models.js';
+import { UnreachableCaseError } from '../core/errors.js';
 
 /** Finished messages (such as those that come with an interrupt) as message outputs, each Success. */
 export function messageOutputs(messages: readonly Message[], createdAt = new Date()): MessageOutputModel[] {
@@ -63,6 +64,9 @@ export function messageOutputs(messages: readonly Message[], createdAt = new Dat
           running: message.running,
           status: MESSAGE_SUCCESS,
         };
+      default:
+        // Every kind of message has its case: a new one does not compile until it has.
+        throw new UnreachableCaseError(message);
     }
   });
 }

@@ -1,6 +1,7 @@
 import type { Principal } from '../../core/principal.js';
 import type { ActionCatalog } from '../../actions/action.js';
 import { executeAction } from '../../actions/executor.js';
+import { UnreachableCaseError } from '../../core/errors.js';
 import type { AgentStateSnapshot, MetaEventPayload } from '../../core/events.js';
 import type { Message } from '../../core/messages.js';
 import type { RunWriter } from '../../core/writer.js';
@@ -111,6 +112,9 @@ export class RoundRecorder implements RunWriter {
           return { kind: 'actionExecution', id: item.id, name: item.name, arguments: item.chunks.join(''), parentMessageId: item.parentMessageId };
         case 'result':
           return { kind: 'result', id: `result-${item.id}`, actionExecutionId: item.id, actionName: item.name, result: item.result };
+        default:
+          // Every kind of item has its case: a new one does not compile until it has.
+          throw new UnreachableCaseError(item);
       }
     });
   }

@@ -1,0 +1,194 @@
+import type { Readable } from 'node:stream';
+import type { Logger } from 'pino';
+import type { Dispatcher, fetch as undiciFetch } from 'undici';
+import { BadUserInputError, UpstreamError } from '../core/errors.js';
+import { capitalize, upstreamNetworkError, upstreamStatusError } from './errors.js';
+import { parseRetryAfter } from './retry.js';
+
+/** The bodies of upstream calls: the JSON a call sends, and reading what comes back (answers and errors). */
+
+/** A response body: iterate it for streams. */
+export type UpstreamBody = AsyncIterable<Uint8Array> & Readable;
+
+/** The first bytes of an error answer kept for its explanation. */
+export const MAX_ERROR_BODY_BYTES = 8 * 1024;
+/** How long an error answer's body is waited for; the status alone is enough to go on. */
+export const ERROR_BODY_WAIT_MS = 2_000;
+/** The largest JSON answer `json` reads. */
+export const MAX_JSON_BODY_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The call's JSON body. What the gateway sends is built from client input, checked for depth where it
+ * comes in; a value that still nests too deep for JSON.stringify is the client's, said so.
+ */
+export function encodeBody(call: { json?: unknown; who: string }): string | undefined {
+  if (call.json === undefined) return undefined;
+  try {
+    return JSON.stringify(call.json);
+  } catch (error) {
+    if (error instanceof RangeError) {
+      throw new BadUserInputError(`The request to ${call.who} could not be written: its input nests too deeply.`);
+    }
+    throw error;
+  }
+}
+
+/**
+ * A request body undici writes once and then lets go of. A Buffer or string body stays on undici's
+ * request until the answer has ended: for a model's or an agent's stream, its whole life, and it is
+ * the whole conversation (tens of kilobytes a stream). Given as an iterable, the bytes are held only
+ * until written; with the request's content-length set, undici frames the request as for a Buffer
+ * (headers and body in one corked write, no chunked encoding).
+ */
+export function writtenOnce(bytes: Buffer): Dispatcher.DispatchOptions['body'] {
+  let held: Buffer | undefined = bytes;
+  // undici's dispatch takes iterables (its docs; `writeIterable`), though its types name only the other kinds.
+  return <Dispatcher.DispatchOptions['body']>(<unknown>{
+    *[Symbol.iterator]() {
+      const chunk = held;
+      held = undefined;
+      if (chunk !== undefined && chunk.length > 0) yield chunk;
+    },
+  });
+}
+
+/**
+ * The body of a successful response, with network errors while reading it turned into
+ * UPSTREAM_STREAM_INTERRUPTED and the caller's abort into its own reason.
+ */
+export function guardBody(body: UpstreamBody, call: { signal: AbortSignal; who: string }): UpstreamBody {
+  const iterate = body[Symbol.asyncIterator].bind(body);
+  Object.defineProperty(body, Symbol.asyncIterator, {
+    value: async function* () {
+      try {
+        for await (const chunk of { [Symbol.asyncIterator]: iterate }) yield chunk as Uint8Array;
+      } catch (error) {
+        if (call.signal.aborted) throw call.signal.reason;
+        throw upstreamNetworkError(call.who, error, 'stream');
+      }
+    },
+  });
+  return body;
+}
+
+/** A whole body as text, failing with UPSTREAM_BAD_RESPONSE past `limit` bytes. */
+export async function readAll(body: AsyncIterable<Uint8Array>, limit: number, who: string): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > limit) {
+      throw new UpstreamError('UPSTREAM_BAD_RESPONSE', `${capitalize(who)} answered with more than ${limit} bytes.`);
+    }
+    chunks.push(Buffer.from(chunk));
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * The response with a body that calls `release` once it is over (read to its end, failed or
+ * cancelled), so the caller's abort is linked to the call no longer than that. Costs one read per
+ * chunk; `fetchFor` serves SDKs (LangGraph), whose streams are a line or an event per chunk.
+ */
+export function releasingWhenRead(response: Awaited<ReturnType<typeof undiciFetch>>, release: () => void) {
+  const body = response.body;
+  if (!body) {
+    release();
+    return response;
+  }
+  const reader = body.getReader();
+  const released = new ReadableStream<Uint8Array>({
+    pull: (controller) =>
+      reader.read().then(
+        ({ done, value }) => {
+          if (done) {
+            release();
+            controller.close();
+          } else controller.enqueue(value);
+        },
+        (error: unknown) => {
+          release();
+          controller.error(error);
+        },
+      ),
+    cancel: (reason) => {
+      release();
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(released, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers as unknown as HeadersInit,
+  });
+}
+
+/**
+ * A short explanation from an error body (`{"error": "…"}`, `{"error": {"message"}}`, `{"detail"}`,
+ * `{"message"}` or text), read for at most `waitMs`; the body is always destroyed after.
+ */
+export async function readErrorDetail(body: Readable, waitMs: number): Promise<string | undefined> {
+  let text = '';
+  const timer = setTimeout(() => destroyQuietly(body), waitMs);
+  try {
+    for await (const chunk of body) {
+      text += String(chunk);
+      if (text.length > MAX_ERROR_BODY_BYTES) break;
+    }
+  } catch {
+    // Cut off (the wait is over, the caller went away): what arrived may still explain.
+  } finally {
+    clearTimeout(timer);
+    destroyQuietly(body);
+  }
+  return errorDetail(text);
+}
+
+/** The explanation in an error body's text, at most 1,000 characters. */
+export function errorDetail(text: string): string | undefined {
+  const trimmed = text.trim();
+  if (!trimmed) return undefined;
+  let detail: unknown = trimmed;
+  try {
+    const parsed = JSON.parse(trimmed);
+    detail = parsed?.error?.message ?? parsed?.error ?? parsed?.detail ?? parsed?.message ?? trimmed;
+  } catch {
+    // Not JSON: the text itself.
+  }
+  if (typeof detail !== 'string') detail = JSON.stringify(detail);
+  return (detail as string).slice(0, 1000);
+}
+
+/** The answer had a non-2xx status: what the call fails with, logged with the explanation its body gave. */
+export interface ErrorAnswer {
+  who: string;
+  status: number;
+  /** Its Retry-After header. */
+  retryAfter: string | undefined;
+  /** The explanation its body gave (`errorDetail`). */
+  detail: string | undefined;
+  attempts: number;
+  logger: Logger;
+}
+
+/** The error for an answer with a non-2xx status (logged here). */
+export function errorAnswerFailure({ who, status, retryAfter, detail, attempts, logger }: ErrorAnswer): UpstreamError {
+  const retryAfterMs = parseRetryAfter(retryAfter);
+  logger.warn({ upstream: who, status, attempts, detail }, 'upstream answered with an error');
+  return upstreamStatusError(who, status, {
+    // An upstream's explanation of a bad request helps; its server errors may hold internals.
+    detail: status < 500 ? detail : undefined,
+    retryAfterSeconds: retryAfterMs === undefined ? undefined : Math.ceil(retryAfterMs / 1000),
+  });
+}
+
+/** Ends a body nobody will read; undici reports that as an error event, which must not go unheard. */
+export function destroyQuietly(body: Readable): void {
+  body.on('error', () => {});
+  body.destroy();
+}
+
+/** A header's (first) value. */
+export function header(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
