@@ -1,4 +1,4 @@
-import { GatewayError } from './errors.js';
+import { ClientDisconnectedError } from './errors.js';
 /**
  * Abort signals handed to code the gateway does not own (adapters, agent clients, action handlers).
  *
@@ -116,4 +116,4 @@ export function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
  * over. One shared instance: the signal is aborted at the end of every request, and `abort()` without a
  * reason would build a DOMException (with its stack) each time.
  */
-export const OPERATION_ENDED = new GatewayError('CLIENT_DISCONNECTED', 'The client went away before the run finished.');
+export const OPERATION_ENDED = new ClientDisconnectedError('The client went away before the run finished.');

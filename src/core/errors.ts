@@ -63,8 +63,8 @@ export class BadUserInputError extends GatewayError {
 
 export class NotSupportedError extends GatewayError {
   /** `feature` alone reads "<feature> is not supported by this gateway yet."; `message` says it otherwise. */
-  constructor(feature: string, message = `${feature} is not supported by this gateway yet.`) {
-    super('NOT_SUPPORTED', message);
+  constructor(feature: string, message = `${feature} is not supported by this gateway yet.`, options?: CodedErrorOptions) {
+    super('NOT_SUPPORTED', message, options);
     this.name = 'NotSupportedError';
   }
 }

@@ -1,6 +1,6 @@
 import {
   ConfigurationError,
-  GatewayError,
+  NotSupportedError,
   LimitExceededError,
   ModelNotAllowedError,
   UnreachableCaseError,
@@ -79,9 +79,8 @@ export function admitForwardedParameters(
   if (supported) {
     for (const [name, value] of Object.entries(parameters) as [keyof ForwardedParameters, unknown][]) {
       if (value == null || (Array.isArray(value) && value.length === 0) || supported.has(name)) continue;
-      // The base class: NotSupportedError takes no details, and the field named here is on the wire.
-      throw new GatewayError(
-        'NOT_SUPPORTED',
+      throw new NotSupportedError(
+        `forwardedParameters.${name}`,
         `forwardedParameters.${name} is not supported by this gateway's model (${adapterName}): ` +
           `its own setting applies. Send no ${name}.`,
         { details: { field: `forwardedParameters.${name}` } },
