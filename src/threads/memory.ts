@@ -1,4 +1,5 @@
 import { GatewayError } from '../core/errors.js';
+import { chunkText, continuesChunk } from '../core/event-merge.js';
 import type { SequencedEvent } from '../core/events.js';
 import type { Message } from '../core/messages.js';
 import { RUN_SUCCESS } from '../core/status.js';
@@ -331,7 +332,7 @@ function packed(events: readonly SequencedEvent[]): SequencedEvent[] {
   for (let i = 0; i < events.length; ) {
     const event = events[i];
     let j = i + 1;
-    while (j < events.length && continues(event, events[j])) j++;
+    while (j < events.length && continuesChunk(event, events[j])) j++;
     if (j - i < 2) {
       out.push(event);
       i = j;
@@ -365,17 +366,6 @@ function unpackedAfter(event: SequencedEvent, afterSequence: number): SequencedE
   if (event.type === 'TextMessageContent') return { ...event, content: event.content.slice(cut) };
   if (event.type === 'ActionExecutionArgs') return { ...event, args: event.args.slice(cut) };
   return event;
-}
-
-/** Whether `next` is a chunk of the same message (or argument stream) as the chunk `event`. */
-function continues(event: SequencedEvent, next: SequencedEvent): boolean {
-  if (event.type === 'TextMessageContent') return next.type === 'TextMessageContent' && next.messageId === event.messageId;
-  if (event.type === 'ActionExecutionArgs') return next.type === 'ActionExecutionArgs' && next.actionExecutionId === event.actionExecutionId;
-  return false;
-}
-
-function chunkText(event: SequencedEvent): string {
-  return event.type === 'TextMessageContent' ? event.content : event.type === 'ActionExecutionArgs' ? event.args : '';
 }
 
 function eventsBytes(events: readonly SequencedEvent[]): number {

@@ -1,5 +1,5 @@
-import type { EventConsumer, EventHandover, SequencedEvent } from '../core/events.js';
-import { mergeEvents } from './log.js';
+import { mergeEvents } from './event-merge.js';
+import type { EventConsumer, EventHandover, SequencedEvent } from './events.js';
 
 const DONE: IteratorResult<SequencedEvent> = Object.freeze({ value: undefined, done: true }) as IteratorResult<SequencedEvent>;
 
