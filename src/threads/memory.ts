@@ -5,7 +5,7 @@ import type { Message } from '../core/messages.js';
 import { RUN_SUCCESS } from '../core/status.js';
 import { EventFeed } from './feed.js';
 import { OutputCollector, agentStateOf, transcriptOf } from './log.js';
-import { PENDING, threadForbidden, type AgentStateRecord, type Claim, type RunInput, type RunLog, type RunRecord, type StopHandler, type ThreadRecord, type ThreadStore, type ThreadStoreOptions } from './store.js';
+import { PENDING, threadBusy, threadForbidden, type AgentStateRecord, type Claim, type RunInput, type RunLog, type RunRecord, type StopHandler, type ThreadRecord, type ThreadStore, type ThreadStoreOptions } from './store.js';
 
 export interface MemoryThreadStoreOptions extends ThreadStoreOptions {
   /** The most threads kept; the least recently used is dropped first. */
@@ -283,12 +283,6 @@ export class MemoryThreadStore implements ThreadStore {
       if (!this.pinned(thread, now)) this.drop(thread);
     }
   }
-}
-
-export function threadBusy(threadId: string, runId: string): GatewayError {
-  return new GatewayError('THREAD_BUSY', `Thread "${threadId}" already has a run in progress ("${runId}"); wait for it to finish, join it with joinCopilotRun, or stop it with stopCopilotRun.`, {
-    details: { threadId, runId },
-  });
 }
 
 function messagesBytes(messages: readonly Message[]): number {

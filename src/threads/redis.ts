@@ -9,8 +9,7 @@ import type { Message } from '../core/messages.js';
 import { RUN_SUCCESS, failedRun, type RunStatus } from '../core/status.js';
 import { EventFeed } from './feed.js';
 import { OutputCollector, agentStateOf, closingEvents, transcriptOf } from './log.js';
-import { threadBusy } from './memory.js';
-import { PENDING, threadForbidden, type AgentStateRecord, type Claim, type RunInput, type RunLog, type RunRecord, type StopHandler, type StoredEventSink, type ThreadRecord, type ThreadStore, type ThreadStoreOptions } from './store.js';
+import { PENDING, threadBusy, threadForbidden, type AgentStateRecord, type Claim, type RunInput, type RunLog, type RunRecord, type StopHandler, type StoredEventSink, type ThreadRecord, type ThreadStore, type ThreadStoreOptions } from './store.js';
 
 /** ioredis, loaded only when a Redis store is configured. */
 const loadIoredis = loadOnFirstUse(() => import('ioredis'));

@@ -146,4 +146,11 @@ export function threadForbidden(threadId: string): GatewayError {
   return new GatewayError('THREAD_FORBIDDEN', `Thread "${threadId}" belongs to someone else: start a new thread.`, { details: { threadId } });
 }
 
+/** THREAD_BUSY: the thread's active run (`runId`) holds it. */
+export function threadBusy(threadId: string, runId: string): GatewayError {
+  return new GatewayError('THREAD_BUSY', `Thread "${threadId}" already has a run in progress ("${runId}"); wait for it to finish, join it with joinCopilotRun, or stop it with stopCopilotRun.`, {
+    details: { threadId, runId },
+  });
+}
+
 export const PENDING: RunStatus = Object.freeze({ code: 'Pending' });
