@@ -1,4 +1,4 @@
-import { GatewayError } from '../core/errors.js';
+import { RunNotFoundError } from '../core/errors.js';
 import { chunkText, continuesChunk } from '../core/event-merge.js';
 import type { SequencedEvent } from '../core/events.js';
 import type { Message } from '../core/messages.js';
@@ -162,7 +162,7 @@ export class MemoryThreadStore implements ThreadStore {
     const feed = new EventFeed(afterSequence);
     const run = this.findRun(threadId, runId);
     if (!run) {
-      feed.fail(new GatewayError('RUN_NOT_FOUND', `Thread "${threadId}" has no run "${runId}".`));
+      feed.fail(new RunNotFoundError(`Thread "${threadId}" has no run "${runId}".`));
       return feed;
     }
     // Events are pushed in order, each at most once (the feed skips what it has); live ones follow.

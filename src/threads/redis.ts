@@ -2,7 +2,14 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Redis as RedisClient, RedisOptions } from 'ioredis';
-import { GatewayError, toGatewayError } from '../core/errors.js';
+import {
+  GatewayError,
+  InstanceLostError,
+  RunNotFoundError,
+  RunStoppedError,
+  StoreUnavailableError,
+  toGatewayError,
+} from '../core/errors.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import type { SequencedEvent } from '../core/events.js';
 import type { Message } from '../core/messages.js';
@@ -106,7 +113,7 @@ export class RedisThreadStore implements ThreadStore {
     const failed = connected.find((result) => result.status === 'rejected');
     if (failed) {
       const reason = (failed as PromiseRejectedResult).reason as Error;
-      throw new GatewayError('STORE_UNAVAILABLE', `Redis at ${redactedUrl(url)} cannot be reached (${reason?.message}); retrying in the background.`, { cause: reason });
+      throw new StoreUnavailableError(`Redis at ${redactedUrl(url)} cannot be reached (${reason?.message}); retrying in the background.`, { cause: reason });
     }
   }
 
@@ -364,7 +371,7 @@ export class RedisThreadStore implements ThreadStore {
           else if (events.length === 0) {
             // Nothing stored: a run dropped (trimmed, expired) since it was looked up never ends otherwise.
             const record = await this.run(threadId, runId);
-            if (!record) feed.fail(new GatewayError('RUN_NOT_FOUND', `Thread "${threadId}" has no run "${runId}" any more.`));
+            if (!record) feed.fail(new RunNotFoundError(`Thread "${threadId}" has no run "${runId}" any more.`));
             else if (record.finishedAt !== null) feed.end();
           }
         } while (readAgain && !feed.done);
@@ -404,7 +411,7 @@ export class RedisThreadStore implements ThreadStore {
       await this.call(() => this.redis.publish(this.key('stop'), `${threadId}\u0000${activeRunId}`));
       return activeRunId;
     }
-    const ended = await this.endRun(threadId, activeRunId, owner, new GatewayError('RUN_STOPPED', 'The run was stopped (stopCopilotRun).'));
+    const ended = await this.endRun(threadId, activeRunId, owner, new RunStoppedError('The run was stopped (stopCopilotRun).'));
     return ended ? activeRunId : undefined;
   }
 
@@ -532,7 +539,7 @@ export class RedisThreadStore implements ThreadStore {
       const runsKey = this.key('instance', instance, 'runs');
       for (const entry of await this.redis.smembers(runsKey)) {
         const [threadId, runId] = entry.split('\u0000');
-        const ended = await this.endRun(threadId, runId, instance, new GatewayError('INSTANCE_LOST', 'The gateway instance running this run stopped answering; the run was ended with the events it had stored.'));
+        const ended = await this.endRun(threadId, runId, instance, new InstanceLostError('The gateway instance running this run stopped answering; the run was ended with the events it had stored.'));
         if (ended) this.options.logger.warn({ threadId, runId, instance }, 'a run of a lost instance was ended');
       }
       // Only once it owns nothing (a run it opened meanwhile would still be listed).
@@ -585,12 +592,12 @@ export class RedisThreadStore implements ThreadStore {
 
   /** Runs a read or a claim; a connection problem becomes STORE_UNAVAILABLE. */
   private async call<T>(command: () => Promise<T>): Promise<T> {
-    if (!this.redis) throw new GatewayError('STORE_UNAVAILABLE', 'The thread store (Redis) has not been started.');
+    if (!this.redis) throw new StoreUnavailableError('The thread store (Redis) has not been started.');
     try {
       return await command();
     } catch (error) {
       if (error instanceof GatewayError) throw error;
-      throw new GatewayError('STORE_UNAVAILABLE', 'The thread store (Redis) cannot be reached; try again shortly.', { cause: error });
+      throw new StoreUnavailableError('The thread store (Redis) cannot be reached; try again shortly.', { cause: error });
     }
   }
 
@@ -844,7 +851,7 @@ class RedisRunLog implements RunLog {
   private rebuild(why: string): void {
     if (!this.kept || ++this.rebuilds > MAX_REBUILDS) {
       this.lose(`its record in Redis is ${why === 'gap' ? 'behind' : 'gone'} and cannot be written again`, 'The run could no longer be recorded; it was ended with the events stored.');
-      void this.store.endRun(this.threadId, this.runId, this.store.instanceId, new GatewayError('INSTANCE_LOST', 'The run could no longer be recorded; it was ended with the events stored.')).catch(() => {});
+      void this.store.endRun(this.threadId, this.runId, this.store.instanceId, new InstanceLostError('The run could no longer be recorded; it was ended with the events stored.')).catch(() => {});
       return;
     }
     this.store.connectionError(new Error(`the record of run ${this.runId} was ${why === 'gap' ? 'behind' : 'gone'} in Redis; writing it again`));
@@ -873,7 +880,7 @@ class RedisRunLog implements RunLog {
     this.kept = undefined;
     clearTimeout(this.retrying);
     this.store.recordLost(this.threadId, this.runId, why);
-    const error = new GatewayError('INSTANCE_LOST', message);
+    const error = new InstanceLostError(message);
     this.sink?.failed(error);
     this.onLost?.(error);
     this.end();
@@ -887,8 +894,7 @@ class RedisRunLog implements RunLog {
   giveUp(waitedMs: number): void {
     if (this.gaveUp || this.abandoned) return;
     this.gaveUp = true;
-    const error = new GatewayError(
-      'STORE_UNAVAILABLE',
+    const error = new StoreUnavailableError(
       `The thread store (Redis) took none of this run's events for ${Math.round(waitedMs / 1000)} s; the run was ended. Its record is completed once the store answers: join the run then to read it.`,
     );
     this.store.recordLost(this.threadId, this.runId, `Redis took none of its events for ${waitedMs} ms; the run and its clients were ended (the record is completed once Redis answers)`);
