@@ -11,13 +11,23 @@ import {
   toGatewayError,
 } from '../../core/errors.js';
 import type { SequencedEvent } from '../../core/events.js';
-import type { Message } from '../../core/messages.js';
-import { RUN_SUCCESS, failedRun, type RunStatus } from '../../core/status.js';
+import { failedRun, type RunStatus } from '../../core/status.js';
 import { EventFeed } from '../feed.js';
 import { OutputCollector, agentStateOf, closingEvents, transcriptOf } from '../log.js';
 import { createClients, ready, redactedUrl } from './connection.js';
-import type { ScriptedRedis } from './scripts.js';
-import { PENDING, threadBusy, threadForbidden, type AgentStateRecord, type Claim, type RunInput, type RunLog, type RunRecord, type StopHandler, type StoredEventSink, type ThreadRecord, type ThreadStore, type ThreadStoreOptions } from '../store.js';
+import { RedisRecords, parseMessages, type Batch, type RunKeys } from './records.js';
+import type {
+  AgentStateRecord,
+  Claim,
+  RunInput,
+  RunLog,
+  RunRecord,
+  StopHandler,
+  StoredEventSink,
+  ThreadRecord,
+  ThreadStore,
+  ThreadStoreOptions,
+} from '../store.js';
 
 export interface RedisThreadStoreOptions extends ThreadStoreOptions {
   /** `redis://[user:password@]host:port[/db]` or `rediss://…`. */
@@ -64,11 +74,15 @@ export class RedisThreadStore implements ThreadStore {
   private sweeper: NodeJS.Timeout | undefined;
   private closed = false;
   private lastError = 0;
-  private redis!: ScriptedRedis;
   private subscriber!: RedisClient;
   private started: Promise<void> | undefined;
 
-  constructor(private readonly options: RedisThreadStoreOptions) {}
+  /** Its records in Redis: their keys, reads and writes. */
+  readonly records: RedisRecords;
+
+  constructor(private readonly options: RedisThreadStoreOptions) {
+    this.records = new RedisRecords(options, this.instanceId);
+  }
 
   /**
    * Connects (a command connection and a subscriber connection) and starts beating. Rejects with
@@ -83,7 +97,7 @@ export class RedisThreadStore implements ThreadStore {
   private async connect(): Promise<void> {
     const { url } = this.options;
     const { redis, subscriber } = await createClients(url);
-    this.redis = redis;
+    this.records.redis = redis;
     this.subscriber = subscriber;
     redis.on('error', (error) => this.connectionError(error));
     subscriber.on('error', (error) => this.connectionError(error));
@@ -92,7 +106,7 @@ export class RedisThreadStore implements ThreadStore {
     const connected = await Promise.allSettled([ready(redis), ready(subscriber)]);
     // Subscribed (queued until the subscriber is connected, and again after every reconnection) and
     // beating (each beat retried) whether or not Redis answered yet.
-    void subscriber.subscribe(this.key('stop')).catch((error: unknown) => this.connectionError(error));
+    void subscriber.subscribe(this.records.key('stop')).catch((error: unknown) => this.connectionError(error));
     this.beat();
     const failed = connected.find((result) => result.status === 'rejected');
     if (failed) {
@@ -103,50 +117,26 @@ export class RedisThreadStore implements ThreadStore {
 
   /** The command connection (once started) and the key prefix, for the rate limits shared through the same Redis. */
   get commands(): RedisClient | undefined {
-    return this.redis;
+    return this.records.redis;
   }
 
   get keyPrefix(): string {
     return this.options.keyPrefix;
   }
 
-  private key(...parts: string[]): string {
-    return this.options.keyPrefix + parts.join(':');
-  }
 
-  private threadKey(threadId: string, ...parts: string[]): string {
-    return `${this.options.keyPrefix}{${threadId}}:${parts.join(':')}`;
-  }
 
-  private liveChannel(threadId: string, runId: string): string {
-    return `${this.options.keyPrefix}live:{${threadId}}:${runId}`;
-  }
 
   // --- claims and runs -------------------------------------------------------------------
 
-  async claim(threadId: string, proposedRunId: string, freshRunId: string, owner?: string): Promise<Claim> {
-    const reply = await this.call(() =>
-      this.redis.cgClaim(
-        this.threadKey(threadId, 'lock'),
-        this.threadKey(threadId, 'run', proposedRunId),
-        this.threadKey(threadId, 'meta'),
-        this.threadKey(threadId, 'runs'),
-        proposedRunId,
-        freshRunId,
-        this.instanceId,
-        this.options.claimTimeoutMs,
-        owner ?? '',
-        this.options.ttlSeconds,
-      ),
-    );
-    if (reply[0] === 'forbidden') throw threadForbidden(threadId);
-    if (reply[0] === 'busy') throw threadBusy(threadId, reply[1].split(' ')[0]);
-    return { runId: reply[1], history: parseMessages(reply[2]) };
+  claim(threadId: string, proposedRunId: string, freshRunId: string, owner?: string): Promise<Claim> {
+    return this.records.claim(threadId, proposedRunId, freshRunId, owner);
   }
 
+
   release(threadId: string, runId: string): void {
-    if (!this.redis) return;
-    this.redis.cgRelease(this.threadKey(threadId, 'lock'), runId).catch((error: unknown) => this.connectionError(error));
+    if (!this.records.redis) return;
+    this.records.redis.cgRelease(this.records.threadKey(threadId, 'lock'), runId).catch((error: unknown) => this.connectionError(error));
   }
 
   open(threadId: string, runId: string, input: RunInput, onLost?: (error: GatewayError) => void): RunLog {
@@ -184,13 +174,7 @@ export class RedisThreadStore implements ThreadStore {
     // Several runs' batches of events alone: one script call for all of them (a streamed token per run
     // and turn would otherwise be a command each: ioredis's cost per command is most of the store's
     // cost per token). A batch sent again after a failure goes on its own (cgAppendEvents).
-    const keys: string[] = [];
-    const args: (string | number)[] = [];
-    for (const { log, write } of group) {
-      keys.push(log.keys.run, log.keys.log);
-      args.push(write.batch!.first, write.batch!.last, write.batch!.events, log.keys.channel);
-    }
-    const replies = this.redis.cgAppendMany(keys.length, ...keys, ...args);
+    const replies = this.records.appendMany(group.map(({ log, write }) => ({ keys: log.keys, batch: write.batch! })));
     group.forEach(({ log, write }, index) => log.send(write, replies.then((answers) => answers[index])));
   };
 
@@ -199,116 +183,24 @@ export class RedisThreadStore implements ThreadStore {
     this.logs.delete(log);
   }
 
-  /** Starts (or, with `reset`, starts again from nothing) a run's record; see the `cgOpen` script. */
-  openRecord(threadId: string, runId: string, input: RunInput, reset: boolean): Promise<string> {
-    return this.redis.cgOpen(
-      this.threadKey(threadId, 'lock'),
-      this.threadKey(threadId, 'meta'),
-      this.threadKey(threadId, 'runs'),
-      this.threadKey(threadId, 'run', runId),
-      this.key('instance', this.instanceId, 'runs'),
-      this.threadKey(threadId, 'log', runId),
-      runId,
-      this.instanceId,
-      JSON.stringify(input.messages),
-      Date.now(),
-      this.options.ttlSeconds,
-      this.options.maxRunsPerThread,
-      this.threadKey(threadId, ''),
-      `${threadId}\u0000${runId}`,
-      reset ? '1' : '',
-      JSON.stringify(input.newMessages),
-    );
+
+
+
+
+
+
+
+
+  thread(threadId: string): Promise<ThreadRecord | undefined> {
+    return this.records.thread(threadId);
   }
 
-  /**
-   * Writes one batch of a run's events with nothing else to record (no agent state, not the last, no
-   * expiry to renew): the `cgAppendEvents` script, which takes a sixth of `cgAppend`'s arguments and
-   * work. A run streaming tokens a few milliseconds apart writes one of these per token (its clients
-   * see a token once it is stored), so its cost is the store's cost per token.
-   */
-  appendEvents(keys: RunKeys, batch: Batch): Promise<string> {
-    return this.redis.cgAppendEvents(keys.run, keys.log, batch.first, batch.last, batch.events, keys.channel);
+  owner(threadId: string): Promise<string | undefined> {
+    return this.records.owner(threadId);
   }
 
-  /** The keys a run's every write names, built once per run. */
-  runKeys(threadId: string, runId: string): RunKeys {
-    return { run: this.threadKey(threadId, 'run', runId), log: this.threadKey(threadId, 'log', runId), channel: this.liveChannel(threadId, runId) };
-  }
-
-  /** Writes one batch of a run's events (see the `cgAppend` script); resolves with the script's answer. */
-  appendBatch(threadId: string, runId: string, batch: Batch, expectedLast?: number): Promise<string> {
-    return this.redis.cgAppend(
-      this.threadKey(threadId, 'run', runId),
-      this.threadKey(threadId, 'log', runId),
-      this.threadKey(threadId, 'states'),
-      this.threadKey(threadId, 'meta'),
-      this.threadKey(threadId, 'lock'),
-      this.key('instance', batch.owner, 'runs'),
-      this.threadKey(threadId, 'runs'),
-      batch.first,
-      batch.last,
-      batch.events,
-      batch.states,
-      this.liveChannel(threadId, runId),
-      this.options.ttlSeconds,
-      batch.status ?? '',
-      batch.transcript ?? '',
-      Date.now(),
-      runId,
-      `${threadId}\u0000${runId}`,
-      expectedLast === undefined ? '' : expectedLast,
-      this.threadKey(threadId, ''),
-    );
-  }
-
-  async thread(threadId: string): Promise<ThreadRecord | undefined> {
-    const [meta, runIds, states] = await this.call(() =>
-      Promise.all([
-        this.redis.hgetall(this.threadKey(threadId, 'meta')),
-        this.redis.lrange(this.threadKey(threadId, 'runs'), 0, -1),
-        this.redis.hgetall(this.threadKey(threadId, 'states')),
-      ]),
-    );
-    if (runIds.length === 0) return undefined;
-    const runs = (await Promise.all(runIds.map((runId) => this.run(threadId, runId)))).filter((run): run is RunRecord => run !== undefined);
-    if (runs.length === 0) return undefined;
-    let messages = parseMessages(meta.transcript);
-    const latest = runs[runs.length - 1];
-    if (latest.finishedAt === null) {
-      // Running: the transcript is its input; what it has produced so far comes from its log.
-      const output = new OutputCollector();
-      for (const event of await this.readLog(threadId, latest.runId)) output.add(event);
-      messages = transcriptOf(messages, output.current());
-    }
-    const agentStates = Object.values(states).map((json) => JSON.parse(json) as AgentStateRecord);
-    return { threadId, ...(meta.principal ? { owner: meta.principal } : {}), messages, agentStates, runs };
-  }
-
-  async owner(threadId: string): Promise<string | undefined> {
-    return (await this.call(() => this.redis.hget(this.threadKey(threadId, 'meta'), 'principal'))) ?? undefined;
-  }
-
-  async run(threadId: string, runId?: string): Promise<RunRecord | undefined> {
-    const id = runId ?? (await this.call(() => this.redis.lindex(this.threadKey(threadId, 'runs'), -1)));
-    if (!id) return undefined;
-    const fields = await this.call(() => this.redis.hgetall(this.threadKey(threadId, 'run', id)));
-    if (!fields.status) return undefined;
-    return {
-      runId: id,
-      status: fields.status === 'running' ? PENDING : statusFrom(fields.status),
-      lastSequence: Number(fields.last),
-      startedAt: new Date(Number(fields.startedAt)),
-      finishedAt: fields.finishedAt ? new Date(Number(fields.finishedAt)) : null,
-      newMessages: parseMessages(fields.newInput),
-    };
-  }
-
-  private async readLog(threadId: string, runId: string): Promise<SequencedEvent[]> {
-    const entries = await this.call(() => this.redis.xrange(this.threadKey(threadId, 'log', runId), '-', '+'));
-    const events: SequencedEvent[] = [];
-    for (const [, fields] of entries) events.push(...(JSON.parse(fields[1]) as SequencedEvent[]));
-    return events;
+  run(threadId: string, runId?: string): Promise<RunRecord | undefined> {
+    return this.records.run(threadId, runId);
   }
 
   /**
@@ -320,7 +212,7 @@ export class RedisThreadStore implements ThreadStore {
    */
   follow(threadId: string, runId: string, afterSequence: number): EventFeed {
     const feed = new EventFeed(afterSequence);
-    const channel = this.liveChannel(threadId, runId);
+    const channel = this.records.liveChannel(threadId, runId);
     let reading = false;
     let readAgain = false;
     let early: SequencedEvent[][] = [];
@@ -347,13 +239,13 @@ export class RedisThreadStore implements ThreadStore {
       try {
         do {
           readAgain = false;
-          const events = await this.readLog(threadId, runId);
+          const events = await this.records.readLog(threadId, runId);
           for (const event of events) feed.push(event);
           // Joined at (or after) the end of a finished run: nothing more will come.
           if (events.some((event) => event.type === 'RunFinished')) feed.end();
           else if (events.length === 0) {
             // Nothing stored: a run dropped (trimmed, expired) since it was looked up never ends otherwise.
-            const record = await this.run(threadId, runId);
+            const record = await this.records.run(threadId, runId);
             if (!record) feed.fail(new RunNotFoundError(`Thread "${threadId}" has no run "${runId}" any more.`));
             else if (record.finishedAt !== null) feed.end();
           }
@@ -381,17 +273,17 @@ export class RedisThreadStore implements ThreadStore {
   }
 
   async requestStop(threadId: string, runId: string | undefined): Promise<string | undefined> {
-    const holder = await this.call(() => this.redis.get(this.threadKey(threadId, 'lock')));
+    const holder = await this.records.call(() => this.records.redis.get(this.records.threadKey(threadId, 'lock')));
     if (!holder) return undefined;
     const [activeRunId, owner] = holder.split(' ');
     if (runId !== undefined && runId !== activeRunId) return undefined;
-    const run = await this.run(threadId, activeRunId);
+    const run = await this.records.run(threadId, activeRunId);
     if (run && run.finishedAt !== null) return undefined;
-    const ownerAlive = (await this.call(() => this.redis.exists(this.key('instance', owner)))) === 1;
+    const ownerAlive = (await this.records.call(() => this.records.redis.exists(this.records.key('instance', owner)))) === 1;
     // No record yet: a run still being admitted (claimed, not yet started) on a live instance stops as soon as it starts.
     if (!run && !ownerAlive) return undefined;
     if (ownerAlive) {
-      await this.call(() => this.redis.publish(this.key('stop'), `${threadId}\u0000${activeRunId}`));
+      await this.records.call(() => this.records.redis.publish(this.records.key('stop'), `${threadId}\u0000${activeRunId}`));
       return activeRunId;
     }
     const ended = await this.endRun(threadId, activeRunId, owner, new RunStoppedError('The run was stopped (stopCopilotRun).'));
@@ -403,7 +295,7 @@ export class RedisThreadStore implements ThreadStore {
   }
 
   healthy(): boolean {
-    return this.redis?.status === 'ready';
+    return this.records.redis?.status === 'ready';
   }
 
   async close(): Promise<void> {
@@ -411,17 +303,17 @@ export class RedisThreadStore implements ThreadStore {
     this.closed = true;
     clearTimeout(this.heartbeat);
     clearTimeout(this.sweeper);
-    if (!this.redis) return;
+    if (!this.records.redis) return;
     // Runs' last events still on their way (written one batch after another) are waited for, a while;
     // what is still unwritten then is given up (no retry outlives the store).
-    if (this.logs.size && this.redis.status === 'ready') {
+    if (this.logs.size && this.records.redis.status === 'ready') {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([Promise.all([...this.logs].map((log) => log.settled)), new Promise((resolve) => (timer = setTimeout(resolve, 5_000)))]);
       clearTimeout(timer);
     }
     for (const log of this.logs) log.abandon();
     // quit() waits for replies; a server that is down would hold it until the reconnection gives up.
-    for (const client of [this.redis, this.subscriber]) {
+    for (const client of [this.records.redis, this.subscriber]) {
       if (client.status === 'ready') await client.quit().catch(() => client.disconnect());
       else client.disconnect();
     }
@@ -455,7 +347,7 @@ export class RedisThreadStore implements ThreadStore {
   }
 
   private onMessage(channel: string, message: string): void {
-    if (channel === this.key('stop')) {
+    if (channel === this.records.key('stop')) {
       const [threadId, runId] = message.split('\u0000');
       for (const handler of this.stopHandlers) handler(threadId, runId);
       return;
@@ -481,10 +373,10 @@ export class RedisThreadStore implements ThreadStore {
     const every = Math.max(10, Math.floor(this.options.leaseMs / 3));
     const tick = () => {
       this.checkStalledLogs();
-      this.redis
+      this.records.redis
         .multi()
-        .set(this.key('instance', this.instanceId), '1', 'PX', this.options.leaseMs)
-        .sadd(this.key('instances'), this.instanceId)
+        .set(this.records.key('instance', this.instanceId), '1', 'PX', this.options.leaseMs)
+        .sadd(this.records.key('instances'), this.instanceId)
         .exec()
         .catch((error: unknown) => this.connectionError(error));
       if (!this.closed) this.heartbeat = setTimeout(tick, every).unref();
@@ -515,18 +407,18 @@ export class RedisThreadStore implements ThreadStore {
 
   /** Ends, as INSTANCE_LOST, every run of every instance whose lease has run out. */
   private async sweep(): Promise<void> {
-    if (this.redis.status !== 'ready') return;
-    const instances = await this.redis.smembers(this.key('instances'));
+    if (this.records.redis.status !== 'ready') return;
+    const instances = await this.records.redis.smembers(this.records.key('instances'));
     for (const instance of instances) {
-      if (instance === this.instanceId || (await this.redis.exists(this.key('instance', instance)))) continue;
-      const runsKey = this.key('instance', instance, 'runs');
-      for (const entry of await this.redis.smembers(runsKey)) {
+      if (instance === this.instanceId || (await this.records.redis.exists(this.records.key('instance', instance)))) continue;
+      const runsKey = this.records.key('instance', instance, 'runs');
+      for (const entry of await this.records.redis.smembers(runsKey)) {
         const [threadId, runId] = entry.split('\u0000');
         const ended = await this.endRun(threadId, runId, instance, new InstanceLostError('The gateway instance running this run stopped answering; the run was ended with the events it had stored.'));
         if (ended) this.options.logger.warn({ threadId, runId, instance }, 'a run of a lost instance was ended');
       }
       // Only once it owns nothing (a run it opened meanwhile would still be listed).
-      await this.redis.cgForget(this.key('instances'), runsKey, instance);
+      await this.records.redis.cgForget(this.records.key('instances'), runsKey, instance);
     }
   }
 
@@ -538,20 +430,20 @@ export class RedisThreadStore implements ThreadStore {
    */
   async endRun(threadId: string, runId: string, owner: string, error: GatewayError): Promise<boolean> {
     for (let attempt = 0; attempt < 5; attempt++) {
-      const run = await this.run(threadId, runId);
+      const run = await this.records.run(threadId, runId);
       if (!run || run.finishedAt !== null) {
         // Already ended (or gone): only its listing is left to clear.
-        await this.redis.srem(this.key('instance', owner, 'runs'), `${threadId}\u0000${runId}`);
+        await this.records.redis.srem(this.records.key('instance', owner, 'runs'), `${threadId}\u0000${runId}`);
         return false;
       }
-      const log = await this.readLog(threadId, runId);
+      const log = await this.records.readLog(threadId, runId);
       const last = log.length ? log[log.length - 1].sequence : -1;
       const status = failedRun(error);
       const closing = closingEvents(log, status);
       const output = new OutputCollector();
       for (const event of [...log, ...closing]) output.add(event);
-      const input = parseMessages(await this.redis.hget(this.threadKey(threadId, 'meta'), 'transcript'));
-      const reply = await this.appendBatch(
+      const input = parseMessages(await this.records.redis.hget(this.records.threadKey(threadId, 'meta'), 'transcript'));
+      const reply = await this.records.appendBatch(
         threadId,
         runId,
         {
@@ -573,16 +465,6 @@ export class RedisThreadStore implements ThreadStore {
 
   // --- errors ------------------------------------------------------------------------------
 
-  /** Runs a read or a claim; a connection problem becomes STORE_UNAVAILABLE. */
-  private async call<T>(command: () => Promise<T>): Promise<T> {
-    if (!this.redis) throw new StoreUnavailableError('The thread store (Redis) has not been started.');
-    try {
-      return await command();
-    } catch (error) {
-      if (error instanceof GatewayError) throw error;
-      throw new StoreUnavailableError('The thread store (Redis) cannot be reached; try again shortly.', { cause: error });
-    }
-  }
 
   /** Logs connection problems, at most one line every 10 s. */
   connectionError(error: unknown): void {
@@ -602,28 +484,6 @@ export class RedisThreadStore implements ThreadStore {
 interface LiveListener {
   deliver(events: SequencedEvent[]): void;
   resync(): void;
-}
-
-/** The keys of a run's record, log and live channel. */
-interface RunKeys {
-  run: string;
-  log: string;
-  channel: string;
-}
-
-/** A batch of a run's events as the append script takes it. */
-interface Batch {
-  owner: string;
-  first: number;
-  last: number;
-  /** JSON array of the events. */
-  events: string;
-  /** JSON array of [agentName, AgentStateRecord JSON] pairs to store. */
-  states: string;
-  /** The terminal status (JSON), on the batch with RunFinished. */
-  status?: string;
-  /** The thread's transcript after the run (JSON), on the batch with RunFinished. */
-  transcript?: string;
 }
 
 /** A run keeps its events (to write its record again from nothing) up to this many characters of JSON. */
@@ -696,10 +556,10 @@ class RedisRunLog implements RunLog {
     this.settled = new Promise((resolve) => {
       this.settle = resolve;
     });
-    this.keys = store.runKeys(threadId, runId);
+    this.keys = store.records.runKeys(threadId, runId);
     this.renewEveryMs = (ttlSeconds * 1000) / 4;
     this.stalledSince = Date.now();
-    this.send({ batch: undefined, events: [], write: () => this.store.openRecord(threadId, runId, input, false) });
+    this.send({ batch: undefined, events: [], write: () => this.store.records.openRecord(threadId, runId, input, false) });
   }
 
   deliverStored(sink: StoredEventSink): void {
@@ -756,10 +616,10 @@ class RedisRunLog implements RunLog {
     const now = Date.now();
     if (batch.status !== undefined || states.size > 0 || now - this.renewedAt > this.renewEveryMs) {
       this.renewedAt = now;
-      this.send({ batch, events, write: () => this.store.appendBatch(this.threadId, this.runId, batch) });
+      this.send({ batch, events, write: () => this.store.records.appendBatch(this.threadId, this.runId, batch) });
       return undefined;
     }
-    const write: Write = { batch, events, write: () => this.store.appendEvents(this.keys, batch) };
+    const write: Write = { batch, events, write: () => this.store.records.appendEvents(this.keys, batch) };
     if (group) return write;
     this.send(write);
     return undefined;
@@ -844,11 +704,11 @@ class RedisRunLog implements RunLog {
     this.unconfirmed = [];
     this.pending = [];
     this.states = new Map();
-    this.send({ batch: undefined, events: [], write: () => this.store.openRecord(this.threadId, this.runId, this.input, true) });
+    this.send({ batch: undefined, events: [], write: () => this.store.records.openRecord(this.threadId, this.runId, this.input, true) });
     if (this.kept.length) {
       const events = this.kept.slice();
       const batch = this.batchOf(events, new Map(this.allStates));
-      this.send({ batch, events, write: () => this.store.appendBatch(this.threadId, this.runId, batch) });
+      this.send({ batch, events, write: () => this.store.records.appendBatch(this.threadId, this.runId, batch) });
     }
   }
 
@@ -902,23 +762,3 @@ class RedisRunLog implements RunLog {
     this.retryDelay = Math.min(this.retryDelay * 2, 5_000);
   }
 }
-
-function parseMessages(json: string | null | undefined): Message[] {
-  if (!json) return [];
-  try {
-    const messages = JSON.parse(json) as unknown;
-    return Array.isArray(messages) ? (messages as Message[]) : [];
-  } catch {
-    return [];
-  }
-}
-
-function statusFrom(json: string): RunStatus {
-  try {
-    const status = JSON.parse(json) as RunStatus;
-    return status.code === 'Success' ? RUN_SUCCESS : status;
-  } catch {
-    return RUN_SUCCESS;
-  }
-}
-
