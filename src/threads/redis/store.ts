@@ -2,19 +2,12 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Redis as RedisClient } from 'ioredis';
-import {
-  GatewayError,
-  InstanceLostError,
-  RunNotFoundError,
-  RunStoppedError,
-  StoreUnavailableError,
-  toGatewayError,
-} from '../../core/errors.js';
-import type { SequencedEvent } from '../../core/events.js';
+import { InstanceLostError, RunStoppedError, StoreUnavailableError, type GatewayError } from '../../core/errors.js';
 import { failedRun } from '../../core/status.js';
-import { EventFeed } from '../feed.js';
+import type { EventFeed } from '../feed.js';
 import { OutputCollector, closingEvents, transcriptOf } from '../log.js';
 import { createClients, ready, redactedUrl } from './connection.js';
+import { LiveChannels } from './live.js';
 import { RedisRecords, parseMessages } from './records.js';
 import { RedisRunLog, type RunLogStore, type Write } from './run-log.js';
 import type {
@@ -62,25 +55,24 @@ export interface RedisThreadStoreOptions extends ThreadStoreOptions {
 export class RedisThreadStore implements ThreadStore, RunLogStore {
   readonly kind = 'redis';
   readonly instanceId = `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
-  private readonly stopHandlers: StopHandler[] = [];
   /** The logs of this instance's runs still writing. */
   private readonly logs = new Set<RedisRunLog>();
   /** Logs with events to write at the end of this turn of the event loop (flushSoon). */
   private toFlush: RedisRunLog[] = [];
-  /** Live followers by channel, and the channel's subscription. */
-  private readonly live = new Map<string, { listeners: Set<LiveListener>; subscribed: Promise<void> }>();
   private heartbeat: NodeJS.Timeout | undefined;
   private sweeper: NodeJS.Timeout | undefined;
   private closed = false;
   private lastError = 0;
-  private subscriber!: RedisClient;
   private started: Promise<void> | undefined;
 
   /** Its records in Redis: their keys, reads and writes. */
   readonly records: RedisRecords;
+  /** Its subscriptions: followers' live channels and stop requests. */
+  private readonly live: LiveChannels;
 
   constructor(private readonly options: RedisThreadStoreOptions) {
     this.records = new RedisRecords(options, this.instanceId);
+    this.live = new LiveChannels(this.records, options.leaseMs);
   }
 
   /**
@@ -97,11 +89,9 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     const { url } = this.options;
     const { redis, subscriber } = await createClients(url);
     this.records.redis = redis;
-    this.subscriber = subscriber;
     redis.on('error', (error) => this.connectionError(error));
     subscriber.on('error', (error) => this.connectionError(error));
-    subscriber.on('message', (channel: string, message: string) => this.onMessage(channel, message));
-    subscriber.on('ready', () => this.onSubscriberReady());
+    this.live.attach(subscriber);
     const connected = await Promise.allSettled([ready(redis), ready(subscriber)]);
     // Subscribed (queued until the subscriber is connected, and again after every reconnection) and
     // beating (each beat retried) whether or not Redis answered yet.
@@ -202,73 +192,9 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     return this.records.run(threadId, runId);
   }
 
-  /**
-   * Subscribes to the run's live channel first, then reads its log, so that nothing written between
-   * the two is missed (the feed takes each sequence once). A live batch after a gap (a message lost
-   * while the subscriber reconnected), every reconnection of the subscriber, and a quiet spell of a
-   * third of the lease each make it read the log again, so a follower never waits on an event it
-   * missed.
-   */
+  /** The run's events, stored then live (see LiveChannels.follow). */
   follow(threadId: string, runId: string, afterSequence: number): EventFeed {
-    const feed = new EventFeed(afterSequence);
-    const channel = this.records.liveChannel(threadId, runId);
-    let reading = false;
-    let readAgain = false;
-    let early: SequencedEvent[][] = [];
-    let heard = true;
-    const deliver = (events: SequencedEvent[]): void => {
-      heard = true;
-      if (reading) {
-        early.push(events);
-        return;
-      }
-      const next = events.find((event) => event.sequence >= feed.expected);
-      if (next && next.sequence > feed.expected) {
-        void readAll();
-        return;
-      }
-      for (const event of events) feed.push(event);
-    };
-    const readAll = async (): Promise<void> => {
-      if (reading) {
-        readAgain = true;
-        return;
-      }
-      reading = true;
-      try {
-        do {
-          readAgain = false;
-          const events = await this.records.readLog(threadId, runId);
-          for (const event of events) feed.push(event);
-          // Joined at (or after) the end of a finished run: nothing more will come.
-          if (events.some((event) => event.type === 'RunFinished')) feed.end();
-          else if (events.length === 0) {
-            // Nothing stored: a run dropped (trimmed, expired) since it was looked up never ends otherwise.
-            const record = await this.records.run(threadId, runId);
-            if (!record) feed.fail(new RunNotFoundError(`Thread "${threadId}" has no run "${runId}" any more.`));
-            else if (record.finishedAt !== null) feed.end();
-          }
-        } while (readAgain && !feed.done);
-      } catch (error) {
-        feed.fail(toGatewayError(error));
-      } finally {
-        reading = false;
-      }
-      const waiting = early;
-      early = [];
-      for (const batch of waiting) deliver(batch);
-    };
-    const listener: LiveListener = { deliver, resync: () => void readAll() };
-    const quiet = setInterval(() => {
-      if (!heard) void readAll();
-      heard = false;
-    }, Math.max(250, Math.floor(this.options.leaseMs / 3))).unref();
-    feed.whenClosed(() => {
-      clearInterval(quiet);
-      this.unlisten(channel, listener);
-    });
-    void this.listen(channel, listener).then(readAll, (error: unknown) => feed.fail(toGatewayError(error)));
-    return feed;
+    return this.live.follow(threadId, runId, afterSequence);
   }
 
   async requestStop(threadId: string, runId: string | undefined): Promise<string | undefined> {
@@ -290,7 +216,7 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
   }
 
   onStopRequest(handler: StopHandler): void {
-    this.stopHandlers.push(handler);
+    this.live.onStopRequest(handler);
   }
 
   healthy(): boolean {
@@ -312,55 +238,15 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     }
     for (const log of this.logs) log.abandon();
     // quit() waits for replies; a server that is down would hold it until the reconnection gives up.
-    for (const client of [this.records.redis, this.subscriber]) {
+    for (const client of [this.records.redis, this.live.subscriber]) {
       if (client.status === 'ready') await client.quit().catch(() => client.disconnect());
       else client.disconnect();
     }
   }
 
-  // --- live channels ---------------------------------------------------------------------
 
-  /** Adds a listener to a channel; resolves once the subscription is active (for every listener, not just the first). */
-  private listen(channel: string, listener: LiveListener): Promise<void> {
-    let entry = this.live.get(channel);
-    if (!entry) {
-      const subscribed = this.subscriber.subscribe(channel).then(() => {});
-      entry = { listeners: new Set(), subscribed };
-      this.live.set(channel, entry);
-      subscribed.catch(() => this.live.get(channel) === entry && this.live.delete(channel));
-    }
-    entry.listeners.add(listener);
-    return entry.subscribed;
-  }
 
-  private unlisten(channel: string, listener: LiveListener): void {
-    const entry = this.live.get(channel);
-    if (!entry?.listeners.delete(listener) || entry.listeners.size > 0) return;
-    this.live.delete(channel);
-    this.subscriber.unsubscribe(channel).catch(() => {});
-  }
 
-  /** The subscriber (re)connected: what was published meanwhile is lost, so every follower reads its log again. */
-  private onSubscriberReady(): void {
-    for (const entry of this.live.values()) for (const listener of entry.listeners) listener.resync();
-  }
-
-  private onMessage(channel: string, message: string): void {
-    if (channel === this.records.key('stop')) {
-      const [threadId, runId] = message.split('\u0000');
-      for (const handler of this.stopHandlers) handler(threadId, runId);
-      return;
-    }
-    const entry = this.live.get(channel);
-    if (!entry) return;
-    let events: SequencedEvent[];
-    try {
-      events = JSON.parse(message) as SequencedEvent[];
-    } catch {
-      return;
-    }
-    for (const listener of entry.listeners) listener.deliver(events);
-  }
 
   // --- instances -------------------------------------------------------------------------
 
@@ -477,10 +363,4 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
   recordLost(threadId: string, runId: string, why: string): void {
     this.options.logger.error({ threadId, runId }, `the run can no longer be recorded: ${why}`);
   }
-}
-
-/** A follower of a live channel: takes published batches, and reads the log again when told. */
-interface LiveListener {
-  deliver(events: SequencedEvent[]): void;
-  resync(): void;
 }
