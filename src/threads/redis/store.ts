@@ -2,13 +2,12 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Redis as RedisClient } from 'ioredis';
-import { InstanceLostError, RunStoppedError, StoreUnavailableError, type GatewayError } from '../../core/errors.js';
-import { failedRun } from '../../core/status.js';
+import { RunStoppedError, StoreUnavailableError, type GatewayError } from '../../core/errors.js';
 import type { EventFeed } from '../feed.js';
-import { OutputCollector, closingEvents, transcriptOf } from '../log.js';
 import { createClients, ready, redactedUrl } from './connection.js';
+import { InstanceLeases } from './instances.js';
 import { LiveChannels } from './live.js';
-import { RedisRecords, parseMessages } from './records.js';
+import { RedisRecords } from './records.js';
 import { RedisRunLog, type RunLogStore, type Write } from './run-log.js';
 import type {
   Claim,
@@ -59,8 +58,6 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
   private readonly logs = new Set<RedisRunLog>();
   /** Logs with events to write at the end of this turn of the event loop (flushSoon). */
   private toFlush: RedisRunLog[] = [];
-  private heartbeat: NodeJS.Timeout | undefined;
-  private sweeper: NodeJS.Timeout | undefined;
   private closed = false;
   private lastError = 0;
   private started: Promise<void> | undefined;
@@ -69,10 +66,16 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
   readonly records: RedisRecords;
   /** Its subscriptions: followers' live channels and stop requests. */
   private readonly live: LiveChannels;
+  /** This instance's lease, and the sweeps that end lost instances' runs. */
+  private readonly leases: InstanceLeases;
 
   constructor(private readonly options: RedisThreadStoreOptions) {
     this.records = new RedisRecords(options, this.instanceId);
     this.live = new LiveChannels(this.records, options.leaseMs);
+    this.leases = new InstanceLeases(this.records, options, {
+      onBeat: () => this.checkStalledLogs(),
+      connectionError: (error) => this.connectionError(error),
+    });
   }
 
   /**
@@ -96,7 +99,7 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     // Subscribed (queued until the subscriber is connected, and again after every reconnection) and
     // beating (each beat retried) whether or not Redis answered yet.
     void subscriber.subscribe(this.records.key('stop')).catch((error: unknown) => this.connectionError(error));
-    this.beat();
+    this.leases.start();
     const failed = connected.find((result) => result.status === 'rejected');
     if (failed) {
       const reason = (failed as PromiseRejectedResult).reason as Error;
@@ -113,15 +116,11 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     return this.options.keyPrefix;
   }
 
-
-
-
   // --- claims and runs -------------------------------------------------------------------
 
   claim(threadId: string, proposedRunId: string, freshRunId: string, owner?: string): Promise<Claim> {
     return this.records.claim(threadId, proposedRunId, freshRunId, owner);
   }
-
 
   release(threadId: string, runId: string): void {
     if (!this.records.redis) return;
@@ -172,14 +171,6 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     this.logs.delete(log);
   }
 
-
-
-
-
-
-
-
-
   thread(threadId: string): Promise<ThreadRecord | undefined> {
     return this.records.thread(threadId);
   }
@@ -226,8 +217,7 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    clearTimeout(this.heartbeat);
-    clearTimeout(this.sweeper);
+    this.leases.stop();
     if (!this.records.redis) return;
     // Runs' last events still on their way (written one batch after another) are waited for, a while;
     // what is still unwritten then is given up (no retry outlives the store).
@@ -244,39 +234,6 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     }
   }
 
-
-
-
-
-  // --- instances -------------------------------------------------------------------------
-
-  /**
-   * Marks this instance alive every third of the lease, on a timer of its own (a slow sweep never
-   * delays it); sweeps for lost instances as often, one sweep at a time.
-   */
-  private beat(): void {
-    const every = Math.max(10, Math.floor(this.options.leaseMs / 3));
-    const tick = () => {
-      this.checkStalledLogs();
-      this.records.redis
-        .multi()
-        .set(this.records.key('instance', this.instanceId), '1', 'PX', this.options.leaseMs)
-        .sadd(this.records.key('instances'), this.instanceId)
-        .exec()
-        .catch((error: unknown) => this.connectionError(error));
-      if (!this.closed) this.heartbeat = setTimeout(tick, every).unref();
-    };
-    const sweep = () => {
-      this.sweep()
-        .catch((error: unknown) => this.connectionError(error))
-        .finally(() => {
-          if (!this.closed) this.sweeper = setTimeout(sweep, every).unref();
-        });
-    };
-    tick();
-    this.sweeper = setTimeout(sweep, every).unref();
-  }
-
   /**
    * Runs whose events have waited longer than the lease for Redis: their clients are ended (see
    * RedisRunLog.giveUp). Past the lease another instance may end the run anyway; a client is never
@@ -290,66 +247,12 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     }
   }
 
-  /** Ends, as INSTANCE_LOST, every run of every instance whose lease has run out. */
-  private async sweep(): Promise<void> {
-    if (this.records.redis.status !== 'ready') return;
-    const instances = await this.records.redis.smembers(this.records.key('instances'));
-    for (const instance of instances) {
-      if (instance === this.instanceId || (await this.records.redis.exists(this.records.key('instance', instance)))) continue;
-      const runsKey = this.records.key('instance', instance, 'runs');
-      for (const entry of await this.records.redis.smembers(runsKey)) {
-        const [threadId, runId] = entry.split('\u0000');
-        const ended = await this.endRun(threadId, runId, instance, new InstanceLostError('The gateway instance running this run stopped answering; the run was ended with the events it had stored.'));
-        if (ended) this.options.logger.warn({ threadId, runId, instance }, 'a run of a lost instance was ended');
-      }
-      // Only once it owns nothing (a run it opened meanwhile would still be listed).
-      await this.records.redis.cgForget(this.records.key('instances'), runsKey, instance);
-    }
-  }
-
-  /**
-   * Ends a run that has no live instance to end it (or whose record its own instance can no longer
-   * keep): its open messages closed as Failed, then its terminal event with `error`, the transcript
-   * completed from its log, the thread freed. Writes only if the log has not grown since it was read
-   * (then it reads and tries again). Resolves with whether this call ended it.
-   */
-  async endRun(threadId: string, runId: string, owner: string, error: GatewayError): Promise<boolean> {
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const run = await this.records.run(threadId, runId);
-      if (!run || run.finishedAt !== null) {
-        // Already ended (or gone): only its listing is left to clear.
-        await this.records.redis.srem(this.records.key('instance', owner, 'runs'), `${threadId}\u0000${runId}`);
-        return false;
-      }
-      const log = await this.records.readLog(threadId, runId);
-      const last = log.length ? log[log.length - 1].sequence : -1;
-      const status = failedRun(error);
-      const closing = closingEvents(log, status);
-      const output = new OutputCollector();
-      for (const event of [...log, ...closing]) output.add(event);
-      const input = parseMessages(await this.records.redis.hget(this.records.threadKey(threadId, 'meta'), 'transcript'));
-      const reply = await this.records.appendBatch(
-        threadId,
-        runId,
-        {
-          owner,
-          first: closing[0].sequence,
-          last: closing[closing.length - 1].sequence,
-          events: JSON.stringify(closing),
-          states: '[]',
-          status: JSON.stringify(status),
-          transcript: JSON.stringify(transcriptOf(input, output.current())),
-        },
-        last,
-      );
-      if (reply === 'ok') return true;
-      if (reply !== 'gap') return false;
-    }
-    return false;
+  /** Ends a run from its stored events, with no instance to end it (see InstanceLeases.endRun). */
+  endRun(threadId: string, runId: string, owner: string, error: GatewayError): Promise<boolean> {
+    return this.leases.endRun(threadId, runId, owner, error);
   }
 
   // --- errors ------------------------------------------------------------------------------
-
 
   /** Logs connection problems, at most one line every 10 s. */
   connectionError(error: unknown): void {
