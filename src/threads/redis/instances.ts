@@ -67,11 +67,22 @@ export class InstanceLeases {
     if (this.records.redis.status !== 'ready') return;
     const instances = await this.records.redis.smembers(this.records.key('instances'));
     for (const instance of instances) {
-      if (instance === this.records.instanceId || (await this.records.redis.exists(this.records.key('instance', instance)))) continue;
+      if (
+        instance === this.records.instanceId ||
+        (await this.records.redis.exists(this.records.key('instance', instance)))
+      )
+        continue;
       const runsKey = this.records.key('instance', instance, 'runs');
       for (const entry of await this.records.redis.smembers(runsKey)) {
         const [threadId, runId] = entry.split('\u0000');
-        const ended = await this.endRun(threadId, runId, instance, new InstanceLostError('The gateway instance running this run stopped answering; the run was ended with the events it had stored.'));
+        const ended = await this.endRun(
+          threadId,
+          runId,
+          instance,
+          new InstanceLostError(
+            'The gateway instance running this run stopped answering; the run was ended with the events it had stored.',
+          ),
+        );
         if (ended) this.options.logger.warn({ threadId, runId, instance }, 'a run of a lost instance was ended');
       }
       // Only once it owns nothing (a run it opened meanwhile would still be listed).
@@ -99,7 +110,9 @@ export class InstanceLeases {
       const closing = closingEvents(log, status);
       const output = new OutputCollector();
       for (const event of [...log, ...closing]) output.add(event);
-      const input = parseMessages(await this.records.redis.hget(this.records.threadKey(threadId, 'meta'), 'transcript'));
+      const input = parseMessages(
+        await this.records.redis.hget(this.records.threadKey(threadId, 'meta'), 'transcript'),
+      );
       const reply = await this.records.appendBatch(
         threadId,
         runId,

@@ -98,10 +98,13 @@ export class LiveChannels {
       for (const batch of waiting) deliver(batch);
     };
     const listener: LiveListener = { deliver, resync: () => void readAll() };
-    const quiet = setInterval(() => {
-      if (!heard) void readAll();
-      heard = false;
-    }, Math.max(250, Math.floor(this.leaseMs / 3))).unref();
+    const quiet = setInterval(
+      () => {
+        if (!heard) void readAll();
+        heard = false;
+      },
+      Math.max(250, Math.floor(this.leaseMs / 3)),
+    ).unref();
     feed.whenClosed(() => {
       clearInterval(quiet);
       this.unlisten(channel, listener);
@@ -110,7 +113,10 @@ export class LiveChannels {
     return feed;
   }
 
-  /** Adds a listener to a channel; resolves once the subscription is active (for every listener, not just the first). */
+  /**
+   * Adds a listener to a channel; resolves once the subscription is active (for every listener, not
+   * just the first).
+   */
   private listen(channel: string, listener: LiveListener): Promise<void> {
     let entry = this.live.get(channel);
     if (!entry) {

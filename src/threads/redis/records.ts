@@ -76,7 +76,11 @@ export class RedisRecords {
 
   /** The keys a run's every write names, built once per run. */
   runKeys(threadId: string, runId: string): RunKeys {
-    return { run: this.threadKey(threadId, 'run', runId), log: this.threadKey(threadId, 'log', runId), channel: this.liveChannel(threadId, runId) };
+    return {
+      run: this.threadKey(threadId, 'run', runId),
+      log: this.threadKey(threadId, 'log', runId),
+      channel: this.liveChannel(threadId, runId),
+    };
   }
 
   // --- claims and writes --------------------------------------------------------------------
@@ -185,7 +189,9 @@ export class RedisRecords {
       ]),
     );
     if (runIds.length === 0) return undefined;
-    const runs = (await Promise.all(runIds.map((runId) => this.run(threadId, runId)))).filter((run): run is RunRecord => run !== undefined);
+    const runs = (await Promise.all(runIds.map((runId) => this.run(threadId, runId)))).filter(
+      (run): run is RunRecord => run !== undefined,
+    );
     if (runs.length === 0) return undefined;
     let messages = parseMessages(meta.transcript);
     const latest = runs[runs.length - 1];
@@ -233,7 +239,9 @@ export class RedisRecords {
       return await command();
     } catch (error) {
       if (error instanceof GatewayError) throw error;
-      throw new StoreUnavailableError('The thread store (Redis) cannot be reached; try again shortly.', { cause: error });
+      throw new StoreUnavailableError('The thread store (Redis) cannot be reached; try again shortly.', {
+        cause: error,
+      });
     }
   }
 }

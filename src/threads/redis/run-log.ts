@@ -94,7 +94,11 @@ export class RedisRunLog implements RunLog {
     this.keys = store.records.runKeys(threadId, runId);
     this.renewEveryMs = (ttlSeconds * 1000) / 4;
     this.stalledSince = Date.now();
-    this.send({ batch: undefined, events: [], write: () => this.store.records.openRecord(threadId, runId, input, false) });
+    this.send({
+      batch: undefined,
+      events: [],
+      write: () => this.store.records.openRecord(threadId, runId, input, false),
+    });
   }
 
   deliverStored(sink: StoredEventSink): void {
@@ -133,7 +137,12 @@ export class RedisRunLog implements RunLog {
   private keep(event: SequencedEvent): void {
     if (!this.kept) return;
     this.kept.push(event);
-    this.keptChars += event.type === 'TextMessageContent' ? event.content.length : event.type === 'ActionExecutionArgs' ? event.args.length : 100;
+    this.keptChars +=
+      event.type === 'TextMessageContent'
+        ? event.content.length
+        : event.type === 'ActionExecutionArgs'
+          ? event.args.length
+          : 100;
     if (this.keptChars > MAX_KEPT_CHARS) this.kept = undefined;
   }
 
@@ -168,7 +177,12 @@ export class RedisRunLog implements RunLog {
       last: events[events.length - 1].sequence,
       events: JSON.stringify(events),
       states: JSON.stringify([...states.entries()].map(([name, record]) => [name, JSON.stringify(record)])),
-      ...(finished ? { status: JSON.stringify(finished), transcript: JSON.stringify(transcriptOf(this.input.messages, this.output.current())) } : {}),
+      ...(finished
+        ? {
+            status: JSON.stringify(finished),
+            transcript: JSON.stringify(transcriptOf(this.input.messages, this.output.current())),
+          }
+        : {}),
     };
   }
 
@@ -219,8 +233,18 @@ export class RedisRunLog implements RunLog {
       this.stalledSince = this.unconfirmed.length === 0 && this.pending.length === 0 ? 0 : Date.now();
       return;
     }
-    if (reply === 'finished') return this.lose('another instance ended it (this instance lost its lease)', 'This gateway instance lost the run: it stopped answering for longer than its lease, and another instance ended the run.');
-    if (reply === 'lost') return this.lose('another run holds its thread (its claim ran out before it started)', 'This gateway instance lost the run: its claim on the thread ran out before the run started, and another run holds the thread.');
+    if (reply === 'finished')
+      return this.lose(
+        'another instance ended it (this instance lost its lease)',
+        'This gateway instance lost the run: it stopped answering for longer than its lease, ' +
+          'and another instance ended the run.',
+      );
+    if (reply === 'lost')
+      return this.lose(
+        'another run holds its thread (its claim ran out before it started)',
+        'This gateway instance lost the run: its claim on the thread ran out before the run started, ' +
+          'and another run holds the thread.',
+      );
     // 'gap' or 'missing': the record is behind what Redis had confirmed, or gone.
     this.rebuild(String(reply));
   }
@@ -228,18 +252,34 @@ export class RedisRunLog implements RunLog {
   /** Writes the record again from nothing: opened afresh, then every event so far in one batch. */
   private rebuild(why: string): void {
     if (!this.kept || ++this.rebuilds > MAX_REBUILDS) {
-      this.lose(`its record in Redis is ${why === 'gap' ? 'behind' : 'gone'} and cannot be written again`, 'The run could no longer be recorded; it was ended with the events stored.');
-      void this.store.endRun(this.threadId, this.runId, this.store.instanceId, new InstanceLostError('The run could no longer be recorded; it was ended with the events stored.')).catch(() => {});
+      this.lose(
+        `its record in Redis is ${why === 'gap' ? 'behind' : 'gone'} and cannot be written again`,
+        'The run could no longer be recorded; it was ended with the events stored.',
+      );
+      void this.store
+        .endRun(
+          this.threadId,
+          this.runId,
+          this.store.instanceId,
+          new InstanceLostError('The run could no longer be recorded; it was ended with the events stored.'),
+        )
+        .catch(() => {});
       return;
     }
-    this.store.connectionError(new Error(`the record of run ${this.runId} was ${why === 'gap' ? 'behind' : 'gone'} in Redis; writing it again`));
+    this.store.connectionError(
+      new Error(`the record of run ${this.runId} was ${why === 'gap' ? 'behind' : 'gone'} in Redis; writing it again`),
+    );
     this.stalledSince = Date.now(); // Redis answered
     clearTimeout(this.retrying);
     this.retrying = undefined;
     this.unconfirmed = [];
     this.pending = [];
     this.states = new Map();
-    this.send({ batch: undefined, events: [], write: () => this.store.records.openRecord(this.threadId, this.runId, this.input, true) });
+    this.send({
+      batch: undefined,
+      events: [],
+      write: () => this.store.records.openRecord(this.threadId, this.runId, this.input, true),
+    });
     if (this.kept.length) {
       const events = this.kept.slice();
       const batch = this.batchOf(events, new Map(this.allStates));
@@ -273,9 +313,15 @@ export class RedisRunLog implements RunLog {
     if (this.gaveUp || this.abandoned) return;
     this.gaveUp = true;
     const error = new StoreUnavailableError(
-      `The thread store (Redis) took none of this run's events for ${Math.round(waitedMs / 1000)} s; the run was ended. Its record is completed once the store answers: join the run then to read it.`,
+      `The thread store (Redis) took none of this run's events for ${Math.round(waitedMs / 1000)} s; ` +
+        'the run was ended. Its record is completed once the store answers: join the run then to read it.',
     );
-    this.store.recordLost(this.threadId, this.runId, `Redis took none of its events for ${waitedMs} ms; the run and its clients were ended (the record is completed once Redis answers)`);
+    this.store.recordLost(
+      this.threadId,
+      this.runId,
+      `Redis took none of its events for ${waitedMs} ms; ` +
+        'the run and its clients were ended (the record is completed once Redis answers)',
+    );
     this.sink?.failed(error);
     this.onLost?.(error);
   }

@@ -103,7 +103,10 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     const failed = connected.find((result) => result.status === 'rejected');
     if (failed) {
       const reason = (failed as PromiseRejectedResult).reason as Error;
-      throw new StoreUnavailableError(`Redis at ${redactedUrl(url)} cannot be reached (${reason?.message}); retrying in the background.`, { cause: reason });
+      throw new StoreUnavailableError(
+        `Redis at ${redactedUrl(url)} cannot be reached (${reason?.message}); retrying in the background.`,
+        { cause: reason },
+      );
     }
   }
 
@@ -124,7 +127,9 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
 
   release(threadId: string, runId: string): void {
     if (!this.records.redis) return;
-    this.records.redis.cgRelease(this.records.threadKey(threadId, 'lock'), runId).catch((error: unknown) => this.connectionError(error));
+    this.records.redis
+      .cgRelease(this.records.threadKey(threadId, 'lock'), runId)
+      .catch((error: unknown) => this.connectionError(error));
   }
 
   open(threadId: string, runId: string, input: RunInput, onLost?: (error: GatewayError) => void): RunLog {
@@ -154,7 +159,7 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
         if (write) group.push({ log, write });
       } catch (error) {
         // One run's batch that cannot be written (say, a value JSON cannot take) must not stop the others'.
-        this.options.logger.error({ err: error }, 'a run\'s events could not be written to Redis');
+        this.options.logger.error({ err: error }, "a run's events could not be written to Redis");
       }
     }
     if (group.length === 1) group[0].log.send(group[0].write);
@@ -163,7 +168,12 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     // and turn would otherwise be a command each: ioredis's cost per command is most of the store's
     // cost per token). A batch sent again after a failure goes on its own (cgAppendEvents).
     const replies = this.records.appendMany(group.map(({ log, write }) => ({ keys: log.keys, batch: write.batch! })));
-    group.forEach(({ log, write }, index) => log.send(write, replies.then((answers) => answers[index])));
+    group.forEach(({ log, write }, index) =>
+      log.send(
+        write,
+        replies.then((answers) => answers[index]),
+      ),
+    );
   };
 
   /** A run's log has stored its last event (or given up): nothing more to wait for at close. */
@@ -195,14 +205,23 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     if (runId !== undefined && runId !== activeRunId) return undefined;
     const run = await this.records.run(threadId, activeRunId);
     if (run && run.finishedAt !== null) return undefined;
-    const ownerAlive = (await this.records.call(() => this.records.redis.exists(this.records.key('instance', owner)))) === 1;
-    // No record yet: a run still being admitted (claimed, not yet started) on a live instance stops as soon as it starts.
+    const ownerAlive =
+      (await this.records.call(() => this.records.redis.exists(this.records.key('instance', owner)))) === 1;
+    // No record yet: a run still being admitted (claimed, not yet started) on a live instance stops as soon
+    // as it starts.
     if (!run && !ownerAlive) return undefined;
     if (ownerAlive) {
-      await this.records.call(() => this.records.redis.publish(this.records.key('stop'), `${threadId}\u0000${activeRunId}`));
+      await this.records.call(() =>
+        this.records.redis.publish(this.records.key('stop'), `${threadId}\u0000${activeRunId}`),
+      );
       return activeRunId;
     }
-    const ended = await this.endRun(threadId, activeRunId, owner, new RunStoppedError('The run was stopped (stopCopilotRun).'));
+    const ended = await this.endRun(
+      threadId,
+      activeRunId,
+      owner,
+      new RunStoppedError('The run was stopped (stopCopilotRun).'),
+    );
     return ended ? activeRunId : undefined;
   }
 
@@ -223,7 +242,10 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     // what is still unwritten then is given up (no retry outlives the store).
     if (this.logs.size && this.records.redis.status === 'ready') {
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([Promise.all([...this.logs].map((log) => log.settled)), new Promise((resolve) => (timer = setTimeout(resolve, 5_000)))]);
+      await Promise.race([
+        Promise.all([...this.logs].map((log) => log.settled)),
+        new Promise((resolve) => (timer = setTimeout(resolve, 5_000))),
+      ]);
       clearTimeout(timer);
     }
     for (const log of this.logs) log.abandon();
@@ -259,7 +281,10 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     const now = Date.now();
     if (now - this.lastError < 10_000 || this.closed) return;
     this.lastError = now;
-    this.options.logger.warn({ err: error, redis: redactedUrl(this.options.url) }, 'Redis (thread store) is not answering; retrying');
+    this.options.logger.warn(
+      { err: error, redis: redactedUrl(this.options.url) },
+      'Redis (thread store) is not answering; retrying',
+    );
   }
 
   /** Logs what cannot be retried, every time. */
