@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import type { GatewayError } from '../src/core/errors.js';
 import type { SequencedEvent } from '../src/core/events.js';
 import { RUN_SUCCESS } from '../src/core/status.js';
-import { RedisThreadStore } from '../src/threads/redis.js';
+import { RedisThreadStore } from '../src/threads/redis/store.js';
 import { silentLogger } from './support/harness.js';
 import { RedisServer } from './support/redis.js';
 import { storedLog, until } from './support/threads.js';

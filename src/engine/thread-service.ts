@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { GatewayError } from '../core/errors.js';
+import { GatewayError, RunNotFoundError, RunStoppedError, UnauthenticatedError } from '../core/errors.js';
 import type { EventConsumer, EventHandover, SequencedEvent } from '../core/events.js';
 import type { Message } from '../core/messages.js';
 import type { Principal } from '../core/principal.js';
@@ -73,7 +73,7 @@ export class ThreadService {
 
   /** Takes the request's thread (or throws THREAD_BUSY) and completes its conversation from the store. */
   async admit(request: RunRequest, logger: Logger): Promise<Admission> {
-    if (this.policies.authenticated && !request.principal) throw new GatewayError('UNAUTHENTICATED', 'This run has no authenticated caller.');
+    if (this.policies.authenticated && !request.principal) throw new UnauthenticatedError('This run has no authenticated caller.');
     let claimed;
     try {
       claimed = await this.claim(request);
@@ -178,8 +178,7 @@ export class ThreadService {
   async joinable(threadId: string, runId: string | undefined, principal?: Principal): Promise<RunRecord> {
     const run = (await this.owns(threadId, principal)) ? await this.store.run(threadId, runId) : undefined;
     if (!run) {
-      throw new GatewayError(
-        'RUN_NOT_FOUND',
+      throw new RunNotFoundError(
         runId === undefined ? `Thread "${threadId}" has no runs on this gateway.` : `Thread "${threadId}" has no run "${runId}" on this gateway.`,
         { details: { threadId, ...(runId === undefined ? {} : { runId }) } },
       );
@@ -289,8 +288,8 @@ function failedIterator(error: GatewayError): AsyncIterableIterator<SequencedEve
   };
 }
 
-function stopped(): GatewayError {
-  return new GatewayError('RUN_STOPPED', 'The run was stopped (stopCopilotRun).');
+function stopped(): RunStoppedError {
+  return new RunStoppedError('The run was stopped (stopCopilotRun).');
 }
 
 function key(threadId: string, runId: string): string {

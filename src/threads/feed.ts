@@ -1,5 +1,5 @@
+import { EventQueue } from '../core/event-queue.js';
 import type { SequencedEvent } from '../core/events.js';
-import { EventQueue } from './queue.js';
 
 /**
  * One reader's feed of a run's events: a store pushes the stored ones, then the live ones, and the

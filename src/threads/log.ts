@@ -81,31 +81,6 @@ export function agentStateOf(event: SequencedEvent, runId: string): AgentStateRe
 }
 
 /**
- * Merges `event` into `last` when both are chunks of the same text message or action call (their
- * concatenation says the same), or both snapshots of one agent's state (the later says everything);
- * undefined otherwise. The merged event carries the later event's sequence. `own` says whether `last`
- * is already a copy this caller made (and may change); events shared with others are never changed.
- */
-export function mergeEvents(last: SequencedEvent, event: SequencedEvent, own: boolean): SequencedEvent | undefined {
-  if (last.type === 'AgentStateMessage' && event.type === 'AgentStateMessage' && last.agentName === event.agentName) return event;
-  if (last.type === 'TextMessageContent' && event.type === 'TextMessageContent' && last.messageId === event.messageId) {
-    if (!own) return { ...last, content: last.content + event.content, sequence: event.sequence };
-    const copy = last as { content: string; sequence: number };
-    copy.content += event.content;
-    copy.sequence = event.sequence;
-    return last;
-  }
-  if (last.type === 'ActionExecutionArgs' && event.type === 'ActionExecutionArgs' && last.actionExecutionId === event.actionExecutionId) {
-    if (!own) return { ...last, args: last.args + event.args, sequence: event.sequence };
-    const copy = last as { args: string; sequence: number };
-    copy.args += event.args;
-    copy.sequence = event.sequence;
-    return last;
-  }
-  return undefined;
-}
-
-/**
  * The events that end a run cut short (its instance lost, or stopped with no instance to tell): every
  * text message and action call left open ended as Failed, then RunFinished with `status`, numbered
  * after the log's last event.

@@ -1,10 +1,11 @@
-import { GatewayError } from '../core/errors.js';
+import { RunNotFoundError } from '../core/errors.js';
+import { chunkText, continuesChunk } from '../core/event-merge.js';
 import type { SequencedEvent } from '../core/events.js';
 import type { Message } from '../core/messages.js';
 import { RUN_SUCCESS } from '../core/status.js';
 import { EventFeed } from './feed.js';
 import { OutputCollector, agentStateOf, transcriptOf } from './log.js';
-import { PENDING, threadForbidden, type AgentStateRecord, type Claim, type RunInput, type RunLog, type RunRecord, type StopHandler, type ThreadRecord, type ThreadStore, type ThreadStoreOptions } from './store.js';
+import { PENDING, threadBusy, threadForbidden, type AgentStateRecord, type Claim, type RunInput, type RunLog, type RunRecord, type StopHandler, type ThreadRecord, type ThreadStore, type ThreadStoreOptions } from './store.js';
 
 export interface MemoryThreadStoreOptions extends ThreadStoreOptions {
   /** The most threads kept; the least recently used is dropped first. */
@@ -161,7 +162,7 @@ export class MemoryThreadStore implements ThreadStore {
     const feed = new EventFeed(afterSequence);
     const run = this.findRun(threadId, runId);
     if (!run) {
-      feed.fail(new GatewayError('RUN_NOT_FOUND', `Thread "${threadId}" has no run "${runId}".`));
+      feed.fail(new RunNotFoundError(`Thread "${threadId}" has no run "${runId}".`));
       return feed;
     }
     // Events are pushed in order, each at most once (the feed skips what it has); live ones follow.
@@ -284,12 +285,6 @@ export class MemoryThreadStore implements ThreadStore {
   }
 }
 
-export function threadBusy(threadId: string, runId: string): GatewayError {
-  return new GatewayError('THREAD_BUSY', `Thread "${threadId}" already has a run in progress ("${runId}"); wait for it to finish, join it with joinCopilotRun, or stop it with stopCopilotRun.`, {
-    details: { threadId, runId },
-  });
-}
-
 function messagesBytes(messages: readonly Message[]): number {
   let bytes = 0;
   for (const message of messages) {
@@ -331,7 +326,7 @@ function packed(events: readonly SequencedEvent[]): SequencedEvent[] {
   for (let i = 0; i < events.length; ) {
     const event = events[i];
     let j = i + 1;
-    while (j < events.length && continues(event, events[j])) j++;
+    while (j < events.length && continuesChunk(event, events[j])) j++;
     if (j - i < 2) {
       out.push(event);
       i = j;
@@ -365,17 +360,6 @@ function unpackedAfter(event: SequencedEvent, afterSequence: number): SequencedE
   if (event.type === 'TextMessageContent') return { ...event, content: event.content.slice(cut) };
   if (event.type === 'ActionExecutionArgs') return { ...event, args: event.args.slice(cut) };
   return event;
-}
-
-/** Whether `next` is a chunk of the same message (or argument stream) as the chunk `event`. */
-function continues(event: SequencedEvent, next: SequencedEvent): boolean {
-  if (event.type === 'TextMessageContent') return next.type === 'TextMessageContent' && next.messageId === event.messageId;
-  if (event.type === 'ActionExecutionArgs') return next.type === 'ActionExecutionArgs' && next.actionExecutionId === event.actionExecutionId;
-  return false;
-}
-
-function chunkText(event: SequencedEvent): string {
-  return event.type === 'TextMessageContent' ? event.content : event.type === 'ActionExecutionArgs' ? event.args : '';
 }
 
 function eventsBytes(events: readonly SequencedEvent[]): number {

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { ConfigurationError } from '../core/errors.js';
 import { MemoryThreadStore } from './memory.js';
-import { RedisThreadStore } from './redis.js';
+import { RedisThreadStore } from './redis/store.js';
 import type { ThreadStore } from './store.js';
 
 /** How the gateway keeps its threads (GatewayOptions.threads). */

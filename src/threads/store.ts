@@ -1,4 +1,4 @@
-import { GatewayError } from '../core/errors.js';
+import { ThreadBusyError, ThreadForbiddenError, type GatewayError } from '../core/errors.js';
 import type { EventHandover, SequencedEvent } from '../core/events.js';
 import type { Message } from '../core/messages.js';
 import type { RunStatus } from '../core/status.js';
@@ -142,8 +142,19 @@ export interface ThreadStoreOptions {
   maxRunsPerThread: number;
 }
 
-export function threadForbidden(threadId: string): GatewayError {
-  return new GatewayError('THREAD_FORBIDDEN', `Thread "${threadId}" belongs to someone else: start a new thread.`, { details: { threadId } });
+export function threadForbidden(threadId: string): ThreadForbiddenError {
+  return new ThreadForbiddenError(`Thread "${threadId}" belongs to someone else: start a new thread.`, {
+    details: { threadId },
+  });
+}
+
+/** THREAD_BUSY: the thread's active run (`runId`) holds it. */
+export function threadBusy(threadId: string, runId: string): ThreadBusyError {
+  return new ThreadBusyError(
+    `Thread "${threadId}" already has a run in progress ("${runId}"); wait for it to finish, join it with joinCopilotRun, ` +
+      'or stop it with stopCopilotRun.',
+    { details: { threadId, runId } },
+  );
 }
 
 export const PENDING: RunStatus = Object.freeze({ code: 'Pending' });

@@ -1,7 +1,7 @@
 import type { SequencedEvent } from '../core/events.js';
 import { GatewayError } from '../core/errors.js';
 import type { RunHandle } from '../engine/run.js';
-import { EventQueue } from '../threads/queue.js';
+import { EventQueue } from '../core/event-queue.js';
 
 /**
  * The subscription's view of a run: its events in order, with the numbers the run gave them, read

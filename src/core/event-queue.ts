@@ -1,7 +1,10 @@
-import type { EventConsumer, EventHandover, SequencedEvent } from '../core/events.js';
-import { mergeEvents } from './log.js';
+import { mergeEvents } from './event-merge.js';
+import type { EventConsumer, EventHandover, SequencedEvent } from './events.js';
 
-const DONE: IteratorResult<SequencedEvent> = Object.freeze({ value: undefined, done: true }) as IteratorResult<SequencedEvent>;
+const DONE: IteratorResult<SequencedEvent> = Object.freeze({
+  value: undefined,
+  done: true,
+}) as IteratorResult<SequencedEvent>;
 
 /**
  * One reader's queue of a run's events: what a run's view (RunEventStream) and a thread store's feed

@@ -1,0 +1,135 @@
+import type { Logger } from 'pino';
+import { InstanceLostError, type GatewayError } from '../../core/errors.js';
+import { failedRun } from '../../core/status.js';
+import { OutputCollector, closingEvents, transcriptOf } from '../log.js';
+import { parseMessages, type RedisRecords } from './records.js';
+
+/** What the leases ask of their store. */
+export interface LeaseHooks {
+  /** Called on every beat (the store ends the clients of runs whose events wait too long). */
+  onBeat(): void;
+  /** Logs a connection problem (throttled). */
+  connectionError(error: unknown): void;
+}
+
+/**
+ * The instances' leases: this instance beats `{prefix}instance:{id}` (expiring after the lease) and
+ * lists itself in `{prefix}instances`; each instance sweeps that list for instances whose lease has
+ * run out and ends their runs, from what they stored, as INSTANCE_LOST.
+ */
+export class InstanceLeases {
+  private heartbeat: NodeJS.Timeout | undefined;
+  private sweeper: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly records: RedisRecords,
+    private readonly options: { leaseMs: number; logger: Logger },
+    private readonly hooks: LeaseHooks,
+  ) {}
+
+  /**
+   * Starts marking this instance alive every third of the lease, on a timer of its own (a slow sweep
+   * never delays it); sweeps for lost instances as often, one sweep at a time.
+   */
+  start(): void {
+    const every = Math.max(10, Math.floor(this.options.leaseMs / 3));
+    const tick = () => {
+      this.hooks.onBeat();
+      this.records.redis
+        .multi()
+        .set(this.records.key('instance', this.records.instanceId), '1', 'PX', this.options.leaseMs)
+        .sadd(this.records.key('instances'), this.records.instanceId)
+        .exec()
+        .catch((error: unknown) => this.hooks.connectionError(error));
+      if (!this.stopped) this.heartbeat = setTimeout(tick, every).unref();
+    };
+    const sweep = () => {
+      this.sweep()
+        .catch((error: unknown) => this.hooks.connectionError(error))
+        .finally(() => {
+          if (!this.stopped) this.sweeper = setTimeout(sweep, every).unref();
+        });
+    };
+    tick();
+    this.sweeper = setTimeout(sweep, every).unref();
+  }
+
+  /** Stops beating and sweeping (the store is closing). */
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.heartbeat);
+    clearTimeout(this.sweeper);
+  }
+
+  /** Ends, as INSTANCE_LOST, every run of every instance whose lease has run out. */
+  private async sweep(): Promise<void> {
+    if (this.records.redis.status !== 'ready') return;
+    const instances = await this.records.redis.smembers(this.records.key('instances'));
+    for (const instance of instances) {
+      if (
+        instance === this.records.instanceId ||
+        (await this.records.redis.exists(this.records.key('instance', instance)))
+      )
+        continue;
+      const runsKey = this.records.key('instance', instance, 'runs');
+      for (const entry of await this.records.redis.smembers(runsKey)) {
+        const [threadId, runId] = entry.split('\u0000');
+        const ended = await this.endRun(
+          threadId,
+          runId,
+          instance,
+          new InstanceLostError(
+            'The gateway instance running this run stopped answering; the run was ended with the events it had stored.',
+          ),
+        );
+        if (ended) this.options.logger.warn({ threadId, runId, instance }, 'a run of a lost instance was ended');
+      }
+      // Only once it owns nothing (a run it opened meanwhile would still be listed).
+      await this.records.redis.cgForget(this.records.key('instances'), runsKey, instance);
+    }
+  }
+
+  /**
+   * Ends a run that has no live instance to end it (or whose record its own instance can no longer
+   * keep): its open messages closed as Failed, then its terminal event with `error`, the transcript
+   * completed from its log, the thread freed. Writes only if the log has not grown since it was read
+   * (then it reads and tries again). Resolves with whether this call ended it.
+   */
+  async endRun(threadId: string, runId: string, owner: string, error: GatewayError): Promise<boolean> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const run = await this.records.run(threadId, runId);
+      if (!run || run.finishedAt !== null) {
+        // Already ended (or gone): only its listing is left to clear.
+        await this.records.redis.srem(this.records.key('instance', owner, 'runs'), `${threadId}\u0000${runId}`);
+        return false;
+      }
+      const log = await this.records.readLog(threadId, runId);
+      const last = log.length ? log[log.length - 1].sequence : -1;
+      const status = failedRun(error);
+      const closing = closingEvents(log, status);
+      const output = new OutputCollector();
+      for (const event of [...log, ...closing]) output.add(event);
+      const input = parseMessages(
+        await this.records.redis.hget(this.records.threadKey(threadId, 'meta'), 'transcript'),
+      );
+      const reply = await this.records.appendBatch(
+        threadId,
+        runId,
+        {
+          owner,
+          first: closing[0].sequence,
+          last: closing[closing.length - 1].sequence,
+          events: JSON.stringify(closing),
+          states: '[]',
+          status: JSON.stringify(status),
+          transcript: JSON.stringify(transcriptOf(input, output.current())),
+        },
+        last,
+      );
+      if (reply === 'ok') return true;
+      if (reply !== 'gap') return false;
+    }
+    return false;
+  }
+}

@@ -1,0 +1,154 @@
+import type { Redis as RedisClient } from 'ioredis';
+
+// The thread store's Lua scripts: every write to a thread's keys is one of them, so each is atomic.
+
+/** The command connection with the store's scripts defined on it (defineScripts). */
+export type ScriptedRedis = RedisClient & {
+  cgAppendMany(...args: (string | number)[]): Promise<string[]>;
+  cgClaim(...args: (string | number)[]): Promise<[string, string, string]>;
+  cgRelease(...args: (string | number)[]): Promise<number>;
+  cgOpen(...args: (string | number)[]): Promise<string>;
+  cgAppend(...args: (string | number)[]): Promise<string>;
+  cgAppendEvents(...args: (string | number)[]): Promise<string>;
+  cgForget(...args: (string | number)[]): Promise<number>;
+};
+
+/**
+ * What every append script shares: a Lua function that checks a run's record and appends one batch of
+ * its events, answering ok, missing (no record), gap (out of order, or the log is not at `expected`,
+ * when that is not ""), dup (already stored) or finished (ended by another instance).
+ */
+const APPEND_LUA = `local function append(run, log, first, last, events, expected)
+  local status = redis.call('HGET', run, 'status')
+  if not status then return 'missing' end
+  local stored = tonumber(redis.call('HGET', run, 'last'))
+  if expected ~= '' and stored ~= tonumber(expected) then return 'gap' end
+  first = tonumber(first)
+  if first <= stored then return 'dup' end
+  if status ~= 'running' then return 'finished' end
+  if first ~= stored + 1 then return 'gap' end
+  redis.call('XADD', log, '*', 'e', events)
+  redis.call('HSET', run, 'last', last)
+  return 'ok'
+end`;
+
+/** The store's Lua scripts: [number of keys, source]. Keys of other runs are built from the thread's key prefix. */
+const SCRIPTS: Record<string, [number | null, string]> = {
+  // KEYS: lock, run (of the proposed id), meta, runs. ARGV: proposed id, fresh id, instance, claim timeout (ms),
+  // owner ("" for none), ttl (s). Answers {'forbidden'} (another principal's thread), {'busy', holder}, or
+  // {'ok', run id, transcript}; a thread that belongs to no one becomes the owner's.
+  cgClaim: [
+    4,
+    `local principal = redis.call('HGET', KEYS[3], 'principal')
+if ARGV[5] ~= '' and principal and principal ~= ARGV[5] then return {'forbidden', '', ''} end
+local holder = redis.call('GET', KEYS[1])
+if holder then return {'busy', holder, ''} end
+if ARGV[5] ~= '' and not principal then
+  redis.call('HSET', KEYS[3], 'principal', ARGV[5])
+  if redis.call('TTL', KEYS[3]) < 0 then redis.call('EXPIRE', KEYS[3], ARGV[6]) end
+end
+local runId = ARGV[1]
+if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('LPOS', KEYS[4], ARGV[1]) then runId = ARGV[2] end
+redis.call('SET', KEYS[1], runId .. ' ' .. ARGV[3], 'PX', ARGV[4])
+return {'ok', runId, redis.call('HGET', KEYS[3], 'transcript') or '[]'}`,
+  ],
+  // KEYS: lock. ARGV: run id. Frees a claim of that run.
+  cgRelease: [
+    1,
+    `local holder = redis.call('GET', KEYS[1])
+if holder and string.sub(holder, 1, #ARGV[1] + 1) == ARGV[1] .. ' ' then return redis.call('DEL', KEYS[1]) end
+return 0`,
+  ],
+  // KEYS: lock, meta, runs, run, instance runs, log. ARGV: run id, instance, input (JSON), started at, ttl (s),
+  // max runs, thread key prefix, "threadId\0runId", reset ("1" to write the record again from nothing).
+  // Answers 'lost' when another run holds the thread; 'ok' otherwise (at once when the record is already
+  // this instance's: an open sent again).
+  cgOpen: [
+    6,
+    `local mine = ARGV[1] .. ' ' .. ARGV[2]
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= mine then return 'lost' end
+if ARGV[9] == '' and redis.call('HGET', KEYS[4], 'owner') == ARGV[2] then return 'ok' end
+redis.call('SET', KEYS[1], mine)
+redis.call('DEL', KEYS[6])
+redis.call('HDEL', KEYS[4], 'finishedAt')
+redis.call('HSET', KEYS[4], 'status', 'running', 'last', -1, 'startedAt', ARGV[4], 'owner', ARGV[2], 'newInput', ARGV[10])
+redis.call('HSET', KEYS[2], 'transcript', ARGV[3], 'latest', ARGV[1])
+if not redis.call('LPOS', KEYS[3], ARGV[1]) then redis.call('RPUSH', KEYS[3], ARGV[1]) end
+while redis.call('LLEN', KEYS[3]) > tonumber(ARGV[6]) do
+  local old = redis.call('LPOP', KEYS[3])
+  redis.call('DEL', ARGV[7] .. 'run:' .. old, ARGV[7] .. 'log:' .. old)
+end
+redis.call('SADD', KEYS[5], ARGV[8])
+for _, key in ipairs({KEYS[2], KEYS[3], KEYS[4]}) do redis.call('EXPIRE', key, ARGV[5]) end
+for _, id in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
+  redis.call('EXPIRE', ARGV[7] .. 'run:' .. id, ARGV[5])
+  redis.call('EXPIRE', ARGV[7] .. 'log:' .. id, ARGV[5])
+end
+return 'ok'`,
+  ],
+  // KEYS: run, log, states, meta, lock, instance runs, runs. ARGV: first, last, events (JSON), states (JSON
+  // pairs), channel, ttl (s), terminal status (JSON or ""), transcript (JSON or ""), now, run id,
+  // "threadId\0runId", expected last sequence ("" for any), thread key prefix. Answers ok, dup (already
+  // stored), gap (out of order, or the log is not at the expected sequence), finished (ended by another
+  // instance), missing (no record).
+  cgAppend: [
+    7,
+    `${APPEND_LUA}
+local appended = append(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[12])
+if appended ~= 'ok' then return appended end
+for _, pair in ipairs(cjson.decode(ARGV[4])) do redis.call('HSET', KEYS[3], pair[1], pair[2]) end
+if ARGV[7] ~= '' then
+  redis.call('HSET', KEYS[1], 'status', ARGV[7], 'finishedAt', ARGV[9])
+  redis.call('HSET', KEYS[4], 'transcript', ARGV[8])
+  local holder = redis.call('GET', KEYS[5])
+  if holder and string.sub(holder, 1, #ARGV[10] + 1) == ARGV[10] .. ' ' then redis.call('DEL', KEYS[5]) end
+  redis.call('SREM', KEYS[6], ARGV[11])
+  for _, id in ipairs(redis.call('LRANGE', KEYS[7], 0, -1)) do
+    redis.call('EXPIRE', ARGV[13] .. 'run:' .. id, ARGV[6])
+    redis.call('EXPIRE', ARGV[13] .. 'log:' .. id, ARGV[6])
+  end
+end
+for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[6]) end
+redis.call('EXPIRE', KEYS[7], ARGV[6])
+redis.call('PUBLISH', ARGV[5], ARGV[3])
+return 'ok'`,
+  ],
+  // cgAppend for a batch of events only (no states, status or expiry): KEYS: run, log. ARGV: first, last,
+  // events (JSON), channel. The same answers.
+  cgAppendEvents: [
+    2,
+    `${APPEND_LUA}
+local appended = append(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], '')
+if appended == 'ok' then redis.call('PUBLISH', ARGV[4], ARGV[3]) end
+return appended`,
+  ],
+  // cgAppendEvents for several runs at once (the keys' number is the call's first argument): KEYS: each
+  // run's record and log; ARGV: each run's first, last, events, channel. Answers one answer per run, in
+  // order. The keys of several threads: one Redis server or primary only (not Redis Cluster).
+  cgAppendMany: [
+    null,
+    `${APPEND_LUA}
+local answers = {}
+for i = 1, #KEYS / 2 do
+  local a = (i - 1) * 4
+  answers[i] = append(KEYS[i * 2 - 1], KEYS[i * 2], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], '')
+  if answers[i] == 'ok' then redis.call('PUBLISH', ARGV[a + 4], ARGV[a + 3]) end
+end
+return answers`,
+  ],
+  // KEYS: instances, instance runs. ARGV: instance. Forgets a dead instance once it owns no run.
+  cgForget: [
+    2,
+    `if redis.call('SCARD', KEYS[2]) == 0 then return redis.call('SREM', KEYS[1], ARGV[1]) end
+return 0`,
+  ],
+};
+
+/** Defines the store's scripts as commands of `redis` (cgClaim, cgOpen, cgAppend, …). */
+export function defineScripts(redis: RedisClient): ScriptedRedis {
+  for (const [name, [keys, lua]] of Object.entries(SCRIPTS)) {
+    redis.defineCommand(name, keys === null ? { lua } : { numberOfKeys: keys, lua });
+  }
+  return redis as ScriptedRedis;
+}

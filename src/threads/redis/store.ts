@@ -1,0 +1,294 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Redis as RedisClient } from 'ioredis';
+import { RunStoppedError, StoreUnavailableError, type GatewayError } from '../../core/errors.js';
+import type { EventFeed } from '../feed.js';
+import { createClients, ready, redactedUrl } from './connection.js';
+import { InstanceLeases } from './instances.js';
+import { LiveChannels } from './live.js';
+import { RedisRecords } from './records.js';
+import { RedisRunLog, type RunLogStore, type Write } from './run-log.js';
+import type {
+  Claim,
+  RunInput,
+  RunLog,
+  RunRecord,
+  StopHandler,
+  ThreadRecord,
+  ThreadStore,
+  ThreadStoreOptions,
+} from '../store.js';
+
+export interface RedisThreadStoreOptions extends ThreadStoreOptions {
+  /** `redis://[user:password@]host:port[/db]` or `rediss://…`. */
+  url: string;
+  /** Prefix of every key and channel, so that several gateways can share one Redis. @default "cg:" */
+  keyPrefix: string;
+  /**
+   * How long an instance counts as alive after its last heartbeat (it beats every third of this).
+   * A run whose instance is gone for longer is ended, from its stored events, by another instance.
+   */
+  leaseMs: number;
+  /** How long a claim holds a thread before its run opens. */
+  claimTimeoutMs: number;
+  logger: Logger;
+}
+
+/**
+ * Threads in Redis, shared by every gateway instance on it (a single Redis server or a primary with
+ * replicas; not Redis Cluster). Per thread, under `{prefix}{threadId}:`:
+ * - `lock`: "runId instanceId" while a run holds the thread (expiring while only claimed);
+ * - `meta`: a hash with the transcript (JSON) and the latest run's id;
+ * - `runs`: a list of its run ids, oldest first (trimmed to maxRunsPerThread, with their records);
+ * - `states`: a hash of each agent's latest state (JSON);
+ * - `run:{runId}`: a hash with the run's status ("running" or the terminal status as JSON), last
+ *   sequence, times and owning instance;
+ * - `log:{runId}`: a stream of the run's events, one entry per batch (`e`: a JSON array of events).
+ * Live events are published on `{prefix}live:{threadId}:{runId}` as they are stored; stop requests on
+ * `{prefix}stop`. Instances beat `{prefix}instance:{id}` (expiring after the lease) and list the runs
+ * they own in `{prefix}instance:{id}:runs`, so that another instance can end them if they die.
+ * Every write is a Lua script, so each is atomic; all keys of a thread expire `ttlSeconds` after its
+ * last write.
+ */
+export class RedisThreadStore implements ThreadStore, RunLogStore {
+  readonly kind = 'redis';
+  readonly instanceId = `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
+  /** The logs of this instance's runs still writing. */
+  private readonly logs = new Set<RedisRunLog>();
+  /** Logs with events to write at the end of this turn of the event loop (flushSoon). */
+  private toFlush: RedisRunLog[] = [];
+  private closed = false;
+  private lastError = 0;
+  private started: Promise<void> | undefined;
+
+  /** Its records in Redis: their keys, reads and writes. */
+  readonly records: RedisRecords;
+  /** Its subscriptions: followers' live channels and stop requests. */
+  private readonly live: LiveChannels;
+  /** This instance's lease, and the sweeps that end lost instances' runs. */
+  private readonly leases: InstanceLeases;
+
+  constructor(private readonly options: RedisThreadStoreOptions) {
+    this.records = new RedisRecords(options, this.instanceId);
+    this.live = new LiveChannels(this.records, options.leaseMs);
+    this.leases = new InstanceLeases(this.records, options, {
+      onBeat: () => this.checkStalledLogs(),
+      connectionError: (error) => this.connectionError(error),
+    });
+  }
+
+  /**
+   * Connects (a command connection and a subscriber connection) and starts beating. Rejects with
+   * STORE_UNAVAILABLE when Redis cannot be reached; the connections then go on trying in the
+   * background, and the store works as soon as one succeeds.
+   */
+  start(): Promise<void> {
+    this.started ??= this.connect();
+    return this.started;
+  }
+
+  private async connect(): Promise<void> {
+    const { url } = this.options;
+    const { redis, subscriber } = await createClients(url);
+    this.records.redis = redis;
+    redis.on('error', (error) => this.connectionError(error));
+    subscriber.on('error', (error) => this.connectionError(error));
+    this.live.attach(subscriber);
+    const connected = await Promise.allSettled([ready(redis), ready(subscriber)]);
+    // Subscribed (queued until the subscriber is connected, and again after every reconnection) and
+    // beating (each beat retried) whether or not Redis answered yet.
+    void subscriber.subscribe(this.records.key('stop')).catch((error: unknown) => this.connectionError(error));
+    this.leases.start();
+    const failed = connected.find((result) => result.status === 'rejected');
+    if (failed) {
+      const reason = (failed as PromiseRejectedResult).reason as Error;
+      throw new StoreUnavailableError(
+        `Redis at ${redactedUrl(url)} cannot be reached (${reason?.message}); retrying in the background.`,
+        { cause: reason },
+      );
+    }
+  }
+
+  /** The command connection (once started) and the key prefix, for the rate limits shared through the same Redis. */
+  get commands(): RedisClient | undefined {
+    return this.records.redis;
+  }
+
+  get keyPrefix(): string {
+    return this.options.keyPrefix;
+  }
+
+  // --- claims and runs -------------------------------------------------------------------
+
+  claim(threadId: string, proposedRunId: string, freshRunId: string, owner?: string): Promise<Claim> {
+    return this.records.claim(threadId, proposedRunId, freshRunId, owner);
+  }
+
+  release(threadId: string, runId: string): void {
+    if (!this.records.redis) return;
+    this.records.redis
+      .cgRelease(this.records.threadKey(threadId, 'lock'), runId)
+      .catch((error: unknown) => this.connectionError(error));
+  }
+
+  open(threadId: string, runId: string, input: RunInput, onLost?: (error: GatewayError) => void): RunLog {
+    const log = new RedisRunLog(this, threadId, runId, input, this.options.ttlSeconds, onLost);
+    this.logs.add(log);
+    return log;
+  }
+
+  /**
+   * Writes `log`'s waiting events at the end of this turn of the event loop (setImmediate: after the
+   * I/O callbacks of this turn, no timer), together with every other run's that has some: the
+   * writes of every run go to Redis in one pipeline (one system call each way), which is what a
+   * store write per streamed token costs least as.
+   */
+  flushSoon(log: RedisRunLog): void {
+    this.toFlush.push(log);
+    if (this.toFlush.length === 1) setImmediate(this.flushAll);
+  }
+
+  private readonly flushAll = (): void => {
+    const logs = this.toFlush;
+    this.toFlush = [];
+    const group: { log: RedisRunLog; write: Write }[] = [];
+    for (const log of logs) {
+      try {
+        const write = log.flushQueuedWrite();
+        if (write) group.push({ log, write });
+      } catch (error) {
+        // One run's batch that cannot be written (say, a value JSON cannot take) must not stop the others'.
+        this.options.logger.error({ err: error }, "a run's events could not be written to Redis");
+      }
+    }
+    if (group.length === 1) group[0].log.send(group[0].write);
+    if (group.length < 2) return;
+    // Several runs' batches of events alone: one script call for all of them (a streamed token per run
+    // and turn would otherwise be a command each: ioredis's cost per command is most of the store's
+    // cost per token). A batch sent again after a failure goes on its own (cgAppendEvents).
+    const replies = this.records.appendMany(group.map(({ log, write }) => ({ keys: log.keys, batch: write.batch! })));
+    group.forEach(({ log, write }, index) =>
+      log.send(
+        write,
+        replies.then((answers) => answers[index]),
+      ),
+    );
+  };
+
+  /** A run's log has stored its last event (or given up): nothing more to wait for at close. */
+  forget(log: RedisRunLog): void {
+    this.logs.delete(log);
+  }
+
+  thread(threadId: string): Promise<ThreadRecord | undefined> {
+    return this.records.thread(threadId);
+  }
+
+  owner(threadId: string): Promise<string | undefined> {
+    return this.records.owner(threadId);
+  }
+
+  run(threadId: string, runId?: string): Promise<RunRecord | undefined> {
+    return this.records.run(threadId, runId);
+  }
+
+  /** The run's events, stored then live (see LiveChannels.follow). */
+  follow(threadId: string, runId: string, afterSequence: number): EventFeed {
+    return this.live.follow(threadId, runId, afterSequence);
+  }
+
+  async requestStop(threadId: string, runId: string | undefined): Promise<string | undefined> {
+    const holder = await this.records.call(() => this.records.redis.get(this.records.threadKey(threadId, 'lock')));
+    if (!holder) return undefined;
+    const [activeRunId, owner] = holder.split(' ');
+    if (runId !== undefined && runId !== activeRunId) return undefined;
+    const run = await this.records.run(threadId, activeRunId);
+    if (run && run.finishedAt !== null) return undefined;
+    const ownerAlive =
+      (await this.records.call(() => this.records.redis.exists(this.records.key('instance', owner)))) === 1;
+    // No record yet: a run still being admitted (claimed, not yet started) on a live instance stops as soon
+    // as it starts.
+    if (!run && !ownerAlive) return undefined;
+    if (ownerAlive) {
+      await this.records.call(() =>
+        this.records.redis.publish(this.records.key('stop'), `${threadId}\u0000${activeRunId}`),
+      );
+      return activeRunId;
+    }
+    const ended = await this.endRun(
+      threadId,
+      activeRunId,
+      owner,
+      new RunStoppedError('The run was stopped (stopCopilotRun).'),
+    );
+    return ended ? activeRunId : undefined;
+  }
+
+  onStopRequest(handler: StopHandler): void {
+    this.live.onStopRequest(handler);
+  }
+
+  healthy(): boolean {
+    return this.records.redis?.status === 'ready';
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.leases.stop();
+    if (!this.records.redis) return;
+    // Runs' last events still on their way (written one batch after another) are waited for, a while;
+    // what is still unwritten then is given up (no retry outlives the store).
+    if (this.logs.size && this.records.redis.status === 'ready') {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all([...this.logs].map((log) => log.settled)),
+        new Promise((resolve) => (timer = setTimeout(resolve, 5_000))),
+      ]);
+      clearTimeout(timer);
+    }
+    for (const log of this.logs) log.abandon();
+    // quit() waits for replies; a server that is down would hold it until the reconnection gives up.
+    for (const client of [this.records.redis, this.live.subscriber]) {
+      if (client.status === 'ready') await client.quit().catch(() => client.disconnect());
+      else client.disconnect();
+    }
+  }
+
+  /**
+   * Runs whose events have waited longer than the lease for Redis: their clients are ended (see
+   * RedisRunLog.giveUp). Past the lease another instance may end the run anyway; a client is never
+   * held longer than that.
+   */
+  private checkStalledLogs(): void {
+    const now = Date.now();
+    for (const log of this.logs) {
+      const waited = log.stalledSince === 0 ? 0 : now - log.stalledSince;
+      if (waited > this.options.leaseMs) log.giveUp(waited);
+    }
+  }
+
+  /** Ends a run from its stored events, with no instance to end it (see InstanceLeases.endRun). */
+  endRun(threadId: string, runId: string, owner: string, error: GatewayError): Promise<boolean> {
+    return this.leases.endRun(threadId, runId, owner, error);
+  }
+
+  // --- errors ------------------------------------------------------------------------------
+
+  /** Logs connection problems, at most one line every 10 s. */
+  connectionError(error: unknown): void {
+    const now = Date.now();
+    if (now - this.lastError < 10_000 || this.closed) return;
+    this.lastError = now;
+    this.options.logger.warn(
+      { err: error, redis: redactedUrl(this.options.url) },
+      'Redis (thread store) is not answering; retrying',
+    );
+  }
+
+  /** Logs what cannot be retried, every time. */
+  recordLost(threadId: string, runId: string, why: string): void {
+    this.options.logger.error({ threadId, runId }, `the run can no longer be recorded: ${why}`);
+  }
+}
