@@ -1,5 +1,5 @@
 import type { SequencedEvent } from '../core/events.js';
-import { GatewayError } from '../core/errors.js';
+import { ClientDisconnectedError } from '../core/errors.js';
 import type { RunHandle } from '../engine/run.js';
 import { EventQueue } from '../core/event-queue.js';
 
@@ -34,7 +34,7 @@ export class RunEventStream extends EventQueue {
     this.leave();
     this.unsubscribe();
     if (runStillGoing && !this.keepRunning) {
-      this.run.abort(new GatewayError('CLIENT_DISCONNECTED', 'The client went away before the run finished.'));
+      this.run.abort(new ClientDisconnectedError('The client went away before the run finished.'));
     }
     return Promise.resolve({ value: undefined, done: true });
   }
