@@ -1,0 +1,122 @@
+import type { Logger } from 'pino';
+import type { CopilotKitEndpoint } from '../agents/copilotkit-endpoint.js';
+import { ConfigurationError, ShuttingDownError } from '../core/errors.js';
+import type { ThreadService } from '../engine/thread-service.js';
+import type { ResolvedThreadsOptions } from '../threads/options.js';
+import { redactedUrl } from '../threads/redis/connection.js';
+import type { ThreadStore } from '../threads/store.js';
+
+/**
+ * The gateway's states (as Apollo Server's ServerState), each with what the next one needs:
+ * created → starting (listen) → listening → draining (shutdown) → closed (close). A start that fails
+ * goes back to created; close() from any state goes to closed, and shutdown() outside listening closes.
+ */
+export type GatewayState =
+  | { phase: 'created' }
+  | { phase: 'starting' }
+  | { phase: 'listening' }
+  /** Runs finishing (no new ones); `drained` settles once closed. */
+  | { phase: 'draining'; drained: Promise<void> }
+  /** Releasing or released; `closed` settles once everything is. */
+  | { phase: 'closed'; closed: Promise<void> };
+
+/**
+ * A queue of connections not yet accepted as long as the system allows (Linux caps it at
+ * net.core.somaxconn, 4096 by default): Node's default of 511 drops connections when thousands of
+ * clients reconnect at once (a deploy, a network blip) and the event loop is busy.
+ */
+export const LISTEN_BACKLOG = 4096;
+
+/** What the runs still going when the gateway closes are ended with. */
+export function shutdownError(): ShuttingDownError {
+  return new ShuttingDownError(
+    'The server is shutting down: the run was ended before it finished. Its events so far are kept; start it again.',
+  );
+}
+
+/** What joins and AG-UI connects following runs of other instances are ended with when the gateway closes. */
+export function followsEndedError(): ShuttingDownError {
+  return new ShuttingDownError(
+    'This gateway instance is shutting down: follow the run again through another one ' +
+      '(joinCopilotRun with afterSequence, or connect).',
+  );
+}
+
+/**
+ * Whether this instance should get traffic. Not while it is not listening (starting, or closed). With
+ * Redis unreachable it still is when new runs are served regardless (onStoreFailure "serve": taking
+ * every instance out of rotation at once would turn a degraded service into an outage), not when they
+ * are refused ("fail").
+ */
+export function readiness(
+  state: GatewayState['phase'],
+  store: ThreadStore,
+  onStoreFailure: 'serve' | 'fail',
+  endpoints: readonly CopilotKitEndpoint[],
+): { ready: boolean; checks: Record<string, unknown> } {
+  const storeHealthy = store.healthy();
+  const listening = state === 'listening' || state === 'draining';
+  const draining = state === 'draining';
+  const ready = state === 'listening' && (storeHealthy || onStoreFailure === 'serve');
+  return {
+    ready,
+    checks: {
+      listening,
+      draining,
+      threadStore: { kind: store.kind, reachable: storeHealthy, ...(storeHealthy ? {} : { onStoreFailure }) },
+      // Reported, not required: one unreachable endpoint must not take every instance out of rotation.
+      ...(endpoints.length
+        ? {
+            remoteEndpoints: endpoints.map((endpoint) => ({
+              endpoint: endpoint.label,
+              reachable: !endpoint.unreachable,
+            })),
+          }
+        : {}),
+    },
+  };
+}
+
+/**
+ * Connects the thread store (Redis). Unreachable at start: with onStoreFailure "serve" the gateway
+ * serves (runs unrecorded until Redis answers, logged); with "fail" it does not start.
+ */
+export async function startThreadStore(
+  threads: ThreadService,
+  options: ResolvedThreadsOptions,
+  logger: Logger,
+): Promise<void> {
+  try {
+    await threads.store.start?.();
+    if (options.redisUrl) logger.info({ redis: redactedUrl(options.redisUrl) }, 'threads are kept in Redis');
+  } catch (error) {
+    if (options.onStoreFailure === 'fail') throw new ConfigurationError((error as Error).message);
+    logger.warn(
+      { err: error },
+      'the thread store cannot be reached at start: runs are served unrecorded until it can ' +
+        '(threads.onStoreFailure "serve")',
+    );
+  }
+}
+
+/** A failed listen, said in one line with what to do. */
+export function listenError(error: unknown, port: number, host: string): ConfigurationError | unknown {
+  const code = (error as { code?: string })?.code;
+  const where = `port ${port} on ${host}`;
+  if (code === 'EADDRINUSE') {
+    return new ConfigurationError(
+      `The ${where} is already in use: stop the process that holds it, or choose another port (PORT).`,
+    );
+  }
+  if (code === 'EACCES') {
+    return new ConfigurationError(
+      `Not allowed to listen on ${where}: choose a port above 1023 (PORT), or run with the permission to bind it.`,
+    );
+  }
+  if (code === 'EADDRNOTAVAIL') {
+    return new ConfigurationError(
+      `${host} is not an address of this machine (HOST): use 127.0.0.1, 0.0.0.0 or one of its addresses.`,
+    );
+  }
+  return error;
+}

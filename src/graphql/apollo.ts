@@ -1,0 +1,88 @@
+import type { Server } from 'node:http';
+import { ApolloServer } from '@apollo/server';
+import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginInlineTraceDisabled,
+  ApolloServerPluginLandingPageDisabled,
+} from '@apollo/server/plugin/disabled';
+import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
+import type { GraphQLSchema } from 'graphql';
+import type { Logger } from 'pino';
+import type { GatewayContext } from './context.js';
+import { formatGraphQLError } from './errors.js';
+import type { Executor } from './executor.js';
+import { errorLoggingPlugin, httpOperationGuardPlugin, refusalPlugin, requestIdPlugin } from './plugins.js';
+import { MAX_DOCUMENT_TOKENS, gatewayValidationRules } from './validation.js';
+
+export interface ApolloOptions {
+  schema: GraphQLSchema;
+  executor: Executor;
+  /** The node:http server Apollo's drain plugin closes. */
+  server: Server;
+  /** Ends the WebSocket transport when Apollo drains (graphql-ws shares the server). */
+  drainWebSocket: () => Promise<void>;
+  /** Introspection, the landing page and Apollo Studio's origins: on in development (GatewayOptions.sandbox). */
+  sandbox: boolean;
+  logger: Logger;
+}
+
+/**
+ * Apollo Server as the gateway configures it: the schema run by the chosen executor, the gateway's error
+ * formatting, validation rules and plugins, and Apollo's own defaults that cost without serving (cache
+ * hints, inline traces) off. The HTTP transport hands it the requests the executor does not answer itself.
+ */
+export function createApollo(options: ApolloOptions): ApolloServer<GatewayContext> {
+  const { schema, executor, server, sandbox, logger } = options;
+  return new ApolloServer<GatewayContext>({
+    schema,
+    // Introspection is refused by the gateway's own rule (in its words), not Apollo's.
+    introspection: true,
+    // Automatic persisted queries: off. No CopilotKit client sends them, and their cache would be one
+    // more thing to bound and share across instances.
+    persistedQueries: false,
+    // Where introspection is off, "Did you mean …" suggestions would reveal the schema anyway.
+    hideSchemaDetailsFromClientErrors: !sandbox,
+    includeStacktraceInErrorResponses: false,
+    // Runs @defer/@stream (and async-iterable lists) on the chosen executor (graphql/executor.ts).
+    legacyExperimentalExecuteIncrementally: executor.execute as any,
+    formatError: formatGraphQLError,
+    validationRules: gatewayValidationRules(sandbox),
+    parseOptions: { maxTokens: MAX_DOCUMENT_TOKENS },
+    // main.ts owns the process's signals; Apollo re-raising them would change the exit code.
+    stopOnTerminationSignals: false,
+    logger: apolloLogger(logger),
+    // None of these listens to willSendSubsequentPayload or didEncounterSubsequentErrors: over HTTP, on the
+    // fast executor, later payloads without errors do not pass through Apollo (graphql/fast/incremental.ts).
+    plugins: [
+      ApolloServerPluginDrainHttpServer({ httpServer: server }),
+      // Apollo installs these by default. Cache hints: nothing here is cacheable, and the plugin wraps
+      // every field's resolver, which runs for every streamed item. Inline traces: for subgraphs only.
+      ApolloServerPluginCacheControlDisabled(),
+      ApolloServerPluginInlineTraceDisabled(),
+      {
+        async serverWillStart() {
+          return { drainServer: options.drainWebSocket };
+        },
+      },
+      errorLoggingPlugin(),
+      requestIdPlugin(),
+      refusalPlugin(),
+      httpOperationGuardPlugin(),
+      sandbox
+        ? ApolloServerPluginLandingPageLocalDefault({ embed: { runTelemetry: false }, includeCookies: true })
+        : ApolloServerPluginLandingPageDisabled(),
+    ],
+  });
+}
+
+/** Apollo's log lines, through the gateway's logger (component "apollo"). */
+function apolloLogger(logger: Logger) {
+  const apollo = logger.child({ component: 'apollo' });
+  return {
+    debug: (message: string) => apollo.debug(message),
+    info: (message: string) => apollo.info(message),
+    warn: (message: string) => apollo.warn(message),
+    error: (message: string) => apollo.error(message),
+  };
+}
