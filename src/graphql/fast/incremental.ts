@@ -2,7 +2,8 @@ import { execute, isIncrementalResults, type IncrementalExecutionResults, type S
 import { defaultFieldResolver, type ExecutionArgs, type FieldNode, type GraphQLError, type GraphQLFieldResolver, type GraphQLResolveInfo } from 'graphql';
 import { getArgumentValues, locatedError } from '@graphql-tools/utils';
 import { completeLeafItem, leafStreamPlan, type LeafStreamPlan } from './leaf-streams.js';
-import { coerceError, runtimeWriter, writeDeferred, writeFields, type MessagePlan, type ObjectWriter, type RunPlan } from './message-plan.js';
+import type { MessagePlan, ObjectWriter, RunPlan } from './message-plan.js';
+import { coerceError, runtimeWriter, writeDeferred, writeFields } from './message-writing.js';
 import type { KnownDocument } from './known-documents.js';
 import { refusedDirectiveArguments } from '../directive-arguments.js';
 import { carriesErrors, withoutOrphans, withoutOrphansIn } from '../nulled-paths.js';
