@@ -30,7 +30,6 @@ import { ObservedAdapter } from './adapters/observed.js';
 import type { GatewayContext } from './graphql/context.js';
 import { formatGraphQLError } from './graphql/errors.js';
 import { fastExecutor, stockExecutor, type ExecutorName } from './graphql/executor.js';
-import { KnownDocuments } from './graphql/fast/known-documents.js';
 import { errorLoggingPlugin, httpOperationGuardPlugin, refusalPlugin, requestIdPlugin } from './graphql/plugins.js';
 import { buildSchema } from './graphql/schema.js';
 import { MAX_DOCUMENT_TOKENS, gatewayValidationRules } from './graphql/validation.js';
@@ -81,7 +80,9 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const config = resolveOptions(options);
   const logger = config.logger;
   const schema = buildSchema();
-  const executor = config.executor === 'stock' ? stockExecutor() : fastExecutor(schema);
+  // Apollo installs its usage reporting when APOLLO_KEY is set; it needs every later payload, and every
+  // operation to pass through Apollo's pipeline.
+  const executor = config.executor === 'stock' ? stockExecutor() : fastExecutor(schema, { directHttp: !process.env.APOLLO_KEY });
   const metrics = config.metrics.on ? new GatewayMetrics(() => launcher.activeRuns) : undefined;
   const tracing = config.tracing ? new RunTracing(GATEWAY_VERSION) : undefined;
   // One HTTP client (one connection pool per origin) for every agent, remote action and discovery.
@@ -193,11 +194,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     access,
     metrics: metrics && { render: () => metrics.render(), token: config.metrics.token === undefined ? undefined : keyMatcher([config.metrics.token]) },
     onStream: metrics && ((delta) => metrics.httpStream(delta)),
-    // Apollo installs its usage reporting when APOLLO_KEY is set; it needs every later payload.
-    directLaterPayloads: executor.httpFastPaths && !process.env.APOLLO_KEY,
-    // With usage reporting, every operation passes through Apollo's pipeline too.
-    knownDocuments: executor.httpFastPaths && !process.env.APOLLO_KEY ? new KnownDocuments() : undefined,
-    schema,
+    executor,
     apolloServing: () => apolloStarted && state.phase !== 'closed',
     draining: () => state.phase === 'draining',
   }));

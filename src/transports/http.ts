@@ -1,15 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HeaderMap, type ApolloServer, type HTTPGraphQLRequest, type HTTPGraphQLResponse } from '@apollo/server';
-import type { GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import { drained, sendJson } from './responses.js';
 import { OPERATION_ENDED } from '../core/abort.js';
 import { statusOf, type ErrorCode, type GatewayError } from '../core/errors.js';
 import type { GatewayContext } from '../graphql/context.js';
-import { executeIncrementally, LaterPayloads, multipartPart, type ExecutionOutcome, type LaterPayload, type Replay } from '../graphql/fast/incremental.js';
-import { carriesErrors } from '../graphql/nulled-paths.js';
-import type { KnownDocuments, KnownRequest } from '../graphql/fast/known-documents.js';
+import type { Executor, HttpOperation, InitialPart, LaterDelivery, LaterStep } from '../graphql/executor.js';
 import { TOO_DEEP_DOCUMENT } from '../graphql/documents.js';
 import { MAX_NESTING, textNestsDeeperThan } from '../core/depth.js';
 import type { RunLauncher } from '../engine/launcher.js';
@@ -44,19 +41,9 @@ export interface HttpTransportOptions {
   metrics?: { render: () => Promise<{ contentType: string; body: string }>; token?: (credential: string) => number };
   /** Told when a streamed response starts and ends (metrics). */
   onStream?: (delta: 1 | -1) => void;
-  /**
-   * Whether a streamed operation's later payloads are taken straight from the executor, those
-   * without errors framed here (src/graphql/fast/incremental.ts), rather than all through Apollo.
-   */
-  directLaterPayloads: boolean;
-  /**
-   * Documents Apollo ran that the transport runs again on the executor without Apollo's pipeline
-   * (graphql/fast/known-documents.ts), with the schema to run them on; absent where every request must
-   * pass through Apollo (with directLaterPayloads off).
-   */
-  knownDocuments?: KnownDocuments;
-  schema: GraphQLSchema;
-  /** Whether Apollo serves operations (started, not stopped): a known document is run only then. */
+  /** What runs the operations: asked first what it does for a request itself (Executor `prepare`). */
+  executor: Executor;
+  /** Whether Apollo serves operations (started, not stopped): the executor answers a request itself only then. */
   apolloServing: () => boolean;
   /** Whether the gateway is draining: answers ask clients to close their connections. */
   draining: () => boolean;
@@ -90,6 +77,10 @@ interface Acceptance {
  * keys; urql merges it into what it has (data, errors and hasNext unchanged).
  */
 const MULTIPART_KEEP_ALIVE = 'content-type: application/json; charset=utf-8\r\n\r\n{}\r\n---\r\n';
+/** A later payload framed as Apollo frames it in `multipart/mixed; deferSpec=20220824` (its writeMultipartBody). */
+function multipartPart(json: string, hasNext: boolean): string {
+  return `content-type: application/json; charset=utf-8\r\n\r\n${json}\r\n---${hasNext ? '' : '--'}\r\n`;
+}
 /** How Apollo's last chunk ends: the closing delimiter. */
 const MULTIPART_END = '-----\r\n';
 /** The event that ends an SSE answer. */
@@ -283,7 +274,9 @@ async function handleGraphQL(
     return { method: req.method ?? 'GET', headers, search, body };
   };
 
-  const laterPayloads = options.directLaterPayloads ? new LaterPayloads() : undefined;
+  // What the executor does for the request itself (nothing, on the stock executor).
+  const direct = req.method === 'POST' && (acceptance.multipart || acceptance.sse) && options.apolloServing();
+  const operation = options.executor.prepare({ body, direct });
   const contextValue: GatewayContext = {
     requestId,
     logger: log,
@@ -297,55 +290,38 @@ async function handleGraphQL(
     publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']),
     principal: admitted.principal,
     client: admitted.client,
-    laterPayloads,
+    execution: operation?.handle,
   };
-  const known = options.knownDocuments;
-  const knownRequest = known !== undefined && laterPayloads !== undefined && req.method === 'POST' && contextValue.acceptsIncremental && options.apolloServing() ? known.find(body) : undefined;
+  const askApollo = (): Promise<HTTPGraphQLResponse> =>
+    options.apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest: apolloRequest(), context: async () => contextValue });
+  const first = await operation?.run(contextValue);
   let response: HTTPGraphQLResponse;
-  if (knownRequest !== undefined) {
-    response = await runKnownDocument(knownRequest, options.schema, contextValue, (replay) => options.apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest: apolloRequest(), context: async () => ({ ...contextValue, replay }) }));
+  if (first === undefined) {
+    response = await askApollo();
+    operation?.answered(query, response.body.kind === 'chunked');
   } else {
-    response = await options.apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest: apolloRequest(), context: async () => contextValue });
-    // A streamed run of a document the leaf-stream plan takes: its text may be run without Apollo next time.
-    if (known !== undefined && laterPayloads?.planned !== undefined && response.body.kind === 'chunked' && typeof query === 'string') known.remember(query, laterPayloads.planned);
+    response = first === 'apollo' ? await askApollo() : answeredDirectly(first, askApollo);
   }
   if (response.body.kind === 'complete' && /^text\/html/i.test(response.headers.get('content-type') ?? '')) {
     response.body.string = options.explorer.withFallbackLink(response.body.string);
   }
-  if (response.body.kind === 'complete' || !options.onStream) return writeResponse(res, response, acceptance, options.keepAliveMs, requestId, laterPayloads, log);
+  if (response.body.kind === 'complete' || !options.onStream) return writeResponse(res, response, acceptance, options.keepAliveMs, requestId, operation, log);
   options.onStream(1);
   try {
-    await writeResponse(res, response, acceptance, options.keepAliveMs, requestId, laterPayloads, log);
+    await writeResponse(res, response, acceptance, options.keepAliveMs, requestId, operation, log);
   } finally {
     options.onStream(-1);
   }
 }
 
 /**
- * A known document run on the executor as Apollo would run it (graphql/fast/known-documents.ts): the
- * same `executeIncrementally` with the same arguments (no root value, no field resolver of
- * Apollo's). A streamed result without errors is answered here, its initial part framed as Apollo
- * frames it (its writeMultipartBody); anything else (a refused run, invalid variables, an initial
- * result with errors) goes to Apollo with the result (`replay`), for the answer Apollo makes of it,
- * formatting, plugins and status included. So does a later payload with errors: Apollo's pipeline
- * for this request starts then, given the same result, and its first part (the same initial part)
- * is skipped.
+ * The answer to a request the executor ran without Apollo's pipeline (a known document): its initial
+ * part framed as Apollo frames it (its writeMultipartBody). A later payload with errors is Apollo's
+ * to format: Apollo's pipeline for this request starts then (the executor gives it the same result),
+ * and its first part (the same initial part) is skipped.
  */
-async function runKnownDocument(
-  known: KnownRequest,
-  schema: GraphQLSchema,
-  contextValue: GatewayContext,
-  replay: (outcome: Replay) => Promise<HTTPGraphQLResponse>,
-): Promise<HTTPGraphQLResponse> {
-  let result: ExecutionOutcome;
-  try {
-    result = await executeIncrementally({ schema, document: known.document, contextValue, variableValues: known.variables, operationName: known.operationName });
-  } catch (error) {
-    return replay({ error });
-  }
-  if (!('initialResult' in result) || result.initialResult.errors !== undefined) return replay({ result });
-  const initial = result.initialResult;
-  let first: string | undefined = `\r\n---\r\n${multipartPart(JSON.stringify(initial), initial.hasNext)}`;
+function answeredDirectly(initial: InitialPart, askApollo: () => Promise<HTTPGraphQLResponse>): HTTPGraphQLResponse {
+  let first: string | undefined = `\r\n---\r\n${multipartPart(initial.json, initial.hasNext)}`;
   let apolloParts: AsyncIterator<string> | undefined;
   const parts: AsyncIterator<string> & AsyncIterable<string> = {
     async next() {
@@ -355,7 +331,7 @@ async function runKnownDocument(
         return { value, done: false };
       }
       if (apolloParts === undefined) {
-        const replayed = await replay({ result });
+        const replayed = await askApollo();
         if (replayed.body.kind !== 'chunked') throw new Error('Apollo did not stream the operation it was handed.');
         apolloParts = replayed.body.asyncIterator;
         await apolloParts.next();
@@ -404,12 +380,12 @@ async function writeResponse(
   acceptance: Readonly<Acceptance>,
   keepAliveMs: number,
   requestId: string,
-  laterPayloads: LaterPayloads | undefined,
+  operation: HttpOperation | undefined,
   log: Logger,
 ): Promise<void> {
   if (response.body.kind === 'complete') {
     // (Nothing streams: whatever the operation's execution started for later payloads stops.)
-    laterPayloads?.close();
+    operation?.close();
     res.statusCode = response.status ?? 200;
     for (const [name, value] of response.headers) res.setHeader(name, value);
     const body = res.statusCode >= 400 ? withRequestId(response.body.string, requestId) : response.body.string;
@@ -488,9 +464,7 @@ async function writeResponse(
     if (!sse && part.endsWith(MULTIPART_END)) closed = true;
     send(sse ? toSseEvent(part) : part);
   };
-  /** A later payload taken from the executor, framed here as Apollo would frame it. */
-  const sendPayload = (payload: LaterPayload): void => sendPayloadJson(JSON.stringify(payload), payload.hasNext);
-  /** A later payload given as its JSON (a leaf stream's item: graphql/fast/incremental.ts). */
+  /** A later payload given as its JSON by the executor (a leaf stream's item too), framed here as Apollo would frame it. */
   const sendPayloadJson = (json: string, hasNext: boolean): void => {
     if (sse) return send(sseEvent(json));
     if (!hasNext) closed = true;
@@ -501,33 +475,35 @@ async function writeResponse(
   // Apollo's parts: the initial result, then (when the executor's later payloads were not taken)
   // every later one; with them taken, only those handed back to Apollo (they carry errors).
   const parts = (): Promise<IteratorResult<string, void>> => chunks.next();
-  /** A later payload goes out (the executor's, or one made by LaterPayloads), as Apollo would write it. */
-  const sendLater = async (later: LaterPayloads, payload: LaterPayload): Promise<void> => {
-    if (carriesErrors(payload)) {
+  /** A later payload the executor gives goes out, as Apollo would write it. */
+  const sendLater = async (later: LaterDelivery, payload: LaterStep): Promise<void> => {
+    if (payload === 'apollo') {
       // Errors are Apollo's to format (and to tell its plugins of): its next part is this payload.
-      later.forApollo(payload);
       const part = await parts();
       if (part.done) throw new Error('Apollo ended the response before the payload it was handed.');
       sendPart(part.value);
     } else {
-      sendPayload(payload);
+      sendPayloadJson(payload.json, payload.hasNext);
     }
     // Leaf streams whose message this payload carried write after it.
     later.after();
   };
+  // The executor's later payloads, when it gives them itself (after the initial part, once it has run).
+  let later: LaterDelivery | undefined;
   try {
     const initial = await parts();
     if (initial.done || res.destroyed) return;
     sendPart(initial.value);
-    if (laterPayloads === undefined || (laterPayloads.source === undefined && !laterPayloads.runPlanned)) {
+    later = operation?.later();
+    if (later === undefined) {
       for (let part = await parts(); !part.done && !res.destroyed; part = await parts()) {
         sendPart(part.value);
         const full = room();
         if (full) await full;
       }
     } else {
-      const later = laterPayloads;
-      later.open({
+      const delivery = later;
+      delivery.open({
         write: (json) => sendPayloadJson(json, true),
         full: () => res.writableNeedDrain,
         onDrain: (callback) => res.once('drain', callback),
@@ -537,9 +513,9 @@ async function writeResponse(
         },
       });
       // A client that goes away ends the leaf streams (and whatever waits for them) at once.
-      res.once('close', () => later.close());
-      for (let step = await later.next(); !step.done && !res.destroyed; step = await later.next()) {
-        await sendLater(later, step.value);
+      res.once('close', () => delivery.close());
+      for (let step = await delivery.next(); step !== undefined && !res.destroyed; step = await delivery.next()) {
+        await sendLater(delivery, step);
         const full = room();
         if (full) await full;
       }
@@ -554,11 +530,10 @@ async function writeResponse(
     throw error;
   } finally {
     clearInterval(keepAlive);
-    laterPayloads?.close();
-    flush();
     // Whatever is left unread ends: the executor's streams (their runs were aborted when the
     // response closed) and Apollo's body.
-    if (laterPayloads?.source) void laterPayloads.source.return(undefined).catch(() => undefined);
+    operation?.close();
+    flush();
     void chunks.return?.(undefined)?.catch(() => undefined);
     if (!res.destroyed && !failed) res.end();
   }
