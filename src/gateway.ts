@@ -36,7 +36,7 @@ import { MAX_DOCUMENT_TOKENS, gatewayValidationRules } from './graphql/validatio
 import { CorsPolicy } from './transports/cors.js';
 import { HostPolicy } from './transports/hosts.js';
 import { OfflineExplorer } from './transports/explorer.js';
-import { createHttpHandler } from './transports/http.js';
+import { createHttpHandler } from './transports/http/handler.js';
 import { AgUiTransport } from './ag-ui/serve.js';
 import { UpstreamClient } from './upstream/client.js';
 import { attachWebSocketTransport } from './transports/ws.js';
