@@ -1,11 +1,11 @@
 import { isIncrementalResults } from '@graphql-tools/executor';
 import type { GraphQLResolveInfo } from 'graphql';
-import { LeafStream, type LeafSink } from './leaf-stream.js';
+import { LeafStream, LeafStreams, type LeafSink } from './leaf-stream.js';
 import type { MessagePlan } from './message-plan.js';
-import { MessageStream } from './message-stream.js';
+import { MessageStream, NOTHING } from './message-stream.js';
+import { metaEventsPayloads, watchMetaEvents } from './meta-events.js';
 import type { KnownDocument } from './known-documents.js';
-import { EMPTY, isUnder, type ExecutionOutcome, type LaterPayload } from './payloads.js';
-import { withoutOrphans } from '../nulled-paths.js';
+import { EMPTY, isUnder, pathOf, type ExecutionOutcome, type LaterPayload } from './payloads.js';
 import { SharedStream, SharedTextStream } from '../../views/shared-stream.js';
 
 /**
@@ -18,15 +18,15 @@ import { SharedStream, SharedTextStream } from '../../views/shared-stream.js';
  * neither changes a byte: the formatter hands back a copy with the same items, and the framing is
  * fixed. A streamed token is one such payload, and under load this machinery made about a quarter
  * of the gateway's garbage per token (BENCHMARKS.md, step 21). So the transport reads the payloads
- * here and frames those without errors itself, exactly as Apollo frames them (`multipartPart`);
- * a payload with errors is handed to Apollo (`forApollo`), and the transport writes what Apollo
+ * here (serialised by http-operation.ts) and frames those without errors itself, exactly as Apollo
+ * frames them; a payload with errors is handed to Apollo (`forApollo`), and the transport writes what Apollo
  * makes of it: Apollo's formatting, hooks and framing, unchanged. test/incremental.test.ts checks
  * that whole answers are the same bytes as Apollo's own for every streamed document shape the
  * tests use, in both formats, errors included.
  *
  * Only where no plugin listens to those hooks: Apollo's usage reporting (installed by Apollo
  * itself when APOLLO_KEY is set) counts an operation as finished on its last payload's hook, so
- * with a key the transport leaves every payload to Apollo (see `directLaterPayloads`).
+ * with a key every payload is left to Apollo (executor.ts, FastExecutorOptions `directHttp`).
  *
  * It also writes the operation's leaf streams (graphql/fast/leaf-streams.ts): the run's text streams
  * the executor leaves out, each item framed as the executor's payload for it, in order with the
@@ -63,7 +63,7 @@ export class LaterPayloads {
   private readonly queued: LaterPayload[] = [];
 
   /** Leaf streams (graphql/fast/leaf-streams.ts) not done: waiting for their message's payload, or written. */
-  private leaves: LeafStream[] = [];
+  private readonly leaves = new LeafStreams();
   /** The message plan's streams (graphql/fast/message-plan.ts) while they may still make payloads. */
   private streams: MessageStream[] = [];
   /** Where leaf streams write; the transport opens it before reading any later payload. */
@@ -89,7 +89,6 @@ export class LaterPayloads {
   private failure: { error: unknown } | undefined;
   /** Wakes `next` while it waits: a payload was made here, or what makes them is done. */
   private wakeReader: (() => void) | undefined;
-  private waitingForDrain = false;
   /** A payload is going out (between `next` giving it and `after`): leaf streams wait. */
   private passing = false;
   /** The run plan's meta events may still start the executor (see `awaitMetaEvents`); and how to stop watching for them. */
@@ -184,8 +183,8 @@ export class LaterPayloads {
 
   /** A payload goes out: what it means for the leaf streams, and its `hasNext`. */
   private give(payload: LaterPayload): IteratorResult<LaterPayload, void> {
-    this.release(payload);
-    if (this.executorDone) this.dropOrphans();
+    this.leaves.release(payload);
+    if (this.executorDone) this.leaves.dropOrphans();
     const hasNext = !this.executorDone || this.made.length > 0 || this.producing();
     payload.hasNext = hasNext;
     if (!hasNext) this.over = true;
@@ -251,29 +250,22 @@ export class LaterPayloads {
     this.executorDone = true;
     const payload = step.done ? undefined : step.value;
     if (payload !== undefined && (payload.incremental !== undefined || (payload as { errors?: unknown }).errors !== undefined)) return payload;
-    this.dropOrphans();
+    this.leaves.dropOrphans();
     return payload === undefined || this.made.length > 0 || this.producing() ? undefined : payload;
-  }
-
-  /** Once the executor is done, a leaf stream of its own whose object never went out never will. */
-  private dropOrphans(): void {
-    for (const leaf of [...this.leaves]) {
-      if (leaf.state === 'waiting' && !leaf.planned) leaf.drop();
-    }
   }
 
   /** Whether more payloads may come from here: a leaf stream not done, a message stream not done. */
   private producing(): boolean {
-    return this.leaves.length > 0 || this.streams.length > 0 || this.metaPending;
+    return this.leaves.size > 0 || this.streams.length > 0 || this.metaPending;
   }
 
   /** Whether more payloads may come from here once `payload` is out (a nulled item drops the leaf streams under its list). */
   private producingAfter(payload: LaterPayload): boolean {
     if (this.streams.length > 0 || this.metaPending) return true;
     const nulled = payload.incremental?.find((entry) => (entry as { items?: unknown }).items === null);
-    if (nulled === undefined) return this.leaves.length > 0;
+    if (nulled === undefined) return this.leaves.size > 0;
     const listPath = (nulled.path as readonly (string | number)[]).slice(0, -1);
-    return this.leaves.some((leaf) => !leaf.isUnder(listPath));
+    return this.leaves.anyOutside(listPath);
   }
 
   /**
@@ -289,7 +281,7 @@ export class LaterPayloads {
       throw new Error(`${info.parentType.name}.${info.fieldName} is not a run's text stream.`);
     }
     // (After the end the executor may still complete a field: nothing is kept for it.)
-    if (!this.over) this.leaves.push(new LeafStream(this, value, pathOf(info.path), info.parentType.name, info.fieldName, info.fieldNodes, false));
+    if (!this.over) this.leaves.add(new LeafStream(this, value, pathOf(info.path), info.parentType.name, info.fieldName, info.fieldNodes, false));
     return Promise.resolve(EMPTY);
   }
 
@@ -331,19 +323,10 @@ export class LaterPayloads {
     if (!(events instanceof SharedStream)) throw new Error("The run's meta events are not a run's stream.");
     if (this.over) return;
     this.metaPending = true;
-    const check = (): void => {
-      if (!this.metaPending || this.unwatchMeta === undefined) return;
-      if (events.available(0)) {
-        this.stopWatchingMeta();
-        this.startMetaEvents(execute);
-      } else if (events.isEnded()) {
-        this.stopWatchingMeta();
-        this.metaPending = false;
-        this.wake();
-      }
-    };
-    this.unwatchMeta = events.watch(check);
-    check();
+    this.unwatchMeta = watchMetaEvents(events, () => this.startMetaEvents(execute), () => {
+      this.metaPending = false;
+      this.wake();
+    });
   }
 
   private stopWatchingMeta(): void {
@@ -358,17 +341,17 @@ export class LaterPayloads {
       .then(execute)
       .then(
         (result) => {
-          const incremental = isIncrementalResults(result) ? result : undefined;
-          const later = incremental?.subsequentResults;
-          if (this.over) return void later?.return(undefined).catch(() => undefined);
-          this.metaPending = false;
-          if (later === undefined || incremental!.initialResult.errors !== undefined) {
-            // The meta events' first part is `[]` and streams: anything else is a fault of the gateway's.
-            void later?.return(undefined).catch(() => undefined);
-            this.metaPlace = undefined;
-            return this.failed(new Error("The meta events' execution did not stream."));
+          if (this.over) {
+            if (isIncrementalResults(result)) void result.subsequentResults.return(undefined).catch(() => undefined);
+            return;
           }
-          this.source = withoutOrphans(incremental!.initialResult, later);
+          this.metaPending = false;
+          const payloads = metaEventsPayloads(result);
+          if (payloads instanceof Error) {
+            this.metaPlace = undefined;
+            return this.failed(payloads);
+          }
+          this.source = payloads;
           this.executorDone = false;
           this.wake();
         },
@@ -380,36 +363,6 @@ export class LaterPayloads {
       );
   }
 
-  /**
-   * What a payload that goes out means for the leaf streams: those whose object it carries are
-   * written after it; those whose object it nulled are dropped.
-   */
-  private release(payload: LaterPayload): void {
-    const incremental = payload.incremental;
-    if (this.leaves.length === 0 || incremental === undefined) return;
-    // (A leaf stream that is done leaves the list: the loops here read a copy, made for the first
-    // entry with items; a deferred status has none.)
-    let leaves: LeafStream[] | undefined;
-    for (let i = 0; i < incremental.length; i++) {
-      const entry = incremental[i] as { items?: unknown[] | null; path?: readonly (string | number)[] };
-      if (entry.items === undefined || entry.path === undefined) continue;
-      leaves ??= [...this.leaves];
-      if (entry.items === null) {
-        // The executor nulled an item of a non-null list and ended that list's stream. It also drops
-        // whatever is still to come under the list (its filterSubsequentPayloads on the list's path):
-        // the text of the items before, still streaming, as much as that of the nulled one.
-        const listPath = entry.path.slice(0, -1);
-        for (const leaf of leaves) {
-          if (leaf.isUnder(listPath)) leaf.drop();
-        }
-        continue;
-      }
-      for (const leaf of leaves) {
-        if (leaf.state === 'waiting') leaf.carriedBy(entry.path, entry.items);
-      }
-    }
-  }
-
   /** Whether a payload is going out (leaf streams write after it). */
   isPassing(): boolean {
     return this.passing;
@@ -418,11 +371,7 @@ export class LaterPayloads {
   /** After a payload went out: leaf streams it carried write what they have, as do those that waited for it to go. */
   after(): void {
     this.passing = false;
-    if (this.leaves.length === 0) return;
-    for (const leaf of [...this.leaves]) {
-      if (leaf.state === 'released') leaf.start();
-      else if (leaf.state === 'live') leaf.pump();
-    }
+    this.leaves.resume();
   }
 
   /** The response is over (ended, or its client went away): nothing more is written or made. */
@@ -434,7 +383,7 @@ export class LaterPayloads {
     this.made = [];
     this.answer = undefined;
     for (const stream of [...this.streams]) stream.stop();
-    for (const leaf of [...this.leaves]) leaf.drop();
+    this.leaves.dropAll();
     this.wake();
   }
 
@@ -448,17 +397,7 @@ export class LaterPayloads {
    * it does (one drain listener for them all).
    */
   roomOrWaitForDrain(sink: LeafSink): boolean {
-    if (!sink.full()) return true;
-    if (!this.waitingForDrain) {
-      this.waitingForDrain = true;
-      sink.onDrain(() => {
-        this.waitingForDrain = false;
-        for (const leaf of [...this.leaves]) {
-          if (leaf.state === 'live') leaf.pump();
-        }
-      });
-    }
-    return false;
+    return this.leaves.roomOrWaitForDrain(sink);
   }
 
   /** @internal A payload made here (a message, a status, an item GraphQL refused), for `next` to give in turn. */
@@ -475,13 +414,12 @@ export class LaterPayloads {
 
   /** @internal A leaf stream the message plan made for a message's text (released when the message's payload goes out). */
   addLeaf(leaf: LeafStream): void {
-    if (!this.over) this.leaves.push(leaf);
+    if (!this.over) this.leaves.add(leaf);
   }
 
   /** @internal A leaf stream is done. */
   finished(leaf: LeafStream): void {
-    const at = this.leaves.indexOf(leaf);
-    if (at !== -1) this.leaves.splice(at, 1);
+    this.leaves.remove(leaf);
     if (!this.producing()) this.wake();
   }
 
@@ -508,14 +446,3 @@ export class LaterPayloads {
 
 const DONE: IteratorResult<LaterPayload, void> = Object.freeze({ value: undefined, done: true });
 
-/** What the executor is given for the messages the plan writes: a stream that ends at once. */
-const NOTHING: AsyncIterable<never> = Object.freeze({
-  [Symbol.asyncIterator]: () => ({ next: () => Promise.resolve({ value: undefined as never, done: true as const }) }),
-});
-
-/** A field's path as the executor writes it. */
-function pathOf(path: GraphQLResolveInfo['path']): (string | number)[] {
-  const keys: (string | number)[] = [];
-  for (let at: GraphQLResolveInfo['path'] | undefined = path; at !== undefined; at = at.prev) keys.push(at.key);
-  return keys.reverse();
-}

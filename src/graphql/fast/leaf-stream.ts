@@ -1,7 +1,7 @@
 import type { FieldNode, GraphQLError } from 'graphql';
 import type { LaterPayloads } from './later-payloads.js';
 import { completeLeafItem } from './leaf-streams.js';
-import { isUnder, itemsPayload, watchBatched } from './payloads.js';
+import { isUnder, itemsPayload, watchBatched, type LaterPayload } from './payloads.js';
 import type { SharedTextStream } from '../../views/shared-stream.js';
 
 // One leaf stream's writing; which fields are leaf streams is the plan's (leaf-streams.ts).
@@ -121,5 +121,102 @@ export class LeafStream {
     this.unwatch?.();
     this.unwatch = undefined;
     this.owner.finished(this);
+  }
+}
+
+/**
+ * The leaf streams of one operation that are not done (LaterPayloads'): waiting for the payload that
+ * carries their object, or writing.
+ */
+export class LeafStreams {
+  private readonly list: LeafStream[] = [];
+  private waitingForDrain = false;
+
+  get size(): number {
+    return this.list.length;
+  }
+
+  add(leaf: LeafStream): void {
+    this.list.push(leaf);
+  }
+
+  /** A leaf stream is done. */
+  remove(leaf: LeafStream): void {
+    const at = this.list.indexOf(leaf);
+    if (at !== -1) this.list.splice(at, 1);
+  }
+
+  /** Whether one lies outside a list (its path). */
+  anyOutside(listPath: readonly (string | number)[]): boolean {
+    return this.list.some((leaf) => !leaf.isUnder(listPath));
+  }
+
+  /** Once the executor is done, a leaf stream of its own whose object never went out never will. */
+  dropOrphans(): void {
+    for (const leaf of [...this.list]) {
+      if (leaf.state === 'waiting' && !leaf.planned) leaf.drop();
+    }
+  }
+
+  /** The response is over. */
+  dropAll(): void {
+    for (const leaf of [...this.list]) leaf.drop();
+  }
+
+  /**
+   * What a payload that goes out means for the leaf streams: those whose object it carries are
+   * written after it; those whose object it nulled are dropped.
+   */
+  release(payload: LaterPayload): void {
+    const incremental = payload.incremental;
+    if (this.list.length === 0 || incremental === undefined) return;
+    // (A leaf stream that is done leaves the list: the loops here read a copy, made for the first
+    // entry with items; a deferred status has none.)
+    let leaves: LeafStream[] | undefined;
+    for (let i = 0; i < incremental.length; i++) {
+      const entry = incremental[i] as { items?: unknown[] | null; path?: readonly (string | number)[] };
+      if (entry.items === undefined || entry.path === undefined) continue;
+      leaves ??= [...this.list];
+      if (entry.items === null) {
+        // The executor nulled an item of a non-null list and ended that list's stream. It also drops
+        // whatever is still to come under the list (its filterSubsequentPayloads on the list's path):
+        // the text of the items before, still streaming, as much as that of the nulled one.
+        const listPath = entry.path.slice(0, -1);
+        for (const leaf of leaves) {
+          if (leaf.isUnder(listPath)) leaf.drop();
+        }
+        continue;
+      }
+      for (const leaf of leaves) {
+        if (leaf.state === 'waiting') leaf.carriedBy(entry.path, entry.items);
+      }
+    }
+  }
+
+  /** After a payload went out: those it carried write what they have, as do those that waited for it to go. */
+  resume(): void {
+    if (this.list.length === 0) return;
+    for (const leaf of [...this.list]) {
+      if (leaf.state === 'released') leaf.start();
+      else if (leaf.state === 'live') leaf.pump();
+    }
+  }
+
+  /**
+   * Whether the response takes more now. If not, every leaf stream is pumped again once it does (one
+   * drain listener for them all).
+   */
+  roomOrWaitForDrain(sink: LeafSink): boolean {
+    if (!sink.full()) return true;
+    if (!this.waitingForDrain) {
+      this.waitingForDrain = true;
+      sink.onDrain(() => {
+        this.waitingForDrain = false;
+        for (const leaf of [...this.list]) {
+          if (leaf.state === 'live') leaf.pump();
+        }
+      });
+    }
+    return false;
   }
 }

@@ -147,3 +147,8 @@ export class MessageStream {
     if (this.listDone && (this.pending === 0 || this.nulled || this.stopped) && !this.runPending) this.owner.streamDone(this);
   }
 }
+
+/** What the executor is given for the messages the plan writes: a stream that ends at once. */
+export const NOTHING: AsyncIterable<never> = Object.freeze({
+  [Symbol.asyncIterator]: () => ({ next: () => Promise.resolve({ value: undefined as never, done: true as const }) }),
+});

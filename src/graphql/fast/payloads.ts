@@ -1,5 +1,5 @@
 import type { IncrementalExecutionResults, SingularExecutionResult, SubsequentIncrementalExecutionResult } from '@graphql-tools/executor';
-import type { GraphQLError } from 'graphql';
+import type { GraphQLError, GraphQLResolveInfo } from 'graphql';
 
 // What the fast executor's later payloads are made of, shared by the files that make them (later-payloads.ts,
 // message-stream.ts, leaf-stream.ts).
@@ -48,3 +48,10 @@ export function deferredPayload(data: Record<string, unknown> | null, path: read
   return { incremental: [errors.length > 0 ? { data, path, errors } : { data, path }], hasNext: true } as unknown as LaterPayload;
 }
 export const EMPTY: readonly never[] = Object.freeze([]);
+
+/** A field's path as the executor writes it. */
+export function pathOf(path: GraphQLResolveInfo['path']): (string | number)[] {
+  const keys: (string | number)[] = [];
+  for (let at: GraphQLResolveInfo['path'] | undefined = path; at !== undefined; at = at.prev) keys.push(at.key);
+  return keys.reverse();
+}
