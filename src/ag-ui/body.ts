@@ -5,7 +5,7 @@ import { nestsTooDeeply, readBody, tooLarge } from '../transports/http/body.js';
 import { sendGatewayError } from '../transports/responses.js';
 import { NO_BODY } from './serve.js';
 
-/** Whether a body posted to the GraphQL path is a single-route AG-UI envelope (`{method, params, body}`), not GraphQL. */
+/** Whether a body posted to the GraphQL path is a single-route AG-UI envelope (`{method, params, body}`). */
 export function isAgUiEnvelope(body: unknown): body is Record<string, unknown> {
   return (
     body !== null &&
@@ -37,7 +37,8 @@ export async function readAgUiBody(req: IncomingMessage, res: ServerResponse, li
   try {
     body = JSON.parse(raw);
   } catch {
-    sendGatewayError(res, new BadRequestError('The request body is not valid JSON.'), { agUi: true, title: 'Invalid JSON' });
+    const invalid = new BadRequestError('The request body is not valid JSON.');
+    sendGatewayError(res, invalid, { agUi: true, title: 'Invalid JSON' });
     return NO_BODY;
   }
   if (textNestsDeeperThan(raw)) {

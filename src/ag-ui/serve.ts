@@ -84,7 +84,8 @@ export class AgUiTransport {
   async envelope(res: ServerResponse, envelope: Record<string, unknown>, caller: AgUiCaller): Promise<void> {
     const params = isObject(envelope.params) ? envelope.params : {};
     const param = (name: string): string | undefined => (typeof params[name] === 'string' && params[name] !== '' ? (params[name] as string) : undefined);
-    const missing = (name: string) => answer(res, new BadRequestError(`Missing or invalid parameter '${name}'.`), 'invalid_request');
+    const missing = (name: string) =>
+      answer(res, new BadRequestError(`Missing or invalid parameter '${name}'.`), 'invalid_request');
     switch (envelope.method) {
       case 'info':
         return sendJson(res, 200, await this.info(true));
@@ -229,7 +230,8 @@ export class AgUiTransport {
 
   private async stop(res: ServerResponse, agentId: string, threadId: string, body: unknown, caller: AgUiCaller): Promise<void> {
     if (body !== undefined && body !== null && (!isObject(body) || Object.keys(body).some((key) => key !== 'runId') || (body.runId !== undefined && typeof body.runId !== 'string'))) {
-      return answer(res, new BadUserInputError('The body of a stop is {} or {"runId": "…"}.'), 'Invalid request body');
+      const invalid = new BadUserInputError('The body of a stop is {} or {"runId": "…"}.');
+      return answer(res, invalid, 'Invalid request body');
     }
     try {
       await this.checkAgent(agentId);
@@ -335,10 +337,12 @@ function answer(res: ServerResponse, error: GatewayError, title: string): void {
   sendGatewayError(res, error, { agUi: true, title });
 }
 
-/** A run, connect or stop that failed: the error's code is its `error`, with the request id (an unexpected one is logged). */
+/** A run, connect or stop that failed: the error's code is its `error`, with the request id (the unexpected logged). */
 function sendError(res: ServerResponse, error: unknown, caller: AgUiCaller | undefined): void {
   const gatewayError = toGatewayError(error);
-  if (gatewayError.code === 'INTERNAL_SERVER_ERROR') caller?.logger.error({ err: error }, 'an AG-UI request failed unexpectedly');
+  if (gatewayError.code === 'INTERNAL_SERVER_ERROR') {
+    caller?.logger.error({ err: error }, 'an AG-UI request failed unexpectedly');
+  }
   sendGatewayError(res, gatewayError, { agUi: true, requestId: caller?.requestId, detailsFirst: true });
 }
 

@@ -27,11 +27,11 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
 
 /** How an error is answered (sendGatewayError). */
 export interface ErrorAnswer {
-  /** AG-UI's JSON error shape, `{error, message, code, …}`, rather than GraphQL's, `{errors: [{message, extensions}]}`. */
+  /** AG-UI's JSON error shape, `{error, message, code, …}`, not GraphQL's, `{errors: [{message, extensions}]}`. */
   agUi?: boolean;
   /** Said in the body (in GraphQL's shape, in the error's extensions), so that a report can be found in the logs. */
   requestId?: string;
-  /** AG-UI: what its `error` says where CopilotKit's runtime has a title there ("Invalid JSON") rather than the code. */
+  /** AG-UI: its `error`, where CopilotKit's runtime has a title there ("Invalid JSON") rather than the code. */
   title?: string;
   /** AG-UI: the body says only its title and code (a 405). */
   withoutMessage?: boolean;

@@ -109,7 +109,7 @@ export async function writeResponse(
     if (!sse && part.endsWith(MULTIPART_END)) closed = true;
     send(sse ? toSseEvent(part) : part);
   };
-  /** A later payload given as its JSON by the executor (a leaf stream's item too), framed here as Apollo would frame it. */
+  /** A later payload given as its JSON by the executor (a leaf stream's item too), framed as Apollo frames it. */
   const sendPayloadJson = (json: string, hasNext: boolean): void => {
     if (sse) return send(sseEvent(json));
     if (!hasNext) closed = true;

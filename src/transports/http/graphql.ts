@@ -44,7 +44,9 @@ export async function serveGraphQL(
 
   // Nesting that the parser, coercion or an upstream request's JSON.stringify would overflow on.
   if (tooDeep) {
-    if (isAgUiEnvelope(body)) return sendGatewayError(res, nestsTooDeeply(), { agUi: true, title: 'Invalid request body', requestId });
+    if (isAgUiEnvelope(body)) {
+      return sendGatewayError(res, nestsTooDeeply(), { agUi: true, title: 'Invalid request body', requestId });
+    }
     return sendGatewayError(res, nestsTooDeeply(), { requestId });
   }
   const posted = (body as { query?: unknown } | undefined)?.query;
@@ -87,8 +89,9 @@ export async function serveGraphQL(
     client: admitted.client,
     execution: operation?.handle,
   };
+  const context = async (): Promise<GatewayContext> => contextValue;
   const askApollo = (): Promise<HTTPGraphQLResponse> =>
-    options.apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest: apolloRequest(), context: async () => contextValue });
+    options.apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest: apolloRequest(), context });
   const first = await operation?.run(contextValue);
   let response: HTTPGraphQLResponse;
   if (first === undefined) {
@@ -152,7 +155,12 @@ function answeredDirectly(initial: InitialPart, askApollo: () => Promise<HTTPGra
 }
 
 /** Who asks, as AG-UI's answers need it. */
-export function agUiCaller(req: IncomingMessage, admitted: Admitted, request: AdmittedRequest, logger: Logger): AgUiCaller {
+export function agUiCaller(
+  req: IncomingMessage,
+  admitted: Admitted,
+  request: AdmittedRequest,
+  logger: Logger,
+): AgUiCaller {
   return {
     requestId: request.requestId,
     logger: request.log,

@@ -173,7 +173,8 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
     if (agUiRoute) {
       // Cross-site request forgery: a stop may be posted without a body, which a page elsewhere could
       // send without a preflight. Browsers name the page's origin on every cross-origin POST.
-      if (req.method === 'POST' && typeof origin === 'string' && !originAllowed && !isSameOrigin(origin, req.headers.host)) {
+      const crossSite = typeof origin === 'string' && !originAllowed && !isSameOrigin(origin, req.headers.host);
+      if (req.method === 'POST' && crossSite) {
         const refused = new ForbiddenOriginError(`The origin ${origin} is not allowed. Add it to CORS_ORIGINS.`);
         return sendGatewayError(res, refused, { agUi: true, requestId });
       }

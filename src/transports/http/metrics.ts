@@ -12,7 +12,10 @@ export interface MetricsRoute {
   token?: (credential: string) => number;
 }
 
-/** Prometheus's scrape: the metrics' text, behind the token when one is set (compared in constant time, as API keys are). */
+/**
+ * Prometheus's scrape: the metrics' text, behind the token when one is set (compared in constant time,
+ * as API keys are).
+ */
 export function serveMetrics(req: IncomingMessage, res: ServerResponse, metrics: MetricsRoute, log: Logger): void {
   if (metrics.token && metrics.token(bearerToken(headerValue(req.headers.authorization)) ?? '') === -1) {
     res.setHeader('www-authenticate', 'Bearer');

@@ -2,7 +2,10 @@
 export interface Acceptance {
   multipart: boolean;
   sse: boolean;
-  /** A JSON type (`application/json`, `application/graphql-response+json`, `application/*`, `*\/*`), or no Accept at all. */
+  /**
+   * A JSON type (`application/json`, `application/graphql-response+json`, `application/*`, `*\/*`), or
+   * no Accept at all.
+   */
   json: boolean;
 }
 
@@ -59,11 +62,13 @@ function readAcceptance(accept: string | undefined): Acceptance {
  * lists. So it always sees that type (the transport decides the real format), after the client's
  * own JSON and HTML types, which Apollo uses for single results and the Sandbox page.
  */
+const APOLLO_TYPES = /^(application\/(json|graphql-response\+json)|\*\/\*|application\/\*|text\/html)\b/i;
+
 function apolloAccept(accept: string | undefined): string {
   const kept = (accept ?? '')
     .split(',')
     .map((range) => range.trim())
-    .filter((range) => /^(application\/(json|graphql-response\+json)|\*\/\*|application\/\*|text\/html)\b/i.test(range));
+    .filter((range) => APOLLO_TYPES.test(range));
   if (!kept.some((range) => !/^text\/html/i.test(range))) kept.push('application/json');
   return [...kept, `${LEGACY_MULTIPART};q=0.001`].join(', ');
 }
