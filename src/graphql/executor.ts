@@ -5,7 +5,6 @@ import type { ExecutionHandle, GatewayContext } from './context.js';
 import { FastHttp } from './fast/http-operation.js';
 import type { ExecutionOutcome } from './fast/incremental.js';
 import { KnownDocuments } from './fast/known-documents.js';
-import type { LeafSink } from './fast/leaf-stream.js';
 import { withoutOrphansIn } from './nulled-paths.js';
 import { owningLists } from './owned-lists.js';
 import { createSubscriber, type ResultSink } from './fast/subscribe.js';
@@ -93,13 +92,25 @@ export type LaterStep = { readonly json: string; readonly hasNext: boolean } | '
 /** An operation's later payloads as the executor gives them to the transport. */
 export interface LaterDelivery {
   /** Where payloads go that are written between `next`s (leaf streams' items): before the first `next`. */
-  open(sink: LeafSink): void;
+  open(sink: LaterSink): void;
   /** The next later payload; undefined after the last. */
   next(): Promise<LaterStep | undefined>;
   /** The payload `next` gave went out: what waited for it (leaf streams) writes. */
   after(): void;
   /** Nothing more is taken. */
   close(): void;
+}
+
+/** Where the transport takes the payloads an executor writes between `next`s (leaf streams' items). */
+export interface LaterSink {
+  /** Writes one later payload (its JSON: `hasNext` is true). */
+  write(json: string): void;
+  /** Whether the client reads slower than the response is written. */
+  full(): boolean;
+  /** Calls back once the response takes more again. */
+  onDrain(callback: () => void): void;
+  /** Ends the response with an error thrown while writing outside the transport's own calls. */
+  fail(error: unknown): void;
 }
 
 export interface FastExecutorOptions {

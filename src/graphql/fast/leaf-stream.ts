@@ -1,22 +1,14 @@
 import type { FieldNode, GraphQLError } from 'graphql';
+import type { LaterSink as LeafSink } from '../executor.js';
 import type { LaterPayloads } from './later-payloads.js';
 import { completeLeafItem } from './leaf-streams.js';
 import { isUnder, itemsPayload, watchBatched, type LaterPayload } from './payloads.js';
 import type { SharedTextStream } from '../../views/shared-stream.js';
 
-// One leaf stream's writing; which fields are leaf streams is the plan's (leaf-streams.ts).
+/** Where the transport takes leaf streams' items (the executor's LaterSink). */
+export type { LeafSink };
 
-/** Where the transport takes leaf streams' items. */
-export interface LeafSink {
-  /** Writes one later payload (its JSON: `hasNext` is true). */
-  write(json: string): void;
-  /** Whether the client reads slower than the response is written. */
-  full(): boolean;
-  /** Calls back once the response takes more again. */
-  onDrain(callback: () => void): void;
-  /** Ends the response with an error thrown while writing outside the transport's own calls. */
-  fail(error: unknown): void;
-}
+// One leaf stream's writing; which fields are leaf streams is the plan's (leaf-streams.ts).
 
 /**
  * One field's `@stream` written by the transport: the run's text stream read synchronously, one
