@@ -3,11 +3,10 @@ import type { AddressInfo } from 'node:net';
 import { AgUiTransport } from './ag-ui/serve.js';
 import { createApollo } from './graphql/apollo.js';
 import { fastExecutor, stockExecutor, type ExecutorName } from './graphql/executor.js';
-import { KnownDocuments } from './graphql/fast/known-documents.js';
 import { buildSchema } from './graphql/schema.js';
 import { keyMatcher } from './auth/api-keys.js';
 import { OfflineExplorer } from './transports/explorer.js';
-import { createHttpHandler } from './transports/http.js';
+import { createHttpHandler } from './transports/http/handler.js';
 import { attachWebSocketTransport } from './transports/ws.js';
 import {
   LISTEN_BACKLOG,
@@ -57,7 +56,10 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const config = resolveOptions(options);
   const logger = config.logger;
   const schema = buildSchema();
-  const executor = config.executor === 'stock' ? stockExecutor() : fastExecutor(schema);
+  // Apollo installs its usage reporting when APOLLO_KEY is set; it needs every later payload, and every
+  // operation to pass through Apollo's pipeline.
+  const executor =
+    config.executor === 'stock' ? stockExecutor() : fastExecutor(schema, { directHttp: !process.env.APOLLO_KEY });
   const { upstream, endpoints, mcp, store, threads, limiter, access, launcher, cors, hosts, metrics } =
     wireGateway(config);
 
@@ -101,11 +103,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     access,
     metrics: metrics && { render: () => metrics.render(), token: config.metrics.token === undefined ? undefined : keyMatcher([config.metrics.token]) },
     onStream: metrics && ((delta) => metrics.httpStream(delta)),
-    // Apollo installs its usage reporting when APOLLO_KEY is set; it needs every later payload.
-    directLaterPayloads: executor.httpFastPaths && !process.env.APOLLO_KEY,
-    // With usage reporting, every operation passes through Apollo's pipeline too.
-    knownDocuments: executor.httpFastPaths && !process.env.APOLLO_KEY ? new KnownDocuments() : undefined,
-    schema,
+    executor,
     apolloServing: () => apolloStarted && state.phase !== 'closed',
     draining: () => state.phase === 'draining',
   }));

@@ -3,9 +3,9 @@ import type { BaseEvent } from '@ag-ui/core';
 import type { EventEncoder } from '@ag-ui/encoder';
 import type { Logger } from 'pino';
 import type { Principal } from '../core/principal.js';
-import { drained, sendJson } from '../transports/responses.js';
+import { drained, sendGatewayError, sendJson } from '../transports/responses.js';
 import { toAgUiMessages } from './messages.js';
-import { GatewayError, statusOf, toGatewayError, type ErrorCode } from '../core/errors.js';
+import { BadRequestError, BadUserInputError, GatewayError, NotFoundError, toGatewayError } from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import type { RunLauncher } from '../engine/launcher.js';
@@ -70,7 +70,7 @@ export class AgUiTransport {
       return sendJson(res, 200, await this.info(false));
     }
     const match = /^\/agent\/([^/]+)\/(run|connect|stop\/([^/]+))$/.exec(rest);
-    if (!match) return sendJson(res, 404, { error: 'Not found', message: `No AG-UI route ${pathname}.`, code: 'NOT_FOUND' });
+    if (!match) return answer(res, new NotFoundError(`No AG-UI route ${pathname}.`), 'Not found');
     if (req.method !== 'POST') return methodNotAllowed(res, 'POST');
     const agentId = decode(match[1]);
     const body = await readBody();
@@ -84,7 +84,8 @@ export class AgUiTransport {
   async envelope(res: ServerResponse, envelope: Record<string, unknown>, caller: AgUiCaller): Promise<void> {
     const params = isObject(envelope.params) ? envelope.params : {};
     const param = (name: string): string | undefined => (typeof params[name] === 'string' && params[name] !== '' ? (params[name] as string) : undefined);
-    const missing = (name: string) => sendJson(res, 400, { error: 'invalid_request', message: `Missing or invalid parameter '${name}'.`, code: 'BAD_REQUEST' });
+    const missing = (name: string) =>
+      answer(res, new BadRequestError(`Missing or invalid parameter '${name}'.`), 'invalid_request');
     switch (envelope.method) {
       case 'info':
         return sendJson(res, 200, await this.info(true));
@@ -103,7 +104,7 @@ export class AgUiTransport {
       }
       default:
         // 400 invalid_request as CopilotKit's runtime answers it; BAD_REQUEST is the table's code for a 400.
-        return sendJson(res, 400, { error: 'invalid_request', message: `Unsupported method '${String(envelope.method)}'.`, code: 'BAD_REQUEST' });
+        return answer(res, new BadRequestError(`Unsupported method '${String(envelope.method)}'.`), 'invalid_request');
     }
   }
 
@@ -229,7 +230,8 @@ export class AgUiTransport {
 
   private async stop(res: ServerResponse, agentId: string, threadId: string, body: unknown, caller: AgUiCaller): Promise<void> {
     if (body !== undefined && body !== null && (!isObject(body) || Object.keys(body).some((key) => key !== 'runId') || (body.runId !== undefined && typeof body.runId !== 'string'))) {
-      return sendJson(res, 400, { error: 'Invalid request body', message: 'The body of a stop is {} or {"runId": "…"}.', code: 'BAD_USER_INPUT' });
+      const invalid = new BadUserInputError('The body of a stop is {} or {"runId": "…"}.');
+      return answer(res, invalid, 'Invalid request body');
     }
     try {
       await this.checkAgent(agentId);
@@ -330,24 +332,24 @@ function track(open: Map<string, 'text' | 'call'>, event: SequencedEvent): void 
 /** What `readBody` answers when it has already answered the request (too large, not JSON). */
 export const NO_BODY = Symbol('no body');
 
+/** A request AG-UI's runtime refuses, answered as CopilotKit's runtime answers it: `title` is its `error`. */
+function answer(res: ServerResponse, error: GatewayError, title: string): void {
+  sendGatewayError(res, error, { agUi: true, title });
+}
+
+/** A run, connect or stop that failed: the error's code is its `error`, with the request id (the unexpected logged). */
 function sendError(res: ServerResponse, error: unknown, caller: AgUiCaller | undefined): void {
   const gatewayError = toGatewayError(error);
-  if (gatewayError.code === 'INTERNAL_SERVER_ERROR') caller?.logger.error({ err: error }, 'an AG-UI request failed unexpectedly');
-  const json = gatewayError.toJSON();
-  const retryAfter = gatewayError.details?.retryAfterSeconds;
-  if (typeof retryAfter === 'number' && !res.headersSent) res.setHeader('retry-after', String(retryAfter));
-  sendJson(res, statusOf(gatewayError.code as ErrorCode), {
-    error: gatewayError.code,
-    message: gatewayError.code === 'INTERNAL_SERVER_ERROR' ? 'Unexpected error.' : gatewayError.message,
-    code: gatewayError.code,
-    ...(json.details ? { details: json.details } : {}),
-    ...(caller ? { requestId: caller.requestId } : {}),
-  });
+  if (gatewayError.code === 'INTERNAL_SERVER_ERROR') {
+    caller?.logger.error({ err: error }, 'an AG-UI request failed unexpectedly');
+  }
+  sendGatewayError(res, gatewayError, { agUi: true, requestId: caller?.requestId, detailsFirst: true });
 }
 
 function methodNotAllowed(res: ServerResponse, allow: string): void {
   res.setHeader('allow', allow);
-  sendJson(res, 405, { error: 'Method not allowed', code: 'BAD_REQUEST' });
+  const refused = new BadRequestError('Method not allowed', { status: 405 });
+  sendGatewayError(res, refused, { agUi: true, title: 'Method not allowed', withoutMessage: true });
 }
 
 function decode(segment: string): string {

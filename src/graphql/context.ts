@@ -2,7 +2,6 @@ import type { Logger } from 'pino';
 import { BadUserInputError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import type { RunCaller, RunLauncher } from '../engine/launcher.js';
-import type { LaterPayloads, Replay } from './fast/incremental.js';
 
 /** Shared by every resolution of a run-starting field within one operation. */
 export interface RunAllowance {
@@ -34,13 +33,17 @@ export interface GatewayContext {
   principal?: Principal;
   /** The key the client's limits are counted under (its principal's id, or its address). */
   client?: string;
-  /** HTTP: where the executor leaves an operation's later payloads for the transport (see LaterPayloads). */
-  laterPayloads?: LaterPayloads;
   /**
-   * HTTP: how the operation's run ended, when the transport ran it already (a known document,
-   * graphql/fast/known-documents.ts) and hands it to Apollo to answer: the executor gives it back.
+   * HTTP: the executor's handle on the operation (made by Executor `prepare`), opaque to everything
+   * else. Apollo hands resolvers and the executor a copy of the context: the executor finds what it
+   * keeps of the operation by this, which the copy shares.
    */
-  replay?: Replay;
+  execution?: ExecutionHandle;
+}
+
+/** What an executor made to know one of its operations again (see GatewayContext `execution`). */
+export interface ExecutionHandle {
+  readonly executor: 'fast' | 'stock';
 }
 
 /**

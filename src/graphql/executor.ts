@@ -1,7 +1,10 @@
 import { defaultFieldResolver, type ExecutionArgs, type ExecutionResult, type GraphQLSchema } from 'graphql';
 import { execute, subscribe } from '@graphql-tools/executor';
 import { refusedDirectiveArguments } from './directive-arguments.js';
-import { executeIncrementally, type ExecutionOutcome } from './fast/incremental.js';
+import type { ExecutionHandle, GatewayContext } from './context.js';
+import { FastHttp } from './fast/http-operation.js';
+import type { ExecutionOutcome } from './fast/incremental.js';
+import { KnownDocuments } from './fast/known-documents.js';
 import { withoutOrphansIn } from './nulled-paths.js';
 import { owningLists } from './owned-lists.js';
 import { createSubscriber, type ResultSink } from './fast/subscribe.js';
@@ -42,20 +45,98 @@ export interface Executor {
    */
   subscribe(args: ExecutionArgs, onEnd: () => void, sink?: ResultSink): Promise<SubscribeOutcome>;
   /**
-   * Whether the HTTP transport may run the documents it has seen without Apollo's pipeline and write
-   * later payloads itself (known-documents.ts, incremental.ts `LaterPayloads`).
+   * HTTP, before Apollo's pipeline runs the request: what the executor does for it itself. The stock
+   * executor declines (undefined): Apollo's pipeline runs every request and frames every part. The
+   * fast one keeps the operation's later payloads (HttpOperation `later`) and runs the documents it
+   * knows without Apollo's pipeline (HttpOperation `run`).
    */
-  readonly httpFastPaths: boolean;
+  prepare(request: HttpRequest): HttpOperation | undefined;
+}
+
+/** An HTTP request as the transport hands it to `Executor.prepare`. */
+export interface HttpRequest {
+  /** The request's body, parsed. */
+  readonly body: unknown;
+  /** Whether the executor may answer it without Apollo's pipeline (a POST, a streaming format, Apollo serving). */
+  readonly direct: boolean;
+}
+
+/** One HTTP operation the executor takes part in; the transport frames what it gives. */
+export interface HttpOperation {
+  /** For the operation's context (GatewayContext `execution`): how the executor knows the operation again. */
+  readonly handle: ExecutionHandle;
+  /**
+   * Runs the request without Apollo's pipeline when the executor knows its document: its first part
+   * (the transport frames it; any part Apollo must format comes from Apollo asked then), or 'apollo'
+   * when Apollo must answer it (asked with the same context: `execute` gives back the result).
+   * Undefined: not known, Apollo's pipeline runs it (then `answered`). `context` is the operation's.
+   */
+  run(context: GatewayContext): Promise<InitialPart | 'apollo' | undefined>;
+  /** Apollo ran the request (`query`, its text) and answered it, streamed or not. */
+  answered(query: unknown, streamed: boolean): void;
+  /** The later payloads the executor gives itself, once it has run; undefined: they are all in Apollo's parts. */
+  later(): LaterDelivery | undefined;
+  /** The answer is over (written, or its client went away): nothing more is made, the executor's streams end. */
+  close(): void;
+}
+
+/** A streamed answer's first part: its JSON (the initial result), and whether more is to come. */
+export interface InitialPart {
+  readonly json: string;
+  readonly hasNext: boolean;
+}
+
+/** A later payload serialised, or 'apollo': Apollo's next part is the payload (it carries errors: Apollo's to format). */
+export type LaterStep = { readonly json: string; readonly hasNext: boolean } | 'apollo';
+
+/** An operation's later payloads as the executor gives them to the transport. */
+export interface LaterDelivery {
+  /** Where payloads go that are written between `next`s (leaf streams' items): before the first `next`. */
+  open(sink: LaterSink): void;
+  /** The next later payload; undefined after the last. */
+  next(): Promise<LaterStep | undefined>;
+  /** The payload `next` gave went out: what waited for it (leaf streams) writes. */
+  after(): void;
+  /** Nothing more is taken. */
+  close(): void;
+}
+
+/** Where the transport takes the payloads an executor writes between `next`s (leaf streams' items). */
+export interface LaterSink {
+  /** Writes one later payload (its JSON: `hasNext` is true). */
+  write(json: string): void;
+  /** Whether the client reads slower than the response is written. */
+  full(): boolean;
+  /** Calls back once the response takes more again. */
+  onDrain(callback: () => void): void;
+  /** Ends the response with an error thrown while writing outside the transport's own calls. */
+  fail(error: unknown): void;
+}
+
+export interface FastExecutorOptions {
+  /**
+   * Whether the executor takes HTTP operations' later payloads and runs known documents without
+   * Apollo's pipeline (`prepare`); off, every request passes through Apollo's pipeline (its usage
+   * reporting, installed with APOLLO_KEY, needs every later payload). On by default.
+   */
+  directHttp?: boolean;
 }
 
 /** The gateway's own paths; see Executor. */
-export function fastExecutor(schema: GraphQLSchema): Executor {
-  return { name: 'fast', execute: executeIncrementally, subscribe: createSubscriber(schema), httpFastPaths: true };
+export function fastExecutor(schema: GraphQLSchema, options: FastExecutorOptions = {}): Executor {
+  const direct = options.directHttp ?? true;
+  const http = new FastHttp(schema, direct ? new KnownDocuments() : undefined);
+  return {
+    name: 'fast',
+    execute: http.execute,
+    subscribe: createSubscriber(schema),
+    prepare: (request) => (direct ? http.prepare(request) : undefined),
+  };
 }
 
 /** Apollo's pipeline and @graphql-tools/executor as shipped, with the gateway's guards; see Executor. */
 export function stockExecutor(): Executor {
-  return { name: 'stock', execute: executeStock, subscribe: subscribeStock, httpFastPaths: false };
+  return { name: 'stock', execute: executeStock, subscribe: subscribeStock, prepare: () => undefined };
 }
 
 async function executeStock(args: ExecutionArgs): Promise<ExecutionOutcome> {

@@ -2,17 +2,18 @@ import type { DocumentNode } from 'graphql';
 
 /**
  * Documents Apollo Server has already parsed, validated and run over HTTP, by their exact text,
- * for the transport to run again without Apollo's pipeline (transports/http.ts, "known documents").
+ * for the fast executor to run again without Apollo's pipeline when the HTTP transport asks it
+ * (http-operation.ts, executor.ts `prepare`: "known documents").
  *
  * Per request Apollo hashes the query's text (for its document store), calls each plugin's hooks
  * (a promise per hook and plugin), builds its request context and response head, and frames the
  * answer through an async generator of its own. For a streamed run of the stock client's document
  * that was about 5% of the gateway's CPU under load, and a part of the time to the first token
  * (BENCHMARKS.md, step 34). None of it changes a byte of an answer without errors: the executor's
- * initial result, framed as Apollo frames it. So the transport runs a known document on the
- * executor itself (the same `executeIncrementally` Apollo calls, with the same arguments), and
- * hands Apollo anything that carries an error, the result already computed, for Apollo to format
- * and tell its plugins of as it does for every request (GatewayContext `replay`).
+ * initial result, framed as Apollo frames it. So the executor runs a known document itself (the
+ * same `executeIncrementally` Apollo calls, with the same arguments) and gives the transport its
+ * first part to frame; anything that carries an error goes to Apollo, the result already computed
+ * (the operation's `replay`), for Apollo to format and tell its plugins of as for every request.
  *
  * Only documents whose operation the leaf-stream plan takes are kept (the run's streamed document,
  * graphql/fast/leaf-streams.ts), at most `capacity` of them, none longer than `maxChars`: the text was

@@ -15,7 +15,8 @@ import {
   type SelectionSetNode,
 } from 'graphql';
 import { perOperation } from '../documents.js';
-import { coerceError, completeLeaf, planMessages, type MessagePlan } from './message-plan.js';
+import { planMessages, type MessagePlan } from './message-plan.js';
+import { coerceError, completeLeaf } from './message-writing.js';
 
 /**
  * Streamed text written by the transport instead of the executor ("leaf streams").

@@ -1,0 +1,129 @@
+import type { GraphQLSchema } from 'graphql';
+import { executeIncrementally, type ExecutionOutcome, type HttpOperationState } from './incremental.js';
+import type { KnownDocuments } from './known-documents.js';
+import { LaterPayloads } from './later-payloads.js';
+import type { LeafSink } from './leaf-stream.js';
+import { carriesErrors } from '../nulled-paths.js';
+import type { ExecutionHandle, GatewayContext } from '../context.js';
+import type { HttpOperation, HttpRequest, InitialPart, LaterDelivery, LaterStep } from '../executor.js';
+
+/**
+ * The fast executor's side of HTTP (executor.ts `prepare`): each operation's later payloads kept by the
+ * executor, found again by a handle it made (the context carries the handle, never the payloads); and
+ * the documents it knows run without Apollo's pipeline (known-documents.ts).
+ */
+export class FastHttp {
+  private readonly operations = new WeakMap<ExecutionHandle, HttpOperationState>();
+
+  constructor(
+    private readonly schema: GraphQLSchema,
+    /** Absent where every request passes through Apollo's pipeline too (its usage reporting, APOLLO_KEY). */
+    private readonly known: KnownDocuments | undefined,
+  ) {}
+
+  /** The executor's `execute`: an HTTP operation's state found by its context's handle. */
+  readonly execute = (args: Parameters<typeof executeIncrementally>[0]): Promise<ExecutionOutcome> => {
+    const handle = (args.contextValue as GatewayContext | undefined)?.execution;
+    return executeIncrementally(args, handle === undefined ? undefined : this.operations.get(handle));
+  };
+
+  prepare(request: HttpRequest): HttpOperation {
+    const state: HttpOperationState = { later: new LaterPayloads() };
+    const handle: ExecutionHandle = { executor: 'fast' };
+    this.operations.set(handle, state);
+    return new FastHttpOperation(handle, state, this.schema, request, this.known);
+  }
+}
+
+class FastHttpOperation implements HttpOperation {
+  constructor(
+    readonly handle: ExecutionHandle,
+    private readonly state: HttpOperationState,
+    private readonly schema: GraphQLSchema,
+    private readonly request: HttpRequest,
+    private readonly known: KnownDocuments | undefined,
+  ) {}
+
+  /**
+   * A known document run as Apollo would run it: the same `executeIncrementally` with the same
+   * arguments (no root value, no field resolver of Apollo's). A streamed result without errors is
+   * answered by the transport, its initial result given serialised; anything else (a refused run,
+   * invalid variables, an initial result with errors) goes to Apollo with the result (`replay`), for
+   * the answer Apollo makes of it, formatting, plugins and status included. So does a later payload
+   * with errors: Apollo's pipeline for this request starts then, given the same result, and its first
+   * part (the same initial result) is skipped.
+   */
+  async run(context: GatewayContext): Promise<InitialPart | 'apollo' | undefined> {
+    const { request, known, state } = this;
+    const found = known !== undefined && request.direct ? known.find(request.body) : undefined;
+    if (found === undefined) return undefined;
+    let result: ExecutionOutcome;
+    try {
+      result = await executeIncrementally(
+        {
+          schema: this.schema,
+          document: found.document,
+          contextValue: context,
+          variableValues: found.variables,
+          operationName: found.operationName,
+        },
+        state,
+      );
+    } catch (error) {
+      state.replay = { error };
+      return 'apollo';
+    }
+    state.replay = { result };
+    if (!('initialResult' in result) || result.initialResult.errors !== undefined) return 'apollo';
+    return { json: JSON.stringify(result.initialResult), hasNext: result.initialResult.hasNext };
+  }
+
+  answered(query: unknown, streamed: boolean): void {
+    // A streamed run of a document the leaf-stream plan takes: its text may be run without Apollo next time.
+    const planned = this.state.later.planned;
+    if (this.known !== undefined && planned !== undefined && streamed && typeof query === 'string') {
+      this.known.remember(query, planned);
+    }
+  }
+
+  later(): LaterDelivery | undefined {
+    const later = this.state.later;
+    return later.source === undefined && !later.runPlanned ? undefined : new Delivery(later);
+  }
+
+  close(): void {
+    const later = this.state.later;
+    later.close();
+    // Whatever is left unread ends: the executor's streams (their runs were aborted when the response closed).
+    if (later.source) void later.source.return(undefined).catch(() => undefined);
+  }
+}
+
+/** The operation's later payloads as the transport takes them: serialised, or left to Apollo's formatting. */
+class Delivery implements LaterDelivery {
+  constructor(private readonly later: LaterPayloads) {}
+
+  open(sink: LeafSink): void {
+    this.later.open(sink);
+  }
+
+  async next(): Promise<LaterStep | undefined> {
+    const step = await this.later.next();
+    if (step.done) return undefined;
+    const payload = step.value;
+    // Errors are Apollo's to format (and to tell its plugins of): its next part is this payload.
+    if (carriesErrors(payload)) {
+      this.later.forApollo(payload);
+      return 'apollo';
+    }
+    return { json: JSON.stringify(payload), hasNext: payload.hasNext };
+  }
+
+  after(): void {
+    this.later.after();
+  }
+
+  close(): void {
+    this.later.close();
+  }
+}

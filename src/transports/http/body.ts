@@ -1,0 +1,80 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { BadRequestError, BadUserInputError, PayloadTooLargeError } from '../../core/errors.js';
+import { MAX_NESTING, textNestsDeeperThan } from '../../core/depth.js';
+import { NO_BODY } from '../../ag-ui/serve.js';
+import { sendGatewayError } from '../responses.js';
+
+/**
+ * The request's body as text. Once settled it keeps nothing: the request's listeners outlive the
+ * read (a streamed answer's whole life), and through them this would keep the chunks and, through
+ * the promise, the text.
+ */
+export function readBody(req: IncomingMessage, limit: number): Promise<string | 'too-large' | 'aborted'> {
+  let resolve: ((value: string | 'too-large' | 'aborted') => void) | undefined;
+  const read = new Promise<string | 'too-large' | 'aborted'>((settle) => (resolve = settle));
+  let chunks: Buffer[] = [];
+  let size = 0;
+  const settle = (value: string | 'too-large' | 'aborted') => {
+    const settleRead = resolve;
+    if (!settleRead) return;
+    resolve = undefined;
+    chunks = [];
+    settleRead(value);
+  };
+  req.on('data', (chunk: Buffer) => {
+    if (!resolve) return;
+    size += chunk.length;
+    if (size > limit) {
+      req.removeAllListeners('data');
+      req.resume();
+      settle('too-large');
+      return;
+    }
+    chunks.push(chunk);
+  });
+  req.on('end', () => resolve && settle(Buffer.concat(chunks).toString('utf8')));
+  req.on('error', () => settle('aborted'));
+  req.on('close', () => settle('aborted'));
+  return read;
+}
+
+/** What a body over the limit is told. */
+export function tooLarge(limit: number): PayloadTooLargeError {
+  return new PayloadTooLargeError(`The request body is larger than ${limit} bytes.`);
+}
+
+/** What a body that nests deeper than the parsers and coercion take is told. */
+export function nestsTooDeeply(): BadUserInputError {
+  return new BadUserInputError(`The request body nests deeper than ${MAX_NESTING} levels.`);
+}
+
+/**
+ * A GraphQL request's body: parsed when it is JSON (with whether it nests too deeply), the text
+ * otherwise; NO_BODY once the request has been answered (too large, invalid JSON) or the client left.
+ * A function of its own so that the text is not kept, for the answer's whole life, by the frame of
+ * the caller that waits on Apollo and the response.
+ */
+export async function readGraphQLBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+  limit: number,
+): Promise<{ body: unknown; tooDeep: boolean } | typeof NO_BODY> {
+  const raw = await readBody(req, limit);
+  if (raw === 'too-large') {
+    sendGatewayError(res, tooLarge(limit));
+    return NO_BODY;
+  }
+  if (raw === 'aborted') return NO_BODY;
+  if (!/^application\/(graphql-response\+)?json\b/i.test(req.headers['content-type'] ?? '')) {
+    return { body: raw, tooDeep: false };
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(raw);
+  } catch {
+    sendGatewayError(res, new BadRequestError('The request body is not valid JSON.'));
+    return NO_BODY;
+  }
+  // Read on the text, which is valid JSON by now: one pass over its characters, nothing allocated.
+  return { body, tooDeep: textNestsDeeperThan(raw) };
+}

@@ -1,0 +1,173 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { HeaderMap, type HTTPGraphQLRequest, type HTTPGraphQLResponse } from '@apollo/server';
+import type { Logger } from 'pino';
+import { OPERATION_ENDED } from '../../core/abort.js';
+import { textNestsDeeperThan } from '../../core/depth.js';
+import { GatewayError } from '../../core/errors.js';
+import type { GatewayContext } from '../../graphql/context.js';
+import { TOO_DEEP_DOCUMENT } from '../../graphql/documents.js';
+import type { InitialPart } from '../../graphql/executor.js';
+import { isAgUiEnvelope } from '../../ag-ui/body.js';
+import { NO_BODY, type AgUiCaller } from '../../ag-ui/serve.js';
+import { headerValue, type Admitted } from '../access.js';
+import { sendGatewayError } from '../responses.js';
+import { writeResponse } from './answer.js';
+import { nestsTooDeeply, readGraphQLBody } from './body.js';
+import type { AdmittedRequest, HttpTransportOptions } from './handler.js';
+import { MULTIPART_CONTENT_TYPE, MULTIPART_START, multipartPart } from './multipart.js';
+import { readAccept } from './negotiation.js';
+
+/** What a GET is read as: no body. */
+const NOTHING_READ = Object.freeze({ body: undefined, tooDeep: false });
+
+/**
+ * A GraphQL request past the door (or a single-route AG-UI envelope posted to the same path): its body
+ * read, what the executor does for it itself asked first (Executor `prepare`), then Apollo's pipeline;
+ * the answer written by `writeResponse`.
+ */
+export async function serveGraphQL(
+  req: IncomingMessage,
+  res: ServerResponse,
+  admitted: Admitted,
+  request: AdmittedRequest,
+  options: HttpTransportOptions,
+): Promise<void> {
+  const { search, requestId, log, logBindings } = request;
+  // When the response is over, nobody can read the run any more: stop it (a no-op once it ended,
+  // as it has when the client selected `status`, which resolves only at the end).
+  const controller = new AbortController();
+  res.on('close', () => controller.abort(OPERATION_ENDED));
+
+  const read = req.method === 'POST' ? await readGraphQLBody(req, res, options.maxBodyBytes) : NOTHING_READ;
+  if (read === NO_BODY) return;
+  const { body, tooDeep } = read;
+
+  // Nesting that the parser, coercion or an upstream request's JSON.stringify would overflow on.
+  if (tooDeep) {
+    if (isAgUiEnvelope(body)) {
+      return sendGatewayError(res, nestsTooDeeply(), { agUi: true, title: 'Invalid request body', requestId });
+    }
+    return sendGatewayError(res, nestsTooDeeply(), { requestId });
+  }
+  const posted = (body as { query?: unknown } | undefined)?.query;
+  const query = typeof posted === 'string' ? posted : new URLSearchParams(search).get('query');
+  if (query && textNestsDeeperThan(query)) {
+    return sendGatewayError(res, new GatewayError('GRAPHQL_PARSE_FAILED', TOO_DEEP_DOCUMENT), { requestId });
+  }
+
+  // A single-route AG-UI envelope ({method, params, body}) rather than a GraphQL request ({query, …}).
+  if (isAgUiEnvelope(body)) {
+    return options.agUi.envelope(res, body, agUiCaller(req, admitted, request, options.logger));
+  }
+
+  const { acceptance, apollo: acceptForApollo } = readAccept(req.headers.accept);
+  /** The request as Apollo reads it (the headers copied when Apollo is asked). */
+  const apolloRequest = (): HTTPGraphQLRequest => {
+    const headers = new HeaderMap();
+    for (const [name, value] of Object.entries(req.headers)) {
+      if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+    }
+    headers.set('accept', acceptForApollo);
+    return { method: req.method ?? 'GET', headers, search, body };
+  };
+
+  // What the executor does for the request itself (nothing, on the stock executor).
+  const direct = req.method === 'POST' && (acceptance.multipart || acceptance.sse) && options.apolloServing();
+  const operation = options.executor.prepare({ body, direct });
+  const contextValue: GatewayContext = {
+    requestId,
+    logger: log,
+    // The run's logger: a child of the transport's with the request's id, not a grandchild.
+    logParent: options.logger,
+    logBindings,
+    signal: controller.signal,
+    launcher: options.launcher,
+    allowance: { used: false },
+    acceptsIncremental: acceptance.multipart || acceptance.sse,
+    publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']),
+    principal: admitted.principal,
+    client: admitted.client,
+    execution: operation?.handle,
+  };
+  const context = async (): Promise<GatewayContext> => contextValue;
+  const askApollo = (): Promise<HTTPGraphQLResponse> =>
+    options.apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest: apolloRequest(), context });
+  const first = await operation?.run(contextValue);
+  let response: HTTPGraphQLResponse;
+  if (first === undefined) {
+    response = await askApollo();
+    operation?.answered(query, response.body.kind === 'chunked');
+  } else {
+    response = first === 'apollo' ? await askApollo() : answeredDirectly(first, askApollo);
+  }
+  if (response.body.kind === 'complete' && /^text\/html/i.test(response.headers.get('content-type') ?? '')) {
+    response.body.string = options.explorer.withFallbackLink(response.body.string);
+  }
+  if (response.body.kind === 'complete' || !options.onStream) {
+    return writeResponse(res, response, acceptance, options.keepAliveMs, requestId, operation, log);
+  }
+  options.onStream(1);
+  try {
+    await writeResponse(res, response, acceptance, options.keepAliveMs, requestId, operation, log);
+  } finally {
+    options.onStream(-1);
+  }
+}
+
+/**
+ * The answer to a request the executor ran without Apollo's pipeline (a known document): its initial
+ * part framed as Apollo frames it (its writeMultipartBody). A later payload with errors is Apollo's
+ * to format: Apollo's pipeline for this request starts then (the executor gives it the same result),
+ * and its first part (the same initial part) is skipped.
+ */
+function answeredDirectly(initial: InitialPart, askApollo: () => Promise<HTTPGraphQLResponse>): HTTPGraphQLResponse {
+  let first: string | undefined = `${MULTIPART_START}${multipartPart(initial.json, initial.hasNext)}`;
+  let apolloParts: AsyncIterator<string> | undefined;
+  const parts: AsyncIterator<string> & AsyncIterable<string> = {
+    async next() {
+      if (first !== undefined) {
+        const value = first;
+        first = undefined;
+        return { value, done: false };
+      }
+      if (apolloParts === undefined) {
+        const replayed = await askApollo();
+        if (replayed.body.kind !== 'chunked') throw new Error('Apollo did not stream the operation it was handed.');
+        apolloParts = replayed.body.asyncIterator;
+        await apolloParts.next();
+      }
+      return apolloParts.next();
+    },
+    async return() {
+      first = undefined;
+      await apolloParts?.return?.(undefined);
+      return { value: undefined, done: true };
+    },
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+  };
+  return {
+    status: undefined,
+    headers: new HeaderMap([['content-type', MULTIPART_CONTENT_TYPE]]),
+    body: { kind: 'chunked', asyncIterator: parts as AsyncIterableIterator<string> },
+  };
+}
+
+/** Who asks, as AG-UI's answers need it. */
+export function agUiCaller(
+  req: IncomingMessage,
+  admitted: Admitted,
+  request: AdmittedRequest,
+  logger: Logger,
+): AgUiCaller {
+  return {
+    requestId: request.requestId,
+    logger: request.log,
+    logParent: logger,
+    logBindings: request.logBindings,
+    publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']),
+    principal: admitted.principal,
+    client: admitted.client,
+  };
+}

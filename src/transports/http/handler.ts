@@ -1,0 +1,229 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ApolloServer } from '@apollo/server';
+import type { Logger } from 'pino';
+import { BadRequestError, ForbiddenHostError, ForbiddenOriginError, NotFoundError } from '../../core/errors.js';
+import type { RunLauncher } from '../../engine/launcher.js';
+import type { GatewayContext } from '../../graphql/context.js';
+import type { Executor } from '../../graphql/executor.js';
+import { readAgUiBody } from '../../ag-ui/body.js';
+import type { AgUiTransport } from '../../ag-ui/serve.js';
+import type { AccessControl, Admitted } from '../access.js';
+import { isSameOrigin, type CorsPolicy } from '../cors.js';
+import type { OfflineExplorer } from '../explorer.js';
+import type { HostPolicy } from '../hosts.js';
+import { sendGatewayError, sendJson } from '../responses.js';
+import { agUiCaller, serveGraphQL } from './graphql.js';
+import { serveMetrics, type MetricsRoute } from './metrics.js';
+import { explorerOffPage, sendPage } from './pages.js';
+import { isSimpleRequest, sendRefusal, sendUnexpected } from './refusals.js';
+
+export interface HttpTransportOptions {
+  apollo: ApolloServer<GatewayContext>;
+  launcher: RunLauncher;
+  path: string;
+  cors: CorsPolicy;
+  hosts: HostPolicy;
+  logger: Logger;
+  maxBodyBytes: number;
+  /**
+   * Milliseconds between keep-alive signals on a streamed response (SSE comments, multipart parts
+   * holding `{}`), so idle proxies do not cut a long run.
+   */
+  keepAliveMs: number;
+  /**
+   * Whether the explorers are served: Apollo Sandbox (GET with text/html) and the offline explorer
+   * at `<path>/graphiql`. Off, a browser gets a page saying so.
+   */
+  sandbox: boolean;
+  explorer: OfflineExplorer;
+  /** The AG-UI runtime protocol (CopilotKit ≥1.50) under the same path. */
+  agUi: AgUiTransport;
+  /** Authentication and requests per minute, checked before a request is read. */
+  access: AccessControl;
+  /** GET /metrics: Prometheus's text, behind a bearer token when one is set (its keyMatcher). Absent: 404. */
+  metrics?: MetricsRoute;
+  /** Told when a streamed response starts and ends (metrics). */
+  onStream?: (delta: 1 | -1) => void;
+  /** What runs the operations: asked first what it does for a request itself (Executor `prepare`). */
+  executor: Executor;
+  /** Whether Apollo serves operations (started, not stopped): the executor answers a request itself only then. */
+  apolloServing: () => boolean;
+  /** Whether the gateway is draining: answers ask clients to close their connections. */
+  draining: () => boolean;
+  /** What `/ready` answers: whether this instance should get traffic, and why. */
+  readiness: () => { ready: boolean; checks: Record<string, unknown> };
+}
+
+/** What the handler knows of a request once it is past the door. */
+export interface AdmittedRequest {
+  pathname: string;
+  search: string;
+  agUiRoute: boolean;
+  wantsPage: boolean;
+  requestId: string;
+  log: Logger;
+  /** `log`'s own fields (see RunCaller.logParent). */
+  logBindings: Record<string, unknown>;
+}
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/**
+ * GraphQL over HTTP on node:http, in front of Apollo Server: the routes (health, readiness, metrics,
+ * the explorers, AG-UI, GraphQL), request ids, CORS and the door (access.ts). What each route does is
+ * in a file of its own: GraphQL in graphql.ts (bodies in body.ts, the answer in answer.ts), refusals
+ * in refusals.ts. A client that goes away aborts its run.
+ */
+export function createHttpHandler(options: HttpTransportOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  const { path, cors, logger, access } = options;
+
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    const started = performance.now();
+    const headerId = req.headers['x-request-id'];
+    const requestId = typeof headerId === 'string' && REQUEST_ID.test(headerId) ? headerId : randomUUID();
+    // The request's log fields: its own lines' (a child logger) and its run's, a child of the transport's
+    // logger with the same fields rather than a grandchild (RunCaller.logParent).
+    const logBindings = { requestId };
+    const log = logger.child(logBindings);
+    res.setHeader('x-request-id', requestId);
+    res.on('finish', () => {
+      const durationMs = Math.round(performance.now() - started);
+      log.info({ method: req.method, path: req.url, status: res.statusCode, durationMs }, 'request completed');
+    });
+
+    // Split by hand: `new URL` throws on request targets such as "//[", and nothing here may throw.
+    const { pathname, search } = splitTarget(req.url ?? '/');
+    if (!options.hosts.isAllowed(req.headers.host)) {
+      const message = `Host ${req.headers.host} is not served in development. Add it to ALLOWED_HOSTS.`;
+      return sendGatewayError(res, new ForbiddenHostError(message));
+    }
+    const read = req.method === 'GET' || req.method === 'HEAD';
+    if (pathname === '/health' && read) {
+      return sendJson(res, 200, { status: 'ok' });
+    }
+    if (pathname === '/ready' && read) {
+      const { ready, checks } = options.readiness();
+      return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not ready', checks });
+    }
+    // Draining: each answer asks the client to open its next request elsewhere.
+    if (options.draining()) res.shouldKeepAlive = false;
+    if (pathname === '/metrics' && options.metrics && read) {
+      return serveMetrics(req, res, options.metrics, log);
+    }
+    if (options.explorer.owns(pathname) && read) {
+      if (!options.sandbox) return sendPage(res, explorerOffPage(path), 404);
+      return options.explorer.serve(req, res, pathname);
+    }
+    const agUiRoute = options.agUi.owns(pathname);
+    if (pathname !== path && !agUiRoute) {
+      return sendGatewayError(res, new NotFoundError(`Not found. The GraphQL endpoint is ${path}.`));
+    }
+
+    const origin = req.headers.origin;
+    const originAllowed = typeof origin === 'string' && cors.isAllowed(origin);
+    if (originAllowed) {
+      res.setHeader('access-control-allow-origin', origin);
+      res.setHeader('access-control-allow-credentials', 'true');
+      res.setHeader('access-control-expose-headers', 'x-request-id, retry-after');
+    }
+    res.setHeader('vary', 'Origin');
+    if (req.method === 'OPTIONS') {
+      if (!originAllowed) {
+        const message = typeof origin === 'string'
+          ? `The origin ${origin} is not allowed. Add it to CORS_ORIGINS.`
+          : 'A CORS preflight needs an Origin header.';
+        return sendGatewayError(res, new ForbiddenOriginError(message));
+      }
+      res.setHeader('access-control-allow-methods', 'GET, POST, OPTIONS');
+      const requested = req.headers['access-control-request-headers'];
+      if (requested) res.setHeader('access-control-allow-headers', requested);
+      res.setHeader('access-control-max-age', '600');
+      res.statusCode = 204;
+      res.end();
+      return;
+    }
+
+    // A browser opening the endpoint (no query, however its parameters are encoded): the explorer's page.
+    const wantsPage = !agUiRoute && req.method === 'GET' && /text\/html/i.test(req.headers.accept ?? '') &&
+      !new URLSearchParams(search).has('query');
+    if (wantsPage && !options.sandbox) return sendPage(res, explorerOffPage(path));
+    const request: AdmittedRequest = { pathname, search, agUiRoute, wantsPage, requestId, log, logBindings };
+    // Sandbox's page is public; everything it (or anyone) asks of the endpoint is authenticated and counted.
+    if (wantsPage || !access.active) {
+      return serve(req, res, { principal: undefined, client: `ip:${access.clientAddress(req) ?? 'unknown'}` }, request);
+    }
+    void access.admitHttp(req, log).then(
+      (admission) => {
+        if ('error' in admission) return sendRefusal(res, admission.error, agUiRoute, requestId);
+        serve(req, res, admission, request);
+      },
+      (error: unknown) => {
+        log.error({ err: error }, 'unexpected error admitting a request');
+        sendUnexpected(res, requestId);
+      },
+    );
+  };
+
+  /** A request past the door: AG-UI, or GraphQL through Apollo. */
+  const serve = (req: IncomingMessage, res: ServerResponse, admitted: Admitted, request: AdmittedRequest): void => {
+    const { pathname, agUiRoute, wantsPage, requestId, log } = request;
+    const origin = req.headers.origin;
+    const originAllowed = typeof origin === 'string' && cors.isAllowed(origin);
+    if (agUiRoute) {
+      // Cross-site request forgery: a stop may be posted without a body, which a page elsewhere could
+      // send without a preflight. Browsers name the page's origin on every cross-origin POST.
+      const crossSite = typeof origin === 'string' && !originAllowed && !isSameOrigin(origin, req.headers.host);
+      if (req.method === 'POST' && crossSite) {
+        const refused = new ForbiddenOriginError(`The origin ${origin} is not allowed. Add it to CORS_ORIGINS.`);
+        return sendGatewayError(res, refused, { agUi: true, requestId });
+      }
+      const caller = agUiCaller(req, admitted, request, logger);
+      const readBody = () => readAgUiBody(req, res, options.maxBodyBytes);
+      void options.agUi.route(req, res, pathname, readBody, caller).catch((error) => {
+        log.error({ err: error }, 'unexpected error in the AG-UI transport');
+        sendUnexpected(res, requestId);
+      });
+      return;
+    }
+
+    // Apollo's CSRF prevention, answered in the gateway's words (a GET for Sandbox's page passes).
+    if (!(wantsPage && options.sandbox) && isSimpleRequest(req)) {
+      const refused = new BadRequestError(
+        'Refused as a possible cross-site request forgery: send GraphQL by POST with content-type: application/json, ' +
+          'or add the header apollo-require-preflight: true to a GET.',
+      );
+      return sendGatewayError(res, refused, { requestId });
+    }
+
+    void serveGraphQL(req, res, admitted, request, options).catch((error) => {
+      log.error({ err: error }, 'unexpected error in the HTTP transport');
+      sendUnexpected(res, requestId);
+    });
+  };
+
+  // Nothing a client sends may take the process down: a synchronous throw is a 500 for that request only.
+  return (req, res) => {
+    try {
+      handle(req, res);
+    } catch (error) {
+      logger.error({ err: error }, 'unexpected error in the HTTP transport');
+      sendUnexpected(res, res.getHeader('x-request-id') as string | undefined);
+    }
+  };
+}
+
+/** Path and query of a request target: origin-form ("/path?q") by hand, absolute-form ("http://host/path") by URL. */
+function splitTarget(target: string): { pathname: string; search: string } {
+  if (!target.startsWith('/')) {
+    try {
+      const url = new URL(target);
+      return { pathname: url.pathname, search: url.search };
+    } catch {
+      return { pathname: target, search: '' };
+    }
+  }
+  const queryAt = target.indexOf('?');
+  if (queryAt === -1) return { pathname: target, search: '' };
+  return { pathname: target.slice(0, queryAt), search: target.slice(queryAt) };
+}
