@@ -1,16 +1,25 @@
-import { defaultFieldResolver, type ExecutionArgs, type ExecutionResult, type GraphQLSchema } from 'graphql';
-import { execute, subscribe } from '@graphql-tools/executor';
-import { refusedDirectiveArguments } from './directive-arguments.js';
+import type { IncrementalExecutionResults, SingularExecutionResult } from '@graphql-tools/executor';
+import type { ExecutionArgs, ExecutionResult } from 'graphql';
 import type { ExecutionHandle, GatewayContext } from './context.js';
-import { FastHttp } from './fast/http-operation.js';
-import type { ExecutionOutcome } from './fast/incremental.js';
-import { KnownDocuments } from './fast/known-documents.js';
-import { withoutOrphansIn } from './nulled-paths.js';
-import { owningLists } from './owned-lists.js';
-import { createSubscriber, type ResultSink } from './fast/subscribe.js';
+
+// The seam between the transports and execution: what an executor is, and what it gives the transports.
+// The two implementations are fast/index.ts (`fastExecutor`) and stock.ts (`stockExecutor`).
 
 /** Which executor runs the operations: the gateway's own fast paths, or the libraries' as shipped. */
 export type ExecutorName = 'fast' | 'stock';
+
+/** What the executor gives for an operation: one result, or an initial result and later payloads. */
+export type ExecutionOutcome = SingularExecutionResult<any> | IncrementalExecutionResults<any>;
+
+/**
+ * Where a pushed subscription's results go: `send` writes one and calls `written` once it is out (or
+ * dropped, the client having gone), never within `send` itself (a later turn or microtask: the
+ * next event is executed from `written`). The next event is executed only then, so a slow reader
+ * gets its source's merged events (RunEventStream), not a growing backlog of results.
+ */
+export interface ResultSink {
+  send(result: ExecutionResult, written: () => void): void;
+}
 
 /** A subscription's response stream, or the error result when it could not start. */
 export type SubscribeOutcome = AsyncGenerator<ExecutionResult> | ExecutionResult;
@@ -111,84 +120,4 @@ export interface LaterSink {
   onDrain(callback: () => void): void;
   /** Ends the response with an error thrown while writing outside the transport's own calls. */
   fail(error: unknown): void;
-}
-
-export interface FastExecutorOptions {
-  /**
-   * Whether the executor takes HTTP operations' later payloads and runs known documents without
-   * Apollo's pipeline (`prepare`); off, every request passes through Apollo's pipeline (its usage
-   * reporting, installed with APOLLO_KEY, needs every later payload). On by default.
-   */
-  directHttp?: boolean;
-}
-
-/** The gateway's own paths; see Executor. */
-export function fastExecutor(schema: GraphQLSchema, options: FastExecutorOptions = {}): Executor {
-  const direct = options.directHttp ?? true;
-  const http = new FastHttp(schema, direct ? new KnownDocuments() : undefined);
-  return {
-    name: 'fast',
-    execute: http.execute,
-    subscribe: createSubscriber(schema),
-    prepare: (request) => (direct ? http.prepare(request) : undefined),
-  };
-}
-
-/** Apollo's pipeline and @graphql-tools/executor as shipped, with the gateway's guards; see Executor. */
-export function stockExecutor(): Executor {
-  return { name: 'stock', execute: executeStock, subscribe: subscribeStock, prepare: () => undefined };
-}
-
-async function executeStock(args: ExecutionArgs): Promise<ExecutionOutcome> {
-  const refused = refusedDirectiveArguments(args);
-  if (refused !== undefined) return { errors: [refused] };
-  return withoutOrphansIn(await execute({ ...args, fieldResolver: owningLists(args.fieldResolver ?? defaultFieldResolver) }));
-}
-
-async function subscribeStock(args: ExecutionArgs, onEnd: () => void): Promise<SubscribeOutcome> {
-  const refused = refusedDirectiveArguments(args);
-  if (refused !== undefined) return { errors: [refused] };
-  const result = await subscribe(args);
-  if (!(Symbol.asyncIterator in (result as object))) return result as ExecutionResult;
-  return endingOnce(result as AsyncIterable<ExecutionResult>, onEnd);
-}
-
-/** The response stream, with `onEnd` called once however it ends (its last result, an error, or the reader leaving). */
-function endingOnce(stream: AsyncIterable<ExecutionResult>, onEnd: () => void): AsyncGenerator<ExecutionResult> {
-  const iterator = stream[Symbol.asyncIterator]();
-  let ended = false;
-  const end = () => {
-    if (ended) return;
-    ended = true;
-    onEnd();
-  };
-  const done: IteratorResult<ExecutionResult> = { value: undefined, done: true };
-  const generator: AsyncGenerator<ExecutionResult> = {
-    next: () =>
-      iterator.next().then(
-        (result) => {
-          // Nothing the ending stream still produces is passed on once the reader has left.
-          if (ended) return done;
-          if (result.done) end();
-          return result;
-        },
-        (error: unknown) => {
-          end();
-          throw error;
-        },
-      ),
-    return: async () => {
-      end();
-      await iterator.return?.();
-      return done;
-    },
-    throw: async (error: unknown) => {
-      end();
-      await iterator.return?.();
-      throw error;
-    },
-    [Symbol.asyncIterator]: () => generator,
-    [Symbol.asyncDispose]: () => generator.return(undefined).then(() => undefined),
-  } as AsyncGenerator<ExecutionResult>;
-  return generator;
 }

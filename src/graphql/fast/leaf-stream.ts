@@ -1,6 +1,5 @@
 import type { FieldNode, GraphQLError } from 'graphql';
 import type { LaterSink as LeafSink } from '../executor.js';
-import type { LaterPayloads } from './later-payloads.js';
 import { completeLeafItem } from './leaf-streams.js';
 import { isUnder, itemsPayload, watchBatched, type LaterPayload } from './payloads.js';
 import type { SharedTextStream } from '../../views/shared-stream.js';
@@ -9,6 +8,18 @@ import type { SharedTextStream } from '../../views/shared-stream.js';
 export type { LeafSink };
 
 // One leaf stream's writing; which fields are leaf streams is the plan's (leaf-streams.ts).
+
+/** What a leaf stream needs of the operation's later payloads (LaterPayloads is it; named here, not imported). */
+export interface LeafStreamOwner {
+  /** Whether Apollo passes the payloads on for now (one carried errors): the stream waits. */
+  isPassing(): boolean;
+  /** Where payloads go, once the transport has opened the delivery. */
+  readonly out: LeafSink | undefined;
+  /** Whether the sink takes more now; if not, the stream is woken when it has drained. */
+  roomOrWaitForDrain(sink: LeafSink): boolean;
+  make(payload: LaterPayload): void;
+  finished(leaf: LeafStream): void;
+}
 
 /**
  * One field's `@stream` written by the transport: the run's text stream read synchronously, one
@@ -28,7 +39,7 @@ export class LeafStream {
   private readonly pumpSoon = () => this.pump();
 
   constructor(
-    private readonly owner: LaterPayloads,
+    private readonly owner: LeafStreamOwner,
     private readonly text: SharedTextStream,
     private readonly path: readonly (string | number)[],
     private readonly typeName: string,

@@ -1,11 +1,19 @@
 import { locatedError } from '@graphql-tools/utils';
 import type { GraphQLError } from 'graphql';
-import type { LaterPayloads } from './later-payloads.js';
-import { LeafStream } from './leaf-stream.js';
+import { LeafStream, type LeafStreamOwner } from './leaf-stream.js';
 import type { MessagePlan, ObjectWriter } from './message-plan.js';
 import { coerceError, runtimeWriter, writeDeferred, writeFields } from './message-writing.js';
 import { deferredPayload, EMPTY, itemsPayload, watchBatched } from './payloads.js';
 import { SharedStream, SharedTextStream } from '../../views/shared-stream.js';
+
+/** What the message plan's stream needs of the operation's later payloads (LaterPayloads is it). */
+export interface MessageStreamOwner extends LeafStreamOwner {
+  failed(error: unknown): void;
+  /** Payloads made but not sent under `listPath` are dropped (an item there was nulled). */
+  dropMadeUnder(listPath: readonly (string | number)[]): void;
+  addLeaf(leaf: LeafStream): void;
+  streamDone(stream: MessageStream): void;
+}
 
 /**
  * The run's messages written by the message plan (graphql/fast/message-plan.ts): each message's item
@@ -31,7 +39,7 @@ export class MessageStream {
   private readonly runPath: readonly (string | number)[];
 
   constructor(
-    private readonly owner: LaterPayloads,
+    private readonly owner: MessageStreamOwner,
     private readonly plan: MessagePlan,
     private readonly messages: SharedStream<Record<string, unknown>>,
     private readonly view: Record<string, unknown>,

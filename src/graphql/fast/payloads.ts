@@ -1,11 +1,11 @@
-import type { IncrementalExecutionResults, SingularExecutionResult, SubsequentIncrementalExecutionResult } from '@graphql-tools/executor';
+import type { SubsequentIncrementalExecutionResult } from '@graphql-tools/executor';
+import type { ExecutionOutcome } from '../executor.js';
 import type { GraphQLError, GraphQLResolveInfo } from 'graphql';
 
 // What the fast executor's later payloads are made of, shared by the files that make them (later-payloads.ts,
 // message-stream.ts, leaf-stream.ts).
 
-/** What the executor gives for an operation: one result, or an initial result and later payloads. */
-export type ExecutionOutcome = SingularExecutionResult<any> | IncrementalExecutionResults<any>;
+export type { ExecutionOutcome };
 
 /** An operation's run as the executor ended it: its result, or what it threw. */
 export type Replay = { result: ExecutionOutcome } | { error: unknown };

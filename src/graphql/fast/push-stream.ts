@@ -2,16 +2,7 @@ import type { ExecutionResult } from 'graphql';
 import type { EventConsumer, EventHandover } from '../../core/events.js';
 import { executeEvent, isPromise, type EventExecution, type EventResult } from './event-execution.js';
 import { DONE, ResponseStream } from './response-stream.js';
-
-/**
- * Where a pushed stream's results go: `send` writes one and calls `written` once it is out (or
- * dropped, the client having gone), never within `send` itself (a later turn or microtask: the
- * next event is executed from `written`). The next event is executed only then, so a slow reader
- * gets its source's merged events (RunEventStream), not a growing backlog of results.
- */
-export interface ResultSink {
-  send(result: ExecutionResult, written: () => void): void;
-}
+import type { ResultSink } from '../executor.js';
 
 /**
  * A response stream pushed to a sink (see createSubscriber): the reader's first `next()` starts it

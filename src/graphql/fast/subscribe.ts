@@ -3,11 +3,11 @@ import type { EventHandover } from '../../core/events.js';
 import { refusedDirectiveArguments } from '../directive-arguments.js';
 import { eventDocumentOf, eventSchemaOf } from './event-documents.js';
 import type { EventExecution } from './event-execution.js';
-import { EventPushStream, type ResultSink } from './push-stream.js';
+import { EventPushStream } from './push-stream.js';
+import type { ResultSink } from '../executor.js';
 import { EventResponseStream } from './response-stream.js';
 import { withCoercedVariables } from './variables.js';
 
-export type { ResultSink } from './push-stream.js';
 
 /**
  * GraphQL subscriptions executed the way the specification describes them, with less machinery per

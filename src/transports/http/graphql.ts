@@ -13,7 +13,7 @@ import { headerValue, type Admitted } from '../access.js';
 import { sendGatewayError } from '../responses.js';
 import { writeResponse } from './answer.js';
 import { nestsTooDeeply, readGraphQLBody } from './body.js';
-import type { AdmittedRequest, HttpTransportOptions } from './handler.js';
+import type { AdmittedRequest, HttpTransportOptions } from './options.js';
 import { MULTIPART_CONTENT_TYPE, MULTIPART_START, multipartPart } from './multipart.js';
 import { readAccept } from './negotiation.js';
 

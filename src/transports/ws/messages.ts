@@ -2,7 +2,7 @@ import { GraphQLError, type ExecutionResult } from 'graphql';
 import type { WebSocket } from 'ws';
 import type { GatewayError } from '../../core/errors.js';
 import { formatGraphQLError } from '../../graphql/errors.js';
-import type { ResultSink } from '../../graphql/fast/subscribe.js';
+import type { ResultSink } from '../../graphql/executor.js';
 
 // What a WebSocket client is sent: a pushed subscription's `next` messages, and errors in the shape
 // graphql-ws's `next` and `error` messages carry them.

@@ -7,7 +7,7 @@ import { OPERATION_ENDED } from '../../core/abort.js';
 import type { RunLauncher } from '../../engine/launcher.js';
 import type { GatewayContext } from '../../graphql/context.js';
 import type { Executor } from '../../graphql/executor.js';
-import type { ResultSink } from '../../graphql/fast/subscribe.js';
+import type { ResultSink } from '../../graphql/executor.js';
 import type { ConnectionExtra } from './connection.js';
 import { WsResultSink } from './messages.js';
 
