@@ -13,7 +13,9 @@ export function buildExplorer() {
   try {
     esbuild = createRequire(import.meta.url)('esbuild');
   } catch {
-    throw new Error('The explorer is not built and esbuild is not installed: run `npm install` (with the dev dependencies), then `npm run build`.');
+    throw new Error(
+      'The explorer is not built and esbuild is not installed: run `npm install` (with the dev dependencies), then `npm run build`.',
+    );
   }
   const outdir = `${root}dist/explorer`;
   mkdirSync(outdir, { recursive: true });

@@ -14,7 +14,9 @@ export function build() {
   try {
     tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
   } catch {
-    throw new Error('The gateway is not built and TypeScript is not installed: run `npm install` (with the dev dependencies), then `npm run build`.');
+    throw new Error(
+      'The gateway is not built and TypeScript is not installed: run `npm install` (with the dev dependencies), then `npm run build`.',
+    );
   }
   const result = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
   if (result.status !== 0) throw new Error('The build failed (see the TypeScript errors above).');

@@ -6,9 +6,9 @@
 // newest releases dropped Node 20 (see the commit that added them); this check keeps them honest.
 //
 // Usage: node scripts/check-engines.mjs            (checks ./node_modules against process.version)
-import { readFileSync, readdirSync, existsSync } from "node:fs";
-import { join } from "node:path";
-import semver from "semver";
+import { readFileSync, readdirSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import semver from 'semver';
 
 const root = process.cwd();
 const node = process.version;
@@ -17,9 +17,9 @@ const node = process.version;
 function* packageDirs(modules) {
   if (!existsSync(modules)) return;
   for (const entry of readdirSync(modules, { withFileTypes: true })) {
-    if (!entry.isDirectory() || entry.name.startsWith(".")) continue;
+    if (!entry.isDirectory() || entry.name.startsWith('.')) continue;
     const dir = join(modules, entry.name);
-    if (entry.name.startsWith("@")) {
+    if (entry.name.startsWith('@')) {
       for (const scoped of readdirSync(dir, { withFileTypes: true })) {
         if (scoped.isDirectory()) yield* withNested(join(dir, scoped.name));
       }
@@ -31,21 +31,21 @@ function* packageDirs(modules) {
 
 function* withNested(dir) {
   yield dir;
-  yield* packageDirs(join(dir, "node_modules"));
+  yield* packageDirs(join(dir, 'node_modules'));
 }
 
 const offenders = [];
 let checked = 0;
-for (const dir of packageDirs(join(root, "node_modules"))) {
+for (const dir of packageDirs(join(root, 'node_modules'))) {
   let manifest;
   try {
-    manifest = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));
+    manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
   } catch {
     continue; // not a package (a bin folder, a partial download)
   }
   checked += 1;
   const range = manifest.engines?.node;
-  if (typeof range !== "string" || range.trim() === "") continue;
+  if (typeof range !== 'string' || range.trim() === '') continue;
   if (!semver.validRange(range)) continue; // npm ignores ranges it cannot parse; so do we
   if (!semver.satisfies(node, range, { includePrerelease: true })) {
     offenders.push(`${manifest.name}@${manifest.version} needs node ${range} (${dir.slice(root.length + 1)})`);

@@ -21,8 +21,15 @@ const LAYERS = [
   {
     name: 'adapters, agents, actions, the store',
     paths: [
-      'adapters/', 'agents/', 'actions/', 'threads/', 'auth/', 'limits/',
-      'ag-ui/agent.ts', 'ag-ui/agent-events.ts', 'ag-ui/messages.ts',
+      'adapters/',
+      'agents/',
+      'actions/',
+      'threads/',
+      'auth/',
+      'limits/',
+      'ag-ui/agent.ts',
+      'ag-ui/agent-events.ts',
+      'ag-ui/messages.ts',
     ],
   },
   { name: 'engine', paths: ['engine/', 'observability/', 'ag-ui/input.ts'] },
@@ -33,7 +40,9 @@ const LAYERS = [
 
 function layerOf(file) {
   const path = relative(src, file).split('\\').join('/');
-  const index = LAYERS.findIndex((layer) => layer.paths.some((p) => (p.endsWith('/') ? path.startsWith(p) : path === p)));
+  const index = LAYERS.findIndex((layer) =>
+    layer.paths.some((p) => (p.endsWith('/') ? path.startsWith(p) : path === p)),
+  );
   return index;
 }
 
@@ -101,7 +110,12 @@ function connect(file) {
       component.push(member);
     } while (member !== file);
     if (component.length > 1) {
-      problems.push(`an import cycle: ${component.map((f) => relative(root, f)).sort().join(', ')}`);
+      problems.push(
+        `an import cycle: ${component
+          .map((f) => relative(root, f))
+          .sort()
+          .join(', ')}`,
+      );
     }
   }
 }

@@ -19,7 +19,6 @@
 //   docker compose exec gateway-a node scripts/cluster-check.mjs http://nginx:8080
 // Prints one PASS or FAIL line per check and exits 1 if any failed.
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
@@ -27,7 +26,13 @@ import WebSocket from 'ws';
 // ---------------------------------------------------------------------------------------------------
 // Options
 
-const options = { base: 'http://localhost:8080', path: '/api/copilotkit', instances: 2, allowMemory: false, timeoutMs: 60_000 };
+const options = {
+  base: 'http://localhost:8080',
+  path: '/api/copilotkit',
+  instances: 2,
+  allowMemory: false,
+  timeoutMs: 60_000,
+};
 {
   const args = process.argv.slice(2);
   for (let i = 0; i < args.length; i += 1) {
@@ -44,14 +49,18 @@ const options = { base: 'http://localhost:8080', path: '/api/copilotkit', instan
     else if (!arg.startsWith('-')) options.base = arg;
     else usage(`unknown option ${arg}`);
   }
-  if (!/^https?:\/\//.test(options.base)) usage(`the base URL must start with http:// or https:// (got ${options.base})`);
+  if (!/^https?:\/\//.test(options.base))
+    usage(`the base URL must start with http:// or https:// (got ${options.base})`);
   if (!Number.isInteger(options.instances) || options.instances < 0) usage('--instances must be a whole number');
-  if (!Number.isInteger(options.timeoutMs) || options.timeoutMs < 1) usage('--timeout must be a whole number of milliseconds');
+  if (!Number.isInteger(options.timeoutMs) || options.timeoutMs < 1)
+    usage('--timeout must be a whole number of milliseconds');
 }
 
 function usage(error) {
   if (error) console.error(`cluster-check: ${error}`);
-  console.error('usage: node scripts/cluster-check.mjs [base URL, default http://localhost:8080] [--path /api/copilotkit] [--instances 2] [--allow-memory] [--timeout ms]');
+  console.error(
+    'usage: node scripts/cluster-check.mjs [base URL, default http://localhost:8080] [--path /api/copilotkit] [--instances 2] [--allow-memory] [--timeout ms]',
+  );
   process.exit(error ? 2 : 0);
 }
 
@@ -132,7 +141,8 @@ const STOCK_CLIENT_MUTATION = `mutation generateCopilotResponse($data: GenerateC
 
 /** The headers the stock client sends. */
 const STOCK_CLIENT_HEADERS = {
-  accept: 'application/graphql-response+json, application/graphql+json, application/json, text/event-stream, multipart/mixed',
+  accept:
+    'application/graphql-response+json, application/graphql+json, application/json, text/event-stream, multipart/mixed',
   'content-type': 'application/json',
   'x-copilotkit-runtime-client-gql-version': '1.74.0',
 };
@@ -257,7 +267,10 @@ const short = (value, max = 300) => {
 // HTTP
 
 async function getJson(path) {
-  const response = await fetch(`${base}${path}`, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(options.timeoutMs) });
+  const response = await fetch(`${base}${path}`, {
+    headers: { accept: 'application/json' },
+    signal: AbortSignal.timeout(options.timeoutMs),
+  });
   const upstream = noteUpstream(response.headers.get('x-upstream'));
   const text = await response.text();
   let body;
@@ -285,7 +298,8 @@ async function graphql(query, variables = {}) {
   } catch {
     throw new Error(`POST ${options.path}: ${response.status}, not JSON: ${short(text)}`);
   }
-  if (response.status !== 200 || body.errors?.length) throw new Error(`POST ${options.path}: ${response.status} ${short(body.errors ?? body)}`);
+  if (response.status !== 200 || body.errors?.length)
+    throw new Error(`POST ${options.path}: ${response.status} ${short(body.errors ?? body)}`);
   return { data: body.data, upstream };
 }
 
@@ -336,8 +350,14 @@ function splitSse(buffer) {
 
 function sseFrame(frame) {
   const lines = frame.split(/\r?\n/);
-  const event = lines.find((line) => line.startsWith('event:'))?.slice(6).trim();
-  const data = lines.filter((line) => line.startsWith('data:')).map((line) => line.slice(5).replace(/^ /, '')).join('\n');
+  const event = lines
+    .find((line) => line.startsWith('event:'))
+    ?.slice(6)
+    .trim();
+  const data = lines
+    .filter((line) => line.startsWith('data:'))
+    .map((line) => line.slice(5).replace(/^ /, ''))
+    .join('\n');
   const comment = lines.every((line) => line.startsWith(':'));
   return { event, data, comment };
 }
@@ -428,7 +448,11 @@ async function connect() {
     const offClosed = client.on('closed', (event) => {
       offConnected();
       offClosed();
-      reject(new Error(`WebSocket to ${wsUrl} closed before graphql-ws was acknowledged (${event?.code ?? ''} ${event?.reason ?? ''})`));
+      reject(
+        new Error(
+          `WebSocket to ${wsUrl} closed before graphql-ws was acknowledged (${event?.code ?? ''} ${event?.reason ?? ''})`,
+        ),
+      );
     });
   });
   socket = connected;
@@ -439,7 +463,8 @@ async function connect() {
 async function connectAvoiding(avoid) {
   for (let attempt = 0; ; attempt += 1) {
     const connection = await connect();
-    if (!avoid || !connection.upstream || connection.upstream !== avoid || attempt >= 5 || options.instances < 2) return connection;
+    if (!avoid || !connection.upstream || connection.upstream !== avoid || attempt >= 5 || options.instances < 2)
+      return connection;
     await connection.close();
   }
 }
@@ -466,7 +491,8 @@ function subscribe(client, query, variables, field, onEvent = () => {}) {
             }
           }
         },
-        error: (error) => reject(error instanceof Error ? error : new Error(`${field}: ${short(error?.message ?? error)}`)),
+        error: (error) =>
+          reject(error instanceof Error ? error : new Error(`${field}: ${short(error?.message ?? error)}`)),
         complete: () => resolve(events),
       },
     );
@@ -481,13 +507,18 @@ function summarize(events) {
   assert(first.__typename === 'RunStartedEvent', () => `the first event is ${first.__typename}, not RunStartedEvent`);
   assert(last.__typename === 'RunFinishedEvent', () => `the last event is ${last.__typename}, not RunFinishedEvent`);
   for (let i = 1; i < events.length; i += 1) {
-    assert(events[i].sequence > events[i - 1].sequence, () => `sequences do not rise: ${events[i - 1].sequence} then ${events[i].sequence}`);
+    assert(
+      events[i].sequence > events[i - 1].sequence,
+      () => `sequences do not rise: ${events[i - 1].sequence} then ${events[i].sequence}`,
+    );
   }
   const texts = new Map();
   const actions = new Map();
   for (const event of events) {
-    if (event.__typename === 'TextMessageContentEvent') texts.set(event.messageId, (texts.get(event.messageId) ?? '') + event.content);
-    if (event.__typename === 'ActionExecutionArgsEvent') actions.set(event.actionExecutionId, (actions.get(event.actionExecutionId) ?? '') + event.args);
+    if (event.__typename === 'TextMessageContentEvent')
+      texts.set(event.messageId, (texts.get(event.messageId) ?? '') + event.content);
+    if (event.__typename === 'ActionExecutionArgsEvent')
+      actions.set(event.actionExecutionId, (actions.get(event.actionExecutionId) ?? '') + event.args);
   }
   return {
     threadId: first.threadId,
@@ -511,8 +542,12 @@ async function agUiSse(route, input) {
     signal: AbortSignal.timeout(options.timeoutMs),
   });
   const upstream = noteUpstream(response.headers.get('x-upstream'));
-  if (response.status !== 200) throw new Error(`POST ${options.path}${route}: ${response.status} ${short(await response.text())}`);
-  assert(/text\/event-stream/.test(response.headers.get('content-type') ?? ''), () => `content-type ${response.headers.get('content-type')}`);
+  if (response.status !== 200)
+    throw new Error(`POST ${options.path}${route}: ${response.status} ${short(await response.text())}`);
+  assert(
+    /text\/event-stream/.test(response.headers.get('content-type') ?? ''),
+    () => `content-type ${response.headers.get('content-type')}`,
+  );
   const events = [];
   await readStream(response, splitSse, (frame) => {
     const { data, comment } = sseFrame(frame);
@@ -533,7 +568,8 @@ console.log(`cluster-check: ${base} (GraphQL ${graphqlUrl}, WebSocket ${wsUrl})`
 await check('health', async () => {
   const answers = [];
   for (let i = 0; i < 4; i += 1) answers.push(await getJson('/health'));
-  for (const { status, body } of answers) assert(status === 200 && body.status === 'ok', () => `GET /health: ${status} ${short(body)}`);
+  for (const { status, body } of answers)
+    assert(status === 200 && body.status === 'ok', () => `GET /health: ${status} ${short(body)}`);
   return `GET /health 200 {"status":"ok"} x${answers.length}`;
 });
 
@@ -545,8 +581,15 @@ await check('ready', async () => {
     assert(status === 200 && body.status === 'ready', () => `GET /ready: ${status} ${short(body)}`);
     const store = body.checks?.threadStore;
     kinds.add(store?.kind);
-    assert(options.allowMemory || store?.kind === 'redis', () => `instance ${upstream ?? '?'} keeps threads in ${store?.kind ?? 'an unknown store'}, not Redis: set REDIS_URL on every instance (or pass --allow-memory)`);
-    assert(store?.reachable !== false, () => `instance ${upstream ?? '?'}: the thread store is unreachable (${short(store)})`);
+    assert(
+      options.allowMemory || store?.kind === 'redis',
+      () =>
+        `instance ${upstream ?? '?'} keeps threads in ${store?.kind ?? 'an unknown store'}, not Redis: set REDIS_URL on every instance (or pass --allow-memory)`,
+    );
+    assert(
+      store?.reachable !== false,
+      () => `instance ${upstream ?? '?'}: the thread store is unreachable (${short(store)})`,
+    );
   }
   return `GET /ready 200 x${answers.length}, thread store ${[...kinds].join(', ')}, reachable`;
 });
@@ -564,7 +607,13 @@ await check('HTTP multipart run (stock client document)', async () => {
     body: JSON.stringify({
       operationName: 'generateCopilotResponse',
       query: STOCK_CLIENT_MUTATION,
-      variables: { data: runInput(randomUUID(), 'Hello from cluster-check over HTTP multipart. Please stream a reply word by word.'), properties: {} },
+      variables: {
+        data: runInput(
+          randomUUID(),
+          'Hello from cluster-check over HTTP multipart. Please stream a reply word by word.',
+        ),
+        properties: {},
+      },
     }),
     signal: AbortSignal.timeout(options.timeoutMs),
   });
@@ -589,7 +638,11 @@ await check('HTTP multipart run (stock client document)', async () => {
   // Parts must reach the client as they are written: a buffering proxy delivers them all at the end.
   const spreadMs = Math.round(arrivals.at(-1) - arrivals[0]);
   const textParts = payloads.filter((p) => p.incremental?.some((e) => e.path?.includes('content'))).length;
-  if (textParts >= 10) assert(spreadMs >= 50, () => `all ${payloads.length} parts arrived within ${spreadMs} ms: is the proxy buffering? (proxy_buffering off)`);
+  if (textParts >= 10)
+    assert(
+      spreadMs >= 50,
+      () => `all ${payloads.length} parts arrived within ${spreadMs} ms: is the proxy buffering? (proxy_buffering off)`,
+    );
   return `${payloads.length} parts over ${spreadMs} ms (first after ${Math.round(arrivals[0] - started)} ms), status Success, ${run.text.length} characters: ${short(run.text, 60)}`;
 });
 
@@ -597,12 +650,16 @@ await check('HTTP SSE run', async () => {
   const response = await fetch(graphqlUrl, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
-    body: JSON.stringify({ query: STREAMED_MUTATION, variables: { data: runInput(randomUUID(), 'Hello from cluster-check over server-sent events.') } }),
+    body: JSON.stringify({
+      query: STREAMED_MUTATION,
+      variables: { data: runInput(randomUUID(), 'Hello from cluster-check over server-sent events.') },
+    }),
     signal: AbortSignal.timeout(options.timeoutMs),
   });
   noteUpstream(response.headers.get('x-upstream'));
   const contentType = response.headers.get('content-type') ?? '';
-  if (response.status !== 200 || !contentType.startsWith('text/event-stream')) throw new Error(`${response.status} ${contentType}: ${short(await response.text())}`);
+  if (response.status !== 200 || !contentType.startsWith('text/event-stream'))
+    throw new Error(`${response.status} ${contentType}: ${short(await response.text())}`);
   const payloads = [];
   let completed = false;
   let comments = 0;
@@ -621,14 +678,23 @@ await check('HTTP SSE run', async () => {
   assert(run.status?.code === 'Success', () => `status ${short(run.status)}`);
   assert(run.text.length > 0, 'no text streamed');
   const spreadMs = Math.round(arrivals.at(-1) - arrivals[0]);
-  if (payloads.length >= 10) assert(spreadMs >= 50, () => `all ${payloads.length} events arrived within ${spreadMs} ms: is the proxy buffering?`);
+  if (payloads.length >= 10)
+    assert(
+      spreadMs >= 50,
+      () => `all ${payloads.length} events arrived within ${spreadMs} ms: is the proxy buffering?`,
+    );
   return `${payloads.length} events over ${spreadMs} ms, ${comments} keep-alive comment(s), status Success`;
 });
 
 await check('graphql-ws copilotRun subscription', async () => {
   const connection = await connect();
   try {
-    const events = await subscribe(connection.client, RUN_SUBSCRIPTION, { data: runInput(randomUUID(), 'Hello from cluster-check over graphql-ws.') }, 'copilotRun');
+    const events = await subscribe(
+      connection.client,
+      RUN_SUBSCRIPTION,
+      { data: runInput(randomUUID(), 'Hello from cluster-check over graphql-ws.') },
+      'copilotRun',
+    );
     const run = summarize(events);
     assert(run.status?.code === 'Success', () => `status ${short(run.status)}`);
     assert(Object.values(run.texts).join('').length > 0, 'no text');
@@ -645,17 +711,24 @@ await check('graphql-ws query and server-side action', async () => {
     const hello = await subscribe(connection.client, '{ hello }', {}, 'hello');
     assert(typeof hello[0] === 'string', () => `hello over WebSocket: ${short(hello)}`);
     // Demo mode calls its server-side action getCurrentTime when asked for the time; a real model may or may not.
-    const events = await subscribe(connection.client, RUN_SUBSCRIPTION, { data: runInput(randomUUID(), 'What time is it?') }, 'copilotRun');
+    const events = await subscribe(
+      connection.client,
+      RUN_SUBSCRIPTION,
+      { data: runInput(randomUUID(), 'What time is it?') },
+      'copilotRun',
+    );
     const run = summarize(events);
     assert(run.status?.code === 'Success', () => `status ${short(run.status)}`);
     const result = events.find((event) => event.__typename === 'ActionExecutionResultEvent');
-    return result ? `hello, then a run with the server-side action ${result.actionName} and the answer after it` : 'hello, then a run (the model called no server-side action)';
+    return result
+      ? `hello, then a run with the server-side action ${result.actionName} and the answer after it`
+      : 'hello, then a run (the model called no server-side action)';
   } finally {
     await connection.close();
   }
 });
 
-await check('same-origin browser requests (Origin: the proxy\'s own)', async () => {
+await check("same-origin browser requests (Origin: the proxy's own)", async () => {
   // A page served from the proxy's own origin: its WebSocket handshake and AG-UI POSTs carry that Origin,
   // which the gateway accepts when it matches the Host header, so the proxy must pass Host on unchanged
   // (with its port; nginx: $http_host, not $host).
@@ -673,25 +746,40 @@ await check('same-origin browser requests (Origin: the proxy\'s own)', async () 
     });
     socket.on('error', (error) => resolve(`failed: ${error.message}`));
   });
-  assert(accepted === 'accepted', () => `a WebSocket handshake with Origin ${origin} was ${accepted}: does the proxy pass the Host header with its port?`);
-  const response = await fetch(`${graphqlUrl}/agent/default/stop/${encodeURIComponent(`cluster-check-${randomUUID()}`)}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', origin },
-    body: '{}',
-    signal: AbortSignal.timeout(options.timeoutMs),
-  });
+  assert(
+    accepted === 'accepted',
+    () =>
+      `a WebSocket handshake with Origin ${origin} was ${accepted}: does the proxy pass the Host header with its port?`,
+  );
+  const response = await fetch(
+    `${graphqlUrl}/agent/default/stop/${encodeURIComponent(`cluster-check-${randomUUID()}`)}`,
+    {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin },
+      body: '{}',
+      signal: AbortSignal.timeout(options.timeoutMs),
+    },
+  );
   noteUpstream(response.headers.get('x-upstream'));
   const body = await response.text();
-  assert(response.status === 200 && JSON.parse(body).stopped === false, () => `POST …/agent/default/stop with Origin ${origin}: ${response.status} ${short(body)}`);
+  assert(
+    response.status === 200 && JSON.parse(body).stopped === false,
+    () => `POST …/agent/default/stop with Origin ${origin}: ${response.status} ${short(body)}`,
+  );
   return `WebSocket handshake and AG-UI POST with Origin ${origin} accepted`;
 });
 
 await check('AG-UI info and run (CopilotKit >=1.50)', async () => {
   const { status, body } = await getJson(`${options.path}/info`);
   assert(status === 200 && body.agents, () => `GET ${options.path}/info: ${status} ${short(body)}`);
-  const agents = Array.isArray(body.agents) ? body.agents.map((agent) => agent.name ?? agent) : Object.keys(body.agents);
+  const agents = Array.isArray(body.agents)
+    ? body.agents.map((agent) => agent.name ?? agent)
+    : Object.keys(body.agents);
   assert(agents.includes('default'), () => `no agent "default" in ${short(body.agents)}`);
-  const { events } = await agUiSse('/agent/default/run', agUiInput(randomUUID(), [{ id: randomUUID(), role: 'user', content: 'Hello from cluster-check over AG-UI.' }]));
+  const { events } = await agUiSse(
+    '/agent/default/run',
+    agUiInput(randomUUID(), [{ id: randomUUID(), role: 'user', content: 'Hello from cluster-check over AG-UI.' }]),
+  );
   const types = events.map((event) => event.type);
   assert(types[0] === 'RUN_STARTED', () => `first event ${types[0]}`);
   assert(types.at(-1) === 'RUN_FINISHED', () => `last event ${types.at(-1)}: ${short(events.at(-1))}`);
@@ -714,9 +802,15 @@ await check('thread run with a live join from another instance', async () => {
     const midRunReads = [];
     let resolveStarted;
     const started = new Promise((resolve) => (resolveStarted = resolve));
-    const running = subscribe(runner.client, RUN_SUBSCRIPTION, { data: runInput(threadId, question), onDisconnect: 'CONTINUE' }, 'copilotRun', (event) => {
-      if (event.__typename === 'RunStartedEvent') resolveStarted(event);
-    });
+    const running = subscribe(
+      runner.client,
+      RUN_SUBSCRIPTION,
+      { data: runInput(threadId, question), onDisconnect: 'CONTINUE' },
+      'copilotRun',
+      (event) => {
+        if (event.__typename === 'RunStartedEvent') resolveStarted(event);
+      },
+    );
     const startedEvent = await Promise.race([started, running.then(() => undefined)]);
     assert(startedEvent, 'the run ended before its RunStartedEvent');
     // While it runs: a join through another instance (same run, replayed then followed live) and reads.
@@ -727,14 +821,24 @@ await check('thread run with a live join from another instance', async () => {
     original = summarize(runEvents);
     live = summarize(joinEvents);
     assert(original.status?.code === 'Success', () => `the run's status ${short(original.status)}`);
-    assert(isDeepStrictEqual(live, original), () => `the join differs from the run:\n  run:  ${short(original, 600)}\n  join: ${short(live, 600)}`);
+    assert(
+      isDeepStrictEqual(live, original),
+      () => `the join differs from the run:\n  run:  ${short(original, 600)}\n  join: ${short(live, 600)}`,
+    );
     for (const { data, upstream } of midRunReads) {
       const thread = data.copilotThread;
       assert(thread, () => `copilotThread through ${upstream ?? '?'} during the run: null`);
-      assert(thread.runs.some((run) => run.runId === original.runId), () => `copilotThread through ${upstream ?? '?'} during the run does not list run ${original.runId}: ${short(thread.runs)}`);
+      assert(
+        thread.runs.some((run) => run.runId === original.runId),
+        () =>
+          `copilotThread through ${upstream ?? '?'} during the run does not list run ${original.runId}: ${short(thread.runs)}`,
+      );
     }
     const where = runUpstream && joiner.upstream ? ` (run via ${runUpstream}, join via ${joiner.upstream})` : '';
-    assert(options.instances < 2 || !runUpstream || joiner.upstream !== runUpstream, () => `the join reached the run's own instance ${runUpstream} every time: is the proxy balancing?`);
+    assert(
+      options.instances < 2 || !runUpstream || joiner.upstream !== runUpstream,
+      () => `the join reached the run's own instance ${runUpstream} every time: is the proxy balancing?`,
+    );
     return `${runEvents.length} events; join got ${joinEvents.length} (merged chunks), same text, last sequence ${live.lastSequence} and status${where}; ${midRunReads.length} reads during the run list it`;
   } finally {
     await runner.close();
@@ -746,7 +850,11 @@ await check('copilotThread agrees on every instance', async () => {
   assert(original, 'no run to read (the previous check failed)');
   const reads = [];
   const upstreams = new Set();
-  for (let i = 0; i < 8 && (reads.length < 4 || (upstreamHeaderSeen && upstreams.size < Math.min(options.instances, 2))); i += 1) {
+  for (
+    let i = 0;
+    i < 8 && (reads.length < 4 || (upstreamHeaderSeen && upstreams.size < Math.min(options.instances, 2)));
+    i += 1
+  ) {
     const read = await graphql(THREAD_QUERY, { threadId });
     reads.push(read);
     if (read.upstream) upstreams.add(read.upstream);
@@ -754,18 +862,40 @@ await check('copilotThread agrees on every instance', async () => {
   const first = reads[0].data.copilotThread;
   assert(first, 'copilotThread: null');
   for (const { data, upstream } of reads.slice(1)) {
-    assert(isDeepStrictEqual(data.copilotThread, first), () => `copilotThread through ${upstream ?? '?'} differs from the first read:\n  ${short(first, 500)}\n  ${short(data.copilotThread, 500)}`);
+    assert(
+      isDeepStrictEqual(data.copilotThread, first),
+      () =>
+        `copilotThread through ${upstream ?? '?'} differs from the first read:\n  ${short(first, 500)}\n  ${short(data.copilotThread, 500)}`,
+    );
   }
   assert(first.threadId === threadId, () => `threadId ${first.threadId}`);
   const run = first.runs.at(-1);
   assert(run?.runId === original.runId, () => `latest run ${run?.runId}, expected ${original.runId}`);
-  assert(run.status.code === 'Success' && run.finishedAt, () => `run status ${short(run.status)}, finishedAt ${run.finishedAt}`);
-  assert(run.lastSequence === original.lastSequence, () => `lastSequence ${run.lastSequence}, the stream ended at ${original.lastSequence}`);
+  assert(
+    run.status.code === 'Success' && run.finishedAt,
+    () => `run status ${short(run.status)}, finishedAt ${run.finishedAt}`,
+  );
+  assert(
+    run.lastSequence === original.lastSequence,
+    () => `lastSequence ${run.lastSequence}, the stream ended at ${original.lastSequence}`,
+  );
   const user = first.messages.find((message) => message.role === 'user');
-  assert(user && user.content.join('') === question, () => `the user's message is not in the thread: ${short(first.messages)}`);
-  const replies = first.messages.filter((message) => message.role === 'assistant').map((message) => message.content.join(''));
-  for (const text of Object.values(original.texts)) assert(replies.includes(text), () => `the streamed reply is not in the thread: ${short(text)} vs ${short(replies)}`);
-  assert(!upstreamHeaderSeen || upstreams.size >= Math.min(options.instances, 2), () => `all ${reads.length} reads were served by ${[...upstreams].join(', ')}`);
+  assert(
+    user && user.content.join('') === question,
+    () => `the user's message is not in the thread: ${short(first.messages)}`,
+  );
+  const replies = first.messages
+    .filter((message) => message.role === 'assistant')
+    .map((message) => message.content.join(''));
+  for (const text of Object.values(original.texts))
+    assert(
+      replies.includes(text),
+      () => `the streamed reply is not in the thread: ${short(text)} vs ${short(replies)}`,
+    );
+  assert(
+    !upstreamHeaderSeen || upstreams.size >= Math.min(options.instances, 2),
+    () => `all ${reads.length} reads were served by ${[...upstreams].join(', ')}`,
+  );
   return `${reads.length} identical reads${upstreams.size ? ` from ${[...upstreams].join(' and ')}` : ''}: ${first.messages.length} messages, run ${run.runId} Success at sequence ${run.lastSequence}`;
 });
 
@@ -779,16 +909,33 @@ await check('joinCopilotRun replays the finished run on every instance', async (
     previous = connection.upstream;
     if (connection.upstream) upstreams.add(connection.upstream);
     try {
-      const events = await subscribe(connection.client, JOIN_SUBSCRIPTION, { threadId, runId: original.runId }, 'joinCopilotRun');
+      const events = await subscribe(
+        connection.client,
+        JOIN_SUBSCRIPTION,
+        { threadId, runId: original.runId },
+        'joinCopilotRun',
+      );
       summaries.push(summarize(events));
       // Everything after the RunStartedEvent: the replay starts after afterSequence.
-      const tail = await subscribe(connection.client, JOIN_SUBSCRIPTION, { threadId, afterSequence: 0 }, 'joinCopilotRun');
-      assert(tail.length > 0 && tail[0].sequence > 0 && tail.at(-1).sequence === original.lastSequence, () => `join with afterSequence 0: ${short(tail)}`);
+      const tail = await subscribe(
+        connection.client,
+        JOIN_SUBSCRIPTION,
+        { threadId, afterSequence: 0 },
+        'joinCopilotRun',
+      );
+      assert(
+        tail.length > 0 && tail[0].sequence > 0 && tail.at(-1).sequence === original.lastSequence,
+        () => `join with afterSequence 0: ${short(tail)}`,
+      );
     } finally {
       await connection.close();
     }
   }
-  for (const summary of summaries) assert(isDeepStrictEqual(summary, original), () => `a replay differs from the run:\n  run:    ${short(original, 500)}\n  replay: ${short(summary, 500)}`);
+  for (const summary of summaries)
+    assert(
+      isDeepStrictEqual(summary, original),
+      () => `a replay differs from the run:\n  run:    ${short(original, 500)}\n  replay: ${short(summary, 500)}`,
+    );
   return `${summaries.length} replays identical to the run${upstreams.size ? ` (via ${[...upstreams].join(' and ')})` : ''}`;
 });
 
@@ -802,9 +949,16 @@ await check('thread continues on another instance with only the new message', as
   const reads = [];
   for (let i = 0; i < Math.max(2, options.instances); i += 1) reads.push(await graphql(THREAD_QUERY, { threadId }));
   const thread = reads[0].data.copilotThread;
-  for (const read of reads.slice(1)) assert(isDeepStrictEqual(read.data.copilotThread, thread), () => `reads differ after the second run (${read.upstream ?? '?'})`);
+  for (const read of reads.slice(1))
+    assert(
+      isDeepStrictEqual(read.data.copilotThread, thread),
+      () => `reads differ after the second run (${read.upstream ?? '?'})`,
+    );
   assert(thread.runs.length === 2, () => `${thread.runs.length} runs: ${short(thread.runs)}`);
-  assert(thread.runs[0].runId === original.runId && thread.runs[1].runId === response.runId, () => `runs ${short(thread.runs.map((run) => run.runId))}`);
+  assert(
+    thread.runs[0].runId === original.runId && thread.runs[1].runId === response.runId,
+    () => `runs ${short(thread.runs.map((run) => run.runId))}`,
+  );
   const users = thread.messages.filter((message) => message.role === 'user').map((message) => message.content.join(''));
   assert(isDeepStrictEqual(users, [question, followUp]), () => `user messages ${short(users)}`);
   const assistants = thread.messages.filter((message) => message.role === 'assistant');
@@ -812,17 +966,35 @@ await check('thread continues on another instance with only the new message', as
   // AG-UI connect (what CopilotKit >=1.50 does after a reload) replays both runs, from any instance.
   const { events } = await agUiSse('/agent/default/connect', agUiInput(threadId, []));
   const startedRuns = events.filter((event) => event.type === 'RUN_STARTED').map((event) => event.runId);
-  assert(isDeepStrictEqual(startedRuns, thread.runs.map((run) => run.runId)), () => `AG-UI connect replayed runs ${short(startedRuns)}, the thread has ${short(thread.runs.map((run) => run.runId))}`);
+  assert(
+    isDeepStrictEqual(
+      startedRuns,
+      thread.runs.map((run) => run.runId),
+    ),
+    () =>
+      `AG-UI connect replayed runs ${short(startedRuns)}, the thread has ${short(thread.runs.map((run) => run.runId))}`,
+  );
   return `second run via ${upstream ?? 'the proxy'} got the stored conversation; thread: 2 runs, ${thread.messages.length} messages, same on every read; AG-UI connect replays both runs`;
 });
 
 await check('balanced across instances', async () => {
   if (options.instances < 2) return `not required (--instances ${options.instances})`;
-  assert(upstreamHeaderSeen, 'the proxy sends no X-Upstream header, so which instance answered is unknown (deploy/nginx.conf adds it)');
-  assert(upstreamsSeen.size >= options.instances, () => `only ${upstreamsSeen.size} instance(s) answered (${[...upstreamsSeen].join(', ')}), expected ${options.instances}`);
+  assert(
+    upstreamHeaderSeen,
+    'the proxy sends no X-Upstream header, so which instance answered is unknown (deploy/nginx.conf adds it)',
+  );
+  assert(
+    upstreamsSeen.size >= options.instances,
+    () =>
+      `only ${upstreamsSeen.size} instance(s) answered (${[...upstreamsSeen].join(', ')}), expected ${options.instances}`,
+  );
   return `${upstreamsSeen.size} instances answered: ${[...upstreamsSeen].sort().join(', ')}`;
 });
 
 const failed = results.filter((result) => !result.ok);
-console.log(failed.length ? `cluster-check: ${failed.length} of ${results.length} checks FAILED` : `cluster-check: all ${results.length} checks passed`);
+console.log(
+  failed.length
+    ? `cluster-check: ${failed.length} of ${results.length} checks FAILED`
+    : `cluster-check: all ${results.length} checks passed`,
+);
 process.exit(failed.length ? 1 : 0);

@@ -28,7 +28,9 @@ for (const [path, meta] of Object.entries(packages)) {
   }
 }
 if (added.length) {
-  lock.packages = Object.fromEntries(Object.entries(packages).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a.localeCompare(b))));
+  lock.packages = Object.fromEntries(
+    Object.entries(packages).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a.localeCompare(b))),
+  );
   writeFileSync(file, `${JSON.stringify(lock, null, 2)}\n`);
   console.log(`complete-lockfile: added ${added.length} optional platform package(s) to package-lock.json`);
 }

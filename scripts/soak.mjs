@@ -57,7 +57,9 @@ const jsonOut = option('--json', undefined);
 const TOKENS = Number(option('--tokens', 40));
 const PACE_MS = Number(option('--pace', 5));
 if (![minutes, concurrency, threshold, sampleSeconds, TOKENS, PACE_MS].every((n) => Number.isFinite(n) && n > 0)) {
-  console.error('Usage: node scripts/soak.mjs [--minutes 10] [--concurrency 24] [--threshold 20] [--sample 3] [--tokens 40] [--pace 5] [--json out.json] [--store-defaults]');
+  console.error(
+    'Usage: node scripts/soak.mjs [--minutes 10] [--concurrency 24] [--threshold 20] [--sample 3] [--tokens 40] [--pace 5] [--json out.json] [--store-defaults]',
+  );
   process.exit(2);
 }
 const packageJson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
@@ -80,7 +82,12 @@ const fullText = (n) => Array.from({ length: n }, (_, i) => token(i)).join('');
 
 function directives(prompt) {
   const number = (name) => Number(prompt.match(new RegExp(`\\[${name}=(\\d+)\\]`))?.[1] ?? NaN);
-  return { tokens: number('tokens') || TOKENS, fail: number('fail') || undefined, cut: number('cut') || undefined, mark: prompt.match(/\[v=([\w-]+)\]/)?.[1] };
+  return {
+    tokens: number('tokens') || TOKENS,
+    fail: number('fail') || undefined,
+    cut: number('cut') || undefined,
+    mark: prompt.match(/\[v=([\w-]+)\]/)?.[1],
+  };
 }
 
 const upstreamStats = { requests: 0, closedEarly: 0 };
@@ -127,27 +134,49 @@ function startUpstream() {
       const id = ++answers;
       if (req.url === '/ck/info') {
         res.writeHead(200, { 'content-type': 'application/json' });
-        return void res.end(JSON.stringify({ actions: [], agents: [{ name: 'soakCrew', description: 'Streams tokens.', type: 'crewai' }], sdkVersion: '0.1.70' }));
+        return void res.end(
+          JSON.stringify({
+            actions: [],
+            agents: [{ name: 'soakCrew', description: 'Streams tokens.', type: 'crewai' }],
+            sdkVersion: '0.1.70',
+          }),
+        );
       }
       const messages = body.messages ?? [];
-      const user = [...messages].reverse().find((m) => m.role === 'user' && (m.type === undefined || m.type === 'TextMessage'));
+      const user = [...messages]
+        .reverse()
+        .find((m) => m.role === 'user' && (m.type === undefined || m.type === 'TextMessage'));
       const options = directives(typeof user?.content === 'string' ? user.content : '');
       if (options.fail) {
         res.writeHead(options.fail, { 'content-type': 'application/json', 'retry-after': '0' });
-        return void res.end(JSON.stringify({ error: { message: `soak failure ${options.fail}`, type: 'server_error' } }));
+        return void res.end(
+          JSON.stringify({ error: { message: `soak failure ${options.fail}`, type: 'server_error' } }),
+        );
       }
       switch (req.url) {
         case '/v1/chat/completions': {
           const chunk = (delta, finish = null) =>
             `data: ${JSON.stringify({ id: `chatcmpl-soak${id}`, object: 'chat.completion.chunk', created: 1, model: body.model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
           res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-          return stream(res, options, chunk({ role: 'assistant', content: '' }), (i) => chunk({ content: token(i) }), `${chunk({}, 'stop')}data: [DONE]\n\n`);
+          return stream(
+            res,
+            options,
+            chunk({ role: 'assistant', content: '' }),
+            (i) => chunk({ content: token(i) }),
+            `${chunk({}, 'stop')}data: [DONE]\n\n`,
+          );
         }
         case '/ck/agents/execute': {
           const messageId = `soak-crew-${id}`;
           const line = (value) => `${JSON.stringify(value)}\n`;
           res.writeHead(200, { 'content-type': 'application/jsonl' });
-          return stream(res, options, line({ type: 'TextMessageStart', messageId }), (i) => line({ type: 'TextMessageContent', messageId, content: token(i) }), line({ type: 'TextMessageEnd', messageId }));
+          return stream(
+            res,
+            options,
+            line({ type: 'TextMessageStart', messageId }),
+            (i) => line({ type: 'TextMessageContent', messageId, content: token(i) }),
+            line({ type: 'TextMessageEnd', messageId }),
+          );
         }
         case '/agui': {
           const messageId = `soak-agui-${id}`;
@@ -156,9 +185,11 @@ function startUpstream() {
           return stream(
             res,
             options,
-            event({ type: 'RUN_STARTED', threadId: body.threadId, runId: body.runId }) + event({ type: 'TEXT_MESSAGE_START', messageId, role: 'assistant' }),
+            event({ type: 'RUN_STARTED', threadId: body.threadId, runId: body.runId }) +
+              event({ type: 'TEXT_MESSAGE_START', messageId, role: 'assistant' }),
             (i) => event({ type: 'TEXT_MESSAGE_CONTENT', messageId, delta: token(i) }),
-            event({ type: 'TEXT_MESSAGE_END', messageId }) + event({ type: 'RUN_FINISHED', threadId: body.threadId, runId: body.runId }),
+            event({ type: 'TEXT_MESSAGE_END', messageId }) +
+              event({ type: 'RUN_FINISHED', threadId: body.threadId, runId: body.runId }),
           );
         }
         default:
@@ -167,7 +198,9 @@ function startUpstream() {
     });
   });
   server.keepAliveTimeout = 65_000;
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, origin: `http://127.0.0.1:${server.address().port}` })));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve({ server, origin: `http://127.0.0.1:${server.address().port}` })),
+  );
 }
 
 // --- the gateway ---------------------------------------------------------------------------------------------------
@@ -192,24 +225,35 @@ async function startGateway(origin) {
   const storeBounds = flag('--store-defaults') ? {} : { MAX_THREADS: '2000', MAX_THREAD_STORE_MB: '16' };
   // `npm start`'s command: node with package.json's config.nodeFlags, scripts/start.mjs (which builds if dist/
   // is older than the sources, then runs dist/src/main.js in this same process: its pid is the gateway's).
-  const child = spawn('bash', ['-c', 'ulimit -n 65536 2>/dev/null || true; exec "$@"', 'bash', process.execPath, ...nodeFlags, join(root, 'scripts', 'start.mjs')], {
-    cwd: root,
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      NODE_ENV: 'production',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      LOG_LEVEL: 'warn',
-      OPENAI_API_KEY: 'soak',
-      OPENAI_BASE_URL: `${origin}/v1`,
-      COPILOT_REMOTE_ENDPOINTS: `${origin}/ck`,
-      AGUI_AGENTS: `soakAgent=${origin}/agui`,
-      MAX_CONCURRENT_RUNS: '10000',
-      ...storeBounds,
+  const child = spawn(
+    'bash',
+    [
+      '-c',
+      'ulimit -n 65536 2>/dev/null || true; exec "$@"',
+      'bash',
+      process.execPath,
+      ...nodeFlags,
+      join(root, 'scripts', 'start.mjs'),
+    ],
+    {
+      cwd: root,
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        NODE_ENV: 'production',
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        LOG_LEVEL: 'warn',
+        OPENAI_API_KEY: 'soak',
+        OPENAI_BASE_URL: `${origin}/v1`,
+        COPILOT_REMOTE_ENDPOINTS: `${origin}/ck`,
+        AGUI_AGENTS: `soakAgent=${origin}/agui`,
+        MAX_CONCURRENT_RUNS: '10000',
+        ...storeBounds,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  );
   children.add(child);
   let output = '';
   const keep = (chunk) => (output = (output + chunk).slice(-20_000));
@@ -221,7 +265,11 @@ async function startGateway(origin) {
   for (;;) {
     if (child.exitCode !== null) throw new Error(`the gateway exited (${child.exitCode}):\n${output}`);
     try {
-      const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ hello }"}' });
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"query":"{ hello }"}',
+      });
       if (response.ok) break;
     } catch {
       // not listening yet
@@ -302,7 +350,11 @@ const pick = (weights) => {
 function stockData(threadId, history, prompt, target) {
   const data = structuredClone(stock.variables.data);
   data.threadId = threadId;
-  data.messages = [data.messages[0], ...history, { id: randomUUID(), createdAt: new Date().toISOString(), textMessage: { role: 'user', content: prompt } }];
+  data.messages = [
+    data.messages[0],
+    ...history,
+    { id: randomUUID(), createdAt: new Date().toISOString(), textMessage: { role: 'user', content: prompt } },
+  ];
   data.messages[0] = { ...data.messages[0], id: `sys-${threadId}` };
   if (target.agentName) data.agentSession = { agentName: target.agentName };
   else delete data.agentSession;
@@ -330,7 +382,8 @@ function parseMultipart(raw) {
     } catch {
       continue;
     }
-    for (const message of payload.data?.generateCopilotResponse?.messages ?? []) messages.push([...(message.content ?? [])]);
+    for (const message of payload.data?.generateCopilotResponse?.messages ?? [])
+      messages.push([...(message.content ?? [])]);
     if (payload.data?.generateCopilotResponse?.status) status = payload.data.generateCopilotResponse.status;
     for (const increment of payload.incremental ?? []) {
       const path = increment.path ?? [];
@@ -343,7 +396,11 @@ function parseMultipart(raw) {
       else if (path[at + 2] === 'content') (messages[path[at + 1]] ??= []).push(...increment.items);
     }
   }
-  return { text: messages.map((content) => content.join('')).join(''), code: status?.code, detail: status?.details?.code };
+  return {
+    text: messages.map((content) => content.join('')).join(''),
+    code: status?.code,
+    detail: status?.details?.code,
+  };
 }
 
 function parseAgUi(raw) {
@@ -406,7 +463,9 @@ function httpRun(agent, url, body, accept, vanish, parse) {
             req.destroy();
           }
         });
-        res.on('end', () => settle(res.statusCode === 200 ? parse(raw) : { broken: `HTTP ${res.statusCode}: ${raw.slice(0, 200)}` }));
+        res.on('end', () =>
+          settle(res.statusCode === 200 ? parse(raw) : { broken: `HTTP ${res.statusCode}: ${raw.slice(0, 200)}` }),
+        );
         res.on('error', (e) => settle({ broken: e.message }));
         res.on('aborted', () => settle({ broken: 'aborted' }));
       },
@@ -443,14 +502,17 @@ class WsConnection {
             run.code = event.status.code;
             run.detail = event.status.details?.code;
           }
-        } else if (message.type === 'error') run.finish({ broken: `error ${JSON.stringify(message.payload).slice(0, 200)}` });
+        } else if (message.type === 'error')
+          run.finish({ broken: `error ${JSON.stringify(message.payload).slice(0, 200)}` });
         else if (message.type === 'complete') run.finish({ text: run.text, code: run.code, detail: run.detail });
       });
     });
-    this.closed = new Promise((resolve) => this.socket.on('close', (code) => {
-      this.current?.finish({ broken: `socket closed ${code}` });
-      resolve();
-    }));
+    this.closed = new Promise((resolve) =>
+      this.socket.on('close', (code) => {
+        this.current?.finish({ broken: `socket closed ${code}` });
+        resolve();
+      }),
+    );
   }
 
   run(data) {
@@ -467,7 +529,9 @@ class WsConnection {
       };
       const timer = setTimeout(() => run.finish({ broken: 'no end in 120 s' }), 120_000);
       this.current = run;
-      this.socket.send(JSON.stringify({ id, type: 'subscribe', payload: { query: SUBSCRIPTION, variables: { data } } }));
+      this.socket.send(
+        JSON.stringify({ id, type: 'subscribe', payload: { query: SUBSCRIPTION, variables: { data } } }),
+      );
     });
   }
 
@@ -487,7 +551,10 @@ function wsVanish(wsUrl, data) {
     socket.on('error', () => {});
     socket.on('message', (raw) => {
       const message = JSON.parse(String(raw));
-      if (message.type === 'connection_ack') socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: SUBSCRIPTION, variables: { data } } }));
+      if (message.type === 'connection_ack')
+        socket.send(
+          JSON.stringify({ id: '1', type: 'subscribe', payload: { query: SUBSCRIPTION, variables: { data } } }),
+        );
       if (message.type === 'next' && message.payload.data?.copilotRun?.__typename === 'TextMessageContentEvent') {
         vanished = true;
         socket.terminate();
@@ -514,7 +581,8 @@ async function client(url, stopAt) {
     const mode = pick({ whole: 84, vanish: 8, fail: 4, cut: 4 });
     // A next turn on the same thread now and then (the stock client sends the whole history), only after a run
     // that ended whole: a vanished client's AG-UI run is still going (its thread busy), by design.
-    if (!followUp || mode !== 'whole' || thread.turns >= (Math.random() < 0.3 ? 3 : 1)) thread = { id: randomUUID(), history: [], turns: 0 };
+    if (!followUp || mode !== 'whole' || thread.turns >= (Math.random() < 0.3 ? 3 : 1))
+      thread = { id: randomUUID(), history: [], turns: 0 };
     followUp = false;
     const cut = 3 + Math.floor(Math.random() * 5);
     const mark = mode === 'vanish' ? randomUUID() : undefined;
@@ -523,11 +591,37 @@ async function client(url, stopAt) {
     let result;
     try {
       if (via === 'multipart') {
-        const body = { operationName: stock.operationName, query: stock.query, variables: { data: stockData(thread.id, thread.history, prompt, target), properties: {} } };
-        result = await httpRun(agent, url, body, 'multipart/mixed, application/json', mode === 'vanish', parseMultipart);
+        const body = {
+          operationName: stock.operationName,
+          query: stock.query,
+          variables: { data: stockData(thread.id, thread.history, prompt, target), properties: {} },
+        };
+        result = await httpRun(
+          agent,
+          url,
+          body,
+          'multipart/mixed, application/json',
+          mode === 'vanish',
+          parseMultipart,
+        );
       } else if (via === 'ag-ui') {
-        const body = { threadId: thread.id, runId: randomUUID(), messages: [...thread.history.map(agUiMessage), { id: randomUUID(), role: 'user', content: prompt }], tools: [], context: [], state: {}, forwardedProps: {} };
-        result = await httpRun(agent, `${url}/agent/${target.agentId}/run`, body, 'text/event-stream', mode === 'vanish', parseAgUi);
+        const body = {
+          threadId: thread.id,
+          runId: randomUUID(),
+          messages: [...thread.history.map(agUiMessage), { id: randomUUID(), role: 'user', content: prompt }],
+          tools: [],
+          context: [],
+          state: {},
+          forwardedProps: {},
+        };
+        result = await httpRun(
+          agent,
+          `${url}/agent/${target.agentId}/run`,
+          body,
+          'text/event-stream',
+          mode === 'vanish',
+          parseAgUi,
+        );
       } else if (mode === 'vanish') {
         result = await wsVanish(wsUrl, stockData(thread.id, thread.history, prompt, target));
       } else {
@@ -553,13 +647,23 @@ async function client(url, stopAt) {
       vanishedRuns.push({ key, mark, graphql: via !== 'ag-ui' });
       continue;
     }
-    const expected = { whole: ['Success', undefined, fullText(TOKENS)], fail: ['Failed', 'UPSTREAM_UNAVAILABLE', ''], cut: ['Failed', 'UPSTREAM_STREAM_INTERRUPTED', fullText(cut)] }[mode];
+    const expected = {
+      whole: ['Success', undefined, fullText(TOKENS)],
+      fail: ['Failed', 'UPSTREAM_UNAVAILABLE', ''],
+      cut: ['Failed', 'UPSTREAM_STREAM_INTERRUPTED', fullText(cut)],
+    }[mode];
     if (result.code !== expected[0] || (expected[1] && result.detail !== expected[1])) {
-      error(`${key}: ${result.code ?? 'no status'} ${result.detail ?? ''}`.trim(), JSON.stringify(result).slice(0, 300));
+      error(
+        `${key}: ${result.code ?? 'no status'} ${result.detail ?? ''}`.trim(),
+        JSON.stringify(result).slice(0, 300),
+      );
       continue;
     }
     if (result.text !== expected[2]) {
-      error(`${key}: text lost or doubled`, `expected ${expected[2].length} chars, got ${result.text.length}: ${result.text.slice(0, 120)}`);
+      error(
+        `${key}: text lost or doubled`,
+        `expected ${expected[2].length} chars, got ${result.text.length}: ${result.text.slice(0, 120)}`,
+      );
       continue;
     }
     count(`${key} → ${result.code}${result.detail ? ` ${result.detail}` : ''}`);
@@ -590,12 +694,16 @@ async function main() {
     const candidate = `${new URL(gateway.url).origin}/metrics`;
     try {
       const response = await fetch(candidate);
-      return response.ok && metric(await response.text(), 'nodejs_heap_size_used_bytes') !== undefined ? candidate : undefined;
+      return response.ok && metric(await response.text(), 'nodejs_heap_size_used_bytes') !== undefined
+        ? candidate
+        : undefined;
     } catch {
       return undefined;
     }
   })();
-  log(`gateway pid ${gateway.pid} at ${gateway.url} (node ${nodeFlags.join(' ')}; store bounds ${JSON.stringify(gateway.storeBounds)}); heap ${metricsUrl ? `from ${metricsUrl}` : 'not exposed (no /metrics)'}`);
+  log(
+    `gateway pid ${gateway.pid} at ${gateway.url} (node ${nodeFlags.join(' ')}; store bounds ${JSON.stringify(gateway.storeBounds)}); heap ${metricsUrl ? `from ${metricsUrl}` : 'not exposed (no /metrics)'}`,
+  );
   log(`load: ${concurrency} clients for ${minutes} min, ${TOKENS} tokens ${PACE_MS} ms apart per answer`);
 
   const started = Date.now();
@@ -604,7 +712,13 @@ async function main() {
   const sample = async () => {
     try {
       const { rssMb, anonMb } = procStatus(gateway.pid);
-      memory.push({ t: (Date.now() - started) / 1000, rssMb, anonMb, heapMb: await heapMb(metricsUrl), runs: [...counts.values()].reduce((a, b) => a + b, 0) });
+      memory.push({
+        t: (Date.now() - started) / 1000,
+        rssMb,
+        anonMb,
+        heapMb: await heapMb(metricsUrl),
+        runs: [...counts.values()].reduce((a, b) => a + b, 0),
+      });
     } catch {
       // the gateway is gone: the clients will say so
     }
@@ -613,7 +727,9 @@ async function main() {
   const sampler = setInterval(sample, sampleSeconds * 1000);
   const progress = setInterval(() => {
     const last = memory.at(-1);
-    log(`${Math.round(last.t)} s: RSS ${last.rssMb.toFixed(1)} MB, ${last.runs} runs, ${[...counts].filter(([k]) => k.startsWith('ERROR')).reduce((a, [, n]) => a + n, 0)} errors`);
+    log(
+      `${Math.round(last.t)} s: RSS ${last.rssMb.toFixed(1)} MB, ${last.runs} runs, ${[...counts].filter(([k]) => k.startsWith('ERROR')).reduce((a, [, n]) => a + n, 0)} errors`,
+    );
   }, 30_000);
   await Promise.all(Array.from({ length: concurrency }, () => client(gateway.url, stopAt)));
   clearInterval(progress);
@@ -625,15 +741,23 @@ async function main() {
   const idle = { ...procStatus(gateway.pid), heapMb: await heapMb(metricsUrl) };
   const idleText = await metrics(metricsUrl);
   if (idleText) {
-    idle.gauges = Object.fromEntries(['active_runs', 'active_http_streams', 'websocket_connections'].map((name) => [name, metric(idleText, name)]));
-    idle.runsTotal = [...idleText.matchAll(/^[a-z_]*runs_total\{[^}]*\} ([\d.e+]+)$/gm)].reduce((sum, match) => sum + Number(match[1]), 0);
+    idle.gauges = Object.fromEntries(
+      ['active_runs', 'active_http_streams', 'websocket_connections'].map((name) => [name, metric(idleText, name)]),
+    );
+    idle.runsTotal = [...idleText.matchAll(/^[a-z_]*runs_total\{[^}]*\} ([\d.e+]+)$/gm)].reduce(
+      (sum, match) => sum + Number(match[1]),
+      0,
+    );
   }
 
   // And it still stops cleanly.
   const stopStarted = Date.now();
   const exited = new Promise((resolve) => gateway.child.once('exit', (code) => resolve(code)));
   gateway.child.kill('SIGTERM');
-  const exitCode = await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve('no exit in 30 s'), 30_000))]);
+  const exitCode = await Promise.race([
+    exited,
+    new Promise((resolve) => setTimeout(() => resolve('no exit in 30 s'), 30_000)),
+  ]);
   const stopMs = Date.now() - stopStarted;
   upstream.server.close();
 
@@ -670,51 +794,105 @@ function report({ memory, idle, exitCode, stopMs, metricsUrl }) {
   const graphqlVanished = vanishedRuns.filter((run) => run.graphql);
   const notClosed = graphqlVanished.filter((run) => answerEnds.get(run.mark) !== 'early');
   const agUiVanished = vanishedRuns.filter((run) => !run.graphql);
-  const errors = [...counts].filter(([key]) => key.startsWith('ERROR')).reduce((a, [, n]) => a + n, 0) + notClosed.length;
+  const errors =
+    [...counts].filter(([key]) => key.startsWith('ERROR')).reduce((a, [, n]) => a + n, 0) + notClosed.length;
   // Growth is what matters: a falling slope is flat. Under ~10 minutes the process is still settling (V8 and the
   // allocator reach their working sizes over the first minutes), which shows as a small rise in RSS.
   const flat = rssSlope < threshold && (!Number.isFinite(heapSlope) || heapSlope < threshold);
 
   const lines = [];
   lines.push('');
-  lines.push(`== soak: ${(duration / 60).toFixed(1)} min, ${concurrency} clients, ${runs + errors} runs (${(runs / duration).toFixed(0)} ok/s), ${memory.length} samples every ${sampleSeconds} s`);
+  lines.push(
+    `== soak: ${(duration / 60).toFixed(1)} min, ${concurrency} clients, ${runs + errors} runs (${(runs / duration).toFixed(0)} ok/s), ${memory.length} samples every ${sampleSeconds} s`,
+  );
   lines.push(`RSS, first third:  ${stats(memory.slice(0, third), 'rssMb')}`);
   lines.push(`RSS, last third:   ${stats(memory.slice(-third), 'rssMb')}`);
-  lines.push(`RssAnon, first third: ${stats(memory.slice(0, third), 'anonMb')}; last third: ${stats(memory.slice(-third), 'anonMb')}`);
-  if (metricsUrl) lines.push(`heap used, first third: ${stats(memory.slice(0, third), 'heapMb')}; last third: ${stats(memory.slice(-third), 'heapMb')}`);
+  lines.push(
+    `RssAnon, first third: ${stats(memory.slice(0, third), 'anonMb')}; last third: ${stats(memory.slice(-third), 'anonMb')}`,
+  );
+  if (metricsUrl)
+    lines.push(
+      `heap used, first third: ${stats(memory.slice(0, third), 'heapMb')}; last third: ${stats(memory.slice(-third), 'heapMb')}`,
+    );
   else lines.push('heap: not exposed by the gateway (no /metrics); RSS only');
   lines.push(
     `slope over the second half (${secondHalf.length} samples): RSS ${rssSlope.toFixed(1)} MB/h` +
-      (Number.isFinite(heapSlope) ? `, heap floor (least per 15 s, ${heapFloors.length} windows: ${heapFloors.map((f) => f.y.toFixed(0)).join(' ')} MB) ${heapSlope.toFixed(1)} MB/h` : ''),
+      (Number.isFinite(heapSlope)
+        ? `, heap floor (least per 15 s, ${heapFloors.length} windows: ${heapFloors.map((f) => f.y.toFixed(0)).join(' ')} MB) ${heapSlope.toFixed(1)} MB/h`
+        : ''),
   );
   lines.push(
     `idle 10 s after the load: RSS ${idle.rssMb.toFixed(1)} MB (RssAnon ${idle.anonMb.toFixed(1)} MB)` +
       (Number.isFinite(idle.heapMb) ? `, heap used ${idle.heapMb.toFixed(1)} MB` : '') +
-      (idle.gauges ? `; still open: ${Object.entries(idle.gauges).map(([name, n]) => `${name} ${n}`).join(', ')}; runs counted by the gateway ${idle.runsTotal}` : ''),
+      (idle.gauges
+        ? `; still open: ${Object.entries(idle.gauges)
+            .map(([name, n]) => `${name} ${n}`)
+            .join(', ')}; runs counted by the gateway ${idle.runsTotal}`
+        : ''),
   );
   lines.push(`SIGTERM: exit ${exitCode} after ${stopMs} ms`);
   lines.push(
     `upstream: ${upstreamStats.requests} requests, ${upstreamStats.closedEarly} closed by the gateway before their end; ` +
       `GraphQL clients that vanished: ${graphqlVanished.length}, their upstream answer closed early: ${graphqlVanished.length - notClosed.length}` +
-      (notClosed.length ? ` (NOT: ${notClosed.slice(0, 5).map((run) => `${run.key} [v=${run.mark}] ${answerEnds.get(run.mark) ?? 'no answer seen'}`).join('; ')})` : '') +
+      (notClosed.length
+        ? ` (NOT: ${notClosed
+            .slice(0, 5)
+            .map((run) => `${run.key} [v=${run.mark}] ${answerEnds.get(run.mark) ?? 'no answer seen'}`)
+            .join('; ')})`
+        : '') +
       `; AG-UI clients that vanished: ${agUiVanished.length}, their run went on to its end: ${agUiVanished.filter((run) => answerEnds.get(run.mark) === 'end').length}`,
   );
   const every = Math.max(1, Math.round(30 / sampleSeconds));
-  lines.push(`RSS every ~30 s (MB): ${memory.filter((_, i) => i % every === 0 || i === memory.length - 1).map((s) => `${Math.round(s.t)}s ${s.rssMb.toFixed(1)}`).join(', ')}`);
+  lines.push(
+    `RSS every ~30 s (MB): ${memory
+      .filter((_, i) => i % every === 0 || i === memory.length - 1)
+      .map((s) => `${Math.round(s.t)}s ${s.rssMb.toFixed(1)}`)
+      .join(', ')}`,
+  );
   lines.push('outcomes:');
-  for (const [key, n] of [...counts].sort(([a], [b]) => a.localeCompare(b))) lines.push(`  ${String(n).padStart(7)}  ${key}`);
+  for (const [key, n] of [...counts].sort(([a], [b]) => a.localeCompare(b)))
+    lines.push(`  ${String(n).padStart(7)}  ${key}`);
   lines.push(`errors: ${errors}`);
   for (const sampleError of samples.errors) lines.push(`  e.g. ${sampleError}`);
   const leftOpen = idle.gauges ? Object.entries(idle.gauges).filter(([, n]) => n > 0) : [];
   lines.push(
-    `verdict: ${flat ? 'flat' : 'GROWING'} (${[['RSS', rssSlope], ['heap floor', heapSlope]].filter(([, value]) => Number.isFinite(value)).map(([name, value]) => `${name} ${value.toFixed(1)} MB/h ${value < threshold ? '<' : '>='} ${threshold}`).join(', ')}` +
+    `verdict: ${flat ? 'flat' : 'GROWING'} (${[
+      ['RSS', rssSlope],
+      ['heap floor', heapSlope],
+    ]
+      .filter(([, value]) => Number.isFinite(value))
+      .map(([name, value]) => `${name} ${value.toFixed(1)} MB/h ${value < threshold ? '<' : '>='} ${threshold}`)
+      .join(', ')}` +
       `${duration < 540 ? '; a run this short mostly shows the process settling: 10 minutes or more to judge' : ''})` +
       (errors ? `, but ${errors} errors` : '') +
       (leftOpen.length ? `, but left open at idle: ${leftOpen.map(([name, n]) => `${name} ${n}`).join(', ')}` : ''),
   );
   console.log(lines.join('\n'));
   if (jsonOut) {
-    writeFileSync(jsonOut, JSON.stringify({ minutes, concurrency, tokens: TOKENS, paceMs: PACE_MS, memory, idle, exitCode, stopMs, rssSlope, heapSlope, heapFloors, counts: Object.fromEntries(counts), errorSamples: samples.errors, upstream: upstreamStats, verdict: flat ? 'flat' : 'growing' }, null, 2));
+    writeFileSync(
+      jsonOut,
+      JSON.stringify(
+        {
+          minutes,
+          concurrency,
+          tokens: TOKENS,
+          paceMs: PACE_MS,
+          memory,
+          idle,
+          exitCode,
+          stopMs,
+          rssSlope,
+          heapSlope,
+          heapFloors,
+          counts: Object.fromEntries(counts),
+          errorSamples: samples.errors,
+          upstream: upstreamStats,
+          verdict: flat ? 'flat' : 'growing',
+        },
+        null,
+        2,
+      ),
+    );
     console.log(`(written to ${jsonOut})`);
   }
 }

@@ -15,7 +15,11 @@ function newest(path) {
 }
 
 const built = `${root}dist/.built`;
-const sources = Math.max(...['src', 'generated', 'schema', 'explorer', 'tsconfig.json', 'tsconfig.build.json', 'package.json'].map((name) => newest(`${root}${name}`)));
+const sources = Math.max(
+  ...['src', 'generated', 'schema', 'explorer', 'tsconfig.json', 'tsconfig.build.json', 'package.json'].map((name) =>
+    newest(`${root}${name}`),
+  ),
+);
 if (!existsSync(built) || statSync(built).mtimeMs < sources) {
   console.error('Building the gateway (npm run build)…');
   try {

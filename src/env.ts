@@ -37,7 +37,10 @@ export interface EnvironmentSettings {
   modelLimits: ModelLimitsOptions;
   /** MCP_SERVERS: MCP servers whose tools are offered. */
   mcpServers: string[];
-  /** MCP_ALLOW_CLIENT_SERVERS: `true` (any), or hosts, comma-separated: requests may name MCP servers in properties.mcpServers. */
+  /**
+   * MCP_ALLOW_CLIENT_SERVERS: `true` (any), or hosts, comma-separated: requests may name MCP servers in
+   * properties.mcpServers.
+   */
   allowClientMcpServers: boolean | string[];
   /** GUARDRAILS_URL: the guardrails service (default Copilot Cloud's API). */
   guardrailsUrl?: string;
@@ -73,9 +76,27 @@ export type ProviderSettings =
 
 /** The providers, the variables that configure each, and their default models. */
 const PROVIDERS = {
-  openai: { key: 'OPENAI_API_KEY', baseURL: 'OPENAI_BASE_URL', model: 'OPENAI_MODEL', defaultModel: 'gpt-4o-mini', example: 'http://localhost:11434/v1' },
-  anthropic: { key: 'ANTHROPIC_API_KEY', baseURL: 'ANTHROPIC_BASE_URL', model: 'ANTHROPIC_MODEL', defaultModel: 'claude-sonnet-5-5', example: 'http://localhost:8080/anthropic' },
-  google: { key: 'GOOGLE_API_KEY', baseURL: 'GOOGLE_BASE_URL', model: 'GOOGLE_MODEL', defaultModel: 'gemini-flash-latest', example: 'http://localhost:8080/gemini' },
+  openai: {
+    key: 'OPENAI_API_KEY',
+    baseURL: 'OPENAI_BASE_URL',
+    model: 'OPENAI_MODEL',
+    defaultModel: 'gpt-4o-mini',
+    example: 'http://localhost:11434/v1',
+  },
+  anthropic: {
+    key: 'ANTHROPIC_API_KEY',
+    baseURL: 'ANTHROPIC_BASE_URL',
+    model: 'ANTHROPIC_MODEL',
+    defaultModel: 'claude-sonnet-5-5',
+    example: 'http://localhost:8080/anthropic',
+  },
+  google: {
+    key: 'GOOGLE_API_KEY',
+    baseURL: 'GOOGLE_BASE_URL',
+    model: 'GOOGLE_MODEL',
+    defaultModel: 'gemini-flash-latest',
+    example: 'http://localhost:8080/gemini',
+  },
 } as const;
 type ProviderName = keyof typeof PROVIDERS;
 
@@ -91,7 +112,9 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
   }
   const logLevel = env.LOG_LEVEL || 'info';
   if (!LOG_LEVELS.includes(logLevel)) {
-    throw new ConfigurationError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(logLevel)}).`);
+    throw new ConfigurationError(
+      `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(logLevel)}).`,
+    );
   }
   const modelIdleTimeoutMs = milliseconds(env, 'MODEL_IDLE_TIMEOUT_MS');
   const agentIdleTimeoutMs = milliseconds(env, 'AGENT_IDLE_TIMEOUT_MS');
@@ -134,7 +157,10 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
 function readExecutor(env: NodeJS.ProcessEnv): { executor?: 'fast' | 'stock' } {
   const value = env.GATEWAY_EXECUTOR?.trim().toLowerCase();
   if (!value) return {};
-  if (value !== 'fast' && value !== 'stock') throw new ConfigurationError(`GATEWAY_EXECUTOR must be fast or stock (got ${JSON.stringify(env.GATEWAY_EXECUTOR)}).`);
+  if (value !== 'fast' && value !== 'stock')
+    throw new ConfigurationError(
+      `GATEWAY_EXECUTOR must be fast or stock (got ${JSON.stringify(env.GATEWAY_EXECUTOR)}).`,
+    );
   return { executor: value };
 }
 
@@ -147,7 +173,8 @@ function countOf(env: NodeJS.ProcessEnv, name: string): number | undefined {
   const value = env[name]?.trim();
   if (!value) return undefined;
   const number = Number(value);
-  if (!Number.isSafeInteger(number) || number < 0) throw new ConfigurationError(`${name} must be a whole number, 0 or more (got ${JSON.stringify(value)}).`);
+  if (!Number.isSafeInteger(number) || number < 0)
+    throw new ConfigurationError(`${name} must be a whole number, 0 or more (got ${JSON.stringify(value)}).`);
   return number;
 }
 
@@ -158,22 +185,33 @@ function readAuth(env: NodeJS.ProcessEnv): EnvironmentSettings['auth'] {
   const issuer = env.JWT_ISSUER?.trim() || undefined;
   const audience = env.JWT_AUDIENCE?.trim() || undefined;
   if (!jwksUrl && !secret) {
-    if (issuer || audience) throw new ConfigurationError('JWT_ISSUER and JWT_AUDIENCE need JWT_JWKS_URL or JWT_SECRET.');
+    if (issuer || audience)
+      throw new ConfigurationError('JWT_ISSUER and JWT_AUDIENCE need JWT_JWKS_URL or JWT_SECRET.');
     return { apiKeys };
   }
-  return { apiKeys, jwt: { ...(jwksUrl ? { jwksUrl } : {}), ...(secret ? { secret } : {}), ...(issuer ? { issuer } : {}), ...(audience ? { audience } : {}) } };
+  return {
+    apiKeys,
+    jwt: {
+      ...(jwksUrl ? { jwksUrl } : {}),
+      ...(secret ? { secret } : {}),
+      ...(issuer ? { issuer } : {}),
+      ...(audience ? { audience } : {}),
+    },
+  };
 }
 
 function readTracing(env: NodeJS.ProcessEnv): { tracing?: boolean } {
   const value = env.TRACING?.trim().toLowerCase();
   if (!value) return {};
-  if (value !== 'true' && value !== 'false') throw new ConfigurationError(`TRACING must be true or false (got ${JSON.stringify(env.TRACING)}).`);
+  if (value !== 'true' && value !== 'false')
+    throw new ConfigurationError(`TRACING must be true or false (got ${JSON.stringify(env.TRACING)}).`);
   return { tracing: value === 'true' };
 }
 
 function readMetrics(env: NodeJS.ProcessEnv): boolean | { token: string } {
   const switched = env.METRICS?.trim().toLowerCase();
-  if (switched && switched !== 'true' && switched !== 'false') throw new ConfigurationError(`METRICS must be true or false (got ${JSON.stringify(env.METRICS)}).`);
+  if (switched && switched !== 'true' && switched !== 'false')
+    throw new ConfigurationError(`METRICS must be true or false (got ${JSON.stringify(env.METRICS)}).`);
   if (switched === 'false') return false;
   const token = env.METRICS_TOKEN?.trim();
   if (!token) return true;
@@ -193,7 +231,8 @@ function readThreads(env: NodeJS.ProcessEnv): ThreadsOptions {
   const choice = <T extends string>(name: string, allowed: readonly T[]): T | undefined => {
     const value = env[name]?.trim();
     if (!value) return undefined;
-    if (!allowed.includes(value as T)) throw new ConfigurationError(`${name} must be ${allowed.join(' or ')} (got ${JSON.stringify(value)}).`);
+    if (!allowed.includes(value as T))
+      throw new ConfigurationError(`${name} must be ${allowed.join(' or ')} (got ${JSON.stringify(value)}).`);
     return value as T;
   };
   const onBusy = choice('THREAD_BUSY_POLICY', ['refuse', 'interrupt'] as const);
@@ -212,14 +251,21 @@ function readThreads(env: NodeJS.ProcessEnv): ThreadsOptions {
 function readGuardrailsUrl(env: NodeJS.ProcessEnv): { guardrailsUrl?: string } {
   const url = env.GUARDRAILS_URL?.trim();
   if (!url) return {};
-  if (!isHttpUrl(url)) throw new ConfigurationError(`GUARDRAILS_URL must be a URL such as "https://api.cloud.copilotkit.ai" (got ${JSON.stringify(url)}).`);
+  if (!isHttpUrl(url))
+    throw new ConfigurationError(
+      `GUARDRAILS_URL must be a URL such as "https://api.cloud.copilotkit.ai" (got ${JSON.stringify(url)}).`,
+    );
   return { guardrailsUrl: url };
 }
 
 function readMcpServers(env: NodeJS.ProcessEnv): string[] {
   const servers = list(env.MCP_SERVERS);
   for (const url of servers) {
-    if (!isHttpUrl(url)) throw new ConfigurationError(`MCP_SERVERS must list http(s) URLs, comma-separated, such as "http://localhost:8931/mcp" (got ${JSON.stringify(url)}).`);
+    if (!isHttpUrl(url))
+      throw new ConfigurationError(
+        `MCP_SERVERS must list http(s) URLs, comma-separated, such as "http://localhost:8931/mcp" (got ` +
+          `${JSON.stringify(url)}).`,
+      );
   }
   return servers;
 }
@@ -231,7 +277,10 @@ function clientMcpServers(env: NodeJS.ProcessEnv): boolean | string[] {
     const hostList = list(value);
     for (const host of hostList) {
       if (!/^[\w.-]+(:\d+)?$/.test(host)) {
-        throw new ConfigurationError(`MCP_ALLOW_CLIENT_SERVERS must be true, false, or host names, comma-separated, such as "tools.example.com" (got ${JSON.stringify(host)}).`);
+        throw new ConfigurationError(
+          `MCP_ALLOW_CLIENT_SERVERS must be true, false, or host names, comma-separated, such as "tools.example.com" ` +
+            `(got ${JSON.stringify(host)}).`,
+        );
       }
     }
     return hostList;
@@ -273,7 +322,9 @@ function readProvider(env: NodeJS.ProcessEnv): ProviderSettings | undefined {
   let name: ProviderName | undefined;
   if (chosen) {
     if (!names.includes(chosen as ProviderName)) {
-      throw new ConfigurationError(`COPILOT_PROVIDER must be one of ${names.join(', ')} (got ${JSON.stringify(env.COPILOT_PROVIDER)}).`);
+      throw new ConfigurationError(
+        `COPILOT_PROVIDER must be one of ${names.join(', ')} (got ${JSON.stringify(env.COPILOT_PROVIDER)}).`,
+      );
     }
     name = chosen as ProviderName;
     if (!configured.includes(name)) {
@@ -281,12 +332,16 @@ function readProvider(env: NodeJS.ProcessEnv): ProviderSettings | undefined {
       const others = configured.map((other) => PROVIDERS[other].key);
       throw new ConfigurationError(
         others.length
-          ? `COPILOT_PROVIDER is ${name} but ${variables} is not set; ${others.join(', ')} is. Set ${PROVIDERS[name].key}, or COPILOT_PROVIDER=${configured[0]}.`
+          ? `COPILOT_PROVIDER is ${name} but ${variables} is not set; ${others.join(', ')} is. Set ` +
+              `${PROVIDERS[name].key}, or COPILOT_PROVIDER=${configured[0]}.`
           : `COPILOT_PROVIDER is ${name} but ${variables} is not set.`,
       );
     }
   } else if (configured.length > 1) {
-    throw new ConfigurationError(`Several providers are configured (${configured.map((other) => PROVIDERS[other].key).join(', ')}): set COPILOT_PROVIDER to the one to use (${configured.join(' or ')}).`);
+    throw new ConfigurationError(
+      `Several providers are configured (${configured.map((other) => PROVIDERS[other].key).join(', ')}): set ` +
+        `COPILOT_PROVIDER to the one to use (${configured.join(' or ')}).`,
+    );
   } else {
     name = configured[0];
   }
@@ -296,9 +351,16 @@ function readProvider(env: NodeJS.ProcessEnv): ProviderSettings | undefined {
   const apiKey = env[variables.key]?.trim() || undefined;
   const baseURL = env[variables.baseURL]?.trim() || undefined;
   if (baseURL && !isHttpUrl(baseURL)) {
-    throw new ConfigurationError(`${variables.baseURL} must be a URL such as "${variables.example}" (got ${JSON.stringify(baseURL)}).`);
+    throw new ConfigurationError(
+      `${variables.baseURL} must be a URL such as "${variables.example}" (got ${JSON.stringify(baseURL)}).`,
+    );
   }
-  const options = { apiKey, baseURL, model: env[variables.model]?.trim() || variables.defaultModel, ...(name === 'openai' ? readOpenAIStyle(env) : {}) };
+  const options = {
+    apiKey,
+    baseURL,
+    model: env[variables.model]?.trim() || variables.defaultModel,
+    ...(name === 'openai' ? readOpenAIStyle(env) : {}),
+  };
   return { name, options } as ProviderSettings;
 }
 
@@ -310,9 +372,14 @@ function readOpenAIStyle(env: NodeJS.ProcessEnv): Pick<OpenAIAdapterOptions, 'ap
   }
   const parameter = env.OPENAI_MAX_TOKENS_PARAMETER?.trim();
   if (parameter && parameter !== 'max_tokens' && parameter !== 'max_completion_tokens') {
-    throw new ConfigurationError(`OPENAI_MAX_TOKENS_PARAMETER must be max_tokens or max_completion_tokens (got ${JSON.stringify(parameter)}).`);
+    throw new ConfigurationError(
+      `OPENAI_MAX_TOKENS_PARAMETER must be max_tokens or max_completion_tokens (got ${JSON.stringify(parameter)}).`,
+    );
   }
-  return { ...(style ? { apiStyle: style as 'chat' | 'responses' } : {}), ...(parameter ? { maxTokensParameter: parameter as 'max_tokens' | 'max_completion_tokens' } : {}) };
+  return {
+    ...(style ? { apiStyle: style as 'chat' | 'responses' } : {}),
+    ...(parameter ? { maxTokensParameter: parameter as 'max_tokens' | 'max_completion_tokens' } : {}),
+  };
 }
 
 /** The agent settings: remote endpoints, AG-UI agents and LangGraph graphs, with one namespace of agent names. */
@@ -320,13 +387,23 @@ function readAgents(env: NodeJS.ProcessEnv): Pick<EnvironmentSettings, 'remoteEn
   const remoteEndpoints = list(env.COPILOT_REMOTE_ENDPOINTS);
   for (const url of remoteEndpoints) {
     if (!isHttpUrl(url)) {
-      throw new ConfigurationError(`COPILOT_REMOTE_ENDPOINTS must list http(s) URLs, comma-separated, such as "http://localhost:8000/copilotkit" (got ${JSON.stringify(url)}).`);
+      throw new ConfigurationError(
+        `COPILOT_REMOTE_ENDPOINTS must list http(s) URLs, comma-separated, such as ` +
+          `"http://localhost:8000/copilotkit" (got ${JSON.stringify(url)}).`,
+      );
     }
   }
   const names = new Set<string>();
   const claim = (name: string, variable: string) => {
-    if (!AGENT_NAME.test(name)) throw new ConfigurationError(`${variable}: the agent name ${JSON.stringify(name)} must be 1 to 64 letters, digits, "_" or "-".`);
-    if (names.has(name)) throw new ConfigurationError(`${variable}: the agent name "${name}" is used twice (AGUI_AGENTS and LANGGRAPH_GRAPHS share one set of names).`);
+    if (!AGENT_NAME.test(name))
+      throw new ConfigurationError(
+        `${variable}: the agent name ${JSON.stringify(name)} must be 1 to 64 letters, digits, "_" or "-".`,
+      );
+    if (names.has(name))
+      throw new ConfigurationError(
+        `${variable}: the agent name "${name}" is used twice (AGUI_AGENTS and LANGGRAPH_GRAPHS share one set of ` +
+          `names).`,
+      );
     names.add(name);
   };
   const agUiAgents = list(env.AGUI_AGENTS).map((entry) => {
@@ -334,7 +411,10 @@ function readAgents(env: NodeJS.ProcessEnv): Pick<EnvironmentSettings, 'remoteEn
     const name = at === -1 ? '' : entry.slice(0, at).trim();
     const url = at === -1 ? '' : entry.slice(at + 1).trim();
     if (!name || !isHttpUrl(url)) {
-      throw new ConfigurationError(`AGUI_AGENTS must be name=url pairs, comma-separated, such as "researcher=http://localhost:8000/agent" (got ${JSON.stringify(entry)}).`);
+      throw new ConfigurationError(
+        `AGUI_AGENTS must be name=url pairs, comma-separated, such as "researcher=http://localhost:8000/agent" (got ` +
+          `${JSON.stringify(entry)}).`,
+      );
     }
     claim(name, 'AGUI_AGENTS');
     return { name, url };
@@ -342,19 +422,28 @@ function readAgents(env: NodeJS.ProcessEnv): Pick<EnvironmentSettings, 'remoteEn
   const deploymentUrl = env.LANGGRAPH_DEPLOYMENT_URL || undefined;
   const graphs = list(env.LANGGRAPH_GRAPHS);
   if (deploymentUrl && !isHttpUrl(deploymentUrl)) {
-    throw new ConfigurationError(`LANGGRAPH_DEPLOYMENT_URL must be a URL such as "http://localhost:2024" (got ${JSON.stringify(deploymentUrl)}).`);
+    throw new ConfigurationError(
+      `LANGGRAPH_DEPLOYMENT_URL must be a URL such as "http://localhost:2024" (got ${JSON.stringify(deploymentUrl)}).`,
+    );
   }
   if (deploymentUrl && graphs.length === 0) {
-    throw new ConfigurationError('LANGGRAPH_DEPLOYMENT_URL is set but LANGGRAPH_GRAPHS is not: list the graph ids to serve, comma-separated, such as "agent".');
+    throw new ConfigurationError(
+      'LANGGRAPH_DEPLOYMENT_URL is set but LANGGRAPH_GRAPHS is not: list the graph ids to serve, comma-separated, ' +
+        'such as "agent".',
+    );
   }
   if (!deploymentUrl && graphs.length > 0) {
-    throw new ConfigurationError('LANGGRAPH_GRAPHS is set but LANGGRAPH_DEPLOYMENT_URL is not: set the URL of the LangGraph deployment.');
+    throw new ConfigurationError(
+      'LANGGRAPH_GRAPHS is set but LANGGRAPH_DEPLOYMENT_URL is not: set the URL of the LangGraph deployment.',
+    );
   }
   for (const graph of graphs) claim(graph, 'LANGGRAPH_GRAPHS');
   return {
     remoteEndpoints,
     agUiAgents,
-    ...(deploymentUrl ? { langGraph: { deploymentUrl, graphs, ...(env.LANGSMITH_API_KEY ? { apiKey: env.LANGSMITH_API_KEY } : {}) } } : {}),
+    ...(deploymentUrl
+      ? { langGraph: { deploymentUrl, graphs, ...(env.LANGSMITH_API_KEY ? { apiKey: env.LANGSMITH_API_KEY } : {}) } }
+      : {}),
   };
 }
 
@@ -362,7 +451,10 @@ function origins(value: string | undefined): string[] {
   const entries = list(value);
   for (const origin of entries) {
     if (!isOrigin(origin)) {
-      throw new ConfigurationError(`CORS_ORIGINS must list origins, comma-separated, each just a scheme, host and optional port such as "https://app.example.com" (got ${JSON.stringify(origin)}).`);
+      throw new ConfigurationError(
+        `CORS_ORIGINS must list origins, comma-separated, each just a scheme, host and optional port such as ` +
+          `"https://app.example.com" (got ${JSON.stringify(origin)}).`,
+      );
     }
   }
   return entries;
@@ -372,7 +464,10 @@ function hosts(value: string | undefined): string[] {
   const entries = list(value);
   for (const host of entries) {
     if (!/^[\w.-]+$/.test(host)) {
-      throw new ConfigurationError(`ALLOWED_HOSTS must list host names, comma-separated, without scheme or port, such as "dev.example.test" (got ${JSON.stringify(host)}).`);
+      throw new ConfigurationError(
+        `ALLOWED_HOSTS must list host names, comma-separated, without scheme or port, such as "dev.example.test" ` +
+          `(got ${JSON.stringify(host)}).`,
+      );
     }
   }
   return entries;
@@ -388,12 +483,16 @@ function wholeNumber(env: NodeJS.ProcessEnv, name: string, unit: string): number
   if (!value) return undefined;
   const number = Number(value);
   if (!Number.isSafeInteger(number) || number < 1) {
-    throw new ConfigurationError(`${name} must be a whole number of ${unit}, 1 or more (got ${JSON.stringify(value)}).`);
+    throw new ConfigurationError(
+      `${name} must be a whole number of ${unit}, 1 or more (got ${JSON.stringify(value)}).`,
+    );
   }
   return number;
 }
 
-
 function list(value: string | undefined): string[] {
-  return (value ?? '').split(',').map((item) => item.trim()).filter(Boolean);
+  return (value ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
 }

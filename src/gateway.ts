@@ -89,26 +89,38 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     sandbox: config.sandbox,
     logger,
   });
-  server.on('request', createHttpHandler({
-    apollo,
-    launcher,
-    path: config.path,
-    cors,
-    hosts,
-    logger,
-    maxBodyBytes: config.maxBodyBytes,
-    keepAliveMs: config.keepAliveMs,
-    sandbox: config.sandbox,
-    explorer: new OfflineExplorer(config.path),
-    agUi: new AgUiTransport({ launcher, path: config.path, keepAliveMs: config.keepAliveMs, version: GATEWAY_VERSION, onStream: metrics && ((delta) => metrics.httpStream(delta)) }),
-    readiness: () => readiness(state.phase, store, config.threads.onStoreFailure, endpoints),
-    access,
-    metrics: metrics && { render: () => metrics.render(), token: config.metrics.token === undefined ? undefined : keyMatcher([config.metrics.token]) },
-    onStream: metrics && ((delta) => metrics.httpStream(delta)),
-    executor,
-    apolloServing: () => apolloStarted && state.phase !== 'closed',
-    draining: () => state.phase === 'draining',
-  }));
+  server.on(
+    'request',
+    createHttpHandler({
+      apollo,
+      launcher,
+      path: config.path,
+      cors,
+      hosts,
+      logger,
+      maxBodyBytes: config.maxBodyBytes,
+      keepAliveMs: config.keepAliveMs,
+      sandbox: config.sandbox,
+      explorer: new OfflineExplorer(config.path),
+      agUi: new AgUiTransport({
+        launcher,
+        path: config.path,
+        keepAliveMs: config.keepAliveMs,
+        version: GATEWAY_VERSION,
+        onStream: metrics && ((delta) => metrics.httpStream(delta)),
+      }),
+      readiness: () => readiness(state.phase, store, config.threads.onStoreFailure, endpoints),
+      access,
+      metrics: metrics && {
+        render: () => metrics.render(),
+        token: config.metrics.token === undefined ? undefined : keyMatcher([config.metrics.token]),
+      },
+      onStream: metrics && ((delta) => metrics.httpStream(delta)),
+      executor,
+      apolloServing: () => apolloStarted && state.phase !== 'closed',
+      draining: () => state.phase === 'draining',
+    }),
+  );
 
   let state: GatewayState = { phase: 'created' };
   /** Closes once: a second call gets the first one's promise, settled when everything is released. */
@@ -181,7 +193,10 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       state = draining;
       draining.drained = (async () => {
         const started = Date.now();
-        logger.info({ activeRuns: launcher.activeRuns, graceMs }, 'draining: no new runs; waiting for the runs in flight');
+        logger.info(
+          { activeRuns: launcher.activeRuns, graceMs },
+          'draining: no new runs; waiting for the runs in flight',
+        );
         // Connections that are idle now are closed; busy ones get "Connection: close" on their next answer.
         server.closeIdleConnections();
         const grace = AbortSignal.timeout(graceMs);

@@ -34,7 +34,11 @@ async function main(): Promise<void> {
   const agents: Record<string, AgentDefinition> = {};
   for (const { name, url } of env.agUiAgents) agents[name] = agUiAgent({ url });
   for (const graphId of env.langGraph?.graphs ?? []) {
-    agents[graphId] = langGraphAgent({ deploymentUrl: env.langGraph!.deploymentUrl, graphId, apiKey: env.langGraph!.apiKey });
+    agents[graphId] = langGraphAgent({
+      deploymentUrl: env.langGraph!.deploymentUrl,
+      graphId,
+      apiKey: env.langGraph!.apiKey,
+    });
   }
   const gateway = createGateway({
     agents,
@@ -76,7 +80,10 @@ async function main(): Promise<void> {
     const now = performance.now();
     if (stopping) {
       if (signal === stopping.signal && now - stopping.at < SAME_SIGNAL_MS) {
-        logger.info(`${signal} received again within ${SAME_SIGNAL_MS / 1000} s of the first: the same request (a signal to the process group, and npm's copy of it); still draining`);
+        logger.info(
+          `${signal} received again within ${SAME_SIGNAL_MS / 1000} s of the first: the same request (a signal to ` +
+            `the process group, and npm's copy of it); still draining`,
+        );
         return;
       }
       logger.warn(`${signal} received again: exiting without waiting`);
@@ -106,9 +113,15 @@ async function main(): Promise<void> {
     ...(env.langGraph ? [`LangGraph graphs ${env.langGraph.graphs.join(', ')}`] : []),
   ];
   const withAgents = agentSources.length ? `; agents from ${agentSources.join(', ')}` : '';
-  logger.info({ url, mode: gateway.mode, environment: env.environment, executor: gateway.executor }, `Copilot Gateway ready at ${url} (${mode}${withAgents})`);
+  logger.info(
+    { url, mode: gateway.mode, environment: env.environment, executor: gateway.executor },
+    `Copilot Gateway ready at ${url} (${mode}${withAgents})`,
+  );
   if (env.environment === 'development') {
-    logger.info({ sandbox: url, offlineExplorer: `${url}/graphiql` }, `Explorers: Apollo Sandbox at ${url} (online), GraphiQL at ${url}/graphiql (offline)`);
+    logger.info(
+      { sandbox: url, offlineExplorer: `${url}/graphiql` },
+      `Explorers: Apollo Sandbox at ${url} (online), GraphiQL at ${url}/graphiql (offline)`,
+    );
   }
 }
 
@@ -140,11 +153,20 @@ function modelAdapter(provider: ProviderSettings | undefined): ModelAdapter | un
 function providerMode(provider: ProviderSettings | undefined): string {
   switch (provider?.name) {
     case 'openai':
-      return `provider mode: OpenAI-compatible model "${provider.options.model}" at ${provider.options.baseURL ?? 'https://api.openai.com/v1'}`;
+      return (
+        `provider mode: OpenAI-compatible model "${provider.options.model}" at ` +
+        `${provider.options.baseURL ?? 'https://api.openai.com/v1'}`
+      );
     case 'anthropic':
-      return `provider mode: Anthropic model "${provider.options.model}" at ${provider.options.baseURL ?? 'https://api.anthropic.com'}`;
+      return (
+        `provider mode: Anthropic model "${provider.options.model}" at ` +
+        `${provider.options.baseURL ?? 'https://api.anthropic.com'}`
+      );
     case 'google':
-      return `provider mode: Google Gemini model "${provider.options.model}" at ${provider.options.baseURL ?? 'https://generativelanguage.googleapis.com'}`;
+      return (
+        `provider mode: Google Gemini model "${provider.options.model}" at ` +
+        `${provider.options.baseURL ?? 'https://generativelanguage.googleapis.com'}`
+      );
     default:
       return 'demo mode: scripted replies, set OPENAI_API_KEY, ANTHROPIC_API_KEY or GOOGLE_API_KEY for a real model';
   }

@@ -16,11 +16,24 @@ export type { RetryPolicy } from './upstream/retry.js';
 export type { McpServerOptions } from './actions/mcp.js';
 
 // Hooks and observability.
-export type { AfterRequestContext, BeforeRequestHookContext, BeforeRequestResult, RequestHookContext, RequestHooks } from './engine/hooks.js';
+export type {
+  AfterRequestContext,
+  BeforeRequestHookContext,
+  BeforeRequestResult,
+  RequestHookContext,
+  RequestHooks,
+} from './engine/hooks.js';
 export type { LLMErrorData, LLMRequestData, LLMResponseData, ObservabilityOptions } from './adapters/observed.js';
 
 // What a run is made of: messages, tools, the writer a model or an agent writes into.
-export type { ContextEntry, ForwardedParameters, Message, MetaEventInput, Role, ToolDefinition } from './core/messages.js';
+export type {
+  ContextEntry,
+  ForwardedParameters,
+  Message,
+  MetaEventInput,
+  Role,
+  ToolDefinition,
+} from './core/messages.js';
 export type { AgentStateSnapshot, MetaEventPayload } from './core/events.js';
 export type { ModelOutput, RunWriter } from './core/writer.js';
 export type { ErrorCode } from './core/errors.js';
@@ -36,7 +49,14 @@ export type { DemoAdapterOptions } from './adapters/demo.js';
 
 // An agent kind of your own (AgentDefinition), and the built-in kinds' options.
 export type { AgentDefinition, AgentDependencies } from './agents/definitions.js';
-export type { AgentClient, AgentEntry, AgentKind, AgentRequest, AgentThreadState, LoadStateRequest } from './agents/agent.js';
+export type {
+  AgentClient,
+  AgentEntry,
+  AgentKind,
+  AgentRequest,
+  AgentThreadState,
+  LoadStateRequest,
+} from './agents/agent.js';
 export type { AgUiAgentOptions } from './ag-ui/agent.js';
 export type { LangGraphAgentOptions } from './agents/langgraph.js';
 

@@ -23,16 +23,31 @@ afterAll(async () => {
 function gateway(options: Parameters<typeof start>[0] = {}) {
   return start({
     adapter: new EmptyAdapter(),
-    agents: { researcher: agUiAgent({ url: agentUrl, description: 'Researches things.', retry: { baseDelayMs: 1, maxDelayMs: 5 } }) },
+    agents: {
+      researcher: agUiAgent({
+        url: agentUrl,
+        description: 'Researches things.',
+        retry: { baseDelayMs: 1, maxDelayMs: 5 },
+      }),
+    },
     ...options,
   });
 }
 
-const run = (g: RunningGateway, prompt: string, extra: Record<string, unknown> = {}, properties?: Record<string, unknown>) =>
-  stock.run(g, runInput([userMessage(prompt)], { agentSession: { agentName: 'researcher' }, threadId: 'thread-agui', ...extra }), { properties });
+const run = (
+  g: RunningGateway,
+  prompt: string,
+  extra: Record<string, unknown> = {},
+  properties?: Record<string, unknown>,
+) =>
+  stock.run(
+    g,
+    runInput([userMessage(prompt)], { agentSession: { agentName: 'researcher' }, threadId: 'thread-agui', ...extra }),
+    { properties },
+  );
 
 describe('the RunAgentInput', () => {
-  it('carries the conversation, tools, context, state and forwarded props in AG-UI\'s shapes', async () => {
+  it("carries the conversation, tools, context, state and forwarded props in AG-UI's shapes", async () => {
     const g = await gateway({ actions: [{ name: 'lookup', description: 'Looks up.', handler: () => 'x' }] });
     const now = new Date().toISOString();
     const outcome = await stock.run(
@@ -42,15 +57,32 @@ describe('the RunAgentInput', () => {
           { id: 'sys', createdAt: now, textMessage: { role: 'system', content: 'Be brief.' } },
           { id: 'u1', createdAt: now, textMessage: { role: 'user', content: 'Find it.' } },
           { id: 'a1', createdAt: now, textMessage: { role: 'assistant', content: 'Looking.' } },
-          { id: 'c1', createdAt: now, actionExecutionMessage: { name: 'showAlert', arguments: '{"message":"hi"}', parentMessageId: 'a1' } },
-          { id: 'result-c1', createdAt: now, resultMessage: { actionExecutionId: 'c1', actionName: 'showAlert', result: 'shown' } },
+          {
+            id: 'c1',
+            createdAt: now,
+            actionExecutionMessage: { name: 'showAlert', arguments: '{"message":"hi"}', parentMessageId: 'a1' },
+          },
+          {
+            id: 'result-c1',
+            createdAt: now,
+            resultMessage: { actionExecutionId: 'c1', actionName: 'showAlert', result: 'shown' },
+          },
           { id: 'u2', createdAt: now, textMessage: { role: 'user', content: '[tokens=1]' } },
         ],
         {
           agentSession: { agentName: 'researcher', nodeName: 'plan' },
           threadId: 'thread-agui',
           runId: 'run-agui',
-          frontend: { actions: [{ name: 'showAlert', description: 'Alerts.', jsonSchema: '{"type":"object","properties":{"message":{"type":"string"}}}' }], url: 'http://localhost:3000/' },
+          frontend: {
+            actions: [
+              {
+                name: 'showAlert',
+                description: 'Alerts.',
+                jsonSchema: '{"type":"object","properties":{"message":{"type":"string"}}}',
+              },
+            ],
+            url: 'http://localhost:3000/',
+          },
           context: [{ description: 'Page', value: 'Settings' }],
           agentStates: [{ agentName: 'researcher', state: '{"topic":"ai"}', config: '{"configurable":{"depth":2}}' }],
         },
@@ -70,7 +102,12 @@ describe('the RunAgentInput', () => {
     expect(input.messages).toEqual([
       { id: 'sys', role: 'system', content: 'Be brief.' },
       { id: 'u1', role: 'user', content: 'Find it.' },
-      { id: 'a1', role: 'assistant', content: 'Looking.', toolCalls: [{ id: 'c1', type: 'function', function: { name: 'showAlert', arguments: '{"message":"hi"}' } }] },
+      {
+        id: 'a1',
+        role: 'assistant',
+        content: 'Looking.',
+        toolCalls: [{ id: 'c1', type: 'function', function: { name: 'showAlert', arguments: '{"message":"hi"}' } }],
+      },
       { id: 'result-c1', role: 'tool', toolCallId: 'c1', content: 'shown' },
       { id: 'u2', role: 'user', content: '[tokens=1]' },
     ]);
@@ -80,32 +117,49 @@ describe('the RunAgentInput', () => {
   it('gives each run its own input, even at the same time', async () => {
     const g = await gateway();
     const runs = ['a', 'b', 'c'].map((topic) =>
-      run(g, '[tokens=2]', { threadId: `thread-${topic}`, agentStates: [{ agentName: 'researcher', state: JSON.stringify({ topic }) }] }),
+      run(g, '[tokens=2]', {
+        threadId: `thread-${topic}`,
+        agentStates: [{ agentName: 'researcher', state: JSON.stringify({ topic }) }],
+      }),
     );
     await Promise.all(runs);
-    const seen = agent.requests.slice(-3).map((request) => [request.input.threadId, (request.input.state as any).topic]);
-    expect(seen.sort()).toEqual([['thread-a', 'a'], ['thread-b', 'b'], ['thread-c', 'c']]);
+    const seen = agent.requests
+      .slice(-3)
+      .map((request) => [request.input.threadId, (request.input.state as any).topic]);
+    expect(seen.sort()).toEqual([
+      ['thread-a', 'a'],
+      ['thread-b', 'b'],
+      ['thread-c', 'c'],
+    ]);
   });
 });
 
 describe('AG-UI events', () => {
   it('reads TEXT_MESSAGE_CHUNK events as one text message', async () => {
     const outcome = await run(await gateway(), '[chunks] [say=Chunked hello there]');
-    expect(outcome.messages).toEqual([expect.objectContaining({ type: 'text', content: 'Chunked hello there', status: 'Success' })]);
+    expect(outcome.messages).toEqual([
+      expect.objectContaining({ type: 'text', content: 'Chunked hello there', status: 'Success' }),
+    ]);
   });
 
   it('writes out messages of a MESSAGES_SNAPSHOT the client has not seen, once', async () => {
     const outcome = await run(await gateway(), '[snapshot]');
-    expect(outcome.messages.filter((m) => m.type === 'text').map((m: any) => m.content)).toEqual(['Streamed. ', 'Never streamed.']);
+    expect(outcome.messages.filter((m) => m.type === 'text').map((m: any) => m.content)).toEqual([
+      'Streamed. ',
+      'Never streamed.',
+    ]);
   });
 
   it('applies a state delta to the whole state it holds', async () => {
     const outcome = await run(await gateway(), '[delta]');
     const states = outcome.messages.filter((m) => m.type === 'state').map((m: any) => m.state);
-    expect(states.slice(0, 2)).toEqual([{ step: 1, topic: 'ai' }, { step: 2, topic: 'ai', notes: ['a'] }]);
+    expect(states.slice(0, 2)).toEqual([
+      { step: 1, topic: 'ai' },
+      { step: 2, topic: 'ai', notes: ['a'] },
+    ]);
   });
 
-  it('names the node of a step in the agent\'s state', async () => {
+  it("names the node of a step in the agent's state", async () => {
     const outcome = await run(await gateway(), '[steps]');
     const states = outcome.messages.filter((m) => m.type === 'state') as any[];
     expect(states.find((m) => m.state.step === 1)).toMatchObject({ nodeName: 'planning', active: true });
@@ -133,7 +187,11 @@ describe('AG-UI events', () => {
   });
 
   it('executes a server-side action the agent calls and runs the agent again with its result', async () => {
-    const g = await gateway({ actions: [{ name: 'lookupOrder', description: 'Looks up.', handler: ({ id }: { id: string }) => `order ${id} shipped` }] });
+    const g = await gateway({
+      actions: [
+        { name: 'lookupOrder', description: 'Looks up.', handler: ({ id }: { id: string }) => `order ${id} shipped` },
+      ],
+    });
     const outcome = await run(g, '[server-tool=lookupOrder] [toolargs={"id":"A1"}]');
     expect(outcome.status.code).toBe('Success');
     expect(textOf(outcome)).toBe('Tool result received: order A1 shipped');
@@ -148,7 +206,9 @@ describe('AG-UI events', () => {
     const value = interrupted.metaEvents[0].value;
     expect(JSON.parse(value)).toEqual({ id: 'int-1', reason: 'approval', message: 'Approve the plan?' });
 
-    const resumed = await run(g, '[ag-ui-interrupt]', { metaEvents: [{ name: 'LangGraphInterruptEvent', value, response: '{"approved":true}' }] });
+    const resumed = await run(g, '[ag-ui-interrupt]', {
+      metaEvents: [{ name: 'LangGraphInterruptEvent', value, response: '{"approved":true}' }],
+    });
     expect(textOf(resumed)).toBe('Resumed with: {"approved":true}');
     expect(agent.lastInput.resume).toEqual([{ interruptId: 'int-1', status: 'resolved', payload: { approved: true } }]);
     expect(agent.lastInput.forwardedProps).toMatchObject({ command: { resume: '{"approved":true}' } });
@@ -168,7 +228,10 @@ describe('AG-UI failures', () => {
     expect(outcome.status).toMatchObject({
       code: 'Failed',
       reason: 'MESSAGE_STREAM_INTERRUPTED',
-      details: { code: 'UPSTREAM_STREAM_INTERRUPTED', description: 'The stream of agent "researcher" ended before RUN_FINISHED.' },
+      details: {
+        code: 'UPSTREAM_STREAM_INTERRUPTED',
+        description: 'The stream of agent "researcher" ended before RUN_FINISHED.',
+      },
     });
     expect(textOf(outcome)).toBe('tok0 ');
   });
@@ -193,13 +256,20 @@ describe('AG-UI failures', () => {
     const outcome = await run(await gateway(), '[bad-event]');
     await eventually(() => agent.abortedRequests > aborted, 'the stream to be closed');
     expect(outcome.status.details.code).toBe('UPSTREAM_BAD_RESPONSE');
-    expect(outcome.status.details.description).toMatch(/^Agent "researcher" sent a TEXT_MESSAGE_CONTENT event that does not follow the AG-UI schema \(delta: /);
+    expect(outcome.status.details.description).toMatch(
+      /^Agent "researcher" sent a TEXT_MESSAGE_CONTENT event that does not follow the AG-UI schema \(delta: /,
+    );
   });
 
   it('names the agent even when an onBeforeRequest hook throws, and masks what it threw', async () => {
     const g = await gateway({
       agents: {
-        researcher: agUiAgent({ url: agentUrl, onBeforeRequest: () => { throw new Error('vault password hunter2 rejected'); } }),
+        researcher: agUiAgent({
+          url: agentUrl,
+          onBeforeRequest: () => {
+            throw new Error('vault password hunter2 rejected');
+          },
+        }),
       },
     });
     const outcome = await run(g, 'hi');
@@ -212,7 +282,10 @@ describe('AG-UI failures', () => {
     const g = await gateway();
     const before = agent.requests.length;
     const failing = await run(g, '[fail=503]');
-    expect(failing.status.details).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', description: 'Agent "researcher" failed (HTTP 503).' });
+    expect(failing.status.details).toMatchObject({
+      code: 'UPSTREAM_UNAVAILABLE',
+      description: 'Agent "researcher" failed (HTTP 503).',
+    });
     // The fake refuses every attempt: the first and three retries (the default policy).
     expect(agent.requests.length - before).toBe(4);
   });
@@ -227,13 +300,15 @@ describe('line ends', () => {
   };
 
   it('turns CRLF and lone CR into LF, also across chunks', () => {
-    expect(normalize(['data: a\r\n\r\n', 'data: b\r', '\n\r', '\ndata: c\r\r'])).toBe('data: a\n\ndata: b\n\ndata: c\n\n');
+    expect(normalize(['data: a\r\n\r\n', 'data: b\r', '\n\r', '\ndata: c\r\r'])).toBe(
+      'data: a\n\ndata: b\n\ndata: c\n\n',
+    );
     expect(normalize(['no line ends'])).toBe('no line ends');
   });
 });
 
 describe('headers', () => {
-  it('sends configured and hook headers, and a client\'s authorization only when forwarding is on', async () => {
+  it("sends configured and hook headers, and a client's authorization only when forwarding is on", async () => {
     const g = await gateway({
       agents: {
         researcher: agUiAgent({
@@ -246,9 +321,15 @@ describe('headers', () => {
       },
     });
     await run(g, '[tokens=1]', {}, { authorization: 'user-token' });
-    expect(agent.requests.at(-1)!.headers).toMatchObject({ authorization: 'Bearer user-token', 'x-team': 'blue', 'x-agent': 'researcher:thread-agui' });
+    expect(agent.requests.at(-1)!.headers).toMatchObject({
+      authorization: 'Bearer user-token',
+      'x-team': 'blue',
+      'x-agent': 'researcher:thread-agui',
+    });
     expect(agent.lastInput.forwardedProps).toMatchObject({ authorization: 'user-token' });
-    await stock.run(g, runInput([userMessage('[tokens=1]')], { agentSession: { agentName: 'other' } }), { properties: { authorization: 'user-token' } });
+    await stock.run(g, runInput([userMessage('[tokens=1]')], { agentSession: { agentName: 'other' } }), {
+      properties: { authorization: 'user-token' },
+    });
     expect(agent.requests.at(-1)!.headers.authorization).toBeUndefined();
     expect(JSON.stringify(agent.lastInput)).not.toContain('user-token');
   });
@@ -257,12 +338,20 @@ describe('headers', () => {
 describe('configuration', () => {
   it('lists configured agents with their descriptions', async () => {
     const g = await gateway();
-    const response = await fetch(g.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ availableAgents { agents { id name description } } }' }) });
-    expect((await response.json()).data.availableAgents.agents).toEqual([{ id: 'researcher', name: 'researcher', description: 'Researches things.' }]);
+    const response = await fetch(g.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ availableAgents { agents { id name description } } }' }),
+    });
+    expect((await response.json()).data.availableAgents.agents).toEqual([
+      { id: 'researcher', name: 'researcher', description: 'Researches things.' },
+    ]);
   });
 
   it('says what to fix in an agent definition', async () => {
-    await expect(gateway({ agents: { researcher: agUiAgent({ url: 'ftp://x' }) } })).rejects.toThrow('options.agents.researcher.url must be an http(s) URL');
+    await expect(gateway({ agents: { researcher: agUiAgent({ url: 'ftp://x' }) } })).rejects.toThrow(
+      'options.agents.researcher.url must be an http(s) URL',
+    );
   });
 
   it('answers loadAgentState for an AG-UI agent with an unknown thread', async () => {
@@ -270,7 +359,9 @@ describe('configuration', () => {
     const response = await fetch(g.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ query: '{ loadAgentState(data: { threadId: "t1", agentName: "researcher" }) { threadExists state messages } }' }),
+      body: JSON.stringify({
+        query: '{ loadAgentState(data: { threadId: "t1", agentName: "researcher" }) { threadExists state messages } }',
+      }),
     });
     expect((await response.json()).data.loadAgentState).toEqual({ threadExists: false, state: '{}', messages: '[]' });
   });

@@ -41,11 +41,23 @@ async function gateway(): Promise<RunningGateway> {
   });
 }
 
-const userMessage = (content: string, id = `u-${Math.random().toString(36).slice(2)}`) => ({ id, role: 'user' as const, content });
-const showAlert = { name: 'showAlert', description: 'Shows an alert in the browser.', parameters: { type: 'object', properties: { message: { type: 'string' } }, required: ['message'] } };
+const userMessage = (content: string, id = `u-${Math.random().toString(36).slice(2)}`) => ({
+  id,
+  role: 'user' as const,
+  content,
+});
+const showAlert = {
+  name: 'showAlert',
+  description: 'Shows an alert in the browser.',
+  parameters: { type: 'object', properties: { message: { type: 'string' } }, required: ['message'] },
+};
 
 async function post(url: string, body: unknown, headers: Record<string, string> = {}) {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
   return { status: response.status, type: response.headers.get('content-type'), text: await response.text() };
 }
 
@@ -55,20 +67,33 @@ describe('/info', () => {
     const rest = await fetch(`${g.url}/info`);
     expect(rest.status).toBe(200);
     const info = await rest.json();
-    expect(info).toMatchObject({ mode: 'sse', agents: { default: { name: 'default' }, researcher: { name: 'researcher', description: 'Researches things.' } } });
+    expect(info).toMatchObject({
+      mode: 'sse',
+      agents: { default: { name: 'default' }, researcher: { name: 'researcher', description: 'Researches things.' } },
+    });
     expect(info.singleRoute).toBeUndefined();
     const single = await post(g.url, { method: 'info' });
-    expect(JSON.parse(single.text)).toMatchObject({ agents: { default: {}, researcher: {} }, singleRoute: { resourceOperations: false } });
+    expect(JSON.parse(single.text)).toMatchObject({
+      agents: { default: {}, researcher: {} },
+      singleRoute: { resourceOperations: false },
+    });
     // The GraphQL endpoint is untouched.
     expect(JSON.parse((await post(g.url, { query: '{ hello }' })).text)).toEqual({ data: { hello: 'Hello World' } });
   });
 });
 
 describe.each([
-  ['multi-route', (g: RunningGateway, agentId: string, threadId?: string) => new RestRuntimeAgent(g.url, agentId, { threadId })],
-  ['single-route', (g: RunningGateway, agentId: string, threadId?: string) => new SingleRouteRuntimeAgent(g.url, agentId, { threadId })],
+  [
+    'multi-route',
+    (g: RunningGateway, agentId: string, threadId?: string) => new RestRuntimeAgent(g.url, agentId, { threadId }),
+  ],
+  [
+    'single-route',
+    (g: RunningGateway, agentId: string, threadId?: string) =>
+      new SingleRouteRuntimeAgent(g.url, agentId, { threadId }),
+  ],
 ] as const)('runs over the %s form', (_form, agentFor) => {
-  it('streams the model\'s answer as AG-UI text events, one run from RUN_STARTED to RUN_FINISHED', async () => {
+  it("streams the model's answer as AG-UI text events, one run from RUN_STARTED to RUN_FINISHED", async () => {
     const g = await gateway();
     const client = agentFor(g, 'default');
     client.messages.push(userMessage('[tokens=4]', 'm1'));
@@ -77,9 +102,19 @@ describe.each([
     // Chunks the client has not read yet may be merged (the text is the same): one or more contents.
     const types = events.map((event) => event.type).join(' ');
     expect(types).toMatch(/^RUN_STARTED TEXT_MESSAGE_START( TEXT_MESSAGE_CONTENT)+ TEXT_MESSAGE_END RUN_FINISHED$/);
-    expect(events.filter((event) => event.type === 'TEXT_MESSAGE_CONTENT').map((event) => event.delta).join('')).toBe('tok0 tok1 tok2 tok3 ');
-    expect(events[0]).toMatchObject({ threadId: client.threadId, input: { messages: [{ id: 'm1', content: '[tokens=4]' }] } });
-    expect(result.newMessages).toEqual([{ id: expect.any(String), role: 'assistant', content: 'tok0 tok1 tok2 tok3 ' }]);
+    expect(
+      events
+        .filter((event) => event.type === 'TEXT_MESSAGE_CONTENT')
+        .map((event) => event.delta)
+        .join(''),
+    ).toBe('tok0 tok1 tok2 tok3 ');
+    expect(events[0]).toMatchObject({
+      threadId: client.threadId,
+      input: { messages: [{ id: 'm1', content: '[tokens=4]' }] },
+    });
+    expect(result.newMessages).toEqual([
+      { id: expect.any(String), role: 'assistant', content: 'tok0 tok1 tok2 tok3 ' },
+    ]);
   });
 
   it('offers frontend tools to the model, streams their calls without running them, and continues with the follow-up run', async () => {
@@ -89,15 +124,24 @@ describe.each([
     const { events, subscriber } = eventLog();
     await client.runAgent({ tools: [showAlert] }, subscriber);
     expect(fake.requests.at(-1).tools.map((tool: any) => tool.function.name)).toContain('showAlert');
-    expect(events.filter((event) => event.type.startsWith('TOOL_CALL')).map((event) => event.type)).toEqual(['TOOL_CALL_START', ...events.filter((e) => e.type === 'TOOL_CALL_ARGS').map(() => 'TOOL_CALL_ARGS'), 'TOOL_CALL_END']);
+    expect(events.filter((event) => event.type.startsWith('TOOL_CALL')).map((event) => event.type)).toEqual([
+      'TOOL_CALL_START',
+      ...events.filter((e) => e.type === 'TOOL_CALL_ARGS').map(() => 'TOOL_CALL_ARGS'),
+      'TOOL_CALL_END',
+    ]);
     expect(events.some((event) => event.type === 'TOOL_CALL_RESULT')).toBe(false);
     const call = client.messages.at(-1) as any;
-    expect(call).toMatchObject({ role: 'assistant', toolCalls: [{ function: { name: 'showAlert', arguments: '{"message":"hi there"}' } }] });
+    expect(call).toMatchObject({
+      role: 'assistant',
+      toolCalls: [{ function: { name: 'showAlert', arguments: '{"message":"hi there"}' } }],
+    });
 
     // What CopilotKit's client does next: the tool's result, then another run with the whole history.
     client.messages.push({ id: 'tool-1', role: 'tool', toolCallId: call.toolCalls[0].id, content: 'shown' } as any);
     const followUp = await client.runAgent({ tools: [showAlert] });
-    expect(followUp.newMessages).toEqual([{ id: expect.any(String), role: 'assistant', content: 'Tool result received: shown' }]);
+    expect(followUp.newMessages).toEqual([
+      { id: expect.any(String), role: 'assistant', content: 'Tool result received: shown' },
+    ]);
   });
 
   it('runs server-side actions in the run, streaming their results', async () => {
@@ -106,7 +150,10 @@ describe.each([
     client.messages.push(userMessage('greet [tool=sayHello] [toolargs={"message":"Bob"}]'));
     const { events, subscriber } = eventLog();
     await client.runAgent({}, subscriber);
-    expect(events.find((event) => event.type === 'TOOL_CALL_RESULT')).toMatchObject({ content: 'Hello, Bob!', role: 'tool' });
+    expect(events.find((event) => event.type === 'TOOL_CALL_RESULT')).toMatchObject({
+      content: 'Hello, Bob!',
+      role: 'tool',
+    });
     expect(client.messages.at(-1)).toMatchObject({ role: 'assistant', content: 'Tool result received: Hello, Bob!' });
   });
 
@@ -119,13 +166,16 @@ describe.each([
     expect(client.messages.at(-1)).toMatchObject({ role: 'assistant', content: 'State updated. ' });
   });
 
-  it('reports an agent\'s interrupt in RUN_FINISHED\'s outcome, and hands the client\'s resume back to the agent', async () => {
+  it("reports an agent's interrupt in RUN_FINISHED's outcome, and hands the client's resume back to the agent", async () => {
     const g = await gateway();
     const client = agentFor(g, 'researcher');
     client.messages.push(userMessage('[ag-ui-interrupt]'));
     const { events, subscriber } = eventLog();
     await client.runAgent({}, subscriber);
-    expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'interrupt', interrupts: [{ id: 'int-1', reason: 'approval', message: 'Approve the plan?' }] } });
+    expect(events.at(-1)).toMatchObject({
+      type: 'RUN_FINISHED',
+      outcome: { type: 'interrupt', interrupts: [{ id: 'int-1', reason: 'approval', message: 'Approve the plan?' }] },
+    });
     await client.runAgent({ resume: [{ interruptId: 'int-1', status: 'resolved', payload: 'yes' }] } as any);
     expect(client.messages.at(-1)).toMatchObject({ role: 'assistant', content: 'Resumed with: yes' });
     expect(agent.requests.at(-1)!.input.resume).toEqual([{ interruptId: 'int-1', status: 'resolved', payload: 'yes' }]);
@@ -168,7 +218,11 @@ describe.each([
     const running = agentFor(g, 'default');
     running.messages.push(userMessage('[tokens=30] [delay=10]'));
     const done = running.runAgent({});
-    await until(async () => running.messages.length, (n) => n > 1, 'the run under way');
+    await until(
+      async () => running.messages.length,
+      (n) => n > 1,
+      'the run under way',
+    );
     const joiner = agentFor(g, 'default', running.threadId);
     await Promise.all([done, joiner.connectAgent({})]);
     expect(joiner.messages.at(-1)).toEqual(running.messages.at(-1));
@@ -184,15 +238,27 @@ describe('stop, errors and one run per thread', () => {
       const { events, subscriber } = eventLog();
       const aborted = fake.abortedRequests;
       const done = client.runAgent({}, subscriber);
-      await until(async () => events.length, (n) => n > 2, 'the run under way');
+      await until(
+        async () => events.length,
+        (n) => n > 2,
+        'the run under way',
+      );
       const answer =
         form === 'rest'
           ? await post(`${g.url}/agent/default/stop/${client.threadId}`, {})
-          : await post(g.url, { method: 'agent/stop', params: { agentId: 'default', threadId: client.threadId }, body: {} });
+          : await post(g.url, {
+              method: 'agent/stop',
+              params: { agentId: 'default', threadId: client.threadId },
+              body: {},
+            });
       expect(JSON.parse(answer.text)).toEqual({ stopped: true });
       await done;
       expect(events.at(-1).type).toBe('RUN_FINISHED');
-      await until(async () => fake.abortedRequests, (n) => n > aborted, 'the model request closed');
+      await until(
+        async () => fake.abortedRequests,
+        (n) => n > aborted,
+        'the model request closed',
+      );
       const again = await post(`${g.url}/agent/default/stop/${client.threadId}`, {});
       expect(JSON.parse(again.text)).toMatchObject({ stopped: false });
     }
@@ -200,7 +266,15 @@ describe('stop, errors and one run per thread', () => {
 
   it('answers JSON errors before the stream: unknown agent 404, bad body 400, busy thread 409, bad envelope 400', async () => {
     const g = await gateway();
-    const input = { threadId: 't-errors', runId: 'r1', messages: [userMessage('[tokens=200] [delay=20]')], tools: [], context: [], state: {}, forwardedProps: {} };
+    const input = {
+      threadId: 't-errors',
+      runId: 'r1',
+      messages: [userMessage('[tokens=200] [delay=20]')],
+      tools: [],
+      context: [],
+      state: {},
+      forwardedProps: {},
+    };
     const unknown = await post(`${g.url}/agent/nobody/run`, input);
     expect(unknown.status).toBe(404);
     expect(JSON.parse(unknown.text)).toMatchObject({ code: 'AGENT_NOT_FOUND' });
@@ -211,15 +285,27 @@ describe('stop, errors and one run per thread', () => {
     // As CopilotKit's runtime answers it (400 invalid_request), with the table's code for a 400.
     const unsupported = await post(g.url, { method: 'transcribe' });
     expect(unsupported.status).toBe(400);
-    expect(JSON.parse(unsupported.text)).toEqual({ error: 'invalid_request', message: "Unsupported method 'transcribe'.", code: 'BAD_REQUEST' });
+    expect(JSON.parse(unsupported.text)).toEqual({
+      error: 'invalid_request',
+      message: "Unsupported method 'transcribe'.",
+      code: 'BAD_REQUEST',
+    });
     expect((await fetch(`${g.url}/agent/default/run`)).status).toBe(405);
 
     const controller = new AbortController();
-    const first = await fetch(`${g.url}/agent/default/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(input), signal: controller.signal });
+    const first = await fetch(`${g.url}/agent/default/run`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(input),
+      signal: controller.signal,
+    });
     expect(first.headers.get('content-type')).toBe('text/event-stream');
     const busy = await post(`${g.url}/agent/default/run`, { ...input, runId: 'r2' });
     expect(busy.status).toBe(409);
-    expect(JSON.parse(busy.text)).toMatchObject({ code: 'THREAD_BUSY', details: { threadId: 't-errors', runId: 'r1' } });
+    expect(JSON.parse(busy.text)).toMatchObject({
+      code: 'THREAD_BUSY',
+      details: { threadId: 't-errors', runId: 'r1' },
+    });
     controller.abort();
     await post(`${g.url}/agent/default/stop/t-errors`, {});
   });
@@ -230,26 +316,49 @@ describe('the HTTP rules AG-UI shares with GraphQL', () => {
     const g = await start({ corsOrigins: ['https://app.example.com'] });
     const preflight = await fetch(`${g.url}/agent/default/run`, {
       method: 'OPTIONS',
-      headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+      headers: {
+        origin: 'https://app.example.com',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type',
+      },
     });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
     const info = await fetch(`${g.url}/info`, { headers: { origin: 'https://app.example.com' } });
     expect(info.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
-    const forged = await fetch(`${g.url}/agent/default/stop/some-thread`, { method: 'POST', headers: { origin: 'https://evil.example.net' } });
+    const forged = await fetch(`${g.url}/agent/default/stop/some-thread`, {
+      method: 'POST',
+      headers: { origin: 'https://evil.example.net' },
+    });
     expect(forged.status).toBe(403);
-    const wrongType = await fetch(`${g.url}/agent/default/stop/some-thread`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{}' });
+    const wrongType = await fetch(`${g.url}/agent/default/stop/some-thread`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: '{}',
+    });
     expect(wrongType.status).toBe(415);
   });
 
   it('lets a client (or a proxy) that asks for "Connection: close" have it on a streamed run', async () => {
     const g = await gateway();
-    const body = JSON.stringify({ threadId: 't-close', runId: 'r', messages: [userMessage('hi')], tools: [], context: [], state: {}, forwardedProps: {} });
+    const body = JSON.stringify({
+      threadId: 't-close',
+      runId: 'r',
+      messages: [userMessage('hi')],
+      tools: [],
+      context: [],
+      state: {},
+      forwardedProps: {},
+    });
     const headers = await new Promise<Record<string, unknown>>((resolve, reject) => {
-      const request = httpRequest(`${g.url}/agent/default/run`, { method: 'POST', headers: { 'content-type': 'application/json', connection: 'close' } }, (response) => {
-        response.resume();
-        response.on('end', () => resolve(response.headers));
-      });
+      const request = httpRequest(
+        `${g.url}/agent/default/run`,
+        { method: 'POST', headers: { 'content-type': 'application/json', connection: 'close' } },
+        (response) => {
+          response.resume();
+          response.on('end', () => resolve(response.headers));
+        },
+      );
       request.on('error', reject);
       request.end(body);
     });
@@ -274,14 +383,21 @@ describe('AG-UI across instances on one Redis', () => {
       threads: { redisUrl: redis.url, keyPrefix: 'agui:', leaseMs: 1_000 },
     };
     const a = await start(options);
-    const b = await start({ ...options, adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 }) });
+    const b = await start({
+      ...options,
+      adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 }),
+    });
     const first = new RestRuntimeAgent(a.url, 'default');
     first.messages.push(userMessage('[tokens=2] one', 'x1'));
     await first.runAgent({});
 
     first.messages.push(userMessage('[tokens=40] [delay=15] two', 'x2'));
     const running = first.runAgent({});
-    await until(async () => first.messages.length, (n) => n > 3, 'the second run under way on A');
+    await until(
+      async () => first.messages.length,
+      (n) => n > 3,
+      'the second run under way on A',
+    );
     const joiner = new SingleRouteRuntimeAgent(b.url, 'default', { threadId: first.threadId });
     await Promise.all([running, joiner.connectAgent({})]);
     expect(joiner.messages.map((m: any) => m.content)).toEqual(first.messages.map((m: any) => m.content));
@@ -289,7 +405,11 @@ describe('AG-UI across instances on one Redis', () => {
     first.messages.push(userMessage('[tokens=500] [delay=20] three', 'x3'));
     const { events, subscriber } = eventLog();
     const long = first.runAgent({}, subscriber);
-    await until(async () => events.length, (n) => n > 2, 'the third run under way on A');
+    await until(
+      async () => events.length,
+      (n) => n > 2,
+      'the third run under way on A',
+    );
     const answer = await post(`${b.url}/agent/default/stop/${first.threadId}`, {});
     expect(JSON.parse(answer.text)).toEqual({ stopped: true });
     await long;
@@ -298,10 +418,18 @@ describe('AG-UI across instances on one Redis', () => {
 });
 
 describe('the SSE on the wire', () => {
-  it('is LF-framed `data:` frames, each a valid @ag-ui/core event, in AG-UI\'s order', async () => {
+  it("is LF-framed `data:` frames, each a valid @ag-ui/core event, in AG-UI's order", async () => {
     const { EventSchemas } = await import('@ag-ui/core/schemas');
     const g = await gateway();
-    const input = { threadId: 'wire', runId: 'wire-1', messages: [userMessage('greet [tool=sayHello] [toolargs={"message":"Ann"}]')], tools: [showAlert], context: [], state: {}, forwardedProps: {} };
+    const input = {
+      threadId: 'wire',
+      runId: 'wire-1',
+      messages: [userMessage('greet [tool=sayHello] [toolargs={"message":"Ann"}]')],
+      tools: [showAlert],
+      context: [],
+      state: {},
+      forwardedProps: {},
+    };
     const answer = await post(`${g.url}/agent/default/run`, input, { accept: 'text/event-stream' });
     expect(answer.status).toBe(200);
     expect(answer.type).toBe('text/event-stream');
@@ -329,9 +457,16 @@ describe('the SSE on the wire', () => {
 
 describe('AG-UI details', () => {
   it('restores on connect what the thread had before its oldest kept run', async () => {
-    const g = await start({ adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 }), threads: { maxRunsPerThread: 2 } });
+    const g = await start({
+      adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 }),
+      threads: { maxRunsPerThread: 2 },
+    });
     const client = new RestRuntimeAgent(g.url, 'default');
-    for (const [i, n] of [[1, 1], [2, 2], [3, 3]]) {
+    for (const [i, n] of [
+      [1, 1],
+      [2, 2],
+      [3, 3],
+    ]) {
       client.messages.push(userMessage(`[tokens=${n}] turn ${i}`, `turn-${i}`));
       await client.runAgent({});
     }

@@ -39,12 +39,20 @@ async function gateway(): Promise<RunningGateway> {
 /** A connected client, as the React provider makes one. */
 async function client(url: string, transport: 'auto' | 'rest' | 'single' = 'auto') {
   const core = new CopilotKitCore({ runtimeUrl: url, runtimeTransport: transport });
-  await until(async () => core.runtimeConnectionStatus, (status) => status === 'connected' || status === 'error', 'the runtime discovered');
+  await until(
+    async () => core.runtimeConnectionStatus,
+    (status) => status === 'connected' || status === 'error',
+    'the runtime discovered',
+  );
   expect(core.runtimeConnectionStatus).toBe('connected');
   return core;
 }
 
-const user = (content: string, id = `u-${Math.random().toString(36).slice(2)}`) => ({ id, role: 'user' as const, content });
+const user = (content: string, id = `u-${Math.random().toString(36).slice(2)}`) => ({
+  id,
+  role: 'user' as const,
+  content,
+});
 
 describe.each(['auto', 'single'] as const)('@copilotkit/core 1.74 with transport %s', (transport) => {
   it('discovers the agents and chats with the model', async () => {
@@ -74,13 +82,18 @@ describe.each(['auto', 'single'] as const)('@copilotkit/core 1.74 with transport
     const agent = core.getAgent('default')!;
     agent.addMessage(user('alert [tool=showAlert] [toolargs={"message":"hi there"}]'));
     await core.runAgent({ agent });
-    await until(async () => agent.messages.at(-1) as any, (last) => last?.role === 'assistant' && typeof last.content === 'string' && last.content.startsWith('Tool result'), 'the follow-up run');
+    await until(
+      async () => agent.messages.at(-1) as any,
+      (last) =>
+        last?.role === 'assistant' && typeof last.content === 'string' && last.content.startsWith('Tool result'),
+      'the follow-up run',
+    );
     expect(shown).toEqual(['hi there']);
     expect(agent.messages.map((m: any) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
     expect((agent.messages.at(-1) as any).content).toBe('Tool result received: shown');
   });
 
-  it('follows an agent\'s state', async () => {
+  it("follows an agent's state", async () => {
     const g = await gateway();
     const core = await client(g.url, transport);
     const agent = core.getAgent('researcher')!;
@@ -111,11 +124,18 @@ describe.each(['auto', 'single'] as const)('@copilotkit/core 1.74 with transport
     const again = reloaded.getAgent('default')!;
     again.threadId = agent.threadId;
     await reloaded.connectAgent({ agent: again });
-    expect(again.messages.map((m: any) => [m.role, m.content])).toEqual([['user', '[tokens=2] hello'], ['assistant', 'tok0 tok1 ']]);
+    expect(again.messages.map((m: any) => [m.role, m.content])).toEqual([
+      ['user', '[tokens=2] hello'],
+      ['assistant', 'tok0 tok1 '],
+    ]);
 
     agent.addMessage(user('[tokens=30] [delay=10]', 'r2'));
     const running = first.runAgent({ agent });
-    await until(async () => agent.messages.length, (n) => n > 3, 'the second run under way');
+    await until(
+      async () => agent.messages.length,
+      (n) => n > 3,
+      'the second run under way',
+    );
     const watcher = await client(g.url, transport);
     const joined = watcher.getAgent('default')!;
     joined.threadId = agent.threadId;
@@ -130,10 +150,18 @@ describe.each(['auto', 'single'] as const)('@copilotkit/core 1.74 with transport
     agent.addMessage(user('[tokens=500] [delay=20]'));
     const aborted = fake.abortedRequests;
     const running = core.runAgent({ agent });
-    await until(async () => agent.messages.length, (n) => n > 1, 'the run under way');
+    await until(
+      async () => agent.messages.length,
+      (n) => n > 1,
+      'the run under way',
+    );
     core.stopAgent({ agent });
     await running.catch(() => {});
-    await until(async () => fake.abortedRequests, (n) => n > aborted, 'the model request closed');
+    await until(
+      async () => fake.abortedRequests,
+      (n) => n > aborted,
+      'the model request closed',
+    );
     expect(agent.isRunning).toBe(false);
   });
 });

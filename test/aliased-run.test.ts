@@ -21,7 +21,10 @@ const model: ModelAdapter = {
   name: 'turns',
   async stream(_request, output: ModelOutput) {
     const turn = () => new Promise((resolve) => setImmediate(resolve));
-    for (const tokens of [['Hello, ', 'world'], ['and ', 'more']]) {
+    for (const tokens of [
+      ['Hello, ', 'world'],
+      ['and ', 'more'],
+    ]) {
       const id = output.textStart();
       for (const token of tokens) {
         await turn();
@@ -50,7 +53,10 @@ function payloadsOf(raw: string, format: 'multipart' | 'sse'): any[] {
 }
 
 describe('a client that aliases generateCopilotResponse on the stock document', () => {
-  for (const [format, accept] of [['multipart', 'multipart/mixed; deferSpec=20220824, application/json'], ['sse', 'text/event-stream']] as const) {
+  for (const [format, accept] of [
+    ['multipart', 'multipart/mixed; deferSpec=20220824, application/json'],
+    ['sse', 'text/event-stream'],
+  ] as const) {
     it(`gets its data and its streams under the alias (${format})`, async () => {
       expect(ALIASED).toContain('reply: generateCopilotResponse(');
       const gateway = await start({ adapter: model });
@@ -59,7 +65,10 @@ describe('a client that aliases generateCopilotResponse on the stock document', 
         const response = await fetch(gateway.url, {
           method: 'POST',
           headers: { 'content-type': 'application/json', accept },
-          body: JSON.stringify({ query: ALIASED, variables: { data: runInput([userMessage('hi')], { threadId: 'aliased-thread' }) } }),
+          body: JSON.stringify({
+            query: ALIASED,
+            variables: { data: runInput([userMessage('hi')], { threadId: 'aliased-thread' }) },
+          }),
         });
         expect(response.status).toBe(200);
         const payloads = payloadsOf(await response.text(), format);
@@ -68,7 +77,12 @@ describe('a client that aliases generateCopilotResponse on the stock document', 
         // The first payload: the run's fields under the alias, and nothing under the field's name.
         const [first, ...later] = payloads;
         expect(Object.keys(first.data)).toEqual(['reply']);
-        expect(first.data.reply).toMatchObject({ threadId: 'aliased-thread', messages: [], metaEvents: [], __typename: 'CopilotResponse' });
+        expect(first.data.reply).toMatchObject({
+          threadId: 'aliased-thread',
+          messages: [],
+          metaEvents: [],
+          __typename: 'CopilotResponse',
+        });
         expect(first.errors).toBeUndefined();
 
         // Every later payload's path begins at the alias.
@@ -83,10 +97,13 @@ describe('a client that aliases generateCopilotResponse on the stock document', 
         for (const entry of entries) {
           const path: (string | number)[] = entry.path;
           // A streamed item's path ends at its index (the 2022 format), a deferred fragment's at its object.
-          if (entry.items && path.length === 3 && path[1] === 'messages') for (const item of entry.items) messages.push({ content: [...(item.content ?? [])] });
-          else if (entry.items && path[1] === 'messages' && path[3] === 'content') messages[path[2] as number].content.push(...entry.items);
+          if (entry.items && path.length === 3 && path[1] === 'messages')
+            for (const item of entry.items) messages.push({ content: [...(item.content ?? [])] });
+          else if (entry.items && path[1] === 'messages' && path[3] === 'content')
+            messages[path[2] as number].content.push(...entry.items);
           else if (entry.data?.status && path.length === 1) status = entry.data.status.code;
-          else if (entry.data?.status && path.length === 3 && path[1] === 'messages') messages[path[2] as number].status = entry.data.status.code;
+          else if (entry.data?.status && path.length === 3 && path[1] === 'messages')
+            messages[path[2] as number].status = entry.data.status.code;
         }
         expect(messages).toEqual([
           { content: ['Hello, ', 'world'], status: 'Success' },

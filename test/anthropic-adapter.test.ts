@@ -30,7 +30,15 @@ function adapter(options: ConstructorParameters<typeof AnthropicAdapter>[0] = {}
 }
 
 function request(prompt: string, extra: Partial<ModelRequest> = {}): ModelRequest {
-  return { threadId: 't', runId: 'r', messages: [{ kind: 'text', id: 'u1', role: 'user', content: prompt }], tools: [], forwardedParameters: {}, logger: silentLogger, ...extra };
+  return {
+    threadId: 't',
+    runId: 'r',
+    messages: [{ kind: 'text', id: 'u1', role: 'user', content: prompt }],
+    tools: [],
+    forwardedParameters: {},
+    logger: silentLogger,
+    ...extra,
+  };
 }
 
 describe('the conversation in the Messages API’s shape', () => {
@@ -67,7 +75,18 @@ describe('the conversation in the Messages API’s shape', () => {
       { kind: 'actionExecution', id: 'c2', name: 'weather', arguments: 'not json', parentMessageId: 'a1' },
       { kind: 'result', id: 'r2', actionExecutionId: 'c2', actionName: 'weather', result: 'rain' },
       { kind: 'text', id: 'u2', role: 'user', content: 'thanks' },
-      { kind: 'agentState', id: 'st', threadId: 't', agentName: 'a', nodeName: 'n', runId: 'r', active: false, running: false, role: 'assistant', state: '{}' },
+      {
+        kind: 'agentState',
+        id: 'st',
+        threadId: 't',
+        agentName: 'a',
+        nodeName: 'n',
+        runId: 'r',
+        active: false,
+        running: false,
+        role: 'assistant',
+        state: '{}',
+      },
     ];
     expect(toAnthropicMessages(messages).messages).toEqual([
       { role: 'user', content: [{ type: 'text', text: 'weather in Paris and Rome?' }] },
@@ -92,7 +111,10 @@ describe('the conversation in the Messages API’s shape', () => {
 
   it('maps the tool choice', () => {
     expect(toAnthropicToolChoice({ toolChoice: 'required' })).toEqual({ type: 'any' });
-    expect(toAnthropicToolChoice({ toolChoice: 'function', toolChoiceFunctionName: 'go' })).toEqual({ type: 'tool', name: 'go' });
+    expect(toAnthropicToolChoice({ toolChoice: 'function', toolChoiceFunctionName: 'go' })).toEqual({
+      type: 'tool',
+      name: 'go',
+    });
     expect(toAnthropicToolChoice({ toolChoice: 'none' })).toEqual({ type: 'none' });
     expect(toAnthropicToolChoice({})).toBeUndefined();
   });
@@ -127,35 +149,68 @@ describe('AnthropicAdapter (Messages API streaming on the official SDK)', () => 
       temperature: 0.3,
       stop_sequences: ['END'],
       tool_choice: { type: 'auto' },
-      tools: [{ name: 'lookup', description: 'Looks up.', input_schema: { type: 'object', properties: { q: { type: 'string' } } } }],
+      tools: [
+        {
+          name: 'lookup',
+          description: 'Looks up.',
+          input_schema: { type: 'object', properties: { q: { type: 'string' } } },
+        },
+      ],
       messages: [{ role: 'user', content: [{ type: 'text', text: 'hi [tokens=3]' }] }],
     });
-    expect(output.log).toEqual([`start msg_fake${fake.requests.length}`, 'text m1 tok0 ', 'text m1 tok1 ', 'text m1 tok2 ', 'end m1']);
+    expect(output.log).toEqual([
+      `start msg_fake${fake.requests.length}`,
+      'text m1 tok0 ',
+      'text m1 tok1 ',
+      'text m1 tok2 ',
+      'end m1',
+    ]);
   });
 
   it('sends a request’s own model and maxTokens', async () => {
     const before = fake.requests.length;
-    await adapter().stream(request('hi', { forwardedParameters: { model: 'claude-other', maxTokens: 12 } }), recordingOutput(), new AbortController().signal);
+    await adapter().stream(
+      request('hi', { forwardedParameters: { model: 'claude-other', maxTokens: 12 } }),
+      recordingOutput(),
+      new AbortController().signal,
+    );
     expect(fake.requests[before].body).toMatchObject({ model: 'claude-other', max_tokens: 12 });
   });
 
   it('streams tool calls with their input, after the text before them, and drops thinking', async () => {
     const output = recordingOutput();
-    await adapter().stream(request('[thinking] [text-then-tool] [tool=lookup] [toolargs={"q":"paris"}]'), output, new AbortController().signal);
+    await adapter().stream(
+      request('[thinking] [text-then-tool] [tool=lookup] [toolargs={"q":"paris"}]'),
+      output,
+      new AbortController().signal,
+    );
     const n = fake.requests.length;
     expect(output.log.join('\n')).not.toContain('think');
     expect(output.log[0]).toBe(`start msg_fake${n}`);
     expect(output.log).toContain('text m1 Let me do that. ');
     expect(output.log).toContain(`call toolu_msg_fake${n}_0 lookup msg_fake${n}`);
-    const args = output.log.filter((line) => line.startsWith('args c2 ')).map((line) => line.slice('args c2 '.length)).join('');
+    const args = output.log
+      .filter((line) => line.startsWith('args c2 '))
+      .map((line) => line.slice('args c2 '.length))
+      .join('');
     expect(JSON.parse(args)).toEqual({ q: 'paris' });
-    expect(output.log.indexOf('end m1')).toBeLessThan(output.log.indexOf(`call toolu_msg_fake${n}_0 lookup msg_fake${n}`));
+    expect(output.log.indexOf('end m1')).toBeLessThan(
+      output.log.indexOf(`call toolu_msg_fake${n}_0 lookup msg_fake${n}`),
+    );
     expect(output.log[output.log.length - 1]).toBe('callend c2');
   });
 
   it.each([
-    ['[fail=401]', 'UPSTREAM_AUTHENTICATION_FAILED', /refused the credentials \(HTTP 401\)\. Check ANTHROPIC_API_KEY\./],
-    ['[fail=404]', 'UPSTREAM_REJECTED', /rejected the request \(HTTP 404\): fake failure 404 Check the model name \(ANTHROPIC_MODEL\)\./],
+    [
+      '[fail=401]',
+      'UPSTREAM_AUTHENTICATION_FAILED',
+      /refused the credentials \(HTTP 401\)\. Check ANTHROPIC_API_KEY\./,
+    ],
+    [
+      '[fail=404]',
+      'UPSTREAM_REJECTED',
+      /rejected the request \(HTTP 404\): fake failure 404 Check the model name \(ANTHROPIC_MODEL\)\./,
+    ],
     ['[fail=400]', 'UPSTREAM_REJECTED', /rejected the request \(HTTP 400\): fake failure 400/],
     ['[fail=429]', 'UPSTREAM_RATE_LIMITED', /rate limit was reached \(HTTP 429\)/],
     ['[fail=529]', 'UPSTREAM_UNAVAILABLE', /failed \(HTTP 529\)\.$/],
@@ -176,14 +231,19 @@ describe('AnthropicAdapter (Messages API streaming on the official SDK)', () => 
     const output = recordingOutput();
     const prompt = `[fail=529][fail-times=2][retry-after-ms=1][tokens=2] ${Math.random()}`;
     await adapter({ maxRetries: 2 }).stream(request(prompt, { onRetry }), output, new AbortController().signal);
-    expect(retries).toEqual([['the model provider (Anthropic)', 'HTTP 529'], ['the model provider (Anthropic)', 'HTTP 529']]);
+    expect(retries).toEqual([
+      ['the model provider (Anthropic)', 'HTTP 529'],
+      ['the model provider (Anthropic)', 'HTTP 529'],
+    ]);
     expect(output.log.filter((line) => line.startsWith('text')).join('|')).toBe('text m1 tok0 |text m1 tok1 ');
 
     // A server that cannot be reached: each retry says so.
     retries.length = 0;
     const unreachable = new AnthropicAdapter({ baseURL: 'http://127.0.0.1:9', apiKey: 'k', maxRetries: 1 });
     adapters.push(unreachable);
-    const error = await rejection(unreachable.stream(request('hi', { onRetry }), recordingOutput(), new AbortController().signal));
+    const error = await rejection(
+      unreachable.stream(request('hi', { onRetry }), recordingOutput(), new AbortController().signal),
+    );
     expect(error.code).toBe('UPSTREAM_UNREACHABLE');
     expect(retries).toEqual([['the model provider (Anthropic)', 'UPSTREAM_UNREACHABLE']]);
   });
@@ -191,14 +251,26 @@ describe('AnthropicAdapter (Messages API streaming on the official SDK)', () => 
   it('tries a call the provider refuses (HTTP 400) once, retries allowed: one request, no retry reported', async () => {
     const retries: string[] = [];
     const before = fake.requests.length;
-    const error = await rejection(adapter({ maxRetries: 2 }).stream(request(`[fail=400] ${Math.random()}`, { onRetry: (_who, reason) => void retries.push(reason) }), recordingOutput(), new AbortController().signal));
+    const error = await rejection(
+      adapter({ maxRetries: 2 }).stream(
+        request(`[fail=400] ${Math.random()}`, { onRetry: (_who, reason) => void retries.push(reason) }),
+        recordingOutput(),
+        new AbortController().signal,
+      ),
+    );
     expect(error.code).toBe('UPSTREAM_REJECTED');
     expect(fake.requests.length - before).toBe(1);
     expect(retries).toEqual([]);
   });
 
   it('says which variable to check when the server cannot be reached', async () => {
-    const error = await rejection(new AnthropicAdapter({ baseURL: 'http://127.0.0.1:9', apiKey: 'k', maxRetries: 0 }).stream(request('hi'), recordingOutput(), new AbortController().signal));
+    const error = await rejection(
+      new AnthropicAdapter({ baseURL: 'http://127.0.0.1:9', apiKey: 'k', maxRetries: 0 }).stream(
+        request('hi'),
+        recordingOutput(),
+        new AbortController().signal,
+      ),
+    );
     expect(error.code).toBe('UPSTREAM_UNREACHABLE');
     expect(error.message).toMatch(/Check ANTHROPIC_BASE_URL/);
   });
@@ -207,7 +279,11 @@ describe('AnthropicAdapter (Messages API streaming on the official SDK)', () => 
     const controller = new AbortController();
     const before = fake.abortedRequests;
     const output = recordingOutput();
-    const streaming = adapter().stream(request('[stall]'), { ...output, textContent: (id, text) => (output.textContent(id, text), controller.abort(new Error('gone'))) }, controller.signal);
+    const streaming = adapter().stream(
+      request('[stall]'),
+      { ...output, textContent: (id, text) => (output.textContent(id, text), controller.abort(new Error('gone'))) },
+      controller.signal,
+    );
     expect((await rejection(streaming)).message).toBe('gone');
     await eventually(() => fake.abortedRequests > before, 'the upstream request to be closed', 500);
     expect(fake.abortedRequests).toBe(before + 1);
@@ -245,8 +321,14 @@ describe('through the gateway', () => {
       expect(outcome.status.code).toBe('Success');
       expect(textOf(outcome)).toBe('Tool result received: Hello, Ann!');
       const second = fake.requests[before + 1].body.messages;
-      expect(second[1]).toEqual({ role: 'assistant', content: [{ type: 'tool_use', id: expect.stringMatching(/^toolu_/), name: 'greet', input: { name: 'Ann' } }] });
-      expect(second[2]).toEqual({ role: 'user', content: [{ type: 'tool_result', tool_use_id: second[1].content[0].id, content: 'Hello, Ann!' }] });
+      expect(second[1]).toEqual({
+        role: 'assistant',
+        content: [{ type: 'tool_use', id: expect.stringMatching(/^toolu_/), name: 'greet', input: { name: 'Ann' } }],
+      });
+      expect(second[2]).toEqual({
+        role: 'user',
+        content: [{ type: 'tool_result', tool_use_id: second[1].content[0].id, content: 'Hello, Ann!' }],
+      });
     });
   }
 
@@ -260,8 +342,16 @@ describe('through the gateway', () => {
         { id: 's', createdAt: at, textMessage: { role: 'system', content: 'Be brief.' } },
         userMessage('weather in Paris and Rome?', 'u1'),
         { id: 'a1', createdAt: at, textMessage: { role: 'assistant', content: 'Checking.' } },
-        { id: 'c1', createdAt: at, actionExecutionMessage: { name: 'weather', arguments: '{"city":"Paris"}', parentMessageId: 'a1' } },
-        { id: 'c2', createdAt: at, actionExecutionMessage: { name: 'weather', arguments: '{"city":"Rome"}', parentMessageId: 'a1' } },
+        {
+          id: 'c1',
+          createdAt: at,
+          actionExecutionMessage: { name: 'weather', arguments: '{"city":"Paris"}', parentMessageId: 'a1' },
+        },
+        {
+          id: 'c2',
+          createdAt: at,
+          actionExecutionMessage: { name: 'weather', arguments: '{"city":"Rome"}', parentMessageId: 'a1' },
+        },
         { id: 'r1', createdAt: at, resultMessage: { actionExecutionId: 'c1', actionName: 'weather', result: 'sunny' } },
         { id: 'r2', createdAt: at, resultMessage: { actionExecutionId: 'c2', actionName: 'weather', result: 'rain' } },
         { id: 'a2', createdAt: at, textMessage: { role: 'assistant', content: '   ' } },

@@ -24,7 +24,11 @@ const HELLO = JSON.stringify({ query: '{ hello }' });
 const { start } = gatewaysPerTest();
 
 async function post(url: string, body: string, headers: Record<string, string> = {}) {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body,
+  });
   const text = await response.text();
   let json: any;
   try {
@@ -41,10 +45,17 @@ describe('JWTs', () => {
   it('refuses a JWT without a subject with 401: tokens without `sub` would otherwise share one principal and its threads', async () => {
     const gateway = await start({ authenticate: jwtAuthenticator({ secret: JWT_SECRET }) });
     const key = new TextEncoder().encode(JWT_SECRET);
-    const withSubject = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject('user-1').setExpirationTime('5m').sign(key);
+    const withSubject = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject('user-1')
+      .setExpirationTime('5m')
+      .sign(key);
     expect((await post(gateway.url, HELLO, bearer(withSubject))).status).toBe(200);
     for (const claims of [{}, { sub: '' }, { sub: 42 }]) {
-      const token = await new SignJWT(claims as Record<string, unknown>).setProtectedHeader({ alg: 'HS256' }).setExpirationTime('5m').sign(key);
+      const token = await new SignJWT(claims as Record<string, unknown>)
+        .setProtectedHeader({ alg: 'HS256' })
+        .setExpirationTime('5m')
+        .sign(key);
       const refused = await post(gateway.url, HELLO, bearer(token));
       expect(refused.status).toBe(401);
       expect(refused.json.errors[0].extensions.code).toBe('UNAUTHENTICATED');
@@ -63,7 +74,11 @@ describe('JWTs', () => {
     const jwksUrl = `${await listen(jwks)}/.well-known/jwks.json`;
     try {
       const gateway = await start({ authenticate: anyOf(apiKeyAuthenticator([KEY_A]), jwtAuthenticator({ jwksUrl })) });
-      const token = await new SignJWT({}).setProtectedHeader({ alg: 'RS256', kid: 'k1' }).setSubject('user-7').setExpirationTime('5m').sign(privateKey);
+      const token = await new SignJWT({})
+        .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
+        .setSubject('user-7')
+        .setExpirationTime('5m')
+        .sign(privateKey);
       const unavailable = await post(gateway.url, HELLO, bearer(token));
       expect(unavailable.status).toBe(503);
       expect(unavailable.json.errors[0].extensions.code).toBe('AUTH_UNAVAILABLE');
@@ -106,21 +121,47 @@ describe('authentication on, the thread store down', () => {
       adapter: answering,
       authenticate: apiKeyAuthenticator([KEY_A, KEY_B]),
       agents: { helper: agUiAgent({ url: agentUrl }) },
-      threads: { redisUrl: redis.url, keyPrefix: `down-${Math.random().toString(36).slice(2)}:`, onStoreFailure: 'serve' },
+      threads: {
+        redisUrl: redis.url,
+        keyPrefix: `down-${Math.random().toString(36).slice(2)}:`,
+        onStoreFailure: 'serve',
+      },
     });
     const run = (key: string, data: unknown) =>
-      post(gateway.url, JSON.stringify({ query: 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId status { ... on BaseResponseStatus { code } } } }', variables: { data } }), bearer(key));
+      post(
+        gateway.url,
+        JSON.stringify({
+          query:
+            'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId status { ... on BaseResponseStatus { code } } } }',
+          variables: { data },
+        }),
+        bearer(key),
+      );
     const loadState = (key: string, threadId: string) =>
-      post(gateway.url, JSON.stringify({ query: 'query($data: LoadAgentStateInput!) { loadAgentState(data: $data) { threadExists state messages } }', variables: { data: { threadId, agentName: 'helper' } } }), bearer(key));
+      post(
+        gateway.url,
+        JSON.stringify({
+          query: 'query($data: LoadAgentStateInput!) { loadAgentState(data: $data) { threadExists state messages } }',
+          variables: { data: { threadId, agentName: 'helper' } },
+        }),
+        bearer(key),
+      );
 
     // A's thread, recorded while the store is up.
     const threadId = `a-thread-${Math.random().toString(36).slice(2)}`;
-    expect((await run(KEY_A, runInput([userMessage('mine')], { threadId, agentSession: { agentName: 'helper' } }))).json.data.generateCopilotResponse.status.code).toBe('Success');
+    expect(
+      (await run(KEY_A, runInput([userMessage('mine')], { threadId, agentSession: { agentName: 'helper' } }))).json.data
+        .generateCopilotResponse.status.code,
+    ).toBe('Success');
     const asked = agent.requests.length;
     expect(asked).toBe(1);
 
     await redis.stop();
-    await until(async () => (await (await fetch(new URL('/ready', gateway.url))).json()).checks.threadStore.reachable, (reachable) => reachable === false, 'the gateway to see the store down');
+    await until(
+      async () => (await (await fetch(new URL('/ready', gateway.url))).json()).checks.threadStore.reachable,
+      (reachable) => reachable === false,
+      'the gateway to see the store down',
+    );
 
     // Whose thread it is cannot be checked: not "no such thread", but the store's failure.
     for (const key of [KEY_A, KEY_B]) {
@@ -128,10 +169,15 @@ describe('authentication on, the thread store down', () => {
       expect(state.json.errors[0].extensions.code).toBe('STORE_UNAVAILABLE');
     }
     // B's agent run on A's thread id: the agent, which keeps state by thread id for everyone, is not asked.
-    const intruding = await run(KEY_B, runInput([userMessage('theirs now')], { threadId, agentSession: { agentName: 'helper' } }));
+    const intruding = await run(
+      KEY_B,
+      runInput([userMessage('theirs now')], { threadId, agentSession: { agentName: 'helper' } }),
+    );
     expect(intruding.json.errors[0].extensions.code).toBe('STORE_UNAVAILABLE');
     expect(agent.requests.length).toBe(asked);
     // A model run, which keeps nothing by thread id elsewhere, is still served unrecorded ("serve").
-    expect((await run(KEY_B, runInput([userMessage('a model run')]))).json.data.generateCopilotResponse.status.code).toBe('Success');
+    expect(
+      (await run(KEY_B, runInput([userMessage('a model run')]))).json.data.generateCopilotResponse.status.code,
+    ).toBe('Success');
   });
 });

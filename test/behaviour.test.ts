@@ -1,12 +1,33 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { eventually, userMessage } from './support/harness.js';
 import { TRANSPORTS, textOf } from './support/transports.js';
-import { agUiKind, anthropicKind, copilotKitKind, googleKind, langChainModelKind, langGraphKind, modelKind, openAIResponsesKind, type UpstreamEnvironment, type UpstreamKind } from './support/upstreams.js';
+import {
+  agUiKind,
+  anthropicKind,
+  copilotKitKind,
+  googleKind,
+  langChainModelKind,
+  langGraphKind,
+  modelKind,
+  openAIResponsesKind,
+  type UpstreamEnvironment,
+  type UpstreamKind,
+} from './support/upstreams.js';
 
 // The stream behaviours, written once and run over every transport (the stock client over
 // multipart HTTP, urql over SSE, graphql-ws) for every kind of upstream.
 
-const KINDS: UpstreamKind[] = [modelKind, openAIResponsesKind, anthropicKind, googleKind, langChainModelKind, copilotKitKind('crewai'), copilotKitKind('langgraph'), agUiKind, langGraphKind];
+const KINDS: UpstreamKind[] = [
+  modelKind,
+  openAIResponsesKind,
+  anthropicKind,
+  googleKind,
+  langChainModelKind,
+  copilotKitKind('crewai'),
+  copilotKitKind('langgraph'),
+  agUiKind,
+  langGraphKind,
+];
 
 const SHOW_ALERT = {
   name: 'showAlert',
@@ -35,7 +56,9 @@ describe.each(KINDS)('$name', (kind) => {
     });
 
     it('streams a frontend action call with its arguments and leaves it to the client', async () => {
-      const outcome = await run('[tool=showAlert] [toolargs={"message":"hello there"}]', { frontend: { actions: [SHOW_ALERT], url: 'http://localhost:3000/' } });
+      const outcome = await run('[tool=showAlert] [toolargs={"message":"hello there"}]', {
+        frontend: { actions: [SHOW_ALERT], url: 'http://localhost:3000/' },
+      });
       expect(outcome.status.code).toBe('Success');
       const calls = outcome.messages.filter((m) => m.type === 'action');
       expect(calls).toEqual([expect.objectContaining({ name: 'showAlert', status: 'Success' })]);
@@ -60,7 +83,7 @@ describe.each(KINDS)('$name', (kind) => {
 
     const agentOnly = kind.agent ? it : it.skip;
 
-    agentOnly('streams the agent\'s state, each snapshot whole', async () => {
+    agentOnly("streams the agent's state, each snapshot whole", async () => {
       const outcome = await run('[state]');
       expect(outcome.status.code).toBe('Success');
       const states = outcome.messages.filter((m) => m.type === 'state');
@@ -74,12 +97,14 @@ describe.each(KINDS)('$name', (kind) => {
       expect(textOf(outcome)).toBe('State updated. ');
     });
 
-    agentOnly('streams an interrupt as a meta event, and resumes the agent with the client\'s answer', async () => {
+    agentOnly("streams an interrupt as a meta event, and resumes the agent with the client's answer", async () => {
       const outcome = await run('[interrupt]');
       expect(outcome.status.code).toBe('Success');
       expect(outcome.metaEvents).toHaveLength(1);
       expect(outcome.metaEvents[0].value).toBe('approve?');
-      const resumed = await run('[interrupt]', { metaEvents: [{ name: 'LangGraphInterruptEvent', value: 'approve?', response: 'yes' }] });
+      const resumed = await run('[interrupt]', {
+        metaEvents: [{ name: 'LangGraphInterruptEvent', value: 'approve?', response: 'yes' }],
+      });
       expect(resumed.status.code).toBe('Success');
       expect(textOf(resumed)).toBe('Resumed with: yes');
       expect(resumed.metaEvents).toEqual([]);

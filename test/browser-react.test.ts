@@ -22,7 +22,10 @@ const available = existsSync(CHROMIUM);
 if (!available && process.env.CI === 'true') {
   throw new Error(`Chromium is required in CI at ${CHROMIUM} (.ci/run installs it with apt-get).`);
 }
-if (!available) console.warn(`Skipping the browser tests: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH).`);
+if (!available)
+  console.warn(
+    `Skipping the browser tests: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH).`,
+  );
 
 /** The two generations: which packages the app's imports resolve to, and the protocol their runs use. */
 const VERSIONS = [
@@ -50,7 +53,13 @@ beforeAll(async () => {
   gateway = await startGateway({
     logger,
     adapter: new OpenAIAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0 }),
-    actions: [{ name: 'sayHello', description: 'Greets someone.', handler: ({ message }: { message: string }) => `Hello, ${message}!` }],
+    actions: [
+      {
+        name: 'sayHello',
+        description: 'Greets someone.',
+        handler: ({ message }: { message: string }) => `Hello, ${message}!`,
+      },
+    ],
     agents: { researcher: agUiAgent({ url: agentUrl, description: 'Researches.' }) },
   });
 
@@ -83,13 +92,22 @@ beforeAll(async () => {
     const query = new URL(req.url ?? '/', 'http://page').searchParams;
     const agentName = query.get('agent');
     const settings = `window.RUNTIME_URL=${JSON.stringify(runtimeUrl)};${agentName ? `window.AGENT=${JSON.stringify(agentName)};` : ''}`;
-    res.end(`<!doctype html><html><body><div id="root"></div><script>${settings}</script><script src="/app-${query.get('version')}.js"></script></body></html>`);
+    res.end(
+      `<!doctype html><html><body><div id="root"></div><script>${settings}</script><script src="/app-${query.get('version')}.js"></script></body></html>`,
+    );
   });
   await new Promise<void>((resolve) => pageServer.listen(0, '127.0.0.1', resolve));
   pageOrigin = `http://127.0.0.1:${(pageServer.address() as AddressInfo).port}`;
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
   });
 }, 60_000);
 
@@ -121,58 +139,80 @@ async function assistantText(page: Page): Promise<string> {
   return (await page.locator('.copilotKitAssistantMessage').allInnerTexts()).join('\n');
 }
 
-(available ? describe.each(VERSIONS) : describe.skip.each(VERSIONS))('a CopilotKit $name React app in Chromium', ({ name: version, protocol }) => {
-  it('streams the model’s reply into the chat across origins, and the run ends cleanly', async () => {
-    const { page, errors } = await openChat(version);
-    const logsBefore = logs.length;
-    await send(page, 'count [tokens=30] [delay=10]');
-    await page.waitForFunction(() => document.body.innerText.includes('tok29'), undefined, { timeout: 15_000 });
-    expect(await assistantText(page)).toContain('tok0 tok1 tok2');
-    expect(errors).toEqual([]);
-    // The page closes the connection right after the last part; that is not a failed run.
-    const runs = () => logs.slice(logsBefore).filter((line) => line.msg === 'run succeeded' || String(line.msg).startsWith('run failed'));
-    await eventually(() => runs().length > 0, 'the run to end');
-    expect(runs().map((line) => line.msg)).toEqual(['run succeeded']);
-    // 1.10.6 over GraphQL; 1.74 over AG-UI, after discovering the runtime at /info.
-    expect(runs()[0].protocol).toBe(protocol);
-    const discovered = logs.some((line) => line.msg === 'request completed' && line.path === `${new URL(gateway.url).pathname}/info`);
-    expect(discovered).toBe(protocol === 'ag-ui');
-    await page.close();
-  }, 30_000);
+(available ? describe.each(VERSIONS) : describe.skip.each(VERSIONS))(
+  'a CopilotKit $name React app in Chromium',
+  ({ name: version, protocol }) => {
+    it('streams the model’s reply into the chat across origins, and the run ends cleanly', async () => {
+      const { page, errors } = await openChat(version);
+      const logsBefore = logs.length;
+      await send(page, 'count [tokens=30] [delay=10]');
+      await page.waitForFunction(() => document.body.innerText.includes('tok29'), undefined, { timeout: 15_000 });
+      expect(await assistantText(page)).toContain('tok0 tok1 tok2');
+      expect(errors).toEqual([]);
+      // The page closes the connection right after the last part; that is not a failed run.
+      const runs = () =>
+        logs
+          .slice(logsBefore)
+          .filter((line) => line.msg === 'run succeeded' || String(line.msg).startsWith('run failed'));
+      await eventually(() => runs().length > 0, 'the run to end');
+      expect(runs().map((line) => line.msg)).toEqual(['run succeeded']);
+      // 1.10.6 over GraphQL; 1.74 over AG-UI, after discovering the runtime at /info.
+      expect(runs()[0].protocol).toBe(protocol);
+      const discovered = logs.some(
+        (line) => line.msg === 'request completed' && line.path === `${new URL(gateway.url).pathname}/info`,
+      );
+      expect(discovered).toBe(protocol === 'ag-ui');
+      await page.close();
+    }, 30_000);
 
-  it('runs a frontend action in the page exactly once and sends its result back to the model verbatim', async () => {
-    const { page, errors } = await openChat(version);
-    await send(page, 'alert [tool=showAlert] [toolargs={"message":"hi there"}]');
-    await page.waitForFunction(() => document.body.innerText.includes('Tool result received'), undefined, { timeout: 15_000 });
-    expect(await page.evaluate(() => window.alerts)).toEqual(['hi there']);
-    const followUp = fake.requests.findLast((request) => request.messages.some((m: any) => m.role === 'tool'));
-    const tool = followUp.messages.find((m: any) => m.role === 'tool');
-    expect(tool.content).toBe('shown: hi there');
-    expect(errors).toEqual([]);
-    await page.close();
-  }, 30_000);
+    it('runs a frontend action in the page exactly once and sends its result back to the model verbatim', async () => {
+      const { page, errors } = await openChat(version);
+      await send(page, 'alert [tool=showAlert] [toolargs={"message":"hi there"}]');
+      await page.waitForFunction(() => document.body.innerText.includes('Tool result received'), undefined, {
+        timeout: 15_000,
+      });
+      expect(await page.evaluate(() => window.alerts)).toEqual(['hi there']);
+      const followUp = fake.requests.findLast((request) => request.messages.some((m: any) => m.role === 'tool'));
+      const tool = followUp.messages.find((m: any) => m.role === 'tool');
+      expect(tool.content).toBe('shown: hi there');
+      expect(errors).toEqual([]);
+      await page.close();
+    }, 30_000);
 
-  it('shows a server-side action’s result and the continued answer from one request', async () => {
-    const { page, errors } = await openChat(version);
-    const before = fake.requests.length;
-    await send(page, 'greet [tool=sayHello] [toolargs={"message":"Bob"}]');
-    await page.waitForFunction(() => document.body.innerText.includes('Tool result received: Hello, Bob!'), undefined, { timeout: 15_000 });
-    expect(fake.requests.length - before).toBe(2); // the call and its continuation, one gateway run
-    expect(errors).toEqual([]);
-    if (process.env.SCREENSHOT_DIR) await page.screenshot({ path: `${process.env.SCREENSHOT_DIR}/chat-${version}.png` });
-    await page.close();
-  }, 30_000);
+    it('shows a server-side action’s result and the continued answer from one request', async () => {
+      const { page, errors } = await openChat(version);
+      const before = fake.requests.length;
+      await send(page, 'greet [tool=sayHello] [toolargs={"message":"Bob"}]');
+      await page.waitForFunction(
+        () => document.body.innerText.includes('Tool result received: Hello, Bob!'),
+        undefined,
+        { timeout: 15_000 },
+      );
+      expect(fake.requests.length - before).toBe(2); // the call and its continuation, one gateway run
+      expect(errors).toEqual([]);
+      if (process.env.SCREENSHOT_DIR)
+        await page.screenshot({ path: `${process.env.SCREENSHOT_DIR}/chat-${version}.png` });
+      await page.close();
+    }, 30_000);
 
-  it('talks to the agent the app names, showing its text and its state through useCoAgent', async () => {
-    const { page, errors } = await openChat(version, 'researcher');
-    const before = agent.requests.length;
-    await send(page, 'research [state]');
-    await page.waitForFunction(() => document.body.innerText.includes('State updated.'), undefined, { timeout: 15_000 });
-    await page.waitForFunction(() => document.getElementById('agent-state')?.textContent === '{"step":2}', undefined, { timeout: 15_000 });
-    expect(agent.requests.length - before).toBe(1);
-    expect(agent.lastInput.messages.at(-1)).toMatchObject({ role: 'user', content: 'research [state]' });
-    expect(errors).toEqual([]);
-    if (process.env.SCREENSHOT_DIR) await page.screenshot({ path: `${process.env.SCREENSHOT_DIR}/agent-${version}.png` });
-    await page.close();
-  }, 30_000);
-});
+    it('talks to the agent the app names, showing its text and its state through useCoAgent', async () => {
+      const { page, errors } = await openChat(version, 'researcher');
+      const before = agent.requests.length;
+      await send(page, 'research [state]');
+      await page.waitForFunction(() => document.body.innerText.includes('State updated.'), undefined, {
+        timeout: 15_000,
+      });
+      await page.waitForFunction(
+        () => document.getElementById('agent-state')?.textContent === '{"step":2}',
+        undefined,
+        { timeout: 15_000 },
+      );
+      expect(agent.requests.length - before).toBe(1);
+      expect(agent.lastInput.messages.at(-1)).toMatchObject({ role: 'user', content: 'research [state]' });
+      expect(errors).toEqual([]);
+      if (process.env.SCREENSHOT_DIR)
+        await page.screenshot({ path: `${process.env.SCREENSHOT_DIR}/agent-${version}.png` });
+      await page.close();
+    }, 30_000);
+  },
+);

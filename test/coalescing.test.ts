@@ -56,7 +56,17 @@ describe('CoalescingWriter', () => {
     writer.actionArgs('c1', ':1}');
     writer.agentState({ agentName: 'a', state: '{"s":1}', nodeName: 'n', active: true, running: true });
     writer.actionEnd('c1');
-    expect(out.log).toEqual(['start m1', 'text m1 x', 'text m1 yz', 'end m1', 'call c1 tool', 'args c1 {"a"', 'args c1 :1}', 'state "{\\"s\\":1}"', 'callend c1']);
+    expect(out.log).toEqual([
+      'start m1',
+      'text m1 x',
+      'text m1 yz',
+      'end m1',
+      'call c1 tool',
+      'args c1 {"a"',
+      'args c1 :1}',
+      'state "{\\"s\\":1}"',
+      'callend c1',
+    ]);
   });
 
   it('never joins chunks of different messages, and fails at once for a message that is not open', () => {

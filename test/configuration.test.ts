@@ -20,7 +20,12 @@ function configurationError(options: unknown): string {
   throw new Error('expected a ConfigurationError');
 }
 
-const action = (overrides: Record<string, unknown> = {}) => ({ name: 'ok', description: 'd', handler: () => 1, ...overrides });
+const action = (overrides: Record<string, unknown> = {}) => ({
+  name: 'ok',
+  description: 'd',
+  handler: () => 1,
+  ...overrides,
+});
 
 describe('createGateway options', () => {
   it.each([
@@ -34,7 +39,10 @@ describe('createGateway options', () => {
     [{ maxRounds: 0 }, /options\.maxRounds must be a whole number from 1 to 100 \(got 0\)/],
     [{ modelIdleTimeoutMs: 1.5 }, /options\.modelIdleTimeoutMs must be a whole number/],
     [{ corsOrigins: 'https://a.example' }, /options\.corsOrigins must be an array/],
-    [{ corsOrigins: ['https://a.example/path'] }, /options\.corsOrigins: "https:\/\/a\.example\/path" is not an origin; give just a scheme, host and optional port/],
+    [
+      { corsOrigins: ['https://a.example/path'] },
+      /options\.corsOrigins: "https:\/\/a\.example\/path" is not an origin; give just a scheme, host and optional port/,
+    ],
     [{ corsOrigins: ['*'] }, /options\.corsOrigins: "\*" is not an origin/],
     [{ sandbox: 'yes' }, /options\.sandbox must be true or false/],
     [{ allowedHosts: ['http://x.test'] }, /options\.allowedHosts must be an array of host names/],
@@ -43,7 +51,10 @@ describe('createGateway options', () => {
     [{ actions: [action({ name: 'has space' })] }, /options\.actions\[0\]\.name must be 1 to 64 letters/],
     [{ actions: [action(), action()] }, /options\.actions\[1\]\.name "ok" is declared twice/],
     [{ actions: [action({ handler: 'x' })] }, /options\.actions\[0\]\.handler must be a function \(action "ok"\)/],
-    [{ actions: [action({ parameters: { type: 'string' } })] }, /parameters must be a JSON Schema object with type "object"/],
+    [
+      { actions: [action({ parameters: { type: 'string' } })] },
+      /parameters must be a JSON Schema object with type "object"/,
+    ],
   ])('rejects %j', (options, message) => {
     expect(configurationError(options)).toMatch(message);
   });
@@ -70,7 +81,9 @@ describe('createGateway options', () => {
     const second = createGateway({ logger: silentLogger });
     const error = await second.listen(port, '127.0.0.1').catch((e) => e);
     expect(error).toBeInstanceOf(ConfigurationError);
-    expect(error.message).toBe(`The port ${port} on 127.0.0.1 is already in use: stop the process that holds it, or choose another port (PORT).`);
+    expect(error.message).toBe(
+      `The port ${port} on 127.0.0.1 is already in use: stop the process that holds it, or choose another port (PORT).`,
+    );
     await first.close();
     expect(await second.listen(port, '127.0.0.1')).toBe(url);
     await second.close();
@@ -133,7 +146,14 @@ describe('the environment read by npm start', () => {
         AGENT_FIRST_EVENT_TIMEOUT_MS: '600000',
       }),
     ).toMatchObject({
-      auth: { apiKeys: ['first-key-0123456789', 'second-key-0123456789'], jwt: { jwksUrl: 'https://issuer.example/.well-known/jwks.json', issuer: 'https://issuer.example/', audience: 'copilot' } },
+      auth: {
+        apiKeys: ['first-key-0123456789', 'second-key-0123456789'],
+        jwt: {
+          jwksUrl: 'https://issuer.example/.well-known/jwks.json',
+          issuer: 'https://issuer.example/',
+          audience: 'copilot',
+        },
+      },
       rateLimits: { requestsPerMinute: 120, concurrentRuns: 4 },
       trustProxy: 1,
       shutdownGraceMs: 0,
@@ -142,12 +162,16 @@ describe('the environment read by npm start', () => {
       agentFirstEventTimeoutMs: 600000,
     });
     expect(readEnvironment({ METRICS: 'false' }).metrics).toBe(false);
-    expect(() => readEnvironment({ JWT_ISSUER: 'x' })).toThrow('JWT_ISSUER and JWT_AUDIENCE need JWT_JWKS_URL or JWT_SECRET.');
+    expect(() => readEnvironment({ JWT_ISSUER: 'x' })).toThrow(
+      'JWT_ISSUER and JWT_AUDIENCE need JWT_JWKS_URL or JWT_SECRET.',
+    );
     expect(() => readEnvironment({ TRUST_PROXY: 'yes' })).toThrow('TRUST_PROXY must be a whole number');
     expect(() => readEnvironment({ METRICS_TOKEN: 'short' })).toThrow('METRICS_TOKEN must be at least 16 characters.');
     expect(readEnvironment({ GATEWAY_EXECUTOR: 'stock' }).executor).toBe('stock');
     expect(readEnvironment({ GATEWAY_EXECUTOR: 'Fast' }).executor).toBe('fast');
-    expect(() => readEnvironment({ GATEWAY_EXECUTOR: 'jit' })).toThrow('GATEWAY_EXECUTOR must be fast or stock (got "jit").');
+    expect(() => readEnvironment({ GATEWAY_EXECUTOR: 'jit' })).toThrow(
+      'GATEWAY_EXECUTOR must be fast or stock (got "jit").',
+    );
   });
 
   it('refuses API keys and JWT settings that cannot be safe', () => {
@@ -168,21 +192,46 @@ describe('the environment read by npm start', () => {
         THREAD_BUSY_POLICY: 'interrupt',
         STORE_FAILURE_POLICY: 'fail',
       }).threads,
-    ).toEqual({ redisUrl: 'redis://:secret@cache.internal:6379/2', ttlSeconds: 3600, maxThreads: 500, maxBytes: 16 * 1024 * 1024, leaseMs: 5000, onBusy: 'interrupt', onStoreFailure: 'fail' });
-    expect(() => readEnvironment({ REDIS_URL: 'localhost:6379' })).toThrow(/REDIS_URL must be a redis:\/\/ or rediss:\/\/ URL/);
-    expect(() => readEnvironment({ THREAD_BUSY_POLICY: 'wait' })).toThrow(/THREAD_BUSY_POLICY must be refuse or interrupt/);
-    expect(() => readEnvironment({ THREAD_TTL_SECONDS: '-1' })).toThrow(/THREAD_TTL_SECONDS must be a whole number of seconds/);
+    ).toEqual({
+      redisUrl: 'redis://:secret@cache.internal:6379/2',
+      ttlSeconds: 3600,
+      maxThreads: 500,
+      maxBytes: 16 * 1024 * 1024,
+      leaseMs: 5000,
+      onBusy: 'interrupt',
+      onStoreFailure: 'fail',
+    });
+    expect(() => readEnvironment({ REDIS_URL: 'localhost:6379' })).toThrow(
+      /REDIS_URL must be a redis:\/\/ or rediss:\/\/ URL/,
+    );
+    expect(() => readEnvironment({ THREAD_BUSY_POLICY: 'wait' })).toThrow(
+      /THREAD_BUSY_POLICY must be refuse or interrupt/,
+    );
+    expect(() => readEnvironment({ THREAD_TTL_SECONDS: '-1' })).toThrow(
+      /THREAD_TTL_SECONDS must be a whole number of seconds/,
+    );
   });
 
   it('checks the threads options', () => {
-    expect(() => createGateway({ logger: silentLogger, threads: { redisUrl: 'http://x' } })).toThrow(/threads.redisUrl must be a redis:\/\/ or rediss:\/\/ URL/);
-    expect(() => createGateway({ logger: silentLogger, threads: { maxThreads: 0 } })).toThrow(/threads.maxThreads must be a whole number from 1/);
-    expect(() => createGateway({ logger: silentLogger, threads: { onBusy: 'queue' as any } })).toThrow(/threads.onBusy must be "refuse" or "interrupt"/);
-    expect(() => createGateway({ logger: silentLogger, threads: { ttl: 5 } as any })).toThrow(/Unknown option "threads.ttl"/);
+    expect(() => createGateway({ logger: silentLogger, threads: { redisUrl: 'http://x' } })).toThrow(
+      /threads.redisUrl must be a redis:\/\/ or rediss:\/\/ URL/,
+    );
+    expect(() => createGateway({ logger: silentLogger, threads: { maxThreads: 0 } })).toThrow(
+      /threads.maxThreads must be a whole number from 1/,
+    );
+    expect(() => createGateway({ logger: silentLogger, threads: { onBusy: 'queue' as any } })).toThrow(
+      /threads.onBusy must be "refuse" or "interrupt"/,
+    );
+    expect(() => createGateway({ logger: silentLogger, threads: { ttl: 5 } as any })).toThrow(
+      /Unknown option "threads.ttl"/,
+    );
   });
 
   it('does not start when Redis cannot be reached and threads.onStoreFailure is "fail", and says so without the password', async () => {
-    const gateway = createGateway({ logger: silentLogger, threads: { redisUrl: 'redis://:hunter2@127.0.0.1:1', onStoreFailure: 'fail' } });
+    const gateway = createGateway({
+      logger: silentLogger,
+      threads: { redisUrl: 'redis://:hunter2@127.0.0.1:1', onStoreFailure: 'fail' },
+    });
     const failure = gateway.listen(0, '127.0.0.1');
     await expect(failure).rejects.toThrow(/Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:1\/? cannot be reached/);
     await expect(failure).rejects.not.toThrow(/hunter2/);
@@ -213,7 +262,10 @@ describe('the environment read by npm start', () => {
   });
 
   it('switches to provider mode with OPENAI_API_KEY or OPENAI_BASE_URL', () => {
-    expect(readEnvironment({ OPENAI_API_KEY: 'sk-test\n' }).provider).toEqual({ name: 'openai', options: { apiKey: 'sk-test', baseURL: undefined, model: 'gpt-4o-mini' } });
+    expect(readEnvironment({ OPENAI_API_KEY: 'sk-test\n' }).provider).toEqual({
+      name: 'openai',
+      options: { apiKey: 'sk-test', baseURL: undefined, model: 'gpt-4o-mini' },
+    });
     expect(readEnvironment({ OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1', OPENAI_MODEL: 'llama3' }).provider).toEqual({
       name: 'openai',
       options: { apiKey: undefined, baseURL: 'http://127.0.0.1:11434/v1', model: 'llama3' },
@@ -221,15 +273,36 @@ describe('the environment read by npm start', () => {
   });
 
   it('picks Anthropic or Google by their keys, or whichever provider COPILOT_PROVIDER names', () => {
-    expect(readEnvironment({ ANTHROPIC_API_KEY: 'sk-ant' }).provider).toEqual({ name: 'anthropic', options: { apiKey: 'sk-ant', baseURL: undefined, model: 'claude-sonnet-5-5' } });
-    expect(readEnvironment({ ANTHROPIC_BASE_URL: 'http://127.0.0.1:8080/anthropic', ANTHROPIC_MODEL: 'claude-haiku-5-5' }).provider).toEqual({
+    expect(readEnvironment({ ANTHROPIC_API_KEY: 'sk-ant' }).provider).toEqual({
+      name: 'anthropic',
+      options: { apiKey: 'sk-ant', baseURL: undefined, model: 'claude-sonnet-5-5' },
+    });
+    expect(
+      readEnvironment({ ANTHROPIC_BASE_URL: 'http://127.0.0.1:8080/anthropic', ANTHROPIC_MODEL: 'claude-haiku-5-5' })
+        .provider,
+    ).toEqual({
       name: 'anthropic',
       options: { apiKey: undefined, baseURL: 'http://127.0.0.1:8080/anthropic', model: 'claude-haiku-5-5' },
     });
-    expect(readEnvironment({ COPILOT_PROVIDER: 'Anthropic', ANTHROPIC_API_KEY: 'sk-ant', OPENAI_API_KEY: 'sk' }).provider?.name).toBe('anthropic');
-    expect(readEnvironment({ COPILOT_PROVIDER: 'openai', ANTHROPIC_API_KEY: 'sk-ant', OPENAI_API_KEY: 'sk' }).provider?.name).toBe('openai');
-    expect(readEnvironment({ GOOGLE_API_KEY: 'g-key' }).provider).toEqual({ name: 'google', options: { apiKey: 'g-key', baseURL: undefined, model: 'gemini-flash-latest' } });
-    expect(readEnvironment({ COPILOT_PROVIDER: 'google', GOOGLE_BASE_URL: 'http://127.0.0.1:8080/gemini', GOOGLE_MODEL: 'gemini-pro-latest', OPENAI_API_KEY: 'sk' }).provider).toEqual({
+    expect(
+      readEnvironment({ COPILOT_PROVIDER: 'Anthropic', ANTHROPIC_API_KEY: 'sk-ant', OPENAI_API_KEY: 'sk' }).provider
+        ?.name,
+    ).toBe('anthropic');
+    expect(
+      readEnvironment({ COPILOT_PROVIDER: 'openai', ANTHROPIC_API_KEY: 'sk-ant', OPENAI_API_KEY: 'sk' }).provider?.name,
+    ).toBe('openai');
+    expect(readEnvironment({ GOOGLE_API_KEY: 'g-key' }).provider).toEqual({
+      name: 'google',
+      options: { apiKey: 'g-key', baseURL: undefined, model: 'gemini-flash-latest' },
+    });
+    expect(
+      readEnvironment({
+        COPILOT_PROVIDER: 'google',
+        GOOGLE_BASE_URL: 'http://127.0.0.1:8080/gemini',
+        GOOGLE_MODEL: 'gemini-pro-latest',
+        OPENAI_API_KEY: 'sk',
+      }).provider,
+    ).toEqual({
       name: 'google',
       options: { apiKey: undefined, baseURL: 'http://127.0.0.1:8080/gemini', model: 'gemini-pro-latest' },
     });
@@ -237,30 +310,65 @@ describe('the environment read by npm start', () => {
   });
 
   it('reads MCP servers and whether requests may name more', () => {
-    expect(readEnvironment({ MCP_SERVERS: 'http://localhost:8931/mcp, https://tools.example.com/sse', MCP_ALLOW_CLIENT_SERVERS: 'true' })).toMatchObject({
+    expect(
+      readEnvironment({
+        MCP_SERVERS: 'http://localhost:8931/mcp, https://tools.example.com/sse',
+        MCP_ALLOW_CLIENT_SERVERS: 'true',
+      }),
+    ).toMatchObject({
       mcpServers: ['http://localhost:8931/mcp', 'https://tools.example.com/sse'],
       allowClientMcpServers: true,
     });
     expect(() => readEnvironment({ MCP_SERVERS: 'localhost:8931' })).toThrow(/MCP_SERVERS must list http\(s\) URLs/);
-    expect(readEnvironment({ MCP_ALLOW_CLIENT_SERVERS: 'tools.example.com, 127.0.0.1:8931' }).allowClientMcpServers).toEqual(['tools.example.com', '127.0.0.1:8931']);
+    expect(
+      readEnvironment({ MCP_ALLOW_CLIENT_SERVERS: 'tools.example.com, 127.0.0.1:8931' }).allowClientMcpServers,
+    ).toEqual(['tools.example.com', '127.0.0.1:8931']);
     expect(readEnvironment({ MCP_ALLOW_CLIENT_SERVERS: 'false' }).allowClientMcpServers).toBe(false);
-    expect(() => readEnvironment({ MCP_ALLOW_CLIENT_SERVERS: 'http://tools.example.com' })).toThrow(/MCP_ALLOW_CLIENT_SERVERS must be true, false, or host names/);
+    expect(() => readEnvironment({ MCP_ALLOW_CLIENT_SERVERS: 'http://tools.example.com' })).toThrow(
+      /MCP_ALLOW_CLIENT_SERVERS must be true, false, or host names/,
+    );
   });
 
   it.each([
-    [{ COPILOT_PROVIDER: 'anthropic', OPENAI_API_KEY: 'sk' }, /COPILOT_PROVIDER is anthropic but ANTHROPIC_API_KEY \(or ANTHROPIC_BASE_URL\) is not set; OPENAI_API_KEY is\. Set ANTHROPIC_API_KEY, or COPILOT_PROVIDER=openai\./],
-    [{ COPILOT_PROVIDER: 'openai' }, /COPILOT_PROVIDER is openai but OPENAI_API_KEY \(or OPENAI_BASE_URL\) is not set\./],
-    [{ OPENAI_API_KEY: 'sk', ANTHROPIC_API_KEY: 'sk-ant' }, /Several providers are configured \(OPENAI_API_KEY, ANTHROPIC_API_KEY\): set COPILOT_PROVIDER/],
-    [{ COPILOT_PROVIDER: 'mistral', OPENAI_API_KEY: 'sk' }, /COPILOT_PROVIDER must be one of openai, anthropic, google/],
-    [{ COPILOT_PROVIDER: 'google', ANTHROPIC_API_KEY: 'sk-ant' }, /COPILOT_PROVIDER is google but GOOGLE_API_KEY \(or GOOGLE_BASE_URL\) is not set; ANTHROPIC_API_KEY is/],
+    [
+      { COPILOT_PROVIDER: 'anthropic', OPENAI_API_KEY: 'sk' },
+      /COPILOT_PROVIDER is anthropic but ANTHROPIC_API_KEY \(or ANTHROPIC_BASE_URL\) is not set; OPENAI_API_KEY is\. Set ANTHROPIC_API_KEY, or COPILOT_PROVIDER=openai\./,
+    ],
+    [
+      { COPILOT_PROVIDER: 'openai' },
+      /COPILOT_PROVIDER is openai but OPENAI_API_KEY \(or OPENAI_BASE_URL\) is not set\./,
+    ],
+    [
+      { OPENAI_API_KEY: 'sk', ANTHROPIC_API_KEY: 'sk-ant' },
+      /Several providers are configured \(OPENAI_API_KEY, ANTHROPIC_API_KEY\): set COPILOT_PROVIDER/,
+    ],
+    [
+      { COPILOT_PROVIDER: 'mistral', OPENAI_API_KEY: 'sk' },
+      /COPILOT_PROVIDER must be one of openai, anthropic, google/,
+    ],
+    [
+      { COPILOT_PROVIDER: 'google', ANTHROPIC_API_KEY: 'sk-ant' },
+      /COPILOT_PROVIDER is google but GOOGLE_API_KEY \(or GOOGLE_BASE_URL\) is not set; ANTHROPIC_API_KEY is/,
+    ],
     [{ ANTHROPIC_BASE_URL: 'api.anthropic.com' }, /ANTHROPIC_BASE_URL must be a URL/],
   ])('refuses a provider setting that cannot be right: %j', (env, message) => {
     expect(() => readEnvironment(env)).toThrow(message);
   });
 
   it('reads production settings', () => {
-    const settings = readEnvironment({ NODE_ENV: 'production', PORT: '8080', CORS_ORIGINS: 'https://a.example, https://b.example', LOG_LEVEL: 'warn' });
-    expect(settings).toMatchObject({ environment: 'production', host: '0.0.0.0', port: 8080, logLevel: 'warn', corsOrigins: ['https://a.example', 'https://b.example'] });
+    const settings = readEnvironment({
+      NODE_ENV: 'production',
+      PORT: '8080',
+      CORS_ORIGINS: 'https://a.example, https://b.example',
+      LOG_LEVEL: 'warn',
+    });
+    expect(settings).toMatchObject({
+      environment: 'production',
+      host: '0.0.0.0',
+      port: 8080,
+      logLevel: 'warn',
+      corsOrigins: ['https://a.example', 'https://b.example'],
+    });
   });
 
   it.each([
@@ -274,7 +382,10 @@ describe('the environment read by npm start', () => {
     [{ COPILOT_REMOTE_ENDPOINTS: 'localhost:8000' }, /COPILOT_REMOTE_ENDPOINTS must list http\(s\) URLs/],
     [{ AGUI_AGENTS: 'http://localhost:8001/agent' }, /AGUI_AGENTS must be name=url pairs/],
     [{ AGUI_AGENTS: 'a b=http://localhost:8001/' }, /AGUI_AGENTS: the agent name "a b" must be/],
-    [{ AGUI_AGENTS: 'x=http://a/', LANGGRAPH_DEPLOYMENT_URL: 'http://b', LANGGRAPH_GRAPHS: 'x' }, /the agent name "x" is used twice/],
+    [
+      { AGUI_AGENTS: 'x=http://a/', LANGGRAPH_DEPLOYMENT_URL: 'http://b', LANGGRAPH_GRAPHS: 'x' },
+      /the agent name "x" is used twice/,
+    ],
     [{ LANGGRAPH_DEPLOYMENT_URL: 'http://localhost:2024' }, /LANGGRAPH_GRAPHS is not/],
     [{ LANGGRAPH_GRAPHS: 'agent' }, /LANGGRAPH_DEPLOYMENT_URL is not/],
   ])('rejects %j', (env, message) => {

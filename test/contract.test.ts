@@ -35,7 +35,9 @@ describe('the schema contract', () => {
     const breaking = changes.filter((change) => change.criticality.level === CriticalityLevel.Breaking);
     expect(breaking.map((change) => change.message)).toEqual([]);
     // The diff is not vacuous: our additions are seen.
-    expect(changes.some((change) => change.message.includes('copilotRun') || change.message.includes('Subscription'))).toBe(true);
+    expect(
+      changes.some((change) => change.message.includes('copilotRun') || change.message.includes('Subscription')),
+    ).toBe(true);
   });
 
   it('keeps every reference type, field, argument and enum value', () => {
@@ -47,11 +49,15 @@ describe('the schema contract', () => {
         const theirs = type.getFields();
         const myFields = (mine as typeof type).getFields();
         for (const [name, field] of Object.entries(theirs)) {
-          expect(`${type.name}.${name}: ${String(myFields[name]?.type)}`).toBe(`${type.name}.${name}: ${String(field.type)}`);
+          expect(`${type.name}.${name}: ${String(myFields[name]?.type)}`).toBe(
+            `${type.name}.${name}: ${String(field.type)}`,
+          );
         }
       }
       if (isEnumType(type)) {
-        expect((mine as typeof type).getValues().map((v) => v.name)).toEqual(expect.arrayContaining(type.getValues().map((v) => v.name)));
+        expect((mine as typeof type).getValues().map((v) => v.name)).toEqual(
+          expect.arrayContaining(type.getValues().map((v) => v.name)),
+        );
       }
       if (isUnionType(type)) {
         expect((mine as typeof type).getTypes().map(String).sort()).toEqual(type.getTypes().map(String).sort());
@@ -110,12 +116,20 @@ describe('PROTOCOL.md', () => {
     const protocol = readFileSync(new URL('../PROTOCOL.md', import.meta.url), 'utf8');
     const section = protocol.slice(protocol.indexOf('### 5.5 Every code'), protocol.indexOf('## 6. Differences'));
     const documented = new Map<string, string>();
-    for (const [, code, status, severity, visibility] of section.matchAll(/^\| `([A-Z_]+)` \| (\d{3}) \| (\w+) \| (\w+) \|/gm)) documented.set(code, `${status} ${severity} ${visibility}`);
-    const table = new Map(Object.entries(ERROR_CODES).map(([code, entry]) => [code, `${entry.status} ${entry.severity} ${entry.visibility}`]));
+    for (const [, code, status, severity, visibility] of section.matchAll(
+      /^\| `([A-Z_]+)` \| (\d{3}) \| (\w+) \| (\w+) \|/gm,
+    ))
+      documented.set(code, `${status} ${severity} ${visibility}`);
+    const table = new Map(
+      Object.entries(ERROR_CODES).map(([code, entry]) => [
+        code,
+        `${entry.status} ${entry.severity} ${entry.visibility}`,
+      ]),
+    );
     expect([...documented.entries()].sort()).toEqual([...table.entries()].sort());
   });
 
-  it('names, for every code a failed run can carry, the reason the run\'s status has', () => {
+  it("names, for every code a failed run can carry, the reason the run's status has", () => {
     const protocol = readFileSync(new URL('../PROTOCOL.md', import.meta.url), 'utf8');
     const section = protocol.slice(protocol.indexOf('### 5.5 Every code'), protocol.indexOf('## 6. Differences'));
     const documented: Record<string, string> = {};
@@ -127,7 +141,14 @@ describe('PROTOCOL.md', () => {
       const status = failedRun(new GatewayError(code as ErrorCode, 'a failure'));
       actual[code] = status.code === 'Failed' ? status.reason : status.code;
     }
-    expect(Object.keys(documented)).toEqual(expect.arrayContaining(['SHUTTING_DOWN', 'RUN_STOPPED', 'UPSTREAM_STREAM_INTERRUPTED', 'GUARDRAILS_VALIDATION_FAILED']));
+    expect(Object.keys(documented)).toEqual(
+      expect.arrayContaining([
+        'SHUTTING_DOWN',
+        'RUN_STOPPED',
+        'UPSTREAM_STREAM_INTERRUPTED',
+        'GUARDRAILS_VALIDATION_FAILED',
+      ]),
+    );
     expect(documented).toEqual(actual);
     // A run cut by the end of a drain must be asked again: the stock client shows UNKNOWN_ERROR, not the other.
     expect(documented.SHUTTING_DOWN).toBe('UNKNOWN_ERROR');

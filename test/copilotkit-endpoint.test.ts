@@ -44,18 +44,35 @@ function gateway(options: Parameters<typeof start>[0] = {}) {
 const agentInput = (agentName: string, prompt: string, extra: Record<string, unknown> = {}) =>
   runInput([userMessage(prompt)], { agentSession: { agentName }, threadId: 'thread-1', ...extra });
 
-const runAgent = (g: RunningGateway, agentName: string, prompt: string, extra: Record<string, unknown> = {}, properties?: Record<string, unknown>) =>
-  stock.run(g, agentInput(agentName, prompt, extra), { properties });
+const runAgent = (
+  g: RunningGateway,
+  agentName: string,
+  prompt: string,
+  extra: Record<string, unknown> = {},
+  properties?: Record<string, unknown>,
+) => stock.run(g, agentInput(agentName, prompt, extra), { properties });
 
 async function graphql(g: RunningGateway, query: string, variables: Record<string, unknown> = {}) {
-  const response = await fetch(g.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }) });
+  const response = await fetch(g.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query, variables }),
+  });
   return response.json() as Promise<any>;
 }
 
 /** A logger whose lines a test can read. */
 function capturingLogger() {
   const lines: any[] = [];
-  const logger = pino({ level: 'debug' }, new Writable({ write(chunk, _encoding, done) { lines.push(JSON.parse(String(chunk))); done(); } }));
+  const logger = pino(
+    { level: 'debug' },
+    new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(JSON.parse(String(chunk)));
+        done();
+      },
+    }),
+  );
   return { logger, lines };
 }
 
@@ -109,7 +126,13 @@ describe('discovery', () => {
     const deadUrl = `http://127.0.0.1:${(closed.address() as AddressInfo).port}/copilotkit`;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
     const { logger, lines } = capturingLogger();
-    const g = await gateway({ logger, remoteEndpoints: [{ url: deadUrl, retry: FAST_RETRY }, { url: endpointUrl, retry: FAST_RETRY }] });
+    const g = await gateway({
+      logger,
+      remoteEndpoints: [
+        { url: deadUrl, retry: FAST_RETRY },
+        { url: endpointUrl, retry: FAST_RETRY },
+      ],
+    });
 
     const chat = await stock.run(g, runInput([userMessage('[tokens=3]')]));
     expect(chat.status.code).toBe('Success');
@@ -120,7 +143,8 @@ describe('discovery', () => {
 
     const missing = await runAgent(g, 'ghostAgent', 'hi');
     expect(missing.errors?.[0]).toMatchObject({
-      message: 'Agent "ghostAgent" was not found. Available agents: "crewAgent", "graphAgent". 1 remote endpoint could not be reached, so its agents are not listed.',
+      message:
+        'Agent "ghostAgent" was not found. Available agents: "crewAgent", "graphAgent". 1 remote endpoint could not be reached, so its agents are not listed.',
       extensions: { code: 'AGENT_NOT_FOUND' },
     });
     expect(JSON.stringify(missing)).not.toContain(deadUrl);
@@ -142,7 +166,12 @@ describe('discovery', () => {
   // no race and no timer.
   it('waits for the first discovery only: after it, readiness takes no timer', async () => {
     const upstream = new UpstreamClient();
-    const source = new CopilotKitEndpoint({ url: endpointUrl, retry: FAST_RETRY }, 0, upstream, pino({ level: 'silent' }));
+    const source = new CopilotKitEndpoint(
+      { url: endpointUrl, retry: FAST_RETRY },
+      0,
+      upstream,
+      pino({ level: 'silent' }),
+    );
     source.start();
     try {
       await source.ready(5_000);
@@ -167,10 +196,16 @@ describe('discovery', () => {
     const first = await graphql(g, '{ availableAgents { agents { name } } }');
     expect(first.data.availableAgents.agents).toEqual([]);
     let names: string[] = [];
-    await eventually(() => {
-      void graphql(g, '{ availableAgents { agents { name } } }').then((again) => (names = again.data.availableAgents.agents.map((a: any) => a.name)));
-      return names.length === 2;
-    }, 'the agents to appear', 500);
+    await eventually(
+      () => {
+        void graphql(g, '{ availableAgents { agents { name } } }').then(
+          (again) => (names = again.data.availableAgents.agents.map((a: any) => a.name)),
+        );
+        return names.length === 2;
+      },
+      'the agents to appear',
+      500,
+    );
   });
 });
 
@@ -196,7 +231,13 @@ describe.each(['crewAgent', 'graphAgent'])('the %s dialect', (agentName) => {
     const outcome = await runAgent(g, agentName, '[malformed]');
     // The bad line follows the first token: a start and a content line (crewai) or one chunk (langgraph).
     const line = agentName === 'crewAgent' ? 3 : 2;
-    expect(outcome.status).toMatchObject({ code: 'Failed', details: { code: 'UPSTREAM_BAD_RESPONSE', description: `Agent "${agentName}" sent line ${line}, which is not JSON.` } });
+    expect(outcome.status).toMatchObject({
+      code: 'Failed',
+      details: {
+        code: 'UPSTREAM_BAD_RESPONSE',
+        description: `Agent "${agentName}" sent line ${line}, which is not JSON.`,
+      },
+    });
     expect(outcome.status.details.originalError.details).toMatchObject({ agentName, line });
     expect(textOf(outcome)).toBe('tok0 ');
   });
@@ -206,7 +247,11 @@ describe.each(['crewAgent', 'graphAgent'])('the %s dialect', (agentName) => {
     await graphql(g, '{ availableAgents { agents { name } } }');
     const before = endpoint.calls('/agents/execute');
     const outcome = await runAgent(g, agentName, '[cut]');
-    expect(outcome.status).toMatchObject({ code: 'Failed', reason: 'MESSAGE_STREAM_INTERRUPTED', details: { code: 'UPSTREAM_STREAM_INTERRUPTED' } });
+    expect(outcome.status).toMatchObject({
+      code: 'Failed',
+      reason: 'MESSAGE_STREAM_INTERRUPTED',
+      details: { code: 'UPSTREAM_STREAM_INTERRUPTED' },
+    });
     expect(outcome.status.details.description).toContain(`agent "${agentName}"`);
     // The answer had started: the agent is never called a second time.
     expect(endpoint.calls('/agents/execute') - before).toBe(1);
@@ -216,12 +261,14 @@ describe.each(['crewAgent', 'graphAgent'])('the %s dialect', (agentName) => {
     const g = await gateway();
     const outcome = await runAgent(g, agentName, '[agent-error]');
     expect(outcome.status).toMatchObject({ code: 'Failed', details: { code: 'AGENT_ERROR' } });
-    expect(outcome.status.details.description).toMatch(new RegExp(`^Agent "${agentName}" reported an error: (AgentError: )?The agent broke down\\.$`));
+    expect(outcome.status.details.description).toMatch(
+      new RegExp(`^Agent "${agentName}" reported an error: (AgentError: )?The agent broke down\\.$`),
+    );
     expect(textOf(outcome)).toBe('Working on it. ');
   });
 });
 
-describe('the langgraph dialect\'s CopilotKit events', () => {
+describe("the langgraph dialect's CopilotKit events", () => {
   it('shows a message and a tool call emitted by hand', async () => {
     const outcome = await runAgent(await gateway(), 'graphAgent', '[manual]');
     expect(outcome.messages).toEqual([
@@ -242,7 +289,7 @@ describe('the langgraph dialect\'s CopilotKit events', () => {
 });
 
 describe('what the endpoint is sent', () => {
-  it('sends the reference runtime\'s body: conversation, state and config, tools without the agent, interrupt answers', async () => {
+  it("sends the reference runtime's body: conversation, state and config, tools without the agent, interrupt answers", async () => {
     const g = await gateway({ actions: [{ name: 'localLookup', description: 'Looks up.', handler: () => 'x' }] });
     await runAgent(g, 'crewAgent', 'hello', {
       frontend: {
@@ -253,7 +300,10 @@ describe('what the endpoint is sent', () => {
         ],
         url: 'http://localhost:3000/',
       },
-      agentStates: [{ agentName: 'crewAgent', state: '{"count":1}', config: '{"configurable":{"model":"x"}}' }, { agentName: 'other', state: '{"no":1}' }],
+      agentStates: [
+        { agentName: 'crewAgent', state: '{"count":1}', config: '{"configurable":{"model":"x"}}' },
+        { agentName: 'other', state: '{"no":1}' },
+      ],
       agentSession: { agentName: 'crewAgent', nodeName: 'review' },
     });
     const body = endpoint.lastBody('/agents/execute');
@@ -267,7 +317,16 @@ describe('what the endpoint is sent', () => {
       metaEvents: [],
     });
     expect(body.messages).toEqual([expect.objectContaining({ type: 'TextMessage', role: 'user', content: 'hello' })]);
-    expect(body.actions.map((a: any) => a.name).sort()).toEqual(['localLookup', 'remoteAdd', 'remoteBool', 'remoteFail', 'remoteNull', 'remoteObject', 'remoteText', 'showAlert']);
+    expect(body.actions.map((a: any) => a.name).sort()).toEqual([
+      'localLookup',
+      'remoteAdd',
+      'remoteBool',
+      'remoteFail',
+      'remoteNull',
+      'remoteObject',
+      'remoteText',
+      'showAlert',
+    ]);
     expect(body.actions.find((a: any) => a.name === 'remoteAdd').parameters).toEqual({
       type: 'object',
       properties: { a: { type: 'number' }, b: { type: 'number' } },
@@ -275,7 +334,7 @@ describe('what the endpoint is sent', () => {
     });
   });
 
-  it('keeps a client\'s authorization to itself unless the endpoint opts in, and lets server headers win', async () => {
+  it("keeps a client's authorization to itself unless the endpoint opts in, and lets server headers win", async () => {
     const hooks: any[] = [];
     const closed = await gateway();
     await runAgent(closed, 'crewAgent', 'hi', {}, { authorization: 'user-token', tenant: 'acme' });
@@ -284,23 +343,33 @@ describe('what the endpoint is sent', () => {
     expect(request.body.properties).toEqual({ tenant: 'acme' });
 
     const open = await gateway({
-      remoteEndpoints: [{
-        url: endpointUrl,
-        forwardAuthorization: true,
-        headers: { 'x-api-key': 'server-key' },
-        onBeforeRequest: (context) => {
-          hooks.push(context);
-          return { headers: { 'x-tenant': String(context.properties.tenant), 'x-api-key': 'hook-key' } };
+      remoteEndpoints: [
+        {
+          url: endpointUrl,
+          forwardAuthorization: true,
+          headers: { 'x-api-key': 'server-key' },
+          onBeforeRequest: (context) => {
+            hooks.push(context);
+            return { headers: { 'x-tenant': String(context.properties.tenant), 'x-api-key': 'hook-key' } };
+          },
         },
-      }],
+      ],
     });
     await runAgent(open, 'crewAgent', 'hi', {}, { authorization: 'user-token', tenant: 'acme' });
     request = endpoint.requests.filter((r) => r.path === '/agents/execute').at(-1)!;
-    expect(request.headers).toMatchObject({ authorization: 'Bearer user-token', 'x-api-key': 'hook-key', 'x-tenant': 'acme' });
+    expect(request.headers).toMatchObject({
+      authorization: 'Bearer user-token',
+      'x-api-key': 'hook-key',
+      'x-tenant': 'acme',
+    });
     expect(request.body.properties).toEqual({ authorization: 'user-token', tenant: 'acme' });
     expect(hooks.at(-1)).toMatchObject({ call: 'agents/execute', agentName: 'crewAgent', threadId: 'thread-1' });
 
-    const serverWins = await gateway({ remoteEndpoints: [{ url: endpointUrl, forwardAuthorization: true, headers: { authorization: 'Bearer server-token' } }] });
+    const serverWins = await gateway({
+      remoteEndpoints: [
+        { url: endpointUrl, forwardAuthorization: true, headers: { authorization: 'Bearer server-token' } },
+      ],
+    });
     await runAgent(serverWins, 'crewAgent', 'hi', {}, { authorization: 'user-token' });
     request = endpoint.requests.filter((r) => r.path === '/agents/execute').at(-1)!;
     expect(request.headers.authorization).toBe('Bearer server-token');
@@ -332,7 +401,10 @@ describe('retries of /agents/execute', () => {
     endpoint.plans.set('/agents/execute', [{ status: 503 }, { status: 503 }, { status: 503 }, { status: 503 }]);
     const outcome = await runAgent(g, 'crewAgent', 'hi');
     expect(executeCalls() - before).toBe(3);
-    expect(outcome.status).toMatchObject({ code: 'Failed', details: { code: 'UPSTREAM_UNAVAILABLE', description: 'Agent "crewAgent" failed (HTTP 503).' } });
+    expect(outcome.status).toMatchObject({
+      code: 'Failed',
+      details: { code: 'UPSTREAM_UNAVAILABLE', description: 'Agent "crewAgent" failed (HTTP 503).' },
+    });
     expect(outcome.status.details.originalError.details).toMatchObject({ agentName: 'crewAgent', upstreamStatus: 503 });
     endpoint.plans.delete('/agents/execute');
   });
@@ -344,7 +416,10 @@ describe('retries of /agents/execute', () => {
     endpoint.plans.set('/agents/execute', ['reset', 'reset', 'reset']);
     const outcome = await runAgent(g, 'crewAgent', 'hi');
     expect(executeCalls() - before).toBe(3);
-    expect(outcome.status.details).toMatchObject({ code: 'UPSTREAM_UNREACHABLE', description: 'Agent "crewAgent" could not be reached (connection closed).' });
+    expect(outcome.status.details).toMatchObject({
+      code: 'UPSTREAM_UNREACHABLE',
+      description: 'Agent "crewAgent" could not be reached (connection closed).',
+    });
     expect(outcome.status.details.originalError.details).toEqual({ agentName: 'crewAgent' });
   });
 
@@ -352,9 +427,12 @@ describe('retries of /agents/execute', () => {
     const g = await gateway({ agentIdleTimeoutMs: 200 });
     const aborted = endpoint.abortedRequests;
     const outcome = await runAgent(g, 'crewAgent', '[stall]');
-    expect(outcome.status.details).toMatchObject({ code: 'UPSTREAM_TIMEOUT', description: 'Agent "crewAgent" sent nothing for 200 ms between events (agentIdleTimeoutMs) and was cut off.' });
+    expect(outcome.status.details).toMatchObject({
+      code: 'UPSTREAM_TIMEOUT',
+      description: 'Agent "crewAgent" sent nothing for 200 ms between events (agentIdleTimeoutMs) and was cut off.',
+    });
     expect(outcome.status.details.originalError.details).toEqual({ agentName: 'crewAgent' });
-    await eventually(() => endpoint.abortedRequests > aborted, 'the silent agent\'s request to be closed');
+    await eventually(() => endpoint.abortedRequests > aborted, "the silent agent's request to be closed");
   });
 
   it('does not retry a refusal such as 400, and passes on what the agent said', async () => {
@@ -363,12 +441,16 @@ describe('retries of /agents/execute', () => {
     const before = executeCalls();
     const outcome = await runAgent(g, 'crewAgent', '[fail=422]');
     expect(executeCalls() - before).toBe(1);
-    expect(outcome.status.details).toMatchObject({ code: 'UPSTREAM_REJECTED', description: 'Agent "crewAgent" rejected the request (HTTP 422): fake failure 422' });
+    expect(outcome.status.details).toMatchObject({
+      code: 'UPSTREAM_REJECTED',
+      description: 'Agent "crewAgent" rejected the request (HTTP 422): fake failure 422',
+    });
   });
 });
 
 describe('remote actions', () => {
-  const resultOf = (outcome: Outcome, name: string) => (outcome.messages.find((m) => m.type === 'result' && m.actionName === name) as any)?.result;
+  const resultOf = (outcome: Outcome, name: string) =>
+    (outcome.messages.find((m) => m.type === 'result' && m.actionName === name) as any)?.result;
 
   it.each([
     ['remoteAdd', '{"a":1,"b":2}', '3'],
@@ -378,14 +460,20 @@ describe('remote actions', () => {
     ['remoteBool', '{}', 'true'],
   ])('executes %s for the model and turns any JSON result into the result string', async (name, args, expected) => {
     const g = await gateway();
-    const outcome = await stock.run(g, runInput([userMessage(`[tool=${name}] [toolargs=${args}]`)]), { properties: { tenant: 'acme' } });
+    const outcome = await stock.run(g, runInput([userMessage(`[tool=${name}] [toolargs=${args}]`)]), {
+      properties: { tenant: 'acme' },
+    });
     expect(outcome.status.code).toBe('Success');
     expect(resultOf(outcome, name)).toBe(expected);
     expect(textOf(outcome)).toBe(`Tool result received: ${expected}`);
-    expect(endpoint.lastBody('/actions/execute')).toMatchObject({ name, arguments: JSON.parse(args), properties: { tenant: 'acme' } });
+    expect(endpoint.lastBody('/actions/execute')).toMatchObject({
+      name,
+      arguments: JSON.parse(args),
+      properties: { tenant: 'acme' },
+    });
   });
 
-  it('turns a failing remote action into an error result without the endpoint\'s internals', async () => {
+  it("turns a failing remote action into an error result without the endpoint's internals", async () => {
     const g = await gateway();
     const outcome = await stock.run(g, runInput([userMessage('[tool=remoteFail]')]));
     expect(outcome.status.code).toBe('Success');
@@ -399,20 +487,37 @@ describe('remote actions', () => {
 
 describe('agent runs', () => {
   it('executes a server-side action the agent calls, then lets the agent go on with its result', async () => {
-    const g = await gateway({ actions: [{ name: 'lookupOrder', description: 'Looks up an order.', handler: ({ id }: { id: string }) => ({ id, status: 'shipped' }) }] });
+    const g = await gateway({
+      actions: [
+        {
+          name: 'lookupOrder',
+          description: 'Looks up an order.',
+          handler: ({ id }: { id: string }) => ({ id, status: 'shipped' }),
+        },
+      ],
+    });
     const outcome = await runAgent(g, 'crewAgent', '[server-tool=lookupOrder] [toolargs={"id":"A1"}]');
     expect(outcome.status.code).toBe('Success');
-    expect(outcome.messages.find((m) => m.type === 'result')).toMatchObject({ actionName: 'lookupOrder', result: '{"id":"A1","status":"shipped"}' });
+    expect(outcome.messages.find((m) => m.type === 'result')).toMatchObject({
+      actionName: 'lookupOrder',
+      result: '{"id":"A1","status":"shipped"}',
+    });
     expect(textOf(outcome)).toBe('Tool result received: {"id":"A1","status":"shipped"}');
     const second = endpoint.lastBody('/agents/execute');
     expect(second.messages.slice(-2)).toEqual([
       expect.objectContaining({ type: 'ActionExecutionMessage', name: 'lookupOrder', arguments: { id: 'A1' } }),
-      expect.objectContaining({ type: 'ResultMessage', actionName: 'lookupOrder', result: '{"id":"A1","status":"shipped"}' }),
+      expect.objectContaining({
+        type: 'ResultMessage',
+        actionName: 'lookupOrder',
+        result: '{"id":"A1","status":"shipped"}',
+      }),
     ]);
   });
 
   it('ends a call the agent left open before executing it', async () => {
-    const g = await gateway({ actions: [{ name: 'lookupOrder', description: 'Looks up an order.', handler: () => 'found' }] });
+    const g = await gateway({
+      actions: [{ name: 'lookupOrder', description: 'Looks up an order.', handler: () => 'found' }],
+    });
     const outcome = await runAgent(g, 'crewAgent', '[server-tool=lookupOrder] [open-call]');
     expect(outcome.status.code).toBe('Success');
     expect(outcome.messages.find((m) => m.type === 'action')).toMatchObject({ name: 'lookupOrder', status: 'Success' });
@@ -420,14 +525,24 @@ describe('agent runs', () => {
   });
 
   it('sends interrupt answers with the first call only, not with the calls that carry results', async () => {
-    const g = await gateway({ actions: [{ name: 'lookupOrder', description: 'Looks up an order.', handler: () => 'found' }] });
+    const g = await gateway({
+      actions: [{ name: 'lookupOrder', description: 'Looks up an order.', handler: () => 'found' }],
+    });
     const before = endpoint.calls('/agents/execute');
-    await runAgent(g, 'crewAgent', '[server-tool=lookupOrder]', { metaEvents: [{ name: 'LangGraphInterruptEvent', value: 'approve?', response: 'yes' }] });
-    const bodies = endpoint.requests.filter((r) => r.path === '/agents/execute').slice(before).map((r) => r.body);
-    expect(bodies.map((body) => body.metaEvents)).toEqual([[{ name: 'LangGraphInterruptEvent', value: 'approve?', response: 'yes' }], []]);
+    await runAgent(g, 'crewAgent', '[server-tool=lookupOrder]', {
+      metaEvents: [{ name: 'LangGraphInterruptEvent', value: 'approve?', response: 'yes' }],
+    });
+    const bodies = endpoint.requests
+      .filter((r) => r.path === '/agents/execute')
+      .slice(before)
+      .map((r) => r.body);
+    expect(bodies.map((body) => body.metaEvents)).toEqual([
+      [{ name: 'LangGraphInterruptEvent', value: 'approve?', response: 'yes' }],
+      [],
+    ]);
   });
 
-  it('passes on results of the agent\'s own tools', async () => {
+  it("passes on results of the agent's own tools", async () => {
     const g = await gateway();
     const outcome = await runAgent(g, 'crewAgent', '[own-tool]');
     expect(outcome.messages.filter((m) => m.type !== 'state')).toEqual([
@@ -436,23 +551,34 @@ describe('agent runs', () => {
     ]);
   });
 
-  it('streams an interrupt as a meta event and resumes the agent with the client\'s answer', async () => {
+  it("streams an interrupt as a meta event and resumes the agent with the client's answer", async () => {
     const g = await gateway();
     const interrupted = await runAgent(g, 'graphAgent', '[interrupt]');
     expect(interrupted.status.code).toBe('Success');
     expect(interrupted.metaEvents).toEqual([
-      { name: 'CopilotKitLangGraphInterruptEvent', value: 'approve?', messages: [{ type: 'TextMessageOutput', id: 'interrupt-msg', content: 'Please approve.' }] },
+      {
+        name: 'CopilotKitLangGraphInterruptEvent',
+        value: 'approve?',
+        messages: [{ type: 'TextMessageOutput', id: 'interrupt-msg', content: 'Please approve.' }],
+      },
     ]);
-    const resumed = await runAgent(g, 'graphAgent', '[interrupt]', { metaEvents: [{ name: 'LangGraphInterruptEvent', value: 'approve?', response: 'yes' }] });
+    const resumed = await runAgent(g, 'graphAgent', '[interrupt]', {
+      metaEvents: [{ name: 'LangGraphInterruptEvent', value: 'approve?', response: 'yes' }],
+    });
     expect(textOf(resumed)).toBe('Resumed with: yes');
-    expect(endpoint.lastBody('/agents/execute').metaEvents).toEqual([{ name: 'LangGraphInterruptEvent', value: 'approve?', response: 'yes' }]);
+    expect(endpoint.lastBody('/agents/execute').metaEvents).toEqual([
+      { name: 'LangGraphInterruptEvent', value: 'approve?', response: 'yes' },
+    ]);
   });
 
   it('hands the run over to an agent the model calls by name', async () => {
     const g = await gateway();
     const outcome = await stock.run(g, runInput([userMessage('[tool=crewAgent]')]));
     expect(outcome.status.code).toBe('Success');
-    expect(outcome.messages.find((m) => m.type === 'result')).toMatchObject({ actionName: 'crewAgent', result: 'crewAgent agent started' });
+    expect(outcome.messages.find((m) => m.type === 'result')).toMatchObject({
+      actionName: 'crewAgent',
+      result: 'crewAgent agent started',
+    });
     // The fake agent answers the last message it was given: the hand-over's result.
     expect(textOf(outcome)).toBe('Tool result received: crewAgent agent started');
     const tools = model.requests.at(-1).tools.map((t: any) => t.function.name);
@@ -465,7 +591,8 @@ describe('agent runs', () => {
 });
 
 describe('loadAgentState', () => {
-  const LOAD = 'query($data: LoadAgentStateInput!) { loadAgentState(data: $data) { threadId threadExists state messages } }';
+  const LOAD =
+    'query($data: LoadAgentStateInput!) { loadAgentState(data: $data) { threadId threadExists state messages } }';
 
   it('returns what the agent saved for a thread it knows, as JSON strings', async () => {
     endpoint.threads.set('thread-known', { state: { step: 3 }, messages: [{ id: 'm1', role: 'user', content: 'hi' }] });
@@ -483,18 +610,33 @@ describe('loadAgentState', () => {
   it('answers threadExists false with empty state for a thread the agent does not know', async () => {
     const g = await gateway();
     const body = await graphql(g, LOAD, { data: { threadId: 'thread-new', agentName: 'graphAgent' } });
-    expect(body.data.loadAgentState).toEqual({ threadId: 'thread-new', threadExists: false, state: '{}', messages: '[]' });
+    expect(body.data.loadAgentState).toEqual({
+      threadId: 'thread-new',
+      threadExists: false,
+      state: '{}',
+      messages: '[]',
+    });
   });
 
   it('answers threadExists false when the endpoint does not know the thread (404)', async () => {
     const g = await gateway();
     const body = await graphql(g, LOAD, { data: { threadId: 'thread-404', agentName: 'crewAgent' } });
-    expect(body.data.loadAgentState).toEqual({ threadId: 'thread-404', threadExists: false, state: '{}', messages: '[]' });
+    expect(body.data.loadAgentState).toEqual({
+      threadId: 'thread-404',
+      threadExists: false,
+      state: '{}',
+      messages: '[]',
+    });
   });
 
   it('says clearly when the agent does not exist', async () => {
     const g = await gateway();
     const body = await graphql(g, LOAD, { data: { threadId: 't', agentName: 'nobody' } });
-    expect(body.errors[0]).toMatchObject({ extensions: { code: 'AGENT_NOT_FOUND', details: { agentName: 'nobody', availableAgents: ['crewAgent', 'graphAgent'] } } });
+    expect(body.errors[0]).toMatchObject({
+      extensions: {
+        code: 'AGENT_NOT_FOUND',
+        details: { agentName: 'nobody', availableAgents: ['crewAgent', 'graphAgent'] },
+      },
+    });
   });
 });

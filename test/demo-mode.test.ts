@@ -22,7 +22,15 @@ let gateway: RunningGateway;
 let client: CopilotRuntimeClient;
 
 /** Whatever the machine's environment says, no provider: demo mode unless a test names one. */
-const NO_PROVIDER = { COPILOT_PROVIDER: '', OPENAI_API_KEY: '', OPENAI_BASE_URL: '', ANTHROPIC_API_KEY: '', ANTHROPIC_BASE_URL: '', GOOGLE_API_KEY: '', GOOGLE_BASE_URL: '' };
+const NO_PROVIDER = {
+  COPILOT_PROVIDER: '',
+  OPENAI_API_KEY: '',
+  OPENAI_BASE_URL: '',
+  ANTHROPIC_API_KEY: '',
+  ANTHROPIC_BASE_URL: '',
+  GOOGLE_API_KEY: '',
+  GOOGLE_BASE_URL: '',
+};
 
 beforeAll(async () => {
   gateway = await startGateway(); // no adapter: demo mode, as `npm start` without a key
@@ -91,7 +99,11 @@ describe('npm start', () => {
       expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/copilotkit$/);
       // The ready line names the executor (GATEWAY_EXECUTOR, fast by default).
       expect(output).toContain(`"executor":"${process.env.GATEWAY_EXECUTOR ?? 'fast'}"`);
-      const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ hello }"}' });
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"query":"{ hello }"}',
+      });
       expect(await response.json()).toEqual({ data: { hello: 'Hello World' } });
       // The built gateway finds the built explorer, and says where it is.
       expect(output).toContain(`GraphiQL at ${url}/graphiql (offline)`);
@@ -121,7 +133,11 @@ describe('npm start', () => {
    * output matches `ready` (the URL is the first group): the URL, the process, its output so far and
    * its exit code once it exits. A process that exits before it is ready rejects, with its output.
    */
-  async function startEntry(env: Record<string, string>, ready = /Copilot Gateway ready at (\S+) /, nodeArgs: string[] = []) {
+  async function startEntry(
+    env: Record<string, string>,
+    ready = /Copilot Gateway ready at (\S+) /,
+    nodeArgs: string[] = [],
+  ) {
     const root = fileURLToPath(new URL('..', import.meta.url));
     const child = spawn(process.execPath, [...nodeArgs, 'scripts/start.mjs'], {
       cwd: root,
@@ -163,9 +179,17 @@ describe('npm start', () => {
       const started = await startEntry({ ANTHROPIC_BASE_URL: baseURL, SHUTDOWN_GRACE_MS: '60000' });
       const { url, output, exited } = started;
       child = started.child;
-      const ws = createClient({ url: url.replace(/^http/, 'ws'), webSocketImpl: WebSocket, retryAttempts: 0, onNonLazyError: () => {} });
+      const ws = createClient({
+        url: url.replace(/^http/, 'ws'),
+        webSocketImpl: WebSocket,
+        retryAttempts: 0,
+        onNonLazyError: () => {},
+      });
       const events: unknown[] = [];
-      ws.subscribe({ query: WS_RUN, variables: { data: runInput([userMessage('[tokens=3000] [delay=20]')]) } }, { next: (event) => void events.push(event), error: () => {}, complete: () => {} });
+      ws.subscribe(
+        { query: WS_RUN, variables: { data: runInput([userMessage('[tokens=3000] [delay=20]')]) } },
+        { next: (event) => void events.push(event), error: () => {}, complete: () => {} },
+      );
       while (events.length < 3) await new Promise((resolve) => setTimeout(resolve, 20));
 
       child.kill('SIGTERM');
@@ -184,64 +208,93 @@ describe('npm start', () => {
     }
   }, 60_000);
 
-  it.each(['SIGTERM', 'SIGINT'] as const)('drains on a %s sent to the whole process group of npm start (npm passes its copy on: one request, not two)', async (signal) => {
-    // A model that streams for about a minute: the drain (grace 3 s) ends it, as a drain does.
-    const anthropic = new FakeAnthropic();
-    const baseURL = await anthropic.start();
-    const root = fileURLToPath(new URL('..', import.meta.url));
-    // `npm start` leading a process group of its own, as a terminal's job or a service's control group.
-    const child = spawn('npm', ['start', '--silent'], {
-      cwd: root,
-      env: { ...process.env, ...NO_PROVIDER, ANTHROPIC_BASE_URL: baseURL, SHUTDOWN_GRACE_MS: '3000', PORT: '0', NODE_OPTIONS: '', LOG_LEVEL: 'info' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
-    let output = '';
-    child.stderr!.on('data', (chunk) => (output += chunk));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    try {
-      const url = await new Promise<string>((resolve, reject) => {
-        child.stdout!.on('data', (chunk) => {
-          output += chunk;
-          const match = output.match(/Copilot Gateway ready at (\S+) /);
-          if (match) resolve(match[1]);
+  it.each(['SIGTERM', 'SIGINT'] as const)(
+    'drains on a %s sent to the whole process group of npm start (npm passes its copy on: one request, not two)',
+    async (signal) => {
+      // A model that streams for about a minute: the drain (grace 3 s) ends it, as a drain does.
+      const anthropic = new FakeAnthropic();
+      const baseURL = await anthropic.start();
+      const root = fileURLToPath(new URL('..', import.meta.url));
+      // `npm start` leading a process group of its own, as a terminal's job or a service's control group.
+      const child = spawn('npm', ['start', '--silent'], {
+        cwd: root,
+        env: {
+          ...process.env,
+          ...NO_PROVIDER,
+          ANTHROPIC_BASE_URL: baseURL,
+          SHUTDOWN_GRACE_MS: '3000',
+          PORT: '0',
+          NODE_OPTIONS: '',
+          LOG_LEVEL: 'info',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      });
+      let output = '';
+      child.stderr!.on('data', (chunk) => (output += chunk));
+      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      try {
+        const url = await new Promise<string>((resolve, reject) => {
+          child.stdout!.on('data', (chunk) => {
+            output += chunk;
+            const match = output.match(/Copilot Gateway ready at (\S+) /);
+            if (match) resolve(match[1]);
+          });
+          child.on('exit', () => reject(new Error(`exited early:\n${output}`)));
         });
-        child.on('exit', () => reject(new Error(`exited early:\n${output}`)));
-      });
-      const ws = createClient({ url: url.replace(/^http/, 'ws'), webSocketImpl: WebSocket, retryAttempts: 0, onNonLazyError: () => {} });
-      const events: any[] = [];
-      const ended = new Promise<void>((resolve) => {
-        ws.subscribe({ query: WS_RUN, variables: { data: runInput([userMessage('[tokens=3000] [delay=20]')]) } }, { next: (event) => void events.push(event), error: () => resolve(), complete: () => resolve() });
-      });
-      while (events.length < 3) await new Promise((resolve) => setTimeout(resolve, 20));
+        const ws = createClient({
+          url: url.replace(/^http/, 'ws'),
+          webSocketImpl: WebSocket,
+          retryAttempts: 0,
+          onNonLazyError: () => {},
+        });
+        const events: any[] = [];
+        const ended = new Promise<void>((resolve) => {
+          ws.subscribe(
+            { query: WS_RUN, variables: { data: runInput([userMessage('[tokens=3000] [delay=20]')]) } },
+            { next: (event) => void events.push(event), error: () => resolve(), complete: () => resolve() },
+          );
+        });
+        while (events.length < 3) await new Promise((resolve) => setTimeout(resolve, 20));
 
-      process.kill(-child.pid!, signal); // npm and the gateway both get it; npm passes its copy on
-      expect(await exited).toBe(0);
-      // One drain, not cut short. npm's copy usually reaches the gateway as a second delivery ("received
-      // again within 1 s", the case this is about); the kernel merges the two when the copy arrives before
-      // the first is handled (seen about once in seven runs on a loaded machine): one drain either way.
-      expect(output).toContain(`${signal} received, draining`);
-      expect(output).not.toContain('exiting without waiting');
-      expect(output).toContain('"shut down"');
-      // The run was ended by the drain, when its grace was over, and its client told so.
-      await ended;
-      expect(events.at(-1).data.copilotRun.status).toMatchObject({ __typename: 'FailedResponseStatus', reason: 'UNKNOWN_ERROR', details: { code: 'SHUTTING_DOWN' } });
-      void ws.dispose();
-    } finally {
-      if (child.exitCode === null) process.kill(-child.pid!, 'SIGKILL');
-      await anthropic.stop();
-    }
-  }, 60_000);
+        process.kill(-child.pid!, signal); // npm and the gateway both get it; npm passes its copy on
+        expect(await exited).toBe(0);
+        // One drain, not cut short. npm's copy usually reaches the gateway as a second delivery ("received
+        // again within 1 s", the case this is about); the kernel merges the two when the copy arrives before
+        // the first is handled (seen about once in seven runs on a loaded machine): one drain either way.
+        expect(output).toContain(`${signal} received, draining`);
+        expect(output).not.toContain('exiting without waiting');
+        expect(output).toContain('"shut down"');
+        // The run was ended by the drain, when its grace was over, and its client told so.
+        await ended;
+        expect(events.at(-1).data.copilotRun.status).toMatchObject({
+          __typename: 'FailedResponseStatus',
+          reason: 'UNKNOWN_ERROR',
+          details: { code: 'SHUTTING_DOWN' },
+        });
+        void ws.dispose();
+      } finally {
+        if (child.exitCode === null) process.kill(-child.pid!, 'SIGKILL');
+        await anthropic.stop();
+      }
+    },
+    60_000,
+  );
 
   /**
    * Starts npm start's entry with `env`, recording every module it loads (test/support/record-loads.mjs),
    * and resolves once it says it is ready: its URL, what it has loaded so far, and `stop` (kills it).
    */
-  async function startRecordingLoads(env: Record<string, string>): Promise<{ url: string; loaded: () => string; stop: () => void }> {
+  async function startRecordingLoads(
+    env: Record<string, string>,
+  ): Promise<{ url: string; loaded: () => string; stop: () => void }> {
     const folder = mkdtempSync(join(tmpdir(), 'cg-loads-'));
     const loads = join(folder, 'loaded.txt');
     try {
-      const { url, child } = await startEntry({ RECORD_LOADS: loads, ...env }, undefined, ['--import', './test/support/record-loads.mjs']);
+      const { url, child } = await startEntry({ RECORD_LOADS: loads, ...env }, undefined, [
+        '--import',
+        './test/support/record-loads.mjs',
+      ]);
       const stop = () => {
         if (child.exitCode === null) child.kill('SIGKILL');
         rmSync(folder, { recursive: true, force: true });
@@ -258,21 +311,46 @@ describe('npm start', () => {
     const started = await startRecordingLoads({});
     const { url } = started;
     try {
-      const packages = () => new Set([...started.loaded().matchAll(/node_modules\/((?:@[^/]+\/)?[^/]+)\//g)].map((match) => match[1]));
+      const packages = () =>
+        new Set([...started.loaded().matchAll(/node_modules\/((?:@[^/]+\/)?[^/]+)\//g)].map((match) => match[1]));
       // A GraphQL run, start to end.
       const { response } = await final(runInput([userMessage('Hello gateway')]), new CopilotRuntimeClient({ url }));
       expect(response.status.code).toBe('Success');
       const loaded = packages();
       expect(loaded).toContain('graphql'); // the recording works
       // zod: AG-UI's schemas (the AG-UI transport's input check); graphql-jit: the WebSocket transport's compiler; jose: JWTs (when configured).
-      for (const lazy of ['rxjs', '@ag-ui/client', '@ag-ui/encoder', '@ag-ui/proto', '@bufbuild/protobuf', 'zod', 'graphql-jit', 'fast-json-stringify', 'jose', '@anthropic-ai/sdk', '@google/genai', '@langchain/core', '@langchain/langgraph-sdk', '@modelcontextprotocol/sdk', 'ioredis']) {
+      for (const lazy of [
+        'rxjs',
+        '@ag-ui/client',
+        '@ag-ui/encoder',
+        '@ag-ui/proto',
+        '@bufbuild/protobuf',
+        'zod',
+        'graphql-jit',
+        'fast-json-stringify',
+        'jose',
+        '@anthropic-ai/sdk',
+        '@google/genai',
+        '@langchain/core',
+        '@langchain/langgraph-sdk',
+        '@modelcontextprotocol/sdk',
+        'ioredis',
+      ]) {
         expect([lazy, loaded.has(lazy)]).toEqual([lazy, false]);
       }
       // An AG-UI client's first run loads its encoder, and is served.
       const run = await fetch(`${url}/agent/default/run`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ threadId: 'lazy', runId: 'r1', messages: [{ id: 'u1', role: 'user', content: 'Hello' }], tools: [], context: [], state: {}, forwardedProps: {} }),
+        body: JSON.stringify({
+          threadId: 'lazy',
+          runId: 'r1',
+          messages: [{ id: 'u1', role: 'user', content: 'Hello' }],
+          tools: [],
+          context: [],
+          state: {},
+          forwardedProps: {},
+        }),
       });
       expect(run.status).toBe(200);
       expect(await run.text()).toContain('"type":"RUN_FINISHED"');
@@ -282,7 +360,10 @@ describe('npm start', () => {
       const ws = createClient({ url: url.replace(/^http/, 'ws'), webSocketImpl: WebSocket, retryAttempts: 0 });
       const types: string[] = [];
       try {
-        for await (const result of ws.iterate({ query: WS_RUN, variables: { data: runInput([userMessage('Hello')]) } })) {
+        for await (const result of ws.iterate({
+          query: WS_RUN,
+          variables: { data: runInput([userMessage('Hello')]) },
+        })) {
           types.push((result.data as any).copilotRun.__typename);
         }
       } finally {
@@ -312,26 +393,49 @@ describe('npm start', () => {
   }
 
   it.each([
-    ['a bad CORS_ORIGINS', { CORS_ORIGINS: 'https://app.example.com/path' }, /^Configuration error: CORS_ORIGINS must list origins/],
+    [
+      'a bad CORS_ORIGINS',
+      { CORS_ORIGINS: 'https://app.example.com/path' },
+      /^Configuration error: CORS_ORIGINS must list origins/,
+    ],
     ['a bad PORT', { PORT: 'eighty' }, /^Configuration error: PORT must be a whole number/],
     ['a bad agent list', { AGUI_AGENTS: 'nourl' }, /^Configuration error: AGUI_AGENTS must be name=url pairs/],
-    ['a key for one provider and COPILOT_PROVIDER naming another', { COPILOT_PROVIDER: 'anthropic', OPENAI_API_KEY: 'sk-test' }, /^Configuration error: COPILOT_PROVIDER is anthropic but ANTHROPIC_API_KEY/],
-  ])('reports %s in one line naming the variable, and exits 1', async (_what, env, message) => {
-    const { code, output } = await startFails(env);
-    expect(code).toBe(1);
-    const lines = output.trim().split('\n').filter((line) => !line.startsWith('Building the gateway'));
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(message);
-  }, 30_000);
+    [
+      'a key for one provider and COPILOT_PROVIDER naming another',
+      { COPILOT_PROVIDER: 'anthropic', OPENAI_API_KEY: 'sk-test' },
+      /^Configuration error: COPILOT_PROVIDER is anthropic but ANTHROPIC_API_KEY/,
+    ],
+  ])(
+    'reports %s in one line naming the variable, and exits 1',
+    async (_what, env, message) => {
+      const { code, output } = await startFails(env);
+      expect(code).toBe(1);
+      const lines = output
+        .trim()
+        .split('\n')
+        .filter((line) => !line.startsWith('Building the gateway'));
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(message);
+    },
+    30_000,
+  );
 
   it('reports a port in use in one line with what to do, and exits 1', async () => {
     const blocker = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     const port = (blocker.address() as AddressInfo).port;
     try {
-        const { code, output } = await startFails({ PORT: String(port) });
-        expect(code).toBe(1);
-        expect(output.trim().split('\n').filter((line) => !line.startsWith('Building the gateway')).join('\n')).toBe(`Configuration error: The port ${port} on 127.0.0.1 is already in use: stop the process that holds it, or choose another port (PORT).`);
+      const { code, output } = await startFails({ PORT: String(port) });
+      expect(code).toBe(1);
+      expect(
+        output
+          .trim()
+          .split('\n')
+          .filter((line) => !line.startsWith('Building the gateway'))
+          .join('\n'),
+      ).toBe(
+        `Configuration error: The port ${port} on 127.0.0.1 is already in use: stop the process that holds it, or choose another port (PORT).`,
+      );
     } finally {
       await new Promise((resolve) => blocker.close(resolve));
     }
@@ -344,13 +448,27 @@ describe('npm start', () => {
     try {
       expect(started.loaded()).toMatch(/node_modules\/jose\//);
       const hello = (authorization?: string) =>
-        fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) }, body: '{"query":"{ hello }"}' });
+        fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) },
+          body: '{"query":"{ hello }"}',
+        });
       expect((await hello()).status).toBe(401);
-      const token = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject('user-1').setIssuer('https://issuer.test').setExpirationTime('5m').sign(new TextEncoder().encode(secret));
+      const token = await new SignJWT({})
+        .setProtectedHeader({ alg: 'HS256' })
+        .setSubject('user-1')
+        .setIssuer('https://issuer.test')
+        .setExpirationTime('5m')
+        .sign(new TextEncoder().encode(secret));
       const accepted = await hello(`Bearer ${token}`);
       expect(accepted.status).toBe(200);
       expect((await accepted.json()).data.hello).toEqual(expect.any(String));
-      const otherIssuer = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject('user-1').setIssuer('https://elsewhere.test').setExpirationTime('5m').sign(new TextEncoder().encode(secret));
+      const otherIssuer = await new SignJWT({})
+        .setProtectedHeader({ alg: 'HS256' })
+        .setSubject('user-1')
+        .setIssuer('https://elsewhere.test')
+        .setExpirationTime('5m')
+        .sign(new TextEncoder().encode(secret));
       expect((await hello(`Bearer ${otherIssuer}`)).status).toBe(401);
     } finally {
       started.stop();
@@ -362,18 +480,25 @@ describe('npm start', () => {
     const agentUrl = await agent.start();
     let child: ReturnType<typeof spawn> | undefined;
     try {
-        const started = await startEntry({ AGUI_AGENTS: `researcher=${agentUrl}` }, /Copilot Gateway ready at (\S+) \(demo mode.*; agents from AG-UI agents researcher\)/);
-        const { url } = started;
-        child = started.child;
-        const agents = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ availableAgents { agents { name } } }"}' });
-        expect((await agents.json()).data.availableAgents.agents).toEqual([{ name: 'researcher' }]);
-        const client = new CopilotRuntimeClient({ url });
-        const data = runInput([userMessage('[tokens=2]')], { agentSession: { agentName: 'researcher' } });
-        let last: any;
-        const reader = client.asStream(client.generateCopilotResponse({ data: data as any })).getReader();
-        for (let next = await reader.read(); !next.done; next = await reader.read()) last = next.value;
-        expect(last.generateCopilotResponse.status.code).toBe('Success');
-        expect(last.generateCopilotResponse.messages[0].content.join('')).toBe('tok0 tok1 ');
+      const started = await startEntry(
+        { AGUI_AGENTS: `researcher=${agentUrl}` },
+        /Copilot Gateway ready at (\S+) \(demo mode.*; agents from AG-UI agents researcher\)/,
+      );
+      const { url } = started;
+      child = started.child;
+      const agents = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"query":"{ availableAgents { agents { name } } }"}',
+      });
+      expect((await agents.json()).data.availableAgents.agents).toEqual([{ name: 'researcher' }]);
+      const client = new CopilotRuntimeClient({ url });
+      const data = runInput([userMessage('[tokens=2]')], { agentSession: { agentName: 'researcher' } });
+      let last: any;
+      const reader = client.asStream(client.generateCopilotResponse({ data: data as any })).getReader();
+      for (let next = await reader.read(); !next.done; next = await reader.read()) last = next.value;
+      expect(last.generateCopilotResponse.status.code).toBe('Success');
+      expect(last.generateCopilotResponse.messages[0].content.join('')).toBe('tok0 tok1 ');
     } finally {
       child?.kill('SIGTERM');
       await agent.stop();
@@ -386,12 +511,17 @@ describe('npm start', () => {
     let child: ReturnType<typeof spawn> | undefined;
     try {
       // (in a JSON log line: the model's name is in escaped quotes)
-      const started = await startEntry({ ANTHROPIC_BASE_URL: baseURL, ANTHROPIC_MODEL: 'claude-test' }, /Copilot Gateway ready at (\S+) \(provider mode: Anthropic model \\"claude-test\\" at /);
+      const started = await startEntry(
+        { ANTHROPIC_BASE_URL: baseURL, ANTHROPIC_MODEL: 'claude-test' },
+        /Copilot Gateway ready at (\S+) \(provider mode: Anthropic model \\"claude-test\\" at /,
+      );
       const { url } = started;
       child = started.child;
       const client = new CopilotRuntimeClient({ url });
       let last: any;
-      const reader = client.asStream(client.generateCopilotResponse({ data: runInput([userMessage('[tokens=3]')]) as any })).getReader();
+      const reader = client
+        .asStream(client.generateCopilotResponse({ data: runInput([userMessage('[tokens=3]')]) as any }))
+        .getReader();
       for (let next = await reader.read(); !next.done; next = await reader.read()) last = next.value;
       expect(last.generateCopilotResponse.status.code).toBe('Success');
       expect(last.generateCopilotResponse.messages[0].content.join('')).toBe('tok0 tok1 tok2 ');

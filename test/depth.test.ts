@@ -8,7 +8,11 @@ const nested = (levels: number, open = '[', close = ']') => `${open.repeat(level
 
 describe('textNestsDeeperThan', () => {
   it('allows MAX_NESTING levels and refuses one more, for each kind of bracket', () => {
-    for (const [open, close] of [['[', ']'], ['{', '}'], ['(', ')']]) {
+    for (const [open, close] of [
+      ['[', ']'],
+      ['{', '}'],
+      ['(', ')'],
+    ]) {
       expect(textNestsDeeperThan(nested(MAX_NESTING, open, close))).toBe(false);
       expect(textNestsDeeperThan(nested(MAX_NESTING + 1, open, close))).toBe(true);
     }
@@ -29,7 +33,14 @@ describe('textNestsDeeperThan', () => {
 
   it('reads the stock client\u2019s request as shallow', () => {
     const query = `mutation { generateCopilotResponse(data: { messages: [{ textMessage: { content: "hi [{(" } }] }) { threadId } }`;
-    expect(textNestsDeeperThan(JSON.stringify({ query, variables: { data: { messages: [{ id: 'm', textMessage: { content: '{'.repeat(150) } }] } } }))).toBe(false);
+    expect(
+      textNestsDeeperThan(
+        JSON.stringify({
+          query,
+          variables: { data: { messages: [{ id: 'm', textMessage: { content: '{'.repeat(150) } }] } },
+        }),
+      ),
+    ).toBe(false);
     expect(textNestsDeeperThan(query)).toBe(false);
   });
 });

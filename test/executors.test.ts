@@ -19,7 +19,10 @@ let stock: RunningGateway;
 beforeAll(async () => {
   const baseURL = await fake.start();
   const options = () => ({ adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 }) });
-  [fast, stock] = await Promise.all([startGateway({ ...options(), executor: 'fast' }), startGateway({ ...options(), executor: 'stock' })]);
+  [fast, stock] = await Promise.all([
+    startGateway({ ...options(), executor: 'fast' }),
+    startGateway({ ...options(), executor: 'stock' }),
+  ]);
 });
 afterAll(async () => {
   await Promise.all([fast?.close(), stock?.close(), fake.stop()]);
@@ -27,14 +30,30 @@ afterAll(async () => {
 
 /** A field with optional directives, or a group of fields under `... @defer`, `... on`, a spread. */
 const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
-const condition = fc.constantFrom('', ' @include(if: $yes)', ' @skip(if: $no)', ' @include(if: true)', ' @skip(if: false)');
+const condition = fc.constantFrom(
+  '',
+  ' @include(if: $yes)',
+  ' @skip(if: $no)',
+  ' @include(if: true)',
+  ' @skip(if: false)',
+);
 const deferred = fc.constantFrom('', ' @defer', ' @defer(label: "later")', ' @defer(if: $yes)', ' @defer(if: false)');
-const streamed = fc.constantFrom('', ' @stream', ' @stream(initialCount: 0)', ' @stream(initialCount: 1)', ' @stream(initialCount: 3)', ' @stream(if: $no)', ' @stream(label: "s")');
+const streamed = fc.constantFrom(
+  '',
+  ' @stream',
+  ' @stream(initialCount: 0)',
+  ' @stream(initialCount: 1)',
+  ' @stream(initialCount: 3)',
+  ' @stream(if: $no)',
+  ' @stream(label: "s")',
+);
 
 const textFields = fc
   .subarray(['role', 'parentMessageId', 'content', '__typename'], { minLength: 1 })
   .chain((fields) => fc.tuple(fc.constant(fields), streamed, condition))
-  .map(([fields, stream, cond]) => fields.map((field) => (field === 'content' ? `content${stream}${cond}` : field)).join(' '));
+  .map(([fields, stream, cond]) =>
+    fields.map((field) => (field === 'content' ? `content${stream}${cond}` : field)).join(' '),
+  );
 const statusSelection = fc.constantFrom(
   'status { __typename }',
   'status { ... on BaseMessageStatus { code } }',
@@ -58,7 +77,13 @@ const messageSelection = fc
     if (m.status) parts.push(m.status[1] ? `...${m.status[1]} { ${m.status[0]} }` : m.status[0]);
     if (m.text) {
       const [fields, how] = m.text;
-      parts.push(how === 'fragment' ? '...TextFields' : how === 'deferred' ? `... on TextMessageOutput @defer { ${fields} }` : `... on TextMessageOutput { ${fields} }`);
+      parts.push(
+        how === 'fragment'
+          ? '...TextFields'
+          : how === 'deferred'
+            ? `... on TextMessageOutput @defer { ${fields} }`
+            : `... on TextMessageOutput { ${fields} }`,
+      );
     }
     if (m.action) parts.push('... on ActionExecutionMessageOutput { name arguments }');
     if (m.spread) parts.push('...MessageFields');
@@ -85,22 +110,39 @@ const generatedArb = fc
       if (message.textFields) fragments.push(`fragment TextFields on TextMessageOutput { ${message.textFields} }`);
     }
     const status = 'status { ... on BaseResponseStatus { code } ... on FailedResponseStatus { reason } }';
-    if (d.status) fields.push(d.status[0] ? `...${d.status[0]}${d.status[1]} { ${status} }` : `${status.replace('status', `status${d.status[1]}`)}`);
+    if (d.status)
+      fields.push(
+        d.status[0]
+          ? `...${d.status[0]}${d.status[1]} { ${status} }`
+          : `${status.replace('status', `status${d.status[1]}`)}`,
+      );
     if (d.metaEvents) fields.push('metaEvents { __typename name }');
     if (fields.length === 0) fields.push('threadId');
     const used = fragments.filter((fragment) => fields.join(' ').includes(`...${fragment.split(' ')[1]}`));
     const body = `{ ${d.alias}generateCopilotResponse(data: $data) { ${fields.join(' ')} } } ${used.join(' ')}`;
     // Only the variables the document uses are declared: an unused one fails validation, on both executors alike.
-    const variables = ['$data: GenerateCopilotResponseInput!', ...(body.includes('$yes') ? ['$yes: Boolean = true'] : []), ...(body.includes('$no') ? ['$no: Boolean = false'] : [])];
+    const variables = [
+      '$data: GenerateCopilotResponseInput!',
+      ...(body.includes('$yes') ? ['$yes: Boolean = true'] : []),
+      ...(body.includes('$no') ? ['$no: Boolean = false'] : []),
+    ];
     return `mutation Run(${variables.join(', ')}) ${body}`;
   });
 
 /** The stock client's document as it goes over the wire, and with its run field aliased (the fast executor's own shape, run by its plan). */
 const STOCK = readFileSync(new URL('./fixtures/client-mutation.graphql', import.meta.url), 'utf8');
-const ALIASED = STOCK.replace(/^(\s*)generateCopilotResponse\(data: \$data, properties: \$properties\)/m, '$1reply: generateCopilotResponse(data: $data, properties: $properties)');
+const ALIASED = STOCK.replace(
+  /^(\s*)generateCopilotResponse\(data: \$data, properties: \$properties\)/m,
+  '$1reply: generateCopilotResponse(data: $data, properties: $properties)',
+);
 const documentArb: fc.Arbitrary<{ document: string; operationName: string }> = fc.oneof(
   { weight: 3, arbitrary: generatedArb.map((document) => ({ document, operationName: 'Run' })) },
-  { weight: 1, arbitrary: fc.constantFrom(STOCK, ALIASED).map((document) => ({ document, operationName: 'generateCopilotResponse' })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .constantFrom(STOCK, ALIASED)
+      .map((document) => ({ document, operationName: 'generateCopilotResponse' })),
+  },
 );
 
 type Path = readonly (string | number)[];
@@ -129,7 +171,8 @@ function merge(payloads: any[]): { data: unknown; errors: unknown[] } {
 
 function deepAssign(target: any, source: any): void {
   for (const [key, value] of Object.entries(source)) {
-    if (value && typeof value === 'object' && !Array.isArray(value) && target[key] && typeof target[key] === 'object') deepAssign(target[key], value);
+    if (value && typeof value === 'object' && !Array.isArray(value) && target[key] && typeof target[key] === 'object')
+      deepAssign(target[key], value);
     else target[key] = value;
   }
 }
@@ -137,17 +180,30 @@ function deepAssign(target: any, source: any): void {
 /** What is the run's own (ids, times) replaced, text chunks joined, errors as their messages, paths and codes. */
 function comparable(answer: { data: unknown; errors: unknown[] }): unknown {
   const normal = (value: any, key?: string): any => {
-    if (Array.isArray(value)) return key === 'content' || key === 'arguments' ? value.join('') : value.map((item) => normal(item));
-    if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, normal(v, k)]));
-    if ((key === 'id' || key === 'runId' || key === 'threadId' || key === 'createdAt') && typeof value === 'string') return `<${key}>`;
+    if (Array.isArray(value))
+      return key === 'content' || key === 'arguments' ? value.join('') : value.map((item) => normal(item));
+    if (value && typeof value === 'object')
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, normal(v, k)]));
+    if ((key === 'id' || key === 'runId' || key === 'threadId' || key === 'createdAt') && typeof value === 'string')
+      return `<${key}>`;
     return value;
   };
-  const errors = answer.errors.map((error: any) => ({ message: error.message, path: error.path, code: error.extensions?.code })).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+  const errors = answer.errors
+    .map((error: any) => ({ message: error.message, path: error.path, code: error.extensions?.code }))
+    .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
   return { data: normal(answer.data), errors };
 }
 
-async function ask(gateway: RunningGateway, { document, operationName }: { document: string; operationName: string }, accept: string): Promise<{ status: number; data: any; errors: unknown[] }> {
-  const body = JSON.stringify({ query: document, operationName, variables: { data: runInput([userMessage('[tokens=6] hello', 'u1')]) } });
+async function ask(
+  gateway: RunningGateway,
+  { document, operationName }: { document: string; operationName: string },
+  accept: string,
+): Promise<{ status: number; data: any; errors: unknown[] }> {
+  const body = JSON.stringify({
+    query: document,
+    operationName,
+    variables: { data: runInput([userMessage('[tokens=6] hello', 'u1')]) },
+  });
   const answer = await post(gateway.url, body, { 'content-type': 'application/json', accept });
   const { payloads } = payloadsOf(answer);
   return { status: answer.status, ...(comparable(merge(payloads)) as { data: any; errors: unknown[] }) };
@@ -164,14 +220,21 @@ describe('the fast and the stock executor', () => {
     let answered = 0;
     let withText = 0;
     await fc.assert(
-      fc.asyncProperty(documentArb, fc.constantFrom('multipart/mixed', 'text/event-stream', 'multipart/mixed;deferSpec=20220824, application/json'), async (document, accept) => {
-        const [ours, theirs] = await Promise.all([ask(fast, document, accept), ask(stock, document, accept)]);
-        expect(ours).toEqual(theirs);
-        runs++;
-        if (ours.status === 200 && ours.data !== null) answered++;
-        if (carriesText(ours)) withText++;
-      }),
-      { numRuns: Number(process.env.FC_RUNS ?? 1) * 60, seed: process.env.FC_SEED ? Number(process.env.FC_SEED) : 28_29 },
+      fc.asyncProperty(
+        documentArb,
+        fc.constantFrom('multipart/mixed', 'text/event-stream', 'multipart/mixed;deferSpec=20220824, application/json'),
+        async (document, accept) => {
+          const [ours, theirs] = await Promise.all([ask(fast, document, accept), ask(stock, document, accept)]);
+          expect(ours).toEqual(theirs);
+          runs++;
+          if (ours.status === 200 && ours.data !== null) answered++;
+          if (carriesText(ours)) withText++;
+        },
+      ),
+      {
+        numRuns: Number(process.env.FC_RUNS ?? 1) * 60,
+        seed: process.env.FC_SEED ? Number(process.env.FC_SEED) : 28_29,
+      },
     );
     // Not a comparison of refusals: most documents are valid and run, and many stream the run's text.
     expect(answered / runs).toBeGreaterThan(0.7);

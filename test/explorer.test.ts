@@ -51,10 +51,12 @@ describe('the offline explorer over HTTP', () => {
     const html = await response.text();
     expect(html).toContain('data-endpoint="/api/copilotkit"');
     const sources = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((match) => match[1]);
-    expect(sources.filter((source) => source !== 'data:,').map((source) => source.replace(/\?v=.*/, '')).sort()).toEqual([
-      '/api/copilotkit/graphiql/app.css',
-      '/api/copilotkit/graphiql/app.js',
-    ]);
+    expect(
+      sources
+        .filter((source) => source !== 'data:,')
+        .map((source) => source.replace(/\?v=.*/, ''))
+        .sort(),
+    ).toEqual(['/api/copilotkit/graphiql/app.css', '/api/copilotkit/graphiql/app.js']);
   });
 
   it('serves its files with an etag (304 when unchanged), gzipped for a client that takes gzip', async () => {
@@ -90,7 +92,11 @@ describe('the offline explorer over HTTP', () => {
       expect(response.status).toBe(404);
     }
     // Only GET and HEAD: anything else there is not the endpoint.
-    const post = await fetch(`${url}/graphiql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const post = await fetch(`${url}/graphiql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(post.status).toBe(404);
     expect((await post.json()).errors[0].extensions.code).toBe('NOT_FOUND');
   });
@@ -134,7 +140,9 @@ describe('the offline explorer over HTTP', () => {
     const server = createServer((req, res) => explorer.serve(req, res, req.url!));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
-      const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/api/copilotkit/graphiql`);
+      const response = await fetch(
+        `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/copilotkit/graphiql`,
+      );
       expect(response.status).toBe(404);
       expect(await response.text()).toContain('run `npm run build`');
     } finally {
@@ -154,7 +162,12 @@ let browser: Browser;
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: [
-        '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
         // Air-gapped: no host name resolves, and only loopback is reachable.
         '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1',
       ],
@@ -200,18 +213,26 @@ let browser: Browser;
 
   /** Puts an operation in the editor and waits until GraphiQL has taken it in (it stores it once parsed). */
   async function setOperation(page: Page, operation: string): Promise<void> {
-    await page.evaluate((text) => (document.querySelector('.graphiql-query-editor .CodeMirror') as any).CodeMirror.setValue(text), operation);
+    await page.evaluate(
+      (text) => (document.querySelector('.graphiql-query-editor .CodeMirror') as any).CodeMirror.setValue(text),
+      operation,
+    );
     await page.waitForFunction((text) => localStorage.getItem('graphiql:query') === text, operation);
   }
 
   async function run(page: Page, until: string): Promise<any> {
     await page.click('.graphiql-execute-button');
     await page.waitForFunction(
-      (text) => ((document.querySelector('.graphiql-response .CodeMirror') as any)?.CodeMirror.getValue() ?? '').includes(text),
+      (text) =>
+        ((document.querySelector('.graphiql-response .CodeMirror') as any)?.CodeMirror.getValue() ?? '').includes(text),
       until,
       { timeout: 15_000 },
     );
-    return JSON.parse(await page.evaluate(() => (document.querySelector('.graphiql-response .CodeMirror') as any).CodeMirror.getValue()));
+    return JSON.parse(
+      await page.evaluate(() =>
+        (document.querySelector('.graphiql-response .CodeMirror') as any).CodeMirror.getValue(),
+      ),
+    );
   }
 
   function onlyTheGateway(explorer: Explorer): void {
@@ -241,13 +262,23 @@ let browser: Browser;
         ... on RunFinishedEvent { status { __typename } } } }`,
     );
     const last = await run(explorer.page, 'RunFinishedEvent');
-    expect(last.data.copilotRun).toEqual({ __typename: 'RunFinishedEvent', sequence: 9, status: { __typename: 'SuccessResponseStatus' } });
+    expect(last.data.copilotRun).toEqual({
+      __typename: 'RunFinishedEvent',
+      sequence: 9,
+      status: { __typename: 'SuccessResponseStatus' },
+    });
 
-    const events = explorer.frames.map((frame) => JSON.parse(frame)).filter((message) => message.type === 'next').map((message) => message.payload.data.copilotRun);
+    const events = explorer.frames
+      .map((frame) => JSON.parse(frame))
+      .filter((message) => message.type === 'next')
+      .map((message) => message.payload.data.copilotRun);
     expect(events.map((event) => event.sequence)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
-    expect(events.filter((event) => event.__typename === 'TextMessageContentEvent').map((event) => event.content).join('')).toBe(
-      'tok0 tok1 tok2 tok3 tok4 tok5 ',
-    );
+    expect(
+      events
+        .filter((event) => event.__typename === 'TextMessageContentEvent')
+        .map((event) => event.content)
+        .join(''),
+    ).toBe('tok0 tok1 tok2 tok3 tok4 tok5 ');
     expect(explorer.requests).toContain(gateway.wsUrl);
     onlyTheGateway(explorer);
     await explorer.context.close();
@@ -272,7 +303,9 @@ let browser: Browser;
 
   it('shows a first-time visitor an example document that the gateway accepts', async () => {
     const explorer = await openExplorer();
-    const example = await explorer.page.evaluate(() => (document.querySelector('.graphiql-query-editor .CodeMirror') as any).CodeMirror.getValue());
+    const example = await explorer.page.evaluate(() =>
+      (document.querySelector('.graphiql-query-editor .CodeMirror') as any).CodeMirror.getValue(),
+    );
     expect(example).toContain('subscription Run');
     // Both example operations validate and run against the gateway as written.
     for (const operationName of ['Hello', 'Run']) {
@@ -290,7 +323,10 @@ let browser: Browser;
   }, 60_000);
 });
 
-function rawGet(url: string, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, unknown>; body: Buffer }> {
+function rawGet(
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; headers: Record<string, unknown>; body: Buffer }> {
   return new Promise((resolve, reject) => {
     get(url, { headers }, (res) => {
       const chunks: Buffer[] = [];

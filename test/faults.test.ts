@@ -45,7 +45,12 @@ const RAW_VIAS: RawVia[] = ['multipart', 'graphql-ws', 'ag-ui'];
 
 const FAST_RETRY = { baseDelayMs: 1, maxDelayMs: 5, maxRetries: 2 };
 /** Short first-token and idle timeouts, for the upstreams that never answer or go silent. */
-const QUICK: GatewayOptions = { modelFirstTokenTimeoutMs: 300, modelIdleTimeoutMs: 300, agentFirstEventTimeoutMs: 300, agentIdleTimeoutMs: 300 };
+const QUICK: GatewayOptions = {
+  modelFirstTokenTimeoutMs: 300,
+  modelIdleTimeoutMs: 300,
+  agentFirstEventTimeoutMs: 300,
+  agentIdleTimeoutMs: 300,
+};
 /** An answer of 8 MB: more than loopback sockets buffer, so a client that stops reading holds the gateway up. */
 const BIG = { tokens: 2000, pad: 4000 };
 
@@ -67,7 +72,10 @@ const nextId = () => `f${++marks}x${Math.random().toString(36).slice(2, 6)}`;
 
 /** A GenerateCopilotResponseInput for `kind`. */
 const inputFor = (kind: Kind, prompt: string, threadId: string) =>
-  runInput([userMessage(prompt)], { threadId, ...(kind.agentName ? { agentSession: { agentName: kind.agentName } } : {}) });
+  runInput([userMessage(prompt)], {
+    threadId,
+    ...(kind.agentName ? { agentSession: { agentName: kind.agentName } } : {}),
+  });
 
 interface Seen {
   text: string;
@@ -92,22 +100,37 @@ async function runVia(via: Via, gateway: RunningGateway, kind: Kind, prompt: str
     text: textOf(outcome),
     status: outcome.status.code,
     ...(details?.code ? { code: details.code } : {}),
-    ...(details?.originalError?.details?.upstreamStatus ? { upstreamStatus: details.originalError.details.upstreamStatus } : {}),
+    ...(details?.originalError?.details?.upstreamStatus
+      ? { upstreamStatus: details.originalError.details.upstreamStatus }
+      : {}),
   };
 }
 
-const threadOf = (url: string, threadId: string) => gql(url, THREAD, { threadId }).then((answer) => answer.data?.copilotThread);
+const threadOf = (url: string, threadId: string) =>
+  gql(url, THREAD, { threadId }).then((answer) => answer.data?.copilotThread);
 
 /** The thread's latest run once it has ended (polled; the run's end is not an event the test can await). */
 const endedRun = (url: string, threadId: string) =>
-  until(() => threadOf(url, threadId), (thread) => Boolean(thread?.runs?.at(-1)?.finishedAt), `the run of ${threadId} to end`).then((thread) => thread.runs.at(-1));
+  until(
+    () => threadOf(url, threadId),
+    (thread) => Boolean(thread?.runs?.at(-1)?.finishedAt),
+    `the run of ${threadId} to end`,
+  ).then((thread) => thread.runs.at(-1));
 
 /** `POST {path}/agent/{id}/connect`: the thread replayed as AG-UI events. */
 async function agUiConnect(url: string, agentId: string, threadId: string) {
   const response = await fetch(`${url}/agent/${agentId}/connect`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
-    body: JSON.stringify({ threadId, runId: randomUUID(), messages: [], tools: [], context: [], state: {}, forwardedProps: {} }),
+    body: JSON.stringify({
+      threadId,
+      runId: randomUUID(),
+      messages: [],
+      tools: [],
+      context: [],
+      state: {},
+      forwardedProps: {},
+    }),
   });
   return agUiOutcome(await response.text());
 }
@@ -182,7 +205,10 @@ describe('upstream faults', () => {
         const id = nextId();
         const seen = await runVia(via, quick, kind, `[id=${id}] [hang]`);
         expect(seen).toMatchObject({ text: '', status: 'Failed', code: 'UPSTREAM_TIMEOUT' });
-        await upstream.until(() => upstream.of(id).every((exchange) => exchange.abortedByClient), 'the request to be closed');
+        await upstream.until(
+          () => upstream.of(id).every((exchange) => exchange.abortedByClient),
+          'the request to be closed',
+        );
         expect(upstream.of(id)).toHaveLength(1);
       });
 
@@ -190,7 +216,10 @@ describe('upstream faults', () => {
         const id = nextId();
         const seen = await runVia(via, quick, kind, `[id=${id}] [stall]`);
         expect(seen).toEqual({ text: tokenText(0), status: 'Failed', code: 'UPSTREAM_TIMEOUT' });
-        await upstream.until(() => upstream.of(id).every((exchange) => exchange.abortedByClient), 'the request to be closed');
+        await upstream.until(
+          () => upstream.of(id).every((exchange) => exchange.abortedByClient),
+          'the request to be closed',
+        );
       });
     });
   });
@@ -210,7 +239,10 @@ describe('upstream faults', () => {
         const id = nextId();
         const seen = await runVia('graphql-ws', gateway, kind, `[id=${id}] [hang]`);
         expect(seen).toMatchObject({ status: 'Failed', code: 'UPSTREAM_TIMEOUT' });
-        await upstream.until(() => upstream.of(id).length === 2 && upstream.of(id).every((exchange) => exchange.abortedByClient), 'both attempts closed');
+        await upstream.until(
+          () => upstream.of(id).length === 2 && upstream.of(id).every((exchange) => exchange.abortedByClient),
+          'both attempts closed',
+        );
       }
     } finally {
       await gateway.close();
@@ -229,49 +261,75 @@ describe('clients', () => {
     await gateway.close();
   });
 
-  const start = (via: RawVia, kind: Kind, prompt: string, threadId = randomUUID()) =>
-    ({ threadId, run: rawRun(via, gateway.url, { data: inputFor(kind, prompt, threadId), agentId: kind.agentId, threadId, prompt }) });
+  const start = (via: RawVia, kind: Kind, prompt: string, threadId = randomUUID()) => ({
+    threadId,
+    run: rawRun(via, gateway.url, { data: inputFor(kind, prompt, threadId), agentId: kind.agentId, threadId, prompt }),
+  });
 
   describe.each(KINDS)('$name', (kind) => {
-    it.each(['multipart', 'graphql-ws'] as const)('vanishing mid-stream over %s: the upstream request is closed, the run ends CLIENT_DISCONNECTED', async (via) => {
-      const id = nextId();
-      const { threadId, run } = start(via, kind, `[id=${id}] [tokens=2000] [delay=10]`);
-      await run.firstText;
-      run.vanish();
-      await upstream.until(() => upstream.of(id)[0]?.abortedByClient === true, 'the upstream request to be closed by the gateway');
-      expect(upstream.of(id)).toHaveLength(1);
-      expect((await endedRun(gateway.url, threadId)).status).toMatchObject({ code: 'Failed', details: { code: 'CLIENT_DISCONNECTED' } });
-      expect((await run.done).ending).toBe('vanished');
-    });
+    it.each(['multipart', 'graphql-ws'] as const)(
+      'vanishing mid-stream over %s: the upstream request is closed, the run ends CLIENT_DISCONNECTED',
+      async (via) => {
+        const id = nextId();
+        const { threadId, run } = start(via, kind, `[id=${id}] [tokens=2000] [delay=10]`);
+        await run.firstText;
+        run.vanish();
+        await upstream.until(
+          () => upstream.of(id)[0]?.abortedByClient === true,
+          'the upstream request to be closed by the gateway',
+        );
+        expect(upstream.of(id)).toHaveLength(1);
+        expect((await endedRun(gateway.url, threadId)).status).toMatchObject({
+          code: 'Failed',
+          details: { code: 'CLIENT_DISCONNECTED' },
+        });
+        expect((await run.done).ending).toBe('vanished');
+      },
+    );
 
-    it.each(['multipart', 'graphql-ws'] as const)('vanishing over %s while the gateway waits for it to read (backpressure): the upstream request is closed', async (via) => {
-      const id = nextId();
-      // 8 MB, more than the sockets' buffers hold (about 4 MB on loopback), and the answer never ends.
-      const { threadId, run } = start(via, kind, `[id=${id}] [tokens=${BIG.tokens}] [pad=${BIG.pad}] [tail-stall]`);
-      await run.firstText;
-      run.pause();
-      await upstream.until(() => upstream.of(id)[0]?.tokensWritten === BIG.tokens, 'the upstream to have written everything');
-      run.vanish();
-      await upstream.until(() => upstream.of(id)[0]?.abortedByClient === true, 'the upstream request to be closed by the gateway');
-      expect((await endedRun(gateway.url, threadId)).status).toMatchObject({ code: 'Failed', details: { code: 'CLIENT_DISCONNECTED' } });
-    });
+    it.each(['multipart', 'graphql-ws'] as const)(
+      'vanishing over %s while the gateway waits for it to read (backpressure): the upstream request is closed',
+      async (via) => {
+        const id = nextId();
+        // 8 MB, more than the sockets' buffers hold (about 4 MB on loopback), and the answer never ends.
+        const { threadId, run } = start(via, kind, `[id=${id}] [tokens=${BIG.tokens}] [pad=${BIG.pad}] [tail-stall]`);
+        await run.firstText;
+        run.pause();
+        await upstream.until(
+          () => upstream.of(id)[0]?.tokensWritten === BIG.tokens,
+          'the upstream to have written everything',
+        );
+        run.vanish();
+        await upstream.until(
+          () => upstream.of(id)[0]?.abortedByClient === true,
+          'the upstream request to be closed by the gateway',
+        );
+        expect((await endedRun(gateway.url, threadId)).status).toMatchObject({
+          code: 'Failed',
+          details: { code: 'CLIENT_DISCONNECTED' },
+        });
+      },
+    );
 
-    it.each(RAW_VIAS)('that stops reading over %s for the whole answer (8 MB), then reads again, gets it whole, exactly once, in merged chunks', async (via) => {
-      const id = nextId();
-      const { run } = start(via, kind, `[id=${id}] [tokens=${BIG.tokens}] [pad=${BIG.pad}]`);
-      await run.firstText;
-      run.pause();
-      await upstream.until(() => upstream.of(id)[0]?.finished === true, 'the upstream to have finished its answer');
-      run.resume();
-      const outcome = await run.done;
-      expect(outcome).toMatchObject({ status: 'Success', ending: 'end' });
-      const expected = fullText(BIG.tokens, BIG.pad);
-      expect(outcome.text.length).toBe(expected.length);
-      expect(outcome.text === expected).toBe(true); // not toBe: an 8 MB diff helps nobody
-      // The gateway held the rest back while the client did not read, merged (PROTOCOL §4.4): not a
-      // queue of every token.
-      expect(outcome.chunks).toBeLessThan(BIG.tokens);
-    });
+    it.each(RAW_VIAS)(
+      'that stops reading over %s for the whole answer (8 MB), then reads again, gets it whole, exactly once, in merged chunks',
+      async (via) => {
+        const id = nextId();
+        const { run } = start(via, kind, `[id=${id}] [tokens=${BIG.tokens}] [pad=${BIG.pad}]`);
+        await run.firstText;
+        run.pause();
+        await upstream.until(() => upstream.of(id)[0]?.finished === true, 'the upstream to have finished its answer');
+        run.resume();
+        const outcome = await run.done;
+        expect(outcome).toMatchObject({ status: 'Success', ending: 'end' });
+        const expected = fullText(BIG.tokens, BIG.pad);
+        expect(outcome.text.length).toBe(expected.length);
+        expect(outcome.text === expected).toBe(true); // not toBe: an 8 MB diff helps nobody
+        // The gateway held the rest back while the client did not read, merged (PROTOCOL §4.4): not a
+        // queue of every token.
+        expect(outcome.chunks).toBeLessThan(BIG.tokens);
+      },
+    );
 
     it('vanishing over AG-UI SSE: the run goes on to its end without it (PROTOCOL §8.2), recorded whole, and connect replays it', async () => {
       const id = nextId();
@@ -290,7 +348,11 @@ describe('clients', () => {
       const { threadId, run } = start('ag-ui', kind, `[id=${id}] [stall]`);
       await run.firstText;
       run.vanish();
-      const stop = await fetch(`${gateway.url}/agent/${kind.agentId}/stop/${threadId}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      const stop = await fetch(`${gateway.url}/agent/${kind.agentId}/stop/${threadId}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+      });
       expect(await stop.json()).toEqual({ stopped: true });
       await upstream.until(() => upstream.of(id)[0]?.abortedByClient === true, 'the upstream request to be closed');
       expect((await endedRun(gateway.url, threadId)).status.details.code).toBe('RUN_STOPPED');
@@ -310,20 +372,37 @@ describe('Redis restarted mid-run, without persistence (everything it had is gon
   });
 
   it('loses no event: every client gets its whole answer, every run is recorded again whole, every thread is freed', async () => {
-    const gateway = await startGateway(optionsFor(urls, { threads: { redisUrl: redis.url, keyPrefix: 'faults:', leaseMs: 1_500 } }));
+    const gateway = await startGateway(
+      optionsFor(urls, { threads: { redisUrl: redis.url, keyPrefix: 'faults:', leaseMs: 1_500 } }),
+    );
     try {
       const runs = KINDS.flatMap((kind) =>
         RAW_VIAS.map((via) => {
           const threadId = randomUUID();
           const prompt = `[id=${nextId()}] [tokens=60] [delay=15]`;
-          return { kind, via, threadId, run: rawRun(via, gateway.url, { data: inputFor(kind, prompt, threadId), agentId: kind.agentId, threadId, prompt }) };
+          return {
+            kind,
+            via,
+            threadId,
+            run: rawRun(via, gateway.url, {
+              data: inputFor(kind, prompt, threadId),
+              agentId: kind.agentId,
+              threadId,
+              prompt,
+            }),
+          };
         }),
       );
       await Promise.all(runs.map(({ run }) => run.firstText));
       await redis.restart();
       for (const { kind, via, threadId, run } of runs) {
         const what = `${kind.name} over ${via}`;
-        expect({ what, ...(await run.done) }).toMatchObject({ what, text: fullText(60), status: 'Success', ending: 'end' });
+        expect({ what, ...(await run.done) }).toMatchObject({
+          what,
+          text: fullText(60),
+          status: 'Success',
+          ending: 'end',
+        });
         const ended = await endedRun(gateway.url, threadId);
         expect({ what, status: ended.status.code }).toEqual({ what, status: 'Success' });
         const joined = watch(gateway.wsUrl, JOIN_RUN, { threadId });
@@ -333,7 +412,11 @@ describe('Redis restarted mid-run, without persistence (everything it had is gon
         // The thread is free: a next run on it is admitted.
         const next = watch(gateway.wsUrl, COPILOT_RUN, { data: inputFor(kind, '[tokens=1]', threadId) });
         await next.done;
-        expect({ what, errors: next.errors, status: next.events.at(-1)?.status?.code }).toEqual({ what, errors: [], status: 'Success' });
+        expect({ what, errors: next.errors, status: next.events.at(-1)?.status?.code }).toEqual({
+          what,
+          errors: [],
+          status: 'Success',
+        });
       }
     } finally {
       await gateway.close();
@@ -343,7 +426,7 @@ describe('Redis restarted mid-run, without persistence (everything it had is gon
 
 // --- SIGTERM mid-run -------------------------------------------------------------------------------------------
 
-describe('SIGTERM mid-run (npm start\'s shutdown)', () => {
+describe("SIGTERM mid-run (npm start's shutdown)", () => {
   /** SHUTDOWN_GRACE_MS: runs of 200 ms finish within it, runs of 20 s are ended. */
   const GRACE_MS = 3_000;
   let redis: RedisServer;
@@ -412,36 +495,80 @@ describe('SIGTERM mid-run (npm start\'s shutdown)', () => {
       const threadId = randomUUID();
       const id = nextId();
       const prompt = `[id=${id}] [tokens=${tokens}] [delay=${delay}]`;
-      return { what: `${kind.name} over ${via}`, threadId, id, run: rawRun(via, url, { data: inputFor(kind, prompt, threadId), agentId: kind.agentId, threadId, prompt }) };
+      return {
+        what: `${kind.name} over ${via}`,
+        threadId,
+        id,
+        run: rawRun(via, url, { data: inputFor(kind, prompt, threadId), agentId: kind.agentId, threadId, prompt }),
+      };
     };
     scene.finishing = KINDS.flatMap((kind) => RAW_VIAS.map((via) => start(via, kind, 20, 10)));
     scene.ended = KINDS.flatMap((kind) => RAW_VIAS.map((via) => start(via, kind, 2000, 10)));
-    const continuing = { what: 'the model over graphql-ws, onDisconnect CONTINUE, client gone', threadId: randomUUID(), id: nextId() };
-    const watcher = watch(url.replace(/^http/, 'ws'), COPILOT_RUN, { data: inputFor(KINDS[0], `[id=${continuing.id}] [tokens=2000] [delay=10]`, continuing.threadId), onDisconnect: 'CONTINUE' });
+    const continuing = {
+      what: 'the model over graphql-ws, onDisconnect CONTINUE, client gone',
+      threadId: randomUUID(),
+      id: nextId(),
+    };
+    const watcher = watch(url.replace(/^http/, 'ws'), COPILOT_RUN, {
+      data: inputFor(KINDS[0], `[id=${continuing.id}] [tokens=2000] [delay=10]`, continuing.threadId),
+      onDisconnect: 'CONTINUE',
+    });
     const vanishing = { what: 'an AG-UI agent over AG-UI, client vanished', threadId: randomUUID(), id: nextId() };
-    const agUi = rawRun('ag-ui', url, { data: {}, agentId: 'faultAgent', threadId: vanishing.threadId, prompt: `[id=${vanishing.id}] [tokens=2000] [delay=10]` });
+    const agUi = rawRun('ag-ui', url, {
+      data: {},
+      agentId: 'faultAgent',
+      threadId: vanishing.threadId,
+      prompt: `[id=${vanishing.id}] [tokens=2000] [delay=10]`,
+    });
     scene.outliving = [continuing, vanishing];
-    await Promise.all([...[...scene.finishing, ...scene.ended].map(({ run }) => run.firstText), watcher.received(3), agUi.firstText]);
+    await Promise.all([
+      ...[...scene.finishing, ...scene.ended].map(({ run }) => run.firstText),
+      watcher.received(3),
+      agUi.firstText,
+    ]);
     await watcher.leave();
     agUi.vanish();
 
     child!.kill('SIGTERM');
     // While it drains: out of rotation, and new runs refused (nothing ran: a proxy may send them elsewhere).
-    const ready = await until(() => fetch(`http://127.0.0.1:${scene.port}/ready`).then(async (response) => ({ status: response.status, body: await response.json() })), (answer) => answer.status === 503, 'the process unready');
+    const ready = await until(
+      () =>
+        fetch(`http://127.0.0.1:${scene.port}/ready`).then(async (response) => ({
+          status: response.status,
+          body: await response.json(),
+        })),
+      (answer) => answer.status === 503,
+      'the process unready',
+    );
     scene.draining.ready = ready.status;
     scene.draining.readyBody = ready.body;
     const agUiLate = await fetch(`${url}/agent/default/run`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ threadId: randomUUID(), runId: randomUUID(), messages: [{ id: randomUUID(), role: 'user', content: 'late' }], tools: [], context: [], state: {}, forwardedProps: {} }),
+      body: JSON.stringify({
+        threadId: randomUUID(),
+        runId: randomUUID(),
+        messages: [{ id: randomUUID(), role: 'user', content: 'late' }],
+        tools: [],
+        context: [],
+        state: {},
+        forwardedProps: {},
+      }),
     });
     scene.draining.agUi = { status: agUiLate.status, body: await agUiLate.json() };
     const multipartLate = await fetch(url, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'multipart/mixed' },
-      body: JSON.stringify({ query: 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId } }', variables: { data: inputFor(KINDS[0], 'late', randomUUID()) } }),
+      body: JSON.stringify({
+        query: 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId } }',
+        variables: { data: inputFor(KINDS[0], 'late', randomUUID()) },
+      }),
     });
-    scene.draining.multipart = { status: multipartLate.status, retryAfter: multipartLate.headers.get('retry-after'), body: await multipartLate.json() };
+    scene.draining.multipart = {
+      status: multipartLate.status,
+      retryAfter: multipartLate.headers.get('retry-after'),
+      body: await multipartLate.json(),
+    };
 
     scene.exitCode = await exited;
     for (const run of [...scene.finishing, ...scene.ended]) run.outcome = await run.run.done;
@@ -455,7 +582,10 @@ describe('SIGTERM mid-run (npm start\'s shutdown)', () => {
       for (const { threadId } of [...scene.ended, ...scene.outliving]) {
         const next = watch(other.wsUrl, COPILOT_RUN, { data: inputFor(KINDS[0], '[tokens=1]', threadId) });
         await next.done;
-        scene.nextRun.set(threadId, next.errors.length ? `errors ${JSON.stringify(next.errors)}` : next.events.at(-1)?.status?.code);
+        scene.nextRun.set(
+          threadId,
+          next.errors.length ? `errors ${JSON.stringify(next.errors)}` : next.events.at(-1)?.status?.code,
+        );
       }
     } finally {
       await other.close();
@@ -471,7 +601,11 @@ describe('SIGTERM mid-run (npm start\'s shutdown)', () => {
     expect(scene.draining.ready).toBe(503);
     expect(scene.draining.readyBody).toMatchObject({ checks: { draining: true } });
     expect(scene.draining.agUi).toMatchObject({ status: 503, body: { code: 'SHUTTING_DOWN' } });
-    expect(scene.draining.multipart).toMatchObject({ status: 503, retryAfter: '1', body: { errors: [{ extensions: { code: 'SHUTTING_DOWN' } }] } });
+    expect(scene.draining.multipart).toMatchObject({
+      status: 503,
+      retryAfter: '1',
+      body: { errors: [{ extensions: { code: 'SHUTTING_DOWN' } }] },
+    });
   });
 
   it('exits 0 and frees its port', async () => {
@@ -487,7 +621,11 @@ describe('SIGTERM mid-run (npm start\'s shutdown)', () => {
   it('lets the runs that finish within the grace period finish: sent whole over every transport, recorded Success', () => {
     expect(scene.finishing).toHaveLength(9);
     for (const { what, threadId, outcome } of scene.finishing) {
-      expect({ what, text: outcome?.text, status: outcome?.status }).toEqual({ what, text: fullText(20), status: 'Success' });
+      expect({ what, text: outcome?.text, status: outcome?.status }).toEqual({
+        what,
+        text: fullText(20),
+        status: 'Success',
+      });
       expect({ what, status: scene.records.get(threadId)?.status?.code }).toEqual({ what, status: 'Success' });
     }
   });
@@ -495,10 +633,21 @@ describe('SIGTERM mid-run (npm start\'s shutdown)', () => {
   it('ends the runs still going after the grace period with SHUTTING_DOWN: the client is told, its text kept, the upstream closed, the record complete, the thread free', async () => {
     expect(scene.ended).toHaveLength(9);
     for (const { what, threadId, id, outcome } of scene.ended) {
-      expect({ what, status: outcome?.status, code: outcome?.code }).toEqual({ what, status: 'Failed', code: 'SHUTTING_DOWN' });
-      expect({ what, prefix: fullText(2000).startsWith(outcome!.text), some: outcome!.text.length > 0 }).toEqual({ what, prefix: true, some: true });
+      expect({ what, status: outcome?.status, code: outcome?.code }).toEqual({
+        what,
+        status: 'Failed',
+        code: 'SHUTTING_DOWN',
+      });
+      expect({ what, prefix: fullText(2000).startsWith(outcome!.text), some: outcome!.text.length > 0 }).toEqual({
+        what,
+        prefix: true,
+        some: true,
+      });
       await upstream.until(() => upstream.of(id)[0]?.abortedByClient === true, `${what}: the upstream request closed`);
-      expect({ what, record: scene.records.get(threadId)?.status }).toMatchObject({ what, record: { code: 'Failed', details: { code: 'SHUTTING_DOWN' } } });
+      expect({ what, record: scene.records.get(threadId)?.status }).toMatchObject({
+        what,
+        record: { code: 'Failed', details: { code: 'SHUTTING_DOWN' } },
+      });
       expect({ what, next: scene.nextRun.get(threadId) }).toEqual({ what, next: 'Success' });
     }
   });
@@ -506,7 +655,10 @@ describe('SIGTERM mid-run (npm start\'s shutdown)', () => {
   it('ends the runs that outlived their clients too (graphql-ws CONTINUE, AG-UI): upstream closed, record complete, thread free', async () => {
     for (const { what, threadId, id } of scene.outliving) {
       await upstream.until(() => upstream.of(id)[0]?.abortedByClient === true, `${what}: the upstream request closed`);
-      expect({ what, record: scene.records.get(threadId)?.status }).toMatchObject({ what, record: { code: 'Failed', details: { code: 'SHUTTING_DOWN' } } });
+      expect({ what, record: scene.records.get(threadId)?.status }).toMatchObject({
+        what,
+        record: { code: 'Failed', details: { code: 'SHUTTING_DOWN' } },
+      });
       expect({ what, next: scene.nextRun.get(threadId) }).toEqual({ what, next: 'Success' });
     }
   });
@@ -533,17 +685,31 @@ describe('gateway.close()', () => {
       { id: nextId(), threadId: randomUUID() },
       { id: nextId(), threadId: randomUUID() },
     ];
-    const continuing = watch(gateway.wsUrl, COPILOT_RUN, { data: inputFor(KINDS[0], `[id=${runs[0].id}] [stall]`, runs[0].threadId), onDisconnect: 'CONTINUE' });
-    const agUi = rawRun('ag-ui', gateway.url, { data: {}, agentId: 'faultAgent', threadId: runs[1].threadId, prompt: `[id=${runs[1].id}] [stall]` });
+    const continuing = watch(gateway.wsUrl, COPILOT_RUN, {
+      data: inputFor(KINDS[0], `[id=${runs[0].id}] [stall]`, runs[0].threadId),
+      onDisconnect: 'CONTINUE',
+    });
+    const agUi = rawRun('ag-ui', gateway.url, {
+      data: {},
+      agentId: 'faultAgent',
+      threadId: runs[1].threadId,
+      prompt: `[id=${runs[1].id}] [stall]`,
+    });
     await Promise.all([continuing.received(3), agUi.firstText]);
     await continuing.leave();
     agUi.vanish();
     await gateway.close();
-    await upstream.until(() => runs.every(({ id }) => upstream.of(id)[0]?.abortedByClient === true), 'the orphaned runs\' upstream requests to be closed');
+    await upstream.until(
+      () => runs.every(({ id }) => upstream.of(id)[0]?.abortedByClient === true),
+      "the orphaned runs' upstream requests to be closed",
+    );
     const other = await startGateway(optionsFor(urls, { threads }));
     try {
       for (const { threadId } of runs) {
-        expect((await threadOf(other.url, threadId)).runs.at(-1).status).toMatchObject({ code: 'Failed', details: { code: 'SHUTTING_DOWN' } });
+        expect((await threadOf(other.url, threadId)).runs.at(-1).status).toMatchObject({
+          code: 'Failed',
+          details: { code: 'SHUTTING_DOWN' },
+        });
         const next = watch(other.wsUrl, COPILOT_RUN, { data: inputFor(KINDS[0], '[tokens=1]', threadId) });
         await next.done;
         expect(next.events.at(-1)?.status?.code).toBe('Success');
@@ -566,10 +732,17 @@ describe('handles', () => {
   });
 
   /** The types of the real process's resources that keep it alive, counted. */
-  const counts = () => realProcess.getActiveResourcesInfo().reduce<Record<string, number>>((all, type) => ({ ...all, [type]: (all[type] ?? 0) + 1 }), {});
+  const counts = () =>
+    realProcess
+      .getActiveResourcesInfo()
+      .reduce<Record<string, number>>((all, type) => ({ ...all, [type]: (all[type] ?? 0) + 1 }), {});
   /** What `now` has more of than `baseline`. */
   const excess = (baseline: Record<string, number>, now: Record<string, number>) =>
-    Object.fromEntries(Object.entries(now).filter(([type, n]) => n > (baseline[type] ?? 0)).map(([type, n]) => [type, n - (baseline[type] ?? 0)]));
+    Object.fromEntries(
+      Object.entries(now)
+        .filter(([type, n]) => n > (baseline[type] ?? 0))
+        .map(([type, n]) => [type, n - (baseline[type] ?? 0)]),
+    );
 
   /**
    * One round: a fault upstream and a gateway on Redis, runs of every kind over every transport (whole,
@@ -583,7 +756,10 @@ describe('handles', () => {
     const gateway = await startGateway(optionsFor(roundUrls, { threads }));
     const quick = await startGateway(optionsFor(roundUrls, { ...QUICK, threads }));
     try {
-      const cases = KINDS.flatMap((kind) => [...VIAS.map((via) => ({ kind, via, raw: false })), ...RAW_VIAS.map((via) => ({ kind, via, raw: true }))]);
+      const cases = KINDS.flatMap((kind) => [
+        ...VIAS.map((via) => ({ kind, via, raw: false })),
+        ...RAW_VIAS.map((via) => ({ kind, via, raw: true })),
+      ]);
       await Promise.all(
         cases.map(async ({ kind, via, raw }) => {
           if (!raw) {
@@ -595,7 +771,12 @@ describe('handles', () => {
           }
           const threadId = randomUUID();
           const prompt = `[id=${nextId()}] [tokens=${via === 'ag-ui' ? 20 : 2000}] [delay=10]`;
-          const run = rawRun(via as RawVia, gateway.url, { data: inputFor(kind, prompt, threadId), agentId: kind.agentId, threadId, prompt });
+          const run = rawRun(via as RawVia, gateway.url, {
+            data: inputFor(kind, prompt, threadId),
+            agentId: kind.agentId,
+            threadId,
+            prompt,
+          });
           await run.firstText;
           run.vanish();
           // AG-UI runs go on to their end; the others are aborted.
@@ -604,8 +785,16 @@ describe('handles', () => {
         }),
       );
       // And runs still going at close(), their clients gone (they outlive them): close() must end them.
-      const continuing = watch(gateway.wsUrl, COPILOT_RUN, { data: inputFor(KINDS[0], '[stall]', randomUUID()), onDisconnect: 'CONTINUE' });
-      const orphan = rawRun('ag-ui', gateway.url, { data: {}, agentId: 'faultAgent', threadId: randomUUID(), prompt: '[stall]' });
+      const continuing = watch(gateway.wsUrl, COPILOT_RUN, {
+        data: inputFor(KINDS[0], '[stall]', randomUUID()),
+        onDisconnect: 'CONTINUE',
+      });
+      const orphan = rawRun('ag-ui', gateway.url, {
+        data: {},
+        agentId: 'faultAgent',
+        threadId: randomUUID(),
+        prompt: '[stall]',
+      });
       await Promise.all([continuing.received(3), orphan.firstText]);
       await continuing.leave();
       orphan.vanish();
@@ -620,7 +809,7 @@ describe('handles', () => {
     const settle = async () => {
       // What the warm-up left closing (sockets in their last turns) is gone after a moment of quiet.
       let previous = JSON.stringify(counts());
-      for (let quiet = 0; quiet < 5; ) {
+      for (let quiet = 0; quiet < 5;) {
         await new Promise((resolve) => setTimeout(resolve, 100));
         const now = JSON.stringify(counts());
         quiet = now === previous ? quiet + 1 : 0;
@@ -639,7 +828,12 @@ describe('handles', () => {
     const TYPES = new Set(['Timeout', 'TCPWRAP', 'TCPSERVERWRAP', 'PIPEWRAP', 'PROCESSWRAP']);
     const hook = createHook({
       init(asyncId, type, _trigger, resource) {
-        if (recording && TYPES.has(type)) tracked.set(asyncId, { type, resource, where: process.env.TRACE_HANDLES ? new Error().stack!.split('\n').slice(2, 14).join('\n') : '' });
+        if (recording && TYPES.has(type))
+          tracked.set(asyncId, {
+            type,
+            resource,
+            where: process.env.TRACE_HANDLES ? new Error().stack!.split('\n').slice(2, 14).join('\n') : '',
+          });
       },
       destroy(asyncId) {
         tracked.delete(asyncId);
@@ -652,9 +846,19 @@ describe('handles', () => {
     try {
       await round();
       recording = false; // the polling below makes timers of its own
-      const leftovers = await until(async () => held(), (left) => left.length === 0, 'every timer and socket of the round let go of', 15_000).catch(() => held());
+      const leftovers = await until(
+        async () => held(),
+        (left) => left.length === 0,
+        'every timer and socket of the round let go of',
+        15_000,
+      ).catch(() => held());
       expect(leftovers).toEqual([]);
-      const more = await until(async () => excess(baseline, counts()), (found) => Object.keys(found).length === 0, 'the process\'s resources back to what they were', 15_000).catch(() => excess(baseline, counts()));
+      const more = await until(
+        async () => excess(baseline, counts()),
+        (found) => Object.keys(found).length === 0,
+        "the process's resources back to what they were",
+        15_000,
+      ).catch(() => excess(baseline, counts()));
       expect(more).toEqual({});
     } finally {
       hook.disable();

@@ -30,7 +30,15 @@ function adapter(options: ConstructorParameters<typeof GoogleAdapter>[0] = {}): 
 }
 
 function request(prompt: string, extra: Partial<ModelRequest> = {}): ModelRequest {
-  return { threadId: 't', runId: 'r', messages: [{ kind: 'text', id: 'u1', role: 'user', content: prompt }], tools: [], forwardedParameters: {}, logger: silentLogger, ...extra };
+  return {
+    threadId: 't',
+    runId: 'r',
+    messages: [{ kind: 'text', id: 'u1', role: 'user', content: prompt }],
+    tools: [],
+    forwardedParameters: {},
+    logger: silentLogger,
+    ...extra,
+  };
 }
 
 describe('the conversation in Gemini’s shape', () => {
@@ -67,7 +75,10 @@ describe('the conversation in Gemini’s shape', () => {
         parts: [
           { functionCall: { id: 'c1', name: 'weather', args: { city: 'Paris' } }, thoughtSignature: 'sig-1' },
           // A call this process did not see Gemini make: the documented placeholder signature.
-          { functionCall: { id: 'c2', name: 'weather', args: {} }, thoughtSignature: 'skip_thought_signature_validator' },
+          {
+            functionCall: { id: 'c2', name: 'weather', args: {} },
+            thoughtSignature: 'skip_thought_signature_validator',
+          },
         ],
       },
       {
@@ -82,7 +93,9 @@ describe('the conversation in Gemini’s shape', () => {
 
   it('maps the tool choice', () => {
     expect(toGeminiToolConfig({ toolChoice: 'required' })).toEqual({ functionCallingConfig: { mode: 'ANY' } });
-    expect(toGeminiToolConfig({ toolChoice: 'function', toolChoiceFunctionName: 'go' })).toEqual({ functionCallingConfig: { mode: 'ANY', allowedFunctionNames: ['go'] } });
+    expect(toGeminiToolConfig({ toolChoice: 'function', toolChoiceFunctionName: 'go' })).toEqual({
+      functionCallingConfig: { mode: 'ANY', allowedFunctionNames: ['go'] },
+    });
     expect(toGeminiToolConfig({ toolChoice: 'none' })).toEqual({ functionCallingConfig: { mode: 'NONE' } });
     expect(toGeminiToolConfig({})).toBeUndefined();
   });
@@ -111,24 +124,55 @@ describe('GoogleAdapter (Gemini API streaming on the official SDK)', () => {
     expect(body).toMatchObject({
       contents: [{ role: 'user', parts: [{ text: 'hi [tokens=3]' }] }],
       systemInstruction: { parts: [{ text: 'Be brief.' }] },
-      tools: [{ functionDeclarations: [{ name: 'lookup', description: 'Looks up.', parametersJsonSchema: { type: 'object', properties: { q: { type: 'string' } } } }] }],
+      tools: [
+        {
+          functionDeclarations: [
+            {
+              name: 'lookup',
+              description: 'Looks up.',
+              parametersJsonSchema: { type: 'object', properties: { q: { type: 'string' } } },
+            },
+          ],
+        },
+      ],
       toolConfig: { functionCallingConfig: { mode: 'AUTO' } },
       generationConfig: { temperature: 0.3, stopSequences: ['END'], maxOutputTokens: 99 },
     });
-    expect(output.log).toEqual([`start resp-fake${fake.requests.length}`, 'text m1 tok0 ', 'text m1 tok1 ', 'text m1 tok2 ', 'end m1']);
+    expect(output.log).toEqual([
+      `start resp-fake${fake.requests.length}`,
+      'text m1 tok0 ',
+      'text m1 tok1 ',
+      'text m1 tok2 ',
+      'end m1',
+    ]);
   });
 
   it('streams function calls whole, after the text before them, and drops thought parts', async () => {
     const output = recordingOutput();
-    await adapter().stream(request('[thinking] [text-then-tool] [tool=lookup] [toolargs={"q":"paris"}]'), output, new AbortController().signal);
+    await adapter().stream(
+      request('[thinking] [text-then-tool] [tool=lookup] [toolargs={"q":"paris"}]'),
+      output,
+      new AbortController().signal,
+    );
     const n = fake.requests.length;
-    expect(output.log).toEqual([`start resp-fake${n}`, 'text m1 Let me do that. ', 'end m1', `call undefined lookup resp-fake${n}`, 'args c2 {"q":"paris"}', 'callend c2']);
+    expect(output.log).toEqual([
+      `start resp-fake${n}`,
+      'text m1 Let me do that. ',
+      'end m1',
+      `call undefined lookup resp-fake${n}`,
+      'args c2 {"q":"paris"}',
+      'callend c2',
+    ]);
   });
 
   it.each([
     ['[bad-key]', 'UPSTREAM_AUTHENTICATION_FAILED', /refused the credentials \(HTTP 401\)\. Check GOOGLE_API_KEY\./],
     ['[fail=403]', 'UPSTREAM_AUTHENTICATION_FAILED', /refused the credentials \(HTTP 403\)\. Check GOOGLE_API_KEY\./],
-    ['[fail=404]', 'UPSTREAM_REJECTED', /rejected the request \(HTTP 404\): fake failure 404 Check the model name \(GOOGLE_MODEL\)\./],
+    [
+      '[fail=404]',
+      'UPSTREAM_REJECTED',
+      /rejected the request \(HTTP 404\): fake failure 404 Check the model name \(GOOGLE_MODEL\)\./,
+    ],
     ['[fail=400]', 'UPSTREAM_REJECTED', /rejected the request \(HTTP 400\): fake failure 400/],
     ['[fail=429]', 'UPSTREAM_RATE_LIMITED', /rate limit was reached \(HTTP 429\)/],
     ['[fail=503]', 'UPSTREAM_UNAVAILABLE', /failed \(HTTP 503\)\.$/],
@@ -151,7 +195,11 @@ describe('GoogleAdapter (Gemini API streaming on the official SDK)', () => {
     const before = fake.requests.length;
     // One retry: the SDK waits a second or two before it (its own backoff, which the adapter does not set).
     const prompt = `[fail=503][fail-times=1][tokens=2] ${Math.random()}`;
-    await adapter({ maxRetries: 1 }).stream(request(prompt, { onRetry: (who, reason) => void retries.push([who, reason]) }), output, new AbortController().signal);
+    await adapter({ maxRetries: 1 }).stream(
+      request(prompt, { onRetry: (who, reason) => void retries.push([who, reason]) }),
+      output,
+      new AbortController().signal,
+    );
     expect(retries).toEqual([['the model provider (Google Gemini)', 'HTTP 503']]);
     expect(output.log.filter((line) => line.startsWith('text')).join('|')).toBe('text m1 tok0 |text m1 tok1 ');
     // Both attempts went through the adapter's fetch, the key and the base URL as configured.
@@ -161,7 +209,13 @@ describe('GoogleAdapter (Gemini API streaming on the official SDK)', () => {
   it('tries a call the provider refuses (HTTP 400) once, retries allowed: one request, no retry reported', async () => {
     const retries: string[] = [];
     const before = fake.requests.length;
-    const error = await rejection(adapter({ maxRetries: 2 }).stream(request(`[fail=400] ${Math.random()}`, { onRetry: (_who, reason) => void retries.push(reason) }), recordingOutput(), new AbortController().signal));
+    const error = await rejection(
+      adapter({ maxRetries: 2 }).stream(
+        request(`[fail=400] ${Math.random()}`, { onRetry: (_who, reason) => void retries.push(reason) }),
+        recordingOutput(),
+        new AbortController().signal,
+      ),
+    );
     expect(error.code).toBe('UPSTREAM_REJECTED');
     expect(fake.requests.length - before).toBe(1);
     expect(retries).toEqual([]);
@@ -179,7 +233,11 @@ describe('GoogleAdapter (Gemini API streaming on the official SDK)', () => {
     const controller = new AbortController();
     const before = fake.abortedRequests;
     const output = recordingOutput();
-    const streaming = adapter().stream(request('[stall]'), { ...output, textContent: (id, text) => (output.textContent(id, text), controller.abort(new Error('gone'))) }, controller.signal);
+    const streaming = adapter().stream(
+      request('[stall]'),
+      { ...output, textContent: (id, text) => (output.textContent(id, text), controller.abort(new Error('gone'))) },
+      controller.signal,
+    );
     expect((await rejection(streaming)).message).toBe('gone');
     await eventually(() => fake.abortedRequests > before, 'the upstream request to be closed', 500);
     expect(fake.abortedRequests).toBe(before + 1);
@@ -225,9 +283,17 @@ describe('through the gateway', () => {
       const call = outcome.messages.find((m) => m.type === 'action') as { id: string };
       expect(second[1]).toEqual({
         role: 'model',
-        parts: [{ functionCall: { id: call.id, name: 'greet', args: { name: 'Ann' } }, thoughtSignature: expect.stringMatching(/^sig-resp-fake\d+-0$/) }],
+        parts: [
+          {
+            functionCall: { id: call.id, name: 'greet', args: { name: 'Ann' } },
+            thoughtSignature: expect.stringMatching(/^sig-resp-fake\d+-0$/),
+          },
+        ],
       });
-      expect(second[2]).toEqual({ role: 'user', parts: [{ functionResponse: { id: call.id, name: 'greet', response: { result: 'Hello, Ann!' } } }] });
+      expect(second[2]).toEqual({
+        role: 'user',
+        parts: [{ functionResponse: { id: call.id, name: 'greet', response: { result: 'Hello, Ann!' } } }],
+      });
     });
   }
 });

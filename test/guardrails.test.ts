@@ -17,12 +17,20 @@ const service: Server = createServer(async (req, res) => {
   const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
   checks.push({ headers: req.headers, body });
   if (req.url !== '/guardrails/validate') return void res.writeHead(404).end();
-  if (body.input.includes('[guard-500]')) return void res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"boom"}');
+  if (body.input.includes('[guard-500]'))
+    return void res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"boom"}');
   if (body.input.includes('[guard-hang]')) return; // never answers
-  if (body.input.includes('[guard-garbage]')) return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+  if (body.input.includes('[guard-garbage]'))
+    return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
   const denied = body.invalidTopics.some((topic: string) => body.input.toLowerCase().includes(topic.toLowerCase()));
   res.writeHead(200, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(denied ? { status: 'denied', reason: 'I can only help with questions about your account.' } : { status: 'allowed', reason: '' }));
+  res.end(
+    JSON.stringify(
+      denied
+        ? { status: 'denied', reason: 'I can only help with questions about your account.' }
+        : { status: 'allowed', reason: '' },
+    ),
+  );
 });
 let baseURL: string;
 let guardrailsUrl: string;
@@ -34,7 +42,10 @@ afterAll(async () => {
   await Promise.all([model.stop(), close(service)]);
 });
 const { start } = gatewaysPerTest();
-const gatewayOptions = () => ({ adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', maxRetries: 0 }), guardrails: { url: guardrailsUrl, timeoutMs: 1_500 } });
+const gatewayOptions = () => ({
+  adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', maxRetries: 0 }),
+  guardrails: { url: guardrailsUrl, timeoutMs: 1_500 },
+});
 const cloud = { guardrails: { inputValidationRules: { allowList: ['account'], denyList: ['weather'] } } };
 const KEY = { 'X-CopilotCloud-Public-API-Key': 'ck_pub_test' };
 const at = new Date().toISOString();
@@ -46,7 +57,14 @@ for (const transport of TRANSPORTS) {
       const [beforeChecks, beforeModel] = [checks.length, model.requests.length];
       const outcome = await transport.run(
         gateway,
-        runInput([userMessage('hello', 'u1'), { id: 'a1', createdAt: at, textMessage: { role: 'assistant', content: 'Hi!' } }, userMessage('my account balance [tokens=2]', 'u2')], { cloud }),
+        runInput(
+          [
+            userMessage('hello', 'u1'),
+            { id: 'a1', createdAt: at, textMessage: { role: 'assistant', content: 'Hi!' } },
+            userMessage('my account balance [tokens=2]', 'u2'),
+          ],
+          { cloud },
+        ),
         { headers: KEY },
       );
       expect(outcome.status.code).toBe('Success');
@@ -68,11 +86,16 @@ for (const transport of TRANSPORTS) {
     it('stop a denied request with the reason, as an assistant message and a GUARDRAILS_VALIDATION_FAILED status, calling no model', async () => {
       const gateway = await start(gatewayOptions());
       const before = model.requests.length;
-      const outcome = await transport.run(gateway, runInput([userMessage('what is the weather?')], { cloud }), { headers: KEY });
+      const outcome = await transport.run(gateway, runInput([userMessage('what is the weather?')], { cloud }), {
+        headers: KEY,
+      });
       expect(outcome.status).toMatchObject({
         code: 'Failed',
         reason: 'GUARDRAILS_VALIDATION_FAILED',
-        details: { code: 'GUARDRAILS_VALIDATION_FAILED', guardrailsReason: 'I can only help with questions about your account.' },
+        details: {
+          code: 'GUARDRAILS_VALIDATION_FAILED',
+          guardrailsReason: 'I can only help with questions about your account.',
+        },
       });
       expect(textOf(outcome)).toBe('I can only help with questions about your account.');
       expect(model.requests.length).toBe(before);
@@ -94,7 +117,9 @@ for (const transport of TRANSPORTS) {
     ])('fail closed when the service %s, calling no model', async (_what, prompt, code) => {
       const gateway = await start(gatewayOptions());
       const before = model.requests.length;
-      const outcome = await transport.run(gateway, runInput([userMessage(`account ${prompt}`)], { cloud }), { headers: KEY });
+      const outcome = await transport.run(gateway, runInput([userMessage(`account ${prompt}`)], { cloud }), {
+        headers: KEY,
+      });
       expect(outcome.status).toMatchObject({ code: 'Failed', details: { code } });
       expect(outcome.status.details.description).toMatch(/not passed on/);
       expect(model.requests.length).toBe(before);
@@ -108,11 +133,18 @@ describe('guardrails', () => {
     const before = checks.length;
     const outcome = await TRANSPORTS[2].run(
       gateway,
-      runInput([
-        userMessage('weather please'),
-        { id: 'c1', createdAt: at, actionExecutionMessage: { name: 'lookup', arguments: '{}' } },
-        { id: 'r1', createdAt: at, resultMessage: { actionExecutionId: 'c1', actionName: 'lookup', result: 'sunny' } },
-      ], { cloud }),
+      runInput(
+        [
+          userMessage('weather please'),
+          { id: 'c1', createdAt: at, actionExecutionMessage: { name: 'lookup', arguments: '{}' } },
+          {
+            id: 'r1',
+            createdAt: at,
+            resultMessage: { actionExecutionId: 'c1', actionName: 'lookup', result: 'sunny' },
+          },
+        ],
+        { cloud },
+      ),
     );
     expect(outcome.status.code).toBe('Success');
     expect(checks.length).toBe(before);

@@ -13,7 +13,11 @@ import { eventually, gatewaysPerTest, runInput, userMessage } from './support/ha
 const { start } = gatewaysPerTest({ adapter: new DemoAdapter({ tokenDelayMs: 0 }) });
 
 const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json', ...headers }, body: JSON.stringify(body) });
+  fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
 
 /** Sends raw bytes and returns the status line of the answer. */
 function rawRequest(url: string, request: string): Promise<string> {
@@ -35,7 +39,9 @@ describe('input that once broke the gateway', () => {
     const { url } = await start();
     expect(await rawRequest(url, 'GET //[ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n')).toBe('HTTP/1.1 404 Not Found');
     const { port } = new URL(url);
-    expect(await rawRequest(url, `GET http://127.0.0.1:${port}/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`)).toBe('HTTP/1.1 200 OK');
+    expect(await rawRequest(url, `GET http://127.0.0.1:${port}/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`)).toBe(
+      'HTTP/1.1 200 OK',
+    );
     expect(await (await post(url, { query: '{ hello }' })).json()).toEqual({ data: { hello: 'Hello World' } });
   });
 
@@ -60,7 +66,9 @@ describe('limits on what one request can start', () => {
   it('allows one run per operation, over HTTP and WebSocket', async () => {
     const adapter = new GatedAdapter();
     const { url, wsUrl } = await start({ adapter });
-    const query = MUTATION('a: generateCopilotResponse(data: $data) { threadId } b: generateCopilotResponse(data: $data) { threadId }');
+    const query = MUTATION(
+      'a: generateCopilotResponse(data: $data) { threadId } b: generateCopilotResponse(data: $data) { threadId }',
+    );
     const variables = { data: runInput([userMessage('hi')]) };
     const http = await post(url, { query, variables });
     expect(http.status).toBe(400);
@@ -82,7 +90,11 @@ describe('limits on what one request can start', () => {
     const { url } = await start({ adapter });
     const query = `mutation($data: GenerateCopilotResponseInput!) { ...F ...F @defer }
       fragment F on Mutation { generateCopilotResponse(data: $data) { threadId } }`;
-    const response = await post(url, { query, variables: { data: runInput([userMessage('hi')]) } }, { accept: 'multipart/mixed' });
+    const response = await post(
+      url,
+      { query, variables: { data: runInput([userMessage('hi')]) } },
+      { accept: 'multipart/mixed' },
+    );
     const body = await response.text();
     expect(body).toContain('An operation may start one run');
     expect(adapter.started).toBe(1);
@@ -92,7 +104,9 @@ describe('limits on what one request can start', () => {
     const { url } = await start();
     const body = await (
       await post(url, {
-        query: MUTATION('generateCopilotResponse(data: $data) { threadId } generateCopilotResponse(data: $data) { runId }'),
+        query: MUTATION(
+          'generateCopilotResponse(data: $data) { threadId } generateCopilotResponse(data: $data) { runId }',
+        ),
         variables: { data: runInput([userMessage('hi')], { threadId: 't-merged' }) },
       })
     ).json();
@@ -120,7 +134,8 @@ describe('limits on what one request can start', () => {
     const { url, wsUrl } = await start();
     // About 1 KB of text, 20^4 selections once expanded: before this rule, compiling it for WebSocket
     // events ran the process out of memory.
-    const aliased = (field: string, selection: string) => Array.from({ length: 20 }, (_, i) => `${field[0]}${i}: ${field} ${selection}`).join(' ');
+    const aliased = (field: string, selection: string) =>
+      Array.from({ length: 20 }, (_, i) => `${field[0]}${i}: ${field} ${selection}`).join(' ');
     const fragments = `fragment E on CopilotRunEvent { ... on RunMetaEvent { ${aliased('event', '{ ...M }')} } }
 fragment M on BaseMetaEvent { ... on CopilotKitLangGraphInterruptEvent { ${aliased('data', '{ ...D }')} } }
 fragment D on CopilotKitLangGraphInterruptEventData { ${aliased('messages', '{ ...S }')} }
@@ -128,10 +143,13 @@ fragment S on BaseMessageOutput { ${aliased('status', '{ __typename }')} }`;
     const subscription = `subscription($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) { ...E } }\n${fragments}`;
     const client = createClient({ url: wsUrl, webSocketImpl: WebSocket, retryAttempts: 0 });
     const errors = await (async () => {
-      for await (const _ of client.iterate({ query: subscription, variables: { data: runInput([userMessage('hi')]) } })) return undefined;
+      for await (const _ of client.iterate({ query: subscription, variables: { data: runInput([userMessage('hi')]) } }))
+        return undefined;
     })().catch((e) => e);
     await client.dispose();
-    expect(errors[0].message).toMatch(/selects 328421 fields once its fragments are expanded; the most allowed is 2000/);
+    expect(errors[0].message).toMatch(
+      /selects 328421 fields once its fragments are expanded; the most allowed is 2000/,
+    );
     expect(errors[0].extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
 
     const query = `{ hello ...Q } fragment Q on Query { ${Array.from({ length: 2000 }, (_, i) => `h${i}: hello`).join(' ')} }`;
@@ -170,7 +188,10 @@ describe('WebSocket operations', () => {
     const { wsUrl } = await start({ adapter });
     const client = createClient({ url: wsUrl, webSocketImpl: WebSocket, retryAttempts: 0 });
     const unsubscribe = client.subscribe(
-      { query: MUTATION('generateCopilotResponse(data: $data) { status { ... on BaseResponseStatus { code } } }'), variables: { data: runInput([userMessage('hi')]) } },
+      {
+        query: MUTATION('generateCopilotResponse(data: $data) { status { ... on BaseResponseStatus { code } } }'),
+        variables: { data: runInput([userMessage('hi')]) },
+      },
       { next: () => {}, error: () => {}, complete: () => {} },
     );
     await eventually(() => adapter.started === 1, 'the run to start');
@@ -182,10 +203,19 @@ describe('WebSocket operations', () => {
   it('sends nothing more for an operation the client completed', async () => {
     const { adapter, lines, socket, received } = await gatedSocket();
     const mutation = MUTATION('generateCopilotResponse(data: $data) { status { ... on BaseResponseStatus { code } } }');
-    socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: mutation, variables: { data: runInput([userMessage('hi')]) } } }));
+    socket.send(
+      JSON.stringify({
+        id: '1',
+        type: 'subscribe',
+        payload: { query: mutation, variables: { data: runInput([userMessage('hi')]) } },
+      }),
+    );
     await eventually(() => adapter.started === 1, 'the run to start');
     socket.send(JSON.stringify({ id: '1', type: 'complete' }));
-    await eventually(() => lines.some((line) => line.operationId === '1' && line.msg === 'operation completed'), 'operation 1 to end');
+    await eventually(
+      () => lines.some((line) => line.operationId === '1' && line.msg === 'operation completed'),
+      'operation 1 to end',
+    );
     // Anything sent for operation 1 was sent before this answer, on the same ordered socket.
     socket.send(JSON.stringify({ id: '2', type: 'subscribe', payload: { query: '{ hello }' } }));
     await eventually(() => received.some((m) => m.id === '2' && m.type === 'complete'), 'operation 2 to complete');
@@ -196,13 +226,26 @@ describe('WebSocket operations', () => {
 
   it('sends nothing more for a streaming subscription the client completed, and aborts its run', async () => {
     const { adapter, lines, socket, received } = await gatedSocket();
-    const query = 'subscription($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) { __typename ... on TextMessageContentEvent { content } } }';
-    socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query, variables: { data: runInput([userMessage('hi')]) } } }));
+    const query =
+      'subscription($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) { __typename ... on TextMessageContentEvent { content } } }';
+    socket.send(
+      JSON.stringify({
+        id: '1',
+        type: 'subscribe',
+        payload: { query, variables: { data: runInput([userMessage('hi')]) } },
+      }),
+    );
     await eventually(() => adapter.started === 1, 'the run to start');
     adapter.release('Hel');
-    await eventually(() => received.some((m) => m.id === '1' && m.payload?.data?.copilotRun?.content === 'Hel'), 'the first token');
+    await eventually(
+      () => received.some((m) => m.id === '1' && m.payload?.data?.copilotRun?.content === 'Hel'),
+      'the first token',
+    );
     socket.send(JSON.stringify({ id: '1', type: 'complete' }));
-    await eventually(() => lines.some((line) => line.operationId === '1' && line.msg === 'operation completed'), 'operation 1 to end');
+    await eventually(
+      () => lines.some((line) => line.operationId === '1' && line.msg === 'operation completed'),
+      'operation 1 to end',
+    );
     await eventually(() => adapter.aborted === 1, 'the run to be aborted');
     const sentBefore = received.filter((m) => m.id === '1').length;
     adapter.release('lo');
@@ -218,7 +261,10 @@ describe('WebSocket operations', () => {
     const { wsUrl } = await start({ adapter });
     const client = createClient({ url: wsUrl, webSocketImpl: WebSocket, retryAttempts: 0 });
     client.subscribe(
-      { query: 'subscription($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) { __typename } }', variables: { data: runInput([userMessage('hi')]) } },
+      {
+        query: 'subscription($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) { __typename } }',
+        variables: { data: runInput([userMessage('hi')]) },
+      },
       { next: () => {}, error: () => {}, complete: () => {} },
     );
     await eventually(() => adapter.started === 1, 'the run to start');
@@ -226,7 +272,7 @@ describe('WebSocket operations', () => {
     await eventually(() => adapter.aborted === 1, 'the run to be aborted');
   });
 
-  it('logs a subscription\'s run and its end with the operation\'s request id, operation id and transport', async () => {
+  it("logs a subscription's run and its end with the operation's request id, operation id and transport", async () => {
     const lines: any[] = [];
     const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
     const { wsUrl } = await start({ logger });
@@ -239,7 +285,13 @@ describe('WebSocket operations', () => {
     await client.dispose();
     const run = lines.find((line) => line.msg === 'run succeeded');
     const ended = lines.find((line) => line.msg === 'operation completed');
-    expect(run).toMatchObject({ transport: 'ws', operationId: expect.any(String), requestId: expect.any(String), threadId: 't-logged', runId: expect.any(String) });
+    expect(run).toMatchObject({
+      transport: 'ws',
+      operationId: expect.any(String),
+      requestId: expect.any(String),
+      threadId: 't-logged',
+      runId: expect.any(String),
+    });
     expect(ended).toMatchObject({ transport: 'ws', operationId: run.operationId, requestId: run.requestId });
   });
 
@@ -280,20 +332,43 @@ describe('WebSocket operations', () => {
 describe('log lines of HTTP runs', () => {
   // The run's logger is a child of the transport's with the request's id, not a grandchild through the
   // request's own logger: the same fields, in the same order, each once.
-  it('carry the request\'s id once, beside the request\'s own line: GraphQL, an AG-UI route and an AG-UI envelope', async () => {
+  it("carry the request's id once, beside the request's own line: GraphQL, an AG-UI route and an AG-UI envelope", async () => {
     const raw: string[] = [];
     const logger = pino({ level: 'info' }, { write: (line: string) => void raw.push(line) });
     const { url } = await start({ logger });
-    const agUiInput = (threadId: string) => ({ threadId, runId: `r-${threadId}`, messages: [{ id: 'u1', role: 'user', content: 'hi' }], tools: [], context: [], state: {}, forwardedProps: {} });
+    const agUiInput = (threadId: string) => ({
+      threadId,
+      runId: `r-${threadId}`,
+      messages: [{ id: 'u1', role: 'user', content: 'hi' }],
+      tools: [],
+      context: [],
+      state: {},
+      forwardedProps: {},
+    });
     const post = (to: string, body: unknown, accept = 'application/json') =>
-      fetch(to, { method: 'POST', headers: { 'content-type': 'application/json', accept }, body: JSON.stringify(body) });
+      fetch(to, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept },
+        body: JSON.stringify(body),
+      });
     const answers = {
-      't-graphql': await post(url, { query: HTTP_STREAMED, variables: { data: runInput([userMessage('hi')], { threadId: 't-graphql' }) } }, 'multipart/mixed'),
+      't-graphql': await post(
+        url,
+        { query: HTTP_STREAMED, variables: { data: runInput([userMessage('hi')], { threadId: 't-graphql' }) } },
+        'multipart/mixed',
+      ),
       't-route': await post(`${url}/agent/default/run`, agUiInput('t-route')),
-      't-envelope': await post(url, { method: 'agent/run', params: { agentId: 'default' }, body: agUiInput('t-envelope') }),
+      't-envelope': await post(url, {
+        method: 'agent/run',
+        params: { agentId: 'default' },
+        body: agUiInput('t-envelope'),
+      }),
     };
     for (const answer of Object.values(answers)) await answer.text();
-    await eventually(() => raw.filter((line) => line.includes('"run succeeded"')).length === 3, 'the three runs to end');
+    await eventually(
+      () => raw.filter((line) => line.includes('"run succeeded"')).length === 3,
+      'the three runs to end',
+    );
     for (const [threadId, answer] of Object.entries(answers)) {
       const requestId = answer.headers.get('x-request-id');
       const line = raw.find((run) => run.includes('"run succeeded"') && run.includes(`"threadId":"${threadId}"`))!;
@@ -301,9 +376,14 @@ describe('log lines of HTTP runs', () => {
       const run = JSON.parse(line);
       expect(run).toMatchObject({ requestId, threadId, runId: expect.any(String) });
       // level, time, pid and hostname come first, then the run logger's fields in their order.
-      const fields = threadId === 't-graphql' ? ['requestId', 'runId', 'threadId'] : ['requestId', 'protocol', 'runId', 'threadId'];
+      const fields =
+        threadId === 't-graphql' ? ['requestId', 'runId', 'threadId'] : ['requestId', 'protocol', 'runId', 'threadId'];
       expect(Object.keys(run).slice(4, 4 + fields.length)).toEqual(fields);
-      await eventually(() => raw.some((other) => other.includes('"request completed"') && other.includes(`"requestId":"${requestId}"`)), 'the request\'s own line');
+      await eventually(
+        () =>
+          raw.some((other) => other.includes('"request completed"') && other.includes(`"requestId":"${requestId}"`)),
+        "the request's own line",
+      );
     }
   });
 });
@@ -312,7 +392,8 @@ describe('DNS-rebinding protection in development', () => {
   it('serves loopback names and IP addresses but not other host names', async () => {
     const { url } = await start({ environment: 'development', allowedHosts: ['dev.example.test'] });
     const { port } = new URL(url);
-    const request = (host: string) => rawRequest(url, `GET /health HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+    const request = (host: string) =>
+      rawRequest(url, `GET /health HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
     expect(await request(`localhost:${port}`)).toBe('HTTP/1.1 200 OK');
     expect(await request(`127.0.0.1:${port}`)).toBe('HTTP/1.1 200 OK');
     expect(await request(`[::1]:${port}`)).toBe('HTTP/1.1 200 OK');
@@ -321,7 +402,9 @@ describe('DNS-rebinding protection in development', () => {
     expect(await request(`rebind.attacker.example:${port}`)).toBe('HTTP/1.1 403 Forbidden');
     const refused = await new Promise<string>((resolve, reject) => {
       let text = '';
-      const socket = connect(Number(port), '127.0.0.1', () => socket.write(`GET /health HTTP/1.1\r\nHost: rebind.attacker.example:${port}\r\nConnection: close\r\n\r\n`));
+      const socket = connect(Number(port), '127.0.0.1', () =>
+        socket.write(`GET /health HTTP/1.1\r\nHost: rebind.attacker.example:${port}\r\nConnection: close\r\n\r\n`),
+      );
       socket.on('data', (data) => (text += data));
       socket.on('end', () => resolve(text));
       socket.on('error', reject);
@@ -337,7 +420,9 @@ describe('DNS-rebinding protection in development', () => {
 
   it('does not check host names in production', async () => {
     const { url } = await start({ environment: 'production' });
-    expect(await rawRequest(url, 'GET /health HTTP/1.1\r\nHost: api.example.com\r\nConnection: close\r\n\r\n')).toBe('HTTP/1.1 200 OK');
+    expect(await rawRequest(url, 'GET /health HTTP/1.1\r\nHost: api.example.com\r\nConnection: close\r\n\r\n')).toBe(
+      'HTTP/1.1 200 OK',
+    );
   });
 });
 
@@ -347,7 +432,10 @@ describe('errors from Apollo itself', () => {
     const response = await fetch(`${url}?query=${encodeURIComponent('{ hello }')}`); // a GET without a preflight header: CSRF rule
     expect(response.status).toBe(400);
     const body = await response.json();
-    expect(body.errors[0].extensions).toMatchObject({ code: 'BAD_REQUEST', requestId: response.headers.get('x-request-id') });
+    expect(body.errors[0].extensions).toMatchObject({
+      code: 'BAD_REQUEST',
+      requestId: response.headers.get('x-request-id'),
+    });
   });
 });
 

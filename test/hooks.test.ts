@@ -23,7 +23,10 @@ const adapter = () => new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-mod
 
 function capturingLogger() {
   const lines: any[] = [];
-  const logger = pino({ level: 'info' }, new Writable({ write: (chunk, _enc, done) => (lines.push(JSON.parse(String(chunk))), done()) }));
+  const logger = pino(
+    { level: 'info' },
+    new Writable({ write: (chunk, _enc, done) => (lines.push(JSON.parse(String(chunk))), done()) }),
+  );
   return { logger, lines };
 }
 
@@ -43,14 +46,32 @@ describe('onBeforeRequest and onAfterRequest', () => {
         },
       });
       const sent = model.requests.length;
-      const outcome = await transport.run(gateway, runInput([userMessage('hi [tokens=2]', 'u1')], { threadId: 'thread-hooks' }), { properties: { tenant: 'acme' } });
+      const outcome = await transport.run(
+        gateway,
+        runInput([userMessage('hi [tokens=2]', 'u1')], { threadId: 'thread-hooks' }),
+        { properties: { tenant: 'acme' } },
+      );
       expect(outcome.status.code).toBe('Success');
       expect(before).toEqual([
-        expect.objectContaining({ threadId: 'thread-hooks', runId: expect.any(String), inputMessages: [expect.objectContaining({ id: 'u1', content: 'hi [tokens=2]' })], properties: { tenant: 'acme' }, url: 'http://localhost:3000/' }),
+        expect.objectContaining({
+          threadId: 'thread-hooks',
+          runId: expect.any(String),
+          inputMessages: [expect.objectContaining({ id: 'u1', content: 'hi [tokens=2]' })],
+          properties: { tenant: 'acme' },
+          url: 'http://localhost:3000/',
+        }),
       ]);
-      expect(model.requests[sent].messages[0]).toEqual({ role: 'system', content: 'Context from the application:\n- The user’s plan: Premium' });
+      expect(model.requests[sent].messages[0]).toEqual({
+        role: 'system',
+        content: 'Context from the application:\n- The user’s plan: Premium',
+      });
       await eventually(() => after.length === 1, 'onAfterRequest');
-      expect(after[0]).toMatchObject({ threadId: 'thread-hooks', runId: before[0].runId, status: { code: 'Success' }, outputMessages: [{ kind: 'text', role: 'assistant', content: 'tok0 tok1 ' }] });
+      expect(after[0]).toMatchObject({
+        threadId: 'thread-hooks',
+        runId: before[0].runId,
+        status: { code: 'Success' },
+        outputMessages: [{ kind: 'text', role: 'assistant', content: 'tok0 tok1 ' }],
+      });
     });
   }
 
@@ -64,20 +85,43 @@ describe('onBeforeRequest and onAfterRequest', () => {
       },
     });
     const sent = model.requests.length;
-    const outcome = await TRANSPORTS[0].run(gateway, runInput([userMessage('hi')]), { properties: { tenant: 'other' } });
-    expect(outcome.errors?.[0]).toMatchObject({ message: 'Unknown tenant.', extensions: { code: 'REQUEST_REFUSED', statusCode: 403 } });
+    const outcome = await TRANSPORTS[0].run(gateway, runInput([userMessage('hi')]), {
+      properties: { tenant: 'other' },
+    });
+    expect(outcome.errors?.[0]).toMatchObject({
+      message: 'Unknown tenant.',
+      extensions: { code: 'REQUEST_REFUSED', statusCode: 403 },
+    });
     expect(model.requests.length).toBe(sent);
   });
 
   it('fail the request clearly when onBeforeRequest throws unexpectedly, and log it; onAfterRequest throwing is only logged', async () => {
     const { logger, lines } = capturingLogger();
-    const broken = await start({ adapter: adapter(), logger, hooks: { onBeforeRequest: () => { throw new TypeError('hook bug'); } } });
+    const broken = await start({
+      adapter: adapter(),
+      logger,
+      hooks: {
+        onBeforeRequest: () => {
+          throw new TypeError('hook bug');
+        },
+      },
+    });
     const refused = await TRANSPORTS[2].run(broken, runInput([userMessage('hi')]));
     expect(refused.errors?.[0]?.extensions).toMatchObject({ code: 'HOOK_FAILED', statusCode: 500 });
     expect(refused.errors?.[0]?.message).not.toContain('hook bug');
-    expect(lines.some((line) => line.msg === 'the onBeforeRequest hook threw' && line.err.message === 'hook bug')).toBe(true);
+    expect(lines.some((line) => line.msg === 'the onBeforeRequest hook threw' && line.err.message === 'hook bug')).toBe(
+      true,
+    );
 
-    const lenient = await start({ adapter: adapter(), logger, hooks: { onAfterRequest: async () => { throw new Error('after bug'); } } });
+    const lenient = await start({
+      adapter: adapter(),
+      logger,
+      hooks: {
+        onAfterRequest: async () => {
+          throw new Error('after bug');
+        },
+      },
+    });
     const outcome = await TRANSPORTS[2].run(lenient, runInput([userMessage('hi [tokens=1]')]));
     expect(outcome.status.code).toBe('Success');
     await eventually(() => lines.some((line) => line.msg === 'the onAfterRequest hook threw'), 'the log line');
@@ -85,7 +129,10 @@ describe('onBeforeRequest and onAfterRequest', () => {
 
   it('tell onAfterRequest how a failed run ended', async () => {
     const after: AfterRequestContext[] = [];
-    const gateway = await start({ adapter: adapter(), hooks: { onAfterRequest: (context) => void after.push(context) } });
+    const gateway = await start({
+      adapter: adapter(),
+      hooks: { onAfterRequest: (context) => void after.push(context) },
+    });
     await TRANSPORTS[2].run(gateway, runInput([userMessage('[fail=503]')]));
     await eventually(() => after.length === 1, 'onAfterRequest');
     expect(after[0].status).toEqual({ code: 'Failed', errorCode: 'UPSTREAM_UNAVAILABLE' });
@@ -99,18 +146,46 @@ describe('observability hooks', () => {
     const errors: LLMErrorData[] = [];
     const gateway = await start({
       adapter: adapter(),
-      observability: { handleRequest: (data) => void requests.push(data), handleResponse: (data) => void responses.push(data), handleError: (data) => void errors.push(data) },
+      observability: {
+        handleRequest: (data) => void requests.push(data),
+        handleResponse: (data) => void responses.push(data),
+        handleError: (data) => void errors.push(data),
+      },
     });
     await TRANSPORTS[2].run(gateway, runInput([userMessage('hi [tokens=3]')], { threadId: 't-obs' }));
-    expect(requests).toEqual([expect.objectContaining({ threadId: 't-obs', model: 'fake-model', provider: 'openai', messages: [expect.objectContaining({ content: 'hi [tokens=3]' })], timestamp: expect.any(Number) })]);
-    expect(responses).toEqual([expect.objectContaining({ threadId: 't-obs', output: { text: 'tok0 tok1 tok2 ', actionCalls: [] }, isFinalResponse: true, isProgressiveChunk: false, latency: expect.any(Number) })]);
+    expect(requests).toEqual([
+      expect.objectContaining({
+        threadId: 't-obs',
+        model: 'fake-model',
+        provider: 'openai',
+        messages: [expect.objectContaining({ content: 'hi [tokens=3]' })],
+        timestamp: expect.any(Number),
+      }),
+    ]);
+    expect(responses).toEqual([
+      expect.objectContaining({
+        threadId: 't-obs',
+        output: { text: 'tok0 tok1 tok2 ', actionCalls: [] },
+        isFinalResponse: true,
+        isProgressiveChunk: false,
+        latency: expect.any(Number),
+      }),
+    ]);
     await TRANSPORTS[2].run(gateway, runInput([userMessage('[fail=429]')]));
-    expect(errors).toEqual([expect.objectContaining({ error: { code: 'UPSTREAM_RATE_LIMITED', message: expect.stringContaining('429') }, provider: 'openai' })]);
+    expect(errors).toEqual([
+      expect.objectContaining({
+        error: { code: 'UPSTREAM_RATE_LIMITED', message: expect.stringContaining('429') },
+        provider: 'openai',
+      }),
+    ]);
   });
 
   it('see every chunk as it streams in progressive mode, then the whole answer', async () => {
     const responses: LLMResponseData[] = [];
-    const gateway = await start({ adapter: adapter(), observability: { progressive: true, handleResponse: (data) => void responses.push(data) } });
+    const gateway = await start({
+      adapter: adapter(),
+      observability: { progressive: true, handleResponse: (data) => void responses.push(data) },
+    });
     await TRANSPORTS[0].run(gateway, runInput([userMessage('hi [tokens=3] [delay=5]')]));
     const chunks = responses.filter((r) => r.isProgressiveChunk).map((r) => r.output);
     expect(chunks.join('')).toBe('tok0 tok1 tok2 ');
@@ -123,11 +198,22 @@ describe('observability hooks', () => {
     const gateway = await start({
       adapter: adapter(),
       logger,
-      observability: { progressive: true, handleRequest: () => { throw new Error('sync bug'); }, handleResponse: async () => { throw new Error('async bug'); } },
+      observability: {
+        progressive: true,
+        handleRequest: () => {
+          throw new Error('sync bug');
+        },
+        handleResponse: async () => {
+          throw new Error('async bug');
+        },
+      },
     });
     const outcome = await TRANSPORTS[2].run(gateway, runInput([userMessage('hi [tokens=2]')]));
     expect(outcome.status.code).toBe('Success');
     expect(textOf(outcome)).toBe('tok0 tok1 ');
-    await eventually(() => lines.filter((line) => line.msg === 'an observability hook failed').length >= 2, 'the log lines');
+    await eventually(
+      () => lines.filter((line) => line.msg === 'an observability hook failed').length >= 2,
+      'the log lines',
+    );
   });
 });

@@ -100,7 +100,13 @@ describe('the stock CopilotRuntimeClient over HTTP', () => {
     );
     const request = fake.requests[before];
     expect(request.messages[0]).toEqual({ role: 'system', content: 'Be brief.' });
-    expect(request).toMatchObject({ model: 'other-model', max_tokens: 50, temperature: 0.2, stop: ['END'], stream: true });
+    expect(request).toMatchObject({
+      model: 'other-model',
+      max_tokens: 50,
+      temperature: 0.2,
+      stop: ['END'],
+      stream: true,
+    });
   });
 
   it('streams a frontend action call with its arguments, exactly once, for the client to execute', async () => {
@@ -114,7 +120,11 @@ describe('the stock CopilotRuntimeClient over HTTP', () => {
             {
               name: 'showAlert',
               description: 'Shows an alert.',
-              jsonSchema: JSON.stringify({ type: 'object', properties: { message: { type: 'string' } }, required: ['message'] }),
+              jsonSchema: JSON.stringify({
+                type: 'object',
+                properties: { message: { type: 'string' } },
+                required: ['message'],
+              }),
               available: 'enabled',
             },
             { name: 'hidden', description: 'Disabled.', jsonSchema: '{"type":"object"}', available: 'disabled' },
@@ -144,8 +154,20 @@ describe('the stock CopilotRuntimeClient over HTTP', () => {
     const snapshots = await collect(
       runInput([
         userMessage('greet bob'),
-        { id: 'call_prev', createdAt: now, actionExecutionMessage: { name: 'showAlert', arguments: '{"message":"Bob"}', parentMessageId: 'chatcmpl-prev' } },
-        { id: 'result-call_prev', createdAt: now, resultMessage: { actionExecutionId: 'call_prev', actionName: 'showAlert', result: '{"shown":true}' } },
+        {
+          id: 'call_prev',
+          createdAt: now,
+          actionExecutionMessage: {
+            name: 'showAlert',
+            arguments: '{"message":"Bob"}',
+            parentMessageId: 'chatcmpl-prev',
+          },
+        },
+        {
+          id: 'result-call_prev',
+          createdAt: now,
+          resultMessage: { actionExecutionId: 'call_prev', actionName: 'showAlert', result: '{"shown":true}' },
+        },
       ]),
     );
     expect(finalResponse(snapshots).messages[0].content.join('')).toBe('Tool result received: {"shown":true}');
@@ -153,15 +175,26 @@ describe('the stock CopilotRuntimeClient over HTTP', () => {
     expect(sent[1]).toEqual({
       role: 'assistant',
       content: null,
-      tool_calls: [{ id: 'call_prev', type: 'function', function: { name: 'showAlert', arguments: '{"message":"Bob"}' } }],
+      tool_calls: [
+        { id: 'call_prev', type: 'function', function: { name: 'showAlert', arguments: '{"message":"Bob"}' } },
+      ],
     });
     expect(sent[2]).toEqual({ role: 'tool', tool_call_id: 'call_prev', content: '{"shown":true}' });
   });
 
   it('keeps interleaved parallel tool calls apart', async () => {
-    const action = (name: string) => ({ name, description: name, jsonSchema: '{"type":"object"}', available: 'enabled' });
+    const action = (name: string) => ({
+      name,
+      description: name,
+      jsonSchema: '{"type":"object"}',
+      available: 'enabled',
+    });
     const response = finalResponse(
-      await collect(runInput([userMessage('[tools=first,second] [interleave]')], { frontend: { actions: [action('first'), action('second')] } })),
+      await collect(
+        runInput([userMessage('[tools=first,second] [interleave]')], {
+          frontend: { actions: [action('first'), action('second')] },
+        }),
+      ),
     );
     expect(response.messages.map((m: any) => [m.name, m.arguments.join('')])).toEqual([
       ['first', '{"n":1}'],
@@ -170,9 +203,18 @@ describe('the stock CopilotRuntimeClient over HTTP', () => {
   });
 
   it('tells parallel tool calls apart by id when a server sends them all at index 0', async () => {
-    const action = (name: string) => ({ name, description: name, jsonSchema: '{"type":"object"}', available: 'enabled' });
+    const action = (name: string) => ({
+      name,
+      description: name,
+      jsonSchema: '{"type":"object"}',
+      available: 'enabled',
+    });
     const response = finalResponse(
-      await collect(runInput([userMessage('[tools=first,second] [same-index]')], { frontend: { actions: [action('first'), action('second')] } })),
+      await collect(
+        runInput([userMessage('[tools=first,second] [same-index]')], {
+          frontend: { actions: [action('first'), action('second')] },
+        }),
+      ),
     );
     expect(response.messages.map((m: any) => [m.name, m.arguments.join('')])).toEqual([
       ['first', '{"n":0}'],
@@ -184,7 +226,10 @@ describe('the stock CopilotRuntimeClient over HTTP', () => {
     const before = fake.requests.length;
     await collect(
       runInput(
-        [{ id: 'sys', createdAt: new Date().toISOString(), textMessage: { role: 'system', content: 'Be brief.' } }, userMessage('hi')],
+        [
+          { id: 'sys', createdAt: new Date().toISOString(), textMessage: { role: 'system', content: 'Be brief.' } },
+          userMessage('hi'),
+        ],
         { context: [{ description: 'The current page', value: '/orders/42' }] },
       ),
     );
@@ -206,14 +251,23 @@ describe('the stock CopilotRuntimeClient over HTTP', () => {
     ]);
     const [call, result, text] = response.messages;
     expect(call.arguments.join('')).toBe('{"message":"Bob"}');
-    expect(result).toMatchObject({ id: `result-${call.id}`, actionExecutionId: call.id, actionName: 'sayHello', result: 'Hello, Bob!' });
+    expect(result).toMatchObject({
+      id: `result-${call.id}`,
+      actionExecutionId: call.id,
+      actionName: 'sayHello',
+      result: 'Hello, Bob!',
+    });
     expect(text.content.join('')).toBe('Tool result received: Hello, Bob!');
     expect(handlerCalls).toEqual(['Bob']);
 
     expect(fake.requests.length - before).toBe(2);
     const continuation = fake.requests[before + 1].messages;
     expect(continuation.slice(-2)).toEqual([
-      { role: 'assistant', content: null, tool_calls: [{ id: call.id, type: 'function', function: { name: 'sayHello', arguments: '{"message":"Bob"}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: call.id, type: 'function', function: { name: 'sayHello', arguments: '{"message":"Bob"}' } }],
+      },
       { role: 'tool', tool_call_id: call.id, content: 'Hello, Bob!' },
     ]);
   });
@@ -237,7 +291,11 @@ describe('the stock CopilotRuntimeClient over HTTP', () => {
     const snapshots = await collect(runInput([userMessage('boom [fail=400]')]));
     const response = finalResponse(snapshots);
     expect(response.messages).toEqual([]);
-    expect(response.status).toMatchObject({ code: 'Failed', reason: 'UNKNOWN_ERROR', __typename: 'FailedResponseStatus' });
+    expect(response.status).toMatchObject({
+      code: 'Failed',
+      reason: 'UNKNOWN_ERROR',
+      __typename: 'FailedResponseStatus',
+    });
     expect(response.status.details).toMatchObject({
       code: 'UPSTREAM_REJECTED',
       description: 'The model provider rejected the request (HTTP 400): fake failure 400',
@@ -245,10 +303,12 @@ describe('the stock CopilotRuntimeClient over HTTP', () => {
     expect(JSON.stringify(response.status.details)).not.toMatch(/\n\s+at /);
   });
 
-  it('does not pass the provider\'s text on an authentication failure to the client', async () => {
+  it("does not pass the provider's text on an authentication failure to the client", async () => {
     const response = finalResponse(await collect(runInput([userMessage('[fail=401]')])));
     expect(response.status.details.code).toBe('UPSTREAM_AUTHENTICATION_FAILED');
-    expect(response.status.details.description).toBe('The model provider refused the credentials (HTTP 401). Check OPENAI_API_KEY.');
+    expect(response.status.details.description).toBe(
+      'The model provider refused the credentials (HTTP 401). Check OPENAI_API_KEY.',
+    );
     expect(JSON.stringify(response.status)).not.toContain('fake failure');
   });
 
@@ -276,5 +336,4 @@ describe('the stock CopilotRuntimeClient over HTTP', () => {
     expect(response.messages[0].status.code).toBe('Failed');
     await eventually(() => fake.abortedRequests > aborted, 'the stalled model request to be closed');
   });
-
 });

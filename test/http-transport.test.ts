@@ -15,11 +15,24 @@ import { eventually, gatewaysPerTest, runInput, userMessage } from './support/ha
 // GraphQL over HTTP as a browser or curl sees it: negotiation, headers, CORS, limits, errors.
 
 const PLAIN = /* GraphQL */ `
-  mutation($data: GenerateCopilotResponseInput!) {
+  mutation ($data: GenerateCopilotResponseInput!) {
     generateCopilotResponse(data: $data) {
       threadId
-      status { ... on BaseResponseStatus { code } ... on FailedResponseStatus { reason details } }
-      messages { id ... on TextMessageOutput { content } }
+      status {
+        ... on BaseResponseStatus {
+          code
+        }
+        ... on FailedResponseStatus {
+          reason
+          details
+        }
+      }
+      messages {
+        id
+        ... on TextMessageOutput {
+          content
+        }
+      }
     }
   }
 `;
@@ -119,13 +132,19 @@ describe('HTTP endpoints', () => {
               // held too, and they are not the gateway's.
               let waiting = 2;
               const done = () => --waiting === 0 && resolve();
-              const req = httpRequest(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'multipart/mixed' } }, (res) => {
-                answers.push(res);
-                res.once('data', done);
-              });
+              const req = httpRequest(
+                url,
+                { method: 'POST', headers: { 'content-type': 'application/json', accept: 'multipart/mixed' } },
+                (res) => {
+                  answers.push(res);
+                  res.once('data', done);
+                },
+              );
               req.once('finish', done);
               req.on('error', reject);
-              req.end(`${JSON.stringify({ query: STREAMED, variables: { data: runInput([userMessage('hello')]) } })}${' '.repeat(paddingChars)}`);
+              req.end(
+                `${JSON.stringify({ query: STREAMED, variables: { data: runInput([userMessage('hello')]) } })}${' '.repeat(paddingChars)}`,
+              );
             }),
         ),
       );
@@ -157,7 +176,7 @@ describe('HTTP endpoints', () => {
     expect(adapter.started).toBe(0);
   });
 
-  it("cuts an answer whose later payloads fail once it has begun (no clean end announcing more), and answers 500 before that", async () => {
+  it('cuts an answer whose later payloads fail once it has begun (no clean end announcing more), and answers 500 before that', async () => {
     const adapter = new GatedAdapter();
     // LaterPayloads is the fast executor's (graphql/executor.ts): this runs on it whatever GATEWAY_EXECUTOR says.
     const { url } = await start({ adapter, executor: 'fast' });
@@ -193,7 +212,11 @@ describe('HTTP endpoints', () => {
 
   it('streams multipart to a client that accepts anything (*/*)', async () => {
     const { url } = await start();
-    const response = await post(url, { query: STREAMED, variables: { data: runInput([userMessage('hi')]) } }, { accept: '*/*' });
+    const response = await post(
+      url,
+      { query: STREAMED, variables: { data: runInput([userMessage('hi')]) } },
+      { accept: '*/*' },
+    );
     expect(response.headers.get('content-type')).toMatch(/^multipart\/mixed/);
     await response.text();
   });
@@ -310,7 +333,9 @@ describe('CORS', () => {
       expect(response.headers.get('access-control-allow-origin')).toBe(origin);
       expect(response.headers.get('access-control-allow-credentials')).toBe('true');
       expect(response.headers.get('access-control-allow-methods')).toContain('POST');
-      expect(response.headers.get('access-control-allow-headers')).toBe('content-type,x-copilotkit-runtime-client-gql-version');
+      expect(response.headers.get('access-control-allow-headers')).toBe(
+        'content-type,x-copilotkit-runtime-client-gql-version',
+      );
     }
     const actual = await post(url, { query: '{ hello }' }, { origin: 'http://localhost:3000' });
     expect(actual.headers.get('access-control-allow-origin')).toBe('http://localhost:3000');
@@ -364,22 +389,29 @@ describe('Apollo Sandbox and introspection', () => {
     expect(page).toContain('"runTelemetry":false');
   });
 
-  it('turns both off in production, and says so in the gateway\'s words', async () => {
+  it("turns both off in production, and says so in the gateway's words", async () => {
     const { url } = await start({ environment: 'production' });
     const page = await fetch(url, { headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } });
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toMatch(/^text\/html/);
     const html = await page.text();
-    expect(html).toContain('The explorers (Sandbox at this address, the offline explorer at <code>/api/copilotkit/graphiql</code>) are off');
+    expect(html).toContain(
+      'The explorers (Sandbox at this address, the offline explorer at <code>/api/copilotkit/graphiql</code>) are off',
+    );
     expect(html).toContain('sandbox');
     expect(html).not.toMatch(/Cross-Site|Apollo/);
     const introspection = await (await post(url, { query: '{ __schema { types { name } } }' })).json();
     expect(introspection.errors[0]).toMatchObject({
-      message: expect.stringMatching(/^Introspection is off on this gateway \(the query asks for __schema\)\. It is served only when the gateway's sandbox option is on/),
+      message: expect.stringMatching(
+        /^Introspection is off on this gateway \(the query asks for __schema\)\. It is served only when the gateway's sandbox option is on/,
+      ),
       extensions: { code: 'GRAPHQL_VALIDATION_FAILED' },
     });
     expect(JSON.stringify(introspection)).not.toMatch(/ApolloServer/);
-    expect((await (await post(url, { query: '{ __typename hello }' })).json()).data).toEqual({ __typename: 'Query', hello: 'Hello World' });
+    expect((await (await post(url, { query: '{ __typename hello }' })).json()).data).toEqual({
+      __typename: 'Query',
+      hello: 'Hello World',
+    });
   });
 
   it('does not suggest field names where introspection is off, over HTTP and WebSocket', async () => {
@@ -387,7 +419,12 @@ describe('Apollo Sandbox and introspection', () => {
     const body = await (await post(production.url, { query: '{ helo }' })).json();
     expect(body.errors[0].message).toBe('Cannot query field "helo" on type "Query".');
     const client = createClient({ url: production.wsUrl, webSocketImpl: WebSocket, retryAttempts: 0, lazy: true });
-    const errors = await new Promise<any[]>((resolve) => client.subscribe({ query: '{ helo }' }, { next: () => {}, error: (e: any) => resolve(e), complete: () => resolve([]) }));
+    const errors = await new Promise<any[]>((resolve) =>
+      client.subscribe(
+        { query: '{ helo }' },
+        { next: () => {}, error: (e: any) => resolve(e), complete: () => resolve([]) },
+      ),
+    );
     expect(errors[0].message).toBe('Cannot query field "helo" on type "Query".');
     await client.dispose();
     const development = await start();
@@ -397,18 +434,25 @@ describe('Apollo Sandbox and introspection', () => {
 });
 
 describe('requests a browser could forge', () => {
-  it('are refused in the gateway\'s words, with the request id', async () => {
+  it("are refused in the gateway's words, with the request id", async () => {
     const { url } = await start({ environment: 'production' });
     const response = await fetch(`${url}?query=${encodeURIComponent('{ hello }')}`);
     expect(response.status).toBe(400);
     const body = await response.json();
     expect(body.errors[0]).toEqual({
-      message: 'Refused as a possible cross-site request forgery: send GraphQL by POST with content-type: application/json, or add the header apollo-require-preflight: true to a GET.',
+      message:
+        'Refused as a possible cross-site request forgery: send GraphQL by POST with content-type: application/json, or add the header apollo-require-preflight: true to a GET.',
       extensions: { code: 'BAD_REQUEST', requestId: response.headers.get('x-request-id') },
     });
-    const textPlain = await fetch(url, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{"query":"{ hello }"}' });
+    const textPlain = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: '{"query":"{ hello }"}',
+    });
     expect(textPlain.status).toBe(400);
-    const preflighted = await fetch(`${url}?query=${encodeURIComponent('{ hello }')}`, { headers: { 'apollo-require-preflight': 'true' } });
+    const preflighted = await fetch(`${url}?query=${encodeURIComponent('{ hello }')}`, {
+      headers: { 'apollo-require-preflight': 'true' },
+    });
     expect(await preflighted.json()).toEqual({ data: { hello: 'Hello World' } });
   });
 });
@@ -434,7 +478,11 @@ describe('bad requests', () => {
     const input = runInput([userMessage('hi')], {
       frontend: { actions: [{ name: 'a', description: 'd', jsonSchema: 'not json' }] },
     });
-    const response = await post(url, { query: STREAMED, variables: { data: input } }, { accept: 'multipart/mixed, application/graphql-response+json' });
+    const response = await post(
+      url,
+      { query: STREAMED, variables: { data: input } },
+      { accept: 'multipart/mixed, application/graphql-response+json' },
+    );
     expect(response.status).toBe(200);
     const body = await response.json();
     expect(body.data).toBeNull();
@@ -446,12 +494,29 @@ describe('bad requests', () => {
   });
 
   it.each([
-    ['an unknown agent', { agentSession: { agentName: 'planner' } }, 'AGENT_NOT_FOUND', /Agent "planner" was not found\. Available agents: none are configured\./],
-    ['guardrails without a public API key', { cloud: { guardrails: { inputValidationRules: { allowList: ['a'] } } } }, 'MISSING_PUBLIC_API_KEY', /X-CopilotCloud-Public-API-Key/],
-    ['agent states that are not JSON', { agentStates: [{ agentName: 'a', state: '{nope' }] }, 'BAD_USER_INPUT', /agentStates\[0\]\.state is not valid JSON\./],
+    [
+      'an unknown agent',
+      { agentSession: { agentName: 'planner' } },
+      'AGENT_NOT_FOUND',
+      /Agent "planner" was not found\. Available agents: none are configured\./,
+    ],
+    [
+      'guardrails without a public API key',
+      { cloud: { guardrails: { inputValidationRules: { allowList: ['a'] } } } },
+      'MISSING_PUBLIC_API_KEY',
+      /X-CopilotCloud-Public-API-Key/,
+    ],
+    [
+      'agent states that are not JSON',
+      { agentStates: [{ agentName: 'a', state: '{nope' }] },
+      'BAD_USER_INPUT',
+      /agentStates\[0\]\.state is not valid JSON\./,
+    ],
   ])('refuses %s clearly', async (_what, extra, code, message) => {
     const { url } = await start();
-    const body = await (await post(url, { query: PLAIN, variables: { data: runInput([userMessage('hi')], extra) } })).json();
+    const body = await (
+      await post(url, { query: PLAIN, variables: { data: runInput([userMessage('hi')], extra) } })
+    ).json();
     expect(body.errors[0].extensions.code).toBe(code);
     expect(body.errors[0].message).toMatch(message);
   });
@@ -461,7 +526,10 @@ describe('bad requests', () => {
     const body = await (
       await post(url, { query: '{ loadAgentState(data: { threadId: "t1", agentName: "crew" }) { threadId state } }' })
     ).json();
-    expect(body.errors[0].extensions).toMatchObject({ code: 'AGENT_NOT_FOUND', details: { agentName: 'crew', availableAgents: [] } });
+    expect(body.errors[0].extensions).toMatchObject({
+      code: 'AGENT_NOT_FOUND',
+      details: { agentName: 'crew', availableAgents: [] },
+    });
   });
 
   it('fails a run clearly when an agent-only gateway (EmptyAdapter) is asked for a model answer', async () => {
@@ -478,7 +546,11 @@ describe('bad requests', () => {
     const text = await (await post(url, { query: PLAIN, variables: { data: runInput([userMessage('hi')]) } })).text();
     expect(text).not.toContain('hunter2');
     const status = JSON.parse(text).data.generateCopilotResponse.status;
-    expect(status).toMatchObject({ code: 'Failed', reason: 'UNKNOWN_ERROR', details: { code: 'INTERNAL_SERVER_ERROR', description: 'Unexpected error.' } });
+    expect(status).toMatchObject({
+      code: 'Failed',
+      reason: 'UNKNOWN_ERROR',
+      details: { code: 'INTERNAL_SERVER_ERROR', description: 'Unexpected error.' },
+    });
     expect(status.details.requestId).toMatch(/^[0-9a-f-]{36}$/);
   });
 });

@@ -27,7 +27,11 @@ const FAST = 'fast' as const;
 
 /** What a scripted model writes: each step in a turn of its own, so the executor batches the same way on every run. */
 // A text step's second element is its parent message id ('' for none); `textOpen` leaves it open at the end.
-type Step = ['text' | 'textOpen', unknown, ...unknown[]] | ['call', string, ...string[]] | ['fail', string] | ['callInsideText', unknown, string, string];
+type Step =
+  | ['text' | 'textOpen', unknown, ...unknown[]]
+  | ['call', string, ...string[]]
+  | ['fail', string]
+  | ['callInsideText', unknown, string, string];
 
 class ScriptedAdapter implements ModelAdapter {
   readonly name = 'scripted';
@@ -82,18 +86,40 @@ class ScriptedAdapter implements ModelAdapter {
 }
 
 const scripts: Record<string, Step[]> = {
-  text: [['text', '', 'Hello, ', 'wörld "quoted" ☃\n', 'three'], ['text', '', 'and a second message']],
-  action: [['text', '', 'Let me call it.'], ['call', 'sayHello', '{"name":', '"Ann"}']],
+  text: [
+    ['text', '', 'Hello, ', 'wörld "quoted" ☃\n', 'three'],
+    ['text', '', 'and a second message'],
+  ],
+  action: [
+    ['text', '', 'Let me call it.'],
+    ['call', 'sayHello', '{"name":', '"Ann"}'],
+  ],
   bad: [['text', '', 'fine, ', { not: 'a string' }, 'then fine again']],
-  failing: [['text', '', 'half an answer'], ['fail', 'the model broke']],
-  together: [['text', '', ['Hello, ', 'wörld'], 'three', ['a', 'b', 'c']], ['text', ''], ['text', '', 'after an empty one']],
+  failing: [
+    ['text', '', 'half an answer'],
+    ['fail', 'the model broke'],
+  ],
+  together: [
+    ['text', '', ['Hello, ', 'wörld'], 'three', ['a', 'b', 'c']],
+    ['text', ''],
+    ['text', '', 'after an empty one'],
+  ],
   insideText: [['callInsideText', 'sayHello', 'before the call, ', 'after it']],
   badName: [['callInsideText', { not: 'a name' }, 'before the call, ', 'after it']],
-  openAtEnd: [['text', '', 'a first message'], ['textOpen', '', 'left open ', 'by the model']],
+  openAtEnd: [
+    ['text', '', 'a first message'],
+    ['textOpen', '', 'left open ', 'by the model'],
+  ],
   // A nullable field GraphQL's String refuses: an error in the item, which still goes out.
-  badParent: [['text', { not: 'an id' }, 'with a parent ', 'that is not one'], ['text', '', 'and another']],
+  badParent: [
+    ['text', { not: 'an id' }, 'with a parent ', 'that is not one'],
+    ['text', '', 'and another'],
+  ],
   // A server-side action: the gateway runs it, writes its result, and asks the model again (AFTER_ACTION).
-  serverAction: [['text', '', 'Let me look it up.'], ['call', 'lookUp', '{"q":', '"weather"}']],
+  serverAction: [
+    ['text', '', 'Let me look it up.'],
+    ['call', 'lookUp', '{"q":', '"weather"}'],
+  ],
 };
 
 /** Documents whose text streams the transport writes itself (graphql/fast/leaf-streams.ts); the others run on the executor. */
@@ -110,11 +136,23 @@ const RUN_PLANNED = new Set(['stock', 'wire', 'deferredStatus']);
 const WIRE = readFileSync(new URL('./fixtures/client-mutation.graphql', import.meta.url), 'utf8');
 
 const EXPLORER = /* GraphQL */ `
-  mutation($data: GenerateCopilotResponseInput!) {
+  mutation ($data: GenerateCopilotResponseInput!) {
     generateCopilotResponse(data: $data) {
-      threadId runId
-      ... on CopilotResponse @defer(label: "status") { status { ... on BaseResponseStatus { code } } }
-      messages @stream { __typename ... on TextMessageOutput { content @stream } }
+      threadId
+      runId
+      ... on CopilotResponse @defer(label: "status") {
+        status {
+          ... on BaseResponseStatus {
+            code
+          }
+        }
+      }
+      messages @stream {
+        __typename
+        ... on TextMessageOutput {
+          content @stream
+        }
+      }
     }
   }
 `;
@@ -125,29 +163,63 @@ const SHAPES = /* GraphQL */ `
       messages @stream(initialCount: 1) {
         __typename
         ...Text
-        ... on ActionExecutionMessageOutput { name arguments @stream(initialCount: 1) }
+        ... on ActionExecutionMessageOutput {
+          name
+          arguments @stream(initialCount: 1)
+        }
       }
-      ... @defer { status { __typename } }
+      ... @defer {
+        status {
+          __typename
+        }
+      }
     }
   }
-  fragment Text on TextMessageOutput { id chunks: content @stream status { __typename } }
+  fragment Text on TextMessageOutput {
+    id
+    chunks: content @stream
+    status {
+      __typename
+    }
+  }
 `;
-const documents: Record<string, string> = { stock: STOCK_DOCUMENT, wire: WIRE, deferredStatus: HTTP_STREAMED, explorer: EXPLORER, shapes: SHAPES };
+const documents: Record<string, string> = {
+  stock: STOCK_DOCUMENT,
+  wire: WIRE,
+  deferredStatus: HTTP_STREAMED,
+  explorer: EXPLORER,
+  shapes: SHAPES,
+};
 
 /** What the model says once a server-side action's result is in the conversation. */
 const AFTER_ACTION: Step[] = [['text', '', 'It is ', 'sunny.']];
 const lookUp = { name: 'lookUp', description: 'Looks something up.', handler: () => 'sunny' };
 
-const frontendAction = { name: 'sayHello', description: 'Says hello.', jsonSchema: '{"type":"object","properties":{"name":{"type":"string"}}}' };
+const frontendAction = {
+  name: 'sayHello',
+  description: 'Says hello.',
+  jsonSchema: '{"type":"object","properties":{"name":{"type":"string"}}}',
+};
 
 /** One answer as bytes, with what differs between two runs (ids, clocks) replaced by stable stand-ins. */
-async function answer(url: string, query: string, prompt: string, accept: string, extra: Record<string, unknown> = {}): Promise<string> {
+async function answer(
+  url: string,
+  query: string,
+  prompt: string,
+  accept: string,
+  extra: Record<string, unknown> = {},
+): Promise<string> {
   const response = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept },
     body: JSON.stringify({
       query,
-      variables: { data: runInput([userMessage(prompt, 'user-1')], { frontend: { actions: [frontendAction], url: 'http://localhost/' }, ...extra }) },
+      variables: {
+        data: runInput([userMessage(prompt, 'user-1')], {
+          frontend: { actions: [frontendAction], url: 'http://localhost/' },
+          ...extra,
+        }),
+      },
     }),
   });
   expect(response.status).toBe(200);
@@ -195,7 +267,10 @@ describe('later payloads taken from the executor (HTTP)', () => {
       // (Apollo asks later than the transport does). Both answers are valid. It shows where a message
       // after the first (the first is in the initial result) has several chunks.
       if (documentName === 'shapes' && (script === 'openAtEnd' || script === 'serverAction')) continue;
-      for (const [format, accept] of [['multipart', MULTIPART], ['sse', SSE]] as const) {
+      for (const [format, accept] of [
+        ['multipart', MULTIPART],
+        ['sse', SSE],
+      ] as const) {
         it(`${documentName}, ${script}, ${format}: the same bytes as Apollo's`, async () => {
           const adopt = jest.spyOn(LaterPayloads.prototype, 'adopt');
           const handBack = jest.spyOn(LaterPayloads.prototype, 'forApollo');
@@ -214,13 +289,26 @@ describe('later payloads taken from the executor (HTTP)', () => {
             // The stock client's document, as the package has it or as it goes over the wire: it streams an
             // action's arguments and selects a result, a name and a parent.
             const stockDocument = documentName === 'stock' || documentName === 'wire';
-            const streams = { text: 2, action: stockDocument ? 2 : 1, bad: 1, failing: 1, together: 3, insideText: stockDocument ? 2 : 1, badName: 1, openAtEnd: 2, badParent: 2, serverAction: stockDocument ? 3 : 2 }[script]!;
+            const streams = {
+              text: 2,
+              action: stockDocument ? 2 : 1,
+              bad: 1,
+              failing: 1,
+              together: 3,
+              insideText: stockDocument ? 2 : 1,
+              badName: 1,
+              openAtEnd: 2,
+              badParent: 2,
+              serverAction: stockDocument ? 3 : 2,
+            }[script]!;
             // The executor's field resolver hands them over, or the message plan makes them.
             const messagesPlanned = MESSAGES_PLANNED.has(documentName);
             expect(planned).toHaveBeenCalledTimes(messagesPlanned ? 1 : 0);
             // Through the executor's field resolver for `messages`, or called by the run plan (no executor).
             expect(executorsMessages).toHaveBeenCalledTimes(messagesPlanned && !RUN_PLANNED.has(documentName) ? 1 : 0);
-            expect((messagesPlanned ? plannedLeaf : leaf).mock.calls.length).toBe(LEAF_STREAMED.has(documentName) ? streams : 0);
+            expect((messagesPlanned ? plannedLeaf : leaf).mock.calls.length).toBe(
+              LEAF_STREAMED.has(documentName) ? streams : 0,
+            );
             expect((messagesPlanned ? leaf : plannedLeaf).mock.calls.length).toBe(0);
             adopt.mockClear();
             handBack.mockClear();
@@ -277,11 +365,19 @@ describe('later payloads taken from the executor (HTTP)', () => {
 describe('errors in later payloads', () => {
   it('are logged, as those of a first result are', async () => {
     const lines: any[] = [];
-    const logger = pino({ level: 'info' }, new Writable({ write: (chunk, _encoding, done) => (lines.push(JSON.parse(String(chunk))), done()) }));
-    const gateway = await startGateway({ adapter: new ScriptedAdapter((prompt) => scripts[prompt]), logger, executor: FAST });
+    const logger = pino(
+      { level: 'info' },
+      new Writable({ write: (chunk, _encoding, done) => (lines.push(JSON.parse(String(chunk))), done()) }),
+    );
+    const gateway = await startGateway({
+      adapter: new ScriptedAdapter((prompt) => scripts[prompt]),
+      logger,
+      executor: FAST,
+    });
     try {
       // The second time the document is known, and Apollo gets the request when the error comes.
-      for (let i = 0; i < 2; i++) expect(await answer(gateway.url, STOCK_DOCUMENT, 'bad', MULTIPART)).toContain('"errors"');
+      for (let i = 0; i < 2; i++)
+        expect(await answer(gateway.url, STOCK_DOCUMENT, 'bad', MULTIPART)).toContain('"errors"');
       const logged = lines.filter((line) => line.msg === 'unexpected error (masked for the client)');
       expect(logged).toHaveLength(2);
       for (const line of logged) expect(line.err.message).toMatch(/String cannot represent value/);
@@ -295,7 +391,10 @@ describe('errors in later payloads', () => {
 function entriesOf(answer: string): unknown[] {
   const bodies = answer.includes('event: next')
     ? [...answer.matchAll(/^data: (.+)$/gm)].map((match) => match[1])
-    : answer.split('\r\n---').map((part) => part.slice(part.indexOf('\r\n\r\n') + 4)).filter((body) => body.startsWith('{'));
+    : answer
+        .split('\r\n---')
+        .map((part) => part.slice(part.indexOf('\r\n\r\n') + 4))
+        .filter((body) => body.startsWith('{'));
   const entries: unknown[] = [];
   let hasNext: unknown;
   for (const body of bodies) {
@@ -310,20 +409,44 @@ function entriesOf(answer: string): unknown[] {
 /** What a scripted agent writes, each step in a turn of its own: a text message, or a meta event (an interrupt). */
 // `metaThenText`: an interrupt and a whole text message in the same turn; `metaAndEnd`: an interrupt
 // and the run's end in the same turn (as an AG-UI agent's RUN_FINISHED with interrupts has them).
-type AgentStep = ['text', string] | ['meta', MetaEventPayload] | ['metaThenText', MetaEventPayload, string] | ['metaAndEnd', MetaEventPayload];
+type AgentStep =
+  | ['text', string]
+  | ['meta', MetaEventPayload]
+  | ['metaThenText', MetaEventPayload, string]
+  | ['metaAndEnd', MetaEventPayload];
 
 const agentScripts: Record<string, AgentStep[]> = {
-  interrupt: [['text', 'Before I go on: '], ['meta', { name: 'LangGraphInterruptEvent', value: 'approve?' }]],
+  interrupt: [
+    ['text', 'Before I go on: '],
+    ['meta', { name: 'LangGraphInterruptEvent', value: 'approve?' }],
+  ],
   interruptOnly: [['meta', { name: 'LangGraphInterruptEvent', value: 'approve?' }]],
   // CopilotKit's own interrupt carries messages, whose status the stock client's document defers.
   withMessages: [
     ['text', 'Look at this.'],
-    ['meta', { name: 'CopilotKitLangGraphInterruptEvent', value: '{"question":"ok?"}', messages: [{ kind: 'text', id: 'interrupt-msg', role: 'assistant', content: 'Please approve.' }] }],
+    [
+      'meta',
+      {
+        name: 'CopilotKitLangGraphInterruptEvent',
+        value: '{"question":"ok?"}',
+        messages: [{ kind: 'text', id: 'interrupt-msg', role: 'assistant', content: 'Please approve.' }],
+      },
+    ],
     ['text', 'Waiting.'],
   ],
-  two: [['meta', { name: 'LangGraphInterruptEvent', value: 'first?' }], ['text', 'and'], ['meta', { name: 'LangGraphInterruptEvent', value: 'second?' }]],
-  sameTurn: [['text', 'First.'], ['metaThenText', { name: 'LangGraphInterruptEvent', value: 'approve?' }, 'Said in the same turn.']],
-  atEnd: [['text', 'Before I stop: '], ['metaAndEnd', { name: 'LangGraphInterruptEvent', value: 'approve?' }]],
+  two: [
+    ['meta', { name: 'LangGraphInterruptEvent', value: 'first?' }],
+    ['text', 'and'],
+    ['meta', { name: 'LangGraphInterruptEvent', value: 'second?' }],
+  ],
+  sameTurn: [
+    ['text', 'First.'],
+    ['metaThenText', { name: 'LangGraphInterruptEvent', value: 'approve?' }, 'Said in the same turn.'],
+  ],
+  atEnd: [
+    ['text', 'Before I stop: '],
+    ['metaAndEnd', { name: 'LangGraphInterruptEvent', value: 'approve?' }],
+  ],
 };
 
 /** An agent configured by name that plays a script (by the last user message) into the run. */
@@ -371,7 +494,11 @@ const scriptedAgent: AgentDefinition = {
 describe('the run plan: runs without the executor, meta events and refusals (HTTP)', () => {
   let direct: RunningGateway;
   let throughApollo: RunningGateway;
-  const options = { adapter: new ScriptedAdapter((prompt) => scripts[prompt] ?? AFTER_ACTION), agents: { scripted: scriptedAgent }, maxConcurrentRuns: 1 };
+  const options = {
+    adapter: new ScriptedAdapter((prompt) => scripts[prompt] ?? AFTER_ACTION),
+    agents: { scripted: scriptedAgent },
+    maxConcurrentRuns: 1,
+  };
   const agentSession = { agentSession: { agentName: 'scripted' } };
 
   beforeAll(async () => {
@@ -390,12 +517,23 @@ describe('the run plan: runs without the executor, meta events and refusals (HTT
 
   // The meta events under two keys: the executor runs the operation (the run plan writes one key's).
   const META_TWICE = /* GraphQL */ `
-    mutation($data: GenerateCopilotResponseInput!) {
+    mutation ($data: GenerateCopilotResponseInput!) {
       generateCopilotResponse(data: $data) {
         threadId
-        messages @stream { id ... on TextMessageOutput { content @stream } }
-        metaEvents @stream { ... on LangGraphInterruptEvent { value } }
-        again: metaEvents @stream { __typename }
+        messages @stream {
+          id
+          ... on TextMessageOutput {
+            content @stream
+          }
+        }
+        metaEvents @stream {
+          ... on LangGraphInterruptEvent {
+            value
+          }
+        }
+        again: metaEvents @stream {
+          __typename
+        }
       }
     }
   `;
@@ -403,7 +541,10 @@ describe('the run plan: runs without the executor, meta events and refusals (HTT
   for (const documentName of ['stock', 'wire', 'deferredStatus', 'metaTwice']) {
     const runPlanned = documentName !== 'metaTwice';
     for (const script of Object.keys(agentScripts)) {
-      for (const [format, accept] of [['multipart', MULTIPART], ['sse', SSE]] as const) {
+      for (const [format, accept] of [
+        ['multipart', MULTIPART],
+        ['sse', SSE],
+      ] as const) {
         it(`${documentName}, an agent's ${script}, ${format}: the same bytes as the executor's`, async () => {
           const awaitMeta = jest.spyOn(LaterPayloads.prototype, 'awaitMetaEvents');
           const executorsMessages = jest.spyOn(LaterPayloads.prototype, 'messages');
@@ -429,14 +570,22 @@ describe('the run plan: runs without the executor, meta events and refusals (HTT
             } else if (script === 'sameTurn') {
               // Without the run plan the executor's meta events and the message plan's payloads of one
               // turn come in the order of microtasks (LaterPayloads): the same entries, in another order.
-              const sorted = (answer: string) => entriesOf(answer).map((entry) => JSON.stringify(entry)).sort();
+              const sorted = (answer: string) =>
+                entriesOf(answer)
+                  .map((entry) => JSON.stringify(entry))
+                  .sort();
               expect(sorted(ours)).toEqual(sorted(apollos));
             } else {
               expect(ours).toBe(apollos);
             }
             if (selectsMeta) {
               if (documentName === 'metaTwice') expect(ours).toContain('"again",0]');
-              else expect(ours).toContain(script === 'withMessages' ? '"content":["Please approve."]' : `"value":"${script === 'two' ? 'second?' : 'approve?'}"`);
+              else
+                expect(ours).toContain(
+                  script === 'withMessages'
+                    ? '"content":["Please approve."]'
+                    : `"value":"${script === 'two' ? 'second?' : 'approve?'}"`,
+                );
               if (script === 'sameTurn') expect(ours).toContain('Said in the same turn.');
               expect(ours).toContain('"metaEvents",0]');
               expect(ours).not.toContain('"errors"');
@@ -452,12 +601,18 @@ describe('the run plan: runs without the executor, meta events and refusals (HTT
 
   // Refused before anything runs, by the resolver (synchronously) or by the launcher (a rejection).
   const refusals: Record<string, (url: string, query: string, accept: string) => Promise<string>> = {
-    'an unknown agent': (url, query, accept) => answer(url, query, 'text', accept, { agentSession: { agentName: 'nobody' } }),
+    'an unknown agent': (url, query, accept) =>
+      answer(url, query, 'text', accept, { agentSession: { agentName: 'nobody' } }),
     // Checked by the resolver before the run is asked for (BAD_USER_INPUT, thrown synchronously).
-    'an input the run refuses': (url, query, accept) => answer(url, query, 'text', accept, { threadId: 'x'.repeat(1000) }),
+    'an input the run refuses': (url, query, accept) =>
+      answer(url, query, 'text', accept, { threadId: 'x'.repeat(1000) }),
     'one run too many (OVERLOADED)': async (url, query, accept) => {
       // maxConcurrentRuns is 1: a second run while the first is still going is refused.
-      const held = fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: MULTIPART }, body: JSON.stringify({ query, variables: { data: runInput([userMessage('text', 'user-1')]) } }) });
+      const held = fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: MULTIPART },
+        body: JSON.stringify({ query, variables: { data: runInput([userMessage('text', 'user-1')]) } }),
+      });
       const first = await held;
       const reader = first.body!.getReader();
       await reader.read();
@@ -467,7 +622,11 @@ describe('the run plan: runs without the executor, meta events and refusals (HTT
         await reader.cancel();
         // Its run ends once its response is gone: wait until a run may start again.
         for (let i = 0; i < 100; i++) {
-          const probe = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ hello }' }) });
+          const probe = await fetch(url, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ query: '{ hello }' }),
+          });
           await probe.text();
           if ((await (await fetch(url.replace(/\/api\/copilotkit$/, '/ready'))).json()).status) break;
         }

@@ -62,7 +62,11 @@ interface Exchange {
  */
 async function exchange(url: string, body: unknown, accept = MULTIPART): Promise<Exchange> {
   const response = await new Promise<IncomingMessage>((resolve, reject) => {
-    const request = http.request(url, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', accept } }, resolve);
+    const request = http.request(
+      url,
+      { method: 'POST', agent: false, headers: { 'content-type': 'application/json', accept } },
+      resolve,
+    );
     request.on('error', reject);
     request.end(JSON.stringify(body));
   });
@@ -111,7 +115,12 @@ describe('known documents (HTTP)', () => {
   });
 
   /** Asks both gateways; `known` says whether ours runs it without Apollo's pipeline (and then Apollo is asked only to answer an error). */
-  async function both(body: unknown, known: 'answered' | 'replayed' | 'not known', accept = MULTIPART, pair = { ours: direct, apollos: throughApollo }) {
+  async function both(
+    body: unknown,
+    known: 'answered' | 'replayed' | 'not known',
+    accept = MULTIPART,
+    pair = { ours: direct, apollos: throughApollo },
+  ) {
     const apolloAsked = jest.spyOn(ApolloServer.prototype, 'executeHTTPGraphQLRequest');
     const found = jest.spyOn(KnownDocuments.prototype, 'find');
     try {
@@ -147,9 +156,13 @@ describe('known documents (HTTP)', () => {
 
   it.each([
     ['an unknown agent (AGENT_NOT_FOUND)', stock('hi', { agentSession: { agentName: 'planner' } }), /AGENT_NOT_FOUND/],
-    ['variables that do not coerce (BAD_USER_INPUT, 400)', { ...stock('hi'), variables: { data: { messages: 'none' } } }, /BAD_USER_INPUT/],
+    [
+      'variables that do not coerce (BAD_USER_INPUT, 400)',
+      { ...stock('hi'), variables: { data: { messages: 'none' } } },
+      /BAD_USER_INPUT/,
+    ],
     ['no variables', { operationName: 'generateCopilotResponse', query: STOCK_DOCUMENT }, /was not provided/],
-  ])('hands %s to Apollo with the result, for Apollo\'s answer', async (_name, body, expected) => {
+  ])("hands %s to Apollo with the result, for Apollo's answer", async (_name, body, expected) => {
     await both(stock('hi'), 'answered');
     const answer = await both(body, 'replayed');
     expect(answer.text).toMatch(expected);
@@ -160,7 +173,10 @@ describe('known documents (HTTP)', () => {
     ['variables that are a list', { ...stock('hi'), variables: [] }],
     ['an operation name that is not a string', { ...stock('hi'), operationName: 7 }],
     ['another operation name', { ...stock('hi'), operationName: 'other' }],
-    ['a persisted query extension', { ...stock('hi'), extensions: { persistedQuery: { version: 1, sha256Hash: 'abc' } } }],
+    [
+      'a persisted query extension',
+      { ...stock('hi'), extensions: { persistedQuery: { version: 1, sha256Hash: 'abc' } } },
+    ],
     ['extensions that are not an object', { ...stock('hi'), extensions: 'x' }],
   ])('leaves a request with %s to Apollo', async (_name, body) => {
     await both(stock('hi'), 'answered');
@@ -207,7 +223,11 @@ describe('KnownDocuments', () => {
     known.remember('a', { document, operationName: 'A' });
     known.remember('b', { document, operationName: undefined });
     // `a` is used: `b` is now the one used least recently, and goes when `c` comes.
-    expect(known.find({ query: 'a', operationName: 'A' })).toEqual({ document, operationName: 'A', variables: undefined });
+    expect(known.find({ query: 'a', operationName: 'A' })).toEqual({
+      document,
+      operationName: 'A',
+      variables: undefined,
+    });
     known.remember('c', { document, operationName: undefined });
     expect(known.size).toBe(2);
     expect(known.find({ query: 'b' })).toBeUndefined();
@@ -217,12 +237,24 @@ describe('KnownDocuments', () => {
     known.remember('a', { document, operationName: undefined });
     expect(known.size).toBe(2);
     expect(known.find({ query: 'a' })).toEqual({ document, operationName: undefined, variables: undefined });
-    expect(known.find({ query: 'a', operationName: 'A' })).toEqual({ document, operationName: 'A', variables: undefined });
+    expect(known.find({ query: 'a', operationName: 'A' })).toEqual({
+      document,
+      operationName: 'A',
+      variables: undefined,
+    });
     known.remember('b', { document, operationName: undefined });
     expect(known.find({ query: 'b' })).toEqual({ document, operationName: undefined, variables: undefined });
-    expect(known.find({ query: 'b', operationName: null, variables: null, extensions: null })).toEqual({ document, operationName: undefined, variables: undefined });
+    expect(known.find({ query: 'b', operationName: null, variables: null, extensions: null })).toEqual({
+      document,
+      operationName: undefined,
+      variables: undefined,
+    });
     expect(known.find({ query: 'b', operationName: 'B' })).toBeUndefined();
-    expect(known.find({ query: 'b', variables: { x: 1 } })).toEqual({ document, operationName: undefined, variables: { x: 1 } });
+    expect(known.find({ query: 'b', variables: { x: 1 } })).toEqual({
+      document,
+      operationName: undefined,
+      variables: { x: 1 },
+    });
     // `c` was the one used least recently when `b` came back.
     expect(known.find({ query: 'c' })).toBeUndefined();
     expect(known.find([{ query: 'b' }])).toBeUndefined();

@@ -27,20 +27,40 @@ afterAll(async () => {
 function gateway(overrides: Record<string, unknown> = {}, options: Parameters<typeof start>[0] = {}) {
   return start({
     adapter: new EmptyAdapter(),
-    agents: { chat: langGraphAgent({ deploymentUrl, graphId: 'chat', apiKey: 'lsv2-test', description: 'Chats.', retry: { baseDelayMs: 1, maxDelayMs: 5 }, ...overrides }) },
+    agents: {
+      chat: langGraphAgent({
+        deploymentUrl,
+        graphId: 'chat',
+        apiKey: 'lsv2-test',
+        description: 'Chats.',
+        retry: { baseDelayMs: 1, maxDelayMs: 5 },
+        ...overrides,
+      }),
+    },
     ...options,
   });
 }
 
-const run = (g: RunningGateway, messages: unknown[], extra: Record<string, unknown> = {}, properties?: Record<string, unknown>) =>
+const run = (
+  g: RunningGateway,
+  messages: unknown[],
+  extra: Record<string, unknown> = {},
+  properties?: Record<string, unknown>,
+) =>
   stock.run(g, runInput(messages, { agentSession: { agentName: 'chat' }, threadId: THREAD, ...extra }), { properties });
 
 async function graphql(g: RunningGateway, query: string) {
-  return (await fetch(g.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) })).json() as Promise<any>;
+  return (
+    await fetch(g.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query }),
+    })
+  ).json() as Promise<any>;
 }
 
 describe('a LangGraph run', () => {
-  it('finds the assistant once, creates the thread, and sends the conversation with CopilotKit\'s actions', async () => {
+  it("finds the assistant once, creates the thread, and sends the conversation with CopilotKit's actions", async () => {
     platform.threads.delete(THREAD);
     const g = await gateway();
     const searchesBefore = platform.calls.filter((call) => call === 'POST /assistants/search').length;
@@ -52,7 +72,10 @@ describe('a LangGraph run', () => {
         { id: 'u1', createdAt: now, textMessage: { role: 'user', content: '[tokens=3]' } },
       ],
       {
-        frontend: { actions: [{ name: 'showAlert', description: 'Alerts.', jsonSchema: '{"type":"object","properties":{}}' }], url: 'http://localhost:3000/' },
+        frontend: {
+          actions: [{ name: 'showAlert', description: 'Alerts.', jsonSchema: '{"type":"object","properties":{}}' }],
+          url: 'http://localhost:3000/',
+        },
         agentStates: [{ agentName: 'chat', state: '{"topic":"ai"}', config: '{"configurable":{"depth":2}}' }],
         context: [{ description: 'Page', value: 'Home' }],
       },
@@ -67,7 +90,10 @@ describe('a LangGraph run', () => {
       input: {
         topic: 'ai',
         messages: [{ id: 'u1', type: 'human', content: '[tokens=3]' }],
-        copilotkit: { actions: [{ name: 'showAlert', description: 'Alerts.', parameters: { type: 'object', properties: {} } }], context: [{ description: 'Page', value: 'Home' }] },
+        copilotkit: {
+          actions: [{ name: 'showAlert', description: 'Alerts.', parameters: { type: 'object', properties: {} } }],
+          context: [{ description: 'Page', value: 'Home' }],
+        },
       },
     });
     expect(platform.runs.at(-1)!.headers['x-api-key']).toBe('lsv2-test');
@@ -83,7 +109,7 @@ describe('a LangGraph run', () => {
     expect(platform.calls.filter((call) => call === 'POST /assistants/search').length - searchesBefore).toBe(1);
   });
 
-  it('ends with the thread\'s final state, its messages in CopilotKit\'s form, at __end__', async () => {
+  it("ends with the thread's final state, its messages in CopilotKit's form, at __end__", async () => {
     platform.threads.delete(THREAD);
     const g = await gateway();
     const outcome = await run(g, [userMessage('[state]', 'u-state')]);
@@ -98,7 +124,9 @@ describe('a LangGraph run', () => {
 
   it('maps a thread id that is not a UUID to the same UUID every time', async () => {
     expect(langGraphThreadId('thread-1')).toBe(langGraphThreadId('thread-1'));
-    expect(langGraphThreadId('thread-1')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(langGraphThreadId('thread-1')).toMatch(
+      /^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+    );
     expect(langGraphThreadId(THREAD.toUpperCase())).toBe(THREAD);
     const g = await gateway();
     await run(g, [userMessage('[tokens=1]')], { threadId: 'my-thread' });
@@ -107,10 +135,17 @@ describe('a LangGraph run', () => {
 });
 
 describe('headers', () => {
-  it('sends the API key, hook headers, and a client\'s authorization when forwarding is on', async () => {
-    const g = await gateway({ forwardAuthorization: true, onBeforeRequest: ({ call }: { call: string }) => ({ headers: { 'x-call': call } }) });
+  it("sends the API key, hook headers, and a client's authorization when forwarding is on", async () => {
+    const g = await gateway({
+      forwardAuthorization: true,
+      onBeforeRequest: ({ call }: { call: string }) => ({ headers: { 'x-call': call } }),
+    });
     await run(g, [userMessage('[tokens=1]')], {}, { authorization: 'user-token' });
-    expect(platform.runs.at(-1)!.headers).toMatchObject({ 'x-api-key': 'lsv2-test', 'x-call': 'run', authorization: 'Bearer user-token' });
+    expect(platform.runs.at(-1)!.headers).toMatchObject({
+      'x-api-key': 'lsv2-test',
+      'x-call': 'run',
+      authorization: 'Bearer user-token',
+    });
     const closed = await gateway();
     await run(closed, [userMessage('[tokens=1]')], {}, { authorization: 'user-token' });
     expect(platform.runs.at(-1)!.headers.authorization).toBeUndefined();
@@ -118,7 +153,7 @@ describe('headers', () => {
 });
 
 describe('interrupts', () => {
-  it('streams an interrupt and resumes the graph with the client\'s answer as a command', async () => {
+  it("streams an interrupt and resumes the graph with the client's answer as a command", async () => {
     platform.threads.delete(THREAD);
     const g = await gateway();
     const interrupted = await run(g, [userMessage('[interrupt]', 'u-int')]);
@@ -130,12 +165,16 @@ describe('interrupts', () => {
     expect(textOf(resumed)).toBe('Resumed with: {"approved":true}');
   });
 
-  it('passes an interrupt made with CopilotKit\'s SDK on with its messages', async () => {
+  it("passes an interrupt made with CopilotKit's SDK on with its messages", async () => {
     platform.threads.delete(THREAD);
     const g = await gateway();
     const interrupted = await run(g, [userMessage('[copilotkit-interrupt]')]);
     expect(interrupted.metaEvents).toEqual([
-      { name: 'CopilotKitLangGraphInterruptEvent', value: '{"question":"approve?"}', messages: [{ type: 'TextMessageOutput', id: 'int-msg', content: 'Please approve.' }] },
+      {
+        name: 'CopilotKitLangGraphInterruptEvent',
+        value: '{"question":"approve?"}',
+        messages: [{ type: 'TextMessageOutput', id: 'int-msg', content: 'Please approve.' }],
+      },
     ]);
   });
 });
@@ -148,13 +187,18 @@ describe('failures and aborts', () => {
 
   it('fails the run with AGENT_ERROR when the graph raises', async () => {
     const outcome = await run(await gateway(), [userMessage('[agent-error]')]);
-    expect(outcome.status.details).toMatchObject({ code: 'AGENT_ERROR', description: 'Agent "chat" reported an error: ValueError: The agent broke down.' });
+    expect(outcome.status.details).toMatchObject({
+      code: 'AGENT_ERROR',
+      description: 'Agent "chat" reported an error: ValueError: The agent broke down.',
+    });
   });
 
   it('cancels the run on the deployment when the client goes away', async () => {
     const g = await gateway();
     const before = platform.cancelled.length;
-    await stock.run(g, runInput([userMessage('[stall]')], { agentSession: { agentName: 'chat' }, threadId: THREAD }), { abortOnFirstText: true });
+    await stock.run(g, runInput([userMessage('[stall]')], { agentSession: { agentName: 'chat' }, threadId: THREAD }), {
+      abortOnFirstText: true,
+    });
     await eventually(() => platform.cancelled.length > before, 'the LangGraph run to be cancelled');
     expect(platform.cancelled.at(-1)!.threadId).toBe(THREAD);
   });
@@ -163,7 +207,11 @@ describe('failures and aborts', () => {
     const g = await gateway();
     const before = platform.cancelled.length;
     const outcome = await run(g, [userMessage('[cut]')]);
-    expect(outcome.status).toMatchObject({ code: 'Failed', reason: 'MESSAGE_STREAM_INTERRUPTED', details: { code: 'UPSTREAM_STREAM_INTERRUPTED' } });
+    expect(outcome.status).toMatchObject({
+      code: 'Failed',
+      reason: 'MESSAGE_STREAM_INTERRUPTED',
+      details: { code: 'UPSTREAM_STREAM_INTERRUPTED' },
+    });
     expect(outcome.status.details.description).toContain('agent "chat"');
     await eventually(() => platform.cancelled.length > before, 'the broken run to be cancelled');
   });
@@ -181,7 +229,9 @@ describe('failures and aborts', () => {
 
   it('keeps URLs out of what the deployment says in an error', async () => {
     const outcome = await run(await gateway(), [userMessage('[fail=422]')]);
-    expect(outcome.status.details.description).toBe('Agent "chat" rejected the request (HTTP 422): fake failure 422, see <url>');
+    expect(outcome.status.details.description).toBe(
+      'Agent "chat" rejected the request (HTTP 422): fake failure 422, see <url>',
+    );
   });
 
   it('does not fail one run because another, sharing its assistant lookup, was abandoned', async () => {
@@ -189,12 +239,21 @@ describe('failures and aborts', () => {
     try {
       const g = await gateway();
       const client = createClient({ url: g.wsUrl, webSocketImpl: WebSocket, retryAttempts: 0, lazy: true });
-      const input = (id: string) => ({ data: runInput([userMessage('[tokens=2]')], { agentSession: { agentName: 'chat' }, threadId: `${THREAD.slice(0, -2)}${id}` }) });
+      const input = (id: string) => ({
+        data: runInput([userMessage('[tokens=2]')], {
+          agentSession: { agentName: 'chat' },
+          threadId: `${THREAD.slice(0, -2)}${id}`,
+        }),
+      });
       // The first run is abandoned while the (shared) lookup is still going on.
-      const abandon = client.subscribe({ query: RUN_SUBSCRIPTION, variables: input('01') }, { next: () => {}, error: () => {}, complete: () => {} });
+      const abandon = client.subscribe(
+        { query: RUN_SUBSCRIPTION, variables: input('01') },
+        { next: () => {}, error: () => {}, complete: () => {} },
+      );
       const second = (async () => {
         const events: any[] = [];
-        for await (const result of client.iterate({ query: RUN_SUBSCRIPTION, variables: input('02') })) events.push((result.data as any).copilotRun);
+        for await (const result of client.iterate({ query: RUN_SUBSCRIPTION, variables: input('02') }))
+          events.push((result.data as any).copilotRun);
         return events;
       })();
       await new Promise((resolve) => setTimeout(resolve, 30));
@@ -212,7 +271,10 @@ describe('failures and aborts', () => {
     const before = platform.runs.length;
     const outcome = await run(g, [userMessage('[fail=503]')]);
     expect(platform.runs.length - before).toBe(3);
-    expect(outcome.status.details).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', description: 'Agent "chat" failed (HTTP 503).' });
+    expect(outcome.status.details).toMatchObject({
+      code: 'UPSTREAM_UNAVAILABLE',
+      description: 'Agent "chat" failed (HTTP 503).',
+    });
   });
 
   it('says clearly when the deployment has no assistant for the graph', async () => {
@@ -225,16 +287,34 @@ describe('failures and aborts', () => {
 });
 
 describe('loadAgentState', () => {
-  it('returns the thread\'s state and messages, or threadExists false for a thread the deployment does not know', async () => {
-    platform.threads.set(THREAD, { values: { topic: 'ai', messages: [{ type: 'human', id: 'h1', content: 'hi' }, { type: 'ai', id: 'a1', content: 'hello', tool_calls: [] }] }, interrupts: [] });
+  it("returns the thread's state and messages, or threadExists false for a thread the deployment does not know", async () => {
+    platform.threads.set(THREAD, {
+      values: {
+        topic: 'ai',
+        messages: [
+          { type: 'human', id: 'h1', content: 'hi' },
+          { type: 'ai', id: 'a1', content: 'hello', tool_calls: [] },
+        ],
+      },
+      interrupts: [],
+    });
     const g = await gateway();
-    const known = await graphql(g, `{ loadAgentState(data: { threadId: "${THREAD}", agentName: "chat" }) { threadExists state messages } }`);
+    const known = await graphql(
+      g,
+      `{ loadAgentState(data: { threadId: "${THREAD}", agentName: "chat" }) { threadExists state messages } }`,
+    );
     expect(known.data.loadAgentState).toEqual({
       threadExists: true,
       state: '{"topic":"ai"}',
-      messages: JSON.stringify([{ role: 'user', content: 'hi', id: 'h1' }, { role: 'assistant', content: 'hello', id: 'a1', parentMessageId: 'a1' }]),
+      messages: JSON.stringify([
+        { role: 'user', content: 'hi', id: 'h1' },
+        { role: 'assistant', content: 'hello', id: 'a1', parentMessageId: 'a1' },
+      ]),
     });
-    const unknown = await graphql(g, '{ loadAgentState(data: { threadId: "never-seen", agentName: "chat" }) { threadExists state messages } }');
+    const unknown = await graphql(
+      g,
+      '{ loadAgentState(data: { threadId: "never-seen", agentName: "chat" }) { threadExists state messages } }',
+    );
     expect(unknown.data.loadAgentState).toEqual({ threadExists: false, state: '{}', messages: '[]' });
   });
 });

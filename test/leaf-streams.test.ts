@@ -27,7 +27,8 @@ function taken(query: string, operationName?: string): string[] {
   return names;
 }
 
-const run = (messages: string, around = '') => `mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId ${around} ${messages} } }`;
+const run = (messages: string, around = '') =>
+  `mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId ${around} ${messages} } }`;
 
 describe('the leaf-stream plan', () => {
   it("takes the stock client's two text streams, and leaves every other @stream and @defer to the executor", () => {
@@ -43,13 +44,27 @@ describe('the leaf-stream plan', () => {
 
   it('is worked out once per document and operation', () => {
     const document = parse(STOCK_DOCUMENT);
-    expect(leafStreamPlan(schema, document, 'generateCopilotResponse')).toBe(leafStreamPlan(schema, document, 'generateCopilotResponse'));
+    expect(leafStreamPlan(schema, document, 'generateCopilotResponse')).toBe(
+      leafStreamPlan(schema, document, 'generateCopilotResponse'),
+    );
     expect(leafStreamPlan(schema, document, 'another')).toBeUndefined();
   });
 
   it('takes the text beside a status that is deferred for sure', () => {
-    expect(taken(run('messages @stream { ... on BaseMessageOutput @defer { status { code } } ... on TextMessageOutput { content @stream } }'))).toEqual(['content']);
-    expect(taken(run('messages @stream { ... on BaseMessageOutput @defer(if: true) { status { code } } ... on TextMessageOutput { content @stream } }'))).toEqual(['content']);
+    expect(
+      taken(
+        run(
+          'messages @stream { ... on BaseMessageOutput @defer { status { code } } ... on TextMessageOutput { content @stream } }',
+        ),
+      ),
+    ).toEqual(['content']);
+    expect(
+      taken(
+        run(
+          'messages @stream { ... on BaseMessageOutput @defer(if: true) { status { code } } ... on TextMessageOutput { content @stream } }',
+        ),
+      ),
+    ).toEqual(['content']);
   });
 
   it('takes aliased fields under their alias', () => {
@@ -62,15 +77,45 @@ describe('the leaf-stream plan', () => {
     ['initial items', run('messages @stream { ... on TextMessageOutput { content @stream(initialCount: 1) } }')],
     ['a condition', run('messages @stream { ... on TextMessageOutput { content @stream(if: true) } }')],
     ['messages not streamed', run('messages { ... on TextMessageOutput { content @stream } }')],
-    ['messages streamed with initial items', run('messages @stream(initialCount: 1) { ... on TextMessageOutput { content @stream } }')],
+    [
+      'messages streamed with initial items',
+      run('messages @stream(initialCount: 1) { ... on TextMessageOutput { content @stream } }'),
+    ],
     ['the text under @defer', run('messages @stream { ... on TextMessageOutput @defer { content @stream } }')],
-    ['the messages under @defer', run('... @defer { messages @stream { ... on TextMessageOutput { content @stream } } }')],
-    ['a named fragment among the items', `${run('messages @stream { ...Text }')} fragment Text on TextMessageOutput { content @stream }`],
-    ['a named fragment beside the messages', `${run('messages @stream { ... on TextMessageOutput { content @stream } } ...More')} fragment More on CopilotResponse { runId }`],
-    ['the text selected twice under one key', run('messages @stream { ... on TextMessageOutput { content @stream } ... on TextMessageOutput { content @stream } }')],
-    ['the messages selected twice under one key', run('messages @stream { ... on TextMessageOutput { content @stream } } messages @stream { id }')],
- ['the message status not deferred', run('messages @stream { ... on BaseMessageOutput { status { code } } ... on TextMessageOutput { content @stream } }')],
-    ['the message status deferred only on a condition', run('messages @stream { ... on BaseMessageOutput @defer(if: $later) { status { code } } ... on TextMessageOutput { content @stream } }').replace('($data: GenerateCopilotResponseInput!)', '($data: GenerateCopilotResponseInput!, $later: Boolean!)')],
+    [
+      'the messages under @defer',
+      run('... @defer { messages @stream { ... on TextMessageOutput { content @stream } } }'),
+    ],
+    [
+      'a named fragment among the items',
+      `${run('messages @stream { ...Text }')} fragment Text on TextMessageOutput { content @stream }`,
+    ],
+    [
+      'a named fragment beside the messages',
+      `${run('messages @stream { ... on TextMessageOutput { content @stream } } ...More')} fragment More on CopilotResponse { runId }`,
+    ],
+    [
+      'the text selected twice under one key',
+      run(
+        'messages @stream { ... on TextMessageOutput { content @stream } ... on TextMessageOutput { content @stream } }',
+      ),
+    ],
+    [
+      'the messages selected twice under one key',
+      run('messages @stream { ... on TextMessageOutput { content @stream } } messages @stream { id }'),
+    ],
+    [
+      'the message status not deferred',
+      run(
+        'messages @stream { ... on BaseMessageOutput { status { code } } ... on TextMessageOutput { content @stream } }',
+      ),
+    ],
+    [
+      'the message status deferred only on a condition',
+      run(
+        'messages @stream { ... on BaseMessageOutput @defer(if: $later) { status { code } } ... on TextMessageOutput { content @stream } }',
+      ).replace('($data: GenerateCopilotResponseInput!)', '($data: GenerateCopilotResponseInput!, $later: Boolean!)'),
+    ],
     ['a query', 'query { copilotThread(threadId: "t") { messages { ... on TextMessageOutput { content } } } }'],
   ])('leaves everything to the executor with %s', (_name, query) => {
     expect(taken(query)).toEqual([]);
@@ -86,14 +131,31 @@ describe('the leaf-stream plan', () => {
 
 /** An info as the executor gives the field resolver of `generateCopilotResponse.messages.<index>.content`. */
 function infoAt(index: number): GraphQLResolveInfo {
-  const path = { prev: { prev: { prev: undefined, key: 'generateCopilotResponse', typename: 'Mutation' }, key: 'messages', typename: 'CopilotResponse' }, key: index, typename: undefined };
-  return { path: { prev: path, key: 'content', typename: 'TextMessageOutput' }, parentType: { name: 'TextMessageOutput' }, fieldName: 'content', fieldNodes: [contentNode] } as unknown as GraphQLResolveInfo;
+  const path = {
+    prev: {
+      prev: { prev: undefined, key: 'generateCopilotResponse', typename: 'Mutation' },
+      key: 'messages',
+      typename: 'CopilotResponse',
+    },
+    key: index,
+    typename: undefined,
+  };
+  return {
+    path: { prev: path, key: 'content', typename: 'TextMessageOutput' },
+    parentType: { name: 'TextMessageOutput' },
+    fieldName: 'content',
+    fieldNodes: [contentNode],
+  } as unknown as GraphQLResolveInfo;
 }
-const contentNode = (parse('{ content }').definitions[0] as unknown as { selectionSet: { selections: FieldNode[] } }).selectionSet.selections[0];
+const contentNode = (parse('{ content }').definitions[0] as unknown as { selectionSet: { selections: FieldNode[] } })
+  .selectionSet.selections[0];
 
 /** The executor's payload that carries message `index` (with `content: []`), or nulls it. */
 const itemPayload = (index: number, hasNext = true, item: unknown = { content: [] }): LaterPayload =>
-  ({ incremental: [{ items: [item], path: ['generateCopilotResponse', 'messages', index] }], hasNext }) as unknown as LaterPayload;
+  ({
+    incremental: [{ items: [item], path: ['generateCopilotResponse', 'messages', index] }],
+    hasNext,
+  }) as unknown as LaterPayload;
 
 /**
  * A LaterPayloads as the transport uses it: an open sink that records what leaf streams write, an
@@ -105,7 +167,12 @@ function opened(full = () => false) {
   const written: string[] = [];
   const drains: (() => void)[] = [];
   const failures: unknown[] = [];
-  later.open({ write: (json) => written.push(json), full, onDrain: (callback) => drains.push(callback), fail: (error) => failures.push(error) });
+  later.open({
+    write: (json) => written.push(json),
+    full,
+    onDrain: (callback) => drains.push(callback),
+    fail: (error) => failures.push(error),
+  });
   const queue: IteratorResult<LaterPayload, void>[] = [];
   let waiting: ((step: IteratorResult<LaterPayload, void>) => void) | undefined;
   later.adopt({
@@ -116,7 +183,8 @@ function opened(full = () => false) {
   } as unknown as AsyncGenerator<LaterPayload, void, void>);
   const executor = {
     give(payload: LaterPayload | undefined): void {
-      const step: IteratorResult<LaterPayload, void> = payload === undefined ? { value: undefined, done: true } : { value: payload, done: false };
+      const step: IteratorResult<LaterPayload, void> =
+        payload === undefined ? { value: undefined, done: true } : { value: payload, done: false };
       if (waiting) {
         const resolve = waiting;
         waiting = undefined;
@@ -136,8 +204,12 @@ function opened(full = () => false) {
 }
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 
-const item0 = JSON.stringify({ incremental: [{ items: [{ content: [] }], path: ['generateCopilotResponse', 'messages', 0] }], hasNext: true });
-const chunk = (text: string, at: number, index = 0) => `{"incremental":[{"items":[${JSON.stringify(text)}],"path":["generateCopilotResponse","messages",${index},"content",${at}]}],"hasNext":true}`;
+const item0 = JSON.stringify({
+  incremental: [{ items: [{ content: [] }], path: ['generateCopilotResponse', 'messages', 0] }],
+  hasNext: true,
+});
+const chunk = (text: string, at: number, index = 0) =>
+  `{"incremental":[{"items":[${JSON.stringify(text)}],"path":["generateCopilotResponse","messages",${index},"content",${at}]}],"hasNext":true}`;
 
 /** A text stream of message `index` whose message has gone out: what it gets is written. */
 async function releasedText(harness: ReturnType<typeof opened>, index = 0): Promise<SharedTextStream> {
@@ -183,7 +255,10 @@ describe("an operation's leaf streams", () => {
     const never = new SharedTextStream();
     await later.leaf(nulled, infoAt(0));
     await later.leaf(never, infoAt(1));
-    executor.give({ incremental: [{ items: null, path: ['generateCopilotResponse', 'messages', 0] }], hasNext: true } as unknown as LaterPayload);
+    executor.give({
+      incremental: [{ items: null, path: ['generateCopilotResponse', 'messages', 0] }],
+      hasNext: true,
+    } as unknown as LaterPayload);
     await step();
     nulled.push('lost');
     await turn();
@@ -222,11 +297,17 @@ describe("an operation's leaf streams", () => {
     const text = await releasedText(harness);
     const next = step();
     (text as SharedTextStream & { push(item: unknown): void }).push({ not: 'a string' } as unknown as string);
-    const made = (await next) as unknown as { incremental: { items: null; path: unknown[]; errors: Error[] }[]; hasNext: boolean };
+    const made = (await next) as unknown as {
+      incremental: { items: null; path: unknown[]; errors: Error[] }[];
+      hasNext: boolean;
+    };
     expect(made.hasNext).toBe(true);
     expect(made.incremental[0].items).toBeNull();
     expect(made.incremental[0].path).toEqual(['generateCopilotResponse', 'messages', 0, 'content', 0]);
-    expect(made.incremental[0].errors[0]).toMatchObject({ message: expect.stringMatching(/^String cannot represent value/), path: ['generateCopilotResponse', 'messages', 0, 'content', 0] });
+    expect(made.incremental[0].errors[0]).toMatchObject({
+      message: expect.stringMatching(/^String cannot represent value/),
+      path: ['generateCopilotResponse', 'messages', 0, 'content', 0],
+    });
     // The stream ended there: nothing more is written, and the executor's own next comes after.
     text.push('then fine');
     await turn();
@@ -252,7 +333,7 @@ describe("an operation's leaf streams", () => {
     expect(written).toEqual([chunk('ab', 0)]);
   });
 
-  it("write nothing while a payload is going out (Apollo may be formatting it): what came meanwhile follows it", async () => {
+  it('write nothing while a payload is going out (Apollo may be formatting it): what came meanwhile follows it', async () => {
     const harness = opened();
     const { later, written, executor } = harness;
     const text = await releasedText(harness);
@@ -279,7 +360,9 @@ describe("an operation's leaf streams", () => {
     const first = step();
     refusing.push(null as unknown as string);
     const made = (await first) as unknown as { incremental: { items: null; errors: Error[] }[]; hasNext: boolean };
-    expect(made.incremental[0].errors[0].message).toBe('Cannot return null for non-nullable field TextMessageOutput.content.');
+    expect(made.incremental[0].errors[0].message).toBe(
+      'Cannot return null for non-nullable field TextMessageOutput.content.',
+    );
     // The other stream still writes: not the last.
     expect(made.hasNext).toBe(true);
     other.end();
@@ -312,7 +395,14 @@ describe("an operation's leaf streams", () => {
     const harness = opened();
     const failures: unknown[] = [];
     const text = await releasedText(harness);
-    harness.later.open({ write: () => { throw new Error('socket gone'); }, full: () => false, onDrain: () => undefined, fail: (error) => failures.push(error) });
+    harness.later.open({
+      write: () => {
+        throw new Error('socket gone');
+      },
+      full: () => false,
+      onDrain: () => undefined,
+      fail: (error) => failures.push(error),
+    });
     text.push('x');
     await turn();
     expect(failures).toEqual([new Error('socket gone')]);
@@ -336,40 +426,77 @@ describe("an operation's leaf streams", () => {
 const WIRE = readFileSync(new URL('./fixtures/client-mutation.graphql', import.meta.url), 'utf8');
 
 describe('the message plan', () => {
-  const planOf = (query: string, operationName?: string) => leafStreamPlan(schema, parse(query), operationName)?.messages;
+  const planOf = (query: string, operationName?: string) =>
+    leafStreamPlan(schema, parse(query), operationName)?.messages;
 
   it("takes the stock client's document (as the package has it, and as it goes over the wire), and a deferred status beside the messages", () => {
-    for (const [query, name] of [[STOCK_DOCUMENT, 'generateCopilotResponse'], [WIRE, 'generateCopilotResponse'], [HTTP_STREAMED, undefined]] as const) {
+    for (const [query, name] of [
+      [STOCK_DOCUMENT, 'generateCopilotResponse'],
+      [WIRE, 'generateCopilotResponse'],
+      [HTTP_STREAMED, undefined],
+    ] as const) {
       const plan = planOf(query, name);
       expect(plan).toBeDefined();
       // The executor runs the rest: the run's deferred status is taken out of its document.
       const executed = print(leafStreamPlan(schema, parse(query), name)!.document);
       expect(executed).not.toContain('... on CopilotResponse @defer');
       expect(executed).toContain('messages @stream');
-      expect(plan!.runDeferred?.map((field) => field.key)).toEqual(query === HTTP_STREAMED ? ['status'] : query === WIRE ? ['status', '__typename'] : ['status']);
+      expect(plan!.runDeferred?.map((field) => field.key)).toEqual(
+        query === HTTP_STREAMED ? ['status'] : query === WIRE ? ['status', '__typename'] : ['status'],
+      );
     }
     // A message's fields in the executor's order (merged across fragments), its text last, its deferred status apart.
     const text = planOf(WIRE, 'generateCopilotResponse')!.items.get('TextMessageOutput')!;
-    expect(text.fields.map((field) => `${field.kind}:${field.key}`)).toEqual(['typename:__typename', 'leaf:id', 'leaf:createdAt', 'stream:content', 'leaf:role', 'leaf:parentMessageId']);
-    expect(text.deferred?.map((field) => `${field.kind}:${field.key}`)).toEqual(['object:status', 'typename:__typename']);
-    expect(planOf(WIRE, 'generateCopilotResponse')!.items.get('ResultMessageOutput')!.fields.map((field) => field.key)).toEqual(['__typename', 'id', 'createdAt', 'result', 'actionExecutionId', 'actionName']);
+    expect(text.fields.map((field) => `${field.kind}:${field.key}`)).toEqual([
+      'typename:__typename',
+      'leaf:id',
+      'leaf:createdAt',
+      'stream:content',
+      'leaf:role',
+      'leaf:parentMessageId',
+    ]);
+    expect(text.deferred?.map((field) => `${field.kind}:${field.key}`)).toEqual([
+      'object:status',
+      'typename:__typename',
+    ]);
+    expect(
+      planOf(WIRE, 'generateCopilotResponse')!
+        .items.get('ResultMessageOutput')!
+        .fields.map((field) => field.key),
+    ).toEqual(['__typename', 'id', 'createdAt', 'result', 'actionExecutionId', 'actionName']);
   });
 
-  const run = (inside: string, beside = '') => `mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId ${beside} messages @stream { __typename ${inside} ... on TextMessageOutput { content @stream } } } }`;
+  const run = (inside: string, beside = '') =>
+    `mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId ${beside} messages @stream { __typename ${inside} ... on TextMessageOutput { content @stream } } } }`;
   const status = '... on BaseMessageOutput @defer { status { ... on SuccessMessageStatus { code } } }';
 
   it.each([
-    ['a labelled @defer on the run', run(status, '... on CopilotResponse @defer(label: "s") { status { __typename } }')],
+    [
+      'a labelled @defer on the run',
+      run(status, '... on CopilotResponse @defer(label: "s") { status { __typename } }'),
+    ],
     ['two @defer on the run', run(status, '... @defer { status { __typename } } ... @defer { runId }')],
-    ['a @defer on the run inside another fragment', run(status, '... on CopilotResponse { ... @defer { status { __typename } } }')],
+    [
+      'a @defer on the run inside another fragment',
+      run(status, '... on CopilotResponse { ... @defer { status { __typename } } }'),
+    ],
     ['a labelled @defer in a message', run('... on BaseMessageOutput @defer(label: "m") { status { __typename } }')],
     ['two @defer in a message', run(`${status} ... on TextMessageOutput @defer { role }`)],
-    ['a named fragment in the status', `${run('... on BaseMessageOutput @defer { status { ...Code } }')} fragment Code on SuccessMessageStatus { code }`],
+    [
+      'a named fragment in the status',
+      `${run('... on BaseMessageOutput @defer { status { ...Code } }')} fragment Code on SuccessMessageStatus { code }`,
+    ],
     ['a variable in a directive', run('id @include(if: $yes)').replace('!)', '!, $yes: Boolean!)')],
-    ["a list in a message that is not a leaf stream", run('... on ActionExecutionMessageOutput { arguments }')],
-    ['another field beside the run', run(status).replace(/\} \} \}$/, '} } stopCopilotRun(threadId: "t") { __typename } }')],
+    ['a list in a message that is not a leaf stream', run('... on ActionExecutionMessageOutput { arguments }')],
+    [
+      'another field beside the run',
+      run(status).replace(/\} \} \}$/, '} } stopCopilotRun(threadId: "t") { __typename } }'),
+    ],
     // A message's status is a promise until the message ends: the executor waits for it.
-    ['the status selected outside @defer, with the text streamed under another key', run('status { __typename }', 'texts: messages @stream { ... on TextMessageOutput { content @stream } }')],
+    [
+      'the status selected outside @defer, with the text streamed under another key',
+      run('status { __typename }', 'texts: messages @stream { ... on TextMessageOutput { content @stream } }'),
+    ],
   ])('leaves the messages to the executor with %s (the leaf streams are still taken)', (_name, query) => {
     const plan = leafStreamPlan(schema, parse(query), undefined);
     expect(plan).toBeDefined();
@@ -379,7 +506,11 @@ describe('the message plan', () => {
 
 /** The info the executor gives the field resolver of `generateCopilotResponse.messages`. */
 const messagesInfo = {
-  path: { prev: { prev: undefined, key: 'generateCopilotResponse', typename: 'Mutation' }, key: 'messages', typename: 'CopilotResponse' },
+  path: {
+    prev: { prev: undefined, key: 'generateCopilotResponse', typename: 'Mutation' },
+    key: 'messages',
+    typename: 'CopilotResponse',
+  },
   parentType: { name: 'CopilotResponse' },
   fieldName: 'messages',
 } as unknown as GraphQLResolveInfo;
@@ -388,14 +519,37 @@ const messagesInfo = {
 function viewOf() {
   let settleRun!: (status: unknown) => void;
   const status = new Promise((resolve) => (settleRun = resolve));
-  return { view: { threadId: 't', runId: 'r', messages: new SharedStream<Record<string, unknown>>(), status, metaEvents: new SharedStream(), extensions: null }, settleRun };
+  return {
+    view: {
+      threadId: 't',
+      runId: 'r',
+      messages: new SharedStream<Record<string, unknown>>(),
+      status,
+      metaEvents: new SharedStream(),
+      extensions: null,
+    },
+    settleRun,
+  };
 }
 
 function textMessage(id: string, fields: Record<string, unknown> = {}) {
   let settle!: (status: unknown) => void;
   const content = new SharedTextStream();
   const status = new Promise((resolve) => (settle = resolve));
-  return { message: { __typename: 'TextMessageOutput', id, createdAt: new Date(0), role: 'assistant', parentMessageId: null, content, status, ...fields }, content, settle };
+  return {
+    message: {
+      __typename: 'TextMessageOutput',
+      id,
+      createdAt: new Date(0),
+      role: 'assistant',
+      parentMessageId: null,
+      content,
+      status,
+      ...fields,
+    },
+    content,
+    settle,
+  };
 }
 
 describe("the message plan's payloads", () => {
@@ -412,14 +566,18 @@ describe("the message plan's payloads", () => {
     const { message, content, settle } = textMessage('m1');
     view.messages.push(message);
     await step();
-    expect(written).toEqual([`{"incremental":[{"items":[{"__typename":"TextMessageOutput","id":"m1","createdAt":"1970-01-01T00:00:00.000Z","role":"assistant","parentMessageId":null,"content":[]}],${path}}],"hasNext":true}`]);
+    expect(written).toEqual([
+      `{"incremental":[{"items":[{"__typename":"TextMessageOutput","id":"m1","createdAt":"1970-01-01T00:00:00.000Z","role":"assistant","parentMessageId":null,"content":[]}],${path}}],"hasNext":true}`,
+    ]);
     content.push('Hi');
     await turn();
     expect(written[1]).toBe(chunk('Hi', 0));
     content.end();
     settle({ code: 'Success' });
     await step();
-    expect(written[2]).toBe(`{"incremental":[{"data":{"__typename":"TextMessageOutput","status":{"code":"Success","__typename":"SuccessMessageStatus"}},${path}}],"hasNext":true}`);
+    expect(written[2]).toBe(
+      `{"incremental":[{"data":{"__typename":"TextMessageOutput","status":{"code":"Success","__typename":"SuccessMessageStatus"}},${path}}],"hasNext":true}`,
+    );
     view.messages.end();
     settleRun({ code: 'Success' });
     // The run's status is the plan's last: it waits for the executor's end (its bare hasNext:false), and ends the answer itself.
@@ -428,7 +586,9 @@ describe("the message plan's payloads", () => {
     expect(written).toHaveLength(3);
     executor.give({ hasNext: false } as LaterPayload);
     await last;
-    expect(written[3]).toBe('{"incremental":[{"data":{"__typename":"CopilotResponse","status":{"code":"Success","__typename":"SuccessResponseStatus"}},"path":["generateCopilotResponse"]}],"hasNext":false}');
+    expect(written[3]).toBe(
+      '{"incremental":[{"data":{"__typename":"CopilotResponse","status":{"code":"Success","__typename":"SuccessResponseStatus"}},"path":["generateCopilotResponse"]}],"hasNext":false}',
+    );
     expect(await step()).toBeUndefined();
   });
 
@@ -445,15 +605,29 @@ describe("the message plan's payloads", () => {
     view.messages.push(textMessage('m2').message);
     const status = (await step()) as unknown as { incremental: { data?: unknown; path: unknown[] }[] };
     const item = (await step()) as unknown as { incremental: { items?: unknown; path: unknown[] }[] };
-    expect(status.incremental[0]).toMatchObject({ path: ['generateCopilotResponse', 'messages', 0], data: { status: { code: 'Success' } } });
-    expect(item.incremental[0]).toMatchObject({ path: ['generateCopilotResponse', 'messages', 1], items: [{ id: 'm2' }] });
+    expect(status.incremental[0]).toMatchObject({
+      path: ['generateCopilotResponse', 'messages', 0],
+      data: { status: { code: 'Success' } },
+    });
+    expect(item.incremental[0]).toMatchObject({
+      path: ['generateCopilotResponse', 'messages', 1],
+      items: [{ id: 'm2' }],
+    });
   });
 
   it('give a message whose status is already there (a result) and its status as two payloads', async () => {
     const { later, written, step } = opened();
     const { view } = viewOf();
     later.messages(plan, view, messagesInfo, {});
-    view.messages.push({ __typename: 'ResultMessageOutput', id: 'r1', createdAt: new Date(0), actionExecutionId: 'c1', actionName: 'lookUp', result: 'sunny', status: { code: 'Success' } });
+    view.messages.push({
+      __typename: 'ResultMessageOutput',
+      id: 'r1',
+      createdAt: new Date(0),
+      actionExecutionId: 'c1',
+      actionName: 'lookUp',
+      result: 'sunny',
+      status: { code: 'Success' },
+    });
     await step();
     await step();
     expect(written).toEqual([
@@ -470,12 +644,29 @@ describe("the message plan's payloads", () => {
     const first = textMessage('m1');
     view.messages.push(first.message);
     await step();
-    view.messages.push({ __typename: 'ActionExecutionMessageOutput', id: 'c1', createdAt: new Date(0), name: { not: 'a name' }, parentMessageId: null, arguments: new SharedTextStream(), status: new Promise(() => undefined) });
-    const nulled = (await step()) as unknown as { incremental: { items: null; path: unknown[]; errors: { message: string; path: unknown[]; locations: unknown[] }[] }[] };
+    view.messages.push({
+      __typename: 'ActionExecutionMessageOutput',
+      id: 'c1',
+      createdAt: new Date(0),
+      name: { not: 'a name' },
+      parentMessageId: null,
+      arguments: new SharedTextStream(),
+      status: new Promise(() => undefined),
+    });
+    const nulled = (await step()) as unknown as {
+      incremental: {
+        items: null;
+        path: unknown[];
+        errors: { message: string; path: unknown[]; locations: unknown[] }[];
+      }[];
+    };
     expect(nulled.incremental[0].items).toBeNull();
     expect(nulled.incremental[0].path).toEqual(['generateCopilotResponse', 'messages', 1]);
     expect(nulled.incremental[0].errors).toHaveLength(1);
-    expect(nulled.incremental[0].errors[0]).toMatchObject({ message: 'String cannot represent value: { not: "a name" }', path: ['generateCopilotResponse', 'messages', 1, 'name'] });
+    expect(nulled.incremental[0].errors[0]).toMatchObject({
+      message: 'String cannot represent value: { not: "a name" }',
+      path: ['generateCopilotResponse', 'messages', 1, 'name'],
+    });
     expect(nulled.incremental[0].errors[0].locations).toHaveLength(1);
     // Nothing more under the list: not the first message's status, not a later message.
     first.settle({ code: 'Success' });
@@ -494,9 +685,16 @@ describe("the message plan's payloads", () => {
     const { view } = viewOf();
     later.messages(plan, view, messagesInfo, {});
     view.messages.push(textMessage('m1', { parentMessageId: { not: 'an id' } }).message);
-    const item = (await step()) as unknown as { incremental: { items: Record<string, unknown>[]; errors: { message: string; path: unknown[] }[] }[] };
+    const item = (await step()) as unknown as {
+      incremental: { items: Record<string, unknown>[]; errors: { message: string; path: unknown[] }[] }[];
+    };
     expect(item.incremental[0].items[0]).toMatchObject({ id: 'm1', parentMessageId: null, content: [] });
-    expect(item.incremental[0].errors).toEqual([expect.objectContaining({ message: 'String cannot represent value: { not: "an id" }', path: ['generateCopilotResponse', 'messages', 0, 'parentMessageId'] })]);
+    expect(item.incremental[0].errors).toEqual([
+      expect.objectContaining({
+        message: 'String cannot represent value: { not: "an id" }',
+        path: ['generateCopilotResponse', 'messages', 0, 'parentMessageId'],
+      }),
+    ]);
   });
 
   /**
@@ -504,14 +702,30 @@ describe("the message plan's payloads", () => {
    * still open, then a call whose name is null (a non-null field), which nulls its item.
    */
   async function nulledSecond(inside: string) {
-    const bare = leafStreamPlan(schema, parse(run(`messages @stream { __typename ... on BaseMessageOutput { id } ${inside} ... on ActionExecutionMessageOutput { name } ... on TextMessageOutput { content @stream } }`)), undefined)!.messages!;
+    const bare = leafStreamPlan(
+      schema,
+      parse(
+        run(
+          `messages @stream { __typename ... on BaseMessageOutput { id } ${inside} ... on ActionExecutionMessageOutput { name } ... on TextMessageOutput { content @stream } }`,
+        ),
+      ),
+      undefined,
+    )!.messages!;
     expect(bare.runDeferred).toBeUndefined();
     const harness = opened();
     const { view } = viewOf();
     harness.later.messages(bare, view, messagesInfo, {});
     view.messages.push(textMessage('m1').message);
     await harness.step();
-    view.messages.push({ __typename: 'ActionExecutionMessageOutput', id: 'c1', createdAt: new Date(0), name: null, parentMessageId: null, arguments: new SharedTextStream(), status: new Promise(() => undefined) });
+    view.messages.push({
+      __typename: 'ActionExecutionMessageOutput',
+      id: 'c1',
+      createdAt: new Date(0),
+      name: null,
+      parentMessageId: null,
+      arguments: new SharedTextStream(),
+      status: new Promise(() => undefined),
+    });
     return harness;
   }
 
@@ -519,13 +733,18 @@ describe("the message plan's payloads", () => {
     const { executor, step } = await nulledSecond('... on BaseMessageOutput @defer { status { __typename } }');
     // The executor has nothing else: its stream of messages (given to the plan) ended at once.
     executor.give({ hasNext: false } as LaterPayload);
-    const nulled = (await step()) as unknown as { incremental: { items: null; errors: { message: string }[] }[]; hasNext: boolean };
-    expect(nulled.incremental[0].errors[0].message).toBe('Cannot return null for non-nullable field ActionExecutionMessageOutput.name.');
+    const nulled = (await step()) as unknown as {
+      incremental: { items: null; errors: { message: string }[] }[];
+      hasNext: boolean;
+    };
+    expect(nulled.incremental[0].errors[0].message).toBe(
+      'Cannot return null for non-nullable field ActionExecutionMessageOutput.name.',
+    );
     expect(nulled.hasNext).toBe(false);
     expect(await step()).toBeUndefined();
   });
 
-  it("give a nulled message at once when the executor does not end within the turn (its meta events still open)", async () => {
+  it('give a nulled message at once when the executor does not end within the turn (its meta events still open)', async () => {
     const { executor, step } = await nulledSecond('');
     const nulled = (await step()) as unknown as { incremental: { items: null }[]; hasNext: boolean };
     expect(nulled.incremental[0].items).toBeNull();
@@ -537,7 +756,15 @@ describe("the message plan's payloads", () => {
   });
 
   it('keep a field aliased `__proto__` as a key, as the executor does', async () => {
-    const aliased = leafStreamPlan(schema, parse(run('messages @stream { ... on BaseMessageOutput { __proto__: id } ... on TextMessageOutput { content @stream } }')), undefined)!.messages!;
+    const aliased = leafStreamPlan(
+      schema,
+      parse(
+        run(
+          'messages @stream { ... on BaseMessageOutput { __proto__: id } ... on TextMessageOutput { content @stream } }',
+        ),
+      ),
+      undefined,
+    )!.messages!;
     const { later, step } = opened();
     const { view } = viewOf();
     later.messages(aliased, view, messagesInfo, {});

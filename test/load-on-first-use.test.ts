@@ -5,7 +5,10 @@ import { loadOnFirstUse } from '../src/core/load-on-first-use.js';
 
 /** A load the test settles by hand, counting its starts. */
 function manualLoad<T>() {
-  const load = { starts: 0, settle: undefined as undefined | { resolve: (value: T) => void; reject: (error: Error) => void } };
+  const load = {
+    starts: 0,
+    settle: undefined as undefined | { resolve: (value: T) => void; reject: (error: Error) => void },
+  };
   const run = () =>
     new Promise<T>((resolve, reject) => {
       load.starts++;
@@ -34,7 +37,7 @@ describe('loadOnFirstUse', () => {
     expect(load.starts).toBe(1);
   });
 
-  it('gives a failed load\'s error to those waiting on it, and tries again on the next use', async () => {
+  it("gives a failed load's error to those waiting on it, and tries again on the next use", async () => {
     const { load, run } = manualLoad<string>();
     const get = loadOnFirstUse(run);
     const waiting = [get(), get()];

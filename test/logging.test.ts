@@ -42,6 +42,8 @@ describe('childLogger', () => {
     childLogger(ours.logger.child({ component: 'ws' }), { runId: 'r' }).warn('x');
     theirs.logger.child({ component: 'ws' }).child({ runId: 'r' }).warn('x');
     expect(ours.lines).toEqual(theirs.lines);
-    expect(typeof (childLogger(ours.logger, { runId: 'r' }) as unknown as Record<symbol, unknown>)[symbols.chindingsSym]).toBe('string');
+    expect(
+      typeof (childLogger(ours.logger, { runId: 'r' }) as unknown as Record<symbol, unknown>)[symbols.chindingsSym],
+    ).toBe('string');
   });
 });

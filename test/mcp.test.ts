@@ -28,23 +28,40 @@ const adapter = () => new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-mod
 /** A pino logger whose lines the test can read. */
 function capturingLogger() {
   const lines: any[] = [];
-  const logger = pino({ level: 'info' }, new Writable({ write: (chunk, _enc, done) => (lines.push(JSON.parse(String(chunk))), done()) }));
+  const logger = pino(
+    { level: 'info' },
+    new Writable({ write: (chunk, _enc, done) => (lines.push(JSON.parse(String(chunk))), done()) }),
+  );
   return { logger, lines };
 }
 
 describe('MCP tools', () => {
-  for (const [kind, url] of [['Streamable HTTP', () => streamableUrl], ['HTTP+SSE (fallback)', () => sseUrl]] as const) {
+  for (const [kind, url] of [
+    ['Streamable HTTP', () => streamableUrl],
+    ['HTTP+SSE (fallback)', () => sseUrl],
+  ] as const) {
     it(`are offered to the model with their schemas and instructions, and executed on the server (${kind})`, async () => {
       const gateway = await start({ adapter: adapter(), mcpServers: [url()] });
       const before = model.requests.length;
       const outcome = await TRANSPORTS[2].run(gateway, runInput([userMessage('[tool=add] [toolargs={"a":2,"b":3}]')]));
       expect(outcome.status.code).toBe('Success');
-      expect(outcome.messages).toContainEqual(expect.objectContaining({ type: 'result', actionName: 'add', result: '5' }));
+      expect(outcome.messages).toContainEqual(
+        expect.objectContaining({ type: 'result', actionName: 'add', result: '5' }),
+      );
       expect(textOf(outcome)).toBe('Tool result received: 5');
       const first = model.requests[before];
       const add = first.tools.find((tool: any) => tool.function.name === 'add');
-      expect(add.function).toMatchObject({ description: 'Adds two numbers.', parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] } });
-      const instructions = first.messages.find((m: any) => m.role === 'system' && m.content.includes('Model Context Protocol'));
+      expect(add.function).toMatchObject({
+        description: 'Adds two numbers.',
+        parameters: {
+          type: 'object',
+          properties: { a: { type: 'number' }, b: { type: 'number' } },
+          required: ['a', 'b'],
+        },
+      });
+      const instructions = first.messages.find(
+        (m: any) => m.role === 'system' && m.content.includes('Model Context Protocol'),
+      );
       expect(instructions.content).toContain('- add: Adds two numbers. Parameters: a (required), b (required).');
     });
   }
@@ -54,18 +71,31 @@ describe('MCP tools', () => {
     const outcome = await TRANSPORTS[0].run(gateway, runInput([userMessage('[tool=fail]')]));
     expect(outcome.status.code).toBe('Success');
     const result = outcome.messages.find((m) => m.type === 'result') as { result: string };
-    expect(JSON.parse(result.result)).toEqual({ error: { code: 'ACTION_FAILED', message: 'The MCP tool "fail" failed: the tool broke' }, result: '' });
+    expect(JSON.parse(result.result)).toEqual({
+      error: { code: 'ACTION_FAILED', message: 'The MCP tool "fail" failed: the tool broke' },
+      result: '',
+    });
   });
 
   it('from a server that cannot be reached are left out with a log line, and unrelated requests work', async () => {
     const { logger, lines } = capturingLogger();
-    const gateway = await start({ adapter: adapter(), mcpServers: ['http://127.0.0.1:9/mcp', streamableUrl], logger, discoveryWaitMs: 2_000 });
+    const gateway = await start({
+      adapter: adapter(),
+      mcpServers: ['http://127.0.0.1:9/mcp', streamableUrl],
+      logger,
+      discoveryWaitMs: 2_000,
+    });
     const before = model.requests.length;
     const outcome = await TRANSPORTS[1].run(gateway, runInput([userMessage('hi [tokens=2]')]));
     expect(outcome.status.code).toBe('Success');
     expect(textOf(outcome)).toBe('tok0 tok1 ');
     // files.read is left out: model providers refuse a name with a dot.
-    expect(model.requests[before].tools.map((tool: any) => tool.function.name).sort()).toEqual(['add', 'fail', 'wait', 'whoami']);
+    expect(model.requests[before].tools.map((tool: any) => tool.function.name).sort()).toEqual([
+      'add',
+      'fail',
+      'wait',
+      'whoami',
+    ]);
     expect(lines.some((line) => line.msg.startsWith('MCP tool not offered') && line.tool === 'files.read')).toBe(true);
     await eventually(() => lines.some((line) => line.msg.startsWith('MCP server unreachable')), 'the log line');
     const line = lines.find((l) => l.msg.startsWith('MCP server unreachable'));
@@ -117,7 +147,10 @@ describe('MCP tools', () => {
     await TRANSPORTS[2].run(gateway, runInput([userMessage('hi [tokens=1]')]));
     expect(model.requests[before].tools.map((tool: any) => tool.function.name)).toContain('add');
     await server.stop();
-    await eventually(() => lines.some((line) => line.msg.startsWith('MCP server unreachable') && /ping/.test(line.reason)), 'the ping to fail');
+    await eventually(
+      () => lines.some((line) => line.msg.startsWith('MCP server unreachable') && /ping/.test(line.reason)),
+      'the ping to fail',
+    );
     const after = model.requests.length;
     await TRANSPORTS[2].run(gateway, runInput([userMessage('hi [tokens=1]')]));
     expect(model.requests[after].tools ?? []).toEqual([]);
@@ -144,25 +177,41 @@ describe('MCP tools', () => {
   it('that a request names are used only when allowed, with its key as a bearer token', async () => {
     const properties = { mcpServers: [{ endpoint: streamableUrl, apiKey: 'client-key' }] };
     const closed = await start({ adapter: adapter() });
-    let before = model.requests.length;
+    const before = model.requests.length;
     await TRANSPORTS[0].run(closed, runInput([userMessage('hi [tokens=1]')]), { properties });
     expect(model.requests[before].tools ?? []).toEqual([]);
 
     const open = await start({ adapter: adapter(), allowClientMcpServers: true });
-    before = model.requests.length;
     const outcome = await TRANSPORTS[0].run(open, runInput([userMessage('[tool=whoami]')]), { properties });
-    expect(outcome.messages).toContainEqual(expect.objectContaining({ type: 'result', actionName: 'whoami', result: 'Bearer client-key' }));
+    expect(outcome.messages).toContainEqual(
+      expect.objectContaining({ type: 'result', actionName: 'whoami', result: 'Bearer client-key' }),
+    );
 
-    const bad = await TRANSPORTS[2].run(open, runInput([userMessage('hi')]), { properties: { mcpServers: [{ endpoint: 'file:///etc/passwd' }] } });
-    expect(bad.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', details: { field: 'properties.mcpServers[0]' } });
+    const bad = await TRANSPORTS[2].run(open, runInput([userMessage('hi')]), {
+      properties: { mcpServers: [{ endpoint: 'file:///etc/passwd' }] },
+    });
+    expect(bad.errors?.[0]?.extensions).toMatchObject({
+      code: 'BAD_USER_INPUT',
+      details: { field: 'properties.mcpServers[0]' },
+    });
     const listed = await start({ adapter: adapter(), allowClientMcpServers: [new URL(streamableUrl).host] });
     const allowed = await TRANSPORTS[0].run(listed, runInput([userMessage('[tool=whoami]')]), { properties });
-    expect(allowed.messages).toContainEqual(expect.objectContaining({ type: 'result', actionName: 'whoami', result: 'Bearer client-key' }));
-    const elsewhere = await TRANSPORTS[0].run(listed, runInput([userMessage('hi')]), { properties: { mcpServers: [{ endpoint: 'http://169.254.169.254/latest' }] } });
-    expect(elsewhere.errors?.[0]).toMatchObject({ message: 'properties.mcpServers[0]: the host 169.254.169.254 is not one this gateway may connect to.', extensions: { code: 'BAD_USER_INPUT' } });
+    expect(allowed.messages).toContainEqual(
+      expect.objectContaining({ type: 'result', actionName: 'whoami', result: 'Bearer client-key' }),
+    );
+    const elsewhere = await TRANSPORTS[0].run(listed, runInput([userMessage('hi')]), {
+      properties: { mcpServers: [{ endpoint: 'http://169.254.169.254/latest' }] },
+    });
+    expect(elsewhere.errors?.[0]).toMatchObject({
+      message: 'properties.mcpServers[0]: the host 169.254.169.254 is not one this gateway may connect to.',
+      extensions: { code: 'BAD_USER_INPUT' },
+    });
 
     const many = Array.from({ length: 11 }, () => ({ endpoint: streamableUrl }));
     const tooMany = await TRANSPORTS[2].run(open, runInput([userMessage('hi')]), { properties: { mcpServers: many } });
-    expect(tooMany.errors?.[0]).toMatchObject({ message: 'properties.mcpServers may name at most 10 servers (got 11).', extensions: { code: 'BAD_USER_INPUT' } });
+    expect(tooMany.errors?.[0]).toMatchObject({
+      message: 'properties.mcpServers may name at most 10 servers (got 11).',
+      extensions: { code: 'BAD_USER_INPUT' },
+    });
   });
 });

@@ -31,18 +31,32 @@ describe('model limits', () => {
     const error = thrown(() => admitForwardedParameters({ model: 'gpt-4.5-preview' }, limits));
     expect(error.code).toBe('MODEL_NOT_ALLOWED');
     expect(error.message).toContain('gpt-4o-mini');
-    expect(error.details).toMatchObject({ field: 'forwardedParameters.model', model: 'gpt-4.5-preview', allowedModels: ['gpt-4o-mini'] });
-    expect(admitForwardedParameters({ model: 'anything' }, resolveModelLimits({ allowedModels: '*' }, 'gpt-4o-mini'))).toEqual({ model: 'anything' });
+    expect(error.details).toMatchObject({
+      field: 'forwardedParameters.model',
+      model: 'gpt-4.5-preview',
+      allowedModels: ['gpt-4o-mini'],
+    });
+    expect(
+      admitForwardedParameters({ model: 'anything' }, resolveModelLimits({ allowedModels: '*' }, 'gpt-4o-mini')),
+    ).toEqual({ model: 'anything' });
     // An adapter that names no model lets clients name none.
-    expect(thrown(() => admitForwardedParameters({ model: 'x' }, resolveModelLimits({}, undefined))).message).toMatch(/send no forwardedParameters.model/);
+    expect(thrown(() => admitForwardedParameters({ model: 'x' }, resolveModelLimits({}, undefined))).message).toMatch(
+      /send no forwardedParameters.model/,
+    );
   });
 
   it('refuse maxTokens over the ceiling and send the ceiling when a client asks for none', () => {
     const limits = resolveModelLimits({ maxTokens: 500 }, 'm');
     expect(admitForwardedParameters({ maxTokens: 200 }, limits)).toEqual({ maxTokens: 200 });
-    expect(admitForwardedParameters({ maxTokens: null, temperature: 0.1 }, limits)).toEqual({ maxTokens: 500, temperature: 0.1 });
+    expect(admitForwardedParameters({ maxTokens: null, temperature: 0.1 }, limits)).toEqual({
+      maxTokens: 500,
+      temperature: 0.1,
+    });
     const error = thrown(() => admitForwardedParameters({ maxTokens: 501 }, limits));
-    expect(error).toMatchObject({ code: 'LIMIT_EXCEEDED', details: { field: 'forwardedParameters.maxTokens', limit: 500, value: 501 } });
+    expect(error).toMatchObject({
+      code: 'LIMIT_EXCEEDED',
+      details: { field: 'forwardedParameters.maxTokens', limit: 500, value: 501 },
+    });
   });
 
   it('count the messages and characters a model would be sent, not agent state', () => {
@@ -50,15 +64,32 @@ describe('model limits', () => {
       { kind: 'text', id: '1', role: 'user', content: 'hello' },
       { kind: 'actionExecution', id: '2', name: 'go', arguments: '{}' },
       { kind: 'result', id: '3', actionExecutionId: '2', actionName: 'go', result: 'done' },
-      { kind: 'agentState', id: '4', threadId: 't', agentName: 'a', nodeName: 'n', runId: 'r', active: true, running: false, role: 'assistant', state: '{"big":"x"}' },
+      {
+        kind: 'agentState',
+        id: '4',
+        threadId: 't',
+        agentName: 'a',
+        nodeName: 'n',
+        runId: 'r',
+        active: true,
+        running: false,
+        role: 'assistant',
+        state: '{"big":"x"}',
+      },
     ];
     // 5 + (2 + 2) + 4 = 13 characters in 3 messages
-    expect(() => checkModelInput(conversation, resolveModelLimits({ maxMessages: 3, maxInputChars: 13 }, undefined))).not.toThrow();
-    expect(thrown(() => checkModelInput(conversation, resolveModelLimits({ maxMessages: 2 }, undefined)))).toMatchObject({
+    expect(() =>
+      checkModelInput(conversation, resolveModelLimits({ maxMessages: 3, maxInputChars: 13 }, undefined)),
+    ).not.toThrow();
+    expect(
+      thrown(() => checkModelInput(conversation, resolveModelLimits({ maxMessages: 2 }, undefined))),
+    ).toMatchObject({
       code: 'LIMIT_EXCEEDED',
       details: { field: 'messages', limit: 2, value: 3 },
     });
-    expect(thrown(() => checkModelInput(conversation, resolveModelLimits({ maxInputChars: 12 }, undefined)))).toMatchObject({
+    expect(
+      thrown(() => checkModelInput(conversation, resolveModelLimits({ maxInputChars: 12 }, undefined))),
+    ).toMatchObject({
       code: 'LIMIT_EXCEEDED',
       details: { limit: 12, value: 13 },
     });
@@ -72,7 +103,10 @@ describe('model limits', () => {
 
   it('are read from the environment', () => {
     expect(readEnvironment({}).modelLimits).toEqual({});
-    expect(readEnvironment({ ALLOWED_MODELS: 'a, b', MAX_TOKENS: '800', MAX_INPUT_MESSAGES: '40', MAX_INPUT_CHARS: '20000' }).modelLimits).toEqual({
+    expect(
+      readEnvironment({ ALLOWED_MODELS: 'a, b', MAX_TOKENS: '800', MAX_INPUT_MESSAGES: '40', MAX_INPUT_CHARS: '20000' })
+        .modelLimits,
+    ).toEqual({
       allowedModels: ['a', 'b'],
       maxTokens: 800,
       maxMessages: 40,
@@ -84,14 +118,47 @@ describe('model limits', () => {
 });
 
 describe('the transcript check', () => {
-  const text = (id: string, content: string, role: 'user' | 'assistant' = 'user'): Message => ({ kind: 'text', id, role, content });
-  const call = (id: string, name = 'lookup'): Message => ({ kind: 'actionExecution', id, name, arguments: '{}', parentMessageId: 'a1' });
-  const result = (callId: string, value = 'ok', actionName = 'lookup'): Message => ({ kind: 'result', id: `r-${callId}-${value}`, actionExecutionId: callId, actionName, result: value });
+  const text = (id: string, content: string, role: 'user' | 'assistant' = 'user'): Message => ({
+    kind: 'text',
+    id,
+    role,
+    content,
+  });
+  const call = (id: string, name = 'lookup'): Message => ({
+    kind: 'actionExecution',
+    id,
+    name,
+    arguments: '{}',
+    parentMessageId: 'a1',
+  });
+  const result = (callId: string, value = 'ok', actionName = 'lookup'): Message => ({
+    kind: 'result',
+    id: `r-${callId}-${value}`,
+    actionExecutionId: callId,
+    actionName,
+    result: value,
+  });
 
   it('leaves a well-formed conversation as it is, and logs nothing', () => {
     const logger = { info: jest.fn() } as any;
-    const conversation = [text('u1', 'hi'), text('a1', 'let me look', 'assistant'), call('c1'), call('c2'), result('c1'), result('c2'), text('a2', 'done', 'assistant')];
-    expect(repairTranscript(conversation, logger)).toEqual([conversation[0], conversation[1], conversation[2], conversation[4], conversation[3], conversation[5], conversation[6]]);
+    const conversation = [
+      text('u1', 'hi'),
+      text('a1', 'let me look', 'assistant'),
+      call('c1'),
+      call('c2'),
+      result('c1'),
+      result('c2'),
+      text('a2', 'done', 'assistant'),
+    ];
+    expect(repairTranscript(conversation, logger)).toEqual([
+      conversation[0],
+      conversation[1],
+      conversation[2],
+      conversation[4],
+      conversation[3],
+      conversation[5],
+      conversation[6],
+    ]);
     expect(logger.info).not.toHaveBeenCalled();
   });
 
@@ -117,13 +184,23 @@ describe('the transcript check', () => {
   });
 
   it('keeps one of two identical results and names a result after its call', () => {
-    const repaired = repairTranscript([call('c1', 'search'), result('c1', 'same', ''), { ...result('c1', 'same', ''), id: 'other-id' }]);
+    const repaired = repairTranscript([
+      call('c1', 'search'),
+      result('c1', 'same', ''),
+      { ...result('c1', 'same', ''), id: 'other-id' },
+    ]);
     expect(repaired).toEqual([call('c1', 'search'), { ...result('c1', 'same', ''), actionName: 'search' }]);
   });
 
   it('refuses what it cannot repair, naming the message', () => {
-    expect(thrown(() => repairTranscript([text('u1', 'hi'), call('c1', ' ')]))).toMatchObject({ code: 'BAD_USER_INPUT', details: { field: 'messages[1]' } });
-    expect(thrown(() => repairTranscript([text('m', 'one'), text('m', 'two')]))).toMatchObject({ code: 'BAD_USER_INPUT', details: { field: 'messages[1]' } });
+    expect(thrown(() => repairTranscript([text('u1', 'hi'), call('c1', ' ')]))).toMatchObject({
+      code: 'BAD_USER_INPUT',
+      details: { field: 'messages[1]' },
+    });
+    expect(thrown(() => repairTranscript([text('m', 'one'), text('m', 'two')]))).toMatchObject({
+      code: 'BAD_USER_INPUT',
+      details: { field: 'messages[1]' },
+    });
     const twoAnswers = thrown(() => repairTranscript([call('c1'), result('c1', 'yes'), result('c1', 'no')]));
     expect(twoAnswers).toMatchObject({ code: 'BAD_USER_INPUT', details: { field: 'messages[2]' } });
     expect(twoAnswers.message).toContain('second, different result');
@@ -151,16 +228,25 @@ describe('through the gateway, over every transport', () => {
       it('refuses a model outside the allowlist before calling the model', async () => {
         const gateway = await start({ adapter: adapter() });
         const before = fake.requests.length;
-        const outcome = await transport.run(gateway, runInput([userMessage('hi')], { forwardedParameters: { model: 'gpt-4.5-preview' } }));
+        const outcome = await transport.run(
+          gateway,
+          runInput([userMessage('hi')], { forwardedParameters: { model: 'gpt-4.5-preview' } }),
+        );
         expect(outcome.errors?.[0]?.extensions).toMatchObject({ code: 'MODEL_NOT_ALLOWED', statusCode: 403 });
         expect(outcome.errors?.[0]?.message).toContain('Allowed: fake-model');
         expect(fake.requests.length).toBe(before);
       });
 
       it('sends the maxTokens ceiling when the client sets none, and the allowed model it names', async () => {
-        const gateway = await start({ adapter: adapter(), modelLimits: { allowedModels: ['fake-model', 'fake-mini'], maxTokens: 256 } });
+        const gateway = await start({
+          adapter: adapter(),
+          modelLimits: { allowedModels: ['fake-model', 'fake-mini'], maxTokens: 256 },
+        });
         const before = fake.requests.length;
-        const outcome = await transport.run(gateway, runInput([userMessage('hi [tokens=2]')], { forwardedParameters: { model: 'fake-mini' } }));
+        const outcome = await transport.run(
+          gateway,
+          runInput([userMessage('hi [tokens=2]')], { forwardedParameters: { model: 'fake-mini' } }),
+        );
         expect(outcome.status.code).toBe('Success');
         expect(fake.requests[before]).toMatchObject({ model: 'fake-mini', max_tokens: 256 });
       });
@@ -169,7 +255,10 @@ describe('through the gateway, over every transport', () => {
         const gateway = await start({ adapter: adapter(), modelLimits: { maxInputChars: 100 } });
         const before = fake.requests.length;
         const outcome = await transport.run(gateway, runInput([userMessage('x'.repeat(101))]));
-        expect(outcome.errors?.[0]?.extensions).toMatchObject({ code: 'LIMIT_EXCEEDED', details: { limit: 100, value: 101 } });
+        expect(outcome.errors?.[0]?.extensions).toMatchObject({
+          code: 'LIMIT_EXCEEDED',
+          details: { limit: 100, value: 101 },
+        });
         expect(fake.requests.length).toBe(before);
       });
 
@@ -191,26 +280,52 @@ describe('through the gateway, over every transport', () => {
           runInput([
             userMessage('look it up', 'u1'),
             { id: 'a1', createdAt: at, textMessage: { role: 'assistant', content: 'Looking.' } },
-            { id: 'c1', createdAt: at, actionExecutionMessage: { name: 'lookup', arguments: '{}', parentMessageId: 'a1' } },
-            { id: 'c2', createdAt: at, actionExecutionMessage: { name: 'lookup', arguments: '{"again":true}', parentMessageId: 'a1' } },
-            { id: 'r1', createdAt: at, resultMessage: { actionExecutionId: 'c1', actionName: 'lookup', result: 'found' } },
-            { id: 'r9', createdAt: at, resultMessage: { actionExecutionId: 'gone', actionName: 'lookup', result: 'stale' } },
+            {
+              id: 'c1',
+              createdAt: at,
+              actionExecutionMessage: { name: 'lookup', arguments: '{}', parentMessageId: 'a1' },
+            },
+            {
+              id: 'c2',
+              createdAt: at,
+              actionExecutionMessage: { name: 'lookup', arguments: '{"again":true}', parentMessageId: 'a1' },
+            },
+            {
+              id: 'r1',
+              createdAt: at,
+              resultMessage: { actionExecutionId: 'c1', actionName: 'lookup', result: 'found' },
+            },
+            {
+              id: 'r9',
+              createdAt: at,
+              resultMessage: { actionExecutionId: 'gone', actionName: 'lookup', result: 'stale' },
+            },
             userMessage('thanks [tokens=1]', 'u2'),
           ]),
         );
         expect(repairable.status.code).toBe('Success');
         expect(fake.requests[before].messages).toEqual([
           { role: 'user', content: 'look it up' },
-          { role: 'assistant', content: 'Looking.', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'lookup', arguments: '{}' } }] },
+          {
+            role: 'assistant',
+            content: 'Looking.',
+            tool_calls: [{ id: 'c1', type: 'function', function: { name: 'lookup', arguments: '{}' } }],
+          },
           { role: 'tool', tool_call_id: 'c1', content: 'found' },
           { role: 'user', content: 'thanks [tokens=1]' },
         ]);
 
         const broken = await transport.run(
           gateway,
-          runInput([userMessage('hi', 'u1'), { id: 'c1', createdAt: at, actionExecutionMessage: { name: '', arguments: '{}' } }]),
+          runInput([
+            userMessage('hi', 'u1'),
+            { id: 'c1', createdAt: at, actionExecutionMessage: { name: '', arguments: '{}' } },
+          ]),
         );
-        expect(broken.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', details: { field: 'messages[1]' } });
+        expect(broken.errors?.[0]?.extensions).toMatchObject({
+          code: 'BAD_USER_INPUT',
+          details: { field: 'messages[1]' },
+        });
         expect(fake.requests.length).toBe(before + 1);
       });
     });

@@ -76,12 +76,26 @@ describe('OpenAIAdapter (Chat Completions streaming on undici)', () => {
   it('sends the request with the key, default headers and query, and streams the answer', async () => {
     handler = (_req, res) => {
       sse(res);
-      res.end(chunk({ role: 'assistant', content: '' }) + chunk({ content: 'Hel' }) + chunk({ content: 'lo' }) + chunk({}, 'stop') + 'data: [DONE]\n\n');
+      res.end(
+        chunk({ role: 'assistant', content: '' }) +
+          chunk({ content: 'Hel' }) +
+          chunk({ content: 'lo' }) +
+          chunk({}, 'stop') +
+          'data: [DONE]\n\n',
+      );
     };
     const output = recorder();
-    await adapter({ defaultHeaders: { 'x-route': 'eu' }, defaultQuery: { 'api-version': '2024-10-21' }, model: 'gpt-x' }).stream(request, output, new AbortController().signal);
+    await adapter({
+      defaultHeaders: { 'x-route': 'eu' },
+      defaultQuery: { 'api-version': '2024-10-21' },
+      model: 'gpt-x',
+    }).stream(request, output, new AbortController().signal);
     expect(requests[0].url).toBe('/v1/chat/completions?api-version=2024-10-21');
-    expect(requests[0].headers).toMatchObject({ authorization: 'Bearer sk-test', 'x-route': 'eu', 'content-type': 'application/json' });
+    expect(requests[0].headers).toMatchObject({
+      authorization: 'Bearer sk-test',
+      'x-route': 'eu',
+      'content-type': 'application/json',
+    });
     expect(requests[0].body).toEqual({ model: 'gpt-x', stream: true, messages: [{ role: 'user', content: 'hi' }] });
     // Tokens that arrive in one read are written as one chunk; the text is the same.
     expect(output.log).toEqual(['start chatcmpl-1', 'text m1 Hello', 'end m1']);
@@ -90,7 +104,9 @@ describe('OpenAIAdapter (Chat Completions streaming on undici)', () => {
   it('keeps tokens that arrive apart as separate chunks, and reads events cut anywhere (inside a character too)', async () => {
     handler = async (_req, res) => {
       sse(res);
-      const bytes = Buffer.from(chunk({ content: 'Grüß ' }) + chunk({ content: 'dich' }) + chunk({}, 'stop') + 'data: [DONE]\n\n');
+      const bytes = Buffer.from(
+        chunk({ content: 'Grüß ' }) + chunk({ content: 'dich' }) + chunk({}, 'stop') + 'data: [DONE]\n\n',
+      );
       const cut = bytes.indexOf(Buffer.from('ü')) + 1; // between the two bytes of "ü"
       res.write(bytes.subarray(0, cut));
       await pause(20);
@@ -107,7 +123,10 @@ describe('OpenAIAdapter (Chat Completions streaming on undici)', () => {
   it('reads a stream that begins with a byte order mark, even one cut across reads', async () => {
     handler = async (_req, res) => {
       sse(res);
-      const bytes = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(chunk({ content: 'Hi' }) + chunk({}, 'stop') + 'data: [DONE]\n\n')]);
+      const bytes = Buffer.concat([
+        Buffer.from([0xef, 0xbb, 0xbf]),
+        Buffer.from(chunk({ content: 'Hi' }) + chunk({}, 'stop') + 'data: [DONE]\n\n'),
+      ]);
       res.write(bytes.subarray(0, 2)); // inside the mark
       await pause(20);
       res.end(bytes.subarray(2));
@@ -122,16 +141,40 @@ describe('OpenAIAdapter (Chat Completions streaming on undici)', () => {
       sse(res);
       res.end(
         chunk({ content: 'Sure. ' }) +
-          chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'lookup', arguments: '{"q":' } }] }) +
+          chunk({
+            tool_calls: [
+              { index: 0, id: 'call_a', type: 'function', function: { name: 'lookup', arguments: '{"q":' } },
+            ],
+          }) +
           chunk({ tool_calls: [{ index: 0, function: { arguments: '"x"}' } }] }) +
           chunk({}, 'tool_calls') +
           'data: [DONE]\n\n',
       );
     };
     const output = recorder();
-    await adapter().stream({ ...request, tools: [{ name: 'lookup', description: 'Looks up.', parameters: { type: 'object', properties: {} } }] }, output, new AbortController().signal);
-    expect(output.log).toEqual(['start chatcmpl-1', 'text m1 Sure. ', 'end m1', 'call call_a lookup', 'args c2 {"q":', 'args c2 "x"}', 'callend c2']);
-    expect(requests[0].body.tools).toEqual([{ type: 'function', function: { name: 'lookup', description: 'Looks up.', parameters: { type: 'object', properties: {} } } }]);
+    await adapter().stream(
+      {
+        ...request,
+        tools: [{ name: 'lookup', description: 'Looks up.', parameters: { type: 'object', properties: {} } }],
+      },
+      output,
+      new AbortController().signal,
+    );
+    expect(output.log).toEqual([
+      'start chatcmpl-1',
+      'text m1 Sure. ',
+      'end m1',
+      'call call_a lookup',
+      'args c2 {"q":',
+      'args c2 "x"}',
+      'callend c2',
+    ]);
+    expect(requests[0].body.tools).toEqual([
+      {
+        type: 'function',
+        function: { name: 'lookup', description: 'Looks up.', parameters: { type: 'object', properties: {} } },
+      },
+    ]);
   });
 
   it('retries a declined call (503 with Retry-After) as the SDK does, reporting the retry, then streams', async () => {
@@ -147,7 +190,11 @@ describe('OpenAIAdapter (Chat Completions streaming on undici)', () => {
     };
     const output = recorder();
     const retries: [string, string][] = [];
-    await adapter({ maxRetries: 2 }).stream({ ...request, onRetry: (who, reason) => void retries.push([who, reason]) }, output, new AbortController().signal);
+    await adapter({ maxRetries: 2 }).stream(
+      { ...request, onRetry: (who, reason) => void retries.push([who, reason]) },
+      output,
+      new AbortController().signal,
+    );
     expect(calls).toBe(2);
     expect(retries).toEqual([['the model provider', 'HTTP 503']]);
     expect(output.log).toEqual(['start chatcmpl-1', 'text m1 ok', 'end m1']);
@@ -159,7 +206,11 @@ describe('OpenAIAdapter (Chat Completions streaming on undici)', () => {
       res.end('{"error":{"message":"messages must not be empty"}}');
     };
     const retries: string[] = [];
-    const failure = adapter({ maxRetries: 2 }).stream({ ...request, onRetry: (_who, reason) => void retries.push(reason) }, recorder(), new AbortController().signal);
+    const failure = adapter({ maxRetries: 2 }).stream(
+      { ...request, onRetry: (_who, reason) => void retries.push(reason) },
+      recorder(),
+      new AbortController().signal,
+    );
     await expect(failure).rejects.toMatchObject({ code: 'UPSTREAM_REJECTED' });
     expect(requests).toHaveLength(1);
     expect(retries).toEqual([]);
@@ -193,7 +244,9 @@ describe('OpenAIAdapter (Chat Completions streaming on undici)', () => {
     await close(probe);
     const failure = adapter({ baseURL: `${unused}/v1` }).stream(request, recorder(), new AbortController().signal);
     await expect(failure).rejects.toMatchObject({ code: 'UPSTREAM_UNREACHABLE' });
-    expect((await failure.catch((e) => e)).message).toMatch(/could not be reached \(connection refused\)\. Check OPENAI_BASE_URL and that the server is running\.$/);
+    expect((await failure.catch((e) => e)).message).toMatch(
+      /could not be reached \(connection refused\)\. Check OPENAI_BASE_URL and that the server is running\.$/,
+    );
   });
 
   it('fails with UPSTREAM_UNAVAILABLE when the provider reports an error mid-stream', async () => {
@@ -202,7 +255,9 @@ describe('OpenAIAdapter (Chat Completions streaming on undici)', () => {
       res.end(chunk({ content: 'Hal' }) + 'data: {"error":{"message":"The server had an error"}}\n\n');
     };
     const output = recorder();
-    await expect(adapter().stream(request, output, new AbortController().signal)).rejects.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
+    await expect(adapter().stream(request, output, new AbortController().signal)).rejects.toMatchObject({
+      code: 'UPSTREAM_UNAVAILABLE',
+    });
     expect(output.log).toEqual(['start chatcmpl-1', 'text m1 Hal']);
   });
 
@@ -211,7 +266,9 @@ describe('OpenAIAdapter (Chat Completions streaming on undici)', () => {
       sse(res);
       res.end(chunk({ content: 'a' }) + 'data: {oops\n\n');
     };
-    await expect(adapter().stream(request, recorder(), new AbortController().signal)).rejects.toMatchObject({ code: 'UPSTREAM_BAD_RESPONSE' });
+    await expect(adapter().stream(request, recorder(), new AbortController().signal)).rejects.toMatchObject({
+      code: 'UPSTREAM_BAD_RESPONSE',
+    });
   });
 
   it('fails with UPSTREAM_STREAM_INTERRUPTED when the stream ends without a finish reason', async () => {
@@ -219,7 +276,9 @@ describe('OpenAIAdapter (Chat Completions streaming on undici)', () => {
       sse(res);
       res.end(chunk({ content: 'a' }) + 'data: [DONE]\n\n');
     };
-    await expect(adapter().stream(request, recorder(), new AbortController().signal)).rejects.toMatchObject({ code: 'UPSTREAM_STREAM_INTERRUPTED' });
+    await expect(adapter().stream(request, recorder(), new AbortController().signal)).rejects.toMatchObject({
+      code: 'UPSTREAM_STREAM_INTERRUPTED',
+    });
   });
 
   it('reuses pooled connections for answers read to the end', async () => {
@@ -244,7 +303,14 @@ describe('OpenAIAdapter (Chat Completions streaming on undici)', () => {
     };
     const controller = new AbortController();
     const output = recorder();
-    const streaming = adapter().stream(request, { ...output, textContent: (id, text) => (output.textContent(id, text), controller.abort(new Error('client gone'))) }, controller.signal);
+    const streaming = adapter().stream(
+      request,
+      {
+        ...output,
+        textContent: (id, text) => (output.textContent(id, text), controller.abort(new Error('client gone'))),
+      },
+      controller.signal,
+    );
     await expect(streaming).rejects.toThrow('client gone');
     await upstreamClosed;
   });

@@ -30,15 +30,49 @@ const json = (value: unknown) => JSON.stringify(value);
 
 /** Text as models send it: plain words, and what JSON escapes (quotes, backslashes, line breaks, controls, non-ASCII, lone surrogates). */
 const text = fc.oneof(
-  fc.constantFrom('', 'tok ', ' world', 'Hello', '"quoted"', 'back\\slash', 'line\nbreak', '\t', '\u0000', '\u001f', 'é☃😀', '\ud800', '</script>'),
+  fc.constantFrom(
+    '',
+    'tok ',
+    ' world',
+    'Hello',
+    '"quoted"',
+    'back\\slash',
+    'line\nbreak',
+    '\t',
+    '\u0000',
+    '\u001f',
+    'é☃😀',
+    '\ud800',
+    '</script>',
+  ),
   fc.string({ unit: 'grapheme', maxLength: 12 }),
   fc.string({ unit: 'binary', maxLength: 8 }),
 );
 const id = fc.oneof(fc.constantFrom('chatcmpl-1', 'chatcmpl-"x"', 'a\\b', ''), fc.string({ maxLength: 10 }));
 /** Other keys with simple values, as providers add them (object, created, model, service_tier, usage, obfuscation). */
 const member = fc.tuple(
-  fc.constantFrom('object', 'created', 'model', 'system_fingerprint', 'service_tier', 'usage', 'obfuscation', 'id', 'choices', 'error', 'x1', 'A_b'),
-  fc.oneof(fc.string({ maxLength: 6 }), fc.integer(), fc.double(), fc.constant(null), fc.boolean(), fc.constant({ nested: 1 })),
+  fc.constantFrom(
+    'object',
+    'created',
+    'model',
+    'system_fingerprint',
+    'service_tier',
+    'usage',
+    'obfuscation',
+    'id',
+    'choices',
+    'error',
+    'x1',
+    'A_b',
+  ),
+  fc.oneof(
+    fc.string({ maxLength: 6 }),
+    fc.integer(),
+    fc.double(),
+    fc.constant(null),
+    fc.boolean(),
+    fc.constant({ nested: 1 }),
+  ),
 );
 const members = fc.array(member, { maxLength: 4 });
 const choice = fc.oneof(
@@ -52,13 +86,27 @@ const choice = fc.oneof(
   text.map((content) => ({ index: 0, delta: { content }, logprobs: null, finish_reason: 'stop' })),
   fc.constant({ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }),
   fc.constant({ index: 0, delta: { content: 5 }, finish_reason: null }),
-  fc.constant({ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_1', function: { name: 'sayHello', arguments: '{"a":' } }] }, finish_reason: null }),
-  fc.constant({ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '1}' } }] }, finish_reason: 'tool_calls' }),
+  fc.constant({
+    index: 0,
+    delta: { tool_calls: [{ index: 0, id: 'call_1', function: { name: 'sayHello', arguments: '{"a":' } }] },
+    finish_reason: null,
+  }),
+  fc.constant({
+    index: 0,
+    delta: { tool_calls: [{ index: 0, function: { arguments: '1}' } }] },
+    finish_reason: 'tool_calls',
+  }),
 );
 
 /** One chunk's data: usually compact JSON as servers write it, sometimes spaced, cut or not JSON at all. */
 const chunkData = fc
-  .tuple(id, members, fc.array(choice, { minLength: 0, maxLength: 2 }), members, fc.constantFrom('compact', 'compact', 'compact', 'spaced', 'cut', 'noId', 'nullChoices', 'array', 'error', 'raw'))
+  .tuple(
+    id,
+    members,
+    fc.array(choice, { minLength: 0, maxLength: 2 }),
+    members,
+    fc.constantFrom('compact', 'compact', 'compact', 'spaced', 'cut', 'noId', 'nullChoices', 'array', 'error', 'raw'),
+  )
   .map(([chunkId, before, choices, after, form]) => {
     const head = [`"id":${json(chunkId)}`, ...before.map(([key, value]) => `${json(key)}:${json(value)}`)];
     const tail = after.map(([key, value]) => `${json(key)}:${json(value)}`);
@@ -79,8 +127,12 @@ const chunkData = fc
         return json({ error: { message: 'overloaded' } });
       case 'raw':
         // Control characters written as they are, which JSON does not allow in a string.
-        return `{${[...head, `"choices":${json(choices)}`, ...tail].join(',')}}`.replace(/\\(u00[01][0-9a-f]|[nrt])/g, (_, escape: string) =>
-          escape.length === 1 ? { n: '\n', r: '\r', t: '\t' }[escape]! : String.fromCharCode(parseInt(escape.slice(1), 16)),
+        return `{${[...head, `"choices":${json(choices)}`, ...tail].join(',')}}`.replace(
+          /\\(u00[01][0-9a-f]|[nrt])/g,
+          (_, escape: string) =>
+            escape.length === 1
+              ? { n: '\n', r: '\r', t: '\t' }[escape]!
+              : String.fromCharCode(parseInt(escape.slice(1), 16)),
         );
       default:
         return `{${[...head, `"choices":${json(choices)}`, ...tail].join(',')}}`;
@@ -89,11 +141,26 @@ const chunkData = fc
 const event = fc.oneof(
   { weight: 8, arbitrary: chunkData.map((data): EventSourceMessage => ({ data, event: undefined, id: undefined })) },
   { weight: 1, arbitrary: chunkData.map((data): EventSourceMessage => ({ data, event: 'error', id: undefined })) },
-  { weight: 1, arbitrary: fc.constantFrom<EventSourceMessage>({ data: '[DONE]', event: undefined, id: undefined }, { data: 'not json', event: undefined, id: undefined }) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom<EventSourceMessage>(
+      { data: '[DONE]', event: undefined, id: undefined },
+      { data: 'not json', event: undefined, id: undefined },
+    ),
+  },
 );
 /** A stream: what came, then usually a finishing chunk. */
 const stream = fc.tuple(fc.array(event, { maxLength: 8 }), fc.boolean()).map(([events, finishes]) =>
-  finishes ? [...events, { data: json({ id: 'chatcmpl-1', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }), event: undefined, id: undefined }] : events,
+  finishes
+    ? [
+        ...events,
+        {
+          data: json({ id: 'chatcmpl-1', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }),
+          event: undefined,
+          id: undefined,
+        },
+      ]
+    : events,
 );
 
 describe('Chat Completions chunks of text alone, read without JSON.parse', () => {
@@ -111,13 +178,18 @@ describe('Chat Completions chunks of text alone, read without JSON.parse', () =>
       '{"id":"chatcmpl-B1","object":"chat.completion.chunk","created":1741000000,"model":"gpt-4o-mini-2024-07-18","service_tier":"default","system_fingerprint":"fp_06737a9306","choices":[{"index":0,"delta":{"content":"Hel"},"logprobs":null,"finish_reason":null}],"obfuscation":"9dK"}',
       '{"id":"chatcmpl-B1","object":"chat.completion.chunk","created":1741000000,"model":"m","choices":[{"index":0,"delta":{"content":"lo \\"w\\u00f6rld\\"\\n"},"finish_reason":null}],"usage":null}',
     ];
-    const events = [...chunks, '{"id":"chatcmpl-B1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}'].map((data): EventSourceMessage => ({ data, event: undefined, id: undefined }));
+    const events = [...chunks, '{"id":"chatcmpl-B1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}'].map(
+      (data): EventSourceMessage => ({ data, event: undefined, id: undefined }),
+    );
     const parse = jestSpyOnJsonParse();
     try {
       const fast = read(events, true);
       // Only the last chunk (a finish reason) and the escaped text were parsed as JSON.
       expect(parse.calls).toEqual(['"lo \\"w\\u00f6rld\\"\\n"', events[2].data]);
-      expect(fast).toEqual({ log: ['start chatcmpl-B1', 'text m1 Hel', 'text m1 lo "wörld"\n', 'end m1'], ended: 'finished' });
+      expect(fast).toEqual({
+        log: ['start chatcmpl-B1', 'text m1 Hel', 'text m1 lo "wörld"\n', 'end m1'],
+        ended: 'finished',
+      });
     } finally {
       parse.restore();
     }
@@ -127,15 +199,31 @@ describe('Chat Completions chunks of text alone, read without JSON.parse', () =>
 
 describe('Chat Completions chunks the fast path must read as JSON.parse does, or leave to it', () => {
   const stop = '{"id":"x","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}';
-  const asEvents = (...data: string[]): EventSourceMessage[] => [...data, stop].map((each) => ({ data: each, event: undefined, id: undefined }));
+  const asEvents = (...data: string[]): EventSourceMessage[] =>
+    [...data, stop].map((each) => ({ data: each, event: undefined, id: undefined }));
   it.each([
-    ['an escaped slash and upper-case \\u escapes', '{"id":"x","choices":[{"index":0,"delta":{"content":"a\\/b \\u00E9 \\uD83D\\uDE00"},"finish_reason":null}]}'],
-    ['numbers JSON allows and refuses', '{"id":"x","created":-0,"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}'],
-    ['a number with a leading zero (not JSON)', '{"id":"x","created":01,"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}'],
+    [
+      'an escaped slash and upper-case \\u escapes',
+      '{"id":"x","choices":[{"index":0,"delta":{"content":"a\\/b \\u00E9 \\uD83D\\uDE00"},"finish_reason":null}]}',
+    ],
+    [
+      'numbers JSON allows and refuses',
+      '{"id":"x","created":-0,"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}',
+    ],
+    [
+      'a number with a leading zero (not JSON)',
+      '{"id":"x","created":01,"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}',
+    ],
     ['an exponent', '{"id":"x","created":1e5,"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}'],
     ['an escaped id', '{"id":"x\\"y","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}'],
-    ['a key named __proto__', '{"id":"x","__proto__":null,"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}'],
-    ['a repeated id after the choices', '{"id":"x","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}],"id":"y"}'],
+    [
+      'a key named __proto__',
+      '{"id":"x","__proto__":null,"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}',
+    ],
+    [
+      'a repeated id after the choices',
+      '{"id":"x","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}],"id":"y"}',
+    ],
   ])('%s', (_name, data) => {
     expect(read(asEvents(data), true)).toEqual(read(asEvents(data), false));
   });

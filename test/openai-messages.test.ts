@@ -56,7 +56,18 @@ describe('toChatMessages', () => {
   it('sends images as data URLs and leaves agent state out', () => {
     const messages: Message[] = [
       { kind: 'image', id: 'i', role: 'user', format: 'png', bytes: 'AAAA' },
-      { kind: 'agentState', id: 's', threadId: 't', agentName: 'a', nodeName: 'n', runId: 'r', active: true, running: false, role: 'assistant', state: '{}' },
+      {
+        kind: 'agentState',
+        id: 's',
+        threadId: 't',
+        agentName: 'a',
+        nodeName: 'n',
+        runId: 'r',
+        active: true,
+        running: false,
+        role: 'assistant',
+        state: '{}',
+      },
     ];
     expect(toChatMessages(messages)).toEqual([
       { role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] },
@@ -67,7 +78,10 @@ describe('toChatMessages', () => {
 describe('toToolChoice', () => {
   it('maps the forwarded tool choice', () => {
     expect(toToolChoice({ toolChoice: 'required' })).toBe('required');
-    expect(toToolChoice({ toolChoice: 'function', toolChoiceFunctionName: 'f' })).toEqual({ type: 'function', function: { name: 'f' } });
+    expect(toToolChoice({ toolChoice: 'function', toolChoiceFunctionName: 'f' })).toEqual({
+      type: 'function',
+      function: { name: 'f' },
+    });
     expect(toToolChoice({ toolChoice: 'function' })).toBeUndefined();
     expect(toToolChoice({})).toBeUndefined();
   });

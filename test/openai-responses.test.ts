@@ -33,7 +33,11 @@ describe('the conversation as Responses API input items', () => {
     ).toEqual([
       { type: 'message', role: 'developer', content: 'Be brief.' },
       { type: 'message', role: 'user', content: 'hi' },
-      { type: 'message', role: 'user', content: [{ type: 'input_image', detail: 'auto', image_url: 'data:image/png;base64,AAAA' }] },
+      {
+        type: 'message',
+        role: 'user',
+        content: [{ type: 'input_image', detail: 'auto', image_url: 'data:image/png;base64,AAAA' }],
+      },
       { type: 'function_call', call_id: 'c1', name: 'lookup', arguments: '{"q":1}' },
       { type: 'function_call_output', call_id: 'c1', output: 'found' },
       { type: 'message', role: 'assistant', content: 'Found it.' },
@@ -53,11 +57,21 @@ describe('OpenAIAdapter on the Responses API', () => {
     it(`continues after a server-side action with the call and its output, and drops reasoning (${transport.name})`, async () => {
       const gateway = await start({ adapter: responses(), actions: [greet] });
       const before = fake.requests.length;
-      const outcome = await transport.run(gateway, runInput([userMessage('[reasoning] [text-then-tool] [tool=greet] [toolargs={"name":"Ann"}]')], { forwardedParameters: { maxTokens: 300 } }));
+      const outcome = await transport.run(
+        gateway,
+        runInput([userMessage('[reasoning] [text-then-tool] [tool=greet] [toolargs={"name":"Ann"}]')], {
+          forwardedParameters: { maxTokens: 300 },
+        }),
+      );
       expect(outcome.status.code).toBe('Success');
       expect(textOf(outcome)).toBe('Let me do that. Tool result received: Hello, Ann!');
       expect(JSON.stringify(outcome)).not.toContain('Thinking it over');
-      expect(fake.requests[before]).toMatchObject({ stream: true, store: false, max_output_tokens: 300, tools: [{ type: 'function', name: 'greet' }] });
+      expect(fake.requests[before]).toMatchObject({
+        stream: true,
+        store: false,
+        max_output_tokens: 300,
+        tools: [{ type: 'function', name: 'greet' }],
+      });
       const input = fake.requests[before + 1].input;
       const call = input.find((item: any) => item.type === 'function_call');
       expect(call).toMatchObject({ name: 'greet', arguments: '{"name":"Ann"}' });
@@ -74,8 +88,14 @@ describe('OpenAIAdapter on the Responses API', () => {
   it('refuses stop sequences, which the Responses API does not have, before calling it', async () => {
     const gateway = await start({ adapter: responses() });
     const before = fake.requests.length;
-    const outcome = await TRANSPORTS[0].run(gateway, runInput([userMessage('hi')], { forwardedParameters: { stop: ['END'] } }));
-    expect(outcome.errors?.[0]?.extensions).toMatchObject({ code: 'NOT_SUPPORTED', details: { field: 'forwardedParameters.stop' } });
+    const outcome = await TRANSPORTS[0].run(
+      gateway,
+      runInput([userMessage('hi')], { forwardedParameters: { stop: ['END'] } }),
+    );
+    expect(outcome.errors?.[0]?.extensions).toMatchObject({
+      code: 'NOT_SUPPORTED',
+      details: { field: 'forwardedParameters.stop' },
+    });
     expect(fake.requests.length).toBe(before);
   });
 });
@@ -84,20 +104,40 @@ describe('the token limit on Chat Completions', () => {
   it('is max_completion_tokens for OpenAI itself and max_tokens for other servers, unless configured', async () => {
     expect(new OpenAIAdapter({ apiKey: 'k' }).maxTokensParameter).toBe('max_completion_tokens');
     expect(new OpenAIAdapter({ baseURL }).maxTokensParameter).toBe('max_tokens');
-    expect(new OpenAIAdapter({ baseURL: 'https://api.openai.com/v1', apiKey: 'k' }).maxTokensParameter).toBe('max_completion_tokens');
-    const gateway = await start({ adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', maxRetries: 0, maxTokensParameter: 'max_completion_tokens' }) });
+    expect(new OpenAIAdapter({ baseURL: 'https://api.openai.com/v1', apiKey: 'k' }).maxTokensParameter).toBe(
+      'max_completion_tokens',
+    );
+    const gateway = await start({
+      adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', maxRetries: 0, maxTokensParameter: 'max_completion_tokens' }),
+    });
     const before = fake.requests.length;
-    await TRANSPORTS[2].run(gateway, runInput([userMessage('hi [tokens=1]')], { forwardedParameters: { maxTokens: 64 } }));
+    await TRANSPORTS[2].run(
+      gateway,
+      runInput([userMessage('hi [tokens=1]')], { forwardedParameters: { maxTokens: 64 } }),
+    );
     expect(fake.requests[before]).toMatchObject({ max_completion_tokens: 64 });
     expect(fake.requests[before].max_tokens).toBeUndefined();
   });
 
   it('and the API style are read from the environment', () => {
-    expect(readEnvironment({ OPENAI_API_KEY: 'k', OPENAI_API_STYLE: 'responses', OPENAI_MAX_TOKENS_PARAMETER: 'max_tokens' }).provider).toEqual({
+    expect(
+      readEnvironment({ OPENAI_API_KEY: 'k', OPENAI_API_STYLE: 'responses', OPENAI_MAX_TOKENS_PARAMETER: 'max_tokens' })
+        .provider,
+    ).toEqual({
       name: 'openai',
-      options: { apiKey: 'k', baseURL: undefined, model: 'gpt-4o-mini', apiStyle: 'responses', maxTokensParameter: 'max_tokens' },
+      options: {
+        apiKey: 'k',
+        baseURL: undefined,
+        model: 'gpt-4o-mini',
+        apiStyle: 'responses',
+        maxTokensParameter: 'max_tokens',
+      },
     });
-    expect(() => readEnvironment({ OPENAI_API_KEY: 'k', OPENAI_API_STYLE: 'assistants' })).toThrow(/OPENAI_API_STYLE must be chat or responses/);
-    expect(() => readEnvironment({ OPENAI_API_KEY: 'k', OPENAI_MAX_TOKENS_PARAMETER: 'limit' })).toThrow(/OPENAI_MAX_TOKENS_PARAMETER must be max_tokens or max_completion_tokens/);
+    expect(() => readEnvironment({ OPENAI_API_KEY: 'k', OPENAI_API_STYLE: 'assistants' })).toThrow(
+      /OPENAI_API_STYLE must be chat or responses/,
+    );
+    expect(() => readEnvironment({ OPENAI_API_KEY: 'k', OPENAI_MAX_TOKENS_PARAMETER: 'limit' })).toThrow(
+      /OPENAI_MAX_TOKENS_PARAMETER must be max_tokens or max_completion_tokens/,
+    );
   });
 });

@@ -103,7 +103,11 @@ function capturedLogger() {
 }
 
 async function post(url: string, body: unknown, headers: Record<string, string> = {}) {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
   const text = await response.text();
   let json: any;
   try {
@@ -132,7 +136,13 @@ const HELLO = { query: '{ hello }' };
  * A graphql-ws subscription with connection params (and, when given, headers on the upgrade request);
  * resolves with its events, errors and how its socket closed.
  */
-function subscribe(wsUrl: string, query: string, variables: Record<string, unknown>, connectionParams: Record<string, unknown> = {}, headers?: Record<string, string>) {
+function subscribe(
+  wsUrl: string,
+  query: string,
+  variables: Record<string, unknown>,
+  connectionParams: Record<string, unknown> = {},
+  headers?: Record<string, string>,
+) {
   const events: any[] = [];
   const errors: any[] = [];
   let closeCode: number | undefined;
@@ -159,7 +169,8 @@ function subscribe(wsUrl: string, query: string, variables: Record<string, unkno
     client.subscribe(
       { query, variables },
       {
-        next: (result: any) => (result.errors ? errors.push(...result.errors) : events.push(Object.values(result.data)[0])),
+        next: (result: any) =>
+          result.errors ? errors.push(...result.errors) : events.push(Object.values(result.data)[0]),
         error: (error) => {
           errors.push(error);
           resolve();
@@ -168,7 +179,14 @@ function subscribe(wsUrl: string, query: string, variables: Record<string, unkno
       },
     );
   });
-  return { events, errors, done, closeCode: () => closeCode, closeReason: () => closeReason, dispose: () => client.dispose() };
+  return {
+    events,
+    errors,
+    done,
+    closeCode: () => closeCode,
+    closeReason: () => closeReason,
+    dispose: () => client.dispose(),
+  };
 }
 
 const whoami: ServerAction = {
@@ -192,29 +210,50 @@ describe('authentication', () => {
     expect(wrong.json.errors[0].message).toMatch(/not accepted \(unknown API key\)/);
     expect((await post(gateway.url, HELLO, auth(KEY_A))).json).toEqual({ data: { hello: 'Hello World' } });
 
-    const agUi = await post(`${gateway.url}/agent/default/run`, { threadId: 't', runId: 'r', messages: [], tools: [], context: [], state: {}, forwardedProps: {} });
+    const agUi = await post(`${gateway.url}/agent/default/run`, {
+      threadId: 't',
+      runId: 'r',
+      messages: [],
+      tools: [],
+      context: [],
+      state: {},
+      forwardedProps: {},
+    });
     expect(agUi.status).toBe(401);
     expect(agUi.json).toMatchObject({ code: 'UNAUTHENTICATED' });
     // Only a browser opening the page is let through without credentials, however a query is encoded.
-    const encodedQuery = await fetch(`${gateway.url}?%71uery=%7Bhello%7D`, { headers: { accept: 'text/html', 'apollo-require-preflight': 'true' } });
+    const encodedQuery = await fetch(`${gateway.url}?%71uery=%7Bhello%7D`, {
+      headers: { accept: 'text/html', 'apollo-require-preflight': 'true' },
+    });
     expect(encodedQuery.status).toBe(401);
     const page = await fetch(gateway.url, { headers: { accept: 'text/html' } });
     expect(page.status).toBe(200);
     expect(await page.text()).not.toContain('Hello World');
     // Health, readiness and the metrics stay open to probes.
-    for (const path of ['/health', '/ready', '/metrics']) expect((await fetch(new URL(path, gateway.url))).status).toBe(200);
+    for (const path of ['/health', '/ready', '/metrics'])
+      expect((await fetch(new URL(path, gateway.url))).status).toBe(200);
 
     // WebSocket: closed with 4403 before any operation runs.
     const refused = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')]) });
     await refused.done;
     expect(refused.closeCode()).toBe(4403);
     expect(refused.events).toEqual([]);
-    const badToken = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')]) }, { authorization: 'Bearer wrong-key-0123456789' });
+    const badToken = subscribe(
+      gateway.wsUrl,
+      COPILOT_RUN,
+      { data: runInput([userMessage('hi')]) },
+      { authorization: 'Bearer wrong-key-0123456789' },
+    );
     await badToken.done;
     expect(badToken.closeCode()).toBe(4403);
     expect(adapter.started).toBe(0);
 
-    const served = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')]) }, { authorization: `Bearer ${KEY_A}` });
+    const served = subscribe(
+      gateway.wsUrl,
+      COPILOT_RUN,
+      { data: runInput([userMessage('hi')]) },
+      { authorization: `Bearer ${KEY_A}` },
+    );
     await served.done;
     expect(textOfEvents(served.events)).toBe('first last');
     await served.dispose();
@@ -230,23 +269,46 @@ describe('authentication', () => {
   });
 
   it('takes only ASCII spaces and tabs around a credential: Unicode whitespace makes it another, wrong one', async () => {
-    const gateway = await start({ adapter: new HoldingAdapter({ hold: false }), authenticate: apiKeyAuthenticator([KEY_A]) });
+    const gateway = await start({
+      adapter: new HoldingAdapter({ hold: false }),
+      authenticate: apiKeyAuthenticator([KEY_A]),
+    });
     // HTTP: a header carries Latin-1, so U+00A0 is what can be sent around the key.
-    for (const header of [`Bearer ${KEY_A}\u00a0`, `Bearer\u00a0${KEY_A}`, `\u00a0Bearer ${KEY_A}`, `Bearer \u00a0${KEY_A}`]) {
+    for (const header of [
+      `Bearer ${KEY_A}\u00a0`,
+      `Bearer\u00a0${KEY_A}`,
+      `\u00a0Bearer ${KEY_A}`,
+      `Bearer \u00a0${KEY_A}`,
+    ]) {
       const refused = await post(gateway.url, HELLO, { authorization: header });
-      expect({ header: JSON.stringify(header), status: refused.status }).toEqual({ header: JSON.stringify(header), status: 401 });
+      expect({ header: JSON.stringify(header), status: refused.status }).toEqual({
+        header: JSON.stringify(header),
+        status: 401,
+      });
       expect(refused.json.errors[0].extensions.code).toBe('UNAUTHENTICATED');
     }
     expect((await post(gateway.url, HELLO, { authorization: `Bearer \t ${KEY_A}` })).status).toBe(200);
-    expect((await fetch(`${gateway.url}/info`, { headers: { authorization: `Bearer ${KEY_A}\u00a0` } })).status).toBe(401);
+    expect((await fetch(`${gateway.url}/info`, { headers: { authorization: `Bearer ${KEY_A}\u00a0` } })).status).toBe(
+      401,
+    );
     expect((await fetch(`${gateway.url}/info`, { headers: auth(KEY_A) })).status).toBe(200);
 
     // WebSocket: connection_init's payload is JSON, so any character can be sent.
     const wsRun = (authorization: string) => subscribe(gateway.wsUrl, '{ hello }', {}, { authorization });
-    for (const authorization of [`Bearer ${KEY_A}\u00a0`, `Bearer ${KEY_A}\u3000`, `\ufeffBearer ${KEY_A}`, `Bearer ${KEY_A}\u2028`, `Bearer\u3000${KEY_A}`, `Bearer ${KEY_A}\n`]) {
+    for (const authorization of [
+      `Bearer ${KEY_A}\u00a0`,
+      `Bearer ${KEY_A}\u3000`,
+      `\ufeffBearer ${KEY_A}`,
+      `Bearer ${KEY_A}\u2028`,
+      `Bearer\u3000${KEY_A}`,
+      `Bearer ${KEY_A}\n`,
+    ]) {
       const refused = wsRun(authorization);
       await refused.done;
-      expect({ authorization: JSON.stringify(authorization), close: refused.closeCode() }).toEqual({ authorization: JSON.stringify(authorization), close: 4403 });
+      expect({ authorization: JSON.stringify(authorization), close: refused.closeCode() }).toEqual({
+        authorization: JSON.stringify(authorization),
+        close: 4403,
+      });
       expect(refused.events).toEqual([]);
     }
     const served = wsRun(` \tBearer \t${KEY_A} \t`);
@@ -277,9 +339,19 @@ describe('authentication', () => {
     try {
       const gateway = await start({
         authenticate: apiKeyAuthenticator([KEY_A]),
-        agents: { helper: agUiAgent({ url: agentUrl, onBeforeRequest: ({ principal }) => ({ headers: { 'x-end-user': principal?.id ?? 'none' } }) }) },
+        agents: {
+          helper: agUiAgent({
+            url: agentUrl,
+            onBeforeRequest: ({ principal }) => ({ headers: { 'x-end-user': principal?.id ?? 'none' } }),
+          }),
+        },
       });
-      const run = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=2]')], { agentSession: { agentName: 'helper' } }) }, { authorization: `Bearer ${KEY_A}` });
+      const run = subscribe(
+        gateway.wsUrl,
+        COPILOT_RUN,
+        { data: runInput([userMessage('[tokens=2]')], { agentSession: { agentName: 'helper' } }) },
+        { authorization: `Bearer ${KEY_A}` },
+      );
       await run.done;
       await run.dispose();
       expect(run.events.at(-1).status).toMatchObject({ code: 'Success' });
@@ -293,14 +365,27 @@ describe('authentication', () => {
     const seen: (Principal | undefined)[] = [];
     const gateway = await start({
       adapter: new HoldingAdapter({ hold: false }),
-      authenticate: anyOf(apiKeyAuthenticator([KEY_A]), jwtAuthenticator({ secret: JWT_SECRET, issuer: 'https://issuer.test', audience: 'gateway' })),
+      authenticate: anyOf(
+        apiKeyAuthenticator([KEY_A]),
+        jwtAuthenticator({ secret: JWT_SECRET, issuer: 'https://issuer.test', audience: 'gateway' }),
+      ),
       hooks: { onBeforeRequest: ({ principal }) => void seen.push(principal) },
     });
     const key = new TextEncoder().encode(JWT_SECRET);
     const token = (claims: { aud?: string; exp?: number | string }) =>
-      new SignJWT({ role: 'tester' }).setProtectedHeader({ alg: 'HS256' }).setSubject('user-42').setIssuer('https://issuer.test').setAudience(claims.aud ?? 'gateway').setExpirationTime(claims.exp ?? '5m').sign(key);
+      new SignJWT({ role: 'tester' })
+        .setProtectedHeader({ alg: 'HS256' })
+        .setSubject('user-42')
+        .setIssuer('https://issuer.test')
+        .setAudience(claims.aud ?? 'gateway')
+        .setExpirationTime(claims.exp ?? '5m')
+        .sign(key);
     const good = await token({});
-    const run = { query: 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId status { ... on BaseResponseStatus { code } } } }', variables: { data: runInput([userMessage('hi')]) } };
+    const run = {
+      query:
+        'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId status { ... on BaseResponseStatus { code } } } }',
+      variables: { data: runInput([userMessage('hi')]) },
+    };
     const accepted = await post(gateway.url, run, auth(good));
     expect(accepted.json.data.generateCopilotResponse.status.code).toBe('Success');
     expect(seen[0]).toMatchObject({ id: 'jwt:user-42', method: 'jwt', claims: { role: 'tester', sub: 'user-42' } });
@@ -318,10 +403,15 @@ describe('authentication', () => {
   });
 
   it('says which claim of a refused JWT failed, never the value it should have had', async () => {
-    const gateway = await start({ authenticate: jwtAuthenticator({ secret: JWT_SECRET, issuer: 'https://issuer.test', audience: 'copilot-api' }) });
+    const gateway = await start({
+      authenticate: jwtAuthenticator({ secret: JWT_SECRET, issuer: 'https://issuer.test', audience: 'copilot-api' }),
+    });
     const key = new TextEncoder().encode(JWT_SECRET);
     const sign = (claims: { iss?: string | null; aud?: string | null; nbf?: number; typ?: boolean }) => {
-      const jwt = new SignJWT(claims.nbf !== undefined ? { nbf: claims.nbf } : {}).setProtectedHeader({ alg: 'HS256' }).setSubject('user-42').setExpirationTime('5m');
+      const jwt = new SignJWT(claims.nbf !== undefined ? { nbf: claims.nbf } : {})
+        .setProtectedHeader({ alg: 'HS256' })
+        .setSubject('user-42')
+        .setExpirationTime('5m');
       if (claims.iss !== null) jwt.setIssuer(claims.iss ?? 'https://issuer.test');
       if (claims.aud !== null) jwt.setAudience(claims.aud ?? 'copilot-api');
       return jwt.sign(key);
@@ -351,7 +441,8 @@ describe('authentication', () => {
       noIssuer: 'The credentials were not accepted (the token has no "iss" claim).',
     });
     // Which values would have been accepted is not said, nor what the token carried.
-    for (const value of ['gateway', 'issuer.test', 'someone-else', 'elsewhere.test']) expect(JSON.stringify(messages)).not.toContain(value);
+    for (const value of ['gateway', 'issuer.test', 'someone-else', 'elsewhere.test'])
+      expect(JSON.stringify(messages)).not.toContain(value);
     // Still accepted within the clock tolerance (30 s).
     expect((await post(gateway.url, HELLO, auth(await sign({ nbf: now + 10 })))).status).toBe(200);
   });
@@ -368,7 +459,12 @@ describe('authentication', () => {
     });
     const jwksUrl = `${await listen(jwks)}/.well-known/jwks.json`;
     try {
-      const sign = () => new SignJWT({}).setProtectedHeader({ alg: 'RS256', kid: 'k1' }).setSubject('user-7').setExpirationTime('5m').sign(privateKey);
+      const sign = () =>
+        new SignJWT({})
+          .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
+          .setSubject('user-7')
+          .setExpirationTime('5m')
+          .sign(privateKey);
       const gateway = await start({ authenticate: jwtAuthenticator({ jwksUrl }) });
       expect((await post(gateway.url, HELLO, auth(await sign()))).status).toBe(200);
 
@@ -396,15 +492,19 @@ describe('credentials that expire', () => {
     const events: any[] = [];
     const errors: any[] = [];
     const done = new Promise<void>((resolve) => {
-      client.subscribe({ query, variables }, {
-        next: (result: any) => (result.errors ? errors.push(...result.errors) : events.push(Object.values(result.data)[0])),
-        // An `error` message's errors, or what closed the socket.
-        error: (error) => {
-          errors.push(...(Array.isArray(error) ? error : [error]));
-          resolve();
+      client.subscribe(
+        { query, variables },
+        {
+          next: (result: any) =>
+            result.errors ? errors.push(...result.errors) : events.push(Object.values(result.data)[0]),
+          // An `error` message's errors, or what closed the socket.
+          error: (error) => {
+            errors.push(...(Array.isArray(error) ? error : [error]));
+            resolve();
+          },
+          complete: () => resolve(),
         },
-        complete: () => resolve(),
-      });
+      );
     });
     return { events, errors, done };
   }
@@ -425,17 +525,18 @@ describe('credentials that expire', () => {
     };
     let issued = 0;
     const closes: number[] = [];
-    const client = (url: string) => createClient({
-      url,
-      webSocketImpl: WebSocket,
-      lazy: false,
-      retryAttempts: 3,
-      retryWait: async () => {},
-      onNonLazyError: () => {},
-      // Called for every connection: a fresh session each time.
-      connectionParams: () => ({ authorization: `Bearer session-${++issued}` }),
-      on: { closed: (event: any) => void closes.push(event?.code) },
-    });
+    const client = (url: string) =>
+      createClient({
+        url,
+        webSocketImpl: WebSocket,
+        lazy: false,
+        retryAttempts: 3,
+        retryWait: async () => {},
+        onNonLazyError: () => {},
+        // Called for every connection: a fresh session each time.
+        connectionParams: () => ({ authorization: `Bearer session-${++issued}` }),
+        on: { closed: (event: any) => void closes.push(event?.code) },
+      });
     return { authenticate, checked, closes, client };
   }
 
@@ -446,13 +547,26 @@ describe('credentials that expire', () => {
     const client = session.client(gateway.wsUrl);
     try {
       const underWay = operation(client, COPILOT_RUN, { data: runInput([userMessage('hi')]) });
-      await until(async () => adapter.started, (n) => n === 1, 'the first run under way');
+      await until(
+        async () => adapter.started,
+        (n) => n === 1,
+        'the first run under way',
+      );
       const { expiresAt } = session.checked[0];
-      await until(async () => Date.now(), (now) => now > expiresAt, 'the session expired');
+      await until(
+        async () => Date.now(),
+        (now) => now > expiresAt,
+        'the session expired',
+      );
 
       const late = operation(client, COPILOT_RUN, { data: runInput([userMessage('hi')]) });
       await late.done;
-      expect(late.errors).toEqual([expect.objectContaining({ message: expect.stringMatching(/credentials have expired/), extensions: expect.objectContaining({ code: 'UNAUTHENTICATED' }) })]);
+      expect(late.errors).toEqual([
+        expect.objectContaining({
+          message: expect.stringMatching(/credentials have expired/),
+          extensions: expect.objectContaining({ code: 'UNAUTHENTICATED' }),
+        }),
+      ]);
       expect(late.events).toEqual([]);
       expect(adapter.started).toBe(1);
       expect(session.closes).toEqual([]);
@@ -463,13 +577,21 @@ describe('credentials that expire', () => {
       expect(textOfEvents(underWay.events)).toBe('first last');
       expect(underWay.errors).toEqual([]);
       expect(adapter.aborted).toBe(0);
-      await until(async () => session.checked.length, (n) => n === 2, 'the client connected again');
+      await until(
+        async () => session.checked.length,
+        (n) => n === 2,
+        'the client connected again',
+      );
       expect(session.closes).toEqual([4403]);
       expect(session.checked.map(({ token }) => token)).toEqual(['session-1', 'session-2']);
 
       // Served on the new connection.
       const next = operation(client, COPILOT_RUN, { data: runInput([userMessage('hi')]) });
-      await until(async () => adapter.started, (n) => n === 2, 'the second run under way');
+      await until(
+        async () => adapter.started,
+        (n) => n === 2,
+        'the second run under way',
+      );
       adapter.release();
       await next.done;
       expect(textOfEvents(next.events)).toBe('first last');
@@ -489,7 +611,11 @@ describe('credentials that expire', () => {
       const run = operation(client, COPILOT_RUN, { data: runInput([userMessage('hi')]) });
       await run.done;
       expect(textOfEvents(run.events)).toBe('first last');
-      await until(async () => short.checked.length, (n) => n === 2, 'the idle connection closed at its expiry, and opened again');
+      await until(
+        async () => short.checked.length,
+        (n) => n === 2,
+        'the idle connection closed at its expiry, and opened again',
+      );
       expect(short.closes).toEqual([4403]);
     } finally {
       await client.dispose();
@@ -521,8 +647,16 @@ describe('credentials that expire', () => {
     const gateway = await start({ authenticate: () => ({ id: 'user-1', method: 'session', expiresAt }) as Principal });
     const expired = await post(gateway.url, HELLO, auth('anything'));
     expect(expired.status).toBe(401);
-    expect(expired.json.errors[0]).toMatchObject({ message: 'The credentials were not accepted (they have expired).', extensions: { code: 'UNAUTHENTICATED' } });
-    const refused = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')]) }, { authorization: 'Bearer anything' });
+    expect(expired.json.errors[0]).toMatchObject({
+      message: 'The credentials were not accepted (they have expired).',
+      extensions: { code: 'UNAUTHENTICATED' },
+    });
+    const refused = subscribe(
+      gateway.wsUrl,
+      COPILOT_RUN,
+      { data: runInput([userMessage('hi')]) },
+      { authorization: 'Bearer anything' },
+    );
     await refused.done;
     expect(refused.closeCode()).toBe(4403);
 
@@ -553,7 +687,11 @@ describe('credentials that expire', () => {
     const socket = new WebSocket(gateway.wsUrl, 'graphql-transport-ws');
     await new Promise((resolve) => socket.once('open', resolve));
     socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: 'Bearer anything' } }));
-    await until(async () => checked, (n) => n === 1, 'the connection being authenticated');
+    await until(
+      async () => checked,
+      (n) => n === 1,
+      'the connection being authenticated',
+    );
     socket.close();
     await new Promise((resolve) => socket.once('close', resolve));
     const timers = jest.spyOn(globalThis, 'setTimeout');
@@ -568,12 +706,21 @@ describe('credentials that expire', () => {
     }
   });
 
-  it('takes a JWT\'s expiry from its exp, plus the clock tolerance', async () => {
+  it("takes a JWT's expiry from its exp, plus the clock tolerance", async () => {
     const key = new TextEncoder().encode(JWT_SECRET);
     const authenticate = jwtAuthenticator({ secret: JWT_SECRET, clockToleranceSeconds: 10 });
     const exp = Math.floor(Date.now() / 1000) + 300;
-    const expiring = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject('user-42').setExpirationTime(exp).sign(key);
-    const request = (token: string) => ({ transport: 'ws' as const, authorization: `Bearer ${token}`, headers: {}, clientAddress: undefined });
+    const expiring = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject('user-42')
+      .setExpirationTime(exp)
+      .sign(key);
+    const request = (token: string) => ({
+      transport: 'ws' as const,
+      authorization: `Bearer ${token}`,
+      headers: {},
+      clientAddress: undefined,
+    });
     expect(await authenticate(request(expiring))).toMatchObject({ id: 'jwt:user-42', expiresAt: (exp + 10) * 1000 });
     const lasting = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject('user-42').sign(key);
     expect((await authenticate(request(lasting)))?.expiresAt).toBeUndefined();
@@ -586,21 +733,49 @@ describe.each([
 ])('threads belong to their principal (%s store)', (_kind, storeOptions) => {
   it('lets no other principal read, join, stop, continue or restore a thread', async () => {
     const adapter = new HoldingAdapter();
-    const gateway = await start({ adapter, authenticate: apiKeyAuthenticator([KEY_A, KEY_B]), ...storeOptions() } as any);
+    const gateway = await start({
+      adapter,
+      authenticate: apiKeyAuthenticator([KEY_A, KEY_B]),
+      ...storeOptions(),
+    } as any);
     const threadId = `owned-${Math.random().toString(36).slice(2)}`;
-    const owner = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')], { threadId }) }, { authorization: `Bearer ${KEY_A}` });
-    await until(async () => owner.events.length, (n) => n >= 3, 'the run under way');
+    const owner = subscribe(
+      gateway.wsUrl,
+      COPILOT_RUN,
+      { data: runInput([userMessage('hi')], { threadId }) },
+      { authorization: `Bearer ${KEY_A}` },
+    );
+    await until(
+      async () => owner.events.length,
+      (n) => n >= 3,
+      'the run under way',
+    );
 
     const asB = auth(KEY_B);
-    expect((await post(gateway.url, { query: THREAD, variables: { threadId } }, asB)).json.data.copilotThread).toBeNull();
-    expect((await post(gateway.url, { query: STOP, variables: { threadId } }, asB)).json.data.stopCopilotRun).toBe(false);
+    expect(
+      (await post(gateway.url, { query: THREAD, variables: { threadId } }, asB)).json.data.copilotThread,
+    ).toBeNull();
+    expect((await post(gateway.url, { query: STOP, variables: { threadId } }, asB)).json.data.stopCopilotRun).toBe(
+      false,
+    );
     const intruder = subscribe(gateway.wsUrl, JOIN_RUN, { threadId }, { authorization: `Bearer ${KEY_B}` });
     await intruder.done;
     expect(intruder.errors[0]).toMatchObject({ extensions: { code: 'RUN_NOT_FOUND' } });
     await intruder.dispose();
-    const loadState = await post(gateway.url, { query: 'query($data: LoadAgentStateInput!) { loadAgentState(data: $data) { threadExists messages } }', variables: { data: { threadId, agentName: 'any' } } }, asB);
+    const loadState = await post(
+      gateway.url,
+      {
+        query: 'query($data: LoadAgentStateInput!) { loadAgentState(data: $data) { threadExists messages } }',
+        variables: { data: { threadId, agentName: 'any' } },
+      },
+      asB,
+    );
     expect(loadState.json.data.loadAgentState).toEqual({ threadExists: false, messages: '[]' });
-    const connect = await post(`${gateway.url}/agent/default/connect`, { threadId, runId: 'x', messages: [], tools: [], context: [], state: {}, forwardedProps: {} }, asB);
+    const connect = await post(
+      `${gateway.url}/agent/default/connect`,
+      { threadId, runId: 'x', messages: [], tools: [], context: [], state: {}, forwardedProps: {} },
+      asB,
+    );
     expect(connect.text).not.toContain('first');
 
     adapter.release();
@@ -608,14 +783,18 @@ describe.each([
     await owner.dispose();
     const continued = await post(
       gateway.url,
-      { query: 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId } }', variables: { data: runInput([userMessage('mine now')], { threadId }) } },
+      {
+        query: 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId } }',
+        variables: { data: runInput([userMessage('mine now')], { threadId }) },
+      },
       asB,
     );
     expect(continued.json.errors[0].extensions).toMatchObject({ code: 'THREAD_FORBIDDEN' });
     expect(adapter.started).toBe(1);
 
     // The owner still has it all.
-    const mine = (await post(gateway.url, { query: THREAD, variables: { threadId } }, auth(KEY_A))).json.data.copilotThread;
+    const mine = (await post(gateway.url, { query: THREAD, variables: { threadId } }, auth(KEY_A))).json.data
+      .copilotThread;
     expect(mine.runs).toHaveLength(1);
     expect(mine.messages.map((message: any) => message.content.join(''))).toEqual(['hi', 'first last']);
   });
@@ -629,12 +808,21 @@ describe('agent threads with authentication on', () => {
       endpoint.threads.set('someone-elses', { state: { secret: 42 }, messages: [] });
       const open = await start({ remoteEndpoints: [endpointUrl] });
       const guarded = await start({ remoteEndpoints: [endpointUrl], authenticate: apiKeyAuthenticator([KEY_B]) });
-      const load = { query: 'query($data: LoadAgentStateInput!) { loadAgentState(data: $data) { threadExists state } }', variables: { data: { threadId: 'someone-elses', agentName: 'crewAgent' } } };
+      const load = {
+        query: 'query($data: LoadAgentStateInput!) { loadAgentState(data: $data) { threadExists state } }',
+        variables: { data: { threadId: 'someone-elses', agentName: 'crewAgent' } },
+      };
       // Without authentication the agent is asked (the reference's behaviour)…
-      expect((await post(open.url, load)).json.data.loadAgentState).toEqual({ threadExists: true, state: '{"secret":42}' });
+      expect((await post(open.url, load)).json.data.loadAgentState).toEqual({
+        threadExists: true,
+        state: '{"secret":42}',
+      });
       const asked = endpoint.calls('/agents/state');
       // …with it, a thread the caller has no record of is not asked about.
-      expect((await post(guarded.url, load, auth(KEY_B))).json.data.loadAgentState).toEqual({ threadExists: false, state: '{}' });
+      expect((await post(guarded.url, load, auth(KEY_B))).json.data.loadAgentState).toEqual({
+        threadExists: false,
+        state: '{}',
+      });
       expect(endpoint.calls('/agents/state')).toBe(asked);
     } finally {
       await endpoint.stop();
@@ -644,23 +832,37 @@ describe('agent threads with authentication on', () => {
 
 describe('rate limits', () => {
   it('refuses a client over its requests per minute with 429 and Retry-After, and still serves others', async () => {
-    const gateway = await start({ authenticate: apiKeyAuthenticator([KEY_A, KEY_B]), rateLimits: { requestsPerMinute: 3 } });
+    const gateway = await start({
+      authenticate: apiKeyAuthenticator([KEY_A, KEY_B]),
+      rateLimits: { requestsPerMinute: 3 },
+    });
     for (let i = 0; i < 3; i++) expect((await post(gateway.url, HELLO, auth(KEY_A))).status).toBe(200);
     const refused = await post(gateway.url, HELLO, auth(KEY_A));
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-    expect(refused.json.errors[0].extensions).toMatchObject({ code: 'RATE_LIMITED', details: { retryAfterSeconds: Number(refused.headers.get('retry-after')) } });
+    expect(refused.json.errors[0].extensions).toMatchObject({
+      code: 'RATE_LIMITED',
+      details: { retryAfterSeconds: Number(refused.headers.get('retry-after')) },
+    });
     // Another client is not starved by the noisy one.
     expect((await post(gateway.url, HELLO, auth(KEY_B))).status).toBe(200);
 
     // Over WebSocket each operation counts: B has used one of its three.
-    const socket = createClient({ url: gateway.wsUrl, webSocketImpl: WebSocket, retryAttempts: 0, connectionParams: { authorization: `Bearer ${KEY_B}` } });
+    const socket = createClient({
+      url: gateway.wsUrl,
+      webSocketImpl: WebSocket,
+      retryAttempts: 0,
+      connectionParams: { authorization: `Bearer ${KEY_B}` },
+    });
     const results: any[] = [];
     for (let i = 0; i < 3; i++) {
       results.push(
         await new Promise((resolve) => {
           let last: any;
-          socket.subscribe({ query: '{ hello }' }, { next: (value) => (last = value), error: (error) => resolve({ error }), complete: () => resolve(last) });
+          socket.subscribe(
+            { query: '{ hello }' },
+            { next: (value) => (last = value), error: (error) => resolve({ error }), complete: () => resolve(last) },
+          );
         }),
       );
     }
@@ -672,47 +874,64 @@ describe('rate limits', () => {
 
   it.each([
     ['in memory', () => ({})],
-    ['shared through Redis by two instances', () => ({ threads: { redisUrl: redis.url, keyPrefix: `logins-${Math.random().toString(36).slice(2)}:` } })],
-  ])('counts failed logins over HTTP and WebSocket against their address, and accepts no credential from it while it is limited, %s', async (_kind, storeOptions) => {
-    const options: any = { authenticate: apiKeyAuthenticator([KEY_A, KEY_B]), rateLimits: { requestsPerMinute: 3 }, trustProxy: 1, ...storeOptions() };
-    const a = await start(options);
-    const b = 'threads' in options ? await start(options) : a;
-    // Two addresses behind the proxy, read from X-Forwarded-For over HTTP and on the WebSocket upgrade alike.
-    const guesser = { 'x-forwarded-for': '203.0.113.7' };
-    const neighbour = { 'x-forwarded-for': '203.0.113.8' };
-    const connect = async (url: string, authorization: string, from: Record<string, string>) => {
-      const socket = subscribe(url, '{ hello }', {}, { authorization: `Bearer ${authorization}` }, from);
-      await socket.done;
-      await socket.dispose();
-      return { close: socket.closeCode(), reason: socket.closeReason(), events: socket.events };
-    };
+    [
+      'shared through Redis by two instances',
+      () => ({ threads: { redisUrl: redis.url, keyPrefix: `logins-${Math.random().toString(36).slice(2)}:` } }),
+    ],
+  ])(
+    'counts failed logins over HTTP and WebSocket against their address, and accepts no credential from it while it is limited, %s',
+    async (_kind, storeOptions) => {
+      const options: any = {
+        authenticate: apiKeyAuthenticator([KEY_A, KEY_B]),
+        rateLimits: { requestsPerMinute: 3 },
+        trustProxy: 1,
+        ...storeOptions(),
+      };
+      const a = await start(options);
+      const b = 'threads' in options ? await start(options) : a;
+      // Two addresses behind the proxy, read from X-Forwarded-For over HTTP and on the WebSocket upgrade alike.
+      const guesser = { 'x-forwarded-for': '203.0.113.7' };
+      const neighbour = { 'x-forwarded-for': '203.0.113.8' };
+      const connect = async (url: string, authorization: string, from: Record<string, string>) => {
+        const socket = subscribe(url, '{ hello }', {}, { authorization: `Bearer ${authorization}` }, from);
+        await socket.done;
+        await socket.dispose();
+        return { close: socket.closeCode(), reason: socket.closeReason(), events: socket.events };
+      };
 
-    // Three wrong keys, two of them over WebSocket: each counts.
-    expect((await connect(a.wsUrl, 'guess-number-one-0123', guesser)).close).toBe(4403);
-    expect((await connect(b.wsUrl, 'guess-number-two-0123', guesser)).close).toBe(4403);
-    expect((await post(a.url, HELLO, { ...auth('guess-number-three-01'), ...guesser })).status).toBe(401);
-    const fourth = await connect(b.wsUrl, 'guess-number-four-012', guesser);
-    expect(fourth).toMatchObject({ close: 4429, reason: expect.stringMatching(/^Too many failed logins: try again in \d+ s$/) });
+      // Three wrong keys, two of them over WebSocket: each counts.
+      expect((await connect(a.wsUrl, 'guess-number-one-0123', guesser)).close).toBe(4403);
+      expect((await connect(b.wsUrl, 'guess-number-two-0123', guesser)).close).toBe(4403);
+      expect((await post(a.url, HELLO, { ...auth('guess-number-three-01'), ...guesser })).status).toBe(401);
+      const fourth = await connect(b.wsUrl, 'guess-number-four-012', guesser);
+      expect(fourth).toMatchObject({
+        close: 4429,
+        reason: expect.stringMatching(/^Too many failed logins: try again in \d+ s$/),
+      });
 
-    // The address is limited: the right key is refused too, over every transport and instance.
-    const http = await post(b.url, HELLO, { ...auth(KEY_A), ...guesser });
-    expect(http.status).toBe(429);
-    const retryAfter = Number(http.headers.get('retry-after'));
-    expect(retryAfter).toBeGreaterThanOrEqual(1);
-    expect(http.json.errors[0].extensions).toMatchObject({ code: 'RATE_LIMITED', details: { retryAfterSeconds: retryAfter } });
-    expect(http.json.errors[0].message).toMatch(/^Too many failed logins from this address/);
-    const info = await fetch(`${a.url}/info`, { headers: { ...auth(KEY_A), ...guesser } });
-    expect(info.status).toBe(429);
-    expect(Number(info.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-    expect(await info.json()).toMatchObject({ code: 'RATE_LIMITED' });
-    const ws = await connect(b.wsUrl, KEY_A, guesser);
-    expect(ws).toMatchObject({ close: 4429, events: [] });
-    expect(Number(/try again in (\d+) s/.exec(ws.reason ?? '')?.[1])).toBeGreaterThanOrEqual(1);
+      // The address is limited: the right key is refused too, over every transport and instance.
+      const http = await post(b.url, HELLO, { ...auth(KEY_A), ...guesser });
+      expect(http.status).toBe(429);
+      const retryAfter = Number(http.headers.get('retry-after'));
+      expect(retryAfter).toBeGreaterThanOrEqual(1);
+      expect(http.json.errors[0].extensions).toMatchObject({
+        code: 'RATE_LIMITED',
+        details: { retryAfterSeconds: retryAfter },
+      });
+      expect(http.json.errors[0].message).toMatch(/^Too many failed logins from this address/);
+      const info = await fetch(`${a.url}/info`, { headers: { ...auth(KEY_A), ...guesser } });
+      expect(info.status).toBe(429);
+      expect(Number(info.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(await info.json()).toMatchObject({ code: 'RATE_LIMITED' });
+      const ws = await connect(b.wsUrl, KEY_A, guesser);
+      expect(ws).toMatchObject({ close: 4429, events: [] });
+      expect(Number(/try again in (\d+) s/.exec(ws.reason ?? '')?.[1])).toBeGreaterThanOrEqual(1);
 
-    // Another address is not held up, and the principal's own requests per minute were not spent.
-    expect((await connect(a.wsUrl, KEY_B, neighbour)).events).toEqual(['Hello World']);
-    for (let i = 0; i < 3; i++) expect((await post(b.url, HELLO, { ...auth(KEY_A), ...neighbour })).status).toBe(200);
-  });
+      // Another address is not held up, and the principal's own requests per minute were not spent.
+      expect((await connect(a.wsUrl, KEY_B, neighbour)).events).toEqual(['Hello World']);
+      for (let i = 0; i < 3; i++) expect((await post(b.url, HELLO, { ...auth(KEY_A), ...neighbour })).status).toBe(200);
+    },
+  );
 
   it('keeps an address limited for failed logins until the wait it was told, and no longer', () => {
     const limiter = new MemoryRateLimiter({ requestsPerMinute: 3, concurrentRuns: 0 });
@@ -732,17 +951,33 @@ describe('rate limits', () => {
     const adapter = new HoldingAdapter();
     const gateway = await start({ adapter, maxConcurrentRuns: 1 });
     const first = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')]) });
-    await until(async () => adapter.started, (n) => n === 1, 'the first run holding');
+    await until(
+      async () => adapter.started,
+      (n) => n === 1,
+      'the first run holding',
+    );
     const overWs = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('more')]) });
     await overWs.done;
     expect(overWs.errors.flat()[0]).toMatchObject({ extensions: { code: 'OVERLOADED' } });
-    const overAgUi = await post(`${gateway.url}/agent/default/run`, { threadId: 't-over', runId: 'r', messages: [{ id: 'u', role: 'user', content: 'more' }], tools: [], context: [], state: {}, forwardedProps: {} });
+    const overAgUi = await post(`${gateway.url}/agent/default/run`, {
+      threadId: 't-over',
+      runId: 'r',
+      messages: [{ id: 'u', role: 'user', content: 'more' }],
+      tools: [],
+      context: [],
+      state: {},
+      forwardedProps: {},
+    });
     expect(overAgUi.status).toBe(503);
     expect(overAgUi.json).toMatchObject({ code: 'OVERLOADED' });
     adapter.release();
     await first.done;
     const again = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('again')]) });
-    await until(async () => adapter.started, (n) => n === 2, 'a run once the first ended');
+    await until(
+      async () => adapter.started,
+      (n) => n === 2,
+      'a run once the first ended',
+    );
     adapter.release();
     await again.done;
     expect(again.events.at(-1).status).toMatchObject({ code: 'Success' });
@@ -757,29 +992,57 @@ describe('rate limits', () => {
 
   it.each([
     ['in memory', () => ({})],
-    ['shared through Redis by two instances', () => ({ threads: { redisUrl: redis.url, keyPrefix: `limits-${Math.random().toString(36).slice(2)}:` } })],
+    [
+      'shared through Redis by two instances',
+      () => ({ threads: { redisUrl: redis.url, keyPrefix: `limits-${Math.random().toString(36).slice(2)}:` } }),
+    ],
   ])('limits concurrent runs per client, %s', async (_kind, storeOptions) => {
     const adapter = new HoldingAdapter();
-    const options: any = { adapter, authenticate: apiKeyAuthenticator([KEY_A, KEY_B]), rateLimits: { concurrentRuns: 1 }, ...storeOptions() };
+    const options: any = {
+      adapter,
+      authenticate: apiKeyAuthenticator([KEY_A, KEY_B]),
+      rateLimits: { concurrentRuns: 1 },
+      ...storeOptions(),
+    };
     const a = await start(options);
     const b = 'threads' in options ? await start(options) : a;
     const run = (gatewayUrl: string, key: string) =>
-      post(gatewayUrl, { query: 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { status { ... on BaseResponseStatus { code } } } }', variables: { data: runInput([userMessage('hi')]) } }, auth(key));
+      post(
+        gatewayUrl,
+        {
+          query:
+            'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { status { ... on BaseResponseStatus { code } } } }',
+          variables: { data: runInput([userMessage('hi')]) },
+        },
+        auth(key),
+      );
 
     const first = run(a.url, KEY_A);
-    await until(async () => adapter.started, (n) => n === 1, 'the first run holding');
+    await until(
+      async () => adapter.started,
+      (n) => n === 1,
+      'the first run holding',
+    );
     const second = await run(b.url, KEY_A);
     expect(second.json.errors[0].extensions).toMatchObject({ code: 'RATE_LIMITED', details: { retryAfterSeconds: 1 } });
     expect(second.headers.get('retry-after')).toBe('1');
     // The other client has places of its own.
     const other = run(b.url, KEY_B);
-    await until(async () => adapter.started, (n) => n === 2, 'the other client\'s run');
+    await until(
+      async () => adapter.started,
+      (n) => n === 2,
+      "the other client's run",
+    );
     adapter.release();
     expect((await first).json.data.generateCopilotResponse.status.code).toBe('Success');
     await other;
     // Its place is free again once the run has ended.
     const third = run(b.url, KEY_A);
-    await until(async () => adapter.started, (n) => n === 3, 'a run after the first ended');
+    await until(
+      async () => adapter.started,
+      (n) => n === 3,
+      'a run after the first ended',
+    );
     adapter.release();
     expect((await third).json.data.generateCopilotResponse.status.code).toBe('Success');
   });
@@ -800,17 +1063,29 @@ describe('metrics', () => {
     await ok.done;
     await until(metrics, (text) => /copilot_gateway_websocket_connections 1/.test(text), 'the open socket counted');
     await ok.dispose();
-    const failed = await post(gateway.url, { query: 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { status { ... on BaseResponseStatus { code } } } }', variables: { data: runInput([userMessage('[fail=500]')]) } });
+    const failed = await post(gateway.url, {
+      query:
+        'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { status { ... on BaseResponseStatus { code } } } }',
+      variables: { data: runInput([userMessage('[fail=500]')]) },
+    });
     expect(failed.json.data.generateCopilotResponse.status.code).toBe('Failed');
 
-    const text = await until(metrics, (value) => /copilot_gateway_runs_total\{kind="model",outcome="UPSTREAM_UNAVAILABLE"\} 1/.test(value), 'both runs counted');
+    const text = await until(
+      metrics,
+      (value) => /copilot_gateway_runs_total\{kind="model",outcome="UPSTREAM_UNAVAILABLE"\} 1/.test(value),
+      'both runs counted',
+    );
     expect(text).toMatch(/copilot_gateway_runs_total\{kind="model",outcome="Success"\} 1/);
     expect(text).toMatch(/copilot_gateway_time_to_first_token_seconds_count\{kind="model"\} 1/);
     expect(text).toMatch(/copilot_gateway_run_duration_seconds_count\{kind="model"\} 2/);
     expect(text).toMatch(/copilot_gateway_tokens_streamed_total\{kind="model"\} [1-5]\b/);
     expect(text).toMatch(/copilot_gateway_upstream_calls_total\{upstream="model:openai",outcome="ok"\} 1/);
-    expect(text).toMatch(/copilot_gateway_upstream_calls_total\{upstream="model:openai",outcome="UPSTREAM_UNAVAILABLE"\} 1/);
-    expect(text).toMatch(/copilot_gateway_thread_store_operations_total\{store="memory",operation="claim",outcome="ok"\} 2/);
+    expect(text).toMatch(
+      /copilot_gateway_upstream_calls_total\{upstream="model:openai",outcome="UPSTREAM_UNAVAILABLE"\} 1/,
+    );
+    expect(text).toMatch(
+      /copilot_gateway_thread_store_operations_total\{store="memory",operation="claim",outcome="ok"\} 2/,
+    );
     expect(text).toMatch(/copilot_gateway_active_runs 0/);
     expect(text).toMatch(/copilot_gateway_websocket_connections 0/);
     expect(text).toMatch(/copilot_gateway_process_resident_memory_bytes \d+/);
@@ -818,23 +1093,42 @@ describe('metrics', () => {
 });
 
 describe('metrics of retries', () => {
-  it('counts the retries of model calls, the gateway\'s own (OpenAI-compatible) and a provider SDK\'s (Anthropic), by upstream and reason', async () => {
+  it("counts the retries of model calls, the gateway's own (OpenAI-compatible) and a provider SDK's (Anthropic), by upstream and reason", async () => {
     const anthropic = new FakeAnthropic();
     const anthropicURL = await anthropic.start();
     try {
-      const openai = await start({ adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 2 }) });
-      const claude = await start({ adapter: new AnthropicAdapter({ baseURL: anthropicURL, apiKey: 'k', maxRetries: 2 }) });
-      const run = (url: string, prompt: string) => post(url, { query: 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { status { ... on BaseResponseStatus { code } } } }', variables: { data: runInput([userMessage(prompt)]) } });
+      const openai = await start({
+        adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 2 }),
+      });
+      const claude = await start({
+        adapter: new AnthropicAdapter({ baseURL: anthropicURL, apiKey: 'k', maxRetries: 2 }),
+      });
+      const run = (url: string, prompt: string) =>
+        post(url, {
+          query:
+            'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { status { ... on BaseResponseStatus { code } } } }',
+          variables: { data: runInput([userMessage(prompt)]) },
+        });
       const metrics = async (url: string) => (await fetch(new URL('/metrics', url))).text();
 
       const nonce = Math.random();
-      expect((await run(openai.url, `[fail=503][fail-times=2][tokens=2] ${nonce}`)).json.data.generateCopilotResponse.status.code).toBe('Success');
-      expect((await run(claude.url, `[fail=529][fail-times=1][retry-after-ms=1][tokens=2] ${nonce}`)).json.data.generateCopilotResponse.status.code).toBe('Success');
+      expect(
+        (await run(openai.url, `[fail=503][fail-times=2][tokens=2] ${nonce}`)).json.data.generateCopilotResponse.status
+          .code,
+      ).toBe('Success');
+      expect(
+        (await run(claude.url, `[fail=529][fail-times=1][retry-after-ms=1][tokens=2] ${nonce}`)).json.data
+          .generateCopilotResponse.status.code,
+      ).toBe('Success');
       const openaiText = await metrics(openai.url);
-      expect(openaiText).toMatch(/copilot_gateway_upstream_retries_total\{upstream="the model provider",reason="HTTP 503"\} 2\n/);
+      expect(openaiText).toMatch(
+        /copilot_gateway_upstream_retries_total\{upstream="the model provider",reason="HTTP 503"\} 2\n/,
+      );
       expect(openaiText).toMatch(/copilot_gateway_upstream_calls_total\{upstream="model:openai",outcome="ok"\} 1\n/);
       const claudeText = await metrics(claude.url);
-      expect(claudeText).toMatch(/copilot_gateway_upstream_retries_total\{upstream="the model provider \(Anthropic\)",reason="HTTP 529"\} 1\n/);
+      expect(claudeText).toMatch(
+        /copilot_gateway_upstream_retries_total\{upstream="the model provider \(Anthropic\)",reason="HTTP 529"\} 1\n/,
+      );
       // Each gateway counts its own calls' retries only.
       expect(claudeText).not.toMatch(/upstream="the model provider",/);
       expect(openaiText).not.toMatch(/Anthropic/);
@@ -852,23 +1146,45 @@ describe('tracing', () => {
     try {
       const adapter = new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 });
       const gateway = await start({ adapter, tracing: true, authenticate: apiKeyAuthenticator([KEY_A]) });
-      const ok = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=3]')], { threadId: 'traced' }) }, { authorization: `Bearer ${KEY_A}` });
+      const ok = subscribe(
+        gateway.wsUrl,
+        COPILOT_RUN,
+        { data: runInput([userMessage('[tokens=3]')], { threadId: 'traced' }) },
+        { authorization: `Bearer ${KEY_A}` },
+      );
       await ok.done;
       await ok.dispose();
-      const failed = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[fail=500]')]) }, { authorization: `Bearer ${KEY_A}` });
+      const failed = subscribe(
+        gateway.wsUrl,
+        COPILOT_RUN,
+        { data: runInput([userMessage('[fail=500]')]) },
+        { authorization: `Bearer ${KEY_A}` },
+      );
       await failed.done;
       await failed.dispose();
-      const spans = await until(async () => exporter.getFinishedSpans(), (list) => list.length === 4, 'four spans');
+      const spans = await until(
+        async () => exporter.getFinishedSpans(),
+        (list) => list.length === 4,
+        'four spans',
+      );
       const runs = spans.filter((span) => span.name === 'copilot.run');
       const calls = spans.filter((span) => span.name === 'copilot.upstream');
-      expect(runs.map((span) => span.attributes['copilot.outcome']).sort()).toEqual(['Success', 'UPSTREAM_UNAVAILABLE']);
+      expect(runs.map((span) => span.attributes['copilot.outcome']).sort()).toEqual([
+        'Success',
+        'UPSTREAM_UNAVAILABLE',
+      ]);
       const good = runs.find((span) => span.attributes['copilot.thread_id'] === 'traced')!;
-      expect(good.attributes).toMatchObject({ 'copilot.run_kind': 'model', 'enduser.id': expect.stringMatching(/^api-key:/) });
+      expect(good.attributes).toMatchObject({
+        'copilot.run_kind': 'model',
+        'enduser.id': expect.stringMatching(/^api-key:/),
+      });
       for (const call of calls) {
         expect(call.attributes['copilot.upstream']).toBe('model:openai');
         expect(runs.map((span) => span.spanContext().spanId)).toContain(call.parentSpanContext?.spanId);
       }
-      expect(calls.find((call) => call.parentSpanContext?.spanId === good.spanContext().spanId)!.status.code).toBe(SpanStatusCode.OK);
+      expect(calls.find((call) => call.parentSpanContext?.spanId === good.spanContext().spanId)!.status.code).toBe(
+        SpanStatusCode.OK,
+      );
     } finally {
       trace.disable();
       await provider.shutdown();
@@ -897,7 +1213,11 @@ describe('draining', () => {
     const adapter = new HoldingAdapter();
     const gateway = await start({ adapter });
     const running = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')]) });
-    await until(async () => running.events.length, (n) => n >= 3, 'the run under way');
+    await until(
+      async () => running.events.length,
+      (n) => n >= 3,
+      'the run under way',
+    );
     let firstDone = false;
     const first = gateway.gateway.close().then(() => (firstDone = true));
     await gateway.gateway.close();
@@ -913,18 +1233,32 @@ describe('draining', () => {
     const adapter = new HoldingAdapter();
     const gateway = await start({ adapter });
     const running = subscribe(gateway.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')]) });
-    await until(async () => running.events.length, (n) => n >= 3, 'the run under way');
+    await until(
+      async () => running.events.length,
+      (n) => n >= 3,
+      'the run under way',
+    );
     // A client connected with nothing going on: told the server is going away.
     let idleClosed: number | undefined;
     // (Its close is expected and checked below: not printed as a non-lazy client's error, graphql-ws's default.)
-    const idle = createClient({ url: gateway.wsUrl, webSocketImpl: WebSocket, lazy: false, retryAttempts: 0, onNonLazyError: () => {}, on: { closed: (event: any) => (idleClosed = event.code) } });
+    const idle = createClient({
+      url: gateway.wsUrl,
+      webSocketImpl: WebSocket,
+      lazy: false,
+      retryAttempts: 0,
+      onNonLazyError: () => {},
+      on: { closed: (event: any) => (idleClosed = event.code) },
+    });
     await new Promise<void>((resolve) => idle.on('connected', () => resolve()));
 
     const shutdown = gateway.gateway.shutdown(30_000);
     const ready = await fetch(new URL('/ready', gateway.url));
     expect(ready.status).toBe(503);
     expect(await ready.json()).toMatchObject({ checks: { draining: true } });
-    const refused = await post(gateway.url, { query: 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId } }', variables: { data: runInput([userMessage('late')]) } });
+    const refused = await post(gateway.url, {
+      query: 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId } }',
+      variables: { data: runInput([userMessage('late')]) },
+    });
     expect(refused.json.errors[0].extensions).toMatchObject({ code: 'SHUTTING_DOWN' });
     // A proxy may send it to another instance: nothing ran.
     expect(refused.status).toBe(503);
@@ -937,23 +1271,48 @@ describe('draining', () => {
     expect(textOfEvents(running.events)).toBe('first last');
     // Its run's end and its complete arrived before the socket closed.
     expect(running.errors).toEqual([]);
-    expect(await until(async () => idleClosed, (code) => code !== undefined, 'the idle socket closed')).toBe(1001);
+    expect(
+      await until(
+        async () => idleClosed,
+        (code) => code !== undefined,
+        'the idle socket closed',
+      ),
+    ).toBe(1001);
     await idle.dispose();
   });
 
-  it('ends a run that was still being admitted when the shutdown began, and followers of other instances\' runs', async () => {
+  it("ends a run that was still being admitted when the shutdown began, and followers of other instances' runs", async () => {
     const adapter = new HoldingAdapter();
-    const options: any = { adapter, threads: { redisUrl: redis.url, keyPrefix: `drain-admit-${Math.random().toString(36).slice(2)}:` } };
+    const options: any = {
+      adapter,
+      threads: { redisUrl: redis.url, keyPrefix: `drain-admit-${Math.random().toString(36).slice(2)}:` },
+    };
     let hookEntered!: () => void;
     const entered = new Promise<void>((resolve) => (hookEntered = resolve));
-    const a = await start({ ...options, hooks: { onBeforeRequest: () => { hookEntered(); return new Promise<void>((resolve) => setTimeout(resolve, 300)); } } });
+    const a = await start({
+      ...options,
+      hooks: {
+        onBeforeRequest: () => {
+          hookEntered();
+          return new Promise<void>((resolve) => setTimeout(resolve, 300));
+        },
+      },
+    });
     const b = await start(options);
     // A run on B, followed from A.
     const threadId = `drain-follow-${Math.random().toString(36).slice(2)}`;
     const onB = subscribe(b.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')], { threadId }) });
-    await until(async () => onB.events.length, (n) => n >= 3, 'the run on B under way');
+    await until(
+      async () => onB.events.length,
+      (n) => n >= 3,
+      'the run on B under way',
+    );
     const follower = subscribe(a.wsUrl, JOIN_RUN, { threadId });
-    await until(async () => follower.events.length, (n) => n >= 3, 'the join under way');
+    await until(
+      async () => follower.events.length,
+      (n) => n >= 3,
+      'the join under way',
+    );
     // A run on A still in its hook when A shuts down.
     const admitting = subscribe(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('late')]) });
     await entered;
@@ -962,7 +1321,10 @@ describe('draining', () => {
     await Promise.all([admitting.done, follower.done]);
     expect(admitting.events.at(-1).status).toMatchObject({ code: 'Failed', details: { code: 'SHUTTING_DOWN' } });
     expect(adapter.aborted).toBe(1);
-    expect(follower.errors.flat()[0]).toMatchObject({ extensions: { code: 'SHUTTING_DOWN' }, message: expect.stringMatching(/follow the run again/) });
+    expect(follower.errors.flat()[0]).toMatchObject({
+      extensions: { code: 'SHUTTING_DOWN' },
+      message: expect.stringMatching(/follow the run again/),
+    });
     expect(textOfEvents(follower.events)).toBe('first ');
     // B's own run is untouched.
     adapter.release();
@@ -973,28 +1335,48 @@ describe('draining', () => {
 
   it('ends runs still going after the grace period with SHUTTING_DOWN, their records complete in the store', async () => {
     const adapter = new HoldingAdapter();
-    const options: any = { adapter, threads: { redisUrl: redis.url, keyPrefix: `drain-${Math.random().toString(36).slice(2)}:` } };
+    const options: any = {
+      adapter,
+      threads: { redisUrl: redis.url, keyPrefix: `drain-${Math.random().toString(36).slice(2)}:` },
+    };
     const a = await start(options);
     const b = await start(options);
     const threadId = `drain-${Math.random().toString(36).slice(2)}`;
-    const running = subscribe(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')], { threadId }), onDisconnect: 'CONTINUE' });
-    await until(async () => running.events.length, (n) => n >= 3, 'the run under way');
+    const running = subscribe(a.wsUrl, COPILOT_RUN, {
+      data: runInput([userMessage('hi')], { threadId }),
+      onDisconnect: 'CONTINUE',
+    });
+    await until(
+      async () => running.events.length,
+      (n) => n >= 3,
+      'the run under way',
+    );
     await running.dispose(); // the client left; the run goes on (CONTINUE)
 
     await a.gateway.shutdown(200);
     expect(adapter.aborted).toBe(1);
     const thread = (await post(b.url, { query: THREAD, variables: { threadId } })).json.data.copilotThread;
     // UNKNOWN_ERROR: the stock client shows it (MESSAGE_STREAM_INTERRUPTED would pass for a whole, short answer).
-    expect(thread.runs[0]).toMatchObject({ status: { code: 'Failed', reason: 'UNKNOWN_ERROR', details: expect.objectContaining({ code: 'SHUTTING_DOWN' }) } });
+    expect(thread.runs[0]).toMatchObject({
+      status: { code: 'Failed', reason: 'UNKNOWN_ERROR', details: expect.objectContaining({ code: 'SHUTTING_DOWN' }) },
+    });
     const joined = subscribe(b.wsUrl, JOIN_RUN, { threadId });
     await joined.done;
     expect(textOfEvents(joined.events)).toBe('first ');
-    expect(joined.events.at(-1).status).toMatchObject({ code: 'Failed', reason: 'UNKNOWN_ERROR', details: { code: 'SHUTTING_DOWN' } });
+    expect(joined.events.at(-1).status).toMatchObject({
+      code: 'Failed',
+      reason: 'UNKNOWN_ERROR',
+      details: { code: 'SHUTTING_DOWN' },
+    });
     await joined.dispose();
     // The thread is free: B serves its next run.
     adapter.release();
     const next = subscribe(b.wsUrl, COPILOT_RUN, { data: runInput([userMessage('again')], { threadId }) });
-    await until(async () => adapter.started, (n) => n === 2, 'the next run');
+    await until(
+      async () => adapter.started,
+      (n) => n === 2,
+      'the next run',
+    );
     adapter.release();
     await next.done;
     expect(next.events.at(-1).status).toMatchObject({ code: 'Success' });
@@ -1009,11 +1391,19 @@ describe('keep-alive and timeouts', () => {
     const response = fetch(gateway.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'multipart/mixed' },
-      body: JSON.stringify({ query: 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId ... @defer { status { ... on BaseResponseStatus { code } } } } }', variables: { data: runInput([userMessage('hi')]) } }),
+      body: JSON.stringify({
+        query:
+          'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId ... @defer { status { ... on BaseResponseStatus { code } } } } }',
+        variables: { data: runInput([userMessage('hi')]) },
+      }),
     });
     const client = new CopilotRuntimeClient({ url: gateway.url });
     const stock = stockRun(client, runInput([userMessage('hi')]));
-    await until(async () => adapter.started, (n) => n === 2, 'both runs holding');
+    await until(
+      async () => adapter.started,
+      (n) => n === 2,
+      'both runs holding',
+    );
     await new Promise((resolve) => setTimeout(resolve, 150)); // several keep-alive intervals of silence
     adapter.release();
     const raw = await (await response).text();
@@ -1025,20 +1415,34 @@ describe('keep-alive and timeouts', () => {
     expect(messages.map((message) => message.content?.join?.('') ?? message.content)).toContain('first last');
   });
 
-  it('keeps Apollo Client\'s deferred mutation whole across the multipart keep-alive parts', async () => {
+  it("keeps Apollo Client's deferred mutation whole across the multipart keep-alive parts", async () => {
     const adapter = new HoldingAdapter();
     const gateway = await start({ adapter, keepAliveMs: 20 });
-    const client = new ApolloClient({ link: new HttpLink({ uri: gateway.url }), cache: new InMemoryCache({ possibleTypes }), incrementalHandler: new Defer20220824Handler() });
+    const client = new ApolloClient({
+      link: new HttpLink({ uri: gateway.url }),
+      cache: new InMemoryCache({ possibleTypes }),
+      incrementalHandler: new Defer20220824Handler(),
+    });
     const mutation = gql`
       mutation Run($data: GenerateCopilotResponseInput!) {
         generateCopilotResponse(data: $data) {
           threadId
-          ... on CopilotResponse @defer { status { ... on BaseResponseStatus { code } } }
+          ... on CopilotResponse @defer {
+            status {
+              ... on BaseResponseStatus {
+                code
+              }
+            }
+          }
         }
       }
     `;
     const result = client.mutate({ mutation, variables: { data: runInput([userMessage('hi')]) } });
-    await until(async () => adapter.started, (n) => n === 1, 'the run holding');
+    await until(
+      async () => adapter.started,
+      (n) => n === 1,
+      'the run holding',
+    );
     await new Promise((resolve) => setTimeout(resolve, 150)); // several keep-alive intervals of silence
     adapter.release();
     const { data, error } = (await result) as any;
@@ -1054,14 +1458,22 @@ describe('keep-alive and timeouts', () => {
     expect(served.events.at(-1).status).toMatchObject({ code: 'Success' });
     await served.dispose();
 
-    const hasty = await start({ adapter: new HoldingAdapter({ thinkMs: 5_000 }), modelFirstTokenTimeoutMs: 100, modelIdleTimeoutMs: 60_000 });
+    const hasty = await start({
+      adapter: new HoldingAdapter({ thinkMs: 5_000 }),
+      modelFirstTokenTimeoutMs: 100,
+      modelIdleTimeoutMs: 60_000,
+    });
     const cut = subscribe(hasty.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')]) });
     await cut.done;
     expect(cut.events.at(-1).status).toMatchObject({ code: 'Failed', details: { code: 'UPSTREAM_TIMEOUT' } });
     expect(JSON.stringify(cut.events.at(-1).status)).toContain('modelFirstTokenTimeoutMs');
     await cut.dispose();
 
-    const stalled = await start({ adapter: new HoldingAdapter(), modelFirstTokenTimeoutMs: 60_000, modelIdleTimeoutMs: 100 });
+    const stalled = await start({
+      adapter: new HoldingAdapter(),
+      modelFirstTokenTimeoutMs: 60_000,
+      modelIdleTimeoutMs: 100,
+    });
     const idle = subscribe(stalled.wsUrl, COPILOT_RUN, { data: runInput([userMessage('hi')]) });
     await idle.done;
     expect(textOfEvents(idle.events)).toBe('first ');

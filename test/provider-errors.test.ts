@@ -13,26 +13,31 @@ const KINDS: [UpstreamKind, string][] = [
   [googleKind, 'GOOGLE_MODEL'],
 ];
 
-describe.each(KINDS.map(([kind, variable]) => [kind.name, kind, variable] as const))('%s', (_name, kind, modelVariable) => {
-  it('says the conversation is too long for the model, and how to cap it', async () => {
-    const env = await kind.start();
-    try {
-      const outcome = await TRANSPORTS[2].run(env.gateway, env.input([userMessage('[too-long]')]));
-      expect(outcome.status).toMatchObject({ code: 'Failed', details: { code: 'UPSTREAM_REJECTED' } });
-      expect(outcome.status.details.description).toMatch(/The conversation is longer than the model can take: start a new thread, or cap it with MAX_INPUT_CHARS\.$/);
-    } finally {
-      await env.stop();
-    }
-  });
+describe.each(KINDS.map(([kind, variable]) => [kind.name, kind, variable] as const))(
+  '%s',
+  (_name, kind, modelVariable) => {
+    it('says the conversation is too long for the model, and how to cap it', async () => {
+      const env = await kind.start();
+      try {
+        const outcome = await TRANSPORTS[2].run(env.gateway, env.input([userMessage('[too-long]')]));
+        expect(outcome.status).toMatchObject({ code: 'Failed', details: { code: 'UPSTREAM_REJECTED' } });
+        expect(outcome.status.details.description).toMatch(
+          /The conversation is longer than the model can take: start a new thread, or cap it with MAX_INPUT_CHARS\.$/,
+        );
+      } finally {
+        await env.stop();
+      }
+    });
 
-  it(`says to check ${modelVariable} when the provider has no such model`, async () => {
-    const env = await kind.start();
-    try {
-      const outcome = await TRANSPORTS[2].run(env.gateway, env.input([userMessage('[fail=404]')]));
-      expect(outcome.status).toMatchObject({ code: 'Failed', details: { code: 'UPSTREAM_REJECTED' } });
-      expect(outcome.status.details.description).toContain(`Check the model name (${modelVariable}).`);
-    } finally {
-      await env.stop();
-    }
-  });
-});
+    it(`says to check ${modelVariable} when the provider has no such model`, async () => {
+      const env = await kind.start();
+      try {
+        const outcome = await TRANSPORTS[2].run(env.gateway, env.input([userMessage('[fail=404]')]));
+        expect(outcome.status).toMatchObject({ code: 'Failed', details: { code: 'UPSTREAM_REJECTED' } });
+        expect(outcome.status.details.description).toContain(`Check the model name (${modelVariable}).`);
+      } finally {
+        await env.stop();
+      }
+    });
+  },
+);

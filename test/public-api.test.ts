@@ -33,7 +33,8 @@ class ScriptedModel implements ModelAdapter {
       output.textEnd(id);
       return;
     }
-    if (!request.tools.some((tool) => tool.name === 'weather')) throw new GatewayError('BAD_USER_INPUT', 'The weather tool is missing.');
+    if (!request.tools.some((tool) => tool.name === 'weather'))
+      throw new GatewayError('BAD_USER_INPUT', 'The weather tool is missing.');
     const call = output.actionStart(null, 'weather');
     output.actionArgs(call, JSON.stringify({ city: 'Lyon' }));
     output.actionEnd(call);
@@ -52,7 +53,8 @@ function backwardsAgent(options: { description: string }): AgentDefinition {
   return {
     kind: 'backwards',
     create(name, { logger }, where) {
-      if (typeof options?.description !== 'string') throw new ConfigurationError(`${where}.description must be a string.`);
+      if (typeof options?.description !== 'string')
+        throw new ConfigurationError(`${where}.description must be a string.`);
       const client: AgentClient = {
         async run(request, out: RunWriter) {
           logger.debug({ agent: name }, 'answering backwards');
@@ -61,7 +63,13 @@ function backwardsAgent(options: { description: string }): AgentDefinition {
           const id = out.textStart();
           out.textContent(id, [...text].reverse().join(''));
           out.textEnd(id);
-          out.agentState({ agentName: name, nodeName: 'reverse', state: JSON.stringify({ reversed: text.length }), running: false, active: false });
+          out.agentState({
+            agentName: name,
+            nodeName: 'reverse',
+            state: JSON.stringify({ reversed: text.length }),
+            running: false,
+            active: false,
+          });
         },
         async loadState() {
           return { threadExists: false, state: {}, messages: [] };
@@ -90,27 +98,45 @@ afterAll(() => gateway?.close());
 describe('the public API', () => {
   it('runs a model adapter and a server action written with its exports alone: the model calls the action, the gateway executes it, the model answers from its result', async () => {
     const client = new CopilotRuntimeClient({ url });
-    const result = await client.generateCopilotResponse({ data: runInput([userMessage('What is the weather?')]) as any }).toPromise();
+    const result = await client
+      .generateCopilotResponse({ data: runInput([userMessage('What is the weather?')]) as any })
+      .toPromise();
     expect(result.error).toBeUndefined();
     const response = result.data!.generateCopilotResponse;
     expect(response.status).toMatchObject({ code: 'Success' });
     const messages = response.messages as any[];
-    expect(messages.find((message) => message.__typename === 'ResultMessageOutput')).toMatchObject({ actionName: 'weather', result: 'sunny in Lyon' });
+    expect(messages.find((message) => message.__typename === 'ResultMessageOutput')).toMatchObject({
+      actionName: 'weather',
+      result: 'sunny in Lyon',
+    });
     expect(messages.at(-1).content.join('')).toBe('It is sunny in Lyon.');
   });
 
   it('runs an agent of a kind of its own, listed with the others and streamed over graphql-ws', async () => {
-    const agents = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ availableAgents { agents { name description } } }' }) });
-    expect((await agents.json()).data.availableAgents.agents).toEqual([{ name: 'mirror', description: 'Says it backwards.' }]);
-    const run = watch(url.replace(/^http/, 'ws'), COPILOT_RUN, { data: runInput([userMessage('stressed')], { agentSession: { agentName: 'mirror' } }) });
+    const agents = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ availableAgents { agents { name description } } }' }),
+    });
+    expect((await agents.json()).data.availableAgents.agents).toEqual([
+      { name: 'mirror', description: 'Says it backwards.' },
+    ]);
+    const run = watch(url.replace(/^http/, 'ws'), COPILOT_RUN, {
+      data: runInput([userMessage('stressed')], { agentSession: { agentName: 'mirror' } }),
+    });
     await run.done;
     expect(run.errors).toEqual([]);
     expect(textOfEvents(run.events)).toBe('desserts');
-    expect(run.events.find((event) => event.__typename === 'AgentStateMessageEvent')).toMatchObject({ agentName: 'mirror', state: '{"reversed":8}' });
+    expect(run.events.find((event) => event.__typename === 'AgentStateMessageEvent')).toMatchObject({
+      agentName: 'mirror',
+      state: '{"reversed":8}',
+    });
     expect(run.events.at(-1).status.code).toBe('Success');
   });
 
-  it('checks an agent kind\'s own options when the gateway is built, naming where', () => {
-    expect(() => createGateway({ agents: { mirror: backwardsAgent({} as any) } })).toThrow('options.agents.mirror.description must be a string.');
+  it("checks an agent kind's own options when the gateway is built, naming where", () => {
+    expect(() => createGateway({ agents: { mirror: backwardsAgent({} as any) } })).toThrow(
+      'options.agents.mirror.description must be a string.',
+    );
   });
 });

@@ -11,15 +11,20 @@ import { until } from './support/threads.js';
 const { start } = gatewaysPerTest();
 
 const HELLO = JSON.stringify({ query: '{ hello }' });
-const RUN = 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId status { ... on BaseResponseStatus { code } } } }';
+const RUN =
+  'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId status { ... on BaseResponseStatus { code } } } }';
 
 async function post(url: string, body: string, headers: Record<string, string> = {}) {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body,
+  });
   return { status: response.status, json: (await response.json()) as any };
 }
 
 describe('the requests-per-minute window', () => {
-  it('slides across the minute\'s boundary: a full last minute still counts early in the next, and less as it passes', () => {
+  it("slides across the minute's boundary: a full last minute still counts early in the next, and less as it passes", () => {
     const limiter = new MemoryRateLimiter({ requestsPerMinute: 10, concurrentRuns: 0 });
     const minute = 1_000 * WINDOW_MS; // the start of some minute
     // Ten requests in the last second of a minute: all allowed, the eleventh not.
@@ -90,13 +95,22 @@ describe('concurrent runs per client', () => {
 
     // One place taken by a run that holds its thread.
     const held = run(runInput([userMessage('hold')], { threadId: 'held-thread' }));
-    await until(async () => adapter.started, (n) => n === 1, 'the first run holding');
+    await until(
+      async () => adapter.started,
+      (n) => n === 1,
+      'the first run holding',
+    );
 
     const refusals: [string, unknown][] = [
       ['THREAD_BUSY', runInput([userMessage('again')], { threadId: 'held-thread' })],
       ['HOOK_FAILED', runInput([userMessage('refuse me')])],
       // Guardrails asked for without a public API key: refused once the run's place is taken.
-      ['MISSING_PUBLIC_API_KEY', runInput([userMessage('guarded')], { cloud: { guardrails: { inputValidationRules: { allowList: ['weather'] } } } })],
+      [
+        'MISSING_PUBLIC_API_KEY',
+        runInput([userMessage('guarded')], {
+          cloud: { guardrails: { inputValidationRules: { allowList: ['weather'] } } },
+        }),
+      ],
     ];
     for (let round = 0; round < 3; round++) {
       for (const [code, data] of refusals) {
@@ -108,7 +122,11 @@ describe('concurrent runs per client', () => {
 
     // The second place is still free.
     const normal = run(runInput([userMessage('a normal run')]));
-    await until(async () => adapter.started, (n) => n === 2, 'a normal run after the refusals');
+    await until(
+      async () => adapter.started,
+      (n) => n === 2,
+      'a normal run after the refusals',
+    );
     adapter.release();
     expect((await normal).json.data.generateCopilotResponse.status.code).toBe('Success');
     expect((await held).json.data.generateCopilotResponse.status.code).toBe('Success');

@@ -29,11 +29,16 @@ describe('the instance lease', () => {
     const renewals: { at: number; px: number }[] = [];
     monitor.on('monitor', (time: string, args: string[]) => {
       const [command, key, , px, ms] = args;
-      if (command.toLowerCase() === 'set' && key.startsWith(`${prefix}instance:`) && String(px).toLowerCase() === 'px') renewals.push({ at: Number(time) * 1000, px: Number(ms) });
+      if (command.toLowerCase() === 'set' && key.startsWith(`${prefix}instance:`) && String(px).toLowerCase() === 'px')
+        renewals.push({ at: Number(time) * 1000, px: Number(ms) });
     });
     try {
       await start({ threads: { redisUrl: redis.url, keyPrefix: prefix, leaseMs: LEASE_MS } });
-      await until(async () => renewals.length, (n) => n >= 6, 'six renewals of the lease');
+      await until(
+        async () => renewals.length,
+        (n) => n >= 6,
+        'six renewals of the lease',
+      );
       expect(renewals.every((renewal) => renewal.px === LEASE_MS)).toBe(true);
       const intervals = renewals.slice(1).map((renewal, i) => renewal.at - renewals[i].at);
       const median = [...intervals].sort((a, b) => a - b)[Math.floor(intervals.length / 2)];

@@ -17,10 +17,18 @@ beforeAll(async () => {
 });
 afterAll(() => redis.close());
 
-describe('a run\'s log in Redis', () => {
-  it('writes the events several runs emit in one turn of the event loop in one script call, and tells each run\'s clients of each event once stored, in order, once', async () => {
+describe("a run's log in Redis", () => {
+  it("writes the events several runs emit in one turn of the event loop in one script call, and tells each run's clients of each event once stored, in order, once", async () => {
     const keyPrefix = `log-${Math.random().toString(36).slice(2)}:`;
-    const store = new RedisThreadStore({ url: redis.url, keyPrefix, ttlSeconds: 3600, maxRunsPerThread: 20, leaseMs: 10_000, claimTimeoutMs: 60_000, logger: silentLogger });
+    const store = new RedisThreadStore({
+      url: redis.url,
+      keyPrefix,
+      ttlSeconds: 3600,
+      maxRunsPerThread: 20,
+      leaseMs: 10_000,
+      claimTimeoutMs: 60_000,
+      logger: silentLogger,
+    });
     await store.start();
     const watcher = new Redis(redis.url, { lazyConnect: true });
     await watcher.connect();
@@ -30,7 +38,11 @@ describe('a run\'s log in Redis', () => {
     monitor.on('monitor', (_time: string, args: string[]) => {
       if (String(args[0]).toLowerCase() !== 'evalsha') return;
       const keys = args.slice(3, 3 + Number(args[2])).map(String);
-      if (keys.length % 2 === 0 && keys.every((key, i) => key.startsWith(keyPrefix) && key.includes(i % 2 === 0 ? ':run:' : ':log:'))) runsPerAppend.push(keys.length / 2);
+      if (
+        keys.length % 2 === 0 &&
+        keys.every((key, i) => key.startsWith(keyPrefix) && key.includes(i % 2 === 0 ? ':run:' : ':log:'))
+      )
+        runsPerAppend.push(keys.length / 2);
     });
     try {
       const RUNS = 4;
@@ -42,7 +54,10 @@ describe('a run\'s log in Redis', () => {
           const shown: SequencedEvent[] = [];
           const failures: GatewayError[] = [];
           const log = store.open(threadId, runId, { messages: [], newMessages: [] });
-          log.deliverStored!({ stored: (events) => void shown.push(...events), failed: (error) => void failures.push(error) });
+          log.deliverStored!({
+            stored: (events) => void shown.push(...events),
+            failed: (error) => void failures.push(error),
+          });
           const emitted: SequencedEvent[] = [];
           const emit = (event: SequencedEvent) => {
             emitted.push(event);
@@ -51,21 +66,34 @@ describe('a run\'s log in Redis', () => {
           return { threadId, runId, shown, failures, emitted, emit, next: 0 };
         }),
       );
-      const event = (run: (typeof runs)[number], body: Record<string, unknown>) => ({ ...body, sequence: run.next++ }) as SequencedEvent;
+      const event = (run: (typeof runs)[number], body: Record<string, unknown>) =>
+        ({ ...body, sequence: run.next++ }) as SequencedEvent;
       for (const run of runs) {
         run.emit(event(run, { type: 'RunStarted', threadId: run.threadId, runId: run.runId }));
-        run.emit(event(run, { type: 'TextMessageStart', messageId: `m-${run.runId}`, parentMessageId: null, role: 'assistant' }));
+        run.emit(
+          event(run, {
+            type: 'TextMessageStart',
+            messageId: `m-${run.runId}`,
+            parentMessageId: null,
+            role: 'assistant',
+          }),
+        );
       }
       for (let turn = 0; turn < TURNS; turn++) {
         // One token for every run in the same turn, as the upstream chunks of several runs read together.
-        for (const run of runs) run.emit(event(run, { type: 'TextMessageContent', messageId: `m-${run.runId}`, content: `t${turn} ` }));
+        for (const run of runs)
+          run.emit(event(run, { type: 'TextMessageContent', messageId: `m-${run.runId}`, content: `t${turn} ` }));
         await new Promise((resolve) => setTimeout(resolve, 2));
       }
       for (const run of runs) {
         run.emit(event(run, { type: 'TextMessageEnd', messageId: `m-${run.runId}`, status: { code: 'Success' } }));
         run.emit(event(run, { type: 'RunFinished', status: RUN_SUCCESS }));
       }
-      await until(async () => runs.every((run) => run.shown.at(-1)?.type === 'RunFinished'), (done) => done, 'every run shown to its end');
+      await until(
+        async () => runs.every((run) => run.shown.at(-1)?.type === 'RunFinished'),
+        (done) => done,
+        'every run shown to its end',
+      );
 
       for (const run of runs) {
         expect(run.failures).toEqual([]);
@@ -73,7 +101,9 @@ describe('a run\'s log in Redis', () => {
         expect(run.shown.map((e) => e.sequence)).toEqual(run.emitted.map((e) => e.sequence));
         expect(run.shown).toEqual(run.emitted);
         // Stored: the same.
-        expect((await storedLog(redis.url, keyPrefix, run.threadId, run.runId)).map((e) => e.sequence)).toEqual(run.emitted.map((e) => e.sequence));
+        expect((await storedLog(redis.url, keyPrefix, run.threadId, run.runId)).map((e) => e.sequence)).toEqual(
+          run.emitted.map((e) => e.sequence),
+        );
       }
       // Tokens of several runs in one turn went in one call.
       expect(Math.max(...runsPerAppend)).toBeGreaterThan(1);

@@ -45,7 +45,15 @@ function request(overrides: Partial<RunRequest> = {}): RunRequest {
 
 function startRun(
   adapter: ModelAdapter,
-  options: { actions?: ServerAction[]; maxRounds?: number; idle?: number; first?: number; actionTimeout?: number; logger?: typeof silentLogger; limits?: ModelLimitsOptions } = {},
+  options: {
+    actions?: ServerAction[];
+    maxRounds?: number;
+    idle?: number;
+    first?: number;
+    actionTimeout?: number;
+    logger?: typeof silentLogger;
+    limits?: ModelLimitsOptions;
+  } = {},
 ) {
   const events: SequencedEvent[] = [];
   const run = new Run({ threadId: 't1', runId: 'r1', logger: options.logger ?? silentLogger });
@@ -78,13 +86,21 @@ afterEach(() => {
 
 describe('the run engine', () => {
   it('opens with RunStarted and ends with exactly one RunFinished, numbering every event at the source', async () => {
-    const { events, done } = startRun(scripted((out) => {
-      const id = out.textStart('m1');
-      out.textContent(id, 'Hi');
-      out.textEnd(id);
-    }));
+    const { events, done } = startRun(
+      scripted((out) => {
+        const id = out.textStart('m1');
+        out.textContent(id, 'Hi');
+        out.textEnd(id);
+      }),
+    );
     expect(await done).toEqual({ code: 'Success' });
-    expect(types(events)).toEqual(['RunStarted', 'TextMessageStart', 'TextMessageContent', 'TextMessageEnd', 'RunFinished']);
+    expect(types(events)).toEqual([
+      'RunStarted',
+      'TextMessageStart',
+      'TextMessageContent',
+      'TextMessageEnd',
+      'RunFinished',
+    ]);
     expect(events[0]).toEqual({ type: 'RunStarted', threadId: 't1', runId: 'r1', sequence: 0 });
     expect(events.map((event) => event.sequence)).toEqual([0, 1, 2, 3, 4]);
   });
@@ -109,32 +125,44 @@ describe('the run engine', () => {
       }
       out.textEnd(out.textStart('m2'));
     });
-    const { events, done } = startRun(adapter, { actions: [{ name: 'lookup', description: 'd', handler: () => 'ok' }] });
+    const { events, done } = startRun(adapter, {
+      actions: [{ name: 'lookup', description: 'd', handler: () => 'ok' }],
+    });
     await done;
     const order = events.map((e: any) => `${e.type}:${e.messageId ?? e.actionExecutionId ?? ''}`);
     expect(order.indexOf('TextMessageEnd:dangling')).toBeLessThan(order.indexOf('ActionExecutionResult:result-c1'));
     expect(order.indexOf('ActionExecutionEnd:c1')).toBeLessThan(order.indexOf('ActionExecutionResult:result-c1'));
-    expect(events.find((e) => e.type === 'TextMessageEnd' && e.messageId === 'dangling')).toMatchObject({ status: { code: 'Success' } });
+    expect(events.find((e) => e.type === 'TextMessageEnd' && e.messageId === 'dangling')).toMatchObject({
+      status: { code: 'Success' },
+    });
   });
 
   it('closes open messages and calls as Failed before a Failed RunFinished', async () => {
-    const { events, done } = startRun(scripted((out) => {
-      out.textContent(out.textStart('m1'), 'partial');
-      out.actionArgs(out.actionStart('c1', 'showAlert'), '{"a"');
-      throw new GatewayError('UPSTREAM_UNAVAILABLE', 'provider down');
-    }));
+    const { events, done } = startRun(
+      scripted((out) => {
+        out.textContent(out.textStart('m1'), 'partial');
+        out.actionArgs(out.actionStart('c1', 'showAlert'), '{"a"');
+        throw new GatewayError('UPSTREAM_UNAVAILABLE', 'provider down');
+      }),
+    );
     const status = await done;
-    expect(status).toMatchObject({ code: 'Failed', reason: 'UNKNOWN_ERROR', details: { code: 'UPSTREAM_UNAVAILABLE', description: 'provider down' } });
+    expect(status).toMatchObject({
+      code: 'Failed',
+      reason: 'UNKNOWN_ERROR',
+      details: { code: 'UPSTREAM_UNAVAILABLE', description: 'provider down' },
+    });
     expect(types(events).slice(-3)).toEqual(['TextMessageEnd', 'ActionExecutionEnd', 'RunFinished']);
     expect(events.at(-3)).toMatchObject({ messageId: 'm1', status: { code: 'Failed', reason: 'provider down' } });
     expect(events.at(-2)).toMatchObject({ actionExecutionId: 'c1', status: { code: 'Failed' } });
   });
 
   it('gives a message a fresh id when the provider repeats one within the run', async () => {
-    const { events, done } = startRun(scripted((out) => {
-      out.textEnd(out.textStart('same'));
-      out.textEnd(out.textStart('same'));
-    }));
+    const { events, done } = startRun(
+      scripted((out) => {
+        out.textEnd(out.textStart('same'));
+        out.textEnd(out.textStart('same'));
+      }),
+    );
     await done;
     const ids = events.filter((e) => e.type === 'TextMessageStart').map((e: any) => e.messageId);
     expect(ids[0]).toBe('same');
@@ -153,12 +181,25 @@ describe('the run engine', () => {
       out.textEnd(out.textStart());
     });
     const { events, done } = startRun(adapter, {
-      actions: [{ name: 'lookup', description: 'd', handler: (args, context) => { seen.push(args, context.properties, context.threadId); return { found: 1 }; } }],
+      actions: [
+        {
+          name: 'lookup',
+          description: 'd',
+          handler: (args, context) => {
+            seen.push(args, context.properties, context.threadId);
+            return { found: 1 };
+          },
+        },
+      ],
     });
     await done;
     expect(seen).toEqual([{ q: 'x' }, { tenant: 'acme' }, 't1']);
     expect(events.find((e) => e.type === 'ActionExecutionResult')).toMatchObject({
-      type: 'ActionExecutionResult', messageId: 'result-c1', actionExecutionId: 'c1', actionName: 'lookup', result: '{"found":1}',
+      type: 'ActionExecutionResult',
+      messageId: 'result-c1',
+      actionExecutionId: 'c1',
+      actionName: 'lookup',
+      result: '{"found":1}',
     });
     expect(adapter.calls).toHaveLength(2);
     expect(adapter.calls[1].messages.slice(-2)).toEqual([
@@ -168,17 +209,30 @@ describe('the run engine', () => {
     expect(adapter.calls[0].tools.map((t) => t.name)).toEqual(['lookup', 'showAlert']);
   });
 
-  it('checks the types of a server-side action\'s arguments before calling it', async () => {
+  it("checks the types of a server-side action's arguments before calling it", async () => {
     let called = false;
     const adapter = scripted((out, _request, _signal, call) => {
       if (call === 1) out.actionArgs(out.actionStart('c1', 'square'), '{"n":"four"}');
     });
     const { events, done } = startRun(adapter, {
-      actions: [{ name: 'square', description: 'd', parameters: { type: 'object', properties: { n: { type: 'number' } } }, handler: () => { called = true; return 16; } }],
+      actions: [
+        {
+          name: 'square',
+          description: 'd',
+          parameters: { type: 'object', properties: { n: { type: 'number' } } },
+          handler: () => {
+            called = true;
+            return 16;
+          },
+        },
+      ],
     });
     await done;
     const result = events.find((e) => e.type === 'ActionExecutionResult') as any;
-    expect(JSON.parse(result.result)).toEqual({ error: { code: 'INVALID_ARGUMENTS', message: 'Argument "n" must be of type number.' }, result: '' });
+    expect(JSON.parse(result.result)).toEqual({
+      error: { code: 'INVALID_ARGUMENTS', message: 'Argument "n" must be of type number.' },
+      result: '',
+    });
     expect(called).toBe(false);
   });
 
@@ -187,7 +241,9 @@ describe('the run engine', () => {
       out.actionEnd(out.actionStart('c1', 'lookup'));
       out.actionEnd(out.actionStart('c2', 'showAlert'));
     });
-    const { events, done } = startRun(adapter, { actions: [{ name: 'lookup', description: 'd', handler: () => 'ok' }] });
+    const { events, done } = startRun(adapter, {
+      actions: [{ name: 'lookup', description: 'd', handler: () => 'ok' }],
+    });
     await done;
     expect(adapter.calls).toHaveLength(1);
     expect(events.filter((e) => e.type === 'ActionExecutionResult')).toHaveLength(1);
@@ -195,7 +251,10 @@ describe('the run engine', () => {
 
   it('stops after maxRounds model calls even if the model keeps calling actions', async () => {
     const adapter = scripted((out) => out.actionEnd(out.actionStart(null, 'again')));
-    const { done } = startRun(adapter, { maxRounds: 3, actions: [{ name: 'again', description: 'd', handler: () => 'ok' }] });
+    const { done } = startRun(adapter, {
+      maxRounds: 3,
+      actions: [{ name: 'again', description: 'd', handler: () => 'ok' }],
+    });
     expect(await done).toEqual({ code: 'Success' });
     expect(adapter.calls).toHaveLength(3);
   });
@@ -207,7 +266,16 @@ describe('the run engine', () => {
     });
     const { events, done } = startRun(adapter, {
       actionTimeout: 20,
-      actions: [{ name: 'slow', description: 'd', handler: (_args, { signal }) => { handlerSignal = signal; return new Promise(() => {}); } }],
+      actions: [
+        {
+          name: 'slow',
+          description: 'd',
+          handler: (_args, { signal }) => {
+            handlerSignal = signal;
+            return new Promise(() => {});
+          },
+        },
+      ],
     });
     await done;
     const result = events.find((e) => e.type === 'ActionExecutionResult') as any;
@@ -216,25 +284,46 @@ describe('the run engine', () => {
     expect((handlerSignal?.reason as GatewayError).code).toBe('ACTION_TIMEOUT');
   });
 
-  it('reports a handler\'s own UPSTREAM_TIMEOUT as that, not as its own ACTION_TIMEOUT', async () => {
+  it("reports a handler's own UPSTREAM_TIMEOUT as that, not as its own ACTION_TIMEOUT", async () => {
     const adapter = scripted((out, _request, _signal, call) => {
       if (call === 1) out.actionEnd(out.actionStart('c1', 'callsOut'));
     });
     const { events, done } = startRun(adapter, {
-      actions: [{ name: 'callsOut', description: 'd', handler: () => { throw new GatewayError('UPSTREAM_TIMEOUT', 'the weather service timed out'); } }],
+      actions: [
+        {
+          name: 'callsOut',
+          description: 'd',
+          handler: () => {
+            throw new GatewayError('UPSTREAM_TIMEOUT', 'the weather service timed out');
+          },
+        },
+      ],
     });
     await done;
     const result = events.find((e) => e.type === 'ActionExecutionResult') as any;
-    expect(JSON.parse(result.result).error).toEqual({ code: 'UPSTREAM_TIMEOUT', message: 'the weather service timed out' });
+    expect(JSON.parse(result.result).error).toEqual({
+      code: 'UPSTREAM_TIMEOUT',
+      message: 'the weather service timed out',
+    });
   });
 
-  it('aborts a running handler\'s signal when the client leaves', async () => {
+  it("aborts a running handler's signal when the client leaves", async () => {
     let handlerSignal: AbortSignal | undefined;
     let handlerStarted!: () => void;
     const started = new Promise<void>((resolve) => (handlerStarted = resolve));
     const adapter = scripted((out) => out.actionEnd(out.actionStart('c1', 'wait')));
     const { run, done } = startRun(adapter, {
-      actions: [{ name: 'wait', description: 'd', handler: (_args, { signal }) => { handlerSignal = signal; handlerStarted(); return new Promise(() => {}); } }],
+      actions: [
+        {
+          name: 'wait',
+          description: 'd',
+          handler: (_args, { signal }) => {
+            handlerSignal = signal;
+            handlerStarted();
+            return new Promise(() => {});
+          },
+        },
+      ],
     });
     await started;
     expect(handlerSignal?.aborted).toBe(false);
@@ -249,7 +338,16 @@ describe('the run engine', () => {
     const started = new Promise<void>((resolve) => (handlerStarted = resolve));
     const adapter = scripted((out) => out.actionEnd(out.actionStart('c1', 'stubborn')));
     const { run, events, done } = startRun(adapter, {
-      actions: [{ name: 'stubborn', description: 'd', handler: () => { handlerStarted(); return new Promise(() => {}); } }],
+      actions: [
+        {
+          name: 'stubborn',
+          description: 'd',
+          handler: () => {
+            handlerStarted();
+            return new Promise(() => {});
+          },
+        },
+      ],
     });
     await started;
     run.abort(new GatewayError('CLIENT_DISCONNECTED', 'gone'));
@@ -267,16 +365,23 @@ describe('the run engine', () => {
       const started = new Promise<void>((resolve) => (handlerStarted = resolve));
       const adapter = scripted((out) => out.actionEnd(out.actionStart('c1', 'fragile')));
       const { run, done } = startRun(adapter, {
-        actions: [{
-          name: 'fragile',
-          description: 'd',
-          handler: (_args, { signal }) => {
-            signal.addEventListener('abort', () => { listenerRan = true; throw new Error('listener bug'); });
-            signal.onabort = () => { throw new Error('onabort bug'); };
-            handlerStarted();
-            return new Promise(() => {});
+        actions: [
+          {
+            name: 'fragile',
+            description: 'd',
+            handler: (_args, { signal }) => {
+              signal.addEventListener('abort', () => {
+                listenerRan = true;
+                throw new Error('listener bug');
+              });
+              signal.onabort = () => {
+                throw new Error('onabort bug');
+              };
+              handlerStarted();
+              return new Promise(() => {});
+            },
           },
-        }],
+        ],
       });
       await started;
       run.abort(new GatewayError('CLIENT_DISCONNECTED', 'gone'));
@@ -294,10 +399,14 @@ describe('the run engine', () => {
     const record = (error: unknown) => uncaught.push(error);
     process.on('uncaughtException', record);
     try {
-      const { run, done } = startRun(scripted((_out, _request, signal) => {
-        signal.addEventListener('abort', () => { throw new Error('adapter listener bug'); });
-        return new Promise(() => {});
-      }));
+      const { run, done } = startRun(
+        scripted((_out, _request, signal) => {
+          signal.addEventListener('abort', () => {
+            throw new Error('adapter listener bug');
+          });
+          return new Promise(() => {});
+        }),
+      );
       await new Promise((resolve) => setImmediate(resolve));
       run.abort(new GatewayError('CLIENT_DISCONNECTED', 'gone'));
       await done;
@@ -312,15 +421,38 @@ describe('the run engine', () => {
     let called = false;
     const controller = new AbortController();
     controller.abort(new GatewayError('CLIENT_DISCONNECTED', 'gone'));
-    const [action] = new ServerActionRegistry([{ name: 'late', description: 'd', handler: () => { called = true; return new Promise(() => {}); } }]).actions();
-    const execution = executeAction(action, '{}', { threadId: 't', runId: 'r', properties: {}, logger: silentLogger, signal: controller.signal, timeoutMs: 60_000 });
+    const [action] = new ServerActionRegistry([
+      {
+        name: 'late',
+        description: 'd',
+        handler: () => {
+          called = true;
+          return new Promise(() => {});
+        },
+      },
+    ]).actions();
+    const execution = executeAction(action, '{}', {
+      threadId: 't',
+      runId: 'r',
+      properties: {},
+      logger: silentLogger,
+      signal: controller.signal,
+      timeoutMs: 60_000,
+    });
     await expect(execution).rejects.toMatchObject({ code: 'CLIENT_DISCONNECTED' });
     expect(called).toBe(false);
   });
 
   it('does not count inherited keys as arguments', () => {
-    const schema = { type: 'object', properties: { constructor: { type: 'string' } }, required: ['constructor', 'toString'] };
-    expect(parseActionArguments('{}', schema)).toEqual({ ok: false, message: 'Missing required argument(s): constructor, toString.' });
+    const schema = {
+      type: 'object',
+      properties: { constructor: { type: 'string' } },
+      required: ['constructor', 'toString'],
+    };
+    expect(parseActionArguments('{}', schema)).toEqual({
+      ok: false,
+      message: 'Missing required argument(s): constructor, toString.',
+    });
     expect(parseActionArguments('{"constructor":"x","toString":"y"}', schema)).toMatchObject({ ok: true });
   });
 
@@ -407,7 +539,11 @@ describe('the run engine', () => {
     const adapter = scripted(() => new Promise(() => {}));
     const { run, events, done } = startRun(adapter);
     run.abort(new GatewayError('CLIENT_DISCONNECTED', 'gone'));
-    expect(await done).toMatchObject({ code: 'Failed', reason: 'MESSAGE_STREAM_INTERRUPTED', details: { code: 'CLIENT_DISCONNECTED' } });
+    expect(await done).toMatchObject({
+      code: 'Failed',
+      reason: 'MESSAGE_STREAM_INTERRUPTED',
+      details: { code: 'CLIENT_DISCONNECTED' },
+    });
     expect(types(events)).toEqual(['RunStarted', 'RunFinished']);
   });
 

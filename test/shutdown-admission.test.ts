@@ -83,7 +83,10 @@ describe('shutdown(0) while a run is being admitted', () => {
     await client.dispose();
 
     // It ended, told why, and streamed nothing: the model wrote no token to anyone.
-    expect(events.at(-1)).toMatchObject({ __typename: 'RunFinishedEvent', status: { code: 'Failed', details: { code: 'SHUTTING_DOWN' } } });
+    expect(events.at(-1)).toMatchObject({
+      __typename: 'RunFinishedEvent',
+      status: { code: 'Failed', details: { code: 'SHUTTING_DOWN' } },
+    });
     expect(events.filter((event) => event.__typename === 'TextMessageContentEvent')).toEqual([]);
     expect(adapter.tokens).toBe(0);
     expect(errors).toEqual([]);

@@ -50,7 +50,8 @@ function events(): SequencedEvent[] {
 const DEFERRED = `subscription($data: GenerateCopilotResponseInput!) {
   copilotRun(data: $data) { __typename ... @defer { ... on RunEvent { sequence } } }
 }`;
-const aliased = (field: string, selection: string) => [0, 1, 2].map((i) => `${field[0]}${i}: ${field} ${selection}`).join(' ');
+const aliased = (field: string, selection: string) =>
+  [0, 1, 2].map((i) => `${field[0]}${i}: ${field} ${selection}`).join(' ');
 /** Aliased fragments that expand past what the compiler is given. */
 const TOO_LARGE = `subscription($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) { __typename ... on RunEvent { sequence } ...E } }
 fragment E on CopilotRunEvent { ... on RunMetaEvent { ${aliased('event', '{ ...M }')} } }
@@ -59,7 +60,10 @@ fragment D on CopilotKitLangGraphInterruptEventData { ${aliased('messages', '{ .
 fragment S on BaseMessageOutput { id ${aliased('status', '{ __typename }')} }`;
 
 describe('an execution error on the pulled subscription path', () => {
-  for (const [shape, query] of [['@defer in the event selection', DEFERRED], ['a document the compiler does not take', TOO_LARGE]] as const) {
+  for (const [shape, query] of [
+    ['@defer in the event selection', DEFERRED],
+    ['a document the compiler does not take', TOO_LARGE],
+  ] as const) {
     for (const how of ['throw', 'reject'] as const) {
       it(`ends the stream with the error and stops the run (${shape}, the executor's ${how === 'throw' ? 'throw' : 'rejection'})`, async () => {
         const document = parse(query);
@@ -68,7 +72,12 @@ describe('an execution error on the pulled subscription path', () => {
         let ended = 0;
         failure = { on: (event) => (event as SequencedEvent | undefined)?.sequence === 2, how };
         try {
-          const args = { schema, document, variableValues: { data: runInput([userMessage('hi')]) }, contextValue: scriptedRunContext(events(), silentLogger, aborted) } as ExecutionArgs;
+          const args = {
+            schema,
+            document,
+            variableValues: { data: runInput([userMessage('hi')]) },
+            contextValue: scriptedRunContext(events(), silentLogger, aborted),
+          } as ExecutionArgs;
           // No sink: the pulled path, as for every stream the WebSocket transport cannot push.
           const stream = (await subscriber(args, () => ended++)) as AsyncGenerator<unknown>;
           const received: unknown[] = [];

@@ -28,7 +28,12 @@ const lean = createSubscriber(schema);
 const failedStatus = {
   code: 'Failed',
   reason: 'UNKNOWN_ERROR',
-  details: { description: 'The model provider failed (HTTP 500).', code: 'UPSTREAM_UNAVAILABLE', requestId: 'req-1', originalError: { code: 'UPSTREAM_UNAVAILABLE' } },
+  details: {
+    description: 'The model provider failed (HTTP 500).',
+    code: 'UPSTREAM_UNAVAILABLE',
+    requestId: 'req-1',
+    originalError: { code: 'UPSTREAM_UNAVAILABLE' },
+  },
 } as const;
 
 /** A run's events, every kind at least once, in an order a run could send them. */
@@ -37,7 +42,18 @@ function allEvents(finish: 'success' | 'failed' = 'success'): SequencedEvent[] {
     { type: 'RunStarted', threadId: 'thread-1', runId: 'run-1' },
     { type: 'TextMessageStart', messageId: 'msg-1', parentMessageId: null, role: 'assistant' },
     { type: 'TextMessageContent', messageId: 'msg-1', content: 'Hello, ' },
-    { type: 'AgentStateMessage', messageId: 'state-1', threadId: 'thread-1', agentName: 'crew', nodeName: 'plan', runId: 'run-1', active: true, role: 'assistant', state: '{"step":1}', running: true },
+    {
+      type: 'AgentStateMessage',
+      messageId: 'state-1',
+      threadId: 'thread-1',
+      agentName: 'crew',
+      nodeName: 'plan',
+      runId: 'run-1',
+      active: true,
+      role: 'assistant',
+      state: '{"step":1}',
+      running: true,
+    },
     { type: 'TextMessageContent', messageId: 'msg-1', content: 'world "quoted" \u2603\n' },
     { type: 'TextMessageEnd', messageId: 'msg-1', status: MESSAGE_SUCCESS },
     { type: 'ActionExecutionStart', actionExecutionId: 'call-1', actionName: 'sayHello', parentMessageId: 'msg-1' },
@@ -45,7 +61,13 @@ function allEvents(finish: 'success' | 'failed' = 'success'): SequencedEvent[] {
     { type: 'MetaEvent', event: { name: 'LangGraphInterruptEvent', value: '{"question":"ok?"}', response: null } },
     { type: 'ActionExecutionArgs', actionExecutionId: 'call-1', args: '"Ann"}' },
     { type: 'ActionExecutionEnd', actionExecutionId: 'call-1', status: MESSAGE_SUCCESS },
-    { type: 'ActionExecutionResult', messageId: 'result-call-1', actionExecutionId: 'call-1', actionName: 'sayHello', result: 'Hello, Ann!' },
+    {
+      type: 'ActionExecutionResult',
+      messageId: 'result-call-1',
+      actionExecutionId: 'call-1',
+      actionName: 'sayHello',
+      result: 'Hello, Ann!',
+    },
     {
       type: 'MetaEvent',
       event: {
@@ -67,8 +89,20 @@ function allEvents(finish: 'success' | 'failed' = 'success'): SequencedEvent[] {
 }
 
 /** Every payload either executor sends for one operation, serialised as graphql-ws would send it. */
-async function payloads(run: (args: ExecutionArgs) => any, query: string, variables: Record<string, unknown>, events: readonly SequencedEvent[], operationName?: string): Promise<string[]> {
-  const args = { schema, document: parse(query), variableValues: variables, operationName, contextValue: scriptedRunContext(events, silentLogger) } as ExecutionArgs;
+async function payloads(
+  run: (args: ExecutionArgs) => any,
+  query: string,
+  variables: Record<string, unknown>,
+  events: readonly SequencedEvent[],
+  operationName?: string,
+): Promise<string[]> {
+  const args = {
+    schema,
+    document: parse(query),
+    variableValues: variables,
+    operationName,
+    contextValue: scriptedRunContext(events, silentLogger),
+  } as ExecutionArgs;
   const result = await run(args);
   if (typeof result?.[Symbol.asyncIterator] !== 'function') return [JSON.stringify(result)];
   const out: string[] = [];
@@ -81,7 +115,12 @@ async function payloads(run: (args: ExecutionArgs) => any, query: string, variab
  * results are what the sink was sent (each written a turn later, as a socket would), a pulled one's
  * what its iterator yields. `pushed` says which it was.
  */
-async function pushedPayloads(query: string, variables: Record<string, unknown>, events: readonly SequencedEvent[], operationName?: string) {
+async function pushedPayloads(
+  query: string,
+  variables: Record<string, unknown>,
+  events: readonly SequencedEvent[],
+  operationName?: string,
+) {
   const sent: string[] = [];
   let pushed = false;
   const sink: ResultSink = {
@@ -115,10 +154,15 @@ const data = runInput([userMessage('hi')]);
 const WS_TEST_RUN = WS_RUN;
 const README_RUN = (() => {
   const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-  const block = readme.slice(readme.indexOf('## Stream a run over WebSocket'), readme.indexOf('## Apollo Client and urql'));
+  const block = readme.slice(
+    readme.indexOf('## Stream a run over WebSocket'),
+    readme.indexOf('## Apollo Client and urql'),
+  );
   return block.match(/query: `([\s\S]*?)`/)![1];
 })();
-const BENCH_RUN = readFileSync(new URL('../bench/load.mjs', import.meta.url), 'utf8').match(/const SUBSCRIPTION = `([\s\S]*?)`;/)![1];
+const BENCH_RUN = readFileSync(new URL('../bench/load.mjs', import.meta.url), 'utf8').match(
+  /const SUBSCRIPTION = `([\s\S]*?)`;/,
+)![1];
 const MINIMAL_RUN = 'subscription($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) { __typename } }';
 const INLINE_INPUT_RUN = `subscription Run { copilotRun(data: { threadId: "t-inline", frontend: { actions: [] }, metadata: { requestType: Chat },
   messages: [{ id: "1", createdAt: "2026-01-01T00:00:00.000Z", textMessage: { role: user, content: "hi" } }] }) {
@@ -126,7 +170,18 @@ const INLINE_INPUT_RUN = `subscription Run { copilotRun(data: { threadId: "t-inl
 
 beforeAll(() => {
   // Message outputs carry their creation time: both executions must see the same clock.
-  jest.useFakeTimers({ now: new Date('2026-11-24T12:00:00.000Z'), doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
+  jest.useFakeTimers({
+    now: new Date('2026-11-24T12:00:00.000Z'),
+    doNotFake: [
+      'nextTick',
+      'setImmediate',
+      'queueMicrotask',
+      'setTimeout',
+      'clearTimeout',
+      'setInterval',
+      'clearInterval',
+    ],
+  });
 });
 
 afterAll(() => {
@@ -219,7 +274,8 @@ describe('the lean subscription path sends the bytes the executor sends', () => 
   });
 
   it('for a document too large to compile (aliased fragments that expand to 202 fields): the executor runs it', async () => {
-    const aliased = (field: string, selection: string) => [0, 1, 2].map((i) => `${field[0]}${i}: ${field} ${selection}`).join(' ');
+    const aliased = (field: string, selection: string) =>
+      [0, 1, 2].map((i) => `${field[0]}${i}: ${field} ${selection}`).join(' ');
     const query = `subscription($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) { __typename ...E } }
 fragment E on CopilotRunEvent { ... on RunMetaEvent { ${aliased('event', '{ ...M }')} } }
 fragment M on BaseMetaEvent { __typename ... on CopilotKitLangGraphInterruptEvent { ${aliased('data', '{ ...D }')} } }
@@ -230,14 +286,19 @@ fragment S on BaseMessageOutput { id ${aliased('status', '{ __typename }')} }`;
   });
 
   it('for an input the gateway refuses (the root resolver throws)', async () => {
-    const [sent] = await expectSameBytes(WS_TEST_RUN, { data: runInput([{ id: 'm1', createdAt: new Date().toISOString() }]) });
+    const [sent] = await expectSameBytes(WS_TEST_RUN, {
+      data: runInput([{ id: 'm1', createdAt: new Date().toISOString() }]),
+    });
     expect(JSON.parse(sent).errors[0].path).toEqual(['copilotRun']);
   });
 });
 
 describe('a pushed stream (the WebSocket transport gives the lean path a sink)', () => {
   /** Starts a pushed stream of `events` on the WebSocket tests' document; `written` decides when each send is done. */
-  async function push(events: readonly SequencedEvent[], written: (done: () => void, sent: string[]) => void = (done) => setImmediate(done)) {
+  async function push(
+    events: readonly SequencedEvent[],
+    written: (done: () => void, sent: string[]) => void = (done) => setImmediate(done),
+  ) {
     const aborted: unknown[] = [];
     const sent: string[] = [];
     let ended = 0;
@@ -247,7 +308,12 @@ describe('a pushed stream (the WebSocket transport gives the lean path a sink)',
         written(done, sent);
       },
     };
-    const args = { schema, document: parse(WS_TEST_RUN), variableValues: { data }, contextValue: scriptedRunContext(events, silentLogger, aborted) } as ExecutionArgs;
+    const args = {
+      schema,
+      document: parse(WS_TEST_RUN),
+      variableValues: { data },
+      contextValue: scriptedRunContext(events, silentLogger, aborted),
+    } as ExecutionArgs;
     const stream = (await lean(args, () => ended++, sink)) as AsyncGenerator;
     return { stream, sent, aborted, ended: () => ended };
   }
@@ -264,7 +330,8 @@ describe('a pushed stream (the WebSocket transport gives the lean path a sink)',
 
   it('asks for the next event only once the sink has written the last: a slow reader gets merged text, the same text', async () => {
     const events = allEvents().slice(0, 2);
-    for (let i = 0; i < 12; i++) events.push({ type: 'TextMessageContent', messageId: 'msg-1', content: `t${i} `, sequence: 0 } as SequencedEvent);
+    for (let i = 0; i < 12; i++)
+      events.push({ type: 'TextMessageContent', messageId: 'msg-1', content: `t${i} `, sequence: 0 } as SequencedEvent);
     events.push(...allEvents().slice(5));
     events.forEach((event, sequence) => Object.assign(event, { sequence }));
     let inFlight = 0;
@@ -278,7 +345,9 @@ describe('a pushed stream (the WebSocket transport gives the lean path a sink)',
     });
     await stream.next();
     expect(most).toBe(1);
-    const texts = sent.map((json) => JSON.parse(json).data.copilotRun).filter((event) => event.__typename === 'TextMessageContentEvent');
+    const texts = sent
+      .map((json) => JSON.parse(json).data.copilotRun)
+      .filter((event) => event.__typename === 'TextMessageContentEvent');
     expect(texts.length).toBeLessThan(12);
     expect(texts.map((event) => event.content).join('')).toBe(Array.from({ length: 12 }, (_, i) => `t${i} `).join(''));
   });
@@ -313,7 +382,12 @@ describe('a pushed stream, ended by its reader', () => {
     let ended = 0;
     const sent: string[] = [];
     const sink: ResultSink = { send: (result, written) => (sent.push(JSON.stringify(result)), setImmediate(written)) };
-    const args = { schema, document: parse(WS_TEST_RUN), variableValues: { data }, contextValue: scriptedRunContext(allEvents(), silentLogger, aborted) } as ExecutionArgs;
+    const args = {
+      schema,
+      document: parse(WS_TEST_RUN),
+      variableValues: { data },
+      contextValue: scriptedRunContext(allEvents(), silentLogger, aborted),
+    } as ExecutionArgs;
     const stream = (await lean(args, () => ended++, sink)) as AsyncGenerator;
     await stream.return(undefined);
     await expect(stream.next()).resolves.toEqual({ value: undefined, done: true });
@@ -327,7 +401,12 @@ describe('a pushed stream, ended by its reader', () => {
     const sent: string[] = [];
     const writes: (() => void)[] = [];
     const sink: ResultSink = { send: (result, written) => (sent.push(JSON.stringify(result)), writes.push(written)) };
-    const args = { schema, document: parse(WS_TEST_RUN), variableValues: { data }, contextValue: scriptedRunContext(allEvents(), silentLogger) } as ExecutionArgs;
+    const args = {
+      schema,
+      document: parse(WS_TEST_RUN),
+      variableValues: { data },
+      contextValue: scriptedRunContext(allEvents(), silentLogger),
+    } as ExecutionArgs;
     const stream = (await lean(args, undefined, sink)) as AsyncGenerator;
     const pending = stream.next();
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -351,7 +430,12 @@ describe("a run's view hands its events over without promises (RunEventStream.re
       abort: (reason: unknown) => void aborted.push(reason),
       finished: new Promise(() => {}),
     } as unknown as RunHandle;
-    return { run, emit: (event: SequencedEvent) => listener?.(event), aborted, listening: () => listener !== undefined };
+    return {
+      run,
+      emit: (event: SequencedEvent) => listener?.(event),
+      aborted,
+      listening: () => listener !== undefined,
+    };
   }
   const consumer = () => {
     const taken: SequencedEvent[] = [];
@@ -380,7 +464,11 @@ describe("a run's view hands its events over without promises (RunEventStream.re
     view.request(c);
     expect(c.taken.map((event) => event.type)).toEqual(['RunStarted', 'TextMessageStart']);
     view.request(c);
-    expect(c.taken[2]).toMatchObject({ type: 'TextMessageContent', content: 'Hello, world "quoted" \u2603\n', sequence: more.sequence });
+    expect(c.taken[2]).toMatchObject({
+      type: 'TextMessageContent',
+      content: 'Hello, world "quoted" \u2603\n',
+      sequence: more.sequence,
+    });
     view.request(c); // nothing waits: taken when it comes, once
     expect(c.taken).toHaveLength(3);
     emit(closed);
@@ -434,7 +522,12 @@ describe('a joined run (joinCopilotRun) is pushed too', () => {
   it('with the bytes the executor sends', async () => {
     const run = (subscriber: (args: ExecutionArgs) => any) =>
       (async () => {
-        const args = { schema, document: parse(JOIN), variableValues: { threadId: 'thread-1' }, contextValue: joinContext(allEvents()) } as ExecutionArgs;
+        const args = {
+          schema,
+          document: parse(JOIN),
+          variableValues: { threadId: 'thread-1' },
+          contextValue: joinContext(allEvents()),
+        } as ExecutionArgs;
         const result = await subscriber(args);
         const out: string[] = [];
         for await (const payload of result) out.push(JSON.stringify(payload));
@@ -445,7 +538,9 @@ describe('a joined run (joinCopilotRun) is pushed too', () => {
     expect(await run(lean)).toEqual(expected);
     const sent: string[] = [];
     let pushed = false;
-    const sink: ResultSink = { send: (result, written) => ((pushed = true), sent.push(JSON.stringify(result)), setImmediate(written)) };
+    const sink: ResultSink = {
+      send: (result, written) => ((pushed = true), sent.push(JSON.stringify(result)), setImmediate(written)),
+    };
     expect(await run((args) => lean(args, undefined, sink))).toEqual([]);
     expect(pushed).toBe(true);
     expect(sent).toEqual(expected);
@@ -471,7 +566,14 @@ describe('an event feed hands its events over without promises (EventFeed.reques
     const taken: SequencedEvent[] = [];
     const failed: unknown[] = [];
     let ends = 0;
-    return { taken, failed, ends: () => ends, take: (e: SequencedEvent) => void taken.push(e), end: () => void ends++, fail: (e: unknown) => void failed.push(e) };
+    return {
+      taken,
+      failed,
+      ends: () => ends,
+      take: (e: SequencedEvent) => void taken.push(e),
+      end: () => void ends++,
+      fail: (e: unknown) => void failed.push(e),
+    };
   };
   const events = allEvents();
 
@@ -496,7 +598,7 @@ describe('an event feed hands its events over without promises (EventFeed.reques
     expect(c.ends()).toBe(1);
   });
 
-  it('fails a waiting consumer, or the next one to ask, with the store\'s error; forgets one that returned', async () => {
+  it("fails a waiting consumer, or the next one to ask, with the store's error; forgets one that returned", async () => {
     const waiting = new EventFeed(-1);
     const c = consumer();
     waiting.request(c);
@@ -517,12 +619,19 @@ describe('an event feed hands its events over without promises (EventFeed.reques
     expect([e.taken.length, e.failed.length, e.ends()]).toEqual([0, 0, 0]);
   });
 
-  it('keeps every agent state while the reader is behind, where a run\'s view keeps only the last', () => {
-    const state = (n: number, sequence: number) => ({ ...events[3], state: `{"step":${n}}`, sequence }) as SequencedEvent;
+  it("keeps every agent state while the reader is behind, where a run's view keeps only the last", () => {
+    const state = (n: number, sequence: number) =>
+      ({ ...events[3], state: `{"step":${n}}`, sequence }) as SequencedEvent;
     const feed = new EventFeed(-1);
     const { run, emit } = (() => {
       let listener: ((event: SequencedEvent) => void) | undefined;
-      const run = { threadId: 't', runId: 'r', subscribe: (l: any) => ((listener = l), () => {}), abort: () => {}, finished: new Promise(() => {}) } as unknown as RunHandle;
+      const run = {
+        threadId: 't',
+        runId: 'r',
+        subscribe: (l: any) => ((listener = l), () => {}),
+        abort: () => {},
+        finished: new Promise(() => {}),
+      } as unknown as RunHandle;
       return { run, emit: (event: SequencedEvent) => listener?.(event) };
     })();
     const view = new RunEventStream(run);

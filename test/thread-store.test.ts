@@ -17,24 +17,53 @@ import { THREAD, gql } from './support/threads.js';
 // The in-memory store's bounds and lifetime, and the pure parts of threads: history completion,
 // replay compaction, the events that end a run cut short.
 
-const text = (id: string, role: 'user' | 'assistant' | 'system', content: string): Message => ({ kind: 'text', id, role, content });
+const text = (id: string, role: 'user' | 'assistant' | 'system', content: string): Message => ({
+  kind: 'text',
+  id,
+  role,
+  content,
+});
 
 /** A whole run's events: a text of `chunks` chunks of `size` characters. */
 function runEvents(runId: string, chunks: number, size = 10): SequencedEvent[] {
   let sequence = 0;
   const events: SequencedEvent[] = [{ type: 'RunStarted', threadId: 't', runId, sequence: sequence++ }];
-  events.push({ type: 'TextMessageStart', messageId: `m-${runId}`, parentMessageId: null, role: 'assistant', sequence: sequence++ });
-  for (let i = 0; i < chunks; i++) events.push({ type: 'TextMessageContent', messageId: `m-${runId}`, content: 'x'.repeat(size), sequence: sequence++ });
+  events.push({
+    type: 'TextMessageStart',
+    messageId: `m-${runId}`,
+    parentMessageId: null,
+    role: 'assistant',
+    sequence: sequence++,
+  });
+  for (let i = 0; i < chunks; i++)
+    events.push({
+      type: 'TextMessageContent',
+      messageId: `m-${runId}`,
+      content: 'x'.repeat(size),
+      sequence: sequence++,
+    });
   events.push({ type: 'TextMessageEnd', messageId: `m-${runId}`, status: { code: 'Success' }, sequence: sequence++ });
-  events.push({ type: 'RunFinished', status: RUN_SUCCESS, sequence: sequence++ });
+  events.push({ type: 'RunFinished', status: RUN_SUCCESS, sequence });
   return events;
 }
 
 function store(options: Partial<ConstructorParameters<typeof MemoryThreadStore>[0]> = {}) {
-  return new MemoryThreadStore({ ttlSeconds: 3600, maxRunsPerThread: 20, maxThreads: 1000, maxBytes: 1 << 30, claimTimeoutMs: 60_000, ...options });
+  return new MemoryThreadStore({
+    ttlSeconds: 3600,
+    maxRunsPerThread: 20,
+    maxThreads: 1000,
+    maxBytes: 1 << 30,
+    claimTimeoutMs: 60_000,
+    ...options,
+  });
 }
 
-async function record(s: MemoryThreadStore, threadId: string, input: Message[], events: SequencedEvent[]): Promise<string> {
+async function record(
+  s: MemoryThreadStore,
+  threadId: string,
+  input: Message[],
+  events: SequencedEvent[],
+): Promise<string> {
   const { runId } = await s.claim(threadId, `run-${threadId}-${Math.random()}`, `fresh-${Math.random()}`);
   const log = s.open(threadId, runId, { messages: input, newMessages: input });
   for (const event of events) log.append(event);
@@ -74,7 +103,10 @@ describe('the in-memory thread store', () => {
     log.append({ type: 'RunStarted', threadId: 'busy', runId, sequence: 0 });
     for (let i = 0; i < 20; i++) await record(s, `other${i}`, [], runEvents(`o${i}`, 1));
     expect((await s.run('busy'))?.status).toEqual({ code: 'Pending' });
-    await expect(s.claim('busy', 'r2', 'f2')).rejects.toMatchObject({ code: 'THREAD_BUSY', details: { threadId: 'busy', runId: 'r-busy' } });
+    await expect(s.claim('busy', 'r2', 'f2')).rejects.toMatchObject({
+      code: 'THREAD_BUSY',
+      details: { threadId: 'busy', runId: 'r-busy' },
+    });
     await s.close();
   });
 
@@ -92,14 +124,19 @@ describe('the in-memory thread store', () => {
 
   it('keeps a finished run merged, and still replays exactly what follows any sequence in it', async () => {
     const s = store();
-    const events = runEvents('r', 6, 1).map((event, i) => (event.type === 'TextMessageContent' ? { ...event, content: String(i) } : event));
+    const events = runEvents('r', 6, 1).map((event, i) =>
+      event.type === 'TextMessageContent' ? { ...event, content: String(i) } : event,
+    );
     const runId = await record(s, 'packed', [], events);
     const replay = async (after: number) => {
       const out: SequencedEvent[] = [];
       for await (const event of s.follow('packed', runId, after)) out.push(event);
       return out;
     };
-    const full = events.filter((e) => e.type === 'TextMessageContent').map((e: any) => e.content).join('');
+    const full = events
+      .filter((e) => e.type === 'TextMessageContent')
+      .map((e: any) => e.content)
+      .join('');
     expect(full).toBe('234567');
     for (let after = -1; after < events.length - 1; after++) {
       const rest = await replay(after);
@@ -109,7 +146,13 @@ describe('the in-memory thread store', () => {
       expect(rest[0]?.sequence).toBeGreaterThan(after);
     }
     // Stored as five events, not ten.
-    expect((await replay(-1)).map((e) => e.type)).toEqual(['RunStarted', 'TextMessageStart', 'TextMessageContent', 'TextMessageEnd', 'RunFinished']);
+    expect((await replay(-1)).map((e) => e.type)).toEqual([
+      'RunStarted',
+      'TextMessageStart',
+      'TextMessageContent',
+      'TextMessageEnd',
+      'RunFinished',
+    ]);
     await s.close();
   });
 
@@ -122,7 +165,11 @@ describe('the in-memory thread store', () => {
 });
 
 describe('history completion (withHistory)', () => {
-  const history = [text('s', 'system', 'old instructions'), text('u1', 'user', 'one'), text('a1', 'assistant', 'reply')];
+  const history = [
+    text('s', 'system', 'old instructions'),
+    text('u1', 'user', 'one'),
+    text('a1', 'assistant', 'reply'),
+  ];
 
   it('takes a request that repeats any stored message as the whole conversation', () => {
     const request = [text('s2', 'system', 'new'), text('u1', 'user', 'one'), text('u2', 'user', 'two')];
@@ -134,7 +181,12 @@ describe('history completion (withHistory)', () => {
 
   it('puts the stored conversation before a request of new messages only, its system messages replaced by the request’s', () => {
     expect(withHistory(history, [text('u2', 'user', 'two')]).map((m) => m.id)).toEqual(['s', 'u1', 'a1', 'u2']);
-    expect(withHistory(history, [text('s2', 'system', 'new'), text('u2', 'user', 'two')]).map((m) => m.id)).toEqual(['u1', 'a1', 's2', 'u2']);
+    expect(withHistory(history, [text('s2', 'system', 'new'), text('u2', 'user', 'two')]).map((m) => m.id)).toEqual([
+      'u1',
+      'a1',
+      's2',
+      'u2',
+    ]);
     expect(withHistory([], [text('u2', 'user', 'two')]).map((m) => m.id)).toEqual(['u2']);
   });
 });
@@ -147,7 +199,13 @@ describe('replays', () => {
     for (const event of events) feed.push(event);
     const compacted: SequencedEvent[] = [];
     for await (const event of feed) compacted.push(event);
-    expect(compacted.map((e) => e.type)).toEqual(['RunStarted', 'TextMessageStart', 'TextMessageContent', 'TextMessageEnd', 'RunFinished']);
+    expect(compacted.map((e) => e.type)).toEqual([
+      'RunStarted',
+      'TextMessageStart',
+      'TextMessageContent',
+      'TextMessageEnd',
+      'RunFinished',
+    ]);
     expect(compacted[2]).toMatchObject({ content: 'xxxxxxxxxx', sequence: 6 });
     // The log itself is untouched.
     expect(events[2]).toMatchObject({ content: 'xx', sequence: 2 });
@@ -155,8 +213,18 @@ describe('replays', () => {
 
   it('end a run cut short: open messages and calls Failed, then the terminal status, numbered after the log', () => {
     const log = runEvents('r', 2).slice(0, 4); // started, message open, two chunks
-    log.push({ type: 'ActionExecutionStart', actionExecutionId: 'c1', actionName: 'a', parentMessageId: null, sequence: 4 });
-    const status = { code: 'Failed', reason: 'MESSAGE_STREAM_INTERRUPTED', details: { description: 'lost', code: 'INSTANCE_LOST', originalError: {} } } as const;
+    log.push({
+      type: 'ActionExecutionStart',
+      actionExecutionId: 'c1',
+      actionName: 'a',
+      parentMessageId: null,
+      sequence: 4,
+    });
+    const status = {
+      code: 'Failed',
+      reason: 'MESSAGE_STREAM_INTERRUPTED',
+      details: { description: 'lost', code: 'INSTANCE_LOST', originalError: {} },
+    } as const;
     expect(closingEvents(log, status)).toEqual([
       { type: 'TextMessageEnd', messageId: 'm-r', status: { code: 'Failed', reason: 'lost' }, sequence: 5 },
       { type: 'ActionExecutionEnd', actionExecutionId: 'c1', status: { code: 'Failed', reason: 'lost' }, sequence: 6 },
@@ -172,14 +240,26 @@ describe('a gateway flooded with threads', () => {
     const fake = new FakeOpenAI();
     const baseURL = await fake.start();
     try {
-      const gateway = await start({ adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 }), threads: { maxThreads: 25 } });
-      const mutation = 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId status { ... on BaseResponseStatus { code } } } }';
+      const gateway = await start({
+        adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 }),
+        threads: { maxThreads: 25 },
+      });
+      const mutation =
+        'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId status { ... on BaseResponseStatus { code } } } }';
       for (let wave = 0; wave < 10; wave++) {
         await Promise.all(
-          Array.from({ length: 20 }, (_, i) => gql(gateway.url, mutation, { data: runInput([userMessage('[tokens=2]')], { threadId: `flood-${wave * 20 + i}` }) })),
+          Array.from({ length: 20 }, (_, i) =>
+            gql(gateway.url, mutation, {
+              data: runInput([userMessage('[tokens=2]')], { threadId: `flood-${wave * 20 + i}` }),
+            }),
+          ),
         );
       }
-      const kept = await Promise.all(Array.from({ length: 200 }, (_, i) => gql(gateway.url, THREAD, { threadId: `flood-${i}` }).then((a) => a.data.copilotThread !== null)));
+      const kept = await Promise.all(
+        Array.from({ length: 200 }, (_, i) =>
+          gql(gateway.url, THREAD, { threadId: `flood-${i}` }).then((a) => a.data.copilotThread !== null),
+        ),
+      );
       expect(kept.filter(Boolean).length).toBe(25);
       expect(kept.slice(0, 150).some(Boolean)).toBe(false);
     } finally {
@@ -195,7 +275,10 @@ describe('/ready', () => {
     const gateway = await start();
     const response = await fetch(new URL('/ready', gateway.url));
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ status: 'ready', checks: { listening: true, draining: false, threadStore: { kind: 'memory', reachable: true } } });
+    expect(await response.json()).toEqual({
+      status: 'ready',
+      checks: { listening: true, draining: false, threadStore: { kind: 'memory', reachable: true } },
+    });
   });
 });
 
@@ -216,7 +299,7 @@ describe("the thread service's follow, read pushed (joinCopilotRun over WebSocke
   }
   const follows = (service: ThreadService) => (service as unknown as { follows: Set<unknown> }).follows.size;
 
-  it('hands the events over and lets the feed go at the run\'s end', async () => {
+  it("hands the events over and lets the feed go at the run's end", async () => {
     const s = store();
     const service = new ThreadService(s, { onBusy: 'refuse', onStoreFailure: 'serve' }, silentLogger);
     const runId = await record(s, 'joined', [text('u', 'user', 'hi')], runEvents('r-joined', 3));
@@ -225,7 +308,13 @@ describe("the thread service's follow, read pushed (joinCopilotRun over WebSocke
     expect(follows(service)).toBe(1);
     const reader = consumer(follow);
     follow.request!(reader.c);
-    expect(reader.taken.map((event) => event.type)).toEqual(['RunStarted', 'TextMessageStart', 'TextMessageContent', 'TextMessageEnd', 'RunFinished']);
+    expect(reader.taken.map((event) => event.type)).toEqual([
+      'RunStarted',
+      'TextMessageStart',
+      'TextMessageContent',
+      'TextMessageEnd',
+      'RunFinished',
+    ]);
     expect(reader.taken[2]).toMatchObject({ content: 'x'.repeat(30) }); // the stored run, its chunks packed
     expect(reader.ends()).toBe(1);
     expect(follows(service)).toBe(0);

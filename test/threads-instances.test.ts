@@ -8,7 +8,19 @@ import { RestRuntimeAgent } from './support/ag-ui-client.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { gatewaysPerTest, runInput, userMessage } from './support/harness.js';
 import { RedisServer } from './support/redis.js';
-import { COPILOT_RUN, JOIN_RUN, STOP, THREAD, compactEvents, expectLogBeginsWith, gql, storedLog, textOfEvents, until, watch } from './support/threads.js';
+import {
+  COPILOT_RUN,
+  JOIN_RUN,
+  STOP,
+  THREAD,
+  compactEvents,
+  expectLogBeginsWith,
+  gql,
+  storedLog,
+  textOfEvents,
+  until,
+  watch,
+} from './support/threads.js';
 
 // Several gateway processes on one Redis, started as `npm start` starts them (scripts/start.mjs with
 // REDIS_URL): runs joined and stopped across processes, a process killed mid-run, Redis restarted
@@ -34,7 +46,9 @@ afterAll(async () => {
 const tokens = (n: number) => Array.from({ length: n }, (_, i) => `tok${i} `).join('');
 
 /** Starts a gateway process as npm start does; resolves with its GraphQL URL once it is ready. */
-async function startProcess(env: Record<string, string> = {}): Promise<{ url: string; wsUrl: string; child: ChildProcess }> {
+async function startProcess(
+  env: Record<string, string> = {},
+): Promise<{ url: string; wsUrl: string; child: ChildProcess }> {
   const root = fileURLToPath(new URL('..', import.meta.url));
   const child = spawn(process.execPath, ['scripts/start.mjs'], {
     cwd: root,
@@ -71,7 +85,10 @@ describe('several gateway processes on one Redis', () => {
     const b = await startProcess();
     const threadId = 'processes-join-stop';
     const aborted = fake.abortedRequests;
-    const origin = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=500] [delay=20]')], { threadId }), onDisconnect: 'CONTINUE' });
+    const origin = watch(a.wsUrl, COPILOT_RUN, {
+      data: runInput([userMessage('[tokens=500] [delay=20]')], { threadId }),
+      onDisconnect: 'CONTINUE',
+    });
     await origin.received(4);
     const joined = watch(b.wsUrl, JOIN_RUN, { threadId });
     await joined.received(4);
@@ -86,14 +103,20 @@ describe('several gateway processes on one Redis', () => {
     // B saw what A's client saw, numbered the same.
     expect(textOfEvents(joined.events)).toBe(textOfEvents(origin.events));
     expect(joined.events.at(-1).sequence).toBe(origin.events.at(-1).sequence);
-    await until(async () => fake.abortedRequests, (n) => n > aborted, 'the model request closed by A');
+    await until(
+      async () => fake.abortedRequests,
+      (n) => n > aborted,
+      'the model request closed by A',
+    );
   }, 60_000);
 
   it('ends through B, from what A had stored, a run whose process was killed, and frees its thread', async () => {
     const a = await startProcess();
     const b = await startProcess();
     const threadId = 'processes-killed';
-    const origin = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=500] [delay=5]')], { threadId }) });
+    const origin = watch(a.wsUrl, COPILOT_RUN, {
+      data: runInput([userMessage('[tokens=500] [delay=5]')], { threadId }),
+    });
     await origin.received(3);
     // A second client follows the run live through B.
     const live = watch(b.wsUrl, JOIN_RUN, { threadId });
@@ -109,10 +132,17 @@ describe('several gateway processes on one Redis', () => {
     expect(tokens(500).startsWith(text)).toBe(true);
     const last = joined.events.at(-1);
     expect(last.__typename).toBe('RunFinishedEvent');
-    expect(last.status).toMatchObject({ code: 'Failed', reason: 'MESSAGE_STREAM_INTERRUPTED', details: { code: 'INSTANCE_LOST' } });
+    expect(last.status).toMatchObject({
+      code: 'Failed',
+      reason: 'MESSAGE_STREAM_INTERRUPTED',
+      details: { code: 'INSTANCE_LOST' },
+    });
     expect(last.status.details.description).toMatch(/instance/);
     // Its open message was closed before the end, and sequences never repeat.
-    expect(joined.events.at(-2)).toMatchObject({ __typename: 'TextMessageEndEvent', messageStatus: { __typename: 'FailedMessageStatus' } });
+    expect(joined.events.at(-2)).toMatchObject({
+      __typename: 'TextMessageEndEvent',
+      messageStatus: { __typename: 'FailedMessageStatus' },
+    });
     const sequences = joined.events.map((event) => event.sequence);
     expect(new Set(sequences).size).toBe(sequences.length);
     // Bounded by the lease (and a beat of the survivor); far under the default's 15 s.
@@ -123,7 +153,12 @@ describe('several gateway processes on one Redis', () => {
     const log = await storedLog(redis.url, 'cg:', threadId, origin.events[0].runId);
     expectLogBeginsWith(log, origin.events);
     expect(compactEvents(live.events)).toEqual(compactEvents(log));
-    expect(text).toBe(log.filter((event) => event.type === 'TextMessageContent').map((event) => event.content).join(''));
+    expect(text).toBe(
+      log
+        .filter((event) => event.type === 'TextMessageContent')
+        .map((event) => event.content)
+        .join(''),
+    );
     // Resumed from the last number A's client had, it gets exactly the rest.
     const resumed = watch(b.wsUrl, JOIN_RUN, { threadId, afterSequence: origin.events.at(-1).sequence });
     await resumed.done;
@@ -135,7 +170,10 @@ describe('several gateway processes on one Redis', () => {
     await next.done;
     expect(next.events.at(-1).status.code).toBe('Success');
     const thread = (await gql(b.url, THREAD, { threadId })).data.copilotThread;
-    expect(thread.runs.map((run: any) => run.status.details?.code ?? run.status.code)).toEqual(['INSTANCE_LOST', 'Success']);
+    expect(thread.runs.map((run: any) => run.status.details?.code ?? run.status.code)).toEqual([
+      'INSTANCE_LOST',
+      'Success',
+    ]);
   }, 60_000);
 });
 
@@ -145,22 +183,37 @@ describe('SIGTERM', () => {
     const b = await startProcess();
     const threadId = 'processes-sigterm';
     const aborted = fake.abortedRequests;
-    const origin = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=2000] [delay=10]')], { threadId }), onDisconnect: 'CONTINUE' });
+    const origin = watch(a.wsUrl, COPILOT_RUN, {
+      data: runInput([userMessage('[tokens=2000] [delay=10]')], { threadId }),
+      onDisconnect: 'CONTINUE',
+    });
     await origin.received(10);
     const exited = new Promise<number | null>((resolve) => a.child.once('exit', (code) => resolve(code)));
     a.child.kill('SIGTERM');
 
     // Within the grace period: out of rotation, and new runs go elsewhere.
-    const ready = await until(() => fetch(new URL('/ready', a.url)).then((response) => response.status), (status) => status === 503, 'A unready');
+    const ready = await until(
+      () => fetch(new URL('/ready', a.url)).then((response) => response.status),
+      (status) => status === 503,
+      'A unready',
+    );
     expect(ready).toBe(503);
-    const refused = await gql(a.url, 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId } }', { data: runInput([userMessage('late')]) });
+    const refused = await gql(
+      a.url,
+      'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId } }',
+      { data: runInput([userMessage('late')]) },
+    );
     expect(refused.errors[0].extensions).toMatchObject({ code: 'SHUTTING_DOWN' });
 
     await origin.done;
     expect(await exited).toBe(0);
     const last = origin.events.at(-1);
     expect(last.status).toMatchObject({ code: 'Failed', details: { code: 'SHUTTING_DOWN' } });
-    await until(async () => fake.abortedRequests, (n) => n > aborted, 'the model request closed by A');
+    await until(
+      async () => fake.abortedRequests,
+      (n) => n > aborted,
+      'the model request closed by A',
+    );
 
     // B has the whole run, exactly as A's client saw it, and the thread is free.
     const joined = watch(b.wsUrl, JOIN_RUN, { threadId });
@@ -193,7 +246,11 @@ describe('Redis going away', () => {
     expect(textOfEvents(run.events)).toBe(tokens(100));
 
     // Every event reached Redis: a join replays the whole run, in order.
-    const thread = await until(() => gql(a.url, THREAD, { threadId }), (answer) => answer.data?.copilotThread?.runs[0]?.finishedAt, 'the run recorded after the restart');
+    const thread = await until(
+      () => gql(a.url, THREAD, { threadId }),
+      (answer) => answer.data?.copilotThread?.runs[0]?.finishedAt,
+      'the run recorded after the restart',
+    );
     expect(thread.data.copilotThread.runs[0].lastSequence).toBe(103);
     const joined = watch(a.wsUrl, JOIN_RUN, { threadId });
     await joined.done;
@@ -204,7 +261,10 @@ describe('Redis going away', () => {
   it('keeps followers following when the subscriber connection is cut just before the end', async () => {
     const shared = options();
     const a = await start(shared);
-    const b = await start({ ...shared, adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 }) });
+    const b = await start({
+      ...shared,
+      adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 }),
+    });
     const threadId = 'pubsub-cut';
     const run = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=30] [delay=15]')], { threadId }) });
     await run.received(3);
@@ -222,7 +282,7 @@ describe('Redis going away', () => {
     expect(joined.events.at(-1).status.code).toBe('Success');
   }, 30_000);
 
-  it('shows a run\'s events only once Redis has them: while its writes are held its client waits, then gets the whole run as recorded; a new run\'s claim waits too', async () => {
+  it("shows a run's events only once Redis has them: while its writes are held its client waits, then gets the whole run as recorded; a new run's claim waits too", async () => {
     const shared = options({ leaseMs: 20_000 });
     const a = await start(shared);
     const threadId = 'redis-slow';
@@ -241,7 +301,9 @@ describe('Redis going away', () => {
       expect(run.events.at(-1).sequence).toBeLessThanOrEqual(stored);
       expect(run.events.map((event) => event.__typename)).not.toContain('RunFinishedEvent');
       // A run on another thread: its claim (a write) waits for Redis.
-      next = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=3]')], { threadId: 'redis-slow-next' }) });
+      next = watch(a.wsUrl, COPILOT_RUN, {
+        data: runInput([userMessage('[tokens=3]')], { threadId: 'redis-slow-next' }),
+      });
       await new Promise((resolve) => setTimeout(resolve, 200));
       expect(next.events).toEqual([]);
     } finally {
@@ -255,18 +317,24 @@ describe('Redis going away', () => {
     expect(next.events.at(-1).status.code).toBe('Success');
     expect(textOfEvents(next.events)).toBe(tokens(3));
 
-    const thread = await until(() => gql(a.url, THREAD, { threadId }), (answer) => answer.data?.copilotThread?.runs[0]?.finishedAt, 'the run recorded');
+    const thread = await until(
+      () => gql(a.url, THREAD, { threadId }),
+      (answer) => answer.data?.copilotThread?.runs[0]?.finishedAt,
+      'the run recorded',
+    );
     expect(thread.data.copilotThread.runs[0].lastSequence).toBe(33);
     const log = await storedLog(redis.url, shared.threads.keyPrefix, threadId, runId);
     expect(compactEvents(run.events)).toEqual(compactEvents(log));
   }, 60_000);
 
-  it('ends a run\'s clients with STORE_UNAVAILABLE when Redis takes none of its events for longer than the lease, and completes its record with that end once Redis answers', async () => {
+  it("ends a run's clients with STORE_UNAVAILABLE when Redis takes none of its events for longer than the lease, and completes its record with that end once Redis answers", async () => {
     const shared = options();
     const a = await start(shared);
     const threadId = 'redis-stalled';
     const aborted = fake.abortedRequests;
-    const run = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=1000] [delay=10]')], { threadId }) });
+    const run = watch(a.wsUrl, COPILOT_RUN, {
+      data: runInput([userMessage('[tokens=1000] [delay=10]')], { threadId }),
+    });
     await run.received(5);
     const runId = run.events[0].runId;
     const admin = new Redis(redis.url);
@@ -274,15 +342,28 @@ describe('Redis going away', () => {
       await admin.call('CLIENT', 'PAUSE', '60000', 'WRITE');
       await run.done;
       // Told with an error, not an event: its number could name another event in the log later.
-      expect(run.errors).toEqual([[expect.objectContaining({ extensions: expect.objectContaining({ code: 'STORE_UNAVAILABLE' }) })]]);
+      expect(run.errors).toEqual([
+        [expect.objectContaining({ extensions: expect.objectContaining({ code: 'STORE_UNAVAILABLE' }) })],
+      ]);
       expect(run.events.map((event) => event.__typename)).not.toContain('RunFinishedEvent');
-      await until(async () => fake.abortedRequests, (n) => n > aborted, 'the model request closed');
+      await until(
+        async () => fake.abortedRequests,
+        (n) => n > aborted,
+        'the model request closed',
+      );
     } finally {
       await admin.call('CLIENT', 'UNPAUSE');
       admin.disconnect();
     }
-    const thread = await until(() => gql(a.url, THREAD, { threadId }), (answer) => answer.data?.copilotThread?.runs[0]?.finishedAt, 'the run recorded once Redis answered');
-    expect(thread.data.copilotThread.runs[0].status).toMatchObject({ code: 'Failed', details: { code: 'STORE_UNAVAILABLE' } });
+    const thread = await until(
+      () => gql(a.url, THREAD, { threadId }),
+      (answer) => answer.data?.copilotThread?.runs[0]?.finishedAt,
+      'the run recorded once Redis answered',
+    );
+    expect(thread.data.copilotThread.runs[0].status).toMatchObject({
+      code: 'Failed',
+      details: { code: 'STORE_UNAVAILABLE' },
+    });
     expectLogBeginsWith(await storedLog(redis.url, shared.threads.keyPrefix, threadId, runId), run.events);
     // The thread is free for the next run.
     const next = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=2] again')], { threadId }) });
@@ -290,23 +371,34 @@ describe('Redis going away', () => {
     expect(next.events.at(-1).status.code).toBe('Success');
   }, 60_000);
 
-  it('ends the stock client\'s answer (status Failed) and an AG-UI run (RUN_ERROR) with STORE_UNAVAILABLE when Redis stalls past the lease', async () => {
+  it("ends the stock client's answer (status Failed) and an AG-UI run (RUN_ERROR) with STORE_UNAVAILABLE when Redis stalls past the lease", async () => {
     const shared = options();
     const a = await start(shared);
     const client = new CopilotRuntimeClient({ url: a.url });
-    const answer = client.generateCopilotResponse({ data: runInput([userMessage('[tokens=1000] [delay=10]')], { threadId: 'stalled-stock' }) as any }).toPromise();
+    const answer = client
+      .generateCopilotResponse({
+        data: runInput([userMessage('[tokens=1000] [delay=10]')], { threadId: 'stalled-stock' }) as any,
+      })
+      .toPromise();
     const agUi = new RestRuntimeAgent(a.url, 'default', { threadId: 'stalled-ag-ui' });
     agUi.messages.push({ id: 'stalled-ag-ui-1', role: 'user', content: '[tokens=1000] [delay=10]' });
     const agUiEvents: any[] = [];
     const agUiRun = agUi.runAgent({}, { onEvent: ({ event }: any) => void agUiEvents.push(event) }).catch(() => {});
     for (const threadId of ['stalled-stock', 'stalled-ag-ui']) {
-      await until(() => gql(a.url, THREAD, { threadId }), (thread) => thread.data?.copilotThread?.runs[0]?.lastSequence > 3, `the run on ${threadId} under way`);
+      await until(
+        () => gql(a.url, THREAD, { threadId }),
+        (thread) => thread.data?.copilotThread?.runs[0]?.lastSequence > 3,
+        `the run on ${threadId} under way`,
+      );
     }
     const admin = new Redis(redis.url);
     try {
       await admin.call('CLIENT', 'PAUSE', '60000', 'WRITE');
       const result = await answer;
-      expect(result.data!.generateCopilotResponse.status).toMatchObject({ code: 'Failed', details: { code: 'STORE_UNAVAILABLE' } });
+      expect(result.data!.generateCopilotResponse.status).toMatchObject({
+        code: 'Failed',
+        details: { code: 'STORE_UNAVAILABLE' },
+      });
       await agUiRun;
       expect(agUiEvents.at(-1)).toMatchObject({ type: 'RUN_ERROR', code: 'STORE_UNAVAILABLE' });
       expect(agUiEvents.map((event) => event.type)).not.toContain('RUN_FINISHED');
@@ -316,7 +408,7 @@ describe('Redis going away', () => {
     }
   }, 60_000);
 
-  it('writes a run\'s record again when Redis loses part of it (a restore from an older snapshot), and frees its thread', async () => {
+  it("writes a run's record again when Redis loses part of it (a restore from an older snapshot), and frees its thread", async () => {
     const shared = options();
     const keyPrefix = shared.threads.keyPrefix;
     const a = await start(shared);
@@ -324,15 +416,25 @@ describe('Redis going away', () => {
     try {
       const damages: [string, (run: string) => Promise<unknown>][] = [
         ['rolled-back', (run) => admin.hset(`${keyPrefix}{rolled-back}:run:${run}`, 'last', 2)],
-        ['wiped', (run) => admin.del(`${keyPrefix}{wiped}:run:${run}`, `${keyPrefix}{wiped}:log:${run}`, `${keyPrefix}{wiped}:lock`)],
+        [
+          'wiped',
+          (run) =>
+            admin.del(`${keyPrefix}{wiped}:run:${run}`, `${keyPrefix}{wiped}:log:${run}`, `${keyPrefix}{wiped}:lock`),
+        ],
       ];
       for (const [threadId, damage] of damages) {
-        const run = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=60] [delay=10]')], { threadId }) });
+        const run = watch(a.wsUrl, COPILOT_RUN, {
+          data: runInput([userMessage('[tokens=60] [delay=10]')], { threadId }),
+        });
         await run.received(10);
         await damage(run.events[0].runId);
         await run.done;
         expect(run.events.at(-1).status.code).toBe('Success');
-        const recorded = await until(() => gql(a.url, THREAD, { threadId }), (answer) => answer.data?.copilotThread?.runs[0]?.finishedAt, `${threadId}: the record written again`);
+        const recorded = await until(
+          () => gql(a.url, THREAD, { threadId }),
+          (answer) => answer.data?.copilotThread?.runs[0]?.finishedAt,
+          `${threadId}: the record written again`,
+        );
         expect(recorded.data.copilotThread.runs[0].lastSequence).toBe(63);
         const joined = watch(a.wsUrl, JOIN_RUN, { threadId });
         await joined.done;
@@ -353,17 +455,33 @@ describe('Redis going away', () => {
     try {
       const threadId = 'lost-lease';
       const aborted = fake.abortedRequests;
-      const run = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=300] [delay=10]')], { threadId }) });
+      const run = watch(a.wsUrl, COPILOT_RUN, {
+        data: runInput([userMessage('[tokens=300] [delay=10]')], { threadId }),
+      });
       await run.received(5);
       // What another instance writes when it ends the run of an instance it takes for dead.
-      const failed = { code: 'Failed', reason: 'MESSAGE_STREAM_INTERRUPTED', details: { code: 'INSTANCE_LOST', description: 'lost', originalError: {} } };
-      await admin.hset(`${shared.threads.keyPrefix}{${threadId}}:run:${run.events[0].runId}`, 'status', JSON.stringify(failed));
+      const failed = {
+        code: 'Failed',
+        reason: 'MESSAGE_STREAM_INTERRUPTED',
+        details: { code: 'INSTANCE_LOST', description: 'lost', originalError: {} },
+      };
+      await admin.hset(
+        `${shared.threads.keyPrefix}{${threadId}}:run:${run.events[0].runId}`,
+        'status',
+        JSON.stringify(failed),
+      );
       await run.done;
       // Its client is told with an error, not an event: what the run does from now on is not stored, and
       // a number this instance gave an event could name another in the log the other instance ended.
-      expect(run.errors).toEqual([[expect.objectContaining({ extensions: expect.objectContaining({ code: 'INSTANCE_LOST' }) })]]);
+      expect(run.errors).toEqual([
+        [expect.objectContaining({ extensions: expect.objectContaining({ code: 'INSTANCE_LOST' }) })],
+      ]);
       expect(run.events.map((event) => event.__typename)).not.toContain('RunFinishedEvent');
-      await until(async () => fake.abortedRequests, (n) => n > aborted, 'the model request closed');
+      await until(
+        async () => fake.abortedRequests,
+        (n) => n > aborted,
+        'the model request closed',
+      );
     } finally {
       admin.disconnect();
     }
@@ -374,8 +492,17 @@ describe('Redis going away', () => {
     const threadId = 'expiring';
     const run = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=2]')], { threadId }) });
     await run.done;
-    await until(() => gql(a.url, THREAD, { threadId }), (answer) => answer.data?.copilotThread?.runs[0]?.finishedAt, 'the run recorded');
-    const gone = await until(() => gql(a.url, THREAD, { threadId }), (answer) => answer.data?.copilotThread === null, 'the thread expired', 5_000);
+    await until(
+      () => gql(a.url, THREAD, { threadId }),
+      (answer) => answer.data?.copilotThread?.runs[0]?.finishedAt,
+      'the run recorded',
+    );
+    const gone = await until(
+      () => gql(a.url, THREAD, { threadId }),
+      (answer) => answer.data?.copilotThread === null,
+      'the thread expired',
+      5_000,
+    );
     expect(gone.data.copilotThread).toBeNull();
   }, 30_000);
 
@@ -386,38 +513,70 @@ describe('Redis going away', () => {
       const response = await fetch(new URL('/ready', url));
       return { status: response.status, body: await response.json() };
     };
-    expect(await ready(serving.url)).toEqual({ status: 200, body: { status: 'ready', checks: { listening: true, draining: false, threadStore: { kind: 'redis', reachable: true } } } });
+    expect(await ready(serving.url)).toEqual({
+      status: 200,
+      body: {
+        status: 'ready',
+        checks: { listening: true, draining: false, threadStore: { kind: 'redis', reachable: true } },
+      },
+    });
     await redis.stop();
     try {
       // Still serving (degraded) is ready; refusing new runs is not.
-      const degraded = await until(() => ready(serving.url), (answer) => answer.body.checks.threadStore.reachable === false, 'Redis seen down');
-      expect(degraded).toEqual({ status: 200, body: { status: 'ready', checks: { listening: true, draining: false, threadStore: { kind: 'redis', reachable: false, onStoreFailure: 'serve' } } } });
+      const degraded = await until(
+        () => ready(serving.url),
+        (answer) => answer.body.checks.threadStore.reachable === false,
+        'Redis seen down',
+      );
+      expect(degraded).toEqual({
+        status: 200,
+        body: {
+          status: 'ready',
+          checks: {
+            listening: true,
+            draining: false,
+            threadStore: { kind: 'redis', reachable: false, onStoreFailure: 'serve' },
+          },
+        },
+      });
       expect(await ready(failing.url)).toMatchObject({ status: 503, body: { status: 'not ready' } });
-      const served = watch(serving.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=2]')], { threadId: 'redis-down' }) });
+      const served = watch(serving.wsUrl, COPILOT_RUN, {
+        data: runInput([userMessage('[tokens=2]')], { threadId: 'redis-down' }),
+      });
       await served.done;
       expect(served.events.at(-1).status.code).toBe('Success');
 
-      const refused = watch(failing.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=2]')], { threadId: 'redis-down' }) });
+      const refused = watch(failing.wsUrl, COPILOT_RUN, {
+        data: runInput([userMessage('[tokens=2]')], { threadId: 'redis-down' }),
+      });
       await refused.done;
       expect((refused.errors[0] as any).extensions.code).toBe('STORE_UNAVAILABLE');
 
       const read = await gql(serving.url, THREAD, { threadId: 'redis-down' });
       expect(read.errors[0].extensions.code).toBe('STORE_UNAVAILABLE');
-      expect((await gql(serving.url, STOP, { threadId: 'redis-down' })).errors[0].extensions.code).toBe('STORE_UNAVAILABLE');
+      expect((await gql(serving.url, STOP, { threadId: 'redis-down' })).errors[0].extensions.code).toBe(
+        'STORE_UNAVAILABLE',
+      );
     } finally {
       await redis.restart();
     }
     // Back: runs are recorded again.
     await until(
       async () => {
-        const run = watch(failing.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=1]')], { threadId: 'redis-back' }) });
+        const run = watch(failing.wsUrl, COPILOT_RUN, {
+          data: runInput([userMessage('[tokens=1]')], { threadId: 'redis-back' }),
+        });
         await run.done;
         return run.errors.length === 0;
       },
       (ok) => ok,
       'a run admitted once Redis is back',
     );
-    const thread = await until(() => gql(failing.url, THREAD, { threadId: 'redis-back' }), (answer) => answer.data?.copilotThread?.runs.length > 0, 'the run recorded');
+    const thread = await until(
+      () => gql(failing.url, THREAD, { threadId: 'redis-back' }),
+      (answer) => answer.data?.copilotThread?.runs.length > 0,
+      'the run recorded',
+    );
     expect(thread.data.copilotThread.runs.at(-1).status.code).toBe('Success');
   }, 60_000);
 });

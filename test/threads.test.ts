@@ -50,7 +50,8 @@ describe.each(STORES)('threads %s', (kind, storeOptions) => {
     return { a, b };
   }
 
-  const thread = (url: string, threadId: string) => gql(url, THREAD, { threadId }).then((answer) => answer.data.copilotThread);
+  const thread = (url: string, threadId: string) =>
+    gql(url, THREAD, { threadId }).then((answer) => answer.data.copilotThread);
 
   it('restores a conversation the stock client had: messages, runs and statuses; null for an unknown thread', async () => {
     const { a, b } = await gateways();
@@ -60,7 +61,11 @@ describe.each(STORES)('threads %s', (kind, storeOptions) => {
     const result = await client.generateCopilotResponse({ data: runInput([hello], { threadId }) as any }).toPromise();
     expect(result.error).toBeUndefined();
 
-    const restored = await until(() => thread(b.url, threadId), (t) => t?.runs[0]?.finishedAt, 'the run recorded');
+    const restored = await until(
+      () => thread(b.url, threadId),
+      (t) => t?.runs[0]?.finishedAt,
+      'the run recorded',
+    );
     expect(restored.messages.map((m: any) => [m.__typename, m.id, m.content.join('')])).toEqual([
       ['TextMessageOutput', 'u1', '[tokens=3]'],
       ['TextMessageOutput', expect.any(String), 'tok0 tok1 tok2 '],
@@ -80,22 +85,46 @@ describe.each(STORES)('threads %s', (kind, storeOptions) => {
     const threadId = `history-${kind}`;
     const first = userMessage('[tokens=2] first', 'h1');
     await client.generateCopilotResponse({ data: runInput([first], { threadId }) as any }).toPromise();
-    const afterFirst = await until(() => thread(b.url, threadId), (t) => t?.runs[0]?.finishedAt, 'the first run recorded');
+    const afterFirst = await until(
+      () => thread(b.url, threadId),
+      (t) => t?.runs[0]?.finishedAt,
+      'the first run recorded',
+    );
     const reply = afterFirst.messages[1];
 
     // Only the new message, through the other instance.
     const second = userMessage('[tokens=1] second', 'h2');
-    await new CopilotRuntimeClient({ url: b.url }).generateCopilotResponse({ data: runInput([second], { threadId }) as any }).toPromise();
+    await new CopilotRuntimeClient({ url: b.url })
+      .generateCopilotResponse({ data: runInput([second], { threadId }) as any })
+      .toPromise();
     const seen = fake.requests[fake.requests.length - 1].messages.map((m: any) => m.content);
     expect(seen).toEqual(['[tokens=2] first', 'tok0 tok1 ', '[tokens=1] second']);
 
     // The whole history, as the stock client sends it: taken as it is, nothing doubled.
-    const afterSecond = await until(() => thread(a.url, threadId), (t) => t?.runs[1]?.finishedAt, 'the second run recorded');
-    const history = afterSecond.messages.map((m: any) => ({ id: m.id, createdAt: new Date().toISOString(), textMessage: { role: m.role, content: m.content.join('') } }));
+    const afterSecond = await until(
+      () => thread(a.url, threadId),
+      (t) => t?.runs[1]?.finishedAt,
+      'the second run recorded',
+    );
+    const history = afterSecond.messages.map((m: any) => ({
+      id: m.id,
+      createdAt: new Date().toISOString(),
+      textMessage: { role: m.role, content: m.content.join('') },
+    }));
     const third = userMessage('[tokens=1] third', 'h3');
     await client.generateCopilotResponse({ data: runInput([...history, third], { threadId }) as any }).toPromise();
-    expect(fake.requests[fake.requests.length - 1].messages.map((m: any) => m.content)).toEqual(['[tokens=2] first', 'tok0 tok1 ', '[tokens=1] second', 'tok0 ', '[tokens=1] third']);
-    const final = await until(() => thread(b.url, threadId), (t) => t?.runs[2]?.finishedAt, 'the third run recorded');
+    expect(fake.requests[fake.requests.length - 1].messages.map((m: any) => m.content)).toEqual([
+      '[tokens=2] first',
+      'tok0 tok1 ',
+      '[tokens=1] second',
+      'tok0 ',
+      '[tokens=1] third',
+    ]);
+    const final = await until(
+      () => thread(b.url, threadId),
+      (t) => t?.runs[2]?.finishedAt,
+      'the third run recorded',
+    );
     const ids = final.messages.map((m: any) => m.id);
     expect(new Set(ids).size).toBe(ids.length);
     expect(ids.slice(0, 2)).toEqual(['h1', reply.id]);
@@ -105,13 +134,19 @@ describe.each(STORES)('threads %s', (kind, storeOptions) => {
   it('refuses a second run on a busy thread with THREAD_BUSY before calling the model, from any instance, and frees the thread at the terminal event', async () => {
     const { a, b } = await gateways();
     const threadId = `busy-${kind}`;
-    const running = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=40] [delay=20]')], { threadId }) });
+    const running = watch(a.wsUrl, COPILOT_RUN, {
+      data: runInput([userMessage('[tokens=40] [delay=20]')], { threadId }),
+    });
     await running.received(3);
     const calls = fake.requests.length;
 
-    const refused = await gql(b.url, 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId } }', {
-      data: runInput([userMessage('[tokens=1] again')], { threadId }),
-    });
+    const refused = await gql(
+      b.url,
+      'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId } }',
+      {
+        data: runInput([userMessage('[tokens=1] again')], { threadId }),
+      },
+    );
     expect(refused.errors[0].extensions.code).toBe('THREAD_BUSY');
     expect(refused.errors[0].extensions.details).toEqual({ threadId, runId: running.events[0].runId });
     const overWs = watch(b.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=1] again')], { threadId }) });
@@ -130,12 +165,19 @@ describe.each(STORES)('threads %s', (kind, storeOptions) => {
   it('keeps a CONTINUE run going when its client leaves, and replays it compacted to a client that joins later', async () => {
     const { a, b } = await gateways();
     const threadId = `continue-${kind}`;
-    const first = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=30] [delay=10]')], { threadId }), onDisconnect: 'CONTINUE' });
+    const first = watch(a.wsUrl, COPILOT_RUN, {
+      data: runInput([userMessage('[tokens=30] [delay=10]')], { threadId }),
+      onDisconnect: 'CONTINUE',
+    });
     await first.received(4);
     const seen = first.events.slice();
     await first.leave();
 
-    const finished = await until(() => thread(b.url, threadId), (t) => t?.runs[0]?.finishedAt, 'the run to finish without its client');
+    const finished = await until(
+      () => thread(b.url, threadId),
+      (t) => t?.runs[0]?.finishedAt,
+      'the run to finish without its client',
+    );
     expect(finished.runs[0].status.code).toBe('Success');
     const { lastSequence } = finished.runs[0];
     expect(lastSequence).toBe(33);
@@ -145,7 +187,11 @@ describe.each(STORES)('threads %s', (kind, storeOptions) => {
     await all.done;
     expect(all.errors).toEqual([]);
     expect(all.events[0]).toMatchObject({ __typename: 'RunStartedEvent', sequence: 0, threadId });
-    expect(all.events.at(-1)).toMatchObject({ __typename: 'RunFinishedEvent', sequence: lastSequence, status: { code: 'Success' } });
+    expect(all.events.at(-1)).toMatchObject({
+      __typename: 'RunFinishedEvent',
+      sequence: lastSequence,
+      status: { code: 'Success' },
+    });
     expect(textOfEvents(all.events)).toBe(Array.from({ length: 30 }, (_, i) => `tok${i} `).join(''));
     expect(all.events.length).toBeLessThan(10);
     const sequences = all.events.map((event) => event.sequence);
@@ -166,15 +212,25 @@ describe.each(STORES)('threads %s', (kind, storeOptions) => {
     const run = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=200] [delay=20]')], { threadId }) });
     await run.received(3);
     await run.leave();
-    await until(async () => fake.abortedRequests, (n) => n > aborted, 'the model request closed');
-    const ended = await until(() => thread(a.url, threadId), (t) => t?.runs[0]?.finishedAt, 'the run ended');
+    await until(
+      async () => fake.abortedRequests,
+      (n) => n > aborted,
+      'the model request closed',
+    );
+    const ended = await until(
+      () => thread(a.url, threadId),
+      (t) => t?.runs[0]?.finishedAt,
+      'the run ended',
+    );
     expect(ended.runs[0].status.details.code).toBe('CLIENT_DISCONNECTED');
   });
 
   it('lets a client join a run live from another instance, and follow it to its end', async () => {
     const { a, b } = await gateways();
     const threadId = `live-${kind}`;
-    const origin = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=25] [delay=15]')], { threadId }) });
+    const origin = watch(a.wsUrl, COPILOT_RUN, {
+      data: runInput([userMessage('[tokens=25] [delay=15]')], { threadId }),
+    });
     await origin.received(5);
     const joined = watch(b.wsUrl, JOIN_RUN, { threadId });
     await Promise.all([origin.done, joined.done]);
@@ -190,7 +246,11 @@ describe.each(STORES)('threads %s', (kind, storeOptions) => {
     const run = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=3]')], { threadId }) });
     await run.done;
     const last = run.events.at(-1).sequence;
-    await until(() => thread(b.url, threadId), (t) => t?.runs[0]?.finishedAt, 'the run recorded');
+    await until(
+      () => thread(b.url, threadId),
+      (t) => t?.runs[0]?.finishedAt,
+      'the run recorded',
+    );
     for (const afterSequence of [last, last + 10]) {
       const rejoined = watch(b.wsUrl, JOIN_RUN, { threadId, afterSequence });
       await rejoined.done;
@@ -209,7 +269,10 @@ describe.each(STORES)('threads %s', (kind, storeOptions) => {
     const { b } = await gateways();
     const unknown = watch(b.wsUrl, JOIN_RUN, { threadId: 'nobody-here' });
     await unknown.done;
-    expect((unknown.errors[0] as any).extensions).toMatchObject({ code: 'RUN_NOT_FOUND', details: { threadId: 'nobody-here' } });
+    expect((unknown.errors[0] as any).extensions).toMatchObject({
+      code: 'RUN_NOT_FOUND',
+      details: { threadId: 'nobody-here' },
+    });
     const negative = watch(b.wsUrl, JOIN_RUN, { threadId: 'nobody-here', afterSequence: -3 });
     await negative.done;
     expect((negative.errors[0] as any).extensions.code).toBe('BAD_USER_INPUT');
@@ -226,11 +289,22 @@ describe.each(STORES)('threads %s', (kind, storeOptions) => {
     await run.done;
     const last = run.events.at(-1);
     expect(last.__typename).toBe('RunFinishedEvent');
-    expect(last.status).toMatchObject({ code: 'Failed', reason: 'MESSAGE_STREAM_INTERRUPTED', details: { code: 'RUN_STOPPED' } });
+    expect(last.status).toMatchObject({
+      code: 'Failed',
+      reason: 'MESSAGE_STREAM_INTERRUPTED',
+      details: { code: 'RUN_STOPPED' },
+    });
     expect(last.status.details.description).toMatch(/stopped/);
     // The open message was closed as Failed before the end.
-    expect(run.events.at(-2)).toMatchObject({ __typename: 'TextMessageEndEvent', messageStatus: { __typename: 'FailedMessageStatus' } });
-    await until(async () => fake.abortedRequests, (n) => n > aborted, 'the model request closed');
+    expect(run.events.at(-2)).toMatchObject({
+      __typename: 'TextMessageEndEvent',
+      messageStatus: { __typename: 'FailedMessageStatus' },
+    });
+    await until(
+      async () => fake.abortedRequests,
+      (n) => n > aborted,
+      'the model request closed',
+    );
     expect((await gql(b.url, STOP, { threadId })).data.stopCopilotRun).toBe(false);
   });
 
@@ -239,7 +313,17 @@ describe.each(STORES)('threads %s', (kind, storeOptions) => {
     const inHook = new Promise<void>((resolve) => (entered = resolve));
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
-    const { a, b } = await gateways({}, { hooks: { onBeforeRequest: async () => { entered(); await gate; } } });
+    const { a, b } = await gateways(
+      {},
+      {
+        hooks: {
+          onBeforeRequest: async () => {
+            entered();
+            await gate;
+          },
+        },
+      },
+    );
     const threadId = `admitting-${kind}`;
     const calls = fake.requests.length;
     const run = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=5]')], { threadId }) });
@@ -254,7 +338,9 @@ describe.each(STORES)('threads %s', (kind, storeOptions) => {
   it('interrupts the active run instead of refusing, with onBusy "interrupt"', async () => {
     const { a, b } = await gateways({ onBusy: 'interrupt' });
     const threadId = `interrupt-${kind}`;
-    const first = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=500] [delay=20]')], { threadId }) });
+    const first = watch(a.wsUrl, COPILOT_RUN, {
+      data: runInput([userMessage('[tokens=500] [delay=20]')], { threadId }),
+    });
     await first.received(3);
     const second = watch(b.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[tokens=2]')], { threadId }) });
     await Promise.all([first.done, second.done]);
@@ -266,7 +352,9 @@ describe.each(STORES)('threads %s', (kind, storeOptions) => {
   it('answers loadAgentState from the store for a thread an agent ran here, with the stock client', async () => {
     const { a, b } = await gateways();
     const threadId = `agent-${kind}`;
-    const run = watch(a.wsUrl, COPILOT_RUN, { data: runInput([userMessage('[state]', 'as1')], { threadId, agentSession: { agentName: 'researcher' } }) });
+    const run = watch(a.wsUrl, COPILOT_RUN, {
+      data: runInput([userMessage('[state]', 'as1')], { threadId, agentSession: { agentName: 'researcher' } }),
+    });
     await run.done;
     expect(run.events.at(-1).status.code).toBe('Success');
     const client = new CopilotRuntimeClient({ url: b.url });
@@ -282,23 +370,45 @@ describe.each(STORES)('threads %s', (kind, storeOptions) => {
       { id: expect.any(String), role: 'assistant', content: 'State updated. ' },
     ]);
     // A thread it never ran: the agent is asked (AG-UI agents keep no state: threadExists false).
-    const unknown = await client.loadAgentState({ threadId: 'unknown-agent-thread', agentName: 'researcher' }).toPromise();
+    const unknown = await client
+      .loadAgentState({ threadId: 'unknown-agent-thread', agentName: 'researcher' })
+      .toPromise();
     expect(unknown.data?.loadAgentState.threadExists).toBe(false);
     const restored = await thread(b.url, threadId);
-    expect(restored.agentStates).toEqual([{ agentName: 'researcher', nodeName: expect.any(String), state: JSON.stringify({ step: 2 }), running: expect.any(Boolean), runId: restored.runs[0].runId }]);
+    expect(restored.agentStates).toEqual([
+      {
+        agentName: 'researcher',
+        nodeName: expect.any(String),
+        state: JSON.stringify({ step: 2 }),
+        running: expect.any(Boolean),
+        runId: restored.runs[0].runId,
+      },
+    ]);
   });
 
   it('gives a repeated run id (the stock client sends the last one back) a new id rather than mixing two runs', async () => {
     const { a, b } = await gateways();
     const threadId = `rerun-${kind}`;
     const client = new CopilotRuntimeClient({ url: a.url });
-    const one = await client.generateCopilotResponse({ data: runInput([userMessage('[tokens=1]')], { threadId, runId: 'r-1' }) as any }).toPromise();
+    const one = await client
+      .generateCopilotResponse({ data: runInput([userMessage('[tokens=1]')], { threadId, runId: 'r-1' }) as any })
+      .toPromise();
     expect(one.data?.generateCopilotResponse.runId).toBe('r-1');
-    await until(() => thread(b.url, threadId), (t) => t?.runs[0]?.finishedAt, 'the first run recorded');
-    const two = await client.generateCopilotResponse({ data: runInput([userMessage('[tokens=1]')], { threadId, runId: 'r-1' }) as any }).toPromise();
+    await until(
+      () => thread(b.url, threadId),
+      (t) => t?.runs[0]?.finishedAt,
+      'the first run recorded',
+    );
+    const two = await client
+      .generateCopilotResponse({ data: runInput([userMessage('[tokens=1]')], { threadId, runId: 'r-1' }) as any })
+      .toPromise();
     const second = two.data?.generateCopilotResponse.runId;
     expect(second).not.toBe('r-1');
-    const recorded = await until(() => thread(b.url, threadId), (t) => t?.runs[1]?.finishedAt, 'the second run recorded');
+    const recorded = await until(
+      () => thread(b.url, threadId),
+      (t) => t?.runs[1]?.finishedAt,
+      'the second run recorded',
+    );
     expect(recorded.runs.map((run: any) => run.runId)).toEqual(['r-1', second]);
   });
 });

@@ -94,10 +94,17 @@ describe.each(Object.entries(ways))('retries (%s)', (_way, answer) => {
   });
 
   it('gives up after maxRetries with UPSTREAM_UNAVAILABLE, naming the upstream but not its URL', async () => {
-    handler = (_req, res) => res.writeHead(503, { 'content-type': 'application/json' }).end('{"detail":"down for maintenance at http://10.0.0.7:8000"}');
+    handler = (_req, res) =>
+      res
+        .writeHead(503, { 'content-type': 'application/json' })
+        .end('{"detail":"down for maintenance at http://10.0.0.7:8000"}');
     const error = await failure(answer(call({ policy: fast({ maxRetries: 3 }) })));
     expect(calls).toBe(4);
-    expect(error).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', message: 'Agent "crew" failed (HTTP 503).', details: { upstreamStatus: 503 } });
+    expect(error).toMatchObject({
+      code: 'UPSTREAM_UNAVAILABLE',
+      message: 'Agent "crew" failed (HTTP 503).',
+      details: { upstreamStatus: 503 },
+    });
     expect(JSON.stringify(error.toJSON())).not.toMatch(/127\.0\.0\.1|10\.0\.0\.7/);
   });
 
@@ -108,11 +115,13 @@ describe.each(Object.entries(ways))('retries (%s)', (_way, answer) => {
   });
 
   it.each([400, 401, 404, 422])('does not retry %i, and says what the upstream refused', async (status) => {
-    handler = (_req, res) => res.writeHead(status, { 'content-type': 'application/json' }).end('{"error":"name is required"}');
+    handler = (_req, res) =>
+      res.writeHead(status, { 'content-type': 'application/json' }).end('{"error":"name is required"}');
     const error = await failure(answer(call()));
     expect(calls).toBe(1);
     expect(error.code).toBe(status === 401 ? 'UPSTREAM_AUTHENTICATION_FAILED' : 'UPSTREAM_REJECTED');
-    if (status !== 401) expect(error.message).toBe(`Agent "crew" rejected the request (HTTP ${status}): name is required`);
+    if (status !== 401)
+      expect(error.message).toBe(`Agent "crew" rejected the request (HTTP ${status}): name is required`);
   });
 
   it('honours Retry-After in seconds, and a long one only up to maxRetryAfterMs', async () => {
@@ -123,7 +132,8 @@ describe.each(Object.entries(ways))('retries (%s)', (_way, answer) => {
   });
 
   it('honours Retry-After as an HTTP date', async () => {
-    handler = (_req, res, n) => (n === 1 ? res.writeHead(503, { 'retry-after': new Date(Date.now() - 1000).toUTCString() }).end() : res.end('ok'));
+    handler = (_req, res, n) =>
+      n === 1 ? res.writeHead(503, { 'retry-after': new Date(Date.now() - 1000).toUTCString() }).end() : res.end('ok');
     await answer(call());
     expect(calls).toBe(2);
   });
@@ -132,7 +142,10 @@ describe.each(Object.entries(ways))('retries (%s)', (_way, answer) => {
     handler = (_req, res) => res.writeHead(429, { 'retry-after': '5' }).end();
     const error = await failure(answer(call({ policy: fast({ totalTimeoutMs: 1000 }) })));
     expect(calls).toBe(1);
-    expect(error).toMatchObject({ code: 'UPSTREAM_RATE_LIMITED', details: { upstreamStatus: 429, retryAfterSeconds: 5 } });
+    expect(error).toMatchObject({
+      code: 'UPSTREAM_RATE_LIMITED',
+      details: { upstreamStatus: 429, retryAfterSeconds: 5 },
+    });
   });
 
   it('retries an attempt that gets no answer in time, then fails with UPSTREAM_TIMEOUT', async () => {
@@ -154,9 +167,18 @@ describe.each(Object.entries(ways))('retries (%s)', (_way, answer) => {
     const port = (closed.address() as AddressInfo).port;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
     const retries: unknown[] = [];
-    const logger = { ...silentLogger, info: (fields: unknown) => retries.push(fields), warn: () => {} } as unknown as typeof silentLogger;
-    const error = await failure(answer(call({ url: `http://127.0.0.1:${port}/info`, logger, policy: fast({ maxRetries: 2 }) })));
-    expect(error).toMatchObject({ code: 'UPSTREAM_UNREACHABLE', message: 'Agent "crew" could not be reached (connection refused).' });
+    const logger = {
+      ...silentLogger,
+      info: (fields: unknown) => retries.push(fields),
+      warn: () => {},
+    } as unknown as typeof silentLogger;
+    const error = await failure(
+      answer(call({ url: `http://127.0.0.1:${port}/info`, logger, policy: fast({ maxRetries: 2 }) })),
+    );
+    expect(error).toMatchObject({
+      code: 'UPSTREAM_UNREACHABLE',
+      message: 'Agent "crew" could not be reached (connection refused).',
+    });
     expect(retries).toHaveLength(2);
   });
 
@@ -179,7 +201,11 @@ describe.each(Object.entries(ways))('aborts (%s)', (way, answer) => {
     // Abort once the client has the 503 and starts waiting (it says so in its log).
     let waiting!: () => void;
     const isWaiting = new Promise<void>((resolve) => (waiting = resolve));
-    const logger = { ...silentLogger, info: (_fields: unknown, message: string) => message.endsWith('retrying') && waiting(), warn: () => {} } as unknown as typeof silentLogger;
+    const logger = {
+      ...silentLogger,
+      info: (_fields: unknown, message: string) => message.endsWith('retrying') && waiting(),
+      warn: () => {},
+    } as unknown as typeof silentLogger;
     const pending = answer(call({ signal: controller.signal, logger, policy: fast({ maxRetryAfterMs: 60_000 }) }));
     await isWaiting;
     controller.abort(new GatewayError('CLIENT_DISCONNECTED', 'gone'));
@@ -263,16 +289,28 @@ describe('streaming an answer', () => {
       res.once('close', closed);
     };
     const thrown = new GatewayError('UPSTREAM_BAD_RESPONSE', 'bad line');
-    expect(await failure(client.stream(call(), () => { throw thrown; }))).toBe(thrown);
+    expect(
+      await failure(
+        client.stream(call(), () => {
+          throw thrown;
+        }),
+      ),
+    ).toBe(thrown);
     await wasClosed;
     expect(calls).toBe(1);
   });
 
   it('gives no chunk of an error answer to the caller, and passes its explanation on', async () => {
-    handler = (_req, res) => res.writeHead(422, { 'content-type': 'application/json' }).end('{"error":{"message":"messages must not be empty"}}');
+    handler = (_req, res) =>
+      res
+        .writeHead(422, { 'content-type': 'application/json' })
+        .end('{"error":{"message":"messages must not be empty"}}');
     const chunks: Buffer[] = [];
     const error = await failure(client.stream(call(), (chunk) => chunks.push(chunk)));
-    expect(error).toMatchObject({ code: 'UPSTREAM_REJECTED', message: 'Agent "crew" rejected the request (HTTP 422): messages must not be empty' });
+    expect(error).toMatchObject({
+      code: 'UPSTREAM_REJECTED',
+      message: 'Agent "crew" rejected the request (HTTP 422): messages must not be empty',
+    });
     expect(chunks).toEqual([]);
   });
 
@@ -355,7 +393,7 @@ describe.each(Object.entries(ways))('calls that cannot be sent (%s)', (_way, ans
   });
 });
 
-describe('the caller\'s signal', () => {
+describe("the caller's signal", () => {
   it('is let go of once each call is over, however many calls share it', async () => {
     handler = (_req, res) => res.end('{"ok":true}');
     const controller = new AbortController();
@@ -363,7 +401,11 @@ describe('the caller\'s signal', () => {
     for (let i = 0; i < 12; i++) {
       await ways.request(call({ signal }));
       await ways.stream(call({ signal }));
-      const fetched = await client.fetchFor('test', fast(), silentLogger)(`${base}/x`, { method: 'POST', body: '{}', signal });
+      const fetched = await client.fetchFor(
+        'test',
+        fast(),
+        silentLogger,
+      )(`${base}/x`, { method: 'POST', body: '{}', signal });
       expect(await fetched.json()).toEqual({ ok: true });
     }
     expect(getEventListeners(signal, 'abort')).toHaveLength(0);
@@ -398,7 +440,7 @@ describe.each(Object.entries(ways))('error answers that stall (%s)', (_way, answ
     expect(error).toMatchObject({ code: 'UPSTREAM_REJECTED', details: { upstreamStatus: 400 } });
   });
 
-  it('lets the caller\'s abort end the wait', async () => {
+  it("lets the caller's abort end the wait", async () => {
     handler = stalledError(400);
     const controller = new AbortController();
     const pending = answer(call({ signal: controller.signal }));
@@ -406,7 +448,7 @@ describe.each(Object.entries(ways))('error answers that stall (%s)', (_way, answ
     expect(await failure(pending)).toMatchObject({ code: 'CLIENT_DISCONNECTED' });
   });
 
-  it('does not wait for a declined answer\'s body before retrying', async () => {
+  it("does not wait for a declined answer's body before retrying", async () => {
     handler = (req, res, n) => (n === 1 ? stalledError(503)(req, res) : res.end('{"ok":true}'));
     expect(await client.json(call())).toEqual({ ok: true });
     expect(calls).toBe(2);
@@ -434,14 +476,19 @@ describe('connections', () => {
     handler = (_req, res) => res.end('{"actions":[]}');
     expect(await client.json(call())).toEqual({ actions: [] });
     handler = (_req, res) => res.end('<html>oops</html>');
-    expect(await failure(client.json(call()))).toMatchObject({ code: 'UPSTREAM_BAD_RESPONSE', message: 'Agent "crew" answered with something that is not JSON.' });
+    expect(await failure(client.json(call()))).toMatchObject({
+      code: 'UPSTREAM_BAD_RESPONSE',
+      message: 'Agent "crew" answered with something that is not JSON.',
+    });
   });
 });
 
 describe('the retry policy', () => {
   it('waits a random time up to a ceiling that doubles and is capped', () => {
     const policy = retryPolicy({ baseDelayMs: 100, maxDelayMs: 1000 }, 'p');
-    expect([0, 1, 2, 3, 4, 5].map((retry) => backoffDelay(policy, retry, () => 1))).toEqual([100, 200, 400, 800, 1000, 1000]);
+    expect([0, 1, 2, 3, 4, 5].map((retry) => backoffDelay(policy, retry, () => 1))).toEqual([
+      100, 200, 400, 800, 1000, 1000,
+    ]);
     expect(backoffDelay(policy, 3, () => 0)).toBe(0);
     expect(backoffDelay(policy, 3, () => 0.5)).toBe(400);
   });
@@ -456,8 +503,12 @@ describe('the retry policy', () => {
   });
 
   it('refuses a policy it cannot follow, saying what to fix', () => {
-    expect(() => retryPolicy({ maxRetries: -1 }, 'remoteEndpoints[0].retry')).toThrow('remoteEndpoints[0].retry.maxRetries must be a whole number from 0 to 20 (got -1).');
-    expect(() => retryPolicy({ retryStatuses: [99] } as never, 'p')).toThrow('p.retryStatuses must be an array of HTTP statuses such as [429, 503].');
+    expect(() => retryPolicy({ maxRetries: -1 }, 'remoteEndpoints[0].retry')).toThrow(
+      'remoteEndpoints[0].retry.maxRetries must be a whole number from 0 to 20 (got -1).',
+    );
+    expect(() => retryPolicy({ retryStatuses: [99] } as never, 'p')).toThrow(
+      'p.retryStatuses must be an array of HTTP statuses such as [429, 503].',
+    );
     expect(() => retryPolicy({ retries: 2 } as never, 'p')).toThrow(/Unknown option p\.retries/);
   });
 });
@@ -500,25 +551,39 @@ describe('reading JSON lines', () => {
 describe('SdkAttempts (the retries a provider SDK makes on its own, seen through its fetch)', () => {
   const run = async (outcomes: (number | Error)[]) => {
     const retries: string[] = [];
-    const attempts = new SdkAttempts('the model provider (Test)', (who, reason) => void retries.push(`${who}: ${reason}`), silentLogger);
+    const attempts = new SdkAttempts(
+      'the model provider (Test)',
+      (who, reason) => void retries.push(`${who}: ${reason}`),
+      silentLogger,
+    );
     for (const outcome of outcomes) {
-      await attempts.send(async () => {
-        if (outcome instanceof Error) throw outcome;
-        return { status: outcome };
-      }).catch(() => undefined);
+      await attempts
+        .send(async () => {
+          if (outcome instanceof Error) throw outcome;
+          return { status: outcome };
+        })
+        .catch(() => undefined);
     }
     return retries;
   };
 
   it('reports an attempt that follows a failed one, with why that one failed', async () => {
     expect(await run([200])).toEqual([]);
-    expect(await run([503, 429, 200])).toEqual(['the model provider (Test): HTTP 503', 'the model provider (Test): HTTP 429']);
-    const refused = Object.assign(new TypeError('fetch failed'), { cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) });
+    expect(await run([503, 429, 200])).toEqual([
+      'the model provider (Test): HTTP 503',
+      'the model provider (Test): HTTP 429',
+    ]);
+    const refused = Object.assign(new TypeError('fetch failed'), {
+      cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
+    });
     const timedOut = Object.assign(new Error('This operation was aborted'), { name: 'AbortError' });
-    expect(await run([refused, timedOut, 200])).toEqual(['the model provider (Test): UPSTREAM_UNREACHABLE', 'the model provider (Test): UPSTREAM_TIMEOUT']);
+    expect(await run([refused, timedOut, 200])).toEqual([
+      'the model provider (Test): UPSTREAM_UNREACHABLE',
+      'the model provider (Test): UPSTREAM_TIMEOUT',
+    ]);
   });
 
-  it('does not count as a retry an attempt that follows a successful one (Gemini\'s automatic continuation)', async () => {
+  it("does not count as a retry an attempt that follows a successful one (Gemini's automatic continuation)", async () => {
     expect(await run([200, 200, 200])).toEqual([]);
     expect(await run([200, 503, 200])).toEqual(['the model provider (Test): HTTP 503']);
   });

@@ -20,7 +20,11 @@ const schema = buildSchema();
 const WIRE = parse(readFileSync(new URL('./fixtures/client-mutation.graphql', import.meta.url), 'utf8'));
 
 /** The executor's coercion of an operation's variables: its values, or undefined where it reports errors. */
-function executorCoercion(document: DocumentNode, inputs: Record<string, unknown>, onSchema = schema): Record<string, unknown> | undefined {
+function executorCoercion(
+  document: DocumentNode,
+  inputs: Record<string, unknown>,
+  onSchema = schema,
+): Record<string, unknown> | undefined {
   const operation = getOperationAST(document)!;
   const result = getVariableValues(onSchema, operation.variableDefinitions ?? [], inputs, { maxErrors: 50 });
   return result.errors ? undefined : result.coerced;
@@ -44,7 +48,9 @@ const INPUT = { metadata: { requestType: 'Chat' }, messages: [MESSAGE], frontend
 
 describe("an operation's variable coercer", () => {
   it("gives the stock client's variables exactly as the executor coerces them", () => {
-    const stock = JSON.parse(readFileSync(new URL('../bench/stock-request.json', import.meta.url), 'utf8')) as { variables: Record<string, unknown> };
+    const stock = JSON.parse(readFileSync(new URL('../bench/stock-request.json', import.meta.url), 'utf8')) as {
+      variables: Record<string, unknown>;
+    };
     const { executor, ours } = both(WIRE, stock.variables);
     expect(executor).toBeDefined();
     expectSame(ours, executor);
@@ -59,18 +65,23 @@ describe("an operation's variable coercer", () => {
     let refused = 0;
     let accepted = 0;
     fc.assert(
-      fc.property(copilotInputArb, corruptionsArb, fc.option(fc.oneof(fc.constant({ a: 1 }), wrongValueArb), { nil: undefined }), (input, corruptions, properties) => {
-        const variables: Record<string, unknown> = { data: corrupt(input, corruptions) };
-        if (properties !== undefined) variables.properties = properties;
-        const { executor, ours } = both(WIRE, variables);
-        if (executor === undefined) {
-          refused++;
-          expect(ours).toBeUndefined();
-        } else {
-          accepted++;
-          expectSame(ours, executor);
-        }
-      }),
+      fc.property(
+        copilotInputArb,
+        corruptionsArb,
+        fc.option(fc.oneof(fc.constant({ a: 1 }), wrongValueArb), { nil: undefined }),
+        (input, corruptions, properties) => {
+          const variables: Record<string, unknown> = { data: corrupt(input, corruptions) };
+          if (properties !== undefined) variables.properties = properties;
+          const { executor, ours } = both(WIRE, variables);
+          if (executor === undefined) {
+            refused++;
+            expect(ours).toBeUndefined();
+          } else {
+            accepted++;
+            expectSame(ours, executor);
+          }
+        },
+      ),
       { numRuns: 400, seed: 7 },
     );
     // Both kinds of input were tried.
@@ -80,12 +91,18 @@ describe("an operation's variable coercer", () => {
 
   it.each([
     ['a single message where a list is expected (a list of one)', { data: { ...INPUT, messages: MESSAGE } }],
-    ['a single string where a list of strings is expected', { data: { ...INPUT, forwardedParameters: { stop: 'END' } } }],
+    [
+      'a single string where a list of strings is expected',
+      { data: { ...INPUT, forwardedParameters: { stop: 'END' } } },
+    ],
     ['null for a nullable list and a nullable object', { data: { ...INPUT, agentStates: null, cloud: null } }],
     ['null for a nullable variable', { data: INPUT, properties: null }],
     ['no value for a nullable variable', { data: INPUT }],
     ['an unknown key', { data: { ...INPUT, nope: 1 } }],
-    ['an unknown key deep inside', { data: { ...INPUT, messages: [{ ...MESSAGE, textMessage: { ...MESSAGE.textMessage, nope: 1 } }] } }],
+    [
+      'an unknown key deep inside',
+      { data: { ...INPUT, messages: [{ ...MESSAGE, textMessage: { ...MESSAGE.textMessage, nope: 1 } }] } },
+    ],
     ['a missing required field', { data: { metadata: { requestType: 'Chat' }, frontend: { actions: [] } } }],
     ['null for a required field', { data: { ...INPUT, frontend: null } }],
     ['null for a required list item', { data: { ...INPUT, messages: [MESSAGE, null] } }],
@@ -107,7 +124,9 @@ describe("an operation's variable coercer", () => {
   });
 
   it("fills in a variable's default value, and gives up where graphql-js's rules are not copied (a @oneOf input)", () => {
-    const withDefault = parse('query ($data: LoadAgentStateInput! = {threadId: "t", agentName: "a"}, $other: String = "x") { loadAgentState(data: $data) { threadId } }');
+    const withDefault = parse(
+      'query ($data: LoadAgentStateInput! = {threadId: "t", agentName: "a"}, $other: String = "x") { loadAgentState(data: $data) { threadId } }',
+    );
     const absent = both(withDefault, {});
     expect(absent.executor).toEqual({ data: { threadId: 't', agentName: 'a' }, other: 'x' });
     expectSame(absent.ours, absent.executor);
@@ -143,21 +162,40 @@ describe('executing with coerced variables', () => {
       JSON: JSONResolver,
       Query: {
         echo: (_source: unknown, args: unknown, _context: unknown, info: GraphQLResolveInfo) => {
-          seen.push({ args, declared: (info.operation.variableDefinitions ?? []).map((definition) => print(definition.type)) });
+          seen.push({
+            args,
+            declared: (info.operation.variableDefinitions ?? []).map((definition) => print(definition.type)),
+          });
           return JSON.stringify(args);
         },
       },
     },
   });
-  const document = parse('query Echo($item: Item!, $items: [Item!], $count: Int = 5, $flag: Boolean!) { echo(item: $item, items: $items, count: $count, flag: $flag) @include(if: $flag) }');
+  const document = parse(
+    'query Echo($item: Item!, $items: [Item!], $count: Int = 5, $flag: Boolean!) { echo(item: $item, items: $items, count: $count, flag: $flag) @include(if: $flag) }',
+  );
 
   it("runs the operation on the values the executor would have coerced, through the variables' pass-through copy", async () => {
     const variables = { item: { name: 'a' }, items: { name: 'b', tags: 'x' }, flag: true };
     seen.length = 0;
-    const ours = await executeIncrementally({ schema: echo, document, variableValues: variables, operationName: 'Echo' });
+    const ours = await executeIncrementally({
+      schema: echo,
+      document,
+      variableValues: variables,
+      operationName: 'Echo',
+    });
     const executors = await execute({ schema: echo, document, variableValues: variables, operationName: 'Echo' });
     expect(ours).toEqual(executors);
-    expect(ours).toEqual({ data: { echo: JSON.stringify({ item: { name: 'a', tags: ['none'] }, items: [{ name: 'b', tags: ['x'] }], count: 5, flag: true }) } });
+    expect(ours).toEqual({
+      data: {
+        echo: JSON.stringify({
+          item: { name: 'a', tags: ['none'] },
+          items: [{ name: 'b', tags: ['x'] }],
+          count: 5,
+          flag: true,
+        }),
+      },
+    });
     // The first run went through the copy (the executor saw JSON variables), the second through the original.
     expect(seen.map((call) => call.declared)).toEqual([
       ['JSON', 'JSON', 'JSON', 'JSON'],
@@ -166,14 +204,31 @@ describe('executing with coerced variables', () => {
     expect(seen[0].args).toEqual(seen[1].args);
     // A directive's variable is read the same way: with the field left out, nothing runs.
     seen.length = 0;
-    expect(await executeIncrementally({ schema: echo, document, variableValues: { ...variables, flag: false }, operationName: 'Echo' })).toEqual({ data: {} });
+    expect(
+      await executeIncrementally({
+        schema: echo,
+        document,
+        variableValues: { ...variables, flag: false },
+        operationName: 'Echo',
+      }),
+    ).toEqual({ data: {} });
     expect(seen).toEqual([]);
   });
 
   it('leaves refused variables to the executor, whose errors come out as they are', async () => {
-    for (const variables of [{ item: { name: 1 }, flag: true }, { item: { name: 'a', nope: 1 }, flag: true }, { item: { name: 'a' } }, { item: null, flag: true }]) {
+    for (const variables of [
+      { item: { name: 1 }, flag: true },
+      { item: { name: 'a', nope: 1 }, flag: true },
+      { item: { name: 'a' } },
+      { item: null, flag: true },
+    ]) {
       seen.length = 0;
-      const ours = await executeIncrementally({ schema: echo, document, variableValues: variables, operationName: 'Echo' });
+      const ours = await executeIncrementally({
+        schema: echo,
+        document,
+        variableValues: variables,
+        operationName: 'Echo',
+      });
       const executors = await execute({ schema: echo, document, variableValues: variables, operationName: 'Echo' });
       expect((ours as { errors?: unknown[] }).errors?.length).toBeGreaterThan(0);
       expect(JSON.stringify(ours)).toBe(JSON.stringify(executors));

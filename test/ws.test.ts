@@ -7,7 +7,7 @@ import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { WS_RUN as RUN } from './support/documents.js';
 import { rawWsExchange } from './support/fuzz-client.js';
-import { eventually, runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
+import { runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
 import { nextMessage, withWsErrors } from '../src/transports/ws/messages.js';
 import { buildSchema } from '../src/graphql/schema.js';
 
@@ -17,12 +17,13 @@ const fake = new FakeOpenAI();
 let gateway: RunningGateway;
 let client: Client;
 
-
 beforeAll(async () => {
   const baseURL = await fake.start();
   gateway = await startGateway({
     adapter: new OpenAIAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0 }),
-    actions: [{ name: 'sayHello', description: 'Greets.', handler: ({ message }: { message: string }) => `Hello, ${message}!` }],
+    actions: [
+      { name: 'sayHello', description: 'Greets.', handler: ({ message }: { message: string }) => `Hello, ${message}!` },
+    ],
   });
   client = createClient({ url: gateway.wsUrl, webSocketImpl: WebSocket, retryAttempts: 0, lazy: true });
 });
@@ -49,7 +50,9 @@ function events(results: any[]) {
 
 describe('the copilotRun subscription over graphql-ws', () => {
   it('streams the run as ordered, typed events from RunStarted to RunFinished', async () => {
-    const list = events(await collect(RUN, { data: runInput([userMessage('[tokens=8] [delay=2]')], { threadId: 'thread-ws-1' }) }));
+    const list = events(
+      await collect(RUN, { data: runInput([userMessage('[tokens=8] [delay=2]')], { threadId: 'thread-ws-1' }) }),
+    );
     expect(list[0]).toMatchObject({ __typename: 'RunStartedEvent', sequence: 0, threadId: 'thread-ws-1' });
     expect(typeof list[0].runId).toBe('string');
     expect(list[1]).toMatchObject({ __typename: 'TextMessageStartEvent', role: 'assistant' });
@@ -57,13 +60,22 @@ describe('the copilotRun subscription over graphql-ws', () => {
     const contents = list.filter((e) => e.__typename === 'TextMessageContentEvent');
     expect(contents.every((e) => e.messageId === messageId)).toBe(true);
     expect(contents.map((e) => e.content).join('')).toBe(Array.from({ length: 8 }, (_, i) => `tok${i} `).join(''));
-    expect(list[list.length - 2]).toMatchObject({ __typename: 'TextMessageEndEvent', messageId, messageStatus: { __typename: 'SuccessMessageStatus' } });
-    expect(list[list.length - 1]).toMatchObject({ __typename: 'RunFinishedEvent', status: { __typename: 'SuccessResponseStatus' } });
+    expect(list[list.length - 2]).toMatchObject({
+      __typename: 'TextMessageEndEvent',
+      messageId,
+      messageStatus: { __typename: 'SuccessMessageStatus' },
+    });
+    expect(list[list.length - 1]).toMatchObject({
+      __typename: 'RunFinishedEvent',
+      status: { __typename: 'SuccessResponseStatus' },
+    });
     expect(list.map((e) => e.sequence)).toEqual(list.map((_, i) => i));
   });
 
   it('streams a server-side action, its result and the continuation', async () => {
-    const list = events(await collect(RUN, { data: runInput([userMessage('[tool=sayHello] [toolargs={"message":"Ann"}]')]) }));
+    const list = events(
+      await collect(RUN, { data: runInput([userMessage('[tool=sayHello] [toolargs={"message":"Ann"}]')]) }),
+    );
     const kinds = list.map((e) => e.__typename).filter((kind, i, all) => kind !== all[i - 1]);
     expect(kinds).toEqual([
       'RunStartedEvent',
@@ -77,7 +89,11 @@ describe('the copilotRun subscription over graphql-ws', () => {
       'RunFinishedEvent',
     ]);
     const result = list.find((e) => e.__typename === 'ActionExecutionResultEvent');
-    expect(result).toMatchObject({ actionName: 'sayHello', result: 'Hello, Ann!', messageId: `result-${result.actionExecutionId}` });
+    expect(result).toMatchObject({
+      actionName: 'sayHello',
+      result: 'Hello, Ann!',
+      messageId: `result-${result.actionExecutionId}`,
+    });
   });
 
   it('rejects an invalid input with a typed error and starts nothing', async () => {
@@ -97,7 +113,11 @@ describe('the copilotRun subscription over graphql-ws', () => {
     const long = `${'Grüße 👋 '.repeat(6000)}end`;
     const results: any[] = [];
     // Two operations in the document: without its operationName, graphql-js could not pick one.
-    const operation = { query: `${RUN}\nquery Other { hello }`, operationName: 'Run', variables: { data: runInput([userMessage(long, 'long-1')]) } };
+    const operation = {
+      query: `${RUN}\nquery Other { hello }`,
+      operationName: 'Run',
+      variables: { data: runInput([userMessage(long, 'long-1')]) },
+    };
     for await (const result of client.iterate(operation)) results.push(result);
     expect(events(results).at(-1)).toMatchObject({ __typename: 'RunFinishedEvent' });
     expect(fake.requests.at(-1).messages.at(-1)).toMatchObject({ role: 'user', content: long });
@@ -105,12 +125,20 @@ describe('the copilotRun subscription over graphql-ws', () => {
 
   it('keeps graphql-ws’s answers to subscribe messages: a reused id closes with 4409, a bad payload with 4400', async () => {
     const subscribe = (id: string, payload: unknown) => JSON.stringify({ id, type: 'subscribe', payload });
-    const slow = { query: RUN, variables: { data: runInput([userMessage(`[delay=200] ${'x'.repeat(400)}`)]) }, operationName: 'Run' };
+    const slow = {
+      query: RUN,
+      variables: { data: runInput([userMessage(`[delay=200] ${'x'.repeat(400)}`)]) },
+      operationName: 'Run',
+    };
     const reused = await rawWsExchange(gateway.wsUrl, [subscribe('same', slow), subscribe('same', slow)]);
     expect(reused.closeCode).toBe(4409);
-    const badVariables = await rawWsExchange(gateway.wsUrl, [subscribe('bad', { query: `${RUN}${' '.repeat(400)}`, variables: [1, 2] })]);
+    const badVariables = await rawWsExchange(gateway.wsUrl, [
+      subscribe('bad', { query: `${RUN}${' '.repeat(400)}`, variables: [1, 2] }),
+    ]);
     expect(badVariables.closeCode).toBe(4400);
-    const badName = await rawWsExchange(gateway.wsUrl, [subscribe('bad', { query: `${RUN}${' '.repeat(400)}`, operationName: 7 })]);
+    const badName = await rawWsExchange(gateway.wsUrl, [
+      subscribe('bad', { query: `${RUN}${' '.repeat(400)}`, operationName: 7 }),
+    ]);
     expect(badName.closeCode).toBe(4400);
   });
 });
@@ -130,12 +158,21 @@ describe('queries and the mutation over graphql-ws', () => {
       for await (const result of single.iterate({ query })) results.push(result);
       return results;
     };
-    const keepAlive = single.iterate({ query: RUN, variables: { data: runInput([userMessage('[tokens=50] [delay=20]')]) } });
+    const keepAlive = single.iterate({
+      query: RUN,
+      variables: { data: runInput([userMessage('[tokens=50] [delay=20]')]) },
+    });
     await keepAlive.next(); // one operation in flight on the socket while the bad ones arrive
     const syntax = await run('{ hello').catch((errors) => errors);
-    expect(syntax[0]).toMatchObject({ message: expect.stringMatching(/Syntax Error/), extensions: { code: 'GRAPHQL_PARSE_FAILED' } });
+    expect(syntax[0]).toMatchObject({
+      message: expect.stringMatching(/Syntax Error/),
+      extensions: { code: 'GRAPHQL_PARSE_FAILED' },
+    });
     const invalid = await run('{ nope }').catch((errors) => errors);
-    expect(invalid[0]).toMatchObject({ message: expect.stringMatching(/nope/), extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } });
+    expect(invalid[0]).toMatchObject({
+      message: expect.stringMatching(/nope/),
+      extensions: { code: 'GRAPHQL_VALIDATION_FAILED' },
+    });
     expect(await run('{ hello }')).toEqual([{ data: { hello: 'Hello World' } }]);
     expect(opened).toHaveLength(1);
     expect(closed).toHaveLength(0);
@@ -177,22 +214,26 @@ describe('urql over graphql-ws', () => {
       exchanges: [
         subscriptionExchange({
           forwardSubscription: (request) => ({
-            subscribe: (sink) => ({ unsubscribe: wsClient.subscribe({ ...request, query: request.query ?? '' }, sink as any) }),
+            subscribe: (sink) => ({
+              unsubscribe: wsClient.subscribe({ ...request, query: request.query ?? '' }, sink as any),
+            }),
           }),
         }),
       ],
     });
     const seen: string[] = [];
     await new Promise<void>((resolve, reject) => {
-      const { unsubscribe } = urql.subscription(gql(RUN), { data: runInput([userMessage('[tokens=3]')]) }).subscribe((result) => {
-        if (result.error) return reject(result.error);
-        const event = result.data.copilotRun;
-        seen.push(event.__typename);
-        if (event.__typename === 'RunFinishedEvent') {
-          unsubscribe();
-          resolve();
-        }
-      });
+      const { unsubscribe } = urql
+        .subscription(gql(RUN), { data: runInput([userMessage('[tokens=3]')]) })
+        .subscribe((result) => {
+          if (result.error) return reject(result.error);
+          const event = result.data.copilotRun;
+          seen.push(event.__typename);
+          if (event.__typename === 'RunFinishedEvent') {
+            unsubscribe();
+            resolve();
+          }
+        });
     });
     await wsClient.dispose();
     expect(seen[0]).toBe('RunStartedEvent');
@@ -207,8 +248,19 @@ describe('pushed subscriptions write the next messages graphql-ws writes', () =>
     // of ours; the transport's pushed path must frame each one the same, byte for byte.
     const results = [
       { data: { copilotRun: { __typename: 'RunStartedEvent', sequence: 0 } } },
-      { data: { copilotRun: { __typename: 'TextMessageContentEvent', content: 'a "quoted" \u2603\n' } }, errors: undefined },
-      { data: null, errors: [new GraphQLError('boom', { path: ['copilotRun', 'content'], extensions: { code: 'INTERNAL_SERVER_ERROR', http: { status: 500 } } })] },
+      {
+        data: { copilotRun: { __typename: 'TextMessageContentEvent', content: 'a "quoted" \u2603\n' } },
+        errors: undefined,
+      },
+      {
+        data: null,
+        errors: [
+          new GraphQLError('boom', {
+            path: ['copilotRun', 'content'],
+            extensions: { code: 'INTERNAL_SERVER_ERROR', http: { status: 500 } },
+          }),
+        ],
+      },
       { data: { copilotRun: null }, errors: [] },
       { data: { copilotRun: { __typename: 'RunFinishedEvent' } }, extensions: { cost: 1 } },
     ] as any[];

@@ -43,7 +43,10 @@ export class ActionCatalog {
       for (const action of source.actions()) {
         const existing = byName?.get(action.name);
         if (existing) {
-          logger?.debug({ action: action.name, kept: existing.source, dropped: action.source }, 'two actions share a name; the first is kept');
+          logger?.debug(
+            { action: action.name, kept: existing.source, dropped: action.source },
+            'two actions share a name; the first is kept',
+          );
           continue;
         }
         (byName ??= new Map()).set(action.name, action);

@@ -27,7 +27,11 @@ class ActionTimeout extends Error {}
  * run: its result is the reference runtime's error form `{"error":{code,message},"result":""}`.
  * The one thing this throws is the run's abort reason, once the run has been aborted.
  */
-export async function executeAction(action: ExecutableAction, rawArguments: string, context: ExecutionContext): Promise<string> {
+export async function executeAction(
+  action: ExecutableAction,
+  rawArguments: string,
+  context: ExecutionContext,
+): Promise<string> {
   const runSignal = context.signal;
   runSignal.throwIfAborted();
   const parsed = parseActionArguments(rawArguments, action.parameters);
@@ -70,10 +74,16 @@ export async function executeAction(action: ExecutableAction, rawArguments: stri
     runSignal.throwIfAborted();
     if (error === timeout) {
       logger.warn({ action: action.name, timeoutMs: context.timeoutMs }, 'action timed out');
-      return actionErrorResult('ACTION_TIMEOUT', `Action "${action.name}" did not finish within ${context.timeoutMs} ms.`);
+      return actionErrorResult(
+        'ACTION_TIMEOUT',
+        `Action "${action.name}" did not finish within ${context.timeoutMs} ms.`,
+      );
     }
     if (error instanceof GatewayError) {
-      logger.warn({ action: action.name, code: error.code, cause: (error.cause as Error | undefined)?.message }, `action failed: ${error.message}`);
+      logger.warn(
+        { action: action.name, code: error.code, cause: (error.cause as Error | undefined)?.message },
+        `action failed: ${error.message}`,
+      );
       return actionErrorResult(error.code, error.message);
     }
     logger.warn({ err: error, action: action.name }, 'server-side action failed');

@@ -14,11 +14,13 @@ export interface McpServerOptions {
 
 type McpSdk = {
   Client: typeof import('@modelcontextprotocol/sdk/client/index.js').Client;
-  StreamableHTTPClientTransport: typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js').StreamableHTTPClientTransport;
+  StreamableHTTPClientTransport: StreamableHttpModule['StreamableHTTPClientTransport'];
   SSEClientTransport: typeof import('@modelcontextprotocol/sdk/client/sse.js').SSEClientTransport;
-  ToolListChangedNotificationSchema: typeof import('@modelcontextprotocol/sdk/types.js').ToolListChangedNotificationSchema;
-  McpError: typeof import('@modelcontextprotocol/sdk/types.js').McpError;
+  ToolListChangedNotificationSchema: McpTypesModule['ToolListChangedNotificationSchema'];
+  McpError: McpTypesModule['McpError'];
 };
+type StreamableHttpModule = typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+type McpTypesModule = typeof import('@modelcontextprotocol/sdk/types.js');
 /** The MCP SDK, loaded when the first MCP server is: most gateways have none. */
 const loadSdk = loadOnFirstUse(async (): Promise<McpSdk> => {
   // One module after the other: the modules share dependencies, and some loaders (jest's) do not
@@ -132,7 +134,10 @@ export class McpServer implements ActionSource {
     });
     timeout.catch(() => {});
     try {
-      const tools = await Promise.race([this.handshake(sdk, url, requestInit, (attempt) => (current = attempt)), timeout]);
+      const tools = await Promise.race([
+        this.handshake(sdk, url, requestInit, (attempt) => (current = attempt)),
+        timeout,
+      ]);
       clearTimeout(timer);
       const client = current!;
       if (this.closed) {
@@ -147,14 +152,19 @@ export class McpServer implements ActionSource {
           (listed) => {
             if (this.client === client) this.tools = listed;
           },
-          (error: unknown) => this.logger.warn({ mcpServer: this.label, err: error }, 'could not list the MCP server\'s tools again'),
+          (error: unknown) =>
+            this.logger.warn({ mcpServer: this.label, err: error }, "could not list the MCP server's tools again"),
         );
       });
       this.client = client;
       this.tools = tools;
       this.watch(client);
       this.failures = 0;
-      if (this.down) this.logger.info({ mcpServer: this.label, tools: tools.length }, 'MCP server reachable again; its tools are offered');
+      if (this.down)
+        this.logger.info(
+          { mcpServer: this.label, tools: tools.length },
+          'MCP server reachable again; its tools are offered',
+        );
       else this.logger.info({ mcpServer: this.label, tools: tools.map((tool) => tool.name) }, 'MCP server connected');
       this.down = false;
     } catch (error) {
@@ -165,7 +175,12 @@ export class McpServer implements ActionSource {
   }
 
   /** Connects over Streamable HTTP, or over HTTP+SSE when the server refuses it, and lists the tools. */
-  private async handshake(sdk: McpSdk, url: URL, requestInit: RequestInit, use: (client: Client) => void): Promise<ExecutableAction[]> {
+  private async handshake(
+    sdk: McpSdk,
+    url: URL,
+    requestInit: RequestInit,
+    use: (client: Client) => void,
+  ): Promise<ExecutableAction[]> {
     let client = new sdk.Client({ name: 'copilot-gateway', version: '1' });
     use(client);
     try {
@@ -192,7 +207,10 @@ export class McpServer implements ActionSource {
       for (const tool of page.tools) {
         if (!TOOL_NAME.test(tool.name)) {
           // Model providers refuse such a name, and one of them would fail every model call.
-          this.logger.warn({ mcpServer: this.label, tool: tool.name.slice(0, 100) }, 'MCP tool not offered: its name is not 1 to 64 letters, digits, "_" or "-"');
+          this.logger.warn(
+            { mcpServer: this.label, tool: tool.name.slice(0, 100) },
+            'MCP tool not offered: its name is not 1 to 64 letters, digits, "_" or "-"',
+          );
           continue;
         }
         actions.push({
@@ -231,7 +249,11 @@ export class McpServer implements ActionSource {
     if (this.closed) return;
     this.failures++;
     this.retryAt = Date.now() + Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** (this.failures - 1));
-    if (!this.down) this.logger.warn({ mcpServer: this.label, reason }, 'MCP server unreachable; its tools are withdrawn until it is back');
+    if (!this.down)
+      this.logger.warn(
+        { mcpServer: this.label, reason },
+        'MCP server unreachable; its tools are withdrawn until it is back',
+      );
     this.down = true;
   }
 
@@ -242,7 +264,8 @@ export class McpServer implements ActionSource {
     for (let attempt = 1; result === undefined; attempt++) {
       await this.connect();
       const client = this.client;
-      if (!client) throw new UpstreamError('UPSTREAM_UNREACHABLE', `The MCP server of the tool "${name}" cannot be reached.`);
+      if (!client)
+        throw new UpstreamError('UPSTREAM_UNREACHABLE', `The MCP server of the tool "${name}" cannot be reached.`);
       try {
         result = await client.callTool({ name, arguments: args }, undefined, { signal: context.signal });
       } catch (error) {
@@ -255,7 +278,9 @@ export class McpServer implements ActionSource {
           this.retryAt = 0;
           continue;
         }
-        throw new UpstreamError('UPSTREAM_UNREACHABLE', `The MCP server of the tool "${name}" could not be reached.`, { cause: error });
+        throw new UpstreamError('UPSTREAM_UNREACHABLE', `The MCP server of the tool "${name}" could not be reached.`, {
+          cause: error,
+        });
       }
     }
     const text = resultText(result);
@@ -269,7 +294,8 @@ function resultText(result: Awaited<ReturnType<Client['callTool']>>): string {
   const texts = content.flatMap((part) => (part?.type === 'text' && typeof part.text === 'string' ? [part.text] : []));
   if (texts.length) return texts.join('\n');
   if (result.structuredContent !== undefined) return JSON.stringify(result.structuredContent);
-  if ('toolResult' in result && result.toolResult !== undefined) return typeof result.toolResult === 'string' ? result.toolResult : JSON.stringify(result.toolResult);
+  if ('toolResult' in result && result.toolResult !== undefined)
+    return typeof result.toolResult === 'string' ? result.toolResult : JSON.stringify(result.toolResult);
   return content.length ? JSON.stringify(content) : '';
 }
 

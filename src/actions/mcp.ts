@@ -41,7 +41,9 @@ export class McpServers {
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.configured, ...this.fromClients.values(), ...this.evicted].map((server) => server.close()));
+    await Promise.all(
+      [...this.configured, ...this.fromClients.values(), ...this.evicted].map((server) => server.close()),
+    );
     this.fromClients.clear();
     this.evicted.clear();
   }
@@ -54,7 +56,9 @@ export class McpServers {
     const named = this.allowClientServers === false ? [] : this.named(properties);
     // Only servers on their first attempt are waited for; the others are offered as they are now
     // (a server that is down is retried in the background, after its backoff).
-    const pending = [...this.configured, ...named].filter((server) => !server.settled).map((server) => server.connect());
+    const pending = [...this.configured, ...named]
+      .filter((server) => !server.settled)
+      .map((server) => server.connect());
     if (pending.length) await waitAtMost(Promise.all(pending), this.waitMs);
     return named;
   }
@@ -76,7 +80,11 @@ export class McpServers {
     return list.map((entry, index) => {
       const endpoint = (entry as { endpoint?: unknown })?.endpoint;
       const apiKey = (entry as { apiKey?: unknown })?.apiKey;
-      if (typeof endpoint !== 'string' || !isHttpUrl(endpoint) || (apiKey !== undefined && typeof apiKey !== 'string')) {
+      if (
+        typeof endpoint !== 'string' ||
+        !isHttpUrl(endpoint) ||
+        (apiKey !== undefined && typeof apiKey !== 'string')
+      ) {
         throw new BadUserInputError(
           `properties.mcpServers[${index}] must be {endpoint: an http(s) URL, apiKey?: a string}.`,
           { field: `properties.mcpServers[${index}]` },
@@ -96,7 +104,10 @@ export class McpServers {
       if (server) {
         this.fromClients.delete(key);
       } else {
-        server = new McpServer({ url: endpoint, headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {} }, this.logger);
+        server = new McpServer(
+          { url: endpoint, headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {} },
+          this.logger,
+        );
       }
       this.fromClients.set(key, server);
       if (this.fromClients.size > MAX_KEPT_CLIENT_SERVERS) {
@@ -117,15 +128,20 @@ export class McpServers {
 /** Checks `mcpServers` options (a mistake is a ConfigurationError). */
 export function resolveMcpServers(value: unknown): McpServerOptions[] {
   if (value === undefined) return [];
-  if (!Array.isArray(value)) throw new ConfigurationError('options.mcpServers must be an array of URLs or {url, headers}.');
+  if (!Array.isArray(value))
+    throw new ConfigurationError('options.mcpServers must be an array of URLs or {url, headers}.');
   return value.map((entry, index) => {
     const server = typeof entry === 'string' ? { url: entry } : (entry as McpServerOptions);
     if (typeof server?.url !== 'string' || !isHttpUrl(server.url)) {
-      throw new ConfigurationError(`options.mcpServers[${index}] must be an http(s) URL such as "http://localhost:8931/mcp", or {url, headers}.`);
+      throw new ConfigurationError(
+        `options.mcpServers[${index}] must be an http(s) URL such as "http://localhost:8931/mcp", or {url, headers}.`,
+      );
     }
     const ping = server.pingIntervalMs;
     if (ping !== undefined && (!Number.isSafeInteger(ping) || ping < 10)) {
-      throw new ConfigurationError(`options.mcpServers[${index}].pingIntervalMs must be a whole number of milliseconds, 10 or more.`);
+      throw new ConfigurationError(
+        `options.mcpServers[${index}].pingIntervalMs must be a whole number of milliseconds, 10 or more.`,
+      );
     }
     return { url: server.url, headers: server.headers ?? {}, ...(ping !== undefined ? { pingIntervalMs: ping } : {}) };
   });
@@ -141,10 +157,15 @@ export function mcpInstructions(actions: readonly ExecutableAction[]): string | 
   const lines = tools.map((tool) => {
     const required = Array.isArray(tool.parameters.required) ? (tool.parameters.required as string[]) : [];
     const properties = Object.keys((tool.parameters.properties as Record<string, unknown> | undefined) ?? {});
-    const params = properties.length ? ` Parameters: ${properties.map((name) => (required.includes(name) ? `${name} (required)` : name)).join(', ')}.` : '';
+    const params = properties.length
+      ? ` Parameters: ${properties.map((name) => (required.includes(name) ? `${name} (required)` : name)).join(', ')}.`
+      : '';
     return `- ${tool.name}: ${tool.description || 'no description.'}${params}`;
   });
-  return `These tools come from external services (Model Context Protocol servers). Call one when it helps answer the user, with arguments that match its schema, and use its result in your answer:\n${lines.join('\n')}`;
+  return (
+    `These tools come from external services (Model Context Protocol servers). Call one when it helps answer ` +
+    `the user, with arguments that match its schema, and use its result in your answer:\n${lines.join('\n')}`
+  );
 }
 
 async function waitAtMost(promise: Promise<unknown>, ms: number): Promise<void> {

@@ -44,7 +44,10 @@ export class ServerActionRegistry implements ActionSource {
       const parameters = action.parameters;
       if (
         parameters !== undefined &&
-        (parameters === null || typeof parameters !== 'object' || Array.isArray(parameters) || parameters.type !== 'object')
+        (parameters === null ||
+          typeof parameters !== 'object' ||
+          Array.isArray(parameters) ||
+          parameters.type !== 'object')
       ) {
         throw new ConfigurationError(
           `${where}.parameters must be a JSON Schema object with type "object" (action "${action.name}").`,

@@ -24,7 +24,10 @@ import { callArgsObject, imageMimeType } from './conversion.js';
  * - Images become base64 `image` blocks of a user turn; agent state messages are not for the model.
  * - Empty text is left out: the API refuses empty text blocks.
  */
-export function toAnthropicMessages(messages: readonly Message[]): { system: string | undefined; messages: MessageParam[] } {
+export function toAnthropicMessages(messages: readonly Message[]): {
+  system: string | undefined;
+  messages: MessageParam[];
+} {
   const system: string[] = [];
   const turns: { role: 'user' | 'assistant'; content: ContentBlockParam[] }[] = [];
   const last = () => turns[turns.length - 1];
@@ -34,7 +37,13 @@ export function toAnthropicMessages(messages: readonly Message[]): { system: str
     else turns.push({ role, content: [block] });
   };
   // The assistant turn holding the calls of one assistant message, and the user turn of their results.
-  let calls: { parent: string | null | undefined; callTurn: (typeof turns)[number]; resultTurn: (typeof turns)[number] | undefined } | undefined;
+  let calls:
+    | {
+        parent: string | null | undefined;
+        callTurn: (typeof turns)[number];
+        resultTurn: (typeof turns)[number] | undefined;
+      }
+    | undefined;
 
   for (const message of messages) {
     switch (message.kind) {
@@ -52,11 +61,23 @@ export function toAnthropicMessages(messages: readonly Message[]): { system: str
       }
       case 'image':
         calls = undefined;
-        push('user', { type: 'image', source: { type: 'base64', media_type: imageMimeType(message.format) as MediaType, data: message.bytes } });
+        push('user', {
+          type: 'image',
+          source: { type: 'base64', media_type: imageMimeType(message.format) as MediaType, data: message.bytes },
+        });
         break;
       case 'actionExecution': {
-        const block: ToolUseBlockParam = { type: 'tool_use', id: message.id, name: message.name, input: callArgsObject(message.arguments) };
-        const sameMessage = calls && message.parentMessageId != null && message.parentMessageId === calls.parent && calls.resultTurn === last();
+        const block: ToolUseBlockParam = {
+          type: 'tool_use',
+          id: message.id,
+          name: message.name,
+          input: callArgsObject(message.arguments),
+        };
+        const sameMessage =
+          calls &&
+          message.parentMessageId != null &&
+          message.parentMessageId === calls.parent &&
+          calls.resultTurn === last();
         if (sameMessage && calls) {
           calls.callTurn.content.push(block);
         } else {
@@ -66,7 +87,11 @@ export function toAnthropicMessages(messages: readonly Message[]): { system: str
         break;
       }
       case 'result': {
-        const block: ToolResultBlockParam = { type: 'tool_result', tool_use_id: message.actionExecutionId, content: message.result };
+        const block: ToolResultBlockParam = {
+          type: 'tool_result',
+          tool_use_id: message.actionExecutionId,
+          content: message.result,
+        };
         if (calls?.resultTurn) {
           // Results first in their turn: before any text a user message added after them.
           const firstText = calls.resultTurn.content.findIndex((b) => b.type !== 'tool_result');

@@ -1,6 +1,9 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import type { APIError } from '@anthropic-ai/sdk';
-import type { MessageCreateParamsStreaming, RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages/messages';
+import type {
+  MessageCreateParamsStreaming,
+  RawMessageStreamEvent,
+} from '@anthropic-ai/sdk/resources/messages/messages';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
@@ -13,7 +16,10 @@ import { toAnthropicMessages, toAnthropicToolChoice, toAnthropicTools } from './
 export interface AnthropicAdapterOptions {
   /** API key (sent as `x-api-key`). */
   apiKey?: string;
-  /** Base URL of the Messages API, for proxies and gateways (Bedrock or Vertex proxies, LiteLLM). @default "https://api.anthropic.com" */
+  /**
+   * Base URL of the Messages API, for proxies and gateways (Bedrock or Vertex proxies, LiteLLM). @default
+   * "https://api.anthropic.com"
+   */
   baseURL?: string;
   /** Model used unless a request's forwardedParameters.model names another. @default "claude-sonnet-5-5" */
   model?: string;
@@ -53,7 +59,9 @@ export class AnthropicAdapter implements ModelAdapter {
       throw new ConfigurationError('AnthropicAdapter needs an apiKey (or a baseURL for a proxy that needs no key).');
     }
     if (options.maxTokens !== undefined && (!Number.isSafeInteger(options.maxTokens) || options.maxTokens < 1)) {
-      throw new ConfigurationError(`AnthropicAdapter: maxTokens must be a whole number, 1 or more (got ${JSON.stringify(options.maxTokens)}).`);
+      throw new ConfigurationError(
+        `AnthropicAdapter: maxTokens must be a whole number, 1 or more (got ${JSON.stringify(options.maxTokens)}).`,
+      );
     }
     this.options = options;
     this.model = options.model ?? 'claude-sonnet-5-5';
@@ -144,18 +152,29 @@ function providerError(sdk: AnthropicSdk, error: unknown, phase: 'connect' | 'st
     return new UpstreamError('UPSTREAM_TIMEOUT', `${capitalize(WHO)} did not answer in time.`, { cause: error });
   }
   if (error instanceof sdk.APIConnectionError) {
-    return new UpstreamError('UPSTREAM_UNREACHABLE', `${capitalize(WHO)} could not be reached. Check ANTHROPIC_BASE_URL and that the server is running.`, { cause: error });
+    return new UpstreamError(
+      'UPSTREAM_UNREACHABLE',
+      `${capitalize(WHO)} could not be reached. Check ANTHROPIC_BASE_URL and that the server is running.`,
+      { cause: error },
+    );
   }
   if (error instanceof sdk.APIError) {
     const detail = errorMessage(error);
     if (error.status === undefined) {
       // An `error` event in the middle of the stream (such as overloaded_error).
-      return new UpstreamError('UPSTREAM_UNAVAILABLE', 'The model provider (Anthropic) reported an error in the middle of its answer.', {
-        cause: new Error(detail ?? error.message),
-      });
+      return new UpstreamError(
+        'UPSTREAM_UNAVAILABLE',
+        'The model provider (Anthropic) reported an error in the middle of its answer.',
+        {
+          cause: new Error(detail ?? error.message),
+        },
+      );
     }
     const retryAfterMs = parseRetryAfter(error.headers?.get('retry-after'));
-    const hint = error.status === 401 || error.status === 403 ? 'Check ANTHROPIC_API_KEY.' : commonCauseHint(error.status, detail, 'ANTHROPIC_MODEL');
+    const hint =
+      error.status === 401 || error.status === 403
+        ? 'Check ANTHROPIC_API_KEY.'
+        : commonCauseHint(error.status, detail, 'ANTHROPIC_MODEL');
     return upstreamStatusError(WHO, error.status, {
       // The provider's explanation of a bad request helps; its server errors may hold internals.
       detail: error.status < 500 ? detail : undefined,
@@ -165,7 +184,11 @@ function providerError(sdk: AnthropicSdk, error: unknown, phase: 'connect' | 'st
     });
   }
   if (error instanceof SyntaxError) {
-    return new UpstreamError('UPSTREAM_BAD_RESPONSE', 'The model provider (Anthropic) sent an event that is not JSON.', { cause: error });
+    return new UpstreamError(
+      'UPSTREAM_BAD_RESPONSE',
+      'The model provider (Anthropic) sent an event that is not JSON.',
+      { cause: error },
+    );
   }
   return upstreamNetworkError(WHO, error, phase);
 }
@@ -217,7 +240,8 @@ class EventReader {
         if (!open) break;
         const delta = event.delta;
         if (delta.type === 'text_delta' && open.kind === 'text') this.output.textContent(open.id, delta.text);
-        else if (delta.type === 'input_json_delta' && open.kind === 'call' && delta.partial_json) this.output.actionArgs(open.id, delta.partial_json);
+        else if (delta.type === 'input_json_delta' && open.kind === 'call' && delta.partial_json)
+          this.output.actionArgs(open.id, delta.partial_json);
         break;
       }
       case 'content_block_stop':
@@ -235,7 +259,10 @@ class EventReader {
   finish(): void {
     for (const index of [...this.blocks.keys()]) this.close(index);
     if (!this.stopReason) {
-      throw new UpstreamError('UPSTREAM_STREAM_INTERRUPTED', 'The model provider (Anthropic) ended its stream before the answer was complete.');
+      throw new UpstreamError(
+        'UPSTREAM_STREAM_INTERRUPTED',
+        'The model provider (Anthropic) ended its stream before the answer was complete.',
+      );
     }
   }
 

@@ -11,7 +11,9 @@ export function callArgsObject(args: string): Record<string, unknown> {
   if (args.trim() === '') return {};
   try {
     const parsed: unknown = JSON.parse(args);
-    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : { input: parsed };
+    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)
+      ? (parsed as Record<string, unknown>)
+      : { input: parsed };
   } catch {
     return { input: args };
   }

@@ -13,7 +13,9 @@ export const demoTimeAction: ServerAction<{ timeZone?: string }> = {
   description: "Returns the gateway server's current date and time.",
   parameters: {
     type: 'object',
-    properties: { timeZone: { type: 'string', description: 'An IANA time zone such as "Europe/Paris". Defaults to UTC.' } },
+    properties: {
+      timeZone: { type: 'string', description: 'An IANA time zone such as "Europe/Paris". Defaults to UTC.' },
+    },
   },
   handler: ({ timeZone }) => {
     const zone = timeZone || 'UTC';

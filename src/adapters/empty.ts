@@ -7,7 +7,8 @@ export class EmptyAdapter implements ModelAdapter {
 
   async stream(): Promise<void> {
     throw new NoModelConfiguredError(
-      'This gateway has no model configured (EmptyAdapter), so it cannot answer chat requests. Configure a model adapter.',
+      'This gateway has no model configured (EmptyAdapter), so it cannot answer chat requests. Configure a model ' +
+        'adapter.',
     );
   }
 }

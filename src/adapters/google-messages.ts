@@ -30,7 +30,13 @@ export function toGeminiContents(
     if (content?.role === role) content.parts.push(part);
     else contents.push({ role, parts: [part] });
   };
-  let calls: { parent: string | null | undefined; callContent: Content & { parts: Part[] }; resultContent: (Content & { parts: Part[] }) | undefined } | undefined;
+  let calls:
+    | {
+        parent: string | null | undefined;
+        callContent: Content & { parts: Part[] };
+        resultContent: (Content & { parts: Part[] }) | undefined;
+      }
+    | undefined;
 
   for (const message of messages) {
     switch (message.kind) {
@@ -51,8 +57,16 @@ export function toGeminiContents(
         // A call this process did not see Gemini make (another replica, a restart, another model) has no
         // signature: Gemini's documented placeholder tells it to skip the check rather than refuse.
         const signature = signatures?.get(message.id) ?? SKIP_SIGNATURE;
-        const part: Part = { functionCall: { id: message.id, name: message.name, args: callArgsObject(message.arguments) }, thoughtSignature: signature };
-        if (calls && message.parentMessageId != null && message.parentMessageId === calls.parent && calls.resultContent === last()) {
+        const part: Part = {
+          functionCall: { id: message.id, name: message.name, args: callArgsObject(message.arguments) },
+          thoughtSignature: signature,
+        };
+        if (
+          calls &&
+          message.parentMessageId != null &&
+          message.parentMessageId === calls.parent &&
+          calls.resultContent === last()
+        ) {
           calls.callContent.parts.push(part);
         } else {
           push('model', part);
@@ -62,7 +76,11 @@ export function toGeminiContents(
       }
       case 'result': {
         const part: Part = {
-          functionResponse: { id: message.actionExecutionId, name: names.get(message.actionExecutionId) ?? message.actionName, response: { result: message.result } },
+          functionResponse: {
+            id: message.actionExecutionId,
+            name: names.get(message.actionExecutionId) ?? message.actionName,
+            response: { result: message.result },
+          },
         };
         if (calls?.resultContent) calls.resultContent.parts.push(part);
         else {
@@ -82,7 +100,11 @@ export function toGeminiContents(
 }
 
 export function toGeminiFunctions(tools: readonly ToolDefinition[]): FunctionDeclaration[] {
-  return tools.map((tool) => ({ name: tool.name, description: tool.description, parametersJsonSchema: { type: 'object', ...tool.parameters } }));
+  return tools.map((tool) => ({
+    name: tool.name,
+    description: tool.description,
+    parametersJsonSchema: { type: 'object', ...tool.parameters },
+  }));
 }
 
 // The SDK's enum values, as strings: importing the enum would load the SDK with this module.
@@ -96,7 +118,12 @@ export function toGeminiToolConfig(parameters: ForwardedParameters): ToolConfig 
       return { functionCallingConfig: { mode: 'ANY' as FunctionCallingConfigMode } };
     case 'function':
       return parameters.toolChoiceFunctionName
-        ? { functionCallingConfig: { mode: 'ANY' as FunctionCallingConfigMode, allowedFunctionNames: [parameters.toolChoiceFunctionName] } }
+        ? {
+            functionCallingConfig: {
+              mode: 'ANY' as FunctionCallingConfigMode,
+              allowedFunctionNames: [parameters.toolChoiceFunctionName],
+            },
+          }
         : undefined;
     default:
       return undefined;

@@ -10,7 +10,10 @@ import { toGeminiContents, toGeminiFunctions, toGeminiToolConfig } from './googl
 export interface GoogleAdapterOptions {
   /** Gemini API key (sent as `x-goog-api-key`). */
   apiKey?: string;
-  /** Base URL of the Gemini API, for proxies (a Vertex or enterprise proxy, LiteLLM). @default "https://generativelanguage.googleapis.com" */
+  /**
+   * Base URL of the Gemini API, for proxies (a Vertex or enterprise proxy, LiteLLM). @default
+   * "https://generativelanguage.googleapis.com"
+   */
   baseURL?: string;
   /** Model used unless a request's forwardedParameters.model names another. @default "gemini-flash-latest" */
   model?: string;
@@ -80,7 +83,9 @@ export class GoogleAdapter implements ModelAdapter {
     const sdk = await loadSdk();
     const { client, dispatcher } = this.connected(sdk);
     // The SDK retries inside itself: this call's own fetch sees its attempts.
-    config.httpOptions = { fetch: this.countingFetch(new SdkAttempts(WHO, request.onRetry, request.logger), dispatcher) };
+    config.httpOptions = {
+      fetch: this.countingFetch(new SdkAttempts(WHO, request.onRetry, request.logger), dispatcher),
+    };
     let stream: AsyncGenerator<GenerateContentResponse>;
     try {
       stream = await client.models.generateContentStream({ model: params.model || this.model, contents, config });
@@ -151,24 +156,41 @@ function providerError(sdk: GoogleSdk, error: unknown, phase: 'connect' | 'strea
   if (error instanceof sdk.ApiError) {
     const detail = apiErrorMessage(error);
     if (!error.status || error.status < 400) {
-      return new UpstreamError('UPSTREAM_UNAVAILABLE', 'The model provider (Google Gemini) reported an error in the middle of its answer.', {
-        cause: new Error(detail ?? error.message),
-      });
+      return new UpstreamError(
+        'UPSTREAM_UNAVAILABLE',
+        'The model provider (Google Gemini) reported an error in the middle of its answer.',
+        {
+          cause: new Error(detail ?? error.message),
+        },
+      );
     }
     // Gemini answers a bad key with 400 API_KEY_INVALID: that is a refused credential.
-    const status = error.status === 400 && /API_KEY_INVALID|API key not valid/i.test(error.message) ? 401 : error.status;
-    const hint = status === 401 || status === 403 ? 'Check GOOGLE_API_KEY.' : commonCauseHint(status, detail, 'GOOGLE_MODEL');
+    const status =
+      error.status === 400 && /API_KEY_INVALID|API key not valid/i.test(error.message) ? 401 : error.status;
+    const hint =
+      status === 401 || status === 403 ? 'Check GOOGLE_API_KEY.' : commonCauseHint(status, detail, 'GOOGLE_MODEL');
     return upstreamStatusError(WHO, status, { detail: status < 500 ? detail : undefined, hint, cause: error });
   }
   if (phase === 'connect') {
     const network = upstreamNetworkError(WHO, innermost(error), 'connect');
     if (network.code === 'UPSTREAM_UNREACHABLE') {
-      return new UpstreamError('UPSTREAM_UNREACHABLE', `${network.message} Check GOOGLE_BASE_URL and that the server is running.`, { cause: error });
+      return new UpstreamError(
+        'UPSTREAM_UNREACHABLE',
+        `${network.message} Check GOOGLE_BASE_URL and that the server is running.`,
+        { cause: error },
+      );
     }
     return network;
   }
-  if (error instanceof SyntaxError || /exception parsing stream chunk|Incomplete JSON segment/.test(String((error as Error)?.message))) {
-    return new UpstreamError('UPSTREAM_BAD_RESPONSE', 'The model provider (Google Gemini) sent a chunk that is not JSON.', { cause: error });
+  if (
+    error instanceof SyntaxError ||
+    /exception parsing stream chunk|Incomplete JSON segment/.test(String((error as Error)?.message))
+  ) {
+    return new UpstreamError(
+      'UPSTREAM_BAD_RESPONSE',
+      'The model provider (Google Gemini) sent a chunk that is not JSON.',
+      { cause: error },
+    );
   }
   return upstreamNetworkError(WHO, innermost(error), 'stream');
 }
@@ -213,7 +235,11 @@ class ChunkReader {
     this.responseId ??= chunk.responseId;
     const blocked = chunk.promptFeedback?.blockReason;
     if (blocked) {
-      throw new UpstreamError('UPSTREAM_REJECTED', `The model provider (Google Gemini) refused the prompt (${blocked}).`, { details: { blockReason: blocked } });
+      throw new UpstreamError(
+        'UPSTREAM_REJECTED',
+        `The model provider (Google Gemini) refused the prompt (${blocked}).`,
+        { details: { blockReason: blocked } },
+      );
     }
     const candidate = chunk.candidates?.[0];
     for (const part of candidate?.content?.parts ?? []) {
@@ -238,17 +264,28 @@ class ChunkReader {
   finish(): void {
     this.endText();
     if (!this.finishReason) {
-      throw new UpstreamError('UPSTREAM_STREAM_INTERRUPTED', 'The model provider (Google Gemini) ended its stream before the answer was complete.');
+      throw new UpstreamError(
+        'UPSTREAM_STREAM_INTERRUPTED',
+        'The model provider (Google Gemini) ended its stream before the answer was complete.',
+      );
     }
     if (/MALFORMED_FUNCTION_CALL|UNEXPECTED_TOOL_CALL/.test(this.finishReason)) {
-      throw new UpstreamError('UPSTREAM_BAD_RESPONSE', `The model provider (Google Gemini) produced a call it could not complete (${this.finishReason}).`, {
-        details: { finishReason: this.finishReason },
-      });
+      throw new UpstreamError(
+        'UPSTREAM_BAD_RESPONSE',
+        `The model provider (Google Gemini) produced a call it could not complete (${this.finishReason}).`,
+        {
+          details: { finishReason: this.finishReason },
+        },
+      );
     }
     if (/SAFETY|BLOCKLIST|PROHIBITED|SPII|RECITATION/.test(this.finishReason)) {
-      throw new UpstreamError('UPSTREAM_REJECTED', `The model provider (Google Gemini) stopped its answer (${this.finishReason}).`, {
-        details: { finishReason: this.finishReason },
-      });
+      throw new UpstreamError(
+        'UPSTREAM_REJECTED',
+        `The model provider (Google Gemini) stopped its answer (${this.finishReason}).`,
+        {
+          details: { finishReason: this.finishReason },
+        },
+      );
     }
   }
 

@@ -60,13 +60,21 @@ export class LangChainAdapter implements ModelAdapter {
 
   constructor(options: LangChainAdapterOptions) {
     const given = [options?.model, options?.runnable, options?.chain].filter((value) => value !== undefined);
-    if (given.length !== 1) throw new ConfigurationError('LangChainAdapter needs exactly one of model (a chat model), runnable or chain.');
-    if (options.model && typeof options.model.stream !== 'function') throw new ConfigurationError('LangChainAdapter: model must be a LangChain chat model.');
-    if (options.runnable && typeof options.runnable.stream !== 'function') throw new ConfigurationError('LangChainAdapter: runnable must be a LangChain Runnable.');
-    if (options.chain && typeof options.chain !== 'function') throw new ConfigurationError('LangChainAdapter: chain must be a function.');
+    if (given.length !== 1)
+      throw new ConfigurationError('LangChainAdapter needs exactly one of model (a chat model), runnable or chain.');
+    if (options.model && typeof options.model.stream !== 'function')
+      throw new ConfigurationError('LangChainAdapter: model must be a LangChain chat model.');
+    if (options.runnable && typeof options.runnable.stream !== 'function')
+      throw new ConfigurationError('LangChainAdapter: runnable must be a LangChain Runnable.');
+    if (options.chain && typeof options.chain !== 'function')
+      throw new ConfigurationError('LangChainAdapter: chain must be a function.');
     this.options = options;
     this.model = options.modelName;
-    this.parameters = options.chain ? undefined : options.model ? new Set(['stop', 'toolChoice', 'toolChoiceFunctionName']) : new Set();
+    this.parameters = options.chain
+      ? undefined
+      : options.model
+        ? new Set(['stop', 'toolChoice', 'toolChoiceFunctionName'])
+        : new Set();
   }
 
   async stream(request: ModelRequest, output: ModelOutput, signal: AbortSignal): Promise<void> {
@@ -88,10 +96,23 @@ export class LangChainAdapter implements ModelAdapter {
     reader.finish();
   }
 
-  private async answer(messages: BaseMessage[], tools: LangChainInput['tools'], request: ModelRequest, signal: AbortSignal): Promise<LangChainOutput> {
+  private async answer(
+    messages: BaseMessage[],
+    tools: LangChainInput['tools'],
+    request: ModelRequest,
+    signal: AbortSignal,
+  ): Promise<LangChainOutput> {
     const { model, runnable, chain } = this.options;
     const stop = request.forwardedParameters.stop?.length ? request.forwardedParameters.stop : undefined;
-    if (chain) return chain({ messages, tools, forwardedParameters: request.forwardedParameters, threadId: request.threadId, runId: request.runId, signal });
+    if (chain)
+      return chain({
+        messages,
+        tools,
+        forwardedParameters: request.forwardedParameters,
+        threadId: request.threadId,
+        runId: request.runId,
+        signal,
+      });
     if (runnable) return runnable.stream(messages, { signal });
     let bound: Runnable<BaseMessage[], AIMessageChunk> = model!;
     if (tools.length) {
@@ -113,7 +134,9 @@ export async function toLangChainMessages(messages: readonly Message[]): Promise
   const { AIMessage, HumanMessage, SystemMessage, ToolMessage } = await loadMessages();
   const out: BaseMessage[] = [];
   // One system message, first: several chat models (Anthropic's, Google's) take no other.
-  const system = messages.flatMap((m) => (m.kind === 'text' && (m.role === 'system' || m.role === 'developer') && m.content ? [m.content] : []));
+  const system = messages.flatMap((m) =>
+    m.kind === 'text' && (m.role === 'system' || m.role === 'developer') && m.content ? [m.content] : [],
+  );
   if (system.length) out.push(new SystemMessage(system.join('\n\n')));
   let lastAssistant: { message: InstanceType<typeof AIMessage>; id: string } | undefined;
   for (const message of messages) {
@@ -130,13 +153,30 @@ export async function toLangChainMessages(messages: readonly Message[]): Promise
         }
         break;
       case 'image':
-        out.push(new HumanMessage({ content: [{ type: 'image_url', image_url: { url: `data:${imageMimeType(message.format)};base64,${message.bytes}` } }] }));
+        out.push(
+          new HumanMessage({
+            content: [
+              {
+                type: 'image_url',
+                image_url: { url: `data:${imageMimeType(message.format)};base64,${message.bytes}` },
+              },
+            ],
+          }),
+        );
         lastAssistant = undefined;
         break;
       case 'actionExecution': {
-        const call = { id: message.id, name: message.name, args: callArgsObject(message.arguments), type: 'tool_call' as const };
+        const call = {
+          id: message.id,
+          name: message.name,
+          args: callArgsObject(message.arguments),
+          type: 'tool_call' as const,
+        };
         const last = out[out.length - 1];
-        const joins = lastAssistant && (last === lastAssistant.message || ToolMessage.isInstance(last)) && (message.parentMessageId == null || message.parentMessageId === lastAssistant.id);
+        const joins =
+          lastAssistant &&
+          (last === lastAssistant.message || ToolMessage.isInstance(last)) &&
+          (message.parentMessageId == null || message.parentMessageId === lastAssistant.id);
         if (joins && lastAssistant && last === lastAssistant.message) {
           lastAssistant.message.tool_calls = [...(lastAssistant.message.tool_calls ?? []), call];
         } else {
@@ -147,7 +187,13 @@ export async function toLangChainMessages(messages: readonly Message[]): Promise
         break;
       }
       case 'result':
-        out.push(new ToolMessage({ tool_call_id: message.actionExecutionId, name: message.actionName, content: message.result }));
+        out.push(
+          new ToolMessage({
+            tool_call_id: message.actionExecutionId,
+            name: message.actionName,
+            content: message.result,
+          }),
+        );
         break;
       case 'agentState':
         break;
@@ -160,7 +206,10 @@ export async function toLangChainMessages(messages: readonly Message[]): Promise
 }
 
 function toOpenAITool(tool: ToolDefinition): LangChainInput['tools'][number] {
-  return { type: 'function', function: { name: tool.name, description: tool.description, parameters: { type: 'object', ...tool.parameters } } };
+  return {
+    type: 'function',
+    function: { name: tool.name, description: tool.description, parameters: { type: 'object', ...tool.parameters } },
+  };
 }
 
 function langChainToolChoice(parameters: ForwardedParameters): string | undefined {
@@ -187,14 +236,20 @@ function isAsyncIterable(value: unknown): value is AsyncIterable<AIMessageChunk 
  */
 function providerError(error: unknown): unknown {
   if (error instanceof GatewayError) return error;
-  const status = (error as { status?: unknown; response?: { status?: unknown } } | null)?.status ?? (error as { response?: { status?: unknown } } | null)?.response?.status;
+  const status =
+    (error as { status?: unknown; response?: { status?: unknown } } | null)?.status ??
+    (error as { response?: { status?: unknown } } | null)?.response?.status;
   if (typeof status === 'number' && status >= 400) {
-    return upstreamStatusError(WHO, status, { detail: status < 500 ? (error as Error).message : undefined, cause: error });
+    return upstreamStatusError(WHO, status, {
+      detail: status < 500 ? (error as Error).message : undefined,
+      cause: error,
+    });
   }
   const network = upstreamNetworkError(WHO, error, 'response');
   const codes = [(error as { code?: unknown })?.code, (error as { cause?: { code?: unknown } })?.cause?.code];
   if (codes.some((code) => typeof code === 'string' && /^(E[A-Z]+|UND_ERR_[A-Z_]+)$/.test(code))) return network;
-  if ((error as Error)?.name === 'APIConnectionError' || (error as Error)?.constructor?.name === 'APIConnectionError') return network;
+  if ((error as Error)?.name === 'APIConnectionError' || (error as Error)?.constructor?.name === 'APIConnectionError')
+    return network;
   return error;
 }
 
@@ -270,7 +325,8 @@ function textOf(content: MessageContent | undefined): string {
   let text = '';
   for (const block of content) {
     if (typeof block === 'string') text += block;
-    else if (block?.type === "text" && typeof (block as unknown as { text?: unknown }).text === "string") text += (block as unknown as { text: string }).text;
+    else if (block?.type === 'text' && typeof (block as unknown as { text?: unknown }).text === 'string')
+      text += (block as unknown as { text: string }).text;
   }
   return text;
 }

@@ -56,14 +56,21 @@ export interface ObservabilityOptions {
 
 export function resolveObservability(options: unknown): ObservabilityOptions | undefined {
   if (options === undefined) return undefined;
-  if (options === null || typeof options !== 'object') throw new ConfigurationError('options.observability must be an object: {progressive?, handleRequest?, handleResponse?, handleError?}.');
+  if (options === null || typeof options !== 'object')
+    throw new ConfigurationError(
+      'options.observability must be an object: {progressive?, handleRequest?, handleResponse?, handleError?}.',
+    );
   for (const [name, value] of Object.entries(options)) {
     if (name === 'progressive') {
-      if (value !== undefined && typeof value !== 'boolean') throw new ConfigurationError('observability.progressive must be true or false.');
+      if (value !== undefined && typeof value !== 'boolean')
+        throw new ConfigurationError('observability.progressive must be true or false.');
     } else if (name === 'handleRequest' || name === 'handleResponse' || name === 'handleError') {
-      if (value !== undefined && typeof value !== 'function') throw new ConfigurationError(`observability.${name} must be a function.`);
+      if (value !== undefined && typeof value !== 'function')
+        throw new ConfigurationError(`observability.${name} must be a function.`);
     } else {
-      throw new ConfigurationError(`Unknown option "observability.${name}". Known: progressive, handleRequest, handleResponse, handleError.`);
+      throw new ConfigurationError(
+        `Unknown option "observability.${name}". Known: progressive, handleRequest, handleResponse, handleError.`,
+      );
     }
   }
   const resolved = options as ObservabilityOptions;
@@ -98,17 +105,33 @@ export class ObservedAdapter implements ModelAdapter {
       const hook = hooks[name] as ((data: unknown) => unknown) | undefined;
       if (!hook) return;
       try {
-        void Promise.resolve(hook(data)).catch((error: unknown) => request.logger.error({ err: error, hook: name }, 'an observability hook failed'));
+        void Promise.resolve(hook(data)).catch((error: unknown) =>
+          request.logger.error({ err: error, hook: name }, 'an observability hook failed'),
+        );
       } catch (error) {
         request.logger.error({ err: error, hook: name }, 'an observability hook failed');
       }
     };
-    call('handleRequest', { ...base, messages: request.messages, actions: request.tools, forwardedParameters: request.forwardedParameters, timestamp: Date.now() });
+    call('handleRequest', {
+      ...base,
+      messages: request.messages,
+      actions: request.tools,
+      forwardedParameters: request.forwardedParameters,
+      timestamp: Date.now(),
+    });
 
     let text = '';
     const calls = new Map<string, { id: string; name: string; arguments: string }>();
     const chunk = (piece: string) => {
-      if (hooks.progressive) call('handleResponse', { ...base, output: piece, latency: performance.now() - started, timestamp: Date.now(), isProgressiveChunk: true, isFinalResponse: false });
+      if (hooks.progressive)
+        call('handleResponse', {
+          ...base,
+          output: piece,
+          latency: performance.now() - started,
+          timestamp: Date.now(),
+          isProgressiveChunk: true,
+          isFinalResponse: false,
+        });
     };
     const observed: ModelOutput = {
       textStart: (proposedId, parentMessageId) => output.textStart(proposedId, parentMessageId),
@@ -133,10 +156,20 @@ export class ObservedAdapter implements ModelAdapter {
     };
     return Promise.resolve(this.inner.stream(request, observed, signal)).then(
       () => {
-        call('handleResponse', { ...base, output: { text, actionCalls: [...calls.values()] }, latency: performance.now() - started, timestamp: Date.now(), isProgressiveChunk: false, isFinalResponse: true });
+        call('handleResponse', {
+          ...base,
+          output: { text, actionCalls: [...calls.values()] },
+          latency: performance.now() - started,
+          timestamp: Date.now(),
+          isProgressiveChunk: false,
+          isFinalResponse: true,
+        });
       },
       (error: unknown) => {
-        const coded = error instanceof GatewayError ? { code: error.code, message: error.message } : { code: 'INTERNAL_SERVER_ERROR', message: 'Unexpected error.' };
+        const coded =
+          error instanceof GatewayError
+            ? { code: error.code, message: error.message }
+            : { code: 'INTERNAL_SERVER_ERROR', message: 'Unexpected error.' };
         call('handleError', { ...base, error: coded, latency: performance.now() - started, timestamp: Date.now() });
         throw error;
       },

@@ -25,7 +25,8 @@ const TEXT_CHUNK = new RegExp(
   [
     '^\\{"id":"([^"\\\\\\x00-\\x1f]*)",',
     `(?:${scalarMember()},)*`,
-    '"choices":\\[\\{"index":0,"delta":\\{"content":"((?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\/bfnrt]|u[0-9a-fA-F]{4}))*)"\\}',
+    '"choices":\\[\\{"index":0,"delta":\\{"content":',
+    '"((?:[^"\\\\\\x00-\\x1f]|\\\\(?:["\\\\/bfnrt]|u[0-9a-fA-F]{4}))*)"\\}',
     '(?:,"logprobs":null)?,"finish_reason":null\\}\\]',
     `(?:,${scalarMember()})*`,
     '\\}$',
@@ -35,9 +36,15 @@ const TEXT_CHUNK = new RegExp(
 /** The longest chunk read by TEXT_CHUNK (a token's is about 250 characters). */
 const MAX_TEXT_CHUNK = 16 * 1024;
 
-/** A key other than the three the reader reads, with a value that is a string without escapes, an integer, null, true or false. */
+/**
+ * A key other than the three the reader reads, with a value that is a string without escapes, an integer, null, true or
+ * false.
+ */
 function scalarMember(): string {
-  return '"(?!id"|choices"|error")[A-Za-z_][A-Za-z0-9_]*":(?:"[^"\\\\\\x00-\\x1f]*"|-?(?:0|[1-9][0-9]*)|null|true|false)';
+  return (
+    '"(?!id"|choices"|error")[A-Za-z_][A-Za-z0-9_]*":' +
+    '(?:"[^"\\\\\\x00-\\x1f]*"|-?(?:0|[1-9][0-9]*)|null|true|false)'
+  );
 }
 
 /**
@@ -90,9 +97,13 @@ export class ChunkReader {
     if (event.event === 'error' || chunk?.error) {
       this.flush();
       const message = typeof chunk?.error?.message === 'string' ? chunk.error.message : undefined;
-      throw new UpstreamError('UPSTREAM_UNAVAILABLE', 'The model provider reported an error in the middle of its answer.', {
-        cause: new Error(message ?? data.slice(0, 500)),
-      });
+      throw new UpstreamError(
+        'UPSTREAM_UNAVAILABLE',
+        'The model provider reported an error in the middle of its answer.',
+        {
+          cause: new Error(message ?? data.slice(0, 500)),
+        },
+      );
     }
     if (chunk === null || typeof chunk !== 'object') throw this.malformed('a chunk that is not an object');
     const choice = chunk.choices?.[0];
@@ -135,14 +146,20 @@ export class ChunkReader {
   finish(): void {
     this.flush();
     if (!this.finished) {
-      throw new UpstreamError('UPSTREAM_STREAM_INTERRUPTED', 'The model provider ended its stream before the answer was complete.');
+      throw new UpstreamError(
+        'UPSTREAM_STREAM_INTERRUPTED',
+        'The model provider ended its stream before the answer was complete.',
+      );
     }
     this.endCalls();
     if (this.openText !== undefined) this.output.textEnd(this.openText);
     this.openText = undefined;
   }
 
-  /** UPSTREAM_BAD_RESPONSE for a chunk that parses but is not what Chat Completions sends; what came before reaches the client. */
+  /**
+   * UPSTREAM_BAD_RESPONSE for a chunk that parses but is not what Chat Completions sends; what came before reaches the
+   * client.
+   */
   private malformed(what: string): UpstreamError {
     this.flush();
     return new UpstreamError('UPSTREAM_BAD_RESPONSE', `The model provider sent ${what}.`);
@@ -178,7 +195,10 @@ export class ChunkReader {
   }
 }
 
-/** A tool-call delta the reader can take: a numeric index, an id, a name and arguments, each when present (some compatible servers leave the index out). */
+/**
+ * A tool-call delta the reader can take: a numeric index, an id, a name and arguments, each when present (some
+ * compatible servers leave the index out).
+ */
 function isToolCallDelta(value: unknown): value is ChatCompletionChunk.Choice.Delta.ToolCall {
   if (value === null || typeof value !== 'object') return false;
   const call = value as { index?: unknown; id?: unknown; function?: unknown };

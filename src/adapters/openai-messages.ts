@@ -49,7 +49,11 @@ export function toChatMessages(messages: readonly Message[]): ChatCompletionMess
       case 'actionExecution': {
         const result = results.get(message.id);
         if (result === undefined) break;
-        const call = { id: message.id, type: 'function' as const, function: { name: message.name, arguments: message.arguments } };
+        const call = {
+          id: message.id,
+          type: 'function' as const,
+          function: { name: message.name, arguments: message.arguments },
+        };
         if (lastAssistant && (message.parentMessageId == null || message.parentMessageId === lastAssistant.id)) {
           (lastAssistant.param.tool_calls ??= []).push(call);
         } else {

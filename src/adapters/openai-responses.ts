@@ -1,5 +1,11 @@
 import type { EventSourceMessage } from 'eventsource-parser';
-import type { FunctionTool, ResponseInputItem, ResponseStreamEvent, ToolChoiceFunction, ToolChoiceOptions } from 'openai/resources/responses/responses';
+import type {
+  FunctionTool,
+  ResponseInputItem,
+  ResponseStreamEvent,
+  ToolChoiceFunction,
+  ToolChoiceOptions,
+} from 'openai/resources/responses/responses';
 import { UnreachableCaseError, UpstreamError } from '../core/errors.js';
 import type { Message, ToolDefinition } from '../core/messages.js';
 import type { ForwardedParameters, ModelOutput } from './adapter.js';
@@ -21,7 +27,17 @@ export function toResponsesInput(messages: readonly Message[]): ResponseInputIte
         break;
       }
       case 'image':
-        input.push({ type: 'message', role: 'user', content: [{ type: 'input_image', detail: 'auto', image_url: `data:${imageMimeType(message.format)};base64,${message.bytes}` }] });
+        input.push({
+          type: 'message',
+          role: 'user',
+          content: [
+            {
+              type: 'input_image',
+              detail: 'auto',
+              image_url: `data:${imageMimeType(message.format)};base64,${message.bytes}`,
+            },
+          ],
+        });
         break;
       case 'actionExecution':
         input.push({ type: 'function_call', call_id: message.id, name: message.name, arguments: message.arguments });
@@ -40,17 +56,27 @@ export function toResponsesInput(messages: readonly Message[]): ResponseInputIte
 }
 
 export function toResponsesTools(tools: readonly ToolDefinition[]): FunctionTool[] {
-  return tools.map((tool) => ({ type: 'function', name: tool.name, description: tool.description, parameters: { type: 'object', ...tool.parameters }, strict: false }));
+  return tools.map((tool) => ({
+    type: 'function',
+    name: tool.name,
+    description: tool.description,
+    parameters: { type: 'object', ...tool.parameters },
+    strict: false,
+  }));
 }
 
-export function toResponsesToolChoice(parameters: ForwardedParameters): ToolChoiceOptions | ToolChoiceFunction | undefined {
+export function toResponsesToolChoice(
+  parameters: ForwardedParameters,
+): ToolChoiceOptions | ToolChoiceFunction | undefined {
   switch (parameters.toolChoice) {
     case 'auto':
     case 'none':
     case 'required':
       return parameters.toolChoice;
     case 'function':
-      return parameters.toolChoiceFunctionName ? { type: 'function', name: parameters.toolChoiceFunctionName } : undefined;
+      return parameters.toolChoiceFunctionName
+        ? { type: 'function', name: parameters.toolChoiceFunctionName }
+        : undefined;
     default:
       return undefined;
   }
@@ -121,14 +147,22 @@ export class ResponsesReader {
         break;
       case 'response.failed':
         this.flush();
-        throw new UpstreamError('UPSTREAM_UNAVAILABLE', 'The model provider reported an error in the middle of its answer.', {
-          cause: new Error(event.response?.error?.message ?? 'response.failed'),
-        });
+        throw new UpstreamError(
+          'UPSTREAM_UNAVAILABLE',
+          'The model provider reported an error in the middle of its answer.',
+          {
+            cause: new Error(event.response?.error?.message ?? 'response.failed'),
+          },
+        );
       case 'error':
         this.flush();
-        throw new UpstreamError('UPSTREAM_UNAVAILABLE', 'The model provider reported an error in the middle of its answer.', {
-          cause: new Error(event.message ?? message.data.slice(0, 500)),
-        });
+        throw new UpstreamError(
+          'UPSTREAM_UNAVAILABLE',
+          'The model provider reported an error in the middle of its answer.',
+          {
+            cause: new Error(event.message ?? message.data.slice(0, 500)),
+          },
+        );
       default:
         // Lifecycle events (created, in progress, content parts), reasoning and its summaries: nothing to write.
         break;
@@ -147,7 +181,10 @@ export class ResponsesReader {
   finish(): void {
     this.flush();
     if (!this.finished) {
-      throw new UpstreamError('UPSTREAM_STREAM_INTERRUPTED', 'The model provider ended its stream before the answer was complete.');
+      throw new UpstreamError(
+        'UPSTREAM_STREAM_INTERRUPTED',
+        'The model provider ended its stream before the answer was complete.',
+      );
     }
     this.endText();
     for (const call of this.calls.values()) this.output.actionEnd(call.id);

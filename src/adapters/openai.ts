@@ -32,7 +32,8 @@ export interface OpenAIAdapterOptions {
   /**
    * How Chat Completions is told `maxTokens`: `max_completion_tokens` (OpenAI's current name, which
    * its reasoning models require) or `max_tokens` (the only one many compatible servers know).
-   * @default "max_completion_tokens" for OpenAI itself (no baseURL, or one on api.openai.com), "max_tokens" for any other server
+   * @default "max_completion_tokens" for OpenAI itself (no baseURL, or one on api.openai.com), "max_tokens" for any
+   * other server
    */
   maxTokensParameter?: 'max_tokens' | 'max_completion_tokens';
 }
@@ -66,7 +67,10 @@ export class OpenAIAdapter implements ModelAdapter {
 
   constructor(options: OpenAIAdapterOptions = {}) {
     if ((options as { client?: unknown }).client !== undefined) {
-      throw new ConfigurationError('OpenAIAdapter no longer takes a ready openai client: give it apiKey, baseURL, defaultHeaders and defaultQuery instead.');
+      throw new ConfigurationError(
+        'OpenAIAdapter no longer takes a ready openai client: give it apiKey, baseURL, defaultHeaders and ' +
+          'defaultQuery instead.',
+      );
     }
     if (!options.apiKey && !options.baseURL) {
       throw new ConfigurationError('OpenAIAdapter needs an apiKey (or a baseURL for a server that needs no key).');
@@ -74,16 +78,26 @@ export class OpenAIAdapter implements ModelAdapter {
     this.model = options.model ?? 'gpt-4o-mini';
     const apiStyle = options.apiStyle ?? 'chat';
     if (apiStyle !== 'chat' && apiStyle !== 'responses') {
-      throw new ConfigurationError(`OpenAIAdapter: apiStyle must be "chat" or "responses" (got ${JSON.stringify(apiStyle)}).`);
+      throw new ConfigurationError(
+        `OpenAIAdapter: apiStyle must be "chat" or "responses" (got ${JSON.stringify(apiStyle)}).`,
+      );
     }
-    const maxTokensParameter = options.maxTokensParameter ?? (isOpenAI(options.baseURL) ? 'max_completion_tokens' : 'max_tokens');
+    const maxTokensParameter =
+      options.maxTokensParameter ?? (isOpenAI(options.baseURL) ? 'max_completion_tokens' : 'max_tokens');
     if (maxTokensParameter !== 'max_tokens' && maxTokensParameter !== 'max_completion_tokens') {
-      throw new ConfigurationError(`OpenAIAdapter: maxTokensParameter must be "max_tokens" or "max_completion_tokens" (got ${JSON.stringify(maxTokensParameter)}).`);
+      throw new ConfigurationError(
+        `OpenAIAdapter: maxTokensParameter must be "max_tokens" or "max_completion_tokens" (got ` +
+          `${JSON.stringify(maxTokensParameter)}).`,
+      );
     }
     this.apiStyle = apiStyle;
     this.maxTokensParameter = maxTokensParameter;
-    this.parameters = apiStyle === 'responses' ? new Set(['model', 'maxTokens', 'temperature', 'toolChoice', 'toolChoiceFunctionName']) : undefined;
-    const url = new URL(`${(options.baseURL ?? DEFAULT_BASE_URL).replace(/\/+$/, '')}/${apiStyle === 'chat' ? 'chat/completions' : 'responses'}`);
+    this.parameters =
+      apiStyle === 'responses'
+        ? new Set(['model', 'maxTokens', 'temperature', 'toolChoice', 'toolChoiceFunctionName'])
+        : undefined;
+    const base = (options.baseURL ?? DEFAULT_BASE_URL).replace(/\/+$/, '');
+    const url = new URL(`${base}/${apiStyle === 'chat' ? 'chat/completions' : 'responses'}`);
     for (const [name, value] of Object.entries(options.defaultQuery ?? {})) url.searchParams.set(name, value);
     this.url = url.href;
     this.headers = {
@@ -159,16 +173,29 @@ export class OpenAIAdapter implements ModelAdapter {
     // body is read to its end, as the SDK does (past `[DONE]` too), so the connection goes back to the pool.
     // Returned, not awaited: no suspended frame (holding the request) for the life of the stream.
     return this.upstream
-      .stream({ url: this.url, method: 'POST', headers: this.headers, json: body, who: WHO, policy: this.policy, signal, logger: request.logger, onRetry: request.onRetry }, (bytes) => {
-        let text = decoder.write(bytes);
-        if (first && text !== '') {
-          first = false;
-          // A byte order mark before the stream, which Server-Sent Events allow, is not part of it.
-          if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-        }
-        parser.feed(text);
-        reader.flush();
-      })
+      .stream(
+        {
+          url: this.url,
+          method: 'POST',
+          headers: this.headers,
+          json: body,
+          who: WHO,
+          policy: this.policy,
+          signal,
+          logger: request.logger,
+          onRetry: request.onRetry,
+        },
+        (bytes) => {
+          let text = decoder.write(bytes);
+          if (first && text !== '') {
+            first = false;
+            // A byte order mark before the stream, which Server-Sent Events allow, is not part of it.
+            if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+          }
+          parser.feed(text);
+          reader.flush();
+        },
+      )
       .then(
         () => reader.finish(),
         (error: unknown) => {
@@ -192,13 +219,23 @@ function isOpenAI(baseURL: string | undefined): boolean {
 function withHint(error: unknown): unknown {
   if (!(error instanceof UpstreamError)) return error;
   if (error.code === 'UPSTREAM_AUTHENTICATION_FAILED') {
-    return new UpstreamError(error.code, `${error.message.replace(/\.$/, '')}. Check OPENAI_API_KEY.`, { cause: error.cause, details: error.details });
+    return new UpstreamError(error.code, `${error.message.replace(/\.$/, '')}. Check OPENAI_API_KEY.`, {
+      cause: error.cause,
+      details: error.details,
+    });
   }
   if (error.code === 'UPSTREAM_UNREACHABLE') {
-    return new UpstreamError(error.code, `${error.message} Check OPENAI_BASE_URL and that the server is running.`, { cause: error.cause, details: error.details });
+    return new UpstreamError(error.code, `${error.message} Check OPENAI_BASE_URL and that the server is running.`, {
+      cause: error.cause,
+      details: error.details,
+    });
   }
   const status = error.details?.upstreamStatus;
   const hint = typeof status === 'number' ? commonCauseHint(status, error.message, 'OPENAI_MODEL') : undefined;
-  if (hint) return new UpstreamError(error.code, `${error.message.replace(/\.$/, '')}. ${hint}`, { cause: error.cause, details: error.details });
+  if (hint)
+    return new UpstreamError(error.code, `${error.message.replace(/\.$/, '')}. ${hint}`, {
+      cause: error.cause,
+      details: error.details,
+    });
   return error;
 }

@@ -136,7 +136,8 @@ export class AgUiEventInterpreter {
       case EventType.RUN_FINISHED:
         this.finished = true;
         if (e.outcome?.type === 'interrupt') {
-          for (const interrupt of e.outcome.interrupts ?? []) this.out.metaEvent({ name: 'LangGraphInterruptEvent', value: JSON.stringify(interrupt) });
+          for (const interrupt of e.outcome.interrupts ?? [])
+            this.out.metaEvent({ name: 'LangGraphInterruptEvent', value: JSON.stringify(interrupt) });
         }
         if (Object.keys(this.state).length > 0) this.emitState(false);
         return;
@@ -227,13 +228,22 @@ export class AgUiEventInterpreter {
 
   private emitState(active: boolean): void {
     const { messages: _notState, ...state } = this.state;
-    this.out.agentState({ agentName: this.agentName, nodeName: this.node, state: JSON.stringify(state), running: this.running, active });
+    this.out.agentState({
+      agentName: this.agentName,
+      nodeName: this.node,
+      state: JSON.stringify(state),
+      running: this.running,
+      active,
+    });
   }
 
   private drop(type: string): void {
     if (this.dropped.has(type)) return;
     this.dropped.add(type);
-    this.logger.debug({ agent: this.agentName, type }, 'agent events of this type are not passed on (the GraphQL protocol has no place for them)');
+    this.logger.debug(
+      { agent: this.agentName, type },
+      'agent events of this type are not passed on (the GraphQL protocol has no place for them)',
+    );
   }
 }
 

@@ -24,13 +24,23 @@ export function agUiAgent(options: AgUiAgentOptions): AgentDefinition {
   return {
     kind: 'ag-ui',
     create(name: string, dependencies: BuiltInAgentDependencies, where: string): AgentEntry {
-      if (options === null || typeof options !== 'object') throw new ConfigurationError(`${where} must be agUiAgent({ url }).`);
+      if (options === null || typeof options !== 'object')
+        throw new ConfigurationError(`${where} must be agUiAgent({ url }).`);
       if (typeof options.url !== 'string' || !/^https?:\/\/\S+$/i.test(options.url)) {
-        throw new ConfigurationError(`${where}.url must be an http(s) URL such as "http://localhost:8000/agent" (got ${JSON.stringify(options.url)}).`);
+        throw new ConfigurationError(
+          `${where}.url must be an http(s) URL such as "http://localhost:8000/agent" (got ` +
+            `${JSON.stringify(options.url)}).`,
+        );
       }
-      if (options.description !== undefined && typeof options.description !== 'string') throw new ConfigurationError(`${where}.description must be a string.`);
+      if (options.description !== undefined && typeof options.description !== 'string')
+        throw new ConfigurationError(`${where}.description must be a string.`);
       const settings = new UpstreamHttpSettings(options, where);
-      return { name, description: options.description ?? '', kind: 'ag-ui', client: new AgUiAgentClient(options.url, settings, dependencies.upstream) };
+      return {
+        name,
+        description: options.description ?? '',
+        kind: 'ag-ui',
+        client: new AgUiAgentClient(options.url, settings, dependencies.upstream),
+      };
     },
   };
 }
@@ -64,14 +74,26 @@ export class AgUiAgentClient implements AgentClient {
         json: this.input(request),
         headers: {
           accept: 'text/event-stream',
-          ...(await this.settings.headersFor({ properties: request.properties, call: 'run', agentName: request.agentName, threadId: request.threadId, principal: request.principal })),
+          ...(await this.settings.headersFor({
+            properties: request.properties,
+            call: 'run',
+            agentName: request.agentName,
+            threadId: request.threadId,
+            principal: request.principal,
+          })),
         },
         who: who(request.agentName),
         policy: this.settings.policy,
         signal,
         logger: request.logger,
       });
-      const interpreter = new AgUiEventInterpreter(out, request.agentName, request.state, messageIds(request), request.logger);
+      const interpreter = new AgUiEventInterpreter(
+        out,
+        request.agentName,
+        request.state,
+        messageIds(request),
+        request.logger,
+      );
       await this.read(libraries, response, request, interpreter, signal);
     } catch (error) {
       throw namingAgent(error, request.agentName);
@@ -102,7 +124,13 @@ export class AgUiAgentClient implements AgentClient {
     };
   }
 
-  private read(libraries: AgUiLibraries, response: UpstreamResponse, request: AgentRequest, interpreter: AgUiEventInterpreter, signal: AbortSignal): Promise<void> {
+  private read(
+    libraries: AgUiLibraries,
+    response: UpstreamResponse,
+    request: AgentRequest,
+    interpreter: AgUiEventInterpreter,
+    signal: AbortSignal,
+  ): Promise<void> {
     const { Observable, filter, map, transformHttpEventStream, transformChunks, EventSchema } = libraries;
     const agentName = request.agentName;
     const httpEvents = new Observable<unknown>((subscriber) => {
@@ -146,6 +174,8 @@ export class AgUiAgentClient implements AgentClient {
 
     return new Promise<void>((resolve, reject) => {
       let settled = false;
+      // Assigned once, but `settle` may run inside subscribe(), before the assignment: a const would throw there.
+      // eslint-disable-next-line prefer-const
       let subscription: Subscription | undefined;
       const settle = (error?: unknown) => {
         if (settled) return;

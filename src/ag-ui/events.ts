@@ -19,10 +19,19 @@ export interface RunStartedInput {
  * A run that failed ends with RUN_ERROR (its code and description); a run stopped on request ends
  * with RUN_FINISHED, as CopilotKit's runtime ends it.
  */
-export function toAgUiEvent(event: SequencedEvent, run: { threadId: string; runId: string; interrupts?: AgUiInterrupt[] }, input?: RunStartedInput): BaseEvent | undefined {
+export function toAgUiEvent(
+  event: SequencedEvent,
+  run: { threadId: string; runId: string; interrupts?: AgUiInterrupt[] },
+  input?: RunStartedInput,
+): BaseEvent | undefined {
   switch (event.type) {
     case 'RunStarted':
-      return { type: 'RUN_STARTED', threadId: run.threadId, runId: run.runId, ...(input ? { input } : {}) } as BaseEvent;
+      return {
+        type: 'RUN_STARTED',
+        threadId: run.threadId,
+        runId: run.runId,
+        ...(input ? { input } : {}),
+      } as BaseEvent;
     case 'TextMessageStart':
       return { type: 'TEXT_MESSAGE_START', messageId: event.messageId, role: 'assistant' } as BaseEvent;
     case 'TextMessageContent':
@@ -41,7 +50,13 @@ export function toAgUiEvent(event: SequencedEvent, run: { threadId: string; runI
     case 'ActionExecutionEnd':
       return { type: 'TOOL_CALL_END', toolCallId: event.actionExecutionId } as BaseEvent;
     case 'ActionExecutionResult':
-      return { type: 'TOOL_CALL_RESULT', messageId: event.messageId, toolCallId: event.actionExecutionId, content: event.result, role: 'tool' } as BaseEvent;
+      return {
+        type: 'TOOL_CALL_RESULT',
+        messageId: event.messageId,
+        toolCallId: event.actionExecutionId,
+        content: event.result,
+        role: 'tool',
+      } as BaseEvent;
     case 'AgentStateMessage':
       return { type: 'STATE_SNAPSHOT', snapshot: parseJson(event.state) } as BaseEvent;
     case 'MetaEvent':
@@ -53,7 +68,12 @@ export function toAgUiEvent(event: SequencedEvent, run: { threadId: string; runI
       const { status } = event;
       if (status.code !== 'Failed' || status.details.code === 'RUN_STOPPED') {
         const interrupts = run.interrupts ?? [];
-        return { type: 'RUN_FINISHED', threadId: run.threadId, runId: run.runId, ...(interrupts.length ? { outcome: { type: 'interrupt', interrupts } } : {}) } as BaseEvent;
+        return {
+          type: 'RUN_FINISHED',
+          threadId: run.threadId,
+          runId: run.runId,
+          ...(interrupts.length ? { outcome: { type: 'interrupt', interrupts } } : {}),
+        } as BaseEvent;
       }
       return { type: 'RUN_ERROR', message: status.details.description, code: status.details.code } as BaseEvent;
     }
@@ -73,7 +93,9 @@ export interface AgUiInterrupt {
 /** The AG-UI interrupt a meta event's value carries (an AG-UI agent's own), if it is one. */
 export function agUiInterrupt(value: string): AgUiInterrupt | undefined {
   const parsed = parseJson(value) as Partial<AgUiInterrupt> | undefined;
-  return parsed && typeof parsed === 'object' && typeof parsed.id === 'string' && typeof parsed.reason === 'string' ? (parsed as AgUiInterrupt) : undefined;
+  return parsed && typeof parsed === 'object' && typeof parsed.id === 'string' && typeof parsed.reason === 'string'
+    ? (parsed as AgUiInterrupt)
+    : undefined;
 }
 
 function parseJson(json: string): unknown {

@@ -44,11 +44,17 @@ export async function parseRunAgentInput(body: unknown): Promise<RunAgentInput> 
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const field = issue?.path.join('.') || 'body';
-    throw new BadUserInputError(`The request body is not a RunAgentInput: ${field}: ${issue?.message ?? 'invalid'}.`, { field });
+    throw new BadUserInputError(`The request body is not a RunAgentInput: ${field}: ${issue?.message ?? 'invalid'}.`, {
+      field,
+    });
   }
   const input = parsed.data as unknown as RunAgentInput;
-  for (const [name, value] of [['threadId', input.threadId], ['runId', input.runId]] as const) {
-    if (value.length === 0 || value.length > MAX_ID_LENGTH) throw new BadUserInputError(`${name} must be 1 to ${MAX_ID_LENGTH} characters.`, { field: name });
+  for (const [name, value] of [
+    ['threadId', input.threadId],
+    ['runId', input.runId],
+  ] as const) {
+    if (value.length === 0 || value.length > MAX_ID_LENGTH)
+      throw new BadUserInputError(`${name} must be 1 to ${MAX_ID_LENGTH} characters.`, { field: name });
   }
   return input;
 }
@@ -59,7 +65,12 @@ export async function parseRunAgentInput(body: unknown): Promise<RunAgentInput> 
  */
 function withoutNullPayloads(body: unknown): unknown {
   if (!isObject(body) || !Array.isArray(body.resume)) return body;
-  return { ...body, resume: body.resume.map((entry) => (isObject(entry) && entry.payload === null ? { ...entry, payload: undefined } : entry)) };
+  return {
+    ...body,
+    resume: body.resume.map((entry) =>
+      isObject(entry) && entry.payload === null ? { ...entry, payload: undefined } : entry,
+    ),
+  };
 }
 
 /** A RunAgentInput as a run of the engine: the model for the default agent, otherwise the agent of that name. */
@@ -93,17 +104,29 @@ export function runRequestFromAgUi(agentId: string, input: RunAgentInput): RunRe
 function interruptAnswers(resume: unknown, properties: Record<string, unknown>): MetaEventInput[] {
   if (Array.isArray(resume) && resume.length > 0) {
     return resume
-      .filter((entry): entry is { interruptId: string; status?: unknown; payload?: unknown } => isObject(entry) && typeof entry.interruptId === 'string')
+      .filter(
+        (entry): entry is { interruptId: string; status?: unknown; payload?: unknown } =>
+          isObject(entry) && typeof entry.interruptId === 'string',
+      )
       .map((entry) => ({
         name: 'LangGraphInterruptEvent',
         // The answer's status (resolved, cancelled) travels with the interrupt it answers (resumeOf).
-        value: JSON.stringify({ id: entry.interruptId, ...(typeof entry.status === 'string' ? { status: entry.status } : {}) }),
+        value: JSON.stringify({
+          id: entry.interruptId,
+          ...(typeof entry.status === 'string' ? { status: entry.status } : {}),
+        }),
         response: typeof entry.payload === 'string' ? entry.payload : JSON.stringify(entry.payload ?? null),
       }));
   }
   const command = properties.command;
   if (isObject(command) && command.resume !== undefined) {
-    return [{ name: 'LangGraphInterruptEvent', value: '', response: typeof command.resume === 'string' ? command.resume : JSON.stringify(command.resume) }];
+    return [
+      {
+        name: 'LangGraphInterruptEvent',
+        value: '',
+        response: typeof command.resume === 'string' ? command.resume : JSON.stringify(command.resume),
+      },
+    ];
   }
   return [];
 }
@@ -124,23 +147,45 @@ export function messagesFromAgUi(messages: readonly AgUiMessage[]): Message[] {
       case 'system':
       case 'developer': {
         if (Array.isArray(message.content)) {
-          const text = message.content.filter((part) => part?.type === 'text').map((part) => String(part.text ?? '')).join('');
+          const text = message.content
+            .filter((part) => part?.type === 'text')
+            .map((part) => String(part.text ?? ''))
+            .join('');
           if (text) out.push({ kind: 'text', id: message.id, role: message.role, content: text });
-          const images = message.content.map(imageOf).filter((image): image is { format: string; bytes: string } => image !== undefined);
+          const images = message.content
+            .map(imageOf)
+            .filter((image): image is { format: string; bytes: string } => image !== undefined);
           // A message that is one image keeps its id, so a replayed image is not taken for a new one.
           images.forEach((image, index) => {
-            out.push({ kind: 'image', id: !text && images.length === 1 ? message.id : `${message.id}-image-${index}`, role: 'user', ...image });
+            out.push({
+              kind: 'image',
+              id: !text && images.length === 1 ? message.id : `${message.id}-image-${index}`,
+              role: 'user',
+              ...image,
+            });
           });
         } else {
-          out.push({ kind: 'text', id: message.id, role: message.role, content: typeof message.content === 'string' ? message.content : '' });
+          out.push({
+            kind: 'text',
+            id: message.id,
+            role: message.role,
+            content: typeof message.content === 'string' ? message.content : '',
+          });
         }
         break;
       }
       case 'assistant': {
         const content = typeof message.content === 'string' ? message.content : '';
-        if (content || !message.toolCalls?.length) out.push({ kind: 'text', id: message.id, role: 'assistant', content });
+        if (content || !message.toolCalls?.length)
+          out.push({ kind: 'text', id: message.id, role: 'assistant', content });
         for (const call of message.toolCalls ?? []) {
-          out.push({ kind: 'actionExecution', id: call.id, name: call.function.name, arguments: call.function.arguments, parentMessageId: message.id });
+          out.push({
+            kind: 'actionExecution',
+            id: call.id,
+            name: call.function.name,
+            arguments: call.function.arguments,
+            parentMessageId: message.id,
+          });
         }
         break;
       }
@@ -165,7 +210,12 @@ export function messagesFromAgUi(messages: readonly AgUiMessage[]): Message[] {
 function imageOf(part: any): { format: string; bytes: string } | undefined {
   if (part?.type !== 'image' && part?.type !== 'binary') return undefined;
   const source = part.source;
-  if (source?.type === 'data' && typeof source.value === 'string' && typeof source.mimeType === 'string' && source.mimeType.startsWith('image/')) {
+  if (
+    source?.type === 'data' &&
+    typeof source.value === 'string' &&
+    typeof source.mimeType === 'string' &&
+    source.mimeType.startsWith('image/')
+  ) {
     return { format: source.mimeType.slice('image/'.length), bytes: source.value };
   }
   if (typeof part.data === 'string' && typeof part.mimeType === 'string' && part.mimeType.startsWith('image/')) {

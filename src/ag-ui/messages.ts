@@ -20,7 +20,11 @@ export function toAgUiMessages(messages: readonly Message[]): AgUiMessage[] {
         break;
       }
       case 'actionExecution': {
-        const call: ToolCall = { id: message.id, type: 'function', function: { name: message.name, arguments: message.arguments } };
+        const call: ToolCall = {
+          id: message.id,
+          type: 'function',
+          function: { name: message.name, arguments: message.arguments },
+        };
         const parentId = message.parentMessageId ?? message.id;
         const parent = assistants.get(parentId);
         if (parent) (parent.toolCalls ??= []).push(call);
@@ -38,7 +42,9 @@ export function toAgUiMessages(messages: readonly Message[]): AgUiMessage[] {
         out.push({
           id: message.id,
           role: 'user',
-          content: [{ type: 'image', source: { type: 'data', value: message.bytes, mimeType: `image/${message.format}` } }],
+          content: [
+            { type: 'image', source: { type: 'data', value: message.bytes, mimeType: `image/${message.format}` } },
+          ],
         });
         break;
       case 'agentState':
@@ -68,7 +74,11 @@ export function resumeOf(events: readonly MetaEventInput[]): { command?: { resum
       resume.push(
         cancelled
           ? { interruptId: (interrupt as { id: string }).id, status: 'cancelled' }
-          : { interruptId: (interrupt as { id: string }).id, status: 'resolved', payload: parse(event.response!) ?? event.response },
+          : {
+              interruptId: (interrupt as { id: string }).id,
+              status: 'resolved',
+              payload: parse(event.response!) ?? event.response,
+            },
       );
     }
   }

@@ -63,7 +63,13 @@ export class AgUiTransport {
   }
 
   /** A multi-route request; `readBody` reads its JSON body (undefined when there is none). */
-  async route(req: IncomingMessage, res: ServerResponse, pathname: string, readBody: () => Promise<unknown>, caller: AgUiCaller): Promise<void> {
+  async route(
+    req: IncomingMessage,
+    res: ServerResponse,
+    pathname: string,
+    readBody: () => Promise<unknown>,
+    caller: AgUiCaller,
+  ): Promise<void> {
     const rest = pathname.slice(this.options.path.length);
     if (rest === '/info') {
       if (req.method !== 'GET' && req.method !== 'HEAD') return methodNotAllowed(res, 'GET');
@@ -83,7 +89,8 @@ export class AgUiTransport {
   /** A single-route envelope `{method, params, body}` posted to the path. */
   async envelope(res: ServerResponse, envelope: Record<string, unknown>, caller: AgUiCaller): Promise<void> {
     const params = isObject(envelope.params) ? envelope.params : {};
-    const param = (name: string): string | undefined => (typeof params[name] === 'string' && params[name] !== '' ? (params[name] as string) : undefined);
+    const param = (name: string): string | undefined =>
+      typeof params[name] === 'string' && params[name] !== '' ? (params[name] as string) : undefined;
     const missing = (name: string) =>
       answer(res, new BadRequestError(`Missing or invalid parameter '${name}'.`), 'invalid_request');
     switch (envelope.method) {
@@ -93,7 +100,9 @@ export class AgUiTransport {
       case 'agent/connect': {
         const agentId = param('agentId');
         if (!agentId) return missing('agentId');
-        return envelope.method === 'agent/run' ? this.run(res, agentId, envelope.body, caller) : this.connect(res, agentId, envelope.body, caller);
+        return envelope.method === 'agent/run'
+          ? this.run(res, agentId, envelope.body, caller)
+          : this.connect(res, agentId, envelope.body, caller);
       }
       case 'agent/stop': {
         const agentId = param('agentId');
@@ -111,7 +120,11 @@ export class AgUiTransport {
   /** Every agent the gateway can run: the model as `default`, then each configured or discovered agent. */
   private async info(singleRoute: boolean): Promise<Record<string, unknown>> {
     const agents: Record<string, unknown> = {
-      [DEFAULT_AGENT]: { name: DEFAULT_AGENT, description: 'The gateway\'s model, with its server-side actions.', className: 'CopilotGateway' },
+      [DEFAULT_AGENT]: {
+        name: DEFAULT_AGENT,
+        description: "The gateway's model, with its server-side actions.",
+        className: 'CopilotGateway',
+      },
     };
     for (const agent of await this.options.launcher.listAgents()) {
       if (agent.name === DEFAULT_AGENT) continue;
@@ -140,8 +153,20 @@ export class AgUiTransport {
       this.encoder = await loadEncoder();
       // No abort signal: a client that goes away leaves the run going (and recorded), as CopilotKit's
       // runtime does; `stop` ends it.
-      const runCaller = { requestId: caller.requestId, logger: caller.logger, logParent: caller.logParent, logBindings: { ...caller.logBindings, protocol: 'ag-ui' }, publicApiKey: caller.publicApiKey, principal: caller.principal, client: caller.client };
-      stream = await this.options.launcher.start(runRequestFromAgUi(agentId, input), runCaller, (run) => new RunEventStream(run, true));
+      const runCaller = {
+        requestId: caller.requestId,
+        logger: caller.logger,
+        logParent: caller.logParent,
+        logBindings: { ...caller.logBindings, protocol: 'ag-ui' },
+        publicApiKey: caller.publicApiKey,
+        principal: caller.principal,
+        client: caller.client,
+      };
+      stream = await this.options.launcher.start(
+        runRequestFromAgUi(agentId, input),
+        runCaller,
+        (run) => new RunEventStream(run, true),
+      );
     } catch (error) {
       return sendError(res, error, caller);
     }
@@ -186,7 +211,8 @@ export class AgUiTransport {
     res.once('close', () => void feed?.return?.());
     // Each replayed run is a complete AG-UI run, whatever its stored log holds: a start first, every
     // message ended, one end (a log cut short gets RUN_ERROR).
-    let current: { input: RunStartedInput; started: boolean; ended: boolean; open: Map<string, 'text' | 'call'> } | undefined;
+    let current:
+      { input: RunStartedInput; started: boolean; ended: boolean; open: Map<string, 'text' | 'call'> } | undefined;
     try {
       for (const [index, run] of runs.entries()) {
         current = {
@@ -207,7 +233,12 @@ export class AgUiTransport {
         for await (const event of feed) {
           if (res.destroyed) break;
           if (!current.started && event.type !== 'RunStarted') {
-            this.write(res, { type: 'RunStarted', threadId: input.threadId, runId: run.runId, sequence: -1 }, current.input, interrupts);
+            this.write(
+              res,
+              { type: 'RunStarted', threadId: input.threadId, runId: run.runId, sequence: -1 },
+              current.input,
+              interrupts,
+            );
           }
           current.started = true;
           track(current.open, event);
@@ -228,8 +259,20 @@ export class AgUiTransport {
     }
   }
 
-  private async stop(res: ServerResponse, agentId: string, threadId: string, body: unknown, caller: AgUiCaller): Promise<void> {
-    if (body !== undefined && body !== null && (!isObject(body) || Object.keys(body).some((key) => key !== 'runId') || (body.runId !== undefined && typeof body.runId !== 'string'))) {
+  private async stop(
+    res: ServerResponse,
+    agentId: string,
+    threadId: string,
+    body: unknown,
+    caller: AgUiCaller,
+  ): Promise<void> {
+    if (
+      body !== undefined &&
+      body !== null &&
+      (!isObject(body) ||
+        Object.keys(body).some((key) => key !== 'runId') ||
+        (body.runId !== undefined && typeof body.runId !== 'string'))
+    ) {
       const invalid = new BadUserInputError('The body of a stop is {} or {"runId": "…"}.');
       return answer(res, invalid, 'Invalid request body');
     }
@@ -237,7 +280,11 @@ export class AgUiTransport {
       await this.checkAgent(agentId);
       const runId = isObject(body) && typeof body.runId === 'string' ? body.runId : undefined;
       const stopped = await this.options.launcher.threads.stop(threadId, runId, caller.principal);
-      return sendJson(res, 200, stopped ? { stopped: true } : { stopped: false, message: `No active run for thread '${threadId}'.` });
+      return sendJson(
+        res,
+        200,
+        stopped ? { stopped: true } : { stopped: false, message: `No active run for thread '${threadId}'.` },
+      );
     } catch (error) {
       return sendError(res, error, caller);
     }
@@ -247,9 +294,13 @@ export class AgUiTransport {
     if (agentId === DEFAULT_AGENT) return;
     const agents = await this.options.launcher.listAgents();
     if (!agents.some((agent) => agent.name === agentId)) {
-      throw new GatewayError('AGENT_NOT_FOUND', `Agent '${agentId}' does not exist. Available: ${[DEFAULT_AGENT, ...agents.map((a) => a.name)].join(', ')}.`, {
-        details: { agentName: agentId },
-      });
+      throw new GatewayError(
+        'AGENT_NOT_FOUND',
+        `Agent '${agentId}' does not exist. Available: ${[DEFAULT_AGENT, ...agents.map((a) => a.name)].join(', ')}.`,
+        {
+          details: { agentName: agentId },
+        },
+      );
     }
   }
 
@@ -278,10 +329,23 @@ export class AgUiTransport {
     }
   }
 
-  /** Ends a run's stream that cannot go on: its open messages and calls ended, then RUN_ERROR with the reason's code. */
-  private endCutShort(res: ServerResponse, open: Map<string, 'text' | 'call'>, message: string, reason: GatewayError): void {
+  /**
+   * Ends a run's stream that cannot go on: its open messages and calls ended, then RUN_ERROR with the reason's code.
+   */
+  private endCutShort(
+    res: ServerResponse,
+    open: Map<string, 'text' | 'call'>,
+    message: string,
+    reason: GatewayError,
+  ): void {
     for (const [id, kind] of open) {
-      res.write(this.encoder.encodeSSE((kind === 'text' ? { type: 'TEXT_MESSAGE_END', messageId: id } : { type: 'TOOL_CALL_END', toolCallId: id }) as BaseEvent));
+      res.write(
+        this.encoder.encodeSSE(
+          (kind === 'text'
+            ? { type: 'TEXT_MESSAGE_END', messageId: id }
+            : { type: 'TOOL_CALL_END', toolCallId: id }) as BaseEvent,
+        ),
+      );
     }
     res.write(this.encoder.encodeSSE({ type: 'RUN_ERROR', message, code: reason.code } as BaseEvent));
   }
@@ -300,7 +364,12 @@ export class AgUiTransport {
   }
 
   /** Writes an event's AG-UI form; false when the socket's buffer is full (wait for 'drain'). */
-  private write(res: ServerResponse, event: SequencedEvent, input: RunStartedInput, interrupts: AgUiInterrupt[]): boolean {
+  private write(
+    res: ServerResponse,
+    event: SequencedEvent,
+    input: RunStartedInput,
+    interrupts: AgUiInterrupt[],
+  ): boolean {
     if (event.type === 'RunStarted') {
       input.runId = event.runId;
       interrupts.length = 0;
@@ -319,7 +388,9 @@ export class AgUiTransport {
  * protobuf with it, for a gateway that may serve only GraphQL clients (with RxJS, loaded by the AG-UI
  * agent client on its first run, about 2 MB of heap at idle). Only its SSE framing is used.
  */
-const loadEncoder = loadOnFirstUse(async (): Promise<EventEncoder> => new (await import('@ag-ui/encoder')).EventEncoder());
+const loadEncoder = loadOnFirstUse(
+  async (): Promise<EventEncoder> => new (await import('@ag-ui/encoder')).EventEncoder(),
+);
 
 /** Follows which messages and calls of a replayed run are open. */
 function track(open: Map<string, 'text' | 'call'>, event: SequencedEvent): void {

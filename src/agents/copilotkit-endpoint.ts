@@ -5,7 +5,14 @@ import type { RunWriter } from '../core/writer.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { JsonLinesDecoder } from '../upstream/jsonl.js';
 import { retryPolicy, type RetryPolicy } from '../upstream/retry.js';
-import type { AgentClient, AgentEntry, AgentRequest, AgentSource, AgentThreadState, LoadStateRequest } from './agent.js';
+import type {
+  AgentClient,
+  AgentEntry,
+  AgentRequest,
+  AgentSource,
+  AgentThreadState,
+  LoadStateRequest,
+} from './agent.js';
 import { toRuntimeMessages, toRuntimeMetaEvents } from './copilotkit-messages.js';
 import { namingAgent, who } from './errors.js';
 import { UpstreamHttpSettings, type UpstreamHttpOptions } from './http-options.js';
@@ -62,11 +69,17 @@ export class CopilotKitEndpoint implements AgentSource, ActionSource {
   ) {
     const where = `options.remoteEndpoints[${index}]`;
     if (typeof options.url !== 'string' || !/^https?:\/\/[^\s]+$/i.test(options.url)) {
-      throw new ConfigurationError(`${where}.url must be an http(s) URL such as "http://localhost:8000/copilotkit" (got ${JSON.stringify(options.url)}).`);
+      throw new ConfigurationError(
+        `${where}.url must be an http(s) URL such as "http://localhost:8000/copilotkit" (got ` +
+          `${JSON.stringify(options.url)}).`,
+      );
     }
     const ttl = options.discoveryTtlMs ?? 60_000;
     if (!Number.isInteger(ttl) || ttl < 10 || ttl > 86_400_000) {
-      throw new ConfigurationError(`${where}.discoveryTtlMs must be a whole number of milliseconds from 10 to 86400000 (got ${JSON.stringify(options.discoveryTtlMs)}).`);
+      throw new ConfigurationError(
+        `${where}.discoveryTtlMs must be a whole number of milliseconds from 10 to 86400000 (got ` +
+          `${JSON.stringify(options.discoveryTtlMs)}).`,
+      );
     }
     this.ttlMs = ttl;
     this.http = new UpstreamHttpSettings(options, where);
@@ -163,7 +176,8 @@ export class CopilotKitEndpoint implements AgentSource, ActionSource {
         logger: this.logger,
       });
       const discovery = this.parseInfo(info);
-      const changed = JSON.stringify(summary(discovery)) !== JSON.stringify(this.discovery ? summary(this.discovery) : null);
+      const changed =
+        JSON.stringify(summary(discovery)) !== JSON.stringify(this.discovery ? summary(this.discovery) : null);
       if (changed || this.failures > 0) {
         this.logger.info({ endpoint: this.label, url: this.url, ...summary(discovery) }, 'remote endpoint discovered');
       }
@@ -190,21 +204,36 @@ export class CopilotKitEndpoint implements AgentSource, ActionSource {
 
   private parseInfo(info: unknown): Discovery {
     if (info === null || typeof info !== 'object') {
-      throw new UpstreamError('UPSTREAM_BAD_RESPONSE', `The ${this.label} answered /info with something other than an object.`);
+      throw new UpstreamError(
+        'UPSTREAM_BAD_RESPONSE',
+        `The ${this.label} answered /info with something other than an object.`,
+      );
     }
     const record = info as { actions?: unknown; agents?: unknown };
     const actions: ExecutableAction[] = [];
     for (const entry of Array.isArray(record.actions) ? record.actions : []) {
       if (!entry || typeof entry.name !== 'string' || !NAME.test(entry.name)) {
-        this.logger.warn({ endpoint: this.label, action: entry?.name }, 'remote action skipped: its name is not a valid tool name');
+        this.logger.warn(
+          { endpoint: this.label, action: entry?.name },
+          'remote action skipped: its name is not a valid tool name',
+        );
         continue;
       }
-      actions.push(this.remoteAction(entry.name, typeof entry.description === 'string' ? entry.description : '', parametersToJsonSchema(entry.parameters)));
+      actions.push(
+        this.remoteAction(
+          entry.name,
+          typeof entry.description === 'string' ? entry.description : '',
+          parametersToJsonSchema(entry.parameters),
+        ),
+      );
     }
     const agents: AgentEntry[] = [];
     for (const entry of Array.isArray(record.agents) ? record.agents : []) {
       if (!entry || typeof entry.name !== 'string' || !NAME.test(entry.name)) {
-        this.logger.warn({ endpoint: this.label, agent: entry?.name }, 'remote agent skipped: its name is not a valid name');
+        this.logger.warn(
+          { endpoint: this.label, agent: entry?.name },
+          'remote agent skipped: its name is not a valid name',
+        );
         continue;
       }
       const dialect: Dialect = entry.type === 'langgraph' ? 'langgraph' : 'runtime-events';
@@ -228,14 +257,21 @@ export class CopilotKitEndpoint implements AgentSource, ActionSource {
         const answer = await this.upstream.json<unknown>({
           url: `${this.url}/actions/execute`,
           json: { name, arguments: args, properties: this.http.bodyProperties(context.properties) },
-          headers: await this.http.headersFor({ properties: context.properties, call: 'actions/execute', principal: context.principal }),
+          headers: await this.http.headersFor({
+            properties: context.properties,
+            call: 'actions/execute',
+            principal: context.principal,
+          }),
           who: `the remote endpoint of action "${name}"`,
           policy: this.http.policy,
           signal: context.signal,
           logger: context.logger,
         });
         if (answer === null || typeof answer !== 'object' || Array.isArray(answer)) {
-          throw new UpstreamError('UPSTREAM_BAD_RESPONSE', `The remote endpoint of action "${name}" answered with something other than {"result": …}.`);
+          throw new UpstreamError(
+            'UPSTREAM_BAD_RESPONSE',
+            `The remote endpoint of action "${name}" answered with something other than {"result": …}.`,
+          );
         }
         // Any JSON value; the executor sends a string as it is and anything else as JSON.
         return (answer as { result?: unknown }).result;
@@ -256,17 +292,30 @@ export class CopilotKitEndpoint implements AgentSource, ActionSource {
       state: request.state,
       config: request.config,
       properties: this.http.bodyProperties(request.properties),
-      actions: request.tools.map(({ name: toolName, description, parameters }) => ({ name: toolName, description, parameters })),
+      actions: request.tools.map(({ name: toolName, description, parameters }) => ({
+        name: toolName,
+        description,
+        parameters,
+      })),
       metaEvents: toRuntimeMetaEvents(request.metaEvents),
     };
-    const interpreter = dialect === 'langgraph' ? new LangGraphEventInterpreter(out, name, request.logger) : new RuntimeEventInterpreter(out, name, request.logger);
+    const interpreter =
+      dialect === 'langgraph'
+        ? new LangGraphEventInterpreter(out, name, request.logger)
+        : new RuntimeEventInterpreter(out, name, request.logger);
     // Lines are handed to the interpreter synchronously as each read arrives: no await per line.
     const lines = new JsonLinesDecoder(who(name), (value, line) => interpreter.handle(value, line));
     await this.upstream.stream(
       {
         url: `${this.url}/agents/execute`,
         json: body,
-        headers: await this.http.headersFor({ properties: request.properties, call: 'agents/execute', agentName: name, threadId: request.threadId, principal: request.principal }),
+        headers: await this.http.headersFor({
+          properties: request.properties,
+          call: 'agents/execute',
+          agentName: name,
+          threadId: request.threadId,
+          principal: request.principal,
+        }),
         who: who(name),
         policy: this.http.policy,
         signal,
@@ -284,8 +333,18 @@ export class CopilotKitEndpoint implements AgentSource, ActionSource {
     try {
       answer = await this.upstream.json<unknown>({
         url: `${this.url}/agents/state`,
-        json: { properties: this.http.bodyProperties(request.properties), threadId: request.threadId, name: request.agentName },
-        headers: await this.http.headersFor({ properties: request.properties, call: 'agents/state', agentName: request.agentName, threadId: request.threadId, principal: request.principal }),
+        json: {
+          properties: this.http.bodyProperties(request.properties),
+          threadId: request.threadId,
+          name: request.agentName,
+        },
+        headers: await this.http.headersFor({
+          properties: request.properties,
+          call: 'agents/state',
+          agentName: request.agentName,
+          threadId: request.threadId,
+          principal: request.principal,
+        }),
         who: who(request.agentName),
         policy: this.http.policy,
         signal,
@@ -293,13 +352,19 @@ export class CopilotKitEndpoint implements AgentSource, ActionSource {
       });
     } catch (error) {
       if (error instanceof GatewayError && error.details?.upstreamStatus === 404) {
-        request.logger.debug({ agent: request.agentName, threadId: request.threadId }, 'the agent does not know the thread');
+        request.logger.debug(
+          { agent: request.agentName, threadId: request.threadId },
+          'the agent does not know the thread',
+        );
         return { threadExists: false, state: {}, messages: [] };
       }
       throw error;
     }
     const record = (answer ?? {}) as { threadExists?: unknown; state?: unknown; messages?: unknown };
-    const state = record.state !== null && typeof record.state === 'object' && !Array.isArray(record.state) ? (record.state as Record<string, unknown>) : {};
+    const state =
+      record.state !== null && typeof record.state === 'object' && !Array.isArray(record.state)
+        ? (record.state as Record<string, unknown>)
+        : {};
     const messages = Array.isArray(record.messages) ? record.messages : [];
     return { threadExists: record.threadExists === true, state, messages };
   }
@@ -330,7 +395,10 @@ class CopilotKitAgentClient implements AgentClient {
 }
 
 function summary(discovery: Discovery): { agents: string[]; actions: string[] } {
-  return { agents: discovery.agents.map((agent) => agent.name), actions: discovery.actions.map((action) => action.name) };
+  return {
+    agents: discovery.agents.map((agent) => agent.name),
+    actions: discovery.actions.map((action) => action.name),
+  };
 }
 
 /** CopilotKit's `Parameter[]` (name, type, description, required, enum, attributes) as a JSON Schema object. */
@@ -352,10 +420,20 @@ function attributeSchema(parameter: Record<string, any>): Record<string, unknown
       return { type, ...description };
     case 'object':
     case 'object[]': {
-      const attributes: Record<string, any>[] = Array.isArray(parameter.attributes) ? parameter.attributes.filter((a: any) => a && typeof a.name === 'string') : [];
-      const properties = Object.fromEntries(attributes.map((attribute) => [attribute.name, attributeSchema(attribute)]));
-      const required = attributes.filter((attribute) => attribute.required !== false).map((attribute) => attribute.name);
-      const object = { type: 'object', ...(attributes.length ? { properties } : {}), ...(required.length ? { required } : {}) };
+      const attributes: Record<string, any>[] = Array.isArray(parameter.attributes)
+        ? parameter.attributes.filter((a: any) => a && typeof a.name === 'string')
+        : [];
+      const properties = Object.fromEntries(
+        attributes.map((attribute) => [attribute.name, attributeSchema(attribute)]),
+      );
+      const required = attributes
+        .filter((attribute) => attribute.required !== false)
+        .map((attribute) => attribute.name);
+      const object = {
+        type: 'object',
+        ...(attributes.length ? { properties } : {}),
+        ...(required.length ? { required } : {}),
+      };
       return type === 'object[]' ? { type: 'array', items: object, ...description } : { ...object, ...description };
     }
     default:

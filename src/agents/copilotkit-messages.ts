@@ -13,16 +13,42 @@ export function toRuntimeMessages(messages: readonly Message[]): Record<string, 
   return messages.map((message) => {
     switch (message.kind) {
       case 'text':
-        return withParent({ id: message.id, createdAt, type: 'TextMessage', content: message.content, role: message.role }, message.parentMessageId);
+        return withParent(
+          { id: message.id, createdAt, type: 'TextMessage', content: message.content, role: message.role },
+          message.parentMessageId,
+        );
       case 'actionExecution':
         return withParent(
-          { id: message.id, createdAt, type: 'ActionExecutionMessage', name: message.name, arguments: parseObject(message.arguments) },
+          {
+            id: message.id,
+            createdAt,
+            type: 'ActionExecutionMessage',
+            name: message.name,
+            arguments: parseObject(message.arguments),
+          },
           message.parentMessageId,
         );
       case 'result':
-        return { id: message.id, createdAt, type: 'ResultMessage', actionExecutionId: message.actionExecutionId, actionName: message.actionName, result: message.result };
+        return {
+          id: message.id,
+          createdAt,
+          type: 'ResultMessage',
+          actionExecutionId: message.actionExecutionId,
+          actionName: message.actionName,
+          result: message.result,
+        };
       case 'image':
-        return withParent({ id: message.id, createdAt, type: 'ImageMessage', format: message.format, bytes: message.bytes, role: message.role }, message.parentMessageId);
+        return withParent(
+          {
+            id: message.id,
+            createdAt,
+            type: 'ImageMessage',
+            format: message.format,
+            bytes: message.bytes,
+            role: message.role,
+          },
+          message.parentMessageId,
+        );
       case 'agentState':
         return {
           id: message.id,
@@ -68,17 +94,30 @@ export function messagesFromCopilotKitJson(list: unknown): Message[] {
     const id = typeof m.id === 'string' ? m.id : `message-${index}`;
     const parentMessageId = typeof m.parentMessageId === 'string' ? m.parentMessageId : null;
     if (typeof m.actionExecutionId === 'string') {
-      messages.push({ kind: 'result', id, actionExecutionId: m.actionExecutionId, actionName: String(m.actionName ?? ''), result: asText(m.result) });
+      messages.push({
+        kind: 'result',
+        id,
+        actionExecutionId: m.actionExecutionId,
+        actionName: String(m.actionName ?? ''),
+        result: asText(m.result),
+      });
     } else if ('arguments' in m && typeof m.name === 'string') {
       messages.push({ kind: 'actionExecution', id, name: m.name, arguments: asText(m.arguments), parentMessageId });
-    } else if ('content' in m && typeof m.role === 'string' && ['user', 'assistant', 'system', 'tool', 'developer'].includes(m.role)) {
+    } else if (
+      'content' in m &&
+      typeof m.role === 'string' &&
+      ['user', 'assistant', 'system', 'tool', 'developer'].includes(m.role)
+    ) {
       messages.push({ kind: 'text', id, role: m.role as 'user', content: asText(m.content), parentMessageId });
     }
   });
   return messages;
 }
 
-function withParent(value: Record<string, unknown>, parentMessageId: string | null | undefined): Record<string, unknown> {
+function withParent(
+  value: Record<string, unknown>,
+  parentMessageId: string | null | undefined,
+): Record<string, unknown> {
   return parentMessageId ? { ...value, parentMessageId } : value;
 }
 
@@ -111,10 +150,20 @@ export function messagesToCopilotKitJson(messages: readonly Message[]): Record<s
         out.push(withParent({ id: message.id, role: message.role, content: message.content }, message.parentMessageId));
         break;
       case 'actionExecution':
-        out.push(withParent({ id: message.id, name: message.name, arguments: parseObject(message.arguments) }, message.parentMessageId));
+        out.push(
+          withParent(
+            { id: message.id, name: message.name, arguments: parseObject(message.arguments) },
+            message.parentMessageId,
+          ),
+        );
         break;
       case 'result':
-        out.push({ id: message.id, actionExecutionId: message.actionExecutionId, actionName: message.actionName, result: message.result });
+        out.push({
+          id: message.id,
+          actionExecutionId: message.actionExecutionId,
+          actionName: message.actionName,
+          result: message.result,
+        });
         break;
       case 'image':
       case 'agentState':

@@ -8,7 +8,9 @@ export function who(agentName: string): string {
 /** The agent reported an error of its own (RUN_ERROR, on_copilotkit_error, a RunError line, an error event). */
 export function agentError(agentName: string, message: string, details: Record<string, unknown> = {}): UpstreamError {
   const text = message.trim() ? message.trim().slice(0, 500) : 'no message';
-  return new UpstreamError('AGENT_ERROR', `Agent "${agentName}" reported an error: ${text}`, { details: { agentName, ...details } });
+  return new UpstreamError('AGENT_ERROR', `Agent "${agentName}" reported an error: ${text}`, {
+    details: { agentName, ...details },
+  });
 }
 
 /** The agent sent something the gateway cannot read; `what` says what, without echoing it. */
@@ -18,7 +20,9 @@ export function badAgentResponse(agentName: string, what: string): UpstreamError
 
 /** An agent stream that ended before the agent said it was finished. */
 export function agentStreamEnded(agentName: string, what: string): UpstreamError {
-  return new UpstreamError('UPSTREAM_STREAM_INTERRUPTED', `The stream of agent "${agentName}" ended before ${what}.`, { details: { agentName } });
+  return new UpstreamError('UPSTREAM_STREAM_INTERRUPTED', `The stream of agent "${agentName}" ended before ${what}.`, {
+    details: { agentName },
+  });
 }
 
 /**
@@ -43,6 +47,7 @@ export function namingAgent(error: unknown, agentName: string): unknown {
 
 /** An event line as an object, or a bad response naming the agent and the line. */
 export function eventObject(event: unknown, agentName: string, line: number): Record<string, any> {
-  if (event === null || typeof event !== 'object' || Array.isArray(event)) throw badAgentResponse(agentName, `line ${line}, which is not an event object`);
+  if (event === null || typeof event !== 'object' || Array.isArray(event))
+    throw badAgentResponse(agentName, `line ${line}, which is not an event object`);
   return event as Record<string, any>;
 }

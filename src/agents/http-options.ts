@@ -22,7 +22,9 @@ export interface UpstreamHttpOptions {
    * Called before each call; the headers it returns are added and win over `headers`. It may be
    * async (to fetch a token, say). A hook that throws fails the call.
    */
-  onBeforeRequest?: (context: BeforeRequestContext) => { headers?: Record<string, string> } | void | Promise<{ headers?: Record<string, string> } | void>;
+  onBeforeRequest?: (
+    context: BeforeRequestContext,
+  ) => { headers?: Record<string, string> } | void | Promise<{ headers?: Record<string, string> } | void>;
   /**
    * Forward a client's `properties.authorization` as `Authorization: Bearer <it>`, and leave it in
    * the `properties` sent along. Off by default: a client's credentials reach only upstreams that
@@ -43,7 +45,11 @@ export class UpstreamHttpSettings {
     where: string,
   ) {
     if (options.headers !== undefined) {
-      if (options.headers === null || typeof options.headers !== 'object' || Object.values(options.headers).some((value) => typeof value !== 'string')) {
+      if (
+        options.headers === null ||
+        typeof options.headers !== 'object' ||
+        Object.values(options.headers).some((value) => typeof value !== 'string')
+      ) {
         throw new ConfigurationError(`${where}.headers must be an object of header names to string values.`);
       }
     }
@@ -53,7 +59,9 @@ export class UpstreamHttpSettings {
     if (options.forwardAuthorization !== undefined && typeof options.forwardAuthorization !== 'boolean') {
       throw new ConfigurationError(`${where}.forwardAuthorization must be true or false.`);
     }
-    this.headers = Object.fromEntries(Object.entries(options.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]));
+    this.headers = Object.fromEntries(
+      Object.entries(options.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
+    );
     this.policy = retryPolicy(options.retry, `${where}.retry`);
   }
 
@@ -64,7 +72,11 @@ export class UpstreamHttpSettings {
   async headersFor(context: BeforeRequestContext): Promise<Record<string, string>> {
     const headers: Record<string, string> = {};
     const authorization = context.properties.authorization;
-    if (this.options.forwardAuthorization && typeof authorization === 'string' && /^[\x21-\x7e][\x20-\x7e]*$/.test(authorization)) {
+    if (
+      this.options.forwardAuthorization &&
+      typeof authorization === 'string' &&
+      /^[\x21-\x7e][\x20-\x7e]*$/.test(authorization)
+    ) {
       headers.authorization = /^bearer\s/i.test(authorization) ? authorization : `Bearer ${authorization}`;
     }
     Object.assign(headers, this.headers);

@@ -22,7 +22,14 @@ export function toLangChainMessages(messages: readonly Message[]): LangChainMess
   for (const message of messages) {
     switch (message.kind) {
       case 'text': {
-        const type = message.role === 'user' ? 'human' : message.role === 'assistant' ? 'ai' : message.role === 'tool' ? 'human' : 'system';
+        const type =
+          message.role === 'user'
+            ? 'human'
+            : message.role === 'assistant'
+              ? 'ai'
+              : message.role === 'tool'
+                ? 'human'
+                : 'system';
         const converted: LangChainMessage = { id: message.id, type, content: message.content };
         out.push(converted);
         if (type === 'ai') ai.set(message.id, converted);
@@ -41,10 +48,20 @@ export function toLangChainMessages(messages: readonly Message[]): LangChainMess
         break;
       }
       case 'result':
-        out.push({ id: message.id, type: 'tool', content: message.result, tool_call_id: message.actionExecutionId, name: message.actionName });
+        out.push({
+          id: message.id,
+          type: 'tool',
+          content: message.result,
+          tool_call_id: message.actionExecutionId,
+          name: message.actionName,
+        });
         break;
       case 'image':
-        out.push({ id: message.id, type: 'human', content: [{ type: 'image_url', image_url: { url: `data:image/${message.format};base64,${message.bytes}` } }] });
+        out.push({
+          id: message.id,
+          type: 'human',
+          content: [{ type: 'image_url', image_url: { url: `data:image/${message.format};base64,${message.bytes}` } }],
+        });
         break;
       case 'agentState':
         break;
@@ -78,7 +95,8 @@ export function langChainToCopilotKit(messages: unknown): Record<string, unknown
     else if (type === 'system') converted.push({ role: 'system', content, id: message.id });
     else if (type === 'ai' || type === 'assistant') {
       if (message.tool_calls?.length) {
-        for (const call of message.tool_calls) converted.push({ id: call.id, name: call.name, arguments: call.args, parentMessageId: message.id });
+        for (const call of message.tool_calls)
+          converted.push({ id: call.id, name: call.name, arguments: call.args, parentMessageId: message.id });
       } else {
         converted.push({ role: 'assistant', content, id: message.id, parentMessageId: message.id });
       }
@@ -104,7 +122,11 @@ export function langChainToCopilotKit(messages: unknown): Record<string, unknown
 function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) {
-    return content.map((part) => (typeof part === 'string' ? part : part?.type === 'text' && typeof part.text === 'string' ? part.text : '')).join('');
+    return content
+      .map((part) =>
+        typeof part === 'string' ? part : part?.type === 'text' && typeof part.text === 'string' ? part.text : '',
+      )
+      .join('');
   }
   return content == null ? '' : JSON.stringify(content);
 }

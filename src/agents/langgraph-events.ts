@@ -56,14 +56,22 @@ export class LangGraphEventInterpreter {
         this.out.metaEvent({ name: 'LangGraphInterruptEvent', value: asText(e.value) });
         return;
       case 'on_copilotkit_interrupt':
-        this.out.metaEvent({ name: 'CopilotKitLangGraphInterruptEvent', value: asText(e.data?.value), messages: messagesFromCopilotKitJson(e.data?.messages) });
+        this.out.metaEvent({
+          name: 'CopilotKitLangGraphInterruptEvent',
+          value: asText(e.data?.value),
+          messages: messagesFromCopilotKitJson(e.data?.messages),
+        });
         return;
       case 'on_copilotkit_error': {
         const error = e.data?.error ?? {};
         const message = typeof error.message === 'string' ? error.message : 'unknown error';
-        throw agentError(this.agentName, typeof error.type === 'string' && error.type ? `${error.type}: ${message}` : message, {
-          ...(typeof error.status_code === 'number' ? { agentStatus: error.status_code } : {}),
-        });
+        throw agentError(
+          this.agentName,
+          typeof error.type === 'string' && error.type ? `${error.type}: ${message}` : message,
+          {
+            ...(typeof error.status_code === 'number' ? { agentStatus: error.status_code } : {}),
+          },
+        );
       }
       case 'on_custom_event':
         return this.customEvent(e);
@@ -82,7 +90,12 @@ export class LangGraphEventInterpreter {
     const chunk = e.data?.chunk;
     if (chunk === null || typeof chunk !== 'object') return;
     const fields = chunk.kwargs && typeof chunk.kwargs === 'object' ? chunk.kwargs : chunk;
-    const messageId: string = typeof fields.id === 'string' && fields.id ? fields.id : typeof chunk.id === 'string' ? chunk.id : (this.text?.agentId ?? 'message');
+    const messageId: string =
+      typeof fields.id === 'string' && fields.id
+        ? fields.id
+        : typeof chunk.id === 'string'
+          ? chunk.id
+          : (this.text?.agentId ?? 'message');
     const metadata = e.metadata ?? {};
     const emitMessages = metadata['copilotkit:emit-messages'] !== false;
     const emitToolCalls: unknown = metadata['copilotkit:emit-tool-calls'] ?? true;
@@ -95,9 +108,13 @@ export class LangGraphEventInterpreter {
         this.closeText();
         this.closeCall();
         const shown = emitsToolCall(emitToolCalls, toolChunk.name);
-        this.call = { agentId: toolChunk.id, id: shown ? this.out.actionStart(toolChunk.id, toolChunk.name, messageId) : null };
+        this.call = {
+          agentId: toolChunk.id,
+          id: shown ? this.out.actionStart(toolChunk.id, toolChunk.name, messageId) : null,
+        };
       }
-      if (typeof toolChunk.args === 'string' && toolChunk.args && this.call?.id) this.out.actionArgs(this.call.id, toolChunk.args);
+      if (typeof toolChunk.args === 'string' && toolChunk.args && this.call?.id)
+        this.out.actionArgs(this.call.id, toolChunk.args);
     }
 
     const text = contentText(fields.content);
@@ -134,14 +151,25 @@ export class LangGraphEventInterpreter {
       case 'copilotkit_manually_emit_tool_call': {
         this.closeCall();
         this.closeText();
-        if (typeof data.name !== 'string' || !data.name) throw badAgentResponse(this.agentName, 'a copilotkit_manually_emit_tool_call event without a name');
-        const id = this.out.actionStart(typeof data.id === 'string' ? data.id : null, data.name, typeof data.id === 'string' ? data.id : null);
+        if (typeof data.name !== 'string' || !data.name)
+          throw badAgentResponse(this.agentName, 'a copilotkit_manually_emit_tool_call event without a name');
+        const id = this.out.actionStart(
+          typeof data.id === 'string' ? data.id : null,
+          data.name,
+          typeof data.id === 'string' ? data.id : null,
+        );
         this.out.actionArgs(id, asText(data.args ?? {}));
         this.out.actionEnd(id);
         return;
       }
       case 'copilotkit_manually_emit_intermediate_state':
-        this.out.agentState({ agentName: this.agentName, nodeName: this.node, state: JSON.stringify(data), running: true, active: true });
+        this.out.agentState({
+          agentName: this.agentName,
+          nodeName: this.node,
+          state: JSON.stringify(data),
+          running: true,
+          active: true,
+        });
         return;
       case 'copilotkit_exit':
         this.exited = true;
@@ -169,7 +197,13 @@ function contentText(content: unknown): string {
   let text = '';
   for (const part of content) {
     if (typeof part === 'string') text += part;
-    else if (part && typeof part === 'object' && (part.type === undefined || part.type === 'text' || part.type === 'text_delta') && typeof part.text === 'string') text += part.text;
+    else if (
+      part &&
+      typeof part === 'object' &&
+      (part.type === undefined || part.type === 'text' || part.type === 'text_delta') &&
+      typeof part.text === 'string'
+    )
+      text += part.text;
   }
   return text;
 }

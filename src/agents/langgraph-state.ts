@@ -33,14 +33,28 @@ export class StateSync {
     if (json === this.lastState && this.interpreter.node === this.lastNode) return;
     this.lastState = json;
     this.lastNode = this.interpreter.node;
-    this.out.agentState({ agentName: this.agentName, nodeName: this.interpreter.node, state: json, running: true, active: true, threadId: this.threadId });
+    this.out.agentState({
+      agentName: this.agentName,
+      nodeName: this.interpreter.node,
+      state: json,
+      running: true,
+      active: true,
+      threadId: this.threadId,
+    });
   }
 
   /** A new node after the last state sync gets a sync of its own (CopilotKit's frontend follows nodes). */
   nodeMayHaveChanged(): void {
     if (this.lastState && this.interpreter.node !== this.lastNode) {
       this.lastNode = this.interpreter.node;
-      this.out.agentState({ agentName: this.agentName, nodeName: this.interpreter.node, state: this.lastState, running: true, active: true, threadId: this.threadId });
+      this.out.agentState({
+        agentName: this.agentName,
+        nodeName: this.interpreter.node,
+        state: this.lastState,
+        running: true,
+        active: true,
+        threadId: this.threadId,
+      });
     }
   }
 
@@ -56,10 +70,15 @@ export class StateSync {
         this.out.metaEvent({
           name: 'CopilotKitLangGraphInterruptEvent',
           value: typeof inner === 'string' ? inner : JSON.stringify(inner),
-          messages: messagesFromCopilotKitJson(langChainToCopilotKit((value as Record<string, unknown>).__copilotkit_messages__)),
+          messages: messagesFromCopilotKitJson(
+            langChainToCopilotKit((value as Record<string, unknown>).__copilotkit_messages__),
+          ),
         });
       } else {
-        this.out.metaEvent({ name: 'LangGraphInterruptEvent', value: typeof value === 'string' ? value : JSON.stringify(value ?? null) });
+        this.out.metaEvent({
+          name: 'LangGraphInterruptEvent',
+          value: typeof value === 'string' ? value : JSON.stringify(value ?? null),
+        });
       }
     }
   }

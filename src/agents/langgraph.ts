@@ -32,13 +32,20 @@ export function langGraphAgent(options: LangGraphAgentOptions): AgentDefinition 
   return {
     kind: 'langgraph',
     create(name: string, dependencies: BuiltInAgentDependencies, where: string): AgentEntry {
-      if (options === null || typeof options !== 'object') throw new ConfigurationError(`${where} must be langGraphAgent({ deploymentUrl, graphId }).`);
+      if (options === null || typeof options !== 'object')
+        throw new ConfigurationError(`${where} must be langGraphAgent({ deploymentUrl, graphId }).`);
       if (typeof options.deploymentUrl !== 'string' || !/^https?:\/\/\S+$/i.test(options.deploymentUrl)) {
-        throw new ConfigurationError(`${where}.deploymentUrl must be an http(s) URL such as "http://localhost:2024" (got ${JSON.stringify(options.deploymentUrl)}).`);
+        throw new ConfigurationError(
+          `${where}.deploymentUrl must be an http(s) URL such as "http://localhost:2024" (got ` +
+            `${JSON.stringify(options.deploymentUrl)}).`,
+        );
       }
-      if (typeof options.graphId !== 'string' || !options.graphId) throw new ConfigurationError(`${where}.graphId must be the id of a graph of the deployment.`);
-      if (options.apiKey !== undefined && typeof options.apiKey !== 'string') throw new ConfigurationError(`${where}.apiKey must be a string.`);
-      if (options.description !== undefined && typeof options.description !== 'string') throw new ConfigurationError(`${where}.description must be a string.`);
+      if (typeof options.graphId !== 'string' || !options.graphId)
+        throw new ConfigurationError(`${where}.graphId must be the id of a graph of the deployment.`);
+      if (options.apiKey !== undefined && typeof options.apiKey !== 'string')
+        throw new ConfigurationError(`${where}.apiKey must be a string.`);
+      if (options.description !== undefined && typeof options.description !== 'string')
+        throw new ConfigurationError(`${where}.description must be a string.`);
       const settings = new UpstreamHttpSettings(options, where);
       return {
         name,
@@ -145,7 +152,9 @@ export class LangGraphAgentClient implements AgentClient {
   async loadState(request: LoadStateRequest, signal: AbortSignal): Promise<AgentThreadState> {
     try {
       const client = await this.sdk(request, 'state');
-      const state = (await client.threads.getState(langGraphThreadId(request.threadId), undefined, { signal })) as ThreadStateLike;
+      const state = (await client.threads.getState(langGraphThreadId(request.threadId), undefined, {
+        signal,
+      })) as ThreadStateLike;
       const values = objectOf(state.values);
       if (Object.keys(values).length === 0) return { threadExists: false, state: {}, messages: [] };
       const { messages, __interrupt__: _interrupts, ...rest } = values;
@@ -157,8 +166,23 @@ export class LangGraphAgentClient implements AgentClient {
   }
 
   /** An SDK client for one run: the run's headers, the gateway's fetch, no retries of its own. */
-  private async sdk(request: { properties: Record<string, unknown>; agentName: string; logger: Logger; threadId?: string; principal?: Principal }, call: string): Promise<SdkClient> {
-    const headers = await this.settings.headersFor({ properties: request.properties, call, agentName: request.agentName, threadId: request.threadId, principal: request.principal });
+  private async sdk(
+    request: {
+      properties: Record<string, unknown>;
+      agentName: string;
+      logger: Logger;
+      threadId?: string;
+      principal?: Principal;
+    },
+    call: string,
+  ): Promise<SdkClient> {
+    const headers = await this.settings.headersFor({
+      properties: request.properties,
+      call,
+      agentName: request.agentName,
+      threadId: request.threadId,
+      principal: request.principal,
+    });
     const { Client } = await loadSdk();
     return new Client({
       apiUrl: this.options.deploymentUrl,
@@ -179,15 +203,25 @@ export class LangGraphAgentClient implements AgentClient {
    */
   private assistantId(agentName: string, logger: Logger): Promise<string> {
     this.assistant ??= this.sdk({ properties: {}, agentName, logger }, 'assistants/search')
-      .then((client) => client.assistants.search({ graphId: this.options.graphId, limit: 1, signal: AbortSignal.timeout(this.settings.policy.totalTimeoutMs) }))
+      .then((client) =>
+        client.assistants.search({
+          graphId: this.options.graphId,
+          limit: 1,
+          signal: AbortSignal.timeout(this.settings.policy.totalTimeoutMs),
+        }),
+      )
       .then((found) => {
-      const id = found[0]?.assistant_id;
-      if (!id) {
-        throw new UpstreamError('UPSTREAM_REJECTED', `The LangGraph deployment of agent "${agentName}" has no assistant for graph "${this.options.graphId}".`, {
-          details: { agentName, graphId: this.options.graphId },
-        });
-      }
-      return id;
+        const id = found[0]?.assistant_id;
+        if (!id) {
+          throw new UpstreamError(
+            'UPSTREAM_REJECTED',
+            `The LangGraph deployment of agent "${agentName}" has no assistant for graph "${this.options.graphId}".`,
+            {
+              details: { agentName, graphId: this.options.graphId },
+            },
+          );
+        }
+        return id;
       });
     this.assistant.catch(() => {
       this.assistant = undefined;
@@ -195,9 +229,15 @@ export class LangGraphAgentClient implements AgentClient {
     return this.assistant;
   }
 
-  private payload(request: AgentRequest, thread: ThreadStateLike): { input?: Record<string, unknown> | null; command?: { resume: unknown }; config?: Record<string, unknown> } {
+  private payload(
+    request: AgentRequest,
+    thread: ThreadStateLike,
+  ): { input?: Record<string, unknown> | null; command?: { resume: unknown }; config?: Record<string, unknown> } {
     const known = new Set(
-      (Array.isArray(objectOf(thread.values).messages) ? (objectOf(thread.values).messages as { id?: string }[]) : []).map((message) => message?.id),
+      (Array.isArray(objectOf(thread.values).messages)
+        ? (objectOf(thread.values).messages as { id?: string }[])
+        : []
+      ).map((message) => message?.id),
     );
     let messages = toLangChainMessages(request.messages);
     // The frontend's own system prompt is not the graph's; CopilotKit's runtime leaves it out too.
@@ -205,7 +245,9 @@ export class LangGraphAgentClient implements AgentClient {
     const newMessages = messages.filter((message) => !known.has(message.id));
     const config = Object.keys(request.config).length ? { config: request.config } : {};
 
-    const answer = request.metaEvents.find((event) => event.name === 'LangGraphInterruptEvent' && event.response != null);
+    const answer = request.metaEvents.find(
+      (event) => event.name === 'LangGraphInterruptEvent' && event.response != null,
+    );
     if (answer) return { input: null, command: { resume: parseJson(answer.response!) }, ...config };
     const pending = (thread.tasks ?? []).some((task) => (task.interrupts ?? []).length > 0);
     // A thread waiting on an interrupt that gets new messages instead: the messages are the answer.
@@ -225,7 +267,8 @@ export class LangGraphAgentClient implements AgentClient {
   private cancel(client: SdkClient, threadId: string, runId: string, logger: Logger): void {
     client.runs.cancel(threadId, runId, false, 'interrupt', { signal: AbortSignal.timeout(5_000) }).then(
       () => logger.debug({ threadId, langGraphRunId: runId }, 'LangGraph run cancelled'),
-      (error: unknown) => logger.warn({ threadId, langGraphRunId: runId, err: error }, 'LangGraph run could not be cancelled'),
+      (error: unknown) =>
+        logger.warn({ threadId, langGraphRunId: runId, err: error }, 'LangGraph run could not be cancelled'),
     );
   }
 }
@@ -239,7 +282,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  */
 export function langGraphThreadId(threadId: string): string {
   if (UUID.test(threadId)) return threadId.toLowerCase();
-  const hash = createHash('sha1').update(NAMESPACE + threadId).digest();
+  const hash = createHash('sha1')
+    .update(NAMESPACE + threadId)
+    .digest();
   hash[6] = (hash[6] & 0x0f) | 0x50;
   hash[8] = (hash[8] & 0x3f) | 0x80;
   const hex = hash.subarray(0, 16).toString('hex');
@@ -268,10 +313,17 @@ function sdkError(error: unknown, agentName: string, signal: AbortSignal): unkno
   const status = (error as { status?: unknown })?.status;
   if (typeof status === 'number') {
     const text = (error as { text?: unknown }).text;
-    return upstreamStatusError(who(agentName), status, { detail: status < 500 && typeof text === 'string' ? detailOf(text) : undefined, cause: error });
+    return upstreamStatusError(who(agentName), status, {
+      detail: status < 500 && typeof text === 'string' ? detailOf(text) : undefined,
+      cause: error,
+    });
   }
   if (error instanceof SyntaxError) return badAgentResponse(agentName, 'a stream event that is not JSON');
-  return badAgentResponse(agentName, `something the LangGraph client could not read (${error instanceof Error ? error.message.slice(0, 200) : String(error)})`);
+  return badAgentResponse(
+    agentName,
+    `something the LangGraph client could not read ` +
+      `(${error instanceof Error ? error.message.slice(0, 200) : String(error)})`,
+  );
 }
 
 function detailOf(text: string): string {
@@ -288,8 +340,10 @@ function errorMessage(data: unknown): string {
   if (typeof data === 'string') return data;
   const record = objectOf(data);
   const details = objectOf(record.error_details);
-  if (typeof details.message === 'string') return typeof details.type === 'string' ? `${details.type}: ${details.message}` : details.message;
-  if (typeof record.message === 'string') return typeof record.error === 'string' ? `${record.error}: ${record.message}` : record.message;
+  if (typeof details.message === 'string')
+    return typeof details.type === 'string' ? `${details.type}: ${details.message}` : details.message;
+  if (typeof record.message === 'string')
+    return typeof record.error === 'string' ? `${record.error}: ${record.message}` : record.message;
   if (typeof record.error === 'string') return record.error;
   return 'unknown error';
 }

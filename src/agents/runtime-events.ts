@@ -100,7 +100,11 @@ export class RuntimeEventInterpreter {
       case 'MetaEvent':
         return this.metaEvent(e, line);
       case 'RunError':
-        throw agentError(this.agentName, typeof e.message === 'string' ? e.message : 'unknown error', typeof e.code === 'string' ? { agentCode: e.code } : {});
+        throw agentError(
+          this.agentName,
+          typeof e.message === 'string' ? e.message : 'unknown error',
+          typeof e.code === 'string' ? { agentCode: e.code } : {},
+        );
       default:
         return this.skip(e, line);
     }
@@ -128,7 +132,8 @@ export class RuntimeEventInterpreter {
   /** A string field the event must have (not empty): an agent that leaves it out sent a bad response. */
   private field(e: Record<string, unknown>, name: string, line: number): string {
     const value = e[name];
-    if (typeof value !== 'string' || value === '') throw badAgentResponse(this.agentName, `a ${String(e.type)} event without "${name}" on line ${line}`);
+    if (typeof value !== 'string' || value === '')
+      throw badAgentResponse(this.agentName, `a ${String(e.type)} event without "${name}" on line ${line}`);
     return value;
   }
 

@@ -9,14 +9,20 @@ import { bearerToken, unauthenticated, type Authenticate } from './authenticate.
  * to log. Keys are compared by digest in constant time, all of them every time.
  */
 export function apiKeyAuthenticator(keys: readonly string[]): Authenticate {
-  if (!Array.isArray(keys) || keys.length === 0) throw new ConfigurationError('API key authentication needs at least one key.');
+  if (!Array.isArray(keys) || keys.length === 0)
+    throw new ConfigurationError('API key authentication needs at least one key.');
   keys.forEach((key, index) => {
     if (typeof key !== 'string' || key.length < 16 || /\s|,/.test(key)) {
-      throw new ConfigurationError(`API key number ${index + 1} must be at least 16 characters, without spaces or commas.`);
+      throw new ConfigurationError(
+        `API key number ${index + 1} must be at least 16 characters, without spaces or commas.`,
+      );
     }
   });
   const match = keyMatcher(keys);
-  const principals: Principal[] = keys.map((key) => ({ id: `api-key:${digest(key).toString('hex').slice(0, 12)}`, method: 'api-key' }));
+  const principals: Principal[] = keys.map((key) => ({
+    id: `api-key:${digest(key).toString('hex').slice(0, 12)}`,
+    method: 'api-key',
+  }));
   return ({ authorization }) => {
     const token = bearerToken(authorization);
     if (!token) throw unauthenticated(authorization, authorization ? 'expected "Bearer <key>"' : undefined);

@@ -26,25 +26,37 @@ export interface AuthenticationRequest {
  * AUTH_UNAVAILABLE when a key server cannot be reached); anything else it throws is logged and
  * answered as AUTH_UNAVAILABLE.
  */
-export type Authenticate = (request: AuthenticationRequest) => Principal | null | undefined | Promise<Principal | null | undefined>;
+export type Authenticate = (
+  request: AuthenticationRequest,
+) => Principal | null | undefined | Promise<Principal | null | undefined>;
 
 /** The outcome of authenticating one request or connection. */
 export type Authentication = { principal: Principal } | { error: GatewayError };
 
 /** Runs the hook and turns whatever it does into a principal or a coded error; never throws. */
-export async function authenticateRequest(hook: Authenticate, request: AuthenticationRequest, logger: Logger): Promise<Authentication> {
+export async function authenticateRequest(
+  hook: Authenticate,
+  request: AuthenticationRequest,
+  logger: Logger,
+): Promise<Authentication> {
   try {
     const principal = await hook(request);
     if (principal === null || principal === undefined) return { error: unauthenticated(request.authorization) };
     if (typeof principal !== 'object' || typeof principal.id !== 'string' || principal.id === '') {
-      logger.error('the authenticate hook returned something that is not a principal ({id, method}); the request is refused');
+      logger.error(
+        'the authenticate hook returned something that is not a principal ({id, method}); the request is refused',
+      );
       return { error: hookFailed() };
     }
     const { expiresAt } = principal;
     if (expiresAt !== undefined) {
       // Before 2001 in milliseconds, as every time in seconds is: a hook's mistake, not the client's.
       if (typeof expiresAt !== 'number' || Number.isNaN(expiresAt) || expiresAt < 1e12) {
-        logger.error({ expiresAt: typeof expiresAt === 'number' ? expiresAt : typeof expiresAt }, 'the authenticate hook returned a principal whose expiresAt is not a time in milliseconds since the epoch (seconds?); the request is refused');
+        logger.error(
+          { expiresAt: typeof expiresAt === 'number' ? expiresAt : typeof expiresAt },
+          'the authenticate hook returned a principal whose expiresAt is not a time in milliseconds since the epoch ' +
+            '(seconds?); the request is refused',
+        );
         return { error: hookFailed() };
       }
       if (expiresAt <= Date.now()) {
@@ -56,16 +68,24 @@ export async function authenticateRequest(hook: Authenticate, request: Authentic
     if (error instanceof GatewayError) {
       // Why credentials could not be checked (a key server down): its cause's name and message, never the request.
       const cause = error.cause as Error | undefined;
-      if (error.code !== 'UNAUTHENTICATED') logger.warn({ code: error.code, cause: cause && `${cause.name}: ${cause.message}` }, 'credentials could not be checked');
+      if (error.code !== 'UNAUTHENTICATED')
+        logger.warn(
+          { code: error.code, cause: cause && `${cause.name}: ${cause.message}` },
+          'credentials could not be checked',
+        );
       return { error };
     }
-    // Only the error's name: its message could quote the credentials (a hook's own words), and the request is never logged.
+    // Only the error's name: its message could quote the credentials (a hook's own words), and the request is never
+    // logged.
     logger.error({ error: (error as Error)?.name }, 'the authenticate hook threw (its message is not logged)');
     return { error: hookFailed() };
   }
 }
 
-/** The answer when the hook failed (threw, or returned what is not a principal): the gateway's problem, not the client's. */
+/**
+ * The answer when the hook failed (threw, or returned what is not a principal): the gateway's problem, not the
+ * client's.
+ */
 function hookFailed(): AuthUnavailableError {
   return new AuthUnavailableError('The credentials could not be checked. Try again, or report it with the request id.');
 }
@@ -74,7 +94,8 @@ function hookFailed(): AuthUnavailableError {
 export function unauthenticated(authorization: string | undefined, reason?: string): UnauthenticatedError {
   const message = authorization
     ? `The credentials were not accepted${reason ? ` (${reason})` : ''}.`
-    : 'Authentication is required: send an API key or a token as "Authorization: Bearer <credential>" (over WebSocket, as "authorization" in connection_init\'s payload).';
+    : 'Authentication is required: send an API key or a token as "Authorization: Bearer <credential>" (over ' +
+      'WebSocket, as "authorization" in connection_init\'s payload).';
   return new UnauthenticatedError(message);
 }
 

@@ -21,11 +21,11 @@ export interface JwtOptions {
 const REFUSALS: Record<string, string> = {
   ERR_JWT_EXPIRED: 'the token has expired',
   ERR_JWT_CLAIM_VALIDATION_FAILED: 'a claim of the token is not accepted', // which one: claimRefusal
-  ERR_JWS_SIGNATURE_VERIFICATION_FAILED: 'the token\'s signature does not verify',
+  ERR_JWS_SIGNATURE_VERIFICATION_FAILED: "the token's signature does not verify",
   ERR_JWS_INVALID: 'not a signed token',
   ERR_JWT_INVALID: 'not a valid token',
-  ERR_JOSE_ALG_NOT_ALLOWED: 'the token\'s algorithm is not accepted',
-  ERR_JOSE_NOT_SUPPORTED: 'the token\'s algorithm is not supported',
+  ERR_JOSE_ALG_NOT_ALLOWED: "the token's algorithm is not accepted",
+  ERR_JOSE_NOT_SUPPORTED: "the token's algorithm is not supported",
   ERR_JWKS_NO_MATCHING_KEY: 'no published key matches the token',
   ERR_JWKS_MULTIPLE_MATCHING_KEYS: 'several published keys match the token',
 };
@@ -62,24 +62,38 @@ function claimRefusal(error: errors.JWTClaimValidationFailed): string {
  * cannot be fetched is AUTH_UNAVAILABLE (503), not a refusal.
  */
 export function jwtAuthenticator(options: JwtOptions): Authenticate {
-  if (options === null || typeof options !== 'object') throw new ConfigurationError('JWT authentication needs options: {jwksUrl | secret, issuer?, audience?}.');
+  if (options === null || typeof options !== 'object')
+    throw new ConfigurationError('JWT authentication needs options: {jwksUrl | secret, issuer?, audience?}.');
   const { jwksUrl, secret, issuer, audience } = options;
   if ((jwksUrl === undefined) === (secret === undefined)) {
-    throw new ConfigurationError('JWT authentication needs exactly one of a JWKS URL (JWT_JWKS_URL) and a shared secret (JWT_SECRET).');
+    throw new ConfigurationError(
+      'JWT authentication needs exactly one of a JWKS URL (JWT_JWKS_URL) and a shared secret (JWT_SECRET).',
+    );
   }
-  if (jwksUrl !== undefined && !isHttpUrl(jwksUrl)) throw new ConfigurationError(`The JWKS URL must be an http(s) URL (got ${JSON.stringify(jwksUrl)}).`);
+  if (jwksUrl !== undefined && !isHttpUrl(jwksUrl))
+    throw new ConfigurationError(`The JWKS URL must be an http(s) URL (got ${JSON.stringify(jwksUrl)}).`);
   if (secret !== undefined && (typeof secret !== 'string' || secret.length < 32)) {
     throw new ConfigurationError('The JWT secret (JWT_SECRET) must be at least 32 characters.');
   }
-  for (const [name, value] of [['issuer', issuer], ['audience', audience]] as const) {
-    if (value !== undefined && (typeof value !== 'string' || value === '')) throw new ConfigurationError(`The JWT ${name} must be a non-empty string.`);
+  for (const [name, value] of [
+    ['issuer', issuer],
+    ['audience', audience],
+  ] as const) {
+    if (value !== undefined && (typeof value !== 'string' || value === ''))
+      throw new ConfigurationError(`The JWT ${name} must be a non-empty string.`);
   }
   const tolerance = options.clockToleranceSeconds ?? 30;
   if (typeof tolerance !== 'number' || !Number.isInteger(tolerance) || tolerance < 0 || tolerance > 3600) {
-    throw new ConfigurationError(`The JWT clock tolerance must be a whole number of seconds from 0 to 3600 (got ${JSON.stringify(tolerance)}).`);
+    throw new ConfigurationError(
+      `The JWT clock tolerance must be a whole number of seconds from 0 to 3600 (got ${JSON.stringify(tolerance)}).`,
+    );
   }
   const key: JWTVerifyGetKey | Uint8Array = jwksUrl
-    ? createRemoteJWKSet(new URL(jwksUrl), { timeoutDuration: 5_000, cooldownDuration: 30_000, cacheMaxAge: 10 * 60_000 })
+    ? createRemoteJWKSet(new URL(jwksUrl), {
+        timeoutDuration: 5_000,
+        cooldownDuration: 30_000,
+        cacheMaxAge: 10 * 60_000,
+      })
     : new TextEncoder().encode(secret);
   const algorithms = secret !== undefined ? ['HS256', 'HS384', 'HS512'] : undefined;
 
@@ -89,14 +103,20 @@ export function jwtAuthenticator(options: JwtOptions): Authenticate {
     let payload;
     try {
       const verifyOptions = { issuer, audience, clockTolerance: tolerance, algorithms };
-      ({ payload } = typeof key === 'function' ? await jwtVerify(token, key, verifyOptions) : await jwtVerify(token, key, verifyOptions));
+      ({ payload } =
+        typeof key === 'function'
+          ? await jwtVerify(token, key, verifyOptions)
+          : await jwtVerify(token, key, verifyOptions));
     } catch (error) {
       const code = (error as { code?: string }).code;
       if (error instanceof errors.JWTClaimValidationFailed) throw unauthenticated(authorization, claimRefusal(error));
       if (code && code in REFUSALS) throw unauthenticated(authorization, REFUSALS[code]);
       // The key set's fetch failing (timeout, a non-200 answer, a redirect, not JSON: jose's generic error)
       // is the gateway's problem, not the token's: AUTH_UNAVAILABLE below, so clients retry.
-      if (error instanceof errors.JOSEError && !['ERR_JWKS_TIMEOUT', 'ERR_JWKS_INVALID', 'ERR_JOSE_GENERIC'].includes(code ?? '')) {
+      if (
+        error instanceof errors.JOSEError &&
+        !['ERR_JWKS_TIMEOUT', 'ERR_JWKS_INVALID', 'ERR_JOSE_GENERIC'].includes(code ?? '')
+      ) {
         throw unauthenticated(authorization, 'not a valid token');
       }
       throw new AuthUnavailableError(
@@ -104,8 +124,13 @@ export function jwtAuthenticator(options: JwtOptions): Authenticate {
         { cause: error },
       );
     }
-    if (typeof payload.sub !== 'string' || payload.sub === '') throw unauthenticated(authorization, 'the token has no "sub"');
-    const principal: Principal = { id: `jwt:${payload.sub}`, method: 'jwt', claims: payload as Record<string, unknown> };
+    if (typeof payload.sub !== 'string' || payload.sub === '')
+      throw unauthenticated(authorization, 'the token has no "sub"');
+    const principal: Principal = {
+      id: `jwt:${payload.sub}`,
+      method: 'jwt',
+      claims: payload as Record<string, unknown>,
+    };
     // Accepted until then by jose, given the tolerance: a WebSocket connection it opened ends then.
     if (typeof payload.exp === 'number') principal.expiresAt = (payload.exp + tolerance) * 1000;
     return principal;

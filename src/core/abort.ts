@@ -50,7 +50,12 @@ const GUARDED_SIGNAL: object = Object.create(AbortSignal.prototype, {
   },
   removeEventListener: {
     value(this: AbortSignal, type: string, listener: Listener | null, options?: EventListenerOptions | boolean) {
-      return removeListener.call(this, type, listener == null ? listener : (wrappers.get(listener) ?? listener), options);
+      return removeListener.call(
+        this,
+        type,
+        listener == null ? listener : (wrappers.get(listener) ?? listener),
+        options,
+      );
     },
   },
   onabort: {

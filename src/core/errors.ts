@@ -1,6 +1,13 @@
 import { ERROR_CODES, statusOf, type ErrorCode, type Severity, type Visibility } from './error-codes.js';
 
-export { ERROR_CODES, statusOf, type ErrorCode, type ErrorPlace, type Severity, type Visibility } from './error-codes.js';
+export {
+  ERROR_CODES,
+  statusOf,
+  type ErrorCode,
+  type ErrorPlace,
+  type Severity,
+  type Visibility,
+} from './error-codes.js';
 
 export interface GatewayErrorOptions {
   /** Overrides the status of the code's table entry (so do `severity` and `visibility`). */
@@ -63,7 +70,11 @@ export class BadUserInputError extends GatewayError {
 
 export class NotSupportedError extends GatewayError {
   /** `feature` alone reads "<feature> is not supported by this gateway yet."; `message` says it otherwise. */
-  constructor(feature: string, message = `${feature} is not supported by this gateway yet.`, options?: CodedErrorOptions) {
+  constructor(
+    feature: string,
+    message = `${feature} is not supported by this gateway yet.`,
+    options?: CodedErrorOptions,
+  ) {
     super('NOT_SUPPORTED', message, options);
     this.name = 'NotSupportedError';
   }

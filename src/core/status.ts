@@ -1,18 +1,13 @@
 import type { GatewayError } from './errors.js';
 
 /** The status of one streamed message (text or action call). */
-export type MessageStatus =
-  | { code: 'Pending' }
-  | { code: 'Success' }
-  | { code: 'Failed'; reason: string };
+export type MessageStatus = { code: 'Pending' } | { code: 'Success' } | { code: 'Failed'; reason: string };
 
 export type FailedReason = 'GUARDRAILS_VALIDATION_FAILED' | 'MESSAGE_STREAM_INTERRUPTED' | 'UNKNOWN_ERROR';
 
 /** The terminal status of a run. */
 export type RunStatus =
-  | { code: 'Pending' }
-  | { code: 'Success' }
-  | { code: 'Failed'; reason: FailedReason; details: FailedRunDetails };
+  { code: 'Pending' } | { code: 'Success' } | { code: 'Failed'; reason: FailedReason; details: FailedRunDetails };
 
 export interface FailedRunDetails {
   description: string;
@@ -39,7 +34,10 @@ export function failedMessage(reason: string): MessageStatus {
  */
 export function failedRun(error: GatewayError, requestId?: string): RunStatus {
   const reason: FailedReason =
-    error.code === 'CLIENT_DISCONNECTED' || error.code === 'UPSTREAM_STREAM_INTERRUPTED' || error.code === 'RUN_STOPPED' || error.code === 'INSTANCE_LOST'
+    error.code === 'CLIENT_DISCONNECTED' ||
+    error.code === 'UPSTREAM_STREAM_INTERRUPTED' ||
+    error.code === 'RUN_STOPPED' ||
+    error.code === 'INSTANCE_LOST'
       ? 'MESSAGE_STREAM_INTERRUPTED'
       : error.code === 'GUARDRAILS_VALIDATION_FAILED'
         ? 'GUARDRAILS_VALIDATION_FAILED'

@@ -27,7 +27,10 @@ interface Verdict {
 }
 
 /** Whether a request's guardrails apply: rules are set and the last message is the user's. */
-export function guardrailsApply(rules: GuardrailsRules | undefined, messages: readonly Message[]): rules is GuardrailsRules {
+export function guardrailsApply(
+  rules: GuardrailsRules | undefined,
+  messages: readonly Message[],
+): rules is GuardrailsRules {
   const last = messages[messages.length - 1];
   return rules !== undefined && last?.kind === 'text' && last.role === 'user';
 }
@@ -66,9 +69,17 @@ export class Guardrails {
     };
   }
 
-  private async validate(rules: GuardrailsRules, messages: readonly Message[], publicApiKey: string, signal: AbortSignal, logger: import('pino').Logger): Promise<Verdict> {
+  private async validate(
+    rules: GuardrailsRules,
+    messages: readonly Message[],
+    publicApiKey: string,
+    signal: AbortSignal,
+    logger: import('pino').Logger,
+  ): Promise<Verdict> {
     const turns = messages.flatMap((message) =>
-      message.kind === 'text' && (message.role === 'user' || message.role === 'assistant') ? [{ role: message.role, content: message.content }] : [],
+      message.kind === 'text' && (message.role === 'user' || message.role === 'assistant')
+        ? [{ role: message.role, content: message.content }]
+        : [],
     );
     const input = turns.pop()!.content;
     let answer: unknown;
@@ -86,16 +97,23 @@ export class Guardrails {
     } catch (error) {
       if (signal.aborted) throw signal.reason;
       if (error instanceof GatewayError) {
-        throw new UpstreamError(error.code as 'UPSTREAM_UNAVAILABLE', `${error.message.replace(/\.$/, '')}: the request was not checked, so it was not passed on.`, {
-          cause: error,
-          details: error.details,
-        });
+        throw new UpstreamError(
+          error.code as 'UPSTREAM_UNAVAILABLE',
+          `${error.message.replace(/\.$/, '')}: the request was not checked, so it was not passed on.`,
+          {
+            cause: error,
+            details: error.details,
+          },
+        );
       }
       throw error;
     }
     const status = (answer as { status?: unknown } | null)?.status;
     if (status !== 'allowed' && status !== 'denied') {
-      throw new UpstreamError('UPSTREAM_BAD_RESPONSE', 'The guardrails service answered without a status of "allowed" or "denied": the request was not passed on.');
+      throw new UpstreamError(
+        'UPSTREAM_BAD_RESPONSE',
+        'The guardrails service answered without a status of "allowed" or "denied": the request was not passed on.',
+      );
     }
     const reason = (answer as { reason?: unknown }).reason;
     return { status, reason: typeof reason === 'string' ? reason : undefined };

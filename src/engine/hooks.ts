@@ -49,16 +49,23 @@ export interface RequestHooks {
 
 export function resolveHooks(hooks: unknown): RequestHooks {
   if (hooks === undefined) return {};
-  if (hooks === null || typeof hooks !== 'object') throw new ConfigurationError('options.hooks must be an object: {onBeforeRequest?, onAfterRequest?}.');
+  if (hooks === null || typeof hooks !== 'object')
+    throw new ConfigurationError('options.hooks must be an object: {onBeforeRequest?, onAfterRequest?}.');
   for (const [name, value] of Object.entries(hooks)) {
-    if (name !== 'onBeforeRequest' && name !== 'onAfterRequest') throw new ConfigurationError(`Unknown hook "hooks.${name}". Known: onBeforeRequest, onAfterRequest.`);
-    if (value !== undefined && typeof value !== 'function') throw new ConfigurationError(`hooks.${name} must be a function.`);
+    if (name !== 'onBeforeRequest' && name !== 'onAfterRequest')
+      throw new ConfigurationError(`Unknown hook "hooks.${name}". Known: onBeforeRequest, onAfterRequest.`);
+    if (value !== undefined && typeof value !== 'function')
+      throw new ConfigurationError(`hooks.${name} must be a function.`);
   }
   return hooks as RequestHooks;
 }
 
 /** Runs `onBeforeRequest`; resolves with the request as the run should see it. */
-export async function beforeRequest(hooks: RequestHooks, request: RunRequest, caller: { logger: Logger; signal?: AbortSignal }): Promise<RunRequest> {
+export async function beforeRequest(
+  hooks: RequestHooks,
+  request: RunRequest,
+  caller: { logger: Logger; signal?: AbortSignal },
+): Promise<RunRequest> {
   if (!hooks.onBeforeRequest) return request;
   const { logger, signal } = caller;
   let result: BeforeRequestResult | void;

@@ -203,9 +203,16 @@ export class RunLauncher {
       if (guarded && !this.options.guardrails) {
         throw new NotSupportedError('Guardrails', 'Guardrails are not configured on this gateway.');
       }
-      run = new Run({ threadId: request.threadId, runId: request.runId, logger: caller.logParent ?? caller.logger, logBindings: caller.logBindings, requestId: caller.requestId });
+      run = new Run({
+        threadId: request.threadId,
+        runId: request.runId,
+        logger: caller.logParent ?? caller.logger,
+        logBindings: caller.logBindings,
+        requestId: caller.requestId,
+      });
       let driver = await this.driverFor(request, run.logger);
-      if (guarded) driver = this.options.guardrails!.guard(driver, request.guardrails!, request.messages, caller.publicApiKey!);
+      if (guarded)
+        driver = this.options.guardrails!.guard(driver, request.guardrails!, request.messages, caller.publicApiKey!);
       // First subscriber: the log has each event (and frees the thread at RunFinished) before any client
       // sees it; on Redis, clients see each event once it is stored.
       const visible = admission ? admission.record(run) : run;
@@ -217,7 +224,12 @@ export class RunLauncher {
       const kind = request.agentSession ? 'agent' : 'model';
       const begin = () => started.start(driver);
       const running = this.options.tracing
-        ? this.options.tracing.traceRun(run, kind, { 'copilot.agent': request.agentSession?.agentName, 'enduser.id': request.principal?.id }, begin)
+        ? this.options.tracing.traceRun(
+            run,
+            kind,
+            { 'copilot.agent': request.agentSession?.agentName, 'enduser.id': request.principal?.id },
+            begin,
+          )
         : begin();
       // A run holds its place until its clients have been shown its end, so that a drain waits for that too.
       const ended = visible === run ? running : Promise.all([running, visible.finished]);
@@ -294,7 +306,10 @@ export class RunLauncher {
     if (stored && storedState) return storedThreadState(stored.messages, storedState.state);
     const agent = await this.options.agents.resolve(agentName);
     const signal = caller.signal ?? new AbortController().signal;
-    const known = await agent.client.loadState({ agentName, threadId, properties, logger: caller.logger, principal: caller.principal }, signal);
+    const known = await agent.client.loadState(
+      { agentName, threadId, properties, logger: caller.logger, principal: caller.principal },
+      signal,
+    );
     if (known.threadExists || !stored) return known;
     return storedThreadState(stored.messages);
   }
@@ -302,7 +317,10 @@ export class RunLauncher {
   private async driverFor(request: RunRequest, logger: Logger): Promise<RunDriver> {
     const { options } = this;
     // Remote endpoints still on their first discovery get a short wait, so their actions are offered.
-    const [, requested] = await Promise.all([options.agents.ready(), options.mcp?.forRequest(request.properties) ?? []]);
+    const [, requested] = await Promise.all([
+      options.agents.ready(),
+      options.mcp?.forRequest(request.properties) ?? [],
+    ]);
     const catalog = new ActionCatalog([...options.actionSources, ...requested], logger);
     if (request.agentSession) {
       const agent = await options.agents.resolve(request.agentSession.agentName);
@@ -310,11 +328,24 @@ export class RunLauncher {
     }
     // Before any model call, so that a request the model would refuse (or the limits forbid) fails
     // as a request, with a clear error, and nothing is spent.
-    const forwardedParameters = admitForwardedParameters(request.forwardedParameters, options.modelLimits, options.adapter.parameters, options.adapter.name);
+    const forwardedParameters = admitForwardedParameters(
+      request.forwardedParameters,
+      options.modelLimits,
+      options.adapter.parameters,
+      options.adapter.name,
+    );
     const messages = repairTranscript(request.messages, logger);
     // As the model's first call will see it: with the context and the MCP tools' instructions.
-    checkModelInput(withSystemNote(withContext(messages, request.context), 'gateway-mcp-tools', mcpInstructions(catalog.actions())), options.modelLimits);
-    return modelDriver({ request: { ...request, messages, forwardedParameters }, catalog, agents: options.agents.known(), options });
+    checkModelInput(
+      withSystemNote(withContext(messages, request.context), 'gateway-mcp-tools', mcpInstructions(catalog.actions())),
+      options.modelLimits,
+    );
+    return modelDriver({
+      request: { ...request, messages, forwardedParameters },
+      catalog,
+      agents: options.agents.known(),
+      options,
+    });
   }
 }
 

@@ -34,12 +34,17 @@ export interface ModelLimits {
 }
 
 /** Checks the options (a mistake is a ConfigurationError) and fills in the default allowlist. */
-export function resolveModelLimits(options: ModelLimitsOptions | undefined, adapterModel: string | undefined): ModelLimits {
+export function resolveModelLimits(
+  options: ModelLimitsOptions | undefined,
+  adapterModel: string | undefined,
+): ModelLimits {
   if (options === undefined) return { allowedModels: new Set(adapterModel ? [adapterModel] : []) };
-  if (options === null || typeof options !== 'object') throw new ConfigurationError('options.modelLimits must be an object.');
+  if (options === null || typeof options !== 'object')
+    throw new ConfigurationError('options.modelLimits must be an object.');
   const known = new Set(['allowedModels', 'maxTokens', 'maxMessages', 'maxInputChars']);
   for (const key of Object.keys(options)) {
-    if (!known.has(key)) throw new ConfigurationError(`Unknown option "modelLimits.${key}". Known: ${[...known].join(', ')}.`);
+    if (!known.has(key))
+      throw new ConfigurationError(`Unknown option "modelLimits.${key}". Known: ${[...known].join(', ')}.`);
   }
   const { allowedModels } = options;
   if (
@@ -53,7 +58,9 @@ export function resolveModelLimits(options: ModelLimitsOptions | undefined, adap
     const value = options[name];
     if (value === undefined) return {};
     if (!Number.isSafeInteger(value) || value < 1) {
-      throw new ConfigurationError(`options.modelLimits.${name} must be a whole number, 1 or more (got ${JSON.stringify(value)}).`);
+      throw new ConfigurationError(
+        `options.modelLimits.${name} must be a whole number, 1 or more (got ${JSON.stringify(value)}).`,
+      );
     }
     return { [name]: value };
   };

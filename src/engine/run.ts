@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { guardedController } from '../core/abort.js';
 import { GatewayError, toGatewayError } from '../core/errors.js';
-import type { AgentStateSnapshot, MetaEventPayload, RunListener, RuntimeEvent, SequencedEvent } from '../core/events.js';
+import type { AgentStateSnapshot, MetaEventPayload, RunListener, RuntimeEvent } from '../core/events.js';
 import { childLogger } from '../core/logging.js';
 import { MESSAGE_SUCCESS, RUN_SUCCESS, failedMessage, failedRun, type RunStatus } from '../core/status.js';
 import type { RunWriter } from '../core/writer.js';
@@ -109,8 +109,14 @@ export class Run implements RunHandle, RunWriter, RunContext {
     this.threadId = options.threadId;
     this.runId = options.runId;
     this.requestId = options.requestId;
-    this.logger = childLogger(options.logger, { ...options.logBindings, runId: options.runId, threadId: options.threadId });
-    this.controller = guardedController((error) => this.logger.error({ err: error }, 'an abort listener of an upstream client threw; ignored'));
+    this.logger = childLogger(options.logger, {
+      ...options.logBindings,
+      runId: options.runId,
+      threadId: options.threadId,
+    });
+    this.controller = guardedController((error) =>
+      this.logger.error({ err: error }, 'an abort listener of an upstream client threw; ignored'),
+    );
     this.finished = new Promise((resolve) => {
       this.settle = resolve;
     });
@@ -169,7 +175,10 @@ export class Run implements RunHandle, RunWriter, RunContext {
     this.finish(status);
     const durationMs = Math.round(performance.now() - started);
     if (status.code === 'Failed') {
-      this.logger.warn({ ...summary, code: status.details.code, durationMs, cause: failureCause }, `run failed: ${status.details.description}`);
+      this.logger.warn(
+        { ...summary, code: status.details.code, durationMs, cause: failureCause },
+        `run failed: ${status.details.description}`,
+      );
     } else {
       this.logger.info({ ...summary, durationMs }, 'run succeeded');
     }
@@ -259,13 +268,19 @@ export class Run implements RunHandle, RunWriter, RunContext {
     this.assertWritable();
     const id = this.claimId(proposedId, 'call');
     (this.openCalls ??= new Set()).add(id);
-    this.emit({ type: 'ActionExecutionStart', actionExecutionId: id, actionName, parentMessageId: parentMessageId ?? null });
+    this.emit({
+      type: 'ActionExecutionStart',
+      actionExecutionId: id,
+      actionName,
+      parentMessageId: parentMessageId ?? null,
+    });
     return id;
   }
 
   actionArgs(actionExecutionId: string, args: string): void {
     this.assertWritable();
-    if (!this.openCalls?.has(actionExecutionId)) throw new Error(`Action execution "${actionExecutionId}" is not open.`);
+    if (!this.openCalls?.has(actionExecutionId))
+      throw new Error(`Action execution "${actionExecutionId}" is not open.`);
     if (args.length === 0) return;
     this.emit({ type: 'ActionExecutionArgs', actionExecutionId, args });
   }
@@ -278,14 +293,21 @@ export class Run implements RunHandle, RunWriter, RunContext {
 
   actionResult(actionExecutionId: string, actionName: string, result: string): void {
     this.assertWritable();
-    if (this.openCalls?.has(actionExecutionId)) throw new Error(`Action execution "${actionExecutionId}" is still open.`);
+    if (this.openCalls?.has(actionExecutionId))
+      throw new Error(`Action execution "${actionExecutionId}" is still open.`);
     if (this.results?.has(actionExecutionId)) {
       // An agent repeating a result it was given (or the gateway executed) changes nothing.
       this.logger.debug({ actionExecutionId, actionName }, 'a second result for an action call was ignored');
       return;
     }
     (this.results ??= new Set()).add(actionExecutionId);
-    this.emit({ type: 'ActionExecutionResult', messageId: `result-${actionExecutionId}`, actionExecutionId, actionName, result });
+    this.emit({
+      type: 'ActionExecutionResult',
+      messageId: `result-${actionExecutionId}`,
+      actionExecutionId,
+      actionName,
+      result,
+    });
   }
 
   agentState(snapshot: AgentStateSnapshot): void {
@@ -320,7 +342,8 @@ export class Run implements RunHandle, RunWriter, RunContext {
 
   private claimId(proposed: string | null | undefined, prefix: string): string {
     // An id an upstream proposed is used once, and only when it is a string.
-    const id = typeof proposed === 'string' && proposed && !this.usedIds.has(proposed) ? proposed : `${prefix}_${randomUUID()}`;
+    const id =
+      typeof proposed === 'string' && proposed && !this.usedIds.has(proposed) ? proposed : `${prefix}_${randomUUID()}`;
     this.usedIds.add(id);
     return id;
   }
@@ -328,7 +351,9 @@ export class Run implements RunHandle, RunWriter, RunContext {
   private finish(status: RunStatus): void {
     const messageStatus = status.code === 'Failed' ? failedMessage(status.details.description) : MESSAGE_SUCCESS;
     for (const messageId of this.openTexts) this.emit({ type: 'TextMessageEnd', messageId, status: messageStatus });
-    if (this.openCalls) for (const actionExecutionId of this.openCalls) this.emit({ type: 'ActionExecutionEnd', actionExecutionId, status: messageStatus });
+    if (this.openCalls)
+      for (const actionExecutionId of this.openCalls)
+        this.emit({ type: 'ActionExecutionEnd', actionExecutionId, status: messageStatus });
     this.openTexts.clear();
     this.openCalls?.clear();
     this.state = 'finished';

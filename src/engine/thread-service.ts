@@ -73,12 +73,18 @@ export class ThreadService {
 
   /** Takes the request's thread (or throws THREAD_BUSY) and completes its conversation from the store. */
   async admit(request: RunRequest, logger: Logger): Promise<Admission> {
-    if (this.policies.authenticated && !request.principal) throw new UnauthenticatedError('This run has no authenticated caller.');
+    if (this.policies.authenticated && !request.principal)
+      throw new UnauthenticatedError('This run has no authenticated caller.');
     let claimed;
     try {
       claimed = await this.claim(request);
     } catch (error) {
-      if (!(error instanceof GatewayError) || error.code !== 'STORE_UNAVAILABLE' || this.policies.onStoreFailure === 'fail') throw error;
+      if (
+        !(error instanceof GatewayError) ||
+        error.code !== 'STORE_UNAVAILABLE' ||
+        this.policies.onStoreFailure === 'fail'
+      )
+        throw error;
       // An agent keeps its own state by thread id: without the store, whose thread it is cannot be checked.
       if (this.policies.authenticated && request.agentSession) throw error;
       this.warnUnrecorded(logger, error);
@@ -86,7 +92,8 @@ export class ThreadService {
     }
     const { runId, history } = claimed;
     const messages = withHistory(history, request.messages);
-    const admitted = runId === request.runId && messages === request.messages ? request : { ...request, runId, messages };
+    const admitted =
+      runId === request.runId && messages === request.messages ? request : { ...request, runId, messages };
     let settled = false;
     return {
       request: admitted,
@@ -94,10 +101,17 @@ export class ThreadService {
         settled = true;
         const had = new Set(history.map((message) => message.id));
         const newMessages = admitted.messages.filter((message) => !had.has(message.id));
-        const log = this.store.open(run.threadId, run.runId, { messages: admitted.messages, newMessages }, (error) => run.abort(error));
+        const log = this.store.open(run.threadId, run.runId, { messages: admitted.messages, newMessages }, (error) =>
+          run.abort(error),
+        );
         this.attach(run, log);
         if (!log.deliverStored) return run;
-        const stored = new StoredRun(run, (error) => this.logger.error({ err: error, threadId: run.threadId, runId: run.runId }, 'a view of a run threw; it was dropped'));
+        const stored = new StoredRun(run, (error) =>
+          this.logger.error(
+            { err: error, threadId: run.threadId, runId: run.runId },
+            'a view of a run threw; it was dropped',
+          ),
+        );
         log.deliverStored(stored);
         return stored;
       },
@@ -115,7 +129,8 @@ export class ThreadService {
     try {
       return await this.store.claim(request.threadId, request.runId, fresh, owner);
     } catch (error) {
-      if (this.policies.onBusy !== 'interrupt' || !(error instanceof GatewayError) || error.code !== 'THREAD_BUSY') throw error;
+      if (this.policies.onBusy !== 'interrupt' || !(error instanceof GatewayError) || error.code !== 'THREAD_BUSY')
+        throw error;
     }
     // Interrupt: the active run is asked to stop, and the thread claimed once it has ended.
     await this.store.requestStop(request.threadId, undefined);
@@ -150,7 +165,10 @@ export class ThreadService {
     const now = Date.now();
     if (now - this.lastStoreWarning < 10_000) return;
     this.lastStoreWarning = now;
-    logger.warn({ err: error, store: this.store.kind }, 'the thread store cannot be reached: runs are served unrecorded (onStoreFailure "serve")');
+    logger.warn(
+      { err: error, store: this.store.kind },
+      'the thread store cannot be reached: runs are served unrecorded (onStoreFailure "serve")',
+    );
   }
 
   /**
@@ -163,7 +181,10 @@ export class ThreadService {
   }
 
   /** The thread, or whether it is another principal's. */
-  async threadFor(threadId: string, principal?: Principal): Promise<{ record: ThreadRecord | undefined; foreign: boolean }> {
+  async threadFor(
+    threadId: string,
+    principal?: Principal,
+  ): Promise<{ record: ThreadRecord | undefined; foreign: boolean }> {
     const record = await this.store.thread(threadId);
     if (record && !this.mayUse(record.owner, principal)) return { record: undefined, foreign: true };
     return { record, foreign: false };
@@ -174,12 +195,17 @@ export class ThreadService {
     return this.policies.authenticated === true;
   }
 
-  /** The run to join (the thread's latest when `runId` is omitted), or RUN_NOT_FOUND (also for another principal's thread). */
+  /**
+   * The run to join (the thread's latest when `runId` is omitted), or RUN_NOT_FOUND (also for another principal's
+   * thread).
+   */
   async joinable(threadId: string, runId: string | undefined, principal?: Principal): Promise<RunRecord> {
     const run = (await this.owns(threadId, principal)) ? await this.store.run(threadId, runId) : undefined;
     if (!run) {
       throw new RunNotFoundError(
-        runId === undefined ? `Thread "${threadId}" has no runs on this gateway.` : `Thread "${threadId}" has no run "${runId}" on this gateway.`,
+        runId === undefined
+          ? `Thread "${threadId}" has no runs on this gateway.`
+          : `Thread "${threadId}" has no run "${runId}" on this gateway.`,
         { details: { threadId, ...(runId === undefined ? {} : { runId }) } },
       );
     }
@@ -190,7 +216,11 @@ export class ThreadService {
    * The run's events after `afterSequence`, stored then live (see ThreadStore.follow). Followers are
    * tracked, so that a shutdown can end them (`endFollows`) instead of holding the process open.
    */
-  follow(threadId: string, runId: string, afterSequence: number): AsyncIterableIterator<SequencedEvent> & Partial<EventHandover<SequencedEvent>> {
+  follow(
+    threadId: string,
+    runId: string,
+    afterSequence: number,
+  ): AsyncIterableIterator<SequencedEvent> & Partial<EventHandover<SequencedEvent>> {
     const feed = this.store.follow(threadId, runId, afterSequence);
     if (this.ending) {
       void feed.return?.();
@@ -252,7 +282,10 @@ export class ThreadService {
     this.follows.clear();
   }
 
-  /** Stops the thread's running run (that one, when `runId` is given); whether one was running (never for another principal's thread). */
+  /**
+   * Stops the thread's running run (that one, when `runId` is given); whether one was running (never for another
+   * principal's thread).
+   */
   async stop(threadId: string, runId: string | undefined, principal?: Principal): Promise<boolean> {
     if (!(await this.owns(threadId, principal))) return false;
     return (await this.store.requestStop(threadId, runId)) !== undefined;
@@ -307,7 +340,13 @@ export function withHistory(history: readonly Message[], messages: Message[]): M
   const known = new Set<string>();
   for (const message of history) known.add(message.id);
   if (messages.some((message) => known.has(message.id))) return messages;
-  const hasSystem = messages.some((message) => message.kind === 'text' && (message.role === 'system' || message.role === 'developer'));
-  const kept = hasSystem ? history.filter((message) => !(message.kind === 'text' && (message.role === 'system' || message.role === 'developer'))) : history;
+  const hasSystem = messages.some(
+    (message) => message.kind === 'text' && (message.role === 'system' || message.role === 'developer'),
+  );
+  const kept = hasSystem
+    ? history.filter(
+        (message) => !(message.kind === 'text' && (message.role === 'system' || message.role === 'developer')),
+      )
+    : history;
   return [...kept, ...messages];
 }

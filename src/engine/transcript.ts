@@ -45,9 +45,12 @@ export function repairTranscript(messages: readonly Message[], logger?: Logger):
     } else if (sameMessage(seen, message)) {
       repairs.duplicates++;
     } else {
-      throw new BadUserInputError(`messages[${index}] has the id "${message.id}" of an earlier, different message; message ids must be unique.`, {
-        field: `messages[${index}]`,
-      });
+      throw new BadUserInputError(
+        `messages[${index}] has the id "${message.id}" of an earlier, different message; message ids must be unique.`,
+        {
+          field: `messages[${index}]`,
+        },
+      );
     }
   });
 
@@ -56,7 +59,9 @@ export function repairTranscript(messages: readonly Message[], logger?: Logger):
   unique.forEach(({ message, index }, position) => {
     if (message.kind !== 'actionExecution') return;
     if (message.name.trim() === '') {
-      throw new BadUserInputError(`messages[${index}] is an action execution without a name.`, { field: `messages[${index}]` });
+      throw new BadUserInputError(`messages[${index}] is an action execution without a name.`, {
+        field: `messages[${index}]`,
+      });
     }
     calls.set(message.id, position);
   });
@@ -75,9 +80,12 @@ export function repairTranscript(messages: readonly Message[], logger?: Logger):
     } else if (earlier.result.result === message.result) {
       repairs.duplicates++;
     } else {
-      throw new BadUserInputError(`messages[${index}] is a second, different result for the action execution "${message.actionExecutionId}".`, {
-        field: `messages[${index}]`,
-      });
+      throw new BadUserInputError(
+        `messages[${index}] is a second, different result for the action execution "${message.actionExecutionId}".`,
+        {
+          field: `messages[${index}]`,
+        },
+      );
     }
   });
 
@@ -97,7 +105,8 @@ export function repairTranscript(messages: readonly Message[], logger?: Logger):
     if (!followsItsCall(unique, position, answer.position)) repairs.moved++;
   }
 
-  const repaired = repairs.duplicates + repairs.callsWithoutResult.length + repairs.resultsWithoutCall.length + repairs.moved;
+  const repaired =
+    repairs.duplicates + repairs.callsWithoutResult.length + repairs.resultsWithoutCall.length + repairs.moved;
   if (repaired > 0) logger?.info({ transcript: repairs }, 'repaired the conversation before calling the model');
   return out;
 }

@@ -110,7 +110,10 @@ export interface GatewayOptions {
    * audience?})`, `anyOf(…)` of them, or your own. Off by default: everyone is served.
    */
   authenticate?: Authenticate;
-  /** Requests per minute and concurrent runs per client (principal, or address); off by default. Shared through Redis when threads are. */
+  /**
+   * Requests per minute and concurrent runs per client (principal, or address); off by default. Shared through Redis
+   * when threads are.
+   */
   rateLimits?: RateLimitOptions;
   /** Proxies in front of the gateway whose X-Forwarded-For is believed for the client's address. @default 0 */
   trustProxy?: number;
@@ -126,9 +129,13 @@ export interface GatewayOptions {
    * through `@opentelemetry/api`: register an SDK with an exporter in your process. @default false
    */
   tracing?: boolean;
-  /** How long the model may think before its first chunk of each call (then modelIdleTimeoutMs applies). @default 120000 */
+  /**
+   * How long the model may think before its first chunk of each call (then modelIdleTimeoutMs applies). @default 120000
+   */
   modelFirstTokenTimeoutMs?: number;
-  /** How long an agent may take before its first event of each call (then agentIdleTimeoutMs applies). @default 300000 */
+  /**
+   * How long an agent may take before its first event of each call (then agentIdleTimeoutMs applies). @default 300000
+   */
   agentFirstEventTimeoutMs?: number;
   /**
    * What runs GraphQL operations: `fast`, the gateway's own paths written for speed (BENCHMARKS.md), or
@@ -155,10 +162,12 @@ interface Settled {
 const READERS = {
   adapter: (_value, { adapter }) => adapter,
   actions: (value, { options }) => {
-    if (value !== undefined && !Array.isArray(value)) throw new ConfigurationError('options.actions must be an array of server-side actions.');
+    if (value !== undefined && !Array.isArray(value))
+      throw new ConfigurationError('options.actions must be an array of server-side actions.');
     const actions = [...(value ?? [])];
     // Demo mode is explorable offline: its scripted model can call the demo action.
-    if (!options.adapter && !actions.some((action) => action?.name === demoTimeAction.name)) actions.push(demoTimeAction);
+    if (!options.adapter && !actions.some((action) => action?.name === demoTimeAction.name))
+      actions.push(demoTimeAction);
     return actions;
   },
   agents: (value) => resolveAgents(value),
@@ -167,7 +176,10 @@ const READERS = {
   path: (value) => {
     const path = value ?? '/api/copilotkit';
     if (typeof path !== 'string' || !/^\/[\w\-./~]*$/.test(path) || path === '/health' || path === '/ready') {
-      throw new ConfigurationError(`options.path must be a URL path starting with "/", other than /health and /ready (got ${JSON.stringify(path)}).`);
+      throw new ConfigurationError(
+        `options.path must be a URL path starting with "/", other than /health and /ready (got ` +
+          `${JSON.stringify(path)}).`,
+      );
     }
     return path;
   },
@@ -179,11 +191,16 @@ const READERS = {
   environment: (_value, { development }) => (development ? 'development' : 'production'),
   corsOrigins: (value) => {
     if (value !== undefined && (!Array.isArray(value) || value.some((o) => typeof o !== 'string'))) {
-      throw new ConfigurationError('options.corsOrigins must be an array of origins such as "https://app.example.com".');
+      throw new ConfigurationError(
+        'options.corsOrigins must be an array of origins such as "https://app.example.com".',
+      );
     }
     for (const origin of value ?? []) {
       if (!isOrigin(origin)) {
-        throw new ConfigurationError(`options.corsOrigins: ${JSON.stringify(origin)} is not an origin; give just a scheme, host and optional port, such as "https://app.example.com".`);
+        throw new ConfigurationError(
+          `options.corsOrigins: ${JSON.stringify(origin)} is not an origin; give just a scheme, host and optional ` +
+            `port, such as "https://app.example.com".`,
+        );
       }
     }
     return value ?? [];
@@ -197,8 +214,13 @@ const READERS = {
   maxBodyBytes: (value) => integerOption('maxBodyBytes', value, 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
   maxConcurrentRuns: (value) => integerOption('maxConcurrentRuns', value, 1000, 1, 1_000_000),
   allowedHosts: (value) => {
-    if (value !== undefined && (!Array.isArray(value) || value.some((h) => typeof h !== 'string' || !/^[\w.-]+$/.test(h)))) {
-      throw new ConfigurationError('options.allowedHosts must be an array of host names such as "dev.example.test" (no scheme or port).');
+    if (
+      value !== undefined &&
+      (!Array.isArray(value) || value.some((h) => typeof h !== 'string' || !/^[\w.-]+$/.test(h)))
+    ) {
+      throw new ConfigurationError(
+        'options.allowedHosts must be an array of host names such as "dev.example.test" (no scheme or port).',
+      );
     }
     return value ?? [];
   },
@@ -206,8 +228,15 @@ const READERS = {
   modelLimits: (value, { adapter }) => resolveModelLimits(value, adapter.model),
   mcpServers: (value) => resolveMcpServers(value),
   allowClientMcpServers: (value): boolean | string[] => {
-    if (value !== undefined && typeof value !== 'boolean' && (!Array.isArray(value) || value.some((host) => typeof host !== 'string' || !/^[\w.-]+(:\d+)?$/.test(host)))) {
-      throw new ConfigurationError('options.allowClientMcpServers must be true, false, or a list of host names (with an optional port), such as ["tools.example.com"].');
+    if (
+      value !== undefined &&
+      typeof value !== 'boolean' &&
+      (!Array.isArray(value) || value.some((host) => typeof host !== 'string' || !/^[\w.-]+(:\d+)?$/.test(host)))
+    ) {
+      throw new ConfigurationError(
+        'options.allowClientMcpServers must be true, false, or a list of host names (with an optional port), such as ' +
+          '["tools.example.com"].',
+      );
     }
     return value ?? false;
   },
@@ -225,7 +254,8 @@ const READERS = {
   agentFirstEventTimeoutMs: (value) => integerOption('agentFirstEventTimeoutMs', value, 300_000, 1, 3_600_000),
   executor: (value): ExecutorName => {
     if (value === undefined) return 'fast';
-    if (value !== 'fast' && value !== 'stock') throw new ConfigurationError(`options.executor must be "fast" or "stock" (got ${JSON.stringify(value)}).`);
+    if (value !== 'fast' && value !== 'stock')
+      throw new ConfigurationError(`options.executor must be "fast" or "stock" (got ${JSON.stringify(value)}).`);
     return value;
   },
 } satisfies { [K in keyof Required<GatewayOptions>]: (value: GatewayOptions[K], settled: Settled) => unknown };
@@ -240,7 +270,8 @@ export type ResolvedOptions = { [K in keyof typeof READERS]: ReturnType<(typeof 
 
 /** Reads every option (ConfigurationError for the first one that is wrong, naming it). */
 export function resolveOptions(options: GatewayOptions): ResolvedOptions {
-  if (options === null || typeof options !== 'object') throw new ConfigurationError('createGateway options must be an object.');
+  if (options === null || typeof options !== 'object')
+    throw new ConfigurationError('createGateway options must be an object.');
   for (const key of Object.keys(options)) {
     if (!OPTION_NAMES.includes(key)) {
       throw new ConfigurationError(`Unknown option "${key}". Known options: ${OPTION_NAMES.join(', ')}.`);
@@ -248,11 +279,15 @@ export function resolveOptions(options: GatewayOptions): ResolvedOptions {
   }
   const environment = options.environment ?? (process.env.NODE_ENV === 'production' ? 'production' : 'development');
   if (environment !== 'development' && environment !== 'production') {
-    throw new ConfigurationError(`options.environment must be "development" or "production" (got ${JSON.stringify(environment)}).`);
+    throw new ConfigurationError(
+      `options.environment must be "development" or "production" (got ${JSON.stringify(environment)}).`,
+    );
   }
   const adapter: ModelAdapter = options.adapter ?? new DemoAdapter();
   if (typeof adapter !== 'object' || typeof adapter.stream !== 'function' || typeof adapter.name !== 'string') {
-    throw new ConfigurationError('options.adapter must be a model adapter (an object with a name and a stream method).');
+    throw new ConfigurationError(
+      'options.adapter must be a model adapter (an object with a name and a stream method).',
+    );
   }
   const settled: Settled = { options, development: environment === 'development', adapter };
   const resolved: Record<string, unknown> = { development: settled.development };
@@ -272,7 +307,9 @@ function booleanOption(name: string, value: unknown, fallback: boolean): boolean
 export function integerOption(name: string, value: unknown, fallback: number, min: number, max: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new ConfigurationError(`options.${name} must be a whole number from ${min} to ${max} (got ${JSON.stringify(value)}).`);
+    throw new ConfigurationError(
+      `options.${name} must be a whole number from ${min} to ${max} (got ${JSON.stringify(value)}).`,
+    );
   }
   return value;
 }
@@ -280,36 +317,49 @@ export function integerOption(name: string, value: unknown, fallback: number, mi
 function resolveAuthenticate(authenticate: unknown): Authenticate | undefined {
   if (authenticate === undefined) return undefined;
   if (typeof authenticate !== 'function') {
-    throw new ConfigurationError('options.authenticate must be a function (request) => principal | null, such as apiKeyAuthenticator([...]) or jwtAuthenticator({...}).');
+    throw new ConfigurationError(
+      'options.authenticate must be a function (request) => principal | null, such as apiKeyAuthenticator([...]) or ' +
+        'jwtAuthenticator({...}).',
+    );
   }
   return authenticate as Authenticate;
 }
 
 function resolveMetricsToken(metrics: unknown): string | undefined {
   if (metrics === undefined || typeof metrics === 'boolean') return undefined;
-  if (metrics === null || typeof metrics !== 'object') throw new ConfigurationError('options.metrics must be true, false or {token}.');
+  if (metrics === null || typeof metrics !== 'object')
+    throw new ConfigurationError('options.metrics must be true, false or {token}.');
   const token = (metrics as { token?: unknown }).token;
-  if (token !== undefined && (typeof token !== 'string' || token.length < 16)) throw new ConfigurationError('options.metrics.token must be at least 16 characters.');
+  if (token !== undefined && (typeof token !== 'string' || token.length < 16))
+    throw new ConfigurationError('options.metrics.token must be at least 16 characters.');
   return token as string | undefined;
 }
 
 function resolveGuardrails(options: GuardrailsOptions | undefined): GuardrailsOptions {
   if (options === undefined) return {};
-  if (options === null || typeof options !== 'object') throw new ConfigurationError('options.guardrails must be an object: {url?, timeoutMs?}.');
+  if (options === null || typeof options !== 'object')
+    throw new ConfigurationError('options.guardrails must be an object: {url?, timeoutMs?}.');
   if (options.url !== undefined && (typeof options.url !== 'string' || !/^https?:\/\//.test(options.url))) {
     throw new ConfigurationError(`options.guardrails.url must be an http(s) URL (got ${JSON.stringify(options.url)}).`);
   }
-  return { ...(options.url ? { url: options.url } : {}), timeoutMs: integerOption('guardrails.timeoutMs', options.timeoutMs, 10_000, 100, 600_000) };
+  return {
+    ...(options.url ? { url: options.url } : {}),
+    timeoutMs: integerOption('guardrails.timeoutMs', options.timeoutMs, 10_000, 100, 600_000),
+  };
 }
 
 function resolveAgents(agents: unknown): Record<string, AgentDefinition> {
   if (agents === undefined) return {};
   if (agents === null || typeof agents !== 'object' || Array.isArray(agents)) {
-    throw new ConfigurationError('options.agents must be an object of agent names to agUiAgent(…) or langGraphAgent(…).');
+    throw new ConfigurationError(
+      'options.agents must be an object of agent names to agUiAgent(…) or langGraphAgent(…).',
+    );
   }
   for (const [name, definition] of Object.entries(agents)) {
     if (!/^[a-zA-Z0-9_-]{1,64}$/.test(name)) {
-      throw new ConfigurationError(`options.agents: the name ${JSON.stringify(name)} must be 1 to 64 letters, digits, "_" or "-".`);
+      throw new ConfigurationError(
+        `options.agents: the name ${JSON.stringify(name)} must be 1 to 64 letters, digits, "_" or "-".`,
+      );
     }
     if (!definition || typeof (definition as AgentDefinition).create !== 'function') {
       throw new ConfigurationError(`options.agents.${name} must be made with agUiAgent(…) or langGraphAgent(…).`);
@@ -320,12 +370,14 @@ function resolveAgents(agents: unknown): Record<string, AgentDefinition> {
 
 function resolveEndpoints(endpoints: unknown): RemoteEndpointOptions[] {
   if (endpoints === undefined) return [];
-  if (!Array.isArray(endpoints)) throw new ConfigurationError('options.remoteEndpoints must be an array of URLs or endpoint options.');
+  if (!Array.isArray(endpoints))
+    throw new ConfigurationError('options.remoteEndpoints must be an array of URLs or endpoint options.');
   const seen = new Set<string>();
   const resolved: RemoteEndpointOptions[] = [];
   endpoints.forEach((endpoint, index) => {
     const options: RemoteEndpointOptions = typeof endpoint === 'string' ? { url: endpoint } : endpoint;
-    if (options === null || typeof options !== 'object') throw new ConfigurationError(`options.remoteEndpoints[${index}] must be a URL or an object with a url.`);
+    if (options === null || typeof options !== 'object')
+      throw new ConfigurationError(`options.remoteEndpoints[${index}] must be a URL or an object with a url.`);
     const key = String(options.url).replace(/\/+$/, '');
     if (seen.has(key)) return; // the same endpoint twice is one endpoint
     seen.add(key);

@@ -10,7 +10,10 @@ export interface RunAllowance {
 
 /** What every resolver gets: the request's identity and logger, and the gateway's run launcher. */
 export interface GatewayContext {
-  /** Sent back as `x-request-id` (HTTP), in GraphQL errors and in a failed run's details, so a report can be found in the logs. */
+  /**
+   * Sent back as `x-request-id` (HTTP), in GraphQL errors and in a failed run's details, so a report can be found in
+   * the logs.
+   */
   requestId: string;
   logger: Logger;
   /** Fields a run's log lines carry besides those of `logParent ?? logger` (see RunCaller.logBindings). */
@@ -52,7 +55,9 @@ export interface ExecutionHandle {
  */
 export function claimRun(context: GatewayContext): RunCaller {
   if (context.allowance.used) {
-    throw new BadUserInputError('An operation may start one run; this one asks for another (through aliases, fragments or @defer).');
+    throw new BadUserInputError(
+      'An operation may start one run; this one asks for another (through aliases, fragments or @defer).',
+    );
   }
   context.allowance.used = true;
   return callerOf(context);

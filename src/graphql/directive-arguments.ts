@@ -49,64 +49,93 @@ const DIRECTIVES: Record<string, GraphQLDirective> = {
   stream: GraphQLStreamDirective,
 };
 
-const usesToCheck = perOperation((_schema, document, operation): { operation: OperationDefinitionNode; uses: Use[] } | undefined => {
-  const fragments = new Map<string, FragmentDefinitionNode>();
-  for (const definition of document.definitions) {
-    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
-  }
-  const uses: Use[] = [];
-  const seen = new Set<string>();
-  const walk = (node: OperationDefinitionNode | FragmentDefinitionNode): void => {
-    visit(node, {
-      FragmentSpread(spread) {
-        const name = spread.name.value;
-        const fragment = fragments.get(name);
-        if (fragment === undefined || seen.has(name)) return;
-        seen.add(name);
-        walk(fragment);
-      },
-      Directive(directiveNode) {
-        const directive = DIRECTIVES[directiveNode.name.value];
-        if (directive === undefined) return;
-        const suspect = directiveNode.arguments?.some(
-          (argument) =>
-            argument.value.kind === Kind.VARIABLE ||
-            (directive === GraphQLStreamDirective && argument.name.value === 'initialCount' && (argument.value.kind === Kind.NULL || (argument.value.kind === Kind.INT && Number(argument.value.value) < 0))),
-        );
-        if (suspect) uses.push({ directive, node: directiveNode });
-      },
-    });
-  };
-  walk(operation);
-  return uses.length > 0 ? { operation, uses } : undefined;
-});
+const usesToCheck = perOperation(
+  (_schema, document, operation): { operation: OperationDefinitionNode; uses: Use[] } | undefined => {
+    const fragments = new Map<string, FragmentDefinitionNode>();
+    for (const definition of document.definitions) {
+      if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
+    }
+    const uses: Use[] = [];
+    const seen = new Set<string>();
+    const walk = (node: OperationDefinitionNode | FragmentDefinitionNode): void => {
+      visit(node, {
+        FragmentSpread(spread) {
+          const name = spread.name.value;
+          const fragment = fragments.get(name);
+          if (fragment === undefined || seen.has(name)) return;
+          seen.add(name);
+          walk(fragment);
+        },
+        Directive(directiveNode) {
+          const directive = DIRECTIVES[directiveNode.name.value];
+          if (directive === undefined) return;
+          const suspect = directiveNode.arguments?.some(
+            (argument) =>
+              argument.value.kind === Kind.VARIABLE ||
+              (directive === GraphQLStreamDirective &&
+                argument.name.value === 'initialCount' &&
+                (argument.value.kind === Kind.NULL ||
+                  (argument.value.kind === Kind.INT && Number(argument.value.value) < 0))),
+          );
+          if (suspect) uses.push({ directive, node: directiveNode });
+        },
+      });
+    };
+    walk(operation);
+    return uses.length > 0 ? { operation, uses } : undefined;
+  },
+);
 
 /**
  * The error an operation is refused with when a directive's arguments, with the request's
  * variables, are not what the executor takes; undefined when they are (or when the variables
  * themselves are wrong: the executor reports those, as for any operation).
  */
-export function refusedDirectiveArguments(args: Pick<ExecutionArgs, 'schema' | 'document' | 'operationName' | 'variableValues'>): GraphQLError | undefined {
+export function refusedDirectiveArguments(
+  args: Pick<ExecutionArgs, 'schema' | 'document' | 'operationName' | 'variableValues'>,
+): GraphQLError | undefined {
   const found = usesToCheck(args.schema, args.document as DocumentNode, args.operationName);
   if (found === undefined) return undefined;
-  const coerced = getVariableValues(args.schema, found.operation.variableDefinitions ?? [], (args.variableValues ?? {}) as Record<string, unknown>);
+  const coerced = getVariableValues(
+    args.schema,
+    found.operation.variableDefinitions ?? [],
+    (args.variableValues ?? {}) as Record<string, unknown>,
+  );
   if (coerced.errors !== undefined) return undefined;
   const variables = coerced.coerced;
   for (const { directive, node } of found.uses) {
     let values: Record<string, unknown> | undefined;
     try {
-      values = getDirectiveValues(directive, { directives: [node] } as { directives: readonly DirectiveNode[] }, variables);
+      values = getDirectiveValues(
+        directive,
+        { directives: [node] } as { directives: readonly DirectiveNode[] },
+        variables,
+      );
     } catch {
       // (Only a null for a non-null argument gets here: the other mistakes are validation's.)
-      const argument = node.arguments!.find((each) => each.value.kind === Kind.VARIABLE && variables[each.value.name.value] === null)!;
-      return refusal(`Argument "${argument.name.value}" of @${directive.name} must be true or false: ${print(argument.value)} is null.`, node, `@${directive.name}.${argument.name.value}`);
+      const argument = node.arguments!.find(
+        (each) => each.value.kind === Kind.VARIABLE && variables[each.value.name.value] === null,
+      )!;
+      return refusal(
+        `Argument "${argument.name.value}" of @${directive.name} must be true or false: ${print(argument.value)} is ` +
+          `null.`,
+        node,
+        `@${directive.name}.${argument.name.value}`,
+      );
     }
     if (directive === GraphQLStreamDirective && values !== undefined) {
       const count = values.initialCount;
       if (typeof count !== 'number' || count < 0) {
         const written = node.arguments!.find((argument) => argument.name.value === 'initialCount')!;
-        const what = written.value.kind === Kind.VARIABLE ? `${print(written.value)} is ${count === null ? 'null' : count}` : `it is ${print(written.value)}`;
-        return refusal(`Argument "initialCount" of @stream must be 0 or more (the number of items in the first part): ${what}.`, node, '@stream.initialCount');
+        const what =
+          written.value.kind === Kind.VARIABLE
+            ? `${print(written.value)} is ${count === null ? 'null' : count}`
+            : `it is ${print(written.value)}`;
+        return refusal(
+          `Argument "initialCount" of @stream must be 0 or more (the number of items in the first part): ${what}.`,
+          node,
+          '@stream.initialCount',
+        );
       }
     }
   }

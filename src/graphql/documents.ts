@@ -1,4 +1,13 @@
-import { GraphQLError, Kind, parse, validate, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode, type ValidationRule } from 'graphql';
+import {
+  GraphQLError,
+  Kind,
+  parse,
+  validate,
+  type DocumentNode,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type ValidationRule,
+} from 'graphql';
 import { MAX_NESTING, textNestsDeeperThan } from '../core/depth.js';
 
 /** What a document nested past MAX_NESTING gets, before graphql-js's recursive parser could overflow on it. */
@@ -6,7 +15,8 @@ export const TOO_DEEP_DOCUMENT = `Syntax Error: the document nests deeper than $
 import { MAX_DOCUMENT_TOKENS, withoutSuggestions } from './validation.js';
 
 /** A document parsed and validated once: the document, or the coded errors a client gets for it. */
-export type PreparedDocument = { document: DocumentNode; errors?: undefined } | { document?: undefined; errors: readonly GraphQLError[] };
+export type PreparedDocument =
+  { document: DocumentNode; errors?: undefined } | { document?: undefined; errors: readonly GraphQLError[] };
 
 /** Documents larger than this are prepared every time rather than kept. */
 const MAX_CACHED_QUERY_CHARS = 64 * 1024;
@@ -51,7 +61,8 @@ export class DocumentCache {
 
   private parseAndValidate(query: string): PreparedDocument {
     let document: DocumentNode;
-    if (textNestsDeeperThan(query)) return { errors: [new GraphQLError(TOO_DEEP_DOCUMENT, { extensions: { code: 'GRAPHQL_PARSE_FAILED' } })] };
+    if (textNestsDeeperThan(query))
+      return { errors: [new GraphQLError(TOO_DEEP_DOCUMENT, { extensions: { code: 'GRAPHQL_PARSE_FAILED' } })] };
     try {
       document = parse(query, { maxTokens: MAX_DOCUMENT_TOKENS });
     } catch (error) {
@@ -59,7 +70,15 @@ export class DocumentCache {
     }
     const errors = validate(this.schema, document, this.rules);
     if (errors.length) {
-      return { errors: errors.map((error) => codedError(error, 'GRAPHQL_VALIDATION_FAILED', this.suggestions ? error.message : withoutSuggestions(error.message))) };
+      return {
+        errors: errors.map((error) =>
+          codedError(
+            error,
+            'GRAPHQL_VALIDATION_FAILED',
+            this.suggestions ? error.message : withoutSuggestions(error.message),
+          ),
+        ),
+      };
     }
     return { document };
   }
@@ -96,8 +115,13 @@ export function perOperation<T>(
 }
 
 /** The operation the executor runs: the one named, or the only one. */
-function operationOf(document: DocumentNode, operationName: string | null | undefined): OperationDefinitionNode | undefined {
-  const operations = document.definitions.filter((definition): definition is OperationDefinitionNode => definition.kind === Kind.OPERATION_DEFINITION);
+function operationOf(
+  document: DocumentNode,
+  operationName: string | null | undefined,
+): OperationDefinitionNode | undefined {
+  const operations = document.definitions.filter(
+    (definition): definition is OperationDefinitionNode => definition.kind === Kind.OPERATION_DEFINITION,
+  );
   if (operationName != null) return operations.find((definition) => definition.name?.value === operationName);
   return operations.length === 1 ? operations[0] : undefined;
 }

@@ -95,7 +95,9 @@ export interface InitialPart {
   readonly hasNext: boolean;
 }
 
-/** A later payload serialised, or 'apollo': Apollo's next part is the payload (it carries errors: Apollo's to format). */
+/**
+ * A later payload serialised, or 'apollo': Apollo's next part is the payload (it carries errors: Apollo's to format).
+ */
 export type LaterStep = { readonly json: string; readonly hasNext: boolean } | 'apollo';
 
 /** An operation's later payloads as the executor gives them to the transport. */

@@ -11,7 +11,6 @@ import type { AgentStateInput, RunRequest } from '../engine/request.js';
  * checked and converted. Every mistake is a BAD_USER_INPUT that names the field.
  */
 
-
 const MESSAGE_FIELDS = [
   'textMessage',
   'actionExecutionMessage',
@@ -21,8 +20,12 @@ const MESSAGE_FIELDS = [
 ] as const;
 
 /** Converts a request's GenerateCopilotResponseInput (and `properties`) into a run request. */
-export function runRequestFromInput(data: GenerateCopilotResponseInput, properties: Record<string, unknown> | null | undefined): RunRequest {
-  if (data.extensions?.openaiAssistantAPI) throw new NotSupportedError('The OpenAI Assistants API (extensions.openaiAssistantAPI)');
+export function runRequestFromInput(
+  data: GenerateCopilotResponseInput,
+  properties: Record<string, unknown> | null | undefined,
+): RunRequest {
+  if (data.extensions?.openaiAssistantAPI)
+    throw new NotSupportedError('The OpenAI Assistants API (extensions.openaiAssistantAPI)');
 
   const frontendTools: ToolDefinition[] = [];
   data.frontend.actions.forEach((action, index) => {
@@ -58,14 +61,19 @@ export function runRequestFromInput(data: GenerateCopilotResponseInput, properti
   });
 
   return {
-    threadId: checkId(data.threadId, 'threadId') ?? checkId(data.agentSession?.threadId, 'agentSession.threadId') ?? randomUUID(),
+    threadId:
+      checkId(data.threadId, 'threadId') ??
+      checkId(data.agentSession?.threadId, 'agentSession.threadId') ??
+      randomUUID(),
     runId: checkId(data.runId, 'runId') ?? randomUUID(),
     messages: messagesFromInput(data.messages),
     frontendTools,
     context: (data.context ?? []).map(({ description, value }) => ({ description, value })),
     forwardedParameters: data.forwardedParameters ?? {},
     properties: properties ?? {},
-    agentSession: data.agentSession ? { agentName: data.agentSession.agentName, nodeName: data.agentSession.nodeName ?? null } : null,
+    agentSession: data.agentSession
+      ? { agentName: data.agentSession.agentName, nodeName: data.agentSession.nodeName ?? null }
+      : null,
     agentStates,
     metaEvents,
     ...(data.cloud?.guardrails ? { guardrails: guardrailsFromInput(data.cloud.guardrails.inputValidationRules) } : {}),
@@ -95,16 +103,35 @@ export function messagesFromInput(inputs: readonly MessageInputLike[], where = '
     if (input.actionExecutionMessage) {
       const m = input.actionExecutionMessage;
       checkNesting(m.arguments, `${where}[${index}].actionExecutionMessage.arguments`);
-      return { kind: 'actionExecution', id: input.id, name: m.name, arguments: m.arguments, parentMessageId: m.parentMessageId };
+      return {
+        kind: 'actionExecution',
+        id: input.id,
+        name: m.name,
+        arguments: m.arguments,
+        parentMessageId: m.parentMessageId,
+      };
     }
     if (input.resultMessage) {
       const m = input.resultMessage;
       checkNesting(m.result, `${where}[${index}].resultMessage.result`);
-      return { kind: 'result', id: input.id, actionExecutionId: m.actionExecutionId, actionName: m.actionName, result: m.result };
+      return {
+        kind: 'result',
+        id: input.id,
+        actionExecutionId: m.actionExecutionId,
+        actionName: m.actionName,
+        result: m.result,
+      };
     }
     if (input.imageMessage) {
       const m = input.imageMessage;
-      return { kind: 'image', id: input.id, role: m.role, format: m.format, bytes: m.bytes, parentMessageId: m.parentMessageId };
+      return {
+        kind: 'image',
+        id: input.id,
+        role: m.role,
+        format: m.format,
+        bytes: m.bytes,
+        parentMessageId: m.parentMessageId,
+      };
     }
     const m = input.agentStateMessage!;
     checkNesting(m.state, `${where}[${index}].agentStateMessage.state`);
@@ -128,7 +155,12 @@ export function parseJsonSchema(jsonSchema: string, where: string): Record<strin
   return parseJsonObject(jsonSchema, `${where}.jsonSchema`, 'a JSON Schema');
 }
 
-function parseJsonObject(json: string, field: string, what = 'an object', nullIsEmpty = false): Record<string, unknown> {
+function parseJsonObject(
+  json: string,
+  field: string,
+  what = 'an object',
+  nullIsEmpty = false,
+): Record<string, unknown> {
   checkNesting(json, field);
   let parsed: unknown;
   try {
@@ -143,7 +175,10 @@ function parseJsonObject(json: string, field: string, what = 'an object', nullIs
   return parsed as Record<string, unknown>;
 }
 
-/** A JSON-string field that nests too deep for what handles it later (JSON.stringify of an upstream request) is refused here. */
+/**
+ * A JSON-string field that nests too deep for what handles it later (JSON.stringify of an upstream request) is refused
+ * here.
+ */
 function checkNesting(text: string | null | undefined, field: string): void {
   if (typeof text === 'string' && textNestsDeeperThan(text)) {
     throw new BadUserInputError(`${field} nests deeper than ${MAX_NESTING} levels.`, { field });
@@ -159,8 +194,11 @@ function checkId(value: string | null | undefined, field: string): string | unde
 }
 
 /** The topics of `cloud.guardrails.inputValidationRules`, as lists of non-empty strings. */
-function guardrailsFromInput(rules: { allowList?: readonly string[] | null; denyList?: readonly string[] | null } | null | undefined): { allowList: string[]; denyList: string[] } {
-  const topics = (list: readonly string[] | null | undefined) => (list ?? []).map((topic) => topic.trim()).filter(Boolean);
+function guardrailsFromInput(
+  rules: { allowList?: readonly string[] | null; denyList?: readonly string[] | null } | null | undefined,
+): { allowList: string[]; denyList: string[] } {
+  const topics = (list: readonly string[] | null | undefined) =>
+    (list ?? []).map((topic) => topic.trim()).filter(Boolean);
   return { allowList: topics(rules?.allowList), denyList: topics(rules?.denyList) };
 }
 

@@ -1,5 +1,11 @@
-// What goes out under a path an answer has already nulled: nothing (issue 28 §2). Shared by both executors (graphql/executor.ts).
-import { isIncrementalResults, type IncrementalExecutionResults, type SingularExecutionResult, type SubsequentIncrementalExecutionResult } from '@graphql-tools/executor';
+// What goes out under a path an answer has already nulled: nothing (issue 28 §2). Shared by both executors
+// (graphql/executor.ts).
+import {
+  isIncrementalResults,
+  type IncrementalExecutionResults,
+  type SingularExecutionResult,
+  type SubsequentIncrementalExecutionResult,
+} from '@graphql-tools/executor';
 import type { GraphQLError } from 'graphql';
 
 type ExecutionOutcome = SingularExecutionResult<any> | IncrementalExecutionResults<any>;
@@ -19,7 +25,10 @@ type Path = readonly (string | number)[];
  * entries at it or under it that come later are dropped. A payload left with no entries is not given,
  * unless it is the last (then `{"hasNext":false}`). Payloads without errors pass as they are.
  */
-export function withoutOrphans(initial: { data?: unknown; errors?: readonly GraphQLError[] }, results: AsyncGenerator<LaterPayload, void, void>): AsyncGenerator<LaterPayload, void, void> {
+export function withoutOrphans(
+  initial: { data?: unknown; errors?: readonly GraphQLError[] },
+  results: AsyncGenerator<LaterPayload, void, void>,
+): AsyncGenerator<LaterPayload, void, void> {
   const nulled: Path[] = [];
   if (initial.errors !== undefined) addNulled(nulled, initial.data, [], initial.errors);
   const next = (): Promise<IteratorResult<LaterPayload, void>> =>
@@ -84,10 +93,16 @@ function isAtOrUnder(path: Path | undefined, prefix: Path): boolean {
   return true;
 }
 
-/** An execution's outcome with its later payloads passed through `withoutOrphans` (the fast and the stock executor alike). */
+/**
+ * An execution's outcome with its later payloads passed through `withoutOrphans` (the fast and the stock executor
+ * alike).
+ */
 export function withoutOrphansIn(outcome: ExecutionOutcome): ExecutionOutcome {
   if (!isIncrementalResults(outcome)) return outcome;
-  return { initialResult: outcome.initialResult, subsequentResults: withoutOrphans(outcome.initialResult, outcome.subsequentResults) };
+  return {
+    initialResult: outcome.initialResult,
+    subsequentResults: withoutOrphans(outcome.initialResult, outcome.subsequentResults),
+  };
 }
 
 /** Whether Apollo must format the payload: it carries errors (in an item or a deferred part). */

@@ -1,5 +1,15 @@
 import { GraphQLStreamDirective } from '@graphql-tools/utils';
-import { defaultFieldResolver, getDirectiveValues, isListType, isNonNullType, isObjectType, type GraphQLFieldResolver, type GraphQLOutputType, type GraphQLResolveInfo, type GraphQLSchema } from 'graphql';
+import {
+  defaultFieldResolver,
+  getDirectiveValues,
+  isListType,
+  isNonNullType,
+  isObjectType,
+  type GraphQLFieldResolver,
+  type GraphQLOutputType,
+  type GraphQLResolveInfo,
+  type GraphQLSchema,
+} from 'graphql';
 
 /**
  * Lists the executor reads from async iterables (the run's messages, texts and meta events), given
@@ -32,13 +42,16 @@ import { defaultFieldResolver, getDirectiveValues, isListType, isNonNullType, is
  * Applied to the field resolver every execution on a request's behalf is given (incremental.ts,
  * subscribe.ts) and to the schema's own resolvers of list fields (`ownListResolvers`).
  */
-export function owningLists(resolver: GraphQLFieldResolver<unknown, unknown> = defaultFieldResolver): GraphQLFieldResolver<unknown, unknown> {
+export function owningLists(
+  resolver: GraphQLFieldResolver<unknown, unknown> = defaultFieldResolver,
+): GraphQLFieldResolver<unknown, unknown> {
   const owning: GraphQLFieldResolver<unknown, unknown> & { [OWNING]?: true } = (source, args, context, info) => {
     const value = resolver(source, args, context, info);
     // Only lists are read in that loop: any other value (a status's promise) goes as it is, untouched.
     if (!isList(info.returnType)) return value;
     if (isAsyncIterable(value)) return owned(value, info);
-    if (isPromiseLike(value)) return Promise.resolve(value).then((settled) => (isAsyncIterable(settled) ? owned(settled, info) : settled));
+    if (isPromiseLike(value))
+      return Promise.resolve(value).then((settled) => (isAsyncIterable(settled) ? owned(settled, info) : settled));
     return value;
   };
   owning[OWNING] = true;
@@ -60,7 +73,8 @@ export function ownListResolvers(schema: GraphQLSchema): GraphQLSchema {
   for (const type of Object.values(schema.getTypeMap())) {
     if (type.name.startsWith('__') || !isObjectType(type)) continue;
     for (const field of Object.values(type.getFields())) {
-      if (field.resolve !== undefined && isList(field.type) && !ownsLists(field.resolve)) field.resolve = owningLists(field.resolve);
+      if (field.resolve !== undefined && isList(field.type) && !ownsLists(field.resolve))
+        field.resolve = owningLists(field.resolve);
     }
   }
   return schema;

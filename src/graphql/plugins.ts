@@ -14,14 +14,21 @@ export function httpOperationGuardPlugin(): ApolloServerPlugin<GatewayContext> {
       return {
         async didResolveOperation({ operation, document, contextValue }) {
           if (operation?.operation === 'subscription') {
-            throw new GraphQLError('Subscriptions are served over WebSocket (graphql-ws, subprotocol graphql-transport-ws) at this same path.', {
-              extensions: { code: 'BAD_REQUEST', http: { status: statusOf('BAD_REQUEST') } },
-            });
+            throw new GraphQLError(
+              'Subscriptions are served over WebSocket (graphql-ws, subprotocol graphql-transport-ws) at this same ' +
+                'path.',
+              {
+                extensions: { code: 'BAD_REQUEST', http: { status: statusOf('BAD_REQUEST') } },
+              },
+            );
           }
           if (!contextValue.acceptsIncremental && usesIncrementalDelivery(document)) {
-            throw new GraphQLError('This operation uses @defer or @stream: accept multipart/mixed or text/event-stream.', {
-              extensions: { code: 'NOT_ACCEPTABLE', http: { status: statusOf('NOT_ACCEPTABLE') } },
-            });
+            throw new GraphQLError(
+              'This operation uses @defer or @stream: accept multipart/mixed or text/event-stream.',
+              {
+                extensions: { code: 'NOT_ACCEPTABLE', http: { status: statusOf('NOT_ACCEPTABLE') } },
+              },
+            );
           }
         },
       };
@@ -37,7 +44,10 @@ export function requestIdPlugin(): ApolloServerPlugin<GatewayContext> {
         async willSendResponse({ response, contextValue }) {
           const result = response.body.kind === 'single' ? response.body.singleResult : response.body.initialResult;
           for (const error of result.errors ?? []) {
-            (error as { extensions?: Record<string, unknown> }).extensions = { ...error.extensions, requestId: contextValue.requestId };
+            (error as { extensions?: Record<string, unknown> }).extensions = {
+              ...error.extensions,
+              requestId: contextValue.requestId,
+            };
           }
         },
       };
@@ -60,7 +70,8 @@ export function refusalPlugin(): ApolloServerPlugin<GatewayContext> {
           for (const error of result.errors ?? []) {
             const code = error.extensions?.code;
             if (code !== 'RATE_LIMITED' && code !== 'SHUTTING_DOWN') continue;
-            const retryAfter = (error.extensions?.details as { retryAfterSeconds?: unknown } | undefined)?.retryAfterSeconds;
+            const retryAfter = (error.extensions?.details as { retryAfterSeconds?: unknown } | undefined)
+              ?.retryAfterSeconds;
             if (typeof retryAfter === 'number') response.http.headers.set('retry-after', String(retryAfter));
             if (code === 'SHUTTING_DOWN' && result.data == null) response.http.status = statusOf('SHUTTING_DOWN');
             return;

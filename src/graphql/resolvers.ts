@@ -36,13 +36,22 @@ export const resolvers: Resolvers = {
   Query: {
     hello: () => 'Hello World',
     availableAgents: async (_parent, _args, { launcher }) => ({
-      agents: (await launcher.listAgents()).map((agent) => ({ id: agent.name, name: agent.name, description: agent.description })),
+      agents: (await launcher.listAgents()).map((agent) => ({
+        id: agent.name,
+        name: agent.name,
+        description: agent.description,
+      })),
     }),
     copilotThread: async (_parent, { threadId }, { launcher, principal }) => {
       const thread = await launcher.threads.thread(checkedId(threadId, 'threadId'), principal);
       if (!thread) return null;
       const createdAt = thread.runs[thread.runs.length - 1]?.startedAt;
-      return { threadId: thread.threadId, messages: messageOutputs(thread.messages, createdAt), agentStates: thread.agentStates, runs: thread.runs };
+      return {
+        threadId: thread.threadId,
+        messages: messageOutputs(thread.messages, createdAt),
+        agentStates: thread.agentStates,
+        runs: thread.runs,
+      };
     },
     loadAgentState: async (_parent, { data }, context) => {
       const state = await context.launcher.loadAgentState(data.agentName, data.threadId, {}, callerOf(context));
@@ -61,7 +70,11 @@ export const resolvers: Resolvers = {
       return context.launcher.start(runRequestFromInput(data, properties), caller, createCopilotResponseView);
     },
     stopCopilotRun: (_parent, { threadId, runId }, { launcher, principal }) =>
-      launcher.threads.stop(checkedId(threadId, 'threadId'), runId == null ? undefined : checkedId(runId, 'runId'), principal),
+      launcher.threads.stop(
+        checkedId(threadId, 'threadId'),
+        runId == null ? undefined : checkedId(runId, 'runId'),
+        principal,
+      ),
   },
 
   Subscription: {
@@ -69,14 +82,20 @@ export const resolvers: Resolvers = {
       subscribe: (_parent, { data, properties, onDisconnect }, context) => {
         const caller = claimRun(context);
         const keepRunning = onDisconnect === 'CONTINUE';
-        return context.launcher.start(runRequestFromInput(data, properties), caller, (run) => new RunEventStream(run, keepRunning));
+        return context.launcher.start(
+          runRequestFromInput(data, properties),
+          caller,
+          (run) => new RunEventStream(run, keepRunning),
+        );
       },
       resolve: (event: any) => event,
     },
     joinCopilotRun: {
       subscribe: async (_parent, { threadId, runId, afterSequence }, { launcher, principal }) => {
         if (afterSequence != null && afterSequence < 0) {
-          throw new BadUserInputError('afterSequence must be 0 or more (omit it to replay the whole run).', { field: 'afterSequence' });
+          throw new BadUserInputError('afterSequence must be 0 or more (omit it to replay the whole run).', {
+            field: 'afterSequence',
+          });
         }
         const threads = launcher.threads;
         const thread = checkedId(threadId, 'threadId');
@@ -97,7 +116,9 @@ export const resolvers: Resolvers = {
   CopilotKitLangGraphInterruptEventData: {
     messages: (event) => (event.name === 'CopilotKitLangGraphInterruptEvent' ? messageOutputs(event.messages) : []),
   },
-  TextMessageEndEvent: { messageStatus: (event) => (event.type === 'TextMessageEnd' ? event.status : unreachable(event)) },
+  TextMessageEndEvent: {
+    messageStatus: (event) => (event.type === 'TextMessageEnd' ? event.status : unreachable(event)),
+  },
   ActionExecutionEndEvent: {
     messageStatus: (event) => (event.type === 'ActionExecutionEnd' ? event.status : unreachable(event)),
   },

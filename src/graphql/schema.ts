@@ -16,7 +16,10 @@ export function loadTypeDefs(): string {
     .join('\n');
 }
 
-/** The executable schema: SDL from schema/ with the typed resolvers (those of lists owning them: graphql/owned-lists.ts). */
+/**
+ * The executable schema: SDL from schema/ with the typed resolvers (those of lists owning them:
+ * graphql/owned-lists.ts).
+ */
 export function buildSchema(): GraphQLSchema {
   return ownListResolvers(makeExecutableSchema({ typeDefs: loadTypeDefs(), resolvers: resolvers as any }));
 }

@@ -13,7 +13,9 @@ export function stockExecutor(): Executor {
 async function executeStock(args: ExecutionArgs): Promise<ExecutionOutcome> {
   const refused = refusedDirectiveArguments(args);
   if (refused !== undefined) return { errors: [refused] };
-  return withoutOrphansIn(await execute({ ...args, fieldResolver: owningLists(args.fieldResolver ?? defaultFieldResolver) }));
+  return withoutOrphansIn(
+    await execute({ ...args, fieldResolver: owningLists(args.fieldResolver ?? defaultFieldResolver) }),
+  );
 }
 
 async function subscribeStock(args: ExecutionArgs, onEnd: () => void): Promise<SubscribeOutcome> {

@@ -1,4 +1,13 @@
-import { GraphQLError, Kind, specifiedRules, type DocumentNode, type FragmentDefinitionNode, type OperationDefinitionNode, type SelectionSetNode, type ValidationRule } from 'graphql';
+import {
+  GraphQLError,
+  Kind,
+  specifiedRules,
+  type DocumentNode,
+  type FragmentDefinitionNode,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+  type ValidationRule,
+} from 'graphql';
 
 /** Root fields that start a run (a model call that costs money). */
 const RUN_FIELDS = new Set(['generateCopilotResponse', 'copilotRun']);
@@ -14,7 +23,11 @@ export const MAX_DOCUMENT_TOKENS = 20_000;
  */
 export const SingleRunPerOperationRule: ValidationRule = (context) => ({
   OperationDefinition(operation) {
-    const fragments = new Map(context.getDocument().definitions.flatMap((d) => (d.kind === Kind.FRAGMENT_DEFINITION ? [[d.name.value, d]] : [])));
+    const fragments = new Map(
+      context
+        .getDocument()
+        .definitions.flatMap((d) => (d.kind === Kind.FRAGMENT_DEFINITION ? [[d.name.value, d]] : [])),
+    );
     const keys = new Set<string>();
     const collect = (selectionSet: SelectionSetNode, seen: Set<string>) => {
       for (const selection of selectionSet.selections) {
@@ -32,10 +45,13 @@ export const SingleRunPerOperationRule: ValidationRule = (context) => ({
     collect(operation.selectionSet, new Set());
     if (keys.size > 1) {
       context.reportError(
-        new GraphQLError(`An operation may start one run, but this one asks for ${keys.size}: ${[...keys].join(', ')}.`, {
-          nodes: operation,
-          extensions: { code: 'GRAPHQL_VALIDATION_FAILED' },
-        }),
+        new GraphQLError(
+          `An operation may start one run, but this one asks for ${keys.size}: ${[...keys].join(', ')}.`,
+          {
+            nodes: operation,
+            extensions: { code: 'GRAPHQL_VALIDATION_FAILED' },
+          },
+        ),
       );
     }
   },
@@ -91,22 +107,29 @@ export const ExpandedSizeRule: ValidationRule = (context) => ({
     const fields = expandedFieldCount(context.getDocument(), operation);
     if (fields > MAX_EXPANDED_FIELDS) {
       context.reportError(
-        new GraphQLError(`The operation selects ${fields} fields once its fragments are expanded; the most allowed is ${MAX_EXPANDED_FIELDS}.`, {
-          nodes: operation,
-          extensions: { code: 'GRAPHQL_VALIDATION_FAILED' },
-        }),
+        new GraphQLError(
+          `The operation selects ${fields} fields once its fragments are expanded; the most allowed is ` +
+            `${MAX_EXPANDED_FIELDS}.`,
+          {
+            nodes: operation,
+            extensions: { code: 'GRAPHQL_VALIDATION_FAILED' },
+          },
+        ),
       );
     }
   },
 });
 
-/** Where the sandbox option is off: `__schema` and `__type` are refused, in the gateway's words (`__typename` is fine). */
+/**
+ * Where the sandbox option is off: `__schema` and `__type` are refused, in the gateway's words (`__typename` is fine).
+ */
 export const IntrospectionOffRule: ValidationRule = (context) => ({
   Field(node) {
     if (node.name.value === '__schema' || node.name.value === '__type') {
       context.reportError(
         new GraphQLError(
-          `Introspection is off on this gateway (the query asks for ${node.name.value}). It is served only when the gateway's sandbox option is on: the default in development, off when NODE_ENV=production.`,
+          `Introspection is off on this gateway (the query asks for ${node.name.value}). It is served only when the ` +
+            `gateway's sandbox option is on: the default in development, off when NODE_ENV=production.`,
           { nodes: node, extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } },
         ),
       );
@@ -119,9 +142,14 @@ export function gatewayValidationRules(introspection: boolean): ValidationRule[]
   return [SingleRunPerOperationRule, ExpandedSizeRule, ...(introspection ? [] : [IntrospectionOffRule])];
 }
 
-/** A validation message without "Did you mean …?" suggestions (where introspection is off they would reveal the schema). */
+/**
+ * A validation message without "Did you mean …?" suggestions (where introspection is off they would reveal the schema).
+ */
 export function withoutSuggestions(message: string): string {
   return message.replace(/ Did you mean .*\?$/s, '');
 }
 
-export const allValidationRules = (introspection: boolean): ValidationRule[] => [...specifiedRules, ...gatewayValidationRules(introspection)];
+export const allValidationRules = (introspection: boolean): ValidationRule[] => [
+  ...specifiedRules,
+  ...gatewayValidationRules(introspection),
+];

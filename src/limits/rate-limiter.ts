@@ -32,15 +32,21 @@ export interface RateLimiter {
 
 export function resolveRateLimits(options: RateLimitOptions | undefined): ResolvedRateLimits {
   if (options === undefined) return { requestsPerMinute: 0, concurrentRuns: 0 };
-  if (options === null || typeof options !== 'object') throw new ConfigurationError('options.rateLimits must be an object: {requestsPerMinute?, concurrentRuns?}.');
+  if (options === null || typeof options !== 'object')
+    throw new ConfigurationError('options.rateLimits must be an object: {requestsPerMinute?, concurrentRuns?}.');
   const whole = (name: string, value: unknown): number => {
     if (value === undefined) return 0;
     if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 1_000_000) {
-      throw new ConfigurationError(`options.rateLimits.${name} must be a whole number from 0 (off) to 1000000 (got ${JSON.stringify(value)}).`);
+      throw new ConfigurationError(
+        `options.rateLimits.${name} must be a whole number from 0 (off) to 1000000 (got ${JSON.stringify(value)}).`,
+      );
     }
     return value;
   };
-  return { requestsPerMinute: whole('requestsPerMinute', options.requestsPerMinute), concurrentRuns: whole('concurrentRuns', options.concurrentRuns) };
+  return {
+    requestsPerMinute: whole('requestsPerMinute', options.requestsPerMinute),
+    concurrentRuns: whole('concurrentRuns', options.concurrentRuns),
+  };
 }
 
 export const WINDOW_MS = 60_000;
@@ -55,7 +61,8 @@ export function slidingWindowWait(limit: number, current: number, previous: numb
   const estimate = previous * (1 - elapsed / WINDOW_MS) + current;
   if (estimate + 1 <= limit) return 0;
   // When this window alone is full, only the next one has room, once enough of it has passed.
-  if (current + 1 > limit) return WINDOW_MS - elapsed + Math.ceil(WINDOW_MS * Math.max(0, current + 1 - limit) / Math.max(current, 1));
+  if (current + 1 > limit)
+    return WINDOW_MS - elapsed + Math.ceil((WINDOW_MS * Math.max(0, current + 1 - limit)) / Math.max(current, 1));
   // Otherwise the previous window's weight falls until the estimate leaves room for one more.
   const needed = 1 - (limit - current - 1) / previous; // the fraction of this window that must have passed
   return Math.max(1, Math.ceil(needed * WINDOW_MS - elapsed));

@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis as RedisClient } from 'ioredis';
 import type { Logger } from 'pino';
-import { MemoryRateLimiter, NOTHING_TO_RELEASE, RUN_RETRY_MS, WINDOW_MS, slidingWindowWait, type RateLimiter, type ResolvedRateLimits } from './rate-limiter.js';
+import {
+  MemoryRateLimiter,
+  NOTHING_TO_RELEASE,
+  RUN_RETRY_MS,
+  WINDOW_MS,
+  slidingWindowWait,
+  type RateLimiter,
+  type ResolvedRateLimits,
+} from './rate-limiter.js';
 
 /** How long a run's place is held without being renewed: a killed instance's places free themselves after it. */
 const RUN_LEASE_MS = 30_000;
@@ -66,7 +74,10 @@ export class RedisRateLimiter implements RateLimiter {
     const now = Date.now();
     const window = Math.floor(now / WINDOW_MS);
     try {
-      const [current, previous] = await redis.mget(this.key('rate', client, String(window)), this.key('rate', client, String(window - 1)));
+      const [current, previous] = await redis.mget(
+        this.key('rate', client, String(window)),
+        this.key('rate', client, String(window - 1)),
+      );
       return slidingWindowWait(limit, Number(current ?? 0), Number(previous ?? 0), now);
     } catch (error) {
       this.warn(error);
@@ -91,9 +102,11 @@ export class RedisRateLimiter implements RateLimiter {
     this.held.set(member, key);
     return () => {
       if (!this.held.delete(member)) return;
-      this.client()?.zrem(key, member).catch(() => {
-        // Not freed now: its lease runs out instead.
-      });
+      this.client()
+        ?.zrem(key, member)
+        .catch(() => {
+          // Not freed now: its lease runs out instead.
+        });
     };
   }
 
@@ -132,7 +145,10 @@ export class RedisRateLimiter implements RateLimiter {
     const now = Date.now();
     if (now - this.lastWarning < 10_000) return;
     this.lastWarning = now;
-    this.logger.warn({ err: error }, 'rate limits cannot be shared through Redis now: each instance counts on its own until it answers');
+    this.logger.warn(
+      { err: error },
+      'rate limits cannot be shared through Redis now: each instance counts on its own until it answers',
+    );
   }
 }
 
@@ -147,7 +163,8 @@ if previous * (1 - tonumber(ARGV[2])) + current + 1 <= tonumber(ARGV[1]) then
 end
 return {0, current, previous}`;
 
-// KEYS: the client's places. ARGV: now (ms), limit, member, lease (ms). Drops lapsed places, then takes one if any is free.
+// KEYS: the client's places. ARGV: now (ms), limit, member, lease (ms). Drops lapsed places, then takes one if any is
+// free.
 const RUN_ACQUIRE = `redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
 redis.call('ZADD', KEYS[1], tonumber(ARGV[1]) + tonumber(ARGV[4]), ARGV[3])

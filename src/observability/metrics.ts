@@ -26,7 +26,12 @@ export class GatewayMetrics {
   constructor(activeRuns: () => number) {
     processRegistry(); // started now, so that event-loop lag is measured from the start
     const registers = [this.registry];
-    this.runs = new Counter({ name: 'copilot_gateway_runs_total', help: 'Runs that ended, by kind (model, agent) and outcome (Success, or the error code).', labelNames: ['kind', 'outcome'], registers });
+    this.runs = new Counter({
+      name: 'copilot_gateway_runs_total',
+      help: 'Runs that ended, by kind (model, agent) and outcome (Success, or the error code).',
+      labelNames: ['kind', 'outcome'],
+      registers,
+    });
     this.runDuration = new Histogram({
       name: 'copilot_gateway_run_duration_seconds',
       help: 'How long runs took, from start to their terminal status.',
@@ -36,18 +41,59 @@ export class GatewayMetrics {
     });
     this.firstToken = new Histogram({
       name: 'copilot_gateway_time_to_first_token_seconds',
-      help: 'From a run\'s start to its first streamed chunk of text or action arguments.',
+      help: "From a run's start to its first streamed chunk of text or action arguments.",
       labelNames: ['kind'],
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60],
       registers,
     });
-    this.chunks = new Counter({ name: 'copilot_gateway_tokens_streamed_total', help: 'Chunks of text and action arguments streamed (a chunk is a token or, when tokens arrive together, several), added when each run ends.', labelNames: ['kind'], registers });
-    this.upstreamCalls = new Counter({ name: 'copilot_gateway_upstream_calls_total', help: 'Calls of a run to its model or agent, by upstream and outcome (ok, or the error code).', labelNames: ['upstream', 'outcome'], registers });
-    this.upstreamRetries = new Counter({ name: 'copilot_gateway_upstream_retries_total', help: 'Upstream HTTP calls retried (models, agents, remote endpoints, discovery, guardrails), by upstream and reason.', labelNames: ['upstream', 'reason'], registers });
-    this.storeOperations = new Counter({ name: 'copilot_gateway_thread_store_operations_total', help: 'Thread-store operations (claim, open, thread, run, owner, stop), by store and outcome (ok, or the error code).', labelNames: ['store', 'operation', 'outcome'], registers });
-    new Gauge({ name: 'copilot_gateway_active_runs', help: 'Runs going in this process.', registers, collect() { this.set(activeRuns()); } });
-    this.httpStreams = new Gauge({ name: 'copilot_gateway_active_http_streams', help: 'HTTP responses streaming now (multipart, SSE, AG-UI).', registers });
-    this.sockets = new Gauge({ name: 'copilot_gateway_websocket_connections', help: 'WebSocket connections open now.', registers });
+    this.chunks = new Counter({
+      name: 'copilot_gateway_tokens_streamed_total',
+      help:
+        'Chunks of text and action arguments streamed (a chunk is a token or, when tokens arrive together, ' +
+        'several), added when each run ends.',
+      labelNames: ['kind'],
+      registers,
+    });
+    this.upstreamCalls = new Counter({
+      name: 'copilot_gateway_upstream_calls_total',
+      help: 'Calls of a run to its model or agent, by upstream and outcome (ok, or the error code).',
+      labelNames: ['upstream', 'outcome'],
+      registers,
+    });
+    this.upstreamRetries = new Counter({
+      name: 'copilot_gateway_upstream_retries_total',
+      help:
+        'Upstream HTTP calls retried (models, agents, remote endpoints, discovery, guardrails), by upstream and ' +
+        'reason.',
+      labelNames: ['upstream', 'reason'],
+      registers,
+    });
+    this.storeOperations = new Counter({
+      name: 'copilot_gateway_thread_store_operations_total',
+      help:
+        'Thread-store operations (claim, open, thread, run, owner, stop), by store and outcome (ok, or the error ' +
+        'code).',
+      labelNames: ['store', 'operation', 'outcome'],
+      registers,
+    });
+    new Gauge({
+      name: 'copilot_gateway_active_runs',
+      help: 'Runs going in this process.',
+      registers,
+      collect() {
+        this.set(activeRuns());
+      },
+    });
+    this.httpStreams = new Gauge({
+      name: 'copilot_gateway_active_http_streams',
+      help: 'HTTP responses streaming now (multipart, SSE, AG-UI).',
+      registers,
+    });
+    this.sockets = new Gauge({
+      name: 'copilot_gateway_websocket_connections',
+      help: 'WebSocket connections open now.',
+      registers,
+    });
   }
 
   /** Follows one run: its first chunk, its chunks, its end. */

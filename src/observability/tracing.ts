@@ -1,4 +1,4 @@
-import { SpanKind, SpanStatusCode, context, trace, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, context, trace, type Context, type Tracer } from '@opentelemetry/api';
 import type { GatewayError } from '../core/errors.js';
 import type { UpstreamCallObserver } from '../engine/drivers/agent.js';
 import type { RunHandle } from '../engine/run.js';
@@ -20,10 +20,20 @@ export class RunTracing {
   }
 
   /** Starts the run's span, and `begin` (the run's work) in its context. */
-  traceRun<T>(run: RunHandle, kind: 'model' | 'agent', attributes: Record<string, string | undefined>, begin: () => T): T {
+  traceRun<T>(
+    run: RunHandle,
+    kind: 'model' | 'agent',
+    attributes: Record<string, string | undefined>,
+    begin: () => T,
+  ): T {
     const span = this.tracer.startSpan('copilot.run', {
       kind: SpanKind.INTERNAL,
-      attributes: { 'copilot.thread_id': run.threadId, 'copilot.run_id': run.runId, 'copilot.run_kind': kind, ...definedOnly(attributes) },
+      attributes: {
+        'copilot.thread_id': run.threadId,
+        'copilot.run_id': run.runId,
+        'copilot.run_kind': kind,
+        ...definedOnly(attributes),
+      },
     });
     const key = runKey(run.threadId, run.runId);
     const runContext = trace.setSpan(context.active(), span);
@@ -41,7 +51,11 @@ export class RunTracing {
   /** The upstream calls' spans, children of their run's. */
   readonly upstreamCall: UpstreamCallObserver = ({ threadId, runId, upstream }) => {
     const parent = this.runs.get(runKey(threadId, runId)) ?? context.active();
-    const span = this.tracer.startSpan('copilot.upstream', { kind: SpanKind.CLIENT, attributes: { 'copilot.upstream': upstream } }, parent);
+    const span = this.tracer.startSpan(
+      'copilot.upstream',
+      { kind: SpanKind.CLIENT, attributes: { 'copilot.upstream': upstream } },
+      parent,
+    );
     return (error) => {
       if (error === undefined) span.setStatus({ code: SpanStatusCode.OK });
       else {

@@ -15,13 +15,25 @@ export class OutputCollector {
   add(event: SequencedEvent): void {
     switch (event.type) {
       case 'TextMessageStart': {
-        const message: Message = { kind: 'text', id: event.messageId, role: 'assistant', content: '', ...(event.parentMessageId ? { parentMessageId: event.parentMessageId } : {}) };
+        const message: Message = {
+          kind: 'text',
+          id: event.messageId,
+          role: 'assistant',
+          content: '',
+          ...(event.parentMessageId ? { parentMessageId: event.parentMessageId } : {}),
+        };
         this.messages.push(message);
         this.open.set(event.messageId, { message, parts: [] });
         break;
       }
       case 'ActionExecutionStart': {
-        const message: Message = { kind: 'actionExecution', id: event.actionExecutionId, name: event.actionName, arguments: '', parentMessageId: event.parentMessageId };
+        const message: Message = {
+          kind: 'actionExecution',
+          id: event.actionExecutionId,
+          name: event.actionName,
+          arguments: '',
+          parentMessageId: event.parentMessageId,
+        };
         this.messages.push(message);
         this.open.set(event.actionExecutionId, { message, parts: [] });
         break;
@@ -40,7 +52,13 @@ export class OutputCollector {
         break;
       }
       case 'ActionExecutionResult':
-        this.messages.push({ kind: 'result', id: event.messageId, actionExecutionId: event.actionExecutionId, actionName: event.actionName, result: event.result });
+        this.messages.push({
+          kind: 'result',
+          id: event.messageId,
+          actionExecutionId: event.actionExecutionId,
+          actionName: event.actionName,
+          result: event.result,
+        });
         break;
       default:
         break;
@@ -77,7 +95,14 @@ export function transcriptOf(input: readonly Message[], output: readonly Message
 /** The agent state an event records, if it is an AgentStateMessage. */
 export function agentStateOf(event: SequencedEvent, runId: string): AgentStateRecord | undefined {
   if (event.type !== 'AgentStateMessage') return undefined;
-  return { agentName: event.agentName, nodeName: event.nodeName, state: event.state, running: event.running, active: event.active, runId };
+  return {
+    agentName: event.agentName,
+    nodeName: event.nodeName,
+    state: event.state,
+    running: event.running,
+    active: event.active,
+    runId,
+  };
 }
 
 /**
@@ -104,6 +129,6 @@ export function closingEvents(log: readonly SequencedEvent[], status: RunStatus)
         : { type: 'ActionExecutionEnd', actionExecutionId: id, status: failedMessage(reason), sequence: ++sequence },
     );
   }
-  closing.push({ type: 'RunFinished', status, sequence: ++sequence });
+  closing.push({ type: 'RunFinished', status, sequence: sequence + 1 });
   return closing;
 }

@@ -5,12 +5,28 @@ import type { Message } from '../core/messages.js';
 import { RUN_SUCCESS } from '../core/status.js';
 import { EventFeed } from './feed.js';
 import { OutputCollector, agentStateOf, transcriptOf } from './log.js';
-import { PENDING, threadBusy, threadForbidden, type AgentStateRecord, type Claim, type RunInput, type RunLog, type RunRecord, type StopHandler, type ThreadRecord, type ThreadStore, type ThreadStoreOptions } from './store.js';
+import {
+  PENDING,
+  threadBusy,
+  threadForbidden,
+  type AgentStateRecord,
+  type Claim,
+  type RunInput,
+  type RunLog,
+  type RunRecord,
+  type StopHandler,
+  type ThreadRecord,
+  type ThreadStore,
+  type ThreadStoreOptions,
+} from './store.js';
 
 export interface MemoryThreadStoreOptions extends ThreadStoreOptions {
   /** The most threads kept; the least recently used is dropped first. */
   maxThreads: number;
-  /** About how much the kept threads may take (their messages and events, counted in UTF-16 code units plus a fixed overhead per item). */
+  /**
+   * About how much the kept threads may take (their messages and events, counted in UTF-16 code units plus a fixed
+   * overhead per item).
+   */
   maxBytes: number;
   /** How long a claim holds a thread before its run opens. */
   claimTimeoutMs: number;
@@ -68,9 +84,19 @@ export class MemoryThreadStore implements ThreadStore {
     let thread = this.live(threadId, now);
     if (owner !== undefined && thread?.owner !== undefined && thread.owner !== owner) throw threadForbidden(threadId);
     const active = thread?.active;
-    if (active && (active.claimExpires === undefined || active.claimExpires > now)) throw threadBusy(threadId, active.runId);
+    if (active && (active.claimExpires === undefined || active.claimExpires > now))
+      throw threadBusy(threadId, active.runId);
     if (!thread) {
-      thread = { threadId, input: [], agentStates: undefined, runs: [], active: undefined, bytes: 0, touched: now, owner: undefined };
+      thread = {
+        threadId,
+        input: [],
+        agentStates: undefined,
+        runs: [],
+        active: undefined,
+        bytes: 0,
+        touched: now,
+        owner: undefined,
+      };
       this.threads.set(threadId, thread);
     }
     if (owner !== undefined) thread.owner = owner;
@@ -91,11 +117,27 @@ export class MemoryThreadStore implements ThreadStore {
     let thread = this.threads.get(threadId);
     if (!thread) {
       // Dropped since its claim (only possible under a bound far too small): kept again from here.
-      thread = { threadId, input: [], agentStates: undefined, runs: [], active: undefined, bytes: 0, touched: now, owner: undefined };
+      thread = {
+        threadId,
+        input: [],
+        agentStates: undefined,
+        runs: [],
+        active: undefined,
+        bytes: 0,
+        touched: now,
+        owner: undefined,
+      };
       this.threads.set(threadId, thread);
     }
     const run: MemoryRun = {
-      record: { runId, status: PENDING, lastSequence: -1, startedAt: new Date(now), finishedAt: null, newMessages: [...newMessages] },
+      record: {
+        runId,
+        status: PENDING,
+        lastSequence: -1,
+        startedAt: new Date(now),
+        finishedAt: null,
+        newMessages: [...newMessages],
+      },
       events: [],
       feeds: undefined,
     };
@@ -123,7 +165,8 @@ export class MemoryThreadStore implements ThreadStore {
       run.record.status = event.status.code === 'Success' ? RUN_SUCCESS : event.status;
       run.record.finishedAt = new Date();
       if (thread.active?.runId === run.record.runId) thread.active = undefined;
-      // Finished: its chunks are kept merged (a few events instead of one per token), still replayable from any sequence.
+      // Finished: its chunks are kept merged (a few events instead of one per token), still replayable from any
+      // sequence.
       const before = eventsBytes(run.events);
       run.events = packed(run.events);
       this.resize(thread, eventsBytes(run.events) - before);
@@ -183,7 +226,12 @@ export class MemoryThreadStore implements ThreadStore {
     const thread = this.live(threadId, Date.now());
     const active = thread?.active;
     const now = Date.now();
-    if (!active || (active.claimExpires !== undefined && active.claimExpires <= now) || (runId !== undefined && runId !== active.runId)) return undefined;
+    if (
+      !active ||
+      (active.claimExpires !== undefined && active.claimExpires <= now) ||
+      (runId !== undefined && runId !== active.runId)
+    )
+      return undefined;
     // A run still being admitted (claimed, not yet started) is told too: it stops as soon as it starts.
     for (const handler of this.stopHandlers) handler(threadId, active.runId);
     return active.runId;
@@ -323,7 +371,7 @@ const PACKED = new WeakMap<SequencedEvent, { first: number; ends: Uint32Array }>
  */
 function packed(events: readonly SequencedEvent[]): SequencedEvent[] {
   const out: SequencedEvent[] = [];
-  for (let i = 0; i < events.length; ) {
+  for (let i = 0; i < events.length;) {
     const event = events[i];
     let j = i + 1;
     while (j < events.length && continuesChunk(event, events[j])) j++;
@@ -344,7 +392,14 @@ function packed(events: readonly SequencedEvent[]): SequencedEvent[] {
     // Joined, not concatenated: `+=` would keep a rope holding every chunk (10 KB for 200 tokens).
     const text = parts.join('');
     const last = events[j - 1];
-    const merged: SequencedEvent = event.type === 'TextMessageContent' ? { ...event, content: text, sequence: last.sequence } : { ...(event as Extract<SequencedEvent, { type: 'ActionExecutionArgs' }>), args: text, sequence: last.sequence };
+    const merged: SequencedEvent =
+      event.type === 'TextMessageContent'
+        ? { ...event, content: text, sequence: last.sequence }
+        : {
+            ...(event as Extract<SequencedEvent, { type: 'ActionExecutionArgs' }>),
+            args: text,
+            sequence: last.sequence,
+          };
     PACKED.set(merged, { first: event.sequence, ends });
     out.push(merged);
     i = j;
@@ -352,7 +407,9 @@ function packed(events: readonly SequencedEvent[]): SequencedEvent[] {
   return out;
 }
 
-/** The part of a stored event after `afterSequence`: the rest of a merged chunk the reader had begun, else the event. */
+/**
+ * The part of a stored event after `afterSequence`: the rest of a merged chunk the reader had begun, else the event.
+ */
 function unpackedAfter(event: SequencedEvent, afterSequence: number): SequencedEvent {
   const packing = PACKED.get(event);
   if (!packing || afterSequence < packing.first) return event;

@@ -21,11 +21,19 @@ export interface ThreadsOptions {
   maxThreads?: number;
   /** In memory: about how many bytes of messages and events are kept. @default 67108864 (64 MiB) */
   maxBytes?: number;
-  /** With Redis: how long an instance that stopped answering still counts as alive; its runs are ended after that. @default 10000 */
+  /**
+   * With Redis: how long an instance that stopped answering still counts as alive; its runs are ended after that.
+   * @default 10000
+   */
   leaseMs?: number;
-  /** A run on a thread that has one going: `refuse` it (THREAD_BUSY), or `interrupt` the one going. @default "refuse" */
+  /**
+   * A run on a thread that has one going: `refuse` it (THREAD_BUSY), or `interrupt` the one going. @default "refuse"
+   */
   onBusy?: 'refuse' | 'interrupt';
-  /** New runs while Redis cannot be reached: `serve` them unrecorded (logged), or `fail` them (STORE_UNAVAILABLE). @default "serve" */
+  /**
+   * New runs while Redis cannot be reached: `serve` them unrecorded (logged), or `fail` them (STORE_UNAVAILABLE).
+   * @default "serve"
+   */
   onStoreFailure?: 'serve' | 'fail';
 }
 
@@ -41,29 +49,49 @@ export interface ResolvedThreadsOptions {
   onStoreFailure: 'serve' | 'fail';
 }
 
-const NAMES = new Set(['redisUrl', 'keyPrefix', 'ttlSeconds', 'maxRunsPerThread', 'maxThreads', 'maxBytes', 'leaseMs', 'onBusy', 'onStoreFailure']);
+const NAMES = new Set([
+  'redisUrl',
+  'keyPrefix',
+  'ttlSeconds',
+  'maxRunsPerThread',
+  'maxThreads',
+  'maxBytes',
+  'leaseMs',
+  'onBusy',
+  'onStoreFailure',
+]);
 
 /** A claim holds its thread this long at most before its run opens (the checks and hooks before a run). */
 const CLAIM_TIMEOUT_MS = 60_000;
 
 export function resolveThreadsOptions(options: ThreadsOptions | undefined): ResolvedThreadsOptions {
-  if (options !== undefined && (options === null || typeof options !== 'object')) throw new ConfigurationError('options.threads must be an object.');
+  if (options !== undefined && (options === null || typeof options !== 'object'))
+    throw new ConfigurationError('options.threads must be an object.');
   const o = options ?? {};
   for (const key of Object.keys(o)) {
     if (key === 'flushIntervalMs') {
-      throw new ConfigurationError('options.threads.flushIntervalMs is gone: a run\'s events are now written to Redis as they come, and shown to clients once stored. Remove it.');
+      throw new ConfigurationError(
+        "options.threads.flushIntervalMs is gone: a run's events are now written to Redis as they come, and shown to " +
+          'clients once stored. Remove it.',
+      );
     }
-    if (!NAMES.has(key)) throw new ConfigurationError(`Unknown option "threads.${key}". Known: ${[...NAMES].join(', ')}.`);
+    if (!NAMES.has(key))
+      throw new ConfigurationError(`Unknown option "threads.${key}". Known: ${[...NAMES].join(', ')}.`);
   }
   if (o.redisUrl !== undefined && (typeof o.redisUrl !== 'string' || !/^rediss?:\/\/[^/]/.test(o.redisUrl))) {
-    throw new ConfigurationError('options.threads.redisUrl must be a redis:// or rediss:// URL, such as "redis://localhost:6379".');
+    throw new ConfigurationError(
+      'options.threads.redisUrl must be a redis:// or rediss:// URL, such as "redis://localhost:6379".',
+    );
   }
   if (o.keyPrefix !== undefined && (typeof o.keyPrefix !== 'string' || !/^[\w:.-]{1,64}$/.test(o.keyPrefix))) {
     throw new ConfigurationError('options.threads.keyPrefix must be 1 to 64 letters, digits, ":", ".", "_" or "-".');
   }
   const choice = <T extends string>(name: string, value: unknown, allowed: readonly T[]): T => {
     if (value === undefined) return allowed[0];
-    if (!allowed.includes(value as T)) throw new ConfigurationError(`options.threads.${name} must be ${allowed.map((a) => `"${a}"`).join(' or ')} (got ${JSON.stringify(value)}).`);
+    if (!allowed.includes(value as T))
+      throw new ConfigurationError(
+        `options.threads.${name} must be ${allowed.map((a) => `"${a}"`).join(' or ')} (got ${JSON.stringify(value)}).`,
+      );
     return value as T;
   };
   return {
@@ -81,8 +109,13 @@ export function resolveThreadsOptions(options: ThreadsOptions | undefined): Reso
 
 /** The store the options ask for (not yet started: see ThreadStore.start). */
 export function createThreadStore(options: ResolvedThreadsOptions, logger: Logger): ThreadStore {
-  const common = { ttlSeconds: options.ttlSeconds, maxRunsPerThread: options.maxRunsPerThread, claimTimeoutMs: CLAIM_TIMEOUT_MS };
-  if (!options.redisUrl) return new MemoryThreadStore({ ...common, maxThreads: options.maxThreads, maxBytes: options.maxBytes });
+  const common = {
+    ttlSeconds: options.ttlSeconds,
+    maxRunsPerThread: options.maxRunsPerThread,
+    claimTimeoutMs: CLAIM_TIMEOUT_MS,
+  };
+  if (!options.redisUrl)
+    return new MemoryThreadStore({ ...common, maxThreads: options.maxThreads, maxBytes: options.maxBytes });
   return new RedisThreadStore({
     ...common,
     url: options.redisUrl,
@@ -95,7 +128,9 @@ export function createThreadStore(options: ResolvedThreadsOptions, logger: Logge
 function whole(name: string, value: unknown, fallback: number, min: number, max: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new ConfigurationError(`options.threads.${name} must be a whole number from ${min} to ${max} (got ${JSON.stringify(value)}).`);
+    throw new ConfigurationError(
+      `options.threads.${name} must be a whole number from ${min} to ${max} (got ${JSON.stringify(value)}).`,
+    );
   }
   return value;
 }

@@ -45,7 +45,11 @@ export interface ThreadStore {
    * run emits them, until its RunFinished. Read them with `next()` or `request()` (EventHandover). The
    * reader leaves with `return()`. The run must exist (see `run`).
    */
-  follow(threadId: string, runId: string, afterSequence: number): AsyncIterableIterator<SequencedEvent> & EventHandover<SequencedEvent>;
+  follow(
+    threadId: string,
+    runId: string,
+    afterSequence: number,
+  ): AsyncIterableIterator<SequencedEvent> & EventHandover<SequencedEvent>;
   /**
    * Asks whichever instance runs the thread's active run (the given one, or whichever is running) to
    * stop it; resolves with the id of the run asked, or undefined when none is running. A run whose
@@ -151,7 +155,8 @@ export function threadForbidden(threadId: string): ThreadForbiddenError {
 /** THREAD_BUSY: the thread's active run (`runId`) holds it. */
 export function threadBusy(threadId: string, runId: string): ThreadBusyError {
   return new ThreadBusyError(
-    `Thread "${threadId}" already has a run in progress ("${runId}"); wait for it to finish, join it with joinCopilotRun, ` +
+    `Thread "${threadId}" already has a run in progress ("${runId}"); wait for it to finish, join it with ` +
+      `joinCopilotRun, ` +
       'or stop it with stopCopilotRun.',
     { details: { threadId, runId } },
   );

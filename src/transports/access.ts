@@ -5,7 +5,10 @@ import { GatewayError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
 
-/** Who a request or connection is, once admitted: its principal (authentication on) and the key its limits are counted under. */
+/**
+ * Who a request or connection is, once admitted: its principal (authentication on) and the key its limits are counted
+ * under.
+ */
 export interface Admitted {
   principal: Principal | undefined;
   /** The principal's id, or "ip:<address>" when no one is authenticated. */
@@ -51,10 +54,17 @@ export class AccessControl {
    * (or the upgrade request's header). Not counted as a request (its operations are), but a failed
    * login counts against its address as over HTTP, and an address limited for failed logins is refused.
    */
-  async admitConnection(connectionParams: Readonly<Record<string, unknown>> | undefined, upgrade: ConnectionFacts): Promise<Admission> {
+  async admitConnection(
+    connectionParams: Readonly<Record<string, unknown>> | undefined,
+    upgrade: ConnectionFacts,
+  ): Promise<Admission> {
     const fromPayload = connectionParams?.authorization ?? connectionParams?.Authorization;
     const authorization = typeof fromPayload === 'string' ? fromPayload : upgrade.authorization;
-    return this.admit({ transport: 'ws', authorization, headers: {}, connectionParams, clientAddress: upgrade.clientAddress }, this.logger, false);
+    return this.admit(
+      { transport: 'ws', authorization, headers: {}, connectionParams, clientAddress: upgrade.clientAddress },
+      this.logger,
+      false,
+    );
   }
 
   /** One more request of an admitted client (a WebSocket operation): undefined, or RATE_LIMITED. */
@@ -105,8 +115,15 @@ export class AccessControl {
     const wait = (await waiting) ?? 0;
     if (wait <= 0) return undefined;
     const retryAfterSeconds = Math.max(1, Math.ceil(wait / 1000));
-    this.logger.debug({ client: address, retryAfterSeconds }, 'credentials refused: too many failed logins from this address');
-    return new GatewayError('RATE_LIMITED', `Too many failed logins from this address: no credentials are accepted from it for ${retryAfterSeconds} s.`, { details: { retryAfterSeconds } });
+    this.logger.debug(
+      { client: address, retryAfterSeconds },
+      'credentials refused: too many failed logins from this address',
+    );
+    return new GatewayError(
+      'RATE_LIMITED',
+      `Too many failed logins from this address: no credentials are accepted from it for ${retryAfterSeconds} s.`,
+      { details: { retryAfterSeconds } },
+    );
   }
 
   /**
@@ -117,7 +134,10 @@ export class AccessControl {
     const peer = req.socket.remoteAddress;
     if (this.trustProxy === 0) return peer;
     const header = req.headers['x-forwarded-for'];
-    const hops = (Array.isArray(header) ? header.join(',') : header ?? '').split(',').map((hop) => hop.trim()).filter(Boolean);
+    const hops = (Array.isArray(header) ? header.join(',') : (header ?? ''))
+      .split(',')
+      .map((hop) => hop.trim())
+      .filter(Boolean);
     if (hops.length === 0) return peer;
     return hops[Math.max(0, hops.length - this.trustProxy)];
   }
@@ -131,7 +151,9 @@ export interface ConnectionFacts {
 /** RATE_LIMITED with when to try again, in whole seconds (at least one). */
 export function rateLimited(waitMs: number, what: string): GatewayError {
   const retryAfterSeconds = Math.max(1, Math.ceil(waitMs / 1000));
-  return new GatewayError('RATE_LIMITED', `Too many ${what} from this client: try again in ${retryAfterSeconds} s.`, { details: { retryAfterSeconds } });
+  return new GatewayError('RATE_LIMITED', `Too many ${what} from this client: try again in ${retryAfterSeconds} s.`, {
+    details: { retryAfterSeconds },
+  });
 }
 
 /**

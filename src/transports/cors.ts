@@ -27,11 +27,17 @@ export function normalizeOrigin(origin: string): string {
   try {
     url = new URL(origin);
   } catch {
-    throw new ConfigurationError(`CORS origin ${JSON.stringify(origin)} is not a valid origin such as "https://app.example.com".`);
-  }
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin !== origin.replace(/\/$/, '').toLowerCase()) {
     throw new ConfigurationError(
-      `CORS origin ${JSON.stringify(origin)} must be just a scheme, host and optional port, such as "https://app.example.com".`,
+      `CORS origin ${JSON.stringify(origin)} is not a valid origin such as "https://app.example.com".`,
+    );
+  }
+  if (
+    (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+    url.origin !== origin.replace(/\/$/, '').toLowerCase()
+  ) {
+    throw new ConfigurationError(
+      `CORS origin ${JSON.stringify(origin)} must be just a scheme, host and optional port, such as ` +
+        `"https://app.example.com".`,
     );
   }
   return url.origin;

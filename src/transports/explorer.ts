@@ -61,7 +61,8 @@ export class OfflineExplorer {
   withFallbackLink(sandboxPage: string): string {
     return sandboxPage.replace(
       /(<div class="fallback">[\s\S]*?<\/p>)/,
-      `$1\n  <p>The gateway's own explorer works with no network: <a href="${escapeAttribute(this.pagePath)}">open the offline explorer</a>.</p>`,
+      `$1\n  <p>The gateway's own explorer works with no network: <a href="${escapeAttribute(this.pagePath)}">open ` +
+        `the offline explorer</a>.</p>`,
     );
   }
 
@@ -73,7 +74,8 @@ export class OfflineExplorer {
   /** Answers a GET or HEAD for the page or one of its files. */
   serve(req: IncomingMessage, res: ServerResponse, pathname: string): void {
     const name = pathname === this.pagePath ? '' : pathname.slice(this.pagePath.length + 1);
-    if (name !== '' && !(name in ASSET_TYPES)) return sendText(res, 404, `Not found. The explorer is at ${this.pagePath}.`);
+    if (name !== '' && !(name in ASSET_TYPES))
+      return sendText(res, 404, `Not found. The explorer is at ${this.pagePath}.`);
     if (!existsSync(join(this.directory, 'app.js'))) {
       return sendText(res, 404, 'The offline explorer is not built: run `npm run build` (`npm start` builds it too).');
     }

@@ -29,7 +29,10 @@ export class SdkAttempts {
   async send<R extends { status: number }>(attempt: () => Promise<R>): Promise<R> {
     this.made++;
     if (this.lastFailure !== '') {
-      this.logger.info({ upstream: this.who, attempt: this.made, reason: this.lastFailure }, 'upstream call retried by the provider SDK');
+      this.logger.info(
+        { upstream: this.who, attempt: this.made, reason: this.lastFailure },
+        'upstream call retried by the provider SDK',
+      );
       this.onRetry?.(this.who, this.lastFailure);
     }
     try {

@@ -50,22 +50,39 @@ export function commonCauseHint(status: number, detail: string | undefined, mode
   return undefined;
 }
 
-const CONTEXT_TOO_LONG = /context[_ ]length|context window|maximum context|prompt is too long|too many tokens|exceeds the maximum number of tokens|input is too long|reduce the length/i;
+const CONTEXT_TOO_LONG = new RegExp(
+  [
+    'context[_ ]length',
+    'context window',
+    'maximum context',
+    'prompt is too long',
+    'too many tokens',
+    'exceeds the maximum number of tokens',
+    'input is too long',
+    'reduce the length',
+  ].join('|'),
+  'i',
+);
 
 /** An error for an upstream that answered with a non-success HTTP status. */
 export function upstreamStatusError(who: string, status: number, options: StatusErrorOptions = {}): UpstreamError {
   const code = codeForStatus(status);
   const details: Record<string, unknown> = { upstreamStatus: status };
   if (options.retryAfterSeconds !== undefined) details.retryAfterSeconds = options.retryAfterSeconds;
-  const detail = options.detail && code !== 'UPSTREAM_AUTHENTICATION_FAILED' ? `: ${truncate(withoutUrls(options.detail), 300)}` : '.';
+  const detail =
+    options.detail && code !== 'UPSTREAM_AUTHENTICATION_FAILED'
+      ? `: ${truncate(withoutUrls(options.detail), 300)}`
+      : '.';
   const hint = options.hint ? ` ${options.hint}` : '';
-  const what: string = ({
-    UPSTREAM_AUTHENTICATION_FAILED: `refused the credentials (HTTP ${status})`,
-    UPSTREAM_TIMEOUT: `timed out (HTTP ${status})`,
-    UPSTREAM_RATE_LIMITED: `rate limit was reached (HTTP ${status})`,
-    UPSTREAM_UNAVAILABLE: `failed (HTTP ${status})`,
-    UPSTREAM_REJECTED: `rejected the request (HTTP ${status})`,
-  } satisfies Record<StatusErrorCode, string>)[code];
+  const what: string = (
+    {
+      UPSTREAM_AUTHENTICATION_FAILED: `refused the credentials (HTTP ${status})`,
+      UPSTREAM_TIMEOUT: `timed out (HTTP ${status})`,
+      UPSTREAM_RATE_LIMITED: `rate limit was reached (HTTP ${status})`,
+      UPSTREAM_UNAVAILABLE: `failed (HTTP ${status})`,
+      UPSTREAM_REJECTED: `rejected the request (HTTP ${status})`,
+    } satisfies Record<StatusErrorCode, string>
+  )[code];
   const subject = code === 'UPSTREAM_RATE_LIMITED' ? `${possessive(who)}` : capitalize(who);
   return new UpstreamError(code, `${subject} ${what}${detail}${hint}`, { cause: options.cause, details });
 }
@@ -81,15 +98,29 @@ export function upstreamNetworkError(who: string, error: unknown, phase: Network
   if (error instanceof GatewayError) return error;
   const code = networkCode(error);
   if (phase === 'stream' && code !== 'UPSTREAM_TIMEOUT') {
-    return new UpstreamError('UPSTREAM_STREAM_INTERRUPTED', `The connection to ${who} broke off in the middle of its answer.`, { cause: error });
+    return new UpstreamError(
+      'UPSTREAM_STREAM_INTERRUPTED',
+      `The connection to ${who} broke off in the middle of its answer.`,
+      { cause: error },
+    );
   }
   if (code === 'UPSTREAM_TIMEOUT') {
     return new UpstreamError('UPSTREAM_TIMEOUT', `${capitalize(who)} did not answer in time.`, { cause: error });
   }
-  return new UpstreamError('UPSTREAM_UNREACHABLE', `${capitalize(who)} could not be reached (${describeNetworkError(error)}).`, { cause: error });
+  return new UpstreamError(
+    'UPSTREAM_UNREACHABLE',
+    `${capitalize(who)} could not be reached (${describeNetworkError(error)}).`,
+    { cause: error },
+  );
 }
 
-const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT', 'ESOCKETTIMEDOUT']);
+const TIMEOUT_CODES = new Set([
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'ETIMEDOUT',
+  'ESOCKETTIMEDOUT',
+]);
 
 /** Whether a network failure was a timeout or the upstream could not be reached. */
 export function networkCode(error: unknown): 'UPSTREAM_TIMEOUT' | 'UPSTREAM_UNREACHABLE' {

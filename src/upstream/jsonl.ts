@@ -46,7 +46,10 @@ export class JsonLinesDecoder {
       this.buffer = start === 0 ? buffer : buffer.slice(start);
     }
     if (this.buffer.length > MAX_LINE_CHARS) {
-      throw new UpstreamError('UPSTREAM_BAD_RESPONSE', `${capitalize(this.who)} sent a line longer than ${MAX_LINE_CHARS} characters.`);
+      throw new UpstreamError(
+        'UPSTREAM_BAD_RESPONSE',
+        `${capitalize(this.who)} sent a line longer than ${MAX_LINE_CHARS} characters.`,
+      );
     }
   }
 
@@ -65,10 +68,14 @@ export class JsonLinesDecoder {
     try {
       value = JSON.parse(text);
     } catch {
-      throw new UpstreamError('UPSTREAM_BAD_RESPONSE', `${capitalize(this.who)} sent line ${lineNumber}, which is not JSON.`, {
-        details: { line: lineNumber },
-        cause: new Error(`line ${lineNumber}: ${text.slice(0, 200)}`),
-      });
+      throw new UpstreamError(
+        'UPSTREAM_BAD_RESPONSE',
+        `${capitalize(this.who)} sent line ${lineNumber}, which is not JSON.`,
+        {
+          details: { line: lineNumber },
+          cause: new Error(`line ${lineNumber}: ${text.slice(0, 200)}`),
+        },
+      );
     }
     this.onLine(value, lineNumber);
   }

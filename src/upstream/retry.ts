@@ -45,7 +45,11 @@ const LIMITS: Record<Exclude<keyof RetryPolicy, 'retryStatuses'>, [number, numbe
 };
 
 /** The defaults with a configured override applied; a mistake throws a ConfigurationError naming `where`. */
-export function retryPolicy(overrides: Partial<RetryPolicy> | undefined, where: string, base: Readonly<RetryPolicy> = DEFAULT_RETRY_POLICY): RetryPolicy {
+export function retryPolicy(
+  overrides: Partial<RetryPolicy> | undefined,
+  where: string,
+  base: Readonly<RetryPolicy> = DEFAULT_RETRY_POLICY,
+): RetryPolicy {
   if (overrides === undefined) return { ...base, retryStatuses: [...base.retryStatuses] };
   if (overrides === null || typeof overrides !== 'object') throw new ConfigurationError(`${where} must be an object.`);
   const policy: RetryPolicy = { ...base, retryStatuses: [...base.retryStatuses] };
@@ -59,10 +63,14 @@ export function retryPolicy(overrides: Partial<RetryPolicy> | undefined, where: 
     }
     const limits = LIMITS[key as keyof typeof LIMITS];
     if (!limits) {
-      throw new ConfigurationError(`Unknown option ${where}.${key}. Known options: ${[...Object.keys(LIMITS), 'retryStatuses'].join(', ')}.`);
+      throw new ConfigurationError(
+        `Unknown option ${where}.${key}. Known options: ${[...Object.keys(LIMITS), 'retryStatuses'].join(', ')}.`,
+      );
     }
     if (typeof value !== 'number' || !Number.isInteger(value) || value < limits[0] || value > limits[1]) {
-      throw new ConfigurationError(`${where}.${key} must be a whole number from ${limits[0]} to ${limits[1]} (got ${JSON.stringify(value)}).`);
+      throw new ConfigurationError(
+        `${where}.${key} must be a whole number from ${limits[0]} to ${limits[1]} (got ${JSON.stringify(value)}).`,
+      );
     }
     (policy as unknown as Record<string, number>)[key] = value;
   }

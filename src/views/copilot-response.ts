@@ -45,7 +45,8 @@ export function createCopilotResponseView(run: RunHandle): CopilotResponseModel 
 
   const end = (status: RunStatus): void => {
     // The run closes its messages before finishing; anything left open here would hang a stream.
-    for (const id of [...open.keys()]) closeMessage(id, status.code === 'Failed' ? { code: 'Failed', reason: 'Run ended.' } : MESSAGE_SUCCESS);
+    for (const id of [...open.keys()])
+      closeMessage(id, status.code === 'Failed' ? { code: 'Failed', reason: 'Run ended.' } : MESSAGE_SUCCESS);
     messages.end();
     metaEvents.end();
     settleRun(status);

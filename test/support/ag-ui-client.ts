@@ -34,7 +34,14 @@ export class SingleRouteRuntimeAgent extends HttpAgent {
 
   protected override requestInit(input: Input): RequestInit {
     const init = super.requestInit(input);
-    return { ...init, body: JSON.stringify({ method: this.method, params: { agentId: this.agentId }, body: JSON.parse(init.body as string) }) };
+    return {
+      ...init,
+      body: JSON.stringify({
+        method: this.method,
+        params: { agentId: this.agentId },
+        body: JSON.parse(init.body as string),
+      }),
+    };
   }
 
   protected override connect(input: Input) {

@@ -67,7 +67,9 @@ export class FakeAgUiAgent {
 
     const fail = directive('fail');
     if (fail && last?.role !== 'tool') {
-      res.writeHead(Number(fail), { 'content-type': 'application/json' }).end(JSON.stringify({ detail: `fake failure ${fail}` }));
+      res
+        .writeHead(Number(fail), { 'content-type': 'application/json' })
+        .end(JSON.stringify({ detail: `fake failure ${fail}` }));
       return;
     }
 
@@ -80,7 +82,8 @@ export class FakeAgUiAgent {
     const send = (event: Record<string, unknown>) => {
       const encoded = encoder.encode(event as unknown as BaseEvent);
       // [crlf]: SSE with CRLF line ends, as servers built on sse-starlette write it.
-      if (!res.destroyed) res.write(has('crlf') && typeof encoded === 'string' ? encoded.replace(/\n/g, '\r\n') : encoded);
+      if (!res.destroyed)
+        res.write(has('crlf') && typeof encoded === 'string' ? encoded.replace(/\n/g, '\r\n') : encoded);
     };
     const end = () => {
       finished = true;
@@ -102,7 +105,12 @@ export class FakeAgUiAgent {
     };
     const call = (name: string, args: string) => {
       const toolCallId = `agui-call-${input.runId}-${++counter}`;
-      send({ type: EventType.TOOL_CALL_START, toolCallId, toolCallName: name, parentMessageId: `agui-parent-${counter}` });
+      send({
+        type: EventType.TOOL_CALL_START,
+        toolCallId,
+        toolCallName: name,
+        parentMessageId: `agui-parent-${counter}`,
+      });
       for (const delta of args.match(/.{1,4}/gs) ?? []) send({ type: EventType.TOOL_CALL_ARGS, toolCallId, delta });
       send({ type: EventType.TOOL_CALL_END, toolCallId });
       return toolCallId;
@@ -132,7 +140,13 @@ export class FakeAgUiAgent {
       return; // and nothing more: only the gateway can end this stream
     } else if (has('delta')) {
       send({ type: EventType.STATE_SNAPSHOT, snapshot: { step: 1, topic: 'ai' } });
-      send({ type: EventType.STATE_DELTA, delta: [{ op: 'replace', path: '/step', value: 2 }, { op: 'add', path: '/notes', value: ['a'] }] });
+      send({
+        type: EventType.STATE_DELTA,
+        delta: [
+          { op: 'replace', path: '/step', value: 2 },
+          { op: 'add', path: '/notes', value: ['a'] },
+        ],
+      });
     } else if (has('steps')) {
       send({ type: EventType.STEP_STARTED, stepName: 'planning' });
       send({ type: EventType.STATE_SNAPSHOT, snapshot: { step: 1 } });
@@ -144,7 +158,10 @@ export class FakeAgUiAgent {
     } else if (has('interrupt')) {
       send({ type: EventType.CUSTOM, name: 'on_interrupt', value: 'approve?' });
     } else if (has('ag-ui-interrupt')) {
-      send({ ...runFinished, outcome: { type: 'interrupt', interrupts: [{ id: 'int-1', reason: 'approval', message: 'Approve the plan?' }] } });
+      send({
+        ...runFinished,
+        outcome: { type: 'interrupt', interrupts: [{ id: 'int-1', reason: 'approval', message: 'Approve the plan?' }] },
+      });
       return end();
     } else if (has('state')) {
       send({ type: EventType.STATE_SNAPSHOT, snapshot: { step: 1 } });
@@ -163,21 +180,38 @@ export class FakeAgUiAgent {
       text('Streamed. ');
       send({
         type: EventType.MESSAGES_SNAPSHOT,
-        messages: [...input.messages, { id: `agui-msg-${input.runId}-1`, role: 'assistant', content: 'Streamed. ' }, { id: 'late-1', role: 'assistant', content: 'Never streamed.' }],
+        messages: [
+          ...input.messages,
+          { id: `agui-msg-${input.runId}-1`, role: 'assistant', content: 'Streamed. ' },
+          { id: 'late-1', role: 'assistant', content: 'Never streamed.' },
+        ],
       });
     } else if (has('predict')) {
-      send({ type: EventType.CUSTOM, name: 'PredictState', value: [{ state_key: 'draft', tool: 'write', tool_argument: 'text' }] });
+      send({
+        type: EventType.CUSTOM,
+        name: 'PredictState',
+        value: [{ state_key: 'draft', tool: 'write', tool_argument: 'text' }],
+      });
       call('write', '{"text":"Hello world"}');
     } else if (has('own-tool')) {
       const toolCallId = call('ownSearch', '{"q":"x"}');
-      send({ type: EventType.TOOL_CALL_RESULT, messageId: 'own-result', toolCallId, content: 'found it', role: 'tool' });
+      send({
+        type: EventType.TOOL_CALL_RESULT,
+        messageId: 'own-result',
+        toolCallId,
+        content: 'found it',
+        role: 'tool',
+      });
     } else if (directive('server-tool') || directive('tool')) {
       call(directive('server-tool') ?? directive('tool')!, directive('toolargs') ?? '{}');
     } else if (directive('say')) {
       text(directive('say')!.match(/\S+\s*/gu) ?? [], { chunks: has('chunks') });
     } else {
       const count = Number(directive('tokens') ?? 5);
-      text(Array.from({ length: count }, (_, i) => `tok${i} `), { chunks: has('chunks') });
+      text(
+        Array.from({ length: count }, (_, i) => `tok${i} `),
+        { chunks: has('chunks') },
+      );
     }
     send(runFinished);
     end();

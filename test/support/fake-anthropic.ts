@@ -62,15 +62,24 @@ export class FakeAnthropic {
     }
     const turns: any[] = body.messages;
     const lastUser = [...turns].reverse().find((turn) => turn.role === 'user');
-    const blocks: any[] = typeof lastUser?.content === 'string' ? [{ type: 'text', text: lastUser.content }] : (lastUser?.content ?? []);
-    const prompt = blocks.filter((b) => b.type === 'text').map((b) => b.text).join(' ');
+    const blocks: any[] =
+      typeof lastUser?.content === 'string' ? [{ type: 'text', text: lastUser.content }] : (lastUser?.content ?? []);
+    const prompt = blocks
+      .filter((b) => b.type === 'text')
+      .map((b) => b.text)
+      .join(' ');
     const toolResult = blocks.find((b) => b.type === 'tool_result');
     const directive = (name: string) => prompt.match(new RegExp(`\\[${name}=([^\\]]*)\\]`))?.[1];
     const delay = Number(directive('delay') ?? 0);
 
     if (prompt.includes('[too-long]')) {
       res.writeHead(400, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: 'prompt is too long: 210000 tokens > 200000 maximum' } }));
+      res.end(
+        JSON.stringify({
+          type: 'error',
+          error: { type: 'invalid_request_error', message: 'prompt is too long: 210000 tokens > 200000 maximum' },
+        }),
+      );
       return;
     }
     const fail = directive('fail');
@@ -78,8 +87,20 @@ export class FakeAnthropic {
     if (fail && !toolResult && failures < Number(directive('fail-times') ?? Infinity)) {
       this.failures.set(prompt, failures + 1);
       const retryAfterMs = directive('retry-after-ms');
-      const type = { 400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error', 429: 'rate_limit_error', 529: 'overloaded_error' }[fail] ?? 'api_error';
-      res.writeHead(Number(fail), { 'content-type': 'application/json', ...(fail === '429' ? { 'retry-after': '7' } : {}), ...(retryAfterMs ? { 'retry-after-ms': retryAfterMs } : {}) });
+      const type =
+        {
+          400: 'invalid_request_error',
+          401: 'authentication_error',
+          403: 'permission_error',
+          404: 'not_found_error',
+          429: 'rate_limit_error',
+          529: 'overloaded_error',
+        }[fail] ?? 'api_error';
+      res.writeHead(Number(fail), {
+        'content-type': 'application/json',
+        ...(fail === '429' ? { 'retry-after': '7' } : {}),
+        ...(retryAfterMs ? { 'retry-after-ms': retryAfterMs } : {}),
+      });
       res.end(JSON.stringify({ type: 'error', error: { type, message: `fake failure ${fail}` } }));
       return;
     }
@@ -98,12 +119,16 @@ export class FakeAnthropic {
     let index = 0;
     const text = async (tokens: string[]) => {
       await send('content_block_start', { index, content_block: { type: 'text', text: '' } });
-      for (const token of tokens) await send('content_block_delta', { index, delta: { type: 'text_delta', text: token } });
+      for (const token of tokens)
+        await send('content_block_delta', { index, delta: { type: 'text_delta', text: token } });
       await send('content_block_stop', { index });
       index++;
     };
     const end = async (stopReason: string) => {
-      await send('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: 12 } });
+      await send('message_delta', {
+        delta: { stop_reason: stopReason, stop_sequence: null },
+        usage: { output_tokens: 12 },
+      });
       await send('message_stop', {});
       finished = true;
       res.end();
@@ -111,11 +136,21 @@ export class FakeAnthropic {
 
     try {
       await send('message_start', {
-        message: { id, type: 'message', role: 'assistant', content: [], model: body.model, stop_reason: null, stop_sequence: null, usage: { input_tokens: 20, output_tokens: 1 } },
+        message: {
+          id,
+          type: 'message',
+          role: 'assistant',
+          content: [],
+          model: body.model,
+          stop_reason: null,
+          stop_sequence: null,
+          usage: { input_tokens: 20, output_tokens: 1 },
+        },
       });
       await send('ping', {});
       if (toolResult) {
-        const content = typeof toolResult.content === 'string' ? toolResult.content : JSON.stringify(toolResult.content);
+        const content =
+          typeof toolResult.content === 'string' ? toolResult.content : JSON.stringify(toolResult.content);
         await text([`Tool result received: ${content}`]);
         return await end('end_turn');
       }
@@ -127,7 +162,9 @@ export class FakeAnthropic {
       if (prompt.includes('[overloaded]')) {
         await send('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
         await send('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'tok0 ' } });
-        res.write(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } })}\n\n`);
+        res.write(
+          `event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } })}\n\n`,
+        );
         finished = true;
         res.end();
         return;
@@ -152,7 +189,10 @@ export class FakeAnthropic {
       }
       if (prompt.includes('[thinking]')) {
         await send('content_block_start', { index, content_block: { type: 'thinking', thinking: '', signature: '' } });
-        await send('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: 'Let me think about this.' } });
+        await send('content_block_delta', {
+          index,
+          delta: { type: 'thinking_delta', thinking: 'Let me think about this.' },
+        });
         await send('content_block_delta', { index, delta: { type: 'signature_delta', signature: 'EqQBCgIYAhIM' } });
         await send('content_block_stop', { index });
         index++;
@@ -162,16 +202,24 @@ export class FakeAnthropic {
         if (prompt.includes('[text-then-tool]')) await text(['Let me do that. ']);
         for (const [n, name] of names.entries()) {
           const args = directive('toolargs') ?? '{}';
-          await send('content_block_start', { index, content_block: { type: 'tool_use', id: `toolu_${id}_${n}`, name, input: {} } });
+          await send('content_block_start', {
+            index,
+            content_block: { type: 'tool_use', id: `toolu_${id}_${n}`, name, input: {} },
+          });
           await send('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: '' } });
-          for (const part of args.match(/.{1,5}/gs) ?? []) await send('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: part } });
+          for (const part of args.match(/.{1,5}/gs) ?? [])
+            await send('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: part } });
           await send('content_block_stop', { index });
           index++;
         }
         return await end('tool_use');
       }
       const count = directive('tokens');
-      await text(count ? Array.from({ length: Number(count) }, (_, i) => `tok${i} `) : ['Hello ', 'from ', 'the ', 'fake ', 'Claude.']);
+      await text(
+        count
+          ? Array.from({ length: Number(count) }, (_, i) => `tok${i} `)
+          : ['Hello ', 'from ', 'the ', 'fake ', 'Claude.'],
+      );
       await end('end_turn');
     } catch {
       // The client went away mid-answer; 'close' has counted it.
@@ -189,28 +237,38 @@ function invalidRequest(body: any): string | undefined {
   const turns: any[] = body.messages ?? [];
   if (turns.length === 0) return 'messages: at least one message is required';
   for (const [i, turn] of turns.entries()) {
-    if (i > 0 && turns[i - 1].role === turn.role) return `messages: roles must alternate between "user" and "assistant" (messages.${i})`;
+    if (i > 0 && turns[i - 1].role === turn.role)
+      return `messages: roles must alternate between "user" and "assistant" (messages.${i})`;
     const blocks: any[] = typeof turn.content === 'string' ? [{ type: 'text', text: turn.content }] : turn.content;
     if (!blocks.length) return `messages.${i}: all messages must have non-empty content`;
     for (const block of blocks) {
-      if (block.type === 'text' && !String(block.text).trim()) return `messages.${i}: text content blocks must contain non-whitespace text`;
+      if (block.type === 'text' && !String(block.text).trim())
+        return `messages.${i}: text content blocks must contain non-whitespace text`;
     }
     const results = blocks.filter((b) => b.type === 'tool_result');
     if (results.length) {
       if (turn.role !== 'user') return `messages.${i}: tool_result blocks are only allowed in user messages`;
-      if (blocks.findIndex((b) => b.type !== 'tool_result') !== -1 && blocks.findIndex((b) => b.type !== 'tool_result') < results.length) {
+      if (
+        blocks.findIndex((b) => b.type !== 'tool_result') !== -1 &&
+        blocks.findIndex((b) => b.type !== 'tool_result') < results.length
+      ) {
         return `messages.${i}: tool_result blocks must come first in the content`;
       }
-      const asked = new Set((turns[i - 1]?.content ?? []).filter((b: any) => b.type === 'tool_use').map((b: any) => b.id));
+      const asked = new Set(
+        (turns[i - 1]?.content ?? []).filter((b: any) => b.type === 'tool_use').map((b: any) => b.id),
+      );
       for (const result of results) {
-        if (!asked.has(result.tool_use_id)) return `messages.${i}: unexpected tool_use_id found in tool_result blocks: ${result.tool_use_id}`;
+        if (!asked.has(result.tool_use_id))
+          return `messages.${i}: unexpected tool_use_id found in tool_result blocks: ${result.tool_use_id}`;
       }
     }
     if (turn.role === 'assistant' && i + 1 < turns.length) {
       const uses = blocks.filter((b) => b.type === 'tool_use').map((b) => b.id);
       const next: any[] = typeof turns[i + 1].content === 'string' ? [] : turns[i + 1].content;
       const answered = new Set(next.filter((b) => b.type === 'tool_result').map((b) => b.tool_use_id));
-      for (const id of uses) if (!answered.has(id)) return `messages.${i + 1}: tool_use ids were found without tool_result blocks immediately after: ${id}`;
+      for (const id of uses)
+        if (!answered.has(id))
+          return `messages.${i + 1}: tool_use ids were found without tool_result blocks immediately after: ${id}`;
     }
   }
   return undefined;

@@ -31,16 +31,30 @@ export class FakeCopilotKitEndpoint {
   /** Requests whose client closed the connection before the answer was complete. */
   abortedRequests = 0;
   /** Answers to give, in order, before the normal one, per path: a status, a reset, or nothing at all. */
-  readonly plans = new Map<string, ({ status: number; headers?: Record<string, string>; body?: string } | 'reset' | 'hang')[]>();
+  readonly plans = new Map<
+    string,
+    ({ status: number; headers?: Record<string, string>; body?: string } | 'reset' | 'hang')[]
+  >();
   agents = [
     { name: 'crewAgent', description: 'A crew of agents.', type: 'crewai' },
     { name: 'graphAgent', description: 'A LangGraph agent.', type: 'langgraph' },
   ];
   actions: unknown[] = [
-    { name: 'remoteAdd', description: 'Adds two numbers.', parameters: [{ name: 'a', type: 'number' }, { name: 'b', type: 'number' }] },
+    {
+      name: 'remoteAdd',
+      description: 'Adds two numbers.',
+      parameters: [
+        { name: 'a', type: 'number' },
+        { name: 'b', type: 'number' },
+      ],
+    },
     { name: 'remoteObject', description: 'Returns an object.', parameters: [] },
     { name: 'remoteNull', description: 'Returns null.', parameters: [] },
-    { name: 'remoteText', description: 'Returns text.', parameters: [{ name: 'text', type: 'string', required: false }] },
+    {
+      name: 'remoteText',
+      description: 'Returns text.',
+      parameters: [{ name: 'text', type: 'string', required: false }],
+    },
     { name: 'remoteFail', description: 'Always fails.', parameters: [] },
     { name: 'remoteBool', description: 'Returns a boolean.', parameters: [] },
   ];
@@ -94,9 +108,15 @@ export class FakeCopilotKitEndpoint {
       case '/actions/execute':
         return this.executeAction(body, res);
       case '/agents/state': {
-        if (body.threadId === 'thread-404') return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"detail":"Thread not found"}');
+        if (body.threadId === 'thread-404')
+          return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"detail":"Thread not found"}');
         const thread = this.threads.get(body.threadId);
-        return json(res, { threadId: body.threadId, threadExists: !!thread, state: thread?.state ?? {}, messages: thread?.messages ?? [] });
+        return json(res, {
+          threadId: body.threadId,
+          threadExists: !!thread,
+          state: thread?.state ?? {},
+          messages: thread?.messages ?? [],
+        });
       }
       case '/agents/execute':
         return this.executeAgent(body, res);
@@ -119,17 +139,23 @@ export class FakeCopilotKitEndpoint {
       case 'remoteText':
         return json(res, { result: `text: ${args.text ?? ''}` });
       case 'remoteFail':
-        res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"Traceback (most recent call last): secret internals"}');
+        res
+          .writeHead(500, { 'content-type': 'application/json' })
+          .end('{"error":"Traceback (most recent call last): secret internals"}');
         return;
       default:
-        res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: `Action ${body.name} not found` }));
+        res
+          .writeHead(404, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: `Action ${body.name} not found` }));
     }
   }
 
   private async executeAgent(body: any, res: ServerResponse): Promise<void> {
     const agent = this.agents.find((a) => a.name === body.name);
     if (!agent) {
-      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: `Agent ${body.name} not found` }));
+      res
+        .writeHead(404, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: `Agent ${body.name} not found` }));
       return;
     }
     const messages: any[] = body.messages ?? [];
@@ -141,7 +167,9 @@ export class FakeCopilotKitEndpoint {
 
     const fail = directive('fail');
     if (fail && last?.type !== 'ResultMessage') {
-      res.writeHead(Number(fail), { 'content-type': 'application/json' }).end(JSON.stringify({ detail: `fake failure ${fail}` }));
+      res
+        .writeHead(Number(fail), { 'content-type': 'application/json' })
+        .end(JSON.stringify({ detail: `fake failure ${fail}` }));
       return;
     }
 
@@ -160,7 +188,14 @@ export class FakeCopilotKitEndpoint {
     else if (resume && !directive('server-tool')) dialect.text(`Resumed with: ${resume.response}`, lines);
     else if (has('stall') || has('cut') || has('malformed')) {
       dialect.text('tok0 ', lines, { open: true });
-      await write(res, lines.splice(0).map((line) => line + newline).join(''), split);
+      await write(
+        res,
+        lines
+          .splice(0)
+          .map((line) => line + newline)
+          .join(''),
+        split,
+      );
       if (has('malformed')) {
         res.write('{"type": "TextMessageContent", oops\n');
         finished = true;
@@ -178,13 +213,41 @@ export class FakeCopilotKitEndpoint {
     } else if (has('plain-interrupt')) {
       lines.push(JSON.stringify({ event: 'on_interrupt', value: 'plain approve?' }));
     } else if (has('manual')) {
-      lines.push(JSON.stringify({ event: 'on_custom_event', name: 'copilotkit_manually_emit_message', data: { message_id: 'manual-1', message: 'Emitted by hand.' } }));
-      lines.push(JSON.stringify({ event: 'on_custom_event', name: 'copilotkit_manually_emit_tool_call', data: { id: 'manual-call', name: 'showAlert', args: { message: 'hand' } } }));
+      lines.push(
+        JSON.stringify({
+          event: 'on_custom_event',
+          name: 'copilotkit_manually_emit_message',
+          data: { message_id: 'manual-1', message: 'Emitted by hand.' },
+        }),
+      );
+      lines.push(
+        JSON.stringify({
+          event: 'on_custom_event',
+          name: 'copilotkit_manually_emit_tool_call',
+          data: { id: 'manual-call', name: 'showAlert', args: { message: 'hand' } },
+        }),
+      );
     } else if (has('hidden')) {
       const stream = (id: string, content: string, metadata: Record<string, unknown>) =>
-        JSON.stringify({ event: 'on_chat_model_stream', metadata: { langgraph_node: 'chat_node', ...metadata }, data: { chunk: { id, content, tool_call_chunks: [], response_metadata: {} } } });
+        JSON.stringify({
+          event: 'on_chat_model_stream',
+          metadata: { langgraph_node: 'chat_node', ...metadata },
+          data: { chunk: { id, content, tool_call_chunks: [], response_metadata: {} } },
+        });
       lines.push(stream('hidden-1', 'internal reasoning', { 'copilotkit:emit-messages': false }));
-      lines.push(JSON.stringify({ event: 'on_chat_model_stream', metadata: { 'copilotkit:emit-tool-calls': false }, data: { chunk: { id: 'hidden-2', content: '', tool_call_chunks: [{ name: 'secretTool', args: '{}', id: 'hidden-call', index: 0 }] } } }));
+      lines.push(
+        JSON.stringify({
+          event: 'on_chat_model_stream',
+          metadata: { 'copilotkit:emit-tool-calls': false },
+          data: {
+            chunk: {
+              id: 'hidden-2',
+              content: '',
+              tool_call_chunks: [{ name: 'secretTool', args: '{}', id: 'hidden-call', index: 0 }],
+            },
+          },
+        }),
+      );
       lines.push(stream('shown-1', 'Visible answer.', {}));
       lines.push(JSON.stringify({ event: 'on_chat_model_end', metadata: {}, data: {} }));
     } else if (has('state')) {
@@ -204,7 +267,10 @@ export class FakeCopilotKitEndpoint {
       dialect.tokens(directive('say')!.match(/\S+\s*/gu) ?? [], lines);
     } else {
       const count = Number(directive('tokens') ?? 5);
-      dialect.tokens(Array.from({ length: count }, (_, i) => `tok${i} `), lines);
+      dialect.tokens(
+        Array.from({ length: count }, (_, i) => `tok${i} `),
+        lines,
+      );
     }
     let output = lines.map((line) => line + newline).join('');
     if (has('no-final-newline')) output = output.replace(/(\r?\n)+$/, '');
@@ -247,17 +313,37 @@ function runtimeEventLines(body: any): Dialect {
     },
     call(name, args, lines) {
       const actionExecutionId = nextId('crew-call');
-      lines.push(event({ type: 'ActionExecutionStart', actionExecutionId, actionName: name, parentMessageId: nextId('crew-parent') }));
-      for (const part of args.match(/.{1,4}/gs) ?? []) lines.push(event({ type: 'ActionExecutionArgs', actionExecutionId, args: part }));
+      lines.push(
+        event({
+          type: 'ActionExecutionStart',
+          actionExecutionId,
+          actionName: name,
+          parentMessageId: nextId('crew-parent'),
+        }),
+      );
+      for (const part of args.match(/.{1,4}/gs) ?? [])
+        lines.push(event({ type: 'ActionExecutionArgs', actionExecutionId, args: part }));
       lines.push(event({ type: 'ActionExecutionEnd', actionExecutionId }));
     },
     result(name, result, lines) {
       const start = JSON.parse(lines.find((line) => line.includes('ActionExecutionStart'))!);
-      lines.push(event({ type: 'ActionExecutionResult', actionExecutionId: start.actionExecutionId, actionName: name, result }));
+      lines.push(
+        event({ type: 'ActionExecutionResult', actionExecutionId: start.actionExecutionId, actionName: name, result }),
+      );
     },
     state(state, lines) {
       lines.push(
-        event({ type: 'AgentStateMessage', threadId: body.threadId, agentName: body.name, nodeName: 'crew', runId: 'crew-run', active: true, role: 'assistant', state: JSON.stringify(state), running: true }),
+        event({
+          type: 'AgentStateMessage',
+          threadId: body.threadId,
+          agentName: body.name,
+          nodeName: 'crew',
+          runId: 'crew-run',
+          active: true,
+          role: 'assistant',
+          state: JSON.stringify(state),
+          running: true,
+        }),
       );
     },
     interrupt(value, lines) {
@@ -273,12 +359,19 @@ function runtimeEventLines(body: any): Dialect {
 function langGraphLines(body: any): Dialect {
   const metadata = { langgraph_node: 'chat_node', thread_id: body.threadId };
   const stream = (chunk: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
-    JSON.stringify({ event: 'on_chat_model_stream', name: 'ChatOpenAI', run_id: 'lg-run', metadata: { ...metadata, ...extra }, data: { chunk } });
+    JSON.stringify({
+      event: 'on_chat_model_stream',
+      name: 'ChatOpenAI',
+      run_id: 'lg-run',
+      metadata: { ...metadata, ...extra },
+      data: { chunk },
+    });
   return {
     text(text, lines, options = {}) {
       const id = nextId('run');
       lines.push(stream({ id, content: text, tool_call_chunks: [], response_metadata: {} }));
-      if (!options.open) lines.push(stream({ id, content: '', tool_call_chunks: [], response_metadata: { finish_reason: 'stop' } }));
+      if (!options.open)
+        lines.push(stream({ id, content: '', tool_call_chunks: [], response_metadata: { finish_reason: 'stop' } }));
     },
     tokens(tokens, lines) {
       const id = nextId('run');
@@ -290,9 +383,23 @@ function langGraphLines(body: any): Dialect {
       const id = nextId('run');
       const callId = nextId('lg-call');
       // LangChain's chunk format as LangGraph Platform sends it: the fields under kwargs.
-      lines.push(stream({ lc: 1, type: 'constructor', id: ['langchain', 'AIMessageChunk'], kwargs: { id, content: '', tool_call_chunks: [{ name, args: '', id: callId, index: 0 }] } }));
+      lines.push(
+        stream({
+          lc: 1,
+          type: 'constructor',
+          id: ['langchain', 'AIMessageChunk'],
+          kwargs: { id, content: '', tool_call_chunks: [{ name, args: '', id: callId, index: 0 }] },
+        }),
+      );
       for (const part of args.match(/.{1,4}/gs) ?? []) {
-        lines.push(stream({ lc: 1, type: 'constructor', id: ['langchain', 'AIMessageChunk'], kwargs: { id, content: '', tool_call_chunks: [{ name: null, args: part, id: null, index: 0 }] } }));
+        lines.push(
+          stream({
+            lc: 1,
+            type: 'constructor',
+            id: ['langchain', 'AIMessageChunk'],
+            kwargs: { id, content: '', tool_call_chunks: [{ name: null, args: part, id: null, index: 0 }] },
+          }),
+        );
       }
       lines.push(stream({ id, content: '', tool_call_chunks: [], response_metadata: { finish_reason: 'tool_calls' } }));
     },
@@ -302,14 +409,34 @@ function langGraphLines(body: any): Dialect {
     },
     state(state, lines) {
       lines.push(
-        JSON.stringify({ event: 'on_copilotkit_state_sync', thread_id: body.threadId, run_id: 'lg-run', agent_name: body.name, node_name: 'chat_node', active: true, state, running: true, role: 'assistant' }),
+        JSON.stringify({
+          event: 'on_copilotkit_state_sync',
+          thread_id: body.threadId,
+          run_id: 'lg-run',
+          agent_name: body.name,
+          node_name: 'chat_node',
+          active: true,
+          state,
+          running: true,
+          role: 'assistant',
+        }),
       );
     },
     interrupt(value, lines) {
-      lines.push(JSON.stringify({ event: 'on_copilotkit_interrupt', data: { value, messages: [{ id: 'interrupt-msg', role: 'assistant', content: 'Please approve.' }] } }));
+      lines.push(
+        JSON.stringify({
+          event: 'on_copilotkit_interrupt',
+          data: { value, messages: [{ id: 'interrupt-msg', role: 'assistant', content: 'Please approve.' }] },
+        }),
+      );
     },
     error(message, lines) {
-      lines.push(JSON.stringify({ event: 'on_copilotkit_error', data: { error: { message, type: 'AgentError', agent_name: body.name } } }));
+      lines.push(
+        JSON.stringify({
+          event: 'on_copilotkit_error',
+          data: { error: { message, type: 'AgentError', agent_name: body.name } },
+        }),
+      );
     },
   };
 }

@@ -63,22 +63,44 @@ export class FakeGemini {
     const contents: any[] = body.contents ?? [];
     const lastUser = [...contents].reverse().find((content) => content.role === 'user');
     const parts: any[] = lastUser?.parts ?? [];
-    const prompt = parts.filter((part) => typeof part.text === 'string').map((part) => part.text).join(' ');
+    const prompt = parts
+      .filter((part) => typeof part.text === 'string')
+      .map((part) => part.text)
+      .join(' ');
     const responsePart = parts.find((part) => part.functionResponse);
     const directive = (name: string) => prompt.match(new RegExp(`\\[${name}=([^\\]]*)\\]`))?.[1];
     const delay = Number(directive('delay') ?? 0);
 
     if (prompt.includes('[too-long]')) {
       res.writeHead(400, { 'content-type': 'application/json; charset=UTF-8' });
-      res.end(JSON.stringify({ error: { code: 400, message: 'The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).', status: 'INVALID_ARGUMENT' } }));
+      res.end(
+        JSON.stringify({
+          error: {
+            code: 400,
+            message: 'The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).',
+            status: 'INVALID_ARGUMENT',
+          },
+        }),
+      );
       return;
     }
     const fail = directive('fail') ?? (prompt.includes('[bad-key]') ? '400' : undefined);
     const failures = this.failures.get(prompt) ?? 0;
     if (fail && !responsePart && failures < Number(directive('fail-times') ?? Infinity)) {
       this.failures.set(prompt, failures + 1);
-      const status = { 400: 'INVALID_ARGUMENT', 401: 'UNAUTHENTICATED', 403: 'PERMISSION_DENIED', 404: 'NOT_FOUND', 429: 'RESOURCE_EXHAUSTED', 500: 'INTERNAL', 503: 'UNAVAILABLE' }[fail] ?? 'UNKNOWN';
-      const message = prompt.includes('[bad-key]') ? 'API key not valid. Please pass a valid API key.' : `fake failure ${fail}`;
+      const status =
+        {
+          400: 'INVALID_ARGUMENT',
+          401: 'UNAUTHENTICATED',
+          403: 'PERMISSION_DENIED',
+          404: 'NOT_FOUND',
+          429: 'RESOURCE_EXHAUSTED',
+          500: 'INTERNAL',
+          503: 'UNAVAILABLE',
+        }[fail] ?? 'UNKNOWN';
+      const message = prompt.includes('[bad-key]')
+        ? 'API key not valid. Please pass a valid API key.'
+        : `fake failure ${fail}`;
       res.writeHead(Number(fail), { 'content-type': 'application/json; charset=UTF-8' });
       res.end(JSON.stringify({ error: { code: Number(fail), message, status } }));
       return;
@@ -93,8 +115,12 @@ export class FakeGemini {
     const send = async (chunkParts: any[], finishReason?: string) => {
       if (res.destroyed) throw new Error('client went away');
       const chunk = {
-        candidates: [{ content: { parts: chunkParts, role: 'model' }, index: 0, ...(finishReason ? { finishReason } : {}) }],
-        ...(finishReason ? { usageMetadata: { promptTokenCount: 12, candidatesTokenCount: 5, totalTokenCount: 17 } } : {}),
+        candidates: [
+          { content: { parts: chunkParts, role: 'model' }, index: 0, ...(finishReason ? { finishReason } : {}) },
+        ],
+        ...(finishReason
+          ? { usageMetadata: { promptTokenCount: 12, candidatesTokenCount: 5, totalTokenCount: 17 } }
+          : {}),
         modelVersion: model,
         responseId,
       };
@@ -108,7 +134,14 @@ export class FakeGemini {
 
     try {
       if (responsePart) {
-        await send([{ text: `Tool result received: ${responsePart.functionResponse.response?.result ?? JSON.stringify(responsePart.functionResponse.response)}` }], 'STOP');
+        await send(
+          [
+            {
+              text: `Tool result received: ${responsePart.functionResponse.response?.result ?? JSON.stringify(responsePart.functionResponse.response)}`,
+            },
+          ],
+          'STOP',
+        );
         return end();
       }
       if (prompt.includes('[stall]')) {
@@ -117,12 +150,16 @@ export class FakeGemini {
       }
       if (prompt.includes('[midstream-error]')) {
         await send([{ text: 'tok0 ' }]);
-        res.write(`data: ${JSON.stringify({ error: { code: 503, message: 'The model is overloaded.', status: 'UNAVAILABLE' } })}\r\n\r\n`);
+        res.write(
+          `data: ${JSON.stringify({ error: { code: 503, message: 'The model is overloaded.', status: 'UNAVAILABLE' } })}\r\n\r\n`,
+        );
         return end();
       }
       if (prompt.includes('[blocked]')) {
         // A prompt refused outright: feedback, no candidates.
-        res.write(`data: ${JSON.stringify({ promptFeedback: { blockReason: 'PROHIBITED_CONTENT' }, usageMetadata: { promptTokenCount: 12, totalTokenCount: 12 }, modelVersion: model, responseId })}\r\n\r\n`);
+        res.write(
+          `data: ${JSON.stringify({ promptFeedback: { blockReason: 'PROHIBITED_CONTENT' }, usageMetadata: { promptTokenCount: 12, totalTokenCount: 12 }, modelVersion: model, responseId })}\r\n\r\n`,
+        );
         return end();
       }
       if (prompt.includes('[malformed]')) {
@@ -152,12 +189,21 @@ export class FakeGemini {
       if (names.length) {
         if (prompt.includes('[text-then-tool]')) await send([{ text: 'Let me do that. ' }]);
         const args = JSON.parse(directive('toolargs') ?? '{}');
-        await send(names.map((name, n) => ({ functionCall: { name, args: names.length === 1 ? args : {} }, thoughtSignature: `sig-${responseId}-${n}` })), 'STOP');
+        await send(
+          names.map((name, n) => ({
+            functionCall: { name, args: names.length === 1 ? args : {} },
+            thoughtSignature: `sig-${responseId}-${n}`,
+          })),
+          'STOP',
+        );
         return end();
       }
       const count = directive('tokens');
-      const tokens = count ? Array.from({ length: Number(count) }, (_, i) => `tok${i} `) : ['Hello ', 'from ', 'the ', 'fake ', 'Gemini.'];
-      for (const [i, token] of tokens.entries()) await send([{ text: token }], i === tokens.length - 1 ? 'STOP' : undefined);
+      const tokens = count
+        ? Array.from({ length: Number(count) }, (_, i) => `tok${i} `)
+        : ['Hello ', 'from ', 'the ', 'fake ', 'Gemini.'];
+      for (const [i, token] of tokens.entries())
+        await send([{ text: token }], i === tokens.length - 1 ? 'STOP' : undefined);
       end();
     } catch {
       // The client went away mid-answer; 'close' has counted it.

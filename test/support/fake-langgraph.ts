@@ -49,13 +49,24 @@ export class FakeLangGraph {
 
     if (req.method === 'POST' && path === '/assistants/search') {
       if (this.searchDelayMs) await new Promise((resolve) => setTimeout(resolve, this.searchDelayMs));
-      return json(res, body.graph_id === 'chat' ? [{ assistant_id: 'asst-chat', graph_id: 'chat', name: 'chat', config: {}, metadata: {}, version: 1 }] : []);
+      return json(
+        res,
+        body.graph_id === 'chat'
+          ? [{ assistant_id: 'asst-chat', graph_id: 'chat', name: 'chat', config: {}, metadata: {}, version: 1 }]
+          : [],
+      );
     }
     if (req.method === 'POST' && path === '/threads') {
       // As LangGraph Server: creating a thread that exists is a conflict unless if_exists says otherwise.
-      if (this.threads.has(body.thread_id) && body.if_exists !== 'do_nothing') return json(res, { detail: 'Thread already exists' }, 409);
+      if (this.threads.has(body.thread_id) && body.if_exists !== 'do_nothing')
+        return json(res, { detail: 'Thread already exists' }, 409);
       if (!this.threads.has(body.thread_id)) this.threads.set(body.thread_id, { values: {}, interrupts: [] });
-      return json(res, { thread_id: body.thread_id, status: 'idle', metadata: body.metadata ?? {}, values: this.threads.get(body.thread_id)!.values });
+      return json(res, {
+        thread_id: body.thread_id,
+        status: 'idle',
+        metadata: body.metadata ?? {},
+        values: this.threads.get(body.thread_id)!.values,
+      });
     }
     if (req.method === 'GET' && (match = path.match(/^\/threads\/([^/]+)\/state$/))) {
       const thread = this.threads.get(match[1]);
@@ -85,7 +96,10 @@ export class FakeLangGraph {
     const thread = this.threads.get(threadId);
     if (!thread) return json(res, { detail: 'Thread not found' }, 404);
     const input = body.input ?? {};
-    const messages: any[] = [...(thread.values.messages ?? []), ...(Array.isArray(input.messages) ? input.messages : [])];
+    const messages: any[] = [
+      ...(thread.values.messages ?? []),
+      ...(Array.isArray(input.messages) ? input.messages : []),
+    ];
     const lastHuman = [...messages].reverse().find((m) => m.type === 'human');
     const prompt: string = typeof lastHuman?.content === 'string' ? lastHuman.content : '';
     const directive = (name: string) => prompt.match(new RegExp(`\\[${name}=([^\\]]*)\\]`))?.[1];
@@ -102,21 +116,61 @@ export class FakeLangGraph {
     res.on('close', () => {
       if (!finished) this.abortedRequests++;
     });
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'content-location': `/threads/${threadId}/runs/${runId}`, 'cache-control': 'no-cache' });
+    res.writeHead(200, {
+      'content-type': 'text/event-stream',
+      'content-location': `/threads/${threadId}/runs/${runId}`,
+      'cache-control': 'no-cache',
+    });
     const send = (event: string, data: unknown, pretty = false) => {
       if (res.destroyed) return;
       const payload = pretty ? JSON.stringify(data, null, 2) : JSON.stringify(data);
-      res.write(`event: ${event}\n${payload.split('\n').map((line) => `data: ${line}`).join('\n')}\n\n`);
+      res.write(
+        `event: ${event}\n${payload
+          .split('\n')
+          .map((line) => `data: ${line}`)
+          .join('\n')}\n\n`,
+      );
     };
     const metadata = { langgraph_node: 'chat_node', thread_id: threadId, run_id: runId };
-    const values: Record<string, any> = { ...thread.values, ...Object.fromEntries(Object.entries(input).filter(([key]) => key !== 'messages' && key !== 'copilotkit')), messages };
+    const values: Record<string, any> = {
+      ...thread.values,
+      ...Object.fromEntries(Object.entries(input).filter(([key]) => key !== 'messages' && key !== 'copilotkit')),
+      messages,
+    };
     let counter = 0;
     const aiText = (content: string, parts: string[] = [content], open = false) => {
       const id = `lg-ai-${runId}-${++counter}`;
-      for (const part of parts) send('events', { event: 'on_chat_model_stream', name: 'ChatOpenAI', run_id: runId, metadata, data: { chunk: { type: 'AIMessageChunk', id, content: part, tool_call_chunks: [], response_metadata: {} } } });
+      for (const part of parts)
+        send('events', {
+          event: 'on_chat_model_stream',
+          name: 'ChatOpenAI',
+          run_id: runId,
+          metadata,
+          data: { chunk: { type: 'AIMessageChunk', id, content: part, tool_call_chunks: [], response_metadata: {} } },
+        });
       if (open) return;
-      send('events', { event: 'on_chat_model_stream', name: 'ChatOpenAI', run_id: runId, metadata, data: { chunk: { type: 'AIMessageChunk', id, content: '', tool_call_chunks: [], response_metadata: { finish_reason: 'stop' } } } });
-      send('events', { event: 'on_chat_model_end', name: 'ChatOpenAI', run_id: runId, metadata, data: { output: { content } } });
+      send('events', {
+        event: 'on_chat_model_stream',
+        name: 'ChatOpenAI',
+        run_id: runId,
+        metadata,
+        data: {
+          chunk: {
+            type: 'AIMessageChunk',
+            id,
+            content: '',
+            tool_call_chunks: [],
+            response_metadata: { finish_reason: 'stop' },
+          },
+        },
+      });
+      send('events', {
+        event: 'on_chat_model_end',
+        name: 'ChatOpenAI',
+        run_id: runId,
+        metadata,
+        data: { output: { content } },
+      });
       values.messages = [...values.messages, { type: 'ai', id, content, tool_calls: [] }];
     };
     const end = () => {
@@ -145,7 +199,12 @@ export class FakeLangGraph {
     } else if (has('bad-event')) {
       aiText('tok0 ', ['tok0 '], true);
       // A tool call emitted without a name: the gateway cannot read it, and the graph goes on running.
-      send('events', { event: 'on_custom_event', name: 'copilotkit_manually_emit_tool_call', metadata, data: { id: 'x', args: {} } });
+      send('events', {
+        event: 'on_custom_event',
+        name: 'copilotkit_manually_emit_tool_call',
+        metadata,
+        data: { id: 'x', args: {} },
+      });
       return;
     } else if (has('agent-error')) {
       aiText('Working on it. ');
@@ -156,9 +215,14 @@ export class FakeLangGraph {
     } else if (has('interrupt') || has('copilotkit-interrupt')) {
       const value = has('interrupt')
         ? 'approve?'
-        : { __copilotkit_interrupt_value__: { question: 'approve?' }, __copilotkit_messages__: [{ type: 'ai', id: 'int-msg', content: 'Please approve.' }] };
+        : {
+            __copilotkit_interrupt_value__: { question: 'approve?' },
+            __copilotkit_messages__: [{ type: 'ai', id: 'int-msg', content: 'Please approve.' }],
+          };
       thread.interrupts = [{ value, id: 'int-lg-1' }];
-      send('updates', { __interrupt__: [{ value, id: 'int-lg-1', resumable: true, ns: ['human_review:1'], when: 'during' }] });
+      send('updates', {
+        __interrupt__: [{ value, id: 'int-lg-1', resumable: true, ns: ['human_review:1'], when: 'during' }],
+      });
       thread.values = values;
       send('end', null);
       finished = true;
@@ -175,12 +239,49 @@ export class FakeLangGraph {
       const args = directive('toolargs') ?? '{}';
       const id = `lg-ai-${runId}-${++counter}`;
       const callId = `lg-call-${runId}`;
-      send('events', { event: 'on_chat_model_stream', metadata, data: { chunk: { type: 'AIMessageChunk', id, content: '', tool_call_chunks: [{ name, args: '', id: callId, index: 0 }] } } });
+      send('events', {
+        event: 'on_chat_model_stream',
+        metadata,
+        data: {
+          chunk: {
+            type: 'AIMessageChunk',
+            id,
+            content: '',
+            tool_call_chunks: [{ name, args: '', id: callId, index: 0 }],
+          },
+        },
+      });
       for (const part of args.match(/.{1,4}/gs) ?? []) {
-        send('events', { event: 'on_chat_model_stream', metadata, data: { chunk: { type: 'AIMessageChunk', id, content: '', tool_call_chunks: [{ name: null, args: part, id: null, index: 0 }] } } });
+        send('events', {
+          event: 'on_chat_model_stream',
+          metadata,
+          data: {
+            chunk: {
+              type: 'AIMessageChunk',
+              id,
+              content: '',
+              tool_call_chunks: [{ name: null, args: part, id: null, index: 0 }],
+            },
+          },
+        });
       }
-      send('events', { event: 'on_chat_model_stream', metadata, data: { chunk: { type: 'AIMessageChunk', id, content: '', tool_call_chunks: [], response_metadata: { finish_reason: 'tool_calls' } } } });
-      values.messages = [...values.messages, { type: 'ai', id, content: '', tool_calls: [{ id: callId, name, args: JSON.parse(args) }] }];
+      send('events', {
+        event: 'on_chat_model_stream',
+        metadata,
+        data: {
+          chunk: {
+            type: 'AIMessageChunk',
+            id,
+            content: '',
+            tool_call_chunks: [],
+            response_metadata: { finish_reason: 'tool_calls' },
+          },
+        },
+      });
+      values.messages = [
+        ...values.messages,
+        { type: 'ai', id, content: '', tool_calls: [{ id: callId, name, args: JSON.parse(args) }] },
+      ];
     } else {
       const count = Number(directive('tokens') ?? 5);
       const tokens = Array.from({ length: count }, (_, i) => `tok${i} `);

@@ -45,18 +45,26 @@ export class FakeMcpServer {
 
   private build(): McpServer {
     const mcp = new McpServer({ name: 'fake-mcp', version: '1.0.0' });
-    mcp.registerTool('add', { description: 'Adds two numbers.', inputSchema: { a: z.number(), b: z.number() } }, async ({ a, b }) => {
-      this.calls.push({ tool: 'add', args: { a, b } });
-      return { content: [{ type: 'text', text: String(a + b) }] };
-    });
+    mcp.registerTool(
+      'add',
+      { description: 'Adds two numbers.', inputSchema: { a: z.number(), b: z.number() } },
+      async ({ a, b }) => {
+        this.calls.push({ tool: 'add', args: { a, b } });
+        return { content: [{ type: 'text', text: String(a + b) }] };
+      },
+    );
     mcp.registerTool('fail', { description: 'Always fails.' }, async () => {
       this.calls.push({ tool: 'fail', args: {} });
       return { content: [{ type: 'text', text: 'the tool broke' }], isError: true };
     });
-    mcp.registerTool('whoami', { description: 'Says who is calling.' }, async () => ({ content: [{ type: 'text', text: this.lastAuthorization ?? 'nobody' }] }));
+    mcp.registerTool('whoami', { description: 'Says who is calling.' }, async () => ({
+      content: [{ type: 'text', text: this.lastAuthorization ?? 'nobody' }],
+    }));
     mcp.registerTool('wait', { description: 'Never answers.' }, () => new Promise(() => {}));
     // A name MCP allows and model providers refuse: never offered to a model.
-    mcp.registerTool('files.read', { description: 'Reads a file.' }, async () => ({ content: [{ type: 'text', text: 'secret' }] }));
+    mcp.registerTool('files.read', { description: 'Reads a file.' }, async () => ({
+      content: [{ type: 'text', text: 'secret' }],
+    }));
     return mcp;
   }
 
@@ -72,10 +80,15 @@ export class FakeMcpServer {
       let transport = typeof sessionId === 'string' ? this.sessions.get(sessionId) : undefined;
       if (!transport) {
         if (sessionId !== undefined || req.method !== 'POST' || body?.method !== 'initialize') {
-          res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }));
+          res
+            .writeHead(404, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }));
           return;
         }
-        transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (id) => void this.sessions.set(id, transport!) });
+        transport = new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          onsessioninitialized: (id) => void this.sessions.set(id, transport!),
+        });
         await this.build().connect(transport);
       }
       await transport.handleRequest(req, res, body);
@@ -84,7 +97,9 @@ export class FakeMcpServer {
     if (this.transport === 'streamable') {
       if (url.pathname !== '/mcp') return void res.writeHead(404).end();
       if (req.method !== 'POST') {
-        res.writeHead(405, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed.' }, id: null }));
+        res
+          .writeHead(405, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed.' }, id: null }));
         return;
       }
       const chunks: Buffer[] = [];

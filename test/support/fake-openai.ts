@@ -74,7 +74,17 @@ export class FakeOpenAI {
 
     if (prompt.includes('[too-long]')) {
       res.writeHead(400, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { message: "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens. Please reduce the length of the messages.", type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded' } }));
+      res.end(
+        JSON.stringify({
+          error: {
+            message:
+              "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens. Please reduce the length of the messages.",
+            type: 'invalid_request_error',
+            param: 'messages',
+            code: 'context_length_exceeded',
+          },
+        }),
+      );
       return;
     }
     const fail = directive('fail');
@@ -83,7 +93,11 @@ export class FakeOpenAI {
     if (fail && last.role !== 'tool' && failures < Number(failTimes ?? Infinity)) {
       this.failures.set(prompt, failures + 1);
       res.writeHead(Number(fail), { 'content-type': 'application/json', ...(failTimes ? { 'retry-after': '0' } : {}) });
-      res.end(JSON.stringify({ error: { message: `fake failure ${fail}`, type: 'invalid_request_error', param: null, code: null } }));
+      res.end(
+        JSON.stringify({
+          error: { message: `fake failure ${fail}`, type: 'invalid_request_error', param: null, code: null },
+        }),
+      );
       return;
     }
 
@@ -135,7 +149,9 @@ export class FakeOpenAI {
         if (prompt.includes('[same-index]')) {
           // Parallel calls all at index 0, told apart only by their ids (some compatible servers do this).
           for (const [n, name] of names.entries()) {
-            await send({ tool_calls: [{ index: 0, id: `call_${id}_${n}`, type: 'function', function: { name, arguments: '' } }] });
+            await send({
+              tool_calls: [{ index: 0, id: `call_${id}_${n}`, type: 'function', function: { name, arguments: '' } }],
+            });
             await send({ tool_calls: [{ index: 0, function: { arguments: `{"n":${n}}` } }] });
           }
           await send({}, 'tool_calls');
@@ -147,7 +163,9 @@ export class FakeOpenAI {
         if (prompt.includes('[interleave]')) {
           // Parallel calls whose deltas alternate, as some OpenAI-compatible servers send them.
           for (const [index, name] of names.entries()) {
-            await send({ tool_calls: [{ index, id: `call_${id}_${index}`, type: 'function', function: { name, arguments: '' } }] });
+            await send({
+              tool_calls: [{ index, id: `call_${id}_${index}`, type: 'function', function: { name, arguments: '' } }],
+            });
           }
           for (const part of ['{"n":', '1}']) {
             for (const index of names.keys()) await send({ tool_calls: [{ index, function: { arguments: part } }] });
@@ -169,7 +187,9 @@ export class FakeOpenAI {
         await send({}, 'tool_calls');
       } else {
         const count = directive('tokens');
-        const tokens = count ? Array.from({ length: Number(count) }, (_, i) => `tok${i} `) : ['Hello ', 'from ', 'the ', 'fake ', 'model.'];
+        const tokens = count
+          ? Array.from({ length: Number(count) }, (_, i) => `tok${i} `)
+          : ['Hello ', 'from ', 'the ', 'fake ', 'model.'];
         for (const token of tokens) await send({ content: token });
         await send({}, 'stop');
       }
@@ -197,13 +217,26 @@ export class FakeOpenAI {
     const delay = Number(directive('delay') ?? 0);
     if (prompt.includes('[too-long]')) {
       res.writeHead(400, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { message: 'Your input exceeds the context window of this model. Please adjust your input and try again.', type: 'invalid_request_error', param: 'input', code: 'context_length_exceeded' } }));
+      res.end(
+        JSON.stringify({
+          error: {
+            message: 'Your input exceeds the context window of this model. Please adjust your input and try again.',
+            type: 'invalid_request_error',
+            param: 'input',
+            code: 'context_length_exceeded',
+          },
+        }),
+      );
       return;
     }
     const fail = directive('fail');
     if (fail && last?.type !== 'function_call_output') {
       res.writeHead(Number(fail), { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { message: `fake failure ${fail}`, type: 'invalid_request_error', param: null, code: null } }));
+      res.end(
+        JSON.stringify({
+          error: { message: `fake failure ${fail}`, type: 'invalid_request_error', param: null, code: null },
+        }),
+      );
       return;
     }
     let finished = false;
@@ -221,15 +254,51 @@ export class FakeOpenAI {
       res.write(`event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...data })}\n\n`);
       if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
     };
-    const response = (status: string) => ({ id: responseId, object: 'response', status, model: body.model, output: [] });
+    const response = (status: string) => ({
+      id: responseId,
+      object: 'response',
+      status,
+      model: body.model,
+      output: [],
+    });
     let index = 0;
     const message = async (tokens: string[]) => {
       const id = `msg_${responseId}_${index}`;
-      await send('response.output_item.added', { output_index: index, item: { id, type: 'message', role: 'assistant', status: 'in_progress', content: [] } });
-      await send('response.content_part.added', { item_id: id, output_index: index, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } });
-      for (const token of tokens) await send('response.output_text.delta', { item_id: id, output_index: index, content_index: 0, delta: token, logprobs: [] });
-      await send('response.output_text.done', { item_id: id, output_index: index, content_index: 0, text: tokens.join(''), logprobs: [] });
-      await send('response.output_item.done', { output_index: index, item: { id, type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: tokens.join(''), annotations: [] }] } });
+      await send('response.output_item.added', {
+        output_index: index,
+        item: { id, type: 'message', role: 'assistant', status: 'in_progress', content: [] },
+      });
+      await send('response.content_part.added', {
+        item_id: id,
+        output_index: index,
+        content_index: 0,
+        part: { type: 'output_text', text: '', annotations: [] },
+      });
+      for (const token of tokens)
+        await send('response.output_text.delta', {
+          item_id: id,
+          output_index: index,
+          content_index: 0,
+          delta: token,
+          logprobs: [],
+        });
+      await send('response.output_text.done', {
+        item_id: id,
+        output_index: index,
+        content_index: 0,
+        text: tokens.join(''),
+        logprobs: [],
+      });
+      await send('response.output_item.done', {
+        output_index: index,
+        item: {
+          id,
+          type: 'message',
+          role: 'assistant',
+          status: 'completed',
+          content: [{ type: 'output_text', text: tokens.join(''), annotations: [] }],
+        },
+      });
       index++;
     };
     const complete = async () => {
@@ -247,14 +316,31 @@ export class FakeOpenAI {
       if (prompt.includes('[reasoning]')) {
         const id = `rs_${responseId}`;
         await send('response.output_item.added', { output_index: index, item: { id, type: 'reasoning', summary: [] } });
-        await send('response.reasoning_summary_text.delta', { item_id: id, output_index: index, summary_index: 0, delta: 'Thinking it over.' });
-        await send('response.output_item.done', { output_index: index, item: { id, type: 'reasoning', summary: [{ type: 'summary_text', text: 'Thinking it over.' }] } });
+        await send('response.reasoning_summary_text.delta', {
+          item_id: id,
+          output_index: index,
+          summary_index: 0,
+          delta: 'Thinking it over.',
+        });
+        await send('response.output_item.done', {
+          output_index: index,
+          item: { id, type: 'reasoning', summary: [{ type: 'summary_text', text: 'Thinking it over.' }] },
+        });
         index++;
       }
       if (prompt.includes('[stall]')) {
         const id = `msg_${responseId}_0`;
-        await send('response.output_item.added', { output_index: 0, item: { id, type: 'message', role: 'assistant', status: 'in_progress', content: [] } });
-        await send('response.output_text.delta', { item_id: id, output_index: 0, content_index: 0, delta: 'tok0 ', logprobs: [] });
+        await send('response.output_item.added', {
+          output_index: 0,
+          item: { id, type: 'message', role: 'assistant', status: 'in_progress', content: [] },
+        });
+        await send('response.output_text.delta', {
+          item_id: id,
+          output_index: 0,
+          content_index: 0,
+          delta: 'tok0 ',
+          logprobs: [],
+        });
         return;
       }
       if (prompt.includes('[no-finish]')) {
@@ -270,16 +356,27 @@ export class FakeOpenAI {
           const args = names.length === 1 ? (directive('toolargs') ?? '{}') : '{}';
           const id = `fc_${responseId}_${n}`;
           const callId = `call_${responseId}_${n}`;
-          await send('response.output_item.added', { output_index: index, item: { id, type: 'function_call', status: 'in_progress', call_id: callId, name, arguments: '' } });
-          for (const part of args.match(/.{1,5}/gs) ?? []) await send('response.function_call_arguments.delta', { item_id: id, output_index: index, delta: part });
+          await send('response.output_item.added', {
+            output_index: index,
+            item: { id, type: 'function_call', status: 'in_progress', call_id: callId, name, arguments: '' },
+          });
+          for (const part of args.match(/.{1,5}/gs) ?? [])
+            await send('response.function_call_arguments.delta', { item_id: id, output_index: index, delta: part });
           await send('response.function_call_arguments.done', { item_id: id, output_index: index, arguments: args });
-          await send('response.output_item.done', { output_index: index, item: { id, type: 'function_call', status: 'completed', call_id: callId, name, arguments: args } });
+          await send('response.output_item.done', {
+            output_index: index,
+            item: { id, type: 'function_call', status: 'completed', call_id: callId, name, arguments: args },
+          });
           index++;
         }
         return await complete();
       }
       const count = directive('tokens');
-      await message(count ? Array.from({ length: Number(count) }, (_, i) => `tok${i} `) : ['Hello ', 'from ', 'the ', 'fake ', 'model.']);
+      await message(
+        count
+          ? Array.from({ length: Number(count) }, (_, i) => `tok${i} `)
+          : ['Hello ', 'from ', 'the ', 'fake ', 'model.'],
+      );
       await complete();
     } catch {
       // The client went away mid-answer; 'close' has counted it.

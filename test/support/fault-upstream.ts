@@ -105,10 +105,23 @@ export class FaultUpstream {
     const path = req.url ?? '';
     if (req.method === 'POST' && path === '/ck/info') {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ actions: [], agents: [{ name: 'faultCrew', description: 'A crew that misbehaves on request.', type: 'crewai' }], sdkVersion: '0.1.70' }));
+      res.end(
+        JSON.stringify({
+          actions: [],
+          agents: [{ name: 'faultCrew', description: 'A crew that misbehaves on request.', type: 'crewai' }],
+          sdkVersion: '0.1.70',
+        }),
+      );
       return;
     }
-    const kind: Kind | undefined = path === '/v1/chat/completions' ? 'model' : path === '/ck/agents/execute' ? 'crew' : path === '/agui' ? 'agui' : undefined;
+    const kind: Kind | undefined =
+      path === '/v1/chat/completions'
+        ? 'model'
+        : path === '/ck/agents/execute'
+          ? 'crew'
+          : path === '/agui'
+            ? 'agui'
+            : undefined;
     if (req.method !== 'POST' || !kind) {
       res.writeHead(404, { 'content-type': 'application/json' }).end('{"detail":"Not Found"}');
       return;
@@ -150,7 +163,13 @@ export class FaultUpstream {
     if (fail) {
       exchange.finished = true;
       res.writeHead(Number(fail), { 'content-type': 'application/json', 'retry-after': '0' });
-      res.end(JSON.stringify(kind === 'model' ? { error: { message: `fault ${fail}`, type: 'server_error', param: null, code: null } } : { detail: `fault ${fail}` }));
+      res.end(
+        JSON.stringify(
+          kind === 'model'
+            ? { error: { message: `fault ${fail}`, type: 'server_error', param: null, code: null } }
+            : { detail: `fault ${fail}` },
+        ),
+      );
       return;
     }
 
@@ -189,7 +208,9 @@ export class FaultUpstream {
 
 function lastUserText(kind: Kind, body: any): string {
   const messages: any[] = body.messages ?? [];
-  const user = [...messages].reverse().find((m) => (kind === 'crew' ? m.type === 'TextMessage' && m.role === 'user' : m.role === 'user'));
+  const user = [...messages]
+    .reverse()
+    .find((m) => (kind === 'crew' ? m.type === 'TextMessage' && m.role === 'user' : m.role === 'user'));
   return typeof user?.content === 'string' ? user.content : '';
 }
 
@@ -229,9 +250,13 @@ const formats: Record<Kind, (body: any) => Format> = {
     const event = (value: Record<string, unknown>) => `data: ${JSON.stringify(value)}\n\n`;
     return {
       contentType: 'text/event-stream',
-      start: () => event({ type: 'RUN_STARTED', threadId: body.threadId, runId: body.runId }) + event({ type: 'TEXT_MESSAGE_START', messageId, role: 'assistant' }),
+      start: () =>
+        event({ type: 'RUN_STARTED', threadId: body.threadId, runId: body.runId }) +
+        event({ type: 'TEXT_MESSAGE_START', messageId, role: 'assistant' }),
       token: (i, pad) => event({ type: 'TEXT_MESSAGE_CONTENT', messageId, delta: tokenText(i, pad) }),
-      end: () => event({ type: 'TEXT_MESSAGE_END', messageId }) + event({ type: 'RUN_FINISHED', threadId: body.threadId, runId: body.runId }),
+      end: () =>
+        event({ type: 'TEXT_MESSAGE_END', messageId }) +
+        event({ type: 'RUN_FINISHED', threadId: body.threadId, runId: body.runId }),
     };
   },
 };
@@ -256,7 +281,12 @@ class Wire {
       this.res.flushHeaders();
       return;
     }
-    await this.bytes(Buffer.from(`HTTP/1.1 200 OK\r\ncontent-type: ${contentType}\r\ncache-control: no-cache\r\nconnection: close\r\ntransfer-encoding: chunked\r\n\r\n`, 'latin1'));
+    await this.bytes(
+      Buffer.from(
+        `HTTP/1.1 200 OK\r\ncontent-type: ${contentType}\r\ncache-control: no-cache\r\nconnection: close\r\ntransfer-encoding: chunked\r\n\r\n`,
+        'latin1',
+      ),
+    );
   }
 
   async piece(text: string): Promise<void> {
@@ -266,7 +296,9 @@ class Wire {
       this.res.write(data);
       return;
     }
-    await this.bytes(Buffer.concat([Buffer.from(`${data.length.toString(16)}\r\n`, 'latin1'), data, Buffer.from('\r\n', 'latin1')]));
+    await this.bytes(
+      Buffer.concat([Buffer.from(`${data.length.toString(16)}\r\n`, 'latin1'), data, Buffer.from('\r\n', 'latin1')]),
+    );
   }
 
   async end(): Promise<void> {
@@ -281,7 +313,8 @@ class Wire {
 
   /** Resolves once everything written so far has been handed to the system. */
   async flushed(): Promise<void> {
-    while (this.socket.writableLength > 0 && !this.socket.destroyed) await new Promise((resolve) => setImmediate(resolve));
+    while (this.socket.writableLength > 0 && !this.socket.destroyed)
+      await new Promise((resolve) => setImmediate(resolve));
   }
 
   private async bytes(data: Buffer): Promise<void> {

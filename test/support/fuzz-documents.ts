@@ -20,27 +20,119 @@ export const STOCK_TOKENS: readonly string[] = STOCK_DOCUMENT.match(TOKEN)!;
 
 /** Tokens worth inserting: names of the schema, punctuation, directives, keywords. */
 const INSERTABLE = [
-  '{', '}', '(', ')', '[', ']', ':', '$', '@', '!', '=', '...', ',', '|', '&', '"', '"""', '#', '\\', '\u0000', '\uFEFF',
-  'query', 'mutation', 'subscription', 'fragment', 'on', 'true', 'false', 'null', '0', '-1', '1e999', '99999999999999999999',
-  'hello', '__typename', '__schema', '__type(name: "Query")', 'availableAgents', 'loadAgentState', 'copilotRun', 'copilotThread',
-  'generateCopilotResponse', 'generateCopilotResponse(data: $data)', 'messages', 'status', 'content', 'arguments', 'metaEvents',
-  'threadId', 'runId', 'data', 'extensions', 'state', 'agents', 'id', 'name', 'result', 'value',
-  '@defer', '@stream', '@stream(initialCount: 2)', '@stream(initialCount: -1)', '@stream(initialCount: 99999999999)', '@defer(if: false)',
-  '@defer(label: "x")', '@skip(if: true)', '@include(if: $data)',
+  '{',
+  '}',
+  '(',
+  ')',
+  '[',
+  ']',
+  ':',
+  '$',
+  '@',
+  '!',
+  '=',
+  '...',
+  ',',
+  '|',
+  '&',
+  '"',
+  '"""',
+  '#',
+  '\\',
+  '\u0000',
+  '\uFEFF',
+  'query',
+  'mutation',
+  'subscription',
+  'fragment',
+  'on',
+  'true',
+  'false',
+  'null',
+  '0',
+  '-1',
+  '1e999',
+  '99999999999999999999',
+  'hello',
+  '__typename',
+  '__schema',
+  '__type(name: "Query")',
+  'availableAgents',
+  'loadAgentState',
+  'copilotRun',
+  'copilotThread',
+  'generateCopilotResponse',
+  'generateCopilotResponse(data: $data)',
+  'messages',
+  'status',
+  'content',
+  'arguments',
+  'metaEvents',
+  'threadId',
+  'runId',
+  'data',
+  'extensions',
+  'state',
+  'agents',
+  'id',
+  'name',
+  'result',
+  'value',
+  '@defer',
+  '@stream',
+  '@stream(initialCount: 2)',
+  '@stream(initialCount: -1)',
+  '@stream(initialCount: 99999999999)',
+  '@defer(if: false)',
+  '@defer(label: "x")',
+  '@skip(if: true)',
+  '@include(if: $data)',
   // Directive arguments at their edges (issue 28 §2): what validation lets through and the executor cannot take.
-  '@stream(initialCount: null)', '@stream(initialCount: 0)', '@stream(initialCount: 2147483647)', '@stream(if: false, initialCount: -1)', '@stream(label: "x", initialCount: 1)',
-  '@defer(if: false, label: "y")', '$v: Boolean = true', '@include(if: $v)', '@skip(if: $v)', '@stream(initialCount: $n)', '$n: Int', '@deprecated', '@specifiedBy(url: "x")', '@unknown',
-  '... on TextMessageOutput', '... on CopilotResponse', '... on Mutation', '... on Query', '...F', 'fragment F on CopilotResponse { threadId }',
-  '$data', '$properties', '$x: Int = "a"', 'GenerateCopilotResponseInput!', 'JSONObject', 'String', 'a: hello', 'a: messages',
+  '@stream(initialCount: null)',
+  '@stream(initialCount: 0)',
+  '@stream(initialCount: 2147483647)',
+  '@stream(if: false, initialCount: -1)',
+  '@stream(label: "x", initialCount: 1)',
+  '@defer(if: false, label: "y")',
+  '$v: Boolean = true',
+  '@include(if: $v)',
+  '@skip(if: $v)',
+  '@stream(initialCount: $n)',
+  '$n: Int',
+  '@deprecated',
+  '@specifiedBy(url: "x")',
+  '@unknown',
+  '... on TextMessageOutput',
+  '... on CopilotResponse',
+  '... on Mutation',
+  '... on Query',
+  '...F',
+  'fragment F on CopilotResponse { threadId }',
+  '$data',
+  '$properties',
+  '$x: Int = "a"',
+  'GenerateCopilotResponseInput!',
+  'JSONObject',
+  'String',
+  'a: hello',
+  'a: messages',
 ];
 
-export type Edit = { op: 'delete' | 'insert' | 'duplicate' | 'replace' | 'swap'; at: number; length: number; token: string };
+export type Edit = {
+  op: 'delete' | 'insert' | 'duplicate' | 'replace' | 'swap';
+  at: number;
+  length: number;
+  token: string;
+};
 
 const editArb: fc.Arbitrary<Edit> = fc.record({
   op: fc.constantFrom('delete', 'insert', 'duplicate', 'replace', 'swap'),
   at: fc.nat(),
   length: fc.integer({ min: 1, max: 12 }),
-  token: fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...INSERTABLE) }, { weight: 1, arbitrary: fc.string({ maxLength: 6, unit: 'binary' }) }),
+  token: fc.oneof(
+    { weight: 4, arbitrary: fc.constantFrom(...INSERTABLE) },
+    { weight: 1, arbitrary: fc.string({ maxLength: 6, unit: 'binary' }) },
+  ),
 });
 
 /** The stock document with some token-level edits applied. */
@@ -83,7 +175,8 @@ export function mutateCharacters(edits: readonly Edit[]): string {
   return text;
 }
 
-export type DeepShape = 'selection' | 'list-value' | 'object-value' | 'inline-fragment' | 'list-type' | 'run-selection' | 'unbalanced';
+export type DeepShape =
+  'selection' | 'list-value' | 'object-value' | 'inline-fragment' | 'list-type' | 'run-selection' | 'unbalanced';
 
 /**
  * How deep `deepDocument(shape, depth)` nests its brackets (`{`, `[`, `(`), which is what the gateway's
@@ -124,7 +217,17 @@ export function deepDocument(shape: DeepShape, depth: number): string {
   }
 }
 
-export type HugeWhere = 'string-argument' | 'block-string' | 'field-name' | 'alias' | 'comment' | 'whitespace' | 'operation-name' | 'variable-name' | 'number' | 'unicode-string';
+export type HugeWhere =
+  | 'string-argument'
+  | 'block-string'
+  | 'field-name'
+  | 'alias'
+  | 'comment'
+  | 'whitespace'
+  | 'operation-name'
+  | 'variable-name'
+  | 'number'
+  | 'unicode-string';
 
 /** A document carrying one huge piece (`size` characters). */
 export function hugeDocument(where: HugeWhere, size: number): string {
@@ -153,7 +256,15 @@ export function hugeDocument(where: HugeWhere, size: number): string {
   }
 }
 
-export type ManyKind = 'aliases' | 'run-aliases' | 'fragment-fan' | 'fragment-cycle' | 'directives' | 'operations' | 'variables' | 'arguments';
+export type ManyKind =
+  | 'aliases'
+  | 'run-aliases'
+  | 'fragment-fan'
+  | 'fragment-cycle'
+  | 'directives'
+  | 'operations'
+  | 'variables'
+  | 'arguments';
 
 /** A document with `count` of something. */
 export function manyDocument(kind: ManyKind, count: number): string {
@@ -223,18 +334,88 @@ export function documentOf(doc: DocCase): string {
  * (some 2,000 levels down). `deepDepthArb`: only the far side.
  */
 export const deepDepthArb = fc.constantFrom(2_000, 5_000, 6_600, 9_000, 12_000, 50_000);
-export const depthArb = fc.oneof(fc.integer({ min: 1, max: 64 }), fc.constantFrom(48, 49, 50, 98, 99, 100, 101, 200, 500, 1_000), deepDepthArb);
+export const depthArb = fc.oneof(
+  fc.integer({ min: 1, max: 64 }),
+  fc.constantFrom(48, 49, 50, 98, 99, 100, 101, 200, 500, 1_000),
+  deepDepthArb,
+);
 const sizeArb = fc.oneof(fc.integer({ min: 1, max: 5_000 }), fc.constantFrom(100_000, 1_000_000, 1_900_000, 2_200_000));
 const countArb = fc.oneof(fc.integer({ min: 1, max: 40 }), fc.constantFrom(1_000, 1_999, 2_000, 2_001, 5_000, 10_000));
 
 /** A document: arbitrary text, the stock document mutated, deeply nested, huge, or with many of something. */
 export const docCaseArb: fc.Arbitrary<DocCase> = fc.oneof(
-  { weight: 3, arbitrary: fc.oneof(fc.string({ maxLength: 200 }), fc.string({ maxLength: 200, unit: 'binary' }), fc.string({ maxLength: 100, unit: fc.constantFrom(...'{}()[]:$@!=.,"#\\ \n\tabc_019'.split('')) })).map((text): DocCase => ({ kind: 'arbitrary', text })) },
-  { weight: 6, arbitrary: fc.array(editArb, { minLength: 1, maxLength: 6 }).map((edits): DocCase => ({ kind: 'tokens', edits })) },
-  { weight: 3, arbitrary: fc.array(editArb, { minLength: 1, maxLength: 4 }).map((edits): DocCase => ({ kind: 'characters', edits })) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('deep' as const), shape: fc.constantFrom<DeepShape>('selection', 'list-value', 'object-value', 'inline-fragment', 'list-type', 'run-selection', 'unbalanced'), depth: depthArb }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('huge' as const), where: fc.constantFrom<HugeWhere>('string-argument', 'block-string', 'field-name', 'alias', 'comment', 'whitespace', 'operation-name', 'variable-name', 'number', 'unicode-string'), size: sizeArb }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('many' as const), what: fc.constantFrom<ManyKind>('aliases', 'run-aliases', 'fragment-fan', 'fragment-cycle', 'directives', 'operations', 'variables', 'arguments'), count: countArb }) },
+  {
+    weight: 3,
+    arbitrary: fc
+      .oneof(
+        fc.string({ maxLength: 200 }),
+        fc.string({ maxLength: 200, unit: 'binary' }),
+        fc.string({ maxLength: 100, unit: fc.constantFrom(...'{}()[]:$@!=.,"#\\ \n\tabc_019'.split('')) }),
+      )
+      .map((text): DocCase => ({ kind: 'arbitrary', text })),
+  },
+  {
+    weight: 6,
+    arbitrary: fc.array(editArb, { minLength: 1, maxLength: 6 }).map((edits): DocCase => ({ kind: 'tokens', edits })),
+  },
+  {
+    weight: 3,
+    arbitrary: fc
+      .array(editArb, { minLength: 1, maxLength: 4 })
+      .map((edits): DocCase => ({ kind: 'characters', edits })),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('deep' as const),
+      shape: fc.constantFrom<DeepShape>(
+        'selection',
+        'list-value',
+        'object-value',
+        'inline-fragment',
+        'list-type',
+        'run-selection',
+        'unbalanced',
+      ),
+      depth: depthArb,
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('huge' as const),
+      where: fc.constantFrom<HugeWhere>(
+        'string-argument',
+        'block-string',
+        'field-name',
+        'alias',
+        'comment',
+        'whitespace',
+        'operation-name',
+        'variable-name',
+        'number',
+        'unicode-string',
+      ),
+      size: sizeArb,
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('many' as const),
+      what: fc.constantFrom<ManyKind>(
+        'aliases',
+        'run-aliases',
+        'fragment-fan',
+        'fragment-cycle',
+        'directives',
+        'operations',
+        'variables',
+        'arguments',
+      ),
+      count: countArb,
+    }),
+  },
   { weight: 1, arbitrary: fc.constant<DocCase>({ kind: 'stock' }) },
 );
 
@@ -251,27 +432,94 @@ export interface Envelope {
   randomJson?: unknown;
 }
 
-export const ACCEPTS = [undefined, 'application/json', 'application/graphql-response+json', 'multipart/mixed', 'multipart/mixed;deferSpec=20220824, application/json', 'text/event-stream', '*/*', 'text/html', 'multipart/mixed;q=0, application/json', 'garbage/;;;', ''];
-export const CONTENT_TYPES = ['application/json', 'application/json', 'application/json', 'application/json; charset=utf-8', 'application/graphql-response+json', 'application/graphql', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data', undefined, 'application/jsonx', 'APPLICATION/JSON'];
+export const ACCEPTS = [
+  undefined,
+  'application/json',
+  'application/graphql-response+json',
+  'multipart/mixed',
+  'multipart/mixed;deferSpec=20220824, application/json',
+  'text/event-stream',
+  '*/*',
+  'text/html',
+  'multipart/mixed;q=0, application/json',
+  'garbage/;;;',
+  '',
+];
+export const CONTENT_TYPES = [
+  'application/json',
+  'application/json',
+  'application/json',
+  'application/json; charset=utf-8',
+  'application/graphql-response+json',
+  'application/graphql',
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data',
+  undefined,
+  'application/jsonx',
+  'APPLICATION/JSON',
+];
 
 /** An operation name as a string: one that names an operation of some documents here (Q0, A, B, the stock document's generateCopilotResponse), a fragment (F), or nothing. */
-export const operationNameArb: fc.Arbitrary<string> = fc.oneof(fc.constantFrom('Q0', 'Q1', 'A', 'B', 'F', 'nope', '', ' ', 'query', 'GenerateCopilotResponse', 'generateCopilotResponse'), fc.string({ maxLength: 8 }));
+export const operationNameArb: fc.Arbitrary<string> = fc.oneof(
+  fc.constantFrom(
+    'Q0',
+    'Q1',
+    'A',
+    'B',
+    'F',
+    'nope',
+    '',
+    ' ',
+    'query',
+    'GenerateCopilotResponse',
+    'generateCopilotResponse',
+  ),
+  fc.string({ maxLength: 8 }),
+);
 
 /** Apollo's automatic persisted queries' `extensions.persistedQuery` (off in the gateway: NOT_SUPPORTED): well-formed, or not. */
 export const persistedQueryArb: fc.Arbitrary<unknown> = fc.oneof(
-  fc.record({ version: fc.constantFrom(1, 2, 0, -1, '1', null), sha256Hash: fc.constantFrom('abc', '0'.repeat(64), 'ecf4edb46db40b5132295c0291d62fb65d6759a9eedfa4d5d612dd5ec54a6b38', '', 5) }, { requiredKeys: [] }),
+  fc.record(
+    {
+      version: fc.constantFrom(1, 2, 0, -1, '1', null),
+      sha256Hash: fc.constantFrom(
+        'abc',
+        '0'.repeat(64),
+        'ecf4edb46db40b5132295c0291d62fb65d6759a9eedfa4d5d612dd5ec54a6b38',
+        '',
+        5,
+      ),
+    },
+    { requiredKeys: [] },
+  ),
   fc.jsonValue({ maxDepth: 2 }),
 );
 
 export const envelopeArb: fc.Arbitrary<Envelope> = fc.record(
   {
-    variables: fc.oneof({ weight: 12, arbitrary: fc.constant<Envelope['variables']>('stock') }, { weight: 1, arbitrary: fc.constantFrom<Envelope['variables']>('none', 'null', 'string', 'array', 'random') }),
+    variables: fc.oneof(
+      { weight: 12, arbitrary: fc.constant<Envelope['variables']>('stock') },
+      { weight: 1, arbitrary: fc.constantFrom<Envelope['variables']>('none', 'null', 'string', 'array', 'random') },
+    ),
     // Now and then nested past the gateway's limit of 100 levels (BAD_USER_INPUT), or far past it.
-    randomVariables: fc.oneof({ weight: 4, arbitrary: fc.jsonValue({ maxDepth: 3 }) }, { weight: 1, arbitrary: deepArb }, { weight: 1, arbitrary: deepArb.map((deep) => ({ ...stockVariables(), properties: { nested: deep } })) }),
+    randomVariables: fc.oneof(
+      { weight: 4, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
+      { weight: 1, arbitrary: deepArb },
+      { weight: 1, arbitrary: deepArb.map((deep) => ({ ...stockVariables(), properties: { nested: deep } })) },
+    ),
     operationName: fc.oneof(
       { weight: 12, arbitrary: fc.constantFrom(undefined, null) },
       { weight: 2, arbitrary: operationNameArb },
-      { weight: 1, arbitrary: fc.oneof(fc.integer(), fc.boolean(), fc.array(fc.string({ maxLength: 3 }), { maxLength: 2 }), fc.dictionary(fc.string({ maxLength: 3 }), fc.string({ maxLength: 3 }), { maxKeys: 2 })) },
+      {
+        weight: 1,
+        arbitrary: fc.oneof(
+          fc.integer(),
+          fc.boolean(),
+          fc.array(fc.string({ maxLength: 3 }), { maxLength: 2 }),
+          fc.dictionary(fc.string({ maxLength: 3 }), fc.string({ maxLength: 3 }), { maxKeys: 2 }),
+        ),
+      },
     ),
     extensions: fc.oneof(
       { weight: 12, arbitrary: fc.constantFrom(undefined, {}) },
@@ -279,8 +527,23 @@ export const envelopeArb: fc.Arbitrary<Envelope> = fc.record(
       { weight: 1, arbitrary: persistedQueryArb.map((persistedQuery) => ({ persistedQuery })) },
     ),
     accept: fc.constantFrom(...ACCEPTS),
-    contentType: fc.oneof({ weight: 8, arbitrary: fc.constant('application/json') }, { weight: 2, arbitrary: fc.constantFrom(...CONTENT_TYPES) }),
-    framing: fc.oneof({ weight: 12, arbitrary: fc.constant<Envelope['framing']>('object') }, { weight: 3, arbitrary: fc.constantFrom<Envelope['framing']>('batch', 'query-not-string', 'raw-text', 'random-json', 'empty') }),
+    contentType: fc.oneof(
+      { weight: 8, arbitrary: fc.constant('application/json') },
+      { weight: 2, arbitrary: fc.constantFrom(...CONTENT_TYPES) },
+    ),
+    framing: fc.oneof(
+      { weight: 12, arbitrary: fc.constant<Envelope['framing']>('object') },
+      {
+        weight: 3,
+        arbitrary: fc.constantFrom<Envelope['framing']>(
+          'batch',
+          'query-not-string',
+          'raw-text',
+          'random-json',
+          'empty',
+        ),
+      },
+    ),
     randomJson: fc.oneof({ weight: 4, arbitrary: fc.jsonValue({ maxDepth: 3 }) }, { weight: 1, arbitrary: deepArb }),
   },
   { requiredKeys: ['variables', 'accept', 'contentType', 'framing'] },
@@ -290,12 +553,17 @@ export const envelopeArb: fc.Arbitrary<Envelope> = fc.record(
 export function requestOf(doc: DocCase, envelope: Envelope): RequestCase {
   const query = documentOf(doc);
   const variables =
-    envelope.variables === 'stock' ? stockVariables()
-    : envelope.variables === 'none' ? undefined
-    : envelope.variables === 'null' ? null
-    : envelope.variables === 'string' ? '{"data":{}}'
-    : envelope.variables === 'array' ? [stockVariables()]
-    : envelope.randomVariables;
+    envelope.variables === 'stock'
+      ? stockVariables()
+      : envelope.variables === 'none'
+        ? undefined
+        : envelope.variables === 'null'
+          ? null
+          : envelope.variables === 'string'
+            ? '{"data":{}}'
+            : envelope.variables === 'array'
+              ? [stockVariables()]
+              : envelope.randomVariables;
   const object: Record<string, unknown> = { query };
   if (variables !== undefined) object.variables = variables;
   if (envelope.operationName !== undefined) object.operationName = envelope.operationName;
@@ -327,7 +595,12 @@ export function requestOf(doc: DocCase, envelope: Envelope): RequestCase {
       body = '';
       break;
   }
-  const envelopeShaped = value !== null && typeof value === 'object' && !Array.isArray(value) && typeof (value as any).method === 'string' && !('query' in (value as any));
+  const envelopeShaped =
+    value !== null &&
+    typeof value === 'object' &&
+    !Array.isArray(value) &&
+    typeof (value as any).method === 'string' &&
+    !('query' in (value as any));
   return {
     describe: `${doc.kind} document (${query.length} characters), framing ${envelope.framing}, content-type ${envelope.contentType}, accept ${envelope.accept}`,
     body,
@@ -339,18 +612,44 @@ export function requestOf(doc: DocCase, envelope: Envelope): RequestCase {
 
 /** A small document for graphql-ws frames: arbitrary text, the stock document edited, a valid query, or one nested deep. */
 const smallDocArb: fc.Arbitrary<string> = fc.oneof(
-  { weight: 3, arbitrary: fc.constantFrom('{ hello }', '{ availableAgents { agents { name } } }', 'subscription { copilotRun }', 'query A { hello } query B { hello }', STOCK_DOCUMENT) },
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom(
+      '{ hello }',
+      '{ availableAgents { agents { name } } }',
+      'subscription { copilotRun }',
+      'query A { hello } query B { hello }',
+      STOCK_DOCUMENT,
+    ),
+  },
   { weight: 3, arbitrary: fc.string({ maxLength: 60 }) },
   { weight: 3, arbitrary: fc.array(editArb, { minLength: 1, maxLength: 3 }).map(mutateTokens) },
-  { weight: 1, arbitrary: fc.tuple(fc.constantFrom<DeepShape>('selection', 'list-value', 'object-value', 'list-type', 'unbalanced'), depthArb).map(([shape, depth]) => deepDocument(shape, depth)) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(fc.constantFrom<DeepShape>('selection', 'list-value', 'object-value', 'list-type', 'unbalanced'), depthArb)
+      .map(([shape, depth]) => deepDocument(shape, depth)),
+  },
 );
 const wrongArb = fc.oneof(fc.constantFrom(null, 0, true, '', [], {}, [null]), fc.jsonValue({ maxDepth: 2 }));
 
 /** A well-formed message of a type only servers send (connection_ack, next, error): the socket is closed with 4400. */
 export const serverFrameArb: fc.Arbitrary<string> = fc.oneof(
-  fc.constantFrom(undefined, {}, { a: 1 }).map((payload) => JSON.stringify({ type: 'connection_ack', ...(payload ? { payload } : {}) })),
-  fc.record({ id: fc.constantFrom('a', 'b', '1'), payload: fc.constantFrom({ data: {} }, { data: { hello: 'x' } }, { data: null, errors: [{ message: 'x' }] }) }).map((frame) => JSON.stringify({ type: 'next', ...frame })),
-  fc.record({ id: fc.constantFrom('a', 'b', '1'), payload: fc.constantFrom([{ message: 'x' }], [{ message: 'x', extensions: { code: 'BAD_REQUEST' } }]) }).map((frame) => JSON.stringify({ type: 'error', ...frame })),
+  fc
+    .constantFrom(undefined, {}, { a: 1 })
+    .map((payload) => JSON.stringify({ type: 'connection_ack', ...(payload ? { payload } : {}) })),
+  fc
+    .record({
+      id: fc.constantFrom('a', 'b', '1'),
+      payload: fc.constantFrom({ data: {} }, { data: { hello: 'x' } }, { data: null, errors: [{ message: 'x' }] }),
+    })
+    .map((frame) => JSON.stringify({ type: 'next', ...frame })),
+  fc
+    .record({
+      id: fc.constantFrom('a', 'b', '1'),
+      payload: fc.constantFrom([{ message: 'x' }], [{ message: 'x', extensions: { code: 'BAD_REQUEST' } }]),
+    })
+    .map((frame) => JSON.stringify({ type: 'error', ...frame })),
 );
 
 /** One frame a client could send on a graphql-transport-ws socket: well-formed, breaking the protocol, or not JSON at all. */
@@ -364,8 +663,29 @@ export const wsFrameArb: fc.Arbitrary<string> = fc.oneof(
     arbitrary: fc
       .record(
         {
-          type: fc.oneof({ weight: 6, arbitrary: fc.constant('subscribe') }, { weight: 3, arbitrary: fc.constantFrom('complete', 'ping', 'pong', 'connection_init', 'next', 'error', 'connection_ack', 'nope', '') }, { weight: 1, arbitrary: wrongArb }),
-          id: fc.oneof({ weight: 6, arbitrary: fc.constantFrom('a', 'b', 'c') }, { weight: 1, arbitrary: fc.string({ maxLength: 8 }) }, { weight: 1, arbitrary: wrongArb }),
+          type: fc.oneof(
+            { weight: 6, arbitrary: fc.constant('subscribe') },
+            {
+              weight: 3,
+              arbitrary: fc.constantFrom(
+                'complete',
+                'ping',
+                'pong',
+                'connection_init',
+                'next',
+                'error',
+                'connection_ack',
+                'nope',
+                '',
+              ),
+            },
+            { weight: 1, arbitrary: wrongArb },
+          ),
+          id: fc.oneof(
+            { weight: 6, arbitrary: fc.constantFrom('a', 'b', 'c') },
+            { weight: 1, arbitrary: fc.string({ maxLength: 8 }) },
+            { weight: 1, arbitrary: wrongArb },
+          ),
           payload: fc.oneof(
             {
               weight: 6,
@@ -373,9 +693,21 @@ export const wsFrameArb: fc.Arbitrary<string> = fc.oneof(
                 {
                   query: fc.oneof({ weight: 8, arbitrary: smallDocArb }, { weight: 1, arbitrary: wrongArb }),
                   // Variables nested past the limit of 100 levels (BAD_USER_INPUT) and far past it, now and then.
-                  variables: fc.oneof({ weight: 4, arbitrary: fc.constant(stockVariables()) }, { weight: 2, arbitrary: wrongArb }, { weight: 1, arbitrary: deepArb }, { weight: 1, arbitrary: deepArb.map((deep) => ({ ...stockVariables(), properties: { nested: deep } })) }),
+                  variables: fc.oneof(
+                    { weight: 4, arbitrary: fc.constant(stockVariables()) },
+                    { weight: 2, arbitrary: wrongArb },
+                    { weight: 1, arbitrary: deepArb },
+                    {
+                      weight: 1,
+                      arbitrary: deepArb.map((deep) => ({ ...stockVariables(), properties: { nested: deep } })),
+                    },
+                  ),
                   operationName: fc.oneof(fc.constant(null), operationNameArb, wrongArb),
-                  extensions: fc.oneof({ weight: 3, arbitrary: wrongArb }, { weight: 1, arbitrary: persistedQueryArb.map((persistedQuery) => ({ persistedQuery })) }, { weight: 1, arbitrary: deepArb }),
+                  extensions: fc.oneof(
+                    { weight: 3, arbitrary: wrongArb },
+                    { weight: 1, arbitrary: persistedQueryArb.map((persistedQuery) => ({ persistedQuery })) },
+                    { weight: 1, arbitrary: deepArb },
+                  ),
                 },
                 { requiredKeys: ['query'] },
               ),
@@ -416,7 +748,14 @@ export const INITIAL_COUNTS = [-1, -2_147_483_648, 0, 1, 2, 2_147_483_647, null,
 
 export const directiveCaseArb: fc.Arbitrary<DirectiveCase> = (() => {
   const streamArb: fc.Arbitrary<StreamArgs | undefined> = fc.option(
-    fc.record({ initialCount: fc.constantFrom(...INITIAL_COUNTS), label: fc.option(fc.constantFrom('a', 'b'), { nil: undefined }), ifFalse: fc.boolean() }, { requiredKeys: ['initialCount'] }),
+    fc.record(
+      {
+        initialCount: fc.constantFrom(...INITIAL_COUNTS),
+        label: fc.option(fc.constantFrom('a', 'b'), { nil: undefined }),
+        ifFalse: fc.boolean(),
+      },
+      { requiredKeys: ['initialCount'] },
+    ),
     { nil: undefined, freq: 4 },
   );
   return fc.record({
@@ -442,10 +781,19 @@ function streamDirective(args: StreamArgs | undefined): string {
 /** The case's document and variables. */
 export function directiveDocument(doc: DirectiveCase): { query: string; variables: Record<string, unknown> } {
   const condition = doc.condition === 'none' ? '' : ` @${doc.condition}(if: $v)`;
-  const defer = { none: '', plain: ' @defer', 'if-false': ' @defer(if: false)', label: ' @defer(label: "s")', variable: ' @defer(if: $d)' }[doc.defer];
+  const defer = {
+    none: '',
+    plain: ' @defer',
+    'if-false': ' @defer(if: false)',
+    label: ' @defer(label: "s")',
+    variable: ' @defer(if: $d)',
+  }[doc.defer];
   const status = doc.defer === 'none' ? '' : ` ...${defer} { status { __typename } }`;
   // Distinct labels where both streams have one (validation wants them unique).
-  const contentStream = doc.contentStream?.label !== undefined && doc.contentStream.label === doc.messagesStream?.label ? { ...doc.contentStream, label: `${doc.contentStream.label}2` } : doc.contentStream;
+  const contentStream =
+    doc.contentStream?.label !== undefined && doc.contentStream.label === doc.messagesStream?.label
+      ? { ...doc.contentStream, label: `${doc.contentStream.label}2` }
+      : doc.contentStream;
   // Only the variables used are declared (validation refuses one that is not).
   const usesN = doc.messagesStream?.initialCount === '$n' || contentStream?.initialCount === '$n';
   const declared = `${usesN ? ', $n: Int' : ''}${condition ? ', $v: Boolean = true' : ''}${doc.defer === 'variable' ? ', $d: Boolean = true' : ''}`;
@@ -459,12 +807,24 @@ export function directiveDocument(doc: DirectiveCase): { query: string; variable
 
 /** Whether the case is a client's mistake the gateway refuses before the run: a null `if`, a negative or null `initialCount`. */
 export function directiveCaseRefused(doc: DirectiveCase): boolean {
-  const count = (args: StreamArgs | undefined) => (args === undefined || args.initialCount === undefined ? 0 : args.initialCount === '$n' ? (doc.n === undefined ? 0 : doc.n) : args.initialCount);
+  const count = (args: StreamArgs | undefined) =>
+    args === undefined || args.initialCount === undefined
+      ? 0
+      : args.initialCount === '$n'
+        ? doc.n === undefined
+          ? 0
+          : doc.n
+        : args.initialCount;
   const badCount = (args: StreamArgs | undefined) => {
     const value = count(args);
     return value === null || value < 0;
   };
-  return badCount(doc.messagesStream) || badCount(doc.contentStream) || (doc.condition !== 'none' && doc.v === null) || (doc.defer === 'variable' && doc.d === null);
+  return (
+    badCount(doc.messagesStream) ||
+    badCount(doc.contentStream) ||
+    (doc.condition !== 'none' && doc.v === null) ||
+    (doc.defer === 'variable' && doc.d === null)
+  );
 }
 
 /** Whether the case's document streams at all (a `@stream` or `@defer` that is on): 406 for a client that takes only JSON. */

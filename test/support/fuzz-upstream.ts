@@ -79,7 +79,12 @@ export class ScriptedUpstream {
       case '/v1/chat/completions':
         return write(res, sse(wellFormedCompletion(), 'text/event-stream'));
       case '/ck/agents/execute':
-        return write(res, { status: 200, contentType: 'application/jsonl', chunks: [Buffer.from(wellFormedJsonl(body.name === 'fuzzGraph' ? 'langgraph' : 'crewai').join('\n') + '\n')], ending: 'end' });
+        return write(res, {
+          status: 200,
+          contentType: 'application/jsonl',
+          chunks: [Buffer.from(wellFormedJsonl(body.name === 'fuzzGraph' ? 'langgraph' : 'crewai').join('\n') + '\n')],
+          ending: 'end',
+        });
       case '/agui':
         return write(res, sse(wellFormedAgUi(String(body.threadId), String(body.runId)), 'text/event-stream'));
       default:
@@ -93,19 +98,42 @@ export const DISCOVERY = {
     { name: 'fuzzCrew', description: 'A crew (runtime-event JSON Lines).', type: 'crewai' },
     { name: 'fuzzGraph', description: 'A graph (LangGraph JSON Lines).', type: 'langgraph' },
   ],
-  actions: [{ name: 'remoteEcho', description: 'Echoes.', parameters: [{ name: 'text', type: 'string', required: false }] }],
+  actions: [
+    { name: 'remoteEcho', description: 'Echoes.', parameters: [{ name: 'text', type: 'string', required: false }] },
+  ],
   sdkVersion: '0.1.70',
 };
 
 /** `data: <json>\n\n` frames of the given events, as one scripted answer. */
 export function sse(events: unknown[], contentType: string): ScriptedAnswer {
-  return { status: 200, contentType, chunks: [Buffer.from(events.map((event) => `data: ${typeof event === 'string' ? event : JSON.stringify(event)}\n\n`).join(''))], ending: 'end' };
+  return {
+    status: 200,
+    contentType,
+    chunks: [
+      Buffer.from(
+        events.map((event) => `data: ${typeof event === 'string' ? event : JSON.stringify(event)}\n\n`).join(''),
+      ),
+    ],
+    ending: 'end',
+  };
 }
 
 /** A complete, well-formed Chat Completions stream: a few text tokens, a finish reason, [DONE]. */
 export function wellFormedCompletion(): unknown[] {
-  const chunk = (delta: unknown, finish: string | null = null) => ({ id: 'chatcmpl-ok', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] });
-  return [chunk({ role: 'assistant', content: '' }), chunk({ content: 'Hello ' }), chunk({ content: 'from the scripted model.' }), chunk({}, 'stop'), '[DONE]'];
+  const chunk = (delta: unknown, finish: string | null = null) => ({
+    id: 'chatcmpl-ok',
+    object: 'chat.completion.chunk',
+    created: 1,
+    model: 'm',
+    choices: [{ index: 0, delta, finish_reason: finish }],
+  });
+  return [
+    chunk({ role: 'assistant', content: '' }),
+    chunk({ content: 'Hello ' }),
+    chunk({ content: 'from the scripted model.' }),
+    chunk({}, 'stop'),
+    '[DONE]',
+  ];
 }
 
 /** A complete, well-formed JSON Lines answer of a remote endpoint's agent, in its dialect. */
@@ -118,7 +146,20 @@ export function wellFormedJsonl(dialect: 'crewai' | 'langgraph'): string[] {
     ].map((line) => JSON.stringify(line));
   }
   const stream = (content: string, finish?: string) =>
-    JSON.stringify({ event: 'on_chat_model_stream', name: 'ChatOpenAI', run_id: 'lg', metadata: { langgraph_node: 'chat_node' }, data: { chunk: { id: 'lg-ok', content, tool_call_chunks: [], response_metadata: finish ? { finish_reason: finish } : {} } } });
+    JSON.stringify({
+      event: 'on_chat_model_stream',
+      name: 'ChatOpenAI',
+      run_id: 'lg',
+      metadata: { langgraph_node: 'chat_node' },
+      data: {
+        chunk: {
+          id: 'lg-ok',
+          content,
+          tool_call_chunks: [],
+          response_metadata: finish ? { finish_reason: finish } : {},
+        },
+      },
+    });
   return [stream('Hello from the graph.'), stream('', 'stop')];
 }
 

@@ -50,7 +50,9 @@ export async function eventually(check: () => boolean, what: string, attempts = 
  * Gateways a test file starts and closes after each test: `const { start } = gatewaysPerTest(defaults)`.
  * Must be called at the top level of a test file (it registers an afterEach).
  */
-export function gatewaysPerTest(defaults: GatewayOptions = {}): { start: (options?: GatewayOptions) => Promise<RunningGateway> } {
+export function gatewaysPerTest(defaults: GatewayOptions = {}): {
+  start: (options?: GatewayOptions) => Promise<RunningGateway>;
+} {
   const running: RunningGateway[] = [];
   afterEach(async () => {
     await Promise.all(running.splice(0).map((gateway) => gateway.close()));

@@ -20,7 +20,9 @@ export function failOnProcessErrors(): void {
     realProcess.off('unhandledRejection', recordUncaught);
   });
   afterEach(() => {
-    const errors = processErrors.splice(0).map((error) => (error instanceof Error ? `${error.name}: ${error.message}\n${error.stack}` : String(error)));
+    const errors = processErrors
+      .splice(0)
+      .map((error) => (error instanceof Error ? `${error.name}: ${error.message}\n${error.stack}` : String(error)));
     expect(errors).toEqual([]);
   });
 }

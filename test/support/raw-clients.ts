@@ -39,17 +39,37 @@ export interface RawOutcome {
 }
 
 const STREAMED = /* GraphQL */ `
-  mutation($data: GenerateCopilotResponseInput!) {
+  mutation ($data: GenerateCopilotResponseInput!) {
     generateCopilotResponse(data: $data) {
       threadId
-      messages @stream { __typename id ... on TextMessageOutput { content @stream } }
-      ... @defer { status { ... on BaseResponseStatus { code } ... on FailedResponseStatus { reason details } } }
+      messages @stream {
+        __typename
+        id
+        ... on TextMessageOutput {
+          content @stream
+        }
+      }
+      ... @defer {
+        status {
+          ... on BaseResponseStatus {
+            code
+          }
+          ... on FailedResponseStatus {
+            reason
+            details
+          }
+        }
+      }
     }
   }
 `;
 
 /** Starts a run over `via`. `input` is a GenerateCopilotResponseInput (GraphQL) or the AG-UI agent id, thread and prompt. */
-export function rawRun(via: RawVia, url: string, input: { data: Record<string, unknown>; agentId: string; threadId: string; prompt: string }): RawRun {
+export function rawRun(
+  via: RawVia,
+  url: string,
+  input: { data: Record<string, unknown>; agentId: string; threadId: string; prompt: string },
+): RawRun {
   switch (via) {
     case 'multipart':
       return httpRun(url, { query: STREAMED, variables: { data: input.data } }, 'multipart/mixed', multipartOutcome);
@@ -76,7 +96,12 @@ export function rawRun(via: RawVia, url: string, input: { data: Record<string, u
 /** Whether some text has arrived: every token the fault upstream sends begins with `t<i>·`. */
 const TEXT_MARK = /t\d+·/u;
 
-function httpRun(url: string, body: unknown, accept: string, outcomeOf: (raw: string) => Omit<RawOutcome, 'ending'>): RawRun {
+function httpRun(
+  url: string,
+  body: unknown,
+  accept: string,
+  outcomeOf: (raw: string) => Omit<RawOutcome, 'ending'>,
+): RawRun {
   const target = new URL(url);
   let raw = '';
   let bytes = 0;
@@ -147,7 +172,9 @@ function wsRun(wsUrl: string, data: Record<string, unknown>): RawRun {
       bytes += (message as Buffer).length;
       const parsed = JSON.parse(String(message));
       if (parsed.type === 'connection_ack') {
-        socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: RUN_SUBSCRIPTION, variables: { data } } }));
+        socket.send(
+          JSON.stringify({ id: '1', type: 'subscribe', payload: { query: RUN_SUBSCRIPTION, variables: { data } } }),
+        );
       } else if (parsed.type === 'next') {
         const event = parsed.payload.data?.copilotRun;
         if (event?.__typename === 'TextMessageContentEvent') {
@@ -199,7 +226,8 @@ export function multipartOutcome(raw: string): Omit<RawOutcome, 'ending'> {
   const messages: string[][] = [];
   let status: { code: string; details?: any } | undefined;
   for (const payload of payloads) {
-    for (const message of payload.data?.generateCopilotResponse?.messages ?? []) messages.push([...(message.content ?? [])]);
+    for (const message of payload.data?.generateCopilotResponse?.messages ?? [])
+      messages.push([...(message.content ?? [])]);
     for (const increment of payload.incremental ?? []) {
       const path: (string | number)[] = increment.path ?? [];
       // The response's status (path [generateCopilotResponse]), not a message's.

@@ -22,7 +22,11 @@ export class RedisServer {
     if (spawnSync('redis-server', ['--version']).error) {
       throw new Error('redis-server is not installed: apt-get install -y redis-server (.ci/run does it).');
     }
-    const server = new RedisServer(await freePort(), mkdtempSync(join(tmpdir(), 'cg-redis-')), options.persistent ?? false);
+    const server = new RedisServer(
+      await freePort(),
+      mkdtempSync(join(tmpdir(), 'cg-redis-')),
+      options.persistent ?? false,
+    );
     await server.launch();
     return server;
   }
@@ -32,7 +36,22 @@ export class RedisServer {
   }
 
   private async launch(): Promise<void> {
-    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--save', '', '--daemonize', 'no', '--protected-mode', 'no', '--loglevel', 'warning'];
+    const args = [
+      '--port',
+      String(this.port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      this.dir,
+      '--save',
+      '',
+      '--daemonize',
+      'no',
+      '--protected-mode',
+      'no',
+      '--loglevel',
+      'warning',
+    ];
     if (this.persistent) args.push('--appendonly', 'yes', '--appendfsync', 'always');
     else args.push('--appendonly', 'no');
     const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -34,5 +34,12 @@ export function scriptedRunContext(events: readonly SequencedEvent[], logger: Lo
       return view;
     },
   };
-  return { requestId: 'req-1', logger, signal: new AbortController().signal, launcher, allowance: { used: false }, acceptsIncremental: true };
+  return {
+    requestId: 'req-1',
+    logger,
+    signal: new AbortController().signal,
+    launcher,
+    allowance: { used: false },
+    acceptsIncremental: true,
+  };
 }

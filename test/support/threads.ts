@@ -6,7 +6,11 @@ import WebSocket from 'ws';
 
 /** POSTs a GraphQL operation; resolves with the JSON answer. */
 export async function gql(url: string, query: string, variables: Record<string, unknown> = {}): Promise<any> {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }) });
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query, variables }),
+  });
   return response.json();
 }
 
@@ -38,15 +42,51 @@ export const THREAD = /* GraphQL */ `
   query Thread($threadId: ID!) {
     copilotThread(threadId: $threadId) {
       threadId
-      messages { __typename id ... on TextMessageOutput { role content } ... on ActionExecutionMessageOutput { name arguments } ... on ResultMessageOutput { result } }
-      agentStates { agentName nodeName state running runId }
-      runs { runId lastSequence startedAt finishedAt status { ... on BaseResponseStatus { code } ... on FailedResponseStatus { reason details } } }
+      messages {
+        __typename
+        id
+        ... on TextMessageOutput {
+          role
+          content
+        }
+        ... on ActionExecutionMessageOutput {
+          name
+          arguments
+        }
+        ... on ResultMessageOutput {
+          result
+        }
+      }
+      agentStates {
+        agentName
+        nodeName
+        state
+        running
+        runId
+      }
+      runs {
+        runId
+        lastSequence
+        startedAt
+        finishedAt
+        status {
+          ... on BaseResponseStatus {
+            code
+          }
+          ... on FailedResponseStatus {
+            reason
+            details
+          }
+        }
+      }
     }
   }
 `;
 
 export const STOP = /* GraphQL */ `
-  mutation Stop($threadId: ID!, $runId: ID) { stopCopilotRun(threadId: $threadId, runId: $runId) }
+  mutation Stop($threadId: ID!, $runId: ID) {
+    stopCopilotRun(threadId: $threadId, runId: $runId)
+  }
 `;
 
 /** A subscription's results as they come, with a promise of its end. */
@@ -111,11 +151,19 @@ export function watch(wsUrl: string, query: string, variables: Record<string, un
 
 /** The text of a run's events: its content chunks joined. */
 export function textOfEvents(events: any[]): string {
-  return events.filter((event) => event.__typename === 'TextMessageContentEvent').map((event) => event.content).join('');
+  return events
+    .filter((event) => event.__typename === 'TextMessageContentEvent')
+    .map((event) => event.content)
+    .join('');
 }
 
 /** Polls `read` until `check` holds for what it returns (for effects with no event to await). */
-export async function until<T>(read: () => Promise<T>, check: (value: T) => boolean, what: string, timeoutMs = 10_000): Promise<T> {
+export async function until<T>(
+  read: () => Promise<T>,
+  check: (value: T) => boolean,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await read();
@@ -151,13 +199,19 @@ export function compactEvents(events: any[]): { type: string; sequence: number; 
   for (const event of events) {
     const type = String(event.type ?? event.__typename).replace(/Event$/, '');
     const id = event.messageId ?? event.actionExecutionId;
-    const text = type === 'TextMessageContent' ? event.content : type === 'ActionExecutionArgs' ? event.args : undefined;
+    const text =
+      type === 'TextMessageContent' ? event.content : type === 'ActionExecutionArgs' ? event.args : undefined;
     const last = compact.at(-1);
     if (text !== undefined && last && last.type === type && last.id === id) {
       last.text += text;
       last.sequence = event.sequence;
     } else {
-      compact.push({ type, sequence: event.sequence, ...(id === undefined ? {} : { id }), ...(text === undefined ? {} : { text }) });
+      compact.push({
+        type,
+        sequence: event.sequence,
+        ...(id === undefined ? {} : { id }),
+        ...(text === undefined ? {} : { text }),
+      });
     }
   }
   return compact;

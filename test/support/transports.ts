@@ -50,16 +50,27 @@ const multipart: Transport = {
     // leaves its stream open, as the reference client does: the error ends the wait here.
     let reportError!: (error: any) => void;
     const errored = new Promise<{ error: any }>((resolve) => (reportError = (error) => resolve({ error })));
-    const client = new CopilotRuntimeClient({ url: gateway.url, handleGQLErrors: reportError, ...(options.headers ? { headers: options.headers } : {}) });
+    const client = new CopilotRuntimeClient({
+      url: gateway.url,
+      handleGQLErrors: reportError,
+      ...(options.headers ? { headers: options.headers } : {}),
+    });
     const controller = new AbortController();
-    const stream = client.asStream(client.generateCopilotResponse({ data: data as any, properties: options.properties, signal: controller.signal }));
+    const stream = client.asStream(
+      client.generateCopilotResponse({ data: data as any, properties: options.properties, signal: controller.signal }),
+    );
     const reader = stream.getReader();
     let last: any;
     for (;;) {
       const next = await Promise.race([reader.read(), errored]);
       if ('error' in next) {
         await reader.cancel().catch(() => {});
-        return { messages: [], metaEvents: [], status: { code: 'Errors' }, errors: next.error.graphQLErrors ?? [next.error] };
+        return {
+          messages: [],
+          metaEvents: [],
+          status: { code: 'Errors' },
+          errors: next.error.graphQLErrors ?? [next.error],
+        };
       }
       if (next.done) break;
       last = next.value;
@@ -94,23 +105,37 @@ const sse: Transport = {
         done = true;
         resolve(outcome);
       };
-      const subscription = client.mutation(GenerateCopilotResponseDocument, { data: data as any, properties: options.properties }, { fetch: abortableFetch }).subscribe((result) => {
-        if (result.error) {
-          subscription?.unsubscribe();
-          if (result.error.graphQLErrors.length) {
-            finish({ messages: [], metaEvents: [], status: { code: 'Errors' }, errors: result.error.graphQLErrors.map((e: any) => ({ message: e.message, extensions: e.extensions })) });
-          } else reject(result.error);
-          return;
-        }
-        last = result.data;
-        if (options.abortOnFirstText && last?.generateCopilotResponse?.messages?.some((m: any) => m.content?.length)) {
-          controller.abort();
-          setImmediate(() => subscription.unsubscribe());
-          finish(fromMutationResult(last.generateCopilotResponse));
-          return;
-        }
-        if (!result.hasNext) finish(fromMutationResult(last.generateCopilotResponse));
-      });
+      const subscription = client
+        .mutation(
+          GenerateCopilotResponseDocument,
+          { data: data as any, properties: options.properties },
+          { fetch: abortableFetch },
+        )
+        .subscribe((result) => {
+          if (result.error) {
+            subscription?.unsubscribe();
+            if (result.error.graphQLErrors.length) {
+              finish({
+                messages: [],
+                metaEvents: [],
+                status: { code: 'Errors' },
+                errors: result.error.graphQLErrors.map((e: any) => ({ message: e.message, extensions: e.extensions })),
+              });
+            } else reject(result.error);
+            return;
+          }
+          last = result.data;
+          if (
+            options.abortOnFirstText &&
+            last?.generateCopilotResponse?.messages?.some((m: any) => m.content?.length)
+          ) {
+            controller.abort();
+            setImmediate(() => subscription.unsubscribe());
+            finish(fromMutationResult(last.generateCopilotResponse));
+            return;
+          }
+          if (!result.hasNext) finish(fromMutationResult(last.generateCopilotResponse));
+        });
     });
   },
 };
@@ -119,13 +144,36 @@ function fromMutationResult(response: any): Outcome {
   const messages: OutcomeMessage[] = (response?.messages ?? []).map((message: any): OutcomeMessage => {
     switch (message.__typename) {
       case 'TextMessageOutput':
-        return { type: 'text', id: message.id, content: (message.content ?? []).join(''), status: message.status?.code };
+        return {
+          type: 'text',
+          id: message.id,
+          content: (message.content ?? []).join(''),
+          status: message.status?.code,
+        };
       case 'ActionExecutionMessageOutput':
-        return { type: 'action', id: message.id, name: message.name, args: (message.arguments ?? []).join(''), status: message.status?.code };
+        return {
+          type: 'action',
+          id: message.id,
+          name: message.name,
+          args: (message.arguments ?? []).join(''),
+          status: message.status?.code,
+        };
       case 'ResultMessageOutput':
-        return { type: 'result', actionExecutionId: message.actionExecutionId, actionName: message.actionName, result: message.result };
+        return {
+          type: 'result',
+          actionExecutionId: message.actionExecutionId,
+          actionName: message.actionName,
+          result: message.result,
+        };
       case 'AgentStateMessageOutput':
-        return { type: 'state', agentName: message.agentName, nodeName: message.nodeName, state: JSON.parse(message.state), running: message.running, active: message.active };
+        return {
+          type: 'state',
+          agentName: message.agentName,
+          nodeName: message.nodeName,
+          state: JSON.parse(message.state),
+          running: message.running,
+          active: message.active,
+        };
       default:
         throw new Error(`unexpected message ${message.__typename}`);
     }
@@ -140,7 +188,11 @@ function fromMutationResult(response: any): Outcome {
 }
 
 function interruptMessage(message: any) {
-  return { type: message.__typename, id: message.id, ...(message.content ? { content: [].concat(message.content).join('') } : {}) };
+  return {
+    type: message.__typename,
+    id: message.id,
+    ...(message.content ? { content: [].concat(message.content).join('') } : {}),
+  };
 }
 
 // --- graphql-ws: the copilotRun subscription ------------------------------------------------------
@@ -149,24 +201,80 @@ export const RUN_SUBSCRIPTION = /* GraphQL */ `
   subscription Run($data: GenerateCopilotResponseInput!, $properties: JSONObject) {
     copilotRun(data: $data, properties: $properties) {
       __typename
-      ... on RunEvent { sequence }
-      ... on TextMessageStartEvent { messageId }
-      ... on TextMessageContentEvent { messageId content }
-      ... on TextMessageEndEvent { messageId messageStatus { __typename } }
-      ... on ActionExecutionStartEvent { actionExecutionId actionName }
-      ... on ActionExecutionArgsEvent { actionExecutionId args }
-      ... on ActionExecutionEndEvent { actionExecutionId messageStatus { __typename } }
-      ... on ActionExecutionResultEvent { actionExecutionId actionName result }
-      ... on AgentStateMessageEvent { agentName nodeName state running active }
+      ... on RunEvent {
+        sequence
+      }
+      ... on TextMessageStartEvent {
+        messageId
+      }
+      ... on TextMessageContentEvent {
+        messageId
+        content
+      }
+      ... on TextMessageEndEvent {
+        messageId
+        messageStatus {
+          __typename
+        }
+      }
+      ... on ActionExecutionStartEvent {
+        actionExecutionId
+        actionName
+      }
+      ... on ActionExecutionArgsEvent {
+        actionExecutionId
+        args
+      }
+      ... on ActionExecutionEndEvent {
+        actionExecutionId
+        messageStatus {
+          __typename
+        }
+      }
+      ... on ActionExecutionResultEvent {
+        actionExecutionId
+        actionName
+        result
+      }
+      ... on AgentStateMessageEvent {
+        agentName
+        nodeName
+        state
+        running
+        active
+      }
       ... on RunMetaEvent {
         event {
           __typename
           name
-          ... on LangGraphInterruptEvent { value }
-          ... on CopilotKitLangGraphInterruptEvent { data { value messages { __typename id ... on TextMessageOutput { content } } } }
+          ... on LangGraphInterruptEvent {
+            value
+          }
+          ... on CopilotKitLangGraphInterruptEvent {
+            data {
+              value
+              messages {
+                __typename
+                id
+                ... on TextMessageOutput {
+                  content
+                }
+              }
+            }
+          }
         }
       }
-      ... on RunFinishedEvent { status { ... on BaseResponseStatus { code } ... on FailedResponseStatus { reason details } } }
+      ... on RunFinishedEvent {
+        status {
+          ... on BaseResponseStatus {
+            code
+          }
+          ... on FailedResponseStatus {
+            reason
+            details
+          }
+        }
+      }
     }
   }
 `;
@@ -174,13 +282,24 @@ export const RUN_SUBSCRIPTION = /* GraphQL */ `
 const graphqlWs: Transport = {
   name: 'graphql-ws',
   async run(gateway, data, options = {}) {
-    const connectionParams = options.headers ? Object.fromEntries(Object.entries(options.headers).map(([name, value]) => [name.toLowerCase(), value])) : undefined;
-    const client = createClient({ url: gateway.wsUrl, webSocketImpl: WebSocket, retryAttempts: 0, lazy: true, ...(connectionParams ? { connectionParams } : {}) });
+    const connectionParams = options.headers
+      ? Object.fromEntries(Object.entries(options.headers).map(([name, value]) => [name.toLowerCase(), value]))
+      : undefined;
+    const client = createClient({
+      url: gateway.wsUrl,
+      webSocketImpl: WebSocket,
+      retryAttempts: 0,
+      lazy: true,
+      ...(connectionParams ? { connectionParams } : {}),
+    });
     const outcome: Outcome = { messages: [], metaEvents: [], status: { code: 'Missing' } };
     const open = new Map<string, OutcomeMessage>();
     const sequences: number[] = [];
     try {
-      for await (const result of client.iterate({ query: RUN_SUBSCRIPTION, variables: { data, properties: options.properties } })) {
+      for await (const result of client.iterate({
+        query: RUN_SUBSCRIPTION,
+        variables: { data, properties: options.properties },
+      })) {
         if (result.errors?.length) {
           return { ...outcome, status: { code: 'Errors' }, errors: result.errors as any };
         }
@@ -198,10 +317,19 @@ const graphqlWs: Transport = {
             if (options.abortOnFirstText) return outcome; // leaving the loop completes the operation
             break;
           case 'TextMessageEndEvent':
-            (open.get(event.messageId) as { status: string }).status = event.messageStatus.__typename.replace('MessageStatus', '');
+            (open.get(event.messageId) as { status: string }).status = event.messageStatus.__typename.replace(
+              'MessageStatus',
+              '',
+            );
             break;
           case 'ActionExecutionStartEvent': {
-            const message: OutcomeMessage = { type: 'action', id: event.actionExecutionId, name: event.actionName, args: '', status: 'Pending' };
+            const message: OutcomeMessage = {
+              type: 'action',
+              id: event.actionExecutionId,
+              name: event.actionName,
+              args: '',
+              status: 'Pending',
+            };
             open.set(event.actionExecutionId, message);
             outcome.messages.push(message);
             break;
@@ -210,18 +338,37 @@ const graphqlWs: Transport = {
             (open.get(event.actionExecutionId) as { args: string }).args += event.args;
             break;
           case 'ActionExecutionEndEvent':
-            (open.get(event.actionExecutionId) as { status: string }).status = event.messageStatus.__typename.replace('MessageStatus', '');
+            (open.get(event.actionExecutionId) as { status: string }).status = event.messageStatus.__typename.replace(
+              'MessageStatus',
+              '',
+            );
             break;
           case 'ActionExecutionResultEvent':
-            outcome.messages.push({ type: 'result', actionExecutionId: event.actionExecutionId, actionName: event.actionName, result: event.result });
+            outcome.messages.push({
+              type: 'result',
+              actionExecutionId: event.actionExecutionId,
+              actionName: event.actionName,
+              result: event.result,
+            });
             break;
           case 'AgentStateMessageEvent':
-            outcome.messages.push({ type: 'state', agentName: event.agentName, nodeName: event.nodeName, state: JSON.parse(event.state), running: event.running, active: event.active });
+            outcome.messages.push({
+              type: 'state',
+              agentName: event.agentName,
+              nodeName: event.nodeName,
+              state: JSON.parse(event.state),
+              running: event.running,
+              active: event.active,
+            });
             break;
           case 'RunMetaEvent':
             outcome.metaEvents.push(
               event.event.__typename === 'CopilotKitLangGraphInterruptEvent'
-                ? { name: event.event.name, value: event.event.data.value, messages: event.event.data.messages.map(interruptMessage) }
+                ? {
+                    name: event.event.name,
+                    value: event.event.data.value,
+                    messages: event.event.data.messages.map(interruptMessage),
+                  }
                 : { name: event.event.name, value: event.event.value },
             );
             break;
@@ -230,7 +377,8 @@ const graphqlWs: Transport = {
             break;
         }
       }
-      if (sequences.some((sequence, i) => i > 0 && sequence <= sequences[i - 1])) throw new Error(`sequence numbers do not rise: ${sequences}`);
+      if (sequences.some((sequence, i) => i > 0 && sequence <= sequences[i - 1]))
+        throw new Error(`sequence numbers do not rise: ${sequences}`);
       return outcome;
     } finally {
       await client.dispose();

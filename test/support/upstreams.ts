@@ -68,21 +68,45 @@ function modelKindOf(name: string, fake: () => AgentFake, adapter: (baseURL: str
   };
 }
 
-export const modelKind = modelKindOf('the model (OpenAI-compatible)', () => new FakeOpenAI(), (baseURL) => new OpenAIAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0 }));
-
-export const openAIResponsesKind = modelKindOf('the model (OpenAI Responses API)', () => new FakeOpenAI(), (baseURL) =>
-  new OpenAIAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0, apiStyle: 'responses' }),
+export const modelKind = modelKindOf(
+  'the model (OpenAI-compatible)',
+  () => new FakeOpenAI(),
+  (baseURL) => new OpenAIAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0 }),
 );
 
-export const anthropicKind = modelKindOf('the model (Anthropic Messages API)', () => new FakeAnthropic(), (baseURL) =>
-  new AnthropicAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0 }),
+export const openAIResponsesKind = modelKindOf(
+  'the model (OpenAI Responses API)',
+  () => new FakeOpenAI(),
+  (baseURL) => new OpenAIAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0, apiStyle: 'responses' }),
 );
 
-export const googleKind = modelKindOf('the model (Google Gemini API)', () => new FakeGemini(), (baseURL) => new GoogleAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0 }));
+export const anthropicKind = modelKindOf(
+  'the model (Anthropic Messages API)',
+  () => new FakeAnthropic(),
+  (baseURL) => new AnthropicAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0 }),
+);
+
+export const googleKind = modelKindOf(
+  'the model (Google Gemini API)',
+  () => new FakeGemini(),
+  (baseURL) => new GoogleAdapter({ baseURL, apiKey: 'test-key', maxRetries: 0 }),
+);
 
 /** A LangChain chat model (ChatOpenAI, LangChain's own OpenAI client) against the fake OpenAI server. */
-export const langChainModelKind = modelKindOf('the model (a LangChain chat model)', () => new FakeOpenAI(), (baseURL) =>
-  new LangChainAdapter({ model: new ChatOpenAI({ model: 'fake-model', apiKey: 'test-key', configuration: { baseURL }, maxRetries: 0, streaming: true }), modelName: 'fake-model' }),
+export const langChainModelKind = modelKindOf(
+  'the model (a LangChain chat model)',
+  () => new FakeOpenAI(),
+  (baseURL) =>
+    new LangChainAdapter({
+      model: new ChatOpenAI({
+        model: 'fake-model',
+        apiKey: 'test-key',
+        configuration: { baseURL },
+        maxRetries: 0,
+        streaming: true,
+      }),
+      modelName: 'fake-model',
+    }),
 );
 
 /** A fake upstream server a kind (model or agent) runs against. */
@@ -95,7 +119,12 @@ interface AgentFake {
 const FAST_RETRY = { baseDelayMs: 1, maxDelayMs: 5 };
 
 /** An agent kind: its fake, and the gateway options that point an agent named `agentName` at it. */
-function agentKind(name: string, agentName: string, fake: () => AgentFake, configure: (url: string) => GatewayOptions): UpstreamKind {
+function agentKind(
+  name: string,
+  agentName: string,
+  fake: () => AgentFake,
+  configure: (url: string) => GatewayOptions,
+): UpstreamKind {
   return {
     name,
     agent: true,
@@ -119,16 +148,31 @@ function agentKind(name: string, agentName: string, fake: () => AgentFake, confi
 
 /** An agent of a CopilotKit remote endpoint, in one of its two JSONL dialects. */
 export const copilotKitKind = (dialect: 'crewai' | 'langgraph'): UpstreamKind =>
-  agentKind(`a CopilotKit remote endpoint agent (${dialect} JSONL)`, dialect === 'crewai' ? 'crewAgent' : 'graphAgent', () => new FakeCopilotKitEndpoint(), (url) => ({
-    remoteEndpoints: [{ url, retry: FAST_RETRY }],
-  }));
+  agentKind(
+    `a CopilotKit remote endpoint agent (${dialect} JSONL)`,
+    dialect === 'crewai' ? 'crewAgent' : 'graphAgent',
+    () => new FakeCopilotKitEndpoint(),
+    (url) => ({
+      remoteEndpoints: [{ url, retry: FAST_RETRY }],
+    }),
+  );
 
 /** An agent that speaks AG-UI over HTTP (events encoded with @ag-ui/encoder). */
-export const agUiKind = agentKind('an AG-UI agent', 'researcher', () => new FakeAgUiAgent(), (url) => ({
-  agents: { researcher: agUiAgent({ url, description: 'Researches.', retry: FAST_RETRY }) },
-}));
+export const agUiKind = agentKind(
+  'an AG-UI agent',
+  'researcher',
+  () => new FakeAgUiAgent(),
+  (url) => ({
+    agents: { researcher: agUiAgent({ url, description: 'Researches.', retry: FAST_RETRY }) },
+  }),
+);
 
 /** A graph on LangGraph Platform, driven with @langchain/langgraph-sdk. */
-export const langGraphKind = agentKind('a LangGraph Platform graph', 'chat', () => new FakeLangGraph(), (deploymentUrl) => ({
-  agents: { chat: langGraphAgent({ deploymentUrl, graphId: 'chat', retry: FAST_RETRY }) },
-}));
+export const langGraphKind = agentKind(
+  'a LangGraph Platform graph',
+  'chat',
+  () => new FakeLangGraph(),
+  (deploymentUrl) => ({
+    agents: { chat: langGraphAgent({ deploymentUrl, graphId: 'chat', retry: FAST_RETRY }) },
+  }),
+);

@@ -8,7 +8,11 @@ import type { RunContext, RunDriver } from '../run.js';
 import { CoalescingWriter } from '../coalescing.js';
 import { RoundRecorder, executeServerCalls } from './round.js';
 
-export type UpstreamCallObserver = (call: { threadId: string; runId: string; upstream: string }) => (error: unknown) => void;
+export type UpstreamCallObserver = (call: {
+  threadId: string;
+  runId: string;
+  upstream: string;
+}) => (error: unknown) => void;
 
 export interface AgentLoopOptions {
   /** The most agent calls in one run (server-side results are followed by another call). */
@@ -66,39 +70,45 @@ export async function driveAgent(context: RunContext, plan: AgentRunPlan): Promi
     const out = new CoalescingWriter(recorder);
     const runId = round === 1 ? context.runId : randomUUID();
     try {
-      await recorded(options, context, `agent:${agent.name}`, () => context.callUpstream(
-        {
-          firstMs: options.agentFirstEventTimeoutMs,
-          idleMs: options.agentIdleTimeoutMs,
-          onTimeout: (waited, beforeFirst) =>
-            new UpstreamError(
-              'UPSTREAM_TIMEOUT',
-              `Agent "${agent.name}" sent nothing for ${waited} ms ${beforeFirst ? 'after it was called (agentFirstEventTimeoutMs)' : 'between events (agentIdleTimeoutMs)'} and was cut off.`,
-              { details: { agentName: agent.name } },
+      await recorded(options, context, `agent:${agent.name}`, () =>
+        context.callUpstream(
+          {
+            firstMs: options.agentFirstEventTimeoutMs,
+            idleMs: options.agentIdleTimeoutMs,
+            onTimeout: (waited, beforeFirst) =>
+              new UpstreamError(
+                'UPSTREAM_TIMEOUT',
+                `Agent "${agent.name}" sent nothing for ${waited} ms ` +
+                  (beforeFirst
+                    ? 'after it was called (agentFirstEventTimeoutMs)'
+                    : 'between events (agentIdleTimeoutMs)') +
+                  ' and was cut off.',
+                { details: { agentName: agent.name } },
+              ),
+          },
+          (signal) =>
+            agent.client.run(
+              {
+                agentName: agent.name,
+                threadId: context.threadId,
+                runId,
+                nodeName: request.agentSession?.nodeName ?? null,
+                messages,
+                tools,
+                state,
+                config: ownState?.config ?? {},
+                metaEvents: round === 1 ? request.metaEvents : [],
+                context: request.context,
+                properties: request.properties,
+                principal: request.principal,
+                forwardedParameters: request.forwardedParameters,
+                logger: context.logger,
+              },
+              out,
+              signal,
             ),
-        },
-        (signal) =>
-          agent.client.run(
-            {
-              agentName: agent.name,
-              threadId: context.threadId,
-              runId,
-              nodeName: request.agentSession?.nodeName ?? null,
-              messages,
-              tools,
-              state,
-              config: ownState?.config ?? {},
-              metaEvents: round === 1 ? request.metaEvents : [],
-              context: request.context,
-              properties: request.properties,
-              principal: request.principal,
-              forwardedParameters: request.forwardedParameters,
-              logger: context.logger,
-            },
-            out,
-            signal,
-          ),
-      ));
+        ),
+      );
     } catch (error) {
       out.discard();
       throw error;

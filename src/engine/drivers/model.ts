@@ -58,7 +58,9 @@ async function driveModel(context: RunContext, plan: ModelRunPlan): Promise<void
   context.summary.adapter = adapter.name;
   // Kept for the run's life: most gateways have no agent, and share one empty map.
   const agents: ReadonlyMap<string, AgentEntry> =
-    plan.agents.length === 0 ? NO_AGENTS : new Map(plan.agents.filter((agent) => !catalog.has(agent.name)).map((agent) => [agent.name, agent]));
+    plan.agents.length === 0
+      ? NO_AGENTS
+      : new Map(plan.agents.filter((agent) => !catalog.has(agent.name)).map((agent) => [agent.name, agent]));
   const tools: ToolDefinition[] = [
     ...catalog.tools(),
     ...[...agents.values()].map((agent) => ({
@@ -68,7 +70,11 @@ async function driveModel(context: RunContext, plan: ModelRunPlan): Promise<void
     })),
     ...request.frontendTools.filter((tool) => !catalog.has(tool.name) && !agents.has(tool.name)),
   ];
-  const messages = withSystemNote(withContext(request.messages, request.context), 'gateway-mcp-tools', mcpInstructions(catalog.actions()));
+  const messages = withSystemNote(
+    withContext(request.messages, request.context),
+    'gateway-mcp-tools',
+    mcpInstructions(catalog.actions()),
+  );
   // Chunks are kept only when a round may be continued or handed over.
   const keepChunks = catalog.size > 0 || agents.size > 0;
 
@@ -84,7 +90,14 @@ async function driveModel(context: RunContext, plan: ModelRunPlan): Promise<void
     if (agentCall) {
       for (const other of calls) {
         if (other !== agentCall && agents.has(other.name) && !catalog.has(other.name)) {
-          recorder.actionResult(other.id, other.name, JSON.stringify({ error: { code: 'BAD_USER_INPUT', message: 'Only one agent can take over a run.' }, result: '' }));
+          recorder.actionResult(
+            other.id,
+            other.name,
+            JSON.stringify({
+              error: { code: 'BAD_USER_INPUT', message: 'Only one agent can take over a run.' },
+              result: '',
+            }),
+          );
         }
       }
       recorder.actionResult(agentCall.id, agentCall.name, `${agentCall.name} agent started`);
@@ -112,7 +125,11 @@ async function driveModel(context: RunContext, plan: ModelRunPlan): Promise<void
 function callModel(
   context: RunContext,
   options: ModelDriverOptions,
-  call: { messages: readonly Message[]; tools: readonly ToolDefinition[]; forwardedParameters: RunRequest['forwardedParameters'] },
+  call: {
+    messages: readonly Message[];
+    tools: readonly ToolDefinition[];
+    forwardedParameters: RunRequest['forwardedParameters'];
+  },
   recorder: RoundRecorder,
 ): Promise<void> {
   const request = {
@@ -124,8 +141,8 @@ function callModel(
     logger: context.logger,
     onRetry: options.onModelRetry,
   };
-  return recorded(options, context, `model:${options.adapter.name}`, () => context
-    .callUpstream(
+  return recorded(options, context, `model:${options.adapter.name}`, () =>
+    context.callUpstream(
       {
         firstMs: options.modelFirstTokenTimeoutMs,
         idleMs: options.modelIdleTimeoutMs,
@@ -133,13 +150,14 @@ function callModel(
           new UpstreamError(
             'UPSTREAM_TIMEOUT',
             beforeFirst
-              ? `The model sent nothing for ${waited} ms after it was called (modelFirstTokenTimeoutMs) and was cut off.`
+              ? `The model sent nothing for ${waited} ms after it was called (modelFirstTokenTimeoutMs) and was cut ` +
+                  `off.`
               : `The model sent nothing for ${waited} ms between chunks (modelIdleTimeoutMs) and was cut off.`,
           ),
       },
       (signal) => options.adapter.stream(request, recorder, signal),
-    ))
-    .then(() => context.closeOpenMessages());
+    ),
+  ).then(() => context.closeOpenMessages());
 }
 
 /**
@@ -148,14 +166,20 @@ function callModel(
  */
 export function withContext(messages: readonly Message[], context: readonly ContextEntry[]): Message[] {
   if (context.length === 0) return [...messages];
-  const content = `Context from the application:\n${context.map((entry) => `- ${entry.description}: ${entry.value}`).join('\n')}`;
+  const lines = context.map((entry) => `- ${entry.description}: ${entry.value}`);
+  const content = `Context from the application:\n${lines.join('\n')}`;
   return withSystemNote(messages, 'gateway-context', content);
 }
 
-/** Puts a system message of the gateway's after the conversation's leading system messages (none when `content` is undefined). */
+/**
+ * Puts a system message of the gateway's after the conversation's leading system messages (none when `content` is
+ * undefined).
+ */
 export function withSystemNote(messages: readonly Message[], id: string, content: string | undefined): Message[] {
   if (content === undefined) return [...messages];
-  const firstNonSystem = messages.findIndex((m) => !(m.kind === 'text' && (m.role === 'system' || m.role === 'developer')));
+  const firstNonSystem = messages.findIndex(
+    (m) => !(m.kind === 'text' && (m.role === 'system' || m.role === 'developer')),
+  );
   const at = firstNonSystem === -1 ? messages.length : firstNonSystem;
   return [...messages.slice(0, at), { kind: 'text', id, role: 'system', content }, ...messages.slice(at)];
 }

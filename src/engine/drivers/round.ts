@@ -107,11 +107,29 @@ export class RoundRecorder implements RunWriter {
     return this.items.map((item): Message => {
       switch (item.kind) {
         case 'text':
-          return { kind: 'text', id: item.id, role: 'assistant', content: item.chunks.join(''), parentMessageId: item.parentMessageId };
+          return {
+            kind: 'text',
+            id: item.id,
+            role: 'assistant',
+            content: item.chunks.join(''),
+            parentMessageId: item.parentMessageId,
+          };
         case 'call':
-          return { kind: 'actionExecution', id: item.id, name: item.name, arguments: item.chunks.join(''), parentMessageId: item.parentMessageId };
+          return {
+            kind: 'actionExecution',
+            id: item.id,
+            name: item.name,
+            arguments: item.chunks.join(''),
+            parentMessageId: item.parentMessageId,
+          };
         case 'result':
-          return { kind: 'result', id: `result-${item.id}`, actionExecutionId: item.id, actionName: item.name, result: item.result };
+          return {
+            kind: 'result',
+            id: `result-${item.id}`,
+            actionExecutionId: item.id,
+            actionName: item.name,
+            result: item.result,
+          };
         default:
           // Every kind of item has its case: a new one does not compile until it has.
           throw new UnreachableCaseError(item);

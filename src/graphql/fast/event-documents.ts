@@ -37,7 +37,9 @@ function withoutRootArguments(schema: GraphQLSchema): GraphQLSchema {
   const root = schema.getSubscriptionType();
   if (!root) return schema;
   const config = root.toConfig();
-  const fields = Object.fromEntries(Object.entries(config.fields).map(([name, field]) => [name, { ...field, args: {} }]));
+  const fields = Object.fromEntries(
+    Object.entries(config.fields).map(([name, field]) => [name, { ...field, args: {} }]),
+  );
   const eventRoot = new GraphQLObjectType({ ...config, fields });
   const schemaConfig = schema.toConfig();
   return new GraphQLSchema({
@@ -55,9 +57,17 @@ export interface EventDocument {
 }
 
 /** Event documents by original document (documents are parsed once and shared: DocumentCache, Apollo's store). */
-const eventDocuments = new WeakMap<DocumentNode, { document: DocumentNode; compiled: Map<string | null, CompiledQuery | undefined> }>();
+const eventDocuments = new WeakMap<
+  DocumentNode,
+  { document: DocumentNode; compiled: Map<string | null, CompiledQuery | undefined> }
+>();
 
-export function eventDocumentOf(schema: GraphQLSchema, eventSchema: GraphQLSchema, document: DocumentNode, operationName: ExecutionArgs['operationName']): EventDocument {
+export function eventDocumentOf(
+  schema: GraphQLSchema,
+  eventSchema: GraphQLSchema,
+  document: DocumentNode,
+  operationName: ExecutionArgs['operationName'],
+): EventDocument {
   let entry = eventDocuments.get(document);
   if (!entry) {
     entry = { document: toEventDocument(schema, document), compiled: new Map() };
@@ -109,7 +119,10 @@ export function toEventDocument(schema: GraphQLSchema, document: DocumentNode): 
 }
 
 /** Names of the variables an operation refers to, in its selections and the fragments it spreads. */
-function variablesUsed(operation: OperationDefinitionNode, fragments: ReadonlyMap<string, FragmentDefinitionNode>): Set<string> {
+function variablesUsed(
+  operation: OperationDefinitionNode,
+  fragments: ReadonlyMap<string, FragmentDefinitionNode>,
+): Set<string> {
   const used = new Set<string>();
   const visited = new Set<string>();
   const collect = (node: ASTNode): void => {

@@ -16,7 +16,10 @@ import { expandedFieldCount } from '../validation.js';
 // compiled with graphql-jit where it could be compiled, otherwise by the tools executor.
 
 /** What executing one event needs; the event is the root value. */
-export type EventExecution = Pick<ExecutionArgs, 'schema' | 'document' | 'contextValue' | 'variableValues' | 'operationName'> & {
+export type EventExecution = Pick<
+  ExecutionArgs,
+  'schema' | 'document' | 'contextValue' | 'variableValues' | 'operationName'
+> & {
   /** The event document compiled by graphql-jit, when it could be. */
   compiled: CompiledQuery | undefined;
 };
@@ -31,7 +34,8 @@ export function executeEvent(execution: EventExecution, event: unknown): EventRe
   const { compiled } = execution;
   if (!compiled) return execute({ ...execution, rootValue: event });
   const result = compiled.query(event, execution.contextValue, execution.variableValues);
-  if (isPromise(result)) return result.then((settled) => (settled.errors?.length ? execute({ ...execution, rootValue: event }) : settled));
+  if (isPromise(result))
+    return result.then((settled) => (settled.errors?.length ? execute({ ...execution, rootValue: event }) : settled));
   return result.errors?.length ? execute({ ...execution, rootValue: event }) : result;
 }
 
@@ -65,8 +69,13 @@ function jitCompiler(): typeof import('graphql-jit') {
 }
 
 /** The event document compiled by graphql-jit, or undefined where the executor must run it. */
-export function compile(eventSchema: GraphQLSchema, document: DocumentNode, operationName: ExecutionArgs['operationName']): CompiledQuery | undefined {
-  if ((document.loc?.end ?? Infinity) > MAX_COMPILED_DOCUMENT_CHARS || usesIncrementalDelivery(document)) return undefined;
+export function compile(
+  eventSchema: GraphQLSchema,
+  document: DocumentNode,
+  operationName: ExecutionArgs['operationName'],
+): CompiledQuery | undefined {
+  if ((document.loc?.end ?? Infinity) > MAX_COMPILED_DOCUMENT_CHARS || usesIncrementalDelivery(document))
+    return undefined;
   const operation = getOperationAST(document, operationName);
   if (!operation || expandedFieldCount(document, operation) > MAX_COMPILED_FIELDS) return undefined;
   try {

@@ -46,13 +46,15 @@ export async function executeIncrementally(args: ExecutionArgs, http?: HttpOpera
     return replay.result;
   }
   const later = http?.later;
-  // A directive's arguments the executor would refuse only once running (graphql/directive-arguments.ts): the client's mistake, before anything runs.
+  // A directive's arguments the executor would refuse only once running (graphql/directive-arguments.ts): the client's
+  // mistake, before anything runs.
   const refused = refusedDirectiveArguments(args);
   if (refused !== undefined) {
     later?.close();
     return { errors: [refused] };
   }
-  // Every list the executor reads from an async iterable, read so that none of its promises floats (graphql/owned-lists.ts).
+  // Every list the executor reads from an async iterable, read so that none of its promises floats
+  // (graphql/owned-lists.ts).
   args = { ...args, fieldResolver: owningLists(args.fieldResolver ?? defaultFieldResolver) };
   const plan = later === undefined ? undefined : leafStreamPlan(args.schema, args.document, args.operationName);
   if (plan !== undefined) {
@@ -68,7 +70,9 @@ export async function executeIncrementally(args: ExecutionArgs, http?: HttpOpera
     const fieldResolver: GraphQLFieldResolver<unknown, unknown> = (source, fieldArgs, context, info) => {
       const node = info.fieldNodes[0];
       if (messages !== undefined && node === messages.messages) return later!.messages(messages, source, info, context);
-      return fields.has(node) ? later!.leaf((source as Record<string, unknown>)[info.fieldName], info) : base(source, fieldArgs, context, info);
+      return fields.has(node)
+        ? later!.leaf((source as Record<string, unknown>)[info.fieldName], info)
+        : base(source, fieldArgs, context, info);
     };
     args = { ...args, document: plan.document, fieldResolver };
   }
@@ -98,7 +102,12 @@ function nextTurn<T>(value: T): Promise<T> {
  * its resolver gives the executor's result for it (the error located at the run's field, `data`
  * null), which Apollo formats as for any request.
  */
-function runByPlan(args: ExecutionArgs, plan: LeafStreamPlan, run: RunPlan, later: LaterPayloads): Promise<ExecutionOutcome> | undefined {
+function runByPlan(
+  args: ExecutionArgs,
+  plan: LeafStreamPlan,
+  run: RunPlan,
+  later: LaterPayloads,
+): Promise<ExecutionOutcome> | undefined {
   const variables = variablePlan(args.schema, plan.document, args.operationName)?.coerce(args.variableValues ?? {});
   if (variables === undefined) return undefined;
   let argumentValues: Record<string, unknown>;
@@ -131,36 +140,52 @@ function runByPlan(args: ExecutionArgs, plan: LeafStreamPlan, run: RunPlan, late
   // reused keep-alive connection in the loop's check phase (its check of an idle socket), after
   // whatever the turn still has to do; the run's model or agent request, made by the resolver, so
   // leaves first, and the first part is built while the upstream works (BENCHMARKS.md, step 36).
-  return Promise.resolve(value).then(nextTurn).then((view) => {
-    // As the executor completes a non-null object.
-    if (view instanceof Error) return refusedRun(later, run, view);
-    if (view == null) return refusedRun(later, run, new Error(`Cannot return null for non-nullable field ${run.parentType.name}.${run.definition.name}.`));
-    const errors: GraphQLError[] = [];
-    let object: Record<string, unknown>;
-    try {
-      object = writeFields(run.writer, view as Record<string, unknown>, [run.key], errors, context);
-    } catch (error) {
-      // A non-null field of the run failed: the executor nulls the run, and `data` with it.
-      later.close();
-      errors.push(error as GraphQLError);
-      return { errors, data: null };
-    }
-    // The streamed lists' keys come after the others, as the executor sets a key once its value settles.
-    for (const key of run.streamed) object[key] = [];
-    later.runPlanned = true;
-    const messages = plan.messages!;
-    later.writeMessages(messages, view, [run.key, run.messagesKey], context);
-    const meta = run.metaEvents;
-    if (meta !== undefined) {
-      later.awaitMetaEvents((view as { metaEvents?: unknown }).metaEvents, () =>
-        execute({ schema: meta.schema, document: meta.document, rootValue: view, contextValue: context, fieldResolver: args.fieldResolver }),
-      );
-    }
-    const data: Record<string, unknown> = Object.create(null);
-    data[run.key] = object;
-    const initialResult = errors.length === 0 ? { data, hasNext: true } : { errors, data, hasNext: true };
-    return { initialResult, subsequentResults: later.adopt(undefined) } as ExecutionOutcome;
-  }, (error: unknown) => refusedRun(later, run, error));
+  return Promise.resolve(value)
+    .then(nextTurn)
+    .then(
+      (view) => {
+        // As the executor completes a non-null object.
+        if (view instanceof Error) return refusedRun(later, run, view);
+        if (view == null)
+          return refusedRun(
+            later,
+            run,
+            new Error(`Cannot return null for non-nullable field ${run.parentType.name}.${run.definition.name}.`),
+          );
+        const errors: GraphQLError[] = [];
+        let object: Record<string, unknown>;
+        try {
+          object = writeFields(run.writer, view as Record<string, unknown>, [run.key], errors, context);
+        } catch (error) {
+          // A non-null field of the run failed: the executor nulls the run, and `data` with it.
+          later.close();
+          errors.push(error as GraphQLError);
+          return { errors, data: null };
+        }
+        // The streamed lists' keys come after the others, as the executor sets a key once its value settles.
+        for (const key of run.streamed) object[key] = [];
+        later.runPlanned = true;
+        const messages = plan.messages!;
+        later.writeMessages(messages, view, [run.key, run.messagesKey], context);
+        const meta = run.metaEvents;
+        if (meta !== undefined) {
+          later.awaitMetaEvents((view as { metaEvents?: unknown }).metaEvents, () =>
+            execute({
+              schema: meta.schema,
+              document: meta.document,
+              rootValue: view,
+              contextValue: context,
+              fieldResolver: args.fieldResolver,
+            }),
+          );
+        }
+        const data: Record<string, unknown> = Object.create(null);
+        data[run.key] = object;
+        const initialResult = errors.length === 0 ? { data, hasNext: true } : { errors, data, hasNext: true };
+        return { initialResult, subsequentResults: later.adopt(undefined) } as ExecutionOutcome;
+      },
+      (error: unknown) => refusedRun(later, run, error),
+    );
 }
 
 /** The executor's result for a run its resolver refused: the error located at the run's field, `data` null. */

@@ -45,7 +45,12 @@ export class KnownDocuments {
     if (variables !== undefined && variables !== null && !isRecord(variables)) return undefined;
     if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') return undefined;
     // Extensions ask Apollo for something (a persisted query): only none, or an empty object, are taken.
-    if (extensions !== undefined && extensions !== null && !(isRecord(extensions) && Object.keys(extensions).length === 0)) return undefined;
+    if (
+      extensions !== undefined &&
+      extensions !== null &&
+      !(isRecord(extensions) && Object.keys(extensions).length === 0)
+    )
+      return undefined;
     const name = operationName ?? undefined;
     const known = runs.find((run) => run.operationName === name);
     if (known === undefined) return undefined;

@@ -54,9 +54,15 @@ import { SharedStream, SharedTextStream } from '../../views/shared-stream.js';
  * along gives the item first, then the statuses.
  */
 export class LaterPayloads {
-  /** The executor's later payloads, once the operation turned out to have some (with the run plan: once the run raised a meta event). */
+  /**
+   * The executor's later payloads, once the operation turned out to have some (with the run plan: once the run raised a
+   * meta event).
+   */
   source: AsyncGenerator<LaterPayload, void, void> | undefined;
-  /** The run plan wrote the answer's first part (graphql/fast/message-plan.ts RunPlan): its later payloads are all read here. */
+  /**
+   * The run plan wrote the answer's first part (graphql/fast/message-plan.ts RunPlan): its later payloads are all read
+   * here.
+   */
   runPlanned = false;
   /** The document and operation, when the leaf-stream plan took them (graphql/fast/known-documents.ts). */
   planned: KnownDocument | undefined;
@@ -68,7 +74,10 @@ export class LaterPayloads {
   private streams: MessageStream[] = [];
   /** Where leaf streams write; the transport opens it before reading any later payload. */
   private sink: LeafSink | undefined;
-  /** Payloads made here (messages, statuses, an item GraphQL refused), each with when it was made, for `next` to give in turn. */
+  /**
+   * Payloads made here (messages, statuses, an item GraphQL refused), each with when it was made, for `next` to give in
+   * turn.
+   */
   private made: { payload: LaterPayload; order: number }[] = [];
   /** The executor's answer to the `next()` last asked of it, once it came (with when it came) and until it is taken. */
   private answer: { step: IteratorResult<LaterPayload, void>; order: number } | { error: unknown } | undefined;
@@ -91,7 +100,9 @@ export class LaterPayloads {
   private wakeReader: (() => void) | undefined;
   /** A payload is going out (between `next` giving it and `after`): leaf streams wait. */
   private passing = false;
-  /** The run plan's meta events may still start the executor (see `awaitMetaEvents`); and how to stop watching for them. */
+  /**
+   * The run plan's meta events may still start the executor (see `awaitMetaEvents`); and how to stop watching for them.
+   */
   private metaPending = false;
   /**
    * Once the run raised its first meta event, until the executor started for it has answered: the
@@ -161,9 +172,17 @@ export class LaterPayloads {
       // When it does not answer within the turn (its `metaEvents` are still open: a message nulled
       // the list before the run's end), the held payload goes, with more to come.
       const last = this.made.length === 1 ? this.made[0].payload : undefined;
-      const holding = !this.executorDone && this.planDone && last !== undefined && !this.producingAfter(last) && !this.heldATurn(last);
+      const holding =
+        !this.executorDone &&
+        this.planDone &&
+        last !== undefined &&
+        !this.producingAfter(last) &&
+        !this.heldATurn(last);
       const answer = this.answer;
-      if (answer !== undefined && ('error' in answer || holding || this.made.length === 0 || answer.order < this.made[0].order)) {
+      if (
+        answer !== undefined &&
+        ('error' in answer || holding || this.made.length === 0 || answer.order < this.made[0].order)
+      ) {
         this.answer = undefined;
         if ('error' in answer) throw answer.error;
         const payload = this.taken(answer.step);
@@ -208,7 +227,10 @@ export class LaterPayloads {
     return this.heldLong;
   }
 
-  /** Asks the executor for its next payload, unless it is done, was asked already, or answered and its answer is not taken yet. */
+  /**
+   * Asks the executor for its next payload, unless it is done, was asked already, or answered and its answer is not
+   * taken yet.
+   */
   private askExecutor(): void {
     if (this.executorDone || this.asking || this.answer !== undefined) return;
     this.asking = true;
@@ -249,7 +271,11 @@ export class LaterPayloads {
     if (!step.done && step.value.hasNext) return step.value;
     this.executorDone = true;
     const payload = step.done ? undefined : step.value;
-    if (payload !== undefined && (payload.incremental !== undefined || (payload as { errors?: unknown }).errors !== undefined)) return payload;
+    if (
+      payload !== undefined &&
+      (payload.incremental !== undefined || (payload as { errors?: unknown }).errors !== undefined)
+    )
+      return payload;
     this.leaves.dropOrphans();
     return payload === undefined || this.made.length > 0 || this.producing() ? undefined : payload;
   }
@@ -259,7 +285,10 @@ export class LaterPayloads {
     return this.leaves.size > 0 || this.streams.length > 0 || this.metaPending;
   }
 
-  /** Whether more payloads may come from here once `payload` is out (a nulled item drops the leaf streams under its list). */
+  /**
+   * Whether more payloads may come from here once `payload` is out (a nulled item drops the leaf streams under its
+   * list).
+   */
   private producingAfter(payload: LaterPayload): boolean {
     if (this.streams.length > 0 || this.metaPending) return true;
     const nulled = payload.incremental?.find((entry) => (entry as { items?: unknown }).items === null);
@@ -281,7 +310,10 @@ export class LaterPayloads {
       throw new Error(`${info.parentType.name}.${info.fieldName} is not a run's text stream.`);
     }
     // (After the end the executor may still complete a field: nothing is kept for it.)
-    if (!this.over) this.leaves.add(new LeafStream(this, value, pathOf(info.path), info.parentType.name, info.fieldName, info.fieldNodes, false));
+    if (!this.over)
+      this.leaves.add(
+        new LeafStream(this, value, pathOf(info.path), info.parentType.name, info.fieldName, info.fieldNodes, false),
+      );
     return Promise.resolve(EMPTY);
   }
 
@@ -296,12 +328,23 @@ export class LaterPayloads {
     return NOTHING;
   }
 
-  /** Starts writing the run's messages, their statuses and its status at `path` (the messages list's), from the run's view. */
+  /**
+   * Starts writing the run's messages, their statuses and its status at `path` (the messages list's), from the run's
+   * view.
+   */
   writeMessages(plan: MessagePlan, source: unknown, path: readonly (string | number)[], context: unknown): void {
     const view = source as { messages?: unknown; status?: unknown };
-    if (!(view.messages instanceof SharedStream)) throw new Error(`${plan.runType.name}.${plan.messages.name.value} is not a run's message stream.`);
+    if (!(view.messages instanceof SharedStream))
+      throw new Error(`${plan.runType.name}.${plan.messages.name.value} is not a run's message stream.`);
     if (this.over) return;
-    const stream = new MessageStream(this, plan, view.messages as SharedStream<Record<string, unknown>>, view, path, context);
+    const stream = new MessageStream(
+      this,
+      plan,
+      view.messages as SharedStream<Record<string, unknown>>,
+      view,
+      path,
+      context,
+    );
     this.streams.push(stream);
     try {
       stream.start();
@@ -323,10 +366,14 @@ export class LaterPayloads {
     if (!(events instanceof SharedStream)) throw new Error("The run's meta events are not a run's stream.");
     if (this.over) return;
     this.metaPending = true;
-    this.unwatchMeta = watchMetaEvents(events, () => this.startMetaEvents(execute), () => {
-      this.metaPending = false;
-      this.wake();
-    });
+    this.unwatchMeta = watchMetaEvents(
+      events,
+      () => this.startMetaEvents(execute),
+      () => {
+        this.metaPending = false;
+        this.wake();
+      },
+    );
   }
 
   private stopWatchingMeta(): void {
@@ -407,12 +454,20 @@ export class LaterPayloads {
     this.wake();
   }
 
-  /** @internal A nulled message item ended its list: what was made under the list and is not out yet is dropped (as the executor drops it). */
+  /**
+   * @internal A nulled message item ended its list: what was made under the list and is not out yet is dropped (as the
+   * executor drops it).
+   */
   dropMadeUnder(listPath: readonly (string | number)[]): void {
-    this.made = this.made.filter(({ payload }) => !payload.incremental?.some((entry) => isUnder(entry.path as readonly (string | number)[], listPath)));
+    this.made = this.made.filter(
+      ({ payload }) =>
+        !payload.incremental?.some((entry) => isUnder(entry.path as readonly (string | number)[], listPath)),
+    );
   }
 
-  /** @internal A leaf stream the message plan made for a message's text (released when the message's payload goes out). */
+  /**
+   * @internal A leaf stream the message plan made for a message's text (released when the message's payload goes out).
+   */
   addLeaf(leaf: LeafStream): void {
     if (!this.over) this.leaves.add(leaf);
   }
@@ -445,4 +500,3 @@ export class LaterPayloads {
 }
 
 const DONE: IteratorResult<LaterPayload, void> = Object.freeze({ value: undefined, done: true });
-

@@ -105,7 +105,10 @@ export class LeafStream {
       const [value, next] = text.take(this.index);
       this.index = next;
       const at = this.count++;
-      const item = typeof value === 'string' ? value : completeLeafItem(value, this.typeName, this.fieldName, this.nodes, [...this.path, at]);
+      const item =
+        typeof value === 'string'
+          ? value
+          : completeLeafItem(value, this.typeName, this.fieldName, this.nodes, [...this.path, at]);
       if (typeof item !== 'string') {
         // The executor ends a stream whose item it cannot complete with that item's error.
         this.owner.make(itemsPayload(null, [...this.path, at], [item as GraphQLError]));

@@ -75,7 +75,11 @@ const LATE_FIELD = 'status';
 /** The leaf streams of an operation of a validated document, worked out once per document and operation. */
 export const leafStreamPlan = perOperation(planFor);
 
-function planFor(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode): LeafStreamPlan | undefined {
+function planFor(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+): LeafStreamPlan | undefined {
   if (operation.operation !== 'mutation') return undefined;
   const mutation = schema.getMutationType();
   const runField = mutation?.getFields()[RUN_FIELD];
@@ -97,7 +101,8 @@ function planFor(schema: GraphQLSchema, document: DocumentNode, operation: Opera
         // not see the field resolver this plan gives the executor).
         if (definition === undefined || definition.resolve !== undefined) continue;
         const listType = isNonNullType(definition.type) ? definition.type.ofType : definition.type;
-        if (!isListType(listType) || !isNonNullType(listType.ofType) || getNamedType(listType.ofType) !== GraphQLString) continue;
+        if (!isListType(listType) || !isNonNullType(listType.ofType) || getNamedType(listType.ofType) !== GraphQLString)
+          continue;
         taken.add(field);
       }
     }
@@ -108,14 +113,19 @@ function planFor(schema: GraphQLSchema, document: DocumentNode, operation: Opera
   const rewritten = visit(document, {
     Field(node) {
       if (!taken.has(node)) return undefined;
-      const withoutStream: FieldNode = { ...node, directives: node.directives!.filter((directive) => directive.name.value !== 'stream') };
+      const withoutStream: FieldNode = {
+        ...node,
+        directives: node.directives!.filter((directive) => directive.name.value !== 'stream'),
+      };
       fields.add(withoutStream);
       return withoutStream;
     },
   });
   const rewrittenOperation = rewritten.definitions[document.definitions.indexOf(operation)] as OperationDefinitionNode;
   const messages = planMessages(schema, rewritten, rewrittenOperation, RUN_FIELD, MESSAGES_FIELD, fields);
-  return messages === undefined ? { document: rewritten, fields } : { document: messages.document, fields, messages: messages.plan };
+  return messages === undefined
+    ? { document: rewritten, fields }
+    : { document: messages.document, fields, messages: messages.plan };
 }
 
 /** Whether a selection set selects a field of that name outside @defer (through inline fragments). */
@@ -123,7 +133,9 @@ function selectsNow(selectionSet: SelectionSetNode, name: string): boolean {
   return selectionSet.selections.some((selection) =>
     selection.kind === Kind.FIELD
       ? selection.name.value === name
-      : selection.kind === Kind.INLINE_FRAGMENT && !surelyDeferred(selection.directives) && selectsNow(selection.selectionSet, name),
+      : selection.kind === Kind.INLINE_FRAGMENT &&
+        !surelyDeferred(selection.directives) &&
+        selectsNow(selection.selectionSet, name),
   );
 }
 
@@ -180,7 +192,13 @@ function alone(selectionSet: SelectionSetNode): { field: FieldNode; typeName: st
  * One item of a leaf stream completed as the executor completes an item of a `[String!]` list:
  * the string, or the error the executor would locate at the item's path.
  */
-export function completeLeafItem(value: unknown, typeName: string, fieldName: string, nodes: readonly FieldNode[], path: readonly (string | number)[]): string | Error {
+export function completeLeafItem(
+  value: unknown,
+  typeName: string,
+  fieldName: string,
+  nodes: readonly FieldNode[],
+  path: readonly (string | number)[],
+): string | Error {
   if (typeof value === 'string') return value;
   try {
     if (value instanceof Error) throw value;

@@ -54,7 +54,14 @@ import {
 /** How one field of an object is written. */
 export type FieldWriter =
   | { readonly kind: 'typename'; readonly key: string }
-  | { readonly kind: 'leaf'; readonly key: string; readonly name: string; readonly nodes: readonly FieldNode[]; readonly nonNull: boolean; readonly type: GraphQLLeafType }
+  | {
+      readonly kind: 'leaf';
+      readonly key: string;
+      readonly name: string;
+      readonly nodes: readonly FieldNode[];
+      readonly nonNull: boolean;
+      readonly type: GraphQLLeafType;
+    }
   | {
       readonly kind: 'object';
       readonly key: string;
@@ -112,7 +119,9 @@ export interface RunPlan {
   readonly node: FieldNode;
   readonly key: string;
   readonly definition: GraphQLField<unknown, unknown>;
-  /** The mutation type, the operation and the document's fragments (the executor's own object), for the resolver's info. */
+  /**
+   * The mutation type, the operation and the document's fragments (the executor's own object), for the resolver's info.
+   */
   readonly parentType: GraphQLObjectType;
   readonly operation: OperationDefinitionNode;
   readonly fragments: Record<string, FragmentDefinitionNode>;
@@ -144,7 +153,9 @@ class NotTaken extends Error {}
  * The message plan of an operation whose leaf streams are planned: the document the executor then
  * runs (the run's deferred fragment taken out) and the plan, or undefined.
  */
-export function planMessages(...args: Parameters<typeof plan>): { document: DocumentNode; plan: MessagePlan } | undefined {
+export function planMessages(
+  ...args: Parameters<typeof plan>
+): { document: DocumentNode; plan: MessagePlan } | undefined {
   try {
     return plan(...args);
   } catch (error) {
@@ -162,18 +173,32 @@ function plan(
   streamed: WeakSet<FieldNode>,
 ): { document: DocumentNode; plan: MessagePlan } {
   const [run, ...others] = operation.selectionSet.selections;
-  if (others.length > 0 || run.kind !== Kind.FIELD || run.name.value !== runFieldName || run.directives?.length || !run.selectionSet) throw new NotTaken();
+  if (
+    others.length > 0 ||
+    run.kind !== Kind.FIELD ||
+    run.name.value !== runFieldName ||
+    run.directives?.length ||
+    !run.selectionSet
+  )
+    throw new NotTaken();
   if (!independentOfRequest(run)) throw new NotTaken();
   const runDefinition = schema.getMutationType()?.getFields()[runFieldName];
   const runType = runDefinition && (isNonNullType(runDefinition.type) ? runDefinition.type.ofType : runDefinition.type);
   if (!isObjectType(runType) || runType.isTypeOf) throw new NotTaken();
 
   // The run field's deferred fragment comes out of the executor's document: the plan writes it.
-  const deferredHere = run.selectionSet.selections.filter((selection) => selection.kind === Kind.INLINE_FRAGMENT && selection.directives?.some((directive) => directive.name.value === 'defer'));
+  const deferredHere = run.selectionSet.selections.filter(
+    (selection) =>
+      selection.kind === Kind.INLINE_FRAGMENT &&
+      selection.directives?.some((directive) => directive.name.value === 'defer'),
+  );
   if (deferredHere.length > 1) throw new NotTaken();
   const runCollected = collectSubFields(schema, {}, {}, runType, [run]);
   if (runCollected.patches.length !== deferredHere.length) throw new NotTaken();
-  const runDeferred = runCollected.patches.length === 1 ? writersOf(schema, runType, runCollected.patches[0], streamed, 'deferred') : undefined;
+  const runDeferred =
+    runCollected.patches.length === 1
+      ? writersOf(schema, runType, runCollected.patches[0], streamed, 'deferred')
+      : undefined;
 
   const messagesNodes = runCollected.fields.get(messagesFieldName);
   if (messagesNodes === undefined || messagesNodes.length !== 1) throw new NotTaken();
@@ -188,7 +213,8 @@ function plan(
   const list = listType && isNonNullType(listType) ? listType.ofType : undefined;
   const itemType = isListType(list) ? list.ofType : undefined;
   const messageType = isNonNullType(itemType) ? itemType.ofType : undefined;
-  if (!messageType || !isAbstractType(messageType) || typeof messageType.resolveType !== 'function') throw new NotTaken();
+  if (!messageType || !isAbstractType(messageType) || typeof messageType.resolveType !== 'function')
+    throw new NotTaken();
   const items = new Map<string, ObjectWriter>();
   for (const type of schema.getPossibleTypes(messageType)) {
     if (type.isTypeOf) throw new NotTaken();
@@ -197,7 +223,10 @@ function plan(
     items.set(type.name, {
       type,
       fields: writersOf(schema, type, collected, streamed, 'item'),
-      deferred: collected.patches.length === 1 ? writersOf(schema, type, collected.patches[0], streamed, 'deferred') : undefined,
+      deferred:
+        collected.patches.length === 1
+          ? writersOf(schema, type, collected.patches[0], streamed, 'deferred')
+          : undefined,
     });
   }
 
@@ -233,7 +262,15 @@ function planRun(
     } else if (nodes[0].name.value === 'metaEvents') {
       const node = nodes[0];
       // One key for the meta events (their execution writes one).
-      if (metaEvents !== undefined || nodes.length !== 1 || node.arguments?.length || node.directives?.length !== 1 || node.directives[0].name.value !== 'stream' || node.directives[0].arguments?.length) return undefined;
+      if (
+        metaEvents !== undefined ||
+        nodes.length !== 1 ||
+        node.arguments?.length ||
+        node.directives?.length !== 1 ||
+        node.directives[0].name.value !== 'stream' ||
+        node.directives[0].arguments?.length
+      )
+        return undefined;
       if (usesVariables(node)) return undefined;
       metaEvents = node;
       lists.push(key);
@@ -246,7 +283,11 @@ function planRun(
   try {
     // The view's other fields are values (threadId, runId, extensions), but its status, a promise until the run's end.
     for (const nodes of now.values()) if (nodes[0].name.value === 'status') throw new NotTaken();
-    writer = { type: runType, fields: writersOf(schema, runType, { fields: now }, streamed, 'nested'), deferred: undefined };
+    writer = {
+      type: runType,
+      fields: writersOf(schema, runType, { fields: now }, streamed, 'nested'),
+      deferred: undefined,
+    };
   } catch (error) {
     if (error instanceof NotTaken) return undefined;
     throw error;
@@ -262,7 +303,10 @@ function planRun(
     writer,
     streamed: lists,
     messagesKey,
-    metaEvents: metaEvents && { schema: metaEventsSchema(schema, definition), document: metaEventsDocument(operation, run, metaEvents) },
+    metaEvents: metaEvents && {
+      schema: metaEventsSchema(schema, definition),
+      document: metaEventsDocument(operation, run, metaEvents),
+    },
   };
 }
 
@@ -286,7 +330,10 @@ function metaEventsDocument(operation: OperationDefinitionNode, run: FieldNode, 
         ...operation,
         variableDefinitions: [],
         directives: [],
-        selectionSet: { kind: Kind.SELECTION_SET, selections: [{ ...run, arguments: [], selectionSet: { kind: Kind.SELECTION_SET, selections: [metaEvents] } }] },
+        selectionSet: {
+          kind: Kind.SELECTION_SET,
+          selections: [{ ...run, arguments: [], selectionSet: { kind: Kind.SELECTION_SET, selections: [metaEvents] } }],
+        },
       },
     ],
   };
@@ -300,9 +347,18 @@ function metaEventsSchema(schema: GraphQLSchema, definition: GraphQLField<unknow
   if (made === undefined) {
     const config = schema.toConfig();
     const mutation = config.mutation!;
-    const root = new GraphQLObjectType({ name: mutation.name, fields: { [definition.name]: { type: definition.type, resolve: (view: unknown) => view } } });
-    // The same types (one schema's types may be another's), the run's field alone on the mutation; valid as the schema is.
-    made = new GraphQLSchema({ ...config, mutation: root, types: config.types.filter((type) => type !== mutation), assumeValid: true });
+    const root = new GraphQLObjectType({
+      name: mutation.name,
+      fields: { [definition.name]: { type: definition.type, resolve: (view: unknown) => view } },
+    });
+    // The same types (one schema's types may be another's), the run's field alone on the mutation; valid as the schema
+    // is.
+    made = new GraphQLSchema({
+      ...config,
+      mutation: root,
+      types: config.types.filter((type) => type !== mutation),
+      assumeValid: true,
+    });
     metaEventsSchemas.set(schema, made);
   }
   return made;
@@ -329,7 +385,14 @@ function writersOf(
       writers.push({ kind: 'typename', key });
       continue;
     }
-    if (nodes.some((node) => node.arguments?.length || node.directives?.some((directive) => directive.name.value === 'stream' || directive.name.value === 'defer'))) throw new NotTaken();
+    if (
+      nodes.some(
+        (node) =>
+          node.arguments?.length ||
+          node.directives?.some((directive) => directive.name.value === 'stream' || directive.name.value === 'defer'),
+      )
+    )
+      throw new NotTaken();
     const definition = type.getFields()[name];
     if (definition === undefined || definition.resolve !== undefined) throw new NotTaken();
     if (nodes.length === 1 && streamed.has(nodes[0])) {
@@ -348,7 +411,11 @@ function writersOf(
         if (concrete.isTypeOf) throw new NotTaken();
         const sub = collectSubFields(schema, {}, {}, concrete, nodes);
         if (sub.patches.length > 0) throw new NotTaken();
-        objects.set(concrete.name, { type: concrete, fields: writersOf(schema, concrete, sub, streamed, 'nested'), deferred: undefined });
+        objects.set(concrete.name, {
+          type: concrete,
+          fields: writersOf(schema, concrete, sub, streamed, 'nested'),
+          deferred: undefined,
+        });
       }
       writers.push({ kind: 'object', key, name, nodes, nonNull, type: inner, objects });
     } else {
@@ -367,7 +434,15 @@ function independentOfRequest(node: ASTNode): boolean {
       independent = false;
     },
     Directive(directive) {
-      if (directive.arguments?.some((argument) => argument.value.kind !== Kind.BOOLEAN && argument.value.kind !== Kind.STRING && argument.value.kind !== Kind.INT)) independent = false;
+      if (
+        directive.arguments?.some(
+          (argument) =>
+            argument.value.kind !== Kind.BOOLEAN &&
+            argument.value.kind !== Kind.STRING &&
+            argument.value.kind !== Kind.INT,
+        )
+      )
+        independent = false;
     },
   });
   return independent;

@@ -71,7 +71,10 @@ export class MessageStream {
 
   private readonly pullSoon = (): void => this.guarded(() => this.pull());
 
-  /** Runs what is called from a microtask or a promise's callback, outside the transport's own error handling: what it throws fails the answer. */
+  /**
+   * Runs what is called from a microtask or a promise's callback, outside the transport's own error handling: what it
+   * throws fails the answer.
+   */
   private guarded(work: () => void): void {
     try {
       work();
@@ -100,15 +103,27 @@ export class MessageStream {
     let item: Record<string, unknown>;
     const leaves: LeafStream[] = [];
     try {
-      writer = runtimeWriter(plan.items, plan.messageType, plan.runType, plan.messages.name.value, [plan.messages], message, this.context);
+      writer = runtimeWriter(
+        plan.items,
+        plan.messageType,
+        plan.runType,
+        plan.messages.name.value,
+        [plan.messages],
+        message,
+        this.context,
+      );
       item = writeFields(writer, message, path, errors, this.context);
-      // The texts' keys come last, as `[]`: the executor sets a streamed field's key when its first, empty part settles.
+      // The texts' keys come last, as `[]`: the executor sets a streamed field's key when its first, empty part
+      // settles.
       for (const field of writer.fields) {
         if (field.kind !== 'stream') continue;
         const text = message[field.name];
-        if (!(text instanceof SharedTextStream)) throw new Error(`${writer.type.name}.${field.name} is not a run's text stream.`);
+        if (!(text instanceof SharedTextStream))
+          throw new Error(`${writer.type.name}.${field.name} is not a run's text stream.`);
         item[field.key] = EMPTY;
-        leaves.push(new LeafStream(this.owner, text, [...path, field.key], writer.type.name, field.name, field.nodes, true));
+        leaves.push(
+          new LeafStream(this.owner, text, [...path, field.key], writer.type.name, field.name, field.nodes, true),
+        );
       }
     } catch (raw) {
       // A non-null field failed: the executor nulls the item, ends the list's stream and drops what
@@ -150,9 +165,13 @@ export class MessageStream {
     this.endList();
   }
 
-  /** Tells the owner once nothing more will be made here (statuses still to settle under a nulled list, or after the end, make nothing). */
+  /**
+   * Tells the owner once nothing more will be made here (statuses still to settle under a nulled list, or after the
+   * end, make nothing).
+   */
   private check(): void {
-    if (this.listDone && (this.pending === 0 || this.nulled || this.stopped) && !this.runPending) this.owner.streamDone(this);
+    if (this.listDone && (this.pending === 0 || this.nulled || this.stopped) && !this.runPending)
+      this.owner.streamDone(this);
   }
 }
 

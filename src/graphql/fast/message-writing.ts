@@ -17,12 +17,21 @@ import type { FieldWriter, ObjectWriter } from './message-plan.js';
  * errors of nullable fields go to `errors` (the field is null), an error of a non-null field is
  * thrown, located, for the caller to null what holds it.
  */
-export function writeFields(writer: ObjectWriter, source: Record<string, unknown>, path: readonly (string | number)[], errors: GraphQLError[], context: unknown): Record<string, unknown> {
+export function writeFields(
+  writer: ObjectWriter,
+  source: Record<string, unknown>,
+  path: readonly (string | number)[],
+  errors: GraphQLError[],
+  context: unknown,
+): Record<string, unknown> {
   // No prototype, as the executor's: a field aliased `__proto__` is a key like any other.
   const object: Record<string, unknown> = Object.create(null);
   for (const field of writer.fields) {
     if (field.kind === 'stream') continue;
-    object[field.key] = field.kind === 'typename' ? writer.type.name : writeField(writer.type, field, source[field.name], path, errors, context);
+    object[field.key] =
+      field.kind === 'typename'
+        ? writer.type.name
+        : writeField(writer.type, field, source[field.name], path, errors, context);
   }
   return object;
 }
@@ -91,7 +100,14 @@ export function writeDeferred(
  * One field of the object at `path`, as the executor's executeField and handleFieldError: its value,
  * or null with the error kept, or the error thrown (non-null).
  */
-function writeField(parent: GraphQLObjectType, field: Exclude<FieldWriter, { kind: 'typename' | 'stream' }>, value: unknown, path: readonly (string | number)[], errors: GraphQLError[], context: unknown): unknown {
+function writeField(
+  parent: GraphQLObjectType,
+  field: Exclude<FieldWriter, { kind: 'typename' | 'stream' }>,
+  value: unknown,
+  path: readonly (string | number)[],
+  errors: GraphQLError[],
+  context: unknown,
+): unknown {
   try {
     return complete(parent, field, value, path, errors, context);
   } catch (raw) {
@@ -103,7 +119,14 @@ function writeField(parent: GraphQLObjectType, field: Exclude<FieldWriter, { kin
   }
 }
 
-function complete(parent: GraphQLObjectType, field: Exclude<FieldWriter, { kind: 'typename' | 'stream' }>, value: unknown, path: readonly (string | number)[], errors: GraphQLError[], context: unknown): unknown {
+function complete(
+  parent: GraphQLObjectType,
+  field: Exclude<FieldWriter, { kind: 'typename' | 'stream' }>,
+  value: unknown,
+  path: readonly (string | number)[],
+  errors: GraphQLError[],
+  context: unknown,
+): unknown {
   if (value instanceof Error) throw value;
   if (value == null) {
     if (field.nonNull) throw new Error(`Cannot return null for non-nullable field ${parent.name}.${field.name}.`);
@@ -111,7 +134,9 @@ function complete(parent: GraphQLObjectType, field: Exclude<FieldWriter, { kind:
   }
   if (field.kind === 'leaf') return completeLeaf(field.type, value);
   const type = field.type;
-  const concrete = isAbstractType(type) ? runtimeWriter(field.objects, type, parent, field.name, field.nodes, value, context) : field.objects.get(type.name)!;
+  const concrete = isAbstractType(type)
+    ? runtimeWriter(field.objects, type, parent, field.name, field.nodes, value, context)
+    : field.objects.get(type.name)!;
   return writeFields(concrete, value as Record<string, unknown>, [...path, field.key], errors, context);
 }
 
@@ -125,7 +150,10 @@ export function completeLeaf(type: GraphQLLeafType, value: unknown): unknown {
     throw error;
   }
   if (serialized == null) {
-    throw new Error(`Expected \`${inspect(type)}.serialize(${inspect(value)})\` to return non-nullable value, returned: ${inspect(serialized)}`);
+    throw new Error(
+      `Expected \`${inspect(type)}.serialize(${inspect(value)})\` to return non-nullable value, returned: ` +
+        `${inspect(serialized)}`,
+    );
   }
   return serialized;
 }
@@ -148,12 +176,17 @@ export function runtimeWriter(
   const name: unknown = type.resolveType!(value, context, undefined as never, type);
   if (name == null) {
     throw new GraphQLError(
-      `Abstract type "${type.name}" must resolve to an Object type at runtime for field "${parent.name}.${fieldName}". Either the "${type.name}" type should provide a "resolveType" function or each possible type should provide an "isTypeOf" function.`,
+      `Abstract type "${type.name}" must resolve to an Object type at runtime for field ` +
+        `"${parent.name}.${fieldName}". Either the "${type.name}" type should provide a "resolveType" function or ` +
+        `each possible type should provide an "isTypeOf" function.`,
       { nodes },
     );
   }
   if (typeof name !== 'string') {
-    throw new GraphQLError(`Abstract type "${type.name}" must resolve to an Object type at runtime for field "${parent.name}.${fieldName}" with value ${inspect(value)}, received "${inspect(name)}".`);
+    throw new GraphQLError(
+      `Abstract type "${type.name}" must resolve to an Object type at runtime for field ` +
+        `"${parent.name}.${fieldName}" with value ${inspect(value)}, received "${inspect(name)}".`,
+    );
   }
   const writer = writers.get(name);
   if (writer !== undefined) return writer;

@@ -39,13 +39,27 @@ export function watchBatched(source: { watch(watcher: () => void): () => void },
 }
 
 /** A stream item's payload entry: `{items, path}`, with its errors when it has any. */
-export function itemsPayload(items: unknown[] | null, path: readonly (string | number)[], errors: readonly GraphQLError[]): LaterPayload {
-  return { incremental: [errors.length > 0 ? { items, path, errors } : { items, path }], hasNext: true } as unknown as LaterPayload;
+export function itemsPayload(
+  items: unknown[] | null,
+  path: readonly (string | number)[],
+  errors: readonly GraphQLError[],
+): LaterPayload {
+  return {
+    incremental: [errors.length > 0 ? { items, path, errors } : { items, path }],
+    hasNext: true,
+  } as unknown as LaterPayload;
 }
 
 /** A deferred fragment's payload entry: `{data, path}`, with its errors when it has any. */
-export function deferredPayload(data: Record<string, unknown> | null, path: readonly (string | number)[], errors: readonly GraphQLError[]): LaterPayload {
-  return { incremental: [errors.length > 0 ? { data, path, errors } : { data, path }], hasNext: true } as unknown as LaterPayload;
+export function deferredPayload(
+  data: Record<string, unknown> | null,
+  path: readonly (string | number)[],
+  errors: readonly GraphQLError[],
+): LaterPayload {
+  return {
+    incremental: [errors.length > 0 ? { data, path, errors } : { data, path }],
+    hasNext: true,
+  } as unknown as LaterPayload;
 }
 export const EMPTY: readonly never[] = Object.freeze([]);
 

@@ -62,7 +62,9 @@ export class EventResponseStream extends ResponseStream {
     return this.source.next().then(this.onEvent, this.onError);
   }
 
-  private readonly onEvent = (event: IteratorResult<unknown>): IteratorResult<ExecutionResult> | Promise<IteratorResult<ExecutionResult>> => {
+  private readonly onEvent = (
+    event: IteratorResult<unknown>,
+  ): IteratorResult<ExecutionResult> | Promise<IteratorResult<ExecutionResult>> => {
     if (event.done || this.done) {
       this.done = true;
       this.end();
@@ -86,7 +88,9 @@ export class EventResponseStream extends ResponseStream {
     return { value: result as ExecutionResult, done: false };
   };
 
-  private readonly onPart = (part: IteratorResult<ExecutionResult>): IteratorResult<ExecutionResult> | Promise<IteratorResult<ExecutionResult>> => {
+  private readonly onPart = (
+    part: IteratorResult<ExecutionResult>,
+  ): IteratorResult<ExecutionResult> | Promise<IteratorResult<ExecutionResult>> => {
     if (this.done) return DONE;
     if (!part.done) return part;
     this.pending = undefined;

@@ -8,7 +8,6 @@ import type { ResultSink } from '../executor.js';
 import { EventResponseStream } from './response-stream.js';
 import { withCoercedVariables } from './variables.js';
 
-
 /**
  * GraphQL subscriptions executed the way the specification describes them, with less machinery per
  * stream and per event than `@graphql-tools/executor`'s `subscribe`.
@@ -49,10 +48,15 @@ import { withCoercedVariables } from './variables.js';
  */
 export function createSubscriber(
   schema: GraphQLSchema,
-): (args: ExecutionArgs, onEnd?: () => void, sink?: ResultSink) => Promise<AsyncGenerator<ExecutionResult> | ExecutionResult> {
+): (
+  args: ExecutionArgs,
+  onEnd?: () => void,
+  sink?: ResultSink,
+) => Promise<AsyncGenerator<ExecutionResult> | ExecutionResult> {
   const eventSchema = eventSchemaOf(schema);
   return async (args, onEnd, sink) => {
-    // A directive's arguments the executor (or graphql-jit, which reads a null `if` as false) would not take: the client's mistake, before the run starts.
+    // A directive's arguments the executor (or graphql-jit, which reads a null `if` as false) would not take: the
+    // client's mistake, before the run starts.
     const refused = refusedDirectiveArguments(args);
     if (refused !== undefined) return { errors: [refused] };
     // The variables coerced by the operation's own coercer (graphql/fast/variables.ts): only the source

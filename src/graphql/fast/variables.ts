@@ -50,9 +50,14 @@ type Coerce = (value: unknown) => unknown;
 
 /** An operation's variables, coerced ahead of the executor. */
 export interface VariablePlan {
-  /** The document the executor runs with coerced values: the operation's variables declared `JSON`, without defaults. */
+  /**
+   * The document the executor runs with coerced values: the operation's variables declared `JSON`, without defaults.
+   */
   readonly document: DocumentNode;
-  /** The variables' values as graphql-js coerces them, or undefined where it would refuse them or where the coercer gives up. */
+  /**
+   * The variables' values as graphql-js coerces them, or undefined where it would refuse them or where the coercer
+   * gives up.
+   */
   coerce(inputs: Readonly<Record<string, unknown>>): Record<string, unknown> | undefined;
 }
 
@@ -81,7 +86,11 @@ interface Variable {
   readonly coerce: Coerce;
 }
 
-function planFor(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode): VariablePlan | undefined {
+function planFor(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+): VariablePlan | undefined {
   const definitions = operation.variableDefinitions;
   if (definitions === undefined || definitions.length === 0) return undefined;
   const passThrough = schema.getType(PASS_THROUGH);
@@ -92,23 +101,41 @@ function planFor(schema: GraphQLSchema, document: DocumentNode, operation: Opera
   for (const definition of definitions) {
     const type = typeFromAST(schema, definition.type as Parameters<typeof typeFromAST>[1]);
     if (type === undefined || !isInputType(type)) return undefined;
-    variables.push({ name: definition.variable.name.value, type, nonNull: isNonNullType(type), defaultValue: definition.defaultValue, coerce: coercerOf(type) });
+    variables.push({
+      name: definition.variable.name.value,
+      type,
+      nonNull: isNonNullType(type),
+      defaultValue: definition.defaultValue,
+      coerce: coercerOf(type),
+    });
   }
 
   const passThroughType = { kind: Kind.NAMED_TYPE, name: { kind: Kind.NAME, value: PASS_THROUGH } } as const;
   const rewritten: OperationDefinitionNode = {
     ...operation,
-    variableDefinitions: definitions.map((definition): VariableDefinitionNode => ({ ...definition, type: passThroughType, defaultValue: undefined })),
+    variableDefinitions: definitions.map((definition): VariableDefinitionNode => ({
+      ...definition,
+      type: passThroughType,
+      defaultValue: undefined,
+    })),
   };
   const plan: VariablePlan = {
-    document: { ...document, definitions: document.definitions.map((definition) => (definition === operation ? rewritten : definition)) },
+    document: {
+      ...document,
+      definitions: document.definitions.map((definition) => (definition === operation ? rewritten : definition)),
+    },
     coerce: (inputs) => coerceVariables(variables, inputs),
   };
   return plan;
 }
 
-/** The executor's variable coercion (its `coerceVariableValues`), on the compiled coercers; undefined where it gives up. */
-function coerceVariables(variables: readonly Variable[], inputs: Readonly<Record<string, unknown>>): Record<string, unknown> | undefined {
+/**
+ * The executor's variable coercion (its `coerceVariableValues`), on the compiled coercers; undefined where it gives up.
+ */
+function coerceVariables(
+  variables: readonly Variable[],
+  inputs: Readonly<Record<string, unknown>>,
+): Record<string, unknown> | undefined {
   const coerced: Record<string, unknown> = {};
   for (const variable of variables) {
     if (!Object.prototype.hasOwnProperty.call(inputs, variable.name)) {
@@ -131,7 +158,10 @@ function coerceVariables(variables: readonly Variable[], inputs: Readonly<Record
 
 const coercers = new WeakMap<GraphQLInputType, Coerce>();
 
-/** graphql-js's coerceInputValue for one type, made once per type; REFUSED where it would report an error or where this gives up. */
+/**
+ * graphql-js's coerceInputValue for one type, made once per type; REFUSED where it would report an error or where this
+ * gives up.
+ */
 function coercerOf(type: GraphQLInputType): Coerce {
   let coerce = coercers.get(type);
   if (coerce === undefined) {
@@ -160,7 +190,11 @@ function makeCoercer(type: GraphQLInputType): Coerce {
         return items;
       }
       // Other iterables are lists to graphql-js too; JSON has none, so they are left to it.
-      if (typeof value === 'object' && typeof (value as { [Symbol.iterator]?: unknown })[Symbol.iterator] === 'function') return REFUSED;
+      if (
+        typeof value === 'object' &&
+        typeof (value as { [Symbol.iterator]?: unknown })[Symbol.iterator] === 'function'
+      )
+        return REFUSED;
       // A single value is a list of one.
       const coerced = item(value);
       return coerced === REFUSED ? REFUSED : [coerced];
@@ -170,11 +204,18 @@ function makeCoercer(type: GraphQLInputType): Coerce {
     if (type.isOneOf) return (value) => (value == null ? null : REFUSED);
     const definitions = type.getFields();
     // Made on first use: an input type may hold itself.
-    let fields: { readonly name: string; readonly defaultValue: unknown; readonly nonNull: boolean; readonly coerce: Coerce }[] | undefined;
+    let fields:
+      | { readonly name: string; readonly defaultValue: unknown; readonly nonNull: boolean; readonly coerce: Coerce }[]
+      | undefined;
     return (value) => {
       if (value == null) return null;
       if (typeof value !== 'object' || Array.isArray(value)) return REFUSED;
-      fields ??= Object.values(definitions).map((field) => ({ name: field.name, defaultValue: field.defaultValue, nonNull: isNonNullType(field.type), coerce: coercerOf(field.type) }));
+      fields ??= Object.values(definitions).map((field) => ({
+        name: field.name,
+        defaultValue: field.defaultValue,
+        nonNull: isNonNullType(field.type),
+        coerce: coercerOf(field.type),
+      }));
       const input = value as Record<string, unknown>;
       const coerced: Record<string, unknown> = {};
       for (let i = 0; i < fields.length; i++) {

@@ -72,7 +72,8 @@ if ARGV[9] == '' and redis.call('HGET', KEYS[4], 'owner') == ARGV[2] then return
 redis.call('SET', KEYS[1], mine)
 redis.call('DEL', KEYS[6])
 redis.call('HDEL', KEYS[4], 'finishedAt')
-redis.call('HSET', KEYS[4], 'status', 'running', 'last', -1, 'startedAt', ARGV[4], 'owner', ARGV[2], 'newInput', ARGV[10])
+redis.call('HSET', KEYS[4], 'status', 'running', 'last', -1, 'startedAt', ARGV[4], 'owner', ARGV[2],
+  'newInput', ARGV[10])
 redis.call('HSET', KEYS[2], 'transcript', ARGV[3], 'latest', ARGV[1])
 if not redis.call('LPOS', KEYS[3], ARGV[1]) then redis.call('RPUSH', KEYS[3], ARGV[1]) end
 while redis.call('LLEN', KEYS[3]) > tonumber(ARGV[6]) do

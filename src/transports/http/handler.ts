@@ -130,9 +130,10 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
     res.setHeader('vary', 'Origin');
     if (req.method === 'OPTIONS') {
       if (!originAllowed) {
-        const message = typeof origin === 'string'
-          ? `The origin ${origin} is not allowed. Add it to CORS_ORIGINS.`
-          : 'A CORS preflight needs an Origin header.';
+        const message =
+          typeof origin === 'string'
+            ? `The origin ${origin} is not allowed. Add it to CORS_ORIGINS.`
+            : 'A CORS preflight needs an Origin header.';
         return sendGatewayError(res, new ForbiddenOriginError(message));
       }
       res.setHeader('access-control-allow-methods', 'GET, POST, OPTIONS');
@@ -145,7 +146,10 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
     }
 
     // A browser opening the endpoint (no query, however its parameters are encoded): the explorer's page.
-    const wantsPage = !agUiRoute && req.method === 'GET' && /text\/html/i.test(req.headers.accept ?? '') &&
+    const wantsPage =
+      !agUiRoute &&
+      req.method === 'GET' &&
+      /text\/html/i.test(req.headers.accept ?? '') &&
       !new URLSearchParams(search).has('query');
     if (wantsPage && !options.sandbox) return sendPage(res, explorerOffPage(path));
     const request: AdmittedRequest = { pathname, search, agUiRoute, wantsPage, requestId, log, logBindings };

@@ -44,7 +44,11 @@ export function readAccept(accept: string | undefined): AcceptReading {
 function readAcceptance(accept: string | undefined): Acceptance {
   const result: Acceptance = { multipart: false, sse: false, json: (accept ?? '').trim() === '' };
   for (const range of (accept ?? '').split(',')) {
-    const [type, ...params] = range.trim().toLowerCase().split(';').map((part) => part.trim());
+    const [type, ...params] = range
+      .trim()
+      .toLowerCase()
+      .split(';')
+      .map((part) => part.trim());
     if (params.some((param) => /^q=0(\.0*)?$/.test(param))) continue;
     if (type === '*/*') result.json = true;
     if (type === 'multipart/mixed' || type === 'multipart/*' || type === '*/*') result.multipart = true;

@@ -4,10 +4,12 @@ import type { ServerResponse } from 'node:http';
 export function explorerOffPage(path: string): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Copilot Gateway</title></head><body>
 <h1>Copilot Gateway</h1>
-<p>This is a GraphQL endpoint (<code>${path}</code>). Send GraphQL requests to it by POST with <code>content-type: application/json</code>,
-or subscribe over WebSocket (graphql-ws, subprotocol <code>graphql-transport-ws</code>) at the same address.</p>
-<p>The explorers (Sandbox at this address, the offline explorer at <code>${path}/graphiql</code>) are off. They are served
-only when the gateway's <code>sandbox</code> option is on: the default in development, off when <code>NODE_ENV=production</code>.</p>
+<p>This is a GraphQL endpoint (<code>${path}</code>). Send GraphQL requests to it by POST with
+<code>content-type: application/json</code>, or subscribe over WebSocket (graphql-ws, subprotocol
+<code>graphql-transport-ws</code>) at the same address.</p>
+<p>The explorers (Sandbox at this address, the offline explorer at <code>${path}/graphiql</code>) are off.
+They are served only when the gateway's <code>sandbox</code> option is on: the default in development, off when
+<code>NODE_ENV=production</code>.</p>
 </body></html>
 `;
 }

@@ -32,7 +32,10 @@ export function connectionAuthentication(access: AccessControl, logger: Logger):
         ctx.extra.socket?.close(CloseCode.TooManyInitialisationRequests, reason);
         return false;
       }
-      logger.warn({ code: admission.error.code, transport: 'ws' }, 'a WebSocket connection could not be authenticated now');
+      logger.warn(
+        { code: admission.error.code, transport: 'ws' },
+        'a WebSocket connection could not be authenticated now',
+      );
       ctx.extra.socket?.close(1013, 'Try again later');
       return false;
     }
@@ -67,7 +70,12 @@ export function operationAdmission(
       }
       const prepared = documents.prepare(payload.query);
       if (prepared.errors) return [...prepared.errors];
-      return { schema, document: prepared.document, operationName: payload.operationName, variableValues: payload.variables };
+      return {
+        schema,
+        document: prepared.document,
+        operationName: payload.operationName,
+        variableValues: payload.variables,
+      };
     };
     if (!counting) return prepare();
     // Every operation counts towards the client's requests per minute.
@@ -78,5 +86,5 @@ export function operationAdmission(
 
 /** An operation asked on a connection whose credentials have expired. */
 function credentialsExpired(): UnauthenticatedError {
-  return new UnauthenticatedError('The connection\'s credentials have expired: connect again with fresh ones.');
+  return new UnauthenticatedError("The connection's credentials have expired: connect again with fresh ones.");
 }

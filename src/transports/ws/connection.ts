@@ -164,10 +164,13 @@ export class WsConnection {
       extra.slot = undefined;
     }
     // Without an expiry (no authentication, API keys), no second closure per message of the held streams.
-    const handledOk = expiry === undefined ? shared.operations.ended : () => {
-      shared.operations.ended();
-      this.onMessageHandled(expiry);
-    };
+    const handledOk =
+      expiry === undefined
+        ? shared.operations.ended
+        : () => {
+            shared.operations.ended();
+            this.onMessageHandled(expiry);
+          };
     handled.then(handledOk, (error: unknown) => {
       handledOk();
       this.failed(error);
@@ -191,7 +194,10 @@ export class WsConnection {
 
   private awaitExpiry(expiry: Expiry): void {
     // setTimeout waits at most 2^31 - 1 ms (about 24.8 days); a later expiry is looked at again then.
-    expiry.timer = setTimeout(() => this.expiryCame(expiry), Math.min(Math.max(expiry.at - Date.now(), 0), MAX_TIMER_MS));
+    expiry.timer = setTimeout(
+      () => this.expiryCame(expiry),
+      Math.min(Math.max(expiry.at - Date.now(), 0), MAX_TIMER_MS),
+    );
     expiry.timer.unref();
   }
 
@@ -210,7 +216,7 @@ export class WsConnection {
   private closeExpired(): void {
     const { socket, shared } = this;
     if (socket.readyState !== socket.OPEN) return;
-    shared.logger.info({ transport: 'ws' }, 'a WebSocket connection\'s credentials expired: closed');
+    shared.logger.info({ transport: 'ws' }, "a WebSocket connection's credentials expired: closed");
     socket.close(CloseCode.Forbidden, 'Forbidden: the credentials have expired');
   }
 

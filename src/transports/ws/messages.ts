@@ -52,14 +52,18 @@ export function nextMessage(id: string, result: ExecutionResult): string {
 }
 
 /** The `onNext` hook: a result with errors gets them formatted for the client (and coded); others pass (undefined). */
-export function withWsErrors(result: ExecutionResult & { incremental?: readonly { errors?: readonly GraphQLError[] }[] }): ExecutionResult | undefined {
+export function withWsErrors(
+  result: ExecutionResult & { incremental?: readonly { errors?: readonly GraphQLError[] }[] },
+): ExecutionResult | undefined {
   const incremental = result.incremental;
   if (!result.errors?.length && !incremental?.some((entry) => entry.errors?.length)) return undefined;
   const format = (errors: readonly GraphQLError[]) => errors.map(formatForWs);
   return {
     ...result,
     ...(result.errors?.length ? { errors: format(result.errors) } : {}),
-    ...(incremental ? { incremental: incremental.map((entry) => (entry.errors ? { ...entry, errors: format(entry.errors) } : entry)) } : {}),
+    ...(incremental
+      ? { incremental: incremental.map((entry) => (entry.errors ? { ...entry, errors: format(entry.errors) } : entry)) }
+      : {}),
   } as ExecutionResult;
 }
 
@@ -75,5 +79,7 @@ export function formatForWs(error: GraphQLError) {
 
 /** A refusal as graphql-ws's `error` message carries it: a GraphQLError with the code and details in its extensions. */
 export function codedError(error: GatewayError): GraphQLError {
-  return new GraphQLError(error.message, { extensions: { code: error.code, ...(error.details ? { details: error.details } : {}) } });
+  return new GraphQLError(error.message, {
+    extensions: { code: error.code, ...(error.details ? { details: error.details } : {}) },
+  });
 }

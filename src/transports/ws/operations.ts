@@ -70,7 +70,9 @@ export function operationContext(
       // Browsers cannot set headers on a WebSocket: the key comes in connection_init's payload.
       publicApiKey: stringParam(ctx.connectionParams, 'x-copilotcloud-public-api-key'),
       principal: ctx.extra.admitted?.principal,
-      client: ctx.extra.admitted?.client ?? (ctx.extra.facts ? `ip:${ctx.extra.facts.clientAddress ?? 'unknown'}` : undefined),
+      client:
+        ctx.extra.admitted?.client ??
+        (ctx.extra.facts ? `ip:${ctx.extra.facts.clientAddress ?? 'unknown'}` : undefined),
     };
   };
 }
@@ -89,7 +91,11 @@ function operationEnd(args: OperationArgs): () => void {
   return () => {
     args.controller?.abort(OPERATION_ENDED);
     context.logger.info(
-      { ...context.logBindings, operationName: args.operationName ?? null, durationMs: Math.round(performance.now() - started) },
+      {
+        ...context.logBindings,
+        operationName: args.operationName ?? null,
+        durationMs: Math.round(performance.now() - started),
+      },
       'operation completed',
     );
   };
@@ -118,7 +124,11 @@ async function* executionParts(args: ExecutionArgs, executor: Executor): AsyncGe
 /** Subscriptions: the response stream (or the error result) once the source stream exists. */
 export async function serveSubscription(
   args: ExecutionArgs,
-  subscribe: (args: ExecutionArgs, onEnd: () => void, sink?: ResultSink) => Promise<AsyncGenerator<ExecutionResult> | ExecutionResult>,
+  subscribe: (
+    args: ExecutionArgs,
+    onEnd: () => void,
+    sink?: ResultSink,
+  ) => Promise<AsyncGenerator<ExecutionResult> | ExecutionResult>,
 ): Promise<AsyncGenerator<ExecutionResult> | ExecutionResult> {
   const operation = operationArgs(args);
   const end = operationEnd(operation);

@@ -62,23 +62,21 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
 
   const { access } = options;
   const operations = new OperationCount();
-  const protocol = makeServer<Record<string, unknown>, ConnectionExtra>(
-    {
-      schema,
-      onConnect: connectionAuthentication(access, logger),
-      context: operationContext(launcher, logger),
-      onSubscribe: operationAdmission(access, schema, documents),
-      execute: (args) => serveExecution(args, executor),
-      // Subscriptions: on the fast executor the lean path (graphql/fast/subscribe.ts): one iterator per
-      // stream, no per-event variable coercion; events run on the document compiled by graphql-jit.
-      subscribe: (args) => serveSubscription(args, subscribe),
-      onError: (_ctx, _id, _payload, errors) => errors.map(formatForWs),
-      // Pushed subscriptions write their `next` messages themselves (WsResultSink) with this hook.
-      // graphql-ws's `jsonMessageReplacer` and `onOperation` are not set: a pushed stream would not
-      // see them. Setting one means setting it there too.
-      onNext: (_ctx, _id, _payload, _args, result) => withWsErrors(result),
-    },
-  );
+  const protocol = makeServer<Record<string, unknown>, ConnectionExtra>({
+    schema,
+    onConnect: connectionAuthentication(access, logger),
+    context: operationContext(launcher, logger),
+    onSubscribe: operationAdmission(access, schema, documents),
+    execute: (args) => serveExecution(args, executor),
+    // Subscriptions: on the fast executor the lean path (graphql/fast/subscribe.ts): one iterator per
+    // stream, no per-event variable coercion; events run on the document compiled by graphql-jit.
+    subscribe: (args) => serveSubscription(args, subscribe),
+    onError: (_ctx, _id, _payload, errors) => errors.map(formatForWs),
+    // Pushed subscriptions write their `next` messages themselves (WsResultSink) with this hook.
+    // graphql-ws's `jsonMessageReplacer` and `onOperation` are not set: a pushed stream would not
+    // see them. Setting one means setting it there too.
+    onNext: (_ctx, _id, _payload, _args, result) => withWsErrors(result),
+  });
   const needsFacts = access.authenticating || access.limiter !== undefined;
   const keepAlive = new KeepAlive(options.keepAliveMs);
   const shared: ConnectionShared = { protocol, logger, operations, keepAlive, onConnection: options.onConnection };

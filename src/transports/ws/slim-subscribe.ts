@@ -25,12 +25,16 @@ export function slimSubscribe(text: string): string | { text: string; payload: S
     return text;
   }
   if (!isSubscribeMessage(message)) return text;
-  return { text: JSON.stringify({ id: message.id, type: 'subscribe', payload: { query: '' } }), payload: message.payload };
+  return {
+    text: JSON.stringify({ id: message.id, type: 'subscribe', payload: { query: '' } }),
+    payload: message.payload,
+  };
 }
 
 /** graphql-ws's checks of a subscribe message (its validateMessage), all of them. */
 function isSubscribeMessage(message: unknown): message is { id: string; type: 'subscribe'; payload: SubscribePayload } {
-  if (!isObject(message) || message.type !== 'subscribe' || typeof message.id !== 'string' || message.id === '') return false;
+  if (!isObject(message) || message.type !== 'subscribe' || typeof message.id !== 'string' || message.id === '')
+    return false;
   const payload = message.payload;
   return (
     isObject(payload) &&
