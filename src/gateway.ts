@@ -9,7 +9,7 @@ import { buildSchema } from './graphql/schema.js';
 import { keyMatcher } from './auth/api-keys.js';
 import { OfflineExplorer } from './transports/explorer.js';
 import { createHttpHandler } from './transports/http/handler.js';
-import { attachWebSocketTransport } from './transports/ws.js';
+import { attachWebSocketTransport } from './transports/ws/server.js';
 import {
   LISTEN_BACKLOG,
   followsEndedError,

@@ -1,3 +1,11 @@
+// graphql-ws over `ws`, one concern per file (in the manner of graphql-ws's own `use/ws.ts`):
+// server.ts          the WebSocket server on the HTTP server: the upgrade's checks, graphql-ws's hooks, dispose
+// connection.ts      one socket served by graphql-ws's protocol: its messages, its credentials' expiry
+// keep-alive.ts      pings every socket, drops those that stop answering
+// admission.ts       who may connect, and which operations (authentication, expiry, requests per minute)
+// operations.ts      serving one operation: its context, its results, its run's end
+// messages.ts        what a client is sent: a pushed subscription's `next` messages, errors as it gets them
+// slim-subscribe.ts  a subscribe message handed to graphql-ws without its (large) payload
 import type { IncomingMessage, Server } from 'node:http';
 import type { GraphQLSchema } from 'graphql';
 import { handleProtocols, makeServer } from 'graphql-ws';
