@@ -34,7 +34,8 @@ function rssMb(pid) {
 }
 
 function watchRss(pid) {
-  let peak = rssMb(pid);
+  const start = rssMb(pid);
+  let peak = start;
   const timer = setInterval(() => {
     try {
       peak = Math.max(peak, rssMb(pid));
@@ -42,7 +43,7 @@ function watchRss(pid) {
       clearInterval(timer);
     }
   }, 50);
-  return { stop: () => (clearInterval(timer), peak) };
+  return { start, stop: () => (clearInterval(timer), peak) };
 }
 
 function percentile(sorted, p) {
@@ -168,9 +169,14 @@ async function runHttp() {
   await new Promise((resolve) => setTimeout(resolve, config.warmupMs));
   measuring = true;
   const cpuStart = cpuMs(config.pid);
+  // The harness's own CPU in the window too (this process, the fake upstream): it shares the cores with the server.
+  const harnessStart = { self: process.cpuUsage(), upstream: config.upstreamPid ? cpuMs(config.upstreamPid) : null };
   const windowStart = now();
   await new Promise((resolve) => setTimeout(resolve, config.durationMs));
   const cpu = cpuMs(config.pid) - cpuStart;
+  const selfUsage = process.cpuUsage(harnessStart.self);
+  const loadCpuMs = (selfUsage.user + selfUsage.system) / 1000;
+  const upstreamCpuMs = config.upstreamPid ? cpuMs(config.upstreamPid) - harnessStart.upstream : null;
   const seconds = (now() - windowStart) / 1000;
   stopping = true;
   const tokensInWindow = results.tokensInWindow;
@@ -192,6 +198,9 @@ async function runHttp() {
     cpuMsTotal: cpu,
     cpuCores: cpu / 1000 / seconds,
     peakRssMb: rss.stop(),
+    startRssMb: rss.start,
+    loadCpuCores: loadCpuMs / 1000 / seconds,
+    upstreamCpuCores: upstreamCpuMs == null ? null : upstreamCpuMs / 1000 / seconds,
     ...(config.countTokens
       ? {
           tokensInWindow,

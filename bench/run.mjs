@@ -112,7 +112,7 @@ function sweepScenarios() {
         ...http(`sweep-c${clients}-t${tokens}-paced`, `sweep, ${clients} clients, ${tokens} tokens 5 ms apart`, {
           concurrency: clients, prompt: `Hello [tokens=${tokens}][pace=5][stamp]`, countTokens: true,
           warmupMs: smoke ? 300 : 1500 + tokens * 5, durationMs: smoke ? 700 : 5000,
-        }),
+        }, ['gateway', 'reference', 'passthrough']),
         ...cell, mode: 'paced',
       });
       cells.push({
@@ -332,7 +332,7 @@ async function main() {
         const server = await starters[name]();
         try {
           const directUrl = scenario.load.directPath ? upstream.origin + scenario.load.directPath : undefined;
-          const result = await runLoad({ mode: scenario.kind, url: server.url, pid: server.pid, directUrl, ...scenario.load });
+          const result = await runLoad({ mode: scenario.kind, url: server.url, pid: server.pid, upstreamPid: upstream.proc.child.pid, directUrl, ...scenario.load });
           if (result.errors) console.error(`   ${result.errors} error(s), e.g. ${JSON.stringify(result.errorSamples)}`);
           (results[scenario.name][name] ??= []).push(result);
         } finally {
@@ -449,14 +449,19 @@ function sweepTable(results, other, lines) {
     ['burst peak RSS (MB)', 'burst', 'peakRssMb', 0, ['<=', 0.5]],
   ];
   const extras = [
+    // A server that falls behind the pace (offered: clients × 200 tokens/s) reads several tokens at a time and
+    // spends less per token: compare CPU per token only where both delivered about the same.
+    ['paced tokens/s', 'paced', 'tokensPerSecond', 0],
     ['paced server cores', 'paced', 'cpuCores', 2],
     ['paced peak RSS (MB)', 'paced', 'peakRssMb', 0],
     ['burst server cores', 'burst', 'cpuCores', 2],
   ];
   lines.push('', `sweep: each cell paced (5 ms between tokens) and burst; "ratio (gateway / ${other})"`, '');
   const row = (cells) => lines.push(`| ${cells.join(' | ')} |`);
-  row(['clients', 'tokens', ...figures.map(([label]) => label), ...extras.map(([label]) => label), 'errors']);
-  row(['---:', '---:', ...figures.map(() => '---:'), ...extras.map(() => '---:'), '---:']);
+  // The floor: the hand-written pass-through (bench/passthrough.mjs), one write per upstream read, no GraphQL.
+  const floor = cells.some((cell) => results[`sweep-c${cell.clients}-t${cell.tokens}-paced`]?.passthrough);
+  row(['clients', 'tokens', ...figures.map(([label]) => label), ...extras.map(([label]) => label), ...(floor ? ['paced CPU per token, pass-through (ms)'] : []), 'errors']);
+  row(['---:', '---:', ...figures.map(() => '---:'), ...extras.map(() => '---:'), ...(floor ? ['---:'] : []), '---:']);
   const worst = figures.map(() => null);
   for (const cell of cells) {
     const name = (mode) => `sweep-c${cell.clients}-t${cell.tokens}-${mode}`;
@@ -473,7 +478,8 @@ function sweepTable(results, other, lines) {
       return `${ratio == null ? '–' : `${ratio.toFixed(2)}x`} (${fmt(g, digits)} / ${fmt(o, digits)})`;
     };
     const errors = ['paced', 'burst'].flatMap((mode) => Object.values(results[name(mode)] ?? {}).flat()).reduce((sum, x) => sum + (x.errors ?? 0), 0);
-    row([cell.clients, cell.tokens, ...figures.map((f, i) => ratioCell(f, i)), ...extras.map((f) => ratioCell(f)), errors]);
+    const floorCell = floor ? [`${fmt(m(name('paced'), 'passthrough', 'cpuMsPerToken'), 4)} (${fmt(m(name('paced'), 'passthrough', 'tokensPerSecond'), 0)}/s)`] : [];
+    row([cell.clients, cell.tokens, ...figures.map((f, i) => ratioCell(f, i)), ...extras.map((f) => ratioCell(f)), ...floorCell, errors]);
   }
   lines.push('');
   figures.forEach(([label, , , , [compare, bound]], i) => {
