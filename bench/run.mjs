@@ -435,7 +435,8 @@ function table(results, other, lines) {
  * against issue 29's target. Burst throughput and CPU per request are counted in answers' worth of tokens.
  */
 function sweepTable(results, other, lines) {
-  const cells = scenarios.filter((s) => s.family === 'sweep' && s.mode === 'paced');
+  // One row per cell, whether one of its two scenarios was run (--only sweep-c100-t50-burst) or both.
+  const cells = scenarios.filter((s) => s.family === 'sweep' && !(s.mode === 'burst' && scenarios.some((p) => p.name === s.name.replace(/burst$/, 'paced'))));
   const m = (name, server, key) => median((results[name]?.[server] ?? []).map((x) => x[key]));
   const perAnswer = (tokens) => (x) => {
     x.answersPerSecond = x.tokensPerSecond == null ? null : x.tokensPerSecond / tokens;
@@ -481,6 +482,8 @@ function sweepTable(results, other, lines) {
     const floorCell = floor ? [`${fmt(m(name('paced'), 'passthrough', 'cpuMsPerToken'), 4)} (${fmt(m(name('paced'), 'passthrough', 'tokensPerSecond'), 0)}/s)`] : [];
     row([cell.clients, cell.tokens, ...figures.map((f, i) => ratioCell(f, i)), ...extras.map((f) => ratioCell(f)), ...floorCell, errors]);
   }
+  // The targets are against the reference; an A/B table (against the baseline build) has none.
+  if (other !== 'reference') return;
   lines.push('');
   figures.forEach(([label, , , , [compare, bound]], i) => {
     const w = worst[i];
