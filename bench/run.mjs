@@ -101,7 +101,7 @@ if (scenarios.length === 0) {
  */
 function sweepScenarios() {
   const list = (name, fallback) => option(name, fallback).split(',').map(Number);
-  const clientsList = list('--sweep-clients', smoke ? '2,5' : '10,30,100');
+  const clientsList = list('--sweep-clients', smoke ? '3' : '10,30,100');
   const tokensList = list('--sweep-tokens', smoke ? '10' : '50,150,500');
   const cells = [];
   for (const clients of clientsList) {
@@ -482,8 +482,8 @@ function sweepTable(results, other, lines) {
     const floorCell = floor ? [`${fmt(m(name('paced'), 'passthrough', 'cpuMsPerToken'), 4)} (${fmt(m(name('paced'), 'passthrough', 'tokensPerSecond'), 0)}/s)`] : [];
     row([cell.clients, cell.tokens, ...figures.map((f, i) => ratioCell(f, i)), ...extras.map((f) => ratioCell(f)), ...floorCell, errors]);
   }
-  // The targets are against the reference; an A/B table (against the baseline build) has none.
-  if (other !== 'reference') return;
+  // The targets are against the reference; an A/B table (against the baseline build) has none, nor has a smoke run.
+  if (other !== 'reference' || smoke) return;
   lines.push('');
   figures.forEach(([label, , , , [compare, bound]], i) => {
     const w = worst[i];
