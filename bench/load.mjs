@@ -34,7 +34,8 @@ function rssMb(pid) {
 }
 
 function watchRss(pid) {
-  let peak = rssMb(pid);
+  const start = rssMb(pid);
+  let peak = start;
   const timer = setInterval(() => {
     try {
       peak = Math.max(peak, rssMb(pid));
@@ -42,7 +43,7 @@ function watchRss(pid) {
       clearInterval(timer);
     }
   }, 50);
-  return { stop: () => (clearInterval(timer), peak) };
+  return { start, stop: () => (clearInterval(timer), peak) };
 }
 
 function percentile(sorted, p) {
@@ -75,7 +76,11 @@ const HEADERS = {
 async function runHttp() {
   const url = new URL(config.url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: config.concurrency });
-  const results = { ok: 0, errors: 0, errorSamples: [], latencies: [], firstTokens: [], tokenAges: [] };
+  const results = { ok: 0, errors: 0, errorSamples: [], latencies: [], firstTokens: [], tokenAges: [], tokensInWindow: 0, tokensPerAnswer: [] };
+  // countTokens (the sweep): count the model's tokens as they reach the client ("tok ", or " t<stamp>" with
+  // [stamp]), those inside the measured window apart, so that figures per token and per answer do not depend on
+  // which answers happen to end inside the window (clients that start together finish together).
+  const tokenPattern = config.prompt.includes('[stamp]') ? / t\d{13}\.\d/g : /tok /g;
   let measuring = false;
   let stopping = false;
 
@@ -87,6 +92,8 @@ async function runHttp() {
       let done = false;
       let success = false;
       let firstToken;
+      let carry = '';
+      let tokens = 0;
       const fail = (why) => {
         if (measuring && results.errorSamples.length < 5) results.errorSamples.push(why);
         resolve({ ok: false, sent });
@@ -96,6 +103,20 @@ async function runHttp() {
         (res) => {
           res.setEncoding('utf8');
           res.on('data', (chunk) => {
+            if (config.countTokens) {
+              const scan = carry + chunk;
+              let count = 0;
+              let end = 0;
+              tokenPattern.lastIndex = 0;
+              for (let match; (match = tokenPattern.exec(scan)) !== null; ) {
+                count++;
+                end = tokenPattern.lastIndex;
+              }
+              // Keep what could be the start of a token cut by the chunk's end, never a token already counted.
+              carry = scan.slice(Math.max(end, scan.length - 20));
+              tokens += count;
+              if (measuring && !stopping) results.tokensInWindow += count;
+            }
             const text = tail + chunk;
             if (firstToken === undefined) {
               const match = text.match(/ t(\d{13}\.\d)/);
@@ -108,7 +129,7 @@ async function runHttp() {
           res.on('end', () => {
             if (res.statusCode !== 200) return fail(`HTTP ${res.statusCode}`);
             if (!done || !success) return fail(`unfinished or failed run: ...${tail}`);
-            resolve({ ok: true, sent, end: now(), firstToken });
+            resolve({ ok: true, sent, end: now(), firstToken, tokens });
           });
           res.on('error', (error) => fail(error.message));
         },
@@ -127,6 +148,7 @@ async function runHttp() {
       }
       results.ok++;
       results.latencies.push(result.end - result.sent);
+      if (config.countTokens) results.tokensPerAnswer.push(result.tokens);
       if (result.firstToken) {
         results.firstTokens.push(result.firstToken.at - result.sent);
         results.tokenAges.push(result.firstToken.at - result.firstToken.stamp);
@@ -147,11 +169,17 @@ async function runHttp() {
   await new Promise((resolve) => setTimeout(resolve, config.warmupMs));
   measuring = true;
   const cpuStart = cpuMs(config.pid);
+  // The harness's own CPU in the window too (this process, the fake upstream): it shares the cores with the server.
+  const harnessStart = { self: process.cpuUsage(), upstream: config.upstreamPid ? cpuMs(config.upstreamPid) : null };
   const windowStart = now();
   await new Promise((resolve) => setTimeout(resolve, config.durationMs));
   const cpu = cpuMs(config.pid) - cpuStart;
+  const selfUsage = process.cpuUsage(harnessStart.self);
+  const loadCpuMs = (selfUsage.user + selfUsage.system) / 1000;
+  const upstreamCpuMs = config.upstreamPid ? cpuMs(config.upstreamPid) - harnessStart.upstream : null;
   const seconds = (now() - windowStart) / 1000;
   stopping = true;
+  const tokensInWindow = results.tokensInWindow;
   const okInWindow = results.ok;
   await Promise.all(clients);
   agent.destroy();
@@ -170,6 +198,17 @@ async function runHttp() {
     cpuMsTotal: cpu,
     cpuCores: cpu / 1000 / seconds,
     peakRssMb: rss.stop(),
+    startRssMb: rss.start,
+    loadCpuCores: loadCpuMs / 1000 / seconds,
+    upstreamCpuCores: upstreamCpuMs == null ? null : upstreamCpuMs / 1000 / seconds,
+    ...(config.countTokens
+      ? {
+          tokensInWindow,
+          tokensPerAnswer: percentile(results.tokensPerAnswer.sort((a, b) => a - b), 50),
+          tokensPerSecond: tokensInWindow / seconds,
+          cpuMsPerToken: tokensInWindow ? cpu / tokensInWindow : null,
+        }
+      : {}),
   };
 }
 

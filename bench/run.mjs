@@ -16,6 +16,8 @@
 //                                     the baseline's extra flags are --baseline-node's (the same as the gateway's
 //                                     when not given); --baseline-env likewise for settings (--gateway-env's)
 //   npm run bench -- --without reference,passthrough   leave servers out (for a quicker A/B)
+//   npm run bench -- --only sweep     the sweep alone: a grid of clients × tokens per answer, each cell run paced and
+//                                     burst; --sweep-clients 10,100 --sweep-tokens 50,500 to choose the grid
 //
 // No figure here is asserted: the table is for people to read and compare.
 import { spawn, execFileSync, execSync } from 'node:child_process';
@@ -79,13 +81,50 @@ const scenarios = [
     name: 'ws1000', title: `WebSocket: ${smoke ? 50 : 1000} streams, 10 tokens/s`, kind: 'ws', servers: ['gateway'],
     load: { streams: smoke ? 50 : 1000, rampMs: smoke ? 200 : 2000, prompt: `Hello [tokens=${smoke ? 5 : 100}][pace=100][stamp]` },
   },
-].filter((scenario) => !only || scenario.name === only);
+  ...sweepScenarios(),
+].filter((scenario) => !only || scenario.name === only || scenario.family === only);
 if (baselineRoot) for (const scenario of scenarios) scenario.servers.splice(1, 0, 'baseline');
 const without = (option('--without', '') ?? '').split(',').filter(Boolean);
 for (const scenario of scenarios) scenario.servers = scenario.servers.filter((name) => !without.includes(name));
 if (scenarios.length === 0) {
-  console.error(`No scenario named ${JSON.stringify(only)}: burst20, burst100, paced, first, agent, ws5000, ws1000.`);
+  console.error(`No scenario named ${JSON.stringify(only)}: burst20, burst100, paced, first, agent, ws5000, ws1000, sweep.`);
   process.exit(2);
+}
+
+/**
+ * The sweep (issue 29): the targets must hold for other shapes of load than the scenarios above. Every cell of a
+ * grid of clients × tokens per answer runs twice, as two scenarios of their own (so the servers alternate as
+ * everywhere else): paced (tokens 5 ms apart, as a model sends them: CPU per token) and burst (tokens as fast as
+ * the upstream writes them: throughput, CPU per request, peak RSS). The load generator counts the tokens that
+ * reach the clients inside the measured window, and the figures are per token (paced) and per answer's worth of
+ * tokens (burst), because with few long answers the answers that end inside a short window are a poor count.
+ */
+function sweepScenarios() {
+  const list = (name, fallback) => option(name, fallback).split(',').map(Number);
+  const clientsList = list('--sweep-clients', smoke ? '3' : '10,30,100');
+  const tokensList = list('--sweep-tokens', smoke ? '10' : '50,150,500');
+  const cells = [];
+  for (const clients of clientsList) {
+    for (const tokens of tokensList) {
+      const cell = { family: 'sweep', clients, tokens };
+      // Paced: warm up for one whole answer and more, so the window sees answers at every stage.
+      cells.push({
+        ...http(`sweep-c${clients}-t${tokens}-paced`, `sweep, ${clients} clients, ${tokens} tokens 5 ms apart`, {
+          concurrency: clients, prompt: `Hello [tokens=${tokens}][pace=5][stamp]`, countTokens: true,
+          warmupMs: smoke ? 300 : 1500 + tokens * 5, durationMs: smoke ? 700 : 5000,
+        }, ['gateway', 'reference', 'passthrough']),
+        ...cell, mode: 'paced',
+      });
+      cells.push({
+        ...http(`sweep-c${clients}-t${tokens}-burst`, `sweep, ${clients} clients, ${tokens} tokens as fast as sent`, {
+          concurrency: clients, prompt: `Hello [tokens=${tokens}]`, countTokens: true,
+          warmupMs: smoke ? 300 : 1500, durationMs: smoke ? 700 : 5000,
+        }),
+        ...cell, mode: 'burst',
+      });
+    }
+  }
+  return cells;
 }
 
 // --- processes -------------------------------------------------------------------------------------------------
@@ -293,7 +332,7 @@ async function main() {
         const server = await starters[name]();
         try {
           const directUrl = scenario.load.directPath ? upstream.origin + scenario.load.directPath : undefined;
-          const result = await runLoad({ mode: scenario.kind, url: server.url, pid: server.pid, directUrl, ...scenario.load });
+          const result = await runLoad({ mode: scenario.kind, url: server.url, pid: server.pid, upstreamPid: upstream.proc.child.pid, directUrl, ...scenario.load });
           if (result.errors) console.error(`   ${result.errors} error(s), e.g. ${JSON.stringify(result.errorSamples)}`);
           (results[scenario.name][name] ??= []).push(result);
         } finally {
@@ -325,7 +364,8 @@ function report(results) {
   lines.push(`Copilot Gateway vs @copilotkit/runtime 1.10.6: median of ${rounds} round(s)${smoke ? ' (SMOKE: tiny loads, figures meaningless)' : ''}`);
   lines.push(`machine: ${execSync('nproc').toString().trim()} cores, node ${process.version}; ratio = gateway / reference`);
   lines.push('');
-  table(results, 'reference', lines);
+  if (scenarios.some((s) => s.family !== 'sweep')) table(results, 'reference', lines);
+  if (scenarios.some((s) => s.family === 'sweep')) sweepTable(results, 'reference', lines);
   const floor = results.first?.passthrough;
   if (floor) {
     const added = median(floor.map((x) => (x.firstTokenP50 == null || x.directFirstTokenP50 == null ? null : x.firstTokenP50 - x.directFirstTokenP50)));
@@ -333,7 +373,8 @@ function report(results) {
   }
   if (baselineRoot) {
     lines.push('', `A/B: this build against the baseline build in ${baselineRoot}, alternated in the same rounds; ratio = gateway / baseline`, '');
-    table(results, 'baseline', lines);
+    if (scenarios.some((s) => s.family !== 'sweep')) table(results, 'baseline', lines);
+    if (scenarios.some((s) => s.family === 'sweep')) sweepTable(results, 'baseline', lines);
   }
   return lines.join('\n');
 }
@@ -343,7 +384,7 @@ function table(results, other, lines) {
   const row = (cells) => lines.push(`| ${cells.join(' | ')} |`);
   row(['scenario', 'figure', 'gateway', other, 'ratio']);
   row(['---', '---', '---:', '---:', '---:']);
-  for (const scenario of scenarios) {
+  for (const scenario of scenarios.filter((s) => s.family !== 'sweep')) {
     const r = results[scenario.name];
     const m = (server, key) => median((r[server] ?? []).map((x) => x[key]));
     const figures = scenario.kind === 'http'
@@ -387,6 +428,69 @@ function table(results, other, lines) {
       first = false;
     }
   }
+}
+
+/**
+ * The sweep's table: one row per cell, each figure as "ratio (gateway / other)", then the worst cell of each figure
+ * against issue 29's target. Burst throughput and CPU per request are counted in answers' worth of tokens.
+ */
+function sweepTable(results, other, lines) {
+  // One row per cell, whether one of its two scenarios was run (--only sweep-c100-t50-burst) or both.
+  const cells = scenarios.filter((s) => s.family === 'sweep' && !(s.mode === 'burst' && scenarios.some((p) => p.name === s.name.replace(/burst$/, 'paced'))));
+  const m = (name, server, key) => median((results[name]?.[server] ?? []).map((x) => x[key]));
+  const perAnswer = (tokens) => (x) => {
+    x.answersPerSecond = x.tokensPerSecond == null ? null : x.tokensPerSecond / tokens;
+    x.cpuMsPerAnswer = x.tokensInWindow ? x.cpuMsTotal / (x.tokensInWindow / tokens) : null;
+  };
+  const figures = [
+    // label, mode, key, digits, target: [compare, bound]
+    ['paced CPU per token (ms)', 'paced', 'cpuMsPerToken', 4, ['<=', 0.4]],
+    ['burst throughput (answers/s)', 'burst', 'answersPerSecond', 0, ['>=', 5]],
+    ['burst CPU per answer (ms)', 'burst', 'cpuMsPerAnswer', 2, ['<=', 0.2]],
+    ['burst peak RSS (MB)', 'burst', 'peakRssMb', 0, ['<=', 0.5]],
+  ];
+  const extras = [
+    // A server that falls behind the pace (offered: clients × 200 tokens/s) reads several tokens at a time and
+    // spends less per token: compare CPU per token only where both delivered about the same.
+    ['paced tokens/s', 'paced', 'tokensPerSecond', 0],
+    ['paced server cores', 'paced', 'cpuCores', 2],
+    ['paced peak RSS (MB)', 'paced', 'peakRssMb', 0],
+    ['burst server cores', 'burst', 'cpuCores', 2],
+  ];
+  lines.push('', `sweep: each cell paced (5 ms between tokens) and burst; "ratio (gateway / ${other})"`, '');
+  const row = (cells) => lines.push(`| ${cells.join(' | ')} |`);
+  // The floor: the hand-written pass-through (bench/passthrough.mjs), one write per upstream read, no GraphQL.
+  const floor = cells.some((cell) => results[`sweep-c${cell.clients}-t${cell.tokens}-paced`]?.passthrough);
+  row(['clients', 'tokens', ...figures.map(([label]) => label), ...extras.map(([label]) => label), ...(floor ? ['paced CPU per token, pass-through (ms)'] : []), 'errors']);
+  row(['---:', '---:', ...figures.map(() => '---:'), ...extras.map(() => '---:'), ...(floor ? ['---:'] : []), '---:']);
+  const worst = figures.map(() => null);
+  for (const cell of cells) {
+    const name = (mode) => `sweep-c${cell.clients}-t${cell.tokens}-${mode}`;
+    for (const server of ['gateway', other]) for (const x of results[name('burst')]?.[server] ?? []) perAnswer(cell.tokens)(x);
+    const ratioCell = ([, mode, key, digits], i) => {
+      const g = m(name(mode), 'gateway', key);
+      const o = m(name(mode), other, key);
+      const ratio = g != null && o ? g / o : null;
+      if (i != null && ratio != null) {
+        const [compare] = figures[i][4];
+        const worse = worst[i] == null || (compare === '<=' ? ratio > worst[i].ratio : ratio < worst[i].ratio);
+        if (worse) worst[i] = { ratio, cell };
+      }
+      return `${ratio == null ? '–' : `${ratio.toFixed(2)}x`} (${fmt(g, digits)} / ${fmt(o, digits)})`;
+    };
+    const errors = ['paced', 'burst'].flatMap((mode) => Object.values(results[name(mode)] ?? {}).flat()).reduce((sum, x) => sum + (x.errors ?? 0), 0);
+    const floorCell = floor ? [`${fmt(m(name('paced'), 'passthrough', 'cpuMsPerToken'), 4)} (${fmt(m(name('paced'), 'passthrough', 'tokensPerSecond'), 0)}/s)`] : [];
+    row([cell.clients, cell.tokens, ...figures.map((f, i) => ratioCell(f, i)), ...extras.map((f) => ratioCell(f)), ...floorCell, errors]);
+  }
+  // The targets are against the reference; an A/B table (against the baseline build) has none, nor has a smoke run.
+  if (other !== 'reference' || smoke) return;
+  lines.push('');
+  figures.forEach(([label, , , , [compare, bound]], i) => {
+    const w = worst[i];
+    if (!w) return lines.push(`worst ${label}: –`);
+    const met = compare === '<=' ? w.ratio <= bound : w.ratio >= bound;
+    lines.push(`worst ${label}: ${w.ratio.toFixed(2)}x at ${w.cell.clients} clients × ${w.cell.tokens} tokens; target ${compare} ${bound}x: ${met ? 'met' : 'MISSED'}`);
+  });
 }
 
 await main();
