@@ -68,7 +68,8 @@ function turnData(prompt) {
 }
 
 const HEADERS = {
-  accept: 'application/graphql-response+json, application/graphql+json, application/json, text/event-stream, multipart/mixed',
+  accept:
+    'application/graphql-response+json, application/graphql+json, application/json, text/event-stream, multipart/mixed',
   'content-type': 'application/json',
   'x-copilotkit-runtime-client-gql-version': '1.74.0',
 };
@@ -76,7 +77,16 @@ const HEADERS = {
 async function runHttp() {
   const url = new URL(config.url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: config.concurrency });
-  const results = { ok: 0, errors: 0, errorSamples: [], latencies: [], firstTokens: [], tokenAges: [], tokensInWindow: 0, tokensPerAnswer: [] };
+  const results = {
+    ok: 0,
+    errors: 0,
+    errorSamples: [],
+    latencies: [],
+    firstTokens: [],
+    tokenAges: [],
+    tokensInWindow: 0,
+    tokensPerAnswer: [],
+  };
   // countTokens (the sweep): count the model's tokens as they reach the client ("tok ", or " t<stamp>" with
   // [stamp]), those inside the measured window apart, so that figures per token and per answer do not depend on
   // which answers happen to end inside the window (clients that start together finish together).
@@ -86,7 +96,11 @@ async function runHttp() {
 
   const once = () =>
     new Promise((resolve) => {
-      const body = JSON.stringify({ operationName: stock.operationName, query: stock.query, variables: { data: turnData(config.prompt), properties: {} } });
+      const body = JSON.stringify({
+        operationName: stock.operationName,
+        query: stock.query,
+        variables: { data: turnData(config.prompt), properties: {} },
+      });
       const sent = now();
       let tail = '';
       let done = false;
@@ -99,7 +113,14 @@ async function runHttp() {
         resolve({ ok: false, sent });
       };
       const req = http.request(
-        { host: url.hostname, port: url.port, path: url.pathname, method: 'POST', agent, headers: { ...HEADERS, 'content-length': Buffer.byteLength(body) } },
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: 'POST',
+          agent,
+          headers: { ...HEADERS, 'content-length': Buffer.byteLength(body) },
+        },
         (res) => {
           res.setEncoding('utf8');
           res.on('data', (chunk) => {
@@ -108,7 +129,7 @@ async function runHttp() {
               let count = 0;
               let end = 0;
               tokenPattern.lastIndex = 0;
-              for (let match; (match = tokenPattern.exec(scan)) !== null; ) {
+              while (tokenPattern.exec(scan) !== null) {
                 count++;
                 end = tokenPattern.lastIndex;
               }
@@ -161,7 +182,10 @@ async function runHttp() {
   if (config.directUrl) {
     const times = [];
     for (let i = 0; i < 30; i++) times.push(await directFirstToken(new URL(config.directUrl), agent));
-    directFirstTokenP50 = percentile(times.sort((a, b) => a - b), 50);
+    directFirstTokenP50 = percentile(
+      times.sort((a, b) => a - b),
+      50,
+    );
   }
 
   const rss = watchRss(config.pid);
@@ -204,7 +228,10 @@ async function runHttp() {
     ...(config.countTokens
       ? {
           tokensInWindow,
-          tokensPerAnswer: percentile(results.tokensPerAnswer.sort((a, b) => a - b), 50),
+          tokensPerAnswer: percentile(
+            results.tokensPerAnswer.sort((a, b) => a - b),
+            50,
+          ),
           tokensPerSecond: tokensInWindow / seconds,
           cpuMsPerToken: tokensInWindow ? cpu / tokensInWindow : null,
         }
@@ -215,12 +242,23 @@ async function runHttp() {
 /** Milliseconds from sending a streaming Chat Completions request straight to the fake model to its first token. */
 function directFirstToken(url, agent) {
   return new Promise((resolve, reject) => {
-    const body = JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: config.prompt }] });
+    const body = JSON.stringify({
+      model: 'gpt-4o-mini',
+      stream: true,
+      messages: [{ role: 'user', content: config.prompt }],
+    });
     const sent = now();
     let tail = '';
     let first;
     const req = http.request(
-      { host: url.hostname, port: url.port, path: url.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
       (res) => {
         res.setEncoding('utf8');
         res.on('data', (chunk) => {
@@ -272,7 +310,9 @@ async function runWs() {
         const message = JSON.parse(raw.toString());
         if (message.type === 'connection_ack') {
           const data = turnData(config.prompt);
-          socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: SUBSCRIPTION, variables: { data } } }));
+          socket.send(
+            JSON.stringify({ id: '1', type: 'subscribe', payload: { query: SUBSCRIPTION, variables: { data } } }),
+          );
         } else if (message.type === 'next') {
           const event = message.payload.data?.copilotRun;
           if (!event) return error(`no data: ${JSON.stringify(message.payload).slice(0, 200)}`);
@@ -283,7 +323,8 @@ async function runWs() {
               state.tokens++;
             }
           } else if (event.__typename === 'RunFinishedEvent') {
-            if (event.status.code !== 'Success') error(`run ${event.status.code}: ${event.status.reason} ${JSON.stringify(event.status.details)}`);
+            if (event.status.code !== 'Success')
+              error(`run ${event.status.code}: ${event.status.reason} ${JSON.stringify(event.status.details)}`);
             else finished = true;
           }
         } else if (message.type === 'error') {

@@ -20,7 +20,13 @@ createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'multipart/mixed; boundary="-"' });
     const request = { model: 'm', stream: true, messages: [{ role: 'user', content: prompt }] };
     agent.dispatch(
-      { origin, path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(request) },
+      {
+        origin,
+        path: '/v1/chat/completions',
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(request),
+      },
       {
         onRequestStart() {},
         onResponseStart() {},

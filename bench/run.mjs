@@ -36,13 +36,22 @@ const smoke = flag('--smoke');
 const rounds = Number(option('--rounds', smoke ? 1 : 3));
 const only = option('--only', undefined);
 // The gateway runs with the node flags `npm start` gives it (package.json config.nodeFlags), then any extra.
-const packageJson = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', 'package.json'), 'utf8'));
+const packageJson = JSON.parse(
+  readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', 'package.json'), 'utf8'),
+);
 // --gateway-env "METRICS=false,TRACING=true": settings for the gateway, to measure what one costs (A/B).
-const envOption = (name, fallback) => Object.fromEntries((option(name, fallback) ?? '').split(',').filter(Boolean).map((pair) => pair.split('=')));
+const envOption = (name, fallback) =>
+  Object.fromEntries(
+    (option(name, fallback) ?? '')
+      .split(',')
+      .filter(Boolean)
+      .map((pair) => pair.split('=')),
+  );
 const gatewayEnv = envOption('--gateway-env', '');
 // --baseline-env: the baseline's settings instead (the same as the gateway's when not given), to A/B settings on one build.
 const baselineEnv = envOption('--baseline-env', option('--gateway-env', ''));
-const nodeFlags = (extra) => [...(packageJson.config?.nodeFlags ?? '').split(' '), ...(extra ?? '').split(' ')].filter(Boolean);
+const nodeFlags = (extra) =>
+  [...(packageJson.config?.nodeFlags ?? '').split(' '), ...(extra ?? '').split(' ')].filter(Boolean);
 const gatewayNodeFlags = nodeFlags(option('--gateway-node', ''));
 const baselineNodeFlags = nodeFlags(option('--baseline-node', option('--gateway-node', '')));
 // --baseline DIR: another checkout's build of the gateway, alternated with this one in every round (A/B).
@@ -58,28 +67,64 @@ const clockTicks = Number(execSync('getconf CLK_TCK').toString().trim()) || 100;
 const http = (name, title, load, servers = ['gateway', 'reference']) => ({ name, title, kind: 'http', load, servers });
 const scenarios = [
   http('burst20', 'burst, 20 clients: 200 tokens as fast as the upstream sends them', {
-    concurrency: 20, prompt: 'Hello [tokens=200]', warmupMs: smoke ? 300 : 2000, durationMs: smoke ? 1000 : 8000,
+    concurrency: 20,
+    prompt: 'Hello [tokens=200]',
+    warmupMs: smoke ? 300 : 2000,
+    durationMs: smoke ? 1000 : 8000,
   }),
   http('burst100', 'burst, 100 clients', {
-    concurrency: 100, prompt: 'Hello [tokens=200]', warmupMs: smoke ? 300 : 2000, durationMs: smoke ? 1000 : 8000,
+    concurrency: 100,
+    prompt: 'Hello [tokens=200]',
+    warmupMs: smoke ? 300 : 2000,
+    durationMs: smoke ? 1000 : 8000,
   }),
   http('paced', 'paced, 20 clients: 200 tokens 5 ms apart', {
-    concurrency: 20, prompt: `Hello [tokens=${smoke ? 20 : 200}][pace=5][stamp]`, warmupMs: smoke ? 300 : 2500, durationMs: smoke ? 1000 : 10000,
+    concurrency: 20,
+    prompt: `Hello [tokens=${smoke ? 20 : 200}][pace=5][stamp]`,
+    warmupMs: smoke ? 300 : 2500,
+    durationMs: smoke ? 1000 : 10000,
   }),
   // Also run on a hand-written pass-through (bench/passthrough.mjs), the floor any server's figure is read against.
-  http('first', 'first token, 1 client: 3 tokens 5 ms apart', {
-    directPath: '/v1/chat/completions', concurrency: 1, prompt: 'Hello [tokens=3][pace=5][stamp]', warmupMs: smoke ? 300 : 1000, durationMs: smoke ? 1000 : 5000,
-  }, ['gateway', 'reference', 'passthrough']),
+  http(
+    'first',
+    'first token, 1 client: 3 tokens 5 ms apart',
+    {
+      directPath: '/v1/chat/completions',
+      concurrency: 1,
+      prompt: 'Hello [tokens=3][pace=5][stamp]',
+      warmupMs: smoke ? 300 : 1000,
+      durationMs: smoke ? 1000 : 5000,
+    },
+    ['gateway', 'reference', 'passthrough'],
+  ),
   http('agent', 'agent, 20 clients: a CopilotKit remote endpoint (JSONL) streaming 200 tokens', {
-    concurrency: 20, prompt: 'Hello [tokens=200]', agent: 'benchAgent', warmupMs: smoke ? 300 : 2000, durationMs: smoke ? 1000 : 8000,
+    concurrency: 20,
+    prompt: 'Hello [tokens=200]',
+    agent: 'benchAgent',
+    warmupMs: smoke ? 300 : 2000,
+    durationMs: smoke ? 1000 : 8000,
   }),
   {
-    name: 'ws5000', title: `WebSocket: ${smoke ? 50 : 5000} graphql-ws copilotRun streams opened over ${smoke ? 0.5 : 5} s, 1 token/s`, kind: 'ws', servers: ['gateway'],
-    load: { streams: smoke ? 50 : 5000, rampMs: smoke ? 500 : 5000, prompt: `Hello [tokens=${smoke ? 2 : 10}][pace=1000][stamp]` },
+    name: 'ws5000',
+    title: `WebSocket: ${smoke ? 50 : 5000} graphql-ws copilotRun streams opened over ${smoke ? 0.5 : 5} s, 1 token/s`,
+    kind: 'ws',
+    servers: ['gateway'],
+    load: {
+      streams: smoke ? 50 : 5000,
+      rampMs: smoke ? 500 : 5000,
+      prompt: `Hello [tokens=${smoke ? 2 : 10}][pace=1000][stamp]`,
+    },
   },
   {
-    name: 'ws1000', title: `WebSocket: ${smoke ? 50 : 1000} streams, 10 tokens/s`, kind: 'ws', servers: ['gateway'],
-    load: { streams: smoke ? 50 : 1000, rampMs: smoke ? 200 : 2000, prompt: `Hello [tokens=${smoke ? 5 : 100}][pace=100][stamp]` },
+    name: 'ws1000',
+    title: `WebSocket: ${smoke ? 50 : 1000} streams, 10 tokens/s`,
+    kind: 'ws',
+    servers: ['gateway'],
+    load: {
+      streams: smoke ? 50 : 1000,
+      rampMs: smoke ? 200 : 2000,
+      prompt: `Hello [tokens=${smoke ? 5 : 100}][pace=100][stamp]`,
+    },
   },
   ...sweepScenarios(),
 ].filter((scenario) => !only || scenario.name === only || scenario.family === only);
@@ -87,7 +132,9 @@ if (baselineRoot) for (const scenario of scenarios) scenario.servers.splice(1, 0
 const without = (option('--without', '') ?? '').split(',').filter(Boolean);
 for (const scenario of scenarios) scenario.servers = scenario.servers.filter((name) => !without.includes(name));
 if (scenarios.length === 0) {
-  console.error(`No scenario named ${JSON.stringify(only)}: burst20, burst100, paced, first, agent, ws5000, ws1000, sweep.`);
+  console.error(
+    `No scenario named ${JSON.stringify(only)}: burst20, burst100, paced, first, agent, ws5000, ws1000, sweep.`,
+  );
   process.exit(2);
 }
 
@@ -109,18 +156,31 @@ function sweepScenarios() {
       const cell = { family: 'sweep', clients, tokens };
       // Paced: warm up for one whole answer and more, so the window sees answers at every stage.
       cells.push({
-        ...http(`sweep-c${clients}-t${tokens}-paced`, `sweep, ${clients} clients, ${tokens} tokens 5 ms apart`, {
-          concurrency: clients, prompt: `Hello [tokens=${tokens}][pace=5][stamp]`, countTokens: true,
-          warmupMs: smoke ? 300 : 1500 + tokens * 5, durationMs: smoke ? 700 : 5000,
-        }, ['gateway', 'reference', 'passthrough']),
-        ...cell, mode: 'paced',
+        ...http(
+          `sweep-c${clients}-t${tokens}-paced`,
+          `sweep, ${clients} clients, ${tokens} tokens 5 ms apart`,
+          {
+            concurrency: clients,
+            prompt: `Hello [tokens=${tokens}][pace=5][stamp]`,
+            countTokens: true,
+            warmupMs: smoke ? 300 : 1500 + tokens * 5,
+            durationMs: smoke ? 700 : 5000,
+          },
+          ['gateway', 'reference', 'passthrough'],
+        ),
+        ...cell,
+        mode: 'paced',
       });
       cells.push({
         ...http(`sweep-c${clients}-t${tokens}-burst`, `sweep, ${clients} clients, ${tokens} tokens as fast as sent`, {
-          concurrency: clients, prompt: `Hello [tokens=${tokens}]`, countTokens: true,
-          warmupMs: smoke ? 300 : 1500, durationMs: smoke ? 700 : 5000,
+          concurrency: clients,
+          prompt: `Hello [tokens=${tokens}]`,
+          countTokens: true,
+          warmupMs: smoke ? 300 : 1500,
+          durationMs: smoke ? 700 : 5000,
         }),
-        ...cell, mode: 'burst',
+        ...cell,
+        mode: 'burst',
       });
     }
   }
@@ -174,7 +234,11 @@ async function waitForGraphQL(url, proc) {
   while (Date.now() < deadline) {
     if (proc.child.exitCode !== null) throw new Error(`the server exited (${proc.child.exitCode}):\n${proc.output()}`);
     try {
-      const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ hello }"}' });
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"query":"{ hello }"}',
+      });
       if (response.ok) return;
     } catch {
       // not listening yet
@@ -194,7 +258,13 @@ async function startUpstream() {
 }
 
 /** Our gateway as `npm start` runs it in production: the built JS, configured from the environment. */
-async function startGateway(upstream, extraEnv = {}, gatewayRoot = root, flags = gatewayNodeFlags, settings = gatewayEnv) {
+async function startGateway(
+  upstream,
+  extraEnv = {},
+  gatewayRoot = root,
+  flags = gatewayNodeFlags,
+  settings = gatewayEnv,
+) {
   const port = await freePort();
   const proc = start(process.execPath, [...flags, join(gatewayRoot, 'dist', 'src', 'main.js')], {
     cwd: gatewayRoot,
@@ -219,7 +289,9 @@ async function startGateway(upstream, extraEnv = {}, gatewayRoot = root, flags =
 /** A hand-written pass-through with no GraphQL: the floor for the first-token figures. */
 async function startPassthrough(upstream) {
   const port = await freePort();
-  const proc = start(process.execPath, [join(root, 'bench', 'passthrough.mjs'), upstream.origin, String(port)], { cwd: root });
+  const proc = start(process.execPath, [join(root, 'bench', 'passthrough.mjs'), upstream.origin, String(port)], {
+    cwd: root,
+  });
   const url = `http://127.0.0.1:${port}/api/copilotkit`;
   await waitForGraphQL(url, proc);
   return { proc, url, pid: proc.child.pid };
@@ -245,12 +317,19 @@ function ensureBuilt() {
 function ensureReference() {
   if (existsSync(join(referenceDir, 'node_modules', '@copilotkit', 'runtime', 'package.json'))) return;
   console.error('== installing the reference runtime in bench/reference (npm ci, first use only)');
-  execFileSync('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error', '--ignore-scripts'], { cwd: referenceDir, stdio: 'inherit' });
+  execFileSync('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error', '--ignore-scripts'], {
+    cwd: referenceDir,
+    stdio: 'inherit',
+  });
 }
 
 function runLoad(config) {
   return new Promise((resolve, reject) => {
-    const proc = start(process.execPath, [join(root, 'bench', 'load.mjs'), JSON.stringify({ ...config, clockTicks })], {});
+    const proc = start(
+      process.execPath,
+      [join(root, 'bench', 'load.mjs'), JSON.stringify({ ...config, clockTicks })],
+      {},
+    );
     let stdout = '';
     proc.child.stdout.on('data', (chunk) => (stdout += chunk));
     proc.child.on('exit', (code) => {
@@ -269,8 +348,16 @@ async function correctnessPass(name, url, agent) {
     threadId: `bench-check-${name}`,
     frontend: { actions: [], url: 'http://localhost/' },
     messages: [
-      { id: 'check-system', createdAt: new Date().toISOString(), textMessage: { content: 'You are a helpful assistant.', role: 'system' } },
-      { id: 'check-user', createdAt: new Date().toISOString(), textMessage: { content: 'Hello [tokens=25]', role: 'user' } },
+      {
+        id: 'check-system',
+        createdAt: new Date().toISOString(),
+        textMessage: { content: 'You are a helpful assistant.', role: 'system' },
+      },
+      {
+        id: 'check-user',
+        createdAt: new Date().toISOString(),
+        textMessage: { content: 'Hello [tokens=25]', role: 'user' },
+      },
     ],
     metadata: { requestType: 'Chat' },
     ...(agent ? { agentSession: { agentName: agent } } : {}),
@@ -283,9 +370,14 @@ async function correctnessPass(name, url, agent) {
     last = value;
   }
   const response = last?.generateCopilotResponse;
-  const text = (response?.messages ?? []).filter((m) => m.__typename === 'TextMessageOutput').map((m) => m.content.join('')).join('');
+  const text = (response?.messages ?? [])
+    .filter((m) => m.__typename === 'TextMessageOutput')
+    .map((m) => m.content.join(''))
+    .join('');
   if (response?.status?.code !== 'Success' || text !== 'tok '.repeat(25)) {
-    throw new Error(`correctness pass failed for ${name}${agent ? ` (agent ${agent})` : ''}: status ${JSON.stringify(response?.status)}, text ${JSON.stringify(text.slice(0, 120))}`);
+    throw new Error(
+      `correctness pass failed for ${name}${agent ? ` (agent ${agent})` : ''}: status ${JSON.stringify(response?.status)}, text ${JSON.stringify(text.slice(0, 120))}`,
+    );
   }
 }
 
@@ -311,7 +403,10 @@ async function main() {
   };
 
   console.error('== correctness pass with the stock CopilotRuntimeClient');
-  for (const name of [...(needsReference ? ['gateway', 'reference'] : ['gateway']), ...(baselineRoot ? ['baseline'] : [])]) {
+  for (const name of [
+    ...(needsReference ? ['gateway', 'reference'] : ['gateway']),
+    ...(baselineRoot ? ['baseline'] : []),
+  ]) {
     const server = await starters[name]();
     try {
       await correctnessPass(name, server.url);
@@ -332,7 +427,14 @@ async function main() {
         const server = await starters[name]();
         try {
           const directUrl = scenario.load.directPath ? upstream.origin + scenario.load.directPath : undefined;
-          const result = await runLoad({ mode: scenario.kind, url: server.url, pid: server.pid, upstreamPid: upstream.proc.child.pid, directUrl, ...scenario.load });
+          const result = await runLoad({
+            mode: scenario.kind,
+            url: server.url,
+            pid: server.pid,
+            upstreamPid: upstream.proc.child.pid,
+            directUrl,
+            ...scenario.load,
+          });
           if (result.errors) console.error(`   ${result.errors} error(s), e.g. ${JSON.stringify(result.errorSamples)}`);
           (results[scenario.name][name] ??= []).push(result);
         } finally {
@@ -346,9 +448,14 @@ async function main() {
   const table = report(results);
   console.log(table);
   const jsonPath = option('--json', undefined);
-  if (jsonPath) writeFileSync(jsonPath, `${JSON.stringify({ date: new Date().toISOString(), rounds, smoke, results }, null, 2)}\n`);
+  if (jsonPath)
+    writeFileSync(jsonPath, `${JSON.stringify({ date: new Date().toISOString(), rounds, smoke, results }, null, 2)}\n`);
   // Errors are facts, not timings: in the smoke run (CI) a failed request or stream fails the run.
-  const failed = Object.entries(results).filter(([, byServer]) => Object.values(byServer).flat().some((x) => x.errors > 0));
+  const failed = Object.entries(results).filter(([, byServer]) =>
+    Object.values(byServer)
+      .flat()
+      .some((x) => x.errors > 0),
+  );
   if (smoke && failed.length) {
     console.error(`errors in: ${failed.map(([name]) => name).join(', ')}`);
     process.exitCode = 1;
@@ -361,18 +468,33 @@ const fmt = (value, digits = 1) => (value == null ? '–' : value >= 100 ? value
 
 function report(results) {
   const lines = [];
-  lines.push(`Copilot Gateway vs @copilotkit/runtime 1.10.6: median of ${rounds} round(s)${smoke ? ' (SMOKE: tiny loads, figures meaningless)' : ''}`);
-  lines.push(`machine: ${execSync('nproc').toString().trim()} cores, node ${process.version}; ratio = gateway / reference`);
+  lines.push(
+    `Copilot Gateway vs @copilotkit/runtime 1.10.6: median of ${rounds} round(s)${smoke ? ' (SMOKE: tiny loads, figures meaningless)' : ''}`,
+  );
+  lines.push(
+    `machine: ${execSync('nproc').toString().trim()} cores, node ${process.version}; ratio = gateway / reference`,
+  );
   lines.push('');
   if (scenarios.some((s) => s.family !== 'sweep')) table(results, 'reference', lines);
   if (scenarios.some((s) => s.family === 'sweep')) sweepTable(results, 'reference', lines);
   const floor = results.first?.passthrough;
   if (floor) {
-    const added = median(floor.map((x) => (x.firstTokenP50 == null || x.directFirstTokenP50 == null ? null : x.firstTokenP50 - x.directFirstTokenP50)));
-    lines.push('', `first token: a hand-written pass-through with no GraphQL (bench/passthrough.mjs) adds ${fmt(added, 2)} ms, the floor on this machine.`);
+    const added = median(
+      floor.map((x) =>
+        x.firstTokenP50 == null || x.directFirstTokenP50 == null ? null : x.firstTokenP50 - x.directFirstTokenP50,
+      ),
+    );
+    lines.push(
+      '',
+      `first token: a hand-written pass-through with no GraphQL (bench/passthrough.mjs) adds ${fmt(added, 2)} ms, the floor on this machine.`,
+    );
   }
   if (baselineRoot) {
-    lines.push('', `A/B: this build against the baseline build in ${baselineRoot}, alternated in the same rounds; ratio = gateway / baseline`, '');
+    lines.push(
+      '',
+      `A/B: this build against the baseline build in ${baselineRoot}, alternated in the same rounds; ratio = gateway / baseline`,
+      '',
+    );
     if (scenarios.some((s) => s.family !== 'sweep')) table(results, 'baseline', lines);
     if (scenarios.some((s) => s.family === 'sweep')) sweepTable(results, 'baseline', lines);
   }
@@ -387,35 +509,45 @@ function table(results, other, lines) {
   for (const scenario of scenarios.filter((s) => s.family !== 'sweep')) {
     const r = results[scenario.name];
     const m = (server, key) => median((r[server] ?? []).map((x) => x[key]));
-    const figures = scenario.kind === 'http'
-      ? [
-          ['throughput (req/s)', 'throughput', 0],
-          ['latency p50 (ms)', 'latencyP50', 1],
-          ['latency p95 (ms)', 'latencyP95', 1],
-          ['server CPU per request (ms)', 'cpuMsPerRequest', 2],
-          ['server CPU (cores)', 'cpuCores', 2],
-          ['peak RSS (MB)', 'peakRssMb', 0],
-          ['errors', 'errors', 0],
-        ]
-      : [
-          ['streams finished', 'finished', 0],
-          ['errors', 'errors', 0],
-          ['token delay p50 (ms)', 'delayP50', 1],
-          ['token delay p99 (ms)', 'delayP99', 1],
-          ['server CPU per token (ms)', 'cpuMsPerToken', 3],
-          ['peak RSS (MB)', 'peakRssMb', 0],
-        ];
+    const figures =
+      scenario.kind === 'http'
+        ? [
+            ['throughput (req/s)', 'throughput', 0],
+            ['latency p50 (ms)', 'latencyP50', 1],
+            ['latency p95 (ms)', 'latencyP95', 1],
+            ['server CPU per request (ms)', 'cpuMsPerRequest', 2],
+            ['server CPU (cores)', 'cpuCores', 2],
+            ['peak RSS (MB)', 'peakRssMb', 0],
+            ['errors', 'errors', 0],
+          ]
+        : [
+            ['streams finished', 'finished', 0],
+            ['errors', 'errors', 0],
+            ['token delay p50 (ms)', 'delayP50', 1],
+            ['token delay p99 (ms)', 'delayP99', 1],
+            ['server CPU per token (ms)', 'cpuMsPerToken', 3],
+            ['peak RSS (MB)', 'peakRssMb', 0],
+          ];
     if (scenario.name === 'paced') {
       figures.splice(4, 0, ['server CPU per streamed token (ms)', 'cpuMsPerToken', 4]);
       for (const server of ['gateway', other]) {
-        for (const x of r[server] ?? []) x.cpuMsPerToken = x.cpuMsPerRequest == null ? null : x.cpuMsPerRequest / (smoke ? 20 : 200);
+        for (const x of r[server] ?? [])
+          x.cpuMsPerToken = x.cpuMsPerRequest == null ? null : x.cpuMsPerRequest / (smoke ? 20 : 200);
       }
     }
     if (scenario.name === 'first') {
-      figures.splice(0, figures.length, ['time to first token (ms)', 'firstTokenP50', 2], ['the upstream\'s own, asked directly (ms)', 'directFirstTokenP50', 2], ['added to the upstream\'s own (ms)', 'addedFirstToken', 2], ['errors', 'errors', 0]);
+      figures.splice(
+        0,
+        figures.length,
+        ['time to first token (ms)', 'firstTokenP50', 2],
+        ["the upstream's own, asked directly (ms)", 'directFirstTokenP50', 2],
+        ["added to the upstream's own (ms)", 'addedFirstToken', 2],
+        ['errors', 'errors', 0],
+      );
       for (const server of ['gateway', other]) {
         for (const x of r[server] ?? []) {
-          x.addedFirstToken = x.firstTokenP50 == null || x.directFirstTokenP50 == null ? null : x.firstTokenP50 - x.directFirstTokenP50;
+          x.addedFirstToken =
+            x.firstTokenP50 == null || x.directFirstTokenP50 == null ? null : x.firstTokenP50 - x.directFirstTokenP50;
         }
       }
     }
@@ -424,7 +556,13 @@ function table(results, other, lines) {
       const g = m('gateway', key);
       const ref = scenario.servers.includes(other) ? m(other, key) : null;
       const ratio = g != null && ref ? `${(g / ref).toFixed(2)}x` : '';
-      row([first ? scenario.title : '', label, fmt(g, digits), scenario.servers.includes(other) ? fmt(ref, digits) : 'n/a', ratio]);
+      row([
+        first ? scenario.title : '',
+        label,
+        fmt(g, digits),
+        scenario.servers.includes(other) ? fmt(ref, digits) : 'n/a',
+        ratio,
+      ]);
       first = false;
     }
   }
@@ -436,7 +574,11 @@ function table(results, other, lines) {
  */
 function sweepTable(results, other, lines) {
   // One row per cell, whether one of its two scenarios was run (--only sweep-c100-t50-burst) or both.
-  const cells = scenarios.filter((s) => s.family === 'sweep' && !(s.mode === 'burst' && scenarios.some((p) => p.name === s.name.replace(/burst$/, 'paced'))));
+  const cells = scenarios.filter(
+    (s) =>
+      s.family === 'sweep' &&
+      !(s.mode === 'burst' && scenarios.some((p) => p.name === s.name.replace(/burst$/, 'paced'))),
+  );
   const m = (name, server, key) => median((results[name]?.[server] ?? []).map((x) => x[key]));
   const perAnswer = (tokens) => (x) => {
     x.answersPerSecond = x.tokensPerSecond == null ? null : x.tokensPerSecond / tokens;
@@ -461,12 +603,20 @@ function sweepTable(results, other, lines) {
   const row = (cells) => lines.push(`| ${cells.join(' | ')} |`);
   // The floor: the hand-written pass-through (bench/passthrough.mjs), one write per upstream read, no GraphQL.
   const floor = cells.some((cell) => results[`sweep-c${cell.clients}-t${cell.tokens}-paced`]?.passthrough);
-  row(['clients', 'tokens', ...figures.map(([label]) => label), ...extras.map(([label]) => label), ...(floor ? ['paced CPU per token, pass-through (ms)'] : []), 'errors']);
+  row([
+    'clients',
+    'tokens',
+    ...figures.map(([label]) => label),
+    ...extras.map(([label]) => label),
+    ...(floor ? ['paced CPU per token, pass-through (ms)'] : []),
+    'errors',
+  ]);
   row(['---:', '---:', ...figures.map(() => '---:'), ...extras.map(() => '---:'), ...(floor ? ['---:'] : []), '---:']);
   const worst = figures.map(() => null);
   for (const cell of cells) {
     const name = (mode) => `sweep-c${cell.clients}-t${cell.tokens}-${mode}`;
-    for (const server of ['gateway', other]) for (const x of results[name('burst')]?.[server] ?? []) perAnswer(cell.tokens)(x);
+    for (const server of ['gateway', other])
+      for (const x of results[name('burst')]?.[server] ?? []) perAnswer(cell.tokens)(x);
     const ratioCell = ([, mode, key, digits], i) => {
       const g = m(name(mode), 'gateway', key);
       const o = m(name(mode), other, key);
@@ -478,9 +628,22 @@ function sweepTable(results, other, lines) {
       }
       return `${ratio == null ? '–' : `${ratio.toFixed(2)}x`} (${fmt(g, digits)} / ${fmt(o, digits)})`;
     };
-    const errors = ['paced', 'burst'].flatMap((mode) => Object.values(results[name(mode)] ?? {}).flat()).reduce((sum, x) => sum + (x.errors ?? 0), 0);
-    const floorCell = floor ? [`${fmt(m(name('paced'), 'passthrough', 'cpuMsPerToken'), 4)} (${fmt(m(name('paced'), 'passthrough', 'tokensPerSecond'), 0)}/s)`] : [];
-    row([cell.clients, cell.tokens, ...figures.map((f, i) => ratioCell(f, i)), ...extras.map((f) => ratioCell(f)), ...floorCell, errors]);
+    const errors = ['paced', 'burst']
+      .flatMap((mode) => Object.values(results[name(mode)] ?? {}).flat())
+      .reduce((sum, x) => sum + (x.errors ?? 0), 0);
+    const floorCell = floor
+      ? [
+          `${fmt(m(name('paced'), 'passthrough', 'cpuMsPerToken'), 4)} (${fmt(m(name('paced'), 'passthrough', 'tokensPerSecond'), 0)}/s)`,
+        ]
+      : [];
+    row([
+      cell.clients,
+      cell.tokens,
+      ...figures.map((f, i) => ratioCell(f, i)),
+      ...extras.map((f) => ratioCell(f)),
+      ...floorCell,
+      errors,
+    ]);
   }
   // The targets are against the reference; an A/B table (against the baseline build) has none, nor has a smoke run.
   if (other !== 'reference' || smoke) return;
@@ -489,7 +652,9 @@ function sweepTable(results, other, lines) {
     const w = worst[i];
     if (!w) return lines.push(`worst ${label}: –`);
     const met = compare === '<=' ? w.ratio <= bound : w.ratio >= bound;
-    lines.push(`worst ${label}: ${w.ratio.toFixed(2)}x at ${w.cell.clients} clients × ${w.cell.tokens} tokens; target ${compare} ${bound}x: ${met ? 'met' : 'MISSED'}`);
+    lines.push(
+      `worst ${label}: ${w.ratio.toFixed(2)}x at ${w.cell.clients} clients × ${w.cell.tokens} tokens; target ${compare} ${bound}x: ${met ? 'met' : 'MISSED'}`,
+    );
   });
 }
 

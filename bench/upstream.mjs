@@ -49,12 +49,18 @@ function chatCompletion(body, res) {
   const id = `chatcmpl-bench${++completions}`;
   const created = Math.floor(Date.now() / 1000);
   const head = `data: {"id":"${id}","object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(body.model)},"system_fingerprint":"fp_bench","choices":[{"index":0,"delta":`;
-  const chunk = (delta, finish = null) => `${head}${JSON.stringify(delta)},"logprobs":null,"finish_reason":${JSON.stringify(finish)}}]}\n\n`;
+  const chunk = (delta, finish = null) =>
+    `${head}${JSON.stringify(delta)},"logprobs":null,"finish_reason":${JSON.stringify(finish)}}]}\n\n`;
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   res.write(chunk({ role: 'assistant', content: '' }));
-  stream(res, options, () => chunk({ content: token(options.stamp) }), () => {
-    res.end(`${chunk({}, 'stop')}data: [DONE]\n\n`);
-  });
+  stream(
+    res,
+    options,
+    () => chunk({ content: token(options.stamp) }),
+    () => {
+      res.end(`${chunk({}, 'stop')}data: [DONE]\n\n`);
+    },
+  );
 }
 
 let agentRuns = 0;
@@ -66,9 +72,14 @@ function agentExecute(body, res) {
   const messageId = `agent-msg-${++agentRuns}`;
   res.writeHead(200, { 'content-type': 'application/jsonl' });
   res.write(`${JSON.stringify({ type: 'TextMessageStart', messageId })}\n`);
-  stream(res, options, () => `${JSON.stringify({ type: 'TextMessageContent', messageId, content: token(options.stamp) })}\n`, () => {
-    res.end(`${JSON.stringify({ type: 'TextMessageEnd', messageId })}\n`);
-  });
+  stream(
+    res,
+    options,
+    () => `${JSON.stringify({ type: 'TextMessageContent', messageId, content: token(options.stamp) })}\n`,
+    () => {
+      res.end(`${JSON.stringify({ type: 'TextMessageEnd', messageId })}\n`);
+    },
+  );
 }
 
 const info = JSON.stringify({
