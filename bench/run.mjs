@@ -3,7 +3,8 @@
 //
 //   npm run bench                     every scenario, 3 rounds, servers alternated within each round
 //   npm run bench -- --rounds 5       more rounds
-//   npm run bench -- --only burst20   one scenario (burst20, burst100, paced, first, agent, ws5000, ws1000)
+//   npm run bench -- --only burst20   one scenario (burst20, burst100, paced, first, agent, ws5000, ws1000), or several
+//                                     comma-separated (--only burst20,paced)
 //   npm run bench -- --smoke          a few seconds: every scenario once, tiny, to prove the benchmark works (CI)
 //   npm run bench -- --json out.json  also write the raw figures
 //   npm run bench -- --gateway-env METRICS=false   settings for the gateway (comma-separated), for A/B runs
@@ -34,7 +35,8 @@ const flag = (name) => args.includes(name);
 const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
 const smoke = flag('--smoke');
 const rounds = Number(option('--rounds', smoke ? 1 : 3));
-const only = option('--only', undefined);
+// --only burst20,paced: the scenarios (or families, such as sweep) named, comma-separated.
+const only = option('--only', undefined)?.split(',');
 // The gateway runs with the node flags `npm start` gives it (package.json config.nodeFlags), then any extra.
 const packageJson = JSON.parse(
   readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', 'package.json'), 'utf8'),
@@ -127,7 +129,7 @@ const scenarios = [
     },
   },
   ...sweepScenarios(),
-].filter((scenario) => !only || scenario.name === only || scenario.family === only);
+].filter((scenario) => !only || only.includes(scenario.name) || only.includes(scenario.family));
 if (baselineRoot) for (const scenario of scenarios) scenario.servers.splice(1, 0, 'baseline');
 const without = (option('--without', '') ?? '').split(',').filter(Boolean);
 for (const scenario of scenarios) scenario.servers = scenario.servers.filter((name) => !without.includes(name));

@@ -294,6 +294,7 @@ export class AgUiTransport {
     if (agentId === DEFAULT_AGENT) return;
     const agents = await this.options.launcher.listAgents();
     if (!agents.some((agent) => agent.name === agentId)) {
+      // Not AgentNotFoundError: AG-UI clients get CopilotKit's runtime's wording, and only the name in details.
       throw new GatewayError(
         'AGENT_NOT_FOUND',
         `Agent '${agentId}' does not exist. Available: ${[DEFAULT_AGENT, ...agents.map((a) => a.name)].join(', ')}.`,

@@ -346,6 +346,15 @@ export class PayloadTooLargeError extends GatewayError {
   }
 }
 
+/** GRAPHQL_PARSE_FAILED: The document does not parse (or nests deeper than the parser is given). */
+export class ParseFailedError extends GatewayError {
+  declare readonly code: 'GRAPHQL_PARSE_FAILED';
+  constructor(message: string, options?: CodedErrorOptions) {
+    super('GRAPHQL_PARSE_FAILED', message, options);
+    this.name = 'ParseFailedError';
+  }
+}
+
 /** NOT_ACCEPTABLE: A streaming operation for a client that takes no streaming format. */
 export class NotAcceptableError extends GatewayError {
   declare readonly code: 'NOT_ACCEPTABLE';

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { authenticateRequest, type Authenticate, type AuthenticationRequest } from '../auth/authenticate.js';
-import { GatewayError } from '../core/errors.js';
+import { GatewayError, RateLimitedError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
 
@@ -119,8 +119,7 @@ export class AccessControl {
       { client: address, retryAfterSeconds },
       'credentials refused: too many failed logins from this address',
     );
-    return new GatewayError(
-      'RATE_LIMITED',
+    return new RateLimitedError(
       `Too many failed logins from this address: no credentials are accepted from it for ${retryAfterSeconds} s.`,
       { details: { retryAfterSeconds } },
     );
@@ -149,9 +148,9 @@ export interface ConnectionFacts {
 }
 
 /** RATE_LIMITED with when to try again, in whole seconds (at least one). */
-export function rateLimited(waitMs: number, what: string): GatewayError {
+export function rateLimited(waitMs: number, what: string): RateLimitedError {
   const retryAfterSeconds = Math.max(1, Math.ceil(waitMs / 1000));
-  return new GatewayError('RATE_LIMITED', `Too many ${what} from this client: try again in ${retryAfterSeconds} s.`, {
+  return new RateLimitedError(`Too many ${what} from this client: try again in ${retryAfterSeconds} s.`, {
     details: { retryAfterSeconds },
   });
 }

@@ -3,7 +3,7 @@ import { HeaderMap, type HTTPGraphQLRequest, type HTTPGraphQLResponse } from '@a
 import type { Logger } from 'pino';
 import { OPERATION_ENDED } from '../../core/abort.js';
 import { textNestsDeeperThan } from '../../core/depth.js';
-import { GatewayError } from '../../core/errors.js';
+import { ParseFailedError } from '../../core/errors.js';
 import type { GatewayContext } from '../../graphql/context.js';
 import { TOO_DEEP_DOCUMENT } from '../../graphql/documents.js';
 import type { InitialPart } from '../../graphql/executor.js';
@@ -52,7 +52,7 @@ export async function serveGraphQL(
   const posted = (body as { query?: unknown } | undefined)?.query;
   const query = typeof posted === 'string' ? posted : new URLSearchParams(search).get('query');
   if (query && textNestsDeeperThan(query)) {
-    return sendGatewayError(res, new GatewayError('GRAPHQL_PARSE_FAILED', TOO_DEEP_DOCUMENT), { requestId });
+    return sendGatewayError(res, new ParseFailedError(TOO_DEEP_DOCUMENT), { requestId });
   }
 
   // A single-route AG-UI envelope ({method, params, body}) rather than a GraphQL request ({query, …}).
