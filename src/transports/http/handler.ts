@@ -1,71 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ApolloServer } from '@apollo/server';
-import type { Logger } from 'pino';
 import { BadRequestError, ForbiddenHostError, ForbiddenOriginError, NotFoundError } from '../../core/errors.js';
-import type { RunLauncher } from '../../engine/launcher.js';
-import type { GatewayContext } from '../../graphql/context.js';
-import type { Executor } from '../../graphql/executor.js';
 import { readAgUiBody } from '../../ag-ui/body.js';
-import type { AgUiTransport } from '../../ag-ui/serve.js';
-import type { AccessControl, Admitted } from '../access.js';
-import { isSameOrigin, type CorsPolicy } from '../cors.js';
-import type { OfflineExplorer } from '../explorer.js';
-import type { HostPolicy } from '../hosts.js';
+import type { Admitted } from '../access.js';
+import { isSameOrigin } from '../cors.js';
 import { sendGatewayError, sendJson } from '../responses.js';
 import { agUiCaller, serveGraphQL } from './graphql.js';
-import { serveMetrics, type MetricsRoute } from './metrics.js';
+import type { AdmittedRequest, HttpTransportOptions } from './options.js';
+import { serveMetrics } from './metrics.js';
 import { explorerOffPage, sendPage } from './pages.js';
 import { isSimpleRequest, sendRefusal, sendUnexpected } from './refusals.js';
 
-export interface HttpTransportOptions {
-  apollo: ApolloServer<GatewayContext>;
-  launcher: RunLauncher;
-  path: string;
-  cors: CorsPolicy;
-  hosts: HostPolicy;
-  logger: Logger;
-  maxBodyBytes: number;
-  /**
-   * Milliseconds between keep-alive signals on a streamed response (SSE comments, multipart parts
-   * holding `{}`), so idle proxies do not cut a long run.
-   */
-  keepAliveMs: number;
-  /**
-   * Whether the explorers are served: Apollo Sandbox (GET with text/html) and the offline explorer
-   * at `<path>/graphiql`. Off, a browser gets a page saying so.
-   */
-  sandbox: boolean;
-  explorer: OfflineExplorer;
-  /** The AG-UI runtime protocol (CopilotKit ≥1.50) under the same path. */
-  agUi: AgUiTransport;
-  /** Authentication and requests per minute, checked before a request is read. */
-  access: AccessControl;
-  /** GET /metrics: Prometheus's text, behind a bearer token when one is set (its keyMatcher). Absent: 404. */
-  metrics?: MetricsRoute;
-  /** Told when a streamed response starts and ends (metrics). */
-  onStream?: (delta: 1 | -1) => void;
-  /** What runs the operations: asked first what it does for a request itself (Executor `prepare`). */
-  executor: Executor;
-  /** Whether Apollo serves operations (started, not stopped): the executor answers a request itself only then. */
-  apolloServing: () => boolean;
-  /** Whether the gateway is draining: answers ask clients to close their connections. */
-  draining: () => boolean;
-  /** What `/ready` answers: whether this instance should get traffic, and why. */
-  readiness: () => { ready: boolean; checks: Record<string, unknown> };
-}
-
-/** What the handler knows of a request once it is past the door. */
-export interface AdmittedRequest {
-  pathname: string;
-  search: string;
-  agUiRoute: boolean;
-  wantsPage: boolean;
-  requestId: string;
-  log: Logger;
-  /** `log`'s own fields (see RunCaller.logParent). */
-  logBindings: Record<string, unknown>;
-}
+export type { HttpTransportOptions };
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
