@@ -87,16 +87,7 @@ export class MemoryThreadStore implements ThreadStore {
     if (active && (active.claimExpires === undefined || active.claimExpires > now))
       throw threadBusy(threadId, active.runId);
     if (!thread) {
-      thread = {
-        threadId,
-        input: [],
-        agentStates: undefined,
-        runs: [],
-        active: undefined,
-        bytes: 0,
-        touched: now,
-        owner: undefined,
-      };
+      thread = emptyThread(threadId, now);
       this.threads.set(threadId, thread);
     }
     if (owner !== undefined) thread.owner = owner;
@@ -117,16 +108,7 @@ export class MemoryThreadStore implements ThreadStore {
     let thread = this.threads.get(threadId);
     if (!thread) {
       // Dropped since its claim (only possible under a bound far too small): kept again from here.
-      thread = {
-        threadId,
-        input: [],
-        agentStates: undefined,
-        runs: [],
-        active: undefined,
-        bytes: 0,
-        touched: now,
-        owner: undefined,
-      };
+      thread = emptyThread(threadId, now);
       this.threads.set(threadId, thread);
     }
     const run: MemoryRun = {
@@ -331,6 +313,20 @@ export class MemoryThreadStore implements ThreadStore {
       if (!this.pinned(thread, now)) this.drop(thread);
     }
   }
+}
+
+/** A thread with nothing kept yet. */
+function emptyThread(threadId: string, now: number): MemoryThread {
+  return {
+    threadId,
+    input: [],
+    agentStates: undefined,
+    runs: [],
+    active: undefined,
+    bytes: 0,
+    touched: now,
+    owner: undefined,
+  };
 }
 
 function messagesBytes(messages: readonly Message[]): number {
