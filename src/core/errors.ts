@@ -73,7 +73,7 @@ export class NotSupportedError extends GatewayError {
   constructor(
     feature: string,
     message = `${feature} is not supported by this gateway yet.`,
-    options?: CodedErrorOptions,
+    options?: GatewayErrorOptions,
   ) {
     super('NOT_SUPPORTED', message, options);
     this.name = 'NotSupportedError';
@@ -97,16 +97,13 @@ export class AgentNotFoundError extends GatewayError {
   }
 }
 
-/** What every error class below takes besides its message: the table's defaults stand unless said otherwise. */
-export type CodedErrorOptions = GatewayErrorOptions;
-
 // One class per code a call site raises (as undici's errors each fix their own): `new ThreadBusyError(message)`
 // says what it is, and the code, status, severity and visibility come from the table (error-codes.ts).
 
 /** UNAUTHENTICATED: No valid credentials (authentication on). */
 export class UnauthenticatedError extends GatewayError {
   declare readonly code: 'UNAUTHENTICATED';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('UNAUTHENTICATED', message, options);
     this.name = 'UnauthenticatedError';
   }
@@ -115,7 +112,7 @@ export class UnauthenticatedError extends GatewayError {
 /** AUTH_UNAVAILABLE: The credentials could not be checked now. */
 export class AuthUnavailableError extends GatewayError {
   declare readonly code: 'AUTH_UNAVAILABLE';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('AUTH_UNAVAILABLE', message, options);
     this.name = 'AuthUnavailableError';
   }
@@ -124,7 +121,7 @@ export class AuthUnavailableError extends GatewayError {
 /** CLIENT_DISCONNECTED: The client went away before the run finished. */
 export class ClientDisconnectedError extends GatewayError {
   declare readonly code: 'CLIENT_DISCONNECTED';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('CLIENT_DISCONNECTED', message, options);
     this.name = 'ClientDisconnectedError';
   }
@@ -133,7 +130,7 @@ export class ClientDisconnectedError extends GatewayError {
 /** STORE_UNAVAILABLE: The thread store cannot be reached, or took none of a run's events for too long. */
 export class StoreUnavailableError extends GatewayError {
   declare readonly code: 'STORE_UNAVAILABLE';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('STORE_UNAVAILABLE', message, options);
     this.name = 'StoreUnavailableError';
   }
@@ -142,7 +139,7 @@ export class StoreUnavailableError extends GatewayError {
 /** SHUTTING_DOWN: The instance is shutting down. */
 export class ShuttingDownError extends GatewayError {
   declare readonly code: 'SHUTTING_DOWN';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('SHUTTING_DOWN', message, options);
     this.name = 'ShuttingDownError';
   }
@@ -151,7 +148,7 @@ export class ShuttingDownError extends GatewayError {
 /** RATE_LIMITED: The client is over a limit; details say when to try again. */
 export class RateLimitedError extends GatewayError {
   declare readonly code: 'RATE_LIMITED';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('RATE_LIMITED', message, options);
     this.name = 'RateLimitedError';
   }
@@ -160,7 +157,7 @@ export class RateLimitedError extends GatewayError {
 /** LIMIT_EXCEEDED: maxTokens or the conversation is over the model limits. */
 export class LimitExceededError extends GatewayError {
   declare readonly code: 'LIMIT_EXCEEDED';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('LIMIT_EXCEEDED', message, options);
     this.name = 'LimitExceededError';
   }
@@ -169,7 +166,7 @@ export class LimitExceededError extends GatewayError {
 /** INSTANCE_LOST: The instance running the run stopped answering. */
 export class InstanceLostError extends GatewayError {
   declare readonly code: 'INSTANCE_LOST';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('INSTANCE_LOST', message, options);
     this.name = 'InstanceLostError';
   }
@@ -178,7 +175,7 @@ export class InstanceLostError extends GatewayError {
 /** RUN_STOPPED: The run was stopped. */
 export class RunStoppedError extends GatewayError {
   declare readonly code: 'RUN_STOPPED';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('RUN_STOPPED', message, options);
     this.name = 'RunStoppedError';
   }
@@ -187,7 +184,7 @@ export class RunStoppedError extends GatewayError {
 /** RUN_NOT_FOUND: No such thread or run in the store. */
 export class RunNotFoundError extends GatewayError {
   declare readonly code: 'RUN_NOT_FOUND';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('RUN_NOT_FOUND', message, options);
     this.name = 'RunNotFoundError';
   }
@@ -196,7 +193,7 @@ export class RunNotFoundError extends GatewayError {
 /** INTERNAL_SERVER_ERROR: Unexpected: masked as "Unexpected error." to clients. */
 export class InternalError extends GatewayError {
   declare readonly code: 'INTERNAL_SERVER_ERROR';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('INTERNAL_SERVER_ERROR', message, options);
     this.name = 'InternalError';
   }
@@ -205,7 +202,7 @@ export class InternalError extends GatewayError {
 /** ACTION_FAILED: A server-side action threw. */
 export class ActionFailedError extends GatewayError {
   declare readonly code: 'ACTION_FAILED';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('ACTION_FAILED', message, options);
     this.name = 'ActionFailedError';
   }
@@ -214,7 +211,7 @@ export class ActionFailedError extends GatewayError {
 /** ACTION_TIMEOUT: An action took longer than actionTimeoutMs. */
 export class ActionTimeoutError extends GatewayError {
   declare readonly code: 'ACTION_TIMEOUT';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('ACTION_TIMEOUT', message, options);
     this.name = 'ActionTimeoutError';
   }
@@ -223,7 +220,7 @@ export class ActionTimeoutError extends GatewayError {
 /** THREAD_FORBIDDEN: The thread belongs to another principal. */
 export class ThreadForbiddenError extends GatewayError {
   declare readonly code: 'THREAD_FORBIDDEN';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('THREAD_FORBIDDEN', message, options);
     this.name = 'ThreadForbiddenError';
   }
@@ -232,7 +229,7 @@ export class ThreadForbiddenError extends GatewayError {
 /** THREAD_BUSY: The thread already has a run in progress. */
 export class ThreadBusyError extends GatewayError {
   declare readonly code: 'THREAD_BUSY';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('THREAD_BUSY', message, options);
     this.name = 'ThreadBusyError';
   }
@@ -241,7 +238,7 @@ export class ThreadBusyError extends GatewayError {
 /** OVERLOADED: The process serves its most runs at once. */
 export class OverloadedError extends GatewayError {
   declare readonly code: 'OVERLOADED';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('OVERLOADED', message, options);
     this.name = 'OverloadedError';
   }
@@ -250,7 +247,7 @@ export class OverloadedError extends GatewayError {
 /** MISSING_PUBLIC_API_KEY: Guardrails are on and the request has no public API key. */
 export class MissingPublicApiKeyError extends GatewayError {
   declare readonly code: 'MISSING_PUBLIC_API_KEY';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('MISSING_PUBLIC_API_KEY', message, options);
     this.name = 'MissingPublicApiKeyError';
   }
@@ -259,7 +256,7 @@ export class MissingPublicApiKeyError extends GatewayError {
 /** HOOK_FAILED: The onBeforeRequest hook threw unexpectedly. */
 export class HookFailedError extends GatewayError {
   declare readonly code: 'HOOK_FAILED';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('HOOK_FAILED', message, options);
     this.name = 'HookFailedError';
   }
@@ -268,25 +265,16 @@ export class HookFailedError extends GatewayError {
 /** GUARDRAILS_VALIDATION_FAILED: The guardrails service denied the request. */
 export class GuardrailsDeniedError extends GatewayError {
   declare readonly code: 'GUARDRAILS_VALIDATION_FAILED';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('GUARDRAILS_VALIDATION_FAILED', message, options);
     this.name = 'GuardrailsDeniedError';
-  }
-}
-
-/** REQUEST_REFUSED: The onBeforeRequest hook refused the request (for hooks to throw). */
-export class RequestRefusedError extends GatewayError {
-  declare readonly code: 'REQUEST_REFUSED';
-  constructor(message: string, options?: CodedErrorOptions) {
-    super('REQUEST_REFUSED', message, options);
-    this.name = 'RequestRefusedError';
   }
 }
 
 /** MODEL_NOT_ALLOWED: A model outside modelLimits.allowedModels. */
 export class ModelNotAllowedError extends GatewayError {
   declare readonly code: 'MODEL_NOT_ALLOWED';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('MODEL_NOT_ALLOWED', message, options);
     this.name = 'ModelNotAllowedError';
   }
@@ -295,7 +283,7 @@ export class ModelNotAllowedError extends GatewayError {
 /** NO_MODEL_CONFIGURED: The gateway has no model and the request needs one. */
 export class NoModelConfiguredError extends GatewayError {
   declare readonly code: 'NO_MODEL_CONFIGURED';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('NO_MODEL_CONFIGURED', message, options);
     this.name = 'NoModelConfiguredError';
   }
@@ -304,7 +292,7 @@ export class NoModelConfiguredError extends GatewayError {
 /** BAD_REQUEST: A malformed HTTP request. */
 export class BadRequestError extends GatewayError {
   declare readonly code: 'BAD_REQUEST';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('BAD_REQUEST', message, options);
     this.name = 'BadRequestError';
   }
@@ -313,7 +301,7 @@ export class BadRequestError extends GatewayError {
 /** NOT_FOUND: No such route. */
 export class NotFoundError extends GatewayError {
   declare readonly code: 'NOT_FOUND';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('NOT_FOUND', message, options);
     this.name = 'NotFoundError';
   }
@@ -322,7 +310,7 @@ export class NotFoundError extends GatewayError {
 /** FORBIDDEN_ORIGIN: A CORS preflight from an origin that is not allowed. */
 export class ForbiddenOriginError extends GatewayError {
   declare readonly code: 'FORBIDDEN_ORIGIN';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('FORBIDDEN_ORIGIN', message, options);
     this.name = 'ForbiddenOriginError';
   }
@@ -331,7 +319,7 @@ export class ForbiddenOriginError extends GatewayError {
 /** FORBIDDEN_HOST: In development, a Host that is not allowed. */
 export class ForbiddenHostError extends GatewayError {
   declare readonly code: 'FORBIDDEN_HOST';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('FORBIDDEN_HOST', message, options);
     this.name = 'ForbiddenHostError';
   }
@@ -340,7 +328,7 @@ export class ForbiddenHostError extends GatewayError {
 /** PAYLOAD_TOO_LARGE: A body over maxBodyBytes. */
 export class PayloadTooLargeError extends GatewayError {
   declare readonly code: 'PAYLOAD_TOO_LARGE';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('PAYLOAD_TOO_LARGE', message, options);
     this.name = 'PayloadTooLargeError';
   }
@@ -349,18 +337,9 @@ export class PayloadTooLargeError extends GatewayError {
 /** GRAPHQL_PARSE_FAILED: The document does not parse (or nests deeper than the parser is given). */
 export class ParseFailedError extends GatewayError {
   declare readonly code: 'GRAPHQL_PARSE_FAILED';
-  constructor(message: string, options?: CodedErrorOptions) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('GRAPHQL_PARSE_FAILED', message, options);
     this.name = 'ParseFailedError';
-  }
-}
-
-/** NOT_ACCEPTABLE: A streaming operation for a client that takes no streaming format. */
-export class NotAcceptableError extends GatewayError {
-  declare readonly code: 'NOT_ACCEPTABLE';
-  constructor(message: string, options?: CodedErrorOptions) {
-    super('NOT_ACCEPTABLE', message, options);
-    this.name = 'NotAcceptableError';
   }
 }
 
