@@ -118,7 +118,6 @@ export class LangChainAdapter implements ModelAdapter {
     if (tools.length) {
       if (typeof model!.bindTools !== 'function') {
         throw new NotSupportedError(
-          'Tools',
           'This LangChain chat model cannot call tools (it has no bindTools), and the request offers some.',
         );
       }

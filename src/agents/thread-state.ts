@@ -1,3 +1,4 @@
+import { isObject } from '../core/values.js';
 import type { Message } from '../core/messages.js';
 import type { AgentThreadState } from './agent.js';
 import { messagesToCopilotKitJson } from './copilotkit-messages.js';
@@ -20,8 +21,7 @@ export function storedThreadState(messages: readonly Message[], stateJson?: stri
 function parseState(json: string): Record<string, unknown> {
   try {
     const state = JSON.parse(json) as unknown;
-    const isObject = state !== null && typeof state === 'object' && !Array.isArray(state);
-    return isObject ? (state as Record<string, unknown>) : {};
+    return isObject(state) ? state : {};
   } catch {
     return {};
   }

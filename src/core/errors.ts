@@ -1,13 +1,6 @@
 import { ERROR_CODES, statusOf, type ErrorCode, type Severity, type Visibility } from './error-codes.js';
 
-export {
-  ERROR_CODES,
-  statusOf,
-  type ErrorCode,
-  type ErrorPlace,
-  type Severity,
-  type Visibility,
-} from './error-codes.js';
+export { ERROR_CODES, statusOf, type ErrorCode, type Severity, type Visibility } from './error-codes.js';
 
 export interface GatewayErrorOptions {
   /** Overrides the status of the code's table entry (so do `severity` and `visibility`). */
@@ -69,12 +62,7 @@ export class BadUserInputError extends GatewayError {
 }
 
 export class NotSupportedError extends GatewayError {
-  /** `feature` alone reads "<feature> is not supported by this gateway yet."; `message` says it otherwise. */
-  constructor(
-    feature: string,
-    message = `${feature} is not supported by this gateway yet.`,
-    options?: GatewayErrorOptions,
-  ) {
+  constructor(message: string, options?: GatewayErrorOptions) {
     super('NOT_SUPPORTED', message, options);
     this.name = 'NotSupportedError';
   }
@@ -343,10 +331,10 @@ export class ParseFailedError extends GatewayError {
   }
 }
 
-/** A model provider, an agent or another upstream service failed. */
 /** The codes an upstream's failure may have (an agent's own error is one). */
 export type UpstreamErrorCode = Extract<ErrorCode, `UPSTREAM_${string}`> | 'AGENT_ERROR';
 
+/** A model provider, an agent or another upstream service failed. */
 export class UpstreamError extends GatewayError {
   declare readonly code: UpstreamErrorCode;
   constructor(code: UpstreamErrorCode, message: string, options: GatewayErrorOptions = {}) {

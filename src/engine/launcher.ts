@@ -165,7 +165,7 @@ export class RunLauncher {
   /** The thread store as the resolvers use it (copilotThread, joinCopilotRun, stopCopilotRun). */
   get threads(): ThreadService {
     const threads = this.options.threads;
-    if (!threads) throw new NotSupportedError('Threads', 'This gateway keeps no threads.');
+    if (!threads) throw new NotSupportedError('This gateway keeps no threads.');
     return threads;
   }
 
@@ -201,7 +201,7 @@ export class RunLauncher {
         );
       }
       if (guarded && !this.options.guardrails) {
-        throw new NotSupportedError('Guardrails', 'Guardrails are not configured on this gateway.');
+        throw new NotSupportedError('Guardrails are not configured on this gateway.');
       }
       run = new Run({
         threadId: request.threadId,

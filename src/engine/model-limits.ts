@@ -87,7 +87,6 @@ export function admitForwardedParameters(
     for (const [name, value] of Object.entries(parameters) as [keyof ForwardedParameters, unknown][]) {
       if (value == null || (Array.isArray(value) && value.length === 0) || supported.has(name)) continue;
       throw new NotSupportedError(
-        `forwardedParameters.${name}`,
         `forwardedParameters.${name} is not supported by this gateway's model (${adapterName}): ` +
           `its own setting applies. Send no ${name}.`,
         { details: { field: `forwardedParameters.${name}` } },

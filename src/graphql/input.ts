@@ -25,7 +25,9 @@ export function runRequestFromInput(
   properties: Record<string, unknown> | null | undefined,
 ): RunRequest {
   if (data.extensions?.openaiAssistantAPI)
-    throw new NotSupportedError('The OpenAI Assistants API (extensions.openaiAssistantAPI)');
+    throw new NotSupportedError(
+      'The OpenAI Assistants API (extensions.openaiAssistantAPI) is not supported by this gateway yet.',
+    );
 
   const frontendTools: ToolDefinition[] = [];
   data.frontend.actions.forEach((action, index) => {

@@ -222,7 +222,7 @@ export class UpstreamClient {
     return (async (input: string | URL | Request, init?: RequestInit) => {
       const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
       const signal = init?.signal ?? new AbortController().signal;
-      const call = { url, who, policy, signal, logger };
+      const call = { who, policy, signal, logger };
       const { response, release } = await withRetries(call, this.onRetry, async (attemptSignal) => {
         const response = await undiciFetch(url, {
           ...(init as object),

@@ -9,7 +9,7 @@ import { GatewayError, UpstreamError, type UpstreamErrorCode } from '../core/err
  */
 
 /** The codes an upstream's HTTP status can stand for. */
-export type StatusErrorCode = Extract<
+type StatusErrorCode = Extract<
   UpstreamErrorCode,
   | 'UPSTREAM_AUTHENTICATION_FAILED'
   | 'UPSTREAM_TIMEOUT'

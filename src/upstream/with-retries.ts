@@ -19,7 +19,6 @@ export interface Attempt<T> {
 
 /** What the retry loop needs of a call. */
 export interface RetriedCall {
-  url: string;
   /** Who is called, for messages and logs. Never a URL. */
   who: string;
   policy: RetryPolicy;
