@@ -3,7 +3,7 @@ import { BadRequestError } from '../core/errors.js';
 import { textNestsDeeperThan } from '../core/depth.js';
 import { nestsTooDeeply, readBody, tooLarge } from '../transports/http/body.js';
 import { sendGatewayError } from '../transports/responses.js';
-import { NO_BODY } from './serve.js';
+import { NO_BODY } from '../transports/http/body.js';
 
 /** Whether a body posted to the GraphQL path is a single-route AG-UI envelope (`{method, params, body}`). */
 export function isAgUiEnvelope(body: unknown): body is Record<string, unknown> {

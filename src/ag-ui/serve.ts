@@ -3,6 +3,7 @@ import type { BaseEvent } from '@ag-ui/core';
 import type { EventEncoder } from '@ag-ui/encoder';
 import type { Logger } from 'pino';
 import type { Principal } from '../core/principal.js';
+import { NO_BODY } from '../transports/http/body.js';
 import { drained, sendGatewayError, sendJson } from '../transports/responses.js';
 import { toAgUiMessages } from './messages.js';
 import { BadRequestError, BadUserInputError, GatewayError, NotFoundError, toGatewayError } from '../core/errors.js';
@@ -400,9 +401,6 @@ function track(open: Map<string, 'text' | 'call'>, event: SequencedEvent): void 
   else if (event.type === 'TextMessageEnd') open.delete(event.messageId);
   else if (event.type === 'ActionExecutionEnd') open.delete(event.actionExecutionId);
 }
-
-/** What `readBody` answers when it has already answered the request (too large, not JSON). */
-export const NO_BODY = Symbol('no body');
 
 /** A request AG-UI's runtime refuses, answered as CopilotKit's runtime answers it: `title` is its `error`. */
 function answer(res: ServerResponse, error: GatewayError, title: string): void {

@@ -1,47 +1,52 @@
 import type { GraphQLSchema } from 'graphql';
-import { executeIncrementally, type ExecutionOutcome, type HttpOperationState } from './incremental.js';
+import { executeIncrementally, type HttpOperationState } from './incremental.js';
 import type { KnownDocuments } from './known-documents.js';
 import { LaterPayloads } from './later-payloads.js';
-import type { LeafSink } from './leaf-stream.js';
+import type { LaterPayload } from './payloads.js';
 import { carriesErrors } from '../nulled-paths.js';
 import type { ExecutionHandle, GatewayContext } from '../context.js';
-import type { HttpOperation, HttpRequest, InitialPart, LaterDelivery, LaterStep } from '../executor.js';
+import type {
+  ExecutionOutcome,
+  HttpOperation,
+  HttpRequest,
+  InitialPart,
+  LaterDelivery,
+  LaterSink,
+  LaterStep,
+} from '../executor.js';
 
 /**
  * The fast executor's side of HTTP (executor.ts `prepare`): each operation's later payloads kept by the
- * executor, found again by a handle it made (the context carries the handle, never the payloads); and
- * the documents it knows run without Apollo's pipeline (known-documents.ts).
+ * executor, in the operation it made, which is also the handle the context carries (never the payloads);
+ * and the documents it knows run without Apollo's pipeline (known-documents.ts).
  */
 export class FastHttp {
-  private readonly operations = new WeakMap<ExecutionHandle, HttpOperationState>();
-
   constructor(
     private readonly schema: GraphQLSchema,
-    /** Absent where every request passes through Apollo's pipeline too (its usage reporting, APOLLO_KEY). */
-    private readonly known: KnownDocuments | undefined,
+    private readonly known: KnownDocuments,
   ) {}
 
   /** The executor's `execute`: an HTTP operation's state found by its context's handle. */
   readonly execute = (args: Parameters<typeof executeIncrementally>[0]): Promise<ExecutionOutcome> => {
     const handle = (args.contextValue as GatewayContext | undefined)?.execution;
-    return executeIncrementally(args, handle === undefined ? undefined : this.operations.get(handle));
+    return executeIncrementally(args, handle instanceof FastHttpOperation ? handle.state : undefined);
   };
 
   prepare(request: HttpRequest): HttpOperation {
-    const state: HttpOperationState = { later: new LaterPayloads() };
-    const handle: ExecutionHandle = { executor: 'fast' };
-    this.operations.set(handle, state);
-    return new FastHttpOperation(handle, state, this.schema, request, this.known);
+    return new FastHttpOperation(this.schema, request, this.known);
   }
 }
 
-class FastHttpOperation implements HttpOperation {
+class FastHttpOperation implements HttpOperation, ExecutionHandle {
+  readonly executor = 'fast';
+  /** The operation is its own handle: `execute` finds its state through the context. */
+  readonly handle: ExecutionHandle = this;
+  readonly state: HttpOperationState = { later: new LaterPayloads() };
+
   constructor(
-    readonly handle: ExecutionHandle,
-    private readonly state: HttpOperationState,
     private readonly schema: GraphQLSchema,
     private readonly request: HttpRequest,
-    private readonly known: KnownDocuments | undefined,
+    private readonly known: KnownDocuments,
   ) {}
 
   /**
@@ -55,7 +60,7 @@ class FastHttpOperation implements HttpOperation {
    */
   async run(context: GatewayContext): Promise<InitialPart | 'apollo' | undefined> {
     const { request, known, state } = this;
-    const found = known !== undefined && request.direct ? known.find(request.body) : undefined;
+    const found = request.direct ? known.find(request.body) : undefined;
     if (found === undefined) return undefined;
     let result: ExecutionOutcome;
     try {
@@ -81,7 +86,7 @@ class FastHttpOperation implements HttpOperation {
   answered(query: unknown, streamed: boolean): void {
     // A streamed run of a document the leaf-stream plan takes: its text may be run without Apollo next time.
     const planned = this.state.later.planned;
-    if (this.known !== undefined && planned !== undefined && streamed && typeof query === 'string') {
+    if (planned !== undefined && streamed && typeof query === 'string') {
       this.known.remember(query, planned);
     }
   }
@@ -103,12 +108,15 @@ class FastHttpOperation implements HttpOperation {
 class Delivery implements LaterDelivery {
   constructor(private readonly later: LaterPayloads) {}
 
-  open(sink: LeafSink): void {
+  open(sink: LaterSink): void {
     this.later.open(sink);
   }
 
-  async next(): Promise<LaterStep | undefined> {
-    const step = await this.later.next();
+  next(): Promise<LaterStep | undefined> {
+    return this.later.next().then(this.toStep);
+  }
+
+  private readonly toStep = (step: IteratorResult<LaterPayload, void>): LaterStep | undefined => {
     if (step.done) return undefined;
     const payload = step.value;
     // Errors are Apollo's to format (and to tell its plugins of): its next part is this payload.
@@ -117,7 +125,7 @@ class Delivery implements LaterDelivery {
       return 'apollo';
     }
     return { json: JSON.stringify(payload), hasNext: payload.hasNext };
-  }
+  };
 
   after(): void {
     this.later.after();

@@ -15,12 +15,11 @@ export interface FastExecutorOptions {
 
 /** The gateway's own paths; see Executor. */
 export function fastExecutor(schema: GraphQLSchema, options: FastExecutorOptions = {}): Executor {
-  const direct = options.directHttp ?? true;
-  const http = new FastHttp(schema, direct ? new KnownDocuments() : undefined);
+  const http = new FastHttp(schema, new KnownDocuments());
   return {
     name: 'fast',
     execute: http.execute,
     subscribe: createSubscriber(schema),
-    prepare: (request) => (direct ? http.prepare(request) : undefined),
+    prepare: (options.directHttp ?? true) ? (request) => http.prepare(request) : () => undefined,
   };
 }

@@ -1,6 +1,7 @@
 import { isIncrementalResults } from '@graphql-tools/executor';
 import type { GraphQLResolveInfo } from 'graphql';
-import { LeafStream, LeafStreams, type LeafSink } from './leaf-stream.js';
+import type { LaterSink } from '../executor.js';
+import { LeafStream, LeafStreams } from './leaf-stream.js';
 import type { MessagePlan } from './message-plan.js';
 import { MessageStream, NOTHING } from './message-stream.js';
 import { metaEventsPayloads, watchMetaEvents } from './meta-events.js';
@@ -73,7 +74,7 @@ export class LaterPayloads {
   /** The message plan's streams (graphql/fast/message-plan.ts) while they may still make payloads. */
   private streams: MessageStream[] = [];
   /** Where leaf streams write; the transport opens it before reading any later payload. */
-  private sink: LeafSink | undefined;
+  private sink: LaterSink | undefined;
   /**
    * Payloads made here (messages, statuses, an item GraphQL refused), each with when it was made, for `next` to give in
    * turn.
@@ -146,7 +147,7 @@ export class LaterPayloads {
   }
 
   /** Where leaf streams write their items from now on (they write only once their message went out). */
-  open(sink: LeafSink): void {
+  open(sink: LaterSink): void {
     this.sink = sink;
   }
 
@@ -435,7 +436,7 @@ export class LaterPayloads {
   }
 
   /** @internal The sink leaf streams write to; undefined once the response is over. */
-  get out(): LeafSink | undefined {
+  get out(): LaterSink | undefined {
     return this.sink;
   }
 
@@ -443,7 +444,7 @@ export class LaterPayloads {
    * @internal Whether the response takes more now. If not, every leaf stream is pumped again once
    * it does (one drain listener for them all).
    */
-  roomOrWaitForDrain(sink: LeafSink): boolean {
+  roomOrWaitForDrain(sink: LaterSink): boolean {
     return this.leaves.roomOrWaitForDrain(sink);
   }
 

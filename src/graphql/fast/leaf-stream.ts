@@ -1,11 +1,10 @@
 import type { FieldNode, GraphQLError } from 'graphql';
-import type { LaterSink as LeafSink } from '../executor.js';
+import type { LaterSink } from '../executor.js';
 import { completeLeafItem } from './leaf-streams.js';
 import { isUnder, itemsPayload, watchBatched, type LaterPayload } from './payloads.js';
 import type { SharedTextStream } from '../../views/shared-stream.js';
 
 /** Where the transport takes leaf streams' items (the executor's LaterSink). */
-export type { LeafSink };
 
 // One leaf stream's writing; which fields are leaf streams is the plan's (leaf-streams.ts).
 
@@ -14,9 +13,9 @@ export interface LeafStreamOwner {
   /** Whether Apollo passes the payloads on for now (one carried errors): the stream waits. */
   isPassing(): boolean;
   /** Where payloads go, once the transport has opened the delivery. */
-  readonly out: LeafSink | undefined;
+  readonly out: LaterSink | undefined;
   /** Whether the sink takes more now; if not, the stream is woken when it has drained. */
-  roomOrWaitForDrain(sink: LeafSink): boolean;
+  roomOrWaitForDrain(sink: LaterSink): boolean;
   make(payload: LaterPayload): void;
   finished(leaf: LeafStream): void;
 }
@@ -98,7 +97,7 @@ export class LeafStream {
     }
   }
 
-  private write(sink: LeafSink): void {
+  private write(sink: LaterSink): void {
     const text = this.text;
     while (text.available(this.index)) {
       if (!this.owner.roomOrWaitForDrain(sink)) return;
@@ -212,7 +211,7 @@ export class LeafStreams {
    * Whether the response takes more now. If not, every leaf stream is pumped again once it does (one
    * drain listener for them all).
    */
-  roomOrWaitForDrain(sink: LeafSink): boolean {
+  roomOrWaitForDrain(sink: LaterSink): boolean {
     if (!sink.full()) return true;
     if (!this.waitingForDrain) {
       this.waitingForDrain = true;

@@ -1,8 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BadRequestError, BadUserInputError, PayloadTooLargeError } from '../../core/errors.js';
 import { MAX_NESTING, textNestsDeeperThan } from '../../core/depth.js';
-import { NO_BODY } from '../../ag-ui/serve.js';
 import { sendGatewayError } from '../responses.js';
+
+/** What a body reader answers when it has already answered the request (too large, not JSON). */
+export const NO_BODY = Symbol('no body');
 
 /**
  * The request's body as text. Once settled it keeps nothing: the request's listeners outlive the
