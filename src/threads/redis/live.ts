@@ -24,10 +24,15 @@ export class LiveChannels {
   subscriber!: RedisClient;
 
   /** `leaseMs`: a follower that hears nothing for a third of it reads the log again. */
+  /** The channel stop requests come on (its name made once: every message on the subscriber is compared to it). */
+  private readonly stopChannel: string;
+
   constructor(
     private readonly records: RedisRecords,
     private readonly leaseMs: number,
-  ) {}
+  ) {
+    this.stopChannel = records.key('stop');
+  }
 
   /** Takes the store's subscriber connection: what is published on it, and its (re)connections. */
   attach(subscriber: RedisClient): void {
@@ -142,7 +147,7 @@ export class LiveChannels {
   }
 
   private onMessage(channel: string, message: string): void {
-    if (channel === this.records.key('stop')) {
+    if (channel === this.stopChannel) {
       const [threadId, runId] = message.split('\u0000');
       for (const handler of this.stopHandlers) handler(threadId, runId);
       return;

@@ -6,13 +6,13 @@ import type { Logger } from 'pino';
 import { OPERATION_ENDED } from '../../core/abort.js';
 import type { RunLauncher } from '../../engine/launcher.js';
 import type { GatewayContext } from '../../graphql/context.js';
-import type { Executor } from '../../graphql/executor.js';
-import type { ResultSink } from '../../graphql/executor.js';
+import { EndingStream } from '../../graphql/ending-stream.js';
+import type { Executor, ResultSink, SubscribeOutcome } from '../../graphql/executor.js';
 import type { ConnectionExtra } from './connection.js';
 import { WsResultSink } from './messages.js';
 
 // Serving one operation once graphql-ws has admitted it: its context, its run's end, and the results
-// graphql-ws reads (queries and the mutation through OperationStream, subscriptions from the executor).
+// graphql-ws reads (queries and the mutation through EndingStream, subscriptions from the executor).
 
 /**
  * One operation's execution arguments: graphql-ws hands the same object (onSubscribe's) to `context`,
@@ -77,8 +77,6 @@ export function operationContext(
   };
 }
 
-const DONE: IteratorResult<never> = Object.freeze({ value: undefined, done: true }) as IteratorResult<never>;
-
 /**
  * Called once when an operation ends (its last result, an error, the client's `complete`, a closed
  * socket): a query's or mutation's signal is aborted, which stops the run it started, and one log
@@ -106,7 +104,7 @@ function operationEnd(args: OperationArgs): () => void {
  * `complete` while a plain (not streamed) mutation waits for its run reaches `return()` and stops it.
  */
 export function serveExecution(args: ExecutionArgs, executor: Executor): AsyncGenerator<ExecutionResult> {
-  return new OperationStream(executionParts(args, executor), operationEnd(operationArgs(args)));
+  return new EndingStream(executionParts(args, executor), operationEnd(operationArgs(args)));
 }
 
 async function* executionParts(args: ExecutionArgs, executor: Executor): AsyncGenerator<ExecutionResult> {
@@ -124,12 +122,8 @@ async function* executionParts(args: ExecutionArgs, executor: Executor): AsyncGe
 /** Subscriptions: the response stream (or the error result) once the source stream exists. */
 export async function serveSubscription(
   args: ExecutionArgs,
-  subscribe: (
-    args: ExecutionArgs,
-    onEnd: () => void,
-    sink?: ResultSink,
-  ) => Promise<AsyncGenerator<ExecutionResult> | ExecutionResult>,
-): Promise<AsyncGenerator<ExecutionResult> | ExecutionResult> {
+  subscribe: Executor['subscribe'],
+): Promise<SubscribeOutcome> {
   const operation = operationArgs(args);
   const end = operationEnd(operation);
   let result;
@@ -151,65 +145,6 @@ export async function serveSubscription(
   }
   end();
   return result;
-}
-
-/**
- * An operation's results as graphql-ws iterates them. graphql-ws always has a `next()` pending, and
- * an async generator would queue `return()` behind it: the run would hear of a `complete` or a closed
- * socket only when its next event arrived, or never. So `return()` ends the operation at once (its
- * signal aborts the run) and anything the ending run still produces is not passed on. Written with
- * `then` and handlers made once per operation: an operation spends its life waiting for its next
- * result, and an awaiting async method holds a frame, two closures and two promises for it.
- */
-class OperationStream implements AsyncGenerator<ExecutionResult> {
-  private ended = false;
-
-  constructor(
-    private readonly results: AsyncIterator<ExecutionResult>,
-    private readonly onEnd: () => void,
-  ) {}
-
-  next(): Promise<IteratorResult<ExecutionResult>> {
-    if (this.ended) return Promise.resolve(DONE);
-    return this.results.next().then(this.onResult, this.onError);
-  }
-
-  private readonly onResult = (result: IteratorResult<ExecutionResult>): IteratorResult<ExecutionResult> => {
-    if (this.ended) return DONE;
-    if (result.done) this.end();
-    return result;
-  };
-
-  private readonly onError = (error: unknown): never => {
-    this.end();
-    throw error;
-  };
-
-  async return(): Promise<IteratorResult<ExecutionResult>> {
-    this.end();
-    await this.results.return?.();
-    return DONE;
-  }
-
-  async throw(error?: unknown): Promise<IteratorResult<ExecutionResult>> {
-    this.end();
-    await this.results.return?.();
-    throw error;
-  }
-
-  private end(): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.onEnd();
-  }
-
-  [Symbol.asyncIterator](): this {
-    return this;
-  }
-
-  async [Symbol.asyncDispose](): Promise<void> {
-    await this.return();
-  }
 }
 
 function stringParam(params: Record<string, unknown> | undefined, name: string): string | undefined {
