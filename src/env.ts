@@ -66,6 +66,8 @@ export interface EnvironmentSettings {
   agentFirstEventTimeoutMs?: number;
   /** GATEWAY_EXECUTOR: `fast` or `stock` (GatewayOptions.executor). */
   executor?: 'fast' | 'stock';
+  /** STREAM_WRITE_INTERVAL_MS (GatewayOptions.streamWriteIntervalMs; 0 writes every part at once). */
+  streamWriteIntervalMs?: number;
 }
 
 /** A provider npm start can run, with its adapter's options. */
@@ -151,6 +153,7 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
     ...optional('modelFirstTokenTimeoutMs', milliseconds(env, 'MODEL_FIRST_TOKEN_TIMEOUT_MS')),
     ...optional('agentFirstEventTimeoutMs', milliseconds(env, 'AGENT_FIRST_EVENT_TIMEOUT_MS')),
     ...readExecutor(env),
+    ...optional('streamWriteIntervalMs', zeroOrMore(env, 'STREAM_WRITE_INTERVAL_MS', 'milliseconds')),
   };
 }
 
@@ -488,6 +491,12 @@ function wholeNumber(env: NodeJS.ProcessEnv, name: string, unit: string): number
     );
   }
   return number;
+}
+
+/** A whole number, 0 or more, or undefined when the variable is unset or empty. */
+function zeroOrMore(env: NodeJS.ProcessEnv, name: string, unit: string): number | undefined {
+  if (env[name]?.trim() === '0') return 0;
+  return wholeNumber(env, name, unit);
 }
 
 function list(value: string | undefined): string[] {

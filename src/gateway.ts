@@ -100,6 +100,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       logger,
       maxBodyBytes: config.maxBodyBytes,
       keepAliveMs: config.keepAliveMs,
+      streamWriteIntervalMs: config.streamWriteIntervalMs,
       sandbox: config.sandbox,
       explorer: new OfflineExplorer(config.path),
       agUi: new AgUiTransport({

@@ -64,6 +64,7 @@ async function main(): Promise<void> {
     metrics: env.metrics,
     ...(env.tracing !== undefined ? { tracing: env.tracing } : {}),
     ...(env.executor !== undefined ? { executor: env.executor } : {}),
+    ...(env.streamWriteIntervalMs !== undefined ? { streamWriteIntervalMs: env.streamWriteIntervalMs } : {}),
     ...(env.modelFirstTokenTimeoutMs !== undefined ? { modelFirstTokenTimeoutMs: env.modelFirstTokenTimeoutMs } : {}),
     ...(env.agentFirstEventTimeoutMs !== undefined ? { agentFirstEventTimeoutMs: env.agentFirstEventTimeoutMs } : {}),
   });

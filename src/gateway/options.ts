@@ -70,6 +70,13 @@ export interface GatewayOptions {
    */
   keepAliveMs?: number;
   /**
+   * A streamed HTTP answer's later parts (a model's tokens) leave at most once per this many milliseconds: the first
+   * at once, then whatever came during the interval in one write, byte for byte what separate writes would send.
+   * Writing to a socket is the largest cost of a streamed token; 16 ms is a screen's refresh at 60 Hz. 0 writes
+   * each turn of the event loop's parts at once. @default 16
+   */
+  streamWriteIntervalMs?: number;
+  /**
    * What clients may choose and send to the model, checked before any model call (MODEL_NOT_ALLOWED,
    * LIMIT_EXCEEDED): `allowedModels` (default: only the adapter's own model), a `maxTokens` ceiling
    * (also sent when a client asks for none), and the most messages and characters per model call.
@@ -225,6 +232,7 @@ const READERS = {
     return value ?? [];
   },
   keepAliveMs: (value) => integerOption('keepAliveMs', value, 12_000, 10, 3_600_000),
+  streamWriteIntervalMs: (value) => integerOption('streamWriteIntervalMs', value, 16, 0, 60_000),
   modelLimits: (value, { adapter }) => resolveModelLimits(value, adapter.model),
   mcpServers: (value) => resolveMcpServers(value),
   allowClientMcpServers: (value): boolean | string[] => {

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { HTTPGraphQLResponse } from '@apollo/server';
 import type { Logger } from 'pino';
 import type { HttpOperation, LaterDelivery, LaterStep } from '../../graphql/executor.js';
+import { PartWriter } from '../part-writer.js';
 import { drained } from '../responses.js';
 import {
   MULTIPART_CONTENT_TYPE,
@@ -22,7 +23,7 @@ export async function writeResponse(
   res: ServerResponse,
   response: HTTPGraphQLResponse,
   acceptance: Readonly<Acceptance>,
-  keepAliveMs: number,
+  { keepAliveMs, writeIntervalMs }: { keepAliveMs: number; writeIntervalMs: number },
   requestId: string,
   operation: HttpOperation | undefined,
   log: Logger,
@@ -86,34 +87,25 @@ export async function writeResponse(
       quiet = true;
     }, keepAliveMs);
   }
-  // Parts that become ready in the same turn of the event loop go out in one write (one HTTP chunk,
-  // one TCP segment when they fit) instead of one each; nothing waits longer than that turn. They
-  // are joined here rather than corked: a corked response still makes an HTTP chunk, with its
-  // bookkeeping, per write.
-  let pending = '';
+  // Parts leave joined: a turn's worth in one write, and a flowing stream's later payloads at most once per
+  // write interval (see PartWriter).
+  const writer = new PartWriter(res, writeIntervalMs);
   let failed = false;
-  const flush = () => {
-    const text = pending;
-    pending = '';
-    if (text && !res.destroyed) res.write(text);
-  };
-  const send = (wire: string): void => {
-    if (pending === '') setImmediate(flush);
-    pending += wire;
+  const send = (wire: string, paced: boolean): void => {
+    writer.send(wire, paced);
     quiet = false;
-    // A turn's worth past the response's buffer goes now, so that `room` sees the pressure.
-    if (pending.length >= res.writableHighWaterMark) flush();
   };
   /** A part as Apollo frames it in multipart (sent as it is, or as an SSE event). */
-  const sendPart = (part: string): void => {
-    if (!sse && part.endsWith(MULTIPART_END)) closed = true;
-    send(sse ? toSseEvent(part) : part);
+  const sendPart = (part: string, later: boolean): void => {
+    const last = part.endsWith(MULTIPART_END);
+    if (!sse && last) closed = true;
+    send(sse ? toSseEvent(part) : part, later && !last);
   };
   /** A later payload given as its JSON by the executor (a leaf stream's item too), framed as Apollo frames it. */
   const sendPayloadJson = (json: string, hasNext: boolean): void => {
-    if (sse) return send(sseEvent(json));
+    if (sse) return send(sseEvent(json), hasNext);
     if (!hasNext) closed = true;
-    send(multipartPart(json, hasNext));
+    send(multipartPart(json, hasNext), hasNext);
   };
   // Backpressure: while the client reads slower than parts come, nothing more is taken.
   const room = (): Promise<void> | undefined => (res.writableNeedDrain && !res.destroyed ? drained(res) : undefined);
@@ -126,7 +118,7 @@ export async function writeResponse(
       // Errors are Apollo's to format (and to tell its plugins of): its next part is this payload.
       const part = await parts();
       if (part.done) throw new Error('Apollo ended the response before the payload it was handed.');
-      sendPart(part.value);
+      sendPart(part.value, true);
     } else {
       sendPayloadJson(payload.json, payload.hasNext);
     }
@@ -138,11 +130,11 @@ export async function writeResponse(
   try {
     const initial = await parts();
     if (initial.done || res.destroyed) return;
-    sendPart(initial.value);
+    sendPart(initial.value, false);
     later = operation?.later();
     if (later === undefined) {
       for (let part = await parts(); !part.done && !res.destroyed; part = await parts()) {
-        sendPart(part.value);
+        sendPart(part.value, true);
         const full = room();
         if (full) await full;
       }
@@ -165,12 +157,12 @@ export async function writeResponse(
         if (full) await full;
       }
     }
-    if (sse) send(SSE_COMPLETE);
+    if (sse) send(SSE_COMPLETE, false);
   } catch (error) {
     // The answer cannot be finished. Once it has begun, the client sees it cut (not a clean end with
     // more announced); before that, the caller answers 500. Nothing waiting is written.
     failed = true;
-    pending = '';
+    writer.discard();
     if (res.headersSent) res.destroy(error instanceof Error ? error : new Error(String(error)));
     throw error;
   } finally {
@@ -178,7 +170,7 @@ export async function writeResponse(
     // Whatever is left unread ends: the executor's streams (their runs were aborted when the
     // response closed) and Apollo's body.
     operation?.close();
-    flush();
+    writer.flush();
     void chunks.return?.(undefined)?.catch(() => undefined);
     if (!res.destroyed && !failed) res.end();
   }

@@ -103,12 +103,13 @@ export async function serveGraphQL(
   if (response.body.kind === 'complete' && /^text\/html/i.test(response.headers.get('content-type') ?? '')) {
     response.body.string = options.explorer.withFallbackLink(response.body.string);
   }
+  const pacing = { keepAliveMs: options.keepAliveMs, writeIntervalMs: options.streamWriteIntervalMs };
   if (response.body.kind === 'complete' || !options.onStream) {
-    return writeResponse(res, response, acceptance, options.keepAliveMs, requestId, operation, log);
+    return writeResponse(res, response, acceptance, pacing, requestId, operation, log);
   }
   options.onStream(1);
   try {
-    await writeResponse(res, response, acceptance, options.keepAliveMs, requestId, operation, log);
+    await writeResponse(res, response, acceptance, pacing, requestId, operation, log);
   } finally {
     options.onStream(-1);
   }

@@ -26,6 +26,8 @@ export interface HttpTransportOptions {
    * holding `{}`), so idle proxies do not cut a long run.
    */
   keepAliveMs: number;
+  /** At most one write of a streamed answer's later parts per this many milliseconds (PartWriter). */
+  streamWriteIntervalMs: number;
   /**
    * Whether the explorers are served: Apollo Sandbox (GET with text/html) and the offline explorer
    * at `<path>/graphiql`. Off, a browser gets a page saying so.
