@@ -8,7 +8,7 @@
 #
 # Two stages: `build` installs every dependency (TypeScript, esbuild, …) and runs `npm run build`; the
 # runtime stage installs only the production dependencies and copies what `npm start` needs at run time
-# (dist/, schema/, scripts/, package.json, package-lock.json). See the README, "Deploying: container,
+# (dist/, schema/, scripts/, package.json, package-lock.json). See DEPLOYMENT.md, "Deploying: container,
 # compose and a proxy".
 
 ARG NODE_IMAGE=node:20-bookworm-slim

@@ -9,7 +9,7 @@ import type { ThreadsOptions } from './threads/options.js';
 import type { JwtOptions } from './auth/jwt.js';
 import type { RateLimitOptions } from './limits/rate-limiter.js';
 
-/** The settings `npm start` reads from the environment (see the README's table). */
+/** The settings `npm start` reads from the environment (see the table in CONFIGURATION.md). */
 export interface EnvironmentSettings {
   port: number;
   host: string;

@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ApolloClient, HttpLink, InMemoryCache, split, gql } from '@apollo/client';
 import { GraphQLWsLink } from '@apollo/client/link/subscriptions';
@@ -10,19 +12,44 @@ import { possibleTypes } from '../src/index.js';
 import { startGateway, type RunningGateway } from './support/harness.js';
 import { close, listen } from './support/loopback.js';
 import { createServer } from 'node:http';
+import ts from 'typescript';
 
-// The README's examples, as written: the curl requests, the graphql-ws subscription, and Apollo
-// Client (with the possibleTypes the gateway ships) selecting the same fields.
+// The documents' examples, as written: the README's curl requests (GraphQL and AG-UI) and the answers it
+// shows, its graphql-ws subscription, Apollo Client (with the possibleTypes the gateway ships) selecting
+// the same fields, its CopilotKit React apps type-checked against both generations, and the thread example
+// that DEPLOYMENT.md carries. Each is read from the section it lives in, so a moved or renamed section
+// fails here by name rather than as an empty match.
 
-const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-const curlBlock = readme.slice(readme.indexOf('## Try it with curl'), readme.indexOf('## Stream a run over WebSocket'));
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const document = (name: string) => readFileSync(join(ROOT, name), 'utf8');
+
+/**
+ * A section of a Markdown document: from its heading to the next heading of the same or a higher level,
+ * outside code blocks (where a `#` line is a shell comment).
+ */
+function section(text: string, heading: string): string {
+  const lines = text.split('\n');
+  const start = lines.indexOf(heading);
+  if (start < 0) throw new Error(`No section "${heading}"`);
+  const level = /^#+/.exec(heading)![0].length;
+  let fenced = false;
+  let end = start + 1;
+  for (; end < lines.length; end++) {
+    if (lines[end].startsWith('```')) fenced = !fenced;
+    else if (!fenced && new RegExp(`^#{1,${level}} `).test(lines[end])) break;
+  }
+  return lines.slice(start, end).join('\n');
+}
+
+const readme = document('README.md');
+const curlBlock = section(readme, '### Try it with curl');
 const bodies = [...curlBlock.matchAll(/ -d '([\s\S]*?)'/g)].map((match) => JSON.parse(match[1]));
-const wsBlock = readme.slice(
-  readme.indexOf('## Stream a run over WebSocket'),
-  readme.indexOf('## Apollo Client and urql'),
-);
+const wsBlock = section(readme, '### Stream a run over WebSocket (graphql-ws)');
 const subscription = wsBlock.match(/query: `([\s\S]*?)`/)![1];
 const [queryBody, mutationBody, streamedBody] = bodies;
+const agUiBlock = section(readme, '### Run an agent over AG-UI with curl');
+const agUiCurl = agUiBlock.match(/curl -sN http:\/\/127\.0\.0\.1:4000(\S+) [\s\S]*? -d '([\s\S]*?)'/)!;
+const [agUiPath, agUiBody] = [agUiCurl[1], JSON.parse(agUiCurl[2])];
 
 let demo: RunningGateway;
 let broken: RunningGateway;
@@ -60,10 +87,10 @@ describe("the README's curl examples, as written", () => {
     expect(bodies).toHaveLength(3);
   });
 
-  it('answers the query', async () => {
-    expect(await (await post(demo.url, queryBody)).json()).toEqual({
-      data: { hello: 'Hello World', availableAgents: { agents: [] } },
-    });
+  it('answers the query with the answer the README shows', async () => {
+    const shown = JSON.parse(curlBlock.match(/The first answers `([^`]*)`/)![1]);
+    expect(shown).toEqual({ data: { hello: 'Hello World', availableAgents: { agents: [] } } });
+    expect(await (await post(demo.url, queryBody)).json()).toEqual(shown);
   });
 
   it('answers the mutation as one result whose content is a list of chunks, with its status', async () => {
@@ -98,6 +125,58 @@ describe("the README's curl examples, as written", () => {
           'The model provider could not be reached (connection refused). Check OPENAI_BASE_URL and that the server is running.',
       },
     });
+  });
+});
+
+/** The AG-UI events of an SSE answer, parsed from its `data:` lines. */
+async function agUiEvents(response: Response): Promise<any[]> {
+  expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+  const text = await response.text();
+  return [...text.matchAll(/^data: (.*)$/gm)].map((match) => JSON.parse(match[1]));
+}
+
+/** The event types of the README's sample output after the AG-UI curl, in order. */
+const shownAgUiTypes = [...agUiBlock.match(/```text\n([\s\S]*?)```/)![1].matchAll(/"type":"(\w+)"/g)].map((m) => m[1]);
+
+/** Whether `shown` appears in `actual` in the same order (other events may come between). */
+function inOrder(shown: string[], actual: string[]): boolean {
+  let at = 0;
+  for (const type of actual) if (type === shown[at]) at += 1;
+  return at === shown.length;
+}
+
+describe("the README's AG-UI curl, as written", () => {
+  it('is a RunAgentInput posted to the default agent under the GraphQL path', () => {
+    expect(agUiPath).toBe('/api/copilotkit/agent/default/run');
+    expect(agUiBody).toMatchObject({ threadId: expect.any(String), runId: expect.any(String), messages: [{}] });
+  });
+
+  it('streams the run as AG-UI events: the action, the reply, the end, in the order the README shows', async () => {
+    // The README's body, with a thread of its own so that no other test's run on the same thread interferes.
+    const body = { ...agUiBody, threadId: 'readme-ag-ui' };
+    const events = await agUiEvents(await post(`${new URL(demo.url).origin}${agUiPath}`, body, 'text/event-stream'));
+    const types = events.map((event) => event.type);
+    expect(events[0]).toMatchObject({ type: 'RUN_STARTED', threadId: 'readme-ag-ui', runId: agUiBody.runId });
+    expect(events.find((event) => event.type === 'TOOL_CALL_START')).toMatchObject({ toolCallName: 'getCurrentTime' });
+    expect(events.find((event) => event.type === 'TOOL_CALL_RESULT')).toMatchObject({ role: 'tool' });
+    const text = events.filter((event) => event.type === 'TEXT_MESSAGE_CONTENT').map((event) => event.delta);
+    expect(text.join('')).toContain('[demo mode]');
+    expect(events.at(-1)).toEqual({ type: 'RUN_FINISHED', threadId: 'readme-ag-ui', runId: agUiBody.runId });
+    expect(shownAgUiTypes.length).toBeGreaterThan(3);
+    expect(inOrder(shownAgUiTypes, types)).toBe(true);
+  });
+
+  it('runs the same input through the single-route envelope the README shows', async () => {
+    const shown = agUiBlock.match(/`(\{"method":"agent\/run".*?\})`/)![1];
+    const envelope = JSON.parse(shown.replace('{…}', JSON.stringify({ ...agUiBody, threadId: 'readme-ag-ui-single' })));
+    const events = await agUiEvents(await post(demo.url, envelope, 'text/event-stream'));
+    expect(events[0]).toMatchObject({ type: 'RUN_STARTED', threadId: 'readme-ag-ui-single' });
+    expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', threadId: 'readme-ag-ui-single' });
+  });
+
+  it('lists the model as the agent default at /info, as the README says', async () => {
+    const info = await (await fetch(`${demo.url}/info`)).json();
+    expect(Object.keys(info.agents)).toEqual(['default']);
   });
 });
 
@@ -209,8 +288,8 @@ describe('Apollo Client 4 with the possibleTypes the gateway ships', () => {
   });
 });
 
-describe("the README's thread example", () => {
-  const threadsBlock = readme.slice(readme.indexOf('## Threads: restore a chat'), readme.indexOf('## Scale out'));
+describe("DEPLOYMENT.md's thread example", () => {
+  const threadsBlock = section(document('DEPLOYMENT.md'), '## Threads: restore a chat, resume a run, stop it');
   const resume = threadsBlock.match(/```graphql\n([\s\S]*?)```/)![1];
 
   it('resumes a run after the last sequence seen, with its document as written', async () => {
@@ -247,4 +326,94 @@ describe("the README's thread example", () => {
       await client.dispose();
     }
   });
+});
+
+// The React apps: each `tsx` block of the README type-checked (props, hooks, imports) against the
+// CopilotKit generation it names, from the packages the browser test runs in Chromium. Checked in
+// memory: the block is a virtual file beside the tests, so `react` and the packages resolve from the
+// repository's node_modules, and nothing is written.
+const COPILOTKIT = {
+  '1.10.6': {
+    '@copilotkit/react-core': 'node_modules/@copilotkit/react-core',
+    '@copilotkit/react-ui': 'node_modules/@copilotkit/react-ui',
+  },
+  '1.74.0': {
+    '@copilotkit/react-core': 'node_modules/copilotkit-react-core-174',
+    '@copilotkit/react-ui': 'node_modules/copilotkit-react-ui-174',
+  },
+} as const;
+type Generation = keyof typeof COPILOTKIT;
+const reactBlock = section(readme, '### Point a CopilotKit React app at it');
+const apps = [...reactBlock.matchAll(/```tsx\n([\s\S]*?)```/g)].map((match) => match[1]);
+
+/** The type errors of a React app's source, its CopilotKit imports resolved to one generation. */
+function typeErrors(source: string, generation: Generation): string[] {
+  const file = join(ROOT, 'test', 'readme-app.tsx');
+  const options: ts.CompilerOptions = {
+    jsx: ts.JsxEmit.ReactJSX,
+    module: ts.ModuleKind.ESNext,
+    moduleResolution: ts.ModuleResolutionKind.Bundler,
+    target: ts.ScriptTarget.ES2022,
+    lib: ['lib.es2022.d.ts', 'lib.dom.d.ts'],
+    strict: true,
+    noEmit: true,
+    skipLibCheck: true,
+    types: [],
+    baseUrl: ROOT,
+    paths: Object.fromEntries(Object.entries(COPILOTKIT[generation]).map(([name, dir]) => [name, [dir]])),
+  };
+  const host = ts.createCompilerHost(options);
+  const { getSourceFile, fileExists } = host;
+  host.getSourceFile = (name, language, ...rest) =>
+    name === file ? ts.createSourceFile(name, source, language) : getSourceFile.call(host, name, language, ...rest);
+  host.fileExists = (name) => name === file || fileExists.call(host, name);
+  const program = ts.createProgram([file], options, host);
+  return ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+}
+
+/** The stylesheet the app imports, which TypeScript does not resolve: it must be one the package exports. */
+function exportsStylesheet(source: string, generation: Generation): boolean {
+  const imported = source.match(/import '@copilotkit\/react-ui\/(.+)';/)?.[1];
+  const manifest = JSON.parse(
+    readFileSync(join(ROOT, COPILOTKIT[generation]['@copilotkit/react-ui'], 'package.json'), 'utf8'),
+  );
+  return imported !== undefined && manifest.exports?.[`./${imported}`] !== undefined;
+}
+
+// The compatibility apps may be installed apart from the gateway's own packages; without them there is
+// nothing to check against, and the skipped test's name says so.
+const installed = Object.values(COPILOTKIT).every((packages) =>
+  Object.values(packages).every((dir) => existsSync(join(ROOT, dir, 'package.json'))),
+);
+const itWithApps = installed ? it : it.skip;
+const without = installed ? '' : ' (skipped: the CopilotKit 1.10.6 and 1.74 packages are not in node_modules)';
+
+describe("the README's CopilotKit React apps", () => {
+  it('are two, a 1.10 app and a ≥1.50 app', () => {
+    expect(apps).toHaveLength(2);
+    expect(apps[0]).toContain('@copilotkit/react-core@1.10.6');
+    expect(apps[1]).toContain('@copilotkit/react-core@1.74.0');
+  });
+
+  itWithApps(
+    `type-check against the CopilotKit each installs: 1.10.6 and 1.74${without}`,
+    () => {
+      expect(typeErrors(apps[0], '1.10.6')).toEqual([]);
+      expect(typeErrors(apps[1], '1.74.0')).toEqual([]);
+      expect(exportsStylesheet(apps[0], '1.10.6')).toBe(true);
+      expect(exportsStylesheet(apps[1], '1.74.0')).toBe(true);
+    },
+    120_000,
+  );
+
+  itWithApps(
+    `are checked against each generation's own types, which tell a mistake apart${without}`,
+    () => {
+      // useSingleEndpoint (which the README names) exists from 1.50 on: known to 1.74's types, not to 1.10.6's.
+      const singleEndpoint = apps[1].replace(' agent="researcher">', ' agent="researcher" useSingleEndpoint>');
+      expect(typeErrors(singleEndpoint, '1.74.0')).toEqual([]);
+      expect(typeErrors(singleEndpoint, '1.10.6').join('\n')).toContain('useSingleEndpoint');
+    },
+    120_000,
+  );
 });
