@@ -2,9 +2,9 @@ import { chunkText, continuesChunk } from '../core/event-merge.js';
 import type { SequencedEvent } from '../core/events.js';
 
 // How the memory store keeps a finished run's events: one flat string, decoded when someone reads the run (a
-// replay, the transcript at the next claim, a thread read), which is rare next to storing. As objects, a 200-token
-// run's handful of events and its chunk ends cost twice to three times their text (every object and string has a
-// header, a Uint32Array lives outside the heap too); as one string they cost their characters.
+// replay, the transcript at the next claim, a thread read), which is rare next to storing. As objects, a run's events
+// cost several times their text (every object and string has a header, ids made by randomUUID are ropes of some fifteen
+// pieces, chunk ends in a Uint32Array live outside the heap); as one string they cost their characters.
 //
 // The string is the JSON of [events, packings]: `events` are the run's events with each stretch of consecutive chunks
 // of one message (or argument stream) merged into one event carrying the last chunk's sequence, and `packings` says,
