@@ -1,10 +1,10 @@
 import { RunNotFoundError } from '../core/errors.js';
-import { chunkText, continuesChunk } from '../core/event-merge.js';
 import type { SequencedEvent } from '../core/events.js';
 import type { Message } from '../core/messages.js';
-import { RUN_SUCCESS } from '../core/status.js';
+import { RUN_SUCCESS, type RunStatus } from '../core/status.js';
 import { EventFeed } from './feed.js';
 import { OutputCollector, agentStateOf, transcriptOf } from './log.js';
+import { flatString, sealEvents, stringBytes, unsealEvents } from './sealed-run.js';
 import {
   PENDING,
   threadBusy,
@@ -24,25 +24,41 @@ export interface MemoryThreadStoreOptions extends ThreadStoreOptions {
   /** The most threads kept; the least recently used is dropped first. */
   maxThreads: number;
   /**
-   * About how much the kept threads may take (their messages and events, counted in UTF-16 code units plus a fixed
-   * overhead per item).
+   * About how many bytes of memory the kept threads may take: a finished run and a thread's messages are kept as
+   * flat strings and counted by their size, a running run's events by their text plus a fixed overhead per event.
    */
   maxBytes: number;
   /** How long a claim holds a thread before its run opens. */
   claimTimeoutMs: number;
 }
 
+/**
+ * A run: while it runs, its events as they come (feeds follow them); once finished, sealed (`seal`): its events one
+ * flat string, its status a string unless it succeeded, so that a kept run costs about its bytes.
+ */
 interface MemoryRun {
-  record: RunRecord;
-  events: SequencedEvent[];
+  readonly runId: string;
+  /** PENDING while it runs, then its terminal status: RUN_SUCCESS, or any other as its JSON once sealed. */
+  status: RunStatus | string;
+  lastSequence: number;
+  /** Milliseconds since the epoch. */
+  readonly startedAt: number;
+  finishedAt: number | null;
+  /** The messages it brought to the thread, as JSON; undefined while they are the whole of the thread's input. */
+  newMessages: string | undefined;
+  /** Its events while it runs; once finished, sealed into one string (sealed-run.ts). */
+  events: SequencedEvent[] | string;
   /** Readers following it live; made on the first (most runs never have one). */
   feeds: Set<EventFeed> | undefined;
 }
 
 interface MemoryThread {
   threadId: string;
-  /** The latest run's input (the transcript is it and what that run produced: see `transcript`). */
-  input: Message[];
+  /**
+   * The latest run's input, as JSON (the transcript is it and what that run produced: see `transcript`). Read only
+   * at the next claim and by a thread read.
+   */
+  input: string;
   /** Made on the first state (most threads never have one). */
   agentStates: Map<string, AgentStateRecord> | undefined;
   runs: MemoryRun[];
@@ -54,8 +70,17 @@ interface MemoryThread {
   owner: string | undefined;
 }
 
-/** Bytes counted per stored message or event besides its strings. */
+/** Bytes counted per event of a running run besides its strings (an object and its fields). */
 const ITEM_OVERHEAD = 96;
+/**
+ * Bytes counted per thread besides its strings: its entry in the map, its object and time, its list of runs (on
+ * 64-bit Node, whose builds do not compress pointers). Measured with scripts/store-footprint.mjs, as is the next one.
+ */
+const THREAD_OVERHEAD = 220;
+/** Bytes counted per run besides its strings: its object, its two times, its place in the list. */
+const RUN_OVERHEAD = 128;
+/** Bytes counted per agent state besides its state: the record kept of it. */
+const STATE_OVERHEAD = 64;
 
 /**
  * Threads in this process: lost on restart, invisible to other instances (use RedisThreadStore for
@@ -86,12 +111,9 @@ export class MemoryThreadStore implements ThreadStore {
     const active = thread?.active;
     if (active && (active.claimExpires === undefined || active.claimExpires > now))
       throw threadBusy(threadId, active.runId);
-    if (!thread) {
-      thread = emptyThread(threadId, now);
-      this.threads.set(threadId, thread);
-    }
+    thread ??= this.create(threadId, now);
     if (owner !== undefined) thread.owner = owner;
-    const runId = thread.runs.some((run) => run.record.runId === proposedRunId) ? freshRunId : proposedRunId;
+    const runId = thread.runs.some((run) => run.runId === proposedRunId) ? freshRunId : proposedRunId;
     thread.active = { runId, claimExpires: now + this.options.claimTimeoutMs };
     this.touch(thread, now);
     this.enforceBounds();
@@ -105,57 +127,70 @@ export class MemoryThreadStore implements ThreadStore {
 
   open(threadId: string, runId: string, { messages: input, newMessages }: RunInput): RunLog {
     const now = Date.now();
-    let thread = this.threads.get(threadId);
-    if (!thread) {
-      // Dropped since its claim (only possible under a bound far too small): kept again from here.
-      thread = emptyThread(threadId, now);
-      this.threads.set(threadId, thread);
-    }
+    // Dropped since its claim (only possible under a bound far too small): kept again from here.
+    const thread = this.threads.get(threadId) ?? this.create(threadId, now);
+    // A new thread's first run brings all of its input: the two are one string until the next run's input
+    // replaces the thread's, which then stays that run's.
+    const wholeInput = newMessages.length === input.length && newMessages.every((message, i) => message === input[i]);
     const run: MemoryRun = {
-      record: {
-        runId,
-        status: PENDING,
-        lastSequence: -1,
-        startedAt: new Date(now),
-        finishedAt: null,
-        newMessages: [...newMessages],
-      },
+      runId: flatString(runId),
+      status: PENDING,
+      lastSequence: -1,
+      startedAt: now,
+      finishedAt: null,
+      newMessages: wholeInput ? undefined : JSON.stringify(newMessages),
       events: [],
       feeds: undefined,
     };
     thread.active = { runId, claimExpires: undefined };
-    this.resize(thread, messagesBytes(input) - messagesBytes(thread.input));
-    thread.input = [...input];
-    thread.runs.push(run);
-    this.resize(thread, messagesBytes(newMessages));
-    while (thread.runs.length > this.options.maxRunsPerThread) {
-      const dropped = thread.runs.shift()!;
-      this.resize(thread, -eventsBytes(dropped.events) - messagesBytes(dropped.record.newMessages ?? []));
-    }
+    const previous = thread.runs[thread.runs.length - 1];
+    if (previous && previous.newMessages === undefined) previous.newMessages = thread.input;
+    else this.resize(thread, -stringBytes(thread.input));
+    thread.input = JSON.stringify(input);
+    this.resize(thread, stringBytes(thread.input));
+    // A new list rather than a push (or a spread): those keep room for 16 more runs (128 bytes) most threads never
+    // have.
+    thread.runs = thread.runs.concat([run]);
+    this.resize(thread, runBytes(run));
+    while (thread.runs.length > this.options.maxRunsPerThread) this.resize(thread, -runBytes(thread.runs.shift()!));
     this.touch(thread, now);
     this.enforceBounds();
-    return { append: (event) => this.append(thread!, run, event) };
+    return { append: (event) => this.append(thread, run, event) };
   }
 
   private append(thread: MemoryThread, run: MemoryRun, event: SequencedEvent): void {
+    // Sealed: RunFinished was its last event (nothing follows it, see RunLog.append).
+    if (typeof run.events === 'string') return;
     run.events.push(event);
-    run.record.lastSequence = event.sequence;
+    run.lastSequence = event.sequence;
     this.resize(thread, eventBytes(event));
-    const state = agentStateOf(event, run.record.runId);
-    if (state) (thread.agentStates ??= new Map()).set(state.agentName, state);
+    const state = agentStateOf(event, run.runId);
+    if (state) {
+      const states = (thread.agentStates ??= new Map());
+      const replaced = states.get(state.agentName);
+      this.resize(thread, stateBytes(state) - (replaced ? stateBytes(replaced) : 0));
+      states.set(state.agentName, state);
+    }
     if (event.type === 'RunFinished') {
-      run.record.status = event.status.code === 'Success' ? RUN_SUCCESS : event.status;
-      run.record.finishedAt = new Date();
-      if (thread.active?.runId === run.record.runId) thread.active = undefined;
-      // Finished: its chunks are kept merged (a few events instead of one per token), still replayable from any
-      // sequence.
-      const before = eventsBytes(run.events);
-      run.events = packed(run.events);
-      this.resize(thread, eventsBytes(run.events) - before);
+      run.status = event.status.code === 'Success' ? RUN_SUCCESS : event.status;
+      run.finishedAt = Date.now();
+      if (thread.active?.runId === run.runId) thread.active = undefined;
+      this.seal(thread, run);
       this.touch(thread, Date.now());
     }
     if (run.feeds) for (const feed of run.feeds) feed.push(event);
     if (event.type === 'RunFinished') this.enforceBounds();
+  }
+
+  /**
+   * A finished run kept compactly: its events one flat string (its chunks merged, still replayable from any
+   * sequence), its status too unless it succeeded (RUN_SUCCESS is shared), each decoded when read.
+   */
+  private seal(thread: MemoryThread, run: MemoryRun): void {
+    const before = runBytes(run);
+    run.events = sealEvents(run.events as SequencedEvent[]);
+    if (run.status !== RUN_SUCCESS) run.status = JSON.stringify(run.status);
+    this.resize(thread, runBytes(run) - before);
   }
 
   async thread(threadId: string): Promise<ThreadRecord | undefined> {
@@ -170,7 +205,7 @@ export class MemoryThreadStore implements ThreadStore {
       ...(thread.owner !== undefined ? { owner: thread.owner } : {}),
       messages: [...messages],
       agentStates: [...(thread.agentStates?.values() ?? [])],
-      runs: thread.runs.map((run) => ({ ...run.record })),
+      runs: thread.runs.map((run) => recordOf(run, thread.input)),
     };
   }
 
@@ -179,23 +214,22 @@ export class MemoryThreadStore implements ThreadStore {
   }
 
   async run(threadId: string, runId?: string): Promise<RunRecord | undefined> {
-    const run = this.findRun(threadId, runId);
-    return run && { ...run.record };
+    const found = this.findRun(threadId, runId);
+    return found && recordOf(found.run, found.thread.input);
   }
 
   follow(threadId: string, runId: string, afterSequence: number): EventFeed {
     const feed = new EventFeed(afterSequence);
-    const run = this.findRun(threadId, runId);
+    const run = this.findRun(threadId, runId)?.run;
     if (!run) {
       feed.fail(new RunNotFoundError(`Thread "${threadId}" has no run "${runId}".`));
       return feed;
     }
     // Events are pushed in order, each at most once (the feed skips what it has); live ones follow.
-    for (const event of run.events) {
-      if (event.sequence > afterSequence) feed.push(unpackedAfter(event, afterSequence));
-    }
+    const events = typeof run.events === 'string' ? unsealEvents(run.events, afterSequence) : run.events;
+    for (const event of events) if (event.sequence > afterSequence) feed.push(event);
     // Joined after the end of a finished run: nothing more will come.
-    if (run.record.finishedAt !== null) feed.end();
+    if (run.finishedAt !== null) feed.end();
     if (!feed.done) {
       const feeds = (run.feeds ??= new Set());
       feeds.add(feed);
@@ -234,13 +268,13 @@ export class MemoryThreadStore implements ThreadStore {
   // --- bounds -------------------------------------------------------------------------
 
   /** A run of a live thread; finding it (to join or read it) is a use of the thread. */
-  private findRun(threadId: string, runId: string | undefined): MemoryRun | undefined {
+  private findRun(threadId: string, runId: string | undefined): { thread: MemoryThread; run: MemoryRun } | undefined {
     const now = Date.now();
     const thread = this.live(threadId, now);
     if (!thread) return undefined;
     this.touch(thread, now);
-    if (runId === undefined) return thread.runs[thread.runs.length - 1];
-    return thread.runs.find((run) => run.record.runId === runId);
+    const run = runId === undefined ? thread.runs[thread.runs.length - 1] : thread.runs.find((r) => r.runId === runId);
+    return run && { thread, run };
   }
 
   /** The thread, unless it has outlived its time to live (then it is dropped). */
@@ -272,15 +306,25 @@ export class MemoryThreadStore implements ThreadStore {
 
   /**
    * The thread's transcript: its latest run's input and what that run produced, read from its events
-   * (kept once: a finished run's text lives only in its merged events).
+   * (kept once: a finished run's text lives only in its sealed events).
    */
   private transcript(thread: MemoryThread): Message[] {
+    const input = JSON.parse(thread.input) as Message[];
     const latest = thread.runs[thread.runs.length - 1];
-    if (!latest) return thread.input;
+    if (!latest) return input;
     // Read from the events (a running run's output is not kept twice while it runs).
     const output = new OutputCollector();
-    for (const event of latest.events) output.add(event);
-    return transcriptOf(thread.input, output.current());
+    const events = typeof latest.events === 'string' ? unsealEvents(latest.events, -1) : latest.events;
+    for (const event of events) output.add(event);
+    return transcriptOf(input, output.current());
+  }
+
+  /** A new thread, kept (its id made one piece: it is the map's key too). */
+  private create(threadId: string, now: number): MemoryThread {
+    const thread = emptyThread(flatString(threadId), now);
+    this.threads.set(thread.threadId, thread);
+    this.bytes += thread.bytes;
+    return thread;
   }
 
   private resize(thread: MemoryThread, delta: number): void {
@@ -317,102 +361,44 @@ export class MemoryThreadStore implements ThreadStore {
 
 /** A thread with nothing kept yet. */
 function emptyThread(threadId: string, now: number): MemoryThread {
+  const input = '[]';
   return {
     threadId,
-    input: [],
+    input,
     agentStates: undefined,
     runs: [],
     active: undefined,
-    bytes: 0,
+    bytes: THREAD_OVERHEAD + stringBytes(threadId) + stringBytes(input),
     touched: now,
     owner: undefined,
   };
 }
 
-function messagesBytes(messages: readonly Message[]): number {
-  let bytes = 0;
-  for (const message of messages) {
-    bytes += ITEM_OVERHEAD + message.id.length;
-    switch (message.kind) {
-      case 'text':
-        bytes += message.content.length;
-        break;
-      case 'actionExecution':
-        bytes += message.name.length + message.arguments.length;
-        break;
-      case 'result':
-        bytes += message.result.length + message.actionName.length;
-        break;
-      case 'image':
-        bytes += message.bytes.length;
-        break;
-      case 'agentState':
-        bytes += message.state.length;
-        break;
-    }
-  }
-  return bytes;
+/** The run's record as readers get it (a copy: what they do with it changes nothing here). */
+function recordOf(run: MemoryRun, threadInput: string): RunRecord {
+  return {
+    runId: run.runId,
+    status: typeof run.status === 'string' ? (JSON.parse(run.status) as RunStatus) : run.status,
+    lastSequence: run.lastSequence,
+    startedAt: new Date(run.startedAt),
+    finishedAt: run.finishedAt === null ? null : new Date(run.finishedAt),
+    newMessages: JSON.parse(run.newMessages ?? threadInput) as Message[],
+  };
 }
 
-/**
- * Merged chunk events of finished runs, with where each original chunk ended in the merged text: the
- * chunk of sequence `first + i` ended at `ends[i]`.
- */
-const PACKED = new WeakMap<SequencedEvent, { first: number; ends: Uint32Array }>();
-
-/**
- * A finished run's events with each stretch of consecutive chunks of one message (or argument
- * stream) merged into one event (the last chunk's sequence), remembering where each chunk ended, so
- * that a replay after any sequence still gets exactly the rest (unpackedAfter).
- */
-function packed(events: readonly SequencedEvent[]): SequencedEvent[] {
-  const out: SequencedEvent[] = [];
-  for (let i = 0; i < events.length;) {
-    const event = events[i];
-    let j = i + 1;
-    while (j < events.length && continuesChunk(event, events[j])) j++;
-    if (j - i < 2) {
-      out.push(event);
-      i = j;
-      continue;
-    }
-    const ends = new Uint32Array(j - i);
-    const parts: string[] = [];
-    let length = 0;
-    for (let k = i; k < j; k++) {
-      const part = chunkText(events[k]);
-      parts.push(part);
-      length += part.length;
-      ends[k - i] = length;
-    }
-    // Joined, not concatenated: `+=` would keep a rope holding every chunk (10 KB for 200 tokens).
-    const text = parts.join('');
-    const last = events[j - 1];
-    const merged: SequencedEvent =
-      event.type === 'TextMessageContent'
-        ? { ...event, content: text, sequence: last.sequence }
-        : {
-            ...(event as Extract<SequencedEvent, { type: 'ActionExecutionArgs' }>),
-            args: text,
-            sequence: last.sequence,
-          };
-    PACKED.set(merged, { first: event.sequence, ends });
-    out.push(merged);
-    i = j;
-  }
-  return out;
+/** What a run is counted for (its input is counted with the thread's while the two are one string). */
+function runBytes(run: MemoryRun): number {
+  return (
+    RUN_OVERHEAD +
+    stringBytes(run.runId) +
+    (typeof run.events === 'string' ? stringBytes(run.events) : eventsBytes(run.events)) +
+    (run.newMessages !== undefined ? stringBytes(run.newMessages) : 0) +
+    (typeof run.status === 'string' ? stringBytes(run.status) : 0)
+  );
 }
 
-/**
- * The part of a stored event after `afterSequence`: the rest of a merged chunk the reader had begun, else the event.
- */
-function unpackedAfter(event: SequencedEvent, afterSequence: number): SequencedEvent {
-  const packing = PACKED.get(event);
-  if (!packing || afterSequence < packing.first) return event;
-  const cut = packing.ends[afterSequence - packing.first];
-  if (event.type === 'TextMessageContent') return { ...event, content: event.content.slice(cut) };
-  if (event.type === 'ActionExecutionArgs') return { ...event, args: event.args.slice(cut) };
-  return event;
+function stateBytes(state: AgentStateRecord): number {
+  return STATE_OVERHEAD + state.state.length;
 }
 
 function eventsBytes(events: readonly SequencedEvent[]): number {
@@ -424,9 +410,9 @@ function eventsBytes(events: readonly SequencedEvent[]): number {
 function eventBytes(event: SequencedEvent): number {
   switch (event.type) {
     case 'TextMessageContent':
-      return ITEM_OVERHEAD + event.content.length + (PACKED.get(event)?.ends.byteLength ?? 0);
+      return ITEM_OVERHEAD + event.content.length;
     case 'ActionExecutionArgs':
-      return ITEM_OVERHEAD + event.args.length + (PACKED.get(event)?.ends.byteLength ?? 0);
+      return ITEM_OVERHEAD + event.args.length;
     case 'ActionExecutionResult':
       return ITEM_OVERHEAD + event.result.length;
     case 'AgentStateMessage':
