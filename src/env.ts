@@ -8,6 +8,7 @@ import type { ModelLimitsOptions } from './engine/model-limits.js';
 import type { ThreadsOptions } from './threads/options.js';
 import type { JwtOptions } from './auth/jwt.js';
 import type { RateLimitOptions } from './limits/rate-limiter.js';
+import { environmentOf, isGatewayPath } from './gateway/options.js';
 
 /** The settings `npm start` reads from the environment (see the table in CONFIGURATION.md). */
 export interface EnvironmentSettings {
@@ -51,6 +52,14 @@ export interface EnvironmentSettings {
   threads: ThreadsOptions;
   /** GATEWAY_API_KEYS, JWT_JWKS_URL or JWT_SECRET, JWT_ISSUER, JWT_AUDIENCE: who may call. None: everyone. */
   auth: { apiKeys: string[]; jwt?: JwtOptions };
+  /**
+   * ALLOW_UNAUTHENTICATED: whether running with no authentication is a choice. Unset: allowed, with a
+   * warning at every start in production; `true`: allowed, no warning (a proxy in front authenticates,
+   * say); `false`: refused (no start without GATEWAY_API_KEYS or a JWT setting).
+   */
+  allowUnauthenticated?: boolean;
+  /** LOG_FORMAT: `json` or `pretty`; unset: pretty on a terminal outside production, JSON otherwise. */
+  logFormat?: 'json' | 'pretty';
   /** RATE_LIMIT_REQUESTS_PER_MINUTE, RATE_LIMIT_CONCURRENT_RUNS: per client. */
   rateLimits: RateLimitOptions;
   /** TRUST_PROXY: proxies in front whose X-Forwarded-For is believed. */
@@ -107,7 +116,7 @@ const AGENT_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
-  const environment = env.NODE_ENV === 'production' ? 'production' : 'development';
+  const environment = environmentOf(env.NODE_ENV);
   const port = env.PORT === undefined || env.PORT === '' ? 4000 : Number(env.PORT);
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     throw new ConfigurationError(`PORT must be a whole number from 0 to 65535 (got ${JSON.stringify(env.PORT)}).`);
@@ -126,7 +135,7 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
     port,
     // Loopback only while developing; every interface in production (containers, load balancers).
     host: env.HOST || (environment === 'production' ? '0.0.0.0' : '127.0.0.1'),
-    path: env.GRAPHQL_PATH || '/api/copilotkit',
+    path: readPath(env),
     environment,
     logLevel,
     corsOrigins: origins(env.CORS_ORIGINS),
@@ -141,7 +150,8 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
     allowClientMcpServers: clientMcpServers(env),
     ...readGuardrailsUrl(env),
     threads: readThreads(env),
-    auth: readAuth(env),
+    ...readAuthentication(env),
+    ...readLogFormat(env),
     rateLimits: {
       requestsPerMinute: wholeNumber(env, 'RATE_LIMIT_REQUESTS_PER_MINUTE', 'requests') ?? 0,
       concurrentRuns: wholeNumber(env, 'RATE_LIMIT_CONCURRENT_RUNS', 'runs') ?? 0,
@@ -181,8 +191,50 @@ function countOf(env: NodeJS.ProcessEnv, name: string): number | undefined {
   return number;
 }
 
+function readPath(env: NodeJS.ProcessEnv): string {
+  const path = env.GRAPHQL_PATH?.trim() || '/api/copilotkit';
+  if (!isGatewayPath(path)) {
+    throw new ConfigurationError(
+      `GRAPHQL_PATH must be a URL path starting with "/", such as "/api/copilotkit", other than /health and ` +
+        `/ready (got ${JSON.stringify(env.GRAPHQL_PATH)}).`,
+    );
+  }
+  return path;
+}
+
+function readLogFormat(env: NodeJS.ProcessEnv): { logFormat?: 'json' | 'pretty' } {
+  const value = env.LOG_FORMAT?.trim().toLowerCase();
+  if (!value) return {};
+  if (value !== 'json' && value !== 'pretty')
+    throw new ConfigurationError(`LOG_FORMAT must be json or pretty (got ${JSON.stringify(env.LOG_FORMAT)}).`);
+  return { logFormat: value };
+}
+
+/** The authentication, and whether none is a choice (ALLOW_UNAUTHENTICATED). */
+function readAuthentication(env: NodeJS.ProcessEnv): Pick<EnvironmentSettings, 'auth' | 'allowUnauthenticated'> {
+  const auth = readAuth(env);
+  const allow = env.ALLOW_UNAUTHENTICATED?.trim() ? flag(env, 'ALLOW_UNAUTHENTICATED') : undefined;
+  if (allow === false && auth.apiKeys.length === 0 && !auth.jwt) {
+    throw new ConfigurationError(
+      'ALLOW_UNAUTHENTICATED=false and no authentication is configured: set GATEWAY_API_KEYS (keys of 16 ' +
+        'characters or more, comma-separated) or JWT_JWKS_URL or JWT_SECRET, or ALLOW_UNAUTHENTICATED=true to ' +
+        'serve everyone.',
+    );
+  }
+  return { auth, ...(allow !== undefined ? { allowUnauthenticated: allow } : {}) };
+}
+
 function readAuth(env: NodeJS.ProcessEnv): EnvironmentSettings['auth'] {
   const apiKeys = list(env.GATEWAY_API_KEYS);
+  // Checked here as well as by apiKeyAuthenticator, to name the variable; the key itself is not shown.
+  apiKeys.forEach((key, index) => {
+    if (key.length < 16 || /\s/.test(key)) {
+      throw new ConfigurationError(
+        `GATEWAY_API_KEYS: key number ${index + 1} has ${key.length} characters; each key needs at least 16, ` +
+          `without spaces, keys separated by commas (make one with "openssl rand -hex 32").`,
+      );
+    }
+  });
   const jwksUrl = env.JWT_JWKS_URL?.trim() || undefined;
   const secret = env.JWT_SECRET?.trim() || undefined;
   const issuer = env.JWT_ISSUER?.trim() || undefined;

@@ -1,5 +1,5 @@
 // `npm start`: the gateway configured from the environment. Demo mode unless a provider is set.
-import { pino } from 'pino';
+import { pino, type DestinationStream } from 'pino';
 import type { ModelAdapter } from './adapters/adapter.js';
 import { AnthropicAdapter } from './adapters/anthropic.js';
 import { GoogleAdapter } from './adapters/google.js';
@@ -7,12 +7,13 @@ import { OpenAIAdapter } from './adapters/openai.js';
 import { agUiAgent } from './ag-ui/agent.js';
 import type { AgentDefinition } from './agents/definitions.js';
 import { langGraphAgent } from './agents/langgraph.js';
-import { readEnvironment, type ProviderSettings } from './env.js';
+import { readEnvironment, type EnvironmentSettings, type ProviderSettings } from './env.js';
 import { ConfigurationError } from './core/errors.js';
 import { createGateway } from './gateway.js';
 import { anyOf, type Authenticate } from './auth/authenticate.js';
 import { apiKeyAuthenticator } from './auth/api-keys.js';
 import type { JwtOptions } from './auth/jwt.js';
+import { offlineExplorerBuilt } from './transports/explorer.js';
 
 /**
  * How close two deliveries of one signal must be to be one request to drain: npm forwards its copy of a
@@ -24,12 +25,7 @@ const SAME_SIGNAL_MS = 1_000;
 
 async function main(): Promise<void> {
   const env = readEnvironment(process.env);
-  // Log lines are written asynchronously: under load they leave in batches instead of one write
-  // (a system call) each, twice per request. pino writes whatever is still buffered when the process
-  // exits (not when it is killed or runs out of memory); if stdout stops draining, lines beyond 16 MB
-  // are dropped rather than held.
-  const destination = pino.destination({ dest: 1, sync: false, maxLength: 16 * 1024 * 1024 });
-  const logger = pino({ level: env.logLevel }, destination);
+  const logger = pino({ level: env.logLevel }, await logDestination(env));
   const adapter = modelAdapter(env.provider);
   const agents: Record<string, AgentDefinition> = {};
   for (const { name, url } of env.agUiAgents) agents[name] = agUiAgent({ url });
@@ -40,6 +36,7 @@ async function main(): Promise<void> {
       apiKey: env.langGraph!.apiKey,
     });
   }
+  const authenticate = await authenticator(env.auth);
   const gateway = createGateway({
     agents,
     remoteEndpoints: env.remoteEndpoints,
@@ -57,7 +54,7 @@ async function main(): Promise<void> {
     allowClientMcpServers: env.allowClientMcpServers,
     ...(env.guardrailsUrl ? { guardrails: { url: env.guardrailsUrl } } : {}),
     threads: env.threads,
-    authenticate: await authenticator(env.auth),
+    authenticate,
     rateLimits: env.rateLimits,
     ...(env.trustProxy !== undefined ? { trustProxy: env.trustProxy } : {}),
     ...(env.shutdownGraceMs !== undefined ? { shutdownGraceMs: env.shutdownGraceMs } : {}),
@@ -119,11 +116,50 @@ async function main(): Promise<void> {
     `Copilot Gateway ready at ${url} (${mode}${withAgents})`,
   );
   if (env.environment === 'development') {
-    logger.info(
-      { sandbox: url, offlineExplorer: `${url}/graphiql` },
-      `Explorers: Apollo Sandbox at ${url} (online), GraphiQL at ${url}/graphiql (offline)`,
+    // The offline explorer is advertised only when it is built (`npm run dev` runs the sources, unbuilt).
+    if (offlineExplorerBuilt()) {
+      logger.info(
+        { sandbox: url, offlineExplorer: `${url}/graphiql` },
+        `Explorers: Apollo Sandbox at ${url} (online), GraphiQL at ${url}/graphiql (offline)`,
+      );
+    } else {
+      logger.info(
+        { sandbox: url },
+        `Explorer: Apollo Sandbox at ${url} (online); \`npm run build\` adds GraphiQL at ${url}/graphiql (offline)`,
+      );
+    }
+  }
+  // Open to anyone who can reach it, in production: said at every start unless chosen (ALLOW_UNAUTHENTICATED).
+  if (env.environment === 'production' && !authenticate && env.allowUnauthenticated !== true) {
+    logger.warn(
+      'No authentication: anyone who can reach this gateway can run its models and agents. Set GATEWAY_API_KEYS ' +
+        '(keys of 16 characters or more, comma-separated) or JWT_JWKS_URL or JWT_SECRET; or ' +
+        'ALLOW_UNAUTHENTICATED=true if that is the choice (a proxy in front authenticates, say).',
     );
   }
+}
+
+/**
+ * Where log lines go. JSON to stdout, unless LOG_FORMAT=pretty or, unset, stdout is a terminal outside
+ * production: then one readable line each, made by pino-pretty (loaded only then) in this thread.
+ */
+async function logDestination(env: EnvironmentSettings): Promise<DestinationStream> {
+  const format = env.logFormat ?? (process.stdout.isTTY && env.environment !== 'production' ? 'pretty' : 'json');
+  if (format === 'pretty') {
+    const { prettyFactory } = (await import('pino-pretty')).default;
+    const prettify = prettyFactory({
+      colorize: Boolean(process.stdout.isTTY),
+      translateTime: 'SYS:HH:MM:ss.l',
+      ignore: 'pid,hostname',
+    });
+    // Written at once: a person reads these, a few a second, and none is lost when the process exits.
+    return { write: (line: string) => void process.stdout.write(prettify(line)) };
+  }
+  // Log lines are written asynchronously: under load they leave in batches instead of one write
+  // (a system call) each, twice per request. pino writes whatever is still buffered when the process
+  // exits (not when it is killed or runs out of memory); if stdout stops draining, lines beyond 16 MB
+  // are dropped rather than held.
+  return pino.destination({ dest: 1, sync: false, maxLength: 16 * 1024 * 1024 });
 }
 
 /**

@@ -282,6 +282,16 @@ describe('stop, errors and one run per thread', () => {
     expect(bad.status).toBe(400);
     expect(JSON.parse(bad.text)).toMatchObject({ code: 'BAD_USER_INPUT' });
     expect((await post(g.url, { method: 'agent/run', params: {} })).status).toBe(400);
+    // Every problem of a body at once, not one per request.
+    const several = await post(`${g.url}/agent/default/run`, { threadId: '', messages: 'none' });
+    expect(several.status).toBe(400);
+    expect(JSON.parse(several.text)).toMatchObject({
+      error: 'BAD_USER_INPUT',
+      code: 'BAD_USER_INPUT',
+      message:
+        'The request body is not a RunAgentInput (3 problems): runId: Invalid input: expected string, received ' +
+        'undefined; messages: Invalid input: expected array, received string; threadId: must be 1 to 256 characters.',
+    });
     // As CopilotKit's runtime answers it (400 invalid_request), with the table's code for a 400.
     const unsupported = await post(g.url, { method: 'transcribe' });
     expect(unsupported.status).toBe(400);

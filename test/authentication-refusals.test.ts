@@ -1,10 +1,13 @@
 import { createServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createClient } from 'graphql-ws';
 import { SignJWT, exportJWK, generateKeyPair } from 'jose';
+import WebSocket from 'ws';
 import type { ModelAdapter, ModelOutput } from '../src/adapters/adapter.js';
 import { agUiAgent } from '../src/ag-ui/agent.js';
 import { apiKeyAuthenticator } from '../src/auth/api-keys.js';
 import { anyOf } from '../src/auth/authenticate.js';
+import { AuthUnavailableError } from '../src/core/errors.js';
 import { jwtAuthenticator } from '../src/auth/jwt.js';
 import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';
 import { gatewaysPerTest, runInput, userMessage } from './support/harness.js';
@@ -91,6 +94,90 @@ describe('JWTs', () => {
     } finally {
       await close(jwks);
     }
+  });
+});
+
+/**
+ * A graphql-ws client (no retries) asking `{ hello }` with `connectionParams`: how its socket closed, and
+ * what it was answered.
+ */
+async function wsHello(wsUrl: string, connectionParams: Record<string, unknown>) {
+  let closed: { code: number; reason: string } | undefined;
+  const client = createClient({
+    url: wsUrl,
+    webSocketImpl: WebSocket,
+    retryAttempts: 0,
+    connectionParams,
+    on: { closed: (event: any) => (closed = { code: event.code, reason: event.reason }) },
+  });
+  const answers: unknown[] = [];
+  await new Promise<void>((resolve) =>
+    client.subscribe(
+      { query: '{ hello }' },
+      { next: (r) => answers.push(r), error: () => resolve(), complete: resolve },
+    ),
+  );
+  await client.dispose();
+  return { ...closed, answers };
+}
+
+describe('a refused WebSocket says why, as HTTP does', () => {
+  it('closes with 4403 and the reason HTTP gives its 401 (for a missing credential, where it goes in connection_init)', async () => {
+    const gateway = await start({
+      authenticate: anyOf(apiKeyAuthenticator([KEY_A]), jwtAuthenticator({ secret: JWT_SECRET })),
+    });
+    const wrongKey = await post(gateway.url, HELLO, bearer('not-a-key-0123456789abcdef'));
+    expect(wrongKey.status).toBe(401);
+    expect(await wsHello(gateway.wsUrl, { authorization: 'Bearer not-a-key-0123456789abcdef' })).toEqual({
+      code: 4403,
+      reason: `Forbidden: ${wrongKey.json.errors[0].message}`,
+      answers: [],
+    });
+    // A JWT refused for a claim: the claim and how, as over HTTP.
+    const otherAudience = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject('user-1')
+      .setAudience('https://elsewhere.test')
+      .setExpirationTime('5m')
+      .sign(new TextEncoder().encode(JWT_SECRET));
+    const gatewayWithAudience = await start({
+      authenticate: jwtAuthenticator({ secret: JWT_SECRET, audience: 'https://api.test' }),
+    });
+    const refusedToken = await post(gatewayWithAudience.url, HELLO, bearer(otherAudience));
+    expect(refusedToken.status).toBe(401);
+    expect(refusedToken.json.errors[0].message).toMatch(/"aud" claim/);
+    expect(await wsHello(gatewayWithAudience.wsUrl, { authorization: `Bearer ${otherAudience}` })).toEqual({
+      code: 4403,
+      reason: `Forbidden: ${refusedToken.json.errors[0].message}`,
+      answers: [],
+    });
+    expect(await wsHello(gateway.wsUrl, {})).toEqual({
+      code: 4403,
+      reason:
+        'Forbidden: authentication is required: send "authorization": "Bearer <credential>" in connection_init\'s payload',
+      answers: [],
+    });
+    expect(await wsHello(gateway.wsUrl, { authorization: `Bearer ${KEY_A}` })).toMatchObject({
+      answers: [{ data: { hello: expect.any(String) } }],
+    });
+  });
+
+  it('closes with 1013 and the reason HTTP gives its 503, cut to the 123 bytes a close reason holds, never inside a character', async () => {
+    const why = `The key server cannot be reached: ${'é'.repeat(80)}.`;
+    const gateway = await start({
+      authenticate: () => {
+        throw new AuthUnavailableError(why);
+      },
+    });
+    const http = await post(gateway.url, HELLO, bearer('any-credential-0123456789'));
+    expect(http.status).toBe(503);
+    expect(http.json.errors[0].message).toBe(why);
+    const { code, reason } = await wsHello(gateway.wsUrl, { authorization: 'Bearer any-credential-0123456789' });
+    expect(code).toBe(1013);
+    // "Try again later: " (17 bytes), "The key server cannot be reached: " (34), 34 "é" (68) and "…" (3): 122 bytes;
+    // a 35th "é" would make 124.
+    expect(reason).toBe(`Try again later: The key server cannot be reached: ${'é'.repeat(34)}…`);
+    expect(Buffer.byteLength(reason!)).toBeLessThanOrEqual(123);
   });
 });
 

@@ -253,7 +253,7 @@ let browser: Browser;
     await explorer.context.close();
   }, 60_000);
 
-  it('streams a copilotRun subscription over graphql-ws, event by event, to the run’s end', async () => {
+  it('streams a copilotRun subscription over graphql-ws, event by event, to the run’s end, showing every event so far', async () => {
     const explorer = await openExplorer();
     await setOperation(
       explorer.page,
@@ -261,12 +261,20 @@ let browser: Browser;
         __typename ... on RunEvent { sequence } ... on TextMessageContentEvent { content }
         ... on RunFinishedEvent { status { __typename } } } }`,
     );
-    const last = await run(explorer.page, 'RunFinishedEvent');
-    expect(last.data.copilotRun).toEqual({
+    // The response pane shows every event so far (GraphiQL alone would show only the latest): the text too.
+    const shown = await run(explorer.page, 'RunFinishedEvent');
+    expect(shown.data.copilotRun.map((event: any) => event.sequence)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(shown.data.copilotRun.at(-1)).toEqual({
       __typename: 'RunFinishedEvent',
       sequence: 9,
       status: { __typename: 'SuccessResponseStatus' },
     });
+    expect(
+      shown.data.copilotRun
+        .filter((event: any) => event.__typename === 'TextMessageContentEvent')
+        .map((event: any) => event.content)
+        .join(''),
+    ).toBe('tok0 tok1 tok2 tok3 tok4 tok5 ');
 
     const events = explorer.frames
       .map((frame) => JSON.parse(frame))

@@ -498,7 +498,7 @@ describe('bad requests', () => {
       'an unknown agent',
       { agentSession: { agentName: 'planner' } },
       'AGENT_NOT_FOUND',
-      /Agent "planner" was not found\. Available agents: none are configured\./,
+      /Agent "planner" was not found\. Available agents: none configured; the gateway's model \("default" in AG-UI's \/info\) answers a request without agentSession\./,
     ],
     [
       'guardrails without a public API key',

@@ -35,28 +35,37 @@ type AgUiMessage = {
   toolCallId?: string;
 };
 
+/** At most this many problems are listed (a body can be wrong in thousands of places; the first few say enough). */
+const MAX_PROBLEMS = 10;
+
 /**
  * Checks a request body against AG-UI's own schema (the one the stock client's input satisfies); a
- * body that fails it is a BAD_USER_INPUT naming what is wrong.
+ * body that fails it is one BAD_USER_INPUT listing every problem (up to MAX_PROBLEMS), so that a client
+ * fixes them in one go rather than one per request.
  */
 export async function parseRunAgentInput(body: unknown): Promise<RunAgentInput> {
   const parsed = (await agUiSchemas()).RunAgentInputSchema.safeParse(withoutNullPayloads(body));
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const field = issue?.path.join('.') || 'body';
-    throw new BadUserInputError(`The request body is not a RunAgentInput: ${field}: ${issue?.message ?? 'invalid'}.`, {
-      field,
-    });
+  const problems: { field: string; message: string }[] = parsed.success
+    ? []
+    : parsed.error.issues.map((issue) => ({ field: issue.path.join('.') || 'body', message: issue.message }));
+  // The ids, checked here too whenever they are strings, so that their problems come with the schema's.
+  const ids = isObject(body) ? body : {};
+  for (const name of ['threadId', 'runId'] as const) {
+    const value = ids[name];
+    if (typeof value === 'string' && (value.length === 0 || value.length > MAX_ID_LENGTH))
+      problems.push({ field: name, message: `must be 1 to ${MAX_ID_LENGTH} characters` });
   }
-  const input = parsed.data as unknown as RunAgentInput;
-  for (const [name, value] of [
-    ['threadId', input.threadId],
-    ['runId', input.runId],
-  ] as const) {
-    if (value.length === 0 || value.length > MAX_ID_LENGTH)
-      throw new BadUserInputError(`${name} must be 1 to ${MAX_ID_LENGTH} characters.`, { field: name });
+  if (problems.length > 0) {
+    const listed = problems.slice(0, MAX_PROBLEMS).map(({ field, message }) => `${field}: ${message}`);
+    const more = problems.length > MAX_PROBLEMS ? `; and ${problems.length - MAX_PROBLEMS} more` : '';
+    const what = problems.length === 1 ? 'a problem' : `${problems.length} problems`;
+    throw new BadUserInputError(
+      `The request body is not a RunAgentInput (${what}): ${listed.join('; ')}${more}.`,
+      // `field`: the first, as before; `fields`: every one listed.
+      { field: problems[0].field, fields: problems.slice(0, MAX_PROBLEMS).map(({ field }) => field) },
+    );
   }
-  return input;
+  return parsed.data as unknown as RunAgentInput;
 }
 
 /**

@@ -71,7 +71,12 @@ export class NotSupportedError extends GatewayError {
 export class AgentNotFoundError extends GatewayError {
   /** `unreachableSources`: agent sources (remote endpoints) that could not be asked, so may hold it. */
   constructor(agentName: string, available: readonly string[], unreachableSources = 0) {
-    const list = available.length ? available.map((n) => `"${n}"`).join(', ') : 'none are configured';
+    // The model is not an agent here (a request without agentSession runs it), though AG-UI's /info lists
+    // it as "default": said when it may be what was meant, so that the answer agrees with /info.
+    const model = 'the gateway\'s model ("default" in AG-UI\'s /info) answers a request without agentSession';
+    const list = available.length
+      ? `${available.map((n) => `"${n}"`).join(', ')}${agentName === 'default' ? `; ${model}` : ''}`
+      : `none configured; ${model}`;
     const unknown =
       unreachableSources > 0
         ? ` ${unreachableSources} remote endpoint${unreachableSources === 1 ? '' : 's'} could not be reached, so ${

@@ -90,11 +90,18 @@ export async function startThreadStore(
     await threads.store.start?.();
     if (options.redisUrl) logger.info({ redis: redactedUrl(options.redisUrl) }, 'threads are kept in Redis');
   } catch (error) {
-    if (options.onStoreFailure === 'fail') throw new ConfigurationError((error as Error).message);
+    // One line each way, naming what to set (npm start's variables; threads.redisUrl and
+    // threads.onStoreFailure from code), without the stack of an error whose place says nothing.
+    const unreachable = (error as Error).message;
+    if (options.onStoreFailure === 'fail') {
+      throw new ConfigurationError(
+        `${unreachable}: start Redis there or correct REDIS_URL; STORE_FAILURE_POLICY=serve starts without it.`,
+      );
+    }
     logger.warn(
-      { err: error },
-      'the thread store cannot be reached at start: runs are served unrecorded until it can ' +
-        '(threads.onStoreFailure "serve")',
+      { redis: options.redisUrl ? redactedUrl(options.redisUrl) : undefined },
+      `${unreachable}: runs are served unrecorded until it answers (STORE_FAILURE_POLICY=serve), retrying in the ` +
+        'background; start Redis there or correct REDIS_URL.',
     );
   }
 }
@@ -111,6 +118,12 @@ export function listenError(error: unknown, port: number, host: string): Configu
   if (code === 'EACCES') {
     return new ConfigurationError(
       `Not allowed to listen on ${where}: choose a port above 1023 (PORT), or run with the permission to bind it.`,
+    );
+  }
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
+    return new ConfigurationError(
+      `HOST ${JSON.stringify(host)} is not a name this machine can resolve: use 127.0.0.1, 0.0.0.0 or one of its ` +
+        `addresses or names.`,
     );
   }
   if (code === 'EADDRNOTAVAIL') {

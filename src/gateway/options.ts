@@ -182,7 +182,7 @@ const READERS = {
   discoveryWaitMs: (value) => integerOption('discoveryWaitMs', value, 3_000, 0, 60_000),
   path: (value) => {
     const path = value ?? '/api/copilotkit';
-    if (typeof path !== 'string' || !/^\/[\w\-./~]*$/.test(path) || path === '/health' || path === '/ready') {
+    if (!isGatewayPath(path)) {
       throw new ConfigurationError(
         `options.path must be a URL path starting with "/", other than /health and /ready (got ` +
           `${JSON.stringify(path)}).`,
@@ -276,6 +276,28 @@ export type ResolvedOptions = { [K in keyof typeof READERS]: ReturnType<(typeof 
   development: boolean;
 };
 
+/** The values of NODE_ENV the gateway knows; unset or empty is development. */
+export const NODE_ENVIRONMENTS = ['production', 'development', 'test'] as const;
+
+/**
+ * The environment NODE_ENV asks for: production, or development (which "test" is). Anything else is a
+ * mistake (such as "prod"), refused rather than silently run as development: in development the
+ * gateway is open to explorers and says more in its errors.
+ */
+export function environmentOf(nodeEnv: string | undefined): 'development' | 'production' {
+  const value = nodeEnv?.trim() ?? '';
+  if (value === 'production') return 'production';
+  if (value === '' || value === 'development' || value === 'test') return 'development';
+  throw new ConfigurationError(
+    `NODE_ENV must be ${NODE_ENVIRONMENTS.join(', ')} or unset (got ${JSON.stringify(nodeEnv)}).`,
+  );
+}
+
+/** Whether `path` can be where the gateway answers: a URL path, not one of the health checks'. */
+export function isGatewayPath(path: unknown): path is string {
+  return typeof path === 'string' && /^\/[\w\-./~]*$/.test(path) && path !== '/health' && path !== '/ready';
+}
+
 /** Reads every option (ConfigurationError for the first one that is wrong, naming it). */
 export function resolveOptions(options: GatewayOptions): ResolvedOptions {
   if (options === null || typeof options !== 'object')
@@ -285,7 +307,7 @@ export function resolveOptions(options: GatewayOptions): ResolvedOptions {
       throw new ConfigurationError(`Unknown option "${key}". Known options: ${OPTION_NAMES.join(', ')}.`);
     }
   }
-  const environment = options.environment ?? (process.env.NODE_ENV === 'production' ? 'production' : 'development');
+  const environment = options.environment ?? environmentOf(process.env.NODE_ENV);
   if (environment !== 'development' && environment !== 'production') {
     throw new ConfigurationError(
       `options.environment must be "development" or "production" (got ${JSON.stringify(environment)}).`,

@@ -58,8 +58,7 @@ export class AccessControl {
     connectionParams: Readonly<Record<string, unknown>> | undefined,
     upgrade: ConnectionFacts,
   ): Promise<Admission> {
-    const fromPayload = connectionParams?.authorization ?? connectionParams?.Authorization;
-    const authorization = typeof fromPayload === 'string' ? fromPayload : upgrade.authorization;
+    const authorization = connectionAuthorization(connectionParams, upgrade);
     return this.admit(
       { transport: 'ws', authorization, headers: {}, connectionParams, clientAddress: upgrade.clientAddress },
       this.logger,
@@ -145,6 +144,18 @@ export class AccessControl {
 export interface ConnectionFacts {
   clientAddress: string | undefined;
   authorization: string | undefined;
+}
+
+/**
+ * A WebSocket connection's credential: connection_init's `payload.authorization` (browsers cannot set
+ * headers on a WebSocket), else the upgrade request's Authorization header.
+ */
+export function connectionAuthorization(
+  connectionParams: Readonly<Record<string, unknown>> | undefined,
+  upgrade: ConnectionFacts,
+): string | undefined {
+  const fromPayload = connectionParams?.authorization ?? connectionParams?.Authorization;
+  return typeof fromPayload === 'string' ? fromPayload : upgrade.authorization;
 }
 
 /** RATE_LIMITED with when to try again, in whole seconds (at least one). */

@@ -76,7 +76,7 @@ export class OfflineExplorer {
     const name = pathname === this.pagePath ? '' : pathname.slice(this.pagePath.length + 1);
     if (name !== '' && !(name in ASSET_TYPES))
       return sendText(res, 404, `Not found. The explorer is at ${this.pagePath}.`);
-    if (!existsSync(join(this.directory, 'app.js'))) {
+    if (!offlineExplorerBuilt(this.directory)) {
       return sendText(res, 404, 'The offline explorer is not built: run `npm run build` (`npm start` builds it too).');
     }
     if (name === '') return sendPage(res, req.method === 'HEAD', this.page());
@@ -133,6 +133,11 @@ export class OfflineExplorer {
     }
     return asset;
   }
+}
+
+/** Whether the offline explorer is built (in dist/explorer/ of this package), so that it can be served. */
+export function offlineExplorerBuilt(directory: string = defaultDirectory()): boolean {
+  return existsSync(join(directory, 'app.js'));
 }
 
 /** dist/explorer/ of the package this file belongs to, whether it runs from src/ (tsx) or dist/src/. */

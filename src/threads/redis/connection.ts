@@ -47,6 +47,25 @@ export async function ready(client: RedisClient): Promise<void> {
   });
 }
 
+/**
+ * What went wrong with Redis, in words an operator can act on. ioredis reports a command sent while
+ * disconnected in its own terms ("Stream isn't writeable and enableOfflineQueue options is false",
+ * "Connection is closed."); those say only "not connected", so the last socket error (such as
+ * "connect ECONNREFUSED 127.0.0.1:6379", which says why) is given instead.
+ */
+export function describeRedisError(error: unknown, lastSocketError: string | undefined): string {
+  const message = error instanceof Error ? error.message : String(error);
+  if (isSocketError(error)) return message;
+  if (/enableOfflineQueue|Connection is closed|max retries per request/i.test(message))
+    return lastSocketError ? `not connected: ${lastSocketError}` : 'not connected';
+  return message;
+}
+
+/** An error of the connection itself (a system error: refused, unresolvable, reset), not of a command. */
+export function isSocketError(error: unknown): error is Error {
+  return error instanceof Error && typeof (error as { syscall?: unknown }).syscall === 'string';
+}
+
 /** The URL without its password, for logs and errors. */
 export function redactedUrl(url: string): string {
   try {

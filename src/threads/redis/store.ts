@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Redis as RedisClient } from 'ioredis';
 import { RunStoppedError, StoreUnavailableError, type GatewayError } from '../../core/errors.js';
 import type { EventFeed } from '../feed.js';
-import { createClients, ready, redactedUrl } from './connection.js';
+import { createClients, describeRedisError, isSocketError, ready, redactedUrl } from './connection.js';
 import { InstanceLeases } from './instances.js';
 import { LiveChannels } from './live.js';
 import { RedisRecords } from './records.js';
@@ -60,6 +60,10 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
   private toFlush: RedisRunLog[] = [];
   private closed = false;
   private lastError = 0;
+  /** The last error of a connection itself (refused, unresolvable), which says why commands fail. */
+  private lastSocketError: string | undefined;
+  /** While the first connection is tried: its failure is reported once, by start(), not logged as well. */
+  private starting = false;
   private started: Promise<void> | undefined;
 
   /** Its records in Redis: their keys, reads and writes. */
@@ -95,7 +99,9 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     redis.on('error', (error) => this.connectionError(error));
     subscriber.on('error', (error) => this.connectionError(error));
     this.live.attach(subscriber);
+    this.starting = true;
     const connected = await Promise.allSettled([ready(redis), ready(subscriber)]);
+    this.starting = false;
     // Subscribed (queued until the subscriber is connected, and again after every reconnection) and
     // beating (each beat retried) whether or not Redis answered yet.
     void subscriber.subscribe(this.records.key('stop')).catch((error: unknown) => this.connectionError(error));
@@ -103,10 +109,10 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     const failed = connected.find((result) => result.status === 'rejected');
     if (failed) {
       const reason = (failed as PromiseRejectedResult).reason as Error;
-      throw new StoreUnavailableError(
-        `Redis at ${redactedUrl(url)} cannot be reached (${reason?.message}); retrying in the background.`,
-        { cause: reason },
-      );
+      // The next "not answering" line comes a while after the one that reports this failure.
+      this.lastError = Date.now();
+      const why = this.lastSocketError ?? describeRedisError(reason, undefined);
+      throw new StoreUnavailableError(`Redis at ${redactedUrl(url)} cannot be reached (${why})`, { cause: reason });
     }
   }
 
@@ -276,14 +282,20 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
 
   // --- errors ------------------------------------------------------------------------------
 
-  /** Logs connection problems, at most one line every 10 s. */
+  /**
+   * Logs connection problems, at most one line every 10 s, in one line: what ioredis says while
+   * disconnected is replaced by why (describeRedisError), and no stack (the place in ioredis says nothing).
+   */
   connectionError(error: unknown): void {
+    if (isSocketError(error)) this.lastSocketError = error.message;
     const now = Date.now();
-    if (now - this.lastError < 10_000 || this.closed) return;
+    if (this.starting || now - this.lastError < 10_000 || this.closed) return;
     this.lastError = now;
+    const redis = redactedUrl(this.options.url);
+    const reason = describeRedisError(error, this.lastSocketError);
     this.options.logger.warn(
-      { err: error, redis: redactedUrl(this.options.url) },
-      'Redis (thread store) is not answering; retrying',
+      { redis, reason },
+      `Redis (thread store) at ${redis} is not answering (${reason}); retrying`,
     );
   }
 

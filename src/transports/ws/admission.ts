@@ -4,9 +4,9 @@ import type { Logger } from 'pino';
 import { BadUserInputError, UnauthenticatedError } from '../../core/errors.js';
 import { MAX_NESTING, nestsDeeperThan } from '../../core/depth.js';
 import type { DocumentCache } from '../../graphql/documents.js';
-import type { AccessControl } from '../access.js';
+import { connectionAuthorization, type AccessControl } from '../access.js';
 import { expireConnectionAt, type ConnectionExtra } from './connection.js';
-import { codedError } from './messages.js';
+import { closeReason, codedError } from './messages.js';
 
 // Who may connect, and which operations a connection may ask: graphql-ws's `onConnect` and
 // `onSubscribe` hooks, through the access control every transport shares (access.ts).
@@ -17,7 +17,8 @@ type Hooks = ServerOptions<Record<string, unknown>, ConnectionExtra>;
  * Authentication: a connection without valid credentials is closed with 4403 before any operation
  * runs; one from an address limited for failed logins, with 4429 (graphql-ws's "too many", which its
  * client does not retry) and when to try again; one whose credentials cannot be checked now, with
- * 1013 (try again later). Undefined when authentication is off.
+ * 1013 (try again later). Each close says why, as the HTTP refusal's message does (within the 123
+ * bytes a close reason may hold). Undefined when authentication is off.
  */
 export function connectionAuthentication(access: AccessControl, logger: Logger): Hooks['onConnect'] {
   if (!access.authenticating) return undefined;
@@ -25,18 +26,25 @@ export function connectionAuthentication(access: AccessControl, logger: Logger):
     const facts = ctx.extra.facts ?? { clientAddress: undefined, authorization: undefined };
     const admission = await access.admitConnection(ctx.connectionParams, facts);
     if ('error' in admission) {
-      if (admission.error.code === 'UNAUTHENTICATED') return false;
-      if (admission.error.code === 'RATE_LIMITED') {
-        const retryAfter = admission.error.details?.retryAfterSeconds ?? 60;
+      const { error } = admission;
+      if (error.code === 'UNAUTHENTICATED') {
+        // HTTP's words, except where they are about a header: over WebSocket the credential goes in
+        // connection_init's payload, and HTTP's sentence saying so does not fit in a close reason.
+        const missing = connectionAuthorization(ctx.connectionParams, facts) === undefined;
+        const why = missing
+          ? 'authentication is required: send "authorization": "Bearer <credential>" in connection_init\'s payload'
+          : error.message;
+        ctx.extra.socket?.close(CloseCode.Forbidden, closeReason(`Forbidden: ${why}`));
+        return false;
+      }
+      if (error.code === 'RATE_LIMITED') {
+        const retryAfter = error.details?.retryAfterSeconds ?? 60;
         const reason = `Too many failed logins: try again in ${retryAfter} s`;
         ctx.extra.socket?.close(CloseCode.TooManyInitialisationRequests, reason);
         return false;
       }
-      logger.warn(
-        { code: admission.error.code, transport: 'ws' },
-        'a WebSocket connection could not be authenticated now',
-      );
-      ctx.extra.socket?.close(1013, 'Try again later');
+      logger.warn({ code: error.code, transport: 'ws' }, 'a WebSocket connection could not be authenticated now');
+      ctx.extra.socket?.close(1013, closeReason(`Try again later: ${error.message}`));
       return false;
     }
     ctx.extra.admitted = admission;

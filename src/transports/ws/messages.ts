@@ -83,3 +83,24 @@ export function codedError(error: GatewayError): GraphQLError {
     extensions: { code: error.code, ...(error.details ? { details: error.details } : {}) },
   });
 }
+
+/** The most a WebSocket close frame's reason may hold: 125 bytes of payload less the 2-byte code (RFC 6455, 5.5). */
+export const MAX_CLOSE_REASON_BYTES = 123;
+
+/**
+ * `text` as a close reason: whole if it fits in 123 bytes of UTF-8, else cut at a character (never inside
+ * one, a surrogate pair included) and ended with "…", so that ws does not throw and the client reads valid UTF-8.
+ */
+export function closeReason(text: string): string {
+  if (Buffer.byteLength(text) <= MAX_CLOSE_REASON_BYTES) return text;
+  const room = MAX_CLOSE_REASON_BYTES - Buffer.byteLength('…');
+  let kept = '';
+  let bytes = 0;
+  for (const character of text) {
+    const size = Buffer.byteLength(character);
+    if (bytes + size > room) break;
+    kept += character;
+    bytes += size;
+  }
+  return `${kept}…`;
+}
