@@ -98,6 +98,8 @@ export class Run implements RunHandle, RunWriter, RunContext {
   private results: Set<string> | undefined;
   private readonly usedIds = new Set<string>();
   private lastActivity = 0;
+  /** Set when the run's signal aborts: read per token, where the signal's own getter is measurably slower. */
+  private abortedWith: { reason: unknown } | undefined;
   /** The run's logger: its ids (and the caller's log bindings) on every line. */
   readonly logger: Logger;
   readonly requestId: string | undefined;
@@ -117,6 +119,8 @@ export class Run implements RunHandle, RunWriter, RunContext {
     this.controller = guardedController((error) =>
       this.logger.error({ err: error }, 'an abort listener of an upstream client threw; ignored'),
     );
+    const signal = this.controller.signal;
+    signal.addEventListener('abort', () => (this.abortedWith = { reason: signal.reason }), { once: true });
     this.finished = new Promise((resolve) => {
       this.settle = resolve;
     });
@@ -335,8 +339,7 @@ export class Run implements RunHandle, RunWriter, RunContext {
 
   private assertWritable(): void {
     if (this.state !== 'running') throw new Error('The run has finished.');
-    const signal = this.controller.signal;
-    if (signal.aborted) throw signal.reason;
+    if (this.abortedWith !== undefined) throw this.abortedWith.reason;
     this.lastActivity = performance.now();
   }
 
