@@ -1,14 +1,9 @@
-/** Jest runs TypeScript through @swc/jest as native ESM; `tsc --noEmit` does the type checking. */
+/** Jest runs TypeScript as native ESM, types stripped by esbuild (test/support/esbuild-transform.mjs); `tsc --noEmit` checks them. */
 export default {
   testEnvironment: 'node',
   testMatch: ['<rootDir>/test/**/*.test.ts'],
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
-  transform: {
-    '^.+\\.ts$': [
-      '@swc/jest',
-      { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'es6' } },
-    ],
-  },
+  transform: { '^.+\\.ts$': '<rootDir>/test/support/esbuild-transform.mjs' },
   testTimeout: 20000,
 };

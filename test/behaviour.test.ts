@@ -81,7 +81,11 @@ describe.each(KINDS)('$name', (kind) => {
       expect(env.abortedRequests()).toBe(before + 1);
     });
 
-    const agentOnly = kind.agent ? it : it.skip;
+    // Declared for the agents alone: a model has no state, no interrupt and no agent error, so for a model these
+    // are not tests to skip (45 of them once were, unexplained) but tests that do not exist.
+    const agentOnly = (name: string, test: () => Promise<void>) => {
+      if (kind.agent) it(name, test);
+    };
 
     agentOnly("streams the agent's state, each snapshot whole", async () => {
       const outcome = await run('[state]');
