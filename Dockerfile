@@ -18,16 +18,15 @@ ARG NODE_IMAGE=node:24-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 
-# Dependencies first, so that a change to the sources does not reinstall them. scripts/ is needed by
-# `npm ci` itself: the package's postinstall (scripts/complete-lockfile.mjs) only re-adds other
-# platforms' optional packages to package-lock.json and changes nothing on a complete lock file.
+# Dependencies first, so that a change to the sources does not reinstall them (the package has no install
+# script of its own; scripts/ comes with the sources for the build).
 COPY package.json package-lock.json ./
-COPY scripts/ scripts/
 RUN npm ci --no-audit --no-fund
 
 COPY tsconfig.json tsconfig.build.json ./
 COPY schema/ schema/
 COPY generated/ generated/
+COPY scripts/ scripts/
 COPY src/ src/
 COPY explorer/ explorer/
 # tsc to dist/, the SDL to dist/schema/, the offline explorer to dist/explorer/, then dist/.built.
@@ -46,7 +45,7 @@ ENV NODE_ENV=production \
 
 # Production dependencies only. --ignore-scripts: no production dependency needs its install script
 # (protobufjs' postinstall only prints version-scheme warnings; @google/genai's preinstall is an echo),
-# and the package's own postinstall (complete-lockfile) is only for installs with dev dependencies.
+# and the package itself has none.
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
  && npm cache clean --force \

@@ -8,13 +8,16 @@
 // darwin or win32 binary wherever it can fetch one. Entries an older run added without them are completed
 // too. It changes nothing when nothing is missing.
 //
-// `node scripts/complete-lockfile.mjs [path/to/package-lock.json]` (default: the one in the current
-// folder); run by npm as the root package's postinstall, and by hand for test/browser after an install there.
+// `npm run lockfile` after any `npm install` that changed a lock file (here or in test/browser);
+// `node scripts/complete-lockfile.mjs [--check] [path/to/package-lock.json]` (default: the one in the current
+// folder). With --check it changes nothing and fails if anything is missing (CI). Not an npm lifecycle script:
+// a package's own install scripts are what npm 11 asks its users to approve.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 
-const file = resolve(process.argv[2] ?? 'package-lock.json');
+const check = process.argv.includes('--check');
+const file = resolve(process.argv.slice(2).find((arg) => arg !== '--check') ?? 'package-lock.json');
 // Installed as a dependency of another project, the package has no lock file of its own.
 if (!existsSync(file)) process.exit(0);
 const lock = JSON.parse(readFileSync(file, 'utf8'));
@@ -47,6 +50,13 @@ for (const [path, meta] of Object.entries(packages)) {
   changed.push(`${name}@${meta.version}`);
 }
 
+if (changed.length && check) {
+  console.error(
+    `complete-lockfile: ${file} lacks ${changed.length} other platforms' optional package(s) or their os/cpu ` +
+      `(${changed.slice(0, 5).join(', ')}${changed.length > 5 ? ', …' : ''}): run npm run lockfile and commit.`,
+  );
+  process.exit(1);
+}
 if (changed.length) {
   lock.packages = Object.fromEntries(
     Object.entries(packages).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a.localeCompare(b))),
