@@ -9,9 +9,10 @@ import type { ServerResponse } from 'node:http';
  *   still makes an HTTP chunk, with its bookkeeping, per write.
  * - Once a stream is flowing, its paced parts (a model's tokens) leave at most once every
  *   `intervalMs`: the first at once, then whatever came during the interval in one write. A write to
- *   a socket is the largest single cost of a streamed token (about a third of the gateway's time at
- *   a hundred streams, profiled), and no screen shows text faster than it refreshes (16 ms at 60 Hz),
- *   so a token waits at most that long and the first never does. 0 writes every turn's parts at once.
+ *   a socket is the largest single cost of a streamed token (about a third of the gateway's time at a
+ *   hundred streams, profiled), and text shown 30 times a second (the default 32 ms) reads as smoothly
+ *   as text shown per token: a token waits at most that long, and the first never does. 0 writes every
+ *   turn's parts at once.
  * - More than the response's buffer waiting goes at once, so that backpressure (`writableNeedDrain`)
  *   sees it; `flush` (the stream's end) sends what waits without waiting.
  */
