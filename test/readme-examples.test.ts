@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -10,6 +10,7 @@ import WebSocket from 'ws';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { possibleTypes } from '../src/index.js';
 import { startGateway, type RunningGateway } from './support/harness.js';
+import { installBrowserApps } from './support/browser-apps.js';
 import { close, listen } from './support/loopback.js';
 import { createServer } from 'node:http';
 import ts from 'typescript';
@@ -329,17 +330,17 @@ describe("DEPLOYMENT.md's thread example", () => {
 });
 
 // The React apps: each `tsx` block of the README type-checked (props, hooks, imports) against the
-// CopilotKit generation it names, from the packages the browser test runs in Chromium. Checked in
-// memory: the block is a virtual file beside the tests, so `react` and the packages resolve from the
-// repository's node_modules, and nothing is written.
+// CopilotKit generation it names, from the packages the browser test runs in Chromium (test/browser,
+// installed there on first use). Checked in memory: the block is a virtual file beside the tests, and
+// nothing is written.
 const COPILOTKIT = {
   '1.10.6': {
-    '@copilotkit/react-core': 'node_modules/@copilotkit/react-core',
-    '@copilotkit/react-ui': 'node_modules/@copilotkit/react-ui',
+    '@copilotkit/react-core': 'test/browser/node_modules/@copilotkit/react-core',
+    '@copilotkit/react-ui': 'test/browser/node_modules/@copilotkit/react-ui',
   },
   '1.74.0': {
-    '@copilotkit/react-core': 'node_modules/copilotkit-react-core-174',
-    '@copilotkit/react-ui': 'node_modules/copilotkit-react-ui-174',
+    '@copilotkit/react-core': 'test/browser/node_modules/copilotkit-react-core-174',
+    '@copilotkit/react-ui': 'test/browser/node_modules/copilotkit-react-ui-174',
   },
 } as const;
 type Generation = keyof typeof COPILOTKIT;
@@ -380,40 +381,27 @@ function exportsStylesheet(source: string, generation: Generation): boolean {
   return imported !== undefined && manifest.exports?.[`./${imported}`] !== undefined;
 }
 
-// The compatibility apps may be installed apart from the gateway's own packages; without them there is
-// nothing to check against, and the skipped test's name says so.
-const installed = Object.values(COPILOTKIT).every((packages) =>
-  Object.values(packages).every((dir) => existsSync(join(ROOT, dir, 'package.json'))),
-);
-const itWithApps = installed ? it : it.skip;
-const without = installed ? '' : ' (skipped: the CopilotKit 1.10.6 and 1.74 packages are not in node_modules)';
-
 describe("the README's CopilotKit React apps", () => {
+  // The compatibility apps live apart from the gateway's own packages, installed on first use.
+  beforeAll(() => installBrowserApps(), 600_000);
+
   it('are two, a 1.10 app and a ≥1.50 app', () => {
     expect(apps).toHaveLength(2);
     expect(apps[0]).toContain('@copilotkit/react-core@1.10.6');
     expect(apps[1]).toContain('@copilotkit/react-core@1.74.0');
   });
 
-  itWithApps(
-    `type-check against the CopilotKit each installs: 1.10.6 and 1.74${without}`,
-    () => {
-      expect(typeErrors(apps[0], '1.10.6')).toEqual([]);
-      expect(typeErrors(apps[1], '1.74.0')).toEqual([]);
-      expect(exportsStylesheet(apps[0], '1.10.6')).toBe(true);
-      expect(exportsStylesheet(apps[1], '1.74.0')).toBe(true);
-    },
-    120_000,
-  );
+  it('type-check against the CopilotKit each installs: 1.10.6 and 1.74', () => {
+    expect(typeErrors(apps[0], '1.10.6')).toEqual([]);
+    expect(typeErrors(apps[1], '1.74.0')).toEqual([]);
+    expect(exportsStylesheet(apps[0], '1.10.6')).toBe(true);
+    expect(exportsStylesheet(apps[1], '1.74.0')).toBe(true);
+  }, 120_000);
 
-  itWithApps(
-    `are checked against each generation's own types, which tell a mistake apart${without}`,
-    () => {
-      // useSingleEndpoint (which the README names) exists from 1.50 on: known to 1.74's types, not to 1.10.6's.
-      const singleEndpoint = apps[1].replace(' agent="researcher">', ' agent="researcher" useSingleEndpoint>');
-      expect(typeErrors(singleEndpoint, '1.74.0')).toEqual([]);
-      expect(typeErrors(singleEndpoint, '1.10.6').join('\n')).toContain('useSingleEndpoint');
-    },
-    120_000,
-  );
+  it("are checked against each generation's own types, which tell a mistake apart", () => {
+    // useSingleEndpoint (which the README names) exists from 1.50 on: known to 1.74's types, not to 1.10.6's.
+    const singleEndpoint = apps[1].replace(' agent="researcher">', ' agent="researcher" useSingleEndpoint>');
+    expect(typeErrors(singleEndpoint, '1.74.0')).toEqual([]);
+    expect(typeErrors(singleEndpoint, '1.10.6').join('\n')).toContain('useSingleEndpoint');
+  }, 120_000);
 });
