@@ -13,6 +13,9 @@
 //   --allow-memory             accept instances without Redis (threads then do not cross instances)
 //   --timeout 60000            milliseconds each check may take
 //
+// With authentication on (the shipped compose needs a key), GATEWAY_API_KEY (or the first of GATEWAY_API_KEYS)
+// is sent with every request and in graphql-ws's connection_init.
+//
 // It needs no model: in demo mode (no provider configured) the gateway's replies are scripted. With a real
 // provider every check works too, and costs a few short completions. It needs only packages the gateway
 // itself depends on (graphql-ws, ws), so it also runs inside the image:
@@ -22,6 +25,13 @@ import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
+
+const apiKey = (process.env.GATEWAY_API_KEY || process.env.GATEWAY_API_KEYS?.split(',')[0] || '').trim();
+if (apiKey) {
+  const plainFetch = globalThis.fetch;
+  globalThis.fetch = (url, init = {}) =>
+    plainFetch(url, { ...init, headers: { ...init.headers, authorization: `Bearer ${apiKey}` } });
+}
 
 // ---------------------------------------------------------------------------------------------------
 // Options
@@ -435,6 +445,7 @@ async function connect() {
   const client = createClient({
     url: wsUrl,
     webSocketImpl: TrackedWebSocket,
+    ...(apiKey ? { connectionParams: { authorization: `Bearer ${apiKey}` } } : {}),
     lazy: false,
     retryAttempts: 0,
     on: { connected: (connected) => (socket = connected) },
