@@ -1,17 +1,16 @@
 import { ConfigurationError } from './core/errors.js';
 import { isHttpUrl } from './core/urls.js';
 import { isOrigin } from './transports/cors.js';
-import type { AnthropicAdapterOptions } from './adapters/anthropic.js';
-import type { GoogleAdapterOptions } from './adapters/google.js';
-import type { OpenAIAdapterOptions } from './adapters/openai.js';
 import type { ModelLimitsOptions } from './engine/model-limits.js';
 import type { ThreadsOptions } from './threads/options.js';
 import type { JwtOptions } from './auth/jwt.js';
 import type { RateLimitOptions } from './limits/rate-limiter.js';
 import { environmentOf, isGatewayPath } from './gateway/options.js';
+import { readAgents, readProvider, type AgentSettings, type ProviderSettings } from './gateway/env-upstreams.js';
+import { countOf, flag, list, milliseconds, optional, wholeNumber } from './gateway/env-values.js';
 
 /** The settings `npm start` reads from the environment (see the table in CONFIGURATION.md). */
-export interface EnvironmentSettings {
+export interface EnvironmentSettings extends AgentSettings {
   port: number;
   host: string;
   path: string;
@@ -28,12 +27,6 @@ export interface EnvironmentSettings {
    */
   provider?: ProviderSettings;
   agentIdleTimeoutMs?: number;
-  /** COPILOT_REMOTE_ENDPOINTS: CopilotKit remote endpoints. */
-  remoteEndpoints: string[];
-  /** AGUI_AGENTS: AG-UI agents by name. */
-  agUiAgents: { name: string; url: string }[];
-  /** LANGGRAPH_DEPLOYMENT_URL, LANGGRAPH_GRAPHS and LANGSMITH_API_KEY: graphs served as agents of their names. */
-  langGraph?: { deploymentUrl: string; graphs: string[]; apiKey?: string };
   /** ALLOWED_MODELS, MAX_TOKENS, MAX_INPUT_MESSAGES, MAX_INPUT_CHARS: what clients may choose and send. */
   modelLimits: ModelLimitsOptions;
   /** MCP_SERVERS: MCP servers whose tools are offered. */
@@ -78,40 +71,6 @@ export interface EnvironmentSettings {
   /** STREAM_WRITE_INTERVAL_MS (GatewayOptions.streamWriteIntervalMs; 0 writes every part at once). */
   streamWriteIntervalMs?: number;
 }
-
-/** A provider npm start can run, with its adapter's options. */
-export type ProviderSettings =
-  | { name: 'openai'; options: OpenAIAdapterOptions & { model: string } }
-  | { name: 'anthropic'; options: AnthropicAdapterOptions & { model: string } }
-  | { name: 'google'; options: GoogleAdapterOptions & { model: string } };
-
-/** The providers, the variables that configure each, and their default models. */
-const PROVIDERS = {
-  openai: {
-    key: 'OPENAI_API_KEY',
-    baseURL: 'OPENAI_BASE_URL',
-    model: 'OPENAI_MODEL',
-    defaultModel: 'gpt-4o-mini',
-    example: 'http://localhost:11434/v1',
-  },
-  anthropic: {
-    key: 'ANTHROPIC_API_KEY',
-    baseURL: 'ANTHROPIC_BASE_URL',
-    model: 'ANTHROPIC_MODEL',
-    defaultModel: 'claude-sonnet-5-5',
-    example: 'http://localhost:8080/anthropic',
-  },
-  google: {
-    key: 'GOOGLE_API_KEY',
-    baseURL: 'GOOGLE_BASE_URL',
-    model: 'GOOGLE_MODEL',
-    defaultModel: 'gemini-flash-latest',
-    example: 'http://localhost:8080/gemini',
-  },
-} as const;
-type ProviderName = keyof typeof PROVIDERS;
-
-const AGENT_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -163,7 +122,7 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
     ...optional('modelFirstTokenTimeoutMs', milliseconds(env, 'MODEL_FIRST_TOKEN_TIMEOUT_MS')),
     ...optional('agentFirstEventTimeoutMs', milliseconds(env, 'AGENT_FIRST_EVENT_TIMEOUT_MS')),
     ...readExecutor(env),
-    ...optional('streamWriteIntervalMs', zeroOrMore(env, 'STREAM_WRITE_INTERVAL_MS', 'milliseconds')),
+    ...optional('streamWriteIntervalMs', countOf(env, 'STREAM_WRITE_INTERVAL_MS')),
   };
 }
 
@@ -175,20 +134,6 @@ function readExecutor(env: NodeJS.ProcessEnv): { executor?: 'fast' | 'stock' } {
       `GATEWAY_EXECUTOR must be fast or stock (got ${JSON.stringify(env.GATEWAY_EXECUTOR)}).`,
     );
   return { executor: value };
-}
-
-function optional<K extends string>(name: K, value: number | undefined): { [key in K]?: number } {
-  return (value === undefined ? {} : { [name]: value }) as { [key in K]?: number };
-}
-
-/** A whole number, 0 allowed; undefined when unset or empty. */
-function countOf(env: NodeJS.ProcessEnv, name: string): number | undefined {
-  const value = env[name]?.trim();
-  if (!value) return undefined;
-  const number = Number(value);
-  if (!Number.isSafeInteger(number) || number < 0)
-    throw new ConfigurationError(`${name} must be a whole number, 0 or more (got ${JSON.stringify(value)}).`);
-  return number;
 }
 
 function readPath(env: NodeJS.ProcessEnv): string {
@@ -343,14 +288,6 @@ function clientMcpServers(env: NodeJS.ProcessEnv): boolean | string[] {
   return flag(env, 'MCP_ALLOW_CLIENT_SERVERS');
 }
 
-/** A true/false variable: unset or empty is false. */
-function flag(env: NodeJS.ProcessEnv, name: string): boolean {
-  const value = env[name]?.trim().toLowerCase();
-  if (!value || value === 'false' || value === '0') return false;
-  if (value === 'true' || value === '1') return true;
-  throw new ConfigurationError(`${name} must be true or false (got ${JSON.stringify(env[name])}).`);
-}
-
 /** The cost controls; unset variables keep the gateway's defaults (only the configured model, no ceilings). */
 function readModelLimits(env: NodeJS.ProcessEnv): ModelLimitsOptions {
   const models = env.ALLOWED_MODELS?.trim();
@@ -362,143 +299,6 @@ function readModelLimits(env: NodeJS.ProcessEnv): ModelLimitsOptions {
     ...(maxTokens !== undefined ? { maxTokens } : {}),
     ...(maxMessages !== undefined ? { maxMessages } : {}),
     ...(maxInputChars !== undefined ? { maxInputChars } : {}),
-  };
-}
-
-/**
- * The provider: the one COPILOT_PROVIDER names, or the only one configured (a key or a base URL).
- * Naming one whose variables are unset while another's are set is a mistake, and so is configuring
- * several without saying which.
- */
-function readProvider(env: NodeJS.ProcessEnv): ProviderSettings | undefined {
-  const names = Object.keys(PROVIDERS) as ProviderName[];
-  const configured = names.filter((name) => env[PROVIDERS[name].key]?.trim() || env[PROVIDERS[name].baseURL]?.trim());
-  const chosen = env.COPILOT_PROVIDER?.trim().toLowerCase();
-  let name: ProviderName | undefined;
-  if (chosen) {
-    if (!names.includes(chosen as ProviderName)) {
-      throw new ConfigurationError(
-        `COPILOT_PROVIDER must be one of ${names.join(', ')} (got ${JSON.stringify(env.COPILOT_PROVIDER)}).`,
-      );
-    }
-    name = chosen as ProviderName;
-    if (!configured.includes(name)) {
-      const variables = `${PROVIDERS[name].key} (or ${PROVIDERS[name].baseURL})`;
-      const others = configured.map((other) => PROVIDERS[other].key);
-      throw new ConfigurationError(
-        others.length
-          ? `COPILOT_PROVIDER is ${name} but ${variables} is not set; ${others.join(', ')} is. Set ` +
-              `${PROVIDERS[name].key}, or COPILOT_PROVIDER=${configured[0]}.`
-          : `COPILOT_PROVIDER is ${name} but ${variables} is not set.`,
-      );
-    }
-  } else if (configured.length > 1) {
-    throw new ConfigurationError(
-      `Several providers are configured (${configured.map((other) => PROVIDERS[other].key).join(', ')}): set ` +
-        `COPILOT_PROVIDER to the one to use (${configured.join(' or ')}).`,
-    );
-  } else {
-    name = configured[0];
-  }
-  if (!name) return undefined;
-  const variables = PROVIDERS[name];
-  // Keys read from secret files often end with a line break, which no HTTP header may carry.
-  const apiKey = env[variables.key]?.trim() || undefined;
-  const baseURL = env[variables.baseURL]?.trim() || undefined;
-  if (baseURL && !isHttpUrl(baseURL)) {
-    throw new ConfigurationError(
-      `${variables.baseURL} must be a URL such as "${variables.example}" (got ${JSON.stringify(baseURL)}).`,
-    );
-  }
-  const options = {
-    apiKey,
-    baseURL,
-    model: env[variables.model]?.trim() || variables.defaultModel,
-    ...(name === 'openai' ? readOpenAIStyle(env) : {}),
-  };
-  return { name, options } as ProviderSettings;
-}
-
-/** OPENAI_API_STYLE and OPENAI_MAX_TOKENS_PARAMETER, when set. */
-function readOpenAIStyle(env: NodeJS.ProcessEnv): Pick<OpenAIAdapterOptions, 'apiStyle' | 'maxTokensParameter'> {
-  const style = env.OPENAI_API_STYLE?.trim();
-  if (style && style !== 'chat' && style !== 'responses') {
-    throw new ConfigurationError(`OPENAI_API_STYLE must be chat or responses (got ${JSON.stringify(style)}).`);
-  }
-  const parameter = env.OPENAI_MAX_TOKENS_PARAMETER?.trim();
-  if (parameter && parameter !== 'max_tokens' && parameter !== 'max_completion_tokens') {
-    throw new ConfigurationError(
-      `OPENAI_MAX_TOKENS_PARAMETER must be max_tokens or max_completion_tokens (got ${JSON.stringify(parameter)}).`,
-    );
-  }
-  return {
-    ...(style ? { apiStyle: style as 'chat' | 'responses' } : {}),
-    ...(parameter ? { maxTokensParameter: parameter as 'max_tokens' | 'max_completion_tokens' } : {}),
-  };
-}
-
-/** The agent settings: remote endpoints, AG-UI agents and LangGraph graphs, with one namespace of agent names. */
-function readAgents(env: NodeJS.ProcessEnv): Pick<EnvironmentSettings, 'remoteEndpoints' | 'agUiAgents' | 'langGraph'> {
-  const remoteEndpoints = list(env.COPILOT_REMOTE_ENDPOINTS);
-  for (const url of remoteEndpoints) {
-    if (!isHttpUrl(url)) {
-      throw new ConfigurationError(
-        `COPILOT_REMOTE_ENDPOINTS must list http(s) URLs, comma-separated, such as ` +
-          `"http://localhost:8000/copilotkit" (got ${JSON.stringify(url)}).`,
-      );
-    }
-  }
-  const names = new Set<string>();
-  const claim = (name: string, variable: string) => {
-    if (!AGENT_NAME.test(name))
-      throw new ConfigurationError(
-        `${variable}: the agent name ${JSON.stringify(name)} must be 1 to 64 letters, digits, "_" or "-".`,
-      );
-    if (names.has(name))
-      throw new ConfigurationError(
-        `${variable}: the agent name "${name}" is used twice (AGUI_AGENTS and LANGGRAPH_GRAPHS share one set of ` +
-          `names).`,
-      );
-    names.add(name);
-  };
-  const agUiAgents = list(env.AGUI_AGENTS).map((entry) => {
-    const at = entry.indexOf('=');
-    const name = at === -1 ? '' : entry.slice(0, at).trim();
-    const url = at === -1 ? '' : entry.slice(at + 1).trim();
-    if (!name || !isHttpUrl(url)) {
-      throw new ConfigurationError(
-        `AGUI_AGENTS must be name=url pairs, comma-separated, such as "researcher=http://localhost:8000/agent" (got ` +
-          `${JSON.stringify(entry)}).`,
-      );
-    }
-    claim(name, 'AGUI_AGENTS');
-    return { name, url };
-  });
-  const deploymentUrl = env.LANGGRAPH_DEPLOYMENT_URL || undefined;
-  const graphs = list(env.LANGGRAPH_GRAPHS);
-  if (deploymentUrl && !isHttpUrl(deploymentUrl)) {
-    throw new ConfigurationError(
-      `LANGGRAPH_DEPLOYMENT_URL must be a URL such as "http://localhost:2024" (got ${JSON.stringify(deploymentUrl)}).`,
-    );
-  }
-  if (deploymentUrl && graphs.length === 0) {
-    throw new ConfigurationError(
-      'LANGGRAPH_DEPLOYMENT_URL is set but LANGGRAPH_GRAPHS is not: list the graph ids to serve, comma-separated, ' +
-        'such as "agent".',
-    );
-  }
-  if (!deploymentUrl && graphs.length > 0) {
-    throw new ConfigurationError(
-      'LANGGRAPH_GRAPHS is set but LANGGRAPH_DEPLOYMENT_URL is not: set the URL of the LangGraph deployment.',
-    );
-  }
-  for (const graph of graphs) claim(graph, 'LANGGRAPH_GRAPHS');
-  return {
-    remoteEndpoints,
-    agUiAgents,
-    ...(deploymentUrl
-      ? { langGraph: { deploymentUrl, graphs, ...(env.LANGSMITH_API_KEY ? { apiKey: env.LANGSMITH_API_KEY } : {}) } }
-      : {}),
   };
 }
 
@@ -526,34 +326,4 @@ function hosts(value: string | undefined): string[] {
     }
   }
   return entries;
-}
-
-function milliseconds(env: NodeJS.ProcessEnv, name: string): number | undefined {
-  return wholeNumber(env, name, 'milliseconds');
-}
-
-/** A positive whole number, or undefined when the variable is unset or empty. */
-function wholeNumber(env: NodeJS.ProcessEnv, name: string, unit: string): number | undefined {
-  const value = env[name];
-  if (!value) return undefined;
-  const number = Number(value);
-  if (!Number.isSafeInteger(number) || number < 1) {
-    throw new ConfigurationError(
-      `${name} must be a whole number of ${unit}, 1 or more (got ${JSON.stringify(value)}).`,
-    );
-  }
-  return number;
-}
-
-/** A whole number, 0 or more, or undefined when the variable is unset or empty. */
-function zeroOrMore(env: NodeJS.ProcessEnv, name: string, unit: string): number | undefined {
-  if (env[name]?.trim() === '0') return 0;
-  return wholeNumber(env, name, unit);
-}
-
-function list(value: string | undefined): string[] {
-  return (value ?? '')
-    .split(',')
-    .map((item) => item.trim())
-    .filter(Boolean);
 }
