@@ -3,23 +3,15 @@ import { continuesChunk, mergeEvents } from '../src/core/event-merge.js';
 import type { SequencedEvent } from '../src/core/events.js';
 import type { Message } from '../src/core/messages.js';
 import type { RunStatus } from '../src/core/status.js';
-import { MemoryThreadStore } from '../src/threads/memory.js';
+import type { MemoryThreadStore } from '../src/threads/memory.js';
 import type { RunRecord } from '../src/threads/store.js';
+import { memoryStore } from './support/threads.js';
 
 // The memory store keeps a finished run sealed (one flat string, src/threads/sealed-run.ts) and a thread's input as
 // JSON: what readers get from it is what they got from the events and messages as they came, and what it counts is
 // what it keeps.
 
-function store(options: Partial<ConstructorParameters<typeof MemoryThreadStore>[0]> = {}) {
-  return new MemoryThreadStore({
-    ttlSeconds: 3600,
-    maxRunsPerThread: 20,
-    maxThreads: 1000,
-    maxBytes: 1 << 30,
-    claimTimeoutMs: 60_000,
-    ...options,
-  });
-}
+const store = memoryStore;
 
 type Event = SequencedEvent extends infer E ? (E extends SequencedEvent ? Omit<E, 'sequence'> : never) : never;
 

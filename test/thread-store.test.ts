@@ -8,11 +8,11 @@ import type { EventConsumer } from '../src/core/events.js';
 import { silentLogger } from './support/harness.js';
 import { EventFeed } from '../src/threads/feed.js';
 import { closingEvents } from '../src/threads/log.js';
-import { MemoryThreadStore } from '../src/threads/memory.js';
+import type { MemoryThreadStore } from '../src/threads/memory.js';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { gatewaysPerTest, runInput, userMessage } from './support/harness.js';
-import { THREAD, gql } from './support/threads.js';
+import { THREAD, gql, memoryStore } from './support/threads.js';
 
 // The in-memory store's bounds and lifetime, and the pure parts of threads: history completion,
 // replay compaction, the events that end a run cut short.
@@ -47,16 +47,7 @@ function runEvents(runId: string, chunks: number, size = 10): SequencedEvent[] {
   return events;
 }
 
-function store(options: Partial<ConstructorParameters<typeof MemoryThreadStore>[0]> = {}) {
-  return new MemoryThreadStore({
-    ttlSeconds: 3600,
-    maxRunsPerThread: 20,
-    maxThreads: 1000,
-    maxBytes: 1 << 30,
-    claimTimeoutMs: 60_000,
-    ...options,
-  });
-}
+const store = memoryStore;
 
 async function record(
   s: MemoryThreadStore,

@@ -1,8 +1,21 @@
 import { expect } from '@jest/globals';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
+import { MemoryThreadStore, type MemoryThreadStoreOptions } from '../../src/threads/memory.js';
 
-// What the thread tests share: GraphQL over HTTP, and subscriptions over graphql-ws with a real client.
+// What the thread tests share: GraphQL over HTTP, subscriptions over graphql-ws with a real client, a memory store.
+
+/** A memory thread store with generous bounds (a test narrows the one it is about). */
+export function memoryStore(options: Partial<MemoryThreadStoreOptions> = {}): MemoryThreadStore {
+  return new MemoryThreadStore({
+    ttlSeconds: 3600,
+    maxRunsPerThread: 20,
+    maxThreads: 1000,
+    maxBytes: 1 << 30,
+    claimTimeoutMs: 60_000,
+    ...options,
+  });
+}
 
 /** POSTs a GraphQL operation; resolves with the JSON answer. */
 export async function gql(url: string, query: string, variables: Record<string, unknown> = {}): Promise<any> {
