@@ -1,6 +1,7 @@
-// The gateway's offline explorer: GraphiQL, bundled from npm into dist/explorer/ by `npm run build`
-// and served by the gateway at <endpoint>/graphiql, so every operation (the copilotRun
-// subscription too, over graphql-ws) can be tried from a browser with no network beyond the gateway.
+// The gateway's offline explorer: GraphiQL, bundled from npm into build/ by `npm run explorer` (committed;
+// `npm run build` copies it into dist/explorer/) and served by the gateway at <endpoint>/graphiql, so every
+// operation (the copilotRun subscription too, over graphql-ws) can be tried from a browser with no network
+// beyond the gateway.
 import { createGraphiQLFetcher, isAsyncIterable, type Fetcher } from '@graphiql/toolkit';
 import { GraphiQL } from 'graphiql';
 import { getOperationAST, parse, type ExecutionResult } from 'graphql';

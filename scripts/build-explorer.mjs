@@ -1,45 +1,27 @@
-// Bundles the offline explorer (explorer/app.tsx: GraphiQL from npm, graphql-ws for subscriptions)
-// into dist/explorer/app.js and app.css with esbuild. Everything the page needs, fonts included, is
-// in those two files: it makes no request beyond the gateway.
-import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+// Puts the offline explorer into dist/explorer/ (app.js and app.css), for `npm run build`: a copy of the bundle
+// committed in explorer/build/, so that building the gateway needs neither GraphiQL nor React installed.
+// `npm run explorer` (scripts/explorer.mjs) is what rebundles explorer/app.tsx into explorer/build/.
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 export const EXPLORER_FILES = ['app.js', 'app.css'];
+export const BUNDLE_DIR = `${root}explorer/build`;
 
 export function buildExplorer() {
-  let esbuild;
-  try {
-    esbuild = createRequire(import.meta.url)('esbuild');
-  } catch {
+  const missing = EXPLORER_FILES.filter((name) => !existsSync(`${BUNDLE_DIR}/${name}`));
+  if (missing.length > 0) {
     throw new Error(
-      'The explorer is not built and esbuild is not installed: run `npm install` (with the dev dependencies), then `npm run build`.',
+      `The explorer's bundle is missing (explorer/build/${missing.join(', ')}): run \`npm run explorer\`.`,
     );
   }
   const outdir = `${root}dist/explorer`;
   mkdirSync(outdir, { recursive: true });
-  // Built aside, then each file renamed into place: a gateway serving the old files (or a second
+  // Copied aside, then each file renamed into place: a gateway serving the old files (or a second
   // build running at the same time) never reads half a file.
   const staging = mkdtempSync(`${outdir}/.staging-`);
   try {
-    const result = esbuild.buildSync({
-      absWorkingDir: root,
-      entryPoints: { app: 'explorer/app.tsx' },
-      outdir: staging,
-      bundle: true,
-      format: 'iife',
-      platform: 'browser',
-      target: ['chrome109', 'firefox115', 'safari15.6'],
-      jsx: 'automatic',
-      minify: true,
-      legalComments: 'eof',
-      define: { 'process.env.NODE_ENV': '"production"' },
-      // Fonts and images stay inside app.css: nothing is fetched from anywhere else.
-      loader: { '.woff': 'dataurl', '.woff2': 'dataurl', '.ttf': 'dataurl', '.svg': 'dataurl', '.png': 'dataurl' },
-      logLevel: 'warning',
-    });
-    if (result.errors.length > 0) throw new Error('The explorer build failed (see the errors above).');
+    for (const name of EXPLORER_FILES) copyFileSync(`${BUNDLE_DIR}/${name}`, `${staging}/${name}`);
     for (const name of EXPLORER_FILES) renameSync(`${staging}/${name}`, `${outdir}/${name}`);
   } finally {
     rmSync(staging, { recursive: true, force: true });

@@ -1,5 +1,6 @@
 // `npm run build`: compiles the gateway to dist/ (tsc, tsconfig.build.json), copies the SDL it
-// loads at run time next to it (dist/schema/) and bundles the offline explorer (dist/explorer/).
+// loads at run time next to it (dist/schema/) and copies the offline explorer's committed bundle (explorer/build/,
+// written by `npm run explorer`) to dist/explorer/.
 // `npm start` runs this when dist/ is missing or older than the sources. `--clean` (what `npm pack` and
 // `npm publish` run, as prepack) empties dist/ first, so that the package holds no file whose source is gone.
 import { spawnSync } from 'node:child_process';

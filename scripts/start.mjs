@@ -21,9 +21,10 @@ function newest(path) {
 
 if (existsSync(`${root}tsconfig.build.json`)) {
   const built = `${root}dist/.built`;
+  // explorer/build, not explorer/: the bundle that the build copies, not the packages installed beside it.
   const sources = Math.max(
-    ...['src', 'generated', 'schema', 'explorer', 'tsconfig.json', 'tsconfig.build.json', 'package.json'].map((name) =>
-      newest(`${root}${name}`),
+    ...['src', 'generated', 'schema', 'explorer/build', 'tsconfig.json', 'tsconfig.build.json', 'package.json'].map(
+      (name) => newest(`${root}${name}`),
     ),
   );
   if (!existsSync(built) || statSync(built).mtimeMs < sources) {

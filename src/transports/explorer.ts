@@ -35,9 +35,10 @@ const PAGE_POLICY = [
 ].join('; ');
 
 /**
- * The offline explorer: GraphiQL bundled from npm by `npm run build` (scripts/build-explorer.mjs)
- * into dist/explorer/, served at `<path>/graphiql` with its two files. Unlike Apollo Sandbox it
- * loads nothing from the network, so it works on an air-gapped machine, subscriptions included.
+ * The offline explorer: GraphiQL bundled from npm by `npm run explorer` into explorer/build/ (committed),
+ * which `npm run build` copies into dist/explorer/; served at `<path>/graphiql` with its two files.
+ * Unlike Apollo Sandbox it loads nothing from the network, so it works on an air-gapped machine,
+ * subscriptions included.
  */
 export class OfflineExplorer {
   private readonly assets = new Map<string, Asset>();
