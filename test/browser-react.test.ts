@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { build } from 'esbuild';
 import { pino } from 'pino';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type Page } from './clients/playwright.js';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { agUiAgent } from '../src/ag-ui/agent.js';
 import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';

@@ -7,7 +7,7 @@ import { createServer, get } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from './clients/playwright.js';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { OfflineExplorer } from '../src/transports/explorer.js';
 import { FakeOpenAI } from './support/fake-openai.js';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { AIMessage, AIMessageChunk, HumanMessage, SystemMessage, ToolMessage } from '@langchain/core/messages';
 import { RunnableLambda } from '@langchain/core/runnables';
-import { ChatOpenAI } from '@langchain/openai';
+import { ChatOpenAI } from './clients/langchain-openai.js';
 import { LangChainAdapter, toLangChainMessages } from '../src/adapters/langchain.js';
 import type { ServerAction } from '../src/actions/server-action.js';
 import type { Message } from '../src/core/messages.js';

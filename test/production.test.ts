@@ -1,8 +1,7 @@
 import { createServer } from 'node:http';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { ApolloClient, HttpLink, InMemoryCache, gql } from '@apollo/client';
-import { Defer20220824Handler } from '@apollo/client/incremental';
+import { ApolloClient, Defer20220824Handler, HttpLink, InMemoryCache, gql } from './clients/apollo.js';
 import { CopilotRuntimeClient } from '@copilotkit/runtime-client-gql';
 import { createClient } from 'graphql-ws';
 import { SignJWT, exportJWK, generateKeyPair } from 'jose';

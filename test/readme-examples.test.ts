@@ -2,9 +2,15 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { ApolloClient, HttpLink, InMemoryCache, split, gql } from '@apollo/client';
-import { GraphQLWsLink } from '@apollo/client/link/subscriptions';
-import { getMainDefinition } from '@apollo/client/utilities';
+import {
+  ApolloClient,
+  HttpLink,
+  InMemoryCache,
+  split,
+  gql,
+  GraphQLWsLink,
+  getMainDefinition,
+} from './clients/apollo.js';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { OpenAIAdapter } from '../src/adapters/openai.js';

@@ -1,4 +1,4 @@
-import { HttpAgent, runHttpRequest, transformHttpEventStream } from 'ag-ui-client-0059';
+import { HttpAgent, runHttpRequest, transformHttpEventStream } from '../clients/ag-ui-client-0059.js';
 
 // @ag-ui/client 0.0.59 (the version CopilotKit 1.74's client pins): its HttpAgent runs the request,
 // parses the SSE, checks every event against @ag-ui/core's schemas and the lifecycle rules, and applies

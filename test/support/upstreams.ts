@@ -2,7 +2,7 @@ import { AnthropicAdapter } from '../../src/adapters/anthropic.js';
 import { EmptyAdapter } from '../../src/adapters/empty.js';
 import { GoogleAdapter } from '../../src/adapters/google.js';
 import { LangChainAdapter } from '../../src/adapters/langchain.js';
-import { ChatOpenAI } from '@langchain/openai';
+import { ChatOpenAI } from '../clients/langchain-openai.js';
 import { OpenAIAdapter } from '../../src/adapters/openai.js';
 import { agUiAgent } from '../../src/ag-ui/agent.js';
 import { langGraphAgent } from '../../src/agents/langgraph.js';
