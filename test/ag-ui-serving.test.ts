@@ -446,8 +446,9 @@ describe('the SSE on the wire', () => {
     expect(answer.text).not.toContain('\r');
     const frames = answer.text.split('\n\n').filter((frame) => frame !== '' && !frame.startsWith(':'));
     const events = frames.map((frame) => {
-      expect(frame.startsWith('data: ')).toBe(true);
-      return EventSchemas.parse(JSON.parse(frame.slice('data: '.length)));
+      // Each event: its SSE id (`<runId>:<sequence>`, for a reconnect's Last-Event-ID), then its data.
+      expect(frame).toMatch(/^id: wire-1:\d+\ndata: [^\n]+$/);
+      return EventSchemas.parse(JSON.parse(frame.slice(frame.indexOf('data: ') + 'data: '.length)));
     });
     expect(events[0]).toMatchObject({ type: 'RUN_STARTED', threadId: 'wire', runId: 'wire-1' });
     expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', threadId: 'wire', runId: 'wire-1' });
@@ -494,4 +495,178 @@ describe('AG-UI details', () => {
     await client.runAgent({ resume: [{ interruptId: 'int-1', status: 'cancelled' }] } as any);
     expect(agent.requests.at(-1)!.input.resume).toEqual([{ interruptId: 'int-1', status: 'cancelled' }]);
   });
+});
+
+// --- resuming by SSE id -------------------------------------------------------------------------------------------
+
+interface Frame {
+  id: string | undefined;
+  event: any;
+}
+
+/** An AG-UI SSE body as frames: the id line (if any) and the parsed data; keep-alive comments left out. */
+function framesOf(text: string): Frame[] {
+  return text
+    .split('\n\n')
+    .filter((frame) => frame !== '' && !frame.startsWith(':'))
+    .map((frame) => {
+      const lines = frame.split('\n');
+      const id = lines.find((line) => line.startsWith('id: '))?.slice('id: '.length);
+      const data = lines.find((line) => line.startsWith('data: '))!.slice('data: '.length);
+      return { id, event: JSON.parse(data) };
+    });
+}
+
+/** Events with adjacent text chunks of one message joined, ids left out: what two streams must agree on. */
+function joined(frames: Frame[]): any[] {
+  const out: any[] = [];
+  for (const { event } of frames) {
+    const last = out.at(-1);
+    if (
+      event.type === 'TEXT_MESSAGE_CONTENT' &&
+      last?.type === 'TEXT_MESSAGE_CONTENT' &&
+      last.messageId === event.messageId
+    ) {
+      out[out.length - 1] = { ...last, delta: last.delta + event.delta };
+    } else out.push(event);
+  }
+  return out;
+}
+
+async function connectRaw(url: string, threadId: string, lastEventId?: string) {
+  const input = { threadId, runId: 'c', messages: [], tools: [], context: [], state: {}, forwardedProps: {} };
+  return post(`${url}/agent/default/connect`, input, lastEventId === undefined ? {} : { 'last-event-id': lastEventId });
+}
+
+/** Posts a run and reads its SSE as it comes: `frames` grows; `done` is the whole body's frames. */
+function runLive(url: string, threadId: string, runId: string, content: string) {
+  const frames: Frame[] = [];
+  const input = {
+    threadId,
+    runId,
+    messages: [userMessage(content)],
+    tools: [],
+    context: [],
+    state: {},
+    forwardedProps: {},
+  };
+  const done = (async () => {
+    const response = await fetch(`${url}/agent/default/run`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify(input),
+    });
+    const decoder = new TextDecoder();
+    let buffered = '';
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      buffered += decoder.decode(chunk, { stream: true });
+      const end = buffered.lastIndexOf('\n\n');
+      if (end === -1) continue;
+      frames.push(...framesOf(buffered.slice(0, end + 2)));
+      buffered = buffered.slice(end + 2);
+    }
+    return frames;
+  })();
+  return { frames, done };
+}
+
+describe('resuming by SSE id (Last-Event-ID)', () => {
+  it('says so in /info, in both forms', async () => {
+    const g = await gateway();
+    const info = await (await fetch(`${g.url}/info`)).json();
+    expect(info.agents.default.capabilities).toEqual({ transport: { streaming: true, resumable: true } });
+    expect(info.agents.researcher.capabilities.transport.resumable).toBe(true);
+    const single = JSON.parse((await post(g.url, { method: 'info' })).text);
+    expect(single.agents.default.capabilities.transport.resumable).toBe(true);
+  });
+
+  it('a connect with Last-Event-ID gets exactly the replay after that event, across runs', async () => {
+    const g = await gateway();
+    const client = new RestRuntimeAgent(g.url, 'default');
+    client.messages.push(userMessage('[tokens=3] one'));
+    await client.runAgent({});
+    client.messages.push(userMessage('[tokens=4] two'));
+    await client.runAgent({});
+
+    const full = framesOf((await connectRaw(g.url, client.threadId)).text);
+    expect(full.filter((f) => f.event.type === 'RUN_STARTED')).toHaveLength(2);
+    // Every stored event carries `<runId>:<sequence>`, the sequence rising within a run.
+    for (const frame of full) expect(frame.id).toMatch(/^[^:\n]+:\d+$/);
+    for (const runId of new Set(full.map((f) => f.id!.split(':')[0]))) {
+      const numbers = full.filter((f) => f.id!.split(':')[0] === runId).map((f) => Number(f.id!.split(':')[1]));
+      expect(numbers).toEqual([...numbers].sort((a, b) => a - b));
+      expect(new Set(numbers).size).toBe(numbers.length);
+    }
+
+    // From every event on: the rest of the replay, byte for byte the same events with the same ids.
+    for (let k = 0; k < full.length; k++) {
+      const answer = await connectRaw(g.url, client.threadId, full[k].id);
+      expect(answer.status).toBe(200);
+      expect(framesOf(answer.text)).toEqual(full.slice(k + 1));
+    }
+
+    // An id of a run the thread does not keep: the whole thread, as without the header.
+    expect(framesOf((await connectRaw(g.url, client.threadId, 'gone-run:3')).text)).toEqual(full);
+    // Not an id this gateway makes: refused, naming the header.
+    const bad = await connectRaw(g.url, client.threadId, 'no sequence here');
+    expect(bad.status).toBe(400);
+    expect(bad.text).toContain('Last-Event-ID');
+  });
+
+  it('resumes a live run after the event a client last had, with ids that never repeat', async () => {
+    const g = await gateway();
+    const live = runLive(g.url, 'resume-live', 'resume-live-1', '[tokens=30] [delay=10]');
+    await until(
+      async () => live.frames.filter((f) => f.event.type === 'TEXT_MESSAGE_CONTENT').length,
+      (n) => n >= 5,
+      'five tokens of the live run',
+    );
+    const cut = live.frames.length - 1;
+    const lastSeen = live.frames[cut].id!;
+    const resumed = framesOf((await connectRaw(g.url, 'resume-live', lastSeen)).text);
+    const original = await live.done;
+    expect(resumed[0].event.type).not.toBe('RUN_STARTED');
+    expect(joined(resumed)).toEqual(joined(original.slice(cut + 1)));
+    expect(resumed.at(-1)!.id).toBe(original.at(-1)!.id);
+    const ids = original.map((f) => f.id);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+});
+
+describe('resuming by SSE id across instances on one Redis', () => {
+  let redis: import('./support/redis.js').RedisServer;
+  beforeAll(async () => {
+    const { RedisServer } = await import('./support/redis.js');
+    redis = await RedisServer.start();
+  });
+  afterAll(async () => {
+    await redis.close();
+  });
+
+  it('a connect through B with the last id A sent gets exactly the events after it', async () => {
+    const options = () => ({
+      adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 }),
+      threads: { redisUrl: redis.url, keyPrefix: 'agui-resume:', leaseMs: 1_000 },
+    });
+    const a = await start(options());
+    const b = await start(options());
+    const live = runLive(a.url, 'resume-ab', 'resume-ab-1', '[tokens=40] [delay=10]');
+    await until(
+      async () => live.frames.filter((f) => f.event.type === 'TEXT_MESSAGE_CONTENT').length,
+      (n) => n >= 5,
+      'five tokens on A',
+    );
+    const cut = live.frames.length - 1;
+    const resumed = framesOf((await connectRaw(b.url, 'resume-ab', live.frames[cut].id)).text);
+    const original = await live.done;
+    expect(resumed[0].event.type).not.toBe('RUN_STARTED');
+    expect(joined(resumed)).toEqual(joined(original.slice(cut + 1)));
+    expect(resumed.at(-1)).toEqual(original.at(-1));
+    // Every id B sent names a later event of the same run than the one resumed after.
+    const after = Number(live.frames[cut].id!.split(':')[1]);
+    for (const frame of resumed) {
+      expect(frame.id!.startsWith('resume-ab-1:')).toBe(true);
+      expect(Number(frame.id!.split(':')[1])).toBeGreaterThan(after);
+    }
+  }, 30_000);
 });

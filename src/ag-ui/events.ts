@@ -105,3 +105,24 @@ function parseJson(json: string): unknown {
     return {};
   }
 }
+
+/**
+ * The SSE id of a run's event: `<runId>:<sequence>`, the run id percent-encoded (so that no id holds a
+ * line break, which would end the SSE field, and the last colon always starts the sequence). A
+ * connect with this id in `Last-Event-ID` resumes after that event.
+ */
+export function eventId(runId: string, sequence: number): string {
+  return `${encodeURIComponent(runId)}:${sequence}`;
+}
+
+/** An SSE id made by `eventId`, read back; undefined when the text is not one. */
+export function parseEventId(id: string): { runId: string; sequence: number } | undefined {
+  const colon = id.lastIndexOf(':');
+  const sequence = id.slice(colon + 1);
+  if (colon < 1 || !/^\d{1,15}$/.test(sequence)) return undefined;
+  try {
+    return { runId: decodeURIComponent(id.slice(0, colon)), sequence: Number(sequence) };
+  } catch {
+    return undefined;
+  }
+}

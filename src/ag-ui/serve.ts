@@ -10,7 +10,14 @@ import { BadRequestError, BadUserInputError, GatewayError, NotFoundError, toGate
 import type { SequencedEvent } from '../core/events.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import type { RunLauncher } from '../engine/launcher.js';
-import { agUiInterrupt, toAgUiEvent, type AgUiInterrupt, type RunStartedInput } from './events.js';
+import {
+  agUiInterrupt,
+  eventId,
+  parseEventId,
+  toAgUiEvent,
+  type AgUiInterrupt,
+  type RunStartedInput,
+} from './events.js';
 import { DEFAULT_AGENT, parseRunAgentInput, runRequestFromAgUi, type RunAgentInput } from './input.js';
 import { RunEventStream } from '../views/run-events.js';
 import { isObject } from '../core/values.js';
@@ -43,6 +50,11 @@ export interface AgUiCaller {
   principal?: Principal;
   /** The key the caller's limits are counted under. */
   client?: string;
+  /**
+   * A connect's `Last-Event-ID` header: the SSE id (`<runId>:<sequence>`) of the last event the client
+   * has; the connect resumes after it instead of replaying the thread from its start.
+   */
+  lastEventId?: string;
 }
 
 /**
@@ -131,6 +143,11 @@ export class AgUiTransport {
       if (agent.name === DEFAULT_AGENT) continue;
       agents[agent.name] = { name: agent.name, description: agent.description ?? '', className: 'CopilotGatewayAgent' };
     }
+    // AG-UI's capability names (AgentCapabilities.transport): every event of a run's stream carries an SSE
+    // id, and a connect with Last-Event-ID resumes after it.
+    for (const agent of Object.values(agents) as Record<string, unknown>[]) {
+      agent.capabilities = { transport: { streaming: true, resumable: true } };
+    }
     const threadEndpoints = { list: false, inspect: false, mutations: false, realtimeMetadata: false };
     return {
       version: this.options.version,
@@ -190,15 +207,23 @@ export class AgUiTransport {
   private async connect(res: ServerResponse, agentId: string, body: unknown, caller: AgUiCaller): Promise<void> {
     let input: RunAgentInput;
     let thread;
+    let resumeAfter: { runId: string; sequence: number } | undefined;
     try {
       input = await parseRunAgentInput(body);
       this.encoder = await loadEncoder();
       await this.checkAgent(agentId);
       thread = await this.options.launcher.threads.thread(input.threadId, caller.principal);
+      resumeAfter = this.resumePoint(caller.lastEventId);
     } catch (error) {
       return sendError(res, error, caller);
     }
-    const runs = thread?.runs ?? [];
+    let runs = thread?.runs ?? [];
+    // Last-Event-ID: the runs before the one it names are left out, and that run is followed after its
+    // event (no RUN_STARTED again: the client has it). An id of a run the thread no longer keeps (or
+    // never had) is ignored: the whole thread is replayed, as without the header.
+    const resumeAt = resumeAfter ? runs.findIndex((run) => run.runId === resumeAfter!.runId) : -1;
+    if (resumeAt >= 0) runs = runs.slice(resumeAt);
+    else if (resumeAfter) caller.logger.info({ lastEventId: caller.lastEventId }, 'Last-Event-ID names no kept run');
     // What the thread had before its oldest kept run (older runs are dropped past maxRunsPerThread):
     // restored with that run's input, so a reload never loses the start of a long conversation.
     const firstNew = runs[0]?.newMessages?.[0]?.id;
@@ -216,6 +241,7 @@ export class AgUiTransport {
       { input: RunStartedInput; started: boolean; ended: boolean; open: Map<string, 'text' | 'call'> } | undefined;
     try {
       for (const [index, run] of runs.entries()) {
+        const resumed = index === 0 && resumeAt >= 0;
         current = {
           input: {
             threadId: input.threadId,
@@ -226,11 +252,11 @@ export class AgUiTransport {
             state: {},
             forwardedProps: {},
           },
-          started: false,
+          started: resumed,
           ended: false,
           open: new Map(),
         };
-        feed = threads.follow(input.threadId, run.runId, -1);
+        feed = threads.follow(input.threadId, run.runId, resumed ? resumeAfter!.sequence : -1);
         for await (const event of feed) {
           if (res.destroyed) break;
           if (!current.started && event.type !== 'RunStarted') {
@@ -289,6 +315,18 @@ export class AgUiTransport {
     } catch (error) {
       return sendError(res, error, caller);
     }
+  }
+
+  /** Where a connect resumes: the event its Last-Event-ID names (none without the header). */
+  private resumePoint(lastEventId: string | undefined): { runId: string; sequence: number } | undefined {
+    if (lastEventId === undefined) return undefined;
+    const point = parseEventId(lastEventId);
+    if (point === undefined) {
+      throw new BadUserInputError(
+        `Last-Event-ID '${lastEventId.slice(0, 200)}' is not an id of this gateway's events (<runId>:<sequence>).`,
+      );
+    }
+    return point;
   }
 
   private async checkAgent(agentId: string): Promise<void> {
@@ -381,7 +419,11 @@ export class AgUiTransport {
       if (interrupt) interrupts.push(interrupt);
     }
     const converted = toAgUiEvent(event, { threadId: input.threadId, runId: input.runId, interrupts }, input);
-    return converted ? res.write(this.encoder.encodeSSE(converted)) : true;
+    if (!converted) return true;
+    // The run's own events carry their sequence as the SSE id (a reconnect's Last-Event-ID); events the
+    // gateway makes up for a replay (sequence -1) carry none, so an id always names a stored event.
+    const sse = this.encoder.encodeSSE(converted);
+    return res.write(event.sequence >= 0 ? `id: ${eventId(input.runId, event.sequence)}\n${sse}` : sse);
   }
 }
 

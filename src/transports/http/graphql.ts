@@ -170,5 +170,6 @@ export function agUiCaller(
     publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']),
     principal: admitted.principal,
     client: admitted.client,
+    lastEventId: headerValue(req.headers['last-event-id']),
   };
 }
