@@ -670,3 +670,85 @@ describe('resuming by SSE id across instances on one Redis', () => {
     }
   }, 30_000);
 });
+
+describe('suggestions (CopilotKit ≥1.50 asks what the user could say next)', () => {
+  // What @copilotkit/core 1.74's suggestion engine sends: its SUGGEST_TOOL, forced by forwardedProps.toolChoice.
+  const suggestTool = {
+    name: 'copilotkitSuggest',
+    description: 'Suggest what the user could say next',
+    parameters: {
+      type: 'object',
+      properties: { suggestions: { type: 'array', items: { type: 'object' } } },
+      required: ['suggestions'],
+    },
+  };
+  const suggestion = (threadId: string) => ({
+    threadId,
+    runId: `${threadId}-run`,
+    messages: [userMessage('[tool=copilotkitSuggest] [toolargs={"title":"Hi"}] Suggest what the user could say next.')],
+    tools: [suggestTool],
+    context: [],
+    state: {},
+    forwardedProps: { toolChoice: { type: 'function', function: { name: 'copilotkitSuggest' } } },
+  });
+
+  async function expectNoThread(g: RunningGateway, threadId: string) {
+    const replay = await connectRaw(g.url, threadId);
+    expect(replay.status).toBe(200);
+    expect(framesOf(replay.text)).toEqual([]);
+    // Nor a lock: a run on that thread id goes ahead at once, and is the thread's only run.
+    const client = new RestRuntimeAgent(g.url, 'default', { threadId });
+    client.messages.push(userMessage('[tokens=1] after'));
+    await client.runAgent({});
+    const runs = framesOf((await connectRaw(g.url, threadId)).text).filter((f) => f.event.type === 'RUN_STARTED');
+    expect(runs).toHaveLength(1);
+  }
+
+  it('/info offers them', async () => {
+    const g = await gateway();
+    expect((await (await fetch(`${g.url}/info`)).json()).suggestions).toBe(true);
+  });
+
+  it('runs the model with the tool forced and streams its call, recording nothing (multi-route /suggest)', async () => {
+    const g = await gateway();
+    const answer = await post(`${g.url}/agent/default/suggest`, suggestion('sugg-rest'), {
+      accept: 'text/event-stream',
+    });
+    expect(answer.status).toBe(200);
+    const events = framesOf(answer.text).map((f) => f.event);
+    expect(events[0].type).toBe('RUN_STARTED');
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: 'TOOL_CALL_START', toolCallName: 'copilotkitSuggest' }),
+    );
+    expect(events.at(-1).type).toBe('RUN_FINISHED');
+    expect(fake.requests.at(-1).tool_choice).toEqual({ type: 'function', function: { name: 'copilotkitSuggest' } });
+    await expectNoThread(g, 'sugg-rest');
+  });
+
+  it('records nothing when asked through the envelope, or as a plain run (the single-route fallback)', async () => {
+    const g = await gateway();
+    const enveloped = await post(g.url, {
+      method: 'agent/suggest',
+      params: { agentId: 'default' },
+      body: suggestion('sugg-envelope'),
+    });
+    expect(framesOf(enveloped.text).at(-1)!.event.type).toBe('RUN_FINISHED');
+    await expectNoThread(g, 'sugg-envelope');
+
+    const plain = await post(g.url, {
+      method: 'agent/run',
+      params: { agentId: 'default' },
+      body: suggestion('sugg-plain'),
+    });
+    expect(framesOf(plain.text).map((f) => f.event.type)).toContain('TOOL_CALL_START');
+    await expectNoThread(g, 'sugg-plain');
+  });
+
+  it('a run that offers the tool without forcing it is an ordinary, recorded run', async () => {
+    const g = await gateway();
+    const input = { ...suggestion('sugg-not'), forwardedProps: {} };
+    await post(`${g.url}/agent/default/run`, input);
+    const replay = framesOf((await connectRaw(g.url, 'sugg-not')).text);
+    expect(replay.filter((f) => f.event.type === 'RUN_STARTED')).toHaveLength(1);
+  });
+});

@@ -97,12 +97,44 @@ export function runRequestFromAgUi(agentId: string, input: RunAgentInput): RunRe
       parameters: isObject(tool.parameters) ? tool.parameters : { type: 'object', properties: {} },
     })),
     context: input.context.map((entry) => ({ description: entry.description, value: entry.value })),
-    forwardedParameters: {},
+    forwardedParameters: toolChoiceOf(properties.toolChoice),
     properties,
     agentSession: isModel ? null : { agentName: agentId, nodeName: null },
     agentStates: isModel ? [] : [{ agentName: agentId, state, config: {} }],
     metaEvents: isModel ? [] : interruptAnswers(input.resume, properties),
+    // A suggestion leaves nothing in the thread store, however it is asked for (PROTOCOL §8.6).
+    ...(isSuggestion(input) ? { unrecorded: true } : {}),
   };
+}
+
+/** The tool CopilotKit's suggestion engine forces the model to call (its SUGGEST_TOOL). */
+export const SUGGEST_TOOL_NAME = 'copilotkitSuggest';
+
+/**
+ * Whether a run is CopilotKit asking for suggestions: it offers `copilotkitSuggest` and forces the model to
+ * call it (`forwardedProps.toolChoice`). Sent to `/agent/:id/suggest`, or, from a single-route app, as a
+ * plain run on a fresh thread.
+ */
+export function isSuggestion(input: RunAgentInput): boolean {
+  const choice = isObject(input.forwardedProps) ? input.forwardedProps.toolChoice : undefined;
+  return (
+    isObject(choice) &&
+    isObject(choice.function) &&
+    choice.function.name === SUGGEST_TOOL_NAME &&
+    input.tools.some((tool) => tool.name === SUGGEST_TOOL_NAME)
+  );
+}
+
+/**
+ * `forwardedProps.toolChoice` as the model's forwarded parameters: `"auto"`, `"none"`, `"required"`, or
+ * `{type: "function", function: {name}}` (what CopilotKit sends to force a tool); anything else, nothing.
+ */
+function toolChoiceOf(choice: unknown): RunRequest['forwardedParameters'] {
+  if (choice === 'auto' || choice === 'none' || choice === 'required') return { toolChoice: choice };
+  if (isObject(choice) && isObject(choice.function) && typeof choice.function.name === 'string') {
+    return { toolChoice: 'function', toolChoiceFunctionName: choice.function.name };
+  }
+  return {};
 }
 
 /**

@@ -18,7 +18,7 @@ import {
   type AgUiInterrupt,
   type RunStartedInput,
 } from './events.js';
-import { DEFAULT_AGENT, parseRunAgentInput, runRequestFromAgUi, type RunAgentInput } from './input.js';
+import { DEFAULT_AGENT, isSuggestion, parseRunAgentInput, runRequestFromAgUi, type RunAgentInput } from './input.js';
 import { RunEventStream } from '../views/run-events.js';
 import { isObject } from '../core/values.js';
 
@@ -88,13 +88,14 @@ export class AgUiTransport {
       if (req.method !== 'GET' && req.method !== 'HEAD') return methodNotAllowed(res, 'GET');
       return sendJson(res, 200, await this.info(false));
     }
-    const match = /^\/agent\/([^/]+)\/(run|connect|stop\/([^/]+))$/.exec(rest);
+    const match = /^\/agent\/([^/]+)\/(run|connect|suggest|stop\/([^/]+))$/.exec(rest);
     if (!match) return answer(res, new NotFoundError(`No AG-UI route ${pathname}.`), 'Not found');
     if (req.method !== 'POST') return methodNotAllowed(res, 'POST');
     const agentId = decode(match[1]);
     const body = await readBody();
     if (body === NO_BODY) return;
     if (match[2] === 'run') return this.run(res, agentId, body, caller);
+    if (match[2] === 'suggest') return this.run(res, agentId, body, caller, true);
     if (match[2] === 'connect') return this.connect(res, agentId, body, caller);
     return this.stop(res, agentId, decode(match[3]), body, caller);
   }
@@ -110,12 +111,12 @@ export class AgUiTransport {
       case 'info':
         return sendJson(res, 200, await this.info(true));
       case 'agent/run':
+      case 'agent/suggest':
       case 'agent/connect': {
         const agentId = param('agentId');
         if (!agentId) return missing('agentId');
-        return envelope.method === 'agent/run'
-          ? this.run(res, agentId, envelope.body, caller)
-          : this.connect(res, agentId, envelope.body, caller);
+        if (envelope.method === 'agent/connect') return this.connect(res, agentId, envelope.body, caller);
+        return this.run(res, agentId, envelope.body, caller, envelope.method === 'agent/suggest');
       }
       case 'agent/stop': {
         const agentId = param('agentId');
@@ -155,7 +156,7 @@ export class AgUiTransport {
       audioFileTranscriptionEnabled: false,
       mode: 'sse',
       threadEndpoints,
-      suggestions: false,
+      suggestions: true,
       a2uiEnabled: false,
       openGenerativeUIEnabled: false,
       telemetryDisabled: true,
@@ -163,15 +164,34 @@ export class AgUiTransport {
     };
   }
 
-  private async run(res: ServerResponse, agentId: string, body: unknown, caller: AgUiCaller): Promise<void> {
+  /**
+   * A run, or a suggestion (`suggest`: `/agent/:id/suggest`): the same run of the agent, recorded nowhere. A
+   * run whose input is a suggestion's (isSuggestion: how a single-route app asks) is one too.
+   */
+  private async run(
+    res: ServerResponse,
+    agentId: string,
+    body: unknown,
+    caller: AgUiCaller,
+    suggest = false,
+  ): Promise<void> {
     let input: RunAgentInput;
     let stream: RunEventStream;
     try {
       input = await parseRunAgentInput(body);
       this.encoder = await loadEncoder();
-      // No abort signal: a client that goes away leaves the run going (and recorded), as CopilotKit's
-      // runtime does; `stop` ends it.
+      const request = runRequestFromAgUi(agentId, input);
+      if (suggest) request.unrecorded = true;
+      // A run has no abort signal: a client that goes away leaves it going (and recorded), as CopilotKit's
+      // runtime does; `stop` ends it. A suggestion is nobody's once its client has gone: it ends then.
+      let signal: AbortSignal | undefined;
+      if (suggest || isSuggestion(input)) {
+        const controller = new AbortController();
+        res.once('close', () => controller.abort());
+        signal = controller.signal;
+      }
       const runCaller = {
+        signal,
         requestId: caller.requestId,
         logger: caller.logger,
         logParent: caller.logParent,
@@ -180,11 +200,7 @@ export class AgUiTransport {
         principal: caller.principal,
         client: caller.client,
       };
-      stream = await this.options.launcher.start(
-        runRequestFromAgUi(agentId, input),
-        runCaller,
-        (run) => new RunEventStream(run, true),
-      );
+      stream = await this.options.launcher.start(request, runCaller, (run) => new RunEventStream(run, true));
     } catch (error) {
       return sendError(res, error, caller);
     }

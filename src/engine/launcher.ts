@@ -191,7 +191,8 @@ export class RunLauncher {
       releasePlace = await this.clientPlace(caller);
       // The thread is taken before anything else is asked (THREAD_BUSY), and the conversation completed from it.
       const owned = caller.principal ? { ...asked, principal: caller.principal } : asked;
-      admission = this.options.threads ? await this.options.threads.admit(owned, caller.logger) : undefined;
+      admission =
+        this.options.threads && !asked.unrecorded ? await this.options.threads.admit(owned, caller.logger) : undefined;
       const admitted = admission?.request ?? owned;
       const request = hooks.onBeforeRequest ? await beforeRequest(hooks, admitted, caller) : admitted;
       const guarded = guardrailsApply(request.guardrails, request.messages);

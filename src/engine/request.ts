@@ -32,4 +32,9 @@ export interface RunRequest {
   principal?: Principal;
   /** Copilot Cloud input guardrails (`cloud.guardrails.inputValidationRules`), when the request sets them. */
   guardrails?: GuardrailsRules;
+  /**
+   * A run that leaves nothing in the thread store: no thread, no lock, no history (a suggestion: CopilotKit
+   * asks what the user could say next, and that run is no part of the conversation).
+   */
+  unrecorded?: boolean;
 }
