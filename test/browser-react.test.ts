@@ -99,7 +99,10 @@ beforeAll(async () => {
     res.writeHead(200, { 'content-type': 'text/html' });
     const query = new URL(req.url ?? '/', 'http://page').searchParams;
     const agentName = query.get('agent');
-    const settings = `window.RUNTIME_URL=${JSON.stringify(runtimeUrl)};${agentName ? `window.AGENT=${JSON.stringify(agentName)};` : ''}`;
+    const settings =
+      `window.RUNTIME_URL=${JSON.stringify(runtimeUrl)};` +
+      (agentName ? `window.AGENT=${JSON.stringify(agentName)};` : '') +
+      (query.get('suggest') ? 'window.SUGGEST=true;' : '');
     res.end(
       `<!doctype html><html><body><div id="root"></div><script>${settings}</script><script src="/app-${query.get('version')}.js"></script></body></html>`,
     );
@@ -128,12 +131,12 @@ afterAll(async () => {
   await agent.stop();
 });
 
-async function openChat(version: string, agentName?: string): Promise<{ page: Page; errors: string[] }> {
+async function openChat(version: string, agentName?: string, query = ''): Promise<{ page: Page; errors: string[] }> {
   const page = await browser.newPage();
   page.setDefaultTimeout(0); // no bound of its own: the test's timeout ends a wait that never ends
   const errors: string[] = [];
   page.on('pageerror', (error) => errors.push(error.message));
-  await page.goto(`${pageOrigin}/?version=${version}${agentName ? `&agent=${agentName}` : ''}`);
+  await page.goto(`${pageOrigin}/?version=${version}${agentName ? `&agent=${agentName}` : ''}${query}`);
   await page.waitForSelector('textarea');
   return { page, errors };
 }
@@ -203,6 +206,47 @@ async function assistantText(page: Page): Promise<string> {
         await page.screenshot({ path: `${process.env.SCREENSHOT_DIR}/chat-${version}.png` });
       await page.close();
     });
+
+    // 1.74 only: 1.10.6 asks for suggestions with an ordinary GraphQL run.
+    if (protocol === 'ag-ui')
+      it("shows the model's suggestion as a chip, from a run that leaves no thread behind", async () => {
+        const logsBefore = logs.length;
+        const { page, errors } = await openChat(version, undefined, '&suggest=1');
+        await page.waitForFunction(() => document.body.innerText.includes('Say hi'));
+        // Asked statelessly (/info says suggestions: true), with the tool forced.
+        const suggest = () =>
+          logs
+            .slice(logsBefore)
+            .find(
+              (line) =>
+                line.msg === 'request completed' &&
+                line.method === 'POST' &&
+                /\/agent\/default\/suggest$/.test(line.path),
+            );
+        await until(() => suggest() !== undefined);
+        const run = logs
+          .slice(logsBefore)
+          .find((line) => line.msg === 'run succeeded' && line.requestId === suggest().requestId);
+        expect(run).toBeDefined();
+        expect(fake.requests.at(-1).tool_choice).toEqual({ type: 'function', function: { name: 'copilotkitSuggest' } });
+        // Nothing of it in the thread store: a connect on its thread finds no events.
+        const connect = await fetch(`${gateway.url}/agent/default/connect`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            threadId: run.threadId,
+            runId: 'check',
+            messages: [],
+            tools: [],
+            context: [],
+            state: {},
+            forwardedProps: {},
+          }),
+        });
+        expect((await connect.text()).replace(/: keep-alive\n\n/g, '')).toBe('');
+        expect(errors).toEqual([]);
+        await page.close();
+      });
 
     it('talks to the agent the app names, showing its text and its state through useCoAgent', async () => {
       const { page, errors } = await openChat(version, 'researcher');

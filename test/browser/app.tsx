@@ -1,8 +1,8 @@
 // A minimal CopilotKit app (bundled for 1.10.6 and for 1.74), as a customer would write it: the provider pointed at the
 // gateway on another origin, the stock chat UI, one frontend action, and (with ?agent=name) an
-// agent whose state the page shows.
+// agent whose state the page shows, and (with ?suggest=1) chat suggestions.
 import { CopilotKit, useCoAgent, useCopilotAction } from '@copilotkit/react-core';
-import { CopilotChat } from '@copilotkit/react-ui';
+import { CopilotChat, useCopilotChatSuggestions } from '@copilotkit/react-ui';
 import { createRoot } from 'react-dom/client';
 
 declare global {
@@ -10,6 +10,8 @@ declare global {
     RUNTIME_URL: string;
     /** Set when the page talks to an agent rather than the model. */
     AGENT?: string;
+    /** Set when the page asks for chat suggestions. */
+    SUGGEST?: boolean;
     alerts: string[];
   }
 }
@@ -34,10 +36,22 @@ function AgentState({ name }: { name: string }) {
   return <pre id="agent-state">{JSON.stringify(state ?? {})}</pre>;
 }
 
+/** Suggestions as an app asks for them: shown before the first message (1.74 generates them through /suggest). */
+function Suggestions() {
+  useCopilotChatSuggestions({
+    instructions: 'Suggest a greeting.',
+    minSuggestions: 1,
+    maxSuggestions: 1,
+    available: 'always',
+  } as Parameters<typeof useCopilotChatSuggestions>[0]);
+  return null;
+}
+
 createRoot(document.getElementById('root')!).render(
   <CopilotKit runtimeUrl={window.RUNTIME_URL} credentials="include" showDevConsole={false} agent={window.AGENT}>
     <Actions />
     {window.AGENT ? <AgentState name={window.AGENT} /> : null}
+    {window.SUGGEST ? <Suggestions /> : null}
     <CopilotChat />
   </CopilotKit>,
 );

@@ -20,6 +20,8 @@ import { close, listen } from './loopback.js';
  *   [no-finish]                send two tokens and [DONE], but no finish_reason (an answer cut short)
  *   [too-long]                 400 context_length_exceeded, in OpenAI's words
  * When the last message is a tool result, it answers "Tool result received: <result>".
+ * Asked to call `copilotkitSuggest` (`tool_choice` forcing it: CopilotKit's suggestions), it calls it with one
+ * suggestion, titled "Say hi".
  */
 export class FakeOpenAI {
   readonly requests: any[] = [];
@@ -69,7 +71,13 @@ export class FakeOpenAI {
     const last = messages[messages.length - 1];
     const lastUser = [...messages].reverse().find((m) => m.role === 'user');
     const prompt: string = typeof lastUser?.content === 'string' ? lastUser.content : '';
-    const directive = (name: string) => prompt.match(new RegExp(`\\[${name}=([^\\]]*)\\]`))?.[1];
+    const forcedSuggest = body.tool_choice?.function?.name === 'copilotkitSuggest';
+    const directive = (name: string) =>
+      forcedSuggest && name === 'tool'
+        ? 'copilotkitSuggest'
+        : forcedSuggest && name === 'toolargs'
+          ? JSON.stringify({ suggestions: [{ title: 'Say hi', message: 'Hi there!' }] })
+          : prompt.match(new RegExp(`\\[${name}=([^\\]]*)\\]`))?.[1];
     const delay = Number(directive('delay') ?? 0);
 
     if (prompt.includes('[too-long]')) {
