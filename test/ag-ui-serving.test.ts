@@ -539,7 +539,7 @@ async function connectRaw(url: string, threadId: string, lastEventId?: string) {
 }
 
 /** Posts a run and reads its SSE as it comes: `frames` grows; `done` is the whole body's frames. */
-function runLive(url: string, threadId: string, runId: string, content: string) {
+function runLive(url: string, threadId: string, runId: string, content: string, extra: Record<string, unknown> = {}) {
   const frames: Frame[] = [];
   const input = {
     threadId,
@@ -549,6 +549,7 @@ function runLive(url: string, threadId: string, runId: string, content: string) 
     context: [],
     state: {},
     forwardedProps: {},
+    ...extra,
   };
   const done = (async () => {
     const response = await fetch(`${url}/agent/default/run`, {
@@ -750,5 +751,36 @@ describe('suggestions (CopilotKit ≥1.50 asks what the user could say next)', (
     await post(`${g.url}/agent/default/run`, input);
     const replay = framesOf((await connectRaw(g.url, 'sugg-not')).text);
     expect(replay.filter((f) => f.event.type === 'RUN_STARTED')).toHaveLength(1);
+  });
+});
+
+describe('AG-UI 1.0 clients (protocolVersion "1.0")', () => {
+  it("a stopped run's RUN_FINISHED carries the cancelled outcome for them, and only for them", async () => {
+    const { EventSchemas } = await import('@ag-ui/core/schemas');
+    const g = await gateway();
+    const stopped = async (threadId: string, extra: Record<string, unknown>) => {
+      const live = runLive(g.url, threadId, `${threadId}-1`, '[tokens=500] [delay=10]', extra);
+      await until(
+        async () => live.frames.length,
+        (n) => n > 2,
+        'the run under way',
+      );
+      await post(`${g.url}/agent/default/stop/${threadId}`, {});
+      return (await live.done).at(-1)!.event;
+    };
+    const modern = await stopped('cancel-10', { protocolVersion: '1.0' });
+    expect(modern).toEqual({
+      type: 'RUN_FINISHED',
+      threadId: 'cancel-10',
+      runId: 'cancel-10-1',
+      outcome: { type: 'cancelled' },
+    });
+    expect(EventSchemas.parse(modern)).toMatchObject({ outcome: { type: 'cancelled' } });
+    // A 0.0.x client (no protocolVersion) gets RUN_FINISHED as before: its schema knows no `cancelled`.
+    expect(await stopped('cancel-00', {})).toEqual({
+      type: 'RUN_FINISHED',
+      threadId: 'cancel-00',
+      runId: 'cancel-00-1',
+    });
   });
 });

@@ -11,6 +11,8 @@ export interface RunStartedInput {
   context: unknown[];
   state: unknown;
   forwardedProps: unknown;
+  /** The client's AG-UI version, when it said (RunAgentInput.protocolVersion): what 1.0 adds goes only to it. */
+  protocolVersion?: string;
 }
 
 /**
@@ -66,6 +68,16 @@ export function toAgUiEvent(
       return { type: 'CUSTOM', name: 'on_interrupt', value: event.event.value } as BaseEvent;
     case 'RunFinished': {
       const { status } = event;
+      // A stopped run ends as CopilotKit's runtime ends it, RUN_FINISHED; a client that speaks AG-UI 1.0 also gets
+      // its `cancelled` outcome (0.0.x clients' schemas refuse any outcome but success and interrupt).
+      if (status.code === 'Failed' && status.details.code === 'RUN_STOPPED' && input?.protocolVersion) {
+        return {
+          type: 'RUN_FINISHED',
+          threadId: run.threadId,
+          runId: run.runId,
+          outcome: { type: 'cancelled' },
+        } as BaseEvent;
+      }
       if (status.code !== 'Failed' || status.details.code === 'RUN_STOPPED') {
         const interrupts = run.interrupts ?? [];
         return {

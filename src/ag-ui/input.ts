@@ -25,6 +25,8 @@ export interface RunAgentInput {
   state?: unknown;
   forwardedProps?: unknown;
   resume?: unknown;
+  /** The AG-UI version the client speaks, when it says (1.0 clients send "1.0"; 0.0.x clients send nothing). */
+  protocolVersion?: string;
 }
 
 type AgUiMessage = {

@@ -212,6 +212,7 @@ export class AgUiTransport {
       context: input.context,
       state: input.state ?? {},
       forwardedProps: input.forwardedProps ?? {},
+      ...(input.protocolVersion ? { protocolVersion: input.protocolVersion } : {}),
     };
     await this.stream(res, stream, startedInput);
   }
@@ -267,6 +268,7 @@ export class AgUiTransport {
             context: [],
             state: {},
             forwardedProps: {},
+            ...(input.protocolVersion ? { protocolVersion: input.protocolVersion } : {}),
           },
           started: resumed,
           ended: false,
