@@ -28,6 +28,11 @@ export interface UpstreamCall {
   headers?: Record<string, string>;
   /** A JSON body (sent with `content-type: application/json`). */
   json?: unknown;
+  /**
+   * A multipart/form-data body instead (`request` and `json` only): undici writes it, with its own boundary in the
+   * content-type, anew for each attempt.
+   */
+  form?: FormData;
   /** Who is called, for messages and logs: `agent "crew"`, `the remote endpoint of action "add"`. Never a URL. */
   who: string;
   policy: RetryPolicy;
@@ -85,9 +90,9 @@ export class UpstreamClient {
 
   /** Sends the call (retrying as its policy says) and resolves with a 2xx response; throws a GatewayError otherwise. */
   async request(call: UpstreamCall): Promise<UpstreamResponse> {
-    const body = encodeBody(call);
+    const body = call.form ?? encodeBody(call);
     const headers: Record<string, string> = {
-      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...(typeof body === 'string' ? { 'content-type': 'application/json' } : {}),
       ...call.headers,
     };
     const { response, attempts, release } = await withRetries(call, call.onRetry ?? this.onRetry, async (signal) => {
@@ -95,7 +100,8 @@ export class UpstreamClient {
         dispatcher: this.dispatcher,
         method: call.method ?? (body === undefined ? 'GET' : 'POST'),
         headers,
-        body,
+        // The platform's FormData: undici recognises it by its shape (its own FormData is another class).
+        body: body as Dispatcher.RequestOptions['body'],
         signal,
       });
       return {
