@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { FormData } from 'undici';
 import { ConfigurationError, UpstreamError } from '../core/errors.js';
 import { isHttpUrl } from '../core/urls.js';
 import type { UpstreamClient } from '../upstream/client.js';
@@ -94,6 +95,7 @@ export class OpenAITranscriber implements Transcriber {
   }
 
   async transcribe(audio: AudioFile, signal: AbortSignal, logger: Logger): Promise<string> {
+    // Undici's FormData: the one its client writes (see UpstreamCall.form).
     const form = new FormData();
     // The service tells formats apart by the file name's extension as much as by the type.
     form.append('file', new Blob([audio.bytes], { type: audio.type }), audio.filename);

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { Agent, fetch as undiciFetch, request as undiciRequest, type Dispatcher } from 'undici';
+import { Agent, fetch as undiciFetch, request as undiciRequest, type Dispatcher, type FormData } from 'undici';
 import { UpstreamError } from '../core/errors.js';
 import type { RetryObserver } from './attempts.js';
 import {
@@ -30,7 +30,8 @@ export interface UpstreamCall {
   json?: unknown;
   /**
    * A multipart/form-data body instead (`request` and `json` only): undici writes it, with its own boundary in the
-   * content-type, anew for each attempt.
+   * content-type, anew for each attempt. Undici's FormData, not the platform's: undici tells a FormData body by
+   * its own class, and a platform one fails as it is written (undici 7.30).
    */
   form?: FormData;
   /** Who is called, for messages and logs: `agent "crew"`, `the remote endpoint of action "add"`. Never a URL. */
@@ -100,8 +101,7 @@ export class UpstreamClient {
         dispatcher: this.dispatcher,
         method: call.method ?? (body === undefined ? 'GET' : 'POST'),
         headers,
-        // The platform's FormData: undici recognises it by its shape (its own FormData is another class).
-        body: body as Dispatcher.RequestOptions['body'],
+        body,
         signal,
       });
       return {
