@@ -1,4 +1,5 @@
 import { createServer } from 'node:http';
+import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { resolveOptions } from '../src/gateway/options.js';
 import { readEnvironment } from '../src/env.js';
@@ -213,6 +214,28 @@ describe('when the service fails', () => {
     expect(await failure(await upload(g.url))).toEqual(expected);
     expect(fake.requests).toHaveLength(1);
     expect(await failure(await envelope(g.url, { audio: base64(recording) }))).toEqual(expected);
+  });
+
+  it("passes the service's retry-after on with rate_limited", async () => {
+    const g = await configured();
+    fake.failWith = 429;
+    const response = await upload(g.url);
+    expect(response.headers.get('retry-after')).toBe('7');
+    expect((await failure(response)).error).toBe('rate_limited');
+  });
+
+  it('logs no audio, at any level, whether the service answers or fails', async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'trace' }, { write: (line: string) => void lines.push(line) });
+    const g = await start({ logger, transcription: { baseURL, apiKey: 'sk-transcribe' } });
+    expect((await upload(g.url)).status).toBe(200);
+    fake.failWith = 401;
+    await upload(g.url);
+    await envelope(g.url, { audio: base64(recording) });
+    expect(lines.length).toBeGreaterThan(0);
+    const logged = lines.join('\n');
+    expect(logged).not.toContain(base64(recording).slice(0, 40));
+    expect(logged).not.toContain('sk-transcribe');
   });
 
   it('answers network_error (retryable) when the service cannot be reached', async () => {

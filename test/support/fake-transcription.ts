@@ -72,6 +72,7 @@ export class FakeTranscription {
       });
     }
     if (this.failWith === 429) {
+      res.setHeader('retry-after', '7');
       return answer(res, 429, {
         error: {
           message: 'Rate limit reached for requests.',
