@@ -6,7 +6,14 @@ import type { ThreadsOptions } from './threads/options.js';
 import type { JwtOptions } from './auth/jwt.js';
 import type { RateLimitOptions } from './limits/rate-limiter.js';
 import { environmentOf, isGatewayPath } from './gateway/options.js';
-import { readAgents, readProvider, type AgentSettings, type ProviderSettings } from './gateway/env-upstreams.js';
+import {
+  readAgents,
+  readProvider,
+  readTranscription,
+  type AgentSettings,
+  type ProviderSettings,
+} from './gateway/env-upstreams.js';
+import type { TranscriptionOptions } from './adapters/transcription.js';
 import { countOf, flag, list, milliseconds, optional, wholeNumber } from './gateway/env-values.js';
 
 /** The settings `npm start` reads from the environment (see the table in CONFIGURATION.md). */
@@ -70,6 +77,11 @@ export interface EnvironmentSettings extends AgentSettings {
   executor?: 'fast' | 'stock';
   /** STREAM_WRITE_INTERVAL_MS (GatewayOptions.streamWriteIntervalMs; 0 writes every part at once). */
   streamWriteIntervalMs?: number;
+  /**
+   * TRANSCRIPTION_BASE_URL (on when set), TRANSCRIPTION_MODEL, TRANSCRIPTION_API_KEY (default OPENAI_API_KEY),
+   * TRANSCRIPTION_MAX_MB: voice input (GatewayOptions.transcription).
+   */
+  transcription?: TranscriptionOptions;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -123,6 +135,7 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
     ...optional('agentFirstEventTimeoutMs', milliseconds(env, 'AGENT_FIRST_EVENT_TIMEOUT_MS')),
     ...readExecutor(env),
     ...optional('streamWriteIntervalMs', countOf(env, 'STREAM_WRITE_INTERVAL_MS')),
+    ...readTranscription(env),
   };
 }
 

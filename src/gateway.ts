@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AgUiTransport } from './ag-ui/serve.js';
+import { OpenAITranscriber } from './adapters/transcription.js';
 import { createApollo } from './graphql/apollo.js';
 import type { ExecutorName } from './graphql/executor.js';
 import { fastExecutor } from './graphql/fast/index.js';
@@ -109,6 +110,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
         keepAliveMs: config.keepAliveMs,
         version: GATEWAY_VERSION,
         onStream: metrics && ((delta) => metrics.httpStream(delta)),
+        transcriber: config.transcription && new OpenAITranscriber(config.transcription, upstream),
       }),
       readiness: () => readiness(state.phase, store, config.threads.onStoreFailure, endpoints),
       access,

@@ -65,6 +65,7 @@ async function main(): Promise<void> {
     ...(env.streamWriteIntervalMs !== undefined ? { streamWriteIntervalMs: env.streamWriteIntervalMs } : {}),
     ...(env.modelFirstTokenTimeoutMs !== undefined ? { modelFirstTokenTimeoutMs: env.modelFirstTokenTimeoutMs } : {}),
     ...(env.agentFirstEventTimeoutMs !== undefined ? { agentFirstEventTimeoutMs: env.agentFirstEventTimeoutMs } : {}),
+    ...(env.transcription ? { transcription: env.transcription } : {}),
   });
   const url = await gateway.listen(env.port, env.host);
   // The first signal drains (readiness false, runs finish within the grace period, then close);

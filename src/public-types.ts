@@ -8,6 +8,7 @@ export type { Gateway, GatewayOptions } from './gateway.js';
 export type { ExecutorName } from './graphql/executor.js';
 export type { ModelLimitsOptions } from './engine/model-limits.js';
 export type { GuardrailsOptions } from './engine/guardrails.js';
+export type { TranscriptionOptions } from './adapters/transcription.js';
 export type { ThreadsOptions } from './threads/options.js';
 export type { RateLimitOptions } from './limits/rate-limiter.js';
 export type { RemoteEndpointOptions } from './agents/copilotkit-endpoint.js';

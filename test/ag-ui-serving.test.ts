@@ -293,11 +293,11 @@ describe('stop, errors and one run per thread', () => {
         'undefined; messages: Invalid input: expected array, received string; threadId: must be 1 to 256 characters.',
     });
     // As CopilotKit's runtime answers it (400 invalid_request), with the table's code for a 400.
-    const unsupported = await post(g.url, { method: 'transcribe' });
+    const unsupported = await post(g.url, { method: 'agent/teleport' });
     expect(unsupported.status).toBe(400);
     expect(JSON.parse(unsupported.text)).toEqual({
       error: 'invalid_request',
-      message: "Unsupported method 'transcribe'.",
+      message: "Unsupported method 'agent/teleport'.",
       code: 'BAD_REQUEST',
     });
     expect((await fetch(`${g.url}/agent/default/run`)).status).toBe(405);

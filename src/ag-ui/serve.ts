@@ -21,6 +21,8 @@ import {
 import { DEFAULT_AGENT, isSuggestion, parseRunAgentInput, runRequestFromAgUi, type RunAgentInput } from './input.js';
 import { RunEventStream } from '../views/run-events.js';
 import { isObject } from '../core/values.js';
+import type { Transcriber } from '../adapters/transcription.js';
+import { transcribeEnvelope, transcribeUpload } from './transcribe.js';
 
 export interface AgUiTransportOptions {
   launcher: RunLauncher;
@@ -32,6 +34,8 @@ export interface AgUiTransportOptions {
   version: string;
   /** Told when an SSE stream starts and ends (metrics). */
   onStream?: (delta: 1 | -1) => void;
+  /** Voice input (`/transcribe`, the `transcribe` method); none: not offered. */
+  transcriber?: Transcriber;
 }
 
 /** Who asks, as the HTTP transport knows it. */
@@ -72,7 +76,8 @@ export class AgUiTransport {
   /** Whether a path is one of the multi-route paths. */
   owns(pathname: string): boolean {
     const { path } = this.options;
-    return pathname === `${path}/info` || pathname.startsWith(`${path}/agent/`);
+    const rest = pathname.startsWith(path) ? pathname.slice(path.length) : '';
+    return rest === '/info' || rest === '/transcribe' || rest.startsWith('/agent/');
   }
 
   /** A multi-route request; `readBody` reads its JSON body (undefined when there is none). */
@@ -88,6 +93,7 @@ export class AgUiTransport {
       if (req.method !== 'GET' && req.method !== 'HEAD') return methodNotAllowed(res, 'GET');
       return sendJson(res, 200, await this.info(false));
     }
+    if (rest === '/transcribe') return transcribeUpload(req, res, this.options.transcriber, caller);
     const match = /^\/agent\/([^/]+)\/(run|connect|suggest|stop\/([^/]+))$/.exec(rest);
     if (!match) return answer(res, new NotFoundError(`No AG-UI route ${pathname}.`), 'Not found');
     if (req.method !== 'POST') return methodNotAllowed(res, 'POST');
@@ -110,6 +116,8 @@ export class AgUiTransport {
     switch (envelope.method) {
       case 'info':
         return sendJson(res, 200, await this.info(true));
+      case 'transcribe':
+        return transcribeEnvelope(res, envelope.body, this.options.transcriber, caller);
       case 'agent/run':
       case 'agent/suggest':
       case 'agent/connect': {
@@ -153,7 +161,7 @@ export class AgUiTransport {
     return {
       version: this.options.version,
       agents,
-      audioFileTranscriptionEnabled: false,
+      audioFileTranscriptionEnabled: this.options.transcriber !== undefined,
       mode: 'sse',
       threadEndpoints,
       suggestions: true,

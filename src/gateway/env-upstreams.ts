@@ -3,7 +3,8 @@ import { isHttpUrl } from '../core/urls.js';
 import type { AnthropicAdapterOptions } from '../adapters/anthropic.js';
 import type { GoogleAdapterOptions } from '../adapters/google.js';
 import type { OpenAIAdapterOptions } from '../adapters/openai.js';
-import { list } from './env-values.js';
+import type { TranscriptionOptions } from '../adapters/transcription.js';
+import { list, wholeNumber } from './env-values.js';
 
 // What `npm start` talks to, read from the environment: the model provider and the agents.
 
@@ -185,5 +186,34 @@ export function readAgents(env: NodeJS.ProcessEnv): AgentSettings {
     ...(deploymentUrl
       ? { langGraph: { deploymentUrl, graphs, ...(env.LANGSMITH_API_KEY ? { apiKey: env.LANGSMITH_API_KEY } : {}) } }
       : {}),
+  };
+}
+
+/**
+ * TRANSCRIPTION_BASE_URL (which turns voice input on), TRANSCRIPTION_MODEL, TRANSCRIPTION_API_KEY (default
+ * OPENAI_API_KEY: the same account usually serves both) and TRANSCRIPTION_MAX_MB.
+ */
+export function readTranscription(env: NodeJS.ProcessEnv): { transcription?: TranscriptionOptions } {
+  const baseURL = env.TRANSCRIPTION_BASE_URL?.trim();
+  const maxMegabytes = wholeNumber(env, 'TRANSCRIPTION_MAX_MB', 'megabytes');
+  if (!baseURL) return {};
+  if (!isHttpUrl(baseURL)) {
+    throw new ConfigurationError(
+      `TRANSCRIPTION_BASE_URL must be a URL such as "https://api.openai.com/v1" (got ${JSON.stringify(baseURL)}).`,
+    );
+  }
+  if (maxMegabytes !== undefined && maxMegabytes > 1024) {
+    throw new ConfigurationError(`TRANSCRIPTION_MAX_MB must be at most 1024 (got ${maxMegabytes}).`);
+  }
+  // Keys read from secret files often end with a line break, which no HTTP header may carry.
+  const apiKey = env.TRANSCRIPTION_API_KEY?.trim() || env.OPENAI_API_KEY?.trim() || undefined;
+  const model = env.TRANSCRIPTION_MODEL?.trim() || undefined;
+  return {
+    transcription: {
+      baseURL,
+      ...(apiKey ? { apiKey } : {}),
+      ...(model ? { model } : {}),
+      ...(maxMegabytes !== undefined ? { maxBytes: maxMegabytes * 1024 * 1024 } : {}),
+    },
   };
 }

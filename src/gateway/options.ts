@@ -2,6 +2,7 @@ import { pino, type Logger } from 'pino';
 import type { ModelAdapter } from '../adapters/adapter.js';
 import { DemoAdapter, demoTimeAction } from '../adapters/demo.js';
 import { resolveObservability, type ObservabilityOptions } from '../adapters/observed.js';
+import { resolveTranscription, type TranscriptionOptions } from '../adapters/transcription.js';
 import { resolveMcpServers, type McpServerOptions } from '../actions/mcp.js';
 import type { ServerAction } from '../actions/server-action.js';
 import type { RemoteEndpointOptions } from '../agents/copilotkit-endpoint.js';
@@ -152,6 +153,12 @@ export interface GatewayOptions {
    * graphql/executor.ts. @default "fast"
    */
   executor?: ExecutorName;
+  /**
+   * Voice input for AG-UI clients (`POST {path}/transcribe`): an OpenAI-compatible speech-to-text service,
+   * `{baseURL, apiKey?, model? (default "whisper-1"), maxBytes? (default 25 MiB)}`. Off by default: /info says
+   * `audioFileTranscriptionEnabled: false` and /transcribe answers `service_not_configured`.
+   */
+  transcription?: TranscriptionOptions;
 }
 
 /** What every option's reader gets besides its own value: the options, and what is settled before any reader runs. */
@@ -267,6 +274,7 @@ const READERS = {
       throw new ConfigurationError(`options.executor must be "fast" or "stock" (got ${JSON.stringify(value)}).`);
     return value;
   },
+  transcription: (value) => resolveTranscription(value),
 } satisfies { [K in keyof Required<GatewayOptions>]: (value: GatewayOptions[K], settled: Settled) => unknown };
 
 const OPTION_NAMES: readonly string[] = Object.keys(READERS);

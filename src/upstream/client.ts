@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { Agent, fetch as undiciFetch, request as undiciRequest, type Dispatcher } from 'undici';
+import { Agent, fetch as undiciFetch, request as undiciRequest, type Dispatcher, type FormData } from 'undici';
 import { UpstreamError } from '../core/errors.js';
 import type { RetryObserver } from './attempts.js';
 import {
@@ -28,6 +28,12 @@ export interface UpstreamCall {
   headers?: Record<string, string>;
   /** A JSON body (sent with `content-type: application/json`). */
   json?: unknown;
+  /**
+   * A multipart/form-data body instead (`request` and `json` only): undici writes it, with its own boundary in the
+   * content-type, anew for each attempt. Undici's FormData, not the platform's: undici tells a FormData body by
+   * its own class, and a platform one fails as it is written (undici 7.30).
+   */
+  form?: FormData;
   /** Who is called, for messages and logs: `agent "crew"`, `the remote endpoint of action "add"`. Never a URL. */
   who: string;
   policy: RetryPolicy;
@@ -85,9 +91,9 @@ export class UpstreamClient {
 
   /** Sends the call (retrying as its policy says) and resolves with a 2xx response; throws a GatewayError otherwise. */
   async request(call: UpstreamCall): Promise<UpstreamResponse> {
-    const body = encodeBody(call);
+    const body = call.form ?? encodeBody(call);
     const headers: Record<string, string> = {
-      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...(typeof body === 'string' ? { 'content-type': 'application/json' } : {}),
       ...call.headers,
     };
     const { response, attempts, release } = await withRetries(call, call.onRetry ?? this.onRetry, async (signal) => {

@@ -1,0 +1,316 @@
+import { createServer } from 'node:http';
+import { pino } from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { resolveOptions } from '../src/gateway/options.js';
+import { readEnvironment } from '../src/env.js';
+import { statusOf } from '../src/core/errors.js';
+import { FakeTranscription } from './support/fake-transcription.js';
+import { eventually, gatewaysPerTest, type RunningGateway } from './support/harness.js';
+import { close, listen } from './support/loopback.js';
+
+// Voice input for CopilotKit ≥1.50 (AG-UI `/transcribe`), driven as @copilotkit/react-core 1.74's
+// transcribeAudio sends it: multipart/form-data with one file field `audio` (multi-route), or the single-route
+// envelope with the recording in base64; answered through a fake OpenAI-compatible transcription service.
+
+const fake = new FakeTranscription();
+let baseURL: string;
+
+beforeAll(async () => {
+  baseURL = await fake.start();
+});
+afterAll(() => fake.stop());
+afterEach(() => {
+  fake.requests.length = 0;
+  fake.failWith = undefined;
+  fake.stall = false;
+});
+
+const { start } = gatewaysPerTest();
+const configured = (extra: Record<string, unknown> = {}): Promise<RunningGateway> =>
+  start({ transcription: { baseURL, apiKey: 'sk-transcribe', ...extra } });
+
+/** A recording's bytes: not valid WebM, which the gateway never looks into. */
+const recording = Buffer.from(Array.from({ length: 3000 }, (_, index) => index % 251));
+
+/** Exactly what the stock client sends on multi-route: FormData, no content-type of its own. */
+function upload(url: string, bytes: Uint8Array<ArrayBuffer> = recording, init: RequestInit = {}): Promise<Response> {
+  const form = new FormData();
+  form.append('audio', new Blob([bytes], { type: 'audio/webm' }), 'recording.webm');
+  return fetch(`${url}/transcribe`, { method: 'POST', body: form, ...init });
+}
+
+/** The single-route envelope the stock client posts to the runtime URL. */
+function envelope(url: string, body: unknown): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ method: 'transcribe', body }),
+  });
+}
+
+const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
+
+/** A failure's answer: its status, and CopilotKit's body with the gateway's code. */
+async function failure(response: Response) {
+  const body = (await response.json()) as Record<string, unknown>;
+  expect(typeof body.message).toBe('string');
+  expect(typeof body.requestId).toBe('string');
+  expect(response.status).toBe(statusOf(body.code as never));
+  return { status: response.status, error: body.error, code: body.code, retryable: body.retryable };
+}
+
+describe('transcribing', () => {
+  it('answers a multipart upload with the text, and sends the service the file, its name, type and the model', async () => {
+    const g = await configured();
+    const response = await upload(g.url);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ text: 'hello from the microphone' });
+    expect(fake.requests).toHaveLength(1);
+    const [seen] = fake.requests;
+    expect(seen.authorization).toBe('Bearer sk-transcribe');
+    expect(seen.contentType).toMatch(/^multipart\/form-data; boundary=/);
+    expect(seen.model).toBe('whisper-1');
+    expect(seen.responseFormat).toBe('json');
+    expect(seen.file?.name).toBe('recording.webm');
+    expect(seen.file?.type).toBe('audio/webm');
+    expect(seen.file?.bytes.equals(recording)).toBe(true);
+  });
+
+  it('answers the single-route envelope with the text, the recording decoded from base64', async () => {
+    const g = await configured({ model: 'whisper-large-v3' });
+    const response = await envelope(g.url, {
+      audio: base64(recording),
+      mimeType: 'audio/ogg',
+      filename: 'note.ogg',
+    });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ text: 'hello from the microphone' });
+    const [seen] = fake.requests;
+    expect(seen.model).toBe('whisper-large-v3');
+    expect(seen.file?.name).toBe('note.ogg');
+    expect(seen.file?.type).toBe('audio/ogg');
+    expect(seen.file?.bytes.equals(recording)).toBe(true);
+  });
+
+  it('says so in /info, in both forms', async () => {
+    const g = await configured();
+    expect((await (await fetch(`${g.url}/info`)).json()).audioFileTranscriptionEnabled).toBe(true);
+    const single = await fetch(g.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ method: 'info' }),
+    });
+    expect((await single.json()).audioFileTranscriptionEnabled).toBe(true);
+  });
+
+  it('is off without options.transcription: /info says false, both forms answer service_not_configured', async () => {
+    const g = await start();
+    expect((await (await fetch(`${g.url}/info`)).json()).audioFileTranscriptionEnabled).toBe(false);
+    const notConfigured = { status: 501, error: 'service_not_configured', code: 'NOT_SUPPORTED', retryable: false };
+    expect(await failure(await upload(g.url))).toEqual(notConfigured);
+    expect(await failure(await envelope(g.url, { audio: base64(recording) }))).toEqual(notConfigured);
+  });
+});
+
+describe('refusing', () => {
+  const invalid = { status: 400, error: 'invalid_request', code: 'BAD_USER_INPUT', retryable: false };
+
+  it('refuses a form without the audio field, a body that is not multipart, and a GET', async () => {
+    const g = await configured();
+    const form = new FormData();
+    form.append('sound', new Blob([recording], { type: 'audio/webm' }), 'recording.webm');
+    expect(await failure(await fetch(`${g.url}/transcribe`, { method: 'POST', body: form }))).toEqual(invalid);
+    const text = new FormData();
+    text.append('audio', 'not a file');
+    expect(await failure(await fetch(`${g.url}/transcribe`, { method: 'POST', body: text }))).toEqual(invalid);
+    const json = await fetch(`${g.url}/transcribe`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ audio: base64(recording) }),
+    });
+    expect(await failure(json)).toEqual(invalid);
+    const broken = await fetch(`${g.url}/transcribe`, {
+      method: 'POST',
+      headers: { 'content-type': 'multipart/form-data; boundary=abc' },
+      body: 'this is not multipart',
+    });
+    expect(await failure(broken)).toEqual(invalid);
+    const get = await fetch(`${g.url}/transcribe`);
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST');
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  it('refuses an envelope without audio, or whose audio is not base64', async () => {
+    const g = await configured();
+    expect(await failure(await envelope(g.url, undefined))).toEqual(invalid);
+    expect(await failure(await envelope(g.url, { audio: 42 }))).toEqual(invalid);
+    expect(await failure(await envelope(g.url, { audio: 'not base64!' }))).toEqual(invalid);
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  it('refuses an empty recording as audio_too_short, in both forms', async () => {
+    const g = await configured();
+    const tooShort = { status: 400, error: 'audio_too_short', code: 'BAD_USER_INPUT', retryable: false };
+    expect(await failure(await upload(g.url, new Uint8Array(0)))).toEqual(tooShort);
+    expect(await failure(await envelope(g.url, { audio: '' }))).toEqual(tooShort);
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  it('refuses a recording over maxBytes as audio_too_long (413) without calling the service, in both forms', async () => {
+    const g = await configured({ maxBytes: 1024 });
+    const tooLong = { status: 413, error: 'audio_too_long', code: 'PAYLOAD_TOO_LARGE', retryable: false };
+    // Over maxBytes but within the multipart framing's allowance: refused once parsed.
+    expect(await failure(await upload(g.url, recording.subarray(0, 2000)))).toEqual(tooLong);
+    // Far over: refused while reading (the declared length), nothing kept.
+    expect(await failure(await upload(g.url, Buffer.alloc(200_000, 7)))).toEqual(tooLong);
+    expect(await failure(await envelope(g.url, { audio: base64(recording) }))).toEqual(tooLong);
+    // Exactly maxBytes is taken.
+    expect((await upload(g.url, recording.subarray(0, 1024))).status).toBe(200);
+    expect(fake.requests).toHaveLength(1);
+    expect(fake.requests[0].file?.bytes.length).toBe(1024);
+  });
+
+  it('holds the envelope to maxBodyBytes, as every JSON body', async () => {
+    const g = await start({ maxBodyBytes: 2048, transcription: { baseURL } });
+    const response = await envelope(g.url, { audio: base64(recording) });
+    expect(response.status).toBe(413);
+    expect(fake.requests).toHaveLength(0);
+  });
+});
+
+describe('when the service fails', () => {
+  it.each([
+    [
+      401,
+      {
+        status: statusOf('UPSTREAM_AUTHENTICATION_FAILED'),
+        error: 'auth_failed',
+        code: 'UPSTREAM_AUTHENTICATION_FAILED',
+        retryable: false,
+      },
+    ],
+    [
+      429,
+      {
+        status: statusOf('UPSTREAM_RATE_LIMITED'),
+        error: 'rate_limited',
+        code: 'UPSTREAM_RATE_LIMITED',
+        retryable: true,
+      },
+    ],
+    [
+      500,
+      {
+        status: statusOf('UPSTREAM_UNAVAILABLE'),
+        error: 'provider_error',
+        code: 'UPSTREAM_UNAVAILABLE',
+        retryable: false,
+      },
+    ],
+  ] as const)('answers its %i in CopilotKit words, once (no retry)', async (status, expected) => {
+    const g = await configured();
+    fake.failWith = status;
+    expect(await failure(await upload(g.url))).toEqual(expected);
+    expect(fake.requests).toHaveLength(1);
+    expect(await failure(await envelope(g.url, { audio: base64(recording) }))).toEqual(expected);
+  });
+
+  it("passes the service's retry-after on with rate_limited", async () => {
+    const g = await configured();
+    fake.failWith = 429;
+    const response = await upload(g.url);
+    expect(response.headers.get('retry-after')).toBe('7');
+    expect((await failure(response)).error).toBe('rate_limited');
+  });
+
+  it('logs no audio, at any level, whether the service answers or fails', async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'trace' }, { write: (line: string) => void lines.push(line) });
+    const g = await start({ logger, transcription: { baseURL, apiKey: 'sk-transcribe' } });
+    expect((await upload(g.url)).status).toBe(200);
+    fake.failWith = 401;
+    await upload(g.url);
+    await envelope(g.url, { audio: base64(recording) });
+    expect(lines.length).toBeGreaterThan(0);
+    const logged = lines.join('\n');
+    expect(logged).not.toContain(base64(recording).slice(0, 40));
+    expect(logged).not.toContain('sk-transcribe');
+  });
+
+  it('answers network_error (retryable) when the service cannot be reached', async () => {
+    const closed = createServer();
+    const url = await listen(closed);
+    await close(closed);
+    const g = await start({ transcription: { baseURL: `${url}/v1` } });
+    expect(await failure(await upload(g.url))).toEqual({
+      status: statusOf('UPSTREAM_UNREACHABLE'),
+      error: 'network_error',
+      code: 'UPSTREAM_UNREACHABLE',
+      retryable: true,
+    });
+  });
+
+  it('ends the call to the service when the client goes away', async () => {
+    const g = await configured();
+    fake.stall = true;
+    const controller = new AbortController();
+    const sent = upload(g.url, recording, { signal: controller.signal });
+    await eventually(() => fake.requests.length === 1, 'the service to get the recording');
+    const abandonedBefore = fake.abandoned;
+    controller.abort();
+    await expect(sent).rejects.toThrow();
+    await eventually(() => fake.abandoned === abandonedBefore + 1, 'the call to the service to end');
+  });
+});
+
+describe('configuration', () => {
+  it('checks options.transcription', () => {
+    expect(resolveOptions({}).transcription).toBeUndefined();
+    expect(resolveOptions({ transcription: { baseURL: 'http://127.0.0.1:9/v1/' } }).transcription).toEqual({
+      baseURL: 'http://127.0.0.1:9/v1',
+      model: 'whisper-1',
+      maxBytes: 25 * 1024 * 1024,
+    });
+    expect(() => resolveOptions({ transcription: { baseURL: 'localhost:9' } })).toThrow(
+      'options.transcription.baseURL must be an http(s) URL',
+    );
+    expect(() => resolveOptions({ transcription: { baseURL, maxBytes: 0 } })).toThrow(
+      'options.transcription.maxBytes must be a whole number',
+    );
+    expect(() => resolveOptions({ transcription: { baseURL, apiKey: 'a\nb' } })).toThrow(
+      'options.transcription.apiKey must be',
+    );
+    expect(() => resolveOptions({ transcription: 'on' as never })).toThrow('options.transcription must be an object');
+  });
+
+  it('reads TRANSCRIPTION_* in npm start', () => {
+    expect(readEnvironment({ OPENAI_API_KEY: 'sk' }).transcription).toBeUndefined();
+    expect(
+      readEnvironment({ TRANSCRIPTION_BASE_URL: 'https://api.openai.com/v1', OPENAI_API_KEY: 'sk\n' }).transcription,
+    ).toEqual({
+      baseURL: 'https://api.openai.com/v1',
+      apiKey: 'sk',
+    });
+    expect(
+      readEnvironment({
+        TRANSCRIPTION_BASE_URL: 'http://127.0.0.1:8000/v1',
+        TRANSCRIPTION_API_KEY: 'local',
+        OPENAI_API_KEY: 'sk',
+        TRANSCRIPTION_MODEL: 'Systran/faster-whisper-small',
+        TRANSCRIPTION_MAX_MB: '5',
+      }).transcription,
+    ).toEqual({
+      baseURL: 'http://127.0.0.1:8000/v1',
+      apiKey: 'local',
+      model: 'Systran/faster-whisper-small',
+      maxBytes: 5 * 1024 * 1024,
+    });
+    expect(() => readEnvironment({ TRANSCRIPTION_BASE_URL: 'api.openai.com' })).toThrow(
+      'TRANSCRIPTION_BASE_URL must be a URL',
+    );
+    expect(() => readEnvironment({ TRANSCRIPTION_BASE_URL: baseURL, TRANSCRIPTION_MAX_MB: 'lots' })).toThrow(
+      'TRANSCRIPTION_MAX_MB must be a whole number of megabytes',
+    );
+  });
+});
