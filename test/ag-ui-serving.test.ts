@@ -614,6 +614,54 @@ describe('resuming by SSE id (Last-Event-ID)', () => {
     expect(bad.text).toContain('Last-Event-ID');
   });
 
+  it('keeps what the client already had of the resumed run: its interrupt still ends it', async () => {
+    const g = await gateway();
+    const client = new RestRuntimeAgent(g.url, 'researcher');
+    // An agent with state: the gateway records its interrupt, then its last state, then the run's end.
+    client.messages.push(userMessage('[ag-ui-interrupt] [with-state]'));
+    await client.runAgent({});
+    const full = framesOf((await connectRaw(g.url, client.threadId)).text);
+    expect(full.at(-1)!.event.outcome).toMatchObject({ type: 'interrupt' });
+    // The interrupt is an event with no AG-UI event of its own: a gap in the ids. Resumed after the frame past
+    // that gap, the client has the interrupt already, and RUN_FINISHED must still carry it.
+    const seq = (frame: Frame) => Number(frame.id!.split(':')[1]);
+    const gap = full.findIndex((frame, i) => i > 0 && seq(frame) - seq(full[i - 1]) > 1);
+    expect(gap).toBeGreaterThan(0);
+    expect(gap).toBeLessThan(full.length - 1);
+    const rest = framesOf((await connectRaw(g.url, client.threadId, full[gap].id)).text);
+    expect(rest).toEqual(full.slice(gap + 1));
+  });
+
+  it('an id past the end of a run sends nothing more of it, and does not wait past the run', async () => {
+    const g = await gateway();
+    const live = runLive(g.url, 'past-end', 'past-end-1', '[tokens=20] [delay=10]');
+    await until(
+      async () => live.frames.length,
+      (n) => n > 1,
+      'the run under way',
+    );
+    const answer = await connectRaw(g.url, 'past-end', 'past-end-1:999999');
+    await live.done;
+    expect(answer.status).toBe(200);
+    expect(framesOf(answer.text)).toEqual([]);
+  });
+
+  it('refuses a run id that is not well-formed text (it could not be written as an SSE id)', async () => {
+    const g = await gateway();
+    const input = {
+      threadId: 'lone',
+      runId: 'r-\ud800',
+      messages: [],
+      tools: [],
+      context: [],
+      state: {},
+      forwardedProps: {},
+    };
+    const answer = await post(`${g.url}/agent/default/run`, input);
+    expect(answer.status).toBe(400);
+    expect(answer.text).toContain('runId');
+  });
+
   it('resumes a live run after the event a client last had, with ids that never repeat', async () => {
     const g = await gateway();
     const live = runLive(g.url, 'resume-live', 'resume-live-1', '[tokens=30] [delay=10]');
@@ -745,6 +793,24 @@ describe('suggestions (CopilotKit ≥1.50 asks what the user could say next)', (
     await expectNoThread(g, 'sugg-plain');
   });
 
+  it("runs on a thread of its own: an agent never sees the client's thread id, and the stream has no SSE ids", async () => {
+    const g = await gateway();
+    const owner = new RestRuntimeAgent(g.url, 'researcher', { threadId: 'someone-elses' });
+    owner.messages.push(userMessage('research [state]'));
+    await owner.runAgent({});
+    const before = framesOf((await connectRaw(g.url, 'someone-elses')).text);
+    const answer = await post(`${g.url}/agent/researcher/suggest`, suggestion('someone-elses'));
+    expect(answer.status).toBe(200);
+    expect(agent.lastInput.threadId).not.toBe('someone-elses');
+    expect(agent.lastInput.threadId).toMatch(/^unrecorded-/);
+    // The client still sees its own ids in the events, and none of them carries an SSE id.
+    const frames = framesOf(answer.text);
+    expect(frames[0].event).toMatchObject({ type: 'RUN_STARTED', threadId: 'someone-elses' });
+    expect(frames.every((f) => f.id === undefined)).toBe(true);
+    // The owner's thread is as it was.
+    expect(framesOf((await connectRaw(g.url, 'someone-elses')).text)).toEqual(before);
+  });
+
   it('a run that offers the tool without forcing it is an ordinary, recorded run', async () => {
     const g = await gateway();
     const input = { ...suggestion('sugg-not'), forwardedProps: {} };
@@ -776,6 +842,12 @@ describe('AG-UI 1.0 clients (protocolVersion "1.0")', () => {
       outcome: { type: 'cancelled' },
     });
     expect(EventSchemas.parse(modern)).toMatchObject({ outcome: { type: 'cancelled' } });
+    // A version before 1.0 declared gets none either.
+    expect(await stopped('cancel-0059', { protocolVersion: '0.0.59' })).toEqual({
+      type: 'RUN_FINISHED',
+      threadId: 'cancel-0059',
+      runId: 'cancel-0059-1',
+    });
     // A 0.0.x client (no protocolVersion) gets RUN_FINISHED as before: its schema knows no `cancelled`.
     expect(await stopped('cancel-00', {})).toEqual({
       type: 'RUN_FINISHED',

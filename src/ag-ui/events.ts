@@ -1,6 +1,7 @@
 import type { BaseEvent } from '@ag-ui/core';
 import { UnreachableCaseError } from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
+import { LONE_SURROGATE } from '../core/ids.js';
 
 /** What RUN_STARTED carries besides the ids: the run's input as AG-UI has it (the client restores messages from it). */
 export interface RunStartedInput {
@@ -70,7 +71,7 @@ export function toAgUiEvent(
       const { status } = event;
       // A stopped run ends as CopilotKit's runtime ends it, RUN_FINISHED; a client that speaks AG-UI 1.0 also gets
       // its `cancelled` outcome (0.0.x clients' schemas refuse any outcome but success and interrupt).
-      if (status.code === 'Failed' && status.details.code === 'RUN_STOPPED' && input?.protocolVersion) {
+      if (status.code === 'Failed' && status.details.code === 'RUN_STOPPED' && speaksAgUi1(input?.protocolVersion)) {
         return {
           type: 'RUN_FINISHED',
           threadId: run.threadId,
@@ -124,7 +125,15 @@ function parseJson(json: string): unknown {
  * connect with this id in `Last-Event-ID` resumes after that event.
  */
 export function eventId(runId: string, sequence: number): string {
-  return `${encodeURIComponent(runId)}:${sequence}`;
+  // A lone surrogate (which encodeURIComponent refuses) can reach a run id through GraphQL's JSON: it becomes U+FFFD
+  // here, and a resume with that id replays the whole thread instead (its run is not found).
+  return `${encodeURIComponent(runId.replace(LONE_SURROGATE, '\uFFFD'))}:${sequence}`;
+}
+
+/** Whether the client declared AG-UI 1.0 or later (RunAgentInput.protocolVersion: "1.0"; 0.0.x clients send none). */
+export function speaksAgUi1(protocolVersion: string | undefined): boolean {
+  const major = /^(\d+)\./.exec(protocolVersion ?? '');
+  return major !== null && Number(major[1]) >= 1;
 }
 
 /** An SSE id made by `eventId`, read back; undefined when the text is not one. */

@@ -1,5 +1,5 @@
 import { BadUserInputError } from '../core/errors.js';
-import { MAX_ID_LENGTH } from '../core/ids.js';
+import { LONE_SURROGATE, MAX_ID_LENGTH } from '../core/ids.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import type { Message, MetaEventInput, ToolDefinition } from '../core/messages.js';
 import type { RunRequest } from '../engine/request.js';
@@ -56,6 +56,8 @@ export async function parseRunAgentInput(body: unknown): Promise<RunAgentInput> 
     const value = ids[name];
     if (typeof value === 'string' && (value.length === 0 || value.length > MAX_ID_LENGTH))
       problems.push({ field: name, message: `must be 1 to ${MAX_ID_LENGTH} characters` });
+    else if (typeof value === 'string' && new RegExp(LONE_SURROGATE.source).test(value))
+      problems.push({ field: name, message: 'must be well-formed text (it holds half of a surrogate pair)' });
   }
   if (problems.length > 0) {
     const listed = problems.slice(0, MAX_PROBLEMS).map(({ field, message }) => `${field}: ${message}`);

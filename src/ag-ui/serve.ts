@@ -10,16 +10,10 @@ import { BadRequestError, BadUserInputError, GatewayError, NotFoundError, toGate
 import type { SequencedEvent } from '../core/events.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import type { RunLauncher } from '../engine/launcher.js';
-import {
-  agUiInterrupt,
-  eventId,
-  parseEventId,
-  toAgUiEvent,
-  type AgUiInterrupt,
-  type RunStartedInput,
-} from './events.js';
+import { agUiInterrupt, eventId, toAgUiEvent, type AgUiInterrupt, type RunStartedInput } from './events.js';
 import { DEFAULT_AGENT, isSuggestion, parseRunAgentInput, runRequestFromAgUi, type RunAgentInput } from './input.js';
 import { RunEventStream } from '../views/run-events.js';
+import { readUpTo, resumePoint, track } from './resume.js';
 import { isObject } from '../core/values.js';
 import type { Transcriber } from '../adapters/transcription.js';
 import { transcribeEnvelope, transcribeUpload } from './transcribe.js';
@@ -222,7 +216,8 @@ export class AgUiTransport {
       forwardedProps: input.forwardedProps ?? {},
       ...(input.protocolVersion ? { protocolVersion: input.protocolVersion } : {}),
     };
-    await this.stream(res, stream, startedInput);
+    // A suggestion's events carry no SSE ids: it is stored nowhere, so there is nothing to resume.
+    await this.stream(res, stream, startedInput, caller.logger, !(suggest || isSuggestion(input)));
   }
 
   /**
@@ -238,7 +233,7 @@ export class AgUiTransport {
       this.encoder = await loadEncoder();
       await this.checkAgent(agentId);
       thread = await this.options.launcher.threads.thread(input.threadId, caller.principal);
-      resumeAfter = this.resumePoint(caller.lastEventId);
+      resumeAfter = resumePoint(caller.lastEventId);
     } catch (error) {
       return sendError(res, error, caller);
     }
@@ -282,6 +277,13 @@ export class AgUiTransport {
           ended: false,
           open: new Map(),
         };
+        if (resumed) {
+          // What the client has of the run is read, not sent: its open messages and interrupts still count.
+          feed = threads.follow(input.threadId, run.runId, -1);
+          current.ended = await readUpTo(feed, resumeAfter!.sequence, current.open, interrupts);
+          if (res.destroyed) break;
+          if (current.ended) continue;
+        }
         feed = threads.follow(input.threadId, run.runId, resumed ? resumeAfter!.sequence : -1);
         for await (const event of feed) {
           if (res.destroyed) break;
@@ -343,18 +345,6 @@ export class AgUiTransport {
     }
   }
 
-  /** Where a connect resumes: the event its Last-Event-ID names (none without the header). */
-  private resumePoint(lastEventId: string | undefined): { runId: string; sequence: number } | undefined {
-    if (lastEventId === undefined) return undefined;
-    const point = parseEventId(lastEventId);
-    if (point === undefined) {
-      throw new BadUserInputError(
-        `Last-Event-ID '${lastEventId.slice(0, 200)}' is not an id of this gateway's events (<runId>:<sequence>).`,
-      );
-    }
-    return point;
-  }
-
   private async checkAgent(agentId: string): Promise<void> {
     if (agentId === DEFAULT_AGENT) return;
     const agents = await this.options.launcher.listAgents();
@@ -370,7 +360,13 @@ export class AgUiTransport {
     }
   }
 
-  private async stream(res: ServerResponse, stream: RunEventStream, input: RunStartedInput): Promise<void> {
+  private async stream(
+    res: ServerResponse,
+    stream: RunEventStream,
+    input: RunStartedInput,
+    logger: Logger,
+    ids: boolean,
+  ): Promise<void> {
     this.openStream(res);
     const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), this.options.keepAliveMs);
     const interrupts: AgUiInterrupt[] = [];
@@ -382,12 +378,13 @@ export class AgUiTransport {
         if (res.destroyed) break;
         track(open, event);
         // A slow client is waited for; meanwhile the run's chunks queue up merged (RunEventStream).
-        if (!this.write(res, event, input, interrupts)) await drained(res);
+        if (!this.write(res, event, input, interrupts, ids)) await drained(res);
       }
     } catch (error) {
       // The rest of the run cannot be shown (the thread store cannot take its events): its open
       // messages are ended and the run's end is RUN_ERROR with the code.
       const reason = toGatewayError(error);
+      if (reason.code === 'INTERNAL_SERVER_ERROR') logger.error({ err: error }, 'unexpected error in an AG-UI stream');
       if (!res.destroyed) this.endCutShort(res, open, reason.message, reason);
     } finally {
       clearInterval(keepAlive);
@@ -435,6 +432,7 @@ export class AgUiTransport {
     event: SequencedEvent,
     input: RunStartedInput,
     interrupts: AgUiInterrupt[],
+    ids = true,
   ): boolean {
     if (event.type === 'RunStarted') {
       input.runId = event.runId;
@@ -449,7 +447,7 @@ export class AgUiTransport {
     // The run's own events carry their sequence as the SSE id (a reconnect's Last-Event-ID); events the
     // gateway makes up for a replay (sequence -1) carry none, so an id always names a stored event.
     const sse = this.encoder.encodeSSE(converted);
-    return res.write(event.sequence >= 0 ? `id: ${eventId(input.runId, event.sequence)}\n${sse}` : sse);
+    return res.write(ids && event.sequence >= 0 ? `id: ${eventId(input.runId, event.sequence)}\n${sse}` : sse);
   }
 }
 
@@ -461,14 +459,6 @@ export class AgUiTransport {
 const loadEncoder = loadOnFirstUse(
   async (): Promise<EventEncoder> => new (await import('@ag-ui/encoder')).EventEncoder(),
 );
-
-/** Follows which messages and calls of a replayed run are open. */
-function track(open: Map<string, 'text' | 'call'>, event: SequencedEvent): void {
-  if (event.type === 'TextMessageStart') open.set(event.messageId, 'text');
-  else if (event.type === 'ActionExecutionStart') open.set(event.actionExecutionId, 'call');
-  else if (event.type === 'TextMessageEnd') open.delete(event.messageId);
-  else if (event.type === 'ActionExecutionEnd') open.delete(event.actionExecutionId);
-}
 
 /** A request AG-UI's runtime refuses, answered as CopilotKit's runtime answers it: `title` is its `error`. */
 function answer(res: ServerResponse, error: GatewayError, title: string): void {

@@ -25,7 +25,7 @@ export const ERROR_CODES = {
     where: 'request',
     meaning:
       'A feature this gateway does not offer (the Assistants API), or a forwarded parameter its model adapter cannot ' +
-      'apply.',
+      'apply; AG-UI transcription when no transcription service is configured.',
   },
   AGENT_NOT_FOUND: {
     status: 404,
@@ -313,7 +313,7 @@ export const ERROR_CODES = {
     severity: 'error',
     visibility: 'banner',
     where: 'http',
-    meaning: 'A body over maxBodyBytes.',
+    meaning: 'A body over maxBodyBytes, or a recording over the transcription limit (transcription.maxBytes).',
   },
   NOT_ACCEPTABLE: {
     status: 406,

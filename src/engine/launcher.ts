@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ActionCatalog, type ActionSource } from '../actions/action.js';
 import { mcpInstructions, type McpServers } from '../actions/mcp.js';
@@ -190,7 +191,11 @@ export class RunLauncher {
     try {
       releasePlace = await this.clientPlace(caller);
       // The thread is taken before anything else is asked (THREAD_BUSY), and the conversation completed from it.
-      const owned = caller.principal ? { ...asked, principal: caller.principal } : asked;
+      // An unrecorded run (a suggestion) takes no thread: it runs on a thread id of its own, made here, so that it
+      // can neither read nor change a thread the client names (an agent keeps its state by thread id, and the
+      // store's checks of owner and busy threads are skipped with the store).
+      const own = asked.unrecorded ? { ...asked, threadId: `unrecorded-${randomUUID()}` } : asked;
+      const owned = caller.principal ? { ...own, principal: caller.principal } : own;
       admission =
         this.options.threads && !asked.unrecorded ? await this.options.threads.admit(owned, caller.logger) : undefined;
       const admitted = admission?.request ?? owned;

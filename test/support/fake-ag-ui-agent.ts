@@ -18,7 +18,7 @@ import { close, listen } from './loopback.js';
  *   [steps]             a step with a state snapshot in it
  *   [thinking]          reasoning events, RAW and an unknown CUSTOM event, then text
  *   [snapshot]          a MESSAGES_SNAPSHOT with an assistant message that was never streamed
- *   [ag-ui-interrupt]   a RUN_FINISHED with an interrupt outcome
+ *   [ag-ui-interrupt]   a RUN_FINISHED with an interrupt outcome (after a STATE_SNAPSHOT, with [with-state])
  *   [predict]           CopilotKit's PredictState, then a tool call whose arguments become state
  *   [own-tool]          a tool call of its own with its TOOL_CALL_RESULT
  *   [server-tool=NAME]  a call of the gateway's server-side action NAME with [toolargs]
@@ -158,6 +158,7 @@ export class FakeAgUiAgent {
     } else if (has('interrupt')) {
       send({ type: EventType.CUSTOM, name: 'on_interrupt', value: 'approve?' });
     } else if (has('ag-ui-interrupt')) {
+      if (has('with-state')) send({ type: EventType.STATE_SNAPSHOT, snapshot: { step: 1 } });
       send({
         ...runFinished,
         outcome: { type: 'interrupt', interrupts: [{ id: 'int-1', reason: 'approval', message: 'Approve the plan?' }] },
