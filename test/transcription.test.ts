@@ -306,6 +306,17 @@ describe('configuration', () => {
       model: 'Systran/faster-whisper-small',
       maxBytes: 5 * 1024 * 1024,
     });
+    // The OpenAI key goes only to OpenAI's service (or OPENAI_BASE_URL's): another host gets none unless given its own.
+    expect(
+      readEnvironment({ TRANSCRIPTION_BASE_URL: 'https://speech.example.com/v1', OPENAI_API_KEY: 'sk' }).transcription,
+    ).toEqual({ baseURL: 'https://speech.example.com/v1' });
+    expect(
+      readEnvironment({
+        TRANSCRIPTION_BASE_URL: 'http://127.0.0.1:8000/v1/',
+        OPENAI_BASE_URL: 'http://127.0.0.1:8000/v1',
+        OPENAI_API_KEY: 'sk',
+      }).transcription?.apiKey,
+    ).toBe('sk');
     expect(() => readEnvironment({ TRANSCRIPTION_BASE_URL: 'api.openai.com' })).toThrow(
       'TRANSCRIPTION_BASE_URL must be a URL',
     );

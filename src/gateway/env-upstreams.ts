@@ -205,8 +205,11 @@ export function readTranscription(env: NodeJS.ProcessEnv): { transcription?: Tra
   if (maxMegabytes !== undefined && maxMegabytes > 1024) {
     throw new ConfigurationError(`TRANSCRIPTION_MAX_MB must be at most 1024 (got ${maxMegabytes}).`);
   }
-  // Keys read from secret files often end with a line break, which no HTTP header may carry.
-  const apiKey = env.TRANSCRIPTION_API_KEY?.trim() || env.OPENAI_API_KEY?.trim() || undefined;
+  // Keys read from secret files often end with a line break, which no HTTP header may carry. The OpenAI key is
+  // lent only to the service it belongs to (OPENAI_BASE_URL's origin, or OpenAI's own): never to another host.
+  const openAiOrigin = originOf(env.OPENAI_BASE_URL?.trim() || 'https://api.openai.com/v1');
+  const lent = originOf(baseURL) === openAiOrigin ? env.OPENAI_API_KEY?.trim() : undefined;
+  const apiKey = env.TRANSCRIPTION_API_KEY?.trim() || lent || undefined;
   const model = env.TRANSCRIPTION_MODEL?.trim() || undefined;
   return {
     transcription: {
@@ -216,4 +219,13 @@ export function readTranscription(env: NodeJS.ProcessEnv): { transcription?: Tra
       ...(maxMegabytes !== undefined ? { maxBytes: maxMegabytes * 1024 * 1024 } : {}),
     },
   };
+}
+
+/** A URL's origin (scheme, host and port), or undefined when it is not a URL. */
+function originOf(url: string): string | undefined {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return undefined;
+  }
 }
