@@ -251,6 +251,36 @@ describe('when the service fails', () => {
     });
   });
 
+  it('transcribes at most eight recordings at once; the next is told to retry, and a freed place is taken again', async () => {
+    const g = await configured();
+    fake.stall = true;
+    const before = fake.requests.length;
+    const controllers = Array.from({ length: 8 }, () => new AbortController());
+    const held = controllers.map((controller) =>
+      upload(g.url, recording, { signal: controller.signal }).catch(() => {}),
+    );
+    await eventually(() => fake.requests.length === before + 8, 'eight recordings at the service');
+    const refused = await upload(g.url);
+    expect(refused.headers.get('retry-after')).toBe('1');
+    expect(await failure(refused)).toEqual({
+      status: statusOf('OVERLOADED'),
+      error: 'rate_limited',
+      code: 'OVERLOADED',
+      retryable: true,
+    });
+    expect(fake.requests.length).toBe(before + 8);
+    for (const controller of controllers) controller.abort();
+    await Promise.all(held);
+    fake.stall = false;
+    // The places are freed as the gateway sees each client go: a new recording is taken once one is.
+    let answer = await upload(g.url);
+    for (let i = 0; answer.status !== 200 && i < 100; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      answer = await upload(g.url);
+    }
+    expect(answer.status).toBe(200);
+  });
+
   it('ends the call to the service when the client goes away', async () => {
     const g = await configured();
     fake.stall = true;

@@ -6,6 +6,7 @@ import {
   BadUserInputError,
   GatewayError,
   NotSupportedError,
+  OverloadedError,
   PayloadTooLargeError,
   toGatewayError,
 } from '../core/errors.js';
@@ -40,6 +41,32 @@ type TranscriptionErrorCode =
  */
 const MULTIPART_OVERHEAD_BYTES = 16 * 1024;
 
+/**
+ * Transcriptions at once in this process. Each holds its recording (up to maxBytes, 25 MiB by default) two or
+ * three times over while it is read, parsed and sent on, for as long as the service takes: without a bound, a
+ * burst of uploads would hold memory no other route can (run limits count runs, not uploads). Over it, the client
+ * is told to retry (`rate_limited`, 503 OVERLOADED).
+ */
+const MAX_CONCURRENT_TRANSCRIPTIONS = 8;
+let transcriptionsNow = 0;
+
+/** Runs `work` in one of the process's transcription places, or answers OVERLOADED when none is free. */
+async function inPlace(res: ServerResponse, caller: Caller, work: () => Promise<void>): Promise<void> {
+  if (transcriptionsNow >= MAX_CONCURRENT_TRANSCRIPTIONS) {
+    const busy = new OverloadedError(
+      `The gateway is transcribing its most recordings at once (${MAX_CONCURRENT_TRANSCRIPTIONS}); try again shortly.`,
+      { details: { retryAfterSeconds: 1 } },
+    );
+    return refuse(res, busy, caller);
+  }
+  transcriptionsNow++;
+  try {
+    await work();
+  } finally {
+    transcriptionsNow--;
+  }
+}
+
 /** The multi-route form: a multipart/form-data upload with the recording as its `audio` field. */
 export async function transcribeUpload(
   req: IncomingMessage,
@@ -61,6 +88,17 @@ export async function transcribeUpload(
   // A declared length over the limit is refused before a byte is read.
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) return refuse(res, tooLong(transcriber), caller);
+  return inPlace(res, caller, () => readAndTranscribe(req, res, transcriber, contentType, limit, caller));
+}
+
+async function readAndTranscribe(
+  req: IncomingMessage,
+  res: ServerResponse,
+  transcriber: Transcriber,
+  contentType: string,
+  limit: number,
+  caller: Caller,
+): Promise<void> {
   const bytes = await readBytes(req, limit);
   if (bytes === 'aborted') return;
   if (bytes === 'too-large') return refuse(res, tooLong(transcriber), caller);
@@ -102,10 +140,11 @@ export async function transcribeEnvelope(
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text) || text.length % 4 === 1) {
     return refuse(res, badRequest('The body\'s "audio" is not base64.'), caller);
   }
-  const bytes = Buffer.from(text, 'base64');
   const type = typeof body.mimeType === 'string' && body.mimeType ? body.mimeType : 'audio/webm';
   const filename = typeof body.filename === 'string' && body.filename ? body.filename : 'recording.webm';
-  return transcribe(res, transcriber, { bytes, type, filename }, caller);
+  return inPlace(res, caller, () =>
+    transcribe(res, transcriber, { bytes: Buffer.from(text, 'base64'), type, filename }, caller),
+  );
 }
 
 async function transcribe(
@@ -164,6 +203,7 @@ function copilotKitCode(error: GatewayError): TranscriptionErrorCode {
     case 'UPSTREAM_AUTHENTICATION_FAILED':
       return 'auth_failed';
     case 'UPSTREAM_RATE_LIMITED':
+    case 'OVERLOADED':
       return 'rate_limited';
     case 'UPSTREAM_UNREACHABLE':
     case 'UPSTREAM_TIMEOUT':

@@ -39,7 +39,7 @@ export const ERROR_CODES = {
     severity: 'warning',
     visibility: 'banner',
     where: 'request',
-    meaning: 'The process serves its most runs at once; try again shortly.',
+    meaning: 'The process serves its most runs (or transcriptions) at once; try again shortly.',
   },
   MODEL_NOT_ALLOWED: {
     status: 403,
