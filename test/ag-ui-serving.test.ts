@@ -425,6 +425,33 @@ describe('AG-UI across instances on one Redis', () => {
     await long;
     expect(events.at(-1).type).toBe('RUN_FINISHED');
   }, 30_000);
+
+  it('a connect through B with the last id A sent gets exactly the events after it', async () => {
+    const options = () => ({
+      adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 }),
+      threads: { redisUrl: redis.url, keyPrefix: 'agui-resume:', leaseMs: 1_000 },
+    });
+    const a = await start(options());
+    const b = await start(options());
+    const live = runLive(a.url, 'resume-ab', 'resume-ab-1', '[tokens=40] [delay=10]');
+    await until(
+      async () => live.frames.filter((f) => f.event.type === 'TEXT_MESSAGE_CONTENT').length,
+      (n) => n >= 5,
+      'five tokens on A',
+    );
+    const cut = live.frames.length - 1;
+    const resumed = framesOf((await connectRaw(b.url, 'resume-ab', live.frames[cut].id)).text);
+    const original = await live.done;
+    expect(resumed[0].event.type).not.toBe('RUN_STARTED');
+    expect(joined(resumed)).toEqual(joined(original.slice(cut + 1)));
+    expect(resumed.at(-1)).toEqual(original.at(-1));
+    // Every id B sent names a later event of the same run than the one resumed after.
+    const after = Number(live.frames[cut].id!.split(':')[1]);
+    for (const frame of resumed) {
+      expect(frame.id!.startsWith('resume-ab-1:')).toBe(true);
+      expect(Number(frame.id!.split(':')[1])).toBeGreaterThan(after);
+    }
+  }, 30_000);
 });
 
 describe('the SSE on the wire', () => {
@@ -680,44 +707,6 @@ describe('resuming by SSE id (Last-Event-ID)', () => {
     const ids = original.map((f) => f.id);
     expect(new Set(ids).size).toBe(ids.length);
   });
-});
-
-describe('resuming by SSE id across instances on one Redis', () => {
-  let redis: import('./support/redis.js').RedisServer;
-  beforeAll(async () => {
-    const { RedisServer } = await import('./support/redis.js');
-    redis = await RedisServer.start();
-  });
-  afterAll(async () => {
-    await redis.close();
-  });
-
-  it('a connect through B with the last id A sent gets exactly the events after it', async () => {
-    const options = () => ({
-      adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 }),
-      threads: { redisUrl: redis.url, keyPrefix: 'agui-resume:', leaseMs: 1_000 },
-    });
-    const a = await start(options());
-    const b = await start(options());
-    const live = runLive(a.url, 'resume-ab', 'resume-ab-1', '[tokens=40] [delay=10]');
-    await until(
-      async () => live.frames.filter((f) => f.event.type === 'TEXT_MESSAGE_CONTENT').length,
-      (n) => n >= 5,
-      'five tokens on A',
-    );
-    const cut = live.frames.length - 1;
-    const resumed = framesOf((await connectRaw(b.url, 'resume-ab', live.frames[cut].id)).text);
-    const original = await live.done;
-    expect(resumed[0].event.type).not.toBe('RUN_STARTED');
-    expect(joined(resumed)).toEqual(joined(original.slice(cut + 1)));
-    expect(resumed.at(-1)).toEqual(original.at(-1));
-    // Every id B sent names a later event of the same run than the one resumed after.
-    const after = Number(live.frames[cut].id!.split(':')[1]);
-    for (const frame of resumed) {
-      expect(frame.id!.startsWith('resume-ab-1:')).toBe(true);
-      expect(Number(frame.id!.split(':')[1])).toBeGreaterThan(after);
-    }
-  }, 30_000);
 });
 
 describe('suggestions (CopilotKit ≥1.50 asks what the user could say next)', () => {

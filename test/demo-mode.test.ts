@@ -14,23 +14,13 @@ import { WS_RUN } from './support/documents.js';
 import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';
 import { FakeAnthropic } from './support/fake-anthropic.js';
 import { runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
+import { NO_PROVIDER } from './support/environment.js';
 
 // With no provider configured the gateway is explorable offline: a labelled scripted model that
 // streams, and a demo server-side action it can call.
 
 let gateway: RunningGateway;
 let client: CopilotRuntimeClient;
-
-/** Whatever the machine's environment says, no provider: demo mode unless a test names one. */
-const NO_PROVIDER = {
-  COPILOT_PROVIDER: '',
-  OPENAI_API_KEY: '',
-  OPENAI_BASE_URL: '',
-  ANTHROPIC_API_KEY: '',
-  ANTHROPIC_BASE_URL: '',
-  GOOGLE_API_KEY: '',
-  GOOGLE_BASE_URL: '',
-};
 
 beforeAll(async () => {
   gateway = await startGateway(); // no adapter: demo mode, as `npm start` without a key

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from '@jest/globals';
+import { NO_PROVIDER } from './support/environment.js';
 
 // `npm start` (scripts/start.mjs, the real process) refuses a wrong setting in one line that names the
 // variable and says what to do: no stack, no message said twice, no library's own words. Started
@@ -13,13 +14,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 
 /** Whatever the machine's environment says: demo mode, no authentication, no Redis, unless a test says. */
 const CLEAN = {
-  COPILOT_PROVIDER: '',
-  OPENAI_API_KEY: '',
-  OPENAI_BASE_URL: '',
-  ANTHROPIC_API_KEY: '',
-  ANTHROPIC_BASE_URL: '',
-  GOOGLE_API_KEY: '',
-  GOOGLE_BASE_URL: '',
+  ...NO_PROVIDER,
   GATEWAY_API_KEYS: '',
   JWT_SECRET: '',
   JWT_JWKS_URL: '',

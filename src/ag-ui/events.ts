@@ -125,10 +125,23 @@ function parseJson(json: string): unknown {
  * connect with this id in `Last-Event-ID` resumes after that event.
  */
 export function eventId(runId: string, sequence: number): string {
-  // A lone surrogate (which encodeURIComponent refuses) can reach a run id through GraphQL's JSON: it becomes U+FFFD
-  // here, and a resume with that id replays the whole thread instead (its run is not found).
-  return `${encodeURIComponent(runId.replace(LONE_SURROGATE, '\uFFFD'))}:${sequence}`;
+  let prefix = idPrefixes.get(runId);
+  if (prefix === undefined) {
+    if (idPrefixes.size >= MAX_ID_PREFIXES) idPrefixes.clear();
+    // A lone surrogate (which encodeURIComponent refuses) can reach a run id through GraphQL's JSON: it becomes
+    // U+FFFD here, and a resume with that id replays the whole thread instead (its run is not found).
+    prefix = `${encodeURIComponent(runId.replace(LONE_SURROGATE, '\uFFFD'))}:`;
+    idPrefixes.set(runId, prefix);
+  }
+  return prefix + sequence;
 }
+
+/**
+ * Each run's encoded id prefix, made once rather than for every event (every token of a stream has an id); at most
+ * MAX_ID_PREFIXES, all dropped when full (streams going on make theirs again at their next event).
+ */
+const idPrefixes = new Map<string, string>();
+const MAX_ID_PREFIXES = 1024;
 
 /** Whether the client declared AG-UI 1.0 or later (RunAgentInput.protocolVersion: "1.0"; 0.0.x clients send none). */
 export function speaksAgUi1(protocolVersion: string | undefined): boolean {

@@ -1,5 +1,5 @@
 import { BadUserInputError } from '../core/errors.js';
-import { LONE_SURROGATE, MAX_ID_LENGTH } from '../core/ids.js';
+import { isWellFormedText, MAX_ID_LENGTH } from '../core/ids.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import type { Message, MetaEventInput, ToolDefinition } from '../core/messages.js';
 import type { RunRequest } from '../engine/request.js';
@@ -56,7 +56,7 @@ export async function parseRunAgentInput(body: unknown): Promise<RunAgentInput> 
     const value = ids[name];
     if (typeof value === 'string' && (value.length === 0 || value.length > MAX_ID_LENGTH))
       problems.push({ field: name, message: `must be 1 to ${MAX_ID_LENGTH} characters` });
-    else if (typeof value === 'string' && new RegExp(LONE_SURROGATE.source).test(value))
+    else if (typeof value === 'string' && !isWellFormedText(value))
       problems.push({ field: name, message: 'must be well-formed text (it holds half of a surrogate pair)' });
   }
   if (problems.length > 0) {
@@ -119,7 +119,7 @@ export const SUGGEST_TOOL_NAME = 'copilotkitSuggest';
  * call it (`forwardedProps.toolChoice`). Sent to `/agent/:id/suggest`, or, from a single-route app, as a
  * plain run on a fresh thread.
  */
-export function isSuggestion(input: RunAgentInput): boolean {
+function isSuggestion(input: RunAgentInput): boolean {
   const choice = isObject(input.forwardedProps) ? input.forwardedProps.toolChoice : undefined;
   return (
     isObject(choice) &&

@@ -11,7 +11,7 @@ import type { SequencedEvent } from '../core/events.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import type { RunLauncher } from '../engine/launcher.js';
 import { agUiInterrupt, eventId, toAgUiEvent, type AgUiInterrupt, type RunStartedInput } from './events.js';
-import { DEFAULT_AGENT, isSuggestion, parseRunAgentInput, runRequestFromAgUi, type RunAgentInput } from './input.js';
+import { DEFAULT_AGENT, parseRunAgentInput, runRequestFromAgUi, type RunAgentInput } from './input.js';
 import { RunEventStream } from '../views/run-events.js';
 import { readUpTo, resumePoint, track } from './resume.js';
 import { isObject } from '../core/values.js';
@@ -179,15 +179,18 @@ export class AgUiTransport {
   ): Promise<void> {
     let input: RunAgentInput;
     let stream: RunEventStream;
+    let unrecorded: boolean;
     try {
       input = await parseRunAgentInput(body);
       this.encoder = await loadEncoder();
       const request = runRequestFromAgUi(agentId, input);
       if (suggest) request.unrecorded = true;
+      // A suggestion, however asked (runRequestFromAgUi knows one sent as a plain run).
+      unrecorded = request.unrecorded === true;
       // A run has no abort signal: a client that goes away leaves it going (and recorded), as CopilotKit's
       // runtime does; `stop` ends it. A suggestion is nobody's once its client has gone: it ends then.
       let signal: AbortSignal | undefined;
-      if (suggest || isSuggestion(input)) {
+      if (unrecorded) {
         const controller = new AbortController();
         res.once('close', () => controller.abort());
         signal = controller.signal;
@@ -217,7 +220,7 @@ export class AgUiTransport {
       ...(input.protocolVersion ? { protocolVersion: input.protocolVersion } : {}),
     };
     // A suggestion's events carry no SSE ids: it is stored nowhere, so there is nothing to resume.
-    await this.stream(res, stream, startedInput, caller.logger, !(suggest || isSuggestion(input)));
+    await this.stream(res, stream, startedInput, caller.logger, !unrecorded);
   }
 
   /**

@@ -11,6 +11,7 @@ import {
   toGatewayError,
 } from '../core/errors.js';
 import { isObject } from '../core/values.js';
+import { readBodyBytes } from '../transports/http/body.js';
 import { sendGatewayError, sendJson } from '../transports/responses.js';
 
 /** What a transcription needs of its caller (an AgUiCaller is one). */
@@ -99,7 +100,7 @@ async function readAndTranscribe(
   limit: number,
   caller: Caller,
 ): Promise<void> {
-  const bytes = await readBytes(req, limit);
+  const bytes = await readBodyBytes(req, limit);
   if (bytes === 'aborted') return;
   if (bytes === 'too-large') return refuse(res, tooLong(transcriber), caller);
   let audio: unknown;
@@ -223,37 +224,4 @@ function badRequest(message: string): BadUserInputError {
 
 function tooLong(transcriber: Transcriber): PayloadTooLargeError {
   return new PayloadTooLargeError(`The recording is larger than ${transcriber.maxBytes} bytes.`);
-}
-
-/**
- * The request's body as bytes, up to `limit`. Like the JSON body reader it keeps nothing once settled; a body
- * over the limit is drained (not kept) so that the answer can be read.
- */
-function readBytes(req: IncomingMessage, limit: number): Promise<Buffer<ArrayBuffer> | 'too-large' | 'aborted'> {
-  return new Promise((resolve) => {
-    let chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const settle = (value: Buffer<ArrayBuffer> | 'too-large' | 'aborted') => {
-      if (settled) return;
-      settled = true;
-      chunks = [];
-      resolve(value);
-    };
-    req.on('data', (chunk: Buffer) => {
-      if (settled) return;
-      size += chunk.length;
-      if (size > limit) {
-        req.removeAllListeners('data');
-        req.resume();
-        settle('too-large');
-        return;
-      }
-      chunks.push(chunk);
-    });
-    // Buffer.concat's memory is a plain ArrayBuffer, never a shared one.
-    req.on('end', () => settle(Buffer.concat(chunks) as Buffer<ArrayBuffer>));
-    req.on('error', () => settle('aborted'));
-    req.on('close', () => settle('aborted'));
-  });
 }

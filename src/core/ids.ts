@@ -1,5 +1,12 @@
 /** The longest thread or run id a client may send, over every protocol. */
 export const MAX_ID_LENGTH = 256;
 
-/** A UTF-16 surrogate without its pair (text that cannot be encoded as UTF-8 or in a URI as it is). */
+/** A UTF-16 surrogate without its pair (text that cannot be UTF-8 or in a URI as it is); global, for replace. */
 export const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/** Whether text holds no lone surrogate (a regular expression of its own: a global one's `test` keeps state). */
+export function isWellFormedText(text: string): boolean {
+  return !HAS_LONE_SURROGATE.test(text);
+}
+
+const HAS_LONE_SURROGATE = new RegExp(LONE_SURROGATE.source);

@@ -6,17 +6,34 @@ import { sendGatewayError } from '../responses.js';
 /** What a body reader answers when it has already answered the request (too large, not JSON). */
 export const NO_BODY = Symbol('no body');
 
-/**
- * The request's body as text. Once settled it keeps nothing: the request's listeners outlive the
- * read (a streamed answer's whole life), and through them this would keep the chunks and, through
- * the promise, the text.
- */
+/** The request's body as text (see readChunks). */
 export function readBody(req: IncomingMessage, limit: number): Promise<string | 'too-large' | 'aborted'> {
-  let resolve: ((value: string | 'too-large' | 'aborted') => void) | undefined;
-  const read = new Promise<string | 'too-large' | 'aborted'>((settle) => (resolve = settle));
+  return readChunks(req, limit, (chunks) => Buffer.concat(chunks).toString('utf8'));
+}
+
+/** The request's body as bytes (see readChunks); Buffer.concat's memory is a plain ArrayBuffer, never a shared one. */
+export function readBodyBytes(
+  req: IncomingMessage,
+  limit: number,
+): Promise<Buffer<ArrayBuffer> | 'too-large' | 'aborted'> {
+  return readChunks(req, limit, (chunks) => Buffer.concat(chunks) as Buffer<ArrayBuffer>);
+}
+
+/**
+ * The request's body, up to `limit` bytes, made by `finish` from its chunks; a body over the limit is drained (not
+ * kept) so that the answer can be read. Once settled it keeps nothing: the request's listeners outlive the read (a
+ * streamed answer's whole life), and through them this would keep the chunks and, through the promise, the body.
+ */
+function readChunks<T>(
+  req: IncomingMessage,
+  limit: number,
+  finish: (chunks: Buffer[]) => T,
+): Promise<T | 'too-large' | 'aborted'> {
+  let resolve: ((value: T | 'too-large' | 'aborted') => void) | undefined;
+  const read = new Promise<T | 'too-large' | 'aborted'>((settle) => (resolve = settle));
   let chunks: Buffer[] = [];
   let size = 0;
-  const settle = (value: string | 'too-large' | 'aborted') => {
+  const settle = (value: T | 'too-large' | 'aborted') => {
     const settleRead = resolve;
     if (!settleRead) return;
     resolve = undefined;
@@ -34,7 +51,7 @@ export function readBody(req: IncomingMessage, limit: number): Promise<string | 
     }
     chunks.push(chunk);
   });
-  req.on('end', () => resolve && settle(Buffer.concat(chunks).toString('utf8')));
+  req.on('end', () => resolve && settle(finish(chunks)));
   req.on('error', () => settle('aborted'));
   req.on('close', () => settle('aborted'));
   return read;
