@@ -250,6 +250,7 @@ function readThreads(env: NodeJS.ProcessEnv): ThreadsOptions {
   };
   const onBusy = choice('THREAD_BUSY_POLICY', ['refuse', 'interrupt'] as const);
   const onStoreFailure = choice('STORE_FAILURE_POLICY', ['serve', 'fail'] as const);
+  const listAnonymous = choice('THREAD_LIST_ANONYMOUS', ['true', 'false'] as const);
   return {
     ...(redisUrl ? { redisUrl } : {}),
     ...(ttlSeconds !== undefined ? { ttlSeconds } : {}),
@@ -258,6 +259,7 @@ function readThreads(env: NodeJS.ProcessEnv): ThreadsOptions {
     ...(leaseMs !== undefined ? { leaseMs } : {}),
     ...(onBusy ? { onBusy } : {}),
     ...(onStoreFailure ? { onStoreFailure } : {}),
+    ...(listAnonymous ? { listAnonymous: listAnonymous === 'true' } : {}),
   };
 }
 

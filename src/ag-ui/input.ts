@@ -1,12 +1,12 @@
 import { BadUserInputError } from '../core/errors.js';
-import { isWellFormedText, MAX_ID_LENGTH } from '../core/ids.js';
+import { DEFAULT_AGENT_ID, isWellFormedText, MAX_ID_LENGTH } from '../core/ids.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import type { Message, MetaEventInput, ToolDefinition } from '../core/messages.js';
 import type { RunRequest } from '../engine/request.js';
 import { isObject } from '../core/values.js';
 
 /** The agent id under which the gateway's model is served (CopilotKit's chat uses it when the app names none). */
-export const DEFAULT_AGENT = 'default';
+export const DEFAULT_AGENT = DEFAULT_AGENT_ID;
 
 /**
  * @ag-ui/core's schemas (zod), loaded on the first AG-UI request rather than at start-up: a gateway

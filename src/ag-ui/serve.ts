@@ -16,6 +16,7 @@ import { RunEventStream } from '../views/run-events.js';
 import { readUpTo, resumePoint, track } from './resume.js';
 import { isObject } from '../core/values.js';
 import type { Transcriber } from '../adapters/transcription.js';
+import { threadResource } from './threads.js';
 import { transcribeEnvelope, transcribeUpload } from './transcribe.js';
 
 export interface AgUiTransportOptions {
@@ -71,7 +72,13 @@ export class AgUiTransport {
   owns(pathname: string): boolean {
     const { path } = this.options;
     const rest = pathname.startsWith(path) ? pathname.slice(path.length) : '';
-    return rest === '/info' || rest === '/transcribe' || rest.startsWith('/agent/');
+    return (
+      rest === '/info' ||
+      rest === '/transcribe' ||
+      rest.startsWith('/agent/') ||
+      rest === '/threads' ||
+      rest.startsWith('/threads/')
+    );
   }
 
   /** A multi-route request; `readBody` reads its JSON body (undefined when there is none). */
@@ -88,6 +95,13 @@ export class AgUiTransport {
       return sendJson(res, 200, await this.info(false));
     }
     if (rest === '/transcribe') return transcribeUpload(req, res, this.options.transcriber, caller);
+    if (rest === '/threads' || rest.startsWith('/threads/')) {
+      const method = req.method ?? 'GET';
+      const body = method === 'GET' || method === 'HEAD' ? undefined : await readBody();
+      if (body === NO_BODY) return;
+      const search = req.url?.includes('?') ? req.url.slice(req.url.indexOf('?')) : '';
+      return this.threadResource(res, method, `${rest}${search}`, body, caller);
+    }
     const match = /^\/agent\/([^/]+)\/(run|connect|suggest|stop\/([^/]+))$/.exec(rest);
     if (!match) return answer(res, new NotFoundError(`No AG-UI route ${pathname}.`), 'Not found');
     if (req.method !== 'POST') return methodNotAllowed(res, 'POST');
@@ -112,6 +126,12 @@ export class AgUiTransport {
         return sendJson(res, 200, await this.info(true));
       case 'transcribe':
         return transcribeEnvelope(res, envelope.body, this.options.transcriber, caller);
+      case 'resource/request': {
+        const target = param('path');
+        if (!target?.startsWith('/')) return missing('path');
+        const method = (param('httpMethod') ?? 'GET').toUpperCase();
+        return this.threadResource(res, method, target, envelope.body, caller);
+      }
       case 'agent/run':
       case 'agent/suggest':
       case 'agent/connect': {
@@ -151,7 +171,10 @@ export class AgUiTransport {
     for (const agent of Object.values(agents) as Record<string, unknown>[]) {
       agent.capabilities = { transport: { streaming: true, resumable: true } };
     }
-    const threadEndpoints = { list: false, inspect: false, mutations: false, realtimeMetadata: false };
+    // The thread list is served once it has an owner to list by (authentication), or when THREAD_LIST_ANONYMOUS
+    // says so; realtime metadata (CopilotKit Intelligence's Phoenix socket) never is.
+    const listing = this.options.launcher.hasThreads && this.options.launcher.threads.listing;
+    const threadEndpoints = { list: listing, inspect: listing, mutations: listing, realtimeMetadata: false };
     return {
       version: this.options.version,
       agents,
@@ -162,7 +185,7 @@ export class AgUiTransport {
       a2uiEnabled: false,
       openGenerativeUIEnabled: false,
       telemetryDisabled: true,
-      ...(singleRoute ? { singleRoute: { resourceOperations: false, threadEndpoints } } : {}),
+      ...(singleRoute ? { singleRoute: { resourceOperations: listing, threadEndpoints } } : {}),
     };
   }
 
@@ -314,6 +337,30 @@ export class AgUiTransport {
     } finally {
       clearInterval(keepAlive);
       if (!res.destroyed) res.end();
+    }
+  }
+
+  /** A thread-list or thread-inspection request, in either form (see threads.ts). */
+  private async threadResource(
+    res: ServerResponse,
+    method: string,
+    target: string,
+    body: unknown,
+    caller: AgUiCaller,
+  ): Promise<void> {
+    try {
+      const { status, body: answer } = await threadResource(
+        this.options.launcher.threads,
+        method,
+        target,
+        body,
+        caller.principal,
+      );
+      return sendJson(res, status, answer);
+    } catch (error) {
+      const allow = error instanceof GatewayError ? error.details?.allow : undefined;
+      if (typeof allow === 'string') res.setHeader('allow', allow);
+      return sendError(res, error, caller);
     }
   }
 

@@ -1,3 +1,9 @@
+/**
+ * The agent that is the model itself (a run without an agent, through the service adapter), as CopilotKit ≥1.50
+ * names it; threads of such runs are listed under it.
+ */
+export const DEFAULT_AGENT_ID = 'default';
+
 /** The longest thread or run id a client may send, over every protocol. */
 export const MAX_ID_LENGTH = 256;
 

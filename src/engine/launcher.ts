@@ -163,6 +163,11 @@ export class RunLauncher {
     }
   }
 
+  /** Whether the gateway keeps threads (`threads` throws NOT_SUPPORTED otherwise). */
+  get hasThreads(): boolean {
+    return this.options.threads !== undefined;
+  }
+
   /** The thread store as the resolvers use it (copilotThread, joinCopilotRun, stopCopilotRun). */
   get threads(): ThreadService {
     const threads = this.options.threads;

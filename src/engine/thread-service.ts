@@ -1,11 +1,29 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { GatewayError, RunNotFoundError, RunStoppedError, UnauthenticatedError } from '../core/errors.js';
+import {
+  BadUserInputError,
+  GatewayError,
+  NotSupportedError,
+  RunNotFoundError,
+  UnauthenticatedError,
+} from '../core/errors.js';
+import { DEFAULT_AGENT_ID } from '../core/ids.js';
 import type { EventConsumer, EventHandover, SequencedEvent } from '../core/events.js';
 import type { Message } from '../core/messages.js';
 import type { Principal } from '../core/principal.js';
 import { EventFeed } from '../threads/feed.js';
-import type { RunRecord, RunLog, ThreadRecord, ThreadStore } from '../threads/store.js';
+import {
+  nameFrom,
+  stopError,
+  type ClaimDetails,
+  type RunRecord,
+  type RunLog,
+  type ThreadChange,
+  type ThreadCursor,
+  type ThreadRecord,
+  type ThreadStore,
+  type ThreadSummary,
+} from '../threads/store.js';
 import type { RunRequest } from './request.js';
 import type { RunHandle } from './run.js';
 import { StoredRun } from './stored-run.js';
@@ -25,7 +43,35 @@ export interface ThreadPolicies {
    * be checked against the store (it is unreachable) is refused rather than served to anyone.
    */
   authenticated?: boolean;
+  /**
+   * Without authentication, whether the thread list (and its renames, archives, deletes and inspection) is served:
+   * one list of every thread that belongs to no one, which is never the silent default. With authentication each
+   * caller has a list of its own threads. @default false
+   */
+  listAnonymous?: boolean;
 }
+
+/** A page of a thread list as the routes answer it: the threads, and where the next page starts (null at the end). */
+export interface ThreadPage {
+  threads: ThreadSummary[];
+  nextCursor: string | null;
+}
+
+/** What a thread list asks for. */
+export interface ThreadListRequest {
+  agentId: string;
+  includeArchived?: boolean;
+  /** 1 to MAX_THREAD_PAGE. @default DEFAULT_THREAD_PAGE */
+  limit?: number;
+  /** A `nextCursor` from the page before. */
+  cursor?: string;
+}
+
+/** Threads on a page unless the request says otherwise, and the most it may ask for. */
+export const DEFAULT_THREAD_PAGE = 50;
+export const MAX_THREAD_PAGE = 200;
+/** How long a delete waits for the thread's run to end (it was asked to stop) before removing it anyway. */
+const DELETE_WAIT_MS = 5_000;
 
 /** A request admitted on its thread: as the run sees it (its run id, the whole conversation). */
 export interface Admission {
@@ -62,10 +108,10 @@ export class ThreadService {
     private readonly policies: ThreadPolicies,
     private readonly logger: Logger,
   ) {
-    store.onStopRequest((threadId, runId) => {
+    store.onStopRequest((threadId, runId, reason) => {
       const runKey = key(threadId, runId);
       const run = this.local.get(runKey);
-      if (run) run.abort(stopped());
+      if (run) run.abort(stopError(reason));
       // Not started yet (still being admitted): it is stopped when it starts, if it does within a minute.
       else this.pendingStops.set(runKey, Date.now() + 60_000);
     });
@@ -125,9 +171,13 @@ export class ThreadService {
 
   private async claim(request: RunRequest) {
     const fresh = randomUUID();
-    const owner = request.principal?.id;
+    const details: ClaimDetails = {
+      owner: request.principal?.id,
+      agentId: request.agentSession?.agentName ?? DEFAULT_AGENT_ID,
+      name: firstUserText(request.messages),
+    };
     try {
-      return await this.store.claim(request.threadId, request.runId, fresh, owner);
+      return await this.store.claim(request.threadId, request.runId, fresh, details);
     } catch (error) {
       if (this.policies.onBusy !== 'interrupt' || !(error instanceof GatewayError) || error.code !== 'THREAD_BUSY')
         throw error;
@@ -138,7 +188,7 @@ export class ThreadService {
     for (let wait = 10; ; wait = Math.min(wait * 2, 250)) {
       await new Promise((resolve) => setTimeout(resolve, wait));
       try {
-        return await this.store.claim(request.threadId, request.runId, fresh, owner);
+        return await this.store.claim(request.threadId, request.runId, fresh, details);
       } catch (error) {
         if (!(error instanceof GatewayError) || error.code !== 'THREAD_BUSY' || Date.now() > deadline) throw error;
       }
@@ -151,7 +201,7 @@ export class ThreadService {
     const stopAsked = this.pendingStops.get(runKey);
     if (stopAsked !== undefined) {
       this.pendingStops.delete(runKey);
-      if (stopAsked > Date.now()) run.abort(stopped());
+      if (stopAsked > Date.now()) run.abort(stopError('stopped'));
     }
     for (const [pending, lapses] of this.pendingStops) if (lapses <= Date.now()) this.pendingStops.delete(pending);
     const unsubscribe = run.subscribe((event) => log.append(event));
@@ -306,6 +356,94 @@ export class ThreadService {
     return owner === undefined || owner === principal.id;
   }
 
+  // --- the thread list ----------------------------------------------------------------------
+
+  /**
+   * Whether the thread list is served: with authentication (each caller's own threads), or without it when
+   * `listAnonymous` says so (the threads that belong to no one).
+   */
+  get listing(): boolean {
+    return this.authenticated || this.policies.listAnonymous === true;
+  }
+
+  /**
+   * Whose list a caller sees: its principal's threads, or those of no one (anonymous list). NOT_SUPPORTED when the
+   * list is off; UNAUTHENTICATED with authentication on and no principal.
+   */
+  private scopeOf(principal: Principal | undefined): string {
+    if (!this.listing)
+      throw new NotSupportedError(
+        'The thread list is off: it is served per caller with authentication on, or to everyone with ' +
+          'THREAD_LIST_ANONYMOUS=true (every caller then sees, renames and deletes every thread that belongs to ' +
+          'no one).',
+      );
+    if (this.authenticated) {
+      if (!principal) throw new UnauthenticatedError('The thread list needs an authenticated caller.');
+      return principal.id;
+    }
+    return '';
+  }
+
+  /** A page of the caller's threads of one agent, most recently run first. */
+  async listThreads(request: ThreadListRequest, principal?: Principal): Promise<ThreadPage> {
+    const scope = this.scopeOf(principal);
+    const limit = request.limit ?? DEFAULT_THREAD_PAGE;
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_THREAD_PAGE)
+      throw new BadUserInputError(`limit must be a whole number from 1 to ${MAX_THREAD_PAGE}.`, {
+        details: { limit },
+      });
+    const page = await this.store.list({
+      scope,
+      agentId: request.agentId,
+      includeArchived: request.includeArchived === true,
+      limit,
+      ...(request.cursor !== undefined ? { after: decodeCursor(request.cursor) } : {}),
+    });
+    return { threads: page.threads, nextCursor: page.next ? encodeCursor(page.next) : null };
+  }
+
+  /**
+   * The caller's thread's list entry: undefined when there is none, or it is another caller's (the two cannot be
+   * told apart), or it belongs to another agent than `agentId` (when given).
+   */
+  async threadSummary(threadId: string, principal?: Principal, agentId?: string): Promise<ThreadSummary | undefined> {
+    const scope = this.scopeOf(principal);
+    const summary = await this.store.summary(threadId);
+    if (!summary || (summary.owner ?? '') !== scope) return undefined;
+    if (agentId !== undefined && summary.agentId !== agentId) return undefined;
+    return summary;
+  }
+
+  /** Renames or (un)archives the caller's thread; undefined when it is not the caller's (see threadSummary). */
+  async updateThread(
+    threadId: string,
+    change: ThreadChange,
+    principal?: Principal,
+    agentId?: string,
+  ): Promise<ThreadSummary | undefined> {
+    if (!(await this.threadSummary(threadId, principal, agentId))) return undefined;
+    return this.store.update(threadId, change);
+  }
+
+  /**
+   * Deletes the caller's thread: a run going on is stopped first (it ends RUN_STOPPED, "the thread was deleted",
+   * and its clients see that end), then every record of the thread goes. Resolves with whether it was the caller's.
+   */
+  async deleteThread(threadId: string, principal?: Principal, agentId?: string): Promise<boolean> {
+    if (!(await this.threadSummary(threadId, principal, agentId))) return false;
+    const running = await this.store.requestStop(threadId, undefined, 'deleted');
+    if (running !== undefined) {
+      const deadline = Date.now() + DELETE_WAIT_MS;
+      for (let wait = 10; Date.now() < deadline; wait = Math.min(wait * 2, 250)) {
+        const run = await this.store.run(threadId, running);
+        if (!run || run.finishedAt !== null) break;
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
+    await this.store.remove(threadId);
+    return true;
+  }
+
   close(): Promise<void> {
     return this.store.close();
   }
@@ -321,8 +459,33 @@ function failedIterator(error: GatewayError): AsyncIterableIterator<SequencedEve
   };
 }
 
-function stopped(): RunStoppedError {
-  return new RunStoppedError('The run was stopped (stopCopilotRun).');
+/** A name for a thread: its first user message's text, on one line and cut short (nameFrom). */
+function firstUserText(messages: readonly Message[]): string | undefined {
+  for (const message of messages) {
+    if (message.kind === 'text' && message.role === 'user') {
+      const name = nameFrom(message.content);
+      if (name !== undefined) return name;
+    }
+  }
+  return undefined;
+}
+
+/** A page cursor as clients hold it: opaque, URL-safe (base64url of `[lastRunAt, threadId]`). */
+function encodeCursor(cursor: ThreadCursor): string {
+  return Buffer.from(JSON.stringify([cursor.lastRunAt, cursor.threadId])).toString('base64url');
+}
+
+function decodeCursor(text: string): ThreadCursor {
+  try {
+    const value = JSON.parse(Buffer.from(text, 'base64url').toString()) as unknown;
+    if (Array.isArray(value) && value.length === 2 && Number.isSafeInteger(value[0]) && typeof value[1] === 'string')
+      return { lastRunAt: value[0] as number, threadId: value[1] };
+  } catch {
+    // reported below
+  }
+  throw new BadUserInputError('The cursor is not one this gateway gave: pass a nextCursor as it came.', {
+    details: { cursor: text.slice(0, 100) },
+  });
 }
 
 function key(threadId: string, runId: string): string {

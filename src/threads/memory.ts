@@ -1,6 +1,7 @@
 import { RunNotFoundError } from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
 import type { Message } from '../core/messages.js';
+import { DEFAULT_AGENT_ID } from '../core/ids.js';
 import { RUN_SUCCESS, type RunStatus } from '../core/status.js';
 import { EventFeed } from './feed.js';
 import { OutputCollector, agentStateOf, transcriptOf } from './log.js';
@@ -9,12 +10,20 @@ import {
   PENDING,
   threadBusy,
   threadForbidden,
+  byRecency,
+  isAfter,
   type AgentStateRecord,
   type Claim,
+  type ClaimDetails,
+  type ThreadChange,
+  type ThreadListPage,
+  type ThreadListQuery,
+  type ThreadSummary,
   type RunInput,
   type RunLog,
   type RunRecord,
   type StopHandler,
+  type StopReason,
   type ThreadRecord,
   type ThreadStore,
   type ThreadStoreOptions,
@@ -68,6 +77,15 @@ interface MemoryThread {
   touched: number;
   /** The principal it belongs to (authentication on), once claimed by one. */
   owner: string | undefined;
+  /** Its list entry: the agent of its first run, its name, archived or not, and its times (ms since the epoch). */
+  agentId: string;
+  name: string | null;
+  archived: boolean;
+  createdAt: number;
+  updatedAt: number;
+  lastRunAt: number;
+  /** Removed (`remove`) while a run still wrote to it: what it writes counts for nothing. */
+  removed: boolean;
 }
 
 /** Bytes counted per event of a running run besides its strings (an object and its fields). */
@@ -104,15 +122,18 @@ export class MemoryThreadStore implements ThreadStore {
     return { threads: this.threads.size, bytes: this.bytes };
   }
 
-  async claim(threadId: string, proposedRunId: string, freshRunId: string, owner?: string): Promise<Claim> {
+  async claim(threadId: string, proposedRunId: string, freshRunId: string, details: ClaimDetails = {}): Promise<Claim> {
     const now = Date.now();
+    const { owner } = details;
     let thread = this.live(threadId, now);
     if (owner !== undefined && thread?.owner !== undefined && thread.owner !== owner) throw threadForbidden(threadId);
     const active = thread?.active;
     if (active && (active.claimExpires === undefined || active.claimExpires > now))
       throw threadBusy(threadId, active.runId);
-    thread ??= this.create(threadId, now);
+    thread ??= this.create(threadId, now, details.agentId);
     if (owner !== undefined) thread.owner = owner;
+    if (thread.name === null && details.name !== undefined) thread.name = details.name;
+    thread.lastRunAt = thread.updatedAt = now;
     const runId = thread.runs.some((run) => run.runId === proposedRunId) ? freshRunId : proposedRunId;
     thread.active = { runId, claimExpires: now + this.options.claimTimeoutMs };
     this.touch(thread, now);
@@ -128,7 +149,7 @@ export class MemoryThreadStore implements ThreadStore {
   open(threadId: string, runId: string, { messages: input, newMessages }: RunInput): RunLog {
     const now = Date.now();
     // Dropped since its claim (only possible under a bound far too small): kept again from here.
-    const thread = this.threads.get(threadId) ?? this.create(threadId, now);
+    const thread = this.threads.get(threadId) ?? this.create(threadId, now, undefined);
     // A new thread's first run brings all of its input: the two are one string until the next run's input
     // replaces the thread's, which then stays that run's.
     const wholeInput = newMessages.length === input.length && newMessages.every((message, i) => message === input[i]);
@@ -209,6 +230,53 @@ export class MemoryThreadStore implements ThreadStore {
     };
   }
 
+  async summary(threadId: string): Promise<ThreadSummary | undefined> {
+    const thread = this.live(threadId, Date.now());
+    return thread && thread.runs.length > 0 ? summaryOf(thread) : undefined;
+  }
+
+  /** Sorted when asked: the store is bounded (maxThreads), so a page costs at most a pass over what it keeps. */
+  async list({ scope, agentId, includeArchived, limit, after }: ThreadListQuery): Promise<ThreadListPage> {
+    const now = Date.now();
+    const found: ThreadSummary[] = [];
+    for (const thread of this.threads.values()) {
+      if ((thread.owner ?? '') !== scope || thread.agentId !== agentId || (thread.archived && !includeArchived))
+        continue;
+      if (thread.runs.length === 0) continue; // claimed, its first run not started (or refused)
+      if (this.expired(thread, now)) continue;
+      const summary = summaryOf(thread);
+      if (!after || isAfter(summary, after)) found.push(summary);
+    }
+    found.sort(byRecency);
+    const threads = found.slice(0, limit);
+    const last = threads[threads.length - 1];
+    return {
+      threads,
+      ...(found.length > limit ? { next: { lastRunAt: last.lastRunAt.getTime(), threadId: last.threadId } } : {}),
+    };
+  }
+
+  async update(threadId: string, { name, archived }: ThreadChange): Promise<ThreadSummary | undefined> {
+    const now = Date.now();
+    const thread = this.live(threadId, now);
+    if (!thread || thread.runs.length === 0) return undefined;
+    if (name !== undefined) {
+      this.resize(thread, stringBytes(name) - (thread.name === null ? 0 : stringBytes(thread.name)));
+      thread.name = name;
+    }
+    if (archived !== undefined) thread.archived = archived;
+    thread.updatedAt = now;
+    this.touch(thread, now);
+    return summaryOf(thread);
+  }
+
+  async remove(threadId: string): Promise<boolean> {
+    const thread = this.live(threadId, Date.now());
+    if (!thread) return false;
+    this.drop(thread);
+    return true;
+  }
+
   async owner(threadId: string): Promise<string | undefined> {
     return this.live(threadId, Date.now())?.owner;
   }
@@ -238,7 +306,11 @@ export class MemoryThreadStore implements ThreadStore {
     return feed;
   }
 
-  async requestStop(threadId: string, runId: string | undefined): Promise<string | undefined> {
+  async requestStop(
+    threadId: string,
+    runId: string | undefined,
+    reason: StopReason = 'stopped',
+  ): Promise<string | undefined> {
     const thread = this.live(threadId, Date.now());
     const active = thread?.active;
     const now = Date.now();
@@ -249,7 +321,7 @@ export class MemoryThreadStore implements ThreadStore {
     )
       return undefined;
     // A run still being admitted (claimed, not yet started) is told too: it stops as soon as it starts.
-    for (const handler of this.stopHandlers) handler(threadId, active.runId);
+    for (const handler of this.stopHandlers) handler(threadId, active.runId, reason);
     return active.runId;
   }
 
@@ -320,8 +392,8 @@ export class MemoryThreadStore implements ThreadStore {
   }
 
   /** A new thread, kept (its id made one piece: it is the map's key too). */
-  private create(threadId: string, now: number): MemoryThread {
-    const thread = emptyThread(flatString(threadId), now);
+  private create(threadId: string, now: number, agentId: string | undefined): MemoryThread {
+    const thread = emptyThread(flatString(threadId), now, agentId ?? DEFAULT_AGENT_ID);
     this.threads.set(thread.threadId, thread);
     this.bytes += thread.bytes;
     return thread;
@@ -329,13 +401,14 @@ export class MemoryThreadStore implements ThreadStore {
 
   private resize(thread: MemoryThread, delta: number): void {
     thread.bytes += delta;
-    this.bytes += delta;
+    if (!thread.removed) this.bytes += delta;
   }
 
   private drop(thread: MemoryThread): void {
     if (this.threads.get(thread.threadId) !== thread) return;
     this.threads.delete(thread.threadId);
     this.bytes -= thread.bytes;
+    thread.removed = true;
   }
 
   /** Drops least recently used threads while over a bound (skipping pinned ones). */
@@ -360,9 +433,16 @@ export class MemoryThreadStore implements ThreadStore {
 }
 
 /** A thread with nothing kept yet. */
-function emptyThread(threadId: string, now: number): MemoryThread {
+function emptyThread(threadId: string, now: number, agentId: string): MemoryThread {
   const input = '[]';
   return {
+    agentId,
+    name: null,
+    archived: false,
+    createdAt: now,
+    updatedAt: now,
+    lastRunAt: now,
+    removed: false,
     threadId,
     input,
     agentStates: undefined,
@@ -371,6 +451,19 @@ function emptyThread(threadId: string, now: number): MemoryThread {
     bytes: THREAD_OVERHEAD + stringBytes(threadId) + stringBytes(input),
     touched: now,
     owner: undefined,
+  };
+}
+
+function summaryOf(thread: MemoryThread): ThreadSummary {
+  return {
+    threadId: thread.threadId,
+    ...(thread.owner !== undefined ? { owner: thread.owner } : {}),
+    agentId: thread.agentId,
+    name: thread.name,
+    archived: thread.archived,
+    createdAt: new Date(thread.createdAt),
+    updatedAt: new Date(thread.updatedAt),
+    lastRunAt: new Date(thread.lastRunAt),
   };
 }
 

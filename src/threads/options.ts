@@ -35,6 +35,12 @@ export interface ThreadsOptions {
    * @default "serve"
    */
   onStoreFailure?: 'serve' | 'fail';
+  /**
+   * Without authentication, serve the thread list anyway (`/threads`, `copilotThreads`): one list of every thread,
+   * which every caller can read, rename, archive and delete. Off, the list is served only per authenticated caller.
+   * @default false
+   */
+  listAnonymous?: boolean;
 }
 
 export interface ResolvedThreadsOptions {
@@ -47,6 +53,7 @@ export interface ResolvedThreadsOptions {
   leaseMs: number;
   onBusy: 'refuse' | 'interrupt';
   onStoreFailure: 'serve' | 'fail';
+  listAnonymous: boolean;
 }
 
 const NAMES = new Set([
@@ -59,6 +66,7 @@ const NAMES = new Set([
   'leaseMs',
   'onBusy',
   'onStoreFailure',
+  'listAnonymous',
 ]);
 
 /** A claim holds its thread this long at most before its run opens (the checks and hooks before a run). */
@@ -104,6 +112,7 @@ export function resolveThreadsOptions(options: ThreadsOptions | undefined): Reso
     leaseMs: whole('leaseMs', o.leaseMs, 10_000, 300, 600_000),
     onBusy: choice('onBusy', o.onBusy, ['refuse', 'interrupt'] as const),
     onStoreFailure: choice('onStoreFailure', o.onStoreFailure, ['serve', 'fail'] as const),
+    listAnonymous: flag('listAnonymous', o.listAnonymous),
   };
 }
 
@@ -123,6 +132,13 @@ export function createThreadStore(options: ResolvedThreadsOptions, logger: Logge
     leaseMs: options.leaseMs,
     logger: logger.child({ component: 'threads' }),
   });
+}
+
+function flag(name: string, value: unknown): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean')
+    throw new ConfigurationError(`options.threads.${name} must be true or false (got ${JSON.stringify(value)}).`);
+  return value;
 }
 
 function whole(name: string, value: unknown, fallback: number, min: number, max: number): number {

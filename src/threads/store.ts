@@ -1,4 +1,4 @@
-import { ThreadBusyError, ThreadForbiddenError, type GatewayError } from '../core/errors.js';
+import { RunStoppedError, ThreadBusyError, ThreadForbiddenError, type GatewayError } from '../core/errors.js';
 import type { EventHandover, SequencedEvent } from '../core/events.js';
 import type { Message } from '../core/messages.js';
 import type { RunStatus } from '../core/status.js';
@@ -22,9 +22,10 @@ export interface ThreadStore {
    * already has a run of that id) and the thread's transcript (empty for a new thread). Until `open` or
    * `release`, the claim holds the thread for at most the store's lease. With an `owner` (a principal's
    * id): a thread that belongs to another principal is refused with THREAD_FORBIDDEN, and one that
-   * belongs to no one becomes the owner's.
+   * belongs to no one becomes the owner's. The claim is the thread's latest run for its list entry (`lastRunAt`);
+   * a new thread gets its agent and creation time from it, and its name from `details.name` until it has one.
    */
-  claim(threadId: string, proposedRunId: string, freshRunId: string, owner?: string): Promise<Claim>;
+  claim(threadId: string, proposedRunId: string, freshRunId: string, details?: ClaimDetails): Promise<Claim>;
   /** The principal the thread belongs to (set by its first claim with an owner), if any. */
   owner(threadId: string): Promise<string | undefined>;
   /** Gives up a claim whose run did not start (the request was refused after the claim). */
@@ -55,7 +56,21 @@ export interface ThreadStore {
    * stop it; resolves with the id of the run asked, or undefined when none is running. A run whose
    * instance is gone is ended here.
    */
-  requestStop(threadId: string, runId: string | undefined): Promise<string | undefined>;
+  requestStop(threadId: string, runId: string | undefined, reason?: StopReason): Promise<string | undefined>;
+  /** The thread's list entry, or undefined when the store has nothing of it. */
+  summary(threadId: string): Promise<ThreadSummary | undefined>;
+  /**
+   * One page of a scope's threads of one agent, most recently run first (ties by id, descending), after the cursor
+   * when one is given: keyset paging, so that threads started meanwhile (they sort first) never shift a page.
+   */
+  list(query: ThreadListQuery): Promise<ThreadListPage>;
+  /** Renames, archives or unarchives the thread; resolves with its entry afterwards, or undefined when it is gone. */
+  update(threadId: string, change: ThreadChange): Promise<ThreadSummary | undefined>;
+  /**
+   * Forgets the thread: its entry, transcript, states, runs and logs. A run still writing to it (its instance did
+   * not stop it in time) can no longer write: it is ended as lost. Resolves with whether there was anything.
+   */
+  remove(threadId: string): Promise<boolean>;
   /** Called (on the instance running it) when a run is asked to stop, from any instance. */
   onStopRequest(handler: StopHandler): void;
   /** Connects, where there is something to connect to; rejects with STORE_UNAVAILABLE when it cannot. */
@@ -66,13 +81,94 @@ export interface ThreadStore {
   close(): Promise<void>;
 }
 
-export type StopHandler = (threadId: string, runId: string) => void;
+export type StopHandler = (threadId: string, runId: string, reason: StopReason) => void;
+
+/** Why a run is asked to stop: a client's stop, or its thread being deleted. @default "stopped" */
+export type StopReason = 'stopped' | 'deleted';
 
 /** What a run was given: the whole conversation, and which of its messages were new to the thread. */
 export interface RunInput {
   messages: readonly Message[];
   /** The messages the thread did not have before this run (a replay restores them from the run). */
   newMessages: readonly Message[];
+}
+
+/** What a run's claim says of its thread, for the thread's list entry and its access. */
+export interface ClaimDetails {
+  /** The principal asking (authentication on). */
+  owner?: string;
+  /** The agent the run is for ("default" for the model); a new thread is listed under it. */
+  agentId?: string;
+  /** A name for a thread that has none yet (from the first user message). */
+  name?: string;
+}
+
+/** A thread as its list shows it. */
+export interface ThreadSummary {
+  threadId: string;
+  /** The principal it belongs to, if any; threads without one are listed in the scope "". */
+  owner?: string;
+  /** The agent its first run was for. */
+  agentId: string;
+  /** From its first user message until renamed; null before it has one. */
+  name: string | null;
+  archived: boolean;
+  createdAt: Date;
+  /** Its last change: a run started, a rename or an archive. */
+  updatedAt: Date;
+  /** When its latest run started. */
+  lastRunAt: Date;
+}
+
+/** Where a page of a list starts: after this thread (as it sorted when the previous page was read). */
+export interface ThreadCursor {
+  /** Milliseconds since the epoch. */
+  lastRunAt: number;
+  threadId: string;
+}
+
+export interface ThreadListQuery {
+  /** The owner whose threads are listed, or "" for threads that belong to no one. */
+  scope: string;
+  agentId: string;
+  includeArchived: boolean;
+  /** At most this many (1 or more). */
+  limit: number;
+  after?: ThreadCursor;
+}
+
+export interface ThreadListPage {
+  threads: ThreadSummary[];
+  /** Where the next page starts; undefined on the last page. */
+  next?: ThreadCursor;
+}
+
+/** What a thread's update changes. */
+export interface ThreadChange {
+  name?: string;
+  archived?: boolean;
+}
+
+/** Sorts threads as lists show them: most recently run first, then by id descending. */
+export function byRecency(a: ThreadSummary, b: ThreadSummary): number {
+  const time = b.lastRunAt.getTime() - a.lastRunAt.getTime();
+  if (time !== 0) return time;
+  return a.threadId < b.threadId ? 1 : a.threadId > b.threadId ? -1 : 0;
+}
+
+/** Whether `thread` sorts after the cursor (and so belongs to the page that starts there). */
+export function isAfter(thread: ThreadSummary, cursor: ThreadCursor): boolean {
+  const time = thread.lastRunAt.getTime();
+  return time < cursor.lastRunAt || (time === cursor.lastRunAt && thread.threadId < cursor.threadId);
+}
+
+/** A thread's name from a user message: its text on one line, at most 100 characters. */
+export function nameFrom(text: string): string | undefined {
+  const line = text.replace(/\s+/g, ' ').trim();
+  if (!line) return undefined;
+  if (line.length <= 100) return line;
+  // By code point, so that a cut never leaves half a surrogate pair.
+  return `${[...line].slice(0, 99).join('').trimEnd()}…`;
 }
 
 export interface Claim {
@@ -144,6 +240,13 @@ export interface ThreadStoreOptions {
   ttlSeconds: number;
   /** The most runs kept per thread; older runs' logs are dropped. */
   maxRunsPerThread: number;
+}
+
+/** The status a run asked to stop ends with (RUN_STOPPED), saying why. */
+export function stopError(reason: StopReason): RunStoppedError {
+  return new RunStoppedError(
+    reason === 'deleted' ? 'The thread was deleted; its run was stopped.' : 'The run was stopped (stopCopilotRun).',
+  );
 }
 
 export function threadForbidden(threadId: string): ThreadForbiddenError {

@@ -2,7 +2,7 @@ import type { Redis as RedisClient } from 'ioredis';
 import { RunNotFoundError, toGatewayError } from '../../core/errors.js';
 import type { SequencedEvent } from '../../core/events.js';
 import { EventFeed } from '../feed.js';
-import type { StopHandler } from '../store.js';
+import type { StopHandler, StopReason } from '../store.js';
 import type { RedisRecords } from './records.js';
 
 /** A follower of a live channel: takes published batches, and reads the log again when told. */
@@ -148,8 +148,9 @@ export class LiveChannels {
 
   private onMessage(channel: string, message: string): void {
     if (channel === this.stopChannel) {
-      const [threadId, runId] = message.split('\u0000');
-      for (const handler of this.stopHandlers) handler(threadId, runId);
+      const [threadId, runId, reason] = message.split('\u0000');
+      const why: StopReason = reason === 'deleted' ? 'deleted' : 'stopped';
+      for (const handler of this.stopHandlers) handler(threadId, runId, why);
       return;
     }
     const entry = this.live.get(channel);

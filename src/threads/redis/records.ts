@@ -3,15 +3,22 @@ import type { SequencedEvent } from '../../core/events.js';
 import type { Message } from '../../core/messages.js';
 import { RUN_SUCCESS, type RunStatus } from '../../core/status.js';
 import { OutputCollector, transcriptOf } from '../log.js';
+import { DEFAULT_AGENT_ID } from '../../core/ids.js';
 import {
   PENDING,
   threadBusy,
   threadForbidden,
   type AgentStateRecord,
   type Claim,
+  type ClaimDetails,
   type RunInput,
   type RunRecord,
+  type ThreadChange,
+  type ThreadCursor,
+  type ThreadListPage,
+  type ThreadListQuery,
   type ThreadRecord,
+  type ThreadSummary,
 } from '../store.js';
 import type { ScriptedRedis } from './scripts.js';
 
@@ -85,20 +92,31 @@ export class RedisRecords {
 
   // --- claims and writes --------------------------------------------------------------------
 
+  /** A scope's list of one agent's threads: `…:all` and `…:active` are its sorted sets (see the `cgClaim` script). */
+  listKey(scope: string, agentId: string): string {
+    return `${this.key('list')}:${listKeyPart(scope)}:${listKeyPart(agentId)}`;
+  }
+
   /** Takes the thread for a run (see ThreadStore.claim): THREAD_FORBIDDEN, THREAD_BUSY, or the claim. */
-  async claim(threadId: string, proposedRunId: string, freshRunId: string, owner?: string): Promise<Claim> {
+  async claim(threadId: string, proposedRunId: string, freshRunId: string, details: ClaimDetails): Promise<Claim> {
     const reply = await this.call(() =>
       this.redis.cgClaim(
         this.threadKey(threadId, 'lock'),
         this.threadKey(threadId, 'run', proposedRunId),
         this.threadKey(threadId, 'meta'),
         this.threadKey(threadId, 'runs'),
+        this.threadKey(threadId, 'deleted'),
         proposedRunId,
         freshRunId,
         this.instanceId,
         this.options.claimTimeoutMs,
-        owner ?? '',
+        details.owner ?? '',
         this.options.ttlSeconds,
+        details.agentId ?? DEFAULT_AGENT_ID,
+        details.name ?? '',
+        Date.now(),
+        `${this.key('list')}:`,
+        threadId,
       ),
     );
     if (reply[0] === 'forbidden') throw threadForbidden(threadId);
@@ -205,6 +223,114 @@ export class RedisRecords {
     return { threadId, ...(meta.principal ? { owner: meta.principal } : {}), messages, agentStates, runs };
   }
 
+  // --- the thread list ----------------------------------------------------------------------
+
+  async summary(threadId: string): Promise<ThreadSummary | undefined> {
+    const fields = await this.call(() => this.redis.hmget(this.threadKey(threadId, 'meta'), ...SUMMARY_FIELDS));
+    return summaryFrom(threadId, fields);
+  }
+
+  /**
+   * One page (see ThreadStore.list), read from the scope's sorted set in the order ZRANGE … REV gives (score, then
+   * member, descending), checked against each thread's own record: entries whose thread has expired are dropped
+   * from the set as they are met, and the page is read on until it is full.
+   */
+  async list({ scope, agentId, includeArchived, limit, after }: ThreadListQuery): Promise<ThreadListPage> {
+    const key = `${this.listKey(scope, agentId)}:${includeArchived ? 'all' : 'active'}`;
+    const threads: ThreadSummary[] = [];
+    let cursor = after;
+    for (;;) {
+      const want = limit + 1 - threads.length;
+      const candidates = await this.candidates(key, cursor, want);
+      if (candidates.length === 0) break;
+      const metas = await this.call(() => {
+        const pipeline = this.redis.pipeline();
+        for (const { threadId } of candidates) pipeline.hmget(this.threadKey(threadId, 'meta'), ...SUMMARY_FIELDS);
+        return pipeline.exec();
+      });
+      const gone: string[] = [];
+      candidates.forEach(({ threadId }, i) => {
+        const [error, fields] = metas?.[i] ?? [null, null];
+        const summary = error ? undefined : summaryFrom(threadId, fields as (string | null)[]);
+        if (!summary) {
+          // Expired (or deleted under this read): its entry goes. A thread claimed and not yet started stays.
+          if (!error && (fields as (string | null)[])[SUMMARY_FIELDS.indexOf('agent')] === null) gone.push(threadId);
+          return;
+        }
+        if ((summary.owner ?? '') !== scope || summary.agentId !== agentId) return;
+        if (summary.archived && !includeArchived) return;
+        threads.push(summary);
+      });
+      if (gone.length) void this.redis.zrem(`${this.listKey(scope, agentId)}:all`, ...gone).catch(() => {});
+      if (gone.length) void this.redis.zrem(`${this.listKey(scope, agentId)}:active`, ...gone).catch(() => {});
+      const last = candidates[candidates.length - 1];
+      cursor = { lastRunAt: last.score, threadId: last.threadId };
+      if (threads.length > limit || candidates.length < want) break;
+    }
+    const page = threads.slice(0, limit);
+    const end = page[page.length - 1];
+    return {
+      threads: page,
+      ...(threads.length > limit ? { next: { lastRunAt: end.lastRunAt.getTime(), threadId: end.threadId } } : {}),
+    };
+  }
+
+  /** Up to `count` entries of the sorted set after the cursor: first those tied with it, then those older. */
+  private async candidates(
+    key: string,
+    after: ThreadCursor | undefined,
+    count: number,
+  ): Promise<{ threadId: string; score: number }[]> {
+    const entries: { threadId: string; score: number }[] = [];
+    if (after) {
+      // Same score: ZRANGE orders them by member; those after the cursor's id (descending) come first.
+      const score = String(after.lastRunAt);
+      const tied = await this.call(() => this.redis.zrange(key, score, score, 'BYSCORE'));
+      for (const threadId of tied.reverse()) {
+        if (threadId < after.threadId) entries.push({ threadId, score: after.lastRunAt });
+        if (entries.length === count) return entries;
+      }
+    }
+    const max = after ? `(${after.lastRunAt}` : '+inf';
+    const older = await this.call(() =>
+      this.redis.zrange(key, max, '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, count - entries.length, 'WITHSCORES'),
+    );
+    for (let i = 0; i < older.length; i += 2) entries.push({ threadId: older[i], score: Number(older[i + 1]) });
+    return entries;
+  }
+
+  /** Renames or (un)archives the thread (the `cgUpdateThread` script); undefined when it has no run. */
+  async update(threadId: string, { name, archived }: ThreadChange): Promise<ThreadSummary | undefined> {
+    const changed = await this.call(() =>
+      this.redis.cgUpdateThread(
+        this.threadKey(threadId, 'meta'),
+        name === undefined ? '' : '1',
+        name ?? '',
+        archived === undefined ? '' : archived ? '1' : '0',
+        Date.now(),
+        threadId,
+      ),
+    );
+    return changed ? this.summary(threadId) : undefined;
+  }
+
+  /** Deletes every key of the thread (the `cgRemoveThread` script); whether it had any. */
+  async remove(threadId: string): Promise<boolean> {
+    const removed = await this.call(() =>
+      this.redis.cgRemoveThread(
+        this.threadKey(threadId, 'meta'),
+        this.threadKey(threadId, 'runs'),
+        this.threadKey(threadId, 'states'),
+        this.threadKey(threadId, 'lock'),
+        this.threadKey(threadId, 'deleted'),
+        this.threadKey(threadId, ''),
+        threadId,
+        DELETED_MARK_MS,
+      ),
+    );
+    return removed === 1;
+  }
+
   async owner(threadId: string): Promise<string | undefined> {
     return (await this.call(() => this.redis.hget(this.threadKey(threadId, 'meta'), 'principal'))) ?? undefined;
   }
@@ -244,6 +370,33 @@ export class RedisRecords {
       });
     }
   }
+}
+
+/** How long a deleted thread's mark stays (see the `cgRemoveThread` script): longer than any run goes unnoticed. */
+const DELETED_MARK_MS = 10 * 60_000;
+
+/** The fields of a thread's `meta` hash its list entry is read from. */
+const SUMMARY_FIELDS = ['principal', 'agent', 'name', 'archived', 'createdAt', 'updatedAt', 'lastRunAt', 'latest'];
+
+/** A thread's list entry from its `meta` fields (SUMMARY_FIELDS); undefined when it has no run. */
+function summaryFrom(threadId: string, fields: (string | null)[]): ThreadSummary | undefined {
+  const [principal, agent, name, archived, createdAt, updatedAt, lastRunAt, latest] = fields;
+  if (agent === null || latest === null) return undefined;
+  return {
+    threadId,
+    ...(principal !== null ? { owner: principal } : {}),
+    agentId: agent,
+    name,
+    archived: archived === '1',
+    createdAt: new Date(Number(createdAt)),
+    updatedAt: new Date(Number(updatedAt)),
+    lastRunAt: new Date(Number(lastRunAt)),
+  };
+}
+
+/** A scope or agent id as a piece of a list key: '%' and ':' percent-encoded (as \`esc\` in the scripts). */
+export function listKeyPart(text: string): string {
+  return text.replace(/[%:]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
 }
 
 export function parseMessages(json: string | null | undefined): Message[] {

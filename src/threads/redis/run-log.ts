@@ -239,6 +239,11 @@ export class RedisRunLog implements RunLog {
         'This gateway instance lost the run: it stopped answering for longer than its lease, ' +
           'and another instance ended the run.',
       );
+    if (reply === 'deleted')
+      return this.lose(
+        'its thread was deleted',
+        'The thread was deleted while the run was going on; the run was ended.',
+      );
     if (reply === 'lost')
       return this.lose(
         'another run holds its thread (its claim ran out before it started)',

@@ -11,7 +11,17 @@ export type ScriptedRedis = RedisClient & {
   cgAppend(...args: (string | number)[]): Promise<string>;
   cgAppendEvents(...args: (string | number)[]): Promise<string>;
   cgForget(...args: (string | number)[]): Promise<number>;
+  cgUpdateThread(...args: (string | number)[]): Promise<number>;
+  cgRemoveThread(...args: (string | number)[]): Promise<number>;
 };
+
+/**
+ * A piece of a list key: a scope (principal) or an agent id with '%' and ':' percent-encoded, so that the two
+ * pieces of a key can never run into each other. The same as \`listKeyPart\` in records.ts.
+ */
+const ESCAPE_LUA = `local function esc(s)
+  return (string.gsub(s, '[%%:]', function(c) return string.format('%%%02X', string.byte(c)) end))
+end`;
 
 /**
  * What every append script shares: a Lua function that checks a run's record and appends one batch of
@@ -34,12 +44,17 @@ end`;
 
 /** The store's Lua scripts: [number of keys, source]. Keys of other runs are built from the thread's key prefix. */
 const SCRIPTS: Record<string, [number | null, string]> = {
-  // KEYS: lock, run (of the proposed id), meta, runs. ARGV: proposed id, fresh id, instance, claim timeout (ms),
-  // owner ("" for none), ttl (s). Answers {'forbidden'} (another principal's thread), {'busy', holder}, or
-  // {'ok', run id, transcript}; a thread that belongs to no one becomes the owner's.
+  // KEYS: lock, run (of the proposed id), meta, runs, deleted. ARGV: proposed id, fresh id, instance, claim timeout
+  // (ms), owner ("" for none), ttl (s), agent id, name ("" for none), now (ms), list key prefix, thread id.
+  // Answers {'forbidden'} (another principal's thread), {'busy', holder}, or {'ok', run id, transcript}; a thread
+  // that belongs to no one becomes the owner's. The claim is the thread's latest run: its list entry (agent and
+  // creation time when new, name when it has none, lastRunAt) is written, and it is put first in its scope's lists
+  // (sorted sets \`{list prefix}{scope}:{agent}:all\` and \`…:active\`, scored by lastRunAt). The list keys are
+  // another hash slot than the thread's: one Redis server or primary only (not Redis Cluster).
   cgClaim: [
-    4,
-    `local principal = redis.call('HGET', KEYS[3], 'principal')
+    5,
+    `${ESCAPE_LUA}
+local principal = redis.call('HGET', KEYS[3], 'principal')
 if ARGV[5] ~= '' and principal and principal ~= ARGV[5] then return {'forbidden', '', ''} end
 local holder = redis.call('GET', KEYS[1])
 if holder then return {'busy', holder, ''} end
@@ -50,6 +65,31 @@ end
 local runId = ARGV[1]
 if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('LPOS', KEYS[4], ARGV[1]) then runId = ARGV[2] end
 redis.call('SET', KEYS[1], runId .. ' ' .. ARGV[3], 'PX', ARGV[4])
+redis.call('DEL', KEYS[5])
+local now = tonumber(ARGV[9])
+local agent = redis.call('HGET', KEYS[3], 'agent')
+if not agent then
+  agent = ARGV[7]
+  redis.call('HSET', KEYS[3], 'agent', agent, 'createdAt', now)
+end
+if ARGV[8] ~= '' and not redis.call('HGET', KEYS[3], 'name') then redis.call('HSET', KEYS[3], 'name', ARGV[8]) end
+redis.call('HSET', KEYS[3], 'lastRunAt', now, 'updatedAt', now)
+local list = ARGV[10] .. esc(redis.call('HGET', KEYS[3], 'principal') or '') .. ':' .. esc(agent)
+local listed = redis.call('HGET', KEYS[3], 'list')
+if listed and listed ~= list then
+  redis.call('ZREM', listed .. ':all', ARGV[11])
+  redis.call('ZREM', listed .. ':active', ARGV[11])
+end
+redis.call('HSET', KEYS[3], 'list', list)
+local lists = {list .. ':all'}
+if redis.call('HGET', KEYS[3], 'archived') ~= '1' then lists[2] = list .. ':active' end
+for _, key in ipairs(lists) do
+  redis.call('ZADD', key, now, ARGV[11])
+  -- Threads long gone (expired) leave their entries: those older than any live thread can be are dropped here.
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. (now - tonumber(ARGV[6]) * 1000 - 86400000))
+  redis.call('EXPIRE', key, ARGV[6])
+end
+if redis.call('TTL', KEYS[3]) < 0 then redis.call('EXPIRE', KEYS[3], ARGV[6]) end
 return {'ok', runId, redis.call('HGET', KEYS[3], 'transcript') or '[]'}`,
   ],
   // KEYS: lock. ARGV: run id. Frees a claim of that run.
@@ -61,11 +101,12 @@ return 0`,
   ],
   // KEYS: lock, meta, runs, run, instance runs, log. ARGV: run id, instance, input (JSON), started at, ttl (s),
   // max runs, thread key prefix, "threadId\0runId", reset ("1" to write the record again from nothing).
-  // Answers 'lost' when another run holds the thread; 'ok' otherwise (at once when the record is already
-  // this instance's: an open sent again).
+  // Answers 'deleted' when the thread was removed since its claim, 'lost' when another run holds the thread; 'ok'
+  // otherwise (at once when the record is already this instance's: an open sent again).
   cgOpen: [
     6,
-    `local mine = ARGV[1] .. ' ' .. ARGV[2]
+    `if redis.call('EXISTS', ARGV[7] .. 'deleted') == 1 then return 'deleted' end
+local mine = ARGV[1] .. ' ' .. ARGV[2]
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= mine then return 'lost' end
 if ARGV[9] == '' and redis.call('HGET', KEYS[4], 'owner') == ARGV[2] then return 'ok' end
@@ -137,6 +178,42 @@ for i = 1, #KEYS / 2 do
   if answers[i] == 'ok' then redis.call('PUBLISH', ARGV[a + 4], ARGV[a + 3]) end
 end
 return answers`,
+  ],
+  // KEYS: meta. ARGV: rename ("1" or ""), name, archived ("1", "0" or "" for unchanged), now (ms), thread id.
+  // Answers 0 when the thread has no run (gone, or never started), 1 once changed.
+  cgUpdateThread: [
+    1,
+    `if not redis.call('HGET', KEYS[1], 'latest') then return 0 end
+if ARGV[1] == '1' then redis.call('HSET', KEYS[1], 'name', ARGV[2]) end
+if ARGV[3] ~= '' then
+  redis.call('HSET', KEYS[1], 'archived', ARGV[3])
+  local list = redis.call('HGET', KEYS[1], 'list')
+  if list and ARGV[3] == '1' then redis.call('ZREM', list .. ':active', ARGV[5]) end
+  if list and ARGV[3] == '0' then
+    redis.call('ZADD', list .. ':active', redis.call('HGET', KEYS[1], 'lastRunAt') or ARGV[4], ARGV[5])
+    local ttl = redis.call('TTL', list .. ':all')
+    if ttl > 0 then redis.call('EXPIRE', list .. ':active', ttl) end
+  end
+end
+redis.call('HSET', KEYS[1], 'updatedAt', ARGV[4])
+return 1`,
+  ],
+  // KEYS: meta, runs, states, lock, deleted. ARGV: thread key prefix, thread id, how long the mark stays (ms).
+  // Deletes every key of the thread and its list entries, and leaves the mark \`deleted\` so that a run still
+  // writing cannot make the thread again (cgOpen answers 'deleted'); the next claim clears it. Answers 1 when the
+  // thread had anything.
+  cgRemoveThread: [
+    5,
+    `local had = redis.call('EXISTS', KEYS[1], KEYS[2])
+local list = redis.call('HGET', KEYS[1], 'list')
+if list then redis.call('ZREM', list .. ':all', ARGV[2]) redis.call('ZREM', list .. ':active', ARGV[2]) end
+for _, id in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
+  redis.call('DEL', ARGV[1] .. 'run:' .. id, ARGV[1] .. 'log:' .. id)
+end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+redis.call('SET', KEYS[5], '1', 'PX', ARGV[3])
+if had > 0 then return 1 end
+return 0`,
   ],
   // KEYS: instances, instance runs. ARGV: instance. Forgets a dead instance once it owns no run.
   cgForget: [

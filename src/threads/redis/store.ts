@@ -2,19 +2,26 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Redis as RedisClient } from 'ioredis';
-import { RunStoppedError, StoreUnavailableError, type GatewayError } from '../../core/errors.js';
+import { StoreUnavailableError, type GatewayError } from '../../core/errors.js';
 import type { EventFeed } from '../feed.js';
 import { createClients, describeRedisError, isSocketError, ready, redactedUrl } from './connection.js';
 import { InstanceLeases } from './instances.js';
 import { LiveChannels } from './live.js';
 import { RedisRecords } from './records.js';
 import { RedisRunLog, type RunLogStore, type Write } from './run-log.js';
+import { stopError } from '../store.js';
 import type {
   Claim,
+  ClaimDetails,
+  ThreadChange,
+  ThreadListPage,
+  ThreadListQuery,
+  ThreadSummary,
   RunInput,
   RunLog,
   RunRecord,
   StopHandler,
+  StopReason,
   ThreadRecord,
   ThreadStore,
   ThreadStoreOptions,
@@ -127,8 +134,8 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
 
   // --- claims and runs -------------------------------------------------------------------
 
-  claim(threadId: string, proposedRunId: string, freshRunId: string, owner?: string): Promise<Claim> {
-    return this.records.claim(threadId, proposedRunId, freshRunId, owner);
+  claim(threadId: string, proposedRunId: string, freshRunId: string, details: ClaimDetails = {}): Promise<Claim> {
+    return this.records.claim(threadId, proposedRunId, freshRunId, details);
   }
 
   release(threadId: string, runId: string): void {
@@ -195,6 +202,22 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     return this.records.owner(threadId);
   }
 
+  summary(threadId: string): Promise<ThreadSummary | undefined> {
+    return this.records.summary(threadId);
+  }
+
+  list(query: ThreadListQuery): Promise<ThreadListPage> {
+    return this.records.list(query);
+  }
+
+  update(threadId: string, change: ThreadChange): Promise<ThreadSummary | undefined> {
+    return this.records.update(threadId, change);
+  }
+
+  remove(threadId: string): Promise<boolean> {
+    return this.records.remove(threadId);
+  }
+
   run(threadId: string, runId?: string): Promise<RunRecord | undefined> {
     return this.records.run(threadId, runId);
   }
@@ -204,7 +227,11 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     return this.live.follow(threadId, runId, afterSequence);
   }
 
-  async requestStop(threadId: string, runId: string | undefined): Promise<string | undefined> {
+  async requestStop(
+    threadId: string,
+    runId: string | undefined,
+    reason: StopReason = 'stopped',
+  ): Promise<string | undefined> {
     const holder = await this.records.call(() => this.records.redis.get(this.records.threadKey(threadId, 'lock')));
     if (!holder) return undefined;
     const [activeRunId, owner] = holder.split(' ');
@@ -218,16 +245,14 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     if (!run && !ownerAlive) return undefined;
     if (ownerAlive) {
       await this.records.call(() =>
-        this.records.redis.publish(this.records.key('stop'), `${threadId}\u0000${activeRunId}`),
+        this.records.redis.publish(
+          this.records.key('stop'),
+          `${threadId}\u0000${activeRunId}${reason === 'stopped' ? '' : `\u0000${reason}`}`,
+        ),
       );
       return activeRunId;
     }
-    const ended = await this.endRun(
-      threadId,
-      activeRunId,
-      owner,
-      new RunStoppedError('The run was stopped (stopCopilotRun).'),
-    );
+    const ended = await this.endRun(threadId, activeRunId, owner, stopError(reason));
     return ended ? activeRunId : undefined;
   }
 

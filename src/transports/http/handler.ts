@@ -82,7 +82,7 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
             : 'A CORS preflight needs an Origin header.';
         return sendGatewayError(res, new ForbiddenOriginError(message));
       }
-      res.setHeader('access-control-allow-methods', 'GET, POST, OPTIONS');
+      res.setHeader('access-control-allow-methods', 'GET, POST, PATCH, DELETE, OPTIONS');
       const requested = req.headers['access-control-request-headers'];
       if (requested) res.setHeader('access-control-allow-headers', requested);
       res.setHeader('access-control-max-age', '600');
@@ -124,7 +124,7 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
       // Cross-site request forgery: a stop may be posted without a body, which a page elsewhere could
       // send without a preflight. Browsers name the page's origin on every cross-origin POST.
       const crossSite = typeof origin === 'string' && !originAllowed && !isSameOrigin(origin, req.headers.host);
-      if (req.method === 'POST' && crossSite) {
+      if (req.method !== 'GET' && req.method !== 'HEAD' && crossSite) {
         const refused = new ForbiddenOriginError(`The origin ${origin} is not allowed. Add it to CORS_ORIGINS.`);
         return sendGatewayError(res, refused, { agUi: true, requestId });
       }
