@@ -191,6 +191,7 @@ describe('the environment read by npm start', () => {
         INSTANCE_LEASE_MS: '5000',
         THREAD_BUSY_POLICY: 'interrupt',
         STORE_FAILURE_POLICY: 'fail',
+        THREAD_LIST_ANONYMOUS: 'true',
       }).threads,
     ).toEqual({
       redisUrl: 'redis://:secret@cache.internal:6379/2',
@@ -200,7 +201,14 @@ describe('the environment read by npm start', () => {
       leaseMs: 5000,
       onBusy: 'interrupt',
       onStoreFailure: 'fail',
+      listAnonymous: true,
     });
+    expect(() => readEnvironment({ THREAD_LIST_ANONYMOUS: 'yes' })).toThrow(
+      /THREAD_LIST_ANONYMOUS must be true or false/,
+    );
+    expect(() => createGateway({ logger: silentLogger, threads: { listAnonymous: 'yes' as never } })).toThrow(
+      /options.threads.listAnonymous must be true or false/,
+    );
     expect(() => readEnvironment({ REDIS_URL: 'localhost:6379' })).toThrow(
       /REDIS_URL must be a redis:\/\/ or rediss:\/\/ URL/,
     );

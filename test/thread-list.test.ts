@@ -394,6 +394,9 @@ describe('/threads', () => {
     expect(types.filter((t: string) => t === 'RUN_STARTED')).toHaveLength(2);
     expect(types.filter((t: string) => t === 'RUN_FINISHED')).toHaveLength(2);
     expect(types).toContain('TOOL_CALL_ARGS');
+    // Every event is one AG-UI 1.0 knows, as its schemas check them.
+    const { EventSchemas } = await import('@ag-ui/core/schemas');
+    for (const event of events.json.events) EventSchemas.parse(event);
     expect((await call(g, 'GET', '/threads/nope/messages')).status).toBe(404);
   });
 
@@ -442,6 +445,44 @@ describe('/threads', () => {
     await listed(0);
     expect((await call(g, 'GET', '/threads/d-agui/messages')).status).toBe(404);
     expect((await call(g, 'GET', '/threads/d-gql')).status).toBe(404);
+  });
+});
+
+describe('two instances on one Redis', () => {
+  it('list the same threads, and a delete through one stops the run going on at the other', async () => {
+    const threads = {
+      redisUrl: redis.url,
+      keyPrefix: `two${Math.random().toString(36).slice(2, 8)}:`,
+      listAnonymous: true,
+    };
+    const a = await start({ adapter: adapter(), threads });
+    const b = await start({ adapter: adapter(), threads });
+    await agRun(a, 'two-1', 'through A');
+    await agRun(b, 'two-2', 'through B');
+    await agRun(a, 'two-3', 'through A again');
+    const fromA = await call(a, 'GET', '/threads?agentId=default');
+    const fromB = await envelope(b, 'GET', '/threads?agentId=default');
+    expect(fromA.json.threads.map((t: any) => t.id)).toEqual(['two-3', 'two-2', 'two-1']);
+    expect(fromB.json).toEqual(fromA.json);
+    await call(b, 'PATCH', '/threads/two-1', { agentId: 'default', name: 'Renamed through B' });
+    expect((await call(a, 'GET', '/threads/two-1')).json.name).toBe('Renamed through B');
+
+    const running = agRun(a, 'two-run', '[stall]');
+    await until(
+      () => call(b, 'GET', '/threads?agentId=default'),
+      (answer) => answer.json.threads.length === 4,
+      'the run at A listed through B',
+    );
+    expect((await call(b, 'DELETE', '/threads/two-run', { agentId: 'default' })).status).toBe(200);
+    expect(await running).toContain('"type":"RUN_FINISHED","threadId":"two-run"');
+    expect((await call(a, 'GET', '/threads/two-run')).status).toBe(404);
+    // Nothing the stopped run wrote after the delete made the thread again.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect((await call(a, 'GET', '/threads?agentId=default')).json.threads.map((t: any) => t.id)).toEqual([
+      'two-3',
+      'two-2',
+      'two-1',
+    ]);
   });
 });
 

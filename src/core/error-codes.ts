@@ -25,7 +25,8 @@ export const ERROR_CODES = {
     where: 'request',
     meaning:
       'A feature this gateway does not offer (the Assistants API), or a forwarded parameter its model adapter cannot ' +
-      'apply; AG-UI transcription when no transcription service is configured.',
+      'apply; AG-UI transcription when no transcription service is configured; the thread list while it is off ' +
+      '(no authentication and no THREAD_LIST_ANONYMOUS), and CopilotKit Intelligence-only routes.',
   },
   AGENT_NOT_FOUND: {
     status: 404,
