@@ -337,7 +337,7 @@ export type CopilotResponse = {
 };
 
 /** One event of a run, in the order the run produced it. */
-export type CopilotRunEvent = ActionExecutionArgsEvent | ActionExecutionEndEvent | ActionExecutionResultEvent | ActionExecutionStartEvent | AgentStateMessageEvent | RunFinishedEvent | RunMetaEvent | RunStartedEvent | TextMessageContentEvent | TextMessageEndEvent | TextMessageStartEvent;
+export type CopilotRunEvent = ActionExecutionArgsEvent | ActionExecutionEndEvent | ActionExecutionResultEvent | ActionExecutionStartEvent | AgentStateMessageEvent | ReasoningContentEvent | ReasoningEndEvent | ReasoningStartEvent | RunFinishedEvent | RunMetaEvent | RunStartedEvent | TextMessageContentEvent | TextMessageEndEvent | TextMessageStartEvent;
 
 /** A thread as the gateway keeps it. */
 export type CopilotThread = {
@@ -728,6 +728,39 @@ export type QueryLoadAgentStateArgs = {
   data: LoadAgentStateInput;
 };
 
+/** A chunk of the model's reasoning. */
+export type ReasoningContentEvent = RunEvent & {
+  __typename?: 'ReasoningContentEvent';
+  /** The text chunk (one or more tokens). */
+  content: Scalars['String']['output'];
+  /** The reasoning message the chunk belongs to. */
+  messageId: Scalars['String']['output'];
+  /** The event's position in its run. */
+  sequence: Scalars['Int']['output'];
+};
+
+/** The reasoning message has ended (also when the run ends while it is open). */
+export type ReasoningEndEvent = RunEvent & {
+  __typename?: 'ReasoningEndEvent';
+  /** The reasoning message that ended. */
+  messageId: Scalars['String']['output'];
+  /** The event's position in its run. */
+  sequence: Scalars['Int']['output'];
+};
+
+/**
+ * The model has started showing its reasoning (its "thinking"), where the model or agent shows it: a message apart
+ * from the answer, never part of the conversation sent back to the model. Not in the reference contract: the
+ * mutation's messages never include it.
+ */
+export type ReasoningStartEvent = RunEvent & {
+  __typename?: 'ReasoningStartEvent';
+  /** The reasoning message's id, unique in the run. */
+  messageId: Scalars['String']['output'];
+  /** The event's position in its run. */
+  sequence: Scalars['Int']['output'];
+};
+
 /** The final status of a run. */
 export type ResponseStatus = FailedResponseStatus | PendingResponseStatus | SuccessResponseStatus;
 
@@ -1061,6 +1094,9 @@ export type ResolversTypes = {
   PendingMessageStatus: ResolverTypeWrapper<MessageStatusModel>;
   PendingResponseStatus: ResolverTypeWrapper<RunStatus>;
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
+  ReasoningContentEvent: ResolverTypeWrapper<ReasoningContentEvent>;
+  ReasoningEndEvent: ResolverTypeWrapper<ReasoningEndEvent>;
+  ReasoningStartEvent: ResolverTypeWrapper<ReasoningStartEvent>;
   ResponseStatus: ResolverTypeWrapper<RunStatus>;
   ResponseStatusCode: ResponseStatusCode;
   ResultMessageInput: ResultMessageInput;
@@ -1140,6 +1176,9 @@ export type ResolversParentTypes = {
   PendingMessageStatus: MessageStatusModel;
   PendingResponseStatus: RunStatus;
   Query: Record<PropertyKey, never>;
+  ReasoningContentEvent: ReasoningContentEvent;
+  ReasoningEndEvent: ReasoningEndEvent;
+  ReasoningStartEvent: ReasoningStartEvent;
   ResponseStatus: RunStatus;
   ResultMessageInput: ResultMessageInput;
   ResultMessageOutput: ResultMessageOutputModel;
@@ -1289,7 +1328,7 @@ export type CopilotResponseResolvers<ContextType = GatewayContext, ParentType ex
 };
 
 export type CopilotRunEventResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['CopilotRunEvent'] = ResolversParentTypes['CopilotRunEvent']> = {
-  __resolveType: TypeResolveFn<'ActionExecutionArgsEvent' | 'ActionExecutionEndEvent' | 'ActionExecutionResultEvent' | 'ActionExecutionStartEvent' | 'AgentStateMessageEvent' | 'RunFinishedEvent' | 'RunMetaEvent' | 'RunStartedEvent' | 'TextMessageContentEvent' | 'TextMessageEndEvent' | 'TextMessageStartEvent', ParentType, ContextType>;
+  __resolveType: TypeResolveFn<'ActionExecutionArgsEvent' | 'ActionExecutionEndEvent' | 'ActionExecutionResultEvent' | 'ActionExecutionStartEvent' | 'AgentStateMessageEvent' | 'ReasoningContentEvent' | 'ReasoningEndEvent' | 'ReasoningStartEvent' | 'RunFinishedEvent' | 'RunMetaEvent' | 'RunStartedEvent' | 'TextMessageContentEvent' | 'TextMessageEndEvent' | 'TextMessageStartEvent', ParentType, ContextType>;
 };
 
 export type CopilotThreadResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['CopilotThread'] = ResolversParentTypes['CopilotThread']> = {
@@ -1402,6 +1441,25 @@ export type QueryResolvers<ContextType = GatewayContext, ParentType extends Reso
   loadAgentState?: Resolver<ResolversTypes['LoadAgentStateResponse'], ParentType, ContextType, RequireFields<QueryLoadAgentStateArgs, 'data'>>;
 };
 
+export type ReasoningContentEventResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['ReasoningContentEvent'] = ResolversParentTypes['ReasoningContentEvent']> = {
+  content?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  messageId?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  sequence?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
+};
+
+export type ReasoningEndEventResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['ReasoningEndEvent'] = ResolversParentTypes['ReasoningEndEvent']> = {
+  messageId?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  sequence?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
+};
+
+export type ReasoningStartEventResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['ReasoningStartEvent'] = ResolversParentTypes['ReasoningStartEvent']> = {
+  messageId?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  sequence?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
+};
+
 export type ResponseStatusResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['ResponseStatus'] = ResolversParentTypes['ResponseStatus']> = {
   __resolveType: TypeResolveFn<'FailedResponseStatus' | 'PendingResponseStatus' | 'SuccessResponseStatus', ParentType, ContextType>;
 };
@@ -1417,7 +1475,7 @@ export type ResultMessageOutputResolvers<ContextType = GatewayContext, ParentTyp
 };
 
 export type RunEventResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['RunEvent'] = ResolversParentTypes['RunEvent']> = {
-  __resolveType: TypeResolveFn<'ActionExecutionArgsEvent' | 'ActionExecutionEndEvent' | 'ActionExecutionResultEvent' | 'ActionExecutionStartEvent' | 'AgentStateMessageEvent' | 'RunFinishedEvent' | 'RunMetaEvent' | 'RunStartedEvent' | 'TextMessageContentEvent' | 'TextMessageEndEvent' | 'TextMessageStartEvent', ParentType, ContextType>;
+  __resolveType: TypeResolveFn<'ActionExecutionArgsEvent' | 'ActionExecutionEndEvent' | 'ActionExecutionResultEvent' | 'ActionExecutionStartEvent' | 'AgentStateMessageEvent' | 'ReasoningContentEvent' | 'ReasoningEndEvent' | 'ReasoningStartEvent' | 'RunFinishedEvent' | 'RunMetaEvent' | 'RunStartedEvent' | 'TextMessageContentEvent' | 'TextMessageEndEvent' | 'TextMessageStartEvent', ParentType, ContextType>;
 };
 
 export type RunFinishedEventResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['RunFinishedEvent'] = ResolversParentTypes['RunFinishedEvent']> = {
@@ -1521,6 +1579,9 @@ export type Resolvers<ContextType = GatewayContext> = {
   PendingMessageStatus?: PendingMessageStatusResolvers<ContextType>;
   PendingResponseStatus?: PendingResponseStatusResolvers<ContextType>;
   Query?: QueryResolvers<ContextType>;
+  ReasoningContentEvent?: ReasoningContentEventResolvers<ContextType>;
+  ReasoningEndEvent?: ReasoningEndEventResolvers<ContextType>;
+  ReasoningStartEvent?: ReasoningStartEventResolvers<ContextType>;
   ResponseStatus?: ResponseStatusResolvers<ContextType>;
   ResultMessageOutput?: ResultMessageOutputResolvers<ContextType>;
   RunEvent?: RunEventResolvers<ContextType>;

@@ -214,7 +214,7 @@ describe('AG-UI events', () => {
     expect(agent.lastInput.forwardedProps).toMatchObject({ command: { resume: '{"approved":true}' } });
   });
 
-  it('drops reasoning, RAW and unknown custom events deliberately and goes on', async () => {
+  it('passes reasoning on (the mutation leaves it out), drops RAW and unknown custom events, and goes on', async () => {
     const outcome = await run(await gateway(), '[thinking]');
     expect(outcome.status.code).toBe('Success');
     expect(outcome.messages.map((m) => m.type)).toEqual(['text']);

@@ -177,7 +177,7 @@ describe('AnthropicAdapter (Messages API streaming on the official SDK)', () => 
     expect(fake.requests[before].body).toMatchObject({ model: 'claude-other', max_tokens: 12 });
   });
 
-  it('streams tool calls with their input, after the text before them, and drops thinking', async () => {
+  it('streams tool calls with their input, after the text before them, and thinking as reasoning first', async () => {
     const output = recordingOutput();
     await adapter().stream(
       request('[thinking] [text-then-tool] [tool=lookup] [toolargs={"q":"paris"}]'),
@@ -185,19 +185,19 @@ describe('AnthropicAdapter (Messages API streaming on the official SDK)', () => 
       new AbortController().signal,
     );
     const n = fake.requests.length;
-    expect(output.log.join('\n')).not.toContain('think');
-    expect(output.log[0]).toBe(`start msg_fake${n}`);
-    expect(output.log).toContain('text m1 Let me do that. ');
+    expect(output.log.slice(0, 3)).toEqual(['think undefined', 'thought r1 Let me think about this.', 'thinkend r1']);
+    expect(output.log[3]).toBe(`start msg_fake${n}`);
+    expect(output.log).toContain('text m2 Let me do that. ');
     expect(output.log).toContain(`call toolu_msg_fake${n}_0 lookup msg_fake${n}`);
     const args = output.log
-      .filter((line) => line.startsWith('args c2 '))
-      .map((line) => line.slice('args c2 '.length))
+      .filter((line) => line.startsWith('args c3 '))
+      .map((line) => line.slice('args c3 '.length))
       .join('');
     expect(JSON.parse(args)).toEqual({ q: 'paris' });
-    expect(output.log.indexOf('end m1')).toBeLessThan(
+    expect(output.log.indexOf('end m2')).toBeLessThan(
       output.log.indexOf(`call toolu_msg_fake${n}_0 lookup msg_fake${n}`),
     );
-    expect(output.log[output.log.length - 1]).toBe('callend c2');
+    expect(output.log[output.log.length - 1]).toBe('callend c3');
   });
 
   it.each([

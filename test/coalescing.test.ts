@@ -20,6 +20,12 @@ function recording(): RunWriter & { log: string[]; fail?: Error } {
       writer.log.push(`args ${id} ${args}`);
     },
     actionEnd: (id) => (open.delete(id), void writer.log.push(`callend ${id}`)),
+    reasoningStart: (id) => (open.add(id!), writer.log.push(`think ${id}`), id!),
+    reasoningContent: (id, content) => {
+      if (!open.has(id)) throw new Error(`Reasoning message "${id}" is not open.`);
+      writer.log.push(`thought ${id} ${content}`);
+    },
+    reasoningEnd: (id) => (open.delete(id), void writer.log.push(`thinkend ${id}`)),
     actionResult: (id, name, result) => void writer.log.push(`result ${id} ${result}`),
     agentState: (snapshot) => void writer.log.push(`state ${JSON.stringify(snapshot.state)}`),
     metaEvent: (event) => void writer.log.push(`meta ${event.name}`),

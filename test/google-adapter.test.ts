@@ -147,7 +147,7 @@ describe('GoogleAdapter (Gemini API streaming on the official SDK)', () => {
     ]);
   });
 
-  it('streams function calls whole, after the text before them, and drops thought parts', async () => {
+  it('streams function calls whole, after the text before them, and thought parts as reasoning before both', async () => {
     const output = recordingOutput();
     await adapter().stream(
       request('[thinking] [text-then-tool] [tool=lookup] [toolargs={"q":"paris"}]'),
@@ -156,12 +156,15 @@ describe('GoogleAdapter (Gemini API streaming on the official SDK)', () => {
     );
     const n = fake.requests.length;
     expect(output.log).toEqual([
+      'think undefined',
+      'thought r1 Let me think about this.',
+      'thinkend r1',
       `start resp-fake${n}`,
-      'text m1 Let me do that. ',
-      'end m1',
+      'text m2 Let me do that. ',
+      'end m2',
       `call undefined lookup resp-fake${n}`,
-      'args c2 {"q":"paris"}',
-      'callend c2',
+      'args c3 {"q":"paris"}',
+      'callend c3',
     ]);
   });
 

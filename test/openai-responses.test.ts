@@ -54,7 +54,7 @@ describe('OpenAIAdapter on the Responses API', () => {
   };
 
   for (const transport of TRANSPORTS) {
-    it(`continues after a server-side action with the call and its output, and drops reasoning (${transport.name})`, async () => {
+    it(`continues after a server-side action with the call and its output; reasoning is not the answer (${transport.name})`, async () => {
       const gateway = await start({ adapter: responses(), actions: [greet] });
       const before = fake.requests.length;
       const outcome = await transport.run(

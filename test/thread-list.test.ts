@@ -166,7 +166,7 @@ describe('the Redis store', () => {
     expect(page.threads.map((t) => t.threadId)).toEqual(['x2', 'x1']);
     expect(page.next).toBeDefined();
     const listKey = `${store.records.listKey('', 'exp')}:active`;
-    expect(await client.zrange(listKey, 0, -1)).toEqual(['x0', 'x1', 'x2']);
+    expect(await client.zrange(listKey, '0', '-1')).toEqual(['x0', 'x1', 'x2']);
     await store.close();
   });
 

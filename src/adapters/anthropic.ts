@@ -44,8 +44,9 @@ const loadSdk = loadOnFirstUse(() => import('@anthropic-ai/sdk'));
  * its request types, its SSE reader and its retries (2 by default, before the stream starts, never
  * after). Requests go through an undici pool of the adapter's own, closed with the gateway.
  *
- * Thinking blocks are dropped: the adapter does not ask for extended thinking, and a model that
- * streams thinking anyway has it left out of the conversation the client sees (PROTOCOL.md §4.10).
+ * The adapter does not ask for extended thinking; a model that streams thinking anyway has it shown as the run's
+ * reasoning (never sent back to the model: its signatures are not kept), and redacted thinking is left out
+ * (PROTOCOL.md §4.10).
  */
 export class AnthropicAdapter implements ModelAdapter {
   readonly name = 'anthropic';
@@ -201,15 +202,15 @@ function errorMessage(error: APIError): string | undefined {
 
 /**
  * Turns Messages API stream events into the run's text messages and action calls: a text block is a
- * text message, a tool_use block an action call (its `input_json_delta`s the arguments). Thinking
- * blocks and their deltas are dropped.
+ * text message, a tool_use block an action call (its `input_json_delta`s the arguments), a thinking block a
+ * reasoning message (its `thinking_delta`s the text; signatures and redacted thinking are dropped).
  */
 class EventReader {
   private messageId: string | undefined;
   private stopReason: string | null | undefined;
   private texts = 0;
   /** Open blocks by index: the text message or action call each one is. */
-  private readonly blocks = new Map<number, { kind: 'text' | 'call'; id: string }>();
+  private readonly blocks = new Map<number, { kind: 'text' | 'call' | 'reasoning'; id: string }>();
 
   constructor(private readonly output: ModelOutput) {}
 
@@ -225,6 +226,10 @@ class EventReader {
           const id = this.output.textStart(this.texts++ === 0 ? this.messageId : undefined);
           this.blocks.set(event.index, { kind: 'text', id });
           if (block.text) this.output.textContent(id, block.text);
+        } else if (block.type === 'thinking') {
+          const id = this.output.reasoningStart();
+          this.blocks.set(event.index, { kind: 'reasoning', id });
+          if (block.thinking) this.output.reasoningContent(id, block.thinking);
         } else if (block.type === 'tool_use') {
           const id = this.output.actionStart(block.id, block.name, this.messageId);
           this.blocks.set(event.index, { kind: 'call', id });
@@ -242,6 +247,8 @@ class EventReader {
         if (delta.type === 'text_delta' && open.kind === 'text') this.output.textContent(open.id, delta.text);
         else if (delta.type === 'input_json_delta' && open.kind === 'call' && delta.partial_json)
           this.output.actionArgs(open.id, delta.partial_json);
+        else if (delta.type === 'thinking_delta' && open.kind === 'reasoning')
+          this.output.reasoningContent(open.id, delta.thinking);
         break;
       }
       case 'content_block_stop':
@@ -271,6 +278,7 @@ class EventReader {
     if (!open) return;
     this.blocks.delete(index);
     if (open.kind === 'text') this.output.textEnd(open.id);
+    else if (open.kind === 'reasoning') this.output.reasoningEnd(open.id);
     else this.output.actionEnd(open.id);
   }
 }

@@ -37,8 +37,8 @@ const MAX_SIGNATURES = 10_000;
  * (`@google/genai`): its request types, its stream reader and its retries. Requests go through an
  * undici pool of the adapter's own, closed with the gateway.
  *
- * Thought parts are dropped (the adapter asks for none; a model that streams them anyway has them
- * left out). Gemini marks its function calls with thought signatures it wants back with them in the
+ * Thought parts (the adapter asks for none; a model that streams thought summaries anyway) are shown as the run's
+ * reasoning, never sent back. Gemini marks its function calls with thought signatures it wants back with them in the
  * next request; the adapter remembers them by call id (the last 10,000) and sends them with the
  * calls, so a run continued after server-side actions, or a conversation continued through the
  * same process, keeps them.
@@ -218,10 +218,11 @@ function apiErrorMessage(error: ApiError): string | undefined {
 /**
  * Turns Gemini stream chunks into the run's text messages and action calls. Text parts extend one
  * text message; a functionCall part (Gemini sends each call whole) is an action call with its
- * arguments in one piece. Thought parts are dropped.
+ * arguments in one piece. Thought parts extend one reasoning message, ended when the answer or a call starts.
  */
 class ChunkReader {
   private text: string | undefined;
+  private reasoning: string | undefined;
   private texts = 0;
   private responseId: string | undefined;
   private finishReason: string | undefined;
@@ -243,7 +244,14 @@ class ChunkReader {
     }
     const candidate = chunk.candidates?.[0];
     for (const part of candidate?.content?.parts ?? []) {
-      if (part.thought) continue;
+      if (part.thought) {
+        if (!part.text) continue;
+        this.endText();
+        this.reasoning ??= this.output.reasoningStart();
+        this.output.reasoningContent(this.reasoning, part.text);
+        continue;
+      }
+      this.endReasoning();
       if (part.functionCall) {
         this.endText();
         const call = part.functionCall;
@@ -262,6 +270,7 @@ class ChunkReader {
 
   /** The stream has ended: it must have said why it stopped; the text is closed. */
   finish(): void {
+    this.endReasoning();
     this.endText();
     if (!this.finishReason) {
       throw new UpstreamError(
@@ -287,6 +296,12 @@ class ChunkReader {
         },
       );
     }
+  }
+
+  private endReasoning(): void {
+    if (this.reasoning === undefined) return;
+    this.output.reasoningEnd(this.reasoning);
+    this.reasoning = undefined;
   }
 
   private endText(): void {

@@ -153,6 +153,10 @@ export class ObservedAdapter implements ModelAdapter {
         chunk(args);
       },
       actionEnd: (id) => output.actionEnd(id),
+      // Reasoning is not the answer: the hooks see only text and calls, as CopilotKit's do.
+      reasoningStart: (proposedId) => output.reasoningStart(proposedId),
+      reasoningContent: (id, content) => output.reasoningContent(id, content),
+      reasoningEnd: (id) => output.reasoningEnd(id),
     };
     return Promise.resolve(this.inner.stream(request, observed, signal)).then(
       () => {

@@ -59,6 +59,8 @@ export class ChunkReader {
   // (so calls whose deltas interleave keep their own arguments), with the provider's call id.
   private openText: string | undefined;
   private pendingText = '';
+  /** The reasoning message open (reasoning models on compatible servers), if any. */
+  private openReasoning: string | undefined;
   /** Created with the first tool call: a held text stream pays for every empty map it keeps. */
   private openCalls: Map<number, { id: string; providerId: string | undefined }> | undefined;
   private parentId: string | undefined;
@@ -110,6 +112,14 @@ export class ChunkReader {
     if (!choice) return;
     const delta = choice.delta;
     const chunkId = typeof chunk.id === 'string' ? chunk.id : undefined;
+    // The model's reasoning, as compatible servers of reasoning models send it beside the answer: DeepSeek, vLLM and
+    // LM Studio as `reasoning_content`, OpenRouter and Ollama as `reasoning` (OpenAI's own API sends none).
+    const thinking = delta as { reasoning_content?: unknown; reasoning?: unknown } | undefined;
+    const reasoning: unknown = thinking?.reasoning_content || thinking?.reasoning;
+    if (reasoning) {
+      if (typeof reasoning !== 'string') throw this.malformed('reasoning that is not a string');
+      this.reason(reasoning);
+    }
     const content: unknown = delta?.content;
     if (content) {
       if (typeof content !== 'string') throw this.malformed('text content that is not a string');
@@ -126,9 +136,22 @@ export class ChunkReader {
     if (choice.finish_reason) this.finished = true;
   }
 
+  /** A piece of the model's reasoning: a reasoning message of its own, ended when the answer (or a call) starts. */
+  private reason(content: string): void {
+    if (this.openReasoning === undefined) this.openReasoning = this.output.reasoningStart();
+    this.output.reasoningContent(this.openReasoning, content);
+  }
+
+  private endReasoning(): void {
+    if (this.openReasoning === undefined) return;
+    this.output.reasoningEnd(this.openReasoning);
+    this.openReasoning = undefined;
+  }
+
   /** A piece of the completion's text (an empty one says nothing). */
   private text(content: string, chunkId: string | undefined): void {
     if (content === '') return;
+    if (this.openReasoning !== undefined) this.endReasoning();
     this.endCalls();
     if (this.openText === undefined) this.parentId = this.openText = this.output.textStart(chunkId);
     this.pendingText += content;
@@ -152,6 +175,7 @@ export class ChunkReader {
       );
     }
     this.endCalls();
+    this.endReasoning();
     if (this.openText !== undefined) this.output.textEnd(this.openText);
     this.openText = undefined;
   }
@@ -174,6 +198,7 @@ export class ChunkReader {
       call = undefined;
     }
     if (!call) {
+      this.endReasoning();
       if (this.openText !== undefined) this.output.textEnd(this.openText);
       this.openText = undefined;
       const id = this.output.actionStart(toolCall.id, toolCall.function?.name ?? '', this.parentId ?? chunkId);

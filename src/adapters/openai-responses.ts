@@ -91,6 +91,8 @@ export function toResponsesToolChoice(
 export class ResponsesReader {
   private finished = false;
   private openText: { itemId: string; id: string } | undefined;
+  /** The reasoning message open, and which part of which reasoning item it shows. */
+  private openReasoning: { key: string; id: string } | undefined;
   private pendingText = '';
   private readonly calls = new Map<string, { id: string; argsSeen: boolean }>();
   private parentId: string | undefined;
@@ -110,10 +112,23 @@ export class ResponsesReader {
       case 'response.refusal.delta':
         this.text(event.item_id, event.delta);
         break;
+      // Reasoning, where the server shows it: summaries (OpenAI's, when asked for) or the reasoning text itself
+      // (open-weight reasoning models on compatible servers). One reasoning message per summary part or content.
+      case 'response.reasoning_summary_text.delta':
+      case 'response.reasoning_text.delta': {
+        const part = event.type === 'response.reasoning_text.delta' ? event.content_index : event.summary_index;
+        this.reason(`${event.item_id}:${event.type}:${part}`, event.delta);
+        break;
+      }
+      case 'response.reasoning_summary_text.done':
+      case 'response.reasoning_text.done':
+        this.endReasoning();
+        break;
       case 'response.output_item.added':
         if (event.item.type === 'function_call') {
           this.flush();
           this.endText();
+          this.endReasoning();
           const id = this.output.actionStart(event.item.call_id, event.item.name, this.parentId);
           this.calls.set(event.item.id ?? event.item.call_id, { id, argsSeen: false });
         }
@@ -164,7 +179,7 @@ export class ResponsesReader {
           },
         );
       default:
-        // Lifecycle events (created, in progress, content parts), reasoning and its summaries: nothing to write.
+        // Lifecycle events (created, in progress, content parts, reasoning items' start and end): nothing to write.
         break;
     }
   }
@@ -187,12 +202,32 @@ export class ResponsesReader {
       );
     }
     this.endText();
+    this.endReasoning();
     for (const call of this.calls.values()) this.output.actionEnd(call.id);
     this.calls.clear();
   }
 
+  /** A piece of reasoning of one part (`key`): a reasoning message of its own, ended when another part starts. */
+  private reason(key: string, delta: string): void {
+    if (!delta) return;
+    if (this.openReasoning?.key !== key) {
+      this.flush();
+      this.endText();
+      this.endReasoning();
+      this.openReasoning = { key, id: this.output.reasoningStart() };
+    }
+    this.output.reasoningContent(this.openReasoning.id, delta);
+  }
+
+  private endReasoning(): void {
+    if (this.openReasoning === undefined) return;
+    this.output.reasoningEnd(this.openReasoning.id);
+    this.openReasoning = undefined;
+  }
+
   private text(itemId: string, delta: string): void {
     if (!delta) return;
+    this.endReasoning();
     if (this.openText?.itemId !== itemId) {
       this.flush();
       this.endText();

@@ -27,8 +27,11 @@ interface PredictState {
  *   state; RUN_ERROR fails the run;
  * - CUSTOM: `on_interrupt` (what LangGraph-based AG-UI servers send) as an interrupt,
  *   `PredictState` and `Exit` as in CopilotKit; other custom events are skipped.
- * Deliberately dropped, as the GraphQL protocol has no place for them: RAW, reasoning (thinking)
- * and activity events, and subagent lifecycle events. A stream that ends without RUN_FINISHED or
+ * - reasoning: REASONING_MESSAGE_START / _CONTENT / _END as the run's reasoning messages (a 0.0.x agent's
+ *   retired THINKING_* events come as these: see `fromThinking`); the spans around them (REASONING_START/END)
+ *   carry nothing more.
+ * Deliberately dropped, as the GraphQL protocol has no place for them: RAW, encrypted reasoning and activity
+ * events, and subagent lifecycle events. A stream that ends without RUN_FINISHED or
  * RUN_ERROR is a truncated run.
  */
 export class AgUiEventInterpreter {
@@ -38,6 +41,8 @@ export class AgUiEventInterpreter {
   private finished = false;
   private predictState: PredictState[] = [];
   private readonly texts = new Map<string, string>();
+  /** Open reasoning messages: the agent's id to the run's. */
+  private readonly reasoning = new Map<string, string>();
   private readonly calls = new Map<string, { id: string; name: string; args: string; open: boolean }>();
   /** Ids of messages and calls the client already has: sent in the request or streamed in this run. */
   private readonly seen: Set<string>;
@@ -81,6 +86,26 @@ export class AgUiEventInterpreter {
         this.out.textEnd(id);
         return;
       }
+      case EventType.REASONING_MESSAGE_START: {
+        if (this.reasoning.has(e.messageId)) return;
+        this.reasoning.set(e.messageId, this.out.reasoningStart(e.messageId));
+        return;
+      }
+      case EventType.REASONING_MESSAGE_CONTENT: {
+        const id = this.reasoning.get(e.messageId);
+        if (id !== undefined) this.out.reasoningContent(id, e.delta);
+        return;
+      }
+      case EventType.REASONING_MESSAGE_END: {
+        const id = this.reasoning.get(e.messageId);
+        if (id === undefined) return;
+        this.reasoning.delete(e.messageId);
+        this.out.reasoningEnd(id);
+        return;
+      }
+      case EventType.REASONING_START:
+      case EventType.REASONING_END:
+        return;
       case EventType.TOOL_CALL_START: {
         if (this.calls.has(e.toolCallId)) return;
         this.seen.add(e.toolCallId);
@@ -251,4 +276,34 @@ export class AgUiEventInterpreter {
 function textOfContent(content: string | ContentPart[]): string {
   if (typeof content === 'string') return content;
   return content.map((part) => (part.type === 'text' ? part.text : '')).join('');
+}
+
+/**
+ * A 0.0.x agent's thinking events (THINKING_START, THINKING_TEXT_MESSAGE_START / _CONTENT / _END, THINKING_END, retired
+ * by AG-UI 1.0, whose schemas no longer know them) as 1.0's reasoning events. Their messages have no ids: each gets
+ * one, `<prefix>-<n>`. Other events pass as they are. One per stream (it numbers the stream's thinking messages).
+ */
+export function fromThinking(prefix: string): (event: BaseEvent) => BaseEvent {
+  let count = 0;
+  let current = '';
+  return (event) => {
+    const type: string = event.type;
+    if (!type.startsWith('THINKING_')) return event;
+    const e = event as BaseEvent & Record<string, unknown>;
+    switch (type) {
+      case 'THINKING_START':
+        return { type: EventType.REASONING_START, messageId: `${prefix}-span` } as BaseEvent;
+      case 'THINKING_END':
+        return { type: EventType.REASONING_END, messageId: `${prefix}-span` } as BaseEvent;
+      case 'THINKING_TEXT_MESSAGE_START':
+        current = `${prefix}-${++count}`;
+        return { type: EventType.REASONING_MESSAGE_START, messageId: current, role: 'reasoning' } as BaseEvent;
+      case 'THINKING_TEXT_MESSAGE_CONTENT':
+        return { type: EventType.REASONING_MESSAGE_CONTENT, messageId: current, delta: e.delta } as BaseEvent;
+      case 'THINKING_TEXT_MESSAGE_END':
+        return { type: EventType.REASONING_MESSAGE_END, messageId: current } as BaseEvent;
+      default:
+        return event;
+    }
+  };
 }

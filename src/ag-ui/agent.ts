@@ -5,7 +5,7 @@ import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import type { RunWriter } from '../core/writer.js';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.js';
 import type { AgentClient, AgentEntry, AgentRequest, AgentThreadState, LoadStateRequest } from '../agents/agent.js';
-import { AgUiEventInterpreter } from './agent-events.js';
+import { AgUiEventInterpreter, fromThinking } from './agent-events.js';
 import { resumeOf, toAgUiMessages } from './messages.js';
 import type { AgentDefinition, BuiltInAgentDependencies } from '../agents/definitions.js';
 import { badAgentResponse, namingAgent, who } from '../agents/errors.js';
@@ -163,6 +163,7 @@ export class AgUiAgentClient implements AgentClient {
     });
 
     const events = transformHttpEventStream(httpEvents as never).pipe(
+      map(fromThinking(`thinking-${request.runId}`)),
       filter((event) => {
         if (KNOWN_EVENT_TYPES.has(event.type)) return true;
         request.logger.debug({ agent: agentName, type: event.type }, 'agent event of an unknown type skipped');

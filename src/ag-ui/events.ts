@@ -17,16 +17,19 @@ export interface RunStartedInput {
 }
 
 /**
- * A run's event as AG-UI events (none, for what AG-UI has no word for). The run's own order already
- * obeys AG-UI's lifecycle: one start first, every message and call ended before the end, one end.
- * A run that failed ends with RUN_ERROR (its code and description); a run stopped on request ends
- * with RUN_FINISHED, as CopilotKit's runtime ends it.
+ * A run's event as AG-UI events: one, none (for what AG-UI, or this client's version of it, has no word for), or two
+ * (a reasoning message's start and end: AG-UI 1.0 brackets each in a reasoning span of its own). The run's own order
+ * already obeys AG-UI's lifecycle: one start first, every message and call ended before the end, one end. A run that
+ * failed ends with RUN_ERROR (its code and description); a run stopped on request ends with RUN_FINISHED, as
+ * CopilotKit's runtime ends it. `agUi1`: the client speaks AG-UI 1.0 (reasoning and the `cancelled` outcome are sent
+ * only to it; 0.0.x clients' schemas refuse them).
  */
 export function toAgUiEvent(
   event: SequencedEvent,
   run: { threadId: string; runId: string; interrupts?: AgUiInterrupt[] },
   input?: RunStartedInput,
-): BaseEvent | undefined {
+  agUi1 = speaksAgUi1(input?.protocolVersion),
+): BaseEvent | BaseEvent[] | undefined {
   switch (event.type) {
     case 'RunStarted':
       return {
@@ -71,7 +74,7 @@ export function toAgUiEvent(
       const { status } = event;
       // A stopped run ends as CopilotKit's runtime ends it, RUN_FINISHED; a client that speaks AG-UI 1.0 also gets
       // its `cancelled` outcome (0.0.x clients' schemas refuse any outcome but success and interrupt).
-      if (status.code === 'Failed' && status.details.code === 'RUN_STOPPED' && speaksAgUi1(input?.protocolVersion)) {
+      if (status.code === 'Failed' && status.details.code === 'RUN_STOPPED' && agUi1) {
         return {
           type: 'RUN_FINISHED',
           threadId: run.threadId,
@@ -90,6 +93,21 @@ export function toAgUiEvent(
       }
       return { type: 'RUN_ERROR', message: status.details.description, code: status.details.code } as BaseEvent;
     }
+    case 'ReasoningStart':
+      if (!agUi1) return undefined;
+      return [
+        { type: 'REASONING_START', messageId: event.messageId } as BaseEvent,
+        { type: 'REASONING_MESSAGE_START', messageId: event.messageId, role: 'reasoning' } as BaseEvent,
+      ];
+    case 'ReasoningContent':
+      if (!agUi1) return undefined;
+      return { type: 'REASONING_MESSAGE_CONTENT', messageId: event.messageId, delta: event.content } as BaseEvent;
+    case 'ReasoningEnd':
+      if (!agUi1) return undefined;
+      return [
+        { type: 'REASONING_MESSAGE_END', messageId: event.messageId } as BaseEvent,
+        { type: 'REASONING_END', messageId: event.messageId } as BaseEvent,
+      ];
     default:
       // Every kind of event has its case: a new one does not compile until it has.
       throw new UnreachableCaseError(event);

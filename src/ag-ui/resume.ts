@@ -5,13 +5,14 @@ import { agUiInterrupt, parseEventId, type AgUiInterrupt } from './events.js';
 // Resuming an AG-UI stream after the event a client last had (its Last-Event-ID, PROTOCOL §8.3).
 
 /** Which of a run's messages and calls are open (started, not ended), by id. */
-export type OpenMessages = Map<string, 'text' | 'call'>;
+export type OpenMessages = Map<string, 'text' | 'call' | 'reasoning'>;
 
 /** Follows which messages and calls of a run are open. */
 export function track(open: OpenMessages, event: SequencedEvent): void {
   if (event.type === 'TextMessageStart') open.set(event.messageId, 'text');
   else if (event.type === 'ActionExecutionStart') open.set(event.actionExecutionId, 'call');
-  else if (event.type === 'TextMessageEnd') open.delete(event.messageId);
+  else if (event.type === 'ReasoningStart') open.set(event.messageId, 'reasoning');
+  else if (event.type === 'TextMessageEnd' || event.type === 'ReasoningEnd') open.delete(event.messageId);
   else if (event.type === 'ActionExecutionEnd') open.delete(event.actionExecutionId);
 }
 

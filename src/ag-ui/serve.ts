@@ -10,10 +10,17 @@ import { BadRequestError, BadUserInputError, GatewayError, NotFoundError, toGate
 import type { SequencedEvent } from '../core/events.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import type { RunLauncher } from '../engine/launcher.js';
-import { agUiInterrupt, eventId, toAgUiEvent, type AgUiInterrupt, type RunStartedInput } from './events.js';
+import {
+  agUiInterrupt,
+  eventId,
+  speaksAgUi1,
+  toAgUiEvent,
+  type AgUiInterrupt,
+  type RunStartedInput,
+} from './events.js';
 import { DEFAULT_AGENT, parseRunAgentInput, runRequestFromAgUi, type RunAgentInput } from './input.js';
 import { RunEventStream } from '../views/run-events.js';
-import { readUpTo, resumePoint, track } from './resume.js';
+import { readUpTo, resumePoint, track, type OpenMessages } from './resume.js';
 import { isObject } from '../core/values.js';
 import type { Transcriber } from '../adapters/transcription.js';
 import { threadResource } from './threads.js';
@@ -283,8 +290,7 @@ export class AgUiTransport {
     res.once('close', () => void feed?.return?.());
     // Each replayed run is a complete AG-UI run, whatever its stored log holds: a start first, every
     // message ended, one end (a log cut short gets RUN_ERROR).
-    let current:
-      { input: RunStartedInput; started: boolean; ended: boolean; open: Map<string, 'text' | 'call'> } | undefined;
+    let current: { input: RunStartedInput; started: boolean; ended: boolean; open: OpenMessages } | undefined;
     try {
       for (const [index, run] of runs.entries()) {
         const resumed = index === 0 && resumeAt >= 0;
@@ -332,7 +338,7 @@ export class AgUiTransport {
       caller.logger.warn({ err: error }, 'an AG-UI connect replay failed');
       if (current?.started && !current.ended && !res.destroyed) {
         const reason = toGatewayError(error);
-        this.endCutShort(res, current.open, `The replay was cut short: ${reason.message}`, reason);
+        this.endCutShort(res, current.open, `The replay was cut short: ${reason.message}`, reason, current.input);
       }
     } finally {
       clearInterval(keepAlive);
@@ -422,7 +428,7 @@ export class AgUiTransport {
     const interrupts: AgUiInterrupt[] = [];
     // The client leaving stops this view only: the run goes on.
     res.once('close', () => void stream.return());
-    const open = new Map<string, 'text' | 'call'>();
+    const open = new Map() as OpenMessages;
     try {
       for await (const event of stream) {
         if (res.destroyed) break;
@@ -435,7 +441,7 @@ export class AgUiTransport {
       // messages are ended and the run's end is RUN_ERROR with the code.
       const reason = toGatewayError(error);
       if (reason.code === 'INTERNAL_SERVER_ERROR') logger.error({ err: error }, 'unexpected error in an AG-UI stream');
-      if (!res.destroyed) this.endCutShort(res, open, reason.message, reason);
+      if (!res.destroyed) this.endCutShort(res, open, reason.message, reason, input);
     } finally {
       clearInterval(keepAlive);
       if (!res.destroyed) res.end();
@@ -447,11 +453,19 @@ export class AgUiTransport {
    */
   private endCutShort(
     res: ServerResponse,
-    open: Map<string, 'text' | 'call'>,
+    open: OpenMessages,
     message: string,
     reason: GatewayError,
+    input: RunStartedInput,
   ): void {
     for (const [id, kind] of open) {
+      if (kind === 'reasoning') {
+        // Sent only to AG-UI 1.0 clients (toAgUiEvent): only they have one open.
+        if (!speaksAgUi1(input.protocolVersion)) continue;
+        res.write(this.encoder.encodeSSE({ type: 'REASONING_MESSAGE_END', messageId: id } as BaseEvent));
+        res.write(this.encoder.encodeSSE({ type: 'REASONING_END', messageId: id } as BaseEvent));
+        continue;
+      }
       res.write(
         this.encoder.encodeSSE(
           (kind === 'text'
@@ -495,8 +509,18 @@ export class AgUiTransport {
     const converted = toAgUiEvent(event, { threadId: input.threadId, runId: input.runId, interrupts }, input);
     if (!converted) return true;
     // The run's own events carry their sequence as the SSE id (a reconnect's Last-Event-ID); events the
-    // gateway makes up for a replay (sequence -1) carry none, so an id always names a stored event.
-    const sse = this.encoder.encodeSSE(converted);
+    // gateway makes up for a replay (sequence -1) carry none, so an id always names a stored event. An event
+    // sent as two frames carries its id on the second: a client that got only the first resumes before it.
+    let sse: string;
+    if (Array.isArray(converted)) {
+      sse = this.encoder.encodeSSE(converted[0]);
+      for (let i = 1; i < converted.length - 1; i++) sse += this.encoder.encodeSSE(converted[i]);
+      const last = this.encoder.encodeSSE(converted[converted.length - 1]);
+      return res.write(
+        ids && event.sequence >= 0 ? `${sse}id: ${eventId(input.runId, event.sequence)}\n${last}` : sse + last,
+      );
+    }
+    sse = this.encoder.encodeSSE(converted);
     return res.write(ids && event.sequence >= 0 ? `id: ${eventId(input.runId, event.sequence)}\n${sse}` : sse);
   }
 }

@@ -240,8 +240,10 @@ async function threadEvents(
     const feed = threads.follow(threadId, run.runId, -1);
     try {
       for await (const event of feed) {
-        const converted = toAgUiEvent(event, { threadId, runId: run.runId });
-        if (converted) events.push(converted);
+        // The inspector is CopilotKit ≥1.50's: AG-UI 1.0 (reasoning included).
+        const converted = toAgUiEvent(event, { threadId, runId: run.runId }, undefined, true);
+        if (Array.isArray(converted)) events.push(...converted);
+        else if (converted) events.push(converted);
         if (event.sequence >= run.lastSequence) break;
       }
     } finally {

@@ -14,7 +14,11 @@ export function mergeEvents(last: SequencedEvent, event: SequencedEvent, own: bo
   if (last.type === 'AgentStateMessage' && event.type === 'AgentStateMessage' && last.agentName === event.agentName) {
     return event;
   }
-  if (last.type === 'TextMessageContent' && event.type === 'TextMessageContent' && last.messageId === event.messageId) {
+  if (
+    (last.type === 'TextMessageContent' || last.type === 'ReasoningContent') &&
+    event.type === last.type &&
+    last.messageId === event.messageId
+  ) {
     if (!own) return { ...last, content: last.content + event.content, sequence: event.sequence };
     const copy = last as { content: string; sequence: number };
     copy.content += event.content;
@@ -37,8 +41,8 @@ export function mergeEvents(last: SequencedEvent, event: SequencedEvent, own: bo
 
 /** Whether `next` is a chunk of the same message (or argument stream) as the chunk `event`. */
 export function continuesChunk(event: SequencedEvent, next: SequencedEvent): boolean {
-  if (event.type === 'TextMessageContent') {
-    return next.type === 'TextMessageContent' && next.messageId === event.messageId;
+  if (event.type === 'TextMessageContent' || event.type === 'ReasoningContent') {
+    return next.type === event.type && next.messageId === event.messageId;
   }
   if (event.type === 'ActionExecutionArgs') {
     return next.type === 'ActionExecutionArgs' && next.actionExecutionId === event.actionExecutionId;
@@ -46,7 +50,8 @@ export function continuesChunk(event: SequencedEvent, next: SequencedEvent): boo
   return false;
 }
 
-/** The text a chunk carries (a message's content, a call's arguments); "" for any other event. */
+/** The text a chunk carries (a message's or reasoning's content, a call's arguments); "" for any other event. */
 export function chunkText(event: SequencedEvent): string {
-  return event.type === 'TextMessageContent' ? event.content : event.type === 'ActionExecutionArgs' ? event.args : '';
+  if (event.type === 'TextMessageContent' || event.type === 'ReasoningContent') return event.content;
+  return event.type === 'ActionExecutionArgs' ? event.args : '';
 }

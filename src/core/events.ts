@@ -57,6 +57,14 @@ export type RuntimeEvent =
       running: boolean;
     }
   | { type: 'MetaEvent'; event: MetaEventPayload }
+  /**
+   * The model's reasoning (its "thinking"), where the model or agent shows it: a message of its own, shown apart from
+   * the answer, never part of the conversation sent back to the model. GraphQL's mutation (the reference contract)
+   * has no place for it; the subscription and AG-UI carry it.
+   */
+  | { type: 'ReasoningStart'; messageId: string }
+  | { type: 'ReasoningContent'; messageId: string; content: string }
+  | { type: 'ReasoningEnd'; messageId: string }
   | { type: 'RunFinished'; status: RunStatus };
 
 export type RuntimeEventType = RuntimeEvent['type'];

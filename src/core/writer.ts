@@ -22,6 +22,15 @@ export interface ModelOutput {
   actionArgs(actionExecutionId: string, args: string): void;
   /** Ends an action call's arguments; ending one that is not open does nothing. */
   actionEnd(actionExecutionId: string): void;
+  /**
+   * Opens a reasoning message (the model's thinking, where it shows it); returns its id (as for `textStart`). It is
+   * shown to clients that can show it and never sent back to the model.
+   */
+  reasoningStart(proposedId?: string | null): string;
+  /** Appends a chunk to an open reasoning message (an empty chunk is ignored). */
+  reasoningContent(messageId: string, content: string): void;
+  /** Ends a reasoning message; ending one that is not open does nothing. */
+  reasoningEnd(messageId: string): void;
 }
 
 /** Where agents (and the engine's action executor) write: a model's output plus results, state and interrupts. */

@@ -13,7 +13,7 @@ import type { RunWriter } from '../core/writer.js';
  * `flush` must be called when the writer's user has finished; `discard` when it has failed.
  */
 export class CoalescingWriter implements RunWriter {
-  private kind: 'text' | 'args' | undefined;
+  private kind: 'text' | 'args' | 'reasoning' | undefined;
   private id = '';
   private pending = '';
   private scheduled: NodeJS.Immediate | undefined;
@@ -28,6 +28,10 @@ export class CoalescingWriter implements RunWriter {
     this.chunk('args', actionExecutionId, args);
   }
 
+  reasoningContent(messageId: string, content: string): void {
+    this.chunk('reasoning', messageId, content);
+  }
+
   /** Writes what is waiting. Throws what the writer behind throws (the run has ended, say). */
   flush(): void {
     if (this.scheduled) clearImmediate(this.scheduled);
@@ -35,8 +39,7 @@ export class CoalescingWriter implements RunWriter {
     if (this.pending === '') return;
     const chunk = this.pending;
     this.pending = '';
-    if (this.kind === 'text') this.out.textContent(this.id, chunk);
-    else this.out.actionArgs(this.id, chunk);
+    this.write(this.kind, this.id, chunk);
   }
 
   /** Writes what is waiting if the writer behind still takes it; never throws (its user has failed already). */
@@ -57,6 +60,16 @@ export class CoalescingWriter implements RunWriter {
   textEnd(messageId: string): void {
     this.interrupt();
     this.out.textEnd(messageId);
+  }
+
+  reasoningStart(proposedId?: string | null): string {
+    this.interrupt();
+    return this.out.reasoningStart(proposedId);
+  }
+
+  reasoningEnd(messageId: string): void {
+    this.interrupt();
+    this.out.reasoningEnd(messageId);
   }
 
   actionStart(proposedId: string | null | undefined, actionName: string, parentMessageId?: string | null): string {
@@ -84,7 +97,13 @@ export class CoalescingWriter implements RunWriter {
     this.out.metaEvent(event);
   }
 
-  private chunk(kind: 'text' | 'args', id: string, content: string): void {
+  private write(kind: 'text' | 'args' | 'reasoning' | undefined, id: string, content: string): void {
+    if (kind === 'text') this.out.textContent(id, content);
+    else if (kind === 'args') this.out.actionArgs(id, content);
+    else this.out.reasoningContent(id, content);
+  }
+
+  private chunk(kind: 'text' | 'args' | 'reasoning', id: string, content: string): void {
     if (this.kind === kind && this.id === id) {
       // The message took a chunk in this turn and nothing else was written since: it is still open.
       if (content === '') return;
@@ -93,8 +112,7 @@ export class CoalescingWriter implements RunWriter {
       return;
     }
     this.interrupt();
-    if (kind === 'text') this.out.textContent(id, content);
-    else this.out.actionArgs(id, content);
+    this.write(kind, id, content);
     this.kind = kind;
     this.id = id;
   }

@@ -95,6 +95,8 @@ export class Run implements RunHandle, RunWriter, RunContext {
   // Created on a run's first action call or result: most runs are text only, and a held stream
   // pays for every empty set it keeps.
   private openCalls: Set<string> | undefined;
+  /** Open reasoning messages; made on the first (most runs never have one). */
+  private openReasoning: Set<string> | undefined;
   private results: Set<string> | undefined;
   private readonly usedIds = new Set<string>();
   private lastActivity = 0;
@@ -200,6 +202,7 @@ export class Run implements RunHandle, RunWriter, RunContext {
   closeOpenMessages(): void {
     for (const id of this.openTexts) this.textEnd(id);
     if (this.openCalls) for (const id of this.openCalls) this.actionEnd(id);
+    if (this.openReasoning) for (const id of this.openReasoning) this.reasoningEnd(id);
   }
 
   callUpstream(timeouts: UpstreamTimeouts, call: (signal: AbortSignal) => Promise<void>): Promise<void> {
@@ -295,6 +298,27 @@ export class Run implements RunHandle, RunWriter, RunContext {
     this.emit({ type: 'ActionExecutionEnd', actionExecutionId, status: MESSAGE_SUCCESS });
   }
 
+  reasoningStart(proposedId?: string | null): string {
+    this.assertWritable();
+    const id = this.claimId(proposedId, 'reasoning');
+    (this.openReasoning ??= new Set()).add(id);
+    this.emit({ type: 'ReasoningStart', messageId: id });
+    return id;
+  }
+
+  reasoningContent(messageId: string, content: string): void {
+    this.assertWritable();
+    if (!this.openReasoning?.has(messageId)) throw new Error(`Reasoning message "${messageId}" is not open.`);
+    if (content.length === 0) return;
+    this.emit({ type: 'ReasoningContent', messageId, content });
+  }
+
+  reasoningEnd(messageId: string): void {
+    this.assertWritable();
+    if (!this.openReasoning?.delete(messageId)) return;
+    this.emit({ type: 'ReasoningEnd', messageId });
+  }
+
   actionResult(actionExecutionId: string, actionName: string, result: string): void {
     this.assertWritable();
     if (this.openCalls?.has(actionExecutionId))
@@ -357,8 +381,10 @@ export class Run implements RunHandle, RunWriter, RunContext {
     if (this.openCalls)
       for (const actionExecutionId of this.openCalls)
         this.emit({ type: 'ActionExecutionEnd', actionExecutionId, status: messageStatus });
+    if (this.openReasoning) for (const messageId of this.openReasoning) this.emit({ type: 'ReasoningEnd', messageId });
     this.openTexts.clear();
     this.openCalls?.clear();
+    this.openReasoning?.clear();
     this.state = 'finished';
     this.emit({ type: 'RunFinished', status });
     this.listeners = [];

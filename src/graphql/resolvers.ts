@@ -20,6 +20,9 @@ const EVENT_TYPENAMES = {
   ActionExecutionResult: 'ActionExecutionResultEvent',
   AgentStateMessage: 'AgentStateMessageEvent',
   MetaEvent: 'RunMetaEvent',
+  ReasoningStart: 'ReasoningStartEvent',
+  ReasoningContent: 'ReasoningContentEvent',
+  ReasoningEnd: 'ReasoningEndEvent',
   RunFinished: 'RunFinishedEvent',
 } as const satisfies Record<RuntimeEventType, string>;
 

@@ -5,8 +5,8 @@ import type { AgentStateRecord } from './store.js';
 
 /**
  * What a run's event log says: the messages it produced (texts, action calls with their arguments,
- * results), in the order they started. Fed one event at a time; `messages` is current at any point
- * (a text still streaming has the content so far).
+ * results), in the order they started; reasoning is not among them (it is never sent back to the model).
+ * Fed one event at a time; `messages` is current at any point (a text still streaming has the content so far).
  */
 export class OutputCollector {
   readonly messages: Message[] = [];
@@ -111,13 +111,14 @@ export function agentStateOf(event: SequencedEvent, runId: string): AgentStateRe
  * after the log's last event.
  */
 export function closingEvents(log: readonly SequencedEvent[], status: RunStatus): SequencedEvent[] {
-  const open = new Map<string, 'text' | 'call'>();
+  const open = new Map<string, 'text' | 'call' | 'reasoning'>();
   let sequence = -1;
   for (const event of log) {
     sequence = Math.max(sequence, event.sequence);
     if (event.type === 'TextMessageStart') open.set(event.messageId, 'text');
     else if (event.type === 'ActionExecutionStart') open.set(event.actionExecutionId, 'call');
-    else if (event.type === 'TextMessageEnd') open.delete(event.messageId);
+    else if (event.type === 'ReasoningStart') open.set(event.messageId, 'reasoning');
+    else if (event.type === 'TextMessageEnd' || event.type === 'ReasoningEnd') open.delete(event.messageId);
     else if (event.type === 'ActionExecutionEnd') open.delete(event.actionExecutionId);
   }
   const reason = status.code === 'Failed' ? status.details.description : 'The run ended.';
@@ -126,7 +127,9 @@ export function closingEvents(log: readonly SequencedEvent[], status: RunStatus)
     closing.push(
       kind === 'text'
         ? { type: 'TextMessageEnd', messageId: id, status: failedMessage(reason), sequence: ++sequence }
-        : { type: 'ActionExecutionEnd', actionExecutionId: id, status: failedMessage(reason), sequence: ++sequence },
+        : kind === 'reasoning'
+          ? { type: 'ReasoningEnd', messageId: id, sequence: ++sequence }
+          : { type: 'ActionExecutionEnd', actionExecutionId: id, status: failedMessage(reason), sequence: ++sequence },
     );
   }
   closing.push({ type: 'RunFinished', status, sequence: sequence + 1 });

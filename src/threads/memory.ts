@@ -503,6 +503,7 @@ function eventsBytes(events: readonly SequencedEvent[]): number {
 function eventBytes(event: SequencedEvent): number {
   switch (event.type) {
     case 'TextMessageContent':
+    case 'ReasoningContent':
       return ITEM_OVERHEAD + event.content.length;
     case 'ActionExecutionArgs':
       return ITEM_OVERHEAD + event.args.length;

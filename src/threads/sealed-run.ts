@@ -47,7 +47,7 @@ export function sealEvents(events: readonly SequencedEvent[]): string {
     const digits = lengths.every((length) => length < 36) ? lengths.map((length) => length.toString(36)).join('') : '';
     packings.push([out.length, event.sequence, digits || lengths]);
     out.push(
-      event.type === 'TextMessageContent'
+      event.type === 'TextMessageContent' || event.type === 'ReasoningContent'
         ? { ...event, content: text, sequence }
         : { ...(event as Extract<SequencedEvent, { type: 'ActionExecutionArgs' }>), args: text, sequence },
     );
@@ -70,7 +70,8 @@ export function unsealEvents(sealed: string, afterSequence: number): SequencedEv
     for (let k = 0; k <= afterSequence - first && k < lengths.length; k++) {
       cut += typeof lengths === 'string' ? parseInt(lengths[k], 36) : lengths[k];
     }
-    if (event.type === 'TextMessageContent') events[index] = { ...event, content: event.content.slice(cut) };
+    if (event.type === 'TextMessageContent' || event.type === 'ReasoningContent')
+      events[index] = { ...event, content: event.content.slice(cut) };
     else if (event.type === 'ActionExecutionArgs') events[index] = { ...event, args: event.args.slice(cut) };
   }
   return events.filter((event) => event.sequence > afterSequence);

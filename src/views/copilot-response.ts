@@ -123,7 +123,11 @@ export function createCopilotResponseView(run: RunHandle): CopilotResponseModel 
       case 'MetaEvent':
         metaEvents.push(event.event);
         return;
+      // The reference contract's messages have no reasoning: the mutation's answer leaves it out.
       case 'RunStarted':
+      case 'ReasoningStart':
+      case 'ReasoningContent':
+      case 'ReasoningEnd':
         return;
       case 'RunFinished':
         end(event.status);

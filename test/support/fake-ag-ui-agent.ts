@@ -17,6 +17,7 @@ import { close, listen } from './loopback.js';
  *   [delta]             a state snapshot, then a JSON Patch touching part of it
  *   [steps]             a step with a state snapshot in it
  *   [thinking]          reasoning events, RAW and an unknown CUSTOM event, then text
+ *   [thinking-0.0]      a 0.0.x agent's thinking events (THINKING_*, retired by AG-UI 1.0: no message ids), then text
  *   [snapshot]          a MESSAGES_SNAPSHOT with an assistant message that was never streamed
  *   [ag-ui-interrupt]   a RUN_FINISHED with an interrupt outcome (after a STATE_SNAPSHOT, with [with-state])
  *   [predict]           CopilotKit's PredictState, then a tool call whose arguments become state
@@ -168,6 +169,14 @@ export class FakeAgUiAgent {
       send({ type: EventType.STATE_SNAPSHOT, snapshot: { step: 1 } });
       text('State updated. ');
       send({ type: EventType.STATE_DELTA, delta: [{ op: 'replace', path: '/step', value: 2 }] });
+    } else if (has('thinking-0.0')) {
+      send({ type: 'THINKING_START' });
+      send({ type: 'THINKING_TEXT_MESSAGE_START' });
+      send({ type: 'THINKING_TEXT_MESSAGE_CONTENT', delta: 'old ' });
+      send({ type: 'THINKING_TEXT_MESSAGE_CONTENT', delta: 'style' });
+      send({ type: 'THINKING_TEXT_MESSAGE_END' });
+      send({ type: 'THINKING_END' });
+      text('After thinking.');
     } else if (has('thinking')) {
       send({ type: EventType.REASONING_START, messageId: 'r1' });
       send({ type: EventType.REASONING_MESSAGE_START, messageId: 'r1', role: 'reasoning' });

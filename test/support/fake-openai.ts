@@ -17,6 +17,8 @@ import { close, listen } from './loopback.js';
  *                              `retry-after: 0` (so that the retry follows at once)
  *   [cut]                      send two tokens, then destroy the connection (no [DONE])
  *   [stall]                    send one token, then nothing until the client goes away
+ *   [think]                    first reason ("Let me ", "think.") as `reasoning_content` (DeepSeek, vLLM), then answer
+ *   [think-ollama]             the same as `reasoning` (OpenRouter, Ollama)
  *   [no-finish]                send two tokens and [DONE], but no finish_reason (an answer cut short)
  *   [too-long]                 400 context_length_exceeded, in OpenAI's words
  * When the last message is a tool result, it answers "Tool result received: <result>".
@@ -134,6 +136,13 @@ export class FakeOpenAI {
 
     try {
       await send({ role: 'assistant', content: '' });
+      for (const [directiveName, field] of [
+        ['[think]', 'reasoning_content'],
+        ['[think-ollama]', 'reasoning'],
+      ]) {
+        if (prompt.includes(directiveName))
+          for (const piece of ['Let me ', 'think.']) await send({ content: null, [field]: piece });
+      }
       if (last.role === 'tool') {
         await send({ content: `Tool result received: ${last.content}` });
         await send({}, 'stop');

@@ -12,6 +12,9 @@ export function recordingOutput(): ModelOutput & { log: string[] } {
     actionStart: (proposed, name, parent) => (log.push(`call ${proposed} ${name} ${parent}`), `c${++ids}`),
     actionArgs: (id, args) => void log.push(`args ${id} ${args}`),
     actionEnd: (id) => void log.push(`callend ${id}`),
+    reasoningStart: (proposed) => (log.push(`think ${proposed}`), `r${++ids}`),
+    reasoningContent: (id, content) => void log.push(`thought ${id} ${content}`),
+    reasoningEnd: (id) => void log.push(`thinkend ${id}`),
   };
 }
 

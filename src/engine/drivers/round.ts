@@ -77,6 +77,19 @@ export class RoundRecorder implements RunWriter {
     this.out.actionEnd(actionExecutionId);
   }
 
+  // Reasoning is passed on and not kept: it is never sent back to the model.
+  reasoningStart(proposedId?: string | null): string {
+    return this.out.reasoningStart(proposedId);
+  }
+
+  reasoningContent(messageId: string, content: string): void {
+    this.out.reasoningContent(messageId, content);
+  }
+
+  reasoningEnd(messageId: string): void {
+    this.out.reasoningEnd(messageId);
+  }
+
   actionResult(actionExecutionId: string, actionName: string, result: string): void {
     this.out.actionResult(actionExecutionId, actionName, result);
     this.items.push({ kind: 'result', id: actionExecutionId, name: actionName, result });

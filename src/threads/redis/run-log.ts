@@ -138,7 +138,7 @@ export class RedisRunLog implements RunLog {
     if (!this.kept) return;
     this.kept.push(event);
     this.keptChars +=
-      event.type === 'TextMessageContent'
+      event.type === 'TextMessageContent' || event.type === 'ReasoningContent'
         ? event.content.length
         : event.type === 'ActionExecutionArgs'
           ? event.args.length
