@@ -9,7 +9,7 @@ import { jwtAuthenticator } from '../src/auth/jwt.js';
 import type { GatewayOptions } from '../src/gateway.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { gatewaysPerTest, runInput, userMessage, type RunningGateway } from './support/harness.js';
-import { COPILOT_RUN, THREAD, until, watch } from './support/threads.js';
+import { COPILOT_RUN, JOIN_RUN, THREAD, until, watch } from './support/threads.js';
 
 // The thread list for GraphQL clients (copilotThreads, renameCopilotThread, archiveCopilotThread,
 // deleteCopilotThread): the same list, rules and answers as the REST `/threads` CopilotKit ≥1.50 reads
@@ -366,6 +366,11 @@ describe('deleteCopilotThread', () => {
     });
     expect(ids(await gql.ask(LIST, { includeArchived: true }))).toEqual([]);
     expect((await gql.ask(THREAD, { threadId: 'd-1' })).data).toEqual({ copilotThread: null });
+    const join = watch(g.wsUrl, JOIN_RUN, { threadId: 'd-1' });
+    await join.done;
+    expect(join.errors).toEqual([
+      expect.objectContaining({ extensions: expect.objectContaining({ code: 'RUN_NOT_FOUND' }) }),
+    ]);
   });
 });
 
