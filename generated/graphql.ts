@@ -372,6 +372,32 @@ export type CopilotThreadAgentState = {
   state: Scalars['String']['output'];
 };
 
+/**
+ * A page of a thread list. Forward-only cursor paging, Relay-style but without `edges`: the gateway pages by keyset and
+ * gives one cursor per page (where the next page starts, after the page's last thread), not one per thread. An edge
+ * cursor that was not its own thread's position would resume a client in the wrong place, so there are no edges: read
+ * `nodes`, and `pageInfo.endCursor` to go on.
+ */
+export type CopilotThreadConnection = {
+  __typename?: 'CopilotThreadConnection';
+  /** The page's threads, most recently run first. */
+  nodes: Array<CopilotThreadSummary>;
+  /** Whether there is a next page, and where it starts. */
+  pageInfo: CopilotThreadPageInfo;
+};
+
+/** Where a thread list goes on (forward paging only). */
+export type CopilotThreadPageInfo = {
+  __typename?: 'CopilotThreadPageInfo';
+  /**
+   * What to pass as `after` for the next page: opaque, valid as long as the list is. `null` on the last page (there is
+   * nothing after it to point to: threads run since sort first, on a new first page).
+   */
+  endCursor?: Maybe<Scalars['String']['output']>;
+  /** Whether threads follow this page. */
+  hasNextPage: Scalars['Boolean']['output'];
+};
+
 /** One run of a thread. */
 export type CopilotThreadRun = {
   __typename?: 'CopilotThreadRun';
@@ -385,6 +411,25 @@ export type CopilotThreadRun = {
   startedAt: Scalars['DateTimeISO']['output'];
   /** Pending while it runs; then Success, or Failed with a reason and details (as RunFinishedEvent.status). */
   status: ResponseStatus;
+};
+
+/** A thread as the thread list shows it (the `ThreadRecord` of CopilotKit's `/threads`, without organisations). */
+export type CopilotThreadSummary = {
+  __typename?: 'CopilotThreadSummary';
+  /** The agent its first run was for: `default` for the model itself. */
+  agentId: Scalars['String']['output'];
+  /** Whether it is archived (left out of the list unless `includeArchived`). */
+  archived: Scalars['Boolean']['output'];
+  /** When its first run started. */
+  createdAt: Scalars['DateTimeISO']['output'];
+  /** The thread's id (as `GenerateCopilotResponseInput.threadId` and `copilotThread(threadId)`). */
+  id: Scalars['ID']['output'];
+  /** When its latest run started (the list's order). */
+  lastRunAt: Scalars['DateTimeISO']['output'];
+  /** Its first user message's text (on one line, at most 100 characters) until renamed; null before it has one. */
+  name?: Maybe<Scalars['String']['output']>;
+  /** Its last change: a run started, a rename or an archive. */
+  updatedAt: Scalars['DateTimeISO']['output'];
 };
 
 /** Provider-specific extensions of a request. */
@@ -639,10 +684,29 @@ export type MetaEventName =
 export type Mutation = {
   __typename?: 'Mutation';
   /**
+   * Archives one of the caller's threads (or brings it back with `archived: false`): an archived thread is left out of
+   * `copilotThreads` unless `includeArchived` asks for it, and is otherwise kept as it was. The thread as listed
+   * afterwards; `null` when the caller has no such thread (as `renameCopilotThread`).
+   */
+  archiveCopilotThread?: Maybe<CopilotThreadSummary>;
+  /**
+   * Deletes one of the caller's threads: a run going on is stopped first (its clients see it end Failed with details
+   * code RUN_STOPPED, "the thread was deleted"), then every record of the thread goes (its transcript, states, runs and
+   * their events). `true` when it was deleted; `false` when the caller has no such thread (one that does not exist
+   * and another caller's are answered alike).
+   */
+  deleteCopilotThread: Scalars['Boolean']['output'];
+  /**
    * Runs the model (or an agent) on the given conversation and streams the answer. Use `messages @stream`,
    * `content @stream` / `arguments @stream` and `@defer` on `status` to receive it incrementally.
    */
   generateCopilotResponse: CopilotResponse;
+  /**
+   * Renames one of the caller's threads (the list shows a thread under its first user message's text until it is
+   * renamed). The thread as listed afterwards; `null` when the caller has no such thread: one that does not exist and
+   * another caller's are answered alike. An empty or too long name is BAD_USER_INPUT; the list off, NOT_SUPPORTED.
+   */
+  renameCopilotThread?: Maybe<CopilotThreadSummary>;
   /**
    * Stops the running run of a thread (that run only, when `runId` is given), from any gateway instance: its
    * upstream work is cancelled and it ends with a Failed status whose details code is RUN_STOPPED. `true` when a run
@@ -653,9 +717,29 @@ export type Mutation = {
 
 
 /** Operations that start work. */
+export type MutationArchiveCopilotThreadArgs = {
+  archived?: Scalars['Boolean']['input'];
+  threadId: Scalars['ID']['input'];
+};
+
+
+/** Operations that start work. */
+export type MutationDeleteCopilotThreadArgs = {
+  threadId: Scalars['ID']['input'];
+};
+
+
+/** Operations that start work. */
 export type MutationGenerateCopilotResponseArgs = {
   data: GenerateCopilotResponseInput;
   properties?: InputMaybe<Scalars['JSONObject']['input']>;
+};
+
+
+/** Operations that start work. */
+export type MutationRenameCopilotThreadArgs = {
+  name: Scalars['String']['input'];
+  threadId: Scalars['ID']['input'];
 };
 
 
@@ -707,6 +791,15 @@ export type Query = {
    * expired).
    */
   copilotThread?: Maybe<CopilotThread>;
+  /**
+   * A page of the caller's threads of one agent, most recently run first (ties by id): the list CopilotKit ≥1.50
+   * frontends read from `GET /threads`, for GraphQL clients. With authentication on, each caller lists its own threads
+   * only; without it the list is off (NOT_SUPPORTED) unless the gateway serves it to everyone
+   * (`threads.listAnonymous`, THREAD_LIST_ANONYMOUS=true), and then it lists the threads that belong to no one. Paging
+   * is forward only, by keyset: threads started while a client pages sort before its cursor, so a page never shifts.
+   * A `first` outside 1..200 or a cursor this gateway did not give is BAD_USER_INPUT.
+   */
+  copilotThreads: CopilotThreadConnection;
   /** Health check. Always returns "Hello World". */
   hello: Scalars['String']['output'];
   /**
@@ -720,6 +813,15 @@ export type Query = {
 /** Read-only operations: health check, agent discovery and agent state. */
 export type QueryCopilotThreadArgs = {
   threadId: Scalars['ID']['input'];
+};
+
+
+/** Read-only operations: health check, agent discovery and agent state. */
+export type QueryCopilotThreadsArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  agentId?: Scalars['String']['input'];
+  first?: InputMaybe<Scalars['Int']['input']>;
+  includeArchived?: InputMaybe<Scalars['Boolean']['input']>;
 };
 
 
@@ -1059,7 +1161,10 @@ export type ResolversTypes = {
   CopilotRunEvent: ResolverTypeWrapper<SequencedEvent>;
   CopilotThread: ResolverTypeWrapper<CopilotThreadModel>;
   CopilotThreadAgentState: ResolverTypeWrapper<AgentStateRecord>;
+  CopilotThreadConnection: ResolverTypeWrapper<CopilotThreadConnection>;
+  CopilotThreadPageInfo: ResolverTypeWrapper<CopilotThreadPageInfo>;
   CopilotThreadRun: ResolverTypeWrapper<RunRecord>;
+  CopilotThreadSummary: ResolverTypeWrapper<CopilotThreadSummary>;
   DateTimeISO: ResolverTypeWrapper<Scalars['DateTimeISO']['output']>;
   ExtensionsInput: ExtensionsInput;
   ExtensionsResponse: ResolverTypeWrapper<ExtensionsResponse>;
@@ -1145,7 +1250,10 @@ export type ResolversParentTypes = {
   CopilotRunEvent: SequencedEvent;
   CopilotThread: CopilotThreadModel;
   CopilotThreadAgentState: AgentStateRecord;
+  CopilotThreadConnection: CopilotThreadConnection;
+  CopilotThreadPageInfo: CopilotThreadPageInfo;
   CopilotThreadRun: RunRecord;
+  CopilotThreadSummary: CopilotThreadSummary;
   DateTimeISO: Scalars['DateTimeISO']['output'];
   ExtensionsInput: ExtensionsInput;
   ExtensionsResponse: ExtensionsResponse;
@@ -1347,12 +1455,32 @@ export type CopilotThreadAgentStateResolvers<ContextType = GatewayContext, Paren
   state?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
 };
 
+export type CopilotThreadConnectionResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['CopilotThreadConnection'] = ResolversParentTypes['CopilotThreadConnection']> = {
+  nodes?: Resolver<Array<ResolversTypes['CopilotThreadSummary']>, ParentType, ContextType>;
+  pageInfo?: Resolver<ResolversTypes['CopilotThreadPageInfo'], ParentType, ContextType>;
+};
+
+export type CopilotThreadPageInfoResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['CopilotThreadPageInfo'] = ResolversParentTypes['CopilotThreadPageInfo']> = {
+  endCursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  hasNextPage?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+};
+
 export type CopilotThreadRunResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['CopilotThreadRun'] = ResolversParentTypes['CopilotThreadRun']> = {
   finishedAt?: Resolver<Maybe<ResolversTypes['DateTimeISO']>, ParentType, ContextType>;
   lastSequence?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   runId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   startedAt?: Resolver<ResolversTypes['DateTimeISO'], ParentType, ContextType>;
   status?: Resolver<ResolversTypes['ResponseStatus'], ParentType, ContextType>;
+};
+
+export type CopilotThreadSummaryResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['CopilotThreadSummary'] = ResolversParentTypes['CopilotThreadSummary']> = {
+  agentId?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  archived?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  createdAt?: Resolver<ResolversTypes['DateTimeISO'], ParentType, ContextType>;
+  id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  lastRunAt?: Resolver<ResolversTypes['DateTimeISO'], ParentType, ContextType>;
+  name?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  updatedAt?: Resolver<ResolversTypes['DateTimeISO'], ParentType, ContextType>;
 };
 
 export interface DateTimeIsoScalarConfig extends GraphQLScalarTypeConfig<ResolversTypes['DateTimeISO'], any> {
@@ -1415,7 +1543,10 @@ export type MessageStatusResolvers<ContextType = GatewayContext, ParentType exte
 };
 
 export type MutationResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['Mutation'] = ResolversParentTypes['Mutation']> = {
+  archiveCopilotThread?: Resolver<Maybe<ResolversTypes['CopilotThreadSummary']>, ParentType, ContextType, RequireFields<MutationArchiveCopilotThreadArgs, 'archived' | 'threadId'>>;
+  deleteCopilotThread?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType, RequireFields<MutationDeleteCopilotThreadArgs, 'threadId'>>;
   generateCopilotResponse?: Resolver<ResolversTypes['CopilotResponse'], ParentType, ContextType, RequireFields<MutationGenerateCopilotResponseArgs, 'data'>>;
+  renameCopilotThread?: Resolver<Maybe<ResolversTypes['CopilotThreadSummary']>, ParentType, ContextType, RequireFields<MutationRenameCopilotThreadArgs, 'name' | 'threadId'>>;
   stopCopilotRun?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType, RequireFields<MutationStopCopilotRunArgs, 'threadId'>>;
 };
 
@@ -1437,6 +1568,7 @@ export type PendingResponseStatusResolvers<ContextType = GatewayContext, ParentT
 export type QueryResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['Query'] = ResolversParentTypes['Query']> = {
   availableAgents?: Resolver<ResolversTypes['AgentsResponse'], ParentType, ContextType>;
   copilotThread?: Resolver<Maybe<ResolversTypes['CopilotThread']>, ParentType, ContextType, RequireFields<QueryCopilotThreadArgs, 'threadId'>>;
+  copilotThreads?: Resolver<ResolversTypes['CopilotThreadConnection'], ParentType, ContextType, RequireFields<QueryCopilotThreadsArgs, 'agentId' | 'first' | 'includeArchived'>>;
   hello?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   loadAgentState?: Resolver<ResolversTypes['LoadAgentStateResponse'], ParentType, ContextType, RequireFields<QueryLoadAgentStateArgs, 'data'>>;
 };
@@ -1563,7 +1695,10 @@ export type Resolvers<ContextType = GatewayContext> = {
   CopilotRunEvent?: CopilotRunEventResolvers<ContextType>;
   CopilotThread?: CopilotThreadResolvers<ContextType>;
   CopilotThreadAgentState?: CopilotThreadAgentStateResolvers<ContextType>;
+  CopilotThreadConnection?: CopilotThreadConnectionResolvers<ContextType>;
+  CopilotThreadPageInfo?: CopilotThreadPageInfoResolvers<ContextType>;
   CopilotThreadRun?: CopilotThreadRunResolvers<ContextType>;
+  CopilotThreadSummary?: CopilotThreadSummaryResolvers<ContextType>;
   DateTimeISO?: GraphQLScalarType;
   ExtensionsResponse?: ExtensionsResponseResolvers<ContextType>;
   FailedMessageStatus?: FailedMessageStatusResolvers<ContextType>;

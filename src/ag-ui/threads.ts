@@ -1,6 +1,5 @@
 import type { BaseEvent } from '@ag-ui/core';
 import { BadRequestError, BadUserInputError, NotFoundError, NotSupportedError } from '../core/errors.js';
-import { isWellFormedText } from '../core/ids.js';
 import type { Message } from '../core/messages.js';
 import type { Principal } from '../core/principal.js';
 import { isObject } from '../core/values.js';
@@ -29,9 +28,6 @@ export interface ThreadResourceAnswer {
   status: number;
   body: unknown;
 }
-
-/** The longest name a rename may give. */
-const MAX_NAME_LENGTH = 200;
 
 /**
  * One thread-resource request: `method` (GET, PATCH, POST, DELETE), `target` (the path under the runtime URL with
@@ -125,7 +121,7 @@ async function list(
     throw new BadUserInputError("includeArchived is 'true' or 'false'.");
   const limit = query.get('limit');
   if (limit !== null && !/^\d{1,6}$/.test(limit))
-    throw new BadUserInputError('limit must be a whole number.', { details: { limit: limit.slice(0, 20) } });
+    throw new BadUserInputError('limit must be a whole number.', { limit: limit.slice(0, 20) });
   const page = await threads.listThreads(
     {
       agentId,
@@ -171,11 +167,9 @@ function changeOf(body: unknown): ThreadChange {
     throw new BadUserInputError(`Unknown field '${unknown[0]}': a thread update takes name and archived.`);
   const change: ThreadChange = {};
   if (body.name !== undefined) {
-    if (typeof body.name !== 'string' || !isWellFormedText(body.name)) throw new BadUserInputError('name is a string.');
-    const name = body.name.trim();
-    if (name === '' || name.length > MAX_NAME_LENGTH)
-      throw new BadUserInputError(`name is 1 to ${MAX_NAME_LENGTH} characters (not only spaces).`);
-    change.name = name;
+    // The rest of the rule (trimmed, 1 to 200 characters) is ThreadService's, for every protocol.
+    if (typeof body.name !== 'string') throw new BadUserInputError('name is a string.', { field: 'name' });
+    change.name = body.name;
   }
   if (body.archived !== undefined) {
     if (typeof body.archived !== 'boolean') throw new BadUserInputError('archived is true or false.');

@@ -7,7 +7,7 @@ import {
   RunNotFoundError,
   UnauthenticatedError,
 } from '../core/errors.js';
-import { DEFAULT_AGENT_ID } from '../core/ids.js';
+import { DEFAULT_AGENT_ID, isWellFormedText } from '../core/ids.js';
 import type { EventConsumer, EventHandover, SequencedEvent } from '../core/events.js';
 import type { Message } from '../core/messages.js';
 import type { Principal } from '../core/principal.js';
@@ -70,6 +70,8 @@ export interface ThreadListRequest {
 /** Threads on a page unless the request says otherwise, and the most it may ask for. */
 export const DEFAULT_THREAD_PAGE = 50;
 export const MAX_THREAD_PAGE = 200;
+/** The longest name a thread may be given. */
+export const MAX_THREAD_NAME = 200;
 /** How long a delete waits for the thread's run to end (it was asked to stop) before removing it anyway. */
 const DELETE_WAIT_MS = 5_000;
 
@@ -390,7 +392,7 @@ export class ThreadService {
     const limit = request.limit ?? DEFAULT_THREAD_PAGE;
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_THREAD_PAGE)
       throw new BadUserInputError(`limit must be a whole number from 1 to ${MAX_THREAD_PAGE}.`, {
-        details: { limit },
+        limit,
       });
     const page = await this.store.list({
       scope,
@@ -414,15 +416,20 @@ export class ThreadService {
     return summary;
   }
 
-  /** Renames or (un)archives the caller's thread; undefined when it is not the caller's (see threadSummary). */
+  /**
+   * Renames or (un)archives the caller's thread; undefined when it is not the caller's (see threadSummary). A new
+   * name is trimmed, then must be 1 to MAX_THREAD_NAME characters of well-formed text (BAD_USER_INPUT otherwise),
+   * whichever protocol sent it.
+   */
   async updateThread(
     threadId: string,
     change: ThreadChange,
     principal?: Principal,
     agentId?: string,
   ): Promise<ThreadSummary | undefined> {
+    const checked = change.name === undefined ? change : { ...change, name: checkedName(change.name) };
     if (!(await this.threadSummary(threadId, principal, agentId))) return undefined;
-    return this.store.update(threadId, change);
+    return this.store.update(threadId, checked);
   }
 
   /**
@@ -470,6 +477,14 @@ function firstUserText(messages: readonly Message[]): string | undefined {
   return undefined;
 }
 
+/** A new name for a thread: trimmed, 1 to MAX_THREAD_NAME characters, no lone surrogate (see updateThread). */
+function checkedName(name: string): string {
+  const trimmed = name.trim();
+  if (!isWellFormedText(trimmed) || trimmed === '' || trimmed.length > MAX_THREAD_NAME)
+    throw new BadUserInputError(`name is 1 to ${MAX_THREAD_NAME} characters (not only spaces).`, { field: 'name' });
+  return trimmed;
+}
+
 /** A page cursor as clients hold it: opaque, URL-safe (base64url of `[lastRunAt, threadId]`). */
 function encodeCursor(cursor: ThreadCursor): string {
   return Buffer.from(JSON.stringify([cursor.lastRunAt, cursor.threadId])).toString('base64url');
@@ -483,8 +498,8 @@ function decodeCursor(text: string): ThreadCursor {
   } catch {
     // reported below
   }
-  throw new BadUserInputError('The cursor is not one this gateway gave: pass a nextCursor as it came.', {
-    details: { cursor: text.slice(0, 100) },
+  throw new BadUserInputError("The cursor is not one this gateway gave: pass the last page's cursor as it came.", {
+    cursor: text.slice(0, 100),
   });
 }
 

@@ -1,8 +1,10 @@
 import { DateTimeISOResolver, JSONObjectResolver, JSONResolver } from 'graphql-scalars';
-import type { Resolvers } from '../../generated/graphql.js';
+import type { CopilotThreadSummary, QueryCopilotThreadsArgs, Resolvers } from '../../generated/graphql.js';
 import type { RuntimeEventType } from '../core/events.js';
 import { callerOf, claimRun } from './context.js';
 import { BadUserInputError } from '../core/errors.js';
+import { DEFAULT_THREAD_PAGE, MAX_THREAD_PAGE, type ThreadListRequest } from '../engine/thread-service.js';
+import type { ThreadSummary } from '../threads/store.js';
 import { checkedId, runRequestFromInput } from './input.js';
 import { createCopilotResponseView } from '../views/copilot-response.js';
 import { messageOutputs } from '../views/messages.js';
@@ -56,6 +58,13 @@ export const resolvers: Resolvers = {
         runs: thread.runs,
       };
     },
+    copilotThreads: async (_parent, args, { launcher, principal }) => {
+      const page = await launcher.threads.listThreads(threadListRequest(args), principal);
+      return {
+        nodes: page.threads.map(summaryOutput),
+        pageInfo: { hasNextPage: page.nextCursor !== null, endCursor: page.nextCursor },
+      };
+    },
     loadAgentState: async (_parent, { data }, context) => {
       const state = await context.launcher.loadAgentState(data.agentName, data.threadId, {}, callerOf(context));
       return {
@@ -78,6 +87,20 @@ export const resolvers: Resolvers = {
         runId == null ? undefined : checkedId(runId, 'runId'),
         principal,
       ),
+    // A thread that is not the caller's (missing, or another's) answers null / false, as copilotThread and
+    // stopCopilotRun do: the answer never tells a thread id of someone else's from one never used.
+    renameCopilotThread: async (_parent, { threadId, name }, { launcher, principal }) => {
+      const change = { name };
+      const updated = await launcher.threads.updateThread(checkedId(threadId, 'threadId'), change, principal);
+      return updated ? summaryOutput(updated) : null;
+    },
+    archiveCopilotThread: async (_parent, { threadId, archived }, { launcher, principal }) => {
+      const change = { archived: archived !== false };
+      const updated = await launcher.threads.updateThread(checkedId(threadId, 'threadId'), change, principal);
+      return updated ? summaryOutput(updated) : null;
+    },
+    deleteCopilotThread: (_parent, { threadId }, { launcher, principal }) =>
+      launcher.threads.deleteThread(checkedId(threadId, 'threadId'), principal),
   },
 
   Subscription: {
@@ -128,3 +151,34 @@ export const resolvers: Resolvers = {
   CopilotRunEvent: { __resolveType: (event) => EVENT_TYPENAMES[event.type] },
   RunEvent: { __resolveType: (event) => EVENT_TYPENAMES[event.type] },
 };
+
+/**
+ * `copilotThreads`' arguments as the service's list request. An explicit null takes the argument's default, as an
+ * omitted one. `first` is checked here, not only by the service, so that the message names the argument the client
+ * sent (the service's names `limit`, the REST parameter).
+ */
+function threadListRequest({ agentId, includeArchived, first, after }: QueryCopilotThreadsArgs): ThreadListRequest {
+  const limit = first ?? DEFAULT_THREAD_PAGE;
+  if (limit < 1 || limit > MAX_THREAD_PAGE)
+    throw new BadUserInputError(`first must be from 1 to ${MAX_THREAD_PAGE} (got ${limit}).`, { field: 'first' });
+  return {
+    agentId: checkedId(agentId ?? 'default', 'agentId'),
+    includeArchived: includeArchived === true,
+    limit,
+    // Empty as absent, as the REST list's `cursor=`: a client holding a last page's null cursor starts again.
+    ...(after ? { cursor: after } : {}),
+  };
+}
+
+/** A list entry as GraphQL shows it (the owner is the caller, or no one: not shown). */
+function summaryOutput(summary: ThreadSummary): CopilotThreadSummary {
+  return {
+    id: summary.threadId,
+    agentId: summary.agentId,
+    name: summary.name,
+    archived: summary.archived,
+    createdAt: summary.createdAt,
+    updatedAt: summary.updatedAt,
+    lastRunAt: summary.lastRunAt,
+  };
+}
