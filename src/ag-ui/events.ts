@@ -26,7 +26,13 @@ export interface RunStartedInput {
  */
 export function toAgUiEvent(
   event: SequencedEvent,
-  run: { threadId: string; runId: string; interrupts?: AgUiInterrupt[] },
+  run: {
+    threadId: string;
+    runId: string;
+    interrupts?: AgUiInterrupt[];
+    /** The run's calls that got no result (frontend tools): a 1.0 client's `pendingToolCallIds`. */
+    pendingToolCallIds?: ReadonlySet<string>;
+  },
   input?: RunStartedInput,
   agUi1 = speaksAgUi1(input?.protocolVersion),
 ): BaseEvent | BaseEvent[] | undefined {
@@ -84,11 +90,19 @@ export function toAgUiEvent(
       }
       if (status.code !== 'Failed' || status.details.code === 'RUN_STOPPED') {
         const interrupts = run.interrupts ?? [];
+        const pending = run.pendingToolCallIds;
+        // A 1.0 client is told which calls the run left for it (CopilotKit then runs those frontend tools, also
+        // after a reload); a 0.0.x client's schemas know only success without fields, and the interrupt outcome.
+        const outcome = interrupts.length
+          ? { type: 'interrupt', interrupts }
+          : agUi1 && pending?.size && status.code !== 'Failed'
+            ? { type: 'success', pendingToolCallIds: [...pending] }
+            : undefined;
         return {
           type: 'RUN_FINISHED',
           threadId: run.threadId,
           runId: run.runId,
-          ...(interrupts.length ? { outcome: { type: 'interrupt', interrupts } } : {}),
+          ...(outcome ? { outcome } : {}),
         } as BaseEvent;
       }
       return { type: 'RUN_ERROR', message: status.details.description, code: status.details.code } as BaseEvent;

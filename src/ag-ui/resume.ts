@@ -4,16 +4,58 @@ import { agUiInterrupt, parseEventId, type AgUiInterrupt } from './events.js';
 
 // Resuming an AG-UI stream after the event a client last had (its Last-Event-ID, PROTOCOL §8.3).
 
-/** Which of a run's messages and calls are open (started, not ended), by id. */
+/** Which of a run's messages, calls and reasoning are open (started, not ended), by id. */
 export type OpenMessages = Map<string, 'text' | 'call' | 'reasoning'>;
 
-/** Follows which messages and calls of a run are open. */
-export function track(open: OpenMessages, event: SequencedEvent): void {
-  if (event.type === 'TextMessageStart') open.set(event.messageId, 'text');
-  else if (event.type === 'ActionExecutionStart') open.set(event.actionExecutionId, 'call');
-  else if (event.type === 'ReasoningStart') open.set(event.messageId, 'reasoning');
-  else if (event.type === 'TextMessageEnd' || event.type === 'ReasoningEnd') open.delete(event.messageId);
-  else if (event.type === 'ActionExecutionEnd') open.delete(event.actionExecutionId);
+/**
+ * What an AG-UI stream has shown of one run so far: what it must still end if the stream is cut short, and what the
+ * run's RUN_FINISHED reports (its interrupts; the calls it left unanswered). Fed every event of the run, in order.
+ */
+export class RunProgress {
+  readonly open: OpenMessages = new Map();
+  /** The run's AG-UI interrupts: RUN_FINISHED's `interrupt` outcome. */
+  readonly interrupts: AgUiInterrupt[] = [];
+  /**
+   * Calls started that got no result in the run (frontend tools, for the client to answer), in the order made:
+   * AG-UI 1.0's `pendingToolCallIds`. Made on the first call.
+   */
+  pendingCalls: Set<string> | undefined;
+
+  see(event: SequencedEvent): void {
+    switch (event.type) {
+      case 'RunStarted':
+        this.interrupts.length = 0;
+        this.pendingCalls?.clear();
+        return;
+      case 'TextMessageStart':
+        this.open.set(event.messageId, 'text');
+        return;
+      case 'ReasoningStart':
+        this.open.set(event.messageId, 'reasoning');
+        return;
+      case 'TextMessageEnd':
+      case 'ReasoningEnd':
+        this.open.delete(event.messageId);
+        return;
+      case 'ActionExecutionStart':
+        this.open.set(event.actionExecutionId, 'call');
+        (this.pendingCalls ??= new Set()).add(event.actionExecutionId);
+        return;
+      case 'ActionExecutionEnd':
+        this.open.delete(event.actionExecutionId);
+        return;
+      case 'ActionExecutionResult':
+        this.pendingCalls?.delete(event.actionExecutionId);
+        return;
+      case 'MetaEvent': {
+        const interrupt = agUiInterrupt(event.event.value);
+        if (interrupt) this.interrupts.push(interrupt);
+        return;
+      }
+      default:
+        return;
+    }
+  }
 }
 
 /** Where a connect resumes: the event its Last-Event-ID names (none without the header); not an id: BAD_USER_INPUT. */
@@ -30,23 +72,19 @@ export function resumePoint(lastEventId: string | undefined): { runId: string; s
 
 /**
  * What a client resuming after `sequence` already has of a run, read from `feed` (the run from its start) and not
- * sent again: which messages it has open (so that a replay cut short can still end them) and the interrupts raised
- * (so that RUN_FINISHED still carries them). Resolves true when the run ended at or before that event: nothing of
- * it is left to send (an id past the run's end included, which would otherwise wait for events that never come).
+ * sent again, into `progress`: which messages it has open (so that a replay cut short can still end them), the
+ * interrupts raised and the calls left unanswered (so that RUN_FINISHED still reports them). Resolves true when the
+ * run ended at or before that event: nothing of it is left to send (an id past the run's end included, which would
+ * otherwise wait for events that never come).
  */
 export async function readUpTo(
   feed: AsyncIterable<SequencedEvent>,
   sequence: number,
-  open: OpenMessages,
-  interrupts: AgUiInterrupt[],
+  progress: RunProgress,
 ): Promise<boolean> {
   for await (const event of feed) {
     if (event.sequence > sequence) return false;
-    track(open, event);
-    if (event.type === 'MetaEvent') {
-      const interrupt = agUiInterrupt(event.event.value);
-      if (interrupt) interrupts.push(interrupt);
-    }
+    progress.see(event);
     if (event.type === 'RunFinished') return true;
   }
   return true;

@@ -10,17 +10,10 @@ import { BadRequestError, BadUserInputError, GatewayError, NotFoundError, toGate
 import type { SequencedEvent } from '../core/events.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import type { RunLauncher } from '../engine/launcher.js';
-import {
-  agUiInterrupt,
-  eventId,
-  speaksAgUi1,
-  toAgUiEvent,
-  type AgUiInterrupt,
-  type RunStartedInput,
-} from './events.js';
+import { eventId, speaksAgUi1, toAgUiEvent, type RunStartedInput } from './events.js';
 import { DEFAULT_AGENT, parseRunAgentInput, runRequestFromAgUi, type RunAgentInput } from './input.js';
 import { RunEventStream } from '../views/run-events.js';
-import { readUpTo, resumePoint, track, type OpenMessages } from './resume.js';
+import { readUpTo, resumePoint, RunProgress, type OpenMessages } from './resume.js';
 import { isObject } from '../core/values.js';
 import type { Transcriber } from '../adapters/transcription.js';
 import { threadResource } from './threads.js';
@@ -286,11 +279,10 @@ export class AgUiTransport {
     this.openStream(res);
     const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), this.options.keepAliveMs);
     let feed: AsyncIterableIterator<SequencedEvent> | undefined;
-    const interrupts: AgUiInterrupt[] = [];
     res.once('close', () => void feed?.return?.());
     // Each replayed run is a complete AG-UI run, whatever its stored log holds: a start first, every
     // message ended, one end (a log cut short gets RUN_ERROR).
-    let current: { input: RunStartedInput; started: boolean; ended: boolean; open: OpenMessages } | undefined;
+    let current: { input: RunStartedInput; started: boolean; ended: boolean; progress: RunProgress } | undefined;
     try {
       for (const [index, run] of runs.entries()) {
         const resumed = index === 0 && resumeAt >= 0;
@@ -307,12 +299,12 @@ export class AgUiTransport {
           },
           started: resumed,
           ended: false,
-          open: new Map(),
+          progress: new RunProgress(),
         };
         if (resumed) {
-          // What the client has of the run is read, not sent: its open messages and interrupts still count.
+          // What the client has of the run is read, not sent: its open messages, interrupts and calls still count.
           feed = threads.follow(input.threadId, run.runId, -1);
-          current.ended = await readUpTo(feed, resumeAfter!.sequence, current.open, interrupts);
+          current.ended = await readUpTo(feed, resumeAfter!.sequence, current.progress);
           if (res.destroyed) break;
           if (current.ended) continue;
         }
@@ -324,13 +316,12 @@ export class AgUiTransport {
               res,
               { type: 'RunStarted', threadId: input.threadId, runId: run.runId, sequence: -1 },
               current.input,
-              interrupts,
+              current.progress,
             );
           }
           current.started = true;
-          track(current.open, event);
           if (event.type === 'RunFinished') current.ended = true;
-          if (!this.write(res, event, current.input, interrupts)) await drained(res);
+          if (!this.write(res, event, current.input, current.progress)) await drained(res);
         }
         if (res.destroyed) break;
       }
@@ -338,7 +329,8 @@ export class AgUiTransport {
       caller.logger.warn({ err: error }, 'an AG-UI connect replay failed');
       if (current?.started && !current.ended && !res.destroyed) {
         const reason = toGatewayError(error);
-        this.endCutShort(res, current.open, `The replay was cut short: ${reason.message}`, reason, current.input);
+        const message = `The replay was cut short: ${reason.message}`;
+        this.endCutShort(res, current.progress.open, message, reason, current.input);
       }
     } finally {
       clearInterval(keepAlive);
@@ -425,23 +417,21 @@ export class AgUiTransport {
   ): Promise<void> {
     this.openStream(res);
     const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), this.options.keepAliveMs);
-    const interrupts: AgUiInterrupt[] = [];
     // The client leaving stops this view only: the run goes on.
     res.once('close', () => void stream.return());
-    const open = new Map() as OpenMessages;
+    const progress = new RunProgress();
     try {
       for await (const event of stream) {
         if (res.destroyed) break;
-        track(open, event);
         // A slow client is waited for; meanwhile the run's chunks queue up merged (RunEventStream).
-        if (!this.write(res, event, input, interrupts, ids)) await drained(res);
+        if (!this.write(res, event, input, progress, ids)) await drained(res);
       }
     } catch (error) {
       // The rest of the run cannot be shown (the thread store cannot take its events): its open
       // messages are ended and the run's end is RUN_ERROR with the code.
       const reason = toGatewayError(error);
       if (reason.code === 'INTERNAL_SERVER_ERROR') logger.error({ err: error }, 'unexpected error in an AG-UI stream');
-      if (!res.destroyed) this.endCutShort(res, open, reason.message, reason, input);
+      if (!res.destroyed) this.endCutShort(res, progress.open, reason.message, reason, input);
     } finally {
       clearInterval(keepAlive);
       if (!res.destroyed) res.end();
@@ -495,18 +485,21 @@ export class AgUiTransport {
     res: ServerResponse,
     event: SequencedEvent,
     input: RunStartedInput,
-    interrupts: AgUiInterrupt[],
+    progress: RunProgress,
     ids = true,
   ): boolean {
-    if (event.type === 'RunStarted') {
-      input.runId = event.runId;
-      interrupts.length = 0;
-    }
-    if (event.type === 'MetaEvent') {
-      const interrupt = agUiInterrupt(event.event.value);
-      if (interrupt) interrupts.push(interrupt);
-    }
-    const converted = toAgUiEvent(event, { threadId: input.threadId, runId: input.runId, interrupts }, input);
+    if (event.type === 'RunStarted') input.runId = event.runId;
+    progress.see(event);
+    const converted = toAgUiEvent(
+      event,
+      {
+        threadId: input.threadId,
+        runId: input.runId,
+        interrupts: progress.interrupts,
+        pendingToolCallIds: progress.pendingCalls,
+      },
+      input,
+    );
     if (!converted) return true;
     // The run's own events carry their sequence as the SSE id (a reconnect's Last-Event-ID); events the
     // gateway makes up for a replay (sequence -1) carry none, so an id always names a stored event. An event
