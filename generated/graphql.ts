@@ -931,6 +931,11 @@ export type RunFinishedEvent = RunEvent & {
   sequence: Scalars['Int']['output'];
   /** Success, or Failed with a reason and details. */
   status: ResponseStatus;
+  /**
+   * What the run's model calls used, one entry per provider and model, where the providers reported it (OpenAI when
+   * asked for it, Anthropic, Gemini, AG-UI agents that report it); null when none did. Not in the reference contract.
+   */
+  usage?: Maybe<Array<TokenUsage>>;
 };
 
 /** A meta event, such as an agent interrupt. */
@@ -1065,6 +1070,30 @@ export type TextMessageStartEvent = RunEvent & {
   role: MessageRole;
   /** The event's position in its run. */
   sequence: Scalars['Int']['output'];
+};
+
+/**
+ * Tokens a run's calls of one model used, as its provider reported them (AG-UI 1.0's TokenUsage). Every count is
+ * null where the provider does not report it.
+ */
+export type TokenUsage = {
+  __typename?: 'TokenUsage';
+  /** Of inputTokens, those written to the provider's cache. */
+  cacheWriteInputTokens?: Maybe<Scalars['Int']['output']>;
+  /** Of inputTokens, those read from the provider's cache. */
+  cachedInputTokens?: Maybe<Scalars['Int']['output']>;
+  /** Tokens sent to the model, cached ones included. */
+  inputTokens?: Maybe<Scalars['Int']['output']>;
+  /** The model called. */
+  model?: Maybe<Scalars['String']['output']>;
+  /** Tokens the model produced, reasoning included. */
+  outputTokens?: Maybe<Scalars['Int']['output']>;
+  /** The provider, such as "openai", "anthropic" or "google"; an agent's name for what an agent reported. */
+  provider?: Maybe<Scalars['String']['output']>;
+  /** Of outputTokens, those spent reasoning. */
+  reasoningTokens?: Maybe<Scalars['Int']['output']>;
+  /** All tokens, as the provider counts them. */
+  totalTokens?: Maybe<Scalars['Int']['output']>;
 };
 
 
@@ -1220,6 +1249,7 @@ export type ResolversTypes = {
   TextMessageInput: TextMessageInput;
   TextMessageOutput: ResolverTypeWrapper<TextMessageOutputModel>;
   TextMessageStartEvent: ResolverTypeWrapper<SequencedEvent>;
+  TokenUsage: ResolverTypeWrapper<TokenUsage>;
 };
 
 /** Mapping between all available schema types and the resolvers parents */
@@ -1303,6 +1333,7 @@ export type ResolversParentTypes = {
   TextMessageInput: TextMessageInput;
   TextMessageOutput: TextMessageOutputModel;
   TextMessageStartEvent: SequencedEvent;
+  TokenUsage: TokenUsage;
 };
 
 export type DeferDirectiveArgs = {
@@ -1613,6 +1644,7 @@ export type RunEventResolvers<ContextType = GatewayContext, ParentType extends R
 export type RunFinishedEventResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['RunFinishedEvent'] = ResolversParentTypes['RunFinishedEvent']> = {
   sequence?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   status?: Resolver<ResolversTypes['ResponseStatus'], ParentType, ContextType>;
+  usage?: Resolver<Maybe<Array<ResolversTypes['TokenUsage']>>, ParentType, ContextType>;
   __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 };
 
@@ -1676,6 +1708,17 @@ export type TextMessageStartEventResolvers<ContextType = GatewayContext, ParentT
   __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 };
 
+export type TokenUsageResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['TokenUsage'] = ResolversParentTypes['TokenUsage']> = {
+  cacheWriteInputTokens?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
+  cachedInputTokens?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
+  inputTokens?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
+  model?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  outputTokens?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
+  provider?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  reasoningTokens?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
+  totalTokens?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
+};
+
 export type Resolvers<ContextType = GatewayContext> = {
   ActionExecutionArgsEvent?: ActionExecutionArgsEventResolvers<ContextType>;
   ActionExecutionEndEvent?: ActionExecutionEndEventResolvers<ContextType>;
@@ -1730,6 +1773,7 @@ export type Resolvers<ContextType = GatewayContext> = {
   TextMessageEndEvent?: TextMessageEndEventResolvers<ContextType>;
   TextMessageOutput?: TextMessageOutputResolvers<ContextType>;
   TextMessageStartEvent?: TextMessageStartEventResolvers<ContextType>;
+  TokenUsage?: TokenUsageResolvers<ContextType>;
 };
 
 export type DirectiveResolvers<ContextType = GatewayContext> = {

@@ -164,6 +164,8 @@ describe('AnthropicAdapter (Messages API streaming on the official SDK)', () => 
       'text m1 tok1 ',
       'text m1 tok2 ',
       'end m1',
+      // message_start's input count and message_delta's output count.
+      'usage {"provider":"anthropic","model":"claude-test","inputTokens":20,"outputTokens":12,"totalTokens":32}',
     ]);
   });
 
@@ -197,7 +199,8 @@ describe('AnthropicAdapter (Messages API streaming on the official SDK)', () => 
     expect(output.log.indexOf('end m2')).toBeLessThan(
       output.log.indexOf(`call toolu_msg_fake${n}_0 lookup msg_fake${n}`),
     );
-    expect(output.log[output.log.length - 1]).toBe('callend c3');
+    expect(output.log.at(-2)).toBe('callend c3');
+    expect(output.log.at(-1)).toMatch(/^usage \{"provider":"anthropic"/);
   });
 
   it.each([

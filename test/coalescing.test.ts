@@ -26,6 +26,7 @@ function recording(): RunWriter & { log: string[]; fail?: Error } {
       writer.log.push(`thought ${id} ${content}`);
     },
     reasoningEnd: (id) => (open.delete(id), void writer.log.push(`thinkend ${id}`)),
+    usage: (report) => void writer.log.push(`usage ${JSON.stringify(report)}`),
     actionResult: (id, name, result) => void writer.log.push(`result ${id} ${result}`),
     agentState: (snapshot) => void writer.log.push(`state ${JSON.stringify(snapshot.state)}`),
     metaEvent: (event) => void writer.log.push(`meta ${event.name}`),

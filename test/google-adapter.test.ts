@@ -144,6 +144,8 @@ describe('GoogleAdapter (Gemini API streaming on the official SDK)', () => {
       'text m1 tok1 ',
       'text m1 tok2 ',
       'end m1',
+      // The last chunk's usageMetadata, as AG-UI 1.0 counts it.
+      'usage {"provider":"google","model":"gemini-test","inputTokens":12,"outputTokens":5,"totalTokens":17}',
     ]);
   });
 
@@ -165,6 +167,7 @@ describe('GoogleAdapter (Gemini API streaming on the official SDK)', () => {
       `call undefined lookup resp-fake${n}`,
       'args c3 {"q":"paris"}',
       'callend c3',
+      'usage {"provider":"google","model":"gemini-flash-latest","inputTokens":12,"outputTokens":5,"totalTokens":17}',
     ]);
   });
 

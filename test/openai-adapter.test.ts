@@ -67,6 +67,7 @@ function recorder(): ModelOutput & { log: string[] } {
     reasoningStart: (proposed) => (log.push(`think ${proposed}`), `r${++ids}`),
     reasoningContent: (id, content) => void log.push(`thought ${id} ${content}`),
     reasoningEnd: (id) => void log.push(`thinkend ${id}`),
+    usage: (report) => void log.push(`usage ${JSON.stringify(report)}`),
   };
 }
 

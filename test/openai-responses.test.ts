@@ -139,5 +139,13 @@ describe('the token limit on Chat Completions', () => {
     expect(() => readEnvironment({ OPENAI_API_KEY: 'k', OPENAI_MAX_TOKENS_PARAMETER: 'limit' })).toThrow(
       /OPENAI_MAX_TOKENS_PARAMETER must be max_tokens or max_completion_tokens/,
     );
+    expect(
+      readEnvironment({ OPENAI_BASE_URL: 'http://vllm:8000/v1', OPENAI_STREAM_USAGE: 'true' }).provider,
+    ).toMatchObject({ name: 'openai', options: { streamUsage: true } });
+    expect(() => readEnvironment({ OPENAI_API_KEY: 'k', OPENAI_STREAM_USAGE: 'yes' })).toThrow(
+      /OPENAI_STREAM_USAGE must be true or false/,
+    );
+    expect(new OpenAIAdapter({ apiKey: 'k' }).streamUsage).toBe(true);
+    expect(new OpenAIAdapter({ baseURL: 'http://vllm:8000/v1' }).streamUsage).toBe(false);
   });
 });

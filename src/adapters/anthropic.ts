@@ -3,9 +3,11 @@ import type { APIError } from '@anthropic-ai/sdk';
 import type {
   MessageCreateParamsStreaming,
   RawMessageStreamEvent,
+  Usage,
 } from '@anthropic-ai/sdk/resources/messages/messages';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
+import { tokenUsage } from '../core/events.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import { capitalize, commonCauseHint, upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
 import { SdkAttempts } from '../upstream/attempts.js';
@@ -207,6 +209,10 @@ function errorMessage(error: APIError): string | undefined {
  */
 class EventReader {
   private messageId: string | undefined;
+  private model: string | undefined;
+  /** message_start's usage (input and cache counts); message_delta's output count. */
+  private inputUsage: Usage | undefined;
+  private outputTokens: number | undefined;
   private stopReason: string | null | undefined;
   private texts = 0;
   /** Open blocks by index: the text message or action call each one is. */
@@ -218,6 +224,8 @@ class EventReader {
     switch (event.type) {
       case 'message_start':
         this.messageId = event.message.id;
+        this.model = event.message.model;
+        this.inputUsage = event.message.usage;
         break;
       case 'content_block_start': {
         const block = event.content_block;
@@ -256,6 +264,8 @@ class EventReader {
         break;
       case 'message_delta':
         if (event.delta.stop_reason) this.stopReason = event.delta.stop_reason;
+        // The counts so far (cumulative): the last one says the whole call's output.
+        if (event.usage) this.outputTokens = event.usage.output_tokens;
         break;
       case 'message_stop':
         break;
@@ -265,12 +275,32 @@ class EventReader {
   /** The stream has ended: it must have said why it stopped; every block is closed. */
   finish(): void {
     for (const index of [...this.blocks.keys()]) this.close(index);
+    this.reportUsage();
     if (!this.stopReason) {
       throw new UpstreamError(
         'UPSTREAM_STREAM_INTERRUPTED',
         'The model provider (Anthropic) ended its stream before the answer was complete.',
       );
     }
+  }
+
+  /**
+   * What the call used. Anthropic's input_tokens leaves out what was read from or written to its cache: the three
+   * added up are the input, of which the cached parts are told apart.
+   */
+  private reportUsage(): void {
+    const input = this.inputUsage;
+    const read = input?.cache_read_input_tokens ?? 0;
+    const written = input?.cache_creation_input_tokens ?? 0;
+    const report = tokenUsage('anthropic', this.model, {
+      inputTokens: input ? input.input_tokens + read + written : undefined,
+      outputTokens: this.outputTokens,
+      cachedInputTokens: input?.cache_read_input_tokens ?? undefined,
+      cacheWriteInputTokens: input?.cache_creation_input_tokens ?? undefined,
+      totalTokens:
+        input && this.outputTokens !== undefined ? input.input_tokens + read + written + this.outputTokens : undefined,
+    });
+    if (report) this.output.usage(report);
   }
 
   private close(index: number): void {

@@ -1,6 +1,13 @@
-import type { ApiError, GenerateContentConfig, GenerateContentResponse, GoogleGenAI } from '@google/genai';
+import type {
+  ApiError,
+  GenerateContentConfig,
+  GenerateContentResponse,
+  GenerateContentResponseUsageMetadata,
+  GoogleGenAI,
+} from '@google/genai';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
+import { tokenUsage } from '../core/events.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import { SdkAttempts } from '../upstream/attempts.js';
 import { commonCauseHint, upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
@@ -223,6 +230,8 @@ function apiErrorMessage(error: ApiError): string | undefined {
 class ChunkReader {
   private text: string | undefined;
   private reasoning: string | undefined;
+  private usage: GenerateContentResponseUsageMetadata | undefined;
+  private model: string | undefined;
   private texts = 0;
   private responseId: string | undefined;
   private finishReason: string | undefined;
@@ -266,12 +275,29 @@ class ChunkReader {
       }
     }
     if (candidate?.finishReason) this.finishReason = candidate.finishReason;
+    // The counts so far: the last chunk's say the whole call's.
+    if (chunk.usageMetadata) this.usage = chunk.usageMetadata;
+    this.model ??= chunk.modelVersion;
   }
 
   /** The stream has ended: it must have said why it stopped; the text is closed. */
   finish(): void {
     this.endReasoning();
     this.endText();
+    const usage = this.usage;
+    if (usage) {
+      // Gemini counts thoughts apart from the answer; AG-UI's outputTokens holds both.
+      const answer = usage.candidatesTokenCount;
+      const thoughts = usage.thoughtsTokenCount;
+      const report = tokenUsage('google', this.model, {
+        inputTokens: usage.promptTokenCount,
+        outputTokens: answer === undefined && thoughts === undefined ? undefined : (answer ?? 0) + (thoughts ?? 0),
+        totalTokens: usage.totalTokenCount,
+        reasoningTokens: thoughts,
+        cachedInputTokens: usage.cachedContentTokenCount,
+      });
+      if (report) this.output.usage(report);
+    }
     if (!this.finishReason) {
       throw new UpstreamError(
         'UPSTREAM_STREAM_INTERRUPTED',

@@ -157,6 +157,7 @@ export class ObservedAdapter implements ModelAdapter {
       reasoningStart: (proposedId) => output.reasoningStart(proposedId),
       reasoningContent: (id, content) => output.reasoningContent(id, content),
       reasoningEnd: (id) => output.reasoningEnd(id),
+      usage: (report) => output.usage(report),
     };
     return Promise.resolve(this.inner.stream(request, observed, signal)).then(
       () => {

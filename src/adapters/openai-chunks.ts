@@ -1,6 +1,8 @@
 import type { EventSourceMessage } from 'eventsource-parser';
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
+import type { CompletionUsage } from 'openai/resources/completions';
 import { UpstreamError } from '../core/errors.js';
+import { tokenUsage } from '../core/events.js';
 import type { ModelOutput } from './adapter.js';
 
 /**
@@ -108,6 +110,8 @@ export class ChunkReader {
       );
     }
     if (chunk === null || typeof chunk !== 'object') throw this.malformed('a chunk that is not an object');
+    // What the call used: on its own last chunk (no choices) when asked for with stream_options.include_usage.
+    if (chunk.usage) this.usage(chunk.usage, chunk.model);
     const choice = chunk.choices?.[0];
     if (!choice) return;
     const delta = choice.delta;
@@ -134,6 +138,18 @@ export class ChunkReader {
       }
     }
     if (choice.finish_reason) this.finished = true;
+  }
+
+  private usage(usage: CompletionUsage, model: unknown): void {
+    if (typeof usage !== 'object') return;
+    const report = tokenUsage('openai', model, {
+      inputTokens: usage.prompt_tokens,
+      outputTokens: usage.completion_tokens,
+      totalTokens: usage.total_tokens,
+      reasoningTokens: usage.completion_tokens_details?.reasoning_tokens,
+      cachedInputTokens: usage.prompt_tokens_details?.cached_tokens,
+    });
+    if (report) this.output.usage(report);
   }
 
   /** A piece of the model's reasoning: a reasoning message of its own, ended when the answer (or a call) starts. */

@@ -7,6 +7,7 @@ import type {
   ToolChoiceOptions,
 } from 'openai/resources/responses/responses';
 import { UnreachableCaseError, UpstreamError } from '../core/errors.js';
+import { tokenUsage } from '../core/events.js';
 import type { Message, ToolDefinition } from '../core/messages.js';
 import type { ForwardedParameters, ModelOutput } from './adapter.js';
 import { imageMimeType } from './conversion.js';
@@ -157,9 +158,21 @@ export class ResponsesReader {
         }
         break;
       case 'response.completed':
-      case 'response.incomplete':
+      case 'response.incomplete': {
         this.finished = true;
+        const usage = event.response?.usage;
+        const report =
+          usage &&
+          tokenUsage('openai', event.response.model, {
+            inputTokens: usage.input_tokens,
+            outputTokens: usage.output_tokens,
+            totalTokens: usage.total_tokens,
+            reasoningTokens: usage.output_tokens_details?.reasoning_tokens,
+            cachedInputTokens: usage.input_tokens_details?.cached_tokens,
+          });
+        if (report) this.output.usage(report);
         break;
+      }
       case 'response.failed':
         this.flush();
         throw new UpstreamError(

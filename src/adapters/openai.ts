@@ -36,6 +36,12 @@ export interface OpenAIAdapterOptions {
    * other server
    */
   maxTokensParameter?: 'max_tokens' | 'max_completion_tokens';
+  /**
+   * Whether Chat Completions is asked for the tokens each call used (`stream_options.include_usage`; reported with
+   * the run's end). Usage a server sends unasked is read either way; the Responses API always reports it.
+   * @default true for OpenAI itself, false for other servers (not all of them take stream_options)
+   */
+  streamUsage?: boolean;
 }
 
 const WHO = 'the model provider';
@@ -50,8 +56,9 @@ const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
  * (which copies its buffer after every event) cost more CPU than everything else a streamed token
  * goes through (BENCHMARKS.md). Retries keep the SDK's semantics: `maxRetries` (2) retries of 408,
  * 409, 429, 5xx and connection errors with exponential backoff, `Retry-After` honoured, and never a
- * retry once the answer has begun. Reasoning content (Chat Completions servers' `reasoning_content`,
- * the Responses API's reasoning items and summaries) is dropped: it is not the answer.
+ * retry once the answer has begun. Reasoning (Chat Completions servers' `reasoning_content` or `reasoning`, the
+ * Responses API's reasoning summaries and text) is the run's reasoning, not its answer; usage, where reported, the
+ * run's usage.
  */
 export class OpenAIAdapter implements ModelAdapter {
   readonly name = 'openai';
@@ -60,6 +67,7 @@ export class OpenAIAdapter implements ModelAdapter {
   /** The Responses API has no stop sequences: a request with `stop` is refused before the run. */
   readonly parameters: ReadonlySet<keyof ForwardedParameters> | undefined;
   readonly maxTokensParameter: 'max_tokens' | 'max_completion_tokens';
+  readonly streamUsage: boolean;
   private readonly url: string;
   private readonly headers: Record<string, string>;
   private readonly policy: RetryPolicy;
@@ -92,6 +100,7 @@ export class OpenAIAdapter implements ModelAdapter {
     }
     this.apiStyle = apiStyle;
     this.maxTokensParameter = maxTokensParameter;
+    this.streamUsage = options.streamUsage ?? isOpenAI(options.baseURL);
     this.parameters =
       apiStyle === 'responses'
         ? new Set(['model', 'maxTokens', 'temperature', 'toolChoice', 'toolChoiceFunctionName'])
@@ -127,6 +136,7 @@ export class OpenAIAdapter implements ModelAdapter {
       model: params.model || this.model,
       messages: toChatMessages(request.messages),
       stream: true,
+      ...(this.streamUsage ? { stream_options: { include_usage: true } } : {}),
       ...(tools.length ? { tools } : {}),
       ...(params.maxTokens != null ? { [this.maxTokensParameter]: params.maxTokens } : {}),
       ...(params.temperature != null ? { temperature: params.temperature } : {}),

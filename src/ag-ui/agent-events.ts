@@ -2,6 +2,7 @@ import { EventType, type BaseEvent, type ContentPart, type Message as AgUiMessag
 import fastJsonPatch from 'fast-json-patch';
 import { parse as parsePartialJson } from 'partial-json';
 import type { Logger } from 'pino';
+import { tokenUsage } from '../core/events.js';
 import type { RunWriter } from '../core/writer.js';
 import { asText } from '../agents/copilotkit-messages.js';
 import { agentError, agentStreamEnded } from '../agents/errors.js';
@@ -165,6 +166,14 @@ export class AgUiEventInterpreter {
             this.out.metaEvent({ name: 'LangGraphInterruptEvent', value: JSON.stringify(interrupt) });
         }
         if (Object.keys(this.state).length > 0) this.emitState(false);
+        // AG-UI 1.0's usage, one entry per provider and model: the agent's name stands in for a provider it leaves out.
+        if (Array.isArray(e.usage)) {
+          for (const entry of e.usage as Record<string, unknown>[]) {
+            const { provider, model, ...counts } = entry ?? {};
+            const report = tokenUsage(typeof provider === 'string' ? provider : this.agentName, model, counts);
+            if (report) this.out.usage(report);
+          }
+        }
         return;
       case EventType.RUN_ERROR:
         throw agentError(this.agentName, e.message, e.code ? { agentCode: e.code } : {});

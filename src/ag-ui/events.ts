@@ -80,12 +80,15 @@ export function toAgUiEvent(
       const { status } = event;
       // A stopped run ends as CopilotKit's runtime ends it, RUN_FINISHED; a client that speaks AG-UI 1.0 also gets
       // its `cancelled` outcome (0.0.x clients' schemas refuse any outcome but success and interrupt).
+      // AG-UI 1.0's usage: what the run's model calls used, where the providers said.
+      const usage = agUi1 && event.usage?.length ? { usage: event.usage } : undefined;
       if (status.code === 'Failed' && status.details.code === 'RUN_STOPPED' && agUi1) {
         return {
           type: 'RUN_FINISHED',
           threadId: run.threadId,
           runId: run.runId,
           outcome: { type: 'cancelled' },
+          ...usage,
         } as BaseEvent;
       }
       if (status.code !== 'Failed' || status.details.code === 'RUN_STOPPED') {
@@ -103,6 +106,7 @@ export function toAgUiEvent(
           threadId: run.threadId,
           runId: run.runId,
           ...(outcome ? { outcome } : {}),
+          ...usage,
         } as BaseEvent;
       }
       return { type: 'RUN_ERROR', message: status.details.description, code: status.details.code } as BaseEvent;

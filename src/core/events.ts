@@ -65,7 +65,47 @@ export type RuntimeEvent =
   | { type: 'ReasoningStart'; messageId: string }
   | { type: 'ReasoningContent'; messageId: string; content: string }
   | { type: 'ReasoningEnd'; messageId: string }
-  | { type: 'RunFinished'; status: RunStatus };
+  /** `usage`: what the run's model calls used, one entry per provider and model, where the providers reported it. */
+  | { type: 'RunFinished'; status: RunStatus; usage?: TokenUsage[] };
+
+/**
+ * Tokens one or more model calls used, as the provider reported them (AG-UI 1.0's TokenUsage): every count is
+ * optional, since providers report different ones. `cachedInputTokens` and `cacheWriteInputTokens` are part of
+ * `inputTokens`; `reasoningTokens` part of `outputTokens`.
+ */
+export interface TokenUsage {
+  provider?: string;
+  model?: string;
+  inputTokens?: number;
+  outputTokens?: number;
+  totalTokens?: number;
+  reasoningTokens?: number;
+  cachedInputTokens?: number;
+  cacheWriteInputTokens?: number;
+}
+
+/** The counts of a TokenUsage. */
+export type TokenCount = Exclude<keyof TokenUsage, 'provider' | 'model'>;
+
+/**
+ * A usage report from what a provider said: the counts that are whole numbers of 0 or more (anything else, missing or
+ * malformed, is left out); undefined when none is.
+ */
+export function tokenUsage(
+  provider: string,
+  model: unknown,
+  counts: Partial<Record<TokenCount, unknown>>,
+): TokenUsage | undefined {
+  const report: TokenUsage = { provider };
+  if (typeof model === 'string' && model !== '') report.model = model;
+  let any = false;
+  for (const [field, count] of Object.entries(counts) as [TokenCount, unknown][]) {
+    if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 0) continue;
+    report[field] = count;
+    any = true;
+  }
+  return any ? report : undefined;
+}
 
 export type RuntimeEventType = RuntimeEvent['type'];
 

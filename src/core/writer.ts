@@ -1,4 +1,4 @@
-import type { AgentStateSnapshot, MetaEventPayload } from './events.js';
+import type { AgentStateSnapshot, MetaEventPayload, TokenUsage } from './events.js';
 
 /**
  * Where a model adapter writes what the model produces. The run behind it checks the order
@@ -31,6 +31,11 @@ export interface ModelOutput {
   reasoningContent(messageId: string, content: string): void;
   /** Ends a reasoning message; ending one that is not open does nothing. */
   reasoningEnd(messageId: string): void;
+  /**
+   * What a model call used, where the provider reports it (once per call, usually at its end). The run adds the
+   * calls up per provider and model and reports them with its end (RunFinished.usage).
+   */
+  usage(report: TokenUsage): void;
 }
 
 /** Where agents (and the engine's action executor) write: a model's output plus results, state and interrupts. */

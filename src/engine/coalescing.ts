@@ -1,4 +1,4 @@
-import type { AgentStateSnapshot, MetaEventPayload } from '../core/events.js';
+import type { AgentStateSnapshot, MetaEventPayload, TokenUsage } from '../core/events.js';
 import type { RunWriter } from '../core/writer.js';
 
 /**
@@ -60,6 +60,11 @@ export class CoalescingWriter implements RunWriter {
   textEnd(messageId: string): void {
     this.interrupt();
     this.out.textEnd(messageId);
+  }
+
+  /** Not an event: nothing waiting needs to go first. */
+  usage(report: TokenUsage): void {
+    this.out.usage(report);
   }
 
   reasoningStart(proposedId?: string | null): string {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { guardedController } from '../core/abort.js';
 import { GatewayError, toGatewayError } from '../core/errors.js';
-import type { AgentStateSnapshot, MetaEventPayload, RunListener, RuntimeEvent } from '../core/events.js';
+import type { AgentStateSnapshot, MetaEventPayload, RunListener, RuntimeEvent, TokenUsage } from '../core/events.js';
 import { childLogger } from '../core/logging.js';
 import { MESSAGE_SUCCESS, RUN_SUCCESS, failedMessage, failedRun, type RunStatus } from '../core/status.js';
 import type { RunWriter } from '../core/writer.js';
@@ -95,6 +95,8 @@ export class Run implements RunHandle, RunWriter, RunContext {
   // Created on a run's first action call or result: most runs are text only, and a held stream
   // pays for every empty set it keeps.
   private openCalls: Set<string> | undefined;
+  /** What the run's model calls used, per provider and model (RunFinished.usage); made on the first report. */
+  private usageByModel: Map<string, TokenUsage> | undefined;
   /** Open reasoning messages; made on the first (most runs never have one). */
   private openReasoning: Set<string> | undefined;
   private results: Set<string> | undefined;
@@ -298,6 +300,13 @@ export class Run implements RunHandle, RunWriter, RunContext {
     this.emit({ type: 'ActionExecutionEnd', actionExecutionId, status: MESSAGE_SUCCESS });
   }
 
+  usage(report: TokenUsage): void {
+    if (this.state !== 'running') return; // a late report changes nothing already told
+    const key = `${report.provider ?? ''}\u0000${report.model ?? ''}`;
+    const total = (this.usageByModel ??= new Map()).get(key);
+    this.usageByModel.set(key, total ? addUsage(total, report) : { ...report });
+  }
+
   reasoningStart(proposedId?: string | null): string {
     this.assertWritable();
     const id = this.claimId(proposedId, 'reasoning');
@@ -386,7 +395,11 @@ export class Run implements RunHandle, RunWriter, RunContext {
     this.openCalls?.clear();
     this.openReasoning?.clear();
     this.state = 'finished';
-    this.emit({ type: 'RunFinished', status });
+    this.emit(
+      this.usageByModel
+        ? { type: 'RunFinished', status, usage: [...this.usageByModel.values()] }
+        : { type: 'RunFinished', status },
+    );
     this.listeners = [];
     this.settle(status);
   }
@@ -405,3 +418,22 @@ export class Run implements RunHandle, RunWriter, RunContext {
     }
   }
 }
+
+/** Two usages of one provider and model added up: a count either has is kept, one both have summed. */
+function addUsage(total: TokenUsage, report: TokenUsage): TokenUsage {
+  const sum: TokenUsage = { ...total };
+  for (const field of USAGE_COUNTS) {
+    const count = report[field];
+    if (count !== undefined) sum[field] = (sum[field] ?? 0) + count;
+  }
+  return sum;
+}
+
+const USAGE_COUNTS = [
+  'inputTokens',
+  'outputTokens',
+  'totalTokens',
+  'reasoningTokens',
+  'cachedInputTokens',
+  'cacheWriteInputTokens',
+] as const;

@@ -106,8 +106,10 @@ export function readProvider(env: NodeJS.ProcessEnv): ProviderSettings | undefin
   return { name, options } as ProviderSettings;
 }
 
-/** OPENAI_API_STYLE and OPENAI_MAX_TOKENS_PARAMETER, when set. */
-function readOpenAIStyle(env: NodeJS.ProcessEnv): Pick<OpenAIAdapterOptions, 'apiStyle' | 'maxTokensParameter'> {
+/** OPENAI_API_STYLE, OPENAI_MAX_TOKENS_PARAMETER and OPENAI_STREAM_USAGE, when set. */
+function readOpenAIStyle(
+  env: NodeJS.ProcessEnv,
+): Pick<OpenAIAdapterOptions, 'apiStyle' | 'maxTokensParameter' | 'streamUsage'> {
   const style = env.OPENAI_API_STYLE?.trim();
   if (style && style !== 'chat' && style !== 'responses') {
     throw new ConfigurationError(`OPENAI_API_STYLE must be chat or responses (got ${JSON.stringify(style)}).`);
@@ -118,9 +120,14 @@ function readOpenAIStyle(env: NodeJS.ProcessEnv): Pick<OpenAIAdapterOptions, 'ap
       `OPENAI_MAX_TOKENS_PARAMETER must be max_tokens or max_completion_tokens (got ${JSON.stringify(parameter)}).`,
     );
   }
+  const usage = env.OPENAI_STREAM_USAGE?.trim();
+  if (usage && usage !== 'true' && usage !== 'false') {
+    throw new ConfigurationError(`OPENAI_STREAM_USAGE must be true or false (got ${JSON.stringify(usage)}).`);
+  }
   return {
     ...(style ? { apiStyle: style as 'chat' | 'responses' } : {}),
     ...(parameter ? { maxTokensParameter: parameter as 'max_tokens' | 'max_completion_tokens' } : {}),
+    ...(usage ? { streamUsage: usage === 'true' } : {}),
   };
 }
 

@@ -17,6 +17,7 @@ import { close, listen } from './loopback.js';
  *   [delta]             a state snapshot, then a JSON Patch touching part of it
  *   [steps]             a step with a state snapshot in it
  *   [thinking]          reasoning events, RAW and an unknown CUSTOM event, then text
+ *   [usage]             token usage on RUN_FINISHED
  *   [thinking-0.0]      a 0.0.x agent's thinking events (THINKING_*, retired by AG-UI 1.0: no message ids), then text
  *   [snapshot]          a MESSAGES_SNAPSHOT with an assistant message that was never streamed
  *   [ag-ui-interrupt]   a RUN_FINISHED with an interrupt outcome (after a STATE_SNAPSHOT, with [with-state])
@@ -91,7 +92,20 @@ export class FakeAgUiAgent {
       res.end();
     };
     const started = { type: EventType.RUN_STARTED, threadId: input.threadId, runId: input.runId };
-    const runFinished = { type: EventType.RUN_FINISHED, threadId: input.threadId, runId: input.runId };
+    const runFinished = {
+      type: EventType.RUN_FINISHED,
+      threadId: input.threadId,
+      runId: input.runId,
+      // [usage]: AG-UI 1.0's token usage, one entry per model (the second without a provider).
+      ...(has('usage')
+        ? {
+            usage: [
+              { provider: 'anthropic', model: 'claude-x', inputTokens: 5, outputTokens: 3 },
+              { model: 'local-llm', totalTokens: 9 },
+            ],
+          }
+        : {}),
+    };
     let counter = 0;
     const text = (content: string | string[], options: { chunks?: boolean; open?: boolean } = {}) => {
       const messageId = `agui-msg-${input.runId}-${++counter}`;

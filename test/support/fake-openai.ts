@@ -210,6 +210,18 @@ export class FakeOpenAI {
         for (const token of tokens) await send({ content: token });
         await send({}, 'stop');
       }
+      if (body.stream_options?.include_usage) {
+        // As OpenAI sends it when asked: a last chunk with no choices, the call's usage.
+        const usage = {
+          prompt_tokens: 11,
+          completion_tokens: 7,
+          total_tokens: 18,
+          prompt_tokens_details: { cached_tokens: 3 },
+          completion_tokens_details: { reasoning_tokens: 2 },
+        };
+        const chunk = { id, object: 'chat.completion.chunk', created, model: body.model, choices: [], usage };
+        res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+      }
       res.write('data: [DONE]\n\n');
       finished = true;
       res.end();
@@ -277,6 +289,18 @@ export class FakeOpenAI {
       status,
       model: body.model,
       output: [],
+      // The Responses API reports usage on its completed response.
+      ...(status === 'completed'
+        ? {
+            usage: {
+              input_tokens: 21,
+              input_tokens_details: { cached_tokens: 0 },
+              output_tokens: 9,
+              output_tokens_details: { reasoning_tokens: 4 },
+              total_tokens: 30,
+            },
+          }
+        : {}),
     });
     let index = 0;
     const message = async (tokens: string[]) => {

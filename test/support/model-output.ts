@@ -15,6 +15,7 @@ export function recordingOutput(): ModelOutput & { log: string[] } {
     reasoningStart: (proposed) => (log.push(`think ${proposed}`), `r${++ids}`),
     reasoningContent: (id, content) => void log.push(`thought ${id} ${content}`),
     reasoningEnd: (id) => void log.push(`thinkend ${id}`),
+    usage: (report) => void log.push(`usage ${JSON.stringify(report)}`),
   };
 }
 

@@ -2,7 +2,7 @@ import type { Principal } from '../../core/principal.js';
 import type { ActionCatalog } from '../../actions/action.js';
 import { executeAction } from '../../actions/executor.js';
 import { UnreachableCaseError } from '../../core/errors.js';
-import type { AgentStateSnapshot, MetaEventPayload } from '../../core/events.js';
+import type { AgentStateSnapshot, MetaEventPayload, TokenUsage } from '../../core/events.js';
 import type { Message } from '../../core/messages.js';
 import type { RunWriter } from '../../core/writer.js';
 import type { RunContext } from '../run.js';
@@ -75,6 +75,10 @@ export class RoundRecorder implements RunWriter {
 
   actionEnd(actionExecutionId: string): void {
     this.out.actionEnd(actionExecutionId);
+  }
+
+  usage(report: TokenUsage): void {
+    this.out.usage(report);
   }
 
   // Reasoning is passed on and not kept: it is never sent back to the model.
