@@ -252,7 +252,7 @@ async function openPage(query = ''): Promise<{ page: Page; errors: string[]; sen
 (available ? describe : describe.skip)(
   `a CopilotKit 1.74 thread list in Chromium, two gateways on one Redis${SKIPPED}`,
   () => {
-    it('lists threads from both instances newest first; rename, archive, unarchive and delete persist and are seen through the other', async () => {
+    it('lists both instances’ threads newest first; rename, archive, unarchive, delete persist', async () => {
       await agRun(a, 'alpha-1', 'Alpha one through A');
       await agRun(b, 'bravo-1', 'Bravo one through B');
       await agRun(a, 'alpha-2', 'Alpha two through A');
@@ -340,7 +340,7 @@ async function openPage(query = ''): Promise<{ page: Page; errors: string[]; sen
       await page.close();
     });
 
-    it('opens a thread made through the other instance and restores its messages in the chat, then goes on with it', async () => {
+    it('opens a thread made through B, restores its messages in the chat, and goes on with it', async () => {
       await agRun(b, 'restore-b', 'Bravo asks through B [tokens=3]');
       await agRun(a, 'restore-a', 'Alpha asks through A [tokens=2]');
       const { page, errors, sent } = await openPage();

@@ -138,7 +138,7 @@ describe.each(MODES)('the stock @copilotkit/core 1.74 thread store, $mode', ({ k
   }
   const mine = keyed ? bearer(KEY_A) : {};
 
-  it('pages through the list while threads are started between pages, and ends with what the gateway lists', async () => {
+  it('pages while threads are started between pages, and ends with what the gateway lists', async () => {
     const g = await gateway();
     // Zero-padded ids: should two runs start in the same millisecond, the gateway's tie order (id, descending)
     // is their order of creation too, as the store's stable sort by lastRunAt keeps it.
@@ -186,7 +186,8 @@ describe.each(MODES)('the stock @copilotkit/core 1.74 thread store, $mode', ({ k
 
       // What went over the wire: GET /threads with agentId, limit and the gateway's opaque cursor, the caller's
       // headers on every request; nothing else (no /threads/subscribe: no joinCode, no wsUrl).
-      const targets = sent.map((request) => `${request.method} ${request.target.replace(/cursor=[^&]+/, 'cursor=…')}`);
+      const opaque = (target: string) => target.replace(/cursor=[^&]+/, 'cursor=…');
+      const targets = sent.map((request) => `${request.method} ${opaque(request.target)}`);
       expect(targets).toEqual([
         'GET /threads?agentId=default&limit=2',
         'GET /threads?agentId=default&cursor=…&limit=2',
