@@ -82,6 +82,8 @@ export interface EnvironmentSettings extends AgentSettings {
    * TRANSCRIPTION_MAX_MB: voice input (GatewayOptions.transcription).
    */
   transcription?: TranscriptionOptions;
+  /** AG_UI_REASONING: `declared` or `always` (GatewayOptions.agUiReasoning). */
+  agUiReasoning?: 'declared' | 'always';
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -136,7 +138,18 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
     ...readExecutor(env),
     ...optional('streamWriteIntervalMs', countOf(env, 'STREAM_WRITE_INTERVAL_MS')),
     ...readTranscription(env),
+    ...readAgUiReasoning(env),
   };
+}
+
+function readAgUiReasoning(env: NodeJS.ProcessEnv): { agUiReasoning?: 'declared' | 'always' } {
+  const value = env.AG_UI_REASONING?.trim().toLowerCase();
+  if (!value) return {};
+  if (value !== 'declared' && value !== 'always')
+    throw new ConfigurationError(
+      `AG_UI_REASONING must be declared or always (got ${JSON.stringify(env.AG_UI_REASONING)}).`,
+    );
+  return { agUiReasoning: value };
 }
 
 function readExecutor(env: NodeJS.ProcessEnv): { executor?: 'fast' | 'stock' } {

@@ -111,6 +111,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
         version: GATEWAY_VERSION,
         onStream: metrics && ((delta) => metrics.httpStream(delta)),
         transcriber: config.transcription && new OpenAITranscriber(config.transcription, upstream),
+        reasoning: config.agUiReasoning,
       }),
       readiness: () => readiness(state.phase, store, config.threads.onStoreFailure, endpoints),
       access,

@@ -66,6 +66,7 @@ async function main(): Promise<void> {
     ...(env.modelFirstTokenTimeoutMs !== undefined ? { modelFirstTokenTimeoutMs: env.modelFirstTokenTimeoutMs } : {}),
     ...(env.agentFirstEventTimeoutMs !== undefined ? { agentFirstEventTimeoutMs: env.agentFirstEventTimeoutMs } : {}),
     ...(env.transcription ? { transcription: env.transcription } : {}),
+    ...(env.agUiReasoning ? { agUiReasoning: env.agUiReasoning } : {}),
   });
   const url = await gateway.listen(env.port, env.host);
   // The first signal drains (readiness false, runs finish within the grace period, then close);

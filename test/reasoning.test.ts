@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { agUiAgent } from '../src/ag-ui/agent.js';
+import { readEnvironment } from '../src/env.js';
+import { createGateway } from '../src/gateway.js';
 import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { gatewaysPerTest, runInput, silentLogger, userMessage, type RunningGateway } from './support/harness.js';
@@ -190,6 +192,20 @@ describe('AG-UI clients', () => {
     expect(types(got).filter((type) => type.startsWith('REASONING'))).toEqual([]);
     expect(types(got)).toContain('TEXT_MESSAGE_CONTENT');
     expect(types(got).at(-1)).toBe('RUN_FINISHED');
+  });
+
+  it('all get it with agUiReasoning "always" (0.0.59, which CopilotKit 1.74 pins, takes it), and nothing else of 1.0', async () => {
+    const g = await start({ adapter: adapter(), agUiReasoning: 'always' });
+    const got = await agRun(g, 'default', 'think-always', '[think] hello');
+    const { EventSchemas } = await import('./clients/ag-ui-core-0059.js');
+    for (const { event } of got) EventSchemas.parse(event);
+    expect(runs(types(got))).toContain('REASONING_MESSAGE_CONTENT');
+    expect(got.some(({ event }) => event.outcome !== undefined || event.usage !== undefined)).toBe(false);
+    expect(() => createGateway({ logger: silentLogger, agUiReasoning: 'sometimes' as never })).toThrow(
+      /options.agUiReasoning must be "declared" or "always"/,
+    );
+    expect(readEnvironment({ AG_UI_REASONING: 'always' }).agUiReasoning).toBe('always');
+    expect(() => readEnvironment({ AG_UI_REASONING: 'yes' })).toThrow(/AG_UI_REASONING must be declared or always/);
   });
 
   it("pass on an AG-UI agent's reasoning, and a 0.0.x agent's retired THINKING_* events as reasoning", async () => {

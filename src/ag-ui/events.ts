@@ -32,6 +32,8 @@ export function toAgUiEvent(
     interrupts?: AgUiInterrupt[];
     /** The run's calls that got no result (frontend tools): a 1.0 client's `pendingToolCallIds`. */
     pendingToolCallIds?: ReadonlySet<string>;
+    /** Reasoning goes to this client whatever version it declares (the `agUiReasoning: "always"` option). */
+    reasoning?: boolean;
   },
   input?: RunStartedInput,
   agUi1 = speaksAgUi1(input?.protocolVersion),
@@ -112,16 +114,16 @@ export function toAgUiEvent(
       return { type: 'RUN_ERROR', message: status.details.description, code: status.details.code } as BaseEvent;
     }
     case 'ReasoningStart':
-      if (!agUi1) return undefined;
+      if (!agUi1 && !run.reasoning) return undefined;
       return [
         { type: 'REASONING_START', messageId: event.messageId } as BaseEvent,
         { type: 'REASONING_MESSAGE_START', messageId: event.messageId, role: 'reasoning' } as BaseEvent,
       ];
     case 'ReasoningContent':
-      if (!agUi1) return undefined;
+      if (!agUi1 && !run.reasoning) return undefined;
       return { type: 'REASONING_MESSAGE_CONTENT', messageId: event.messageId, delta: event.content } as BaseEvent;
     case 'ReasoningEnd':
-      if (!agUi1) return undefined;
+      if (!agUi1 && !run.reasoning) return undefined;
       return [
         { type: 'REASONING_MESSAGE_END', messageId: event.messageId } as BaseEvent,
         { type: 'REASONING_END', messageId: event.messageId } as BaseEvent,

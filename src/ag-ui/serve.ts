@@ -31,6 +31,11 @@ export interface AgUiTransportOptions {
   onStream?: (delta: 1 | -1) => void;
   /** Voice input (`/transcribe`, the `transcribe` method); none: not offered. */
   transcriber?: Transcriber;
+  /**
+   * Which clients get the model's reasoning: `declared`, those that declare AG-UI 1.0 (`protocolVersion`); `always`,
+   * every one (GatewayOptions.agUiReasoning). @default "declared"
+   */
+  reasoning?: 'declared' | 'always';
 }
 
 /** Who asks, as the HTTP transport knows it. */
@@ -450,8 +455,8 @@ export class AgUiTransport {
   ): void {
     for (const [id, kind] of open) {
       if (kind === 'reasoning') {
-        // Sent only to AG-UI 1.0 clients (toAgUiEvent): only they have one open.
-        if (!speaksAgUi1(input.protocolVersion)) continue;
+        // Sent only to AG-UI 1.0 clients unless the gateway sends reasoning to every client (toAgUiEvent).
+        if (!speaksAgUi1(input.protocolVersion) && this.options.reasoning !== 'always') continue;
         res.write(this.encoder.encodeSSE({ type: 'REASONING_MESSAGE_END', messageId: id } as BaseEvent));
         res.write(this.encoder.encodeSSE({ type: 'REASONING_END', messageId: id } as BaseEvent));
         continue;
@@ -497,6 +502,7 @@ export class AgUiTransport {
         runId: input.runId,
         interrupts: progress.interrupts,
         pendingToolCallIds: progress.pendingCalls,
+        reasoning: this.options.reasoning === 'always',
       },
       input,
     );

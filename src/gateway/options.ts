@@ -159,6 +159,13 @@ export interface GatewayOptions {
    * `audioFileTranscriptionEnabled: false` and /transcribe answers `service_not_configured`.
    */
   transcription?: TranscriptionOptions;
+  /**
+   * Which AG-UI clients are sent the model's reasoning (REASONING_* events): `declared`, those that declare AG-UI 1.0
+   * (`protocolVersion`); `always`, every one, as CopilotKit's own runtime sends it. Clients on @ag-ui/client 0.0.45 or
+   * later take these events (CopilotKit 1.74 pins 0.0.59 and shows reasoning); older ones fail a run that has them.
+   * @default "declared"
+   */
+  agUiReasoning?: 'declared' | 'always';
 }
 
 /** What every option's reader gets besides its own value: the options, and what is settled before any reader runs. */
@@ -275,6 +282,14 @@ const READERS = {
     return value;
   },
   transcription: (value) => resolveTranscription(value),
+  agUiReasoning: (value): 'declared' | 'always' => {
+    if (value === undefined) return 'declared';
+    if (value !== 'declared' && value !== 'always')
+      throw new ConfigurationError(
+        `options.agUiReasoning must be "declared" or "always" (got ${JSON.stringify(value)}).`,
+      );
+    return value;
+  },
 } satisfies { [K in keyof Required<GatewayOptions>]: (value: GatewayOptions[K], settled: Settled) => unknown };
 
 const OPTION_NAMES: readonly string[] = Object.keys(READERS);
