@@ -35,7 +35,7 @@ export type {
   Role,
   ToolDefinition,
 } from './core/messages.js';
-export type { AgentStateSnapshot, MetaEventPayload } from './core/events.js';
+export type { AgentStateSnapshot, MetaEventPayload, TokenUsage } from './core/events.js';
 export type { ModelOutput, RunWriter } from './core/writer.js';
 export type { ErrorCode } from './core/errors.js';
 

@@ -13,6 +13,7 @@ import {
   type ModelRequest,
   type RunWriter,
   type ServerAction,
+  type TokenUsage,
 } from '../src/index.js';
 import { runInput, silentLogger, userMessage } from './support/harness.js';
 import { COPILOT_RUN, textOfEvents, watch } from './support/threads.js';
@@ -28,6 +29,12 @@ class ScriptedModel implements ModelAdapter {
   async stream(request: ModelRequest, output: ModelOutput): Promise<void> {
     const last = request.messages.at(-1);
     if (last?.kind === 'result') {
+      // Its thinking and what it used, where a provider says them: shown apart from the answer, added up per model.
+      const thought = output.reasoningStart();
+      output.reasoningContent(thought, 'The action said the weather.');
+      output.reasoningEnd(thought);
+      const used: TokenUsage = { provider: 'scripted', model: 'v1', inputTokens: 12, outputTokens: 5 };
+      output.usage(used);
       const id = output.textStart();
       output.textContent(id, `It is ${last.result}.`);
       output.textEnd(id);
@@ -110,6 +117,37 @@ describe('the public API', () => {
       result: 'sunny in Lyon',
     });
     expect(messages.at(-1).content.join('')).toBe('It is sunny in Lyon.');
+  });
+
+  it("streams a custom adapter's reasoning and usage to GraphQL subscribers", async () => {
+    const run = watch(
+      url.replace(/^http/, 'ws'),
+      /* GraphQL */ `
+        subscription ($data: GenerateCopilotResponseInput!) {
+          copilotRun(data: $data) {
+            __typename
+            ... on ReasoningContentEvent {
+              content
+            }
+            ... on RunFinishedEvent {
+              usage {
+                provider
+                model
+                inputTokens
+                outputTokens
+              }
+            }
+          }
+        }
+      `,
+      { data: runInput([userMessage('What is the weather?')]) },
+    );
+    await run.done;
+    expect(run.errors).toEqual([]);
+    expect(run.events.find((event) => event.__typename === 'ReasoningContentEvent').content).toBe(
+      'The action said the weather.',
+    );
+    expect(run.events.at(-1).usage).toEqual([{ provider: 'scripted', model: 'v1', inputTokens: 12, outputTokens: 5 }]);
   });
 
   it('runs an agent of a kind of its own, listed with the others and streamed over graphql-ws', async () => {
