@@ -186,6 +186,22 @@ describe('AG-UI clients', () => {
     expect(JSON.stringify(messages)).not.toContain('think.');
   });
 
+  it('get the reasoning ended before RUN_ERROR when the model fails while it reasons', async () => {
+    const g = await gateway();
+    const got = await agRun(g, 'default', 'think-cut', '[think-cut] hello', '1.0.0');
+    expect(runs(types(got))).toEqual([
+      'RUN_STARTED',
+      'REASONING_START',
+      'REASONING_MESSAGE_START',
+      'REASONING_MESSAGE_CONTENT',
+      'REASONING_MESSAGE_END',
+      'REASONING_END',
+      'RUN_ERROR',
+    ]);
+    const { EventSchemas } = await import('@ag-ui/core/schemas');
+    for (const { event } of got) EventSchemas.parse(event);
+  });
+
   it('get none when they speak AG-UI 0.0.x (its schemas refuse them), and the run is the same otherwise', async () => {
     const g = await gateway();
     const got = await agRun(g, 'default', 'think-old', '[think] hello');

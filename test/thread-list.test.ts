@@ -8,6 +8,7 @@ import type { SequencedEvent } from '../src/core/events.js';
 import { RUN_SUCCESS } from '../src/core/status.js';
 import { RedisThreadStore } from '../src/threads/redis/store.js';
 import type { ThreadStore } from '../src/threads/store.js';
+import { MemoryThreadStore } from '../src/threads/memory.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { gatewaysPerTest, runInput, silentLogger, userMessage, type RunningGateway } from './support/harness.js';
 import { RedisServer } from './support/redis.js';
@@ -131,26 +132,98 @@ describe.each(stores)('the %s store lists threads', (_kind, make) => {
     const summary = await store.summary('named');
     expect(summary).toMatchObject({ name: 'First question', agentId: 'n', archived: false });
     expect(summary!.lastRunAt.getTime()).toBeGreaterThan(summary!.createdAt.getTime() - 1);
-    await store.update('named', { name: 'Renamed' });
+    await store.update('named', '', { name: 'Renamed' });
     await record(store, 'named', { agentId: 'n', name: 'Third' });
     expect((await store.summary('named'))?.name).toBe('Renamed');
 
-    await store.update('named', { archived: true });
+    await store.update('named', '', { archived: true });
     expect((await store.list({ scope: '', agentId: 'n', includeArchived: false, limit: 5 })).threads).toEqual([]);
     const all = await store.list({ scope: '', agentId: 'n', includeArchived: true, limit: 5 });
     expect(all.threads).toEqual([expect.objectContaining({ threadId: 'named', archived: true })]);
-    await store.update('named', { archived: false });
+    await store.update('named', '', { archived: false });
     expect((await store.list({ scope: '', agentId: 'n', includeArchived: false, limit: 5 })).threads).toHaveLength(1);
 
-    expect(await store.remove('named')).toBe(true);
+    expect(await store.remove('named', '')).toBe(true);
     expect(await store.summary('named')).toBeUndefined();
     expect(await store.thread('named')).toBeUndefined();
     expect((await store.list({ scope: '', agentId: 'n', includeArchived: true, limit: 5 })).threads).toEqual([]);
-    expect(await store.update('named', { name: 'x' })).toBeUndefined();
-    expect(await store.remove('named')).toBe(false);
+    expect(await store.update('named', '', { name: 'x' })).toBeUndefined();
+    expect(await store.remove('named', '')).toBe(false);
     // The id can be used again: a new thread.
     await record(store, 'named', { agentId: 'n', name: 'Again' });
     expect((await store.summary('named'))?.name).toBe('Again');
+    await store.close();
+  });
+
+  it('changes and removes a thread only for its owner, checked in the same step', async () => {
+    const store = await make();
+    await record(store, 'owned', { owner: 'alice', agentId: 'o' });
+    expect(await store.update('owned', 'bob', { name: 'mine' })).toBeUndefined();
+    expect(await store.update('owned', '', { name: 'mine' })).toBeUndefined();
+    expect(await store.remove('owned', 'bob')).toBe(false);
+    expect(await store.remove('owned', '')).toBe(false);
+    expect(await store.summary('owned')).toMatchObject({ owner: 'alice', name: null });
+    expect(await store.update('owned', 'alice', { name: 'Hers' })).toMatchObject({ name: 'Hers' });
+    expect(await store.remove('owned', 'alice')).toBe(true);
+    await store.close();
+  });
+
+  it('lets no run that held a removed thread make it again: removed between claim and open, or while it writes', async () => {
+    const store = await make();
+    const input = [{ kind: 'text' as const, id: 'secret', role: 'user' as const, content: 'secret' }];
+    // Claimed by alice, removed before the run opened: the run is ended, nothing is made, bob finds nothing.
+    const { runId } = await store.claim('gone', 'r1', 'f1', { owner: 'alice' });
+    expect(await store.remove('gone', 'alice')).toBe(true);
+    const lost: unknown[] = [];
+    const log = store.open('gone', runId, { messages: input, newMessages: input }, (error) => lost.push(error));
+    for (const event of runEvents('gone', runId)) log.append(event);
+    await until(
+      async () => lost.length,
+      (count) => count > 0,
+      'the run told it was deleted',
+    );
+    expect(lost[0]).toMatchObject({ code: 'RUN_STOPPED', message: 'The thread was deleted; its run was stopped.' });
+    expect(await store.summary('gone')).toBeUndefined();
+    expect(await store.owner('gone')).toBeUndefined();
+    expect((await store.claim('gone', 'r2', 'f2', { owner: 'bob' })).history).toEqual([]);
+    store.release('gone', 'r2');
+
+    // Removed while its run writes (a run that did not stop in time): what it writes afterwards makes nothing.
+    const claim = await store.claim('busy', 'b1', 'g1', { owner: 'alice' });
+    const lostToo: unknown[] = [];
+    const writing = store.open('busy', claim.runId, { messages: input, newMessages: input }, (error) =>
+      lostToo.push(error),
+    );
+    const events = runEvents('busy', claim.runId);
+    writing.append(events[0]);
+    writing.append(events[1]);
+    await until(
+      () => store.run('busy', claim.runId),
+      (run) => run?.lastSequence === 1,
+      'the first events stored',
+    );
+    expect(await store.remove('busy', 'alice')).toBe(true);
+    // Someone claims the id meanwhile and gives it up (a request refused after its claim): still nothing comes back.
+    await store.claim('busy', 'c1', 'h1', { owner: 'carol' });
+    store.release('busy', 'c1');
+    for (const event of events.slice(2)) writing.append(event);
+    if (store.kind === 'redis') {
+      await until(
+        async () => lostToo.length,
+        (count) => count > 0,
+        'the run told it was deleted',
+      );
+    }
+    expect(await store.summary('busy')).toBeUndefined();
+    expect(await store.thread('busy')).toBeUndefined();
+    expect((await store.list({ scope: 'alice', agentId: 'default', includeArchived: true, limit: 5 })).threads).toEqual(
+      [],
+    );
+    // A new thread under the id, claimed after the delete, is the new claimer's, mark or not.
+    await record(store, 'busy', { owner: 'carol' });
+    expect(await store.summary('busy')).toMatchObject({ owner: 'carol' });
+    expect((await store.thread('busy'))?.messages.map((message) => message.id)).not.toContain('secret');
+    if (store instanceof MemoryThreadStore) expect(store.size.threads).toBe(2);
     await store.close();
   });
 });
@@ -374,6 +447,15 @@ describe('/threads', () => {
     expect((await call(g, 'GET', '/threads/p-0/nothing')).status).toBe(404);
     expect((await call(g, 'POST', '/threads/subscribe', {})).status).toBe(501);
     expect((await envelope(g, 'GET', '/memories')).status).toBe(501);
+    // Paths that name a host or do not parse are refused, not served or failed.
+    for (const [path, code] of [
+      ['//[', 'BAD_USER_INPUT'],
+      ['//elsewhere/threads?agentId=default', 'BAD_USER_INPUT'],
+      ['threads', 'BAD_REQUEST'], // the envelope's own check: not a path at all
+    ]) {
+      const answer = await envelope(g, 'GET', path);
+      expect([path, answer.status, answer.json.code]).toEqual([path, 400, code]);
+    }
     // A thread another agent's list holds is not found through this one.
     expect((await call(g, 'PATCH', '/threads/p-0', { agentId: 'researcher', name: 'x' })).status).toBe(404);
   });
@@ -476,8 +558,6 @@ describe('two instances on one Redis', () => {
     expect((await call(b, 'DELETE', '/threads/two-run', { agentId: 'default' })).status).toBe(200);
     expect(await running).toContain('"type":"RUN_FINISHED","threadId":"two-run"');
     expect((await call(a, 'GET', '/threads/two-run')).status).toBe(404);
-    // Nothing the stopped run wrote after the delete made the thread again.
-    await new Promise((resolve) => setTimeout(resolve, 200));
     expect((await call(a, 'GET', '/threads?agentId=default')).json.threads.map((t: any) => t.id)).toEqual([
       'two-3',
       'two-2',

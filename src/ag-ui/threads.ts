@@ -41,7 +41,19 @@ export async function threadResource(
   body: unknown,
   principal: Principal | undefined,
 ): Promise<ThreadResourceAnswer> {
-  const url = new URL(target, 'http://gateway');
+  // A path under the runtime URL, never one that names a host ("//host/…") or does not parse.
+  let url: URL;
+  try {
+    if (!target.startsWith('/') || target.startsWith('//')) throw new TypeError('not a path');
+    url = new URL(target, 'http://gateway');
+  } catch {
+    throw new BadUserInputError(
+      'The resource path is a path under the runtime URL, such as /threads?agentId=default.',
+      {
+        field: 'params.path',
+      },
+    );
+  }
   const segments = url.pathname.split('/').slice(1);
   if (segments[0] !== 'threads') {
     if (segments[0] === 'memories' || segments[0] === 'annotate')

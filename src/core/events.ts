@@ -99,13 +99,24 @@ export function tokenUsage(
   const report: TokenUsage = { provider };
   if (typeof model === 'string' && model !== '') report.model = model;
   let any = false;
-  for (const [field, count] of Object.entries(counts) as [TokenCount, unknown][]) {
+  for (const field of TOKEN_COUNTS) {
+    const count = counts[field];
     if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 0) continue;
     report[field] = count;
     any = true;
   }
   return any ? report : undefined;
 }
+
+/** Every count a TokenUsage has (anything else a provider sends is not one). */
+export const TOKEN_COUNTS: readonly TokenCount[] = [
+  'inputTokens',
+  'outputTokens',
+  'totalTokens',
+  'reasoningTokens',
+  'cachedInputTokens',
+  'cacheWriteInputTokens',
+];
 
 export type RuntimeEventType = RuntimeEvent['type'];
 

@@ -2,7 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { guardedController } from '../core/abort.js';
 import { GatewayError, toGatewayError } from '../core/errors.js';
-import type { AgentStateSnapshot, MetaEventPayload, RunListener, RuntimeEvent, TokenUsage } from '../core/events.js';
+import {
+  TOKEN_COUNTS,
+  type AgentStateSnapshot,
+  type MetaEventPayload,
+  type RunListener,
+  type RuntimeEvent,
+  type TokenUsage,
+} from '../core/events.js';
 import { childLogger } from '../core/logging.js';
 import { MESSAGE_SUCCESS, RUN_SUCCESS, failedMessage, failedRun, type RunStatus } from '../core/status.js';
 import type { RunWriter } from '../core/writer.js';
@@ -304,7 +311,12 @@ export class Run implements RunHandle, RunWriter, RunContext {
     if (this.state !== 'running') return; // a late report changes nothing already told
     const key = `${report.provider ?? ''}\u0000${report.model ?? ''}`;
     const total = (this.usageByModel ??= new Map()).get(key);
-    this.usageByModel.set(key, total ? addUsage(total, report) : { ...report });
+    // Only the counts TokenUsage has, whatever else a report carries.
+    const first: TokenUsage = {
+      ...(report.provider !== undefined ? { provider: report.provider } : {}),
+      ...(report.model !== undefined ? { model: report.model } : {}),
+    };
+    this.usageByModel.set(key, addUsage(total ?? first, report));
   }
 
   reasoningStart(proposedId?: string | null): string {
@@ -422,18 +434,12 @@ export class Run implements RunHandle, RunWriter, RunContext {
 /** Two usages of one provider and model added up: a count either has is kept, one both have summed. */
 function addUsage(total: TokenUsage, report: TokenUsage): TokenUsage {
   const sum: TokenUsage = { ...total };
-  for (const field of USAGE_COUNTS) {
+  for (const field of TOKEN_COUNTS) {
     const count = report[field];
-    if (count !== undefined) sum[field] = (sum[field] ?? 0) + count;
+    // Whole numbers only (a custom adapter's report is not checked elsewhere), capped where JSON numbers stop being
+    // exact (AG-UI's schema refuses more).
+    if (typeof count === 'number' && Number.isSafeInteger(count) && count >= 0)
+      sum[field] = Math.min((sum[field] ?? 0) + count, Number.MAX_SAFE_INTEGER);
   }
   return sum;
 }
-
-const USAGE_COUNTS = [
-  'inputTokens',
-  'outputTokens',
-  'totalTokens',
-  'reasoningTokens',
-  'cachedInputTokens',
-  'cacheWriteInputTokens',
-] as const;

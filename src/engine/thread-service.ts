@@ -23,6 +23,7 @@ import {
   type ThreadRecord,
   type ThreadStore,
   type ThreadSummary,
+  type StopReason,
 } from '../threads/store.js';
 import type { RunRequest } from './request.js';
 import type { RunHandle } from './run.js';
@@ -98,8 +99,8 @@ const INTERRUPT_WAIT_MS = 5_000;
 export class ThreadService {
   /** Runs of this process, by thread and run id, so that a stop request finds them. */
   private readonly local = new Map<string, RunHandle>();
-  /** Stop requests for runs of this process still being admitted, with when they lapse. */
-  private readonly pendingStops = new Map<string, number>();
+  /** Stop requests for runs of this process still being admitted, with when they lapse and why they were asked. */
+  private readonly pendingStops = new Map<string, { lapses: number; reason: StopReason }>();
   private lastStoreWarning = 0;
   /** Followers of runs (joins, AG-UI connects), ended by a shutdown. */
   private readonly follows = new Set<AsyncIterableIterator<SequencedEvent>>();
@@ -115,7 +116,7 @@ export class ThreadService {
       const run = this.local.get(runKey);
       if (run) run.abort(stopError(reason));
       // Not started yet (still being admitted): it is stopped when it starts, if it does within a minute.
-      else this.pendingStops.set(runKey, Date.now() + 60_000);
+      else this.pendingStops.set(runKey, { lapses: Date.now() + 60_000, reason });
     });
   }
 
@@ -203,9 +204,9 @@ export class ThreadService {
     const stopAsked = this.pendingStops.get(runKey);
     if (stopAsked !== undefined) {
       this.pendingStops.delete(runKey);
-      if (stopAsked > Date.now()) run.abort(stopError('stopped'));
+      if (stopAsked.lapses > Date.now()) run.abort(stopError(stopAsked.reason));
     }
-    for (const [pending, lapses] of this.pendingStops) if (lapses <= Date.now()) this.pendingStops.delete(pending);
+    for (const [pending, { lapses }] of this.pendingStops) if (lapses <= Date.now()) this.pendingStops.delete(pending);
     const unsubscribe = run.subscribe((event) => log.append(event));
     void run.finished.then(() => {
       unsubscribe();
@@ -429,7 +430,9 @@ export class ThreadService {
   ): Promise<ThreadSummary | undefined> {
     const checked = change.name === undefined ? change : { ...change, name: checkedName(change.name) };
     if (!(await this.threadSummary(threadId, principal, agentId))) return undefined;
-    return this.store.update(threadId, checked);
+    // The owner is checked again by the store in the same step as the change (the thread may have been deleted and
+    // made again by someone else since).
+    return this.store.update(threadId, this.scopeOf(principal), checked);
   }
 
   /**
@@ -447,8 +450,7 @@ export class ThreadService {
         await new Promise((resolve) => setTimeout(resolve, wait));
       }
     }
-    await this.store.remove(threadId);
-    return true;
+    return this.store.remove(threadId, this.scopeOf(principal));
   }
 
   close(): Promise<void> {

@@ -159,7 +159,7 @@ export class GatewayMetrics {
       summary: (threadId) => count('summary', store.summary(threadId)),
       list: (query) => count('list', store.list(query)),
       update: (...args) => count('update', store.update(...args)),
-      remove: (threadId) => count('remove', store.remove(threadId)),
+      remove: (...args) => count('remove', store.remove(...args)),
       onStopRequest: (handler) => store.onStopRequest(handler),
       start: store.start ? () => store.start!() : undefined,
       healthy: () => store.healthy(),

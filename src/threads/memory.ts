@@ -1,4 +1,4 @@
-import { RunNotFoundError } from '../core/errors.js';
+import { RunNotFoundError, type GatewayError } from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
 import type { Message } from '../core/messages.js';
 import { DEFAULT_AGENT_ID } from '../core/ids.js';
@@ -11,6 +11,7 @@ import {
   threadBusy,
   threadForbidden,
   byRecency,
+  stopError,
   isAfter,
   type AgentStateRecord,
   type Claim,
@@ -88,6 +89,9 @@ interface MemoryThread {
   removed: boolean;
 }
 
+/** How long a removed thread's mark holds off the run that held it (longer than any run goes on unnoticed). */
+const DELETED_MARK_MS = 10 * 60_000;
+
 /** Bytes counted per event of a running run besides its strings (an object and its fields). */
 const ITEM_OVERHEAD = 96;
 /**
@@ -111,6 +115,8 @@ export class MemoryThreadStore implements ThreadStore {
   private readonly threads = new Map<string, MemoryThread>();
   private bytes = 0;
   private readonly stopHandlers: StopHandler[] = [];
+  /** Threads removed while a run held them, with that run: it may not open or write them again (see remove). */
+  private readonly deleted = new Map<string, { runId: string; until: number }>();
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(private readonly options: MemoryThreadStoreOptions) {
@@ -132,7 +138,10 @@ export class MemoryThreadStore implements ThreadStore {
       throw threadBusy(threadId, active.runId);
     thread ??= this.create(threadId, now, details.agentId);
     if (owner !== undefined) thread.owner = owner;
-    if (thread.name === null && details.name !== undefined) thread.name = details.name;
+    if (thread.name === null && details.name !== undefined) {
+      thread.name = details.name;
+      this.resize(thread, stringBytes(details.name));
+    }
     thread.lastRunAt = thread.updatedAt = now;
     const runId = thread.runs.some((run) => run.runId === proposedRunId) ? freshRunId : proposedRunId;
     thread.active = { runId, claimExpires: now + this.options.claimTimeoutMs };
@@ -146,8 +155,19 @@ export class MemoryThreadStore implements ThreadStore {
     if (thread?.active?.runId === runId) thread.active = undefined;
   }
 
-  open(threadId: string, runId: string, { messages: input, newMessages }: RunInput): RunLog {
+  open(
+    threadId: string,
+    runId: string,
+    { messages: input, newMessages }: RunInput,
+    onLost?: (error: GatewayError) => void,
+  ): RunLog {
     const now = Date.now();
+    const mark = this.deleted.get(threadId);
+    if (mark?.runId === runId && mark.until > now && this.threads.get(threadId)?.active?.runId !== runId) {
+      // Removed between its claim and now: the run records nothing, and is ended.
+      onLost?.(stopError('deleted'));
+      return { append: () => {} };
+    }
     // Dropped since its claim (only possible under a bound far too small): kept again from here.
     const thread = this.threads.get(threadId) ?? this.create(threadId, now, undefined);
     // A new thread's first run brings all of its input: the two are one string until the next run's input
@@ -182,6 +202,11 @@ export class MemoryThreadStore implements ThreadStore {
   private append(thread: MemoryThread, run: MemoryRun, event: SequencedEvent): void {
     // Sealed: RunFinished was its last event (nothing follows it, see RunLog.append).
     if (typeof run.events === 'string') return;
+    // Removed while it ran: its followers still get the rest (the run was asked to stop), nothing is kept.
+    if (thread.removed) {
+      if (run.feeds) for (const feed of run.feeds) feed.push(event);
+      return;
+    }
     run.events.push(event);
     run.lastSequence = event.sequence;
     this.resize(thread, eventBytes(event));
@@ -256,10 +281,10 @@ export class MemoryThreadStore implements ThreadStore {
     };
   }
 
-  async update(threadId: string, { name, archived }: ThreadChange): Promise<ThreadSummary | undefined> {
+  async update(threadId: string, scope: string, { name, archived }: ThreadChange): Promise<ThreadSummary | undefined> {
     const now = Date.now();
     const thread = this.live(threadId, now);
-    if (!thread || thread.runs.length === 0) return undefined;
+    if (!thread || thread.runs.length === 0 || (thread.owner ?? '') !== scope) return undefined;
     if (name !== undefined) {
       this.resize(thread, stringBytes(name) - (thread.name === null ? 0 : stringBytes(thread.name)));
       thread.name = name;
@@ -270,9 +295,15 @@ export class MemoryThreadStore implements ThreadStore {
     return summaryOf(thread);
   }
 
-  async remove(threadId: string): Promise<boolean> {
-    const thread = this.live(threadId, Date.now());
-    if (!thread) return false;
+  async remove(threadId: string, scope: string): Promise<boolean> {
+    const now = Date.now();
+    const thread = this.live(threadId, now);
+    if (!thread || (thread.owner ?? '') !== scope) return false;
+    // The run that holds the thread, if it has not ended in time, must not make it again when it opens or writes.
+    if (thread.active) {
+      this.deleted.set(threadId, { runId: thread.active.runId, until: now + DELETED_MARK_MS });
+      for (const [id, mark] of this.deleted) if (mark.until <= now) this.deleted.delete(id);
+    }
     this.drop(thread);
     return true;
   }
@@ -371,6 +402,7 @@ export class MemoryThreadStore implements ThreadStore {
   }
 
   private touch(thread: MemoryThread, now: number): void {
+    if (thread.removed) return; // never put back
     thread.touched = now;
     this.threads.delete(thread.threadId);
     this.threads.set(thread.threadId, thread);

@@ -64,13 +64,17 @@ export interface ThreadStore {
    * when one is given: keyset paging, so that threads started meanwhile (they sort first) never shift a page.
    */
   list(query: ThreadListQuery): Promise<ThreadListPage>;
-  /** Renames, archives or unarchives the thread; resolves with its entry afterwards, or undefined when it is gone. */
-  update(threadId: string, change: ThreadChange): Promise<ThreadSummary | undefined>;
   /**
-   * Forgets the thread: its entry, transcript, states, runs and logs. A run still writing to it (its instance did
-   * not stop it in time) can no longer write: it is ended as lost. Resolves with whether there was anything.
+   * Renames, archives or unarchives the thread, if it belongs to `scope` (its owner, or "" for no one: checked in the
+   * same step as the change); resolves with its entry afterwards, or undefined when it is gone or another's.
    */
-  remove(threadId: string): Promise<boolean>;
+  update(threadId: string, scope: string, change: ThreadChange): Promise<ThreadSummary | undefined>;
+  /**
+   * Forgets the thread, if it belongs to `scope` (as `update`): its entry, transcript, states, runs and logs. The run
+   * that held it then (its instance did not stop it in time) can no longer write it: its next write ends it as
+   * deleted. Runs claimed afterwards make a new thread. Resolves with whether there was anything.
+   */
+  remove(threadId: string, scope: string): Promise<boolean>;
   /** Called (on the instance running it) when a run is asked to stop, from any instance. */
   onStopRequest(handler: StopHandler): void;
   /** Connects, where there is something to connect to; rejects with STORE_UNAVAILABLE when it cannot. */

@@ -19,6 +19,7 @@ import { close, listen } from './loopback.js';
  *   [stall]                    send one token, then nothing until the client goes away
  *   [think]                    first reason ("Let me ", "think.") as `reasoning_content` (DeepSeek, vLLM), then answer
  *   [think-ollama]             the same as `reasoning` (OpenRouter, Ollama)
+ *   [think-cut]                reason ("Let me "), then destroy the connection
  *   [no-finish]                send two tokens and [DONE], but no finish_reason (an answer cut short)
  *   [too-long]                 400 context_length_exceeded, in OpenAI's words
  * When the last message is a tool result, it answers "Tool result received: <result>".
@@ -142,6 +143,13 @@ export class FakeOpenAI {
       ]) {
         if (prompt.includes(directiveName))
           for (const piece of ['Let me ', 'think.']) await send({ content: null, [field]: piece });
+      }
+      if (prompt.includes('[think-cut]')) {
+        await send({ content: null, reasoning_content: 'Let me ' });
+        finished = true; // the fake ends it; not a client abort
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        res.destroy();
+        return;
       }
       if (last.role === 'tool') {
         await send({ content: `Tool result received: ${last.content}` });

@@ -105,7 +105,6 @@ export class RedisRecords {
         this.threadKey(threadId, 'run', proposedRunId),
         this.threadKey(threadId, 'meta'),
         this.threadKey(threadId, 'runs'),
-        this.threadKey(threadId, 'deleted'),
         proposedRunId,
         freshRunId,
         this.instanceId,
@@ -238,6 +237,8 @@ export class RedisRecords {
   async list({ scope, agentId, includeArchived, limit, after }: ThreadListQuery): Promise<ThreadListPage> {
     const key = `${this.listKey(scope, agentId)}:${includeArchived ? 'all' : 'active'}`;
     const threads: ThreadSummary[] = [];
+    /** Each listed thread's score as the set had it when read: where the next page starts (its entry may move). */
+    const scores = new Map<string, number>();
     let cursor = after;
     for (;;) {
       const want = limit + 1 - threads.length;
@@ -260,6 +261,7 @@ export class RedisRecords {
         if ((summary.owner ?? '') !== scope || summary.agentId !== agentId) return;
         if (summary.archived && !includeArchived) return;
         threads.push(summary);
+        scores.set(threadId, candidates[i].score);
       });
       if (gone.length) void this.redis.zrem(`${this.listKey(scope, agentId)}:all`, ...gone).catch(() => {});
       if (gone.length) void this.redis.zrem(`${this.listKey(scope, agentId)}:active`, ...gone).catch(() => {});
@@ -271,7 +273,7 @@ export class RedisRecords {
     const end = page[page.length - 1];
     return {
       threads: page,
-      ...(threads.length > limit ? { next: { lastRunAt: end.lastRunAt.getTime(), threadId: end.threadId } } : {}),
+      ...(threads.length > limit ? { next: { lastRunAt: scores.get(end.threadId)!, threadId: end.threadId } } : {}),
     };
   }
 
@@ -300,7 +302,7 @@ export class RedisRecords {
   }
 
   /** Renames or (un)archives the thread (the `cgUpdateThread` script); undefined when it has no run. */
-  async update(threadId: string, { name, archived }: ThreadChange): Promise<ThreadSummary | undefined> {
+  async update(threadId: string, scope: string, { name, archived }: ThreadChange): Promise<ThreadSummary | undefined> {
     const changed = await this.call(() =>
       this.redis.cgUpdateThread(
         this.threadKey(threadId, 'meta'),
@@ -309,13 +311,14 @@ export class RedisRecords {
         archived === undefined ? '' : archived ? '1' : '0',
         Date.now(),
         threadId,
+        scope,
       ),
     );
     return changed ? this.summary(threadId) : undefined;
   }
 
-  /** Deletes every key of the thread (the `cgRemoveThread` script); whether it had any. */
-  async remove(threadId: string): Promise<boolean> {
+  /** Deletes every key of the thread (the `cgRemoveThread` script) if it is `scope`'s; whether it had any. */
+  async remove(threadId: string, scope: string): Promise<boolean> {
     const removed = await this.call(() =>
       this.redis.cgRemoveThread(
         this.threadKey(threadId, 'meta'),
@@ -326,6 +329,7 @@ export class RedisRecords {
         this.threadKey(threadId, ''),
         threadId,
         DELETED_MARK_MS,
+        scope,
       ),
     );
     return removed === 1;

@@ -2,7 +2,7 @@ import { InstanceLostError, StoreUnavailableError, type GatewayError } from '../
 import type { SequencedEvent } from '../../core/events.js';
 import type { RunStatus } from '../../core/status.js';
 import { OutputCollector, agentStateOf, transcriptOf } from '../log.js';
-import type { AgentStateRecord, RunInput, RunLog, StoredEventSink } from '../store.js';
+import { stopError, type AgentStateRecord, type RunInput, type RunLog, type StoredEventSink } from '../store.js';
 import type { Batch, RedisRecords, RunKeys } from './records.js';
 
 /** What a run's log asks of the store it writes through (RedisThreadStore). */
@@ -17,8 +17,8 @@ export interface RunLogStore {
   endRun(threadId: string, runId: string, owner: string, error: GatewayError): Promise<boolean>;
   /** Logs a connection problem (throttled). */
   connectionError(error: unknown): void;
-  /** Logs what cannot be retried. */
-  recordLost(threadId: string, runId: string, why: string): void;
+  /** Logs what cannot be retried (at `info` when it is what a client asked for, as a delete). */
+  recordLost(threadId: string, runId: string, why: string, level?: 'error' | 'info'): void;
 }
 
 /** A run keeps its events (to write its record again from nothing) up to this many characters of JSON. */
@@ -239,11 +239,7 @@ export class RedisRunLog implements RunLog {
         'This gateway instance lost the run: it stopped answering for longer than its lease, ' +
           'and another instance ended the run.',
       );
-    if (reply === 'deleted')
-      return this.lose(
-        'its thread was deleted',
-        'The thread was deleted while the run was going on; the run was ended.',
-      );
+    if (reply === 'deleted') return this.lose('its thread was deleted', stopError('deleted'));
     if (reply === 'lost')
       return this.lose(
         'another run holds its thread (its claim ran out before it started)',
@@ -296,14 +292,14 @@ export class RedisRunLog implements RunLog {
    * The rest of the run will not be recorded here: the run and its clients are told (INSTANCE_LOST),
    * since clients are shown only what is stored.
    */
-  private lose(why: string, message: string): void {
+  private lose(why: string, message: string | GatewayError): void {
     this.abandoned = true;
     this.unconfirmed = [];
     this.pending = [];
     this.kept = undefined;
     clearTimeout(this.retrying);
-    this.store.recordLost(this.threadId, this.runId, why);
-    const error = new InstanceLostError(message);
+    this.store.recordLost(this.threadId, this.runId, why, typeof message === 'string' ? 'error' : 'info');
+    const error = typeof message === 'string' ? new InstanceLostError(message) : message;
     this.sink?.failed(error);
     this.onLost?.(error);
     this.end();

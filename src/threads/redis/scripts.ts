@@ -44,7 +44,7 @@ end`;
 
 /** The store's Lua scripts: [number of keys, source]. Keys of other runs are built from the thread's key prefix. */
 const SCRIPTS: Record<string, [number | null, string]> = {
-  // KEYS: lock, run (of the proposed id), meta, runs, deleted. ARGV: proposed id, fresh id, instance, claim timeout
+  // KEYS: lock, run (of the proposed id), meta, runs. ARGV: proposed id, fresh id, instance, claim timeout
   // (ms), owner ("" for none), ttl (s), agent id, name ("" for none), now (ms), list key prefix, thread id.
   // Answers {'forbidden'} (another principal's thread), {'busy', holder}, or {'ok', run id, transcript}; a thread
   // that belongs to no one becomes the owner's. The claim is the thread's latest run: its list entry (agent and
@@ -52,7 +52,7 @@ const SCRIPTS: Record<string, [number | null, string]> = {
   // (sorted sets \`{list prefix}{scope}:{agent}:all\` and \`…:active\`, scored by lastRunAt). The list keys are
   // another hash slot than the thread's: one Redis server or primary only (not Redis Cluster).
   cgClaim: [
-    5,
+    4,
     `${ESCAPE_LUA}
 local principal = redis.call('HGET', KEYS[3], 'principal')
 if ARGV[5] ~= '' and principal and principal ~= ARGV[5] then return {'forbidden', '', ''} end
@@ -65,7 +65,6 @@ end
 local runId = ARGV[1]
 if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('LPOS', KEYS[4], ARGV[1]) then runId = ARGV[2] end
 redis.call('SET', KEYS[1], runId .. ' ' .. ARGV[3], 'PX', ARGV[4])
-redis.call('DEL', KEYS[5])
 local now = tonumber(ARGV[9])
 local agent = redis.call('HGET', KEYS[3], 'agent')
 if not agent then
@@ -101,12 +100,13 @@ return 0`,
   ],
   // KEYS: lock, meta, runs, run, instance runs, log. ARGV: run id, instance, input (JSON), started at, ttl (s),
   // max runs, thread key prefix, "threadId\0runId", reset ("1" to write the record again from nothing).
-  // Answers 'deleted' when the thread was removed since its claim, 'lost' when another run holds the thread; 'ok'
-  // otherwise (at once when the record is already this instance's: an open sent again).
+  // Answers 'deleted' when this run held the thread when it was removed (cgRemoveThread's mark names it), 'lost'
+  // when another run holds the thread; 'ok' otherwise (at once when the record is already this instance's: an open
+  // sent again).
   cgOpen: [
     6,
-    `if redis.call('EXISTS', ARGV[7] .. 'deleted') == 1 then return 'deleted' end
-local mine = ARGV[1] .. ' ' .. ARGV[2]
+    `local mine = ARGV[1] .. ' ' .. ARGV[2]
+if redis.call('GET', ARGV[7] .. 'deleted') == mine then return 'deleted' end
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= mine then return 'lost' end
 if ARGV[9] == '' and redis.call('HGET', KEYS[4], 'owner') == ARGV[2] then return 'ok' end
@@ -179,11 +179,13 @@ for i = 1, #KEYS / 2 do
 end
 return answers`,
   ],
-  // KEYS: meta. ARGV: rename ("1" or ""), name, archived ("1", "0" or "" for unchanged), now (ms), thread id.
-  // Answers 0 when the thread has no run (gone, or never started), 1 once changed.
+  // KEYS: meta. ARGV: rename ("1" or ""), name, archived ("1", "0" or "" for unchanged), now (ms), thread id, owner
+  // ("" for none). Answers 0 when the thread has no run (gone, or never started) or belongs to another owner, 1 once
+  // changed.
   cgUpdateThread: [
     1,
     `if not redis.call('HGET', KEYS[1], 'latest') then return 0 end
+if (redis.call('HGET', KEYS[1], 'principal') or '') ~= ARGV[6] then return 0 end
 if ARGV[1] == '1' then redis.call('HSET', KEYS[1], 'name', ARGV[2]) end
 if ARGV[3] ~= '' then
   redis.call('HSET', KEYS[1], 'archived', ARGV[3])
@@ -198,20 +200,23 @@ end
 redis.call('HSET', KEYS[1], 'updatedAt', ARGV[4])
 return 1`,
   ],
-  // KEYS: meta, runs, states, lock, deleted. ARGV: thread key prefix, thread id, how long the mark stays (ms).
-  // Deletes every key of the thread and its list entries, and leaves the mark \`deleted\` so that a run still
-  // writing cannot make the thread again (cgOpen answers 'deleted'); the next claim clears it. Answers 1 when the
-  // thread had anything.
+  // KEYS: meta, runs, states, lock, deleted. ARGV: thread key prefix, thread id, how long the mark stays (ms), owner
+  // ("" for none). Refused (0) when the thread belongs to another owner. Deletes every key of the thread and its list
+  // entries, and leaves the mark \`deleted\` naming the run that held the thread (its lock's value), so that this run,
+  // if it still writes, cannot make the thread again (cgOpen answers it 'deleted'); runs claimed later are not
+  // concerned. Answers 1 when the thread had anything.
   cgRemoveThread: [
     5,
-    `local had = redis.call('EXISTS', KEYS[1], KEYS[2])
+    `if (redis.call('HGET', KEYS[1], 'principal') or '') ~= ARGV[4] then return 0 end
+local had = redis.call('EXISTS', KEYS[1], KEYS[2])
+local holder = redis.call('GET', KEYS[4])
 local list = redis.call('HGET', KEYS[1], 'list')
 if list then redis.call('ZREM', list .. ':all', ARGV[2]) redis.call('ZREM', list .. ':active', ARGV[2]) end
 for _, id in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
   redis.call('DEL', ARGV[1] .. 'run:' .. id, ARGV[1] .. 'log:' .. id)
 end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
-redis.call('SET', KEYS[5], '1', 'PX', ARGV[3])
+if holder then redis.call('SET', KEYS[5], holder, 'PX', ARGV[3]) end
 if had > 0 then return 1 end
 return 0`,
   ],

@@ -210,12 +210,12 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     return this.records.list(query);
   }
 
-  update(threadId: string, change: ThreadChange): Promise<ThreadSummary | undefined> {
-    return this.records.update(threadId, change);
+  update(threadId: string, scope: string, change: ThreadChange): Promise<ThreadSummary | undefined> {
+    return this.records.update(threadId, scope, change);
   }
 
-  remove(threadId: string): Promise<boolean> {
-    return this.records.remove(threadId);
+  remove(threadId: string, scope: string): Promise<boolean> {
+    return this.records.remove(threadId, scope);
   }
 
   run(threadId: string, runId?: string): Promise<RunRecord | undefined> {
@@ -325,7 +325,7 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
   }
 
   /** Logs what cannot be retried, every time. */
-  recordLost(threadId: string, runId: string, why: string): void {
-    this.options.logger.error({ threadId, runId }, `the run can no longer be recorded: ${why}`);
+  recordLost(threadId: string, runId: string, why: string, level: 'error' | 'info' = 'error'): void {
+    this.options.logger[level]({ threadId, runId }, `the run can no longer be recorded: ${why}`);
   }
 }
