@@ -250,6 +250,20 @@ function readThreads(env: NodeJS.ProcessEnv): ThreadsOptions {
   if (redisUrl && !/^rediss?:\/\/[^/]/.test(redisUrl)) {
     throw new ConfigurationError('REDIS_URL must be a redis:// or rediss:// URL, such as "redis://localhost:6379".');
   }
+  // Redis behind Sentinels: their addresses and the primary's name (and passwords), instead of REDIS_URL.
+  const sentinels = list(env.REDIS_SENTINELS);
+  const sentinelName = env.REDIS_SENTINEL_NAME?.trim();
+  if (sentinels.length && redisUrl)
+    throw new ConfigurationError('Set REDIS_URL or REDIS_SENTINELS (with REDIS_SENTINEL_NAME), not both.');
+  if (sentinels.length && !sentinelName)
+    throw new ConfigurationError("REDIS_SENTINELS needs REDIS_SENTINEL_NAME: the primary's name in the Sentinels.");
+  if (!sentinels.length && (sentinelName || env.REDIS_PASSWORD?.trim() || env.REDIS_SENTINEL_PASSWORD?.trim()))
+    throw new ConfigurationError(
+      'REDIS_SENTINEL_NAME, REDIS_PASSWORD and REDIS_SENTINEL_PASSWORD go with REDIS_SENTINELS ' +
+        '(with REDIS_URL, put the password in the URL).',
+    );
+  const redisPassword = env.REDIS_PASSWORD?.trim();
+  const sentinelPassword = env.REDIS_SENTINEL_PASSWORD?.trim();
   const ttlSeconds = wholeNumber(env, 'THREAD_TTL_SECONDS', 'seconds');
   const maxThreads = wholeNumber(env, 'MAX_THREADS', 'threads');
   const maxMegabytes = wholeNumber(env, 'MAX_THREAD_STORE_MB', 'megabytes');
@@ -266,6 +280,9 @@ function readThreads(env: NodeJS.ProcessEnv): ThreadsOptions {
   const listAnonymous = choice('THREAD_LIST_ANONYMOUS', ['true', 'false'] as const);
   return {
     ...(redisUrl ? { redisUrl } : {}),
+    ...(sentinels.length ? { sentinels, sentinelName } : {}),
+    ...(redisPassword ? { redisPassword } : {}),
+    ...(sentinelPassword ? { sentinelPassword } : {}),
     ...(ttlSeconds !== undefined ? { ttlSeconds } : {}),
     ...(maxThreads !== undefined ? { maxThreads } : {}),
     ...(maxMegabytes !== undefined ? { maxBytes: maxMegabytes * 1024 * 1024 } : {}),

@@ -21,7 +21,7 @@ describe("a run's log in Redis", () => {
   it("writes the events several runs emit in one turn of the event loop in one script call, and tells each run's clients of each event once stored, in order, once", async () => {
     const keyPrefix = `log-${Math.random().toString(36).slice(2)}:`;
     const store = new RedisThreadStore({
-      url: redis.url,
+      connection: { url: redis.url },
       keyPrefix,
       ttlSeconds: 3600,
       maxRunsPerThread: 20,

@@ -68,7 +68,7 @@ const stores: [string, () => Promise<ThreadStore>][] = [
     'Redis',
     async () => {
       const store = new RedisThreadStore({
-        url: redis.url,
+        connection: { url: redis.url },
         keyPrefix: `list${Math.random().toString(36).slice(2, 8)}:`,
         ttlSeconds: 3600,
         maxRunsPerThread: 20,

@@ -3,7 +3,7 @@ import type { CopilotKitEndpoint } from '../agents/copilotkit-endpoint.js';
 import { ConfigurationError, ShuttingDownError } from '../core/errors.js';
 import type { ThreadService } from '../engine/thread-service.js';
 import type { ResolvedThreadsOptions } from '../threads/options.js';
-import { redactedUrl } from '../threads/redis/connection.js';
+import { describeConnection } from '../threads/redis/connection.js';
 import type { ThreadStore } from '../threads/store.js';
 
 /**
@@ -88,7 +88,7 @@ export async function startThreadStore(
 ): Promise<void> {
   try {
     await threads.store.start?.();
-    if (options.redisUrl) logger.info({ redis: redactedUrl(options.redisUrl) }, 'threads are kept in Redis');
+    if (options.redis) logger.info({ redis: describeConnection(options.redis) }, 'threads are kept in Redis');
   } catch (error) {
     // One line each way, naming what to set (npm start's variables; threads.redisUrl and
     // threads.onStoreFailure from code), without the stack of an error whose place says nothing.
@@ -99,7 +99,7 @@ export async function startThreadStore(
       );
     }
     logger.warn(
-      { redis: options.redisUrl ? redactedUrl(options.redisUrl) : undefined },
+      { redis: options.redis ? describeConnection(options.redis) : undefined },
       `${unreachable}: runs are served unrecorded until it answers (STORE_FAILURE_POLICY=serve), retrying in the ` +
         'background; start Redis there or correct REDIS_URL.',
     );

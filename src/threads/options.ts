@@ -3,6 +3,7 @@ import { ConfigurationError } from '../core/errors.js';
 import { MemoryThreadStore } from './memory.js';
 import { RedisThreadStore } from './redis/store.js';
 import type { ThreadStore } from './store.js';
+import type { RedisConnection } from './redis/connection.js';
 
 /** How the gateway keeps its threads (GatewayOptions.threads). */
 export interface ThreadsOptions {
@@ -11,6 +12,16 @@ export interface ThreadsOptions {
    * Without it, threads are kept in this process's memory. @default undefined
    */
   redisUrl?: string;
+  /**
+   * Redis behind Sentinels instead of one URL: the Sentinels' addresses ("host:port"), asked for the primary named
+   * `sentinelName`, and again after every failover. Not with `redisUrl`. @default undefined
+   */
+  sentinels?: string[];
+  /** The primary's name in the Sentinels' configuration; needed with `sentinels`. */
+  sentinelName?: string;
+  /** With `sentinels`: the password of the primary and replicas, and of the Sentinels themselves, if they have one. */
+  redisPassword?: string;
+  sentinelPassword?: string;
   /** Prefix of the gateway's Redis keys and channels. @default "cg:" */
   keyPrefix?: string;
   /** How long a thread is kept after its last run. @default 604800 (7 days) */
@@ -44,7 +55,8 @@ export interface ThreadsOptions {
 }
 
 export interface ResolvedThreadsOptions {
-  redisUrl: string | undefined;
+  /** Where Redis is (by URL or through Sentinels); undefined: threads are kept in memory. */
+  redis: RedisConnection | undefined;
   keyPrefix: string;
   ttlSeconds: number;
   maxRunsPerThread: number;
@@ -58,6 +70,10 @@ export interface ResolvedThreadsOptions {
 
 const NAMES = new Set([
   'redisUrl',
+  'sentinels',
+  'sentinelName',
+  'redisPassword',
+  'sentinelPassword',
   'keyPrefix',
   'ttlSeconds',
   'maxRunsPerThread',
@@ -103,7 +119,7 @@ export function resolveThreadsOptions(options: ThreadsOptions | undefined): Reso
     return value as T;
   };
   return {
-    redisUrl: o.redisUrl,
+    redis: redisConnection(o),
     keyPrefix: o.keyPrefix ?? 'cg:',
     ttlSeconds: whole('ttlSeconds', o.ttlSeconds, 7 * 24 * 3600, 1, 365 * 24 * 3600),
     maxRunsPerThread: whole('maxRunsPerThread', o.maxRunsPerThread, 20, 1, 10_000),
@@ -123,15 +139,56 @@ export function createThreadStore(options: ResolvedThreadsOptions, logger: Logge
     maxRunsPerThread: options.maxRunsPerThread,
     claimTimeoutMs: CLAIM_TIMEOUT_MS,
   };
-  if (!options.redisUrl)
+  if (!options.redis)
     return new MemoryThreadStore({ ...common, maxThreads: options.maxThreads, maxBytes: options.maxBytes });
   return new RedisThreadStore({
     ...common,
-    url: options.redisUrl,
+    connection: options.redis,
     keyPrefix: options.keyPrefix,
     leaseMs: options.leaseMs,
     logger: logger.child({ component: 'threads' }),
   });
+}
+
+/** Where Redis is: `redisUrl`, or `sentinels` with `sentinelName` (never both). */
+function redisConnection(o: ThreadsOptions): RedisConnection | undefined {
+  if (o.sentinels === undefined) {
+    for (const name of ['sentinelName', 'sentinelPassword'] as const) {
+      if (o[name] !== undefined)
+        throw new ConfigurationError(`options.threads.${name} goes with options.threads.sentinels.`);
+    }
+    if (o.redisPassword !== undefined)
+      throw new ConfigurationError('options.threads.redisPassword goes with sentinels; put the password in redisUrl.');
+    return o.redisUrl === undefined ? undefined : { url: o.redisUrl };
+  }
+  if (o.redisUrl !== undefined) throw new ConfigurationError('options.threads takes redisUrl or sentinels, not both.');
+  if (!Array.isArray(o.sentinels) || o.sentinels.length === 0)
+    throw new ConfigurationError(
+      'options.threads.sentinels must be a list of "host:port", such as ["10.0.0.5:26379"].',
+    );
+  const sentinels = o.sentinels.map((address) => {
+    const match = typeof address === 'string' ? /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(address.trim()) : null;
+    const port = match ? Number(match[2]) : 0;
+    if (!match || port < 1 || port > 65535)
+      throw new ConfigurationError(
+        `options.threads.sentinels: ${JSON.stringify(address)} is not "host:port", such as "10.0.0.5:26379".`,
+      );
+    return { host: match[1], port };
+  });
+  if (typeof o.sentinelName !== 'string' || !/^[\w.-]{1,128}$/.test(o.sentinelName))
+    throw new ConfigurationError(
+      'options.threads.sentinelName must name the primary as the Sentinels know it (such as "mymaster").',
+    );
+  for (const name of ['redisPassword', 'sentinelPassword'] as const) {
+    if (o[name] !== undefined && (typeof o[name] !== 'string' || o[name] === ''))
+      throw new ConfigurationError(`options.threads.${name} must be a non-empty string.`);
+  }
+  return {
+    sentinels,
+    name: o.sentinelName,
+    ...(o.redisPassword ? { password: o.redisPassword } : {}),
+    ...(o.sentinelPassword ? { sentinelPassword: o.sentinelPassword } : {}),
+  };
 }
 
 function flag(name: string, value: unknown): boolean {

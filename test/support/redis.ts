@@ -16,9 +16,11 @@ export class RedisServer {
     readonly port: number,
     private readonly dir: string,
     private readonly persistent: boolean,
+    private readonly extraArgs: readonly string[],
   ) {}
 
-  static async start(options: { persistent?: boolean } = {}): Promise<RedisServer> {
+  /** `args`: more redis-server arguments (such as `--replicaof 127.0.0.1 <port>`). */
+  static async start(options: { persistent?: boolean; args?: string[] } = {}): Promise<RedisServer> {
     if (spawnSync('redis-server', ['--version']).error) {
       throw new Error('redis-server is not installed: apt-get install -y redis-server (.ci/run does it).');
     }
@@ -26,9 +28,21 @@ export class RedisServer {
       await freePort(),
       mkdtempSync(join(tmpdir(), 'cg-redis-')),
       options.persistent ?? false,
+      options.args ?? [],
     );
     await server.launch();
     return server;
+  }
+
+  /** Ends the server at once (SIGKILL), as a crashed machine would: nothing is saved, no client is told. */
+  async kill(): Promise<void> {
+    const child = this.process;
+    this.process = undefined;
+    if (!child || child.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      child.once('exit', () => resolve());
+      child.kill('SIGKILL');
+    });
   }
 
   get url(): string {
@@ -54,6 +68,7 @@ export class RedisServer {
     ];
     if (this.persistent) args.push('--appendonly', 'yes', '--appendfsync', 'always');
     else args.push('--appendonly', 'no');
+    args.push(...this.extraArgs);
     const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.process = child;
     let output = '';
@@ -103,7 +118,7 @@ export class RedisServer {
   }
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -112,7 +127,7 @@ async function freePort(): Promise<number> {
 }
 
 /** Whether something on the port answers a RESP PING with +PONG. */
-function ping(port: number): Promise<boolean> {
+export function ping(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     import('node:net').then(({ connect }) => {
       const socket = connect(port, '127.0.0.1');

@@ -13,8 +13,32 @@ export interface RedisClients {
   subscriber: RedisClient;
 }
 
-/** Makes the store's connections to `url` (ioredis loaded on first use); `ready` connects each. */
-export async function createClients(url: string): Promise<RedisClients> {
+/**
+ * Where the store's Redis is: one server (or primary) by URL, or the primary a set of Redis Sentinels names, found
+ * again after each failover.
+ */
+export type RedisConnection =
+  | { url: string }
+  | {
+      /** Sentinels to ask, any of which knows the primary. */
+      sentinels: { host: string; port: number }[];
+      /** The primary's name in the Sentinels' configuration (`sentinel monitor <name> …`). */
+      name: string;
+      /** The primary's (and replicas') password, if any. */
+      password?: string;
+      /** The Sentinels' own password, if any. */
+      sentinelPassword?: string;
+    };
+
+/** Where the connection goes, for logs and errors (no password). */
+export function describeConnection(connection: RedisConnection): string {
+  if ('url' in connection) return redactedUrl(connection.url);
+  const sentinels = connection.sentinels.map(({ host, port }) => `${host}:${port}`).join(',');
+  return `the primary "${connection.name}" of the Sentinels ${sentinels}`;
+}
+
+/** Makes the store's connections (ioredis loaded on first use); `ready` connects each. */
+export async function createClients(connection: RedisConnection): Promise<RedisClients> {
   const { Redis } = await loadIoredis();
   const base: RedisOptions = {
     lazyConnect: true,
@@ -22,15 +46,30 @@ export async function createClients(url: string): Promise<RedisClients> {
     retryStrategy: (times) => Math.min(100 * times, 2_000),
     connectTimeout: 5_000,
     maxRetriesPerRequest: 1,
+    ...('url' in connection
+      ? {}
+      : {
+          sentinels: connection.sentinels,
+          name: connection.name,
+          ...(connection.password ? { password: connection.password } : {}),
+          ...(connection.sentinelPassword ? { sentinelPassword: connection.sentinelPassword } : {}),
+          // Sentinels are asked again on every reconnection; a failover is also noticed from the Sentinels'
+          // +switch-master notice, so that writes go to the new primary as soon as it is promoted.
+          failoverDetector: true,
+          sentinelRetryStrategy: (times: number) => Math.min(100 * times, 2_000),
+          // A primary demoted to a replica answers writes READONLY: reconnect (to the new primary) and resend.
+          reconnectOnError: (error: Error) => (/READONLY/.test(error.message) ? 2 : false),
+        }),
   };
+  const url = 'url' in connection ? connection.url : undefined;
+  const make = (options: RedisOptions) =>
+    url ? new Redis(url, { ...base, ...options }) : new Redis({ ...base, ...options });
   // Commands fail at once while disconnected: a request waits for no reconnection, and a run's log
   // keeps its batches and writes them again (RedisRunLog). A connected but stuck server times out.
   // Commands issued in one tick go out in one write (autopipelining): the runs' writes of a turn of the loop.
-  const redis = defineScripts(
-    new Redis(url, { ...base, enableOfflineQueue: false, commandTimeout: 5_000, enableAutoPipelining: true }),
-  );
+  const redis = defineScripts(make({ enableOfflineQueue: false, commandTimeout: 5_000, enableAutoPipelining: true }));
   // The subscriber queues its subscriptions while disconnected and subscribes again after a reconnect.
-  const subscriber = new Redis(url, { ...base, enableOfflineQueue: true, autoResubscribe: true });
+  const subscriber = make({ enableOfflineQueue: true, autoResubscribe: true });
   return { redis, subscriber };
 }
 

@@ -4,7 +4,14 @@ import type { Logger } from 'pino';
 import type { Redis as RedisClient } from 'ioredis';
 import { StoreUnavailableError, type GatewayError } from '../../core/errors.js';
 import type { EventFeed } from '../feed.js';
-import { createClients, describeRedisError, isSocketError, ready, redactedUrl } from './connection.js';
+import {
+  createClients,
+  describeConnection,
+  describeRedisError,
+  isSocketError,
+  ready,
+  type RedisConnection,
+} from './connection.js';
 import { InstanceLeases } from './instances.js';
 import { LiveChannels } from './live.js';
 import { RedisRecords } from './records.js';
@@ -28,8 +35,8 @@ import type {
 } from '../store.js';
 
 export interface RedisThreadStoreOptions extends ThreadStoreOptions {
-  /** `redis://[user:password@]host:port[/db]` or `rediss://…`. */
-  url: string;
+  /** The Redis to use: `{url}` (`redis://[user:password@]host:port[/db]` or `rediss://…`), or Sentinels. */
+  connection: RedisConnection;
   /** Prefix of every key and channel, so that several gateways can share one Redis. @default "cg:" */
   keyPrefix: string;
   /**
@@ -100,8 +107,8 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
   }
 
   private async connect(): Promise<void> {
-    const { url } = this.options;
-    const { redis, subscriber } = await createClients(url);
+    const { connection } = this.options;
+    const { redis, subscriber } = await createClients(connection);
     this.records.redis = redis;
     redis.on('error', (error) => this.connectionError(error));
     subscriber.on('error', (error) => this.connectionError(error));
@@ -119,7 +126,9 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
       // The next "not answering" line comes a while after the one that reports this failure.
       this.lastError = Date.now();
       const why = this.lastSocketError ?? describeRedisError(reason, undefined);
-      throw new StoreUnavailableError(`Redis at ${redactedUrl(url)} cannot be reached (${why})`, { cause: reason });
+      throw new StoreUnavailableError(`Redis at ${describeConnection(connection)} cannot be reached (${why})`, {
+        cause: reason,
+      });
     }
   }
 
@@ -282,8 +291,9 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     for (const log of this.logs) log.abandon();
     // quit() waits for replies; a server that is down would hold it until the reconnection gives up.
     for (const client of [this.records.redis, this.live.subscriber]) {
-      if (client.status === 'ready') await client.quit().catch(() => client.disconnect());
-      else client.disconnect();
+      if (client.status === 'ready') await client.quit().catch(() => {});
+      // Also after a quit: with Sentinels, the connections to them (watching for a failover) end only so.
+      client.disconnect();
     }
   }
 
@@ -316,7 +326,7 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     const now = Date.now();
     if (this.starting || now - this.lastError < 10_000 || this.closed) return;
     this.lastError = now;
-    const redis = redactedUrl(this.options.url);
+    const redis = describeConnection(this.options.connection);
     const reason = describeRedisError(error, this.lastSocketError);
     this.options.logger.warn(
       { redis, reason },

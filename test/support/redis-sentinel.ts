@@ -1,0 +1,117 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { RedisServer, freePort, ping } from './redis.js';
+
+/**
+ * Redis with failover on loopback, as production runs it with Sentinel: a primary, a replica of it, and three
+ * Sentinels (quorum 2) watching the primary under the name `primary`, quick to act (down after 1 s). Real
+ * redis-server processes; `killPrimary` ends the primary as a crash would, and `failedOver` waits until the Sentinels
+ * have promoted the replica.
+ */
+export class RedisSentinels {
+  readonly name = 'primary';
+  private constructor(
+    readonly primary: RedisServer,
+    readonly replica: RedisServer,
+    private readonly sentinels: { port: number; process: ChildProcess }[],
+    private readonly dir: string,
+  ) {}
+
+  static async start(): Promise<RedisSentinels> {
+    const primary = await RedisServer.start();
+    const replica = await RedisServer.start({ args: ['--replicaof', '127.0.0.1', String(primary.port)] });
+    const dir = mkdtempSync(join(tmpdir(), 'cg-sentinel-'));
+    const sentinels: { port: number; process: ChildProcess }[] = [];
+    for (let i = 0; i < 3; i++) {
+      const port = await freePort();
+      const config = join(dir, `sentinel-${i}.conf`);
+      writeFileSync(
+        config,
+        [
+          `port ${port}`,
+          'bind 127.0.0.1',
+          'protected-mode no',
+          `dir ${dir}`,
+          `sentinel monitor primary 127.0.0.1 ${primary.port} 2`,
+          'sentinel down-after-milliseconds primary 1000',
+          'sentinel failover-timeout primary 5000',
+          'sentinel parallel-syncs primary 1',
+          '',
+        ].join('\n'),
+      );
+      const process = spawn('redis-server', [config, '--sentinel'], { stdio: 'ignore' });
+      sentinels.push({ port, process });
+    }
+    for (const { port } of sentinels) {
+      for (let i = 0; i < 200 && !(await ping(port)); i++) await new Promise((r) => setTimeout(r, 25));
+    }
+    const set = new RedisSentinels(primary, replica, sentinels, dir);
+    // Replicating before anything is written (the replica's first sync done).
+    await set.untilReplicated();
+    return set;
+  }
+
+  /** The Sentinels' addresses, as REDIS_SENTINELS takes them. */
+  get addresses(): string[] {
+    return this.sentinels.map(({ port }) => `127.0.0.1:${port}`);
+  }
+
+  /** The port the Sentinels name as the primary now. */
+  async primaryPort(): Promise<number> {
+    const sentinel = new Redis({ port: this.sentinels[0].port, host: '127.0.0.1', lazyConnect: true });
+    try {
+      await sentinel.connect();
+      const [, port] = (await sentinel.call('SENTINEL', 'get-master-addr-by-name', this.name)) as [string, string];
+      return Number(port);
+    } finally {
+      sentinel.disconnect();
+    }
+  }
+
+  /** Waits until the replica has everything the primary has (its offset caught up). */
+  async untilReplicated(): Promise<void> {
+    const client = new Redis({ port: this.primary.port, host: '127.0.0.1' });
+    try {
+      for (let i = 0; i < 400; i++) {
+        // WAIT 1 replica: answers 1 once the replica has acknowledged every write so far.
+        if ((await client.wait(1, 100)) >= 1) return;
+      }
+      throw new Error('the replica did not catch up');
+    } finally {
+      client.disconnect();
+    }
+  }
+
+  /** Ends the primary at once (SIGKILL). */
+  killPrimary(): Promise<void> {
+    return this.primary.kill();
+  }
+
+  /** Waits until the Sentinels name the replica as the primary. */
+  async failedOver(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if ((await this.primaryPort().catch(() => 0)) === this.replica.port) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error('the Sentinels did not fail over');
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(
+      this.sentinels.map(
+        ({ process }) =>
+          new Promise<void>((resolve) => {
+            if (process.exitCode !== null || process.signalCode !== null) return resolve();
+            process.once('exit', () => resolve());
+            process.kill('SIGKILL');
+          }),
+      ),
+    );
+    await Promise.all([this.primary.close(), this.replica.close()]);
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
