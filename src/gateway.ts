@@ -81,6 +81,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     introspection: config.sandbox,
     access,
     onConnection: metrics ? (delta) => metrics.webSocket(delta) : undefined,
+    draining: () => state.phase === 'draining',
   });
   const apollo = createApollo({
     schema,

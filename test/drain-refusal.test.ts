@@ -1,0 +1,174 @@
+import { describe, expect, it } from '@jest/globals';
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
+import type { ModelAdapter, ModelOutput, ModelRequest } from '../src/adapters/adapter.js';
+import { gatewaysPerTest, runInput, userMessage } from './support/harness.js';
+import { COPILOT_RUN } from './support/threads.js';
+
+// A draining instance's refusal, made before anything of the request ran, is the one answer a proxy may
+// send on to another instance (deploy/nginx.conf). Asked with X-Drain-Refusal-Status: 421, the gateway
+// says exactly that refusal with 421 (GraphQL over HTTP, AG-UI, the WebSocket handshake); every other
+// answer keeps its status, 503s included, and without the header the refusal stays 503 SHUTTING_DOWN.
+
+const { start } = gatewaysPerTest();
+
+/** A model that writes one token, then waits until released (its run keeps the drain open). */
+class HoldingAdapter implements ModelAdapter {
+  readonly name = 'holding';
+  started = 0;
+  private wake: (() => void)[] = [];
+  release(): void {
+    for (const wake of this.wake.splice(0)) wake();
+  }
+  async stream(_request: ModelRequest, output: ModelOutput): Promise<void> {
+    this.started++;
+    const id = output.textStart();
+    output.textContent(id, 'held ');
+    await new Promise<void>((resolve) => this.wake.push(resolve));
+    output.textEnd(id);
+  }
+}
+
+const MUTATION = 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId } }';
+const ASK_421 = { 'x-drain-refusal-status': '421' };
+
+async function postJson(url: string, body: unknown, headers: Record<string, string> = {}) {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, retryAfter: response.headers.get('retry-after'), json: await response.json() };
+}
+
+function agUiRun(url: string, headers: Record<string, string> = {}) {
+  return postJson(
+    `${url}/agent/default/run`,
+    {
+      threadId: `t-${Math.random().toString(36).slice(2)}`,
+      runId: `r-${Math.random().toString(36).slice(2)}`,
+      state: {},
+      messages: [{ id: 'u1', role: 'user', content: 'late' }],
+      tools: [],
+      context: [],
+      forwardedProps: {},
+    },
+    { accept: 'text/event-stream', ...headers },
+  );
+}
+
+/** The status a WebSocket handshake is answered with (101 when it is accepted). */
+function handshake(wsUrl: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(wsUrl, 'graphql-transport-ws', { headers });
+    socket.on('upgrade', () => {
+      socket.terminate();
+      resolve({ status: 101, body: '' });
+    });
+    socket.on('unexpected-response', (_request, response) => {
+      let body = '';
+      response.on('data', (chunk: Buffer) => (body += chunk));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+    });
+    socket.on('error', (error) => reject(error));
+  });
+}
+
+/** A run over graphql-ws that holds the adapter; resolves its last event once it ends. */
+function heldRun(wsUrl: string) {
+  const client = createClient({ url: wsUrl, webSocketImpl: WebSocket, retryAttempts: 0 });
+  const events: any[] = [];
+  const done = new Promise<any[]>((resolve, reject) => {
+    client.subscribe(
+      { query: COPILOT_RUN, variables: { data: runInput([userMessage('hold the drain open')]) } },
+      {
+        next: (result: any) => events.push(result.data?.copilotRun),
+        error: reject,
+        complete: () => resolve(events),
+      },
+    );
+  }).finally(() => client.dispose());
+  return done;
+}
+
+async function until(check: () => boolean): Promise<void> {
+  while (!check()) await new Promise((resolve) => setTimeout(resolve, 5));
+}
+
+describe('the draining refusal a proxy may send on', () => {
+  it('is 421 when the proxy asks for it, on every transport, and 503 SHUTTING_DOWN otherwise', async () => {
+    const adapter = new HoldingAdapter();
+    const gateway = await start({ adapter });
+    const running = heldRun(gateway.wsUrl);
+    await until(() => adapter.started === 1);
+    const shutdown = gateway.gateway.shutdown(30_000);
+
+    // GraphQL over HTTP.
+    const asked = await postJson(gateway.url, { query: MUTATION, variables: { data: runInput([]) } }, ASK_421);
+    expect(asked.status).toBe(421);
+    expect(asked.json.errors[0].extensions).toMatchObject({ code: 'SHUTTING_DOWN' });
+    expect(asked.retryAfter).toBe('1');
+    const plain = await postJson(gateway.url, { query: MUTATION, variables: { data: runInput([]) } });
+    expect(plain.status).toBe(503);
+    expect(plain.json.errors[0].extensions).toMatchObject({ code: 'SHUTTING_DOWN' });
+    // Only the value 421 is taken.
+    const other = await postJson(
+      gateway.url,
+      { query: MUTATION, variables: { data: runInput([]) } },
+      {
+        'x-drain-refusal-status': '500',
+      },
+    );
+    expect(other.status).toBe(503);
+
+    // Two root fields: the other one may have done its work before the refusal (here it only names the type,
+    // and the refusal nulls the whole result): never 421.
+    const twoFields = await postJson(
+      gateway.url,
+      {
+        query:
+          'mutation($data: GenerateCopilotResponseInput!) { __typename generateCopilotResponse(data: $data) { threadId } }',
+        variables: { data: runInput([]) },
+      },
+      ASK_421,
+    );
+    expect(twoFields.json).toMatchObject({ data: null, errors: [{ extensions: { code: 'SHUTTING_DOWN' } }] });
+    expect(twoFields.status).toBe(503);
+
+    // AG-UI.
+    const agUiAsked = await agUiRun(gateway.url, ASK_421);
+    expect(agUiAsked.status).toBe(421);
+    expect(agUiAsked.json).toMatchObject({ code: 'SHUTTING_DOWN' });
+    const agUiPlain = await agUiRun(gateway.url);
+    expect(agUiPlain.status).toBe(503);
+    expect(agUiPlain.json).toMatchObject({ code: 'SHUTTING_DOWN' });
+
+    // The WebSocket handshake: refused while draining (every run on the socket would be).
+    const wsAsked = await handshake(gateway.wsUrl, ASK_421);
+    expect(wsAsked.status).toBe(421);
+    expect(JSON.parse(wsAsked.body).errors[0].extensions).toMatchObject({ code: 'SHUTTING_DOWN' });
+    expect((await handshake(gateway.wsUrl)).status).toBe(503);
+
+    // The run in flight finishes.
+    adapter.release();
+    await shutdown;
+    const events = await running;
+    expect(events.at(-1)).toMatchObject({ __typename: 'RunFinishedEvent', status: { code: 'Success' } });
+  });
+
+  it('leaves every other refusal as it is: OVERLOADED stays 503 when the proxy asks for 421', async () => {
+    const adapter = new HoldingAdapter();
+    const gateway = await start({ adapter, maxConcurrentRuns: 1 });
+    const running = heldRun(gateway.wsUrl);
+    await until(() => adapter.started === 1);
+
+    const agUi = await agUiRun(gateway.url, ASK_421);
+    expect(agUi.status).toBe(503);
+    expect(agUi.json).toMatchObject({ code: 'OVERLOADED' });
+    // Not draining: the handshake is accepted whatever the header.
+    expect((await handshake(gateway.wsUrl, ASK_421)).status).toBe(101);
+
+    adapter.release();
+    await running;
+  });
+});
