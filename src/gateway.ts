@@ -203,7 +203,9 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
           'draining: no new runs; waiting for the runs in flight',
         );
         // Connections that are idle now are closed; busy ones get "Connection: close" on their next answer.
+        // WebSockets close as soon as they have no operation under way.
         server.closeIdleConnections();
+        ws.drain();
         const grace = AbortSignal.timeout(graceMs);
         await launcher.drain(grace);
         const left = launcher.activeRuns;

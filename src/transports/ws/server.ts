@@ -21,7 +21,13 @@ import type { AccessControl } from '../access.js';
 import { isSameOrigin, type CorsPolicy } from '../cors.js';
 import type { HostPolicy } from '../hosts.js';
 import { connectionAuthentication, operationAdmission } from './admission.js';
-import { OperationCount, WsConnection, type ConnectionExtra, type ConnectionShared } from './connection.js';
+import {
+  OperationCount,
+  WsConnection,
+  connectionIdle,
+  type ConnectionExtra,
+  type ConnectionShared,
+} from './connection.js';
 import { KeepAlive } from './keep-alive.js';
 import { formatForWs, withWsErrors } from './messages.js';
 import { operationContext, serveExecution, serveSubscription } from './operations.js';
@@ -73,7 +79,10 @@ function drainingUpgradeRefusal(): { body: string; headers: Record<string, strin
   return { body, headers: { 'Content-Type': 'application/json; charset=utf-8', 'Retry-After': '1' } };
 }
 
-export function attachWebSocketTransport(options: WsTransportOptions): { dispose: () => Promise<void> } {
+export function attachWebSocketTransport(options: WsTransportOptions): {
+  dispose: () => Promise<void>;
+  drain: () => void;
+} {
   const { server, schema, launcher, path, cors, logger, executor } = options;
   const subscribe = executor.subscribe;
   const documents = new DocumentCache(schema, allValidationRules(options.introspection), options.introspection);
@@ -128,7 +137,21 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
   // without a listener they would be thrown.
   wss.on('error', (error) => logger.debug({ err: error }, 'WebSocket server error'));
 
+  /** Closes the sockets with no operation under way: told "going away", a client connects again elsewhere. */
+  const closeIdle = () => {
+    for (const client of wss.clients) {
+      if (client.readyState === client.OPEN && connectionIdle(client)) client.close(1001, 'Going away');
+    }
+  };
+
   return {
+    // Draining: a socket left open would take new operations only to refuse them (SHUTTING_DOWN), so each
+    // closes as soon as it has none under way, now or when its last one ends (its run's end and `complete`
+    // sent first). A client connects again, through the proxy, to another instance.
+    drain: () => {
+      operations.afterEach = closeIdle;
+      closeIdle();
+    },
     dispose: async () => {
       keepAlive.stop();
       // Operations whose runs have ended are still sending their last results: those go out first.

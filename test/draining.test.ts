@@ -1,3 +1,4 @@
+import { Agent, request } from 'node:http';
 import { describe, expect, it } from '@jest/globals';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
@@ -19,6 +20,10 @@ class HoldingAdapter implements ModelAdapter {
   private wake: (() => void)[] = [];
   release(): void {
     for (const wake of this.wake.splice(0)) wake();
+  }
+  /** Lets the oldest waiting run end. */
+  releaseOne(): void {
+    this.wake.shift()?.();
   }
   async stream(_request: ModelRequest, output: ModelOutput): Promise<void> {
     this.started++;
@@ -65,10 +70,14 @@ function handshake(wsUrl: string, headers: Record<string, string> = {}): Promise
       socket.terminate();
       resolve({ status: 101, body: '' });
     });
-    socket.on('unexpected-response', (_request, response) => {
+    // Listened to, a refused handshake is this test's to end (`ws` leaves it open).
+    socket.on('unexpected-response', (asked, response) => {
       let body = '';
       response.on('data', (chunk: Buffer) => (body += chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+      response.on('end', () => {
+        asked.destroy();
+        resolve({ status: response.statusCode ?? 0, body });
+      });
     });
     socket.on('error', (error) => reject(error));
   });
@@ -170,5 +179,111 @@ describe('the draining refusal a proxy may send on', () => {
 
     adapter.release();
     await running;
+  });
+});
+
+describe('WebSockets of a draining instance', () => {
+  it('close as soon as they have no operation under way: an idle one at once, a busy one after its run ends', async () => {
+    const adapter = new HoldingAdapter();
+    const gateway = await start({ adapter });
+    const closes: string[] = [];
+    // A client that stays connected between runs (lazy: false), with nothing going on.
+    const idle = createClient({
+      url: gateway.wsUrl,
+      webSocketImpl: WebSocket,
+      lazy: false,
+      retryAttempts: 0,
+      onNonLazyError: () => {},
+      on: { closed: (event: any) => closes.push(`idle ${event.code}`) },
+    });
+    await new Promise<void>((resolve) => idle.on('connected', () => resolve()));
+    // And one whose run is under way.
+    const busy = createClient({
+      url: gateway.wsUrl,
+      webSocketImpl: WebSocket,
+      retryAttempts: 0,
+      on: { closed: (event: any) => closes.push(`busy ${event.code}`) },
+    });
+    const events: any[] = [];
+    const running = new Promise<void>((resolve, reject) => {
+      busy.subscribe(
+        { query: COPILOT_RUN, variables: { data: runInput([userMessage('hold the drain open')]) } },
+        {
+          next: (result: any) => events.push(result.data?.copilotRun),
+          error: reject,
+          complete: () => {
+            closes.push('busy complete');
+            resolve();
+          },
+        },
+      );
+    });
+    await until(() => adapter.started === 1);
+
+    const shutdown = gateway.gateway.shutdown(30_000);
+    // The idle socket is told "going away" while the run still holds the drain open.
+    await until(() => closes.includes('idle 1001'));
+    expect(adapter.started).toBe(1);
+    expect(closes).toEqual(['idle 1001']);
+
+    adapter.release();
+    await running;
+    await until(() => closes.includes('busy 1001'));
+    // The run's end and its complete came first, then the close.
+    expect(events.at(-1)).toMatchObject({ __typename: 'RunFinishedEvent', status: { code: 'Success' } });
+    expect(closes).toEqual(['idle 1001', 'busy complete', 'busy 1001']);
+    await shutdown;
+    await idle.dispose();
+    await busy.dispose();
+  });
+});
+
+describe('HTTP connections of a draining instance', () => {
+  it('close right after an answer that began before the drain ends, not left idle for a proxy to reuse', async () => {
+    const adapter = new HoldingAdapter();
+    const gateway = await start({ adapter });
+    // An AG-UI run on a keep-alive connection (as nginx keeps its upstream connections), under way.
+    const agent = new Agent({ keepAlive: true });
+    const body = JSON.stringify({
+      threadId: 't-keep-alive',
+      runId: 'r-keep-alive',
+      state: {},
+      messages: [{ id: 'u1', role: 'user', content: 'hi' }],
+      tools: [],
+      context: [],
+      forwardedProps: {},
+    });
+    let socketClosed = false;
+    const answered = new Promise<string>((resolve, reject) => {
+      const asked = request(
+        `${gateway.url}/agent/default/run`,
+        { method: 'POST', agent, headers: { 'content-type': 'application/json', accept: 'text/event-stream' } },
+        (response) => {
+          expect(response.headers.connection).toBe('keep-alive');
+          response.socket.once('close', () => (socketClosed = true));
+          let text = '';
+          response.on('data', (chunk: Buffer) => (text += chunk));
+          response.on('end', () => resolve(text));
+        },
+      );
+      asked.on('error', reject);
+      asked.end(body);
+    });
+    await until(() => adapter.started === 1);
+    // A second run keeps the drain open after the first has ended.
+    const second = heldRun(gateway.wsUrl);
+    await until(() => adapter.started === 2);
+
+    const shutdown = gateway.gateway.shutdown(30_000);
+    adapter.releaseOne();
+    expect(await answered).toContain('RUN_FINISHED');
+    // Closed by the gateway while it still drains (the second run is held).
+    await until(() => socketClosed);
+    expect(adapter.started).toBe(2);
+
+    adapter.release();
+    await second;
+    await shutdown;
+    agent.destroy();
   });
 });
