@@ -15,6 +15,7 @@ import {
   LISTEN_BACKLOG,
   followsEndedError,
   listenError,
+  listenerCloser,
   readiness,
   shutdownError,
   startThreadStore,
@@ -67,6 +68,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     wireGateway(config);
 
   const server = createServer({ noDelay: true, keepAliveTimeout: 65_000 });
+  const closeListener = listenerCloser(server);
   const ws = attachWebSocketTransport({
     server,
     schema,
@@ -214,6 +216,8 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
           await launcher.abortAll(shutdownError());
         }
         logger.info({ drainedInMs: Date.now() - started, ended: left }, 'drained; closing');
+        // No new connections; the requests already on their way to this instance are answered (refused).
+        await closeListener(1_000);
         await close();
       })();
       return draining.drained;

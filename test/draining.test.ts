@@ -1,4 +1,5 @@
 import { Agent, request } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { describe, expect, it } from '@jest/globals';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
@@ -285,5 +286,50 @@ describe('HTTP connections of a draining instance', () => {
     await second;
     await shutdown;
     agent.destroy();
+  });
+});
+
+describe('the end of a drain', () => {
+  it('refuses new connections, and answers a request still on its way on a connection opened just before', async () => {
+    const adapter = new HoldingAdapter();
+    const gateway = await start({ adapter });
+    const { port } = new URL(gateway.url);
+    const running = heldRun(gateway.wsUrl);
+    await until(() => adapter.started === 1);
+    const shutdown = gateway.gateway.shutdown(30_000);
+
+    // A proxy opens a connection to the draining instance; its request has not left yet when the drain ends.
+    const socket = await new Promise<Socket>((resolve, reject) => {
+      const opened = connect(Number(port), '127.0.0.1', () => resolve(opened));
+      opened.on('error', reject);
+    });
+    let answer = '';
+    socket.on('data', (chunk) => (answer += chunk));
+    const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    adapter.release();
+    await running;
+    // The listener is closed: a new connection is refused.
+    for (;;) {
+      const refused = await new Promise<boolean>((resolve) => {
+        const probe = connect(Number(port), '127.0.0.1', () => {
+          probe.destroy();
+          resolve(false);
+        });
+        probe.on('error', () => resolve(true));
+      });
+      if (refused) break;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    // The request on the connection opened before is answered: the draining refusal, which a proxy sends on.
+    const body = JSON.stringify({ query: MUTATION, variables: { data: runInput([]) } });
+    socket.write(
+      `POST /api/copilotkit HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\ncontent-type: application/json\r\n` +
+        `x-drain-refusal-status: 421\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+    await ended;
+    expect(answer).toMatch(/^HTTP\/1\.1 421 /);
+    expect(answer).toMatch(/\r\nConnection: close\r\n/i);
+    expect(answer).toContain('SHUTTING_DOWN');
+    await shutdown;
   });
 });
