@@ -232,8 +232,12 @@ let upstreamHeaderSeen = false;
 function noteUpstream(value) {
   if (typeof value !== 'string' || !value) return undefined;
   upstreamHeaderSeen = true;
-  // "10.0.0.2:4000" or, after a retry, "10.0.0.2:4000, 10.0.0.3:4000": the last one answered.
-  const last = value.split(',').pop().trim();
+  // "10.0.0.2:4000" or, after a retry, "10.0.0.2:4000, 10.0.0.3:4000" (a refused connection) or
+  // "10.0.0.2:4000 : 10.0.0.3:4000" (a draining instance's refusal sent on): the last one answered.
+  const last = value
+    .split(/, | : /)
+    .pop()
+    .trim();
   upstreamsSeen.add(last);
   return last;
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The topology of compose.yaml without Docker: Redis, two gateway instances (`npm start`) sharing it, and
-# nginx in front of them with deploy/nginx.conf; then scripts/cluster-check.mjs through nginx, a drain check
-# (SIGTERM to one instance while a run streams from it: the run must reach its end), a failover check (that
-# instance gone, nginx serves everything from the other), and SIGTERM to both instances, which must exit 0.
+# nginx in front of them with deploy/nginx.conf; then scripts/cluster-check.mjs through nginx, a rolling
+# restart under load (each instance in turn: SIGTERM while runs stream from it, start again, ready, back
+# in nginx's rotation, while scripts/rolling-restart.mjs sends runs through nginx without pause: not one
+# may fail, and the runs in flight at each SIGTERM must finish), a failover check (one instance gone,
+# nginx serves everything from the other), and SIGTERM to both instances, which must exit 0.
 #
 #   bash scripts/cluster-local.sh [cluster-check options]
 #
@@ -16,7 +18,10 @@
 #   LOG_LEVEL           the gateways' log level (default info; logs go to the temporary directory)
 #   READY_TIMEOUT_S     how long to wait for each process to be ready (default 60)
 #   SHUTDOWN_GRACE_MS   passed to the gateways (default 25000, as in compose.yaml)
-#   DRAIN_CHECK=off     skip the drain step (a run in flight must survive its instance's SIGTERM)
+#   ROLLING_WORKERS     runs the load sends at once during the rolling restart (default 6)
+#   DRAIN_CHECK=off     skip the rolling restart
+#   NGINX_CONF=<file>   another nginx configuration with the same markers (default deploy/nginx.conf), e.g. an
+#                       older one, to compare its rolling restart
 #   KEEP_TMP=1          keep the temporary directory
 set -euo pipefail
 
@@ -71,6 +76,7 @@ stop_process() { # name, signal, seconds to wait before SIGKILL
 
 cleanup() {
   trap - EXIT INT TERM
+  stop_process load TERM 10
   for name in gateway-a gateway-b; do stop_process "$name" TERM 30; done
   stop_process nginx TERM 10
   stop_process redis TERM 10
@@ -144,13 +150,17 @@ done
 # Two gateway instances, as compose.yaml configures them (but on loopback).
 
 declare -A ports=()
+start_instance() { # name: npm start on its port (logs appended to $tmp/<name>.log, a restart's after the first's)
+  local name=$1
+  NODE_ENV=production HOST=127.0.0.1 PORT="${ports[$name]}" REDIS_URL="redis://127.0.0.1:$redis_port" \
+    TRUST_PROXY=1 SHUTDOWN_GRACE_MS="${SHUTDOWN_GRACE_MS:-25000}" LOG_LEVEL="${LOG_LEVEL:-info}" \
+    npm start >>"$tmp/$name.log" 2>&1 &
+  pids[$name]=$!
+}
 for name in gateway-a gateway-b; do
   ports[$name]=$(free_port)
   say "$name: npm start on 127.0.0.1:${ports[$name]}"
-  NODE_ENV=production HOST=127.0.0.1 PORT="${ports[$name]}" REDIS_URL="redis://127.0.0.1:$redis_port" \
-    TRUST_PROXY=1 SHUTDOWN_GRACE_MS="${SHUTDOWN_GRACE_MS:-25000}" LOG_LEVEL="${LOG_LEVEL:-info}" \
-    npm start >"$tmp/$name.log" 2>&1 &
-  pids[$name]=$!
+  start_instance "$name"
 done
 for name in gateway-a gateway-b; do wait_http "$name" "http://127.0.0.1:${ports[$name]}/ready"; done
 grep -ho 'Copilot Gateway ready at [^"]*' "$tmp/gateway-a.log" | head -n 1 | sed 's/^/   /'
@@ -166,7 +176,7 @@ sed -e "s|server gateway-a:4000 |server 127.0.0.1:${ports[gateway-a]} |" \
     -e "s|server gateway-b:4000 |server 127.0.0.1:${ports[gateway-b]} |" \
     -e "s|listen 8080;|listen 127.0.0.1:$nginx_port;|" \
     -e "s|^http {|http {\n    $temp_paths|" \
-    deploy/nginx.conf >"$conf"
+    "${NGINX_CONF:-deploy/nginx.conf}" >"$conf"
 # Not above this shell's hard limit of open files (nginx would only log an alert, at every start).
 hard_nofile=$(ulimit -Hn)
 if [ "$hard_nofile" != unlimited ] && [ "$hard_nofile" -lt 65536 ]; then
@@ -194,100 +204,88 @@ say "node scripts/cluster-check.mjs $base $*"
 check_status=0
 node scripts/cluster-check.mjs "$base" "$@" || check_status=$?
 
-# Shutdown: SIGTERM to gateway-a while a run is going on there. The run must finish (SHUTDOWN_GRACE_MS
-# gives it time), gateway-a must exit 0, and nginx must then send everything to gateway-b.
+# Shutdown: an instance told SIGTERM finishes its runs (SHUTDOWN_GRACE_MS gives them time) and exits 0.
 results=()
-exit_code() { # name: waits for the instance's npm start to exit (at most the grace period and 15 s), and records how
-  local name=$1 pid=${pids[$1]} rc=0 limit=$(( ${SHUTDOWN_GRACE_MS:-25000} / 1000 + 15 )) start=$SECONDS
+exit_code() { # name, what: waits for the instance's npm start to exit (at most the grace period and 15 s), and records how
+  local name=$1 what=$2 pid=${pids[$1]} rc=0 limit=$(( ${SHUTDOWN_GRACE_MS:-25000} / 1000 + 15 )) start=$SECONDS
   while kill -0 "$pid" 2>/dev/null && [ $((SECONDS - start)) -lt "$limit" ]; do sleep 0.2; done
   if kill -0 "$pid" 2>/dev/null; then
-    results+=("FAIL $name shutdown: still running ${limit}s after SIGTERM (killed)")
+    results+=("FAIL $name $what: still running ${limit}s after SIGTERM (killed)")
     stop_process "$name" KILL 5
     return
   fi
   wait "$pid" || rc=$?
   unset "pids[$name]"
   if [ -n "${children[$name]:-}" ] && kill -0 "${children[$name]}" 2>/dev/null; then
-    results+=("FAIL $name shutdown: npm exited $rc but its node process ${children[$name]} is still running")
+    results+=("FAIL $name $what: npm exited $rc but its node process ${children[$name]} is still running")
   elif [ "$rc" -eq 0 ]; then
-    results+=("PASS $name shutdown: SIGTERM, exit code 0")
+    results+=("PASS $name $what: SIGTERM, exit code 0")
   else
-    results+=("FAIL $name shutdown: SIGTERM, exit code $rc (see $tmp/$name.log)")
+    results+=("FAIL $name $what: SIGTERM, exit code $rc (see $tmp/$name.log)")
   fi
 }
 declare -A children=()
-for name in gateway-a gateway-b; do children[$name]=$(pgrep -P "${pids[$name]}" 2>/dev/null | head -n 1 || true); done
+note_child() { children[$1]=$(pgrep -P "${pids[$1]}" 2>/dev/null | head -n 1 || true); } # npm's node process
+for name in gateway-a gateway-b; do note_child "$name"; done
 
-drain_status=0
+# Rolling restart: each instance in turn gets SIGTERM while runs stream from it, exits, starts again, is
+# ready, and is back in nginx's rotation before the next one; all the while scripts/rolling-restart.mjs
+# sends runs through nginx (GraphQL, graphql-ws, AG-UI) without pause. Not one may fail, and the runs in
+# flight on an instance when it got SIGTERM must finish.
+rolling_status=0
 if [ "${DRAIN_CHECK:-on}" = off ]; then
-  say "drain: skipped (DRAIN_CHECK=off); SIGTERM to gateway-a"
-  kill -TERM "${pids[gateway-a]}"
+  say "rolling restart: skipped (DRAIN_CHECK=off)"
 else
-say "drain: a run on gateway-a, SIGTERM to gateway-a while it streams, new runs through nginx meanwhile"
-node --input-type=module -e '
-  import { createClient } from "graphql-ws";
-  import WebSocket from "ws";
-  const [direct, base, pid] = process.argv.slice(1);
-  const client = createClient({ url: direct.replace(/^http/, "ws"), webSocketImpl: WebSocket, retryAttempts: 0 });
-  const data = { threadId: `cluster-local-drain-${Date.now()}`, metadata: { requestType: "Chat" }, frontend: { actions: [] },
-    messages: [{ id: "drain-1", createdAt: new Date().toISOString(), textMessage: { role: "user", content: "A run that is still streaming when its instance is told to stop. ".repeat(3) } }] };
-  const query = `subscription($data: GenerateCopilotResponseInput!) { copilotRun(data: $data, onDisconnect: CONTINUE) {
-    __typename ... on RunEvent { sequence } ... on RunFinishedEvent { status { __typename ... on FailedResponseStatus { reason details } } } } }`;
-  const describe = (event) => (event ? `${event.__typename} ${event.sequence}${event.status ? ` ${event.status.__typename}` : ""}` : "no event");
-
-  // New runs through nginx while gateway-a drains, as clients keep sending them.
-  let draining = true;
-  const during = [];
-  async function traffic() {
-    while (draining) {
-      const started = Date.now();
-      const body = JSON.stringify({
-        query: "mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { status { __typename ... on FailedResponseStatus { details } } } }",
-        variables: { data: { ...data, threadId: `cluster-local-during-${Date.now()}`, messages: [{ ...data.messages[0], id: `m-${Date.now()}`, textMessage: { role: "user", content: "hi" } }] } },
-      });
-      during.push(await fetch(`${base}/api/copilotkit`, { method: "POST", headers: { "content-type": "application/json" }, body })
-        .then(async (response) => {
-          const result = await response.json().catch(() => ({}));
-          const status = result.data?.generateCopilotResponse?.status;
-          const outcome = status?.__typename === "SuccessResponseStatus" ? "Success" : status?.details?.code ?? result.errors?.[0]?.extensions?.code ?? "?";
-          return `${response.status} ${outcome} (${response.headers.get("x-upstream")})`;
-        })
-        .catch((error) => `error ${error.message}`));
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, 150 - (Date.now() - started))));
-    }
+  say "rolling restart: gateway-a then gateway-b (SIGTERM, start, ready, back in rotation) under load through nginx"
+  coproc LOAD { exec node scripts/rolling-restart.mjs "$base" --workers "${ROLLING_WORKERS:-6}" 2>>"$tmp/load.log"; }
+  pids[load]=$LOAD_PID
+  load_in=${LOAD[1]} load_out=${LOAD[0]}
+  ask() { # command: one line to the load generator; its answer in $answer
+    answer="no answer"
+    echo "$1" >&"$load_in"
+    read -r -t $((ready_timeout + 60)) answer <&"$load_out" || true
   }
-
-  let signalled = false;
-  let last;
-  let sending;
-  const outcome = await new Promise((resolve) => {
-    client.subscribe({ query, variables: { data } }, {
-      next: ({ data: result, errors }) => {
-        if (errors) return resolve({ error: JSON.stringify(errors) });
-        last = result.copilotRun;
-        if (!signalled && last.__typename === "RunStartedEvent") {
-          signalled = true;
-          process.kill(Number(pid), "SIGTERM");
-          sending = traffic();
-        }
-      },
-      error: (error) => resolve({ error: `${error?.code ?? ""} ${error?.reason ?? error?.message ?? error}`.trim() }),
-      complete: () => resolve({}),
-    });
-  });
-  draining = false;
-  await sending;
-  await client.dispose();
-  const finished = last?.__typename === "RunFinishedEvent" && last.status.__typename === "SuccessResponseStatus";
-  if (finished && !outcome.error) console.log("PASS drain: the run going on when gateway-a got SIGTERM streamed to its end (RunFinishedEvent Success, then complete)");
-  else if (finished) console.log(`PASS drain: the run going on when gateway-a got SIGTERM streamed to its end (RunFinishedEvent Success); the socket then closed (${outcome.error}) before graphql-ws complete`);
-  else console.log(`FAIL drain: the run going on when gateway-a got SIGTERM did not reach its end on its stream: ${outcome.error ? `the socket closed (${outcome.error})` : "completed"} after ${describe(last)}`);
-  const served = during.filter((answer) => /^200 Success/.test(answer)).length;
-  console.log(`${served === during.length ? "PASS" : "NOTE"} drain: ${during.length} new runs sent through nginx meanwhile, ${served} Success${served === during.length ? "" : `; the others: ${[...new Set(during.filter((answer) => !/^200 Success/.test(answer)))].join(", ")}`}`);
-  process.exit(finished ? 0 : 1);
-' "http://127.0.0.1:${ports[gateway-a]}/api/copilotkit" "$base" "${pids[gateway-a]}" || drain_status=1
+  for name in gateway-a gateway-b; do
+    address="127.0.0.1:${ports[$name]}"
+    ask "hold $address"
+    case $answer in held*) ;; *) results+=("FAIL rolling restart, $name: $answer"); rolling_status=1; break ;; esac
+    say "  $name: runs streaming on it (graphql-ws, AG-UI); SIGTERM"
+    started_at=$SECONDS
+    kill -TERM "${pids[$name]}"
+    exit_code "$name" "restart"
+    say "  $name: exited after $((SECONDS - started_at))s; npm start again"
+    start_instance "$name"
+    wait_http "$name" "http://$address/ready"
+    note_child "$name"
+    ask "routed $address"
+    case $answer in routed*) ;; *) results+=("FAIL rolling restart, $name: $answer"); rolling_status=1; break ;; esac
+    say "  $name: ready, and nginx sends requests to it again ($((SECONDS - started_at))s after SIGTERM)"
+  done
+  echo stop >&"$load_in"
+  summary=""
+  read -r -t 120 summary <&"$load_out" || true
+  load_rc=0
+  wait "${pids[load]}" || load_rc=$?
+  unset "pids[load]"
+  if [ -z "$summary" ]; then
+    results+=("FAIL rolling restart: no summary from scripts/rolling-restart.mjs (exit code $load_rc, see $tmp/load.log)")
+    rolling_status=1
+  else
+    results+=("$(node -e '
+      const s = JSON.parse(process.argv[1].replace(/^summary /, ""));
+      const kinds = Object.entries(s.byKind).map(([kind, t]) => `${t.sent} ${kind}`).join(", ");
+      const pass = s.failed === 0 && s.heldFinished === s.held && Number(process.argv[2]) === 0;
+      console.log(`${pass ? "PASS" : "FAIL"} rolling restart: ${s.sent} runs sent through nginx (${kinds}) while both ` +
+        `instances restarted in turn: ${s.failed} failed, ${s.sentOn} refused by a draining instance and sent on by ` +
+        `nginx, ${s.heldFinished} of ${s.held} runs in flight at a SIGTERM finished` +
+        (s.failures.length ? `; failures: ${s.failures.join(" | ")}` : ""));' "$summary" "$rolling_status")")
+    case ${results[-1]} in PASS*) ;; *) rolling_status=1 ;; esac
+  fi
 fi
-exit_code gateway-a
+
+# Failover: gateway-a stopped, nginx must send everything to gateway-b.
+kill -TERM "${pids[gateway-a]}"
+exit_code gateway-a shutdown
 
 say "failover: gateway-a stopped, requests through nginx"
 if node -e '
@@ -309,18 +307,18 @@ else
   failover_status=1
 fi
 kill -TERM "${pids[gateway-b]}"
-exit_code gateway-b
+exit_code gateway-b shutdown
 printf '%s\n' "${results[@]}"
 
 status=0
 [ "$check_status" -eq 0 ] || status=1
 [ "$failover_status" -eq 0 ] || status=1
-[ "$drain_status" -eq 0 ] || status=1
+[ "$rolling_status" -eq 0 ] || status=1
 for result in "${results[@]}"; do
   case $result in FAIL*) status=1 ;; esac
 done
 if [ "$status" -eq 0 ]; then
-  echo "cluster-local: PASS (Redis, 2 gateways and nginx on loopback: cluster-check, $([ "${DRAIN_CHECK:-on}" = off ] && echo 'drain skipped' || echo drain), failover, shutdown)"
+  echo "cluster-local: PASS (Redis, 2 gateways and nginx on loopback: cluster-check, $([ "${DRAIN_CHECK:-on}" = off ] && echo 'rolling restart skipped' || echo 'rolling restart'), failover, shutdown)"
 else
   echo "cluster-local: FAIL" >&2
 fi

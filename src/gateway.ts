@@ -15,6 +15,7 @@ import {
   LISTEN_BACKLOG,
   followsEndedError,
   listenError,
+  listenerCloser,
   readiness,
   shutdownError,
   startThreadStore,
@@ -67,6 +68,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     wireGateway(config);
 
   const server = createServer({ noDelay: true, keepAliveTimeout: 65_000 });
+  const closeListener = listenerCloser(server);
   const ws = attachWebSocketTransport({
     server,
     schema,
@@ -81,6 +83,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     introspection: config.sandbox,
     access,
     onConnection: metrics ? (delta) => metrics.webSocket(delta) : undefined,
+    draining: () => state.phase === 'draining',
   });
   const apollo = createApollo({
     schema,
@@ -202,7 +205,9 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
           'draining: no new runs; waiting for the runs in flight',
         );
         // Connections that are idle now are closed; busy ones get "Connection: close" on their next answer.
+        // WebSockets close as soon as they have no operation under way.
         server.closeIdleConnections();
+        ws.drain();
         const grace = AbortSignal.timeout(graceMs);
         await launcher.drain(grace);
         const left = launcher.activeRuns;
@@ -211,6 +216,8 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
           await launcher.abortAll(shutdownError());
         }
         logger.info({ drainedInMs: Date.now() - started, ended: left }, 'drained; closing');
+        // No new connections; the requests already on their way to this instance are answered (refused).
+        await closeListener(1_000);
         await close();
       })();
       return draining.drained;

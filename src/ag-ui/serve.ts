@@ -10,6 +10,7 @@ import { BadRequestError, BadUserInputError, GatewayError, NotFoundError, toGate
 import type { SequencedEvent } from '../core/events.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import type { RunLauncher } from '../engine/launcher.js';
+import { DRAIN_REFUSAL_HEADER, drainRefusalStatus, isDrainRefusal } from '../engine/drain.js';
 import { eventId, speaksAgUi1, toAgUiEvent, type RunStartedInput } from './events.js';
 import { DEFAULT_AGENT, parseRunAgentInput, runRequestFromAgUi, type RunAgentInput } from './input.js';
 import { RunEventStream } from '../views/run-events.js';
@@ -235,7 +236,9 @@ export class AgUiTransport {
       };
       stream = await this.options.launcher.start(request, runCaller, (run) => new RunEventStream(run, true));
     } catch (error) {
-      return sendError(res, error, caller);
+      // Refused by a draining instance before anything ran: 421 to a proxy that asked, which sends it on.
+      const status = isDrainRefusal(error) ? drainRefusalStatus(res.req.headers[DRAIN_REFUSAL_HEADER]) : undefined;
+      return sendError(res, error, caller, status);
     }
     const startedInput: RunStartedInput = {
       threadId: input.threadId,
@@ -539,12 +542,12 @@ function answer(res: ServerResponse, error: GatewayError, title: string): void {
 }
 
 /** A run, connect or stop that failed: the error's code is its `error`, with the request id (the unexpected logged). */
-function sendError(res: ServerResponse, error: unknown, caller: AgUiCaller | undefined): void {
+function sendError(res: ServerResponse, error: unknown, caller: AgUiCaller | undefined, status?: number): void {
   const gatewayError = toGatewayError(error);
   if (gatewayError.code === 'INTERNAL_SERVER_ERROR') {
     caller?.logger.error({ err: error }, 'an AG-UI request failed unexpectedly');
   }
-  sendGatewayError(res, gatewayError, { agUi: true, requestId: caller?.requestId, detailsFirst: true });
+  sendGatewayError(res, gatewayError, { agUi: true, requestId: caller?.requestId, detailsFirst: true, status });
 }
 
 function methodNotAllowed(res: ServerResponse, allow: string): void {

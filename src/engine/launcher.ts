@@ -15,6 +15,7 @@ import {
   RateLimitedError,
   ShuttingDownError,
 } from '../core/errors.js';
+import { markDrainRefusal } from './drain.js';
 import { agentDriver, type AgentLoopOptions } from './drivers/agent.js';
 import { modelDriver, withContext, withSystemNote } from './drivers/model.js';
 import { admitForwardedParameters, checkModelInput, type ModelLimits } from './model-limits.js';
@@ -148,9 +149,13 @@ export class RunLauncher {
   }
 
   private refuseNewRuns(): void {
-    this.draining ??= new ShuttingDownError(
-      'This gateway instance is shutting down and starts no new runs; try again (another instance will answer).',
-      { details: { retryAfterSeconds: 1 } },
+    // Thrown by start() before anything of the run is done: marked, so that the transports may tell a proxy
+    // that asked (drain.ts) it is safe to send the request on to another instance.
+    this.draining ??= markDrainRefusal(
+      new ShuttingDownError(
+        'This gateway instance is shutting down and starts no new runs; try again (another instance will answer).',
+        { details: { retryAfterSeconds: 1 } },
+      ),
     );
   }
 

@@ -1,3 +1,5 @@
+import { Server as NetServer, type Socket } from 'node:net';
+import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import type { CopilotKitEndpoint } from '../agents/copilotkit-endpoint.js';
 import { ConfigurationError, ShuttingDownError } from '../core/errors.js';
@@ -132,4 +134,49 @@ export function listenError(error: unknown, port: number, host: string): Configu
     );
   }
   return error;
+}
+
+/**
+ * The end of a drain, before close(): the listener closes (a proxy's next connection is refused, which it
+ * counts as a failure and retries elsewhere, POST or not: nothing was sent), and the connections opened just
+ * before it, whose first request is still on its way, get that request answered (the draining refusal, with
+ * "Connection: close", which a proxy that asked sends on) instead of being ended under it: close() ends every
+ * connection with no request in progress, and a POST lost that way is a 502 no proxy re-sends. Those that send
+ * nothing are waited for at most `limitMs`.
+ */
+export function listenerCloser(server: Server): (limitMs: number) => Promise<void> {
+  // Only the sockets whose first request (or WebSocket handshake) has not arrived: a few at any time.
+  const fresh = new Set<Socket>();
+  let emptied: (() => void) | undefined;
+  const forget = (socket: Socket) => {
+    if (fresh.delete(socket) && fresh.size === 0) emptied?.();
+  };
+  function onFreshClose(this: Socket) {
+    forget(this);
+  }
+  server.on('connection', (socket: Socket) => {
+    fresh.add(socket);
+    socket.once('close', onFreshClose);
+  });
+  const arrived = (req: { socket: Socket }) => {
+    req.socket.off('close', onFreshClose);
+    forget(req.socket);
+  };
+  server.on('request', arrived);
+  server.on('upgrade', arrived);
+
+  return async (limitMs) => {
+    // net.Server's close: the listener only, at once (no callback: that would wait for every connection to
+    // end). http.Server's would also end the connections it sees as idle, those whose request is on its way
+    // among them. close() later closes the server as usual.
+    NetServer.prototype.close.call(server);
+    if (fresh.size === 0) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, limitMs);
+      emptied = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  };
 }

@@ -1,6 +1,7 @@
 import type { ApolloServerPlugin } from '@apollo/server';
-import { GraphQLError, Kind, visit, BREAK, type DocumentNode } from 'graphql';
+import { GraphQLError, Kind, visit, BREAK, type DocumentNode, type OperationDefinitionNode } from 'graphql';
 import { GatewayError, statusOf } from '../core/errors.js';
+import { DRAIN_REFUSAL_HEADER, drainRefusalStatus, isDrainRefusal } from '../engine/drain.js';
 import type { GatewayContext } from './context.js';
 import { originalErrorOf } from './errors.js';
 
@@ -57,15 +58,15 @@ export function requestIdPlugin(): ApolloServerPlugin<GatewayContext> {
 
 /**
  * Refusals that say when to try again: a `retry-after` header (RATE_LIMITED, SHUTTING_DOWN). A request
- * refused because the instance is draining is also answered with HTTP 503, so that a proxy in front
- * may send it to another instance (nothing ran: retrying is safe); other request errors keep the
- * reference's HTTP 200.
+ * refused because the instance is draining is also answered with HTTP 503; other request errors keep the
+ * reference's HTTP 200. A proxy that asked (engine/drain.ts) is told the draining refusal with 421 instead
+ * when nothing of the operation ran, and sends it on to another instance.
  */
 export function refusalPlugin(): ApolloServerPlugin<GatewayContext> {
   return {
     async requestDidStart() {
       return {
-        async willSendResponse({ response }) {
+        async willSendResponse({ response, request, operation, errors }) {
           const result = response.body.kind === 'single' ? response.body.singleResult : response.body.initialResult;
           for (const error of result.errors ?? []) {
             const code = error.extensions?.code;
@@ -73,13 +74,31 @@ export function refusalPlugin(): ApolloServerPlugin<GatewayContext> {
             const retryAfter = (error.extensions?.details as { retryAfterSeconds?: unknown } | undefined)
               ?.retryAfterSeconds;
             if (typeof retryAfter === 'number') response.http.headers.set('retry-after', String(retryAfter));
-            if (code === 'SHUTTING_DOWN' && result.data == null) response.http.status = statusOf('SHUTTING_DOWN');
+            if (code === 'SHUTTING_DOWN' && result.data == null) {
+              const asked = request.http?.headers.get(DRAIN_REFUSAL_HEADER);
+              response.http.status = nothingRan(operation, errors) ? drainRefusalStatus(asked) : 503;
+            }
             return;
           }
         },
       };
     },
   };
+}
+
+/**
+ * Whether the operation did nothing but be refused by the draining launcher: one root field (with two, the
+ * other may have done its work before the refusal nulled the whole result) and that field's one error the
+ * launcher's refusal, thrown before anything of the run was done.
+ */
+function nothingRan(operation: OperationDefinitionNode | undefined, errors: readonly GraphQLError[] | undefined) {
+  const roots = operation?.selectionSet.selections ?? [];
+  return (
+    roots.length === 1 &&
+    roots[0].kind === Kind.FIELD &&
+    errors?.length === 1 &&
+    isDrainRefusal(originalErrorOf(errors[0]))
+  );
 }
 
 /**

@@ -37,6 +37,8 @@ export interface ErrorAnswer {
   withoutMessage?: boolean;
   /** AG-UI: the details before the request id (a refused run's answer) rather than after it (the door's refusals). */
   detailsFirst?: boolean;
+  /** The HTTP status, when not the error's own (a draining refusal told to a proxy as 421: engine/drain.ts). */
+  status?: number;
 }
 
 /**
@@ -50,7 +52,7 @@ export function sendGatewayError(res: ServerResponse, error: GatewayError, answe
   if (typeof retryAfter === 'number' && !res.headersSent && !res.hasHeader('retry-after')) {
     res.setHeader('retry-after', String(retryAfter));
   }
-  sendJson(res, error.status, errorBody(error, answer));
+  sendJson(res, answer.status ?? error.status, errorBody(error, answer));
 }
 
 function errorBody(error: GatewayError, answer: ErrorAnswer): Record<string, unknown> {

@@ -67,6 +67,8 @@ export function operationAdmission(
 ): NonNullable<Hooks['onSubscribe']> {
   const counting = access.limiter !== undefined && access.limiter.limits.requestsPerMinute > 0;
   return (ctx, _id, handed) => {
+    // Kept for a draining gateway, which closes the connections with no operation (WsConnection.idle).
+    ctx.extra.operations ??= ctx.subscriptions;
     const payload = ctx.extra.slot ?? handed;
     ctx.extra.slot = undefined;
     // As an HTTP request with the same credentials would be: refused once they have expired.

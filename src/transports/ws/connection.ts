@@ -21,6 +21,11 @@ export interface ConnectionExtra {
    * synchronously within that call, or refuses the message (4401, 4409) without calling it.
    */
   slot?: SubscribePayload;
+  /**
+   * graphql-ws's own record of the connection's operations under way (its context's `subscriptions`: an
+   * operation is in it from its `subscribe` until its `complete` has been sent), kept at the first `subscribe`.
+   */
+  operations?: Readonly<Record<string, unknown>>;
 }
 
 /**
@@ -35,7 +40,11 @@ export class OperationCount {
     this.open++;
   }
 
+  /** Called after each operation has ended, while set (a draining gateway closes the connections left idle). */
+  afterEach: (() => void) | undefined;
+
   readonly ended = (): void => {
+    this.afterEach?.();
     if (--this.open > 0) return;
     for (const wake of this.idle.splice(0)) wake();
   };
@@ -79,6 +88,11 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Where a socket's shared listeners find its connection. */
 const CONNECTION = Symbol('graphql-ws connection');
 type ServedSocket = WebSocket & { [CONNECTION]?: WsConnection };
+
+/** Whether the socket's connection has no operation under way (true for a socket not, or no longer, served). */
+export function connectionIdle(socket: WebSocket): boolean {
+  return (socket as ServedSocket)[CONNECTION]?.idle ?? true;
+}
 
 /**
  * The connection's credentials expire at `at` (milliseconds since the epoch): see WsConnection.expireAt.
@@ -126,6 +140,12 @@ export class WsConnection {
 
   get protocol(): string {
     return this.socket.protocol;
+  }
+
+  /** No operation under way on this connection (none ever, or every one ended and its `complete` sent). */
+  get idle(): boolean {
+    for (const _id in this.extra.operations) return false;
+    return true;
   }
 
   send(data: string): Promise<void> {

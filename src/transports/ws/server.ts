@@ -11,6 +11,8 @@ import type { GraphQLSchema } from 'graphql';
 import { handleProtocols, makeServer } from 'graphql-ws';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
+import { ShuttingDownError } from '../../core/errors.js';
+import { DRAIN_REFUSAL_HEADER, drainRefusalStatus } from '../../engine/drain.js';
 import type { RunLauncher } from '../../engine/launcher.js';
 import { DocumentCache } from '../../graphql/documents.js';
 import type { Executor } from '../../graphql/executor.js';
@@ -19,7 +21,13 @@ import type { AccessControl } from '../access.js';
 import { isSameOrigin, type CorsPolicy } from '../cors.js';
 import type { HostPolicy } from '../hosts.js';
 import { connectionAuthentication, operationAdmission } from './admission.js';
-import { OperationCount, WsConnection, type ConnectionExtra, type ConnectionShared } from './connection.js';
+import {
+  OperationCount,
+  WsConnection,
+  connectionIdle,
+  type ConnectionExtra,
+  type ConnectionShared,
+} from './connection.js';
 import { KeepAlive } from './keep-alive.js';
 import { formatForWs, withWsErrors } from './messages.js';
 import { operationContext, serveExecution, serveSubscription } from './operations.js';
@@ -44,6 +52,8 @@ export interface WsTransportOptions {
   access: AccessControl;
   /** Told when a socket opens and closes (metrics). */
   onConnection?: (delta: 1 | -1) => void;
+  /** Whether the gateway is draining: new sockets are refused (their runs would be). */
+  draining?: () => boolean;
 }
 
 /**
@@ -51,7 +61,28 @@ export interface WsTransportOptions {
  * subscription, and queries and the mutation (with @defer/@stream, delivered as `next` messages).
  * Completing an operation or closing the socket aborts the run it started.
  */
-export function attachWebSocketTransport(options: WsTransportOptions): { dispose: () => Promise<void> } {
+type VerifyCallback = (ok: boolean, status?: number, body?: string, headers?: Record<string, string>) => void;
+
+/**
+ * The answer to a handshake refused while draining: SHUTTING_DOWN in GraphQL's error shape, as over HTTP (the
+ * header names as `ws` spells its own, which these replace).
+ */
+function drainingUpgradeRefusal(): { body: string; headers: Record<string, string> } {
+  const refusal = new ShuttingDownError(
+    'This gateway instance is shutting down and takes no new WebSocket connections; connect again (another ' +
+      'instance will answer).',
+    { details: { retryAfterSeconds: 1 } },
+  );
+  const body = JSON.stringify({
+    errors: [{ message: refusal.message, extensions: { code: refusal.code, details: refusal.details } }],
+  });
+  return { body, headers: { 'Content-Type': 'application/json; charset=utf-8', 'Retry-After': '1' } };
+}
+
+export function attachWebSocketTransport(options: WsTransportOptions): {
+  dispose: () => Promise<void>;
+  drain: () => void;
+} {
   const { server, schema, launcher, path, cors, logger, executor } = options;
   const subscribe = executor.subscribe;
   const documents = new DocumentCache(schema, allValidationRules(options.introspection), options.introspection);
@@ -61,10 +92,20 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
     maxPayload: options.maxPayloadBytes,
     handleProtocols,
     // Browsers always send Origin; refuse cross-site pages that are not allowed, as for HTTP.
-    verifyClient: ({ req }: { req: IncomingMessage }) => {
-      if (!options.hosts.isAllowed(req.headers.host)) return false;
+    verifyClient: ({ req }: { req: IncomingMessage }, accept: VerifyCallback) => {
+      if (!options.hosts.isAllowed(req.headers.host)) return accept(false);
       const origin = req.headers.origin;
-      return origin === undefined || cors.isAllowed(origin) || isSameOrigin(origin, req.headers.host);
+      if (!(origin === undefined || cors.isAllowed(origin) || isSameOrigin(origin, req.headers.host))) {
+        return accept(false);
+      }
+      // Draining: every run this socket asked for would be refused. The handshake is refused instead, before
+      // anything was done, so that the client (or a proxy that asked for 421: engine/drain.ts) connects to
+      // another instance.
+      if (options.draining?.()) {
+        const refusal = drainingUpgradeRefusal();
+        return accept(false, drainRefusalStatus(req.headers[DRAIN_REFUSAL_HEADER]), refusal.body, refusal.headers);
+      }
+      accept(true);
     },
   });
 
@@ -96,7 +137,21 @@ export function attachWebSocketTransport(options: WsTransportOptions): { dispose
   // without a listener they would be thrown.
   wss.on('error', (error) => logger.debug({ err: error }, 'WebSocket server error'));
 
+  /** Closes the sockets with no operation under way: told "going away", a client connects again elsewhere. */
+  const closeIdle = () => {
+    for (const client of wss.clients) {
+      if (client.readyState === client.OPEN && connectionIdle(client)) client.close(1001, 'Going away');
+    }
+  };
+
   return {
+    // Draining: a socket left open would take new operations only to refuse them (SHUTTING_DOWN), so each
+    // closes as soon as it has none under way, now or when its last one ends (its run's end and `complete`
+    // sent first). A client connects again, through the proxy, to another instance.
+    drain: () => {
+      operations.afterEach = closeIdle;
+      closeIdle();
+    },
     dispose: async () => {
       keepAlive.stop();
       // Operations whose runs have ended are still sending their last results: those go out first.

@@ -1,0 +1,338 @@
+#!/usr/bin/env node
+// The load of a rolling restart: runs sent through the proxy without pause while the instances behind it
+// are restarted one at a time, each run's outcome counted. scripts/cluster-local.sh drives it (its drain
+// step); any other script can, by the same lines on stdin and stdout:
+//
+//   node scripts/rolling-restart.mjs <base URL> [--workers 6] [--path /api/copilotkit] [--timeout 60000]
+//
+// Runs of three kinds, in turn on each of `--workers` loops, one after another: the GraphQL mutation
+// answered as one JSON result, the `copilotRun` subscription over graphql-ws (a socket of its own per run),
+// and an AG-UI run (SSE). Every run must end well: HTTP 200, and the run's own end a success
+// (SuccessResponseStatus, RUN_FINISHED); anything else counts as failed, with what went wrong.
+//
+// Commands, one a line on stdin, each answered with one line on stdout:
+//   hold <host:port>    start streaming runs (graphql-ws and AG-UI) through the proxy until one of each is
+//                       in flight on that instance (the proxy's X-Upstream says which): "held <n>" once they
+//                       have started, or "hold-failed <why>". Send the instance SIGTERM after it: these runs
+//                       must still finish.
+//   routed <host:port>  wait until the proxy sends a request to that instance again (GET /health answered by
+//                       it, first try): "routed <tries>", or "routed-failed <why>" after --timeout.
+//   stop                (or the end of stdin) stop sending, wait for every run, and print
+//                       "summary <JSON>": sent, succeeded, failed (with the first reasons), sentOn (runs a
+//                       draining instance refused and the proxy sent to the other), held and heldFinished.
+// Progress goes to stderr. Exits 0 when no run failed and every held run finished, 1 otherwise.
+//
+// It needs no model (demo mode's replies are scripted) and only packages the gateway depends on.
+import { randomUUID } from 'node:crypto';
+import { createInterface } from 'node:readline';
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
+
+const args = process.argv.slice(2);
+const option = (name, fallback) => {
+  const at = args.indexOf(`--${name}`);
+  return at === -1 ? fallback : args[at + 1];
+};
+const base = (args.find((arg) => /^https?:\/\//.test(arg)) ?? 'http://localhost:8080').replace(/\/$/, '');
+const path = option('path', '/api/copilotkit');
+const workers = Number(option('workers', '6'));
+const timeoutMs = Number(option('timeout', '60000'));
+const graphqlUrl = `${base}${path}`;
+const wsUrl = graphqlUrl.replace(/^http/, 'ws');
+const apiKey = (process.env.GATEWAY_API_KEY || process.env.GATEWAY_API_KEYS?.split(',')[0] || '').trim();
+const auth = apiKey ? { authorization: `Bearer ${apiKey}` } : {};
+
+const log = (line) => process.stderr.write(`rolling-restart: ${line}\n`);
+
+// ---------------------------------------------------------------------------------------------------
+// One run of each kind. Each resolves (never rejects) with its outcome; `onStarted(upstream)` is called
+// once the run is streaming (its first event), with the instance that serves it.
+
+/** The instance that answered, from the proxy's X-Upstream: the last address ("a : b" after a refusal sent on). */
+function answered(upstream) {
+  return typeof upstream === 'string' && upstream
+    ? upstream
+        .split(/, | : /)
+        .pop()
+        .trim()
+    : undefined;
+}
+
+/** Whether a draining instance refused the request and the proxy sent it to the other ("a : b"). */
+const wasSentOn = (upstream) => typeof upstream === 'string' && upstream.includes(' : ');
+
+function userMessage(content) {
+  return { id: randomUUID(), createdAt: new Date().toISOString(), textMessage: { role: 'user', content } };
+}
+
+function runInput(content) {
+  return {
+    threadId: `rolling-${randomUUID()}`,
+    metadata: { requestType: 'Chat' },
+    frontend: { actions: [] },
+    messages: [userMessage(content)],
+  };
+}
+
+const RUN_MUTATION = `mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) {
+  status { __typename ... on FailedResponseStatus { reason details } } } }`;
+const RUN_SUBSCRIPTION = `subscription($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) {
+  __typename ... on RunFinishedEvent { status { __typename ... on FailedResponseStatus { reason details } } } } }`;
+
+const short = (value) => {
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+};
+
+/** The GraphQL mutation, answered as one JSON result at the run's end. */
+async function graphqlJson(content) {
+  let upstream;
+  try {
+    const response = await fetch(graphqlUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...auth },
+      body: JSON.stringify({ query: RUN_MUTATION, variables: { data: runInput(content) } }),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    upstream = response.headers.get('x-upstream') ?? undefined;
+    const body = await response.json().catch(() => undefined);
+    const status = body?.data?.generateCopilotResponse?.status;
+    if (response.status === 200 && status?.__typename === 'SuccessResponseStatus') return { ok: true, upstream };
+    const code = status?.details?.code ?? body?.errors?.[0]?.extensions?.code ?? short(body ?? '');
+    return { ok: false, upstream, reason: `HTTP ${response.status} ${code}` };
+  } catch (error) {
+    return { ok: false, upstream, reason: `${error.name}: ${error.message}` };
+  }
+}
+
+/** A WebSocket that remembers which instance accepted it (the proxy's X-Upstream on the 101 answer). */
+class TrackedWebSocket extends WebSocket {
+  constructor(url, protocols) {
+    super(url, protocols);
+    // (No 'unexpected-response' listener: with one, `ws` leaves a refused handshake open for it to handle.)
+    this.on('upgrade', (response) => (this.upstream = response.headers['x-upstream']));
+  }
+}
+
+/** The copilotRun subscription over graphql-ws, on a socket of its own. */
+async function graphqlWs(content, onStarted) {
+  let socket;
+  const client = createClient({
+    url: wsUrl,
+    webSocketImpl: TrackedWebSocket,
+    connectionParams: apiKey ? { authorization: `Bearer ${apiKey}` } : undefined,
+    lazy: true,
+    retryAttempts: 0,
+    on: { connected: (connected) => (socket = connected) },
+  });
+  let started = false;
+  let last;
+  const outcome = await new Promise((resolve) => {
+    const timer = setTimeout(() => resolve({ reason: `no end after ${timeoutMs} ms` }), timeoutMs);
+    const done = (value) => {
+      clearTimeout(timer);
+      resolve(value);
+    };
+    client.subscribe(
+      { query: RUN_SUBSCRIPTION, variables: { data: runInput(content) } },
+      {
+        next: ({ data, errors }) => {
+          if (errors) return done({ reason: `errors: ${short(errors.map((e) => e.extensions?.code ?? e.message))}` });
+          last = data.copilotRun;
+          if (!started) {
+            started = true;
+            onStarted?.(answered(socket?.upstream));
+          }
+        },
+        error: (error) => {
+          const why = error?.reason || error?.message || error?.error?.message || String(error);
+          done({ reason: `socket closed: ${error?.code ?? ''} ${why}`.trim() });
+        },
+        complete: () => done({}),
+      },
+    );
+  });
+  await client.dispose();
+  const upstream = socket?.upstream;
+  if (outcome.reason) return { ok: false, upstream, reason: outcome.reason };
+  if (last?.__typename === 'RunFinishedEvent' && last.status.__typename === 'SuccessResponseStatus') {
+    return { ok: true, upstream };
+  }
+  return { ok: false, upstream, reason: `ended with ${last?.__typename ?? 'no event'} ${short(last?.status ?? '')}` };
+}
+
+/** An AG-UI run (SSE). */
+async function agUi(content, onStarted) {
+  let upstream;
+  try {
+    const response = await fetch(`${graphqlUrl}/agent/default/run`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...auth },
+      body: JSON.stringify({
+        threadId: `rolling-${randomUUID()}`,
+        runId: randomUUID(),
+        state: {},
+        messages: [{ id: randomUUID(), role: 'user', content }],
+        tools: [],
+        context: [],
+        forwardedProps: {},
+      }),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    upstream = response.headers.get('x-upstream') ?? undefined;
+    if (response.status !== 200) {
+      return { ok: false, upstream, reason: `HTTP ${response.status} ${short(await response.text())}` };
+    }
+    const types = [];
+    let error;
+    const decoder = new TextDecoder();
+    let buffered = '';
+    for await (const chunk of response.body) {
+      buffered += decoder.decode(chunk, { stream: true });
+      let end;
+      while ((end = buffered.indexOf('\n\n')) !== -1) {
+        const frame = buffered.slice(0, end);
+        buffered = buffered.slice(end + 2);
+        const data = frame
+          .split('\n')
+          .filter((line) => line.startsWith('data:'))
+          .map((line) => line.slice(5).trimStart())
+          .join('\n');
+        if (!data) continue;
+        const event = JSON.parse(data);
+        if (types.length === 0) onStarted?.(answered(upstream));
+        types.push(event.type);
+        if (event.type === 'RUN_ERROR') error = `RUN_ERROR ${event.code ?? ''} ${event.message ?? ''}`;
+      }
+    }
+    if (error) return { ok: false, upstream, reason: error };
+    if (types.at(-1) === 'RUN_FINISHED') return { ok: true, upstream };
+    return { ok: false, upstream, reason: `the stream ended after ${types.at(-1) ?? 'no event'}` };
+  } catch (error) {
+    return { ok: false, upstream, reason: `${error.name}: ${error.message}` };
+  }
+}
+
+const KINDS = { 'graphql-json': graphqlJson, 'graphql-ws': graphqlWs, 'ag-ui': agUi };
+
+// ---------------------------------------------------------------------------------------------------
+// Counting
+
+const counts = { sent: 0, succeeded: 0, failed: 0, sentOn: 0, byKind: {}, failures: [] };
+const pending = new Set();
+
+/** Sends one run and counts its outcome; resolves with it. */
+function send(kind, content, onStarted) {
+  counts.sent += 1;
+  const run = KINDS[kind](content, onStarted).then((outcome) => {
+    const tally = (counts.byKind[kind] ??= { sent: 0, failed: 0 });
+    tally.sent += 1;
+    if (wasSentOn(outcome.upstream)) counts.sentOn += 1;
+    if (outcome.ok) counts.succeeded += 1;
+    else {
+      counts.failed += 1;
+      tally.failed += 1;
+      if (counts.failures.length < 10)
+        counts.failures.push(`${kind} via ${outcome.upstream ?? '?'}: ${outcome.reason}`);
+      log(`FAILED ${kind} via ${outcome.upstream ?? '?'}: ${outcome.reason}`);
+    }
+    pending.delete(run);
+    return outcome;
+  });
+  pending.add(run);
+  return run;
+}
+
+// A reply of the demo model as long as it goes (it echoes up to 200 characters): about 1.5 s of streaming.
+const LONG = 'A run still streaming while its instance drains, which must reach its end all the same. '.repeat(3);
+
+let sending = true;
+async function loop(index) {
+  const kinds = Object.keys(KINDS);
+  for (let turn = index; sending; turn += 1) {
+    await send(kinds[turn % kinds.length], turn % 2 ? LONG : 'hello');
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Commands
+
+const held = [];
+
+/** Starts streaming runs until one graphql-ws and one AG-UI run are in flight on `address`. */
+async function hold(address) {
+  const wanted = ['graphql-ws', 'ag-ui'];
+  for (const kind of wanted) {
+    let holding = false;
+    for (let attempt = 0; !holding; attempt += 1) {
+      if (attempt === 20) throw new Error(`no ${kind} run reached ${address} in 20 attempts`);
+      let run;
+      const started = new Promise((resolve) => {
+        run = send(kind, LONG, (upstream) => resolve(upstream));
+        // A run that ends without starting (failed) must not leave this waiting.
+        void run.then(() => resolve(undefined));
+      });
+      if ((await started) === address) {
+        holding = true;
+        held.push(run);
+      }
+    }
+  }
+  return held.length;
+}
+
+/** Waits until GET /health through the proxy is answered by `address` at its first try. */
+async function routed(address) {
+  const deadline = Date.now() + timeoutMs;
+  for (let tries = 1; ; tries += 1) {
+    const response = await fetch(`${base}/health`, { headers: auth }).catch(() => undefined);
+    await response?.arrayBuffer().catch(() => undefined);
+    if (response?.status === 200 && response.headers.get('x-upstream') === address) return tries;
+    if (Date.now() > deadline) throw new Error(`nginx sent no request to ${address} in ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+async function finish() {
+  sending = false;
+  await Promise.all(loops);
+  await Promise.all([...pending]);
+  const outcomes = await Promise.all(held);
+  const heldFinished = outcomes.filter((outcome) => outcome.ok).length;
+  const summary = { ...counts, held: held.length, heldFinished };
+  process.stdout.write(`summary ${JSON.stringify(summary)}\n`);
+  process.exit(summary.failed === 0 && heldFinished === held.length ? 0 : 1);
+}
+
+log(`${workers} loops of runs through ${graphqlUrl} (GraphQL JSON, graphql-ws, AG-UI)`);
+const loops = Array.from({ length: workers }, (_, index) => loop(index));
+
+let finishing;
+const commands = createInterface({ input: process.stdin });
+// One command at a time, in order: each answer is the line the driver waits for.
+let queue = Promise.resolve();
+commands.on('line', (line) => {
+  const [command, argument] = line.trim().split(/\s+/);
+  queue = queue.then(async () => {
+    if (command === 'hold') {
+      try {
+        process.stdout.write(`held ${await hold(argument)}\n`);
+      } catch (error) {
+        process.stdout.write(`hold-failed ${error.message}\n`);
+      }
+    } else if (command === 'routed') {
+      try {
+        process.stdout.write(`routed ${await routed(argument)}\n`);
+      } catch (error) {
+        process.stdout.write(`routed-failed ${error.message}\n`);
+      }
+    } else if (command === 'stop') {
+      finishing ??= finish();
+    } else if (command) {
+      process.stdout.write(`unknown ${command}\n`);
+    }
+  });
+});
+commands.on('close', () => {
+  queue = queue.then(() => (finishing ??= finish()));
+});
