@@ -262,6 +262,8 @@ function readThreads(env: NodeJS.ProcessEnv): ThreadsOptions {
       'REDIS_SENTINEL_NAME, REDIS_PASSWORD and REDIS_SENTINEL_PASSWORD go with REDIS_SENTINELS ' +
         '(with REDIS_URL, put the password in the URL).',
     );
+  const waitReplicas =
+    env.REDIS_WAIT_REPLICAS?.trim() === '0' ? 0 : wholeNumber(env, 'REDIS_WAIT_REPLICAS', 'replicas');
   const redisPassword = env.REDIS_PASSWORD?.trim();
   const sentinelPassword = env.REDIS_SENTINEL_PASSWORD?.trim();
   const ttlSeconds = wholeNumber(env, 'THREAD_TTL_SECONDS', 'seconds');
@@ -282,6 +284,7 @@ function readThreads(env: NodeJS.ProcessEnv): ThreadsOptions {
     ...(redisUrl ? { redisUrl } : {}),
     ...(sentinels.length ? { sentinels, sentinelName } : {}),
     ...(redisPassword ? { redisPassword } : {}),
+    ...(waitReplicas !== undefined ? { waitReplicas } : {}),
     ...(sentinelPassword ? { sentinelPassword } : {}),
     ...(ttlSeconds !== undefined ? { ttlSeconds } : {}),
     ...(maxThreads !== undefined ? { maxThreads } : {}),

@@ -47,6 +47,14 @@ export interface ThreadsOptions {
    */
   onStoreFailure?: 'serve' | 'fail';
   /**
+   * With Redis: how many replicas must have a run's events before its clients are shown them (Redis's WAIT after
+   * every write). Replication is asynchronous: without it, events a primary acknowledged and died before passing on
+   * are lost in a failover, though clients saw them. Each write then waits for the replicas (its price: BENCHMARKS.md);
+   * replicas that do not answer in time stall the run, whose clients are told STORE_UNAVAILABLE after the lease.
+   * @default 0
+   */
+  waitReplicas?: number;
+  /**
    * Without authentication, serve the thread list anyway (`/threads`, `copilotThreads`): one list of every thread,
    * which every caller can read, rename, archive and delete. Off, the list is served only per authenticated caller.
    * @default false
@@ -66,6 +74,7 @@ export interface ResolvedThreadsOptions {
   onBusy: 'refuse' | 'interrupt';
   onStoreFailure: 'serve' | 'fail';
   listAnonymous: boolean;
+  waitReplicas: number;
 }
 
 const NAMES = new Set([
@@ -83,6 +92,7 @@ const NAMES = new Set([
   'onBusy',
   'onStoreFailure',
   'listAnonymous',
+  'waitReplicas',
 ]);
 
 /** A claim holds its thread this long at most before its run opens (the checks and hooks before a run). */
@@ -118,8 +128,11 @@ export function resolveThreadsOptions(options: ThreadsOptions | undefined): Reso
       );
     return value as T;
   };
+  const redis = redisConnection(o);
+  if (o.waitReplicas !== undefined && o.waitReplicas !== 0 && !redis)
+    throw new ConfigurationError('options.threads.waitReplicas goes with Redis (redisUrl or sentinels).');
   return {
-    redis: redisConnection(o),
+    redis,
     keyPrefix: o.keyPrefix ?? 'cg:',
     ttlSeconds: whole('ttlSeconds', o.ttlSeconds, 7 * 24 * 3600, 1, 365 * 24 * 3600),
     maxRunsPerThread: whole('maxRunsPerThread', o.maxRunsPerThread, 20, 1, 10_000),
@@ -129,6 +142,7 @@ export function resolveThreadsOptions(options: ThreadsOptions | undefined): Reso
     onBusy: choice('onBusy', o.onBusy, ['refuse', 'interrupt'] as const),
     onStoreFailure: choice('onStoreFailure', o.onStoreFailure, ['serve', 'fail'] as const),
     listAnonymous: flag('listAnonymous', o.listAnonymous),
+    waitReplicas: whole('waitReplicas', o.waitReplicas, 0, 0, 16),
   };
 }
 
@@ -144,6 +158,7 @@ export function createThreadStore(options: ResolvedThreadsOptions, logger: Logge
   return new RedisThreadStore({
     ...common,
     connection: options.redis,
+    waitReplicas: options.waitReplicas,
     keyPrefix: options.keyPrefix,
     leaseMs: options.leaseMs,
     logger: logger.child({ component: 'threads' }),

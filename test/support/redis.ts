@@ -34,6 +34,15 @@ export class RedisServer {
     return server;
   }
 
+  /** Freezes the server (SIGSTOP): it holds its connections and answers nothing until `resume`. */
+  pause(): void {
+    this.process?.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    this.process?.kill('SIGCONT');
+  }
+
   /** Ends the server at once (SIGKILL), as a crashed machine would: nothing is saved, no client is told. */
   async kill(): Promise<void> {
     const child = this.process;

@@ -28,7 +28,15 @@ export interface RedisRecordsOptions {
   ttlSeconds: number;
   maxRunsPerThread: number;
   claimTimeoutMs: number;
+  /**
+   * Replicas that must have a run's events before they count as stored (WAIT after each write; 0: the primary's
+   * answer is enough). @default 0
+   */
+  waitReplicas?: number;
 }
+
+/** How long a WAIT for replicas waits; a write not replicated in that time is sent again (and WAITed for again). */
+const WAIT_TIMEOUT_MS = 1_000;
 
 /** The keys of a run's record, log and live channel. */
 export interface RunKeys {
@@ -152,7 +160,46 @@ export class RedisRecords {
    * see a token once it is stored), so its cost is the store's cost per token.
    */
   appendEvents(keys: RunKeys, batch: Batch): Promise<string> {
-    return this.redis.cgAppendEvents(keys.run, keys.log, batch.first, batch.last, batch.events, keys.channel);
+    const waiting = this.waitReplicas > 0;
+    const reply = this.redis.cgAppendEvents(
+      keys.run,
+      keys.log,
+      batch.first,
+      batch.last,
+      batch.events,
+      waiting ? '' : keys.channel,
+    );
+    return waiting ? this.replicated(reply, [{ channel: keys.channel, events: batch.events }]) : reply;
+  }
+
+  private get waitReplicas(): number {
+    return this.options.waitReplicas ?? 0;
+  }
+
+  /**
+   * With `waitReplicas`: the writes' answer once that many replicas have every write so far on this connection
+   * (WAIT, sent right after them), and only then their events published to followers; rejects with
+   * STORE_UNAVAILABLE when the replicas do not have them in time, so that the log sends them again. Answers other
+   * than ok and dup (nothing was written) need no wait.
+   */
+  private async replicated<T extends string | string[]>(
+    pending: Promise<T>,
+    publish: readonly { channel: string; events: string }[],
+  ): Promise<T> {
+    const reply = await pending;
+    const answers: string[] = Array.isArray(reply) ? reply : [reply];
+    if (!answers.some((answer) => answer === 'ok' || answer === 'dup')) return reply;
+    const acknowledged = await this.redis.wait(this.waitReplicas, WAIT_TIMEOUT_MS);
+    if (acknowledged < this.waitReplicas) {
+      throw new StoreUnavailableError(
+        `Only ${acknowledged} of the ${this.waitReplicas} Redis replicas REDIS_WAIT_REPLICAS asks for took the run's ` +
+          `events within ${WAIT_TIMEOUT_MS} ms.`,
+      );
+    }
+    answers.forEach((answer, index) => {
+      if (answer === 'ok' && publish[index]) void this.redis.publish(publish[index].channel, publish[index].events);
+    });
+    return reply;
   }
 
   /**
@@ -162,16 +209,24 @@ export class RedisRecords {
   appendMany(writes: readonly { keys: RunKeys; batch: Batch }[]): Promise<string[]> {
     const keys: string[] = [];
     const args: (string | number)[] = [];
+    const waiting = this.waitReplicas > 0;
     for (const { keys: run, batch } of writes) {
       keys.push(run.run, run.log);
-      args.push(batch.first, batch.last, batch.events, run.channel);
+      args.push(batch.first, batch.last, batch.events, waiting ? '' : run.channel);
     }
-    return this.redis.cgAppendMany(keys.length, ...keys, ...args);
+    const replies = this.redis.cgAppendMany(keys.length, ...keys, ...args);
+    if (!waiting) return replies;
+    return this.replicated(
+      replies,
+      writes.map(({ keys: run, batch }) => ({ channel: run.channel, events: batch.events })),
+    );
   }
 
   /** Writes one batch of a run's events (see the `cgAppend` script); resolves with the script's answer. */
   appendBatch(threadId: string, runId: string, batch: Batch, expectedLast?: number): Promise<string> {
-    return this.redis.cgAppend(
+    const waiting = this.waitReplicas > 0;
+    const channel = this.liveChannel(threadId, runId);
+    const reply = this.redis.cgAppend(
       this.threadKey(threadId, 'run', runId),
       this.threadKey(threadId, 'log', runId),
       this.threadKey(threadId, 'states'),
@@ -183,7 +238,7 @@ export class RedisRecords {
       batch.last,
       batch.events,
       batch.states,
-      this.liveChannel(threadId, runId),
+      waiting ? '' : channel,
       this.options.ttlSeconds,
       batch.status ?? '',
       batch.transcript ?? '',
@@ -193,6 +248,7 @@ export class RedisRecords {
       expectedLast === undefined ? '' : expectedLast,
       this.threadKey(threadId, ''),
     );
+    return waiting ? this.replicated(reply, [{ channel, events: batch.events }]) : reply;
   }
 
   // --- reads ------------------------------------------------------------------------------

@@ -23,6 +23,9 @@ const ESCAPE_LUA = `local function esc(s)
   return (string.gsub(s, '[%%:]', function(c) return string.format('%%%02X', string.byte(c)) end))
 end`;
 
+// Every append script publishes what it stored on the run's live channel, unless the channel is "" (the store
+// publishes after the WAIT for replicas instead: records.ts, waitReplicas).
+
 /**
  * What every append script shares: a Lua function that checks a run's record and appends one batch of
  * its events, answering ok, missing (no record), gap (out of order, or the log is not at `expected`,
@@ -153,7 +156,7 @@ if ARGV[7] ~= '' then
 end
 for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[6]) end
 redis.call('EXPIRE', KEYS[7], ARGV[6])
-redis.call('PUBLISH', ARGV[5], ARGV[3])
+if ARGV[5] ~= '' then redis.call('PUBLISH', ARGV[5], ARGV[3]) end
 return 'ok'`,
   ],
   // cgAppend for a batch of events only (no states, status or expiry): KEYS: run, log. ARGV: first, last,
@@ -162,7 +165,7 @@ return 'ok'`,
     2,
     `${APPEND_LUA}
 local appended = append(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], '')
-if appended == 'ok' then redis.call('PUBLISH', ARGV[4], ARGV[3]) end
+if appended == 'ok' and ARGV[4] ~= '' then redis.call('PUBLISH', ARGV[4], ARGV[3]) end
 return appended`,
   ],
   // cgAppendEvents for several runs at once (the keys' number is the call's first argument): KEYS: each
@@ -175,7 +178,7 @@ local answers = {}
 for i = 1, #KEYS / 2 do
   local a = (i - 1) * 4
   answers[i] = append(KEYS[i * 2 - 1], KEYS[i * 2], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], '')
-  if answers[i] == 'ok' then redis.call('PUBLISH', ARGV[a + 4], ARGV[a + 3]) end
+  if answers[i] == 'ok' and ARGV[a + 4] ~= '' then redis.call('PUBLISH', ARGV[a + 4], ARGV[a + 3]) end
 end
 return answers`,
   ],

@@ -46,6 +46,8 @@ export interface RedisThreadStoreOptions extends ThreadStoreOptions {
   leaseMs: number;
   /** How long a claim holds a thread before its run opens. */
   claimTimeoutMs: number;
+  /** Replicas that must have a run's events before its clients see them (WAIT; see RedisRecordsOptions). */
+  waitReplicas?: number;
   logger: Logger;
 }
 
