@@ -92,6 +92,8 @@ export async function startThreadStore(
     await threads.store.start?.();
     if (options.redis) logger.info({ redis: describeConnection(options.redis) }, 'threads are kept in Redis');
   } catch (error) {
+    // A Redis the store cannot work with (a cluster node) is a configuration to correct, whatever the policy.
+    if (error instanceof ConfigurationError) throw error;
     // One line each way, naming what to set (npm start's variables; threads.redisUrl and
     // threads.onStoreFailure from code), without the stack of an error whose place says nothing.
     const unreachable = (error as Error).message;

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Redis as RedisClient } from 'ioredis';
-import { StoreUnavailableError, type GatewayError } from '../../core/errors.js';
+import { ConfigurationError, StoreUnavailableError, type GatewayError } from '../../core/errors.js';
 import type { EventFeed } from '../feed.js';
 import {
   createClients,
@@ -118,6 +118,16 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     this.starting = true;
     const connected = await Promise.allSettled([ready(redis), ready(subscriber)]);
     this.starting = false;
+    if (connected[0].status === 'fulfilled' && (await isClusterNode(redis))) {
+      redis.disconnect();
+      subscriber.disconnect();
+      this.closed = true;
+      throw new ConfigurationError(
+        `Redis at ${describeConnection(connection)} is a node of a Redis Cluster, which the thread store does not ` +
+          "support yet (a thread's scripts touch keys of other slots). Use one Redis server, or a primary with " +
+          'replicas behind Sentinel (REDIS_SENTINELS).',
+      );
+    }
     // Subscribed (queued until the subscriber is connected, and again after every reconnection) and
     // beating (each beat retried) whether or not Redis answered yet.
     void subscriber.subscribe(this.records.key('stop')).catch((error: unknown) => this.connectionError(error));
@@ -339,5 +349,14 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
   /** Logs what cannot be retried, every time. */
   recordLost(threadId: string, runId: string, why: string, level: 'error' | 'info' = 'error'): void {
     this.options.logger[level]({ threadId, runId }, `the run can no longer be recorded: ${why}`);
+  }
+}
+
+/** Whether the server is a Redis Cluster node (INFO's cluster section); a server that cannot say is taken as not. */
+async function isClusterNode(redis: { info(section: string): Promise<string> }): Promise<boolean> {
+  try {
+    return /^cluster_enabled:1\b/m.test(await redis.info('cluster'));
+  } catch {
+    return false;
   }
 }
