@@ -197,7 +197,10 @@ export class RedisRecords {
       );
     }
     answers.forEach((answer, index) => {
-      if (answer === 'ok' && publish[index]) void this.redis.publish(publish[index].channel, publish[index].events);
+      // A publish lost (the connection closing) is not lost to followers: one that misses it reads the log again
+      // when the next batch shows the gap, or when its subscriber reconnects (live.ts).
+      if (answer === 'ok' && publish[index])
+        this.redis.publish(publish[index].channel, publish[index].events).catch(() => {});
     });
     return reply;
   }
