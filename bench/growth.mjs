@@ -13,6 +13,9 @@
 //   a CPU), read before the request and once its answer has ended;
 // - what Redis did meanwhile (bench/redis.mjs): bytes it sent (the gateway's reads), bytes it took, commands;
 // - time to first token: from sending the request to the first token's arrival (tokens are stamped, no pace).
+// Each measured run is made twice over: as a client that sends only its new message ("new only", the store gives the
+// rest) and as the stock client does, the whole conversation with the thread's own message ids ("whole", read with
+// copilotThread before the run, unmeasured).
 // The model is sent the whole conversation, whatever the store: that cost grows with the thread on any gateway. To
 // tell it from the store's, each size is also run as a *control*: a fresh thread whose request carries a
 // conversation of the same N turns (same sizes), so that the gateway parses and sends the same history but its
@@ -78,7 +81,7 @@ function post(body, path = url.pathname) {
           bytes += chunk.length;
           if (first === undefined && / t\d{13}\.\d/.test(tail + chunk)) first = now() - sent;
           tail = (tail + chunk).slice(-64);
-          if (chunks.length < 4) chunks.push(chunk);
+          chunks.push(chunk);
         });
         res.on('end', () =>
           resolve({
@@ -87,7 +90,7 @@ function post(body, path = url.pathname) {
             firstTokenMs: first,
             tail,
             bytes,
-            head: chunks.join(''),
+            body: chunks.join(''),
           }),
         );
         res.on('error', reject);
@@ -120,6 +123,21 @@ function nextTurn(threadId) {
 
 async function grow(threadId, size) {
   while ((turns.get(threadId) ?? 0) < size) await nextTurn(threadId);
+}
+
+/** A turn as the stock client sends it: the thread's transcript (read back, as after a reload), then a new message. */
+async function wholeTurn(threadId) {
+  const read = await readThread(threadId);
+  const transcript = JSON.parse(read.body).data.copilotThread.messages;
+  const n = (turns.get(threadId) ?? 0) + 1;
+  turns.set(threadId, n);
+  const messages = transcript.map((m) => ({
+    id: m.id,
+    createdAt: m.createdAt,
+    textMessage: { role: m.role, content: Array.isArray(m.content) ? m.content.join('') : m.content },
+  }));
+  messages.push(text('user', prompt(n)));
+  return () => turn(threadId, messages);
 }
 
 /** A conversation of `size` turns as a client would hold it, with the run's new message last (the control). */
@@ -171,7 +189,7 @@ async function timeRead(read) {
   let bytes = 0;
   for (let i = 0; i < 5; i++) {
     const result = await read();
-    if (result.status !== 200) throw new Error(`a read failed (HTTP ${result.status}): ${result.head.slice(0, 300)}`);
+    if (result.status !== 200) throw new Error(`a read failed (HTTP ${result.status}): ${result.body.slice(0, 300)}`);
     times.push(result.ms);
     bytes = result.bytes;
   }
@@ -183,7 +201,7 @@ const THREAD_QUERY = `query Thread($threadId: ID!) {
 }`;
 const readThread = (threadId) =>
   post(JSON.stringify({ query: THREAD_QUERY, variables: { threadId } })).then((r) => {
-    if (!r.head.includes(`"threadId":"${threadId}"`)) r.status = 500;
+    if (!r.body.includes(`"threadId":"${threadId}"`)) r.status = 500;
     return r;
   });
 const readPage = () => post(undefined, `${url.pathname}/threads?agentId=default&limit=20`);
@@ -197,12 +215,14 @@ const grown = id('thread');
 const startedAt = now();
 for (const size of config.sizes) {
   const old = [];
+  const whole = [];
   let threadForReads;
   if (size === 0) {
     // A fresh thread: its first run, the new message alone.
     for (let i = 0; i < config.runs; i++) {
       const threadId = id('fresh');
       old.push(await measured(() => turn(threadId, [text('user', prompt(1))])));
+      whole.push(old[old.length - 1]);
       threadForReads = threadId;
     }
   } else if (size <= 10) {
@@ -210,6 +230,9 @@ for (const size of config.sizes) {
       const threadId = id('small');
       await grow(threadId, size);
       old.push(await measured(() => nextTurn(threadId)));
+      const other = id('small');
+      await grow(other, size);
+      whole.push(await measured(await wholeTurn(other)));
       threadForReads = threadId;
     }
   } else {
@@ -218,6 +241,7 @@ for (const size of config.sizes) {
     const buildMs = now() - buildStart;
     console.error(`   grew a thread to ${size} turns in ${(buildMs / 1000).toFixed(1)} s`);
     for (let i = 0; i < config.runs; i++) old.push(await measured(() => nextTurn(grown)));
+    for (let i = 0; i < config.runs; i++) whole.push(await measured(await wholeTurn(grown)));
     threadForReads = grown;
   }
   // The control: fresh threads sent the same N turns in the request.
@@ -231,6 +255,7 @@ for (const size of config.sizes) {
   results.push({
     size,
     old: summarize(old),
+    whole: summarize(whole),
     control: summarize(control),
     copilotThreadMs: thread.ms,
     copilotThreadBytes: thread.bytes,

@@ -697,8 +697,9 @@ function storeTable(results, lines) {
 }
 
 /**
- * The growth table: per size (earlier turns), the run on the old thread and the control (a fresh thread sent the
- * same conversation), on each store; the store's share is the difference. Medians over rounds of medians over runs.
+ * The growth tables, one per store: per size (earlier turns), the run on the old thread sent the new message only,
+ * sent the whole conversation (as the stock client), and the control (a fresh thread sent the same conversation).
+ * Medians over rounds of medians over runs.
  */
 function growthTable(results, lines) {
   const r = results.growth;
@@ -706,50 +707,45 @@ function growthTable(results, lines) {
   const runs = scenarios.find((s) => s.name === 'growth').load.runs;
   lines.push(
     '',
-    `growth: one more run on a thread with N earlier turns (median of ${runs} runs, then of ${rounds} round(s)); ` +
-      '"control": a fresh thread sent the same N turns in its request (the model gets the same history); ' +
-      "CPU is the gateway's, per run",
-    '',
+    `growth: one more run on a thread with N earlier turns, median of ${runs} runs then of ${rounds} round(s). ` +
+      'Each figure is "new only / whole / control": the old thread sent its new message only (the store completes ' +
+      'the conversation), the old thread sent the whole conversation with its ids (the stock client), and a fresh ' +
+      "thread sent the same conversation (the model gets the same history in all three). CPU is the gateway's.",
   );
-  const row = (cells) => lines.push(`| ${cells.join(' | ')} |`);
-  const sizes = r.gateway?.[0]?.sizes.map((x) => x.size) ?? r['gateway-redis']?.[0]?.sizes.map((x) => x.size) ?? [];
   const at = (server, size, pick) =>
     median((r[server] ?? []).map((round) => pick(round.sizes.find((x) => x.size === size) ?? {})));
-  const stores = [
+  for (const [label, server] of [
     ['memory', 'gateway'],
     ['Redis', 'gateway-redis'],
-  ].filter(([, server]) => r[server]);
-  row([
-    'earlier turns',
-    ...stores.flatMap(([label]) => [
-      `${label}: CPU per run, old thread / control (ms)`,
-      `${label}: first token, old / control (ms)`,
-      `${label}: copilotThread (ms)`,
-      `${label}: /threads page (ms)`,
-    ]),
-    ...(r['gateway-redis']
-      ? ['Redis: bytes read per run, old / control', 'Redis: commands per run, old / control']
-      : []),
-  ]);
-  row([
-    '---:',
-    ...stores.flatMap(() => ['---:', '---:', '---:', '---:']),
-    ...(r['gateway-redis'] ? ['---:', '---:'] : []),
-  ]);
-  for (const size of sizes) {
-    const pair = (server, key, digits) =>
-      `${fmt(
-        at(server, size, (x) => x.old?.[key]),
-        digits,
-      )} / ${fmt(
-        at(server, size, (x) => x.control?.[key]),
-        digits,
-      )}`;
+  ]) {
+    if (!r[server]) continue;
+    const sizes = r[server][0].sizes.map((x) => x.size);
+    const redis = server === 'gateway-redis';
+    const row = (cells) => lines.push(`| ${cells.join(' | ')} |`);
+    lines.push('', `${label}:`, '');
     row([
-      size,
-      ...stores.flatMap(([, server]) => [
-        pair(server, 'cpuMs', 2),
-        pair(server, 'firstTokenMs', 2),
+      'earlier turns',
+      'CPU per run (ms)',
+      'first token (ms)',
+      'copilotThread (ms)',
+      '/threads page (ms)',
+      ...(redis ? ['Redis bytes read per run', 'Redis bytes written per run', 'Redis commands per run'] : []),
+    ]);
+    row(['---:', '---:', '---:', '---:', '---:', ...(redis ? ['---:', '---:', '---:'] : [])]);
+    for (const size of sizes) {
+      const three = (key, digits) =>
+        ['old', 'whole', 'control']
+          .map((kind) =>
+            fmt(
+              at(server, size, (x) => x[kind]?.[key]),
+              digits,
+            ),
+          )
+          .join(' / ');
+      row([
+        size,
+        three('cpuMs', 2),
+        three('firstTokenMs', 2),
         fmt(
           at(server, size, (x) => x.copilotThreadMs),
           2,
@@ -758,11 +754,9 @@ function growthTable(results, lines) {
           at(server, size, (x) => x.threadsPageMs),
           2,
         ),
-      ]),
-      ...(r['gateway-redis']
-        ? [pair('gateway-redis', 'redisReadBytes', 0), pair('gateway-redis', 'redisCommands', 0)]
-        : []),
-    ]);
+        ...(redis ? [three('redisReadBytes', 0), three('redisWrittenBytes', 0), three('redisCommands', 0)] : []),
+      ]);
+    }
   }
 }
 
