@@ -178,6 +178,7 @@ function summarize(samples) {
           redisWrittenBytes: median(samples.map((s) => s.redis.writtenBytes)),
           redisCommands: median(samples.map((s) => s.redis.commands)),
           redisScripts: median(samples.map((s) => s.redis.scripts)),
+          redisCpuMs: median(samples.map((s) => s.redis.cpuMs)),
         }
       : {}),
   };

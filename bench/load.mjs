@@ -263,6 +263,7 @@ async function redisWindow() {
         redisScriptsPerToken: per(d.scripts),
         redisBytesPerToken: per(d.readBytes + d.writtenBytes),
         redisReadBytesPerToken: per(d.readBytes),
+        redisCpuMsPerToken: per(d.cpuMs),
       };
     },
   };

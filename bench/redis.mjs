@@ -40,6 +40,7 @@ export async function stats(port) {
   const calls = {};
   let inputBytes = 0;
   let outputBytes = 0;
+  let cpuMs = 0;
   for (const line of text.split('\r\n')) {
     const stat = /^cmdstat_([^:]+):calls=(\d+)/.exec(line);
     if (stat) calls[stat[1]] = Number(stat[2]);
@@ -47,8 +48,11 @@ export async function stats(port) {
     if (input) inputBytes = Number(input[1]);
     const output = /^total_net_output_bytes:(\d+)/.exec(line);
     if (output) outputBytes = Number(output[1]);
+    // Redis's own CPU (main thread and the others), in seconds with microseconds.
+    const cpu = /^used_cpu_(?:sys|user):([\d.]+)/.exec(line);
+    if (cpu) cpuMs += Number(cpu[1]) * 1000;
   }
-  return { calls, inputBytes, outputBytes };
+  return { calls, inputBytes, outputBytes, cpuMs };
 }
 
 /**
@@ -57,7 +61,8 @@ export async function stats(port) {
  * - scripts: EVAL/EVALSHA calls, the store's round trips (every write is one script; a pipeline of several runs'
  *   events is one of them);
  * - commands: every command Redis ran, those the scripts ran included (XADD, HSET, PUBLISH, …);
- * - read: bytes Redis sent (replies, and messages to subscribers), the gateway's bytes read; written: bytes sent to it.
+ * - read: bytes Redis sent (replies, and messages to subscribers), the gateway's bytes read; written: bytes sent to it;
+ * - cpuMs: Redis's own CPU time (its INFO's used_cpu_sys + used_cpu_user).
  */
 export function difference(before, after, overhead) {
   let commands = 0;
@@ -73,6 +78,7 @@ export function difference(before, after, overhead) {
     scripts,
     readBytes: after.outputBytes - before.outputBytes - (overhead?.outputBytes ?? 0),
     writtenBytes: after.inputBytes - before.inputBytes - (overhead?.inputBytes ?? 0),
+    cpuMs: after.cpuMs - before.cpuMs - (overhead?.cpuMs ?? 0),
   };
 }
 
@@ -82,7 +88,12 @@ export async function statsOverhead(port) {
   const b = await stats(port);
   const calls = {};
   for (const [name, count] of Object.entries(b.calls)) calls[name] = count - (a.calls[name] ?? 0);
-  return { calls, inputBytes: b.inputBytes - a.inputBytes, outputBytes: b.outputBytes - a.outputBytes };
+  return {
+    calls,
+    inputBytes: b.inputBytes - a.inputBytes,
+    outputBytes: b.outputBytes - a.outputBytes,
+    cpuMs: b.cpuMs - a.cpuMs,
+  };
 }
 
 /** Starts redis-server on `port` (loopback, no persistence); resolves once it answers PING. */

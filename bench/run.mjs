@@ -684,6 +684,7 @@ function storeTable(results, lines) {
       ['Redis script calls (round trips) per token', 'redisScriptsPerToken', 3],
       ['Redis commands per token (those scripts run included)', 'redisCommandsPerToken', 2],
       ['Redis bytes per token (both ways)', 'redisBytesPerToken', 0],
+      ["Redis's own CPU per token (ms)", 'redisCpuMsPerToken', 4],
       ['peak RSS (MB)', 'peakRssMb', 0],
       ['errors', 'errors', 0],
     ];
@@ -729,9 +730,16 @@ function growthTable(results, lines) {
       'first token (ms)',
       'copilotThread (ms)',
       '/threads page (ms)',
-      ...(redis ? ['Redis bytes read per run', 'Redis bytes written per run', 'Redis commands per run'] : []),
+      ...(redis
+        ? [
+            'Redis bytes read per run',
+            'Redis bytes written per run',
+            'Redis commands per run',
+            "Redis's CPU per run (ms)",
+          ]
+        : []),
     ]);
-    row(['---:', '---:', '---:', '---:', '---:', ...(redis ? ['---:', '---:', '---:'] : [])]);
+    row(['---:', '---:', '---:', '---:', '---:', ...(redis ? ['---:', '---:', '---:', '---:'] : [])]);
     for (const size of sizes) {
       const three = (key, digits) =>
         ['old', 'whole', 'control']
@@ -754,7 +762,14 @@ function growthTable(results, lines) {
           at(server, size, (x) => x.threadsPageMs),
           2,
         ),
-        ...(redis ? [three('redisReadBytes', 0), three('redisWrittenBytes', 0), three('redisCommands', 0)] : []),
+        ...(redis
+          ? [
+              three('redisReadBytes', 0),
+              three('redisWrittenBytes', 0),
+              three('redisCommands', 0),
+              three('redisCpuMs', 3),
+            ]
+          : []),
       ]);
     }
   }
