@@ -150,8 +150,13 @@ function conversation(size) {
 
 const overhead = config.redisPort ? await statsOverhead(config.redisPort) : undefined;
 
-/** Runs `run` and measures it: the gateway's CPU, Redis's counters, the time to first token. */
+/**
+ * Runs `run` and measures it: the gateway's CPU, Redis's counters, the time to first token. The gateway is first left
+ * idle a moment, so that what it still does for the request before (a run's last write, the garbage of a 300 KB
+ * thread read) is not counted in this one.
+ */
 async function measured(run) {
+  await new Promise((resolve) => setTimeout(resolve, config.settleMs ?? 30));
   const before = config.redisPort ? await stats(config.redisPort) : undefined;
   const cpu = cpuMs();
   const result = await run();

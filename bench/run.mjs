@@ -137,6 +137,15 @@ const scenarios = [
   ...sweepScenarios(),
 ].filter((scenario) => !only || only.includes(scenario.name) || only.includes(scenario.family));
 if (baselineRoot) for (const scenario of scenarios) scenario.servers.splice(1, 0, 'baseline');
+// The Redis side of the store scenarios needs redis-server (CI has it); without it they run on the memory store alone.
+if (scenarios.some((s) => s.servers.includes('gateway-redis'))) {
+  try {
+    execSync('command -v redis-server', { stdio: 'ignore' });
+  } catch {
+    console.error('== no redis-server on PATH: the store and growth scenarios run on the memory store only');
+    for (const scenario of scenarios) scenario.servers = scenario.servers.filter((name) => name !== 'gateway-redis');
+  }
+}
 const without = (option('--without', '') ?? '').split(',').filter(Boolean);
 for (const scenario of scenarios) scenario.servers = scenario.servers.filter((name) => !without.includes(name));
 if (scenarios.length === 0) {
