@@ -114,7 +114,7 @@ async function turn(threadId, messages) {
 }
 
 /** The next turn of a thread built through the gateway: the new user message only (the store has the rest). */
-let turns = new Map();
+const turns = new Map();
 function nextTurn(threadId) {
   const n = (turns.get(threadId) ?? 0) + 1;
   turns.set(threadId, n);
