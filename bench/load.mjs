@@ -11,9 +11,12 @@
 //   run. Tokens carry the moment the upstream wrote them, so each token's delay to this client is measured. The
 //   graphql-transport-ws messages are written here by hand (four message types) instead of with graphql-ws's
 //   client: 5,000 client instances would cost the load generator more than the server under test.
+// With `redisPort` (a gateway on Redis), what Redis did in the measured window too (bench/redis.mjs): its commands
+// and bytes, per token where tokens are counted.
 import http from 'node:http';
 import { readFileSync } from 'node:fs';
 import WebSocket from 'ws';
+import { difference, stats, statsOverhead } from './redis.mjs';
 
 const config = JSON.parse(process.argv[2]);
 const stock = JSON.parse(readFileSync(new URL('./stock-request.json', import.meta.url), 'utf8'));
@@ -192,6 +195,7 @@ async function runHttp() {
   const clients = Array.from({ length: config.concurrency }, client);
   await new Promise((resolve) => setTimeout(resolve, config.warmupMs));
   measuring = true;
+  const redis = await redisWindow();
   const cpuStart = cpuMs(config.pid);
   // The harness's own CPU in the window too (this process, the fake upstream): it shares the cores with the server.
   const harnessStart = { self: process.cpuUsage(), upstream: config.upstreamPid ? cpuMs(config.upstreamPid) : null };
@@ -205,6 +209,7 @@ async function runHttp() {
   stopping = true;
   const tokensInWindow = results.tokensInWindow;
   const okInWindow = results.ok;
+  const redisFigures = await redis.end(tokensInWindow);
   await Promise.all(clients);
   agent.destroy();
   const latencies = results.latencies.sort((a, b) => a - b);
@@ -236,6 +241,31 @@ async function runHttp() {
           cpuMsPerToken: tokensInWindow ? cpu / tokensInWindow : null,
         }
       : {}),
+    ...redisFigures,
+  };
+}
+
+/**
+ * Redis's counters from now to `end(tokens)` (nothing without redisPort): commands, script calls and bytes in the
+ * window, and each per token. The stats are read between a window's two CPU readings: a few hundred microseconds.
+ */
+async function redisWindow() {
+  if (!config.redisPort) return { end: async () => ({}) };
+  const overhead = await statsOverhead(config.redisPort);
+  const before = await stats(config.redisPort);
+  return {
+    end: async (tokens) => {
+      const d = difference(before, await stats(config.redisPort), overhead);
+      const per = (value) => (tokens ? value / tokens : null);
+      return {
+        redis: d,
+        redisCommandsPerToken: per(d.commands),
+        redisScriptsPerToken: per(d.scripts),
+        redisBytesPerToken: per(d.readBytes + d.writtenBytes),
+        redisReadBytesPerToken: per(d.readBytes),
+        redisCpuMsPerToken: per(d.cpuMs),
+      };
+    },
   };
 }
 
@@ -294,6 +324,7 @@ async function runWs() {
     if (state.errorSamples.length < 5) state.errorSamples.push(why);
   };
   const rss = watchRss(config.pid);
+  const redis = await redisWindow();
   const cpuStart = cpuMs(config.pid);
   const started = now();
 
@@ -357,6 +388,7 @@ async function runWs() {
   await Promise.all(all);
   const seconds = (now() - started) / 1000;
   const cpu = cpuMs(config.pid) - cpuStart;
+  const redisFigures = await redis.end(state.tokens);
   delays.sort((a, b) => a - b);
   return {
     streams: config.streams,
@@ -370,6 +402,7 @@ async function runWs() {
     cpuMsPerToken: state.tokens ? cpu / state.tokens : null,
     cpuCores: cpu / 1000 / seconds,
     peakRssMb: rss.stop(),
+    ...redisFigures,
   };
 }
 

@@ -19,6 +19,10 @@
 //   npm run bench -- --without reference,passthrough   leave servers out (for a quicker A/B)
 //   npm run bench -- --only sweep     the sweep alone: a grid of clients × tokens per answer, each cell run paced and
 //                                     burst; --sweep-clients 10,100 --sweep-tokens 50,500 to choose the grid
+//   npm run bench -- --only store     the store's price per token: the paced and WebSocket scenarios on the memory
+//                                     store and on Redis (a redis-server of the bench's own, on loopback), side by side
+//   npm run bench -- --only growth    a run on a thread with 0, 1, 100 and 1,000 earlier turns, memory and Redis
+//                                     (--growth-sizes 0,1,100,1000 --growth-runs 20 to choose)
 //
 // No figure here is asserted: the table is for people to read and compare.
 import { spawn, execFileSync, execSync } from 'node:child_process';
@@ -27,6 +31,7 @@ import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CopilotRuntimeClient } from '@copilotkit/runtime-client-gql';
+import { resetRedis, startRedis } from './redis.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const referenceDir = join(root, 'bench', 'reference');
@@ -128,16 +133,80 @@ const scenarios = [
       prompt: `Hello [tokens=${smoke ? 5 : 100}][pace=100][stamp]`,
     },
   },
+  ...storeScenarios(),
   ...sweepScenarios(),
 ].filter((scenario) => !only || only.includes(scenario.name) || only.includes(scenario.family));
 if (baselineRoot) for (const scenario of scenarios) scenario.servers.splice(1, 0, 'baseline');
+// The Redis side of the store scenarios needs redis-server (CI has it); without it they run on the memory store alone.
+if (scenarios.some((s) => s.servers.includes('gateway-redis'))) {
+  try {
+    execSync('command -v redis-server', { stdio: 'ignore' });
+  } catch {
+    console.error('== no redis-server on PATH: the store and growth scenarios run on the memory store only');
+    for (const scenario of scenarios) scenario.servers = scenario.servers.filter((name) => name !== 'gateway-redis');
+  }
+}
 const without = (option('--without', '') ?? '').split(',').filter(Boolean);
 for (const scenario of scenarios) scenario.servers = scenario.servers.filter((name) => !without.includes(name));
 if (scenarios.length === 0) {
   console.error(
-    `No scenario named ${JSON.stringify(only)}: burst20, burst100, paced, first, agent, ws5000, ws1000, sweep.`,
+    `No scenario named ${JSON.stringify(only)}: burst20, burst100, paced, first, agent, ws5000, ws1000, sweep, ` +
+      'store (store-paced, store-ws1000), growth.',
   );
   process.exit(2);
+}
+
+/**
+ * The store's price (issue 32): the same gateway with its threads in memory (`gateway`) and in Redis
+ * (`gateway-redis`), alternated in every round, on the paced load (tokens counted as they reach the clients, so
+ * that CPU, Redis commands and bytes are per token) and the WebSocket load; then the growth scenario
+ * (bench/growth.mjs), a run on an old thread against a run on a fresh one.
+ */
+function storeScenarios() {
+  const servers = ['gateway', 'gateway-redis'];
+  const growthSizes = option('--growth-sizes', smoke ? '0,1,10' : '0,1,100,1000')
+    .split(',')
+    .map(Number);
+  return [
+    {
+      ...http('store-paced', 'paced, 20 clients: 200 tokens 5 ms apart', {
+        concurrency: 20,
+        prompt: `Hello [tokens=${smoke ? 20 : 200}][pace=5][stamp]`,
+        countTokens: true,
+        warmupMs: smoke ? 300 : 2500,
+        durationMs: smoke ? 1000 : 10000,
+      }),
+      servers,
+      family: 'store',
+    },
+    {
+      name: 'store-ws1000',
+      family: 'store',
+      title: `WebSocket: ${smoke ? 50 : 1000} streams, 10 tokens/s`,
+      kind: 'ws',
+      servers,
+      load: {
+        streams: smoke ? 50 : 1000,
+        rampMs: smoke ? 200 : 2000,
+        prompt: `Hello [tokens=${smoke ? 5 : 100}][pace=100][stamp]`,
+      },
+    },
+    {
+      name: 'growth',
+      family: 'growth',
+      title: 'a run on a thread with N earlier turns',
+      kind: 'growth',
+      servers,
+      // The thread list is read too: served without authentication here.
+      env: { THREAD_LIST_ANONYMOUS: 'true' },
+      load: {
+        sizes: growthSizes,
+        runs: Number(option('--growth-runs', smoke ? 3 : 20)),
+        warmup: smoke ? 5 : 30,
+        tokens: 5,
+      },
+    },
+  ];
 }
 
 /**
@@ -341,6 +410,20 @@ function runLoad(config) {
   });
 }
 
+/** The growth scenario's own driver (bench/growth.mjs), one process per server and round. */
+function runGrowth(config) {
+  return new Promise((resolve, reject) => {
+    const proc = start(process.execPath, [join(root, 'bench', 'growth.mjs'), JSON.stringify(config)], {});
+    let stdout = '';
+    proc.child.stdout.on('data', (chunk) => (stdout += chunk));
+    proc.child.stderr.on('data', (chunk) => process.stderr.write(chunk));
+    proc.child.on('exit', (code) => {
+      if (code !== 0) return reject(new Error(`the growth driver failed (${code}): ${proc.output()}`));
+      resolve(JSON.parse(stdout.trim().split('\n').pop()));
+    });
+  });
+}
+
 // --- correctness before timing ---------------------------------------------------------------------------------
 
 /** The stock client (@copilotkit/runtime-client-gql) streams one answer from the server; the text must be whole. */
@@ -397,8 +480,13 @@ async function main() {
   const needsReference = scenarios.some((s) => s.servers.includes('reference'));
   if (needsReference) ensureReference();
   const upstream = await startUpstream();
+  // Redis for the gateway-redis server: one redis-server for the whole run, emptied before each server starts.
+  const needsRedis = scenarios.some((s) => s.servers.includes('gateway-redis'));
+  const redisPort = needsRedis ? await freePort() : undefined;
+  const redis = needsRedis ? await startRedis(redisPort, (command, argv) => start(command, argv, {})) : undefined;
   const starters = {
     gateway: (extra) => startGateway(upstream, extra),
+    'gateway-redis': (extra) => startGateway(upstream, { ...extra, REDIS_URL: `redis://127.0.0.1:${redisPort}` }),
     baseline: (extra) => startGateway(upstream, extra, baselineRoot, baselineNodeFlags, baselineEnv),
     reference: () => startReference(upstream),
     passthrough: () => startPassthrough(upstream),
@@ -408,6 +496,7 @@ async function main() {
   for (const name of [
     ...(needsReference ? ['gateway', 'reference'] : ['gateway']),
     ...(baselineRoot ? ['baseline'] : []),
+    ...(needsRedis ? ['gateway-redis'] : []),
   ]) {
     const server = await starters[name]();
     try {
@@ -426,17 +515,20 @@ async function main() {
       const order = round % 2 ? scenario.servers : [...scenario.servers].reverse();
       for (const name of order) {
         console.error(`== ${scenario.name}, round ${round}/${rounds}: ${name}`);
-        const server = await starters[name]();
+        if (redis) await resetRedis(redisPort);
+        const server = await starters[name](scenario.env);
         try {
           const directUrl = scenario.load.directPath ? upstream.origin + scenario.load.directPath : undefined;
-          const result = await runLoad({
+          const config = {
             mode: scenario.kind,
             url: server.url,
             pid: server.pid,
             upstreamPid: upstream.proc.child.pid,
             directUrl,
+            ...(name === 'gateway-redis' ? { redisPort } : {}),
             ...scenario.load,
-          });
+          };
+          const result = await (scenario.kind === 'growth' ? runGrowth(config) : runLoad(config));
           if (result.errors) console.error(`   ${result.errors} error(s), e.g. ${JSON.stringify(result.errorSamples)}`);
           (results[scenario.name][name] ??= []).push(result);
         } finally {
@@ -446,6 +538,7 @@ async function main() {
     }
   }
   await stop(upstream.proc);
+  if (redis) await stop(redis);
 
   const table = report(results);
   console.log(table);
@@ -477,8 +570,10 @@ function report(results) {
     `machine: ${execSync('nproc').toString().trim()} cores, node ${process.version}; ratio = gateway / reference`,
   );
   lines.push('');
-  if (scenarios.some((s) => s.family !== 'sweep')) table(results, 'reference', lines);
+  if (scenarios.some((s) => !s.family)) table(results, 'reference', lines);
   if (scenarios.some((s) => s.family === 'sweep')) sweepTable(results, 'reference', lines);
+  if (scenarios.some((s) => s.family === 'store')) storeTable(results, lines);
+  if (scenarios.some((s) => s.family === 'growth')) growthTable(results, lines);
   const floor = results.first?.passthrough;
   if (floor) {
     const added = median(
@@ -497,7 +592,7 @@ function report(results) {
       `A/B: this build against the baseline build in ${baselineRoot}, alternated in the same rounds; ratio = gateway / baseline`,
       '',
     );
-    if (scenarios.some((s) => s.family !== 'sweep')) table(results, 'baseline', lines);
+    if (scenarios.some((s) => !s.family)) table(results, 'baseline', lines);
     if (scenarios.some((s) => s.family === 'sweep')) sweepTable(results, 'baseline', lines);
   }
   return lines.join('\n');
@@ -508,7 +603,7 @@ function table(results, other, lines) {
   const row = (cells) => lines.push(`| ${cells.join(' | ')} |`);
   row(['scenario', 'figure', 'gateway', other, 'ratio']);
   row(['---', '---', '---:', '---:', '---:']);
-  for (const scenario of scenarios.filter((s) => s.family !== 'sweep')) {
+  for (const scenario of scenarios.filter((s) => !s.family)) {
     const r = results[scenario.name];
     const m = (server, key) => median((r[server] ?? []).map((x) => x[key]));
     const figures =
@@ -566,6 +661,125 @@ function table(results, other, lines) {
         ratio,
       ]);
       first = false;
+    }
+  }
+}
+
+/** The store's table: each scenario on the memory store and on Redis, side by side; ratio = Redis / memory. */
+function storeTable(results, lines) {
+  lines.push(
+    '',
+    "the store's price: the same gateway with its threads in memory and in Redis; ratio = Redis / memory",
+    '',
+  );
+  const row = (cells) => lines.push(`| ${cells.join(' | ')} |`);
+  row(['scenario', 'figure', 'memory', 'Redis', 'ratio']);
+  row(['---', '---', '---:', '---:', '---:']);
+  for (const scenario of scenarios.filter((s) => s.family === 'store')) {
+    const r = results[scenario.name];
+    const m = (server, key) => median((r[server] ?? []).map((x) => x[key]));
+    const figures = [
+      ...(scenario.kind === 'http'
+        ? [
+            ['tokens/s delivered', 'tokensPerSecond', 0],
+            ['latency p50 (ms)', 'latencyP50', 1],
+          ]
+        : [
+            ['streams finished', 'finished', 0],
+            ['token delay p50 (ms)', 'delayP50', 1],
+            ['token delay p99 (ms)', 'delayP99', 1],
+          ]),
+      ['server CPU per token (ms)', 'cpuMsPerToken', 4],
+      ['Redis script calls (round trips) per token', 'redisScriptsPerToken', 3],
+      ['Redis commands per token (those scripts run included)', 'redisCommandsPerToken', 2],
+      ['Redis bytes per token (both ways)', 'redisBytesPerToken', 0],
+      ["Redis's own CPU per token (ms)", 'redisCpuMsPerToken', 4],
+      ['peak RSS (MB)', 'peakRssMb', 0],
+      ['errors', 'errors', 0],
+    ];
+    figures.forEach(([label, key, digits], i) => {
+      const memory = m('gateway', key);
+      const redis = m('gateway-redis', key);
+      const ratio = memory && redis != null && !key.startsWith('redis') ? `${(redis / memory).toFixed(2)}x` : '';
+      row([i === 0 ? scenario.title : '', label, fmt(memory, digits), fmt(redis, digits), ratio]);
+    });
+  }
+}
+
+/**
+ * The growth tables, one per store: per size (earlier turns), the run on the old thread sent the new message only,
+ * sent the whole conversation (as the stock client), and the control (a fresh thread sent the same conversation).
+ * Medians over rounds of medians over runs.
+ */
+function growthTable(results, lines) {
+  const r = results.growth;
+  if (!r) return;
+  const runs = scenarios.find((s) => s.name === 'growth').load.runs;
+  lines.push(
+    '',
+    `growth: one more run on a thread with N earlier turns, median of ${runs} runs then of ${rounds} round(s). ` +
+      'Each figure is "new only / whole / control": the old thread sent its new message only (the store completes ' +
+      'the conversation), the old thread sent the whole conversation with its ids (the stock client), and a fresh ' +
+      "thread sent the same conversation (the model gets the same history in all three). CPU is the gateway's.",
+  );
+  const at = (server, size, pick) =>
+    median((r[server] ?? []).map((round) => pick(round.sizes.find((x) => x.size === size) ?? {})));
+  for (const [label, server] of [
+    ['memory', 'gateway'],
+    ['Redis', 'gateway-redis'],
+  ]) {
+    if (!r[server]) continue;
+    const sizes = r[server][0].sizes.map((x) => x.size);
+    const redis = server === 'gateway-redis';
+    const row = (cells) => lines.push(`| ${cells.join(' | ')} |`);
+    lines.push('', `${label}:`, '');
+    row([
+      'earlier turns',
+      'CPU per run (ms)',
+      'first token (ms)',
+      'copilotThread (ms)',
+      '/threads page (ms)',
+      ...(redis
+        ? [
+            'Redis bytes read per run',
+            'Redis bytes written per run',
+            'Redis commands per run',
+            "Redis's CPU per run (ms)",
+          ]
+        : []),
+    ]);
+    row(['---:', '---:', '---:', '---:', '---:', ...(redis ? ['---:', '---:', '---:', '---:'] : [])]);
+    for (const size of sizes) {
+      const three = (key, digits) =>
+        ['old', 'whole', 'control']
+          .map((kind) =>
+            fmt(
+              at(server, size, (x) => x[kind]?.[key]),
+              digits,
+            ),
+          )
+          .join(' / ');
+      row([
+        size,
+        three('cpuMs', 2),
+        three('firstTokenMs', 2),
+        fmt(
+          at(server, size, (x) => x.copilotThreadMs),
+          2,
+        ),
+        fmt(
+          at(server, size, (x) => x.threadsPageMs),
+          2,
+        ),
+        ...(redis
+          ? [
+              three('redisReadBytes', 0),
+              three('redisWrittenBytes', 0),
+              three('redisCommands', 0),
+              three('redisCpuMs', 3),
+            ]
+          : []),
+      ]);
     }
   }
 }
