@@ -9,14 +9,16 @@ import { toAgUiMessages } from './messages.js';
 import { BadRequestError, BadUserInputError, GatewayError, NotFoundError, toGatewayError } from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
+import { failedMessage } from '../core/status.js';
 import type { RunLauncher } from '../engine/launcher.js';
 import { DRAIN_REFUSAL_HEADER, drainRefusalStatus, isDrainRefusal } from '../engine/drain.js';
-import { eventId, speaksAgUi1, toAgUiEvent, type RunStartedInput } from './events.js';
+import { eventId, toAgUiEvent, type RunStartedInput } from './events.js';
 import { DEFAULT_AGENT, parseRunAgentInput, runRequestFromAgUi, type RunAgentInput } from './input.js';
 import { RunEventStream } from '../views/run-events.js';
-import { readUpTo, resumePoint, RunProgress, type OpenMessages } from './resume.js';
+import { readUpTo, resumePoint, RunProgress } from './resume.js';
 import { isObject } from '../core/values.js';
 import type { Transcriber } from '../adapters/transcription.js';
+import { runtimeInfo } from './info.js';
 import { threadResource } from './threads.js';
 import { transcribeEnvelope, transcribeUpload } from './transcribe.js';
 
@@ -98,7 +100,7 @@ export class AgUiTransport {
     const rest = pathname.slice(this.options.path.length);
     if (rest === '/info') {
       if (req.method !== 'GET' && req.method !== 'HEAD') return methodNotAllowed(res, 'GET');
-      return sendJson(res, 200, await this.info(false));
+      return sendJson(res, 200, await runtimeInfo(this.options, false));
     }
     if (rest === '/transcribe') return transcribeUpload(req, res, this.options.transcriber, caller);
     if (rest === '/threads' || rest.startsWith('/threads/')) {
@@ -129,7 +131,7 @@ export class AgUiTransport {
       answer(res, new BadRequestError(`Missing or invalid parameter '${name}'.`), 'invalid_request');
     switch (envelope.method) {
       case 'info':
-        return sendJson(res, 200, await this.info(true));
+        return sendJson(res, 200, await runtimeInfo(this.options, true));
       case 'transcribe':
         return transcribeEnvelope(res, envelope.body, this.options.transcriber, caller);
       case 'resource/request': {
@@ -157,42 +159,6 @@ export class AgUiTransport {
         // 400 invalid_request as CopilotKit's runtime answers it; BAD_REQUEST is the table's code for a 400.
         return answer(res, new BadRequestError(`Unsupported method '${String(envelope.method)}'.`), 'invalid_request');
     }
-  }
-
-  /** Every agent the gateway can run: the model as `default`, then each configured or discovered agent. */
-  private async info(singleRoute: boolean): Promise<Record<string, unknown>> {
-    const agents: Record<string, unknown> = {
-      [DEFAULT_AGENT]: {
-        name: DEFAULT_AGENT,
-        description: "The gateway's model, with its server-side actions.",
-        className: 'CopilotGateway',
-      },
-    };
-    for (const agent of await this.options.launcher.listAgents()) {
-      if (agent.name === DEFAULT_AGENT) continue;
-      agents[agent.name] = { name: agent.name, description: agent.description ?? '', className: 'CopilotGatewayAgent' };
-    }
-    // AG-UI's capability names (AgentCapabilities.transport): every event of a run's stream carries an SSE
-    // id, and a connect with Last-Event-ID resumes after it.
-    for (const agent of Object.values(agents) as Record<string, unknown>[]) {
-      agent.capabilities = { transport: { streaming: true, resumable: true } };
-    }
-    // The thread list is served once it has an owner to list by (authentication), or when THREAD_LIST_ANONYMOUS
-    // says so; realtime metadata (CopilotKit Intelligence's Phoenix socket) never is.
-    const listing = this.options.launcher.hasThreads && this.options.launcher.threads.listing;
-    const threadEndpoints = { list: listing, inspect: listing, mutations: listing, realtimeMetadata: false };
-    return {
-      version: this.options.version,
-      agents,
-      audioFileTranscriptionEnabled: this.options.transcriber !== undefined,
-      mode: 'sse',
-      threadEndpoints,
-      suggestions: true,
-      a2uiEnabled: false,
-      openGenerativeUIEnabled: false,
-      telemetryDisabled: true,
-      ...(singleRoute ? { singleRoute: { resourceOperations: listing, threadEndpoints } } : {}),
-    };
   }
 
   /**
@@ -338,7 +304,7 @@ export class AgUiTransport {
       if (current?.started && !current.ended && !res.destroyed) {
         const reason = toGatewayError(error);
         const message = `The replay was cut short: ${reason.message}`;
-        this.endCutShort(res, current.progress.open, message, reason, current.input);
+        this.endCutShort(res, current.progress, message, reason, current.input);
       }
     } finally {
       clearInterval(keepAlive);
@@ -439,7 +405,7 @@ export class AgUiTransport {
       // messages are ended and the run's end is RUN_ERROR with the code.
       const reason = toGatewayError(error);
       if (reason.code === 'INTERNAL_SERVER_ERROR') logger.error({ err: error }, 'unexpected error in an AG-UI stream');
-      if (!res.destroyed) this.endCutShort(res, progress.open, reason.message, reason, input);
+      if (!res.destroyed) this.endCutShort(res, progress, reason.message, reason, input);
     } finally {
       clearInterval(keepAlive);
       if (!res.destroyed) res.end();
@@ -447,30 +413,25 @@ export class AgUiTransport {
   }
 
   /**
-   * Ends a run's stream that cannot go on: its open messages and calls ended, then RUN_ERROR with the reason's code.
+   * Ends a run's stream that cannot go on: its open messages, calls and reasoning ended (as the run would end them,
+   * converted as every event is: reasoning only where it was sent), then RUN_ERROR with the reason's code.
    */
   private endCutShort(
     res: ServerResponse,
-    open: OpenMessages,
+    progress: RunProgress,
     message: string,
     reason: GatewayError,
     input: RunStartedInput,
   ): void {
-    for (const [id, kind] of open) {
-      if (kind === 'reasoning') {
-        // Sent only to AG-UI 1.0 clients unless the gateway sends reasoning to every client (toAgUiEvent).
-        if (!speaksAgUi1(input.protocolVersion) && this.options.reasoning !== 'always') continue;
-        res.write(this.encoder.encodeSSE({ type: 'REASONING_MESSAGE_END', messageId: id } as BaseEvent));
-        res.write(this.encoder.encodeSSE({ type: 'REASONING_END', messageId: id } as BaseEvent));
-        continue;
-      }
-      res.write(
-        this.encoder.encodeSSE(
-          (kind === 'text'
-            ? { type: 'TEXT_MESSAGE_END', messageId: id }
-            : { type: 'TOOL_CALL_END', toolCallId: id }) as BaseEvent,
-        ),
-      );
+    const failed = failedMessage(message);
+    for (const [id, kind] of [...progress.open]) {
+      const end: SequencedEvent =
+        kind === 'text'
+          ? { type: 'TextMessageEnd', messageId: id, status: failed, sequence: -1 }
+          : kind === 'call'
+            ? { type: 'ActionExecutionEnd', actionExecutionId: id, status: failed, sequence: -1 }
+            : { type: 'ReasoningEnd', messageId: id, sequence: -1 };
+      this.write(res, end, input, progress, false);
     }
     res.write(this.encoder.encodeSSE({ type: 'RUN_ERROR', message, code: reason.code } as BaseEvent));
   }
@@ -513,17 +474,12 @@ export class AgUiTransport {
     // The run's own events carry their sequence as the SSE id (a reconnect's Last-Event-ID); events the
     // gateway makes up for a replay (sequence -1) carry none, so an id always names a stored event. An event
     // sent as two frames carries its id on the second: a client that got only the first resumes before it.
-    let sse: string;
-    if (Array.isArray(converted)) {
-      sse = this.encoder.encodeSSE(converted[0]);
-      for (let i = 1; i < converted.length - 1; i++) sse += this.encoder.encodeSSE(converted[i]);
-      const last = this.encoder.encodeSSE(converted[converted.length - 1]);
-      return res.write(
-        ids && event.sequence >= 0 ? `${sse}id: ${eventId(input.runId, event.sequence)}\n${last}` : sse + last,
-      );
-    }
-    sse = this.encoder.encodeSSE(converted);
-    return res.write(ids && event.sequence >= 0 ? `id: ${eventId(input.runId, event.sequence)}\n${sse}` : sse);
+    const frames = Array.isArray(converted) ? converted.map((one) => this.encoder.encodeSSE(one)) : undefined;
+    const last = frames ? frames.pop()! : this.encoder.encodeSSE(converted as BaseEvent);
+    const before = frames ? frames.join('') : '';
+    return res.write(
+      ids && event.sequence >= 0 ? `${before}id: ${eventId(input.runId, event.sequence)}\n${last}` : before + last,
+    );
   }
 }
 

@@ -5,11 +5,13 @@ import { DEFAULT_AGENT_ID } from '../core/ids.js';
 import { RUN_SUCCESS, type RunStatus } from '../core/status.js';
 import { EventFeed } from './feed.js';
 import { OutputCollector, agentStateOf, transcriptOf } from './log.js';
+import { RUN_OVERHEAD, THREAD_OVERHEAD, eventBytes, eventsBytes, stateBytes } from './memory-bytes.js';
 import { flatString, sealEvents, stringBytes, unsealEvents } from './sealed-run.js';
 import {
   PENDING,
   threadBusy,
   threadForbidden,
+  DELETED_MARK_MS,
   byRecency,
   stopError,
   isAfter,
@@ -88,21 +90,6 @@ interface MemoryThread {
   /** Removed (`remove`) while a run still wrote to it: what it writes counts for nothing. */
   removed: boolean;
 }
-
-/** How long a removed thread's mark holds off the run that held it (longer than any run goes on unnoticed). */
-const DELETED_MARK_MS = 10 * 60_000;
-
-/** Bytes counted per event of a running run besides its strings (an object and its fields). */
-const ITEM_OVERHEAD = 96;
-/**
- * Bytes counted per thread besides its strings: its entry in the map, its object and time, its list of runs (on
- * 64-bit Node, whose builds do not compress pointers). Measured with scripts/store-footprint.mjs, as is the next one.
- */
-const THREAD_OVERHEAD = 220;
-/** Bytes counted per run besides its strings: its object, its two times, its place in the list. */
-const RUN_OVERHEAD = 128;
-/** Bytes counted per agent state besides its state: the record kept of it. */
-const STATE_OVERHEAD = 64;
 
 /**
  * Threads in this process: lost on restart, invisible to other instances (use RedisThreadStore for
@@ -520,32 +507,4 @@ function runBytes(run: MemoryRun): number {
     (run.newMessages !== undefined ? stringBytes(run.newMessages) : 0) +
     (typeof run.status === 'string' ? stringBytes(run.status) : 0)
   );
-}
-
-function stateBytes(state: AgentStateRecord): number {
-  return STATE_OVERHEAD + state.state.length;
-}
-
-function eventsBytes(events: readonly SequencedEvent[]): number {
-  let bytes = 0;
-  for (const event of events) bytes += eventBytes(event);
-  return bytes;
-}
-
-function eventBytes(event: SequencedEvent): number {
-  switch (event.type) {
-    case 'TextMessageContent':
-    case 'ReasoningContent':
-      return ITEM_OVERHEAD + event.content.length;
-    case 'ActionExecutionArgs':
-      return ITEM_OVERHEAD + event.args.length;
-    case 'ActionExecutionResult':
-      return ITEM_OVERHEAD + event.result.length;
-    case 'AgentStateMessage':
-      return ITEM_OVERHEAD + event.state.length;
-    case 'MetaEvent':
-      return ITEM_OVERHEAD + event.event.value.length;
-    default:
-      return ITEM_OVERHEAD;
-  }
 }

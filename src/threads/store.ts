@@ -269,4 +269,10 @@ export function threadBusy(threadId: string, runId: string): ThreadBusyError {
   );
 }
 
+/**
+ * How long a removed thread's mark holds off the run that held it (ThreadStore.remove), in both stores: longer than
+ * any run goes on unnoticed.
+ */
+export const DELETED_MARK_MS = 10 * 60_000;
+
 export const PENDING: RunStatus = Object.freeze({ code: 'Pending' });

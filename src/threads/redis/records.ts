@@ -5,6 +5,7 @@ import { RUN_SUCCESS, type RunStatus } from '../../core/status.js';
 import { OutputCollector, transcriptOf } from '../log.js';
 import { DEFAULT_AGENT_ID } from '../../core/ids.js';
 import {
+  DELETED_MARK_MS,
   PENDING,
   threadBusy,
   threadForbidden,
@@ -434,9 +435,6 @@ export class RedisRecords {
     }
   }
 }
-
-/** How long a deleted thread's mark stays (see the `cgRemoveThread` script): longer than any run goes unnoticed. */
-const DELETED_MARK_MS = 10 * 60_000;
 
 /** The fields of a thread's `meta` hash its list entry is read from. */
 const SUMMARY_FIELDS = ['principal', 'agent', 'name', 'archived', 'createdAt', 'updatedAt', 'lastRunAt', 'latest'];
