@@ -99,7 +99,17 @@ describe('Redis Sentinel', () => {
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     expect(after.at(-1)).toMatchObject({ type: 'RUN_FINISHED' });
-    const listed = await (await fetch(`${g.url}/threads?agentId=default&limit=50`)).json();
+    // Reads too may still answer STORE_UNAVAILABLE while the switch settles (the Sentinels' +switch-master notice can
+    // come after the first writes to the new primary, and reconnects the store once more): the list is read once it
+    // answers.
+    let listed: any;
+    for (let attempt = 0; attempt < 100; attempt++) {
+      const response = await fetch(`${g.url}/threads?agentId=default&limit=50`);
+      listed = await response.json();
+      if (response.status === 200) break;
+      expect(listed.code).toBe('STORE_UNAVAILABLE');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
     const ids = listed.threads.map((thread: any) => thread.id);
     expect(ids).toContain('sentinel-1');
     expect(ids.some((id: string) => id.startsWith('sentinel-3-'))).toBe(true);
