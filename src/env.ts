@@ -253,14 +253,19 @@ function readThreads(env: NodeJS.ProcessEnv): ThreadsOptions {
   // Redis behind Sentinels: their addresses and the primary's name (and passwords), instead of REDIS_URL.
   const sentinels = list(env.REDIS_SENTINELS);
   const sentinelName = env.REDIS_SENTINEL_NAME?.trim();
-  if (sentinels.length && redisUrl)
-    throw new ConfigurationError('Set REDIS_URL or REDIS_SENTINELS (with REDIS_SENTINEL_NAME), not both.');
+  // A Redis Cluster: some of its nodes.
+  const clusterNodes = list(env.REDIS_CLUSTER_NODES);
+  if ([redisUrl, sentinels.length, clusterNodes.length].filter(Boolean).length > 1)
+    throw new ConfigurationError(
+      'Set one of REDIS_URL, REDIS_SENTINELS (with REDIS_SENTINEL_NAME) and REDIS_CLUSTER_NODES, not several.',
+    );
   if (sentinels.length && !sentinelName)
     throw new ConfigurationError("REDIS_SENTINELS needs REDIS_SENTINEL_NAME: the primary's name in the Sentinels.");
-  if (!sentinels.length && (sentinelName || env.REDIS_PASSWORD?.trim() || env.REDIS_SENTINEL_PASSWORD?.trim()))
+  if (!sentinels.length && (sentinelName || env.REDIS_SENTINEL_PASSWORD?.trim()))
+    throw new ConfigurationError('REDIS_SENTINEL_NAME and REDIS_SENTINEL_PASSWORD go with REDIS_SENTINELS.');
+  if (!sentinels.length && !clusterNodes.length && env.REDIS_PASSWORD?.trim())
     throw new ConfigurationError(
-      'REDIS_SENTINEL_NAME, REDIS_PASSWORD and REDIS_SENTINEL_PASSWORD go with REDIS_SENTINELS ' +
-        '(with REDIS_URL, put the password in the URL).',
+      'REDIS_PASSWORD goes with REDIS_SENTINELS or REDIS_CLUSTER_NODES (with REDIS_URL, put the password in the URL).',
     );
   const waitReplicas =
     env.REDIS_WAIT_REPLICAS?.trim() === '0' ? 0 : wholeNumber(env, 'REDIS_WAIT_REPLICAS', 'replicas');
@@ -283,6 +288,7 @@ function readThreads(env: NodeJS.ProcessEnv): ThreadsOptions {
   return {
     ...(redisUrl ? { redisUrl } : {}),
     ...(sentinels.length ? { sentinels, sentinelName } : {}),
+    ...(clusterNodes.length ? { clusterNodes } : {}),
     ...(redisPassword ? { redisPassword } : {}),
     ...(waitReplicas !== undefined ? { waitReplicas } : {}),
     ...(sentinelPassword ? { sentinelPassword } : {}),

@@ -7,23 +7,31 @@ import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { gatewaysPerTest, runInput, userMessage } from './support/harness.js';
 import { RedisServer } from './support/redis.js';
+import { RedisCluster } from './support/redis-cluster.js';
 import { COPILOT_RUN, JOIN_RUN, STOP, THREAD, gql, textOfEvents, until, watch } from './support/threads.js';
 
 // Threads, resumable runs and one run per thread, the same over both stores: in memory, and in a
-// real redis-server (two gateways sharing it stand for two instances).
+// real redis-server, and in a real Redis Cluster of three primaries with a replica each (two gateways sharing it
+// stand for two instances).
 
 const fake = new FakeOpenAI();
 const agent = new FakeAgUiAgent();
 let redis: RedisServer;
+let cluster: RedisCluster;
 let baseURL: string;
 let agentUrl: string;
 let prefixes = 0;
 
 beforeAll(async () => {
-  [baseURL, agentUrl, redis] = await Promise.all([fake.start(), agent.start(), RedisServer.start()]);
-});
+  [baseURL, agentUrl, redis, cluster] = await Promise.all([
+    fake.start(),
+    agent.start(),
+    RedisServer.start(),
+    RedisCluster.start(),
+  ]);
+}, 60_000);
 afterAll(async () => {
-  await Promise.all([fake.stop(), agent.stop(), redis.close()]);
+  await Promise.all([fake.stop(), agent.stop(), redis.close(), cluster.close()]);
 });
 
 const { start } = gatewaysPerTest();
@@ -32,6 +40,7 @@ const STORES = [
   ['in memory', () => ({})],
   // A key prefix per gateway group keeps tests apart in the one Redis.
   ['in Redis', () => ({ redisUrl: redis.url, keyPrefix: `t${++prefixes}:`, leaseMs: 1_000 })],
+  ['in Redis Cluster', () => ({ clusterNodes: cluster.nodes, keyPrefix: `t${++prefixes}:`, leaseMs: 1_000 })],
 ] as const;
 
 describe.each(STORES)('threads %s', (kind, storeOptions) => {
@@ -46,7 +55,7 @@ describe.each(STORES)('threads %s', (kind, storeOptions) => {
     };
     const a = await start(options);
     // In memory, "another instance" is the same one: the store is this process's.
-    const b = kind === 'in Redis' ? await start(options) : a;
+    const b = kind === 'in memory' ? a : await start(options);
     return { a, b };
   }
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis as RedisClient } from 'ioredis';
+import type { RedisClient } from '../threads/redis/connection.js';
 import type { Logger } from 'pino';
 import {
   MemoryRateLimiter,
@@ -24,6 +24,8 @@ type ScriptedRedis = RedisClient & {
  * the same sliding window as in memory, one counter per client and minute. Runs: a sorted set per
  * client of the places held, each with its expiry, renewed by the instance holding it; one script per
  * decision. While Redis cannot be reached, each instance counts on its own (in memory) and says so.
+ * A client's keys carry it as their hash tag (`{client}`), so that on a Redis Cluster its two minutes' counters
+ * are one slot (one script reads both) and clients spread over the nodes.
  */
 export class RedisRateLimiter implements RateLimiter {
   readonly kind = 'redis' as const;
@@ -119,12 +121,11 @@ export class RedisRateLimiter implements RateLimiter {
     const redis = this.client();
     if (!redis || this.held.size === 0) return;
     const expires = Date.now() + RUN_LEASE_MS;
-    const pipeline = redis.pipeline();
+    // A command each (the clients' keys are different slots on a cluster); sent together all the same (autopipelining).
     for (const [member, key] of this.held) {
-      pipeline.zadd(key, 'XX', expires, member);
-      pipeline.pexpire(key, RUN_LEASE_MS * 2);
+      redis.zadd(key, 'XX', expires, member).catch((error: unknown) => this.warn(error));
+      redis.pexpire(key, RUN_LEASE_MS * 2).catch((error: unknown) => this.warn(error));
     }
-    pipeline.exec().catch((error: unknown) => this.warn(error));
   }
 
   private client(): ScriptedRedis | undefined {
@@ -137,8 +138,9 @@ export class RedisRateLimiter implements RateLimiter {
     return redis;
   }
 
-  private key(...parts: string[]): string {
-    return `${this.keyPrefix}limit:${parts.join(':')}`;
+  /** `{prefix}limit:<kind>:{<client>}[:<minute>]`: a client's keys in one hash slot. */
+  private key(kind: string, client: string, ...rest: string[]): string {
+    return `${this.keyPrefix}limit:${kind}:{${client}}${rest.map((part) => `:${part}`).join('')}`;
   }
 
   private warn(error: unknown): void {

@@ -19,7 +19,17 @@ export interface ThreadsOptions {
   sentinels?: string[];
   /** The primary's name in the Sentinels' configuration; needed with `sentinels`. */
   sentinelName?: string;
-  /** With `sentinels`: the password of the primary and replicas, and of the Sentinels themselves, if they have one. */
+  /**
+   * A Redis Cluster instead of one server: some of its nodes ("host:port"), from which the rest and the slots they
+   * serve are learnt (and learnt again after a failover). Every key of a thread is one hash slot (its `{threadId}`
+   * tag) and its live events go on sharded pub/sub (Redis 7 or later). Not with `redisUrl` or `sentinels`.
+   * @default undefined
+   */
+  clusterNodes?: string[];
+  /**
+   * With `sentinels`: the password of the primary and replicas, and of the Sentinels themselves, if they have one.
+   * With `clusterNodes`: the nodes' password.
+   */
   redisPassword?: string;
   sentinelPassword?: string;
   /** Prefix of the gateway's Redis keys and channels. @default "cg:" */
@@ -81,6 +91,7 @@ const NAMES = new Set([
   'redisUrl',
   'sentinels',
   'sentinelName',
+  'clusterNodes',
   'redisPassword',
   'sentinelPassword',
   'keyPrefix',
@@ -130,7 +141,7 @@ export function resolveThreadsOptions(options: ThreadsOptions | undefined): Reso
   };
   const redis = redisConnection(o);
   if (o.waitReplicas !== undefined && o.waitReplicas !== 0 && !redis)
-    throw new ConfigurationError('options.threads.waitReplicas goes with Redis (redisUrl or sentinels).');
+    throw new ConfigurationError('options.threads.waitReplicas goes with Redis (redisUrl, sentinels or clusterNodes).');
   return {
     redis,
     keyPrefix: o.keyPrefix ?? 'cg:',
@@ -165,31 +176,35 @@ export function createThreadStore(options: ResolvedThreadsOptions, logger: Logge
   });
 }
 
-/** Where Redis is: `redisUrl`, or `sentinels` with `sentinelName` (never both). */
+/** Where Redis is: `redisUrl`, `sentinels` with `sentinelName`, or `clusterNodes` (only one of them). */
 function redisConnection(o: ThreadsOptions): RedisConnection | undefined {
+  if (o.clusterNodes !== undefined) {
+    if (o.redisUrl !== undefined || o.sentinels !== undefined)
+      throw new ConfigurationError('options.threads takes one of redisUrl, sentinels and clusterNodes.');
+    for (const name of ['sentinelName', 'sentinelPassword'] as const) {
+      if (o[name] !== undefined)
+        throw new ConfigurationError(`options.threads.${name} goes with options.threads.sentinels.`);
+    }
+    if (o.redisPassword !== undefined && (typeof o.redisPassword !== 'string' || o.redisPassword === ''))
+      throw new ConfigurationError('options.threads.redisPassword must be a non-empty string.');
+    return {
+      clusterNodes: addresses('clusterNodes', o.clusterNodes, '10.0.0.5:6379'),
+      ...(o.redisPassword ? { password: o.redisPassword } : {}),
+    };
+  }
   if (o.sentinels === undefined) {
     for (const name of ['sentinelName', 'sentinelPassword'] as const) {
       if (o[name] !== undefined)
         throw new ConfigurationError(`options.threads.${name} goes with options.threads.sentinels.`);
     }
     if (o.redisPassword !== undefined)
-      throw new ConfigurationError('options.threads.redisPassword goes with sentinels; put the password in redisUrl.');
+      throw new ConfigurationError(
+        'options.threads.redisPassword goes with sentinels or clusterNodes; put the password in redisUrl.',
+      );
     return o.redisUrl === undefined ? undefined : { url: o.redisUrl };
   }
   if (o.redisUrl !== undefined) throw new ConfigurationError('options.threads takes redisUrl or sentinels, not both.');
-  if (!Array.isArray(o.sentinels) || o.sentinels.length === 0)
-    throw new ConfigurationError(
-      'options.threads.sentinels must be a list of "host:port", such as ["10.0.0.5:26379"].',
-    );
-  const sentinels = o.sentinels.map((address) => {
-    const match = typeof address === 'string' ? /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(address.trim()) : null;
-    const port = match ? Number(match[2]) : 0;
-    if (!match || port < 1 || port > 65535)
-      throw new ConfigurationError(
-        `options.threads.sentinels: ${JSON.stringify(address)} is not "host:port", such as "10.0.0.5:26379".`,
-      );
-    return { host: match[1], port };
-  });
+  const sentinels = addresses('sentinels', o.sentinels, '10.0.0.5:26379');
   if (typeof o.sentinelName !== 'string' || !/^[\w.-]{1,128}$/.test(o.sentinelName))
     throw new ConfigurationError(
       'options.threads.sentinelName must name the primary as the Sentinels know it (such as "mymaster").',
@@ -204,6 +219,21 @@ function redisConnection(o: ThreadsOptions): RedisConnection | undefined {
     ...(o.redisPassword ? { password: o.redisPassword } : {}),
     ...(o.sentinelPassword ? { sentinelPassword: o.sentinelPassword } : {}),
   };
+}
+
+/** A list of "host:port" (IPv6 hosts in brackets) as addresses. */
+function addresses(name: string, list: unknown, example: string): { host: string; port: number }[] {
+  if (!Array.isArray(list) || list.length === 0)
+    throw new ConfigurationError(`options.threads.${name} must be a list of "host:port", such as ["${example}"].`);
+  return list.map((address: unknown) => {
+    const match = typeof address === 'string' ? /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(address.trim()) : null;
+    const port = match ? Number(match[2]) : 0;
+    if (!match || port < 1 || port > 65535)
+      throw new ConfigurationError(
+        `options.threads.${name}: ${JSON.stringify(address)} is not "host:port", such as "${example}".`,
+      );
+    return { host: match[1], port };
+  });
 }
 
 function flag(name: string, value: unknown): boolean {

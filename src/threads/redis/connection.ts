@@ -1,9 +1,12 @@
-import type { Redis as RedisClient, RedisOptions } from 'ioredis';
+import type { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 import { loadOnFirstUse } from '../../core/load-on-first-use.js';
 import { defineScripts, type ScriptedRedis } from './scripts.js';
 
 /** ioredis, loaded only when a Redis store is configured. */
 const loadIoredis = loadOnFirstUse(() => import('ioredis'));
+
+/** A connection to one Redis server (or primary), or ioredis's client of a Redis Cluster: the commands they share. */
+export type RedisClient = Redis | Cluster;
 
 /** The store's two connections to Redis, made but not yet connected (see `ready`). */
 export interface RedisClients {
@@ -11,6 +14,11 @@ export interface RedisClients {
   redis: ScriptedRedis;
   /** Subscriptions (a subscribed connection takes no other command). */
   subscriber: RedisClient;
+  /**
+   * A Redis Cluster: live channels are sharded (SPUBLISH / SSUBSCRIBE, so a token goes only to the shard of its
+   * thread, not to every node), and a command names keys of one hash slot only.
+   */
+  cluster: boolean;
 }
 
 /**
@@ -19,6 +27,12 @@ export interface RedisClients {
  */
 export type RedisConnection =
   | { url: string }
+  | {
+      /** Nodes of a Redis Cluster to learn its layout from (any one that answers is enough). */
+      clusterNodes: { host: string; port: number }[];
+      /** The nodes' password, if any. */
+      password?: string;
+    }
   | {
       /** Sentinels to ask, any of which knows the primary. */
       sentinels: { host: string; port: number }[];
@@ -33,12 +47,15 @@ export type RedisConnection =
 /** Where the connection goes, for logs and errors (no password). */
 export function describeConnection(connection: RedisConnection): string {
   if ('url' in connection) return redactedUrl(connection.url);
+  if ('clusterNodes' in connection)
+    return `the Redis Cluster of ${connection.clusterNodes.map(({ host, port }) => `${host}:${port}`).join(',')}`;
   const sentinels = connection.sentinels.map(({ host, port }) => `${host}:${port}`).join(',');
   return `the primary "${connection.name}" of the Sentinels ${sentinels}`;
 }
 
 /** Makes the store's connections (ioredis loaded on first use); `ready` connects each. */
 export async function createClients(connection: RedisConnection): Promise<RedisClients> {
+  if ('clusterNodes' in connection) return createClusterClients(connection);
   const { Redis } = await loadIoredis();
   const base: RedisOptions = {
     lazyConnect: true,
@@ -67,10 +84,57 @@ export async function createClients(connection: RedisConnection): Promise<RedisC
   // Commands fail at once while disconnected: a request waits for no reconnection, and a run's log
   // keeps its batches and writes them again (RedisRunLog). A connected but stuck server times out.
   // Commands issued in one tick go out in one write (autopipelining): the runs' writes of a turn of the loop.
-  const redis = defineScripts(make({ enableOfflineQueue: false, commandTimeout: 5_000, enableAutoPipelining: true }));
+  const redis = defineScripts(
+    make({ enableOfflineQueue: false, commandTimeout: 5_000, enableAutoPipelining: true }),
+    false,
+  );
   // The subscriber queues its subscriptions while disconnected and subscribes again after a reconnect.
   const subscriber = make({ enableOfflineQueue: true, autoResubscribe: true });
-  return { redis, subscriber };
+  return { redis, subscriber, cluster: false };
+}
+
+/**
+ * ioredis's Cluster client: it learns which node serves which hash slot from the seed nodes, sends each command to
+ * its slot's primary, follows MOVED/ASK redirections and learns the layout again after a failover. Commands issued in
+ * one tick go to each node in one write (autopipelining per node). The subscriber subscribes to each live channel on
+ * the shard of its slot (`shardedSubscribers`), and to the stop channel (plain pub/sub, which a cluster forwards to
+ * every node) on one node.
+ */
+async function createClusterClients(connection: {
+  clusterNodes: { host: string; port: number }[];
+  password?: string;
+}): Promise<RedisClients> {
+  const { Cluster } = await loadIoredis();
+  const base: ClusterOptions = {
+    lazyConnect: true,
+    clusterRetryStrategy: (times) => Math.min(100 * times, 2_000),
+    // While a failed primary's replica is promoted, commands for its slots wait and are tried again this often.
+    retryDelayOnFailover: 200,
+    retryDelayOnClusterDown: 200,
+    slotsRefreshTimeout: 2_000,
+    // The layout is also read again every 5 s, so that a promotion is noticed even by an instance sending nothing.
+    slotsRefreshInterval: 5_000,
+    redisOptions: {
+      connectTimeout: 5_000,
+      maxRetriesPerRequest: 1,
+      ...(connection.password ? { password: connection.password } : {}),
+    },
+  };
+  const redis = defineScripts(
+    new Cluster(connection.clusterNodes, {
+      ...base,
+      enableOfflineQueue: false,
+      enableAutoPipelining: true,
+      redisOptions: { ...base.redisOptions, commandTimeout: 5_000 },
+    }),
+    true,
+  );
+  const subscriber = new Cluster(connection.clusterNodes, {
+    ...base,
+    enableOfflineQueue: true,
+    shardedSubscribers: true,
+  });
+  return { redis, subscriber, cluster: true };
 }
 
 /** Connects a client and waits until it takes commands (after its ready check). */

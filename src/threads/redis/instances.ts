@@ -15,7 +15,9 @@ export interface LeaseHooks {
 /**
  * The instances' leases: this instance beats `{prefix}instance:{id}` (expiring after the lease) and
  * lists itself in `{prefix}instances`; each instance sweeps that list for instances whose lease has
- * run out and ends their runs, from what they stored, as INSTANCE_LOST.
+ * run out and ends their runs, from what they stored, as INSTANCE_LOST. On a Redis Cluster each instance's
+ * keys are a hash slot of their own (`{id}`): the only key every instance writes is the small `instances` set,
+ * once a beat, and a sweep reads that set and the lost instances' own lists, never the keyspace.
  */
 export class InstanceLeases {
   private heartbeat: NodeJS.Timeout | undefined;
@@ -36,11 +38,11 @@ export class InstanceLeases {
     const every = Math.max(10, Math.floor(this.options.leaseMs / 3));
     const tick = () => {
       this.hooks.onBeat();
-      this.records.redis
-        .multi()
-        .set(this.records.key('instance', this.records.instanceId), '1', 'PX', this.options.leaseMs)
-        .sadd(this.records.key('instances'), this.records.instanceId)
-        .exec()
+      // Two slots: two commands (the lease first; a lease without its listing is listed on the next beat).
+      const { redis } = this.records;
+      redis
+        .set(this.records.instanceKey(this.records.instanceId), '1', 'PX', this.options.leaseMs)
+        .then(() => redis.sadd(this.records.key('instances'), this.records.instanceId))
         .catch((error: unknown) => this.hooks.connectionError(error));
       if (!this.stopped) this.heartbeat = setTimeout(tick, every).unref();
     };
@@ -67,12 +69,9 @@ export class InstanceLeases {
     if (this.records.redis.status !== 'ready') return;
     const instances = await this.records.redis.smembers(this.records.key('instances'));
     for (const instance of instances) {
-      if (
-        instance === this.records.instanceId ||
-        (await this.records.redis.exists(this.records.key('instance', instance)))
-      )
+      if (instance === this.records.instanceId || (await this.records.redis.exists(this.records.instanceKey(instance))))
         continue;
-      const runsKey = this.records.key('instance', instance, 'runs');
+      const runsKey = this.records.instanceKey(instance, 'runs');
       for (const entry of await this.records.redis.smembers(runsKey)) {
         const [threadId, runId] = entry.split('\u0000');
         const ended = await this.endRun(
@@ -85,8 +84,10 @@ export class InstanceLeases {
         );
         if (ended) this.options.logger.warn({ threadId, runId, instance }, 'a run of a lost instance was ended');
       }
-      // Only once it owns nothing (a run it opened meanwhile would still be listed).
-      await this.records.redis.cgForget(this.records.key('instances'), runsKey, instance);
+      // Only once it owns nothing (a run it opened meanwhile would still be listed). Not atomic (two slots): an
+      // instance that was only paused, and opens a run in between, lists itself again on its next beat.
+      if ((await this.records.redis.scard(runsKey)) === 0)
+        await this.records.redis.srem(this.records.key('instances'), instance);
     }
   }
 
@@ -101,7 +102,7 @@ export class InstanceLeases {
       const run = await this.records.run(threadId, runId);
       if (!run || run.finishedAt !== null) {
         // Already ended (or gone): only its listing is left to clear.
-        await this.records.redis.srem(this.records.key('instance', owner, 'runs'), `${threadId}\u0000${runId}`);
+        await this.records.redis.srem(this.records.instanceKey(owner, 'runs'), `${threadId}\u0000${runId}`);
         return false;
       }
       const log = await this.records.readLog(threadId, runId);

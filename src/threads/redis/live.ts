@@ -1,4 +1,4 @@
-import type { Redis as RedisClient } from 'ioredis';
+import type { RedisClient } from './connection.js';
 import { RunNotFoundError, toGatewayError } from '../../core/errors.js';
 import type { SequencedEvent } from '../../core/events.js';
 import { EventFeed } from '../feed.js';
@@ -34,11 +34,21 @@ export class LiveChannels {
     this.stopChannel = records.key('stop');
   }
 
+  /** On a Redis Cluster: live channels are shard channels (SSUBSCRIBE to the shard of the thread's slot). */
+  private sharded = false;
+
   /** Takes the store's subscriber connection: what is published on it, and its (re)connections. */
-  attach(subscriber: RedisClient): void {
+  attach(subscriber: RedisClient, sharded: boolean): void {
     this.subscriber = subscriber;
+    this.sharded = sharded;
     subscriber.on('message', (channel: string, message: string) => this.onMessage(channel, message));
     subscriber.on('ready', () => this.onSubscriberReady());
+    if (sharded) {
+      subscriber.on('smessage', (channel: string, message: string) => this.onMessage(channel, message));
+      // A shard's subscriber connected again (to a promoted replica, after a failover): what was published
+      // meanwhile is lost to it.
+      subscriber.on('+subscriber', () => this.onSubscriberReady());
+    }
   }
 
   /** Called (on the instance running it) when a run is asked to stop, from any instance. */
@@ -125,7 +135,9 @@ export class LiveChannels {
   private listen(channel: string, listener: LiveListener): Promise<void> {
     let entry = this.live.get(channel);
     if (!entry) {
-      const subscribed = this.subscriber.subscribe(channel).then(() => {});
+      const subscribed = (this.sharded ? this.subscriber.ssubscribe(channel) : this.subscriber.subscribe(channel)).then(
+        () => {},
+      );
       entry = { listeners: new Set(), subscribed };
       this.live.set(channel, entry);
       subscribed.catch(() => this.live.get(channel) === entry && this.live.delete(channel));
@@ -138,7 +150,7 @@ export class LiveChannels {
     const entry = this.live.get(channel);
     if (!entry?.listeners.delete(listener) || entry.listeners.size > 0) return;
     this.live.delete(channel);
-    this.subscriber.unsubscribe(channel).catch(() => {});
+    (this.sharded ? this.subscriber.sunsubscribe(channel) : this.subscriber.unsubscribe(channel)).catch(() => {});
   }
 
   /** The subscriber (re)connected: what was published meanwhile is lost, so every follower reads its log again. */

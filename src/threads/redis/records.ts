@@ -1,3 +1,5 @@
+import type { Logger } from 'pino';
+import type { ChainableCommander } from 'ioredis';
 import { GatewayError, StoreUnavailableError } from '../../core/errors.js';
 import type { SequencedEvent } from '../../core/events.js';
 import type { Message } from '../../core/messages.js';
@@ -34,6 +36,8 @@ export interface RedisRecordsOptions {
    * answer is enough). @default 0
    */
   waitReplicas?: number;
+  /** Where a list entry that could not be written is told (the thread's next run writes it again). */
+  logger?: Logger;
 }
 
 /** How long a WAIT for replicas waits; a write not replicated in that time is sent again (and WAITed for again). */
@@ -70,6 +74,11 @@ export interface Batch {
 export class RedisRecords {
   /** The command connection, once the store has connected. */
   redis!: ScriptedRedis;
+  /**
+   * A Redis Cluster: a command names keys of one hash slot only (several runs' batches are not written in one
+   * script), and live channels are sharded (SPUBLISH).
+   */
+  cluster = false;
 
   constructor(
     private readonly options: RedisRecordsOptions,
@@ -80,6 +89,14 @@ export class RedisRecords {
 
   key(...parts: string[]): string {
     return this.options.keyPrefix + parts.join(':');
+  }
+
+  /**
+   * An instance's keys: `instance:{id}` (its lease) and `instance:{id}:runs` (the runs it owns), in one hash slot per
+   * instance, so that no slot takes every instance's beats.
+   */
+  instanceKey(instanceId: string, ...parts: string[]): string {
+    return `${this.options.keyPrefix}instance:{${instanceId}}${parts.map((part) => `:${part}`).join('')}`;
   }
 
   threadKey(threadId: string, ...parts: string[]): string {
@@ -101,13 +118,17 @@ export class RedisRecords {
 
   // --- claims and writes --------------------------------------------------------------------
 
-  /** A scope's list of one agent's threads: `…:all` and `…:active` are its sorted sets (see the `cgClaim` script). */
+  /**
+   * A scope's list of one agent's threads: `…:all` and `…:active` are its sorted sets (see the `cgClaim` script), in
+   * one hash slot (`{scope:agent}`).
+   */
   listKey(scope: string, agentId: string): string {
-    return `${this.key('list')}:${listKeyPart(scope)}:${listKeyPart(agentId)}`;
+    return `${this.key('list')}:{${listKeyPart(scope)}:${listKeyPart(agentId)}}`;
   }
 
   /** Takes the thread for a run (see ThreadStore.claim): THREAD_FORBIDDEN, THREAD_BUSY, or the claim. */
   async claim(threadId: string, proposedRunId: string, freshRunId: string, details: ClaimDetails): Promise<Claim> {
+    const now = Date.now();
     const reply = await this.call(() =>
       this.redis.cgClaim(
         this.threadKey(threadId, 'lock'),
@@ -122,24 +143,64 @@ export class RedisRecords {
         this.options.ttlSeconds,
         details.agentId ?? DEFAULT_AGENT_ID,
         details.name ?? '',
-        Date.now(),
+        now,
         `${this.key('list')}:`,
-        threadId,
       ),
     );
     if (reply[0] === 'forbidden') throw threadForbidden(threadId);
     if (reply[0] === 'busy') throw threadBusy(threadId, reply[1].split(' ')[0]);
-    return { runId: reply[1], history: parseMessages(reply[2]) };
+    const [, runId, transcript, list, previous, archived] = reply;
+    await this.listThread(threadId, list, now, archived === '1', previous);
+    return { runId, history: parseMessages(transcript) };
   }
 
-  /** Starts (or, with `reset`, starts again from nothing) a run's record; see the `cgOpen` script. */
-  openRecord(threadId: string, runId: string, input: RunInput, reset: boolean): Promise<string> {
-    return this.redis.cgOpen(
+  /**
+   * Brings a thread's entries in its list's sorted sets in line with its record (cgListThread; and out of the list it
+   * was in, `previous`, when that changed). The sets are another hash slot than the thread's, so this is a command of
+   * its own, after the thread's: the list is an index, which every page checks against the threads' own records
+   * (list), so an entry left behind is never shown wrongly. An entry that could not be written is logged, not
+   * failed: the claim stands, and the thread's next run writes its entry again.
+   */
+  private async listThread(
+    threadId: string,
+    list: string,
+    lastRunAt: number,
+    archived: boolean,
+    previous = '',
+  ): Promise<void> {
+    try {
+      if (previous) await this.redis.zrem(`${previous}:all`, threadId);
+      if (previous) await this.redis.zrem(`${previous}:active`, threadId);
+      await this.redis.cgListThread(
+        `${list}:all`,
+        `${list}:active`,
+        threadId,
+        lastRunAt,
+        this.options.ttlSeconds,
+        archived ? '1' : '',
+      );
+    } catch (error) {
+      this.options.logger?.warn(
+        { err: error, threadId },
+        "a thread's entry in the thread list could not be written to Redis; its next run writes it again",
+      );
+    }
+  }
+
+  /**
+   * Starts (or, with `reset`, starts again from nothing) a run's record; see the `cgOpen` script. The run is first
+   * listed among this instance's (another hash slot), so that a run is never open without an instance that answers
+   * for it: if this instance dies, the one that sweeps its list ends the run. A run that does not open is taken off.
+   */
+  async openRecord(threadId: string, runId: string, input: RunInput, reset: boolean): Promise<string> {
+    const owned = this.instanceKey(this.instanceId, 'runs');
+    const entry = `${threadId}\u0000${runId}`;
+    await this.redis.sadd(owned, entry);
+    const reply = await this.redis.cgOpen(
       this.threadKey(threadId, 'lock'),
       this.threadKey(threadId, 'meta'),
       this.threadKey(threadId, 'runs'),
       this.threadKey(threadId, 'run', runId),
-      this.key('instance', this.instanceId, 'runs'),
       this.threadKey(threadId, 'log', runId),
       runId,
       this.instanceId,
@@ -148,10 +209,16 @@ export class RedisRecords {
       this.options.ttlSeconds,
       this.options.maxRunsPerThread,
       this.threadKey(threadId, ''),
-      `${threadId}\u0000${runId}`,
       reset ? '1' : '',
       JSON.stringify(input.newMessages),
     );
+    if (reply !== 'ok') this.disown(this.instanceId, threadId, runId);
+    return reply;
+  }
+
+  /** Takes a run off its instance's list (it has ended, or never opened); one left there is cleared by a sweep. */
+  disown(instanceId: string, threadId: string, runId: string): void {
+    this.redis.srem(this.instanceKey(instanceId, 'runs'), `${threadId}\u0000${runId}`).catch(() => {});
   }
 
   /**
@@ -161,16 +228,12 @@ export class RedisRecords {
    * see a token once it is stored), so its cost is the store's cost per token.
    */
   appendEvents(keys: RunKeys, batch: Batch): Promise<string> {
-    const waiting = this.waitReplicas > 0;
-    const reply = this.redis.cgAppendEvents(
-      keys.run,
-      keys.log,
-      batch.first,
-      batch.last,
-      batch.events,
-      waiting ? '' : keys.channel,
+    const args = [keys.run, keys.log, batch.first, batch.last, batch.events] as const;
+    if (this.waitReplicas === 0) return this.redis.cgAppendEvents(...args, keys.channel);
+    return this.replicated(
+      (pipeline) => pipeline.cgAppendEvents(...args, ''),
+      [{ channel: keys.channel, events: batch.events }],
     );
-    return waiting ? this.replicated(reply, [{ channel: keys.channel, events: batch.events }]) : reply;
   }
 
   private get waitReplicas(): number {
@@ -178,32 +241,41 @@ export class RedisRecords {
   }
 
   /**
-   * With `waitReplicas`: the writes' answer once that many replicas have every write so far on this connection
-   * (WAIT, sent right after them), and only then their events published to followers; rejects with
-   * STORE_UNAVAILABLE when the replicas do not have them in time, so that the log sends them again. Answers other
-   * than ok and dup (nothing was written) need no wait.
+   * With `waitReplicas`: the write's answer once that many replicas have it (a WAIT sent right after it, on the same
+   * connection: a pipeline of the two, which on a Redis Cluster goes to the primary of the write's slot), and only
+   * then its events published to followers; rejects with STORE_UNAVAILABLE when the replicas do not have them in
+   * time, so that the log sends them again. Answers other than ok and dup (nothing was written) need no wait.
    */
   private async replicated<T extends string | string[]>(
-    pending: Promise<T>,
+    write: (pipeline: ScriptedPipeline) => unknown,
     publish: readonly { channel: string; events: string }[],
   ): Promise<T> {
-    const reply = await pending;
-    const answers: string[] = Array.isArray(reply) ? reply : [reply];
-    if (!answers.some((answer) => answer === 'ok' || answer === 'dup')) return reply;
-    const acknowledged = await this.redis.wait(this.waitReplicas, WAIT_TIMEOUT_MS);
-    if (acknowledged < this.waitReplicas) {
+    const pipeline = this.redis.pipeline() as ScriptedPipeline;
+    write(pipeline);
+    pipeline.wait(this.waitReplicas, WAIT_TIMEOUT_MS);
+    const results = (await pipeline.exec()) ?? [];
+    const [[writeError, reply], [waitError, acknowledged]] = results as [Error | null, unknown][];
+    if (writeError) throw writeError;
+    const answers = (Array.isArray(reply) ? reply : [reply]) as string[];
+    if (!answers.some((answer) => answer === 'ok' || answer === 'dup')) return reply as T;
+    if (waitError) throw waitError;
+    if ((acknowledged as number) < this.waitReplicas) {
       throw new StoreUnavailableError(
-        `Only ${acknowledged} of the ${this.waitReplicas} Redis replicas REDIS_WAIT_REPLICAS asks for took the run's ` +
-          `events within ${WAIT_TIMEOUT_MS} ms.`,
+        `Only ${String(acknowledged)} of the ${this.waitReplicas} Redis replicas REDIS_WAIT_REPLICAS asks for took ` +
+          `the run's events within ${WAIT_TIMEOUT_MS} ms.`,
       );
     }
     answers.forEach((answer, index) => {
       // A publish lost (the connection closing) is not lost to followers: one that misses it reads the log again
       // when the next batch shows the gap, or when its subscriber reconnects (live.ts).
-      if (answer === 'ok' && publish[index])
-        this.redis.publish(publish[index].channel, publish[index].events).catch(() => {});
+      if (answer === 'ok' && publish[index]) this.publish(publish[index].channel, publish[index].events);
     });
-    return reply;
+    return reply as T;
+  }
+
+  /** Publishes a batch on a run's live channel (sharded on a Redis Cluster, like the scripts' publishing). */
+  private publish(channel: string, message: string): void {
+    (this.cluster ? this.redis.spublish(channel, message) : this.redis.publish(channel, message)).catch(() => {});
   }
 
   /**
@@ -218,41 +290,48 @@ export class RedisRecords {
       keys.push(run.run, run.log);
       args.push(batch.first, batch.last, batch.events, waiting ? '' : run.channel);
     }
-    const replies = this.redis.cgAppendMany(keys.length, ...keys, ...args);
-    if (!waiting) return replies;
+    if (!waiting) return this.redis.cgAppendMany(keys.length, ...keys, ...args);
     return this.replicated(
-      replies,
+      (pipeline) => pipeline.cgAppendMany(keys.length, ...keys, ...args),
       writes.map(({ keys: run, batch }) => ({ channel: run.channel, events: batch.events })),
     );
   }
 
   /** Writes one batch of a run's events (see the `cgAppend` script); resolves with the script's answer. */
-  appendBatch(threadId: string, runId: string, batch: Batch, expectedLast?: number): Promise<string> {
+  async appendBatch(threadId: string, runId: string, batch: Batch, expectedLast?: number): Promise<string> {
     const waiting = this.waitReplicas > 0;
     const channel = this.liveChannel(threadId, runId);
-    const reply = this.redis.cgAppend(
+    const keys = [
       this.threadKey(threadId, 'run', runId),
       this.threadKey(threadId, 'log', runId),
       this.threadKey(threadId, 'states'),
       this.threadKey(threadId, 'meta'),
       this.threadKey(threadId, 'lock'),
-      this.key('instance', batch.owner, 'runs'),
       this.threadKey(threadId, 'runs'),
+    ];
+    const args = (published: string) => [
       batch.first,
       batch.last,
       batch.events,
       batch.states,
-      waiting ? '' : channel,
+      published,
       this.options.ttlSeconds,
       batch.status ?? '',
       batch.transcript ?? '',
       Date.now(),
       runId,
-      `${threadId}\u0000${runId}`,
       expectedLast === undefined ? '' : expectedLast,
       this.threadKey(threadId, ''),
-    );
-    return waiting ? this.replicated(reply, [{ channel, events: batch.events }]) : reply;
+    ];
+    const reply = waiting
+      ? await this.replicated<string>(
+          (pipeline) => pipeline.cgAppend(...keys, ...args('')),
+          [{ channel, events: batch.events }],
+        )
+      : await this.redis.cgAppend(...keys, ...args(channel));
+    // The run has ended: its instance no longer answers for it.
+    if (reply === 'ok' && batch.status) this.disown(batch.owner, threadId, runId);
+    return reply;
   }
 
   // --- reads ------------------------------------------------------------------------------
@@ -304,18 +383,19 @@ export class RedisRecords {
       const want = limit + 1 - threads.length;
       const candidates = await this.candidates(key, cursor, want);
       if (candidates.length === 0) break;
-      const metas = await this.call(() => {
-        const pipeline = this.redis.pipeline();
-        for (const { threadId } of candidates) pipeline.hmget(this.threadKey(threadId, 'meta'), ...SUMMARY_FIELDS);
-        return pipeline.exec();
-      });
+      // Each thread's record, read at once (one write per node: autopipelining; each is its thread's slot).
+      const metas = await this.call(() =>
+        Promise.all(
+          candidates.map(({ threadId }) => this.redis.hmget(this.threadKey(threadId, 'meta'), ...SUMMARY_FIELDS)),
+        ),
+      );
       const gone: string[] = [];
       candidates.forEach(({ threadId }, i) => {
-        const [error, fields] = metas?.[i] ?? [null, null];
-        const summary = error ? undefined : summaryFrom(threadId, fields as (string | null)[]);
+        const fields = metas[i];
+        const summary = summaryFrom(threadId, fields);
         if (!summary) {
           // Expired (or deleted under this read): its entry goes. A thread claimed and not yet started stays.
-          if (!error && (fields as (string | null)[])[SUMMARY_FIELDS.indexOf('agent')] === null) gone.push(threadId);
+          if (fields[SUMMARY_FIELDS.indexOf('agent')] === null) gone.push(threadId);
           return;
         }
         if ((summary.owner ?? '') !== scope || summary.agentId !== agentId) return;
@@ -363,23 +443,24 @@ export class RedisRecords {
 
   /** Renames or (un)archives the thread (the `cgUpdateThread` script); undefined when it has no run. */
   async update(threadId: string, scope: string, { name, archived }: ThreadChange): Promise<ThreadSummary | undefined> {
-    const changed = await this.call(() =>
+    const [changed, list, lastRunAt, isArchived] = await this.call(() =>
       this.redis.cgUpdateThread(
         this.threadKey(threadId, 'meta'),
         name === undefined ? '' : '1',
         name ?? '',
         archived === undefined ? '' : archived ? '1' : '0',
         Date.now(),
-        threadId,
         scope,
       ),
     );
-    return changed ? this.summary(threadId) : undefined;
+    if (!changed) return undefined;
+    if (archived !== undefined && list) await this.listThread(threadId, list, Number(lastRunAt), isArchived === '1');
+    return this.summary(threadId);
   }
 
   /** Deletes every key of the thread (the `cgRemoveThread` script) if it is `scope`'s; whether it had any. */
   async remove(threadId: string, scope: string): Promise<boolean> {
-    const removed = await this.call(() =>
+    const [removed, list] = await this.call(() =>
       this.redis.cgRemoveThread(
         this.threadKey(threadId, 'meta'),
         this.threadKey(threadId, 'runs'),
@@ -387,11 +468,15 @@ export class RedisRecords {
         this.threadKey(threadId, 'lock'),
         this.threadKey(threadId, 'deleted'),
         this.threadKey(threadId, ''),
-        threadId,
         DELETED_MARK_MS,
         scope,
       ),
     );
+    // Its list entries (another slot); one left behind is dropped by the next page that meets it.
+    if (list)
+      await Promise.all([this.redis.zrem(`${list}:all`, threadId), this.redis.zrem(`${list}:active`, threadId)]).catch(
+        () => {},
+      );
     return removed === 1;
   }
 
@@ -436,6 +521,11 @@ export class RedisRecords {
   }
 }
 
+/** A pipeline with the store's scripts (defined on its connection). */
+type ScriptedPipeline = ChainableCommander & {
+  [script in 'cgAppend' | 'cgAppendEvents' | 'cgAppendMany']: (...args: (string | number)[]) => ScriptedPipeline;
+};
+
 /** The fields of a thread's `meta` hash its list entry is read from. */
 const SUMMARY_FIELDS = ['principal', 'agent', 'name', 'archived', 'createdAt', 'updatedAt', 'lastRunAt', 'latest'];
 
@@ -455,9 +545,9 @@ function summaryFrom(threadId: string, fields: (string | null)[]): ThreadSummary
   };
 }
 
-/** A scope or agent id as a piece of a list key: '%' and ':' percent-encoded (as \`esc\` in the scripts). */
+/** A scope or agent id as a piece of a list key: '%', ':', '{' and '}' percent-encoded (as \`esc\` in the scripts). */
 export function listKeyPart(text: string): string {
-  return text.replace(/[%:]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
+  return text.replace(/[%:{}]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
 }
 
 export function parseMessages(json: string | null | undefined): Message[] {

@@ -1,30 +1,34 @@
-import type { Redis as RedisClient } from 'ioredis';
+import type { RedisClient } from './connection.js';
 
-// The thread store's Lua scripts: every write to a thread's keys is one of them, so each is atomic.
+// The thread store's Lua scripts: every write to a thread's keys is one of them, so each is atomic. Each names keys
+// of one hash slot only (a thread's keys share its \`{threadId}\` hash tag; a list's two sets share theirs), so that
+// they run on a Redis Cluster as on one server.
 
 /** The command connection with the store's scripts defined on it (defineScripts). */
 export type ScriptedRedis = RedisClient & {
   cgAppendMany(...args: (string | number)[]): Promise<string[]>;
-  cgClaim(...args: (string | number)[]): Promise<[string, string, string]>;
+  cgClaim(...args: (string | number)[]): Promise<[string, string, string, string, string, string]>;
   cgRelease(...args: (string | number)[]): Promise<number>;
   cgOpen(...args: (string | number)[]): Promise<string>;
   cgAppend(...args: (string | number)[]): Promise<string>;
   cgAppendEvents(...args: (string | number)[]): Promise<string>;
-  cgForget(...args: (string | number)[]): Promise<number>;
-  cgUpdateThread(...args: (string | number)[]): Promise<number>;
-  cgRemoveThread(...args: (string | number)[]): Promise<number>;
+  cgListThread(...args: (string | number)[]): Promise<number>;
+  cgUpdateThread(...args: (string | number)[]): Promise<[number, string, string, string]>;
+  cgRemoveThread(...args: (string | number)[]): Promise<[number, string]>;
 };
 
 /**
- * A piece of a list key: a scope (principal) or an agent id with '%' and ':' percent-encoded, so that the two
- * pieces of a key can never run into each other. The same as \`listKeyPart\` in records.ts.
+ * A piece of a list key: a scope (principal) or an agent id with '%', ':', '{' and '}' percent-encoded, so that the
+ * two pieces of a key can never run into each other, nor end its hash tag early. The same as \`listKeyPart\` in records.ts.
  */
 const ESCAPE_LUA = `local function esc(s)
-  return (string.gsub(s, '[%%:]', function(c) return string.format('%%%02X', string.byte(c)) end))
+  return (string.gsub(s, '[%%:{}]', function(c) return string.format('%%%02X', string.byte(c)) end))
 end`;
 
 // Every append script publishes what it stored on the run's live channel, unless the channel is "" (the store
-// publishes after the WAIT for replicas instead: records.ts, waitReplicas).
+// publishes after the WAIT for replicas instead: records.ts, waitReplicas). \`PUBLISH\` below is SPUBLISH on a Redis
+// Cluster (defineScripts): a live channel carries its thread's hash tag, so the shard that stores a batch is the one
+// that tells its followers, and a cluster does not forward every token to every node.
 
 /**
  * What every append script shares: a Lua function that checks a run's record and appends one batch of
@@ -47,13 +51,13 @@ end`;
 
 /** The store's Lua scripts: [number of keys, source]. Keys of other runs are built from the thread's key prefix. */
 const SCRIPTS: Record<string, [number | null, string]> = {
-  // KEYS: lock, run (of the proposed id), meta, runs. ARGV: proposed id, fresh id, instance, claim timeout
-  // (ms), owner ("" for none), ttl (s), agent id, name ("" for none), now (ms), list key prefix, thread id.
-  // Answers {'forbidden'} (another principal's thread), {'busy', holder}, or {'ok', run id, transcript}; a thread
-  // that belongs to no one becomes the owner's. The claim is the thread's latest run: its list entry (agent and
-  // creation time when new, name when it has none, lastRunAt) is written, and it is put first in its scope's lists
-  // (sorted sets \`{list prefix}{scope}:{agent}:all\` and \`…:active\`, scored by lastRunAt). The list keys are
-  // another hash slot than the thread's: one Redis server or primary only (not Redis Cluster).
+  // KEYS: lock, run (of the proposed id), meta, runs. ARGV: proposed id, fresh id, instance, claim timeout (ms), owner
+  // ("" for none), ttl (s), agent id, name ("" for none), now (ms), list key prefix. Answers {'forbidden'} (another
+  // principal's thread), {'busy', holder}, or {'ok', run id, transcript, list, previous list, archived}; a thread that
+  // belongs to no one becomes the owner's. The claim is the thread's latest run: its list entry (agent and creation
+  // time when new, name when it has none, lastRunAt) is written here; \`list\` names the sorted sets it is to be put
+  // first in (\`{list}:all\`, and \`{list}:active\` unless archived: cgListThread, in their own hash slot), \`previous
+  // list\` those it was in when they change (an unowned thread taken by its first owner), else "".
   cgClaim: [
     4,
     `${ESCAPE_LUA}
@@ -76,23 +80,27 @@ if not agent then
 end
 if ARGV[8] ~= '' and not redis.call('HGET', KEYS[3], 'name') then redis.call('HSET', KEYS[3], 'name', ARGV[8]) end
 redis.call('HSET', KEYS[3], 'lastRunAt', now, 'updatedAt', now)
-local list = ARGV[10] .. esc(redis.call('HGET', KEYS[3], 'principal') or '') .. ':' .. esc(agent)
-local listed = redis.call('HGET', KEYS[3], 'list')
-if listed and listed ~= list then
-  redis.call('ZREM', listed .. ':all', ARGV[11])
-  redis.call('ZREM', listed .. ':active', ARGV[11])
-end
+local list = ARGV[10] .. '{' .. esc(redis.call('HGET', KEYS[3], 'principal') or '') .. ':' .. esc(agent) .. '}'
+local previous = redis.call('HGET', KEYS[3], 'list')
+if not previous or previous == list then previous = '' end
 redis.call('HSET', KEYS[3], 'list', list)
-local lists = {list .. ':all'}
-if redis.call('HGET', KEYS[3], 'archived') ~= '1' then lists[2] = list .. ':active' end
-for _, key in ipairs(lists) do
-  redis.call('ZADD', key, now, ARGV[11])
-  -- Threads long gone (expired) leave their entries: those older than any live thread can be are dropped here.
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. (now - tonumber(ARGV[6]) * 1000 - 86400000))
-  redis.call('EXPIRE', key, ARGV[6])
-end
 if redis.call('TTL', KEYS[3]) < 0 then redis.call('EXPIRE', KEYS[3], ARGV[6]) end
-return {'ok', runId, redis.call('HGET', KEYS[3], 'transcript') or '[]'}`,
+local archived = redis.call('HGET', KEYS[3], 'archived') or ''
+return {'ok', runId, redis.call('HGET', KEYS[3], 'transcript') or '[]', list, previous, archived}`,
+  ],
+  // KEYS: a list's \`…:all\` and \`…:active\` sorted sets. ARGV: thread id, lastRunAt (ms), ttl (s), archived ("1" or
+  // ""). Puts the thread in the list at its lastRunAt (never lowering a later one: a claim and an unarchive may cross)
+  // and in or out of the active set; entries older than any live thread can be (their threads expired) are dropped.
+  cgListThread: [
+    2,
+    `redis.call('ZADD', KEYS[1], 'GT', ARGV[2], ARGV[1])
+if ARGV[4] == '1' then redis.call('ZREM', KEYS[2], ARGV[1]) else redis.call('ZADD', KEYS[2], 'GT', ARGV[2], ARGV[1]) end
+local oldest = '(' .. (tonumber(ARGV[2]) - tonumber(ARGV[3]) * 1000 - 86400000)
+for _, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', oldest)
+  redis.call('EXPIRE', key, ARGV[3])
+end
+return 1`,
   ],
   // KEYS: lock. ARGV: run id. Frees a claim of that run.
   cgRelease: [
@@ -101,30 +109,29 @@ return {'ok', runId, redis.call('HGET', KEYS[3], 'transcript') or '[]'}`,
 if holder and string.sub(holder, 1, #ARGV[1] + 1) == ARGV[1] .. ' ' then return redis.call('DEL', KEYS[1]) end
 return 0`,
   ],
-  // KEYS: lock, meta, runs, run, instance runs, log. ARGV: run id, instance, input (JSON), started at, ttl (s),
-  // max runs, thread key prefix, "threadId\0runId", reset ("1" to write the record again from nothing).
-  // Answers 'deleted' when this run held the thread when it was removed (cgRemoveThread's mark names it), 'lost'
-  // when another run holds the thread; 'ok' otherwise (at once when the record is already this instance's: an open
-  // sent again).
+  // KEYS: lock, meta, runs, run, log. ARGV: run id, instance, input (JSON), started at, ttl (s), max runs, thread key
+  // prefix, reset ("1" to write the record again from nothing), new input (JSON). Answers 'deleted' when this run held
+  // the thread when it was removed (cgRemoveThread's mark names it), 'lost' when another run holds the thread; 'ok'
+  // otherwise (at once when the record is already this instance's: an open sent again). The instance lists the run
+  // among its own (\`instance:{id}:runs\`, another slot) before it opens it.
   cgOpen: [
-    6,
+    5,
     `local mine = ARGV[1] .. ' ' .. ARGV[2]
 if redis.call('GET', ARGV[7] .. 'deleted') == mine then return 'deleted' end
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= mine then return 'lost' end
-if ARGV[9] == '' and redis.call('HGET', KEYS[4], 'owner') == ARGV[2] then return 'ok' end
+if ARGV[8] == '' and redis.call('HGET', KEYS[4], 'owner') == ARGV[2] then return 'ok' end
 redis.call('SET', KEYS[1], mine)
-redis.call('DEL', KEYS[6])
+redis.call('DEL', KEYS[5])
 redis.call('HDEL', KEYS[4], 'finishedAt')
 redis.call('HSET', KEYS[4], 'status', 'running', 'last', -1, 'startedAt', ARGV[4], 'owner', ARGV[2],
-  'newInput', ARGV[10])
+  'newInput', ARGV[9])
 redis.call('HSET', KEYS[2], 'transcript', ARGV[3], 'latest', ARGV[1])
 if not redis.call('LPOS', KEYS[3], ARGV[1]) then redis.call('RPUSH', KEYS[3], ARGV[1]) end
 while redis.call('LLEN', KEYS[3]) > tonumber(ARGV[6]) do
   local old = redis.call('LPOP', KEYS[3])
   redis.call('DEL', ARGV[7] .. 'run:' .. old, ARGV[7] .. 'log:' .. old)
 end
-redis.call('SADD', KEYS[5], ARGV[8])
 for _, key in ipairs({KEYS[2], KEYS[3], KEYS[4]}) do redis.call('EXPIRE', key, ARGV[5]) end
 for _, id in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
   redis.call('EXPIRE', ARGV[7] .. 'run:' .. id, ARGV[5])
@@ -132,15 +139,14 @@ for _, id in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
 end
 return 'ok'`,
   ],
-  // KEYS: run, log, states, meta, lock, instance runs, runs. ARGV: first, last, events (JSON), states (JSON
-  // pairs), channel, ttl (s), terminal status (JSON or ""), transcript (JSON or ""), now, run id,
-  // "threadId\0runId", expected last sequence ("" for any), thread key prefix. Answers ok, dup (already
-  // stored), gap (out of order, or the log is not at the expected sequence), finished (ended by another
-  // instance), missing (no record).
+  // KEYS: run, log, states, meta, lock, runs. ARGV: first, last, events (JSON), states (JSON pairs), channel, ttl (s),
+  // terminal status (JSON or ""), transcript (JSON or ""), now, run id, expected last sequence ("" for any), thread key
+  // prefix. Answers ok, dup (already stored), gap (out of order, or the log is not at the expected sequence), finished
+  // (ended by another instance), missing (no record). The run's instance takes it off its list once it has ended.
   cgAppend: [
-    7,
+    6,
     `${APPEND_LUA}
-local appended = append(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[12])
+local appended = append(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[11])
 if appended ~= 'ok' then return appended end
 for _, pair in ipairs(cjson.decode(ARGV[4])) do redis.call('HSET', KEYS[3], pair[1], pair[2]) end
 if ARGV[7] ~= '' then
@@ -148,14 +154,13 @@ if ARGV[7] ~= '' then
   redis.call('HSET', KEYS[4], 'transcript', ARGV[8])
   local holder = redis.call('GET', KEYS[5])
   if holder and string.sub(holder, 1, #ARGV[10] + 1) == ARGV[10] .. ' ' then redis.call('DEL', KEYS[5]) end
-  redis.call('SREM', KEYS[6], ARGV[11])
-  for _, id in ipairs(redis.call('LRANGE', KEYS[7], 0, -1)) do
-    redis.call('EXPIRE', ARGV[13] .. 'run:' .. id, ARGV[6])
-    redis.call('EXPIRE', ARGV[13] .. 'log:' .. id, ARGV[6])
+  for _, id in ipairs(redis.call('LRANGE', KEYS[6], 0, -1)) do
+    redis.call('EXPIRE', ARGV[12] .. 'run:' .. id, ARGV[6])
+    redis.call('EXPIRE', ARGV[12] .. 'log:' .. id, ARGV[6])
   end
 end
 for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[6]) end
-redis.call('EXPIRE', KEYS[7], ARGV[6])
+redis.call('EXPIRE', KEYS[6], ARGV[6])
 if ARGV[5] ~= '' then redis.call('PUBLISH', ARGV[5], ARGV[3]) end
 return 'ok'`,
   ],
@@ -170,7 +175,8 @@ return appended`,
   ],
   // cgAppendEvents for several runs at once (the keys' number is the call's first argument): KEYS: each
   // run's record and log; ARGV: each run's first, last, events, channel. Answers one answer per run, in
-  // order. The keys of several threads: one Redis server or primary only (not Redis Cluster).
+  // order. The keys of several threads, so of several hash slots: one Redis server or primary only (on a Redis
+  // Cluster each run's batch is a cgAppendEvents, and ioredis sends a node's in one write).
   cgAppendMany: [
     null,
     `${APPEND_LUA}
@@ -182,58 +188,47 @@ for i = 1, #KEYS / 2 do
 end
 return answers`,
   ],
-  // KEYS: meta. ARGV: rename ("1" or ""), name, archived ("1", "0" or "" for unchanged), now (ms), thread id, owner
-  // ("" for none). Answers 0 when the thread has no run (gone, or never started) or belongs to another owner, 1 once
-  // changed.
+  // KEYS: meta. ARGV: rename ("1" or ""), name, archived ("1", "0" or "" for unchanged), now (ms), owner ("" for
+  // none). Answers {0} when the thread has no run (gone, or never started) or belongs to another owner; once changed,
+  // {1, list, lastRunAt, archived}, from which the list's sets are brought in line (cgListThread).
   cgUpdateThread: [
     1,
-    `if not redis.call('HGET', KEYS[1], 'latest') then return 0 end
-if (redis.call('HGET', KEYS[1], 'principal') or '') ~= ARGV[6] then return 0 end
+    `if not redis.call('HGET', KEYS[1], 'latest') then return {0, '', '', ''} end
+if (redis.call('HGET', KEYS[1], 'principal') or '') ~= ARGV[5] then return {0, '', '', ''} end
 if ARGV[1] == '1' then redis.call('HSET', KEYS[1], 'name', ARGV[2]) end
-if ARGV[3] ~= '' then
-  redis.call('HSET', KEYS[1], 'archived', ARGV[3])
-  local list = redis.call('HGET', KEYS[1], 'list')
-  if list and ARGV[3] == '1' then redis.call('ZREM', list .. ':active', ARGV[5]) end
-  if list and ARGV[3] == '0' then
-    redis.call('ZADD', list .. ':active', redis.call('HGET', KEYS[1], 'lastRunAt') or ARGV[4], ARGV[5])
-    local ttl = redis.call('TTL', list .. ':all')
-    if ttl > 0 then redis.call('EXPIRE', list .. ':active', ttl) end
-  end
-end
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'archived', ARGV[3]) end
 redis.call('HSET', KEYS[1], 'updatedAt', ARGV[4])
-return 1`,
+local archived = redis.call('HGET', KEYS[1], 'archived') or ''
+return {1, redis.call('HGET', KEYS[1], 'list') or '', redis.call('HGET', KEYS[1], 'lastRunAt') or ARGV[4], archived}`,
   ],
-  // KEYS: meta, runs, states, lock, deleted. ARGV: thread key prefix, thread id, how long the mark stays (ms), owner
-  // ("" for none). Refused (0) when the thread belongs to another owner. Deletes every key of the thread and its list
-  // entries, and leaves the mark \`deleted\` naming the run that held the thread (its lock's value), so that this run,
-  // if it still writes, cannot make the thread again (cgOpen answers it 'deleted'); runs claimed later are not
-  // concerned. Answers 1 when the thread had anything.
+  // KEYS: meta, runs, states, lock, deleted. ARGV: thread key prefix, how long the mark stays (ms), owner ("" for
+  // none). Refused ({0, ""}) when the thread belongs to another owner. Deletes every key of the thread, and leaves the
+  // mark \`deleted\` naming the run that held the thread (its lock's value), so that this run, if it still writes,
+  // cannot make the thread again (cgOpen answers it 'deleted'); runs claimed later are not concerned. Answers {1 when
+  // the thread had anything, the list it was in} (its entries there are removed next, in the list's slot).
   cgRemoveThread: [
     5,
-    `if (redis.call('HGET', KEYS[1], 'principal') or '') ~= ARGV[4] then return 0 end
+    `if (redis.call('HGET', KEYS[1], 'principal') or '') ~= ARGV[3] then return {0, ''} end
 local had = redis.call('EXISTS', KEYS[1], KEYS[2])
 local holder = redis.call('GET', KEYS[4])
-local list = redis.call('HGET', KEYS[1], 'list')
-if list then redis.call('ZREM', list .. ':all', ARGV[2]) redis.call('ZREM', list .. ':active', ARGV[2]) end
+local list = redis.call('HGET', KEYS[1], 'list') or ''
 for _, id in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
   redis.call('DEL', ARGV[1] .. 'run:' .. id, ARGV[1] .. 'log:' .. id)
 end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
-if holder then redis.call('SET', KEYS[5], holder, 'PX', ARGV[3]) end
-if had > 0 then return 1 end
-return 0`,
-  ],
-  // KEYS: instances, instance runs. ARGV: instance. Forgets a dead instance once it owns no run.
-  cgForget: [
-    2,
-    `if redis.call('SCARD', KEYS[2]) == 0 then return redis.call('SREM', KEYS[1], ARGV[1]) end
-return 0`,
+if holder then redis.call('SET', KEYS[5], holder, 'PX', ARGV[2]) end
+if had > 0 then return {1, list} end
+return {0, list}`,
   ],
 };
 
-/** Defines the store's scripts as commands of `redis` (cgClaim, cgOpen, cgAppend, …). */
-export function defineScripts(redis: RedisClient): ScriptedRedis {
-  for (const [name, [keys, lua]] of Object.entries(SCRIPTS)) {
+/**
+ * Defines the store's scripts as commands of `redis` (cgClaim, cgOpen, cgAppend, …); on a Redis Cluster (`sharded`)
+ * their live channels are published with SPUBLISH.
+ */
+export function defineScripts(redis: RedisClient, sharded: boolean): ScriptedRedis {
+  for (const [name, [keys, source]] of Object.entries(SCRIPTS)) {
+    const lua = sharded ? source.replaceAll("redis.call('PUBLISH'", "redis.call('SPUBLISH'") : source;
     redis.defineCommand(name, keys === null ? { lua } : { numberOfKeys: keys, lua });
   }
   return redis as ScriptedRedis;

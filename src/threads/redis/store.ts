@@ -1,7 +1,6 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Redis as RedisClient } from 'ioredis';
 import { ConfigurationError, StoreUnavailableError, type GatewayError } from '../../core/errors.js';
 import type { EventFeed } from '../feed.js';
 import {
@@ -10,6 +9,7 @@ import {
   describeRedisError,
   isSocketError,
   ready,
+  type RedisClient,
   type RedisConnection,
 } from './connection.js';
 import { InstanceLeases } from './instances.js';
@@ -110,22 +110,23 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
 
   private async connect(): Promise<void> {
     const { connection } = this.options;
-    const { redis, subscriber } = await createClients(connection);
+    const { redis, subscriber, cluster } = await createClients(connection);
     this.records.redis = redis;
+    this.records.cluster = cluster;
     redis.on('error', (error) => this.connectionError(error));
     subscriber.on('error', (error) => this.connectionError(error));
-    this.live.attach(subscriber);
+    this.live.attach(subscriber, cluster);
     this.starting = true;
     const connected = await Promise.allSettled([ready(redis), ready(subscriber)]);
     this.starting = false;
-    if (connected[0].status === 'fulfilled' && (await isClusterNode(redis))) {
+    if (!cluster && connected[0].status === 'fulfilled' && (await isClusterNode(redis))) {
       redis.disconnect();
       subscriber.disconnect();
       this.closed = true;
       throw new ConfigurationError(
-        `Redis at ${describeConnection(connection)} is a node of a Redis Cluster, which the thread store does not ` +
-          "support yet (a thread's scripts touch keys of other slots). Use one Redis server, or a primary with " +
-          'replicas behind Sentinel (REDIS_SENTINELS).',
+        `Redis at ${describeConnection(connection)} is a node of a Redis Cluster: name the cluster's nodes in ` +
+          'REDIS_CLUSTER_NODES (options.threads.clusterNodes) instead of REDIS_URL, so that each command goes to the ' +
+          'node that serves its keys.',
       );
     }
     // Subscribed (queued until the subscriber is connected, and again after every reconnection) and
@@ -196,8 +197,10 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
         this.options.logger.error({ err: error }, "a run's events could not be written to Redis");
       }
     }
-    if (group.length === 1) group[0].log.send(group[0].write);
-    if (group.length < 2) return;
+    // On a Redis Cluster a script names one slot's keys: each run's batch goes on its own (ioredis still sends a
+    // node's in one write).
+    if (group.length === 1 || this.records.cluster) for (const { log, write } of group) log.send(write);
+    if (group.length < 2 || this.records.cluster) return;
     // Several runs' batches of events alone: one script call for all of them (a streamed token per run
     // and turn would otherwise be a command each: ioredis's cost per command is most of the store's
     // cost per token). A batch sent again after a failure goes on its own (cgAppendEvents).
@@ -260,7 +263,7 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     const run = await this.records.run(threadId, activeRunId);
     if (run && run.finishedAt !== null) return undefined;
     const ownerAlive =
-      (await this.records.call(() => this.records.redis.exists(this.records.key('instance', owner)))) === 1;
+      (await this.records.call(() => this.records.redis.exists(this.records.instanceKey(owner)))) === 1;
     // No record yet: a run still being admitted (claimed, not yet started) on a live instance stops as soon
     // as it starts.
     if (!run && !ownerAlive) return undefined;
