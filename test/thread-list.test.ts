@@ -12,6 +12,7 @@ import { MemoryThreadStore } from '../src/threads/memory.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { gatewaysPerTest, runInput, silentLogger, userMessage, type RunningGateway } from './support/harness.js';
 import { RedisServer } from './support/redis.js';
+import { RedisCluster } from './support/redis-cluster.js';
 import { COPILOT_RUN, memoryStore, until, watch } from './support/threads.js';
 
 // The thread list CopilotKit ≥1.50 frontends read (`/threads`, and `resource/request` on the single route): the
@@ -20,13 +21,23 @@ import { COPILOT_RUN, memoryStore, until, watch } from './support/threads.js';
 const fake = new FakeOpenAI();
 let baseURL: string;
 let redis: RedisServer;
+let cluster: RedisCluster;
 
 beforeAll(async () => {
-  [baseURL, redis] = await Promise.all([fake.start(), RedisServer.start()]);
-});
+  [baseURL, redis, cluster] = await Promise.all([fake.start(), RedisServer.start(), RedisCluster.start()]);
+}, 60_000);
 afterAll(async () => {
-  await Promise.all([fake.stop(), redis.close()]);
+  await Promise.all([fake.stop(), redis.close(), cluster.close()]);
 });
+
+/** Where each Redis store of these tests is: one server, or a three-primary cluster (lists and threads in other slots). */
+const redisConnections = [
+  ['Redis', () => ({ url: redis.url })],
+  [
+    'Redis Cluster',
+    () => ({ clusterNodes: cluster.nodes.map((node) => ({ host: '127.0.0.1', port: Number(node.split(':')[1]) })) }),
+  ],
+] as const;
 
 const { start } = gatewaysPerTest();
 const KEY_A = 'key-a-0123456789abcdef-secret';
@@ -64,11 +75,11 @@ async function record(
 
 const stores: [string, () => Promise<ThreadStore>][] = [
   ['memory', async () => memoryStore()],
-  [
-    'Redis',
+  ...redisConnections.map(([kind, connection]): [string, () => Promise<ThreadStore>] => [
+    kind,
     async () => {
       const store = new RedisThreadStore({
-        connection: { url: redis.url },
+        connection: connection(),
         keyPrefix: `list${Math.random().toString(36).slice(2, 8)}:`,
         ttlSeconds: 3600,
         maxRunsPerThread: 20,
@@ -79,7 +90,7 @@ const stores: [string, () => Promise<ThreadStore>][] = [
       await store.start();
       return store;
     },
-  ],
+  ]),
 ];
 
 describe.each(stores)('the %s store lists threads', (_kind, make) => {
@@ -530,10 +541,11 @@ describe('/threads', () => {
   });
 });
 
-describe('two instances on one Redis', () => {
+describe.each(redisConnections)('two instances on one %s', (_kind, connection) => {
   it('list the same threads, and a delete through one stops the run going on at the other', async () => {
+    const where = connection();
     const threads = {
-      redisUrl: redis.url,
+      ...('url' in where ? { redisUrl: where.url } : { clusterNodes: cluster.nodes }),
       keyPrefix: `two${Math.random().toString(36).slice(2, 8)}:`,
       listAnonymous: true,
     };
