@@ -27,6 +27,7 @@ import { FakeOpenAI } from './support/fake-openai.js';
 import { gatewaysPerTest, runInput, userMessage } from './support/harness.js';
 import { close, listen } from './support/loopback.js';
 import { RedisServer } from './support/redis.js';
+import { RedisCluster } from './support/redis-cluster.js';
 import { COPILOT_RUN, JOIN_RUN, STOP, THREAD, textOfEvents, until } from './support/threads.js';
 
 // What a platform team deploys: authentication and thread ownership, rate limits, metrics, draining,
@@ -39,13 +40,15 @@ const JWT_SECRET = 'a-shared-secret-of-at-least-32-characters!';
 const fake = new FakeOpenAI();
 let baseURL: string;
 let redis: RedisServer;
+/** Rate limits on a Redis Cluster: a client's keys are one slot, clients spread over the primaries. */
+let cluster: RedisCluster;
 const { start } = gatewaysPerTest();
 
 beforeAll(async () => {
-  [baseURL, redis] = await Promise.all([fake.start(), RedisServer.start()]);
-});
+  [baseURL, redis, cluster] = await Promise.all([fake.start(), RedisServer.start(), RedisCluster.start()]);
+}, 60_000);
 afterAll(async () => {
-  await Promise.all([fake.stop(), redis.close()]);
+  await Promise.all([fake.stop(), redis.close(), cluster.close()]);
 });
 
 /**
@@ -877,6 +880,12 @@ describe('rate limits', () => {
       'shared through Redis by two instances',
       () => ({ threads: { redisUrl: redis.url, keyPrefix: `logins-${Math.random().toString(36).slice(2)}:` } }),
     ],
+    [
+      'shared through a Redis Cluster by two instances',
+      () => ({
+        threads: { clusterNodes: cluster.nodes, keyPrefix: `logins-${Math.random().toString(36).slice(2)}:` },
+      }),
+    ],
   ])(
     'counts failed logins over HTTP and WebSocket against their address, and accepts no credential from it while it is limited, %s',
     async (_kind, storeOptions) => {
@@ -994,6 +1003,12 @@ describe('rate limits', () => {
     [
       'shared through Redis by two instances',
       () => ({ threads: { redisUrl: redis.url, keyPrefix: `limits-${Math.random().toString(36).slice(2)}:` } }),
+    ],
+    [
+      'shared through a Redis Cluster by two instances',
+      () => ({
+        threads: { clusterNodes: cluster.nodes, keyPrefix: `limits-${Math.random().toString(36).slice(2)}:` },
+      }),
     ],
   ])('limits concurrent runs per client, %s', async (_kind, storeOptions) => {
     const adapter = new HoldingAdapter();
