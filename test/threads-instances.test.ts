@@ -1,5 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { CopilotRuntimeClient } from '@copilotkit/runtime-client-gql';
@@ -8,6 +7,7 @@ import { RestRuntimeAgent } from './support/ag-ui-client.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { gatewaysPerTest, runInput, userMessage } from './support/harness.js';
 import { RedisServer } from './support/redis.js';
+import { startGatewayProcess, type GatewayProcess } from './support/gateway-process.js';
 import {
   COPILOT_RUN,
   JOIN_RUN,
@@ -45,38 +45,18 @@ afterAll(async () => {
 /** The full text of a `[tokens=N]` answer. */
 const tokens = (n: number) => Array.from({ length: n }, (_, i) => `tok${i} `).join('');
 
-/** Starts a gateway process as npm start does; resolves with its GraphQL URL once it is ready. */
-async function startProcess(
-  env: Record<string, string> = {},
-): Promise<{ url: string; wsUrl: string; child: ChildProcess }> {
-  const root = fileURLToPath(new URL('..', import.meta.url));
-  const child = spawn(process.execPath, ['scripts/start.mjs'], {
-    cwd: root,
-    env: {
-      ...process.env,
-      NODE_OPTIONS: '',
-      PORT: '0',
-      LOG_LEVEL: 'info',
+/** Starts a gateway process as npm start does, on the test's Redis; resolves with its URLs once it is ready. */
+function startProcess(env: Record<string, string> = {}): Promise<GatewayProcess> {
+  return startGatewayProcess(
+    {
       OPENAI_BASE_URL: baseURL,
       OPENAI_API_KEY: 'test-key',
       REDIS_URL: redis.url,
       INSTANCE_LEASE_MS: String(LEASE_MS),
       ...env,
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let output = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout!.on('data', (chunk) => {
-      output += chunk;
-      const match = output.match(/Copilot Gateway ready at (\S+)/);
-      if (match) resolve(match[1]);
-    });
-    child.stderr!.on('data', (chunk) => (output += chunk));
-    child.once('exit', (code) => reject(new Error(`the gateway exited (${code}):\n${output}`)));
-  });
-  return { url, wsUrl: url.replace(/^http/, 'ws'), child };
+    children,
+  );
 }
 
 describe('several gateway processes on one Redis', () => {

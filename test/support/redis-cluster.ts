@@ -6,12 +6,17 @@ import { RedisServer } from './redis.js';
  * processes in cluster mode, joined by `redis-cli --cluster create`. `nodes` are "127.0.0.1:port" seeds.
  */
 export class RedisCluster {
+  /** Servers killed by killPrimaryOf (no longer asked whether the cluster is ok). */
+  private readonly killed = new Set<RedisServer>();
   private constructor(readonly servers: RedisServer[]) {}
 
   static async start(): Promise<RedisCluster> {
     const servers = await Promise.all(
       Array.from({ length: 6 }, () =>
+        // Persistent (append-only file), as production nodes are: a node restarted after a crash comes back with its
+        // data, not empty, and rejoins as its successor's replica.
         RedisServer.start({
+          persistent: true,
           args: ['--cluster-enabled', 'yes', '--cluster-node-timeout', '1000', '--cluster-config-file', 'nodes.conf'],
         }),
       ),
@@ -41,16 +46,77 @@ export class RedisCluster {
     return this.servers.map((server) => `127.0.0.1:${server.port}`);
   }
 
+  /** The nodes still running (seeds for a client started after a kill). */
+  get liveNodes(): string[] {
+    return this.servers.filter((server) => !this.killed.has(server)).map((server) => `127.0.0.1:${server.port}`);
+  }
+
+  /** The server that is now the primary of `key`'s hash slot. */
+  primaryOf(key: string): RedisServer {
+    const live = this.servers.find((server) => !this.killed.has(server))!;
+    const cli = (...args: string[]) =>
+      spawnSync('redis-cli', ['-p', String(live.port), ...args], { encoding: 'utf8' }).stdout.trim();
+    const slot = Number(cli('cluster', 'keyslot', key));
+    for (const line of cli('cluster', 'nodes').split('\n')) {
+      // <id> <ip:port@bus> <flags> <primary> <ping> <pong> <epoch> <link> <slot> <slot-range> …
+      const [, address, flags, , , , , link, ...ranges] = line.split(' ');
+      if (!flags?.split(',').includes('master') || flags.includes('fail') || link !== 'connected') continue;
+      const served = ranges.some((range) => {
+        const [from, to] = range.split('-').map(Number);
+        return slot >= from && slot <= (to ?? from);
+      });
+      if (served) {
+        const port = Number(address.split('@')[0].split(':')[1]);
+        return this.servers.find((server) => server.port === port)!;
+      }
+    }
+    throw new Error(`no primary serves the slot of ${key}`);
+  }
+
+  /** SIGKILLs the primary of `key`'s slot, as a crashed machine; its replica is promoted after the node timeout. */
+  async killPrimaryOf(key: string): Promise<RedisServer> {
+    const primary = this.primaryOf(key);
+    this.killed.add(primary);
+    await primary.kill();
+    return primary;
+  }
+
   /** Waits until every node says the cluster is ok (all slots served). */
   async untilHealthy(timeoutMs = 20_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const states = this.servers.map(
-        (server) =>
-          spawnSync('redis-cli', ['-p', String(server.port), 'cluster', 'info'], { encoding: 'utf8' }).stdout ?? '',
-      );
+      const states = this.servers
+        .filter((server) => !this.killed.has(server))
+        .map(
+          (server) =>
+            spawnSync('redis-cli', ['-p', String(server.port), 'cluster', 'info'], { encoding: 'utf8' }).stdout ?? '',
+        );
       if (states.every((state) => state.includes('cluster_state:ok'))) return;
       if (Date.now() > deadline) throw new Error(`the cluster is not ok:\n${states.join('\n')}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  /** Starts a killed server again on its port and folder: it rejoins the cluster (as the promoted node's replica). */
+  async revive(server: RedisServer): Promise<void> {
+    await server.restart();
+    this.killed.delete(server);
+  }
+
+  /** Waits until every primary has its replica connected and in sync (`master_link_status:up` on each replica). */
+  async untilReplicated(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const roles = this.servers
+        .filter((server) => !this.killed.has(server))
+        .map(
+          (server) =>
+            spawnSync('redis-cli', ['-p', String(server.port), 'info', 'replication'], { encoding: 'utf8' }).stdout ??
+            '',
+        );
+      const replicas = roles.filter((info) => info.includes('role:slave'));
+      if (replicas.length > 0 && replicas.every((info) => info.includes('master_link_status:up'))) return;
+      if (Date.now() > deadline) throw new Error(`the replicas are not in sync:\n${roles.join('\n')}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }

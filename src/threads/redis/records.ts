@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import type { ChainableCommander } from 'ioredis';
+import type { Cluster } from 'ioredis';
+import calculateSlot from 'cluster-key-slot';
 import { GatewayError, StoreUnavailableError } from '../../core/errors.js';
 import type { SequencedEvent } from '../../core/events.js';
 import type { Message } from '../../core/messages.js';
@@ -230,10 +231,9 @@ export class RedisRecords {
   appendEvents(keys: RunKeys, batch: Batch): Promise<string> {
     const args = [keys.run, keys.log, batch.first, batch.last, batch.events] as const;
     if (this.waitReplicas === 0) return this.redis.cgAppendEvents(...args, keys.channel);
-    return this.replicated(
-      (pipeline) => pipeline.cgAppendEvents(...args, ''),
-      [{ channel: keys.channel, events: batch.events }],
-    );
+    return this.replicated(this.redis.cgAppendEvents(...args, ''), keys.run, [
+      { channel: keys.channel, events: batch.events },
+    ]);
   }
 
   private get waitReplicas(): number {
@@ -241,28 +241,26 @@ export class RedisRecords {
   }
 
   /**
-   * With `waitReplicas`: the write's answer once that many replicas have it (a WAIT sent right after it, on the same
-   * connection: a pipeline of the two, which on a Redis Cluster goes to the primary of the write's slot), and only
-   * then its events published to followers; rejects with STORE_UNAVAILABLE when the replicas do not have them in
-   * time, so that the log sends them again. Answers other than ok and dup (nothing was written) need no wait.
+   * With `waitReplicas`: the write's answer once that many replicas have it, and only then its events published to
+   * followers; rejects with STORE_UNAVAILABLE when the replicas do not have them in time, so that the log sends them
+   * again. Answers other than ok and dup (nothing was written) need no wait. The WAIT goes on the connection the write
+   * went on (it counts that connection's writes): the one connection to one server, or on a Redis Cluster the
+   * connection to the primary that now serves `key`'s slot (a write that went to a primary since failed over is
+   * written again: the new primary's WAIT covers it only once it has been).
    */
   private async replicated<T extends string | string[]>(
-    write: (pipeline: ScriptedPipeline) => unknown,
+    pending: Promise<T>,
+    key: string,
     publish: readonly { channel: string; events: string }[],
   ): Promise<T> {
-    const pipeline = this.redis.pipeline() as ScriptedPipeline;
-    write(pipeline);
-    pipeline.wait(this.waitReplicas, WAIT_TIMEOUT_MS);
-    const results = (await pipeline.exec()) ?? [];
-    const [[writeError, reply], [waitError, acknowledged]] = results as [Error | null, unknown][];
-    if (writeError) throw writeError;
-    const answers = (Array.isArray(reply) ? reply : [reply]) as string[];
-    if (!answers.some((answer) => answer === 'ok' || answer === 'dup')) return reply as T;
-    if (waitError) throw waitError;
-    if ((acknowledged as number) < this.waitReplicas) {
+    const reply = await pending;
+    const answers: string[] = Array.isArray(reply) ? reply : [reply];
+    if (!answers.some((answer) => answer === 'ok' || answer === 'dup')) return reply;
+    const acknowledged = await this.primaryOf(key).wait(this.waitReplicas, WAIT_TIMEOUT_MS);
+    if (acknowledged < this.waitReplicas) {
       throw new StoreUnavailableError(
-        `Only ${String(acknowledged)} of the ${this.waitReplicas} Redis replicas REDIS_WAIT_REPLICAS asks for took ` +
-          `the run's events within ${WAIT_TIMEOUT_MS} ms.`,
+        `Only ${acknowledged} of the ${this.waitReplicas} Redis replicas REDIS_WAIT_REPLICAS asks for took the run's ` +
+          `events within ${WAIT_TIMEOUT_MS} ms.`,
       );
     }
     answers.forEach((answer, index) => {
@@ -270,7 +268,20 @@ export class RedisRecords {
       // when the next batch shows the gap, or when its subscriber reconnects (live.ts).
       if (answer === 'ok' && publish[index]) this.publish(publish[index].channel, publish[index].events);
     });
-    return reply as T;
+    return reply;
+  }
+
+  /**
+   * The connection that serves `key`: the command connection, or on a Redis Cluster its connection to the primary of
+   * the key's slot as the client last learnt it (ioredis's public slot table).
+   */
+  private primaryOf(key: string): { wait(replicas: number, timeoutMs: number): Promise<number> } {
+    if (!this.cluster) return this.redis;
+    const cluster = this.redis as unknown as Cluster;
+    const primary = cluster.slots[calculateSlot(key)]?.[0];
+    const node = cluster.nodes('master').find(({ options }) => `${options.host}:${options.port}` === primary);
+    if (!node) throw new StoreUnavailableError(`No Redis Cluster primary is known for the run's keys now.`);
+    return node;
   }
 
   /** Publishes a batch on a run's live channel (sharded on a Redis Cluster, like the scripts' publishing). */
@@ -290,9 +301,12 @@ export class RedisRecords {
       keys.push(run.run, run.log);
       args.push(batch.first, batch.last, batch.events, waiting ? '' : run.channel);
     }
-    if (!waiting) return this.redis.cgAppendMany(keys.length, ...keys, ...args);
+    const replies = this.redis.cgAppendMany(keys.length, ...keys, ...args);
+    if (!waiting) return replies;
+    // One server (cgAppendMany is not used on a Redis Cluster): any key names its connection.
     return this.replicated(
-      (pipeline) => pipeline.cgAppendMany(keys.length, ...keys, ...args),
+      replies,
+      keys[0],
       writes.map(({ keys: run, batch }) => ({ channel: run.channel, events: batch.events })),
     );
   }
@@ -324,10 +338,7 @@ export class RedisRecords {
       this.threadKey(threadId, ''),
     ];
     const reply = waiting
-      ? await this.replicated<string>(
-          (pipeline) => pipeline.cgAppend(...keys, ...args('')),
-          [{ channel, events: batch.events }],
-        )
+      ? await this.replicated(this.redis.cgAppend(...keys, ...args('')), keys[0], [{ channel, events: batch.events }])
       : await this.redis.cgAppend(...keys, ...args(channel));
     // The run has ended: its instance no longer answers for it.
     if (reply === 'ok' && batch.status) this.disown(batch.owner, threadId, runId);
@@ -520,11 +531,6 @@ export class RedisRecords {
     }
   }
 }
-
-/** A pipeline with the store's scripts (defined on its connection). */
-type ScriptedPipeline = ChainableCommander & {
-  [script in 'cgAppend' | 'cgAppendEvents' | 'cgAppendMany']: (...args: (string | number)[]) => ScriptedPipeline;
-};
 
 /** The fields of a thread's `meta` hash its list entry is read from. */
 const SUMMARY_FIELDS = ['principal', 'agent', 'name', 'archived', 'createdAt', 'updatedAt', 'lastRunAt', 'latest'];
