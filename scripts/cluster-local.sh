@@ -20,6 +20,9 @@
 #   SHUTDOWN_GRACE_MS   passed to the gateways (default 25000, as in compose.yaml)
 #   ROLLING_WORKERS     runs the load sends at once during the rolling restart (default 6)
 #   DRAIN_CHECK=off     skip the rolling restart
+#   REDIS_CLUSTER=1     a Redis Cluster instead of one Redis server: three primaries with a replica each (six
+#                       redis-server processes, joined by redis-cli --cluster create), named to the gateways in
+#                       REDIS_CLUSTER_NODES
 #   NGINX_CONF=<file>   another nginx configuration with the same markers (default deploy/nginx.conf), e.g. an
 #                       older one, to compare its rolling restart
 #   KEEP_TMP=1          keep the temporary directory
@@ -43,6 +46,7 @@ find_tool() {
 }
 missing=()
 redis_server=$(find_tool redis-server) || missing+=(redis-server)
+if [ "${REDIS_CLUSTER:-}" = 1 ]; then redis_cli=$(find_tool redis-cli) || missing+=(redis-cli); fi
 nginx=$(find_tool nginx) || missing+=(nginx-light)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
@@ -80,6 +84,7 @@ cleanup() {
   for name in gateway-a gateway-b; do stop_process "$name" TERM 30; done
   stop_process nginx TERM 10
   stop_process redis TERM 10
+  for node in 1 2 3 4 5 6; do stop_process "redis-$node" TERM 10; done
   if [ "$status" -ne 0 ]; then
     for log in "$tmp"/*.log; do
       [ -s "$log" ] || continue
@@ -128,23 +133,55 @@ fi
 # ---------------------------------------------------------------------------------------------------
 # Redis (append-only file, as in compose.yaml)
 
-redis_port=$(free_port)
-mkdir -p "$tmp/redis"
-say "redis-server on 127.0.0.1:$redis_port"
-"$redis_server" --bind 127.0.0.1 --port "$redis_port" --dir "$tmp/redis" --appendonly yes --save '' \
-  --daemonize no --protected-mode yes >"$tmp/redis.log" 2>&1 &
-pids[redis]=$!
-deadline=$((SECONDS + ready_timeout))
-until node -e '
-  const socket = require("node:net").connect(Number(process.argv[1]), "127.0.0.1");
-  socket.on("connect", () => socket.write("PING\r\n"));
-  socket.on("data", (data) => process.exit(String(data).startsWith("+PONG") ? 0 : 1));
-  socket.on("error", () => process.exit(1));
-  setTimeout(() => process.exit(1), 2000);' "$redis_port"; do
-  kill -0 "${pids[redis]}" 2>/dev/null || fail "redis-server exited (see $tmp/redis.log)"
-  [ $SECONDS -lt "$deadline" ] || fail "redis-server not answering after ${ready_timeout}s"
-  sleep 0.2
-done
+wait_redis() { # name, port: until the server answers PING
+  local name=$1 port=$2
+  deadline=$((SECONDS + ready_timeout))
+  until node -e '
+    const socket = require("node:net").connect(Number(process.argv[1]), "127.0.0.1");
+    socket.on("connect", () => socket.write("PING\r\n"));
+    socket.on("data", (data) => process.exit(String(data).startsWith("+PONG") ? 0 : 1));
+    socket.on("error", () => process.exit(1));
+    setTimeout(() => process.exit(1), 2000);' "$port"; do
+    kill -0 "${pids[$name]}" 2>/dev/null || fail "$name exited (see $tmp/$name.log)"
+    [ $SECONDS -lt "$deadline" ] || fail "$name not answering after ${ready_timeout}s"
+    sleep 0.2
+  done
+}
+
+if [ "${REDIS_CLUSTER:-}" = 1 ]; then
+  cluster_nodes=()
+  for node in 1 2 3 4 5 6; do
+    port=$(free_port)
+    mkdir -p "$tmp/redis-$node"
+    "$redis_server" --bind 127.0.0.1 --port "$port" --dir "$tmp/redis-$node" --appendonly yes --save '' \
+      --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000 \
+      --daemonize no --protected-mode yes >"$tmp/redis-$node.log" 2>&1 &
+    pids[redis-$node]=$!
+    cluster_nodes+=("127.0.0.1:$port")
+  done
+  for node in 1 2 3 4 5 6; do wait_redis "redis-$node" "${cluster_nodes[$((node - 1))]##*:}"; done
+  say "Redis Cluster on ${cluster_nodes[*]} (three primaries, a replica each)"
+  "$redis_cli" --cluster create "${cluster_nodes[@]}" --cluster-replicas 1 --cluster-yes >"$tmp/redis-cluster-create.log" 2>&1 \
+    || fail "redis-cli --cluster create failed (see $tmp/redis-cluster-create.log)"
+  deadline=$((SECONDS + ready_timeout))
+  for address in "${cluster_nodes[@]}"; do
+    until "$redis_cli" -p "${address##*:}" cluster info 2>/dev/null | grep -q cluster_state:ok; do
+      [ $SECONDS -lt "$deadline" ] || fail "the Redis Cluster is not ok after ${ready_timeout}s"
+      sleep 0.2
+    done
+  done
+  redis_kind='a Redis Cluster of 3 primaries and 3 replicas'
+  redis_env=(REDIS_CLUSTER_NODES="$(IFS=,; echo "${cluster_nodes[*]}")")
+else
+  redis_port=$(free_port)
+  mkdir -p "$tmp/redis"
+  say "redis-server on 127.0.0.1:$redis_port"
+  "$redis_server" --bind 127.0.0.1 --port "$redis_port" --dir "$tmp/redis" --appendonly yes --save '' \
+    --daemonize no --protected-mode yes >"$tmp/redis.log" 2>&1 &
+  pids[redis]=$!
+  wait_redis redis "$redis_port"
+  redis_env=(REDIS_URL="redis://127.0.0.1:$redis_port")
+fi
 
 # ---------------------------------------------------------------------------------------------------
 # Two gateway instances, as compose.yaml configures them (but on loopback).
@@ -152,7 +189,7 @@ done
 declare -A ports=()
 start_instance() { # name: npm start on its port (logs appended to $tmp/<name>.log, a restart's after the first's)
   local name=$1
-  NODE_ENV=production HOST=127.0.0.1 PORT="${ports[$name]}" REDIS_URL="redis://127.0.0.1:$redis_port" \
+  env "${redis_env[@]}" NODE_ENV=production HOST=127.0.0.1 PORT="${ports[$name]}" \
     TRUST_PROXY=1 SHUTDOWN_GRACE_MS="${SHUTDOWN_GRACE_MS:-25000}" LOG_LEVEL="${LOG_LEVEL:-info}" \
     npm start >>"$tmp/$name.log" 2>&1 &
   pids[$name]=$!
@@ -318,7 +355,7 @@ for result in "${results[@]}"; do
   case $result in FAIL*) status=1 ;; esac
 done
 if [ "$status" -eq 0 ]; then
-  echo "cluster-local: PASS (Redis, 2 gateways and nginx on loopback: cluster-check, $([ "${DRAIN_CHECK:-on}" = off ] && echo 'rolling restart skipped' || echo 'rolling restart'), failover, shutdown)"
+  echo "cluster-local: PASS (${redis_kind:-Redis}, 2 gateways and nginx on loopback: cluster-check, $([ "${DRAIN_CHECK:-on}" = off ] && echo 'rolling restart skipped' || echo 'rolling restart'), failover, shutdown)"
 else
   echo "cluster-local: FAIL" >&2
 fi
