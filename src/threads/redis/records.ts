@@ -189,15 +189,19 @@ export class RedisRecords {
   }
 
   /**
-   * Starts (or, with `reset`, starts again from nothing) a run's record; see the `cgOpen` script. The run is first
-   * listed among this instance's (another hash slot), so that a run is never open without an instance that answers
-   * for it: if this instance dies, the one that sweeps its list ends the run. A run that does not open is taken off.
+   * Starts (or, with `reset`, starts again from nothing) a run's record; see the `cgOpen` script. The run is listed
+   * among this instance's (another hash slot) by the same call, which succeeds only once both are written, so that a
+   * run is not left open without an instance that answers for it: if this instance dies, the one that sweeps its list
+   * ends the run. A run that does not open is taken off.
    */
   async openRecord(threadId: string, runId: string, input: RunInput, reset: boolean): Promise<string> {
     const owned = this.instanceKey(this.instanceId, 'runs');
     const entry = `${threadId}\u0000${runId}`;
-    await this.redis.sadd(owned, entry);
-    const reply = await this.redis.cgOpen(
+    // Both sent in this tick, so that the open goes to Redis before any write the log sends after it (a record written
+    // again after Redis lost it: the open, then its events). Either failing fails the open, which is sent again (a
+    // second open of this instance's record answers ok at once).
+    const listed = this.redis.sadd(owned, entry);
+    const opened = this.redis.cgOpen(
       this.threadKey(threadId, 'lock'),
       this.threadKey(threadId, 'meta'),
       this.threadKey(threadId, 'runs'),
@@ -213,6 +217,7 @@ export class RedisRecords {
       reset ? '1' : '',
       JSON.stringify(input.newMessages),
     );
+    const [, reply] = await Promise.all([listed, opened]);
     if (reply !== 'ok') this.disown(this.instanceId, threadId, runId);
     return reply;
   }
