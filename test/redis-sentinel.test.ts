@@ -58,7 +58,7 @@ describe('Redis Sentinel', () => {
     expect(() => readEnvironment({ REDIS_SENTINELS: '10.0.0.5:26379' })).toThrow(/needs REDIS_SENTINEL_NAME/);
     expect(() =>
       readEnvironment({ REDIS_SENTINELS: 'a:1', REDIS_SENTINEL_NAME: 'm', REDIS_URL: 'redis://x:6379' }),
-    ).toThrow(/REDIS_URL or REDIS_SENTINELS/);
+    ).toThrow(/Set one of REDIS_URL, REDIS_SENTINELS/);
     expect(() => readEnvironment({ REDIS_SENTINEL_NAME: 'm' })).toThrow(/go with REDIS_SENTINELS/);
     expect(() =>
       createGateway({ logger: silentLogger, threads: { sentinels: ['nohost'], sentinelName: 'm' } }),
