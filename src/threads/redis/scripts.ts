@@ -1,11 +1,11 @@
-import type { RedisClient } from './connection.js';
+import type { Cluster, Redis } from 'ioredis';
 
 // The thread store's Lua scripts: every write to a thread's keys is one of them, so each is atomic. Each names keys
 // of one hash slot only (a thread's keys share its \`{threadId}\` hash tag; a list's two sets share theirs), so that
 // they run on a Redis Cluster as on one server.
 
 /** The command connection with the store's scripts defined on it (defineScripts). */
-export type ScriptedRedis = RedisClient & {
+export type ScriptedRedis = (Redis | Cluster) & {
   cgAppendMany(...args: (string | number)[]): Promise<string[]>;
   cgClaim(...args: (string | number)[]): Promise<[string, string, string, string, string, string]>;
   cgRelease(...args: (string | number)[]): Promise<number>;
@@ -227,7 +227,7 @@ return {0, list}`,
  * Defines the store's scripts as commands of `redis` (cgClaim, cgOpen, cgAppend, …); on a Redis Cluster (`sharded`)
  * their live channels are published with SPUBLISH.
  */
-export function defineScripts(redis: RedisClient, sharded: boolean): ScriptedRedis {
+export function defineScripts(redis: Redis | Cluster, sharded: boolean): ScriptedRedis {
   for (const [name, [keys, source]] of Object.entries(SCRIPTS)) {
     const lua = sharded ? source.replaceAll("redis.call('PUBLISH'", "redis.call('SPUBLISH'") : source;
     redis.defineCommand(name, keys === null ? { lua } : { numberOfKeys: keys, lua });
