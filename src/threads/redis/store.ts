@@ -52,8 +52,8 @@ export interface RedisThreadStoreOptions extends ThreadStoreOptions {
 }
 
 /**
- * Threads in Redis, shared by every gateway instance on it (a single Redis server or a primary with
- * replicas; not Redis Cluster). Per thread, under `{prefix}{threadId}:`:
+ * Threads in Redis, shared by every gateway instance on it (a single Redis server, a primary with
+ * replicas behind Sentinel, or a Redis Cluster). Per thread, under `{prefix}{threadId}:` (one hash slot):
  * - `lock`: "runId instanceId" while a run holds the thread (expiring while only claimed);
  * - `meta`: a hash with the transcript (JSON) and the latest run's id;
  * - `runs`: a list of its run ids, oldest first (trimmed to maxRunsPerThread, with their records);
@@ -61,11 +61,13 @@ export interface RedisThreadStoreOptions extends ThreadStoreOptions {
  * - `run:{runId}`: a hash with the run's status ("running" or the terminal status as JSON), last
  *   sequence, times and owning instance;
  * - `log:{runId}`: a stream of the run's events, one entry per batch (`e`: a JSON array of events).
- * Live events are published on `{prefix}live:{threadId}:{runId}` as they are stored; stop requests on
- * `{prefix}stop`. Instances beat `{prefix}instance:{id}` (expiring after the lease) and list the runs
- * they own in `{prefix}instance:{id}:runs`, so that another instance can end them if they die.
- * Every write is a Lua script, so each is atomic; all keys of a thread expire `ttlSeconds` after its
- * last write.
+ * Live events are published on `{prefix}live:{threadId}:{runId}` as they are stored (sharded pub/sub on a
+ * cluster); stop requests on `{prefix}stop`. Instances beat `{prefix}instance:{id}` (expiring after the
+ * lease) and list the runs they own in `{prefix}instance:{id}:runs` (their own slot), so that another
+ * instance can end them if they die; they list themselves in `{prefix}instances`. A thread list is two
+ * sorted sets `{prefix}list:{scope:agent}:all|active`. Every write to a thread is a Lua script on its
+ * slot, so each is atomic; what goes to another slot (a list entry, a run's listing) is a command of its
+ * own beside it. All keys of a thread expire `ttlSeconds` after its last write.
  */
 export class RedisThreadStore implements ThreadStore, RunLogStore {
   readonly kind = 'redis';
