@@ -239,4 +239,28 @@ describe('Redis Cluster', () => {
     const thread = (await gql(b.url, THREAD, { threadId })).data.copilotThread;
     expect(thread.runs.length).toBeGreaterThanOrEqual(2);
   }, 90_000);
+
+  it("ends a follower on the other instance STORE_UNAVAILABLE, as the run's own client, when no replica takes the run's writes (its primary dead, not back)", async () => {
+    const threads = { clusterNodes: cluster.liveNodes, keyPrefix: 'orphan:', waitReplicas: 1, leaseMs: 3_000 };
+    const adapter = () => new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 });
+    await cluster.untilReplicated();
+    const a = await start({ adapter: adapter(), threads });
+    const b = await start({ adapter: adapter(), threads });
+    const threadId = 'cluster-orphan';
+    const run = agRun(a, threadId, 'cluster-orphan-run', '[tokens=300] [delay=20]');
+    let ended = false;
+    void run.done.finally(() => (ended = true));
+    while (run.events.length < 10 && !ended) await new Promise((resolve) => setTimeout(resolve, 20));
+    const joiner = watch(b.wsUrl, JOIN_RUN, { threadId });
+    await joiner.received(4);
+
+    // The promoted replica has no replica of its own: no write of the run is acknowledged any more.
+    await cluster.killPrimaryOf(`orphan:{${threadId}}:lock`);
+    const events = await run.done;
+    await joiner.done;
+    expect(events.at(-1)).toMatchObject({ type: 'RUN_ERROR', code: 'STORE_UNAVAILABLE' });
+    expect(joiner.errors.flat()[0]).toMatchObject({ extensions: { code: 'STORE_UNAVAILABLE' } });
+    // It saw only what was stored (and so shown to the run's client too, or about to be).
+    expect(tokens(300).startsWith(textOfEvents(joiner.events))).toBe(true);
+  }, 60_000);
 });

@@ -1,14 +1,18 @@
 import type { RedisClient } from './connection.js';
-import { RunNotFoundError, toGatewayError } from '../../core/errors.js';
+import { RunNotFoundError, StoreUnavailableError, toGatewayError } from '../../core/errors.js';
 import type { SequencedEvent } from '../../core/events.js';
 import { EventFeed } from '../feed.js';
 import type { StopHandler, StopReason } from '../store.js';
 import type { RedisRecords } from './records.js';
 
-/** A follower of a live channel: takes published batches, and reads the log again when told. */
+/** The stop channel's notice that a run's clients were ended unrecorded (RedisRunLog.giveUp): its followers end too. */
+export const GAVE_UP = 'unrecorded';
+
+/** A follower of a live channel: takes published batches, reads the log again when told, or ends. */
 interface LiveListener {
   deliver(events: SequencedEvent[]): void;
   resync(): void;
+  fail(error: Error): void;
 }
 
 /**
@@ -112,7 +116,11 @@ export class LiveChannels {
       early = [];
       for (const batch of waiting) deliver(batch);
     };
-    const listener: LiveListener = { deliver, resync: () => void readAll() };
+    const listener: LiveListener = {
+      deliver,
+      resync: () => void readAll(),
+      fail: (error) => feed.fail(toGatewayError(error)),
+    };
     const quiet = setInterval(
       () => {
         if (!heard) void readAll();
@@ -158,9 +166,24 @@ export class LiveChannels {
     for (const entry of this.live.values()) for (const listener of entry.listeners) listener.resync();
   }
 
+  /**
+   * The run's instance ended its clients STORE_UNAVAILABLE, its end not stored: its followers here end the same way
+   * (they see only what is stored, and would otherwise wait for an end that comes only once Redis takes it).
+   */
+  private endFollowers(threadId: string, runId: string): void {
+    const entry = this.live.get(this.records.liveChannel(threadId, runId));
+    if (!entry) return;
+    const error = new StoreUnavailableError(
+      "The thread store (Redis) does not take this run's events; its instance ended it. Its record is completed " +
+        'once the store answers: join the run then to read it.',
+    );
+    for (const listener of [...entry.listeners]) listener.fail(error);
+  }
+
   private onMessage(channel: string, message: string): void {
     if (channel === this.stopChannel) {
       const [threadId, runId, reason] = message.split('\u0000');
+      if (reason === GAVE_UP) return this.endFollowers(threadId, runId);
       const why: StopReason = reason === 'deleted' ? 'deleted' : 'stopped';
       for (const handler of this.stopHandlers) handler(threadId, runId, why);
       return;

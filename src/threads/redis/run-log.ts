@@ -19,6 +19,8 @@ export interface RunLogStore {
   connectionError(error: unknown): void;
   /** Logs what cannot be retried (at `info` when it is what a client asked for, as a delete). */
   recordLost(threadId: string, runId: string, why: string, level?: 'error' | 'info'): void;
+  /** Tells every instance's followers of the run that its clients were ended unrecorded (see giveUp). */
+  announceGaveUp(threadId: string, runId: string): void;
 }
 
 /** A run keeps its events (to write its record again from nothing) up to this many characters of JSON. */
@@ -69,7 +71,8 @@ export class RedisRunLog implements RunLog {
   /** Where stored events go (the run's clients). */
   private sink: StoredEventSink | undefined;
   /** The clients were told the store could not take the run's events in time. */
-  private gaveUp = false;
+  /** Its clients were ended STORE_UNAVAILABLE; the log still tries to complete the record (giveUp). */
+  gaveUp = false;
   /** Since when events have waited with no write confirmed (0: none waits). */
   stalledSince = 0;
   readonly keys: RunKeys;
@@ -82,8 +85,8 @@ export class RedisRunLog implements RunLog {
 
   constructor(
     private readonly store: RunLogStore,
-    private readonly threadId: string,
-    private readonly runId: string,
+    readonly threadId: string,
+    readonly runId: string,
     private readonly input: RunInput,
     ttlSeconds: number,
     private readonly onLost: ((error: GatewayError) => void) | undefined,
@@ -325,6 +328,9 @@ export class RedisRunLog implements RunLog {
     );
     this.sink?.failed(error);
     this.onLost?.(error);
+    // Followers on other instances see only what is stored, and the end is not: they are told too (again on every
+    // beat while the record stays incomplete, for those who join meanwhile).
+    this.store.announceGaveUp(this.threadId, this.runId);
   }
 
   private end(): void {

@@ -13,7 +13,7 @@ import {
   type RedisConnection,
 } from './connection.js';
 import { InstanceLeases } from './instances.js';
-import { LiveChannels } from './live.js';
+import { GAVE_UP, LiveChannels } from './live.js';
 import { RedisRecords } from './records.js';
 import { RedisRunLog, type RunLogStore, type Write } from './run-log.js';
 import { stopError } from '../store.js';
@@ -322,9 +322,24 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
   private checkStalledLogs(): void {
     const now = Date.now();
     for (const log of this.logs) {
+      if (log.gaveUp) {
+        this.announceGaveUp(log.threadId, log.runId);
+        continue;
+      }
       const waited = log.stalledSince === 0 ? 0 : now - log.stalledSince;
       if (waited > this.options.leaseMs) log.giveUp(waited);
     }
+  }
+
+  /**
+   * Tells the followers of a run, on every instance, that its clients were ended STORE_UNAVAILABLE with its end not
+   * stored (RedisRunLog.giveUp): a notice on the stop channel (plain pub/sub, which needs no replica to take a write,
+   * and reaches every instance on a cluster too), which ends their streams the same way (LiveChannels).
+   */
+  announceGaveUp(threadId: string, runId: string): void {
+    this.records.redis
+      ?.publish(this.records.key('stop'), `${threadId}\u0000${runId}\u0000${GAVE_UP}`)
+      .catch((error: unknown) => this.connectionError(error));
   }
 
   /** Ends a run from its stored events, with no instance to end it (see InstanceLeases.endRun). */
