@@ -91,6 +91,27 @@ async function storedLog(prefix: string, threadId: string, runId: string): Promi
   }
 }
 
+/**
+ * Two in-process gateways on the cluster with REDIS_WAIT_REPLICAS=1 (once every replica is in sync): a run of `tokens`
+ * tokens 20 ms apart streaming through A (its first 10 events shown, unless it ended first), and a follower through
+ * B that has its first events.
+ */
+async function streamingWithFollower(prefix: string, leaseMs: number, threadId: string, runId: string, tokens: number) {
+  const threads = { clusterNodes: cluster.liveNodes, keyPrefix: prefix, waitReplicas: 1, leaseMs };
+  const adapter = () => new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 });
+  // A WAIT before the replicas are in sync would stall the run until they are.
+  await cluster.untilReplicated();
+  const a = await start({ adapter: adapter(), threads });
+  const b = await start({ adapter: adapter(), threads });
+  const run = agRun(a, threadId, runId, `[tokens=${tokens}] [delay=20]`);
+  let ended = false;
+  void run.done.finally(() => (ended = true));
+  while (run.events.length < 10 && !ended) await new Promise((resolve) => setTimeout(resolve, 20));
+  const joiner = watch(b.wsUrl, JOIN_RUN, { threadId });
+  await joiner.received(4);
+  return { a, b, run, joiner };
+}
+
 describe('Redis Cluster', () => {
   it('is configured by REDIS_CLUSTER_NODES, alone; REDIS_URL at a cluster node is refused at start, naming it', async () => {
     expect(readEnvironment({ REDIS_CLUSTER_NODES: '10.0.0.5:6379, 10.0.0.6:6379' }).threads).toMatchObject({
@@ -177,22 +198,10 @@ describe('Redis Cluster', () => {
   }, 60_000);
 
   it("carries a run across its primary's death (the replica promoted) with REDIS_WAIT_REPLICAS=1: every event a client was shown is kept, the run and its joiner end as documented", async () => {
-    const threads = { clusterNodes: cluster.nodes, keyPrefix: 'failover:', waitReplicas: 1, leaseMs: 10_000 };
-    const adapter = () => new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 });
-    // Every replica has caught up with its primary (a WAIT before then would stall the run until it has).
-    await cluster.untilReplicated();
-    const a = await start({ adapter: adapter(), threads });
-    const b = await start({ adapter: adapter(), threads });
     const threadId = 'cluster-failover';
     const runId = 'cluster-failover-run';
-    const run = agRun(a, threadId, runId, '[tokens=150] [delay=20]');
-    // Streaming: its first tokens shown (each one stored on the primary and its replica).
-    let ended = false;
-    void run.done.finally(() => (ended = true));
-    while (run.events.length < 10 && !ended) await new Promise((resolve) => setTimeout(resolve, 20));
+    const { a, b, run, joiner } = await streamingWithFollower('failover:', 10_000, threadId, runId, 150);
     expect(run.events.length).toBeGreaterThanOrEqual(10);
-    const joiner = watch(b.wsUrl, JOIN_RUN, { threadId });
-    await joiner.received(4);
 
     const killed = await cluster.killPrimaryOf(`failover:{${threadId}}:lock`);
     // The replica is promoted; the old primary comes back as its replica (a restarted machine), so that the writes
@@ -241,18 +250,8 @@ describe('Redis Cluster', () => {
   }, 90_000);
 
   it("ends a follower on the other instance STORE_UNAVAILABLE, as the run's own client, when no replica takes the run's writes (its primary dead, not back)", async () => {
-    const threads = { clusterNodes: cluster.liveNodes, keyPrefix: 'orphan:', waitReplicas: 1, leaseMs: 3_000 };
-    const adapter = () => new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 });
-    await cluster.untilReplicated();
-    const a = await start({ adapter: adapter(), threads });
-    const b = await start({ adapter: adapter(), threads });
     const threadId = 'cluster-orphan';
-    const run = agRun(a, threadId, 'cluster-orphan-run', '[tokens=300] [delay=20]');
-    let ended = false;
-    void run.done.finally(() => (ended = true));
-    while (run.events.length < 10 && !ended) await new Promise((resolve) => setTimeout(resolve, 20));
-    const joiner = watch(b.wsUrl, JOIN_RUN, { threadId });
-    await joiner.received(4);
+    const { run, joiner } = await streamingWithFollower('orphan:', 3_000, threadId, 'cluster-orphan-run', 300);
 
     // The promoted replica has no replica of its own: no write of the run is acknowledged any more.
     await cluster.killPrimaryOf(`orphan:{${threadId}}:lock`);

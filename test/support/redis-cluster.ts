@@ -82,19 +82,10 @@ export class RedisCluster {
   }
 
   /** Waits until every node says the cluster is ok (all slots served). */
-  async untilHealthy(timeoutMs = 20_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const states = this.servers
-        .filter((server) => !this.killed.has(server))
-        .map(
-          (server) =>
-            spawnSync('redis-cli', ['-p', String(server.port), 'cluster', 'info'], { encoding: 'utf8' }).stdout ?? '',
-        );
-      if (states.every((state) => state.includes('cluster_state:ok'))) return;
-      if (Date.now() > deadline) throw new Error(`the cluster is not ok:\n${states.join('\n')}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+  untilHealthy(timeoutMs = 20_000): Promise<void> {
+    return this.until(['cluster', 'info'], 'the cluster is not ok', timeoutMs, (states) =>
+      states.every((state) => state.includes('cluster_state:ok')),
+    );
   }
 
   /** Starts a killed server again on its port and folder: it rejoins the cluster (as the promoted node's replica). */
@@ -104,19 +95,30 @@ export class RedisCluster {
   }
 
   /** Waits until every primary has its replica connected and in sync (`master_link_status:up` on each replica). */
-  async untilReplicated(timeoutMs = 30_000): Promise<void> {
+  untilReplicated(timeoutMs = 30_000): Promise<void> {
+    return this.until(['info', 'replication'], 'the replicas are not in sync', timeoutMs, (roles) => {
+      const replicas = roles.filter((info) => info.includes('role:slave'));
+      return replicas.length > 0 && replicas.every((info) => info.includes('master_link_status:up'));
+    });
+  }
+
+  /** Asks every running node `command` (redis-cli) until `done` holds of their answers; fails with `what` after. */
+  private async until(
+    command: string[],
+    what: string,
+    timeoutMs: number,
+    done: (answers: string[]) => boolean,
+  ): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const roles = this.servers
+      const answers = this.servers
         .filter((server) => !this.killed.has(server))
         .map(
           (server) =>
-            spawnSync('redis-cli', ['-p', String(server.port), 'info', 'replication'], { encoding: 'utf8' }).stdout ??
-            '',
+            spawnSync('redis-cli', ['-p', String(server.port), ...command], { encoding: 'utf8' }).stdout ?? '',
         );
-      const replicas = roles.filter((info) => info.includes('role:slave'));
-      if (replicas.length > 0 && replicas.every((info) => info.includes('master_link_status:up'))) return;
-      if (Date.now() > deadline) throw new Error(`the replicas are not in sync:\n${roles.join('\n')}`);
+      if (done(answers)) return;
+      if (Date.now() > deadline) throw new Error(`${what}:\n${answers.join('\n')}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
