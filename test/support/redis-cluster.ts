@@ -123,7 +123,13 @@ export class RedisCluster {
     }
   }
 
+  /**
+   * Ends every node at once (SIGKILL; nothing is kept) and removes their folders. A SIGTERM'd primary waits up to
+   * Redis's shutdown-timeout (10 s) for replicas that are shutting down too, and with append-only files under load
+   * that outlasted a test file's hook time in CI.
+   */
   async close(): Promise<void> {
+    await Promise.all(this.servers.map((server) => server.kill()));
     await Promise.all(this.servers.map((server) => server.close()));
   }
 }
