@@ -121,11 +121,25 @@ export class RedisRateLimiter implements RateLimiter {
     const redis = this.client();
     if (!redis || this.held.size === 0) return;
     const expires = Date.now() + RUN_LEASE_MS;
-    // A command each (the clients' keys are different slots on a cluster); sent together all the same (autopipelining).
-    for (const [member, key] of this.held) {
-      redis.zadd(key, 'XX', expires, member).catch((error: unknown) => this.warn(error));
-      redis.pexpire(key, RUN_LEASE_MS * 2).catch((error: unknown) => this.warn(error));
+    if (redis.isCluster) {
+      // A command each (the clients' keys are different slots); a node's go in one write all the same (the Cluster
+      // client autopipelines).
+      for (const [member, key] of this.held) {
+        redis.zadd(key, 'XX', expires, member).catch((error: unknown) => this.warn(error));
+        redis.pexpire(key, RUN_LEASE_MS * 2).catch((error: unknown) => this.warn(error));
+      }
+      return;
     }
+    // One server: one pipeline, one write.
+    const pipeline = redis.pipeline();
+    for (const [member, key] of this.held) pipeline.zadd(key, 'XX', expires, member).pexpire(key, RUN_LEASE_MS * 2);
+    pipeline.exec().then(
+      (replies) => {
+        const failed = replies?.find(([error]) => error);
+        if (failed) this.warn(failed[0]);
+      },
+      (error: unknown) => this.warn(error),
+    );
   }
 
   private client(): ScriptedRedis | undefined {

@@ -83,11 +83,10 @@ export async function createClients(connection: RedisConnection): Promise<RedisC
     url ? new Redis(url, { ...base, ...options }) : new Redis({ ...base, ...options });
   // Commands fail at once while disconnected: a request waits for no reconnection, and a run's log
   // keeps its batches and writes them again (RedisRunLog). A connected but stuck server times out.
-  // Commands issued in one tick go out in one write (autopipelining): the runs' writes of a turn of the loop.
-  const redis = defineScripts(
-    make({ enableOfflineQueue: false, commandTimeout: 5_000, enableAutoPipelining: true }),
-    false,
-  );
+  // No autopipelining: the hot write is already one command a turn of the loop for every run (cgAppendMany), and
+  // ioredis's autopipelining builds a Pipeline for each turn's commands, which measured 15-20% of the gateway's CPU
+  // per token on the paced load (BENCHMARKS.md). Reads of several keys at once are a pipeline (RedisRecords.together).
+  const redis = defineScripts(make({ enableOfflineQueue: false, commandTimeout: 5_000 }), false);
   // The subscriber queues its subscriptions while disconnected and subscribes again after a reconnect.
   const subscriber = make({ enableOfflineQueue: true, autoResubscribe: true });
   return { redis, subscriber, cluster: false };

@@ -353,17 +353,21 @@ export class RedisRecords {
   // --- reads ------------------------------------------------------------------------------
 
   async thread(threadId: string): Promise<ThreadRecord | undefined> {
-    const [meta, runIds, states] = await this.call(() =>
-      Promise.all([
-        this.redis.hgetall(this.threadKey(threadId, 'meta')),
-        this.redis.lrange(this.threadKey(threadId, 'runs'), 0, -1),
-        this.redis.hgetall(this.threadKey(threadId, 'states')),
+    // Each read is one write to Redis (a thread's keys share a slot: one node on a cluster too).
+    const [meta, runIds, states] = (await this.call(() =>
+      this.together([
+        ['hgetall', this.threadKey(threadId, 'meta')],
+        ['lrange', this.threadKey(threadId, 'runs'), 0, -1],
+        ['hgetall', this.threadKey(threadId, 'states')],
       ]),
-    );
+    )) as [Record<string, string>, string[], Record<string, string>];
     if (runIds.length === 0) return undefined;
-    const runs = (await Promise.all(runIds.map((runId) => this.run(threadId, runId)))).filter(
-      (run): run is RunRecord => run !== undefined,
-    );
+    const fields = (await this.call(() =>
+      this.together(runIds.map((runId) => ['hgetall', this.threadKey(threadId, 'run', runId)])),
+    )) as Record<string, string>[];
+    const runs = runIds
+      .map((runId, index) => runFrom(runId, fields[index]))
+      .filter((run): run is RunRecord => run !== undefined);
     if (runs.length === 0) return undefined;
     let messages = parseMessages(meta.transcript);
     const latest = runs[runs.length - 1];
@@ -435,16 +439,7 @@ export class RedisRecords {
   async run(threadId: string, runId?: string): Promise<RunRecord | undefined> {
     const id = runId ?? (await this.call(() => this.redis.lindex(this.threadKey(threadId, 'runs'), -1)));
     if (!id) return undefined;
-    const fields = await this.call(() => this.redis.hgetall(this.threadKey(threadId, 'run', id)));
-    if (!fields.status) return undefined;
-    return {
-      runId: id,
-      status: fields.status === 'running' ? PENDING : statusFrom(fields.status),
-      lastSequence: Number(fields.last),
-      startedAt: new Date(Number(fields.startedAt)),
-      finishedAt: fields.finishedAt ? new Date(Number(fields.finishedAt)) : null,
-      newMessages: parseMessages(fields.newInput),
-    };
+    return runFrom(id, await this.call(() => this.redis.hgetall(this.threadKey(threadId, 'run', id))));
   }
 
   /** The run's stored events, in order. */
@@ -456,6 +451,20 @@ export class RedisRecords {
   }
 
   /** Runs a read or a claim; a connection problem becomes STORE_UNAVAILABLE. */
+  /**
+   * Commands sent in one write: a pipeline on one server (whose client does not autopipeline: connection.ts). On a
+   * Redis Cluster, with `anySlot`, each command on its own (ioredis's Cluster client sends a node's commands of one
+   * tick in one write); without it, the keys must share a slot (a pipeline goes to one node).
+   */
+  async together(commands: [string, ...(string | number)[]][], anySlot = false): Promise<unknown[]> {
+    if (this.cluster && anySlot) return Promise.all(commands.map(([name, ...args]) => this.redis.call(name, ...args)));
+    const replies = (await this.redis.pipeline(commands).exec()) ?? [];
+    return replies.map(([error, reply]) => {
+      if (error) throw error;
+      return reply;
+    });
+  }
+
   async call<T>(command: () => Promise<T>): Promise<T> {
     if (!this.redis) throw new StoreUnavailableError('The thread store (Redis) has not been started.');
     try {
@@ -491,4 +500,17 @@ function statusFrom(json: string): RunStatus {
   } catch {
     return RUN_SUCCESS;
   }
+}
+
+/** A run's record from its hash's fields (none when it has no status: gone, or not opened). */
+function runFrom(runId: string, fields: Record<string, string>): RunRecord | undefined {
+  if (!fields.status) return undefined;
+  return {
+    runId,
+    status: fields.status === 'running' ? PENDING : statusFrom(fields.status),
+    lastSequence: Number(fields.last),
+    startedAt: new Date(Number(fields.startedAt)),
+    finishedAt: fields.finishedAt ? new Date(Number(fields.finishedAt)) : null,
+    newMessages: parseMessages(fields.newInput),
+  };
 }

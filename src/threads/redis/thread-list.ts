@@ -8,6 +8,7 @@ import type { ScriptedRedis } from './scripts.js';
 export interface ListRecords {
   redis: ScriptedRedis;
   call<T>(command: () => Promise<T>): Promise<T>;
+  together(commands: [string, ...(string | number)[]][], anySlot?: boolean): Promise<unknown[]>;
   threadKey(threadId: string, ...parts: string[]): string;
   listKey(scope: string, agentId: string): string;
 }
@@ -30,12 +31,13 @@ export async function readListPage(
     const want = limit + 1 - threads.length;
     const candidates = await entriesAfter(records, key, cursor, want);
     if (candidates.length === 0) break;
-    // Each thread's record, read at once (one write per node: autopipelining; each is its thread's slot).
-    const metas = await records.call(() =>
-      Promise.all(
-        candidates.map(({ threadId }) => records.redis.hmget(records.threadKey(threadId, 'meta'), ...SUMMARY_FIELDS)),
+    // Each thread's record, read at once (one write, or one per node on a cluster; each is its thread's slot).
+    const metas = (await records.call(() =>
+      records.together(
+        candidates.map(({ threadId }) => ['hmget', records.threadKey(threadId, 'meta'), ...SUMMARY_FIELDS]),
+        true,
       ),
-    );
+    )) as (string | null)[][];
     const gone: string[] = [];
     candidates.forEach(({ threadId }, i) => {
       const fields = metas[i];
