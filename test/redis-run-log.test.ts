@@ -113,4 +113,124 @@ describe("a run's log in Redis", () => {
       await store.close();
     }
   });
+
+  it('costs Redis the same commands at the 2nd and the 30th run of a thread, and keeps every stored run at least as long as the thread', async () => {
+    const keyPrefix = `keep-${Math.random().toString(36).slice(2)}:`;
+    const ttlSeconds = 3600;
+    const store = new RedisThreadStore({
+      connection: { url: redis.url },
+      keyPrefix,
+      ttlSeconds,
+      maxRunsPerThread: 50,
+      leaseMs: 10_000,
+      claimTimeoutMs: 60_000,
+      logger: silentLogger,
+    });
+    await store.start();
+    const watcher = new Redis(redis.url, { lazyConnect: true });
+    await watcher.connect();
+    const monitor = await watcher.monitor();
+    const threadId = 'old-thread';
+    /** Commands Redis ran on the thread's keys (those its scripts ran included), by name. */
+    let commands: string[] = [];
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (args.slice(1).some((arg) => String(arg).startsWith(`${keyPrefix}{${threadId}}`)))
+        commands.push(String(args[0]).toLowerCase());
+    });
+    const runOnce = async (n: number): Promise<string[]> => {
+      commands = [];
+      const { runId } = await store.claim(threadId, `run-${n}`, `fresh-${n}`);
+      const log = store.open(threadId, runId, { messages: [], newMessages: [] });
+      log.append({ type: 'RunStarted', threadId, runId, sequence: 0 } as SequencedEvent);
+      log.append({
+        type: 'TextMessageStart',
+        messageId: `m-${n}`,
+        parentMessageId: null,
+        role: 'assistant',
+        sequence: 1,
+      } as SequencedEvent);
+      log.append({
+        type: 'TextMessageContent',
+        messageId: `m-${n}`,
+        content: `turn ${n}`,
+        sequence: 2,
+      } as SequencedEvent);
+      log.append({
+        type: 'TextMessageEnd',
+        messageId: `m-${n}`,
+        status: { code: 'Success' },
+        sequence: 3,
+      } as SequencedEvent);
+      log.append({ type: 'RunFinished', status: RUN_SUCCESS, sequence: 4 } as SequencedEvent);
+      await log.settled;
+      // MONITOR's lines come a little after the replies.
+      await watcher.ping();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return commands.sort();
+    };
+    try {
+      await runOnce(1);
+      const second = await runOnce(2);
+      for (let n = 3; n < 30; n++) await runOnce(n);
+      const thirtieth = await runOnce(30);
+      expect(second.length).toBeGreaterThan(5);
+      // The same commands: none per stored run (no renewal of each run's expiry at every run).
+      expect(thirtieth).toEqual(second);
+
+      const runs = await watcher.lrange(`${keyPrefix}{${threadId}}:runs`, 0, -1);
+      expect(runs).toHaveLength(30);
+      const thread = await watcher.pttl(`${keyPrefix}{${threadId}}:meta`);
+      expect(thread).toBeGreaterThan((ttlSeconds - 60) * 1000);
+      for (const runId of runs) {
+        for (const key of [`run:${runId}`, `log:${runId}`]) {
+          const ttl = await watcher.pttl(`${keyPrefix}{${threadId}}:${key}`);
+          // At least the thread's, at most half a TTL more.
+          expect(ttl).toBeGreaterThanOrEqual(thread);
+          expect(ttl).toBeLessThanOrEqual(ttlSeconds * 1500);
+        }
+      }
+    } finally {
+      monitor.disconnect();
+      watcher.disconnect();
+      await store.close();
+    }
+  });
+
+  it('renews every stored run of a thread once half its TTL has passed since the last renewal', async () => {
+    const keyPrefix = `renew-${Math.random().toString(36).slice(2)}:`;
+    const store = new RedisThreadStore({
+      connection: { url: redis.url },
+      keyPrefix,
+      ttlSeconds: 2,
+      maxRunsPerThread: 10,
+      leaseMs: 10_000,
+      claimTimeoutMs: 60_000,
+      logger: silentLogger,
+    });
+    await store.start();
+    const watcher = new Redis(redis.url);
+    const threadId = 'renewed';
+    const runOnce = async (n: number) => {
+      const { runId } = await store.claim(threadId, `run-${n}`, `fresh-${n}`);
+      const log = store.open(threadId, runId, { messages: [], newMessages: [] });
+      log.append({ type: 'RunStarted', threadId, runId, sequence: 0 } as SequencedEvent);
+      log.append({ type: 'RunFinished', status: RUN_SUCCESS, sequence: 1 } as SequencedEvent);
+      await log.settled;
+    };
+    try {
+      await runOnce(1);
+      const renewedAt = Number(await watcher.hget(`${keyPrefix}{${threadId}}:meta`, 'runsUntil'));
+      // More than half the TTL (1 s) later, the first run would expire before the thread: the next run renews all.
+      await new Promise((resolve) => setTimeout(resolve, 1_200));
+      await runOnce(2);
+      const renewed = Number(await watcher.hget(`${keyPrefix}{${threadId}}:meta`, 'runsUntil'));
+      expect(renewed).toBeGreaterThan(renewedAt);
+      const thread = await watcher.pttl(`${keyPrefix}{${threadId}}:meta`);
+      for (const key of ['run:run-1', 'log:run-1', 'run:run-2', 'log:run-2'])
+        expect(await watcher.pttl(`${keyPrefix}{${threadId}}:${key}`)).toBeGreaterThanOrEqual(thread);
+    } finally {
+      watcher.disconnect();
+      await store.close();
+    }
+  });
 });

@@ -50,6 +50,31 @@ const APPEND_LUA = `local function append(run, log, first, last, events, expecte
   return 'ok'
 end`;
 
+/**
+ * What cgOpen and the closing cgAppend share: a Lua function that keeps every stored run's record and log at least as
+ * long as the thread (its `meta`, which they have just given `ttl` seconds) without touching each at every run. The
+ * runs are renewed together, to 1.5 TTL, only when the last renewal (`meta`'s `runsUntil`, on Redis's clock) would
+ * not cover a TTL from now: once every half TTL a thread is used, however many runs it keeps. Otherwise only `runId`'s
+ * keys (a run that has just ended) are set to expire with the others. So old runs may outlive their thread by up to
+ * half a TTL, and a run's cost does not grow with the runs stored.
+ */
+const KEEP_RUNS_LUA = `local function keepRuns(meta, runs, prefix, ttl, runId)
+  local time = redis.call('TIME')
+  local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  local untilMs = tonumber(redis.call('HGET', meta, 'runsUntil') or '0')
+  if untilMs < now + ttl * 1000 then
+    untilMs = now + ttl * 1500
+    for _, id in ipairs(redis.call('LRANGE', runs, 0, -1)) do
+      redis.call('PEXPIREAT', prefix .. 'run:' .. id, untilMs)
+      redis.call('PEXPIREAT', prefix .. 'log:' .. id, untilMs)
+    end
+    redis.call('HSET', meta, 'runsUntil', untilMs)
+  elseif runId then
+    redis.call('PEXPIREAT', prefix .. 'run:' .. runId, untilMs)
+    redis.call('PEXPIREAT', prefix .. 'log:' .. runId, untilMs)
+  end
+end`;
+
 /** The store's Lua scripts: [number of keys, source]. Keys of other runs are built from the thread's key prefix. */
 const SCRIPTS: Record<string, [number | null, string]> = {
   // KEYS: lock, run (of the proposed id), meta, runs. ARGV: proposed id, fresh id, instance, claim timeout (ms), owner
@@ -117,7 +142,8 @@ return 0`,
   // among its own (\`instance:{id}:runs\`, another slot) before it opens it.
   cgOpen: [
     5,
-    `local mine = ARGV[1] .. ' ' .. ARGV[2]
+    `${KEEP_RUNS_LUA}
+local mine = ARGV[1] .. ' ' .. ARGV[2]
 if redis.call('GET', ARGV[7] .. 'deleted') == mine then return 'deleted' end
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= mine then return 'lost' end
@@ -134,10 +160,7 @@ while redis.call('LLEN', KEYS[3]) > tonumber(ARGV[6]) do
   redis.call('DEL', ARGV[7] .. 'run:' .. old, ARGV[7] .. 'log:' .. old)
 end
 for _, key in ipairs({KEYS[2], KEYS[3], KEYS[4]}) do redis.call('EXPIRE', key, ARGV[5]) end
-for _, id in ipairs(redis.call('LRANGE', KEYS[3], 0, -1)) do
-  redis.call('EXPIRE', ARGV[7] .. 'run:' .. id, ARGV[5])
-  redis.call('EXPIRE', ARGV[7] .. 'log:' .. id, ARGV[5])
-end
+keepRuns(KEYS[2], KEYS[3], ARGV[7], tonumber(ARGV[5]), nil)
 return 'ok'`,
   ],
   // KEYS: run, log, states, meta, lock, runs. ARGV: first, last, events (JSON), states (JSON pairs), channel, ttl (s),
@@ -147,21 +170,19 @@ return 'ok'`,
   cgAppend: [
     6,
     `${APPEND_LUA}
+${KEEP_RUNS_LUA}
 local appended = append(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[11])
 if appended ~= 'ok' then return appended end
 for _, pair in ipairs(cjson.decode(ARGV[4])) do redis.call('HSET', KEYS[3], pair[1], pair[2]) end
+for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[6]) end
+redis.call('EXPIRE', KEYS[6], ARGV[6])
 if ARGV[7] ~= '' then
   redis.call('HSET', KEYS[1], 'status', ARGV[7], 'finishedAt', ARGV[9])
   redis.call('HSET', KEYS[4], 'transcript', ARGV[8])
   local holder = redis.call('GET', KEYS[5])
   if holder and string.sub(holder, 1, #ARGV[10] + 1) == ARGV[10] .. ' ' then redis.call('DEL', KEYS[5]) end
-  for _, id in ipairs(redis.call('LRANGE', KEYS[6], 0, -1)) do
-    redis.call('EXPIRE', ARGV[12] .. 'run:' .. id, ARGV[6])
-    redis.call('EXPIRE', ARGV[12] .. 'log:' .. id, ARGV[6])
-  end
+  keepRuns(KEYS[4], KEYS[6], ARGV[12], tonumber(ARGV[6]), ARGV[10])
 end
-for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[6]) end
-redis.call('EXPIRE', KEYS[6], ARGV[6])
 if ARGV[5] ~= '' then redis.call('PUBLISH', ARGV[5], ARGV[3]) end
 return 'ok'`,
   ],
