@@ -1,7 +1,11 @@
 // The benchmark's Redis: a redis-server of its own on loopback (no persistence), and what it says it did.
 // Commands and bytes are read from the server's INFO (commandstats, total_net_input_bytes and
 // total_net_output_bytes) before and after a measured window, so that nothing in the gateway is instrumented.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
 import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 /**
  * Sends one command (RESP array) on a new connection and resolves with the reply's text (a bulk string or a
@@ -34,8 +38,19 @@ export function command(port, ...args) {
   });
 }
 
-/** What Redis has done so far: calls per command (as commandstats names them) and bytes each way. */
+/**
+ * What Redis has done so far: calls per command (as commandstats names them) and bytes each way. `port` may be a
+ * list (a Redis Cluster's primaries): their sums.
+ */
 export async function stats(port) {
+  if (Array.isArray(port)) {
+    const all = await Promise.all(port.map((one) => stats(one)));
+    const calls = {};
+    for (const one of all)
+      for (const [name, count] of Object.entries(one.calls)) calls[name] = (calls[name] ?? 0) + count;
+    const sum = (key) => all.reduce((total, one) => total + one[key], 0);
+    return { calls, inputBytes: sum('inputBytes'), outputBytes: sum('outputBytes'), cpuMs: sum('cpuMs') };
+  }
   const text = await command(port, 'INFO', 'all');
   const calls = {};
   let inputBytes = 0;
@@ -96,8 +111,8 @@ export async function statsOverhead(port) {
   };
 }
 
-/** Starts redis-server on `port` (loopback, no persistence); resolves once it answers PING. */
-export async function startRedis(port, start) {
+/** Starts redis-server on `port` (loopback, no persistence, and `args`); resolves once it answers PING. */
+export async function startRedis(port, start, args = []) {
   const proc = start('redis-server', [
     '--port',
     String(port),
@@ -109,6 +124,7 @@ export async function startRedis(port, start) {
     'no',
     '--protected-mode',
     'no',
+    ...args,
   ]);
   const deadline = Date.now() + 10_000;
   for (;;) {
@@ -121,8 +137,48 @@ export async function startRedis(port, start) {
   }
 }
 
-/** Empties Redis and zeroes its counters, so that a server under test starts from the same nothing as the last. */
+/**
+ * A Redis Cluster of one primary per port (no replicas: the price of sharding, not of replication), made with
+ * `redis-cli --cluster create`; resolves with the servers once every node says the cluster is ok.
+ */
+export async function startRedisCluster(ports, start) {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-cluster-'));
+  const servers = [];
+  for (const port of ports)
+    servers.push(
+      await startRedis(port, start, [
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        join(dir, `nodes-${port}.conf`),
+        '--dir',
+        dir,
+      ]),
+    );
+  execFileSync(
+    'redis-cli',
+    ['--cluster', 'create', ...ports.map((port) => `127.0.0.1:${port}`), '--cluster-replicas', '0', '--cluster-yes'],
+    { stdio: 'ignore' },
+  );
+  const deadline = Date.now() + 20_000;
+  while (
+    !(await Promise.all(ports.map((port) => command(port, 'CLUSTER', 'INFO')))).every((info) =>
+      /cluster_state:ok/.test(info),
+    )
+  ) {
+    if (Date.now() > deadline) throw new Error('the Redis Cluster did not come up in 20 s');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return servers;
+}
+
+/**
+ * Empties Redis and zeroes its counters, so that a server under test starts from the same nothing as the last.
+ * `port` may be a list (a cluster's nodes: each empties its own slots).
+ */
 export async function resetRedis(port) {
-  await command(port, 'FLUSHALL');
-  await command(port, 'CONFIG', 'RESETSTAT');
+  for (const one of Array.isArray(port) ? port : [port]) {
+    await command(one, 'FLUSHALL');
+    await command(one, 'CONFIG', 'RESETSTAT');
+  }
 }

@@ -31,7 +31,7 @@ import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CopilotRuntimeClient } from '@copilotkit/runtime-client-gql';
-import { resetRedis, startRedis } from './redis.mjs';
+import { resetRedis, startRedis, startRedisCluster } from './redis.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const referenceDir = join(root, 'bench', 'reference');
@@ -143,7 +143,17 @@ if (scenarios.some((s) => s.servers.includes('gateway-redis'))) {
     execSync('command -v redis-server', { stdio: 'ignore' });
   } catch {
     console.error('== no redis-server on PATH: the store and growth scenarios run on the memory store only');
-    for (const scenario of scenarios) scenario.servers = scenario.servers.filter((name) => name !== 'gateway-redis');
+    for (const scenario of scenarios)
+      scenario.servers = scenario.servers.filter((name) => name !== 'gateway-redis' && name !== 'gateway-cluster');
+  }
+}
+// The Redis Cluster side also needs redis-cli (to make the cluster).
+if (scenarios.some((s) => s.servers.includes('gateway-cluster'))) {
+  try {
+    execSync('command -v redis-cli', { stdio: 'ignore' });
+  } catch {
+    console.error('== no redis-cli on PATH: the store scenarios run without a Redis Cluster');
+    for (const scenario of scenarios) scenario.servers = scenario.servers.filter((name) => name !== 'gateway-cluster');
   }
 }
 const without = (option('--without', '') ?? '').split(',').filter(Boolean);
@@ -164,6 +174,8 @@ if (scenarios.length === 0) {
  */
 function storeScenarios() {
   const servers = ['gateway', 'gateway-redis'];
+  // The paced and WebSocket loads on a Redis Cluster too (three primaries): what sharding costs per token.
+  const withCluster = [...servers, 'gateway-cluster'];
   const growthSizes = option('--growth-sizes', smoke ? '0,1,10' : '0,1,100,1000')
     .split(',')
     .map(Number);
@@ -176,7 +188,7 @@ function storeScenarios() {
         warmupMs: smoke ? 300 : 2500,
         durationMs: smoke ? 1000 : 10000,
       }),
-      servers,
+      servers: withCluster,
       family: 'store',
     },
     {
@@ -184,7 +196,7 @@ function storeScenarios() {
       family: 'store',
       title: `WebSocket: ${smoke ? 50 : 1000} streams, 10 tokens/s`,
       kind: 'ws',
-      servers,
+      servers: withCluster,
       load: {
         streams: smoke ? 50 : 1000,
         rampMs: smoke ? 200 : 2000,
@@ -484,9 +496,20 @@ async function main() {
   const needsRedis = scenarios.some((s) => s.servers.includes('gateway-redis'));
   const redisPort = needsRedis ? await freePort() : undefined;
   const redis = needsRedis ? await startRedis(redisPort, (command, argv) => start(command, argv, {})) : undefined;
+  // And a Redis Cluster of three primaries for the gateway-cluster server, the same way.
+  const needsCluster = scenarios.some((s) => s.servers.includes('gateway-cluster'));
+  const clusterPorts = needsCluster ? [await freePort(), await freePort(), await freePort()] : undefined;
+  const cluster = needsCluster
+    ? await startRedisCluster(clusterPorts, (command, argv) => start(command, argv, {}))
+    : undefined;
   const starters = {
     gateway: (extra) => startGateway(upstream, extra),
     'gateway-redis': (extra) => startGateway(upstream, { ...extra, REDIS_URL: `redis://127.0.0.1:${redisPort}` }),
+    'gateway-cluster': (extra) =>
+      startGateway(upstream, {
+        ...extra,
+        REDIS_CLUSTER_NODES: clusterPorts.map((port) => `127.0.0.1:${port}`).join(','),
+      }),
     baseline: (extra) => startGateway(upstream, extra, baselineRoot, baselineNodeFlags, baselineEnv),
     reference: () => startReference(upstream),
     passthrough: () => startPassthrough(upstream),
@@ -497,6 +520,7 @@ async function main() {
     ...(needsReference ? ['gateway', 'reference'] : ['gateway']),
     ...(baselineRoot ? ['baseline'] : []),
     ...(needsRedis ? ['gateway-redis'] : []),
+    ...(needsCluster ? ['gateway-cluster'] : []),
   ]) {
     const server = await starters[name]();
     try {
@@ -516,6 +540,7 @@ async function main() {
       for (const name of order) {
         console.error(`== ${scenario.name}, round ${round}/${rounds}: ${name}`);
         if (redis) await resetRedis(redisPort);
+        if (cluster) await resetRedis(clusterPorts);
         const server = await starters[name](scenario.env);
         try {
           const directUrl = scenario.load.directPath ? upstream.origin + scenario.load.directPath : undefined;
@@ -526,6 +551,8 @@ async function main() {
             upstreamPid: upstream.proc.child.pid,
             directUrl,
             ...(name === 'gateway-redis' ? { redisPort } : {}),
+            // On a cluster, Redis's counters are the sums of its nodes'.
+            ...(name === 'gateway-cluster' ? { redisPort: clusterPorts } : {}),
             ...scenario.load,
           };
           const result = await (scenario.kind === 'growth' ? runGrowth(config) : runLoad(config));
@@ -539,6 +566,7 @@ async function main() {
   }
   await stop(upstream.proc);
   if (redis) await stop(redis);
+  for (const node of cluster ?? []) await stop(node);
 
   const table = report(results);
   console.log(table);
@@ -665,16 +693,20 @@ function table(results, other, lines) {
   }
 }
 
-/** The store's table: each scenario on the memory store and on Redis, side by side; ratio = Redis / memory. */
+/**
+ * The store's table: each scenario on the memory store, on Redis and on a Redis Cluster, side by side; ratios to
+ * memory.
+ */
 function storeTable(results, lines) {
   lines.push(
     '',
-    "the store's price: the same gateway with its threads in memory and in Redis; ratio = Redis / memory",
+    "the store's price: the same gateway with its threads in memory, in Redis and in a Redis Cluster (three " +
+      'primaries); ratios = Redis / memory and Cluster / memory',
     '',
   );
   const row = (cells) => lines.push(`| ${cells.join(' | ')} |`);
-  row(['scenario', 'figure', 'memory', 'Redis', 'ratio']);
-  row(['---', '---', '---:', '---:', '---:']);
+  row(['scenario', 'figure', 'memory', 'Redis', 'ratio', 'Cluster', 'ratio']);
+  row(['---', '---', '---:', '---:', '---:', '---:', '---:']);
   for (const scenario of scenarios.filter((s) => s.family === 'store')) {
     const r = results[scenario.name];
     const m = (server, key) => median((r[server] ?? []).map((x) => x[key]));
@@ -700,8 +732,18 @@ function storeTable(results, lines) {
     figures.forEach(([label, key, digits], i) => {
       const memory = m('gateway', key);
       const redis = m('gateway-redis', key);
-      const ratio = memory && redis != null && !key.startsWith('redis') ? `${(redis / memory).toFixed(2)}x` : '';
-      row([i === 0 ? scenario.title : '', label, fmt(memory, digits), fmt(redis, digits), ratio]);
+      const cluster = m('gateway-cluster', key);
+      const ratio = (value) =>
+        memory && value != null && !key.startsWith('redis') ? `${(value / memory).toFixed(2)}x` : '';
+      row([
+        i === 0 ? scenario.title : '',
+        label,
+        fmt(memory, digits),
+        fmt(redis, digits),
+        ratio(redis),
+        fmt(cluster, digits),
+        ratio(cluster),
+      ]);
     });
   }
 }
