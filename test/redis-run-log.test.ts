@@ -2,7 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import type { GatewayError } from '../src/core/errors.js';
 import type { SequencedEvent } from '../src/core/events.js';
+import type { Message } from '../src/core/messages.js';
 import { RUN_SUCCESS } from '../src/core/status.js';
+import type { RunInput } from '../src/threads/store.js';
+import type { RedisRunLog } from '../src/threads/redis/run-log.js';
 import { RedisThreadStore } from '../src/threads/redis/store.js';
 import { silentLogger } from './support/harness.js';
 import { RedisServer } from './support/redis.js';
@@ -162,7 +165,7 @@ describe("a run's log in Redis", () => {
         sequence: 3,
       } as SequencedEvent);
       log.append({ type: 'RunFinished', status: RUN_SUCCESS, sequence: 4 } as SequencedEvent);
-      await log.settled;
+      await (log as RedisRunLog).settled;
       // MONITOR's lines come a little after the replies.
       await watcher.ping();
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -215,7 +218,7 @@ describe("a run's log in Redis", () => {
       const log = store.open(threadId, runId, { messages: [], newMessages: [] });
       log.append({ type: 'RunStarted', threadId, runId, sequence: 0 } as SequencedEvent);
       log.append({ type: 'RunFinished', status: RUN_SUCCESS, sequence: 1 } as SequencedEvent);
-      await log.settled;
+      await (log as RedisRunLog).settled;
     };
     try {
       await runOnce(1);
@@ -228,6 +231,79 @@ describe("a run's log in Redis", () => {
       const thread = await watcher.pttl(`${keyPrefix}{${threadId}}:meta`);
       for (const key of ['run:run-1', 'log:run-1', 'run:run-2', 'log:run-2'])
         expect(await watcher.pttl(`${keyPrefix}{${threadId}}:${key}`)).toBeGreaterThanOrEqual(thread);
+    } finally {
+      watcher.disconnect();
+      await store.close();
+    }
+  });
+
+  it("sends Redis only a run's new messages and output on a long thread, not the history again, and keeps the whole transcript", async () => {
+    const keyPrefix = `long-${Math.random().toString(36).slice(2)}:`;
+    const store = new RedisThreadStore({
+      connection: { url: redis.url },
+      keyPrefix,
+      ttlSeconds: 3600,
+      maxRunsPerThread: 20,
+      leaseMs: 10_000,
+      claimTimeoutMs: 60_000,
+      logger: silentLogger,
+    });
+    await store.start();
+    const watcher = new Redis(redis.url);
+    const written = async () => Number(/total_net_input_bytes:(\d+)/.exec(await watcher.info('stats'))![1]);
+    const threadId = 'long';
+    const message = (id: string, content: string) =>
+      ({ kind: 'text', id, role: 'user', content, createdAt: new Date(0).toISOString() }) as unknown as Message;
+    const runOnce = async (n: number, send: (history: Message[]) => RunInput) => {
+      const { runId, history } = await store.claim(threadId, `run-${n}`, `fresh-${n}`);
+      const log = store.open(threadId, runId, send(history));
+      const events = [
+        { type: 'RunStarted', threadId, runId },
+        { type: 'TextMessageStart', messageId: `reply-${n}`, parentMessageId: null, role: 'assistant' },
+        { type: 'TextMessageContent', messageId: `reply-${n}`, content: `reply ${n}` },
+        { type: 'TextMessageEnd', messageId: `reply-${n}`, status: { code: 'Success' } },
+        { type: 'RunFinished', status: RUN_SUCCESS },
+      ];
+      events.forEach((event, sequence) => log.append({ ...event, sequence } as SequencedEvent));
+      await (log as RedisRunLog).settled;
+    };
+    try {
+      // A history of about 200 KB.
+      const long = message('m-long', 'x'.repeat(200_000));
+      await runOnce(1, () => ({ messages: [long], newMessages: [long], extendsHistory: true }));
+
+      // Only the new message (the store completes the conversation, as ThreadService says): a few KB to Redis.
+      const before = await written();
+      const next = message('m-next', 'next');
+      await runOnce(2, (history) => ({
+        messages: [...history, next],
+        newMessages: [next],
+        extendsHistory: true,
+      }));
+      expect((await written()) - before).toBeLessThan(20_000);
+
+      // The whole conversation, not as the store had it (another client's copy): sent whole at the open only.
+      const beforeWhole = await written();
+      const last = message('m-last', 'last');
+      await runOnce(3, (history) => ({
+        messages: [...history.map((m) => ({ ...m })), last],
+        newMessages: [last],
+        extendsHistory: false,
+      }));
+      const wholeBytes = (await written()) - beforeWhole;
+      expect(wholeBytes).toBeGreaterThan(200_000);
+      expect(wholeBytes).toBeLessThan(300_000);
+
+      const thread = await store.thread(threadId);
+      expect(thread!.messages.map((m) => m.id)).toEqual([
+        'm-long',
+        'reply-1',
+        'm-next',
+        'reply-2',
+        'm-last',
+        'reply-3',
+      ]);
+      expect((thread!.messages[0] as { content: string }).content).toHaveLength(200_000);
     } finally {
       watcher.disconnect();
       await store.close();

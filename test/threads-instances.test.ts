@@ -154,6 +154,13 @@ describe('several gateway processes on one Redis', () => {
       'INSTANCE_LOST',
       'Success',
     ]);
+    // The killed run's message and what it had stored, then the next run's.
+    expect(thread.messages.map((message: any) => message.content.join(''))).toEqual([
+      '[tokens=500] [delay=5]',
+      text,
+      '[tokens=1] again',
+      'tok0 ',
+    ]);
   }, 60_000);
 });
 

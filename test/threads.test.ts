@@ -140,6 +140,43 @@ describe.each(STORES)('threads %s', (kind, storeOptions) => {
     expect(final.messages).toHaveLength(6);
   });
 
+  it("shows, while a run sent only its new message runs, the thread's history, that message and what the run has produced so far; and all of it once the run ends", async () => {
+    const { a, b } = await gateways();
+    const threadId = `running-read-${kind}`;
+    await new CopilotRuntimeClient({ url: a.url })
+      .generateCopilotResponse({ data: runInput([userMessage('[tokens=2] first', 'r1')], { threadId }) as any })
+      .toPromise();
+    await until(
+      () => thread(b.url, threadId),
+      (t) => t?.runs[0]?.finishedAt,
+      'the first run recorded',
+    );
+    const run = watch(a.wsUrl, COPILOT_RUN, {
+      data: runInput([userMessage('[tokens=300] [delay=20] second', 'r2')], { threadId }),
+    });
+    await run.received(6);
+    const during = await until(
+      () => thread(b.url, threadId),
+      (t) => t?.messages.length === 4,
+      'the running run read with its output so far',
+    );
+    const contents = (t: any) => t.messages.map((m: any) => m.content.join(''));
+    expect(contents(during).slice(0, 3)).toEqual(['[tokens=2] first', 'tok0 tok1 ', '[tokens=300] [delay=20] second']);
+    expect(contents(during)[3]).toMatch(/^tok0 tok1 /);
+    expect(during.runs[1].finishedAt).toBeNull();
+
+    expect((await gql(b.url, STOP, { threadId })).data.stopCopilotRun).toBe(true);
+    await run.done;
+    const after = await until(
+      () => thread(a.url, threadId),
+      (t) => t?.runs[1]?.finishedAt,
+      'the stopped run recorded',
+    );
+    expect(contents(after).slice(0, 3)).toEqual(['[tokens=2] first', 'tok0 tok1 ', '[tokens=300] [delay=20] second']);
+    expect(contents(after)[3]).toBe(textOfEvents(run.events));
+    expect(after.messages).toHaveLength(4);
+  });
+
   it('refuses a second run on a busy thread with THREAD_BUSY before calling the model, from any instance, and frees the thread at the terminal event', async () => {
     const { a, b } = await gateways();
     const threadId = `busy-${kind}`;

@@ -150,8 +150,14 @@ export class ThreadService {
         settled = true;
         const had = new Set(history.map((message) => message.id));
         const newMessages = admitted.messages.filter((message) => !had.has(message.id));
-        const log = this.store.open(run.threadId, run.runId, { messages: admitted.messages, newMessages }, (error) =>
-          run.abort(error),
+        const extendsHistory =
+          admitted.messages.length === history.length + newMessages.length &&
+          history.every((message, i) => admitted.messages[i] === message);
+        const log = this.store.open(
+          run.threadId,
+          run.runId,
+          { messages: admitted.messages, newMessages, extendsHistory },
+          (error) => run.abort(error),
         );
         this.attach(run, log);
         if (!log.deliverStored) return run;

@@ -95,6 +95,11 @@ export interface RunInput {
   messages: readonly Message[];
   /** The messages the thread did not have before this run (a replay restores them from the run). */
   newMessages: readonly Message[];
+  /**
+   * `messages` are the thread's transcript as its claim read it (the same objects, in order), then `newMessages`: a
+   * store that keeps the transcript need not be sent it again (RedisThreadStore writes only what is new).
+   */
+  extendsHistory?: boolean;
 }
 
 /** What a run's claim says of its thread, for the thread's list entry and its access. */

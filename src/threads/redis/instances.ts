@@ -111,9 +111,13 @@ export class InstanceLeases {
       const closing = closingEvents(log, status);
       const output = new OutputCollector();
       for (const event of [...log, ...closing]) output.add(event);
-      const input = parseMessages(
-        await this.records.redis.hget(this.records.threadKey(threadId, 'meta'), 'transcript'),
-      );
+      // The run's input: the thread's transcript, and its new messages when its open sent only those (`extends`).
+      const [transcript, [newInput, extendsHistory]] = await Promise.all([
+        this.records.redis.hget(this.records.threadKey(threadId, 'meta'), 'transcript'),
+        this.records.redis.hmget(this.records.threadKey(threadId, 'run', runId), 'newInput', 'extends'),
+      ]);
+      const input = parseMessages(transcript);
+      if (extendsHistory === '1') input.push(...parseMessages(newInput));
       const reply = await this.records.appendBatch(
         threadId,
         runId,

@@ -62,8 +62,10 @@ export interface Batch {
   states: string;
   /** The terminal status (JSON), on the batch with RunFinished. */
   status?: string;
-  /** The thread's transcript after the run (JSON), on the batch with RunFinished. */
+  /** The thread's transcript after the run (JSON), on the batch with RunFinished: the whole, or with `appended`… */
   transcript?: string;
+  /** …only the messages that follow what the thread's record holds (the run's input as its open wrote it). */
+  appended?: boolean;
 }
 
 /**
@@ -192,7 +194,9 @@ export class RedisRecords {
    * Starts (or, with `reset`, starts again from nothing) a run's record; see the `cgOpen` script. The run is listed
    * among this instance's (another hash slot) by the same call, which succeeds only once both are written, so that a
    * run is not left open without an instance that answers for it: if this instance dies, the one that sweeps its list
-   * ends the run. A run that does not open is taken off.
+   * ends the run. A run that does not open is taken off. The thread's transcript becomes the run's input, sent whole
+   * unless the input extends what the record holds (RunInput.extendsHistory; not when written again from nothing):
+   * then only the new messages are sent (as the run's `newInput`), and readers add them (see `thread`).
    */
   async openRecord(threadId: string, runId: string, input: RunInput, reset: boolean): Promise<string> {
     const owned = this.instanceKey(this.instanceId, 'runs');
@@ -209,7 +213,7 @@ export class RedisRecords {
       this.threadKey(threadId, 'log', runId),
       runId,
       this.instanceId,
-      JSON.stringify(input.messages),
+      reset || !input.extendsHistory ? JSON.stringify(input.messages) : '',
       Date.now(),
       this.options.ttlSeconds,
       this.options.maxRunsPerThread,
@@ -341,6 +345,7 @@ export class RedisRecords {
       runId,
       expectedLast === undefined ? '' : expectedLast,
       this.threadKey(threadId, ''),
+      batch.appended ? '1' : '',
     ];
     const reply = waiting
       ? await this.replicated(this.redis.cgAppend(...keys, ...args('')), keys[0], [{ channel, events: batch.events }])
@@ -365,6 +370,7 @@ export class RedisRecords {
     const fields = (await this.call(() =>
       this.together(runIds.map((runId) => ['hgetall', this.threadKey(threadId, 'run', runId)])),
     )) as Record<string, string>[];
+    const latestFields = fields[fields.length - 1];
     const runs = runIds
       .map((runId, index) => runFrom(runId, fields[index]))
       .filter((run): run is RunRecord => run !== undefined);
@@ -372,7 +378,10 @@ export class RedisRecords {
     let messages = parseMessages(meta.transcript);
     const latest = runs[runs.length - 1];
     if (latest.finishedAt === null) {
-      // Running: the transcript is its input; what it has produced so far comes from its log.
+      // Running: the transcript is its input (or what came before it, and its new messages: cgOpen's `extends`); what
+      // it has produced so far comes from its log.
+      if (latest.runId === runIds[runIds.length - 1] && latestFields.extends === '1')
+        messages = [...messages, ...(latest.newMessages ?? [])];
       const output = new OutputCollector();
       for (const event of await this.readLog(threadId, latest.runId)) output.add(event);
       messages = transcriptOf(messages, output.current());

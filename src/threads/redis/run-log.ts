@@ -67,6 +67,12 @@ export class RedisRunLog implements RunLog {
   private keptChars = 0;
   private allStates = new Map<string, AgentStateRecord>();
   private rebuilds = 0;
+  /**
+   * How many of the input's first messages the thread's record holds as its transcript once the run is open: all of
+   * them, or (when the open sent only the new ones: RunInput.extendsHistory) those before the new ones. The closing
+   * batch sends the messages after these.
+   */
+  private held: number;
   private finalStatus: RunStatus | undefined;
   /** Where stored events go (the run's clients). */
   private sink: StoredEventSink | undefined;
@@ -95,6 +101,7 @@ export class RedisRunLog implements RunLog {
       this.settle = resolve;
     });
     this.keys = store.records.runKeys(threadId, runId);
+    this.held = input.extendsHistory ? input.messages.length - input.newMessages.length : input.messages.length;
     this.renewEveryMs = (ttlSeconds * 1000) / 4;
     this.stalledSince = Date.now();
     this.send({
@@ -180,13 +187,21 @@ export class RedisRunLog implements RunLog {
       last: events[events.length - 1].sequence,
       events: JSON.stringify(events),
       states: JSON.stringify([...states.entries()].map(([name, record]) => [name, JSON.stringify(record)])),
-      ...(finished
-        ? {
-            status: JSON.stringify(finished),
-            transcript: JSON.stringify(transcriptOf(this.input.messages, this.output.current())),
-          }
-        : {}),
+      ...(finished ? { status: JSON.stringify(finished), ...this.transcript() } : {}),
     };
+  }
+
+  /**
+   * The thread's transcript after the run, for its closing batch: the messages that follow what the record holds
+   * (`held`), unless the input repeats a message id (the transcript keeps each id once): then the whole.
+   */
+  private transcript(): Pick<Batch, 'transcript' | 'appended'> {
+    const input = this.input.messages;
+    const transcript = transcriptOf(input, this.output.current());
+    // Each input message kept, in place: the transcript starts with the input as it is.
+    if (input.length === 0 || transcript[input.length - 1] === input[input.length - 1])
+      return { transcript: JSON.stringify(transcript.slice(this.held)), appended: true };
+    return { transcript: JSON.stringify(transcript) };
   }
 
   /**
@@ -279,6 +294,7 @@ export class RedisRunLog implements RunLog {
     this.unconfirmed = [];
     this.pending = [];
     this.states = new Map();
+    this.held = this.input.messages.length; // opened again with the whole input
     this.send({
       batch: undefined,
       events: [],

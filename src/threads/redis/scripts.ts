@@ -135,11 +135,12 @@ return 1`,
 if holder and string.sub(holder, 1, #ARGV[1] + 1) == ARGV[1] .. ' ' then return redis.call('DEL', KEYS[1]) end
 return 0`,
   ],
-  // KEYS: lock, meta, runs, run, log. ARGV: run id, instance, input (JSON), started at, ttl (s), max runs, thread key
-  // prefix, reset ("1" to write the record again from nothing), new input (JSON). Answers 'deleted' when this run held
-  // the thread when it was removed (cgRemoveThread's mark names it), 'lost' when another run holds the thread; 'ok'
-  // otherwise (at once when the record is already this instance's: an open sent again). The instance lists the run
-  // among its own (\`instance:{id}:runs\`, another slot) before it opens it.
+  // KEYS: lock, meta, runs, run, log. ARGV: run id, instance, input (JSON; "" when it is the transcript the thread
+  // holds followed by the new input: the run's \`extends\`), started at, ttl (s), max runs, thread key prefix, reset
+  // ("1" to write the record again from nothing), new input (JSON). Answers 'deleted' when this run held the thread
+  // when it was removed (cgRemoveThread's mark names it), 'lost' when another run holds the thread; 'ok' otherwise (at
+  // once when the record is already this instance's: an open sent again). The instance lists the run among its own
+  // (\`instance:{id}:runs\`, another slot) before it opens it.
   cgOpen: [
     5,
     `${KEEP_RUNS_LUA}
@@ -151,9 +152,12 @@ if ARGV[8] == '' and redis.call('HGET', KEYS[4], 'owner') == ARGV[2] then return
 redis.call('SET', KEYS[1], mine)
 redis.call('DEL', KEYS[5])
 redis.call('HDEL', KEYS[4], 'finishedAt')
+local extends = ''
+if ARGV[3] == '' then extends = '1' end
 redis.call('HSET', KEYS[4], 'status', 'running', 'last', -1, 'startedAt', ARGV[4], 'owner', ARGV[2],
-  'newInput', ARGV[9])
-redis.call('HSET', KEYS[2], 'transcript', ARGV[3], 'latest', ARGV[1])
+  'newInput', ARGV[9], 'extends', extends)
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], 'transcript', ARGV[3]) end
+redis.call('HSET', KEYS[2], 'latest', ARGV[1])
 if not redis.call('LPOS', KEYS[3], ARGV[1]) then redis.call('RPUSH', KEYS[3], ARGV[1]) end
 while redis.call('LLEN', KEYS[3]) > tonumber(ARGV[6]) do
   local old = redis.call('LPOP', KEYS[3])
@@ -165,8 +169,9 @@ return 'ok'`,
   ],
   // KEYS: run, log, states, meta, lock, runs. ARGV: first, last, events (JSON), states (JSON pairs), channel, ttl (s),
   // terminal status (JSON or ""), transcript (JSON or ""), now, run id, expected last sequence ("" for any), thread key
-  // prefix. Answers ok, dup (already stored), gap (out of order, or the log is not at the expected sequence), finished
-  // (ended by another instance), missing (no record). The run's instance takes it off its list once it has ended.
+  // prefix, appended ("1": the transcript is the messages that follow those the thread holds). Answers ok, dup
+  // (already stored), gap (out of order, or the log is not at the expected sequence), finished (ended by another
+  // instance), missing (no record). The run's instance takes it off its list once it has ended.
   cgAppend: [
     6,
     `${APPEND_LUA}
@@ -178,7 +183,14 @@ for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[6]) end
 redis.call('EXPIRE', KEYS[6], ARGV[6])
 if ARGV[7] ~= '' then
   redis.call('HSET', KEYS[1], 'status', ARGV[7], 'finishedAt', ARGV[9])
-  redis.call('HSET', KEYS[4], 'transcript', ARGV[8])
+  local transcript = ARGV[8]
+  if ARGV[13] == '1' then
+    -- Two JSON arrays joined: what the thread holds, then what the run added.
+    local held = redis.call('HGET', KEYS[4], 'transcript') or '[]'
+    if transcript == '[]' then transcript = held
+    elseif held ~= '[]' then transcript = string.sub(held, 1, -2) .. ',' .. string.sub(transcript, 2) end
+  end
+  redis.call('HSET', KEYS[4], 'transcript', transcript)
   local holder = redis.call('GET', KEYS[5])
   if holder and string.sub(holder, 1, #ARGV[10] + 1) == ARGV[10] .. ' ' then redis.call('DEL', KEYS[5]) end
   keepRuns(KEYS[4], KEYS[6], ARGV[12], tonumber(ARGV[6]), ARGV[10])
