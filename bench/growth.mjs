@@ -22,10 +22,11 @@
 // store has nothing of the thread. "Store's share" = the old thread's run less the control's.
 // At sizes up to 10, each measured run is on a thread of its own built to N turns (so that N stays N); above, the
 // runs follow each other on one thread (N to N + runs - 1; the thread grown for one size is grown on to the next).
-// `copilotThread` and a `/threads` page are timed at each size too (median of 5, sequential).
+// `copilotThread` and a `/threads` page are timed at each size too (median of 5, sequential), and on Redis the memory
+// the thread read takes there (MEMORY USAGE of its keys).
 import http from 'node:http';
 import { readFileSync, readdirSync } from 'node:fs';
-import { difference, stats, statsOverhead } from './redis.mjs';
+import { command, difference, stats, statsOverhead } from './redis.mjs';
 
 const config = JSON.parse(process.argv[2]);
 const stock = JSON.parse(readFileSync(new URL('./stock-request.json', import.meta.url), 'utf8'));
@@ -258,6 +259,20 @@ for (const size of config.sizes) {
   }
   const thread = await timeRead(() => readThread(threadForReads));
   const page = await timeRead(readPage);
+  // What the thread takes in Redis: MEMORY USAGE of each of its keys (its record, its runs' records and logs).
+  const redisThreadBytes =
+    typeof config.redisPort === 'number'
+      ? Number(
+          await command(
+            config.redisPort,
+            'EVAL',
+            "local total = 0 for _, key in ipairs(redis.call('KEYS', ARGV[1])) do " +
+              "total = total + (redis.call('MEMORY', 'USAGE', key) or 0) end return total",
+            '0',
+            `cg:{${threadForReads}}:*`,
+          ),
+        )
+      : undefined;
   results.push({
     size,
     old: summarize(old),
@@ -266,6 +281,7 @@ for (const size of config.sizes) {
     copilotThreadMs: thread.ms,
     copilotThreadBytes: thread.bytes,
     threadsPageMs: page.ms,
+    redisThreadBytes,
   });
 }
 agent.destroy();

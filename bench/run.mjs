@@ -787,10 +787,11 @@ function growthTable(results, lines) {
             'Redis bytes written per run',
             'Redis commands per run',
             "Redis's CPU per run (ms)",
+            "the thread's Redis memory (KB)",
           ]
         : []),
     ]);
-    row(['---:', '---:', '---:', '---:', '---:', ...(redis ? ['---:', '---:', '---:', '---:'] : [])]);
+    row(['---:', '---:', '---:', '---:', '---:', ...(redis ? ['---:', '---:', '---:', '---:', '---:'] : [])]);
     for (const size of sizes) {
       const three = (key, digits) =>
         ['old', 'whole', 'control']
@@ -819,6 +820,10 @@ function growthTable(results, lines) {
               three('redisWrittenBytes', 0),
               three('redisCommands', 0),
               three('redisCpuMs', 3),
+              fmt(
+                at(server, size, (x) => (x.redisThreadBytes == null ? null : x.redisThreadBytes / 1024)),
+                0,
+              ),
             ]
           : []),
       ]);

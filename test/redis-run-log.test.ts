@@ -270,7 +270,10 @@ describe("a run's log in Redis", () => {
     try {
       // A history of about 200 KB.
       const long = message('m-long', 'x'.repeat(200_000));
+      const beforeFirst = await written();
       await runOnce(1, () => ({ messages: [long], newMessages: [long], extendsHistory: true }));
+      // Written once (the run's new input), not again at its end.
+      expect((await written()) - beforeFirst).toBeLessThan(300_000);
 
       // Only the new message (the store completes the conversation, as ThreadService says): a few KB to Redis.
       const before = await written();

@@ -64,7 +64,7 @@ export interface Batch {
   status?: string;
   /** The thread's transcript after the run (JSON), on the batch with RunFinished: the whole, or with `appended`… */
   transcript?: string;
-  /** …only the messages that follow what the thread's record holds (the run's input as its open wrote it). */
+  /** …only the run's output, which Redis puts after the run's input (see cgAppend). */
   appended?: boolean;
 }
 

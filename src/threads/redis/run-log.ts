@@ -67,12 +67,6 @@ export class RedisRunLog implements RunLog {
   private keptChars = 0;
   private allStates = new Map<string, AgentStateRecord>();
   private rebuilds = 0;
-  /**
-   * How many of the input's first messages the thread's record holds as its transcript once the run is open: all of
-   * them, or (when the open sent only the new ones: RunInput.extendsHistory) those before the new ones. The closing
-   * batch sends the messages after these.
-   */
-  private held: number;
   private finalStatus: RunStatus | undefined;
   /** Where stored events go (the run's clients). */
   private sink: StoredEventSink | undefined;
@@ -101,7 +95,6 @@ export class RedisRunLog implements RunLog {
       this.settle = resolve;
     });
     this.keys = store.records.runKeys(threadId, runId);
-    this.held = input.extendsHistory ? input.messages.length - input.newMessages.length : input.messages.length;
     this.renewEveryMs = (ttlSeconds * 1000) / 4;
     this.stalledSince = Date.now();
     this.send({
@@ -192,15 +185,16 @@ export class RedisRunLog implements RunLog {
   }
 
   /**
-   * The thread's transcript after the run, for its closing batch: the messages that follow what the record holds
-   * (`held`), unless the input repeats a message id (the transcript keeps each id once): then the whole.
+   * The thread's transcript after the run, for its closing batch: the run's output only (Redis puts it after the run's
+   * input, which the open wrote or keeps as the run's new input: cgAppend), unless the input repeats a message id
+   * (the transcript keeps each id once): then the whole.
    */
   private transcript(): Pick<Batch, 'transcript' | 'appended'> {
     const input = this.input.messages;
     const transcript = transcriptOf(input, this.output.current());
     // Each input message kept, in place: the transcript starts with the input as it is.
     if (input.length === 0 || transcript[input.length - 1] === input[input.length - 1])
-      return { transcript: JSON.stringify(transcript.slice(this.held)), appended: true };
+      return { transcript: JSON.stringify(transcript.slice(input.length)), appended: true };
     return { transcript: JSON.stringify(transcript) };
   }
 
@@ -294,7 +288,6 @@ export class RedisRunLog implements RunLog {
     this.unconfirmed = [];
     this.pending = [];
     this.states = new Map();
-    this.held = this.input.messages.length; // opened again with the whole input
     this.send({
       batch: undefined,
       events: [],

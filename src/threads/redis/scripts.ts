@@ -169,13 +169,18 @@ return 'ok'`,
   ],
   // KEYS: run, log, states, meta, lock, runs. ARGV: first, last, events (JSON), states (JSON pairs), channel, ttl (s),
   // terminal status (JSON or ""), transcript (JSON or ""), now, run id, expected last sequence ("" for any), thread key
-  // prefix, appended ("1": the transcript is the messages that follow those the thread holds). Answers ok, dup
+  // prefix, appended ("1": the transcript is the run's output, to follow its input). Answers ok, dup
   // (already stored), gap (out of order, or the log is not at the expected sequence), finished (ended by another
   // instance), missing (no record). The run's instance takes it off its list once it has ended.
   cgAppend: [
     6,
     `${APPEND_LUA}
 ${KEEP_RUNS_LUA}
+local function joinArrays(a, b)
+  if b == '[]' then return a end
+  if a == '[]' then return b end
+  return string.sub(a, 1, -2) .. ',' .. string.sub(b, 2)
+end
 local appended = append(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[11])
 if appended ~= 'ok' then return appended end
 for _, pair in ipairs(cjson.decode(ARGV[4])) do redis.call('HSET', KEYS[3], pair[1], pair[2]) end
@@ -185,10 +190,12 @@ if ARGV[7] ~= '' then
   redis.call('HSET', KEYS[1], 'status', ARGV[7], 'finishedAt', ARGV[9])
   local transcript = ARGV[8]
   if ARGV[13] == '1' then
-    -- Two JSON arrays joined: what the thread holds, then what the run added.
+    -- JSON arrays joined: what the thread holds, the run's new input when its open did not write it, its output.
     local held = redis.call('HGET', KEYS[4], 'transcript') or '[]'
-    if transcript == '[]' then transcript = held
-    elseif held ~= '[]' then transcript = string.sub(held, 1, -2) .. ',' .. string.sub(transcript, 2) end
+    if redis.call('HGET', KEYS[1], 'extends') == '1' then
+      held = joinArrays(held, redis.call('HGET', KEYS[1], 'newInput') or '[]')
+    end
+    transcript = joinArrays(held, transcript)
   end
   redis.call('HSET', KEYS[4], 'transcript', transcript)
   local holder = redis.call('GET', KEYS[5])
