@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
-import type { GatewayError } from '../src/core/errors.js';
 import type { SequencedEvent } from '../src/core/events.js';
 import type { Message } from '../src/core/messages.js';
 import { RUN_SUCCESS } from '../src/core/status.js';
@@ -9,7 +8,8 @@ import type { RedisRunLog } from '../src/threads/redis/run-log.js';
 import { RedisThreadStore } from '../src/threads/redis/store.js';
 import { silentLogger } from './support/harness.js';
 import { RedisServer } from './support/redis.js';
-import { storedLog, until } from './support/threads.js';
+import { streamTogether } from './support/run-logs.js';
+import { storedLog } from './support/threads.js';
 
 // A run's log in Redis, on its own (no gateway): what it writes, in how many commands, and what it
 // tells the run's clients (RunLog.deliverStored), against a real redis-server.
@@ -48,55 +48,7 @@ describe("a run's log in Redis", () => {
         runsPerAppend.push(keys.length / 2);
     });
     try {
-      const RUNS = 4;
-      const TURNS = 20;
-      const runs = await Promise.all(
-        Array.from({ length: RUNS }, async (_, i) => {
-          const threadId = `thread-${i}`;
-          const { runId } = await store.claim(threadId, `run-${i}`, `fresh-${i}`);
-          const shown: SequencedEvent[] = [];
-          const failures: GatewayError[] = [];
-          const log = store.open(threadId, runId, { messages: [], newMessages: [] });
-          log.deliverStored!({
-            stored: (events) => void shown.push(...events),
-            failed: (error) => void failures.push(error),
-          });
-          const emitted: SequencedEvent[] = [];
-          const emit = (event: SequencedEvent) => {
-            emitted.push(event);
-            log.append(event);
-          };
-          return { threadId, runId, shown, failures, emitted, emit, next: 0 };
-        }),
-      );
-      const event = (run: (typeof runs)[number], body: Record<string, unknown>) =>
-        ({ ...body, sequence: run.next++ }) as SequencedEvent;
-      for (const run of runs) {
-        run.emit(event(run, { type: 'RunStarted', threadId: run.threadId, runId: run.runId }));
-        run.emit(
-          event(run, {
-            type: 'TextMessageStart',
-            messageId: `m-${run.runId}`,
-            parentMessageId: null,
-            role: 'assistant',
-          }),
-        );
-      }
-      for (let turn = 0; turn < TURNS; turn++) {
-        // One token for every run in the same turn, as the upstream chunks of several runs read together.
-        for (const run of runs)
-          run.emit(event(run, { type: 'TextMessageContent', messageId: `m-${run.runId}`, content: `t${turn} ` }));
-        await new Promise((resolve) => setTimeout(resolve, 2));
-      }
-      for (const run of runs) {
-        run.emit(event(run, { type: 'TextMessageEnd', messageId: `m-${run.runId}`, status: { code: 'Success' } }));
-        run.emit(event(run, { type: 'RunFinished', status: RUN_SUCCESS }));
-      }
-      await until(
-        async () => runs.every((run) => run.shown.at(-1)?.type === 'RunFinished'),
-        (done) => done,
-        'every run shown to its end',
-      );
+      const runs = await streamTogether(store, 'thread', 4, 20);
 
       for (const run of runs) {
         expect(run.failures).toEqual([]);

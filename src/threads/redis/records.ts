@@ -303,21 +303,39 @@ export class RedisRecords {
    * resolves with each run's answer, in order.
    */
   appendMany(writes: readonly { keys: RunKeys; batch: Batch }[]): Promise<string[]> {
-    const keys: string[] = [];
-    const args: (string | number)[] = [];
     const waiting = this.waitReplicas > 0;
-    for (const { keys: run, batch } of writes) {
-      keys.push(run.run, run.log);
-      args.push(batch.first, batch.last, batch.events, waiting ? '' : run.channel);
+    let replies: Promise<string[]>;
+    if (this.cluster) {
+      // Runs whose slots one node serves (nodeOf): their keys as arguments, the first run's keys routing the call.
+      const args: (string | number)[] = [];
+      for (const { keys: run, batch } of writes)
+        args.push(run.run, run.log, batch.first, batch.last, batch.events, waiting ? '' : run.channel);
+      replies = this.redis.cgAppendOnNode(writes[0].keys.run, writes[0].keys.log, ...args);
+    } else {
+      const keys: string[] = [];
+      const args: (string | number)[] = [];
+      for (const { keys: run, batch } of writes) {
+        keys.push(run.run, run.log);
+        args.push(batch.first, batch.last, batch.events, waiting ? '' : run.channel);
+      }
+      replies = this.redis.cgAppendMany(keys.length, ...keys, ...args);
     }
-    const replies = this.redis.cgAppendMany(keys.length, ...keys, ...args);
     if (!waiting) return replies;
-    // One server (cgAppendMany is not used on a Redis Cluster): any key names its connection.
+    // One connection took them all (one server, or one node of a cluster): the first key names it.
     return this.replicated(
       replies,
-      keys[0],
+      writes[0].keys.run,
       writes.map(({ keys: run, batch }) => ({ channel: run.channel, events: batch.events })),
     );
+  }
+
+  /**
+   * The node that serves `key` as the client last learnt it ("host:port"; on one server, ""): runs of one node can be
+   * written in one call (appendMany).
+   */
+  nodeOf(key: string): string {
+    if (!this.cluster) return '';
+    return (this.redis as unknown as Cluster).slots[calculateSlot(key)]?.[0] ?? '';
   }
 
   /** Writes one batch of a run's events (see the `cgAppend` script); resolves with the script's answer. */

@@ -7,6 +7,7 @@ import type { Cluster, Redis } from 'ioredis';
 /** The command connection with the store's scripts defined on it (defineScripts). */
 export type ScriptedRedis = (Redis | Cluster) & {
   cgAppendMany(...args: (string | number)[]): Promise<string[]>;
+  cgAppendOnNode(...args: (string | number)[]): Promise<string[]>;
   cgClaim(...args: (string | number)[]): Promise<[string, string, string, string, string, string]>;
   cgRelease(...args: (string | number)[]): Promise<number>;
   cgOpen(...args: (string | number)[]): Promise<string>;
@@ -226,6 +227,23 @@ for i = 1, #KEYS / 2 do
   local a = (i - 1) * 4
   answers[i] = append(KEYS[i * 2 - 1], KEYS[i * 2], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], '')
   if answers[i] == 'ok' and ARGV[a + 4] ~= '' then redis.call('PUBLISH', ARGV[a + 4], ARGV[a + 3]) end
+end
+return answers`,
+  ],
+  // cgAppendMany on a Redis Cluster, for several runs whose slots one node serves: KEYS: the first run's record and log
+  // (which route the call to that node); ARGV: each run's record, log, first, last, events, channel. The same answers,
+  // in order. Keys of several slots, undeclared, which Redis 7 allows a script flagged so when they are on its node;
+  // a key no longer there (its slot moved) fails the call, with the runs before it appended: each run's log then
+  // writes its batch again on its own (cgAppendEvents answers dup for one already stored).
+  cgAppendOnNode: [
+    2,
+    `#!lua flags=allow-cross-slot-keys
+${APPEND_LUA}
+local answers = {}
+for i = 1, #ARGV / 6 do
+  local a = (i - 1) * 6
+  answers[i] = append(ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], '')
+  if answers[i] == 'ok' and ARGV[a + 6] ~= '' then redis.call('PUBLISH', ARGV[a + 6], ARGV[a + 5]) end
 end
 return answers`,
   ],

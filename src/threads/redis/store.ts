@@ -200,20 +200,31 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
         this.options.logger.error({ err: error }, "a run's events could not be written to Redis");
       }
     }
-    // On a Redis Cluster a script names one slot's keys: each run's batch goes on its own (ioredis still sends a
-    // node's in one write).
-    if (group.length === 1 || this.records.cluster) for (const { log, write } of group) log.send(write);
-    if (group.length < 2 || this.records.cluster) return;
-    // Several runs' batches of events alone: one script call for all of them (a streamed token per run
-    // and turn would otherwise be a command each: ioredis's cost per command is most of the store's
-    // cost per token). A batch sent again after a failure goes on its own (cgAppendEvents).
-    const replies = this.records.appendMany(group.map(({ log, write }) => ({ keys: log.keys, batch: write.batch! })));
-    group.forEach(({ log, write }, index) =>
-      log.send(
-        write,
-        replies.then((answers) => answers[index]),
-      ),
-    );
+    // Several runs' batches of events alone: one script call for all of them (a streamed token per run and turn
+    // would otherwise be a command each: ioredis's cost per command is most of the store's cost per token); on a
+    // Redis Cluster one call per node, for the runs whose slots it serves. A batch sent again after a failure goes
+    // on its own (cgAppendEvents).
+    const byNode = new Map<string, { log: RedisRunLog; write: Write }[]>();
+    for (const entry of group) {
+      const node = this.records.nodeOf(entry.log.keys.run);
+      const runs = byNode.get(node);
+      if (runs) runs.push(entry);
+      else byNode.set(node, [entry]);
+    }
+    for (const [node, runs] of byNode) {
+      // A single run, or a slot with no node known now (a failover going on): each on its own.
+      if (runs.length === 1 || (this.records.cluster && node === '')) {
+        for (const { log, write } of runs) log.send(write);
+        continue;
+      }
+      const replies = this.records.appendMany(runs.map(({ log, write }) => ({ keys: log.keys, batch: write.batch! })));
+      runs.forEach(({ log, write }, index) =>
+        log.send(
+          write,
+          replies.then((answers) => answers[index]),
+        ),
+      );
+    }
   };
 
   /** A run's log has stored its last event (or given up): nothing more to wait for at close. */

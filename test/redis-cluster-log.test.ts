@@ -1,0 +1,112 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Cluster, Redis } from 'ioredis';
+import { pino } from 'pino';
+import { RedisThreadStore } from '../src/threads/redis/store.js';
+import { silentLogger } from './support/harness.js';
+import { RedisCluster } from './support/redis-cluster.js';
+import { streamTogether, type StreamedRun } from './support/run-logs.js';
+
+// Runs' logs on a real Redis Cluster (three primaries with a replica each), with no gateway: the batches of several
+// runs whose slots one node serves go in one script call to that node, and a call that a node refuses (a slot it no
+// longer serves) is written again run by run, with nothing lost or doubled.
+
+let cluster: RedisCluster;
+beforeAll(async () => {
+  cluster = await RedisCluster.start();
+}, 60_000);
+afterAll(() => cluster.close());
+
+function store(keyPrefix: string, logger = silentLogger): RedisThreadStore {
+  return new RedisThreadStore({
+    connection: {
+      clusterNodes: cluster.nodes.map((node) => ({ host: '127.0.0.1', port: Number(node.split(':')[1]) })),
+    },
+    keyPrefix,
+    ttlSeconds: 3600,
+    maxRunsPerThread: 20,
+    leaseMs: 10_000,
+    claimTimeoutMs: 60_000,
+    logger,
+  });
+}
+
+/** Every stored event of a run, in order (read from the node that serves it). */
+async function storedLog(reader: Cluster, keyPrefix: string, run: StreamedRun): Promise<unknown[]> {
+  const entries = await reader.xrange(`${keyPrefix}{${run.threadId}}:log:${run.runId}`, '-', '+');
+  return entries.flatMap(([, fields]) => JSON.parse(fields[1]) as unknown[]);
+}
+
+/** Watches every node's commands (MONITOR): how many runs each call of cgAppendOnNode carried. */
+async function watchAppends(keyPrefix: string) {
+  const runsPerCall: number[] = [];
+  const monitors = await Promise.all(
+    cluster.nodes.map(async (node) => {
+      const client = new Redis(Number(node.split(':')[1]), '127.0.0.1');
+      const monitor = await client.monitor();
+      monitor.on('monitor', (_time: string, args: string[]) => {
+        if (String(args[0]).toLowerCase() !== 'evalsha' || args[2] !== '2') return;
+        // cgAppendOnNode's arguments: each run's record, log, first, last, events, channel (after its two keys).
+        const rest = args.slice(5).map(String);
+        if (rest.length >= 12 && rest.length % 6 === 0 && rest[0].startsWith(keyPrefix) && rest[0].includes(':run:'))
+          runsPerCall.push(rest.length / 6);
+      });
+      return { client, monitor };
+    }),
+  );
+  return {
+    runsPerCall,
+    stop: () => monitors.forEach(({ client, monitor }) => (monitor.disconnect(), client.disconnect())),
+  };
+}
+
+describe("runs' logs on a Redis Cluster", () => {
+  it("writes the batches of the runs one node serves in one call to that node, and shows each run's events once, in order", async () => {
+    const keyPrefix = `grouped${Math.random().toString(36).slice(2)}:`;
+    const s = store(keyPrefix);
+    await s.start();
+    const reader = new Cluster(cluster.nodes);
+    const watched = await watchAppends(keyPrefix);
+    try {
+      const runs = await streamTogether(s, 'grouped', 9, 20);
+      for (const run of runs) {
+        expect(run.failures).toEqual([]);
+        expect(run.shown).toEqual(run.emitted);
+        expect(await storedLog(reader, keyPrefix, run)).toEqual(run.emitted);
+      }
+      // Nine runs over three nodes: calls carried several runs each.
+      expect(watched.runsPerCall.length).toBeGreaterThan(0);
+      expect(Math.max(...watched.runsPerCall)).toBeGreaterThan(1);
+    } finally {
+      watched.stop();
+      reader.disconnect();
+      await s.close();
+    }
+  });
+
+  it('writes again run by run the batches of a call its node refuses (keys of slots it does not serve), losing and doubling nothing', async () => {
+    const keyPrefix = `refused${Math.random().toString(36).slice(2)}:`;
+    const logged: string[] = [];
+    const s = store(keyPrefix, pino({ level: 'warn' }, { write: (line: string) => void logged.push(line) }));
+    await s.start();
+    // As if the client's slot table were stale: every run taken for one node's, so each call names keys of the
+    // other nodes too, which the node refuses (after appending the runs before the first such key).
+    s.records.nodeOf = () => 'stale';
+    const reader = new Cluster(cluster.nodes);
+    const watched = await watchAppends(keyPrefix);
+    try {
+      const runs = await streamTogether(s, 'refused', 9, 10);
+      expect(watched.runsPerCall.length).toBeGreaterThan(0);
+      // Refused, and said so.
+      expect(logged.join('\n')).toMatch(/non local key/);
+      for (const run of runs) {
+        expect(run.failures).toEqual([]);
+        expect(run.shown).toEqual(run.emitted);
+        expect(await storedLog(reader, keyPrefix, run)).toEqual(run.emitted);
+      }
+    } finally {
+      watched.stop();
+      reader.disconnect();
+      await s.close();
+    }
+  });
+});
