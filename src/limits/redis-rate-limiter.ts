@@ -122,8 +122,7 @@ export class RedisRateLimiter implements RateLimiter {
     if (!redis || this.held.size === 0) return;
     const expires = Date.now() + RUN_LEASE_MS;
     if (redis.isCluster) {
-      // A command each (the clients' keys are different slots); a node's go in one write all the same (the Cluster
-      // client autopipelines).
+      // A command each (the clients' keys are different slots), every lease period: few, and no hot path.
       for (const [member, key] of this.held) {
         redis.zadd(key, 'XX', expires, member).catch((error: unknown) => this.warn(error));
         redis.pexpire(key, RUN_LEASE_MS * 2).catch((error: unknown) => this.warn(error));

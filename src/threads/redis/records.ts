@@ -479,12 +479,34 @@ export class RedisRecords {
 
   /** Runs a read or a claim; a connection problem becomes STORE_UNAVAILABLE. */
   /**
-   * Commands sent in one write: a pipeline on one server (whose client does not autopipeline: connection.ts). On a
-   * Redis Cluster, with `anySlot`, each command on its own (ioredis's Cluster client sends a node's commands of one
-   * tick in one write); without it, the keys must share a slot (a pipeline goes to one node).
+   * Commands sent in one write (the clients do not autopipeline: connection.ts), each naming its key first: a
+   * pipeline. On a Redis Cluster a pipeline goes to one node, so without `anySlot` the keys must share a slot; with
+   * it, one pipeline per node that serves them as the client last learnt it, and the commands of a node the client
+   * no longer knows or that refuses its pipeline (its slots moved meanwhile) one by one, redirected as needed.
    */
   async together(commands: [string, ...(string | number)[]][], anySlot = false): Promise<unknown[]> {
-    if (this.cluster && anySlot) return Promise.all(commands.map(([name, ...args]) => this.redis.call(name, ...args)));
+    if (!this.cluster || !anySlot) return this.pipelined(commands);
+    const byNode = new Map<string, number[]>();
+    commands.forEach(([, key], index) => {
+      const node = this.nodeOf(String(key));
+      const indexes = byNode.get(node);
+      if (indexes) indexes.push(index);
+      else byNode.set(node, [index]);
+    });
+    const replies: unknown[] = new Array(commands.length);
+    await Promise.all(
+      [...byNode].map(async ([node, indexes]) => {
+        const group = indexes.map((index) => commands[index]);
+        const answers = await (node ? this.pipelined(group) : Promise.reject(new Error('no node known'))).catch(() =>
+          Promise.all(group.map(([name, ...args]) => this.redis.call(name, ...args))),
+        );
+        indexes.forEach((index, i) => (replies[index] = answers[i]));
+      }),
+    );
+    return replies;
+  }
+
+  private async pipelined(commands: [string, ...(string | number)[]][]): Promise<unknown[]> {
     const replies = (await this.redis.pipeline(commands).exec()) ?? [];
     return replies.map(([error, reply]) => {
       if (error) throw error;
