@@ -259,7 +259,9 @@ for (const size of config.sizes) {
   }
   const thread = await timeRead(() => readThread(threadForReads));
   const page = await timeRead(readPage);
-  // What the thread takes in Redis: MEMORY USAGE of each of its keys (its record, its runs' records and logs).
+  // What the thread takes in Redis: MEMORY USAGE of each of its keys (its record, its runs' records and logs), every
+  // value counted (SAMPLES 0: by default Redis extrapolates a hash from 5 of its fields, which counts a transcript
+  // field about twice over).
   const redisThreadBytes =
     typeof config.redisPort === 'number'
       ? Number(
@@ -267,7 +269,7 @@ for (const size of config.sizes) {
             config.redisPort,
             'EVAL',
             "local total = 0 for _, key in ipairs(redis.call('KEYS', ARGV[1])) do " +
-              "total = total + (redis.call('MEMORY', 'USAGE', key) or 0) end return total",
+              "total = total + (redis.call('MEMORY', 'USAGE', key, 'SAMPLES', 0) or 0) end return total",
             '0',
             `cg:{${threadForReads}}:*`,
           ),
