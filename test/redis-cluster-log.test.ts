@@ -39,12 +39,20 @@ async function storedLog(reader: Cluster, keyPrefix: string, run: StreamedRun): 
 /** Counts, for each call the store makes for several runs' batches at once, how many runs it carried. */
 function watchAppends(s: RedisThreadStore) {
   const runsPerCall: number[] = [];
+  /** Each call's answers, or its error. */
+  const answers: (string[] | string)[] = [];
   const appendMany = s.records.appendMany.bind(s.records);
   s.records.appendMany = (writes) => {
-    runsPerCall.push(writes.length);
-    return appendMany(writes);
+    const call = runsPerCall.push(writes.length) - 1;
+    const replies = appendMany(writes);
+    // In the order of the calls (calls to different nodes answer in any order).
+    replies.then(
+      (replies) => (answers[call] = replies),
+      (error: Error) => (answers[call] = error.message),
+    );
+    return replies;
   };
-  return { runsPerCall };
+  return { runsPerCall, answers };
 }
 
 describe("runs' logs on a Redis Cluster", () => {
@@ -64,6 +72,8 @@ describe("runs' logs on a Redis Cluster", () => {
       // Nine runs over three nodes: calls carried several runs each, and Redis took them (above).
       expect(watched.runsPerCall.length).toBeGreaterThan(0);
       expect(Math.max(...watched.runsPerCall)).toBeGreaterThan(1);
+      // Each call taken whole: no run's batch left to be written again on its own.
+      expect(watched.answers).toEqual(watched.runsPerCall.map((runs) => Array(runs).fill('ok')));
     } finally {
       reader.disconnect();
       await s.close();

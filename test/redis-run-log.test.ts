@@ -264,4 +264,101 @@ describe("a run's log in Redis", () => {
       await store.close();
     }
   });
+
+  it("keeps a thread's whole transcript when Redis loses a run's record mid-run and the run writes it again from nothing", async () => {
+    const keyPrefix = `rebuilt-${Math.random().toString(36).slice(2)}:`;
+    const store = new RedisThreadStore({
+      connection: { url: redis.url },
+      keyPrefix,
+      ttlSeconds: 3600,
+      maxRunsPerThread: 20,
+      leaseMs: 10_000,
+      claimTimeoutMs: 60_000,
+      logger: silentLogger,
+    });
+    await store.start();
+    const watcher = new Redis(redis.url);
+    const threadId = 'rebuilt';
+    const message = (id: string, content: string) =>
+      ({ kind: 'text', id, role: 'user', content, createdAt: new Date(0).toISOString() }) as unknown as Message;
+    const reply = (n: number) => [
+      { type: 'TextMessageStart', messageId: `reply-${n}`, parentMessageId: null, role: 'assistant' },
+      { type: 'TextMessageContent', messageId: `reply-${n}`, content: `reply ${n}` },
+      { type: 'TextMessageEnd', messageId: `reply-${n}`, status: { code: 'Success' } },
+    ];
+    try {
+      // Two runs of history, each sent only its new message.
+      for (const n of [1, 2]) {
+        const { runId, history } = await store.claim(threadId, `run-${n}`, `fresh-${n}`);
+        const next = message(`m-${n}`, `message ${n}`);
+        const log = store.open(threadId, runId, {
+          messages: [...history, next],
+          newMessages: [next],
+          extendsHistory: true,
+        });
+        [{ type: 'RunStarted', threadId, runId }, ...reply(n), { type: 'RunFinished', status: RUN_SUCCESS }].forEach(
+          (event, sequence) => log.append({ ...event, sequence } as SequencedEvent),
+        );
+        await (log as RedisRunLog).settled;
+      }
+      // A third, whose record Redis loses once its start is stored (every key of the thread: a restore from nothing).
+      const { runId, history } = await store.claim(threadId, 'run-3', 'fresh-3');
+      const third = message('m-3', 'message 3');
+      const log = store.open(threadId, runId, {
+        messages: [...history, third],
+        newMessages: [third],
+        extendsHistory: true,
+      }) as RedisRunLog;
+      const shown: SequencedEvent[] = [];
+      log.deliverStored({ stored: (events) => void shown.push(...events), failed: () => {} });
+      log.append({ type: 'RunStarted', threadId, runId, sequence: 0 } as SequencedEvent);
+      while (shown.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      const keys = await watcher.keys(`${keyPrefix}{${threadId}}:*`);
+      await watcher.del(...keys);
+      [...reply(3), { type: 'RunFinished', status: RUN_SUCCESS }].forEach((event, i) =>
+        log.append({ ...event, sequence: i + 1 } as SequencedEvent),
+      );
+      await log.settled;
+
+      const thread = await store.thread(threadId);
+      expect(thread!.messages.map((m) => m.id)).toEqual(['m-1', 'reply-1', 'm-2', 'reply-2', 'm-3', 'reply-3']);
+    } finally {
+      watcher.disconnect();
+      await store.close();
+    }
+  });
+
+  it('writes the whole transcript at the end of a run whose input repeats a message id (each id kept once)', async () => {
+    const keyPrefix = `repeated-${Math.random().toString(36).slice(2)}:`;
+    const store = new RedisThreadStore({
+      connection: { url: redis.url },
+      keyPrefix,
+      ttlSeconds: 3600,
+      maxRunsPerThread: 20,
+      leaseMs: 10_000,
+      claimTimeoutMs: 60_000,
+      logger: silentLogger,
+    });
+    await store.start();
+    const threadId = 'repeated';
+    const message = (id: string, content: string) =>
+      ({ kind: 'text', id, role: 'user', content, createdAt: new Date(0).toISOString() }) as unknown as Message;
+    try {
+      const { runId } = await store.claim(threadId, 'run-1', 'fresh-1');
+      const input = [message('a', 'first'), message('b', 'second'), message('a', 'first again')];
+      const log = store.open(threadId, runId, { messages: input, newMessages: input, extendsHistory: true });
+      [
+        { type: 'RunStarted', threadId, runId },
+        { type: 'TextMessageStart', messageId: 'reply', parentMessageId: null, role: 'assistant' },
+        { type: 'TextMessageContent', messageId: 'reply', content: 'ok' },
+        { type: 'TextMessageEnd', messageId: 'reply', status: { code: 'Success' } },
+        { type: 'RunFinished', status: RUN_SUCCESS },
+      ].forEach((event, sequence) => log.append({ ...event, sequence } as SequencedEvent));
+      await (log as RedisRunLog).settled;
+      const thread = await store.thread(threadId);
+      expect(thread!.messages.map((m) => m.id)).toEqual(['a', 'b', 'reply']);
+    } finally {
+      await store.close();
+    }
+  });
 });

@@ -121,24 +121,11 @@ export class RedisRateLimiter implements RateLimiter {
     const redis = this.client();
     if (!redis || this.held.size === 0) return;
     const expires = Date.now() + RUN_LEASE_MS;
-    if (redis.isCluster) {
-      // A command each (the clients' keys are different slots), every lease period: few, and no hot path.
-      for (const [member, key] of this.held) {
-        redis.zadd(key, 'XX', expires, member).catch((error: unknown) => this.warn(error));
-        redis.pexpire(key, RUN_LEASE_MS * 2).catch((error: unknown) => this.warn(error));
-      }
-      return;
+    // A command each (the clients' keys are different slots on a cluster), every lease period: few, and no hot path.
+    for (const [member, key] of this.held) {
+      redis.zadd(key, 'XX', expires, member).catch((error: unknown) => this.warn(error));
+      redis.pexpire(key, RUN_LEASE_MS * 2).catch((error: unknown) => this.warn(error));
     }
-    // One server: one pipeline, one write.
-    const pipeline = redis.pipeline();
-    for (const [member, key] of this.held) pipeline.zadd(key, 'XX', expires, member).pexpire(key, RUN_LEASE_MS * 2);
-    pipeline.exec().then(
-      (replies) => {
-        const failed = replies?.find(([error]) => error);
-        if (failed) this.warn(failed[0]);
-      },
-      (error: unknown) => this.warn(error),
-    );
   }
 
   private client(): ScriptedRedis | undefined {

@@ -78,8 +78,8 @@ export class RedisRecords {
   /** The command connection, once the store has connected. */
   redis!: ScriptedRedis;
   /**
-   * A Redis Cluster: a command names keys of one hash slot only (several runs' batches are not written in one
-   * script), and live channels are sharded (SPUBLISH).
+   * A Redis Cluster: a command names keys of one hash slot only (several runs' batches go in one script per node,
+   * cgAppendOnNode), and live channels are sharded (SPUBLISH).
    */
   cluster = false;
 
@@ -274,8 +274,11 @@ export class RedisRecords {
     }
     answers.forEach((answer, index) => {
       // A publish lost (the connection closing) is not lost to followers: one that misses it reads the log again
-      // when the next batch shows the gap, or when its subscriber reconnects (live.ts).
-      if (answer === 'ok' && publish[index]) this.publish(publish[index].channel, publish[index].events);
+      // when the next batch shows the gap, or when its subscriber reconnects (live.ts). A batch answered dup was
+      // stored by an attempt that failed before it was published (a grouped call a node refused partway): it is
+      // published now; a follower takes each sequence once.
+      if ((answer === 'ok' || answer === 'dup') && publish[index])
+        this.publish(publish[index].channel, publish[index].events);
     });
     return reply;
   }
@@ -311,6 +314,12 @@ export class RedisRecords {
       for (const { keys: run, batch } of writes)
         args.push(run.run, run.log, batch.first, batch.last, batch.events, waiting ? '' : run.channel);
       replies = this.redis.cgAppendOnNode(writes[0].keys.run, writes[0].keys.log, ...args);
+      // A node that refuses keys it does not serve (a script error, not a redirection) means the slot table is stale:
+      // learn it again now rather than at the next periodic refresh, so that the next turn's calls are grouped right.
+      replies.catch((error: unknown) => {
+        if (/non local key/i.test(String((error as Error)?.message)))
+          (this.redis as unknown as Cluster).refreshSlotsCache();
+      });
     } else {
       const keys: string[] = [];
       const args: (string | number)[] = [];
@@ -376,7 +385,6 @@ export class RedisRecords {
   // --- reads ------------------------------------------------------------------------------
 
   async thread(threadId: string): Promise<ThreadRecord | undefined> {
-    // Each read is one write to Redis (a thread's keys share a slot: one node on a cluster too).
     const [meta, runIds, states] = (await this.call(() =>
       this.together([
         ['hgetall', this.threadKey(threadId, 'meta')],
@@ -477,43 +485,16 @@ export class RedisRecords {
     return events;
   }
 
-  /** Runs a read or a claim; a connection problem becomes STORE_UNAVAILABLE. */
   /**
-   * Commands sent in one write (the clients do not autopipeline: connection.ts), each naming its key first: a
-   * pipeline. On a Redis Cluster a pipeline goes to one node, so without `anySlot` the keys must share a slot; with
-   * it, one pipeline per node that serves them as the client last learnt it, and the commands of a node the client
-   * no longer knows or that refuses its pipeline (its slots moved meanwhile) one by one, redirected as needed.
+   * Several reads at once, each its own command (and write: the clients do not autopipeline, connection.ts), each
+   * redirected on its own on a cluster. Not an ioredis pipeline: reads are not the hot path, and a pipeline is one
+   * more way for a command to wait on a connection being re-established (after a Sentinel failover, say).
    */
-  async together(commands: [string, ...(string | number)[]][], anySlot = false): Promise<unknown[]> {
-    if (!this.cluster || !anySlot) return this.pipelined(commands);
-    const byNode = new Map<string, number[]>();
-    commands.forEach(([, key], index) => {
-      const node = this.nodeOf(String(key));
-      const indexes = byNode.get(node);
-      if (indexes) indexes.push(index);
-      else byNode.set(node, [index]);
-    });
-    const replies: unknown[] = new Array(commands.length);
-    await Promise.all(
-      [...byNode].map(async ([node, indexes]) => {
-        const group = indexes.map((index) => commands[index]);
-        const answers = await (node ? this.pipelined(group) : Promise.reject(new Error('no node known'))).catch(() =>
-          Promise.all(group.map(([name, ...args]) => this.redis.call(name, ...args))),
-        );
-        indexes.forEach((index, i) => (replies[index] = answers[i]));
-      }),
-    );
-    return replies;
+  together(commands: [string, ...(string | number)[]][]): Promise<unknown[]> {
+    return Promise.all(commands.map(([name, ...args]) => this.redis.call(name, ...args)));
   }
 
-  private async pipelined(commands: [string, ...(string | number)[]][]): Promise<unknown[]> {
-    const replies = (await this.redis.pipeline(commands).exec()) ?? [];
-    return replies.map(([error, reply]) => {
-      if (error) throw error;
-      return reply;
-    });
-  }
-
+  /** Runs a read or a claim; a connection problem becomes STORE_UNAVAILABLE. */
   async call<T>(command: () => Promise<T>): Promise<T> {
     if (!this.redis) throw new StoreUnavailableError('The thread store (Redis) has not been started.');
     try {

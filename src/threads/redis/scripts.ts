@@ -52,11 +52,12 @@ const APPEND_LUA = `local function append(run, log, first, last, events, expecte
 end`;
 
 /**
- * What cgOpen and the closing cgAppend share: a Lua function that keeps every stored run's record and log at least as
- * long as the thread (its `meta`, which they have just given `ttl` seconds) without touching each at every run. The
- * runs are renewed together, to 1.5 TTL, only when the last renewal (`meta`'s `runsUntil`, on Redis's clock) would
- * not cover a TTL from now: once every half TTL a thread is used, however many runs it keeps. Otherwise only `runId`'s
- * keys (a run that has just ended) are set to expire with the others. So old runs may outlive their thread by up to
+ * What cgOpen and cgAppend (a run's end, and the batches that renew its thread's expiry) share: a Lua function that
+ * keeps every stored run's record and log at least as long as the thread (its `meta`, which they have just given
+ * `ttl` seconds) without touching each at every run. The runs are renewed together, to 1.5 TTL, only when the last
+ * renewal (`meta`'s `runsUntil`, on Redis's clock) would not cover a TTL from now: once every half TTL a thread is
+ * used, however many runs it keeps. Otherwise only `runId`'s keys (a run that has just ended) are set to expire with
+ * the others. So old runs may outlive their thread by up to
  * half a TTL, and a run's cost does not grow with the runs stored.
  */
 const KEEP_RUNS_LUA = `local function keepRuns(meta, runs, prefix, ttl, runId)
@@ -202,6 +203,9 @@ if ARGV[7] ~= '' then
   local holder = redis.call('GET', KEYS[5])
   if holder and string.sub(holder, 1, #ARGV[10] + 1) == ARGV[10] .. ' ' then redis.call('DEL', KEYS[5]) end
   keepRuns(KEYS[4], KEYS[6], ARGV[12], tonumber(ARGV[6]), ARGV[10])
+else
+  -- A run that goes on for longer than the runs' last renewal covers keeps them too.
+  keepRuns(KEYS[4], KEYS[6], ARGV[12], tonumber(ARGV[6]), nil)
 end
 if ARGV[5] ~= '' then redis.call('PUBLISH', ARGV[5], ARGV[3]) end
 return 'ok'`,
@@ -218,7 +222,7 @@ return appended`,
   // cgAppendEvents for several runs at once (the keys' number is the call's first argument): KEYS: each
   // run's record and log; ARGV: each run's first, last, events, channel. Answers one answer per run, in
   // order. The keys of several threads, so of several hash slots: one Redis server or primary only (on a Redis
-  // Cluster each run's batch is a cgAppendEvents, and ioredis sends a node's in one write).
+  // Cluster, cgAppendOnNode).
   cgAppendMany: [
     null,
     `${APPEND_LUA}

@@ -8,7 +8,7 @@ import type { ScriptedRedis } from './scripts.js';
 export interface ListRecords {
   redis: ScriptedRedis;
   call<T>(command: () => Promise<T>): Promise<T>;
-  together(commands: [string, ...(string | number)[]][], anySlot?: boolean): Promise<unknown[]>;
+  together(commands: [string, ...(string | number)[]][]): Promise<unknown[]>;
   threadKey(threadId: string, ...parts: string[]): string;
   listKey(scope: string, agentId: string): string;
 }
@@ -31,11 +31,10 @@ export async function readListPage(
     const want = limit + 1 - threads.length;
     const candidates = await entriesAfter(records, key, cursor, want);
     if (candidates.length === 0) break;
-    // Each thread's record, read at once (one write, or one per node on a cluster; each is its thread's slot).
+    // Each thread's record, read at once (each is its thread's slot).
     const metas = (await records.call(() =>
       records.together(
         candidates.map(({ threadId }) => ['hmget', records.threadKey(threadId, 'meta'), ...SUMMARY_FIELDS]),
-        true,
       ),
     )) as (string | null)[][];
     const gone: string[] = [];
