@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Cluster } from 'ioredis';
 import { pino } from 'pino';
-import { RedisThreadStore } from '../src/threads/redis/store.js';
+import type { RedisThreadStore } from '../src/threads/redis/store.js';
 import { silentLogger } from './support/harness.js';
+import { startRedisStore } from './support/redis.js';
 import { RedisCluster } from './support/redis-cluster.js';
 import { streamTogether, type StreamedRun } from './support/run-logs.js';
 
@@ -16,18 +17,10 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => cluster.close());
 
-function store(keyPrefix: string, logger = silentLogger): RedisThreadStore {
-  return new RedisThreadStore({
-    connection: {
-      clusterNodes: cluster.nodes.map((node) => ({ host: '127.0.0.1', port: Number(node.split(':')[1]) })),
-    },
-    keyPrefix,
-    ttlSeconds: 3600,
-    maxRunsPerThread: 20,
-    leaseMs: 10_000,
-    claimTimeoutMs: 60_000,
-    logger,
-  });
+/** A started store on the cluster. */
+function store(keyPrefix: string, logger = silentLogger): Promise<RedisThreadStore> {
+  const nodes = cluster.nodes.map((node) => ({ host: '127.0.0.1', port: Number(node.split(':')[1]) }));
+  return startRedisStore({ clusterNodes: nodes }, { keyPrefix, logger });
 }
 
 /** Every stored event of a run, in order (read from the node that serves it). */
@@ -58,8 +51,7 @@ function watchAppends(s: RedisThreadStore) {
 describe("runs' logs on a Redis Cluster", () => {
   it("writes the batches of the runs one node serves in one call to that node, and shows each run's events once, in order", async () => {
     const keyPrefix = `grouped${Math.random().toString(36).slice(2)}:`;
-    const s = store(keyPrefix);
-    await s.start();
+    const s = await store(keyPrefix);
     const reader = new Cluster(cluster.nodes);
     const watched = watchAppends(s);
     try {
@@ -83,8 +75,7 @@ describe("runs' logs on a Redis Cluster", () => {
   it('writes again run by run the batches of a call its node refuses (keys of slots it does not serve), losing and doubling nothing', async () => {
     const keyPrefix = `refused${Math.random().toString(36).slice(2)}:`;
     const logged: string[] = [];
-    const s = store(keyPrefix, pino({ level: 'warn' }, { write: (line: string) => void logged.push(line) }));
-    await s.start();
+    const s = await store(keyPrefix, pino({ level: 'warn' }, { write: (line: string) => void logged.push(line) }));
     // As if the client's slot table were stale: every run taken for one node's, so each call names keys of the
     // other nodes too, which the node refuses (after appending the runs before the first such key).
     s.records.nodeOf = () => 'stale';

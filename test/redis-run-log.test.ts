@@ -3,16 +3,33 @@ import { Redis } from 'ioredis';
 import type { SequencedEvent } from '../src/core/events.js';
 import type { Message } from '../src/core/messages.js';
 import { RUN_SUCCESS } from '../src/core/status.js';
-import type { RunInput } from '../src/threads/store.js';
+import type { RunInput, RunLog } from '../src/threads/store.js';
 import type { RedisRunLog } from '../src/threads/redis/run-log.js';
-import { RedisThreadStore } from '../src/threads/redis/store.js';
-import { silentLogger } from './support/harness.js';
-import { RedisServer } from './support/redis.js';
+import { RedisServer, startRedisStore } from './support/redis.js';
 import { streamTogether } from './support/run-logs.js';
 import { storedLog } from './support/threads.js';
 
 // A run's log in Redis, on its own (no gateway): what it writes, in how many commands, and what it
 // tells the run's clients (RunLog.deliverStored), against a real redis-server.
+
+/** A user message. */
+const message = (id: string, content: string) =>
+  ({ kind: 'text', id, role: 'user', content, createdAt: new Date(0).toISOString() }) as unknown as Message;
+
+/** A run's events: its start, a text answer `content` as message `messageId`, its end. */
+const answer = (threadId: string, runId: string, messageId: string, content: string): Record<string, unknown>[] => [
+  { type: 'RunStarted', threadId, runId },
+  { type: 'TextMessageStart', messageId, parentMessageId: null, role: 'assistant' },
+  { type: 'TextMessageContent', messageId, content },
+  { type: 'TextMessageEnd', messageId, status: { code: 'Success' } },
+  { type: 'RunFinished', status: RUN_SUCCESS },
+];
+
+/** Appends `events` to a run's log, numbered from `first`, and waits until its last event is stored. */
+async function record(log: RunLog, events: Record<string, unknown>[], first = 0): Promise<void> {
+  events.forEach((event, i) => log.append({ ...event, sequence: first + i } as SequencedEvent));
+  await (log as RedisRunLog).settled;
+}
 
 let redis: RedisServer;
 beforeAll(async () => {
@@ -23,16 +40,7 @@ afterAll(() => redis.close());
 describe("a run's log in Redis", () => {
   it("writes the events several runs emit in one turn of the event loop in one script call, and tells each run's clients of each event once stored, in order, once", async () => {
     const keyPrefix = `log-${Math.random().toString(36).slice(2)}:`;
-    const store = new RedisThreadStore({
-      connection: { url: redis.url },
-      keyPrefix,
-      ttlSeconds: 3600,
-      maxRunsPerThread: 20,
-      leaseMs: 10_000,
-      claimTimeoutMs: 60_000,
-      logger: silentLogger,
-    });
-    await store.start();
+    const store = await startRedisStore({ url: redis.url }, { keyPrefix });
     const watcher = new Redis(redis.url, { lazyConnect: true });
     await watcher.connect();
     const monitor = await watcher.monitor();
@@ -72,16 +80,7 @@ describe("a run's log in Redis", () => {
   it('costs Redis the same commands at the 2nd and the 30th run of a thread, and keeps every stored run at least as long as the thread', async () => {
     const keyPrefix = `keep-${Math.random().toString(36).slice(2)}:`;
     const ttlSeconds = 3600;
-    const store = new RedisThreadStore({
-      connection: { url: redis.url },
-      keyPrefix,
-      ttlSeconds,
-      maxRunsPerThread: 50,
-      leaseMs: 10_000,
-      claimTimeoutMs: 60_000,
-      logger: silentLogger,
-    });
-    await store.start();
+    const store = await startRedisStore({ url: redis.url }, { keyPrefix, ttlSeconds, maxRunsPerThread: 50 });
     const watcher = new Redis(redis.url, { lazyConnect: true });
     await watcher.connect();
     const monitor = await watcher.monitor();
@@ -96,28 +95,7 @@ describe("a run's log in Redis", () => {
       commands = [];
       const { runId } = await store.claim(threadId, `run-${n}`, `fresh-${n}`);
       const log = store.open(threadId, runId, { messages: [], newMessages: [] });
-      log.append({ type: 'RunStarted', threadId, runId, sequence: 0 } as SequencedEvent);
-      log.append({
-        type: 'TextMessageStart',
-        messageId: `m-${n}`,
-        parentMessageId: null,
-        role: 'assistant',
-        sequence: 1,
-      } as SequencedEvent);
-      log.append({
-        type: 'TextMessageContent',
-        messageId: `m-${n}`,
-        content: `turn ${n}`,
-        sequence: 2,
-      } as SequencedEvent);
-      log.append({
-        type: 'TextMessageEnd',
-        messageId: `m-${n}`,
-        status: { code: 'Success' },
-        sequence: 3,
-      } as SequencedEvent);
-      log.append({ type: 'RunFinished', status: RUN_SUCCESS, sequence: 4 } as SequencedEvent);
-      await (log as RedisRunLog).settled;
+      await record(log, answer(threadId, runId, `m-${n}`, `turn ${n}`));
       // MONITOR's lines come a little after the replies.
       await watcher.ping();
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -153,24 +131,16 @@ describe("a run's log in Redis", () => {
 
   it('renews every stored run of a thread once half its TTL has passed since the last renewal', async () => {
     const keyPrefix = `renew-${Math.random().toString(36).slice(2)}:`;
-    const store = new RedisThreadStore({
-      connection: { url: redis.url },
-      keyPrefix,
-      ttlSeconds: 2,
-      maxRunsPerThread: 10,
-      leaseMs: 10_000,
-      claimTimeoutMs: 60_000,
-      logger: silentLogger,
-    });
-    await store.start();
+    const store = await startRedisStore({ url: redis.url }, { keyPrefix, ttlSeconds: 2, maxRunsPerThread: 10 });
     const watcher = new Redis(redis.url);
     const threadId = 'renewed';
     const runOnce = async (n: number) => {
       const { runId } = await store.claim(threadId, `run-${n}`, `fresh-${n}`);
       const log = store.open(threadId, runId, { messages: [], newMessages: [] });
-      log.append({ type: 'RunStarted', threadId, runId, sequence: 0 } as SequencedEvent);
-      log.append({ type: 'RunFinished', status: RUN_SUCCESS, sequence: 1 } as SequencedEvent);
-      await (log as RedisRunLog).settled;
+      await record(log, [
+        { type: 'RunStarted', threadId, runId },
+        { type: 'RunFinished', status: RUN_SUCCESS },
+      ]);
     };
     try {
       await runOnce(1);
@@ -191,33 +161,14 @@ describe("a run's log in Redis", () => {
 
   it("sends Redis only a run's new messages and output on a long thread, not the history again, and keeps the whole transcript", async () => {
     const keyPrefix = `long-${Math.random().toString(36).slice(2)}:`;
-    const store = new RedisThreadStore({
-      connection: { url: redis.url },
-      keyPrefix,
-      ttlSeconds: 3600,
-      maxRunsPerThread: 20,
-      leaseMs: 10_000,
-      claimTimeoutMs: 60_000,
-      logger: silentLogger,
-    });
-    await store.start();
+    const store = await startRedisStore({ url: redis.url }, { keyPrefix });
     const watcher = new Redis(redis.url);
     const written = async () => Number(/total_net_input_bytes:(\d+)/.exec(await watcher.info('stats'))![1]);
     const threadId = 'long';
-    const message = (id: string, content: string) =>
-      ({ kind: 'text', id, role: 'user', content, createdAt: new Date(0).toISOString() }) as unknown as Message;
     const runOnce = async (n: number, send: (history: Message[]) => RunInput) => {
       const { runId, history } = await store.claim(threadId, `run-${n}`, `fresh-${n}`);
       const log = store.open(threadId, runId, send(history));
-      const events = [
-        { type: 'RunStarted', threadId, runId },
-        { type: 'TextMessageStart', messageId: `reply-${n}`, parentMessageId: null, role: 'assistant' },
-        { type: 'TextMessageContent', messageId: `reply-${n}`, content: `reply ${n}` },
-        { type: 'TextMessageEnd', messageId: `reply-${n}`, status: { code: 'Success' } },
-        { type: 'RunFinished', status: RUN_SUCCESS },
-      ];
-      events.forEach((event, sequence) => log.append({ ...event, sequence } as SequencedEvent));
-      await (log as RedisRunLog).settled;
+      await record(log, answer(threadId, runId, `reply-${n}`, `reply ${n}`));
     };
     try {
       // A history of about 200 KB.
@@ -267,25 +218,9 @@ describe("a run's log in Redis", () => {
 
   it("keeps a thread's whole transcript when Redis loses a run's record mid-run and the run writes it again from nothing", async () => {
     const keyPrefix = `rebuilt-${Math.random().toString(36).slice(2)}:`;
-    const store = new RedisThreadStore({
-      connection: { url: redis.url },
-      keyPrefix,
-      ttlSeconds: 3600,
-      maxRunsPerThread: 20,
-      leaseMs: 10_000,
-      claimTimeoutMs: 60_000,
-      logger: silentLogger,
-    });
-    await store.start();
+    const store = await startRedisStore({ url: redis.url }, { keyPrefix });
     const watcher = new Redis(redis.url);
     const threadId = 'rebuilt';
-    const message = (id: string, content: string) =>
-      ({ kind: 'text', id, role: 'user', content, createdAt: new Date(0).toISOString() }) as unknown as Message;
-    const reply = (n: number) => [
-      { type: 'TextMessageStart', messageId: `reply-${n}`, parentMessageId: null, role: 'assistant' },
-      { type: 'TextMessageContent', messageId: `reply-${n}`, content: `reply ${n}` },
-      { type: 'TextMessageEnd', messageId: `reply-${n}`, status: { code: 'Success' } },
-    ];
     try {
       // Two runs of history, each sent only its new message.
       for (const n of [1, 2]) {
@@ -296,10 +231,7 @@ describe("a run's log in Redis", () => {
           newMessages: [next],
           extendsHistory: true,
         });
-        [{ type: 'RunStarted', threadId, runId }, ...reply(n), { type: 'RunFinished', status: RUN_SUCCESS }].forEach(
-          (event, sequence) => log.append({ ...event, sequence } as SequencedEvent),
-        );
-        await (log as RedisRunLog).settled;
+        await record(log, answer(threadId, runId, `reply-${n}`, `reply ${n}`));
       }
       // A third, whose record Redis loses once its start is stored (every key of the thread: a restore from nothing).
       const { runId, history } = await store.claim(threadId, 'run-3', 'fresh-3');
@@ -315,11 +247,8 @@ describe("a run's log in Redis", () => {
       while (shown.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
       const keys = await watcher.keys(`${keyPrefix}{${threadId}}:*`);
       await watcher.del(...keys);
-      [...reply(3), { type: 'RunFinished', status: RUN_SUCCESS }].forEach((event, i) =>
-        log.append({ ...event, sequence: i + 1 } as SequencedEvent),
-      );
-      await log.settled;
-
+      // The rest of the answer, after its start.
+      await record(log, answer(threadId, runId, 'reply-3', 'reply 3').slice(1), 1);
       const thread = await store.thread(threadId);
       expect(thread!.messages.map((m) => m.id)).toEqual(['m-1', 'reply-1', 'm-2', 'reply-2', 'm-3', 'reply-3']);
     } finally {
@@ -330,31 +259,13 @@ describe("a run's log in Redis", () => {
 
   it('writes the whole transcript at the end of a run whose input repeats a message id (each id kept once)', async () => {
     const keyPrefix = `repeated-${Math.random().toString(36).slice(2)}:`;
-    const store = new RedisThreadStore({
-      connection: { url: redis.url },
-      keyPrefix,
-      ttlSeconds: 3600,
-      maxRunsPerThread: 20,
-      leaseMs: 10_000,
-      claimTimeoutMs: 60_000,
-      logger: silentLogger,
-    });
-    await store.start();
+    const store = await startRedisStore({ url: redis.url }, { keyPrefix });
     const threadId = 'repeated';
-    const message = (id: string, content: string) =>
-      ({ kind: 'text', id, role: 'user', content, createdAt: new Date(0).toISOString() }) as unknown as Message;
     try {
       const { runId } = await store.claim(threadId, 'run-1', 'fresh-1');
       const input = [message('a', 'first'), message('b', 'second'), message('a', 'first again')];
       const log = store.open(threadId, runId, { messages: input, newMessages: input, extendsHistory: true });
-      [
-        { type: 'RunStarted', threadId, runId },
-        { type: 'TextMessageStart', messageId: 'reply', parentMessageId: null, role: 'assistant' },
-        { type: 'TextMessageContent', messageId: 'reply', content: 'ok' },
-        { type: 'TextMessageEnd', messageId: 'reply', status: { code: 'Success' } },
-        { type: 'RunFinished', status: RUN_SUCCESS },
-      ].forEach((event, sequence) => log.append({ ...event, sequence } as SequencedEvent));
-      await (log as RedisRunLog).settled;
+      await record(log, answer(threadId, runId, 'reply', 'ok'));
       const thread = await store.thread(threadId);
       expect(thread!.messages.map((m) => m.id)).toEqual(['a', 'b', 'reply']);
     } finally {

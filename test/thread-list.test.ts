@@ -6,12 +6,12 @@ import { anyOf } from '../src/auth/authenticate.js';
 import { jwtAuthenticator } from '../src/auth/jwt.js';
 import type { SequencedEvent } from '../src/core/events.js';
 import { RUN_SUCCESS } from '../src/core/status.js';
-import { RedisThreadStore } from '../src/threads/redis/store.js';
+import type { RedisThreadStore } from '../src/threads/redis/store.js';
 import type { ThreadStore } from '../src/threads/store.js';
 import { MemoryThreadStore } from '../src/threads/memory.js';
 import { FakeOpenAI } from './support/fake-openai.js';
-import { gatewaysPerTest, runInput, silentLogger, userMessage, type RunningGateway } from './support/harness.js';
-import { RedisServer } from './support/redis.js';
+import { gatewaysPerTest, runInput, userMessage, type RunningGateway } from './support/harness.js';
+import { RedisServer, startRedisStore } from './support/redis.js';
 import { RedisCluster } from './support/redis-cluster.js';
 import { COPILOT_RUN, memoryStore, until, watch } from './support/threads.js';
 
@@ -77,19 +77,7 @@ const stores: [string, () => Promise<ThreadStore>][] = [
   ['memory', async () => memoryStore()],
   ...redisConnections.map(([kind, connection]): [string, () => Promise<ThreadStore>] => [
     kind,
-    async () => {
-      const store = new RedisThreadStore({
-        connection: connection(),
-        keyPrefix: `list${Math.random().toString(36).slice(2, 8)}:`,
-        ttlSeconds: 3600,
-        maxRunsPerThread: 20,
-        leaseMs: 10_000,
-        claimTimeoutMs: 60_000,
-        logger: silentLogger,
-      });
-      await store.start();
-      return store;
-    },
+    () => startRedisStore(connection(), { keyPrefix: `list${Math.random().toString(36).slice(2, 8)}:` }),
   ]),
 ];
 

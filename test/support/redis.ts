@@ -3,6 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { RedisThreadStore, type RedisThreadStoreOptions } from '../../src/threads/redis/store.js';
+import { silentLogger } from './harness.js';
 
 /**
  * A real redis-server on a free loopback port, in a folder of its own, for one test file. `.ci/run`
@@ -150,4 +152,26 @@ export function ping(port: number): Promise<boolean> {
       socket.once('data', (data) => done(data.toString().startsWith('+PONG')));
     });
   });
+}
+
+/**
+ * A started RedisThreadStore on `connection` with the tests' usual bounds (an hour's TTL, 20 runs a thread, a 10 s
+ * lease), a key prefix of its own unless given, and no logs; `options` narrow what a test is about.
+ */
+export async function startRedisStore(
+  connection: RedisThreadStoreOptions['connection'],
+  options: Partial<RedisThreadStoreOptions> = {},
+): Promise<RedisThreadStore> {
+  const store = new RedisThreadStore({
+    connection,
+    keyPrefix: `t${Math.random().toString(36).slice(2, 8)}:`,
+    ttlSeconds: 3600,
+    maxRunsPerThread: 20,
+    leaseMs: 10_000,
+    claimTimeoutMs: 60_000,
+    logger: silentLogger,
+    ...options,
+  });
+  await store.start();
+  return store;
 }
