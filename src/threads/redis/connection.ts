@@ -85,7 +85,7 @@ export async function createClients(connection: RedisConnection): Promise<RedisC
   // keeps its batches and writes them again (RedisRunLog). A connected but stuck server times out.
   // No autopipelining: the hot write is already one command a turn of the loop for every run (cgAppendMany), and
   // ioredis's autopipelining builds a Pipeline for each turn's commands, which measured 15-20% of the gateway's CPU
-  // per token on the paced load (BENCHMARKS.md). Reads of several keys at once are a pipeline (RedisRecords.together).
+  // per token on the paced load (BENCHMARKS.md). Reads of several keys at once are a command each.
   const redis = defineScripts(make({ enableOfflineQueue: false, commandTimeout: 5_000 }), false);
   // The subscriber queues its subscriptions while disconnected and subscribes again after a reconnect.
   const subscriber = make({ enableOfflineQueue: true, autoResubscribe: true });
@@ -94,10 +94,9 @@ export async function createClients(connection: RedisConnection): Promise<RedisC
 
 /**
  * ioredis's Cluster client: it learns which node serves which hash slot from the seed nodes, sends each command to
- * its slot's primary, follows MOVED/ASK redirections and learns the layout again after a failover. Reads of several
- * threads at once go to each node as a pipeline (RedisRecords.together). The subscriber subscribes to each live
- * channel on the shard of its slot (`shardedSubscribers`), and to the stop channel (plain pub/sub, which a cluster
- * forwards to every node) on one node.
+ * its slot's primary, follows MOVED/ASK redirections and learns the layout again after a failover. The subscriber
+ * subscribes to each live channel on the shard of its slot (`shardedSubscribers`), and to the stop channel (plain
+ * pub/sub, which a cluster forwards to every node) on one node.
  */
 async function createClusterClients(connection: {
   clusterNodes: { host: string; port: number }[];

@@ -290,7 +290,7 @@ export class RedisRecords {
   private primaryOf(key: string): { wait(replicas: number, timeoutMs: number): Promise<number> } {
     if (!this.cluster) return this.redis;
     const cluster = this.redis as unknown as Cluster;
-    const primary = cluster.slots[calculateSlot(key)]?.[0];
+    const primary = this.nodeOf(key);
     const node = cluster.nodes('master').find(({ options }) => `${options.host}:${options.port}` === primary);
     if (!node) throw new StoreUnavailableError(`No Redis Cluster primary is known for the run's keys now.`);
     return node;
@@ -385,17 +385,17 @@ export class RedisRecords {
   // --- reads ------------------------------------------------------------------------------
 
   async thread(threadId: string): Promise<ThreadRecord | undefined> {
-    const [meta, runIds, states] = (await this.call(() =>
-      this.together([
-        ['hgetall', this.threadKey(threadId, 'meta')],
-        ['lrange', this.threadKey(threadId, 'runs'), 0, -1],
-        ['hgetall', this.threadKey(threadId, 'states')],
+    const [meta, runIds, states] = await this.call(() =>
+      Promise.all([
+        this.redis.hgetall(this.threadKey(threadId, 'meta')),
+        this.redis.lrange(this.threadKey(threadId, 'runs'), 0, -1),
+        this.redis.hgetall(this.threadKey(threadId, 'states')),
       ]),
-    )) as [Record<string, string>, string[], Record<string, string>];
+    );
     if (runIds.length === 0) return undefined;
-    const fields = (await this.call(() =>
-      this.together(runIds.map((runId) => ['hgetall', this.threadKey(threadId, 'run', runId)])),
-    )) as Record<string, string>[];
+    const fields = await this.call(() =>
+      Promise.all(runIds.map((runId) => this.redis.hgetall(this.threadKey(threadId, 'run', runId)))),
+    );
     const latestFields = fields[fields.length - 1];
     const runs = runIds
       .map((runId, index) => runFrom(runId, fields[index]))
@@ -483,15 +483,6 @@ export class RedisRecords {
     const events: SequencedEvent[] = [];
     for (const [, fields] of entries) events.push(...(JSON.parse(fields[1]) as SequencedEvent[]));
     return events;
-  }
-
-  /**
-   * Several reads at once, each its own command (and write: the clients do not autopipeline, connection.ts), each
-   * redirected on its own on a cluster. Not an ioredis pipeline: reads are not the hot path, and a pipeline is one
-   * more way for a command to wait on a connection being re-established (after a Sentinel failover, say).
-   */
-  together(commands: [string, ...(string | number)[]][]): Promise<unknown[]> {
-    return Promise.all(commands.map(([name, ...args]) => this.redis.call(name, ...args)));
   }
 
   /** Runs a read or a claim; a connection problem becomes STORE_UNAVAILABLE. */

@@ -8,7 +8,6 @@ import type { ScriptedRedis } from './scripts.js';
 export interface ListRecords {
   redis: ScriptedRedis;
   call<T>(command: () => Promise<T>): Promise<T>;
-  together(commands: [string, ...(string | number)[]][]): Promise<unknown[]>;
   threadKey(threadId: string, ...parts: string[]): string;
   listKey(scope: string, agentId: string): string;
 }
@@ -32,11 +31,11 @@ export async function readListPage(
     const candidates = await entriesAfter(records, key, cursor, want);
     if (candidates.length === 0) break;
     // Each thread's record, read at once (each is its thread's slot).
-    const metas = (await records.call(() =>
-      records.together(
-        candidates.map(({ threadId }) => ['hmget', records.threadKey(threadId, 'meta'), ...SUMMARY_FIELDS]),
+    const metas = await records.call(() =>
+      Promise.all(
+        candidates.map(({ threadId }) => records.redis.hmget(records.threadKey(threadId, 'meta'), ...SUMMARY_FIELDS)),
       ),
-    )) as (string | null)[][];
+    );
     const gone: string[] = [];
     candidates.forEach(({ threadId }, i) => {
       const fields = metas[i];
