@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,13 +8,25 @@ import { RedisServer, freePort, ping } from './redis.js';
 
 /**
  * Redis with failover on loopback, as production runs it with Sentinel: a primary, a replica of it, and three
- * Sentinels (quorum 2) watching the primary under the name `primary`, quick to act (down after 1 s). Real
- * redis-server processes; `killPrimary` ends the primary as a crash would, and `failedOver` waits until the Sentinels
- * have promoted the replica.
+ * Sentinels (quorum 2) watching the primary, quick to act (down after 1 s). Real redis-server processes;
+ * `killPrimary` ends the primary as a crash would, and `failedOver` waits until the Sentinels have promoted the
+ * replica.
+ *
+ * The servers and the Sentinels ask for passwords of their own (`password`, `sentinelPassword`), and the primary's
+ * name is the set's own. Besides testing the gateway's passwords, that keeps Sentinels of other sets on the machine
+ * out: a Sentinel left running by a killed test run, or another run's, watches a port it saw die; when a server of
+ * this set starts on that port, such a Sentinel takes it for its old primary come back and makes it a replica of a
+ * dead one (seen: the thread list answering STORE_UNAVAILABLE for the whole of a test). Without the password it
+ * cannot.
  */
 export class RedisSentinels {
-  readonly name = 'primary';
   private constructor(
+    /** The primary's name in the Sentinels' configuration. */
+    readonly name: string,
+    /** The primary's and the replica's password. */
+    readonly password: string,
+    /** The Sentinels' own password. */
+    readonly sentinelPassword: string,
     readonly primary: RedisServer,
     readonly replica: RedisServer,
     private readonly sentinels: { port: number; process: ChildProcess }[],
@@ -21,8 +34,10 @@ export class RedisSentinels {
   ) {}
 
   static async start(): Promise<RedisSentinels> {
-    const primary = await RedisServer.start();
-    const replica = await RedisServer.start({ args: ['--replicaof', '127.0.0.1', String(primary.port)] });
+    const name = `primary-${randomBytes(4).toString('hex')}`;
+    const [password, sentinelPassword] = [randomBytes(12).toString('hex'), randomBytes(12).toString('hex')];
+    const primary = await RedisServer.start({ password });
+    const replica = await RedisServer.start({ password, args: ['--replicaof', '127.0.0.1', String(primary.port)] });
     const dir = mkdtempSync(join(tmpdir(), 'cg-sentinel-'));
     const sentinels: { port: number; process: ChildProcess }[] = [];
     for (let i = 0; i < 3; i++) {
@@ -35,10 +50,13 @@ export class RedisSentinels {
           'bind 127.0.0.1',
           'protected-mode no',
           `dir ${dir}`,
-          `sentinel monitor primary 127.0.0.1 ${primary.port} 2`,
-          'sentinel down-after-milliseconds primary 1000',
-          'sentinel failover-timeout primary 5000',
-          'sentinel parallel-syncs primary 1',
+          // Asked of clients and of the other Sentinels, which give it too.
+          `requirepass ${sentinelPassword}`,
+          `sentinel monitor ${name} 127.0.0.1 ${primary.port} 2`,
+          `sentinel auth-pass ${name} ${password}`,
+          `sentinel down-after-milliseconds ${name} 1000`,
+          `sentinel failover-timeout ${name} 5000`,
+          `sentinel parallel-syncs ${name} 1`,
           '',
         ].join('\n'),
       );
@@ -46,9 +64,10 @@ export class RedisSentinels {
       sentinels.push({ port, process });
     }
     for (const { port } of sentinels) {
-      for (let i = 0; i < 200 && !(await ping(port)); i++) await new Promise((r) => setTimeout(r, 25));
+      for (let i = 0; i < 200 && !(await ping(port, sentinelPassword)); i++)
+        await new Promise((r) => setTimeout(r, 25));
     }
-    const set = new RedisSentinels(primary, replica, sentinels, dir);
+    const set = new RedisSentinels(name, password, sentinelPassword, primary, replica, sentinels, dir);
     // Replicating before anything is written (the replica's first sync done).
     await set.untilReplicated();
     return set;
@@ -61,7 +80,12 @@ export class RedisSentinels {
 
   /** The port the Sentinels name as the primary now. */
   async primaryPort(): Promise<number> {
-    const sentinel = new Redis({ port: this.sentinels[0].port, host: '127.0.0.1', lazyConnect: true });
+    const sentinel = new Redis({
+      port: this.sentinels[0].port,
+      host: '127.0.0.1',
+      password: this.sentinelPassword,
+      lazyConnect: true,
+    });
     try {
       await sentinel.connect();
       const [, port] = (await sentinel.call('SENTINEL', 'get-master-addr-by-name', this.name)) as [string, string];
@@ -73,7 +97,7 @@ export class RedisSentinels {
 
   /** Waits until the replica has everything the primary has (its offset caught up). */
   async untilReplicated(): Promise<void> {
-    const client = new Redis({ port: this.primary.port, host: '127.0.0.1' });
+    const client = new Redis({ port: this.primary.port, host: '127.0.0.1', password: this.password });
     try {
       for (let i = 0; i < 400; i++) {
         // WAIT 1 replica: answers 1 once the replica has acknowledged every write so far.

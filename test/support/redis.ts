@@ -19,10 +19,14 @@ export class RedisServer {
     private readonly dir: string,
     private readonly persistent: boolean,
     private readonly extraArgs: readonly string[],
+    readonly password?: string,
   ) {}
 
-  /** `args`: more redis-server arguments (such as `--replicaof 127.0.0.1 <port>`). */
-  static async start(options: { persistent?: boolean; args?: string[] } = {}): Promise<RedisServer> {
+  /**
+   * `args`: more redis-server arguments (such as `--replicaof 127.0.0.1 <port>`). `password`: the server asks for it
+   * (`--requirepass`), and a replica gives it to its primary (`--masterauth`).
+   */
+  static async start(options: { persistent?: boolean; args?: string[]; password?: string } = {}): Promise<RedisServer> {
     if (spawnSync('redis-server', ['--version']).error) {
       throw new Error('redis-server is not installed: apt-get install -y redis-server (.ci/run does it).');
     }
@@ -31,6 +35,7 @@ export class RedisServer {
       mkdtempSync(join(tmpdir(), 'cg-redis-')),
       options.persistent ?? false,
       options.args ?? [],
+      options.password,
     );
     await server.launch();
     return server;
@@ -57,7 +62,7 @@ export class RedisServer {
   }
 
   get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
+    return `redis://${this.password ? `:${this.password}@` : ''}127.0.0.1:${this.port}`;
   }
 
   private async launch(): Promise<void> {
@@ -79,6 +84,7 @@ export class RedisServer {
     ];
     if (this.persistent) args.push('--appendonly', 'yes', '--appendfsync', 'always');
     else args.push('--appendonly', 'no');
+    if (this.password) args.push('--requirepass', this.password, '--masterauth', this.password);
     args.push(...this.extraArgs);
     const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.process = child;
@@ -88,7 +94,7 @@ export class RedisServer {
       const probe = async () => {
         // Ready once it answers PING.
         for (let i = 0; i < 200 && child.exitCode === null; i++) {
-          if (await ping(this.port)) {
+          if (await ping(this.port, this.password)) {
             clearTimeout(timer);
             resolve();
             return;
@@ -137,19 +143,24 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** Whether something on the port answers a RESP PING with +PONG. */
-export function ping(port: number): Promise<boolean> {
+/** Whether something on the port answers a RESP PING with +PONG (after AUTH, given its password). */
+export function ping(port: number, password?: string): Promise<boolean> {
   return new Promise((resolve) => {
     import('node:net').then(({ connect }) => {
       const socket = connect(port, '127.0.0.1');
+      let answer = '';
       const done = (ok: boolean) => {
         socket.destroy();
         resolve(ok);
       };
       socket.setTimeout(500, () => done(false));
       socket.once('error', () => done(false));
-      socket.once('connect', () => socket.write('PING\r\n'));
-      socket.once('data', (data) => done(data.toString().startsWith('+PONG')));
+      socket.once('connect', () => socket.write(`${password ? `AUTH ${password}\r\n` : ''}PING\r\n`));
+      socket.on('data', (data) => {
+        answer += data.toString();
+        if (answer.includes('+PONG')) done(true);
+        else if (answer.split('\r\n').length > (password ? 2 : 1)) done(false);
+      });
     });
   });
 }
