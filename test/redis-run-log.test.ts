@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { Redis } from 'ioredis';
 import type { SequencedEvent } from '../src/core/events.js';
 import type { Message } from '../src/core/messages.js';
@@ -269,6 +269,81 @@ describe("a run's log in Redis", () => {
       const thread = await store.thread(threadId);
       expect(thread!.messages.map((m) => m.id)).toEqual(['a', 'b', 'reply']);
     } finally {
+      await store.close();
+    }
+  });
+
+  it('reads a thread as it stands at one moment while its runs end one after another (copilotThread, restores)', async () => {
+    const keyPrefix = `moment-${Math.random().toString(36).slice(2)}:`;
+    const store = await startRedisStore({ url: redis.url }, { keyPrefix });
+    const threadId = 'moment';
+    const runs = 40;
+    let writing = true;
+    try {
+      // One client runs the thread again and again (each run sends its new message only)…
+      const writer = (async () => {
+        for (let n = 0; n < runs; n++) {
+          const { runId, history } = await store.claim(threadId, `run-${n}`, `fresh-${n}`);
+          const next = message(`m-${n}`, `message ${n}`);
+          const log = store.open(threadId, runId, {
+            messages: [...history, next],
+            newMessages: [next],
+            extendsHistory: true,
+          });
+          await record(log, answer(threadId, runId, `reply-${n}`, `reply ${n}`));
+        }
+        writing = false;
+      })();
+      // …while another reads it as fast as it answers: every read shows each run it calls finished with its message
+      // and its answer (read apart, a run that ended between the reads showed finished without its answer).
+      let reads = 0;
+      const wrong: string[] = [];
+      while (writing) {
+        const thread = await store.thread(threadId);
+        if (!thread) continue;
+        reads++;
+        const ids = thread.messages.map((m) => m.id);
+        for (const run of thread.runs) {
+          const n = run.runId.replace(/^(run|fresh)-/, '');
+          if (run.finishedAt !== null && !(ids.includes(`m-${n}`) && ids.includes(`reply-${n}`)))
+            wrong.push(`${run.runId} finished, messages ${ids.slice(-4).join(',')}`);
+        }
+      }
+      await writer;
+      expect(wrong.slice(0, 5)).toEqual([]);
+      expect(reads).toBeGreaterThan(runs);
+      const thread = await store.thread(threadId);
+      expect(thread!.messages).toHaveLength(2 * runs);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('gives a follower every event of a run that was opened empty and stored whole between its two reads', async () => {
+    const keyPrefix = `empty-${Math.random().toString(36).slice(2)}:`;
+    const store = await startRedisStore({ url: redis.url }, { keyPrefix });
+    const threadId = 'empty';
+    try {
+      const { runId } = await store.claim(threadId, 'run-1', 'fresh-1');
+      const log = store.open(threadId, runId, { messages: [], newMessages: [] });
+      while (!(await store.run(threadId, runId))) await new Promise((resolve) => setTimeout(resolve, 5));
+      // The follower finds the log empty, then looks the run up: meanwhile the run stores all of it in one batch.
+      const lookUp = store.records.run.bind(store.records);
+      jest.spyOn(store.records, 'run').mockImplementationOnce(async (...args) => {
+        await record(log, answer(threadId, runId, 'reply', 'all at once'));
+        return lookUp(...args);
+      });
+      const followed: SequencedEvent[] = [];
+      for await (const event of store.follow(threadId, runId, -1)) followed.push(event);
+      expect(followed.map((event) => event.type)).toEqual([
+        'RunStarted',
+        'TextMessageStart',
+        'TextMessageContent',
+        'TextMessageEnd',
+        'RunFinished',
+      ]);
+    } finally {
+      jest.restoreAllMocks();
       await store.close();
     }
   });

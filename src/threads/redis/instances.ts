@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { InstanceLostError, type GatewayError } from '../../core/errors.js';
 import { failedRun } from '../../core/status.js';
 import { OutputCollector, closingEvents, transcriptOf } from '../log.js';
-import { parseMessages, type RedisRecords } from './records.js';
+import type { RedisRecords } from './records.js';
 
 /** What the leases ask of their store. */
 export interface LeaseHooks {
@@ -99,25 +99,18 @@ export class InstanceLeases {
    */
   async endRun(threadId: string, runId: string, owner: string, error: GatewayError): Promise<boolean> {
     for (let attempt = 0; attempt < 5; attempt++) {
-      const run = await this.records.run(threadId, runId);
+      // The run, its log and its input as they stand at one moment (cgReadRun).
+      const { run, log, input } = await this.records.runToEnd(threadId, runId);
       if (!run || run.finishedAt !== null) {
         // Already ended (or gone): only its listing is left to clear.
         await this.records.redis.srem(this.records.instanceKey(owner, 'runs'), `${threadId}\u0000${runId}`);
         return false;
       }
-      const log = await this.records.readLog(threadId, runId);
       const last = log.length ? log[log.length - 1].sequence : -1;
       const status = failedRun(error);
       const closing = closingEvents(log, status);
       const output = new OutputCollector();
       for (const event of [...log, ...closing]) output.add(event);
-      // The run's input: the thread's transcript, and its new messages when its open sent only those (`extends`).
-      const [transcript, [newInput, extendsHistory]] = await Promise.all([
-        this.records.redis.hget(this.records.threadKey(threadId, 'meta'), 'transcript'),
-        this.records.redis.hmget(this.records.threadKey(threadId, 'run', runId), 'newInput', 'extends'),
-      ]);
-      const input = parseMessages(transcript);
-      if (extendsHistory === '1') input.push(...parseMessages(newInput));
       const reply = await this.records.appendBatch(
         threadId,
         runId,

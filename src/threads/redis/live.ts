@@ -104,7 +104,12 @@ export class LiveChannels {
             // Nothing stored: a run dropped (trimmed, expired) since it was looked up never ends otherwise.
             const record = await this.records.run(threadId, runId);
             if (!record) feed.fail(new RunNotFoundError(`Thread "${threadId}" has no run "${runId}" any more.`));
-            else if (record.finishedAt !== null) feed.end();
+            else if (record.finishedAt !== null) {
+              // Ended since its log was read (a run whose every event came in one batch, as one that fails at once):
+              // the record's end and the log's last batch are one write, so the log read now has all of it.
+              for (const event of await this.records.readLog(threadId, runId)) feed.push(event);
+              feed.end();
+            }
           }
         } while (readAgain && !feed.done);
       } catch (error) {

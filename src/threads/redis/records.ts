@@ -23,7 +23,7 @@ import {
   type ThreadRecord,
   type ThreadSummary,
 } from '../store.js';
-import type { ScriptedRedis } from './scripts.js';
+import type { LogEntries, ScriptedRedis } from './scripts.js';
 import { SUMMARY_FIELDS, readListPage, summaryFrom } from './thread-list.js';
 
 /** What the records take of the store's options. */
@@ -385,17 +385,19 @@ export class RedisRecords {
   // --- reads ------------------------------------------------------------------------------
 
   async thread(threadId: string): Promise<ThreadRecord | undefined> {
-    const [meta, runIds, states] = await this.call(() =>
-      Promise.all([
-        this.redis.hgetall(this.threadKey(threadId, 'meta')),
-        this.redis.lrange(this.threadKey(threadId, 'runs'), 0, -1),
-        this.redis.hgetall(this.threadKey(threadId, 'states')),
-      ]),
+    // One script: the thread as it stands at one moment (cgReadThread).
+    const reply = await this.call(() =>
+      this.redis.cgReadThread(
+        this.threadKey(threadId, 'meta'),
+        this.threadKey(threadId, 'runs'),
+        this.threadKey(threadId, 'states'),
+        this.threadKey(threadId, ''),
+      ),
     );
-    if (runIds.length === 0) return undefined;
-    const fields = await this.call(() =>
-      Promise.all(runIds.map((runId) => this.redis.hgetall(this.threadKey(threadId, 'run', runId)))),
-    );
+    if (reply.length === 0) return undefined;
+    const [metaList, runIds, stateList, runLists, log] = reply;
+    const meta = hashOf(metaList);
+    const fields = runLists.map(hashOf);
     const latestFields = fields[fields.length - 1];
     const runs = runIds
       .map((runId, index) => runFrom(runId, fields[index]))
@@ -409,11 +411,33 @@ export class RedisRecords {
       if (latest.runId === runIds[runIds.length - 1] && latestFields.extends === '1')
         messages = [...messages, ...(latest.newMessages ?? [])];
       const output = new OutputCollector();
-      for (const event of await this.readLog(threadId, latest.runId)) output.add(event);
+      for (const event of eventsOf(log)) output.add(event);
       messages = transcriptOf(messages, output.current());
     }
-    const agentStates = Object.values(states).map((json) => JSON.parse(json) as AgentStateRecord);
+    const agentStates = Object.values(hashOf(stateList)).map((json) => JSON.parse(json) as AgentStateRecord);
     return { threadId, ...(meta.principal ? { owner: meta.principal } : {}), messages, agentStates, runs };
+  }
+
+  /**
+   * A run as endRun completes it, read at one moment (cgReadRun): its record (none when gone or not opened), its
+   * stored events, and its input (the thread's transcript, and the run's new messages when its open sent only those).
+   */
+  async runToEnd(
+    threadId: string,
+    runId: string,
+  ): Promise<{ run: RunRecord | undefined; log: SequencedEvent[]; input: Message[] }> {
+    const [transcript, runList, log] = await this.call(() =>
+      this.redis.cgReadRun(
+        this.threadKey(threadId, 'meta'),
+        this.threadKey(threadId, 'run', runId),
+        this.threadKey(threadId, 'log', runId),
+      ),
+    );
+    const fields = hashOf(runList);
+    const run = runFrom(runId, fields);
+    const input = parseMessages(transcript);
+    if (fields.extends === '1') input.push(...(run?.newMessages ?? []));
+    return { run, log: eventsOf(log), input };
   }
 
   // --- the thread list ----------------------------------------------------------------------
@@ -479,10 +503,7 @@ export class RedisRecords {
 
   /** The run's stored events, in order. */
   async readLog(threadId: string, runId: string): Promise<SequencedEvent[]> {
-    const entries = await this.call(() => this.redis.xrange(this.threadKey(threadId, 'log', runId), '-', '+'));
-    const events: SequencedEvent[] = [];
-    for (const [, fields] of entries) events.push(...(JSON.parse(fields[1]) as SequencedEvent[]));
-    return events;
+    return eventsOf(await this.call(() => this.redis.xrange(this.threadKey(threadId, 'log', runId), '-', '+')));
   }
 
   /** Runs a read or a claim; a connection problem becomes STORE_UNAVAILABLE. */
@@ -504,7 +525,21 @@ export function listKeyPart(text: string): string {
   return text.replace(/[%:{}]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
 }
 
-export function parseMessages(json: string | null | undefined): Message[] {
+/** A hash from HGETALL's flat field/value list, as a script answers it. */
+function hashOf(list: string[]): Record<string, string> {
+  const hash: Record<string, string> = {};
+  for (let i = 0; i < list.length; i += 2) hash[list[i]] = list[i + 1];
+  return hash;
+}
+
+/** A run's events from its log's entries (each entry a batch: its field `e` holds the batch's JSON). */
+function eventsOf(entries: LogEntries): SequencedEvent[] {
+  const events: SequencedEvent[] = [];
+  for (const [, fields] of entries) events.push(...(JSON.parse(fields[1]) as SequencedEvent[]));
+  return events;
+}
+
+function parseMessages(json: string | null | undefined): Message[] {
   if (!json) return [];
   try {
     const messages = JSON.parse(json) as unknown;

@@ -16,7 +16,21 @@ export type ScriptedRedis = (Redis | Cluster) & {
   cgListThread(...args: (string | number)[]): Promise<number>;
   cgUpdateThread(...args: (string | number)[]): Promise<[number, string, string, string]>;
   cgRemoveThread(...args: (string | number)[]): Promise<[number, string]>;
+  cgReadThread(...args: (string | number)[]): Promise<ThreadReply>;
+  cgReadRun(...args: (string | number)[]): Promise<RunReply>;
 };
+
+/** A stream's entries as XRANGE answers them: [id, [field, value, …]]. */
+export type LogEntries = [string, string[]][];
+
+/**
+ * cgReadThread's answer: [] for a thread with no run, else its `meta` and `states` hashes (flat field/value lists),
+ * its run ids (oldest first), each run's hash (in the same order), and the latest run's log when it is running.
+ */
+export type ThreadReply = [] | [string[], string[], string[], string[][], LogEntries];
+
+/** cgReadRun's answer: the thread's transcript (null when none), the run's hash (flat), the run's log. */
+export type RunReply = [string | null, string[], LogEntries];
 
 /**
  * A piece of a list key: a scope (principal) or an agent id with '%', ':', '{' and '}' percent-encoded, so that the
@@ -282,6 +296,31 @@ redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
 if holder then redis.call('SET', KEYS[5], holder, 'PX', ARGV[2]) end
 if had > 0 then return {1, list} end
 return {0, list}`,
+  ],
+  // The reads that must see one moment (a script runs alone): a thread as copilotThread and a restore show it, and
+  // a run as endRun completes it. Read apart, a run that ends between two reads would show finished with the
+  // transcript from before it, and a run written again from nothing (a rebuild) between the transcript's read and
+  // its new input's could lose that input.
+
+  // KEYS: meta, runs, states. ARGV: the thread's key prefix. Answers ThreadReply (records.ts, thread).
+  cgReadThread: [
+    3,
+    `local runIds = redis.call('LRANGE', KEYS[2], 0, -1)
+if #runIds == 0 then return {} end
+local runs = {}
+for i, id in ipairs(runIds) do runs[i] = redis.call('HGETALL', ARGV[1] .. 'run:' .. id) end
+local latest = runIds[#runIds]
+local log = {}
+if redis.call('HGET', ARGV[1] .. 'run:' .. latest, 'status') == 'running' then
+  log = redis.call('XRANGE', ARGV[1] .. 'log:' .. latest, '-', '+')
+end
+return {redis.call('HGETALL', KEYS[1]), runIds, redis.call('HGETALL', KEYS[3]), runs, log}`,
+  ],
+  // KEYS: meta, run, log. Answers RunReply (instances.ts, endRun).
+  cgReadRun: [
+    3,
+    `return {redis.call('HGET', KEYS[1], 'transcript'), redis.call('HGETALL', KEYS[2]),
+  redis.call('XRANGE', KEYS[3], '-', '+')}`,
   ],
 };
 
