@@ -3,16 +3,11 @@ import type { Cluster } from 'ioredis';
 import calculateSlot from 'cluster-key-slot';
 import { GatewayError, StoreUnavailableError } from '../../core/errors.js';
 import type { SequencedEvent } from '../../core/events.js';
-import type { Message } from '../../core/messages.js';
-import { RUN_SUCCESS, type RunStatus } from '../../core/status.js';
-import { OutputCollector, transcriptOf } from '../log.js';
 import { DEFAULT_AGENT_ID } from '../../core/ids.js';
 import {
   DELETED_MARK_MS,
-  PENDING,
   threadBusy,
   threadForbidden,
-  type AgentStateRecord,
   type Claim,
   type ClaimDetails,
   type RunInput,
@@ -23,7 +18,8 @@ import {
   type ThreadRecord,
   type ThreadSummary,
 } from '../store.js';
-import type { LogEntries, ScriptedRedis } from './scripts.js';
+import { eventsOf, parseMessages, readRunToEnd, readThread, runFrom, type RunToEnd } from './reads.js';
+import type { ScriptedRedis } from './scripts.js';
 import { SUMMARY_FIELDS, readListPage, summaryFrom } from './thread-list.js';
 
 /** What the records take of the store's options. */
@@ -384,60 +380,14 @@ export class RedisRecords {
 
   // --- reads ------------------------------------------------------------------------------
 
-  async thread(threadId: string): Promise<ThreadRecord | undefined> {
-    // One script: the thread as it stands at one moment (cgReadThread).
-    const reply = await this.call(() =>
-      this.redis.cgReadThread(
-        this.threadKey(threadId, 'meta'),
-        this.threadKey(threadId, 'runs'),
-        this.threadKey(threadId, 'states'),
-        this.threadKey(threadId, ''),
-      ),
-    );
-    if (reply.length === 0) return undefined;
-    const [metaList, runIds, stateList, runLists, log] = reply;
-    const meta = hashOf(metaList);
-    const fields = runLists.map(hashOf);
-    const latestFields = fields[fields.length - 1];
-    const runs = runIds
-      .map((runId, index) => runFrom(runId, fields[index]))
-      .filter((run): run is RunRecord => run !== undefined);
-    if (runs.length === 0) return undefined;
-    let messages = parseMessages(meta.transcript);
-    const latest = runs[runs.length - 1];
-    if (latest.finishedAt === null) {
-      // Running: the transcript is its input (or what came before it, and its new messages: cgOpen's `extends`); what
-      // it has produced so far comes from its log.
-      if (latest.runId === runIds[runIds.length - 1] && latestFields.extends === '1')
-        messages = [...messages, ...(latest.newMessages ?? [])];
-      const output = new OutputCollector();
-      for (const event of eventsOf(log)) output.add(event);
-      messages = transcriptOf(messages, output.current());
-    }
-    const agentStates = Object.values(hashOf(stateList)).map((json) => JSON.parse(json) as AgentStateRecord);
-    return { threadId, ...(meta.principal ? { owner: meta.principal } : {}), messages, agentStates, runs };
+  /** The thread as it stands at one moment (see readThread). */
+  thread(threadId: string): Promise<ThreadRecord | undefined> {
+    return readThread(this, threadId);
   }
 
-  /**
-   * A run as endRun completes it, read at one moment (cgReadRun): its record (none when gone or not opened), its
-   * stored events, and its input (the thread's transcript, and the run's new messages when its open sent only those).
-   */
-  async runToEnd(
-    threadId: string,
-    runId: string,
-  ): Promise<{ run: RunRecord | undefined; log: SequencedEvent[]; input: Message[] }> {
-    const [transcript, runList, log] = await this.call(() =>
-      this.redis.cgReadRun(
-        this.threadKey(threadId, 'meta'),
-        this.threadKey(threadId, 'run', runId),
-        this.threadKey(threadId, 'log', runId),
-      ),
-    );
-    const fields = hashOf(runList);
-    const run = runFrom(runId, fields);
-    const input = parseMessages(transcript);
-    if (fields.extends === '1') input.push(...(run?.newMessages ?? []));
-    return { run, log: eventsOf(log), input };
+  /** A run, its log and its input at one moment, as endRun completes it (see readRunToEnd). */
+  runToEnd(threadId: string, runId: string): Promise<RunToEnd> {
+    return readRunToEnd(this, threadId, runId);
   }
 
   // --- the thread list ----------------------------------------------------------------------
@@ -523,50 +473,4 @@ export class RedisRecords {
 /** A scope or agent id as a piece of a list key: '%', ':', '{' and '}' percent-encoded (as \`esc\` in the scripts). */
 export function listKeyPart(text: string): string {
   return text.replace(/[%:{}]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
-}
-
-/** A hash from HGETALL's flat field/value list, as a script answers it. */
-function hashOf(list: string[]): Record<string, string> {
-  const hash: Record<string, string> = {};
-  for (let i = 0; i < list.length; i += 2) hash[list[i]] = list[i + 1];
-  return hash;
-}
-
-/** A run's events from its log's entries (each entry a batch: its field `e` holds the batch's JSON). */
-function eventsOf(entries: LogEntries): SequencedEvent[] {
-  const events: SequencedEvent[] = [];
-  for (const [, fields] of entries) events.push(...(JSON.parse(fields[1]) as SequencedEvent[]));
-  return events;
-}
-
-function parseMessages(json: string | null | undefined): Message[] {
-  if (!json) return [];
-  try {
-    const messages = JSON.parse(json) as unknown;
-    return Array.isArray(messages) ? (messages as Message[]) : [];
-  } catch {
-    return [];
-  }
-}
-
-function statusFrom(json: string): RunStatus {
-  try {
-    const status = JSON.parse(json) as RunStatus;
-    return status.code === 'Success' ? RUN_SUCCESS : status;
-  } catch {
-    return RUN_SUCCESS;
-  }
-}
-
-/** A run's record from its hash's fields (none when it has no status: gone, or not opened). */
-function runFrom(runId: string, fields: Record<string, string>): RunRecord | undefined {
-  if (!fields.status) return undefined;
-  return {
-    runId,
-    status: fields.status === 'running' ? PENDING : statusFrom(fields.status),
-    lastSequence: Number(fields.last),
-    startedAt: new Date(Number(fields.startedAt)),
-    finishedAt: fields.finishedAt ? new Date(Number(fields.finishedAt)) : null,
-    newMessages: parseMessages(fields.newInput),
-  };
 }
