@@ -7,7 +7,7 @@ import {
   RunNotFoundError,
   UnauthenticatedError,
 } from '../core/errors.js';
-import { DEFAULT_AGENT_ID, isWellFormedText } from '../core/ids.js';
+import { DEFAULT_AGENT_ID } from '../core/ids.js';
 import type { EventConsumer, EventHandover, SequencedEvent } from '../core/events.js';
 import type { Message } from '../core/messages.js';
 import type { Principal } from '../core/principal.js';
@@ -19,7 +19,6 @@ import {
   type RunRecord,
   type RunLog,
   type ThreadChange,
-  type ThreadCursor,
   type ThreadRecord,
   type ThreadStore,
   type ThreadSummary,
@@ -28,6 +27,15 @@ import {
 import type { RunRequest } from './request.js';
 import type { RunHandle } from './run.js';
 import { StoredRun } from './stored-run.js';
+import {
+  DEFAULT_THREAD_PAGE,
+  MAX_THREAD_PAGE,
+  checkedName,
+  decodeCursor,
+  encodeCursor,
+  type ThreadListRequest,
+  type ThreadPage,
+} from './thread-pages.js';
 
 /** What to do when a request asks for a thread whose run is still going. */
 export type BusyPolicy = 'refuse' | 'interrupt';
@@ -52,27 +60,6 @@ export interface ThreadPolicies {
   listAnonymous?: boolean;
 }
 
-/** A page of a thread list as the routes answer it: the threads, and where the next page starts (null at the end). */
-export interface ThreadPage {
-  threads: ThreadSummary[];
-  nextCursor: string | null;
-}
-
-/** What a thread list asks for. */
-export interface ThreadListRequest {
-  agentId: string;
-  includeArchived?: boolean;
-  /** 1 to MAX_THREAD_PAGE. @default DEFAULT_THREAD_PAGE */
-  limit?: number;
-  /** A `nextCursor` from the page before. */
-  cursor?: string;
-}
-
-/** Threads on a page unless the request says otherwise, and the most it may ask for. */
-export const DEFAULT_THREAD_PAGE = 50;
-export const MAX_THREAD_PAGE = 200;
-/** The longest name a thread may be given. */
-export const MAX_THREAD_NAME = 200;
 /** How long a delete waits for the thread's run to end (it was asked to stop) before removing it anyway. */
 const DELETE_WAIT_MS = 5_000;
 
@@ -483,32 +470,6 @@ function firstUserText(messages: readonly Message[]): string | undefined {
     }
   }
   return undefined;
-}
-
-/** A new name for a thread: trimmed, 1 to MAX_THREAD_NAME characters, no lone surrogate (see updateThread). */
-function checkedName(name: string): string {
-  const trimmed = name.trim();
-  if (!isWellFormedText(trimmed) || trimmed === '' || trimmed.length > MAX_THREAD_NAME)
-    throw new BadUserInputError(`name is 1 to ${MAX_THREAD_NAME} characters (not only spaces).`, { field: 'name' });
-  return trimmed;
-}
-
-/** A page cursor as clients hold it: opaque, URL-safe (base64url of `[lastRunAt, threadId]`). */
-function encodeCursor(cursor: ThreadCursor): string {
-  return Buffer.from(JSON.stringify([cursor.lastRunAt, cursor.threadId])).toString('base64url');
-}
-
-function decodeCursor(text: string): ThreadCursor {
-  try {
-    const value = JSON.parse(Buffer.from(text, 'base64url').toString()) as unknown;
-    if (Array.isArray(value) && value.length === 2 && Number.isSafeInteger(value[0]) && typeof value[1] === 'string')
-      return { lastRunAt: value[0] as number, threadId: value[1] };
-  } catch {
-    // reported below
-  }
-  throw new BadUserInputError("The cursor is not one this gateway gave: pass the last page's cursor as it came.", {
-    cursor: text.slice(0, 100),
-  });
 }
 
 function key(threadId: string, runId: string): string {

@@ -3,7 +3,7 @@ import type { CopilotThreadSummary, QueryCopilotThreadsArgs, Resolvers } from '.
 import type { RuntimeEventType } from '../core/events.js';
 import { callerOf, claimRun } from './context.js';
 import { BadUserInputError } from '../core/errors.js';
-import { DEFAULT_THREAD_PAGE, MAX_THREAD_PAGE, type ThreadListRequest } from '../engine/thread-service.js';
+import { DEFAULT_THREAD_PAGE, MAX_THREAD_PAGE, type ThreadListRequest } from '../engine/thread-pages.js';
 import type { ThreadSummary } from '../threads/store.js';
 import { checkedId, runRequestFromInput } from './input.js';
 import { createCopilotResponseView } from '../views/copilot-response.js';
