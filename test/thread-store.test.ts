@@ -1,4 +1,4 @@
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import type { SequencedEvent } from '../src/core/events.js';
 import type { Message } from '../src/core/messages.js';
 import { RUN_SUCCESS } from '../src/core/status.js';
@@ -144,6 +144,55 @@ describe('the in-memory thread store', () => {
       'TextMessageEnd',
       'RunFinished',
     ]);
+    await s.close();
+  });
+
+  it('keeps the whole transcript of runs that send only their new messages, without making the history JSON again', async () => {
+    const s = store();
+    const answer = (runId: string, messageId: string): SequencedEvent[] =>
+      runEvents(runId, 1).map((event) => ('messageId' in event ? { ...event, messageId } : event));
+    /**
+     * A run that sends the claim's transcript and one new message; its answer is message `answerId`. `made`: the
+     * length of the one array made JSON at its open (1, the new message alone, unless the history must be again).
+     */
+    const extend = async (n: number, answerId: string, made = 1) => {
+      const { runId, history } = await s.claim('long', `run-${n}`, `fresh-${n}`);
+      const next = text(`u${n}`, 'user', `question ${n}`);
+      const stringify = jest.spyOn(JSON, 'stringify');
+      const log = s.open('long', runId, { messages: [...history, next], newMessages: [next], extendsHistory: true });
+      const arrays = stringify.mock.calls.map(([value]) => value).filter(Array.isArray);
+      stringify.mockRestore();
+      expect(arrays.map((value) => value.length)).toEqual(made === 1 ? [1] : [1, made]);
+      for (const event of answer(runId, answerId)) log.append(event);
+    };
+    // A first run that sends its conversation whole, a message id repeated in it (kept once).
+    const whole = [text('s', 'system', 'be brief'), text('u', 'user', 'hi'), text('s', 'system', 'again')];
+    const { runId } = await s.claim('long', 'run-0', 'fresh-0');
+    const log = s.open('long', runId, { messages: whole, newMessages: whole });
+    for (const event of answer(runId, 'a0')) log.append(event);
+    // Its transcript is not its input and output joined (the repeated id went): the next input is made JSON whole.
+    await extend(1, 'a1', 4);
+    // Then only the new message each time.
+    await extend(2, 'a2');
+    // An answer that repeats an earlier message's id: kept once, where it first was.
+    await extend(3, 'u1');
+    await extend(4, 'a4');
+    const thread = await s.thread('long');
+    expect(thread!.messages.map((message) => message.id)).toEqual([
+      's',
+      'u',
+      'a0',
+      'u1',
+      'a1',
+      'u2',
+      'a2',
+      'u3',
+      'u4',
+      'a4',
+    ]);
+    expect(thread!.messages[0]).toEqual(text('s', 'system', 'be brief'));
+    expect(thread!.messages[3]).toEqual(text('u1', 'user', 'question 1'));
+    expect(thread!.runs.at(-1)!.newMessages).toEqual([text('u4', 'user', 'question 4')]);
     await s.close();
   });
 

@@ -71,6 +71,14 @@ interface MemoryThread {
    * at the next claim and by a thread read.
    */
   input: string;
+  /** What `input` counts for (stringBytes), kept so that a long input is not measured again when it is replaced. */
+  inputBytes: number;
+  /**
+   * The transcript its claim gave the run holding it, as JSON (the input's, then the latest run's output, joined:
+   * nothing parsed or stringified again), while that run has not opened: a run whose input extends it (RunInput's
+   * `extendsHistory`) has its input's JSON made from it and its new messages'.
+   */
+  claimed: { runId: string; length: number; json: string } | undefined;
   /** Made on the first state (most threads never have one). */
   agentStates: Map<string, AgentStateRecord> | undefined;
   runs: MemoryRun[];
@@ -134,18 +142,19 @@ export class MemoryThreadStore implements ThreadStore {
     thread.active = { runId, claimExpires: now + this.options.claimTimeoutMs };
     this.touch(thread, now);
     this.enforceBounds();
-    return { runId, history: this.transcript(thread) };
+    const history = this.transcript(thread, runId);
+    return { runId, history };
   }
 
   release(threadId: string, runId: string): void {
     const thread = this.threads.get(threadId);
-    if (thread?.active?.runId === runId) thread.active = undefined;
+    if (thread?.active?.runId === runId) thread.active = thread.claimed = undefined;
   }
 
   open(
     threadId: string,
     runId: string,
-    { messages: input, newMessages }: RunInput,
+    { messages: input, newMessages, extendsHistory }: RunInput,
     onLost?: (error: GatewayError) => void,
   ): RunLog {
     const now = Date.now();
@@ -160,22 +169,32 @@ export class MemoryThreadStore implements ThreadStore {
     // A new thread's first run brings all of its input: the two are one string until the next run's input
     // replaces the thread's, which then stays that run's.
     const wholeInput = newMessages.length === input.length && newMessages.every((message, i) => message === input[i]);
+    const newJson = JSON.stringify(newMessages);
     const run: MemoryRun = {
       runId: flatString(runId),
       status: PENDING,
       lastSequence: -1,
       startedAt: now,
       finishedAt: null,
-      newMessages: wholeInput ? undefined : JSON.stringify(newMessages),
+      newMessages: wholeInput ? undefined : newJson,
       events: [],
       feeds: undefined,
     };
     thread.active = { runId, claimExpires: undefined };
     const previous = thread.runs[thread.runs.length - 1];
     if (previous && previous.newMessages === undefined) previous.newMessages = thread.input;
-    else this.resize(thread, -stringBytes(thread.input));
-    thread.input = JSON.stringify(input);
-    this.resize(thread, stringBytes(thread.input));
+    else this.resize(thread, -thread.inputBytes);
+    // The input's JSON: on a long thread whose run sends only what is new, the claim's transcript JSON and the new
+    // messages' joined (a run's cost does not grow with the thread's age); otherwise the whole input's.
+    const claimed = thread.claimed;
+    thread.claimed = undefined;
+    thread.input = wholeInput
+      ? newJson
+      : extendsHistory && claimed?.runId === runId && input.length === claimed.length + newMessages.length
+        ? joinArrays(claimed.json, newJson)
+        : JSON.stringify(input);
+    thread.inputBytes = stringBytes(thread.input);
+    this.resize(thread, thread.inputBytes);
     // A new list rather than a push (or a spread): those keep room for 16 more runs (128 bytes) most threads never
     // have.
     thread.runs = thread.runs.concat([run]);
@@ -399,15 +418,26 @@ export class MemoryThreadStore implements ThreadStore {
    * The thread's transcript: its latest run's input and what that run produced, read from its events
    * (kept once: a finished run's text lives only in its sealed events).
    */
-  private transcript(thread: MemoryThread): Message[] {
+  private transcript(thread: MemoryThread, claimedBy?: string): Message[] {
     const input = JSON.parse(thread.input) as Message[];
     const latest = thread.runs[thread.runs.length - 1];
-    if (!latest) return input;
-    // Read from the events (a running run's output is not kept twice while it runs).
-    const output = new OutputCollector();
-    const events = typeof latest.events === 'string' ? unsealEvents(latest.events, -1) : latest.events;
-    for (const event of events) output.add(event);
-    return transcriptOf(input, output.current());
+    let transcript = input;
+    let json = thread.input;
+    if (latest) {
+      // Read from the events (a running run's output is not kept twice while it runs).
+      const output = new OutputCollector();
+      const events = typeof latest.events === 'string' ? unsealEvents(latest.events, -1) : latest.events;
+      for (const event of events) output.add(event);
+      transcript = transcriptOf(input, output.current());
+      // Each input message kept in place (none repeated): the transcript's JSON is the input's and the output's.
+      json =
+        input.length === 0 || transcript[input.length - 1] === input[input.length - 1]
+          ? joinArrays(thread.input, JSON.stringify(transcript.slice(input.length)))
+          : '';
+    }
+    if (claimedBy !== undefined)
+      thread.claimed = json ? { runId: claimedBy, length: transcript.length, json } : undefined;
+    return transcript;
   }
 
   /** A new thread, kept (its id made one piece: it is the map's key too). */
@@ -464,6 +494,8 @@ function emptyThread(threadId: string, now: number, agentId: string): MemoryThre
     removed: false,
     threadId,
     input,
+    inputBytes: stringBytes(input),
+    claimed: undefined,
     agentStates: undefined,
     runs: [],
     active: undefined,
@@ -496,6 +528,13 @@ function recordOf(run: MemoryRun, threadInput: string): RunRecord {
     finishedAt: run.finishedAt === null ? null : new Date(run.finishedAt),
     newMessages: JSON.parse(run.newMessages ?? threadInput) as Message[],
   };
+}
+
+/** Two JSON arrays' texts as one array's: `[a…]` and `[b…]` make `[a…,b…]`. */
+function joinArrays(first: string, second: string): string {
+  if (first === '[]') return second;
+  if (second === '[]') return first;
+  return `${first.slice(0, -1)},${second.slice(1)}`;
 }
 
 /** What a run is counted for (its input is counted with the thread's while the two are one string). */
