@@ -1,12 +1,21 @@
 import { RunNotFoundError, type GatewayError } from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
-import type { Message } from '../core/messages.js';
 import { DEFAULT_AGENT_ID } from '../core/ids.js';
-import { RUN_SUCCESS, type RunStatus } from '../core/status.js';
+import { RUN_SUCCESS } from '../core/status.js';
 import { EventFeed } from './feed.js';
-import { OutputCollector, agentStateOf, transcriptOf } from './log.js';
-import { RUN_OVERHEAD, THREAD_OVERHEAD, eventBytes, eventsBytes, stateBytes } from './memory-bytes.js';
+import { agentStateOf } from './log.js';
+import { eventBytes, stateBytes } from './memory-bytes.js';
 import { flatString, sealEvents, stringBytes, unsealEvents } from './sealed-run.js';
+import {
+  emptyThread,
+  joinArrays,
+  recordOf,
+  runBytes,
+  summaryOf,
+  transcriptOfThread,
+  type MemoryRun,
+  type MemoryThread,
+} from './memory-records.js';
 import {
   PENDING,
   threadBusy,
@@ -15,7 +24,6 @@ import {
   byRecency,
   stopError,
   isAfter,
-  type AgentStateRecord,
   type Claim,
   type ClaimDetails,
   type ThreadChange,
@@ -42,61 +50,6 @@ export interface MemoryThreadStoreOptions extends ThreadStoreOptions {
   maxBytes: number;
   /** How long a claim holds a thread before its run opens. */
   claimTimeoutMs: number;
-}
-
-/**
- * A run: while it runs, its events as they come (feeds follow them); once finished, sealed (`seal`): its events one
- * flat string, its status a string unless it succeeded, so that a kept run costs about its bytes.
- */
-interface MemoryRun {
-  readonly runId: string;
-  /** PENDING while it runs, then its terminal status: RUN_SUCCESS, or any other as its JSON once sealed. */
-  status: RunStatus | string;
-  lastSequence: number;
-  /** Milliseconds since the epoch. */
-  readonly startedAt: number;
-  finishedAt: number | null;
-  /** The messages it brought to the thread, as JSON; undefined while they are the whole of the thread's input. */
-  newMessages: string | undefined;
-  /** Its events while it runs; once finished, sealed into one string (sealed-run.ts). */
-  events: SequencedEvent[] | string;
-  /** Readers following it live; made on the first (most runs never have one). */
-  feeds: Set<EventFeed> | undefined;
-}
-
-interface MemoryThread {
-  threadId: string;
-  /**
-   * The latest run's input, as JSON (the transcript is it and what that run produced: see `transcript`). Read only
-   * at the next claim and by a thread read.
-   */
-  input: string;
-  /** What `input` counts for (stringBytes), kept so that a long input is not measured again when it is replaced. */
-  inputBytes: number;
-  /**
-   * The transcript its claim gave the run holding it, as JSON (the input's, then the latest run's output, joined:
-   * nothing parsed or stringified again), while that run has not opened: a run whose input extends it (RunInput's
-   * `extendsHistory`) has its input's JSON made from it and its new messages'.
-   */
-  claimed: { runId: string; length: number; json: string } | undefined;
-  /** Made on the first state (most threads never have one). */
-  agentStates: Map<string, AgentStateRecord> | undefined;
-  runs: MemoryRun[];
-  /** The run holding the thread: claimed (until `claimExpires`), or running. */
-  active: { runId: string; claimExpires: number | undefined } | undefined;
-  bytes: number;
-  touched: number;
-  /** The principal it belongs to (authentication on), once claimed by one. */
-  owner: string | undefined;
-  /** Its list entry: the agent of its first run, its name, archived or not, and its times (ms since the epoch). */
-  agentId: string;
-  name: string | null;
-  archived: boolean;
-  createdAt: number;
-  updatedAt: number;
-  lastRunAt: number;
-  /** Removed (`remove`) while a run still wrote to it: what it writes counts for nothing. */
-  removed: boolean;
 }
 
 /**
@@ -142,7 +95,9 @@ export class MemoryThreadStore implements ThreadStore {
     thread.active = { runId, claimExpires: now + this.options.claimTimeoutMs };
     this.touch(thread, now);
     this.enforceBounds();
-    const history = this.transcript(thread, runId);
+    const { messages: history, json } = transcriptOfThread(thread);
+    // Kept for the run's open (see MemoryThread.claimed).
+    thread.claimed = json ? { runId, length: history.length, json } : undefined;
     return { runId, history };
   }
 
@@ -251,7 +206,7 @@ export class MemoryThreadStore implements ThreadStore {
     if (!thread || thread.runs.length === 0) return undefined;
     // Reading a thread (a client restoring it) is a use: it is kept before threads used longer ago.
     this.touch(thread, now);
-    const messages = this.transcript(thread);
+    const messages = transcriptOfThread(thread).messages;
     return {
       threadId,
       ...(thread.owner !== undefined ? { owner: thread.owner } : {}),
@@ -414,32 +369,6 @@ export class MemoryThreadStore implements ThreadStore {
     this.threads.set(thread.threadId, thread);
   }
 
-  /**
-   * The thread's transcript: its latest run's input and what that run produced, read from its events
-   * (kept once: a finished run's text lives only in its sealed events).
-   */
-  private transcript(thread: MemoryThread, claimedBy?: string): Message[] {
-    const input = JSON.parse(thread.input) as Message[];
-    const latest = thread.runs[thread.runs.length - 1];
-    let transcript = input;
-    let json = thread.input;
-    if (latest) {
-      // Read from the events (a running run's output is not kept twice while it runs).
-      const output = new OutputCollector();
-      const events = typeof latest.events === 'string' ? unsealEvents(latest.events, -1) : latest.events;
-      for (const event of events) output.add(event);
-      transcript = transcriptOf(input, output.current());
-      // Each input message kept in place (none repeated): the transcript's JSON is the input's and the output's.
-      json =
-        input.length === 0 || transcript[input.length - 1] === input[input.length - 1]
-          ? joinArrays(thread.input, JSON.stringify(transcript.slice(input.length)))
-          : '';
-    }
-    if (claimedBy !== undefined)
-      thread.claimed = json ? { runId: claimedBy, length: transcript.length, json } : undefined;
-    return transcript;
-  }
-
   /** A new thread, kept (its id made one piece: it is the map's key too). */
   private create(threadId: string, now: number, agentId: string | undefined): MemoryThread {
     const thread = emptyThread(flatString(threadId), now, agentId ?? DEFAULT_AGENT_ID);
@@ -479,71 +408,4 @@ export class MemoryThreadStore implements ThreadStore {
       if (!this.pinned(thread, now)) this.drop(thread);
     }
   }
-}
-
-/** A thread with nothing kept yet. */
-function emptyThread(threadId: string, now: number, agentId: string): MemoryThread {
-  const input = '[]';
-  return {
-    agentId,
-    name: null,
-    archived: false,
-    createdAt: now,
-    updatedAt: now,
-    lastRunAt: now,
-    removed: false,
-    threadId,
-    input,
-    inputBytes: stringBytes(input),
-    claimed: undefined,
-    agentStates: undefined,
-    runs: [],
-    active: undefined,
-    bytes: THREAD_OVERHEAD + stringBytes(threadId) + stringBytes(input),
-    touched: now,
-    owner: undefined,
-  };
-}
-
-function summaryOf(thread: MemoryThread): ThreadSummary {
-  return {
-    threadId: thread.threadId,
-    ...(thread.owner !== undefined ? { owner: thread.owner } : {}),
-    agentId: thread.agentId,
-    name: thread.name,
-    archived: thread.archived,
-    createdAt: new Date(thread.createdAt),
-    updatedAt: new Date(thread.updatedAt),
-    lastRunAt: new Date(thread.lastRunAt),
-  };
-}
-
-/** The run's record as readers get it (a copy: what they do with it changes nothing here). */
-function recordOf(run: MemoryRun, threadInput: string): RunRecord {
-  return {
-    runId: run.runId,
-    status: typeof run.status === 'string' ? (JSON.parse(run.status) as RunStatus) : run.status,
-    lastSequence: run.lastSequence,
-    startedAt: new Date(run.startedAt),
-    finishedAt: run.finishedAt === null ? null : new Date(run.finishedAt),
-    newMessages: JSON.parse(run.newMessages ?? threadInput) as Message[],
-  };
-}
-
-/** Two JSON arrays' texts as one array's: `[a…]` and `[b…]` make `[a…,b…]`. */
-function joinArrays(first: string, second: string): string {
-  if (first === '[]') return second;
-  if (second === '[]') return first;
-  return `${first.slice(0, -1)},${second.slice(1)}`;
-}
-
-/** What a run is counted for (its input is counted with the thread's while the two are one string). */
-function runBytes(run: MemoryRun): number {
-  return (
-    RUN_OVERHEAD +
-    stringBytes(run.runId) +
-    (typeof run.events === 'string' ? stringBytes(run.events) : eventsBytes(run.events)) +
-    (run.newMessages !== undefined ? stringBytes(run.newMessages) : 0) +
-    (typeof run.status === 'string' ? stringBytes(run.status) : 0)
-  );
 }
