@@ -5,6 +5,7 @@ import type { Message } from '../src/core/messages.js';
 import { RUN_SUCCESS } from '../src/core/status.js';
 import type { RunInput, RunLog } from '../src/threads/store.js';
 import type { RedisRunLog } from '../src/threads/redis/run-log.js';
+import type { RedisThreadStore } from '../src/threads/redis/store.js';
 import { RedisServer, startRedisStore } from './support/redis.js';
 import { streamTogether } from './support/run-logs.js';
 import { storedLog } from './support/threads.js';
@@ -29,6 +30,14 @@ const answer = (threadId: string, runId: string, messageId: string, content: str
 async function record(log: RunLog, events: Record<string, unknown>[], first = 0): Promise<void> {
   events.forEach((event, i) => log.append({ ...event, sequence: first + i } as SequencedEvent));
   await (log as RedisRunLog).settled;
+}
+
+/** Run `n` of a thread, sent only its new message `m-<n>` (the store completes the conversation), answered `reply-<n>`. */
+async function runNewOnly(store: RedisThreadStore, threadId: string, n: number): Promise<void> {
+  const { runId, history } = await store.claim(threadId, `run-${n}`, `fresh-${n}`);
+  const next = message(`m-${n}`, `message ${n}`);
+  const log = store.open(threadId, runId, { messages: [...history, next], newMessages: [next], extendsHistory: true });
+  await record(log, answer(threadId, runId, `reply-${n}`, `reply ${n}`));
 }
 
 let redis: RedisServer;
@@ -224,14 +233,7 @@ describe("a run's log in Redis", () => {
     try {
       // Two runs of history, each sent only its new message.
       for (const n of [1, 2]) {
-        const { runId, history } = await store.claim(threadId, `run-${n}`, `fresh-${n}`);
-        const next = message(`m-${n}`, `message ${n}`);
-        const log = store.open(threadId, runId, {
-          messages: [...history, next],
-          newMessages: [next],
-          extendsHistory: true,
-        });
-        await record(log, answer(threadId, runId, `reply-${n}`, `reply ${n}`));
+        await runNewOnly(store, threadId, n);
       }
       // A third, whose record Redis loses once its start is stored (every key of the thread: a restore from nothing).
       const { runId, history } = await store.claim(threadId, 'run-3', 'fresh-3');
@@ -274,8 +276,7 @@ describe("a run's log in Redis", () => {
   });
 
   it('reads a thread as it stands at one moment while its runs end one after another (copilotThread, restores)', async () => {
-    const keyPrefix = `moment-${Math.random().toString(36).slice(2)}:`;
-    const store = await startRedisStore({ url: redis.url }, { keyPrefix });
+    const store = await startRedisStore({ url: redis.url });
     const threadId = 'moment';
     const runs = 40;
     let writing = true;
@@ -283,14 +284,7 @@ describe("a run's log in Redis", () => {
       // One client runs the thread again and again (each run sends its new message only)…
       const writer = (async () => {
         for (let n = 0; n < runs; n++) {
-          const { runId, history } = await store.claim(threadId, `run-${n}`, `fresh-${n}`);
-          const next = message(`m-${n}`, `message ${n}`);
-          const log = store.open(threadId, runId, {
-            messages: [...history, next],
-            newMessages: [next],
-            extendsHistory: true,
-          });
-          await record(log, answer(threadId, runId, `reply-${n}`, `reply ${n}`));
+          await runNewOnly(store, threadId, n);
         }
         writing = false;
       })();
@@ -320,8 +314,7 @@ describe("a run's log in Redis", () => {
   });
 
   it('gives a follower every event of a run that was opened empty and stored whole between its two reads', async () => {
-    const keyPrefix = `empty-${Math.random().toString(36).slice(2)}:`;
-    const store = await startRedisStore({ url: redis.url }, { keyPrefix });
+    const store = await startRedisStore({ url: redis.url });
     const threadId = 'empty';
     try {
       const { runId } = await store.claim(threadId, 'run-1', 'fresh-1');
