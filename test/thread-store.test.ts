@@ -9,6 +9,7 @@ import { silentLogger } from './support/harness.js';
 import { EventFeed } from '../src/threads/feed.js';
 import { closingEvents } from '../src/threads/log.js';
 import type { MemoryThreadStore } from '../src/threads/memory.js';
+import type { RunInput } from '../src/threads/store.js';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { gatewaysPerTest, runInput, userMessage } from './support/harness.js';
@@ -147,36 +148,59 @@ describe('the in-memory thread store', () => {
     await s.close();
   });
 
+  /** A run's events whose answer is message `messageId`. */
+  const answer = (runId: string, messageId: string): SequencedEvent[] =>
+    runEvents(runId, 1).map((event) => ('messageId' in event ? { ...event, messageId } : event));
+
+  /** Opens a run, spying on JSON.stringify: the lengths of the arrays made JSON by the open. */
+  const openCounted = (s: MemoryThreadStore, threadId: string, runId: string, input: RunInput) => {
+    const stringify = jest.spyOn(JSON, 'stringify');
+    try {
+      const log = s.open(threadId, runId, input);
+      return {
+        log,
+        made: stringify.mock.calls
+          .map(([value]) => value)
+          .filter(Array.isArray)
+          .map((a) => a.length),
+      };
+    } finally {
+      stringify.mockRestore();
+    }
+  };
+
+  /**
+   * Run `n` of a thread: the claim's transcript and one new message `u<n>` (`extendsHistory`, as ThreadService says
+   * when the request has only new messages), or, with `whole`, the same input said not to extend it; its answer is
+   * message `answerId`. Resolves with the lengths of the arrays its open made JSON.
+   */
+  const extend = async (s: MemoryThreadStore, threadId: string, n: number, answerId: string, whole = false) => {
+    const { runId, history } = await s.claim(threadId, `run-${n}`, `fresh-${n}`);
+    const next = text(`u${n}`, 'user', `question ${n} €`);
+    const input = { messages: [...history, next], newMessages: [next], extendsHistory: !whole };
+    const { log, made } = openCounted(s, threadId, runId, input);
+    for (const event of answer(runId, answerId)) log.append(event);
+    return made;
+  };
+
+  /** A first run that sends its conversation whole, a message id repeated in it (kept once). */
+  const first = async (s: MemoryThreadStore, threadId: string) => {
+    const whole = [text('s', 'system', 'be brief'), text('u', 'user', 'hi'), text('s', 'system', 'again')];
+    const { runId } = await s.claim(threadId, 'run-0', 'fresh-0');
+    const log = s.open(threadId, runId, { messages: whole, newMessages: whole });
+    for (const event of answer(runId, 'a0')) log.append(event);
+  };
+
   it('keeps the whole transcript of runs that send only their new messages, without making the history JSON again', async () => {
     const s = store();
-    const answer = (runId: string, messageId: string): SequencedEvent[] =>
-      runEvents(runId, 1).map((event) => ('messageId' in event ? { ...event, messageId } : event));
-    /**
-     * A run that sends the claim's transcript and one new message; its answer is message `answerId`. `made`: the
-     * length of the one array made JSON at its open (1, the new message alone, unless the history must be again).
-     */
-    const extend = async (n: number, answerId: string, made = 1) => {
-      const { runId, history } = await s.claim('long', `run-${n}`, `fresh-${n}`);
-      const next = text(`u${n}`, 'user', `question ${n}`);
-      const stringify = jest.spyOn(JSON, 'stringify');
-      const log = s.open('long', runId, { messages: [...history, next], newMessages: [next], extendsHistory: true });
-      const arrays = stringify.mock.calls.map(([value]) => value).filter(Array.isArray);
-      stringify.mockRestore();
-      expect(arrays.map((value) => value.length)).toEqual(made === 1 ? [1] : [1, made]);
-      for (const event of answer(runId, answerId)) log.append(event);
-    };
-    // A first run that sends its conversation whole, a message id repeated in it (kept once).
-    const whole = [text('s', 'system', 'be brief'), text('u', 'user', 'hi'), text('s', 'system', 'again')];
-    const { runId } = await s.claim('long', 'run-0', 'fresh-0');
-    const log = s.open('long', runId, { messages: whole, newMessages: whole });
-    for (const event of answer(runId, 'a0')) log.append(event);
+    await first(s, 'long');
     // Its transcript is not its input and output joined (the repeated id went): the next input is made JSON whole.
-    await extend(1, 'a1', 4);
+    expect(await extend(s, 'long', 1, 'a1')).toEqual([1, 4]);
     // Then only the new message each time.
-    await extend(2, 'a2');
+    expect(await extend(s, 'long', 2, 'a2')).toEqual([1]);
     // An answer that repeats an earlier message's id: kept once, where it first was.
-    await extend(3, 'u1');
-    await extend(4, 'a4');
+    expect(await extend(s, 'long', 3, 'u1')).toEqual([1]);
+    expect(await extend(s, 'long', 4, 'a4')).toEqual([1]);
     const thread = await s.thread('long');
     expect(thread!.messages.map((message) => message.id)).toEqual([
       's',
@@ -191,8 +215,50 @@ describe('the in-memory thread store', () => {
       'a4',
     ]);
     expect(thread!.messages[0]).toEqual(text('s', 'system', 'be brief'));
-    expect(thread!.messages[3]).toEqual(text('u1', 'user', 'question 1'));
-    expect(thread!.runs.at(-1)!.newMessages).toEqual([text('u4', 'user', 'question 4')]);
+    expect(thread!.messages[3]).toEqual(text('u1', 'user', 'question 1 €'));
+    expect(thread!.runs.at(-1)!.newMessages).toEqual([text('u4', 'user', 'question 4 €')]);
+    await s.close();
+  });
+
+  it('counts a thread joined from its parts as one made whole, and keeps the same transcript', async () => {
+    const joined = store();
+    const whole = store();
+    for (const s of [joined, whole]) {
+      await first(s, 't');
+      for (let n = 1; n <= 4; n++) await extend(s, 't', n, `a${n}`, s === whole);
+    }
+    expect(joined.size.bytes).toBe(whole.size.bytes);
+    expect((await joined.thread('t'))!.messages).toEqual((await whole.thread('t'))!.messages);
+    await Promise.all([joined.close(), whole.close()]);
+  });
+
+  it('makes the whole input JSON at an open whose claim ran out and was made again (another claim read last)', async () => {
+    const s = store({ claimTimeoutMs: 1 });
+    await first(s, 't');
+    expect(await extend(s, 't', 1, 'a1')).toEqual([1, 4]);
+    // A claim whose run has not opened when its time runs out, and the same run id claimed again (a retry).
+    const { runId, history } = await s.claim('t', 'run-2', 'fresh-2');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const again = await s.claim('t', 'run-2', 'fresh-2');
+    expect(again.runId).toBe(runId);
+    // The first claim's run opens: it may not take what the second claim read for its own.
+    const next = text('u2', 'user', 'question 2');
+    const { log, made } = openCounted(s, 't', runId, {
+      messages: [...history, next],
+      newMessages: [next],
+      extendsHistory: true,
+    });
+    expect(made).toEqual([1, history.length + 1]);
+    for (const event of answer(runId, 'a2')) log.append(event);
+    expect((await s.thread('t'))!.messages.map((message) => message.id)).toEqual([
+      's',
+      'u',
+      'a0',
+      'u1',
+      'a1',
+      'u2',
+      'a2',
+    ]);
     await s.close();
   });
 

@@ -40,11 +40,13 @@ export interface MemoryThread {
   /** What `input` counts for (stringBytes), kept so that a long input is not measured again when it is replaced. */
   inputBytes: number;
   /**
-   * The transcript its claim gave the run holding it, as JSON (the input's, then the latest run's output, joined:
-   * nothing parsed or stringified again), while that run has not opened: a run whose input extends it (RunInput's
-   * `extendsHistory`) has its input's JSON made from it and its new messages'.
+   * What its claim gave the run holding it, while that run has not opened: the transcript's length, its last message
+   * (the very object: a later claim's are others), and the JSON of what follows the input in it (the latest run's
+   * output), counted in `bytes`. A run whose input extends that transcript (RunInput's `extendsHistory`) has its
+   * input's JSON joined from `input`, `output` and its new messages' instead of made again. Unset when the
+   * transcript is not the input and the output joined (an id repeated).
    */
-  claimed: { runId: string; length: number; json: string } | undefined;
+  claimed: ClaimedTranscript | undefined;
   /** Made on the first state (most threads never have one). */
   agentStates: Map<string, AgentStateRecord> | undefined;
   runs: MemoryRun[];
@@ -65,23 +67,36 @@ export interface MemoryThread {
   removed: boolean;
 }
 
+/** See MemoryThread.claimed. */
+export interface ClaimedTranscript {
+  runId: string;
+  length: number;
+  last: Message | undefined;
+  output: string;
+  bytes: number;
+}
+
 /**
  * The thread's transcript: its latest run's input and what that run produced, read from its events (kept once: a
- * finished run's text lives only in its sealed events); and its JSON, joined from the input's and the output's
- * without making the input JSON again, or "" when the transcript is not the two joined (an id repeated).
+ * finished run's text lives only in its sealed events). `inputLength`: how many of its first messages are the input;
+ * `joined`: whether it is the input followed by the output (no id repeated), so that its JSON is theirs joined.
  */
-export function transcriptOfThread(thread: MemoryThread): { messages: Message[]; json: string } {
+export function transcriptOfThread(thread: MemoryThread): {
+  messages: Message[];
+  inputLength: number;
+  joined: boolean;
+} {
   const input = JSON.parse(thread.input) as Message[];
   const latest = thread.runs[thread.runs.length - 1];
-  if (!latest) return { messages: input, json: thread.input };
+  if (!latest) return { messages: input, inputLength: input.length, joined: true };
   // Read from the events (a running run's output is not kept twice while it runs).
   const output = new OutputCollector();
   const events = typeof latest.events === 'string' ? unsealEvents(latest.events, -1) : latest.events;
   for (const event of events) output.add(event);
   const messages = transcriptOf(input, output.current());
-  // Each input message kept in place (none repeated): the transcript's JSON is the input's and the output's.
+  // Each input message kept in place (none repeated; JSON.parse made them, so identity says it).
   const joined = input.length === 0 || messages[input.length - 1] === input[input.length - 1];
-  return { messages, json: joined ? joinArrays(thread.input, JSON.stringify(messages.slice(input.length))) : '' };
+  return { messages, inputLength: input.length, joined };
 }
 
 /** A thread with nothing kept yet. */

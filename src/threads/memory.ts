@@ -5,7 +5,7 @@ import { RUN_SUCCESS } from '../core/status.js';
 import { EventFeed } from './feed.js';
 import { agentStateOf } from './log.js';
 import { eventBytes, stateBytes } from './memory-bytes.js';
-import { flatString, sealEvents, stringBytes, unsealEvents } from './sealed-run.js';
+import { flatString, joinedStringBytes, sealEvents, stringBytes, unsealEvents } from './sealed-run.js';
 import {
   emptyThread,
   joinArrays,
@@ -13,6 +13,7 @@ import {
   runBytes,
   summaryOf,
   transcriptOfThread,
+  type ClaimedTranscript,
   type MemoryRun,
   type MemoryThread,
 } from './memory-records.js';
@@ -95,15 +96,22 @@ export class MemoryThreadStore implements ThreadStore {
     thread.active = { runId, claimExpires: now + this.options.claimTimeoutMs };
     this.touch(thread, now);
     this.enforceBounds();
-    const { messages: history, json } = transcriptOfThread(thread);
+    const { messages: history, inputLength, joined } = transcriptOfThread(thread);
     // Kept for the run's open (see MemoryThread.claimed).
-    thread.claimed = json ? { runId, length: history.length, json } : undefined;
+    let claimed: ClaimedTranscript | undefined;
+    if (joined) {
+      const output = JSON.stringify(history.slice(inputLength));
+      claimed = { runId, length: history.length, last: history.at(-1), output, bytes: stringBytes(output) };
+    }
+    this.setClaimed(thread, claimed);
     return { runId, history };
   }
 
   release(threadId: string, runId: string): void {
     const thread = this.threads.get(threadId);
-    if (thread?.active?.runId === runId) thread.active = thread.claimed = undefined;
+    if (thread?.active?.runId !== runId) return;
+    thread.active = undefined;
+    this.setClaimed(thread, undefined);
   }
 
   open(
@@ -139,16 +147,30 @@ export class MemoryThreadStore implements ThreadStore {
     const previous = thread.runs[thread.runs.length - 1];
     if (previous && previous.newMessages === undefined) previous.newMessages = thread.input;
     else this.resize(thread, -thread.inputBytes);
-    // The input's JSON: on a long thread whose run sends only what is new, the claim's transcript JSON and the new
-    // messages' joined (a run's cost does not grow with the thread's age); otherwise the whole input's.
+    // The input's JSON: for a run that sends only what is new, the stored input's, the last output's (both as its
+    // claim read them) and the new messages' joined, not the whole history made JSON again; otherwise the whole.
     const claimed = thread.claimed;
-    thread.claimed = undefined;
-    thread.input = wholeInput
-      ? newJson
-      : extendsHistory && claimed?.runId === runId && input.length === claimed.length + newMessages.length
-        ? joinArrays(claimed.json, newJson)
-        : JSON.stringify(input);
-    thread.inputBytes = stringBytes(thread.input);
+    this.setClaimed(thread, undefined);
+    const extendsClaim =
+      extendsHistory &&
+      claimed?.runId === runId &&
+      input.length === claimed.length + newMessages.length &&
+      (claimed.length === 0 || input[claimed.length - 1] === claimed.last);
+    if (wholeInput) {
+      thread.input = newJson;
+      thread.inputBytes = stringBytes(newJson);
+    } else if (extendsClaim) {
+      const parts = [
+        { text: thread.input, bytes: thread.inputBytes },
+        { text: claimed.output, bytes: claimed.bytes },
+        { text: newJson, bytes: stringBytes(newJson) },
+      ];
+      thread.input = joinArrays(joinArrays(thread.input, claimed.output), newJson);
+      thread.inputBytes = joinedStringBytes(thread.input, parts);
+    } else {
+      thread.input = JSON.stringify(input);
+      thread.inputBytes = stringBytes(thread.input);
+    }
     this.resize(thread, thread.inputBytes);
     // A new list rather than a push (or a spread): those keep room for 16 more runs (128 bytes) most threads never
     // have.
@@ -206,7 +228,7 @@ export class MemoryThreadStore implements ThreadStore {
     if (!thread || thread.runs.length === 0) return undefined;
     // Reading a thread (a client restoring it) is a use: it is kept before threads used longer ago.
     this.touch(thread, now);
-    const messages = transcriptOfThread(thread).messages;
+    const { messages } = transcriptOfThread(thread);
     return {
       threadId,
       ...(thread.owner !== undefined ? { owner: thread.owner } : {}),
@@ -367,6 +389,12 @@ export class MemoryThreadStore implements ThreadStore {
     thread.touched = now;
     this.threads.delete(thread.threadId);
     this.threads.set(thread.threadId, thread);
+  }
+
+  /** Sets (or clears) what the thread's claim read (MemoryThread.claimed), counting its bytes. */
+  private setClaimed(thread: MemoryThread, claimed: ClaimedTranscript | undefined): void {
+    this.resize(thread, (claimed?.bytes ?? 0) - (thread.claimed?.bytes ?? 0));
+    thread.claimed = claimed;
   }
 
   /** A new thread, kept (its id made one piece: it is the map's key too). */

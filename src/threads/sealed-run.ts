@@ -86,6 +86,16 @@ export function stringBytes(text: string): number {
 }
 
 const STRING_HEADER = 20;
+
+/**
+ * What a string joined from parts counts for (as stringBytes says), from the parts' own counts: two bytes a character
+ * when any part has them. The joined string is not read again (a long thread's input is joined at every run).
+ */
+export function joinedStringBytes(joined: string, parts: readonly { text: string; bytes: number }[]): number {
+  const wide = parts.some(({ text, bytes }) => bytes > STRING_HEADER + text.length);
+  return STRING_HEADER + (wide ? 2 : 1) * joined.length;
+}
+
 const WIDE = /[\u0100-\uffff]/;
 
 /**
