@@ -279,17 +279,21 @@ describe("a run's log in Redis", () => {
     const store = await startRedisStore({ url: redis.url });
     const threadId = 'moment';
     const runs = 40;
+    /** Every message the thread will have, in order. */
+    const all = Array.from({ length: runs }, (_, n) => [`m-${n}`, `reply-${n}`]).flat();
     let writing = true;
     try {
       // One client runs the thread again and again (each run sends its new message only)…
       const writer = (async () => {
-        for (let n = 0; n < runs; n++) {
-          await runNewOnly(store, threadId, n);
+        try {
+          for (let n = 0; n < runs; n++) await runNewOnly(store, threadId, n);
+        } finally {
+          writing = false;
         }
-        writing = false;
       })();
-      // …while another reads it as fast as it answers: every read shows each run it calls finished with its message
-      // and its answer (read apart, a run that ended between the reads showed finished without its answer).
+      // …while another reads it as fast as it answers. Every read is a beginning of the thread, in order (a running
+      // run shows its new message), and shows each run it calls finished with its message and its answer (read
+      // apart, a run that ended between the reads showed finished without its answer).
       let reads = 0;
       const wrong: string[] = [];
       while (writing) {
@@ -297,6 +301,7 @@ describe("a run's log in Redis", () => {
         if (!thread) continue;
         reads++;
         const ids = thread.messages.map((m) => m.id);
+        if (ids.some((id, i) => id !== all[i])) wrong.push(`out of order: ${ids.slice(-4).join(',')}`);
         for (const run of thread.runs) {
           const n = run.runId.replace(/^(run|fresh)-/, '');
           if (run.finishedAt !== null && !(ids.includes(`m-${n}`) && ids.includes(`reply-${n}`)))
@@ -307,8 +312,40 @@ describe("a run's log in Redis", () => {
       expect(wrong.slice(0, 5)).toEqual([]);
       expect(reads).toBeGreaterThan(runs);
       const thread = await store.thread(threadId);
-      expect(thread!.messages).toHaveLength(2 * runs);
+      expect(thread!.messages.map((m) => m.id)).toEqual(all);
     } finally {
+      await store.close();
+    }
+  });
+
+  it("shows a running run's output when a later run id in the thread's list has no record (expired first)", async () => {
+    const keyPrefix = `ghost-${Math.random().toString(36).slice(2)}:`;
+    const store = await startRedisStore({ url: redis.url }, { keyPrefix });
+    const watcher = new Redis(redis.url);
+    const threadId = 'ghost';
+    try {
+      await runNewOnly(store, threadId, 1);
+      const { runId, history } = await store.claim(threadId, 'run-2', 'fresh-2');
+      const next = message('m-2', 'message 2');
+      const log = store.open(threadId, runId, {
+        messages: [...history, next],
+        newMessages: [next],
+        extendsHistory: true,
+      });
+      const shown: SequencedEvent[] = [];
+      log.deliverStored!({ stored: (events) => void shown.push(...events), failed: () => {} });
+      // Half an answer, stored.
+      answer(threadId, runId, 'reply-2', 'half')
+        .slice(0, 3)
+        .forEach((event, i) => log.append({ ...event, sequence: i } as SequencedEvent));
+      while (shown.length < 3) await new Promise((resolve) => setTimeout(resolve, 5));
+      await watcher.rpush(`${keyPrefix}{${threadId}}:runs`, 'expired-run');
+      const thread = await store.thread(threadId);
+      expect(thread!.messages.map((m) => m.id)).toEqual(['m-1', 'reply-1', 'm-2', 'reply-2']);
+      expect(thread!.runs.at(-1)).toMatchObject({ runId, finishedAt: null });
+      await record(log, answer(threadId, runId, 'reply-2', 'half').slice(3), 3);
+    } finally {
+      watcher.disconnect();
       await store.close();
     }
   });
@@ -321,8 +358,8 @@ describe("a run's log in Redis", () => {
       const log = store.open(threadId, runId, { messages: [], newMessages: [] });
       while (!(await store.run(threadId, runId))) await new Promise((resolve) => setTimeout(resolve, 5));
       // The follower finds the log empty, then looks the run up: meanwhile the run stores all of it in one batch.
-      const lookUp = store.records.run.bind(store.records);
-      jest.spyOn(store.records, 'run').mockImplementationOnce(async (...args) => {
+      const lookUp = store.records.runNow.bind(store.records);
+      jest.spyOn(store.records, 'runNow').mockImplementationOnce(async (...args) => {
         await record(log, answer(threadId, runId, 'reply', 'all at once'));
         return lookUp(...args);
       });

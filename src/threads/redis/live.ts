@@ -102,12 +102,12 @@ export class LiveChannels {
           if (events.some((event) => event.type === 'RunFinished')) feed.end();
           else if (events.length === 0) {
             // Nothing stored: a run dropped (trimmed, expired) since it was looked up never ends otherwise.
-            const record = await this.records.run(threadId, runId);
-            if (!record) feed.fail(new RunNotFoundError(`Thread "${threadId}" has no run "${runId}" any more.`));
-            else if (record.finishedAt !== null) {
-              // Ended since its log was read (a run whose every event came in one batch, as one that fails at once):
-              // the record's end and the log's last batch are one write, so the log read now has all of it.
-              for (const event of await this.records.readLog(threadId, runId)) feed.push(event);
+            // Its record and log read together: a run that ended since (every event in one batch, as one that fails
+            // at once) has all of them in that log.
+            const { run, log } = await this.records.runNow(threadId, runId);
+            if (!run) feed.fail(new RunNotFoundError(`Thread "${threadId}" has no run "${runId}" any more.`));
+            else if (run.finishedAt !== null) {
+              for (const event of log) feed.push(event);
               feed.end();
             }
           }

@@ -33,7 +33,8 @@ export async function readThread(records: ReadRecords, threadId: string): Promis
   const [metaList, runIds, stateList, runLists, log] = reply;
   const meta = hashOf(metaList);
   const fields = runLists.map(hashOf);
-  const latestFields = fields[fields.length - 1];
+  // The latest run with a record (the one cgReadThread read the log of).
+  const latestFields = fields.findLast((hash) => hash.status !== undefined) ?? {};
   const runs = runIds
     .map((runId, index) => runFrom(runId, fields[index]))
     .filter((run): run is RunRecord => run !== undefined);
@@ -43,8 +44,7 @@ export async function readThread(records: ReadRecords, threadId: string): Promis
   if (latest.finishedAt === null) {
     // Running: the transcript is its input (or what came before it, and its new messages: cgOpen's `extends`); what
     // it has produced so far comes from its log.
-    if (latest.runId === runIds[runIds.length - 1] && latestFields.extends === '1')
-      messages = [...messages, ...(latest.newMessages ?? [])];
+    if (latestFields.extends === '1') messages = [...messages, ...(latest.newMessages ?? [])];
     const output = new OutputCollector();
     for (const event of eventsOf(log)) output.add(event);
     messages = transcriptOf(messages, output.current());
@@ -68,18 +68,36 @@ export interface RunToEnd {
  * transcript's read and its new input's could lose that input.
  */
 export async function readRunToEnd(records: ReadRecords, threadId: string, runId: string): Promise<RunToEnd> {
-  const [transcript, runList, log] = await records.call(() =>
-    records.redis.cgReadRun(
-      records.threadKey(threadId, 'meta'),
-      records.threadKey(threadId, 'run', runId),
-      records.threadKey(threadId, 'log', runId),
-    ),
-  );
+  const [transcript, runList, log] = await readRun(records, threadId, runId, true);
   const fields = hashOf(runList);
   const run = runFrom(runId, fields);
   const input = parseMessages(transcript);
   if (fields.extends === '1') input.push(...(run?.newMessages ?? []));
   return { run, log: eventsOf(log), input };
+}
+
+/**
+ * A run's record and its log at one moment, for a follower that found its log empty: a run that ended meanwhile
+ * (every event in one batch, as one that fails at once) has them all in the log read with the record.
+ */
+export async function readRunNow(
+  records: ReadRecords,
+  threadId: string,
+  runId: string,
+): Promise<{ run: RunRecord | undefined; log: SequencedEvent[] }> {
+  const [, runList, log] = await readRun(records, threadId, runId, false);
+  return { run: runFrom(runId, hashOf(runList)), log: eventsOf(log) };
+}
+
+function readRun(records: ReadRecords, threadId: string, runId: string, withTranscript: boolean) {
+  return records.call(() =>
+    records.redis.cgReadRun(
+      records.threadKey(threadId, 'meta'),
+      records.threadKey(threadId, 'run', runId),
+      records.threadKey(threadId, 'log', runId),
+      withTranscript ? '1' : '',
+    ),
+  );
 }
 
 /** A hash from HGETALL's flat field/value list, as a script answers it. */

@@ -18,7 +18,7 @@ import {
   type ThreadRecord,
   type ThreadSummary,
 } from '../store.js';
-import { eventsOf, parseMessages, readRunToEnd, readThread, runFrom, type RunToEnd } from './reads.js';
+import { eventsOf, parseMessages, readRunNow, readRunToEnd, readThread, runFrom, type RunToEnd } from './reads.js';
 import type { ScriptedRedis } from './scripts.js';
 import { SUMMARY_FIELDS, readListPage, summaryFrom } from './thread-list.js';
 
@@ -383,6 +383,11 @@ export class RedisRecords {
   /** The thread as it stands at one moment (see readThread). */
   thread(threadId: string): Promise<ThreadRecord | undefined> {
     return readThread(this, threadId);
+  }
+
+  /** A run's record and log at one moment (see readRunNow). */
+  runNow(threadId: string, runId: string): Promise<{ run: RunRecord | undefined; log: SequencedEvent[] }> {
+    return readRunNow(this, threadId, runId);
   }
 
   /** A run, its log and its input at one moment, as endRun completes it (see readRunToEnd). */

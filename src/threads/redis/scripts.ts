@@ -29,7 +29,7 @@ export type LogEntries = [string, string[]][];
  */
 export type ThreadReply = [] | [string[], string[], string[], string[][], LogEntries];
 
-/** cgReadRun's answer: the thread's transcript (null when none), the run's hash (flat), the run's log. */
+/** cgReadRun's answer: the thread's transcript (null when none or not asked for), the run's hash (flat), its log. */
 export type RunReply = [string | null, string[], LogEntries];
 
 /**
@@ -297,30 +297,36 @@ if holder then redis.call('SET', KEYS[5], holder, 'PX', ARGV[2]) end
 if had > 0 then return {1, list} end
 return {0, list}`,
   ],
-  // The reads that must see one moment (a script runs alone): a thread as copilotThread and a restore show it, and
-  // a run as endRun completes it. Read apart, a run that ends between two reads would show finished with the
-  // transcript from before it, and a run written again from nothing (a rebuild) between the transcript's read and
-  // its new input's could lose that input.
+  // The reads that must see one moment (a script runs alone): a thread as copilotThread and a restore show it, a
+  // run as endRun completes it or a follower finds it ended. Read apart, a run that ends between two reads would
+  // show finished with the transcript from before it, and a run written again from nothing (a rebuild) between the
+  // transcript's read and its new input's could lose that input.
 
-  // KEYS: meta, runs, states. ARGV: the thread's key prefix. Answers ThreadReply (records.ts, thread).
+  // KEYS: meta, runs, states. ARGV: the thread's key prefix. Answers ThreadReply (reads.ts): the log is the latest
+  // run's that has a record (a run's record may have expired before its id left the list), when it is running.
   cgReadThread: [
     3,
     `local runIds = redis.call('LRANGE', KEYS[2], 0, -1)
 if #runIds == 0 then return {} end
 local runs = {}
 for i, id in ipairs(runIds) do runs[i] = redis.call('HGETALL', ARGV[1] .. 'run:' .. id) end
-local latest = runIds[#runIds]
 local log = {}
-if redis.call('HGET', ARGV[1] .. 'run:' .. latest, 'status') == 'running' then
-  log = redis.call('XRANGE', ARGV[1] .. 'log:' .. latest, '-', '+')
+for i = #runIds, 1, -1 do
+  local status = redis.call('HGET', ARGV[1] .. 'run:' .. runIds[i], 'status')
+  if status then
+    if status == 'running' then log = redis.call('XRANGE', ARGV[1] .. 'log:' .. runIds[i], '-', '+') end
+    break
+  end
 end
 return {redis.call('HGETALL', KEYS[1]), runIds, redis.call('HGETALL', KEYS[3]), runs, log}`,
   ],
-  // KEYS: meta, run, log. Answers RunReply (instances.ts, endRun).
+  // KEYS: meta, run, log. ARGV: "1" to read the thread's transcript too (endRun), else "" (a follower). Answers
+  // RunReply (reads.ts).
   cgReadRun: [
     3,
-    `return {redis.call('HGET', KEYS[1], 'transcript'), redis.call('HGETALL', KEYS[2]),
-  redis.call('XRANGE', KEYS[3], '-', '+')}`,
+    `local transcript = false
+if ARGV[1] == '1' then transcript = redis.call('HGET', KEYS[1], 'transcript') end
+return {transcript, redis.call('HGETALL', KEYS[2]), redis.call('XRANGE', KEYS[3], '-', '+')}`,
   ],
 };
 
