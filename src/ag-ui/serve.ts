@@ -1,6 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { BaseEvent } from '@ag-ui/core';
-import type { EventEncoder } from '@ag-ui/encoder';
 import type { Logger } from 'pino';
 import type { Principal } from '../core/principal.js';
 import { NO_BODY } from '../transports/http/body.js';
@@ -8,11 +6,9 @@ import { drained, sendGatewayError, sendJson } from '../transports/responses.js'
 import { toAgUiMessages } from './messages.js';
 import { BadRequestError, BadUserInputError, GatewayError, NotFoundError, toGatewayError } from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
-import { loadOnFirstUse } from '../core/load-on-first-use.js';
-import { failedMessage } from '../core/status.js';
 import type { RunLauncher } from '../engine/launcher.js';
 import { DRAIN_REFUSAL_HEADER, drainRefusalStatus, isDrainRefusal } from '../engine/drain.js';
-import { eventId, toAgUiEvent, type RunStartedInput } from './events.js';
+import type { RunStartedInput } from './events.js';
 import { DEFAULT_AGENT, parseRunAgentInput, runRequestFromAgUi, type RunAgentInput } from './input.js';
 import { RunEventStream } from '../views/run-events.js';
 import { readUpTo, resumePoint, RunProgress } from './resume.js';
@@ -20,6 +16,7 @@ import { isObject } from '../core/values.js';
 import type { Transcriber } from '../adapters/transcription.js';
 import { runtimeInfo } from './info.js';
 import { threadResource } from './threads.js';
+import { loadAgUiSse, type AgUiSse } from './sse.js';
 import { transcribeEnvelope, transcribeUpload } from './transcribe.js';
 
 export interface AgUiTransportOptions {
@@ -71,8 +68,8 @@ export interface AgUiCaller {
  * Runs are the engine's, streamed as AG-UI events over SSE, framed by @ag-ui/encoder.
  */
 export class AgUiTransport {
-  /** Set before the first stream opens (`loadEncoder`). */
-  private encoder!: EventEncoder;
+  /** Set before the first stream opens (`loadAgUiSse`). */
+  private sse!: AgUiSse;
 
   constructor(private readonly options: AgUiTransportOptions) {}
 
@@ -177,7 +174,7 @@ export class AgUiTransport {
     let unrecorded: boolean;
     try {
       input = await parseRunAgentInput(body);
-      this.encoder = await loadEncoder();
+      this.sse ??= await loadAgUiSse(this.options);
       const request = runRequestFromAgUi(agentId, input);
       if (suggest) request.unrecorded = true;
       // A suggestion, however asked (runRequestFromAgUi knows one sent as a plain run).
@@ -217,7 +214,7 @@ export class AgUiTransport {
       ...(input.protocolVersion ? { protocolVersion: input.protocolVersion } : {}),
     };
     // A suggestion's events carry no SSE ids: it is stored nowhere, so there is nothing to resume.
-    await this.stream(res, stream, startedInput, caller.logger, !unrecorded);
+    await this.sse.stream(res, stream, startedInput, caller.logger, !unrecorded);
   }
 
   /**
@@ -230,7 +227,7 @@ export class AgUiTransport {
     let resumeAfter: { runId: string; sequence: number } | undefined;
     try {
       input = await parseRunAgentInput(body);
-      this.encoder = await loadEncoder();
+      this.sse ??= await loadAgUiSse(this.options);
       await this.checkAgent(agentId);
       thread = await this.options.launcher.threads.thread(input.threadId, caller.principal);
       resumeAfter = resumePoint(caller.lastEventId);
@@ -250,7 +247,7 @@ export class AgUiTransport {
     const cut = firstNew === undefined ? -1 : (thread?.messages ?? []).findIndex((message) => message.id === firstNew);
     const before = cut > 0 ? thread!.messages.slice(0, cut) : [];
     const threads = this.options.launcher.threads;
-    this.openStream(res);
+    this.sse.open(res);
     const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), this.options.keepAliveMs);
     let feed: AsyncIterableIterator<SequencedEvent> | undefined;
     res.once('close', () => void feed?.return?.());
@@ -286,7 +283,7 @@ export class AgUiTransport {
         for await (const event of feed) {
           if (res.destroyed) break;
           if (!current.started && event.type !== 'RunStarted') {
-            this.write(
+            this.sse.write(
               res,
               { type: 'RunStarted', threadId: input.threadId, runId: run.runId, sequence: -1 },
               current.input,
@@ -295,7 +292,7 @@ export class AgUiTransport {
           }
           current.started = true;
           if (event.type === 'RunFinished') current.ended = true;
-          if (!this.write(res, event, current.input, current.progress)) await drained(res);
+          if (!this.sse.write(res, event, current.input, current.progress)) await drained(res);
         }
         if (res.destroyed) break;
       }
@@ -304,7 +301,7 @@ export class AgUiTransport {
       if (current?.started && !current.ended && !res.destroyed) {
         const reason = toGatewayError(error);
         const message = `The replay was cut short: ${reason.message}`;
-        this.endCutShort(res, current.progress, message, reason, current.input);
+        this.sse.endCutShort(res, current.progress, message, reason, current.input);
       }
     } finally {
       clearInterval(keepAlive);
@@ -381,116 +378,7 @@ export class AgUiTransport {
       );
     }
   }
-
-  private async stream(
-    res: ServerResponse,
-    stream: RunEventStream,
-    input: RunStartedInput,
-    logger: Logger,
-    ids: boolean,
-  ): Promise<void> {
-    this.openStream(res);
-    const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), this.options.keepAliveMs);
-    // The client leaving stops this view only: the run goes on.
-    res.once('close', () => void stream.return());
-    const progress = new RunProgress();
-    try {
-      for await (const event of stream) {
-        if (res.destroyed) break;
-        // A slow client is waited for; meanwhile the run's chunks queue up merged (RunEventStream).
-        if (!this.write(res, event, input, progress, ids)) await drained(res);
-      }
-    } catch (error) {
-      // The rest of the run cannot be shown (the thread store cannot take its events): its open
-      // messages are ended and the run's end is RUN_ERROR with the code.
-      const reason = toGatewayError(error);
-      if (reason.code === 'INTERNAL_SERVER_ERROR') logger.error({ err: error }, 'unexpected error in an AG-UI stream');
-      if (!res.destroyed) this.endCutShort(res, progress, reason.message, reason, input);
-    } finally {
-      clearInterval(keepAlive);
-      if (!res.destroyed) res.end();
-    }
-  }
-
-  /**
-   * Ends a run's stream that cannot go on: its open messages, calls and reasoning ended (as the run would end them,
-   * converted as every event is: reasoning only where it was sent), then RUN_ERROR with the reason's code.
-   */
-  private endCutShort(
-    res: ServerResponse,
-    progress: RunProgress,
-    message: string,
-    reason: GatewayError,
-    input: RunStartedInput,
-  ): void {
-    const failed = failedMessage(message);
-    for (const [id, kind] of [...progress.open]) {
-      const end: SequencedEvent =
-        kind === 'text'
-          ? { type: 'TextMessageEnd', messageId: id, status: failed, sequence: -1 }
-          : kind === 'call'
-            ? { type: 'ActionExecutionEnd', actionExecutionId: id, status: failed, sequence: -1 }
-            : { type: 'ReasoningEnd', messageId: id, sequence: -1 };
-      this.write(res, end, input, progress, false);
-    }
-    res.write(this.encoder.encodeSSE({ type: 'RUN_ERROR', message, code: reason.code } as BaseEvent));
-  }
-
-  private openStream(res: ServerResponse): void {
-    res.statusCode = 200;
-    res.setHeader('content-type', 'text/event-stream');
-    res.setHeader('cache-control', 'no-cache, no-transform');
-    res.setHeader('x-accel-buffering', 'no');
-    res.flushHeaders();
-    const onStream = this.options.onStream;
-    if (onStream) {
-      onStream(1);
-      res.once('close', () => onStream(-1));
-    }
-  }
-
-  /** Writes an event's AG-UI form; false when the socket's buffer is full (wait for 'drain'). */
-  private write(
-    res: ServerResponse,
-    event: SequencedEvent,
-    input: RunStartedInput,
-    progress: RunProgress,
-    ids = true,
-  ): boolean {
-    if (event.type === 'RunStarted') input.runId = event.runId;
-    progress.see(event);
-    const converted = toAgUiEvent(
-      event,
-      {
-        threadId: input.threadId,
-        runId: input.runId,
-        interrupts: progress.interrupts,
-        pendingToolCallIds: progress.pendingCalls,
-        reasoning: this.options.reasoning === 'always',
-      },
-      input,
-    );
-    if (!converted) return true;
-    // The run's own events carry their sequence as the SSE id (a reconnect's Last-Event-ID); events the
-    // gateway makes up for a replay (sequence -1) carry none, so an id always names a stored event. An event
-    // sent as two frames carries its id on the second: a client that got only the first resumes before it.
-    const frames = Array.isArray(converted) ? converted.map((one) => this.encoder.encodeSSE(one)) : undefined;
-    const last = frames ? frames.pop()! : this.encoder.encodeSSE(converted as BaseEvent);
-    const before = frames ? frames.join('') : '';
-    return res.write(
-      ids && event.sequence >= 0 ? `${before}id: ${eventId(input.runId, event.sequence)}\n${last}` : before + last,
-    );
-  }
 }
-
-/**
- * @ag-ui/encoder, loaded on the first AG-UI stream rather than at start-up: it brings @ag-ui/proto and
- * protobuf with it, for a gateway that may serve only GraphQL clients (with RxJS, loaded by the AG-UI
- * agent client on its first run, about 2 MB of heap at idle). Only its SSE framing is used.
- */
-const loadEncoder = loadOnFirstUse(
-  async (): Promise<EventEncoder> => new (await import('@ag-ui/encoder')).EventEncoder(),
-);
 
 /** A request AG-UI's runtime refuses, answered as CopilotKit's runtime answers it: `title` is its `error`. */
 function answer(res: ServerResponse, error: GatewayError, title: string): void {
