@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { readEnvironment } from '../src/env.js';
 import { createGateway } from '../src/gateway.js';
@@ -65,6 +66,43 @@ describe('Redis Sentinel', () => {
     ).toThrow(/is not "host:port"/);
   });
 
+  it('keeps its connections when the Sentinels fail over another primary they watch', async () => {
+    const g = await start({
+      adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 }),
+      threads: {
+        sentinels: redis.addresses,
+        sentinelName: redis.name,
+        redisPassword: redis.password,
+        sentinelPassword: redis.sentinelPassword,
+        keyPrefix: 'other:',
+      },
+    });
+    expect((await agRun(g, 'other-1', 'before')).at(-1)).toMatchObject({ type: 'RUN_FINISHED' });
+    const primary = new Redis({ port: redis.primary.port, host: '127.0.0.1', password: redis.password });
+    /** The ids of the primary's client connections but the Sentinels' (named `sentinel-…`) and this one. */
+    const connections = async () => {
+      const own = await primary.client('ID');
+      const list = (await primary.client('LIST')) as string;
+      return list
+        .split('\n')
+        .filter((line) => line && !/ name=sentinel-/.test(line) && !line.startsWith(`id=${own} `))
+        .map((line) => /^id=(\d+)/.exec(line)![1])
+        .sort();
+    };
+    try {
+      const before = await connections();
+      expect(before.length).toBeGreaterThanOrEqual(2); // the store's command and subscriber connections
+      await redis.failOverOther();
+      // Every Sentinel names the other primary's replica now (and has said so on +switch-master): a reconnection
+      // would have been made within this pause.
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      expect(await connections()).toEqual(before);
+      expect((await agRun(g, 'other-2', 'after')).at(-1)).toMatchObject({ type: 'RUN_FINISHED' });
+    } finally {
+      primary.disconnect();
+    }
+  }, 60_000);
+
   it('finds the new primary after a failover: runs go on, what was stored before is kept', async () => {
     const g = await start({
       adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 }),
@@ -107,9 +145,8 @@ describe('Redis Sentinel', () => {
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     expect(after.at(-1)).toMatchObject({ type: 'RUN_FINISHED' });
-    // Reads too may still answer STORE_UNAVAILABLE while the switch settles (the Sentinels' +switch-master notice can
-    // come after the first writes to the new primary, and reconnects the store once more): the list is read once it
-    // answers, within 20 s.
+    // Reads too may still answer STORE_UNAVAILABLE while the switch settles (the subscriber connection may still be
+    // finding the new primary): the list is read once it answers, within 20 s.
     let listed: any;
     for (let attempt = 0; attempt < 100; attempt++) {
       const response = await fetch(`${g.url}/threads?agentId=default&limit=50`);

@@ -29,6 +29,8 @@ export class RedisSentinels {
     readonly sentinelPassword: string,
     readonly primary: RedisServer,
     readonly replica: RedisServer,
+    /** Another application's primary and replica, watched by the same Sentinels as `<name>-other`. */
+    private readonly other: { primary: RedisServer; replica: RedisServer },
     private readonly sentinels: { port: number; process: ChildProcess }[],
     private readonly dir: string,
   ) {}
@@ -38,6 +40,11 @@ export class RedisSentinels {
     const [password, sentinelPassword] = [randomBytes(12).toString('hex'), randomBytes(12).toString('hex')];
     const primary = await RedisServer.start({ password });
     const replica = await RedisServer.start({ password, args: ['--replicaof', '127.0.0.1', String(primary.port)] });
+    const otherPrimary = await RedisServer.start({ password });
+    const other = {
+      primary: otherPrimary,
+      replica: await RedisServer.start({ password, args: ['--replicaof', '127.0.0.1', String(otherPrimary.port)] }),
+    };
     const dir = mkdtempSync(join(tmpdir(), 'cg-sentinel-'));
     const sentinels: { port: number; process: ChildProcess }[] = [];
     for (let i = 0; i < 3; i++) {
@@ -57,6 +64,10 @@ export class RedisSentinels {
           `sentinel down-after-milliseconds ${name} 1000`,
           `sentinel failover-timeout ${name} 5000`,
           `sentinel parallel-syncs ${name} 1`,
+          `sentinel monitor ${name}-other 127.0.0.1 ${other.primary.port} 2`,
+          `sentinel auth-pass ${name}-other ${password}`,
+          `sentinel down-after-milliseconds ${name}-other 1000`,
+          `sentinel failover-timeout ${name}-other 5000`,
           '',
         ].join('\n'),
       );
@@ -67,9 +78,10 @@ export class RedisSentinels {
       for (let i = 0; i < 200 && !(await ping(port, sentinelPassword)); i++)
         await new Promise((r) => setTimeout(r, 25));
     }
-    const set = new RedisSentinels(name, password, sentinelPassword, primary, replica, sentinels, dir);
+    const set = new RedisSentinels(name, password, sentinelPassword, primary, replica, other, sentinels, dir);
     // Replicating before anything is written (the replica's first sync done).
     await set.untilReplicated();
+    await set.untilReplicated(other.primary);
     return set;
   }
 
@@ -78,26 +90,47 @@ export class RedisSentinels {
     return this.sentinels.map(({ port }) => `127.0.0.1:${port}`);
   }
 
-  /** The port the Sentinels name as the primary now. */
-  async primaryPort(): Promise<number> {
+  /** The port a Sentinel (the first, unless said) names as the primary `name` now. */
+  async primaryPort(name = this.name, sentinelIndex = 0): Promise<number> {
     const sentinel = new Redis({
-      port: this.sentinels[0].port,
+      port: this.sentinels[sentinelIndex].port,
       host: '127.0.0.1',
       password: this.sentinelPassword,
       lazyConnect: true,
     });
     try {
       await sentinel.connect();
-      const [, port] = (await sentinel.call('SENTINEL', 'get-master-addr-by-name', this.name)) as [string, string];
+      const [, port] = (await sentinel.call('SENTINEL', 'get-master-addr-by-name', name)) as [string, string];
       return Number(port);
     } finally {
       sentinel.disconnect();
     }
   }
 
-  /** Waits until the replica has everything the primary has (its offset caught up). */
-  async untilReplicated(): Promise<void> {
-    const client = new Redis({ port: this.primary.port, host: '127.0.0.1', password: this.password });
+  /**
+   * Fails the other application's primary over to its replica (`SENTINEL FAILOVER`, the old primary left running)
+   * and waits until every Sentinel names the replica.
+   */
+  async failOverOther(): Promise<void> {
+    const name = `${this.name}-other`;
+    const sentinel = new Redis({ port: this.sentinels[0].port, host: '127.0.0.1', password: this.sentinelPassword });
+    try {
+      await sentinel.call('SENTINEL', 'FAILOVER', name);
+    } finally {
+      sentinel.disconnect();
+    }
+    const deadline = Date.now() + 30_000;
+    for (let i = 0; i < this.sentinels.length; i++) {
+      while ((await this.primaryPort(name, i).catch(() => 0)) !== this.other.replica.port) {
+        if (Date.now() > deadline) throw new Error(`the Sentinels did not fail ${name} over`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  }
+
+  /** Waits until the replica of `primary` (this set's, unless said) has everything it has (its offset caught up). */
+  async untilReplicated(primary = this.primary): Promise<void> {
+    const client = new Redis({ port: primary.port, host: '127.0.0.1', password: this.password });
     try {
       for (let i = 0; i < 400; i++) {
         // WAIT 1 replica: answers 1 once the replica has acknowledged every write so far.
@@ -135,7 +168,7 @@ export class RedisSentinels {
           }),
       ),
     );
-    await Promise.all([this.primary.close(), this.replica.close()]);
+    await Promise.all([this.primary, this.replica, this.other.primary, this.other.replica].map((s) => s.close()));
     rmSync(this.dir, { recursive: true, force: true });
   }
 }

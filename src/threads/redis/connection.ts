@@ -1,6 +1,7 @@
 import type { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 import { loadOnFirstUse } from '../../core/load-on-first-use.js';
 import { defineScripts, type ScriptedRedis } from './scripts.js';
+import { SentinelWatch } from './sentinel-watch.js';
 
 /** ioredis, loaded only when a Redis store is configured. */
 const loadIoredis = loadOnFirstUse(() => import('ioredis'));
@@ -19,6 +20,8 @@ export interface RedisClients {
    * thread, not to every node), and a command names keys of one hash slot only.
    */
   cluster: boolean;
+  /** With Sentinels: the watch that moves the connections to a newly promoted primary (close it with them). */
+  watch?: SentinelWatch;
 }
 
 /**
@@ -71,8 +74,8 @@ export async function createClients(connection: RedisConnection): Promise<RedisC
           ...(connection.password ? { password: connection.password } : {}),
           ...(connection.sentinelPassword ? { sentinelPassword: connection.sentinelPassword } : {}),
           // Sentinels are asked again on every reconnection; a failover is also noticed from the Sentinels'
-          // +switch-master notice, so that writes go to the new primary as soon as it is promoted.
-          failoverDetector: true,
+          // +switch-master notice (SentinelWatch, below: not ioredis's failoverDetector, which reconnects on any
+          // primary's notice), so that writes go to the new primary as soon as it is promoted.
           sentinelRetryStrategy: (times: number) => Math.min(100 * times, 2_000),
           // A primary demoted to a replica answers writes READONLY: reconnect (to the new primary) and resend.
           reconnectOnError: (error: Error) => (/READONLY/.test(error.message) ? 2 : false),
@@ -89,7 +92,15 @@ export async function createClients(connection: RedisConnection): Promise<RedisC
   const redis = defineScripts(make({ enableOfflineQueue: false, commandTimeout: 5_000 }), false);
   // The subscriber queues its subscriptions while disconnected and subscribes again after a reconnect.
   const subscriber = make({ enableOfflineQueue: true, autoResubscribe: true });
-  return { redis, subscriber, cluster: false };
+  if ('url' in connection) return { redis, subscriber, cluster: false };
+  const watch = new SentinelWatch(
+    Redis,
+    connection.sentinels,
+    connection.name,
+    [redis as Redis, subscriber],
+    connection.sentinelPassword,
+  );
+  return { redis, subscriber, cluster: false, watch };
 }
 
 /**

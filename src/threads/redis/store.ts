@@ -12,6 +12,7 @@ import {
   type RedisClient,
   type RedisConnection,
 } from './connection.js';
+import type { SentinelWatch } from './sentinel-watch.js';
 import { InstanceLeases } from './instances.js';
 import { GAVE_UP, LiveChannels } from './live.js';
 import { RedisRecords } from './records.js';
@@ -84,6 +85,8 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
   /** While the first connection is tried: its failure is reported once, by start(), not logged as well. */
   private starting = false;
   private started: Promise<void> | undefined;
+  /** With Sentinels: what moves the connections to a newly promoted primary. */
+  private watch: SentinelWatch | undefined;
 
   /** Its records in Redis: their keys, reads and writes. */
   readonly records: RedisRecords;
@@ -113,7 +116,8 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
 
   private async connect(): Promise<void> {
     const { connection } = this.options;
-    const { redis, subscriber, cluster } = await createClients(connection);
+    const { redis, subscriber, cluster, watch } = await createClients(connection);
+    this.watch = watch;
     this.records.redis = redis;
     this.records.cluster = cluster;
     redis.on('error', (error) => this.connectionError(error));
@@ -125,6 +129,7 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     if (!cluster && connected[0].status === 'fulfilled' && (await isClusterNode(redis))) {
       redis.disconnect();
       subscriber.disconnect();
+      watch?.close();
       this.closed = true;
       throw new ConfigurationError(
         `Redis at ${describeConnection(connection)} is a node of a Redis Cluster: name the cluster's nodes in ` +
@@ -318,6 +323,7 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
       clearTimeout(timer);
     }
     for (const log of this.logs) log.abandon();
+    this.watch?.close();
     // quit() waits for replies; a server that is down would hold it until the reconnection gives up.
     for (const client of [this.records.redis, this.live.subscriber]) {
       if (client.status === 'ready') await client.quit().catch(() => {});
