@@ -6,6 +6,7 @@ import { createGateway } from '../src/gateway.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { gatewaysPerTest, silentLogger, type RunningGateway } from './support/harness.js';
 import { RedisSentinels } from './support/redis-sentinel.js';
+import { startRedisStore } from './support/redis.js';
 
 // Redis behind Sentinel (a primary, a replica, three Sentinels on loopback): the gateway finds the primary through
 // the Sentinels, and after the primary dies and the replica is promoted it finds the new one and carries on; a run
@@ -102,6 +103,30 @@ describe('Redis Sentinel', () => {
       primary.disconnect();
     }
   }, 60_000);
+
+  it('asks the Sentinels for the primary at every reconnection without calling them unreachable', async () => {
+    const store = await startRedisStore({
+      sentinels: redis.addresses.map((address) => ({ host: '127.0.0.1', port: Number(address.split(':')[1]) })),
+      name: redis.name,
+      password: redis.password,
+      sentinelPassword: redis.sentinelPassword,
+    });
+    const errors: string[] = [];
+    const connection = store.records.redis as Redis;
+    connection.on('error', (error: Error) => errors.push(error.message));
+    try {
+      // More reconnections than there are Sentinels: ioredis goes down its list of them unless it is restarted.
+      for (let i = 0; i < 5; i++) {
+        const ready = new Promise((resolve) => connection.once('ready', resolve));
+        connection.disconnect(true);
+        await ready;
+      }
+      expect(errors).toEqual([]);
+      expect(await connection.ping()).toBe('PONG');
+    } finally {
+      await store.close();
+    }
+  });
 
   it('finds the new primary after a failover: runs go on, what was stored before is kept', async () => {
     const g = await start({

@@ -114,12 +114,21 @@ export class RedisSentinels {
   async failOverOther(): Promise<void> {
     const name = `${this.name}-other`;
     const sentinel = new Redis({ port: this.sentinels[0].port, host: '127.0.0.1', password: this.sentinelPassword });
+    const deadline = Date.now() + 30_000;
     try {
-      await sentinel.call('SENTINEL', 'FAILOVER', name);
+      // Refused (NOGOODSLAVE) until the Sentinel has found the replica (it asks the primary every few seconds).
+      for (;;) {
+        const refused = await sentinel.call('SENTINEL', 'FAILOVER', name).then(
+          () => undefined,
+          (error: Error) => error,
+        );
+        if (!refused) break;
+        if (Date.now() > deadline) throw refused;
+        await new Promise((r) => setTimeout(r, 200));
+      }
     } finally {
       sentinel.disconnect();
     }
-    const deadline = Date.now() + 30_000;
     for (let i = 0; i < this.sentinels.length; i++) {
       while ((await this.primaryPort(name, i).catch(() => 0)) !== this.other.replica.port) {
         if (Date.now() > deadline) throw new Error(`the Sentinels did not fail ${name} over`);

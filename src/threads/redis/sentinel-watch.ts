@@ -9,7 +9,9 @@ import type { Redis, RedisOptions } from 'ioredis';
  * read the message's name) and also when the connection is already on the new primary: a failover of another
  * application's primary, and the notice of the store's own failover that comes after the store has reconnected, each
  * cost every connection one more reconnection, with requests answered STORE_UNAVAILABLE meanwhile. This reads the
- * message: `<name> <old host> <old port> <new host> <new port>`.
+ * message: `<name> <old host> <old port> <new host> <new port>`. Its hosts are compared with the connections'
+ * remote addresses: where the Sentinels announce host names (`announce-hostnames yes`), every notice of the store's
+ * own primary reconnects them, as ioredis's detector does.
  */
 export class SentinelWatch {
   private readonly watchers: Redis[];
@@ -42,8 +44,20 @@ export class SentinelWatch {
       // A Sentinel that cannot be reached is tried again; the others still watch (nothing to log per attempt).
       watcher.on('error', () => {});
       watcher.on('message', (channel: string, message: string) => this.switched(channel, message));
-      void watcher.subscribe('+switch-master').catch(() => {});
+      this.subscribe(watcher);
     }
+    for (const client of clients) client.on('ready', () => restartSentinelList(client));
+  }
+
+  /**
+   * Subscribes (queued until the watcher connects, and again after each reconnection: autoResubscribe); a
+   * subscription refused (its connection's handshake failed, which empties the queue) is asked again, at the pace of
+   * the watcher's reconnections.
+   */
+  private subscribe(watcher: Redis): void {
+    watcher.subscribe('+switch-master').catch(() => {
+      if (!this.closed) this.subscribe(watcher);
+    });
   }
 
   private switched(channel: string, message: string): void {
@@ -63,4 +77,17 @@ export class SentinelWatch {
     this.closed = true;
     for (const watcher of this.watchers) watcher.disconnect();
   }
+}
+
+/**
+ * Makes a connection's next reconnection ask the Sentinel that answered this time first, then the others, as ioredis
+ * does only with its failoverDetector on (SentinelConnector's initFailoverDetector). Without it ioredis goes on down
+ * its list at each reconnection and, at the list's end, reports "All sentinels are unreachable" (reachable as they
+ * are) and waits before starting again. The list is ioredis's private state: if a later ioredis has it elsewhere,
+ * nothing is done (test/redis-sentinel.test.ts notices).
+ */
+function restartSentinelList(client: Redis): void {
+  const connector = (client as unknown as { connector?: { sentinelIterator?: { reset?: (first: boolean) => void } } })
+    .connector;
+  connector?.sentinelIterator?.reset?.(true);
 }

@@ -327,7 +327,7 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     // quit() waits for replies; a server that is down would hold it until the reconnection gives up.
     for (const client of [this.records.redis, this.live.subscriber]) {
       if (client.status === 'ready') await client.quit().catch(() => {});
-      // Also after a quit: with Sentinels, the connections to them (watching for a failover) end only so.
+      // Also after a quit: a connection still reconnecting (Redis down) ends only so.
       client.disconnect();
     }
   }
