@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { readEnvironment } from '../src/env.js';
 import { createGateway } from '../src/gateway.js';
+import type { ThreadsOptions } from '../src/threads/options.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { gatewaysPerTest, silentLogger, type RunningGateway } from './support/harness.js';
 import { RedisSentinels } from './support/redis-sentinel.js';
@@ -21,6 +22,20 @@ beforeAll(async () => {
 afterAll(() => Promise.all([fake.stop(), redis.close()]));
 
 const { start } = gatewaysPerTest();
+
+/** A gateway of the fake model whose threads are on the Sentinels' primary (both passwords given), with `more`. */
+function startOnSentinels(more: ThreadsOptions): Promise<RunningGateway> {
+  return start({
+    adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 }),
+    threads: {
+      sentinels: redis.addresses,
+      sentinelName: redis.name,
+      redisPassword: redis.password,
+      sentinelPassword: redis.sentinelPassword,
+      ...more,
+    },
+  });
+}
 
 /** An AG-UI run of the model; resolves with its SSE events once the stream ends. */
 async function agRun(g: RunningGateway, threadId: string, text: string): Promise<any[]> {
@@ -68,16 +83,7 @@ describe('Redis Sentinel', () => {
   });
 
   it('keeps its connections when the Sentinels fail over another primary they watch', async () => {
-    const g = await start({
-      adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 }),
-      threads: {
-        sentinels: redis.addresses,
-        sentinelName: redis.name,
-        redisPassword: redis.password,
-        sentinelPassword: redis.sentinelPassword,
-        keyPrefix: 'other:',
-      },
-    });
+    const g = await startOnSentinels({ keyPrefix: 'other:' });
     expect((await agRun(g, 'other-1', 'before')).at(-1)).toMatchObject({ type: 'RUN_FINISHED' });
     const primary = new Redis({ port: redis.primary.port, host: '127.0.0.1', password: redis.password });
     /** The ids of the primary's client connections but the Sentinels' (named `sentinel-…`) and this one. */
@@ -105,12 +111,7 @@ describe('Redis Sentinel', () => {
   }, 60_000);
 
   it('asks the Sentinels for the primary at every reconnection without calling them unreachable', async () => {
-    const store = await startRedisStore({
-      sentinels: redis.addresses.map((address) => ({ host: '127.0.0.1', port: Number(address.split(':')[1]) })),
-      name: redis.name,
-      password: redis.password,
-      sentinelPassword: redis.sentinelPassword,
-    });
+    const store = await startRedisStore(redis.connection);
     const errors: string[] = [];
     const connection = store.records.redis as Redis;
     connection.on('error', (error: Error) => errors.push(error.message));
@@ -129,18 +130,7 @@ describe('Redis Sentinel', () => {
   });
 
   it('finds the new primary after a failover: runs go on, what was stored before is kept', async () => {
-    const g = await start({
-      adapter: new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 }),
-      threads: {
-        sentinels: redis.addresses,
-        sentinelName: redis.name,
-        // Both passwords: the servers' and the Sentinels' own.
-        redisPassword: redis.password,
-        sentinelPassword: redis.sentinelPassword,
-        listAnonymous: true,
-        keyPrefix: 'sent:',
-      },
-    });
+    const g = await startOnSentinels({ listAnonymous: true, keyPrefix: 'sent:' });
     const before = await agRun(g, 'sentinel-1', 'before the failover');
     expect(before.at(-1)).toMatchObject({ type: 'RUN_FINISHED' });
     await redis.untilReplicated();

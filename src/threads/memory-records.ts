@@ -33,8 +33,8 @@ export interface MemoryRun {
 export interface MemoryThread {
   threadId: string;
   /**
-   * The latest run's input, as JSON (the transcript is it and what that run produced: see `transcript`). Read only
-   * at the next claim and by a thread read.
+   * The latest run's input, as JSON (the transcript is it and what that run produced: see transcriptOfThread). Read
+   * only at the next claim and by a thread read.
    */
   input: string;
   /** What `input` counts for (stringBytes), kept so that a long input is not measured again when it is replaced. */
@@ -102,6 +102,7 @@ export function transcriptOfThread(thread: MemoryThread): {
 /** A thread with nothing kept yet. */
 export function emptyThread(threadId: string, now: number, agentId: string): MemoryThread {
   const input = '[]';
+  const inputBytes = stringBytes(input);
   return {
     agentId,
     name: null,
@@ -112,12 +113,12 @@ export function emptyThread(threadId: string, now: number, agentId: string): Mem
     removed: false,
     threadId,
     input,
-    inputBytes: stringBytes(input),
+    inputBytes,
     claimed: undefined,
     agentStates: undefined,
     runs: [],
     active: undefined,
-    bytes: THREAD_OVERHEAD + stringBytes(threadId) + stringBytes(input),
+    bytes: THREAD_OVERHEAD + stringBytes(threadId) + inputBytes,
     touched: now,
     owner: undefined,
   };

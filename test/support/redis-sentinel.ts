@@ -85,6 +85,21 @@ export class RedisSentinels {
     return set;
   }
 
+  /** The Sentinels and the passwords, as the store's connection (RedisConnection) takes them. */
+  get connection(): {
+    sentinels: { host: string; port: number }[];
+    name: string;
+    password: string;
+    sentinelPassword: string;
+  } {
+    return {
+      sentinels: this.sentinels.map(({ port }) => ({ host: '127.0.0.1', port })),
+      name: this.name,
+      password: this.password,
+      sentinelPassword: this.sentinelPassword,
+    };
+  }
+
   /** The Sentinels' addresses, as REDIS_SENTINELS takes them. */
   get addresses(): string[] {
     return this.sentinels.map(({ port }) => `127.0.0.1:${port}`);

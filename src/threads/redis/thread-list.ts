@@ -1,14 +1,11 @@
 import type { ThreadCursor, ThreadListPage, ThreadListQuery, ThreadSummary } from '../store.js';
-import type { ScriptedRedis } from './scripts.js';
+import type { ReadRecords } from './reads.js';
 
 // The thread list's pages in Redis: a scope's sorted sets (kept by the claim, update and remove writes in
 // records.ts) read page by page, each entry checked against its thread's own record.
 
 /** What a page is read with: RedisRecords's connection, key names and error mapping. */
-export interface ListRecords {
-  redis: ScriptedRedis;
-  call<T>(command: () => Promise<T>): Promise<T>;
-  threadKey(threadId: string, ...parts: string[]): string;
+export interface ListRecords extends ReadRecords {
   listKey(scope: string, agentId: string): string;
 }
 
