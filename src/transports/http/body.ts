@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BadRequestError, BadUserInputError, PayloadTooLargeError } from '../../core/errors.js';
-import { MAX_NESTING, textNestsDeeperThan } from '../../core/depth.js';
+import { MAX_NESTING, nestsDeeperThan } from '../../core/depth.js';
 import { sendGatewayError } from '../responses.js';
 
 /** What a body reader answers when it has already answered the request (too large, not JSON). */
@@ -94,6 +94,5 @@ export async function readGraphQLBody(
     sendGatewayError(res, new BadRequestError('The request body is not valid JSON.'));
     return NO_BODY;
   }
-  // Read on the text, which is valid JSON by now: one pass over its characters, nothing allocated.
-  return { body, tooDeep: textNestsDeeperThan(raw) };
+  return { body, tooDeep: nestsDeeperThan(body) };
 }
