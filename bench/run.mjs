@@ -22,7 +22,8 @@
 //   npm run bench -- --only store     the store's price per token: the paced and WebSocket scenarios on the memory
 //                                     store and on Redis (a redis-server of the bench's own, on loopback), side by side
 //   npm run bench -- --only growth    a run on a thread with 0, 1, 100 and 1,000 earlier turns, memory and Redis
-//                                     (--growth-sizes 0,1,100,1000 --growth-runs 20 to choose)
+//                                     (--growth-sizes 0,1,100,1000 --growth-runs 20 to choose; --growth-settle 30:
+//                                     the milliseconds the gateway is left idle before each measured run)
 //
 // No figure here is asserted: the table is for people to read and compare.
 import { spawn, execFileSync, execSync } from 'node:child_process';
@@ -216,6 +217,7 @@ function storeScenarios() {
         runs: Number(option('--growth-runs', smoke ? 3 : 20)),
         warmup: smoke ? 5 : 30,
         tokens: 5,
+        settleMs: Number(option('--growth-settle', 30)),
       },
     },
   ];

@@ -12,6 +12,7 @@ import type { EventConsumer, EventHandover, SequencedEvent } from '../core/event
 import type { Message } from '../core/messages.js';
 import type { Principal } from '../core/principal.js';
 import { EventFeed } from '../threads/feed.js';
+import { idsToCheck } from '../threads/message-ids.js';
 import {
   nameFrom,
   stopError,
@@ -126,8 +127,9 @@ export class ThreadService {
       this.warnUnrecorded(logger, error);
       return { request, record: (run) => run, release: () => {} };
     }
-    const { runId, history } = claimed;
-    const messages = withHistory(history, request.messages);
+    const { runId, history, storedIds } = claimed;
+    // With storedIds the request repeats a stored message: it carries the whole conversation (see withHistory).
+    const messages = storedIds ? request.messages : withHistory(history, request.messages);
     const admitted =
       runId === request.runId && messages === request.messages ? request : { ...request, runId, messages };
     let settled = false;
@@ -135,9 +137,10 @@ export class ThreadService {
       request: admitted,
       record: (run) => {
         settled = true;
-        const had = new Set(history.map((message) => message.id));
+        const had = storedIds ?? new Set(history.map((message) => message.id));
         const newMessages = admitted.messages.filter((message) => !had.has(message.id));
         const extendsHistory =
+          !storedIds &&
           admitted.messages.length === history.length + newMessages.length &&
           history.every((message, i) => admitted.messages[i] === message);
         const log = this.store.open(
@@ -171,6 +174,7 @@ export class ThreadService {
       owner: request.principal?.id,
       agentId: request.agentSession?.agentName ?? DEFAULT_AGENT_ID,
       name: firstUserText(request.messages),
+      checkIds: idsToCheck(request.messages),
     };
     try {
       return await this.store.claim(request.threadId, request.runId, fresh, details);

@@ -39,6 +39,8 @@ export interface MemoryThread {
   input: string;
   /** What `input` counts for (stringBytes), kept so that a long input is not measured again when it is replaced. */
   inputBytes: number;
+  /** The ids of `input`'s messages (message-ids.ts; counted in `bytes`): a claim looks for the request's in them. */
+  inputIds: string;
   /**
    * What its claim gave the run holding it, while that run has not opened: the transcript's length, its last message
    * (the very object: a later claim's are others), and the JSON of what follows the input in it (the latest run's
@@ -73,6 +75,9 @@ export interface ClaimedTranscript {
   length: number;
   last: Message | undefined;
   output: string;
+  /** The ids of the output's messages (message-ids.ts). */
+  outputIds: string;
+  /** What `output` and `outputIds` count for. */
   bytes: number;
 }
 
@@ -89,20 +94,25 @@ export function transcriptOfThread(thread: MemoryThread): {
   const input = JSON.parse(thread.input) as Message[];
   const latest = thread.runs[thread.runs.length - 1];
   if (!latest) return { messages: input, inputLength: input.length, joined: true };
-  // Read from the events (a running run's output is not kept twice while it runs).
-  const output = new OutputCollector();
-  const events = typeof latest.events === 'string' ? unsealEvents(latest.events, -1) : latest.events;
-  for (const event of events) output.add(event);
-  const messages = transcriptOf(input, output.current());
+  const messages = transcriptOf(input, outputOf(latest));
   // Each input message kept in place (none repeated; JSON.parse made them, so identity says it).
   const joined = input.length === 0 || messages[input.length - 1] === input[input.length - 1];
   return { messages, inputLength: input.length, joined };
+}
+
+/** The messages a run produced (read from its events: a running run's output is not kept twice while it runs). */
+export function outputOf(run: MemoryRun): Message[] {
+  const output = new OutputCollector();
+  const events = typeof run.events === 'string' ? unsealEvents(run.events, -1) : run.events;
+  for (const event of events) output.add(event);
+  return output.current();
 }
 
 /** A thread with nothing kept yet. */
 export function emptyThread(threadId: string, now: number, agentId: string): MemoryThread {
   const input = '[]';
   const inputBytes = stringBytes(input);
+  const inputIds = '\u0000';
   return {
     agentId,
     name: null,
@@ -114,11 +124,12 @@ export function emptyThread(threadId: string, now: number, agentId: string): Mem
     threadId,
     input,
     inputBytes,
+    inputIds,
     claimed: undefined,
     agentStates: undefined,
     runs: [],
     active: undefined,
-    bytes: THREAD_OVERHEAD + stringBytes(threadId) + inputBytes,
+    bytes: THREAD_OVERHEAD + stringBytes(threadId) + inputBytes + stringBytes(inputIds),
     touched: now,
     owner: undefined,
   };

@@ -5,10 +5,12 @@ import { RUN_SUCCESS } from '../core/status.js';
 import { EventFeed } from './feed.js';
 import { agentStateOf } from './log.js';
 import { eventBytes, stateBytes } from './memory-bytes.js';
+import { concatIds, includesAny, joinIds, splitIds } from './message-ids.js';
 import { flatString, joinedStringBytes, sealEvents, stringBytes, unsealEvents } from './sealed-run.js';
 import {
   emptyThread,
   joinArrays,
+  outputOf,
   recordOf,
   runBytes,
   summaryOf,
@@ -96,12 +98,23 @@ export class MemoryThreadStore implements ThreadStore {
     thread.active = { runId, claimExpires: now + this.options.claimTimeoutMs };
     this.touch(thread, now);
     this.enforceBounds();
+    const latest = thread.runs[thread.runs.length - 1];
+    if (latest && details.checkIds && includesAny(thread.inputIds, details.checkIds)) {
+      // The request repeats a stored message: its run needs only the transcript's ids (see Claim.storedIds).
+      const storedIds = splitIds(thread.inputIds);
+      for (const message of outputOf(latest)) storedIds.add(message.id);
+      this.setClaimed(thread, undefined);
+      return { runId, history: [], storedIds };
+    }
     const { messages: history, inputLength, joined } = transcriptOfThread(thread);
     // Kept for the run's open (see MemoryThread.claimed).
     let claimed: ClaimedTranscript | undefined;
     if (joined) {
-      const output = JSON.stringify(history.slice(inputLength));
-      claimed = { runId, length: history.length, last: history.at(-1), output, bytes: stringBytes(output) };
+      const produced = history.slice(inputLength);
+      const output = JSON.stringify(produced);
+      const outputIds = joinIds(produced);
+      const bytes = stringBytes(output) + stringBytes(outputIds);
+      claimed = { runId, length: history.length, last: history.at(-1), output, outputIds, bytes };
     }
     this.setClaimed(thread, claimed);
     return { runId, history };
@@ -156,9 +169,12 @@ export class MemoryThreadStore implements ThreadStore {
       claimed?.runId === runId &&
       input.length === claimed.length + newMessages.length &&
       (claimed.length === 0 || input[claimed.length - 1] === claimed.last);
+    const newIds = joinIds(newMessages);
+    this.resize(thread, -stringBytes(thread.inputIds));
     if (wholeInput) {
       thread.input = newJson;
       thread.inputBytes = stringBytes(newJson);
+      thread.inputIds = newIds;
     } else if (extendsClaim) {
       const parts = [
         { text: thread.input, bytes: thread.inputBytes },
@@ -167,11 +183,13 @@ export class MemoryThreadStore implements ThreadStore {
       ];
       thread.input = joinArrays(joinArrays(thread.input, claimed.output), newJson);
       thread.inputBytes = joinedStringBytes(thread.input, parts);
+      thread.inputIds = concatIds(concatIds(thread.inputIds, claimed.outputIds), newIds);
     } else {
       thread.input = JSON.stringify(input);
       thread.inputBytes = stringBytes(thread.input);
+      thread.inputIds = joinIds(input);
     }
-    this.resize(thread, thread.inputBytes);
+    this.resize(thread, thread.inputBytes + stringBytes(thread.inputIds));
     // A new list rather than a push (or a spread): those keep room for 16 more runs (128 bytes) most threads never
     // have.
     thread.runs = thread.runs.concat([run]);

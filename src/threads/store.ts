@@ -110,6 +110,11 @@ export interface ClaimDetails {
   agentId?: string;
   /** A name for a thread that has none yet (from the first user message). */
   name?: string;
+  /**
+   * The first of the request's message ids (idsToCheck): when the transcript has one of them, the request carries the
+   * whole conversation, and the claim may answer the transcript's ids (`Claim.storedIds`) instead of its messages.
+   */
+  checkIds?: readonly string[];
 }
 
 /** A thread as its list shows it. */
@@ -182,8 +187,13 @@ export function nameFrom(text: string): string | undefined {
 
 export interface Claim {
   runId: string;
-  /** The thread's transcript, oldest first; empty for a new thread. */
+  /** The thread's transcript, oldest first; empty for a new thread, and when `storedIds` is given instead. */
   history: Message[];
+  /**
+   * Given only when the transcript has one of `ClaimDetails.checkIds` (the request repeats a stored message, so the
+   * run's conversation is the request's): the ids of the transcript's messages, without the transcript itself.
+   */
+  storedIds?: ReadonlySet<string>;
 }
 
 /** Where a run's events go; see ThreadStore.open. Never throws: a store that cannot write logs and retries. */

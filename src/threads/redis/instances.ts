@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { InstanceLostError, type GatewayError } from '../../core/errors.js';
 import { failedRun } from '../../core/status.js';
 import { OutputCollector, closingEvents, transcriptOf } from '../log.js';
+import { joinIds } from '../message-ids.js';
 import type { RedisRecords } from './records.js';
 
 /** What the leases ask of their store. */
@@ -111,6 +112,7 @@ export class InstanceLeases {
       const closing = closingEvents(log, status);
       const output = new OutputCollector();
       for (const event of [...log, ...closing]) output.add(event);
+      const transcript = transcriptOf(input, output.current());
       const reply = await this.records.appendBatch(
         threadId,
         runId,
@@ -121,7 +123,8 @@ export class InstanceLeases {
           events: JSON.stringify(closing),
           states: '[]',
           status: JSON.stringify(status),
-          transcript: JSON.stringify(transcriptOf(input, output.current())),
+          transcript: JSON.stringify(transcript),
+          ids: joinIds(transcript),
         },
         last,
       );

@@ -18,6 +18,7 @@ import {
   type ThreadRecord,
   type ThreadSummary,
 } from '../store.js';
+import { joinIds, splitIds } from '../message-ids.js';
 import { eventsOf, parseMessages, readRunNow, readRunToEnd, readThread, runFrom, type RunToEnd } from './reads.js';
 import type { ScriptedRedis } from './scripts.js';
 import { SUMMARY_FIELDS, readListPage, summaryFrom } from './thread-list.js';
@@ -62,6 +63,8 @@ export interface Batch {
   transcript?: string;
   /** …only the run's output, which Redis puts after the run's input (see cgAppend). */
   appended?: boolean;
+  /** The ids of `transcript`'s messages (message-ids.ts), kept beside the thread's transcript. */
+  ids?: string;
 }
 
 /**
@@ -144,12 +147,15 @@ export class RedisRecords {
         details.name ?? '',
         now,
         `${this.key('list')}:`,
+        ...(details.checkIds ?? []),
       ),
     );
     if (reply[0] === 'forbidden') throw threadForbidden(threadId);
     if (reply[0] === 'busy') throw threadBusy(threadId, reply[1].split(' ')[0]);
-    const [, runId, transcript, list, previous, archived] = reply;
+    const [, runId, transcript, list, previous, archived, ids] = reply;
     await this.listThread(threadId, list, now, archived === '1', previous);
+    // The request repeats a stored message: the claim read the transcript's ids alone (see Claim.storedIds).
+    if (ids) return { runId, history: [], storedIds: splitIds(ids) };
     return { runId, history: parseMessages(transcript) };
   }
 
@@ -201,6 +207,7 @@ export class RedisRecords {
     // again after Redis lost it: the open, then its events). Either failing fails the open, which is sent again (a
     // second open of this instance's record answers ok at once).
     const listed = this.redis.sadd(owned, entry);
+    const whole = reset || !input.extendsHistory;
     const opened = this.redis.cgOpen(
       this.threadKey(threadId, 'lock'),
       this.threadKey(threadId, 'meta'),
@@ -209,13 +216,14 @@ export class RedisRecords {
       this.threadKey(threadId, 'log', runId),
       runId,
       this.instanceId,
-      reset || !input.extendsHistory ? JSON.stringify(input.messages) : '',
+      whole ? JSON.stringify(input.messages) : '',
       Date.now(),
       this.options.ttlSeconds,
       this.options.maxRunsPerThread,
       this.threadKey(threadId, ''),
       reset ? '1' : '',
       JSON.stringify(input.newMessages),
+      joinIds(whole ? input.messages : input.newMessages),
     );
     const [, reply] = await Promise.all([listed, opened]);
     if (reply !== 'ok') this.disown(this.instanceId, threadId, runId);
@@ -369,6 +377,7 @@ export class RedisRecords {
       expectedLast === undefined ? '' : expectedLast,
       this.threadKey(threadId, ''),
       batch.appended ? '1' : '',
+      batch.ids ?? '',
     ];
     const reply = waiting
       ? await this.replicated(this.redis.cgAppend(...keys, ...args('')), keys[0], [{ channel, events: batch.events }])

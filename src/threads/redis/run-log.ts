@@ -2,6 +2,7 @@ import { InstanceLostError, StoreUnavailableError, type GatewayError } from '../
 import type { SequencedEvent } from '../../core/events.js';
 import type { RunStatus } from '../../core/status.js';
 import { OutputCollector, agentStateOf, transcriptOf } from '../log.js';
+import { joinIds } from '../message-ids.js';
 import { stopError, type AgentStateRecord, type RunInput, type RunLog, type StoredEventSink } from '../store.js';
 import type { Batch, RedisRecords, RunKeys } from './records.js';
 
@@ -189,13 +190,15 @@ export class RedisRunLog implements RunLog {
    * input, which the open wrote or keeps as the run's new input: cgAppend), unless the input repeats a message id
    * (the transcript keeps each id once): then the whole.
    */
-  private transcript(): Pick<Batch, 'transcript' | 'appended'> {
+  private transcript(): Pick<Batch, 'transcript' | 'appended' | 'ids'> {
     const input = this.input.messages;
     const transcript = transcriptOf(input, this.output.current());
     // Each input message kept, in place: the transcript starts with the input as it is.
-    if (input.length === 0 || transcript[input.length - 1] === input[input.length - 1])
-      return { transcript: JSON.stringify(transcript.slice(input.length)), appended: true };
-    return { transcript: JSON.stringify(transcript) };
+    if (input.length === 0 || transcript[input.length - 1] === input[input.length - 1]) {
+      const output = transcript.slice(input.length);
+      return { transcript: JSON.stringify(output), appended: true, ids: joinIds(output) };
+    }
+    return { transcript: JSON.stringify(transcript), ids: joinIds(transcript) };
   }
 
   /**

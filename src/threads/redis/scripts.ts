@@ -8,7 +8,7 @@ import type { Cluster, Redis } from 'ioredis';
 export type ScriptedRedis = (Redis | Cluster) & {
   cgAppendMany(...args: (string | number)[]): Promise<string[]>;
   cgAppendOnNode(...args: (string | number)[]): Promise<string[]>;
-  cgClaim(...args: (string | number)[]): Promise<[string, string, string, string, string, string]>;
+  cgClaim(...args: (string | number)[]): Promise<[string, string, string, string, string, string, string]>;
   cgRelease(...args: (string | number)[]): Promise<number>;
   cgOpen(...args: (string | number)[]): Promise<string>;
   cgAppend(...args: (string | number)[]): Promise<string>;
@@ -66,6 +66,23 @@ const APPEND_LUA = `local function append(run, log, first, last, events, expecte
 end`;
 
 /**
+ * The transcript's message ids, kept beside it in the thread's meta (message-ids.ts): `ids`, and `idsOf`, the
+ * length of the transcript they are of, so that a transcript written without them (by an earlier version) is never
+ * taken with ids of another. `keepIds` writes them for a transcript of `length` bytes, or drops them ("": not known).
+ */
+const IDS_LUA = `local function concatIds(a, b)
+  if a == '' or b == '' then return '' end
+  return a .. string.sub(b, 2)
+end
+local function keepIds(meta, ids, length)
+  if ids == '' then
+    redis.call('HDEL', meta, 'ids', 'idsOf')
+  else
+    redis.call('HSET', meta, 'ids', ids, 'idsOf', length)
+  end
+end`;
+
+/**
  * What cgOpen and cgAppend (a run's end, and the batches that renew its thread's expiry) share: a Lua function that
  * keeps every stored run's record and log at least as long as the thread (its `meta`, which they have just given
  * `ttl` seconds) without touching each at every run. The runs are renewed together, to 1.5 TTL, only when the last
@@ -94,8 +111,11 @@ end`;
 /** The store's Lua scripts: [number of keys, source]. Keys of other runs are built from the thread's key prefix. */
 const SCRIPTS: Record<string, [number | null, string]> = {
   // KEYS: lock, run (of the proposed id), meta, runs. ARGV: proposed id, fresh id, instance, claim timeout (ms), owner
-  // ("" for none), ttl (s), agent id, name ("" for none), now (ms), list key prefix. Answers {'forbidden'} (another
-  // principal's thread), {'busy', holder}, or {'ok', run id, transcript, list, previous list, archived}; a thread that
+  // ("" for none), ttl (s), agent id, name ("" for none), now (ms), list key prefix, then any number of the request's
+  // message ids. Answers {'forbidden'} (another principal's thread), {'busy', holder}, or {'ok', run id, transcript,
+  // list, previous list, archived, ids}: when the thread's transcript has one of the request's ids and its ids are
+  // kept (\`ids\`, written with the transcript whose length is \`idsOf\`: message-ids.ts), the transcript's ids and
+  // "" for the transcript, else the transcript and "" for the ids. A thread that
   // belongs to no one becomes the owner's. The claim is the thread's latest run: its list entry (agent and creation
   // time when new, name when it has none, lastRunAt) is written here; \`list\` names the sorted sets it is to be put
   // first in (\`{list}:all\`, and \`{list}:active\` unless archived: cgListThread, in their own hash slot), \`previous
@@ -128,7 +148,17 @@ if not previous or previous == list then previous = '' end
 redis.call('HSET', KEYS[3], 'list', list)
 if redis.call('TTL', KEYS[3]) < 0 then redis.call('EXPIRE', KEYS[3], ARGV[6]) end
 local archived = redis.call('HGET', KEYS[3], 'archived') or ''
-return {'ok', runId, redis.call('HGET', KEYS[3], 'transcript') or '[]', list, previous, archived}`,
+if #ARGV > 10 then
+  local kept = redis.call('HMGET', KEYS[3], 'ids', 'idsOf')
+  if kept[1] and tonumber(kept[2]) == redis.call('HSTRLEN', KEYS[3], 'transcript') then
+    for i = 11, #ARGV do
+      if string.find(kept[1], '\0' .. ARGV[i] .. '\0', 1, true) then
+        return {'ok', runId, '', list, previous, archived, kept[1]}
+      end
+    end
+  end
+end
+return {'ok', runId, redis.call('HGET', KEYS[3], 'transcript') or '[]', list, previous, archived, ''}`,
   ],
   // KEYS: a list's \`…:all\` and \`…:active\` sorted sets. ARGV: thread id, lastRunAt (ms), ttl (s), archived ("1" or
   // ""). Puts the thread in the list at its lastRunAt (never lowering a later one: a claim and an unarchive may cross)
@@ -153,13 +183,15 @@ return 0`,
   ],
   // KEYS: lock, meta, runs, run, log. ARGV: run id, instance, input (JSON; "" when it is the transcript the thread
   // holds followed by the new input: the run's \`extends\`), started at, ttl (s), max runs, thread key prefix, reset
-  // ("1" to write the record again from nothing), new input (JSON). Answers 'deleted' when this run held the thread
+  // ("1" to write the record again from nothing), new input (JSON), ids (message-ids.ts: of the input when it is
+  // written, else of the new input; "" when not known). Answers 'deleted' when this run held the thread
   // when it was removed (cgRemoveThread's mark names it), 'lost' when another run holds the thread; 'ok' otherwise (at
   // once when the record is already this instance's: an open sent again). The instance lists the run among its own
   // (\`instance:{id}:runs\`, another slot) before it opens it.
   cgOpen: [
     5,
     `${KEEP_RUNS_LUA}
+${IDS_LUA}
 local mine = ARGV[1] .. ' ' .. ARGV[2]
 if redis.call('GET', ARGV[7] .. 'deleted') == mine then return 'deleted' end
 local holder = redis.call('GET', KEYS[1])
@@ -171,8 +203,11 @@ redis.call('HDEL', KEYS[4], 'finishedAt')
 local extends = ''
 if ARGV[3] == '' then extends = '1' end
 redis.call('HSET', KEYS[4], 'status', 'running', 'last', -1, 'startedAt', ARGV[4], 'owner', ARGV[2],
-  'newInput', ARGV[9], 'extends', extends)
-if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], 'transcript', ARGV[3]) end
+  'newInput', ARGV[9], 'extends', extends, 'newIds', extends == '1' and ARGV[10] or '')
+if ARGV[3] ~= '' then
+  redis.call('HSET', KEYS[2], 'transcript', ARGV[3])
+  keepIds(KEYS[2], ARGV[10], #ARGV[3])
+end
 redis.call('HSET', KEYS[2], 'latest', ARGV[1])
 if not redis.call('LPOS', KEYS[3], ARGV[1]) then redis.call('RPUSH', KEYS[3], ARGV[1]) end
 while redis.call('LLEN', KEYS[3]) > tonumber(ARGV[6]) do
@@ -185,13 +220,15 @@ return 'ok'`,
   ],
   // KEYS: run, log, states, meta, lock, runs. ARGV: first, last, events (JSON), states (JSON pairs), channel, ttl (s),
   // terminal status (JSON or ""), transcript (JSON or ""), now, run id, expected last sequence ("" for any), thread key
-  // prefix, appended ("1": the transcript is the run's output, to follow its input). Answers ok, dup
+  // prefix, appended ("1": the transcript is the run's output, to follow its input), ids (message-ids.ts: of the
+  // transcript given, or "" when not known). Answers ok, dup
   // (already stored), gap (out of order, or the log is not at the expected sequence), finished (ended by another
   // instance), missing (no record). The run's instance takes it off its list once it has ended.
   cgAppend: [
     6,
     `${APPEND_LUA}
 ${KEEP_RUNS_LUA}
+${IDS_LUA}
 local function joinArrays(a, b)
   if b == '[]' then return a end
   if a == '[]' then return b end
@@ -205,15 +242,28 @@ redis.call('EXPIRE', KEYS[6], ARGV[6])
 if ARGV[7] ~= '' then
   redis.call('HSET', KEYS[1], 'status', ARGV[7], 'finishedAt', ARGV[9])
   local transcript = ARGV[8]
+  local ids = ARGV[14]
   if ARGV[13] == '1' then
-    -- JSON arrays joined: what the thread holds, the run's new input when its open did not write it, its output.
-    local held = redis.call('HGET', KEYS[4], 'transcript') or '[]'
+    -- JSON arrays joined: what the thread holds, the run's new input when its open did not write it, its output; and
+    -- their ids alike (none kept when what the thread holds has none of its own: written by an earlier version).
+    local held = redis.call('HGET', KEYS[4], 'transcript')
+    local kept = redis.call('HMGET', KEYS[4], 'ids', 'idsOf')
+    local heldIds = ''
+    if not held then
+      held = '[]'
+      heldIds = '\0'
+    elseif kept[1] and tonumber(kept[2]) == #held then
+      heldIds = kept[1]
+    end
     if redis.call('HGET', KEYS[1], 'extends') == '1' then
       held = joinArrays(held, redis.call('HGET', KEYS[1], 'newInput') or '[]')
+      heldIds = concatIds(heldIds, redis.call('HGET', KEYS[1], 'newIds') or '')
     end
     transcript = joinArrays(held, transcript)
+    ids = concatIds(heldIds, ids)
   end
   redis.call('HSET', KEYS[4], 'transcript', transcript)
+  keepIds(KEYS[4], ids, #transcript)
   local holder = redis.call('GET', KEYS[5])
   if holder and string.sub(holder, 1, #ARGV[10] + 1) == ARGV[10] .. ' ' then redis.call('DEL', KEYS[5]) end
   keepRuns(KEYS[4], KEYS[6], ARGV[12], tonumber(ARGV[6]), ARGV[10])
