@@ -96,6 +96,14 @@ describe.each(kinds)('a claim in $name', ({ start }) => {
     const thread = await store.thread('t');
     expect(thread!.messages.map((m) => m.id)).toEqual(['new-1', 'a3', 'u5', 'a5']);
     expect(thread!.runs.at(-1)!.newMessages!.map((m) => m.id)).toEqual(['new-1', 'u5']);
+    // The ids are those of the transcript the whole conversation made, not added to the ones before: u1 is gone.
+    const u1 = await store.claim('t', 'run-u1', 'fresh-u1', { checkIds: ['u1'] });
+    expect(u1.storedIds).toBeUndefined();
+    expect(u1.history.map((m) => m.id)).toEqual(['new-1', 'a3', 'u5', 'a5']);
+    store.release('t', u1.runId);
+    // A request that repeats only the latest answer (the run's output, not its input) is taken as whole too.
+    const sixth = await runOn(store, 't', [message('a5'), message('u6')], 'a6');
+    expect(sorted(sixth.claim.storedIds!)).toEqual(['a3', 'a5', 'new-1', 'u5']);
   });
 
   it('answers the transcript when none of the first sixteen ids is stored, or when the request has no message', async () => {

@@ -31,6 +31,17 @@ describe('textNestsDeeperThan', () => {
     expect(textNestsDeeperThan(`{"text":1,${many}}`)).toBe(true);
   });
 
+  it('ends a string at the first quote after an even run of backslashes, and a block string not at an escaped one', () => {
+    const deep = nested(MAX_NESTING + 1);
+    // Two escaped backslashes: the string ends at the quote after them, and the brackets are outside it.
+    expect(textNestsDeeperThan(`{"a":"\\\\\\\\","b":${deep}}`)).toBe(true);
+    // Two escaped backslashes and an escaped quote: the string goes on, and holds the brackets.
+    expect(textNestsDeeperThan(`{"a":"\\\\\\\\\\"${deep}"}`)).toBe(false);
+    // In a block string a backslash before three quotes makes them text (graphql-js's lexer): it goes on to the next.
+    expect(textNestsDeeperThan(`{ f(a: """\\""" """, b: ${deep}, c: """ """) }`)).toBe(true);
+    expect(textNestsDeeperThan(`{ f(a: """ \\""" ${deep} """) }`)).toBe(false);
+  });
+
   it('reads the stock client\u2019s request as shallow', () => {
     const query = `mutation { generateCopilotResponse(data: { messages: [{ textMessage: { content: "hi [{(" } }] }) { threadId } }`;
     expect(
@@ -57,6 +68,19 @@ describe('nestsDeeperThan', () => {
     expect(nestsDeeperThan({ wide: Array.from({ length: 1000 }, (_, i) => ({ i })), deep: objects(MAX_NESTING) })).toBe(
       true,
     );
+  });
+
+  it('reads only own properties, even when Object.prototype has enumerable ones', () => {
+    const shallow = JSON.parse('{"a":{"b":1}}');
+    Object.defineProperty(Object.prototype, 'polluted', { value: {}, enumerable: true, configurable: true });
+    try {
+      expect(nestsDeeperThan(shallow)).toBe(false);
+      expect(nestsDeeperThan(JSON.parse(`${'{"a":'.repeat(MAX_NESTING + 1)}1${'}'.repeat(MAX_NESTING + 1)}`))).toBe(
+        true,
+      );
+    } finally {
+      delete (Object.prototype as Record<string, unknown>).polluted;
+    }
   });
 
   it('reads a value nested far deeper than the stack allows without overflowing it (it stops one level past the limit)', () => {

@@ -174,9 +174,16 @@ describe('the in-memory thread store', () => {
    * when the request has only new messages), or, with `whole`, the same input said not to extend it; its answer is
    * message `answerId`. Resolves with the lengths of the arrays its open made JSON.
    */
-  const extend = async (s: MemoryThreadStore, threadId: string, n: number, answerId: string, whole = false) => {
+  const extend = async (
+    s: MemoryThreadStore,
+    threadId: string,
+    n: number,
+    answerId: string,
+    whole = false,
+    latin1 = false,
+  ) => {
     const { runId, history } = await s.claim(threadId, `run-${n}`, `fresh-${n}`);
-    const next = text(`u${n}`, 'user', `question ${n} €`);
+    const next = text(`u${n}`, 'user', latin1 ? `question ${n} é` : `question ${n} €`);
     const input = { messages: [...history, next], newMessages: [next], extendsHistory: !whole };
     const { log, made } = openCounted(s, threadId, runId, input);
     for (const event of answer(runId, answerId)) log.append(event);
@@ -221,15 +228,18 @@ describe('the in-memory thread store', () => {
   });
 
   it('counts a thread joined from its parts as one made whole, and keeps the same transcript', async () => {
-    const joined = store();
-    const whole = store();
-    for (const s of [joined, whole]) {
-      await first(s, 't');
-      for (let n = 1; n <= 4; n++) await extend(s, 't', n, `a${n}`, s === whole);
+    // Text beyond Latin-1 (two bytes a character), and Latin-1 only (one).
+    for (const latin1 of [false, true]) {
+      const joined = store();
+      const whole = store();
+      for (const s of [joined, whole]) {
+        await first(s, 't');
+        for (let n = 1; n <= 4; n++) await extend(s, 't', n, `a${n}`, s === whole, latin1);
+      }
+      expect(joined.size.bytes).toBe(whole.size.bytes);
+      expect((await joined.thread('t'))!.messages).toEqual((await whole.thread('t'))!.messages);
+      await Promise.all([joined.close(), whole.close()]);
     }
-    expect(joined.size.bytes).toBe(whole.size.bytes);
-    expect((await joined.thread('t'))!.messages).toEqual((await whole.thread('t'))!.messages);
-    await Promise.all([joined.close(), whole.close()]);
   });
 
   it('makes the whole input JSON at an open whose claim ran out and was made again (another claim read last)', async () => {

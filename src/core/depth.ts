@@ -11,19 +11,29 @@ export const MAX_NESTING = 100;
  * (textNestsDeeperThan), so a request body is checked here once parsed (JSON.parse itself takes any depth).
  */
 export function nestsDeeperThan(value: unknown, limit = MAX_NESTING): boolean {
-  return value !== null && typeof value === 'object' && deeper(value, limit, 1);
+  return value !== null && typeof value === 'object' && deeper(value, limit, 1, inheritsEnumerable());
 }
 
-function deeper(value: object, limit: number, depth: number): boolean {
+/**
+ * Whether plain objects inherit enumerable properties (Object.prototype given some): then `for…in` would read them,
+ * and `deeper` checks each key is the object's own (which doubles its cost, so only then).
+ */
+function inheritsEnumerable(): boolean {
+  for (const key in {}) return key !== undefined;
+  return false;
+}
+
+function deeper(value: object, limit: number, depth: number, ownOnly: boolean): boolean {
   if (depth > limit) return true;
   if (Array.isArray(value)) {
     for (const child of value)
-      if (child !== null && typeof child === 'object' && deeper(child, limit, depth + 1)) return true;
+      if (child !== null && typeof child === 'object' && deeper(child, limit, depth + 1, ownOnly)) return true;
     return false;
   }
   for (const key in value) {
+    if (ownOnly && !Object.hasOwn(value, key)) continue;
     const child = (value as Record<string, unknown>)[key];
-    if (child !== null && typeof child === 'object' && deeper(child, limit, depth + 1)) return true;
+    if (child !== null && typeof child === 'object' && deeper(child, limit, depth + 1, ownOnly)) return true;
   }
   return false;
 }
@@ -42,7 +52,9 @@ export function textNestsDeeperThan(text: string, limit = MAX_NESTING): boolean 
     if (c === 0x22 /* " */) {
       // A string, or a GraphQL block string ("""…"""): skipped with its escapes.
       if (text.startsWith('"""', i)) {
-        const end = text.indexOf('"""', i + 3);
+        // Its one escape is \""" (GraphQL's lexer reads it as three quotes, not the end).
+        let end = text.indexOf('"""', i + 3);
+        while (end !== -1 && text.charCodeAt(end - 1) === 0x5c /* \ */) end = text.indexOf('"""', end + 3);
         if (end === -1) return false;
         i = end + 2;
         continue;

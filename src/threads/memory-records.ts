@@ -75,6 +75,8 @@ export interface ClaimedTranscript {
   length: number;
   last: Message | undefined;
   output: string;
+  /** What `output` counts for (stringBytes). */
+  outputBytes: number;
   /** The ids of the output's messages (message-ids.ts). */
   outputIds: string;
   /** What `output` and `outputIds` count for. */
@@ -85,8 +87,12 @@ export interface ClaimedTranscript {
  * The thread's transcript: its latest run's input and what that run produced, read from its events (kept once: a
  * finished run's text lives only in its sealed events). `inputLength`: how many of its first messages are the input;
  * `joined`: whether it is the input followed by the output (no id repeated), so that its JSON is theirs joined.
+ * `output`: the latest run's output (outputOf), when the caller has read it already.
  */
-export function transcriptOfThread(thread: MemoryThread): {
+export function transcriptOfThread(
+  thread: MemoryThread,
+  output?: readonly Message[],
+): {
   messages: Message[];
   inputLength: number;
   joined: boolean;
@@ -94,7 +100,7 @@ export function transcriptOfThread(thread: MemoryThread): {
   const input = JSON.parse(thread.input) as Message[];
   const latest = thread.runs[thread.runs.length - 1];
   if (!latest) return { messages: input, inputLength: input.length, joined: true };
-  const messages = transcriptOf(input, outputOf(latest));
+  const messages = transcriptOf(input, output ?? outputOf(latest));
   // Each input message kept in place (none repeated; JSON.parse made them, so identity says it).
   const joined = input.length === 0 || messages[input.length - 1] === input[input.length - 1];
   return { messages, inputLength: input.length, joined };

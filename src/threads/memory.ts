@@ -99,22 +99,29 @@ export class MemoryThreadStore implements ThreadStore {
     this.touch(thread, now);
     this.enforceBounds();
     const latest = thread.runs[thread.runs.length - 1];
-    if (latest && details.checkIds && includesAny(thread.inputIds, details.checkIds)) {
-      // The request repeats a stored message: its run needs only the transcript's ids (see Claim.storedIds).
-      const storedIds = splitIds(thread.inputIds);
-      for (const message of outputOf(latest)) storedIds.add(message.id);
-      this.setClaimed(thread, undefined);
-      return { runId, history: [], storedIds };
+    // The latest run's output, read once from its events (small: one run's), for the ids and for the transcript.
+    const output = latest ? outputOf(latest) : [];
+    const checkIds = details.checkIds;
+    if (latest && checkIds?.length && thread.inputIds !== '') {
+      const outputIds = joinIds(output);
+      if (includesAny(thread.inputIds, checkIds) || includesAny(outputIds, checkIds)) {
+        // The request repeats a stored message: its run needs only the transcript's ids (see Claim.storedIds).
+        const storedIds = splitIds(thread.inputIds);
+        for (const message of output) storedIds.add(message.id);
+        this.setClaimed(thread, undefined);
+        return { runId, history: [], storedIds };
+      }
     }
-    const { messages: history, inputLength, joined } = transcriptOfThread(thread);
+    const { messages: history, inputLength, joined } = transcriptOfThread(thread, output);
     // Kept for the run's open (see MemoryThread.claimed).
     let claimed: ClaimedTranscript | undefined;
     if (joined) {
       const produced = history.slice(inputLength);
-      const output = JSON.stringify(produced);
+      const json = JSON.stringify(produced);
       const outputIds = joinIds(produced);
-      const bytes = stringBytes(output) + stringBytes(outputIds);
-      claimed = { runId, length: history.length, last: history.at(-1), output, outputIds, bytes };
+      const outputBytes = stringBytes(json);
+      const bytes = outputBytes + stringBytes(outputIds);
+      claimed = { runId, length: history.length, last: history.at(-1), output: json, outputBytes, outputIds, bytes };
     }
     this.setClaimed(thread, claimed);
     return { runId, history };
@@ -178,7 +185,7 @@ export class MemoryThreadStore implements ThreadStore {
     } else if (extendsClaim) {
       const parts = [
         { text: thread.input, bytes: thread.inputBytes },
-        { text: claimed.output, bytes: claimed.bytes },
+        { text: claimed.output, bytes: claimed.outputBytes },
         { text: newJson, bytes: stringBytes(newJson) },
       ];
       thread.input = joinArrays(joinArrays(thread.input, claimed.output), newJson);

@@ -67,8 +67,10 @@ end`;
 
 /**
  * The transcript's message ids, kept beside it in the thread's meta (message-ids.ts): `ids`, and `idsOf`, the
- * length of the transcript they are of, so that a transcript written without them (by an earlier version) is never
- * taken with ids of another. `keepIds` writes them for a transcript of `length` bytes, or drops them ("": not known).
+ * length of the transcript they are of, so that a transcript written without them (by an earlier version, during a
+ * rolling upgrade) is not taken with ids of another, unless it has exactly the same length: then a run's recorded new
+ * messages may count one it repeated, until the next run's end writes the ids again. `keepIds` writes them for a
+ * transcript of `length` bytes, or drops them ("": not known).
  */
 const IDS_LUA = `local function concatIds(a, b)
   if a == '' or b == '' then return '' end

@@ -56,12 +56,13 @@ export interface RedisThreadStoreOptions extends ThreadStoreOptions {
  * Threads in Redis, shared by every gateway instance on it (a single Redis server, a primary with
  * replicas behind Sentinel, or a Redis Cluster). Per thread, under `{prefix}{threadId}:` (one hash slot):
  * - `lock`: "runId instanceId" while a run holds the thread (expiring while only claimed);
- * - `meta`: a hash with the transcript (JSON) and the latest run's id;
+ * - `meta`: a hash with the transcript (JSON), its message ids (`ids`, with `idsOf`: message-ids.ts) and the latest
+ *   run's id;
  * - `runs`: a list of its run ids, oldest first (trimmed to maxRunsPerThread, with their records);
  * - `states`: a hash of each agent's latest state (JSON);
- * - `run:{runId}`: a hash with the run's status ("running" or the terminal status as JSON), last
- *   sequence, times, owning instance and new input (which, with `extends`, the transcript lacks until the run
- *   ends: a run that extends the transcript sends Redis only its new messages, and at its end only what follows);
+ * - `run:{runId}`: a hash with the run's status ("running" or the terminal status as JSON), last sequence, times,
+ *   owning instance and new input with its ids (which, with `extends`, the transcript lacks until the run ends: a run
+ *   that extends the transcript sends Redis only its new messages, and at its end only what follows);
  * - `log:{runId}`: a stream of the run's events, one entry per batch (`e`: a JSON array of events).
  * Live events are published on `{prefix}live:{threadId}:{runId}` as they are stored (sharded pub/sub on a
  * cluster); stop requests on `{prefix}stop`. Instances beat `{prefix}instance:{id}` (expiring after the
