@@ -497,7 +497,14 @@ async function main() {
   // Redis for the gateway-redis server: one redis-server for the whole run, emptied before each server starts.
   const needsRedis = scenarios.some((s) => s.servers.includes('gateway-redis'));
   const redisPort = needsRedis ? await freePort() : undefined;
-  const redis = needsRedis ? await startRedis(redisPort, (command, argv) => start(command, argv, {})) : undefined;
+  const redisSocket = option('--redis-socket', undefined);
+  const redis = needsRedis
+    ? await startRedis(
+        redisPort,
+        (command, argv) => start(command, argv, {}),
+        redisSocket ? ['--unixsocket', redisSocket, '--unixsocketperm', '700'] : [],
+      )
+    : undefined;
   // And a Redis Cluster of three primaries for the gateway-cluster server, the same way.
   const needsCluster = scenarios.some((s) => s.servers.includes('gateway-cluster'));
   const clusterPorts = needsCluster ? [await freePort(), await freePort(), await freePort()] : undefined;
@@ -506,7 +513,11 @@ async function main() {
     : undefined;
   const starters = {
     gateway: (extra) => startGateway(upstream, extra),
-    'gateway-redis': (extra) => startGateway(upstream, { ...extra, REDIS_URL: `redis://127.0.0.1:${redisPort}` }),
+    'gateway-redis': (extra) =>
+      startGateway(upstream, {
+        ...extra,
+        REDIS_URL: redisSocket ? `unix://${redisSocket}` : `redis://127.0.0.1:${redisPort}`,
+      }),
     'gateway-cluster': (extra) =>
       startGateway(upstream, {
         ...extra,

@@ -2,7 +2,7 @@ import { ConfigurationError } from './core/errors.js';
 import { isHttpUrl } from './core/urls.js';
 import { isOrigin } from './transports/cors.js';
 import type { ModelLimitsOptions } from './engine/model-limits.js';
-import type { ThreadsOptions } from './threads/options.js';
+import { REDIS_URL_FORMS, isRedisUrl, type ThreadsOptions } from './threads/options.js';
 import type { JwtOptions } from './auth/jwt.js';
 import type { RateLimitOptions } from './limits/rate-limiter.js';
 import { environmentOf, isGatewayPath } from './gateway/options.js';
@@ -247,9 +247,7 @@ function readMetrics(env: NodeJS.ProcessEnv): boolean | { token: string } {
 
 function readThreads(env: NodeJS.ProcessEnv): ThreadsOptions {
   const redisUrl = env.REDIS_URL?.trim();
-  if (redisUrl && !/^rediss?:\/\/[^/]/.test(redisUrl)) {
-    throw new ConfigurationError('REDIS_URL must be a redis:// or rediss:// URL, such as "redis://localhost:6379".');
-  }
+  if (redisUrl && !isRedisUrl(redisUrl)) throw new ConfigurationError(`REDIS_URL ${REDIS_URL_FORMS}.`);
   // Redis behind Sentinels: their addresses and the primary's name (and passwords), instead of REDIS_URL.
   const sentinels = list(env.REDIS_SENTINELS);
   const sentinelName = env.REDIS_SENTINEL_NAME?.trim();

@@ -210,8 +210,13 @@ describe('the environment read by npm start', () => {
       /options.threads.listAnonymous must be true or false/,
     );
     expect(() => readEnvironment({ REDIS_URL: 'localhost:6379' })).toThrow(
-      /REDIS_URL must be a redis:\/\/ or rediss:\/\/ URL/,
+      /REDIS_URL must be a redis:\/\/ or rediss:\/\/ URL, .*, or a Unix socket's, such as "unix:\/\/\/run/,
     );
+    // A Unix socket: its absolute path after unix://.
+    expect(readEnvironment({ REDIS_URL: 'unix:///run/redis/redis.sock' }).threads?.redisUrl).toBe(
+      'unix:///run/redis/redis.sock',
+    );
+    expect(() => readEnvironment({ REDIS_URL: 'unix://run/redis.sock' })).toThrow(/REDIS_URL must be/);
     expect(() => readEnvironment({ THREAD_BUSY_POLICY: 'wait' })).toThrow(
       /THREAD_BUSY_POLICY must be refuse or interrupt/,
     );

@@ -9,6 +9,9 @@ import type { RedisThreadStore } from '../src/threads/redis/store.js';
 import { RedisServer, startRedisStore } from './support/redis.js';
 import { streamTogether } from './support/run-logs.js';
 import { storedLog } from './support/threads.js';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 // A run's log in Redis, on its own (no gateway): what it writes, in how many commands, and what it
 // tells the run's clients (RunLog.deliverStored), against a real redis-server.
@@ -47,6 +50,32 @@ beforeAll(async () => {
 afterAll(() => redis.close());
 
 describe("a run's log in Redis", () => {
+  it('is kept and read over a Unix socket (REDIS_URL unix:///path)', async () => {
+    const socket = join(mkdtempSync(join(tmpdir(), 'cg-sock-')), 'redis.sock');
+    const server = await RedisServer.start({ args: ['--unixsocket', socket, '--unixsocketperm', '700'] });
+    try {
+      const store = await startRedisStore({ url: `unix://${socket}` });
+      try {
+        const claim = await store.claim('sock', 'run-1', 'fresh-1');
+        const log = store.open('sock', claim.runId, {
+          messages: [message('m-1', 'hi')],
+          newMessages: [message('m-1', 'hi')],
+        });
+        await record(log, answer('sock', claim.runId, 'reply-1', 'hello'));
+        expect((await store.thread('sock'))!.messages.map((m) => m.id)).toEqual(['m-1', 'reply-1']);
+        // Through the socket, not the port: the server lists the store's connections at the socket's address.
+        const direct = new Redis(socket);
+        const clients = await direct.call('CLIENT', 'LIST');
+        direct.disconnect();
+        expect(String(clients)).toMatch(new RegExp(`addr=${socket}`));
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await server.close();
+    }
+  });
+
   it("writes the events several runs emit in one turn of the event loop in one script call, and tells each run's clients of each event once stored, in order, once", async () => {
     const keyPrefix = `log-${Math.random().toString(36).slice(2)}:`;
     const store = await startRedisStore({ url: redis.url }, { keyPrefix });

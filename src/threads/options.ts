@@ -123,10 +123,8 @@ export function resolveThreadsOptions(options: ThreadsOptions | undefined): Reso
     if (!NAMES.has(key))
       throw new ConfigurationError(`Unknown option "threads.${key}". Known: ${[...NAMES].join(', ')}.`);
   }
-  if (o.redisUrl !== undefined && (typeof o.redisUrl !== 'string' || !/^rediss?:\/\/[^/]/.test(o.redisUrl))) {
-    throw new ConfigurationError(
-      'options.threads.redisUrl must be a redis:// or rediss:// URL, such as "redis://localhost:6379".',
-    );
+  if (o.redisUrl !== undefined && (typeof o.redisUrl !== 'string' || !isRedisUrl(o.redisUrl))) {
+    throw new ConfigurationError(`options.threads.redisUrl ${REDIS_URL_FORMS}.`);
   }
   if (o.keyPrefix !== undefined && (typeof o.keyPrefix !== 'string' || !/^[\w:.-]{1,64}$/.test(o.keyPrefix))) {
     throw new ConfigurationError('options.threads.keyPrefix must be 1 to 64 letters, digits, ":", ".", "_" or "-".');
@@ -252,3 +250,13 @@ function whole(name: string, value: unknown, fallback: number, min: number, max:
   }
   return value;
 }
+
+/** Whether `url` says where one Redis server is: redis:// or rediss:// with a host, or a Unix socket (unix:///path). */
+export function isRedisUrl(url: string): boolean {
+  return /^rediss?:\/\/[^/]/.test(url) || /^unix:\/\/\/./.test(url);
+}
+
+/** What a Redis URL may be, after its name in an error. */
+export const REDIS_URL_FORMS =
+  'must be a redis:// or rediss:// URL, such as "redis://localhost:6379", or a Unix socket\'s, such as ' +
+  '"unix:///run/redis/redis.sock"';

@@ -81,7 +81,8 @@ export async function createClients(connection: RedisConnection): Promise<RedisC
           reconnectOnError: (error: Error) => (/READONLY/.test(error.message) ? 2 : false),
         }),
   };
-  const url = 'url' in connection ? connection.url : undefined;
+  // A Unix socket's URL (unix:///path, with ?db= or ?password= if need be) is given to ioredis as its path.
+  const url = 'url' in connection ? connection.url.replace(/^unix:\/\//, '') : undefined;
   const make = (options: RedisOptions) =>
     url ? new Redis(url, { ...base, ...options }) : new Redis({ ...base, ...options });
   // Commands fail at once while disconnected: a request waits for no reconnection, and a run's log
