@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from '@jest/globals';
@@ -143,6 +145,18 @@ describe('npm start refuses a wrong setting in one line naming the variable', ()
       `Configuration error: Redis at redis://:***@127.0.0.1:${port} cannot be reached (connect ECONNREFUSED ` +
         `127.0.0.1:${port}): start Redis there or correct REDIS_URL; STORE_FAILURE_POLICY=serve starts without it.`,
     ]);
+  }, 30_000);
+
+  it('reports a Unix socket it cannot reach without the password in its query, and exits 1', async () => {
+    const socket = join(tmpdir(), `cg-missing-${process.pid}.sock`);
+    const { code, lines } = await startFails({
+      REDIS_URL: `unix://${socket}?password=hunter2`,
+      STORE_FAILURE_POLICY: 'fail',
+    });
+    expect(code).toBe(1);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(`Redis at unix://${socket}?password=***`);
+    expect(lines[0]).not.toMatch(/hunter2/);
   }, 30_000);
 });
 

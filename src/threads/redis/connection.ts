@@ -185,6 +185,8 @@ export function redactedUrl(url: string): string {
   try {
     const parsed = new URL(url);
     if (parsed.password) parsed.password = '***';
+    // A Unix socket's password goes in its query (unix:///path?password=…).
+    if (parsed.searchParams.has('password')) parsed.searchParams.set('password', '***');
     return parsed.toString();
   } catch {
     return 'the configured URL';
