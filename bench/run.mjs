@@ -21,6 +21,8 @@
 //                                     burst; --sweep-clients 10,100 --sweep-tokens 50,500 to choose the grid
 //   npm run bench -- --only store     the store's price per token: the paced and WebSocket scenarios on the memory
 //                                     store and on Redis (a redis-server of the bench's own, on loopback), side by side
+//   npm run bench -- --only store --redis-socket /tmp/bench-redis.sock   the same with the gateway on Redis's Unix
+//                                     socket instead of loopback TCP
 //   npm run bench -- --only growth    a run on a thread with 0, 1, 100 and 1,000 earlier turns, memory and Redis
 //                                     (--growth-sizes 0,1,100,1000 --growth-runs 20 to choose; --growth-settle 30:
 //                                     the milliseconds the gateway is left idle before each measured run)
