@@ -116,6 +116,9 @@ export async function startRedis(port, start, args = []) {
   const proc = start('redis-server', [
     '--port',
     String(port),
+    // Its files (none are meant to be written) in a folder of its own, not the project's.
+    '--dir',
+    mkdtempSync(join(tmpdir(), 'bench-redis-')),
     '--bind',
     '127.0.0.1',
     '--save',
