@@ -31,7 +31,7 @@
 import { spawn, execFileSync, execSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CopilotRuntimeClient } from '@copilotkit/runtime-client-gql';
 import { resetRedis, startRedis, startRedisCluster } from './redis.mjs';
@@ -499,7 +499,8 @@ async function main() {
   // Redis for the gateway-redis server: one redis-server for the whole run, emptied before each server starts.
   const needsRedis = scenarios.some((s) => s.servers.includes('gateway-redis'));
   const redisPort = needsRedis ? await freePort() : undefined;
-  const redisSocket = option('--redis-socket', undefined);
+  // Absolute: redis-server runs in a folder of its own.
+  const redisSocket = option('--redis-socket', undefined) && resolve(option('--redis-socket', undefined));
   const redis = needsRedis
     ? await startRedis(
         redisPort,

@@ -217,6 +217,8 @@ describe('the environment read by npm start', () => {
       'unix:///run/redis/redis.sock',
     );
     expect(() => readEnvironment({ REDIS_URL: 'unix://run/redis.sock' })).toThrow(/REDIS_URL must be/);
+    // Four slashes: ioredis would read "//run/…" as a host, not a path.
+    expect(() => readEnvironment({ REDIS_URL: 'unix:////run/redis.sock' })).toThrow(/REDIS_URL must be/);
     expect(() => readEnvironment({ THREAD_BUSY_POLICY: 'wait' })).toThrow(
       /THREAD_BUSY_POLICY must be refuse or interrupt/,
     );

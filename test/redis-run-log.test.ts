@@ -9,7 +9,7 @@ import type { RedisThreadStore } from '../src/threads/redis/store.js';
 import { RedisServer, startRedisStore } from './support/redis.js';
 import { streamTogether } from './support/run-logs.js';
 import { storedLog } from './support/threads.js';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -51,7 +51,8 @@ afterAll(() => redis.close());
 
 describe("a run's log in Redis", () => {
   it('is kept and read over a Unix socket (REDIS_URL unix:///path)', async () => {
-    const socket = join(mkdtempSync(join(tmpdir(), 'cg-sock-')), 'redis.sock');
+    const folder = mkdtempSync(join(tmpdir(), 'cg-sock-'));
+    const socket = join(folder, 'redis.sock');
     const server = await RedisServer.start({ args: ['--unixsocket', socket, '--unixsocketperm', '700'] });
     try {
       const store = await startRedisStore({ url: `unix://${socket}` });
@@ -73,6 +74,7 @@ describe("a run's log in Redis", () => {
       }
     } finally {
       await server.close();
+      rmSync(folder, { recursive: true, force: true });
     }
   });
 

@@ -8,7 +8,8 @@ import type { RedisConnection } from './redis/connection.js';
 /** How the gateway keeps its threads (GatewayOptions.threads). */
 export interface ThreadsOptions {
   /**
-   * Redis to keep threads in, shared by every instance using it (`redis://…`, `rediss://…`).
+   * Redis to keep threads in, shared by every instance using it (`redis://…`, `rediss://…`, or a Unix socket's
+   * `unix:///path`, with `?db=` and `?password=` percent-encoded if need be).
    * Without it, threads are kept in this process's memory. @default undefined
    */
   redisUrl?: string;
@@ -253,7 +254,7 @@ function whole(name: string, value: unknown, fallback: number, min: number, max:
 
 /** Whether `url` says where one Redis server is: redis:// or rediss:// with a host, or a Unix socket (unix:///path). */
 export function isRedisUrl(url: string): boolean {
-  return /^rediss?:\/\/[^/]/.test(url) || /^unix:\/\/\/./.test(url);
+  return /^rediss?:\/\/[^/]/.test(url) || /^unix:\/\/\/[^/]/.test(url);
 }
 
 /** What a Redis URL may be, after its name in an error. */

@@ -182,10 +182,17 @@ export function isSocketError(error: unknown): error is Error {
 
 /** The URL without its password, for logs and errors. */
 export function redactedUrl(url: string): string {
+  // A Unix socket's query is read as ioredis reads it (everything after the first "?", "#" included).
+  if (url.startsWith('unix://')) {
+    const at = url.indexOf('?');
+    if (at === -1) return url;
+    const query = new URLSearchParams(url.slice(at + 1));
+    if (query.has('password')) query.set('password', '***');
+    return `${url.slice(0, at)}?${query.toString()}`;
+  }
   try {
     const parsed = new URL(url);
     if (parsed.password) parsed.password = '***';
-    // A Unix socket's password goes in its query (unix:///path?password=…).
     if (parsed.searchParams.has('password')) parsed.searchParams.set('password', '***');
     return parsed.toString();
   } catch {

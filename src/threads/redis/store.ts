@@ -36,7 +36,10 @@ import type {
 } from '../store.js';
 
 export interface RedisThreadStoreOptions extends ThreadStoreOptions {
-  /** The Redis to use: `{url}` (`redis://[user:password@]host:port[/db]` or `rediss://…`), or Sentinels. */
+  /**
+   * The Redis to use: `{url}` (`redis://[user:password@]host:port[/db]`, `rediss://…` or `unix:///path[?db=…]`), or
+   * Sentinels, or a cluster's nodes.
+   */
   connection: RedisConnection;
   /** Prefix of every key and channel, so that several gateways can share one Redis. @default "cg:" */
   keyPrefix: string;
