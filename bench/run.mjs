@@ -12,7 +12,8 @@
 //                                     they follow those of package.json config.nodeFlags, which npm start uses)
 //   npm run bench -- --baseline ../ab  A/B between builds: the gateway built in another checkout (say a git worktree of
 //                                     an earlier commit, with `npm run build` run there) runs in every round too, with
-//                                     the same flags and settings, and a second table compares the two
+//                                     the same flags and settings, and a second table compares the two (the store
+//                                     and growth scenarios run it on Redis too: baseline-redis, tables of its own)
 //   npm run bench -- --baseline . --gateway-node "--always-sparkplug" --baseline-node ""   A/B between node flags:
 //                                     the baseline's extra flags are --baseline-node's (the same as the gateway's
 //                                     when not given); --baseline-env likewise for settings (--gateway-env's)
@@ -139,7 +140,13 @@ const scenarios = [
   ...storeScenarios(),
   ...sweepScenarios(),
 ].filter((scenario) => !only || only.includes(scenario.name) || only.includes(scenario.family));
-if (baselineRoot) for (const scenario of scenarios) scenario.servers.splice(1, 0, 'baseline');
+// With a baseline, the store and growth scenarios run it on Redis too (baseline-redis), so that the A/B covers both.
+if (baselineRoot)
+  for (const scenario of scenarios) {
+    scenario.servers.splice(1, 0, 'baseline');
+    const redisAt = scenario.servers.indexOf('gateway-redis');
+    if (redisAt !== -1) scenario.servers.splice(redisAt + 1, 0, 'baseline-redis');
+  }
 // The Redis side of the store scenarios needs redis-server (CI has it); without it they run on the memory store alone.
 if (scenarios.some((s) => s.servers.includes('gateway-redis'))) {
   try {
@@ -147,7 +154,9 @@ if (scenarios.some((s) => s.servers.includes('gateway-redis'))) {
   } catch {
     console.error('== no redis-server on PATH: the store and growth scenarios run on the memory store only');
     for (const scenario of scenarios)
-      scenario.servers = scenario.servers.filter((name) => name !== 'gateway-redis' && name !== 'gateway-cluster');
+      scenario.servers = scenario.servers.filter(
+        (name) => name !== 'gateway-redis' && name !== 'baseline-redis' && name !== 'gateway-cluster',
+      );
   }
 }
 // The Redis Cluster side also needs redis-cli (to make the cluster).
@@ -514,19 +523,18 @@ async function main() {
   const cluster = needsCluster
     ? await startRedisCluster(clusterPorts, (command, argv) => start(command, argv, {}))
     : undefined;
+  const redisUrl = redisSocket ? `unix://${redisSocket}` : `redis://127.0.0.1:${redisPort}`;
   const starters = {
     gateway: (extra) => startGateway(upstream, extra),
-    'gateway-redis': (extra) =>
-      startGateway(upstream, {
-        ...extra,
-        REDIS_URL: redisSocket ? `unix://${redisSocket}` : `redis://127.0.0.1:${redisPort}`,
-      }),
+    'gateway-redis': (extra) => startGateway(upstream, { ...extra, REDIS_URL: redisUrl }),
     'gateway-cluster': (extra) =>
       startGateway(upstream, {
         ...extra,
         REDIS_CLUSTER_NODES: clusterPorts.map((port) => `127.0.0.1:${port}`).join(','),
       }),
     baseline: (extra) => startGateway(upstream, extra, baselineRoot, baselineNodeFlags, baselineEnv),
+    'baseline-redis': (extra) =>
+      startGateway(upstream, { ...extra, REDIS_URL: redisUrl }, baselineRoot, baselineNodeFlags, baselineEnv),
     reference: () => startReference(upstream),
     passthrough: () => startPassthrough(upstream),
   };
@@ -536,6 +544,7 @@ async function main() {
     ...(needsReference ? ['gateway', 'reference'] : ['gateway']),
     ...(baselineRoot ? ['baseline'] : []),
     ...(needsRedis ? ['gateway-redis'] : []),
+    ...(needsRedis && baselineRoot ? ['baseline-redis'] : []),
     ...(needsCluster ? ['gateway-cluster'] : []),
   ]) {
     const server = await starters[name]();
@@ -566,7 +575,7 @@ async function main() {
             pid: server.pid,
             upstreamPid: upstream.proc.child.pid,
             directUrl,
-            ...(name === 'gateway-redis' ? { redisPort } : {}),
+            ...(name === 'gateway-redis' || name === 'baseline-redis' ? { redisPort } : {}),
             // On a cluster, Redis's counters are the sums of its nodes'.
             ...(name === 'gateway-cluster' ? { redisPort: clusterPorts } : {}),
             ...scenario.load,
@@ -638,6 +647,7 @@ function report(results) {
     );
     if (scenarios.some((s) => !s.family)) table(results, 'baseline', lines);
     if (scenarios.some((s) => s.family === 'sweep')) sweepTable(results, 'baseline', lines);
+    if (scenarios.some((s) => s.family === 'store')) storeTable(results, lines, ['baseline', 'baseline-redis']);
   }
   return lines.join('\n');
 }
@@ -713,11 +723,13 @@ function table(results, other, lines) {
  * The store's table: each scenario on the memory store, on Redis and on a Redis Cluster, side by side; ratios to
  * memory.
  */
-function storeTable(results, lines) {
+function storeTable(results, lines, [memoryServer, redisServer] = ['gateway', 'gateway-redis']) {
   lines.push(
     '',
-    "the store's price: the same gateway with its threads in memory, in Redis and in a Redis Cluster (three " +
-      'primaries); ratios = Redis / memory and Cluster / memory',
+    memoryServer === 'gateway'
+      ? "the store's price: the same gateway with its threads in memory, in Redis and in a Redis Cluster (three " +
+          'primaries); ratios = Redis / memory and Cluster / memory'
+      : "the baseline build's store price, the same way (no Redis Cluster)",
     '',
   );
   const row = (cells) => lines.push(`| ${cells.join(' | ')} |`);
@@ -746,8 +758,8 @@ function storeTable(results, lines) {
       ['errors', 'errors', 0],
     ];
     figures.forEach(([label, key, digits], i) => {
-      const memory = m('gateway', key);
-      const redis = m('gateway-redis', key);
+      const memory = m(memoryServer, key);
+      const redis = m(redisServer, key);
       const cluster = m('gateway-cluster', key);
       const ratio = (value) =>
         memory && value != null && !key.startsWith('redis') ? `${(value / memory).toFixed(2)}x` : '';
@@ -785,10 +797,12 @@ function growthTable(results, lines) {
   for (const [label, server] of [
     ['memory', 'gateway'],
     ['Redis', 'gateway-redis'],
+    ['memory, the baseline build', 'baseline'],
+    ['Redis, the baseline build', 'baseline-redis'],
   ]) {
     if (!r[server]) continue;
     const sizes = r[server][0].sizes.map((x) => x.size);
-    const redis = server === 'gateway-redis';
+    const redis = server.endsWith('-redis');
     const row = (cells) => lines.push(`| ${cells.join(' | ')} |`);
     lines.push('', `${label}:`, '');
     row([
