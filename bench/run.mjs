@@ -509,7 +509,8 @@ async function main() {
   const needsRedis = scenarios.some((s) => s.servers.includes('gateway-redis'));
   const redisPort = needsRedis ? await freePort() : undefined;
   // Absolute: redis-server runs in a folder of its own.
-  const redisSocket = option('--redis-socket', undefined) && resolve(option('--redis-socket', undefined));
+  const socketOption = option('--redis-socket', undefined);
+  const redisSocket = socketOption && resolve(socketOption);
   const redis = needsRedis
     ? await startRedis(
         redisPort,

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BadRequestError } from '../core/errors.js';
-import { textNestsDeeperThan } from '../core/depth.js';
+import { nestsDeeperThan } from '../core/depth.js';
 import { nestsTooDeeply, readBody, tooLarge } from '../transports/http/body.js';
 import { sendGatewayError } from '../transports/responses.js';
 import { NO_BODY } from '../transports/http/body.js';
@@ -41,7 +41,7 @@ export async function readAgUiBody(req: IncomingMessage, res: ServerResponse, li
     sendGatewayError(res, invalid, { agUi: true, title: 'Invalid JSON' });
     return NO_BODY;
   }
-  if (textNestsDeeperThan(raw)) {
+  if (nestsDeeperThan(body)) {
     sendGatewayError(res, nestsTooDeeply(), { agUi: true, title: 'Invalid request body' });
     return NO_BODY;
   }

@@ -102,15 +102,17 @@ export class MemoryThreadStore implements ThreadStore {
     // The latest run's output, read once from its events (small: one run's), for the ids and for the transcript.
     const output = latest ? outputOf(latest) : [];
     const checkIds = details.checkIds;
-    if (latest && checkIds?.length && thread.inputIds !== '') {
-      const outputIds = joinIds(output);
-      if (includesAny(thread.inputIds, checkIds) || includesAny(outputIds, checkIds)) {
-        // The request repeats a stored message: its run needs only the transcript's ids (see Claim.storedIds).
-        const storedIds = splitIds(thread.inputIds);
-        for (const message of output) storedIds.add(message.id);
-        this.setClaimed(thread, undefined);
-        return { runId, history: [], storedIds };
-      }
+    if (
+      latest &&
+      checkIds?.length &&
+      thread.inputIds !== '' &&
+      (includesAny(thread.inputIds, checkIds) || output.some((message) => checkIds.includes(message.id)))
+    ) {
+      // The request repeats a stored message: its run needs only the transcript's ids (see Claim.storedIds).
+      const storedIds = splitIds(thread.inputIds);
+      for (const message of output) storedIds.add(message.id);
+      this.setClaimed(thread, undefined);
+      return { runId, history: [], storedIds };
     }
     const { messages: history, inputLength, joined } = transcriptOfThread(thread, output);
     // Kept for the run's open (see MemoryThread.claimed).
