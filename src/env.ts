@@ -16,6 +16,41 @@ import {
 import type { TranscriptionOptions } from './adapters/transcription.js';
 import { countOf, flag, list, milliseconds, optional, wholeNumber } from './gateway/env-values.js';
 
+/**
+ * The variable that sets each option whose bounds only `createGateway` checks (its ConfigurationError names the
+ * option): `npm start` names the variable too (`forEnvironment`).
+ */
+const VARIABLE_OF_OPTION: Record<string, string> = {
+  'options.trustProxy': 'TRUST_PROXY',
+  'options.shutdownGraceMs': 'SHUTDOWN_GRACE_MS',
+  'options.maxConcurrentRuns': 'MAX_CONCURRENT_RUNS',
+  'options.streamWriteIntervalMs': 'STREAM_WRITE_INTERVAL_MS',
+  'options.modelFirstTokenTimeoutMs': 'MODEL_FIRST_TOKEN_TIMEOUT_MS',
+  'options.modelIdleTimeoutMs': 'MODEL_IDLE_TIMEOUT_MS',
+  'options.agentFirstEventTimeoutMs': 'AGENT_FIRST_EVENT_TIMEOUT_MS',
+  'options.agentIdleTimeoutMs': 'AGENT_IDLE_TIMEOUT_MS',
+  'options.rateLimits.requestsPerMinute': 'RATE_LIMIT_REQUESTS_PER_MINUTE',
+  'options.rateLimits.concurrentRuns': 'RATE_LIMIT_CONCURRENT_RUNS',
+  'options.threads.ttlSeconds': 'THREAD_TTL_SECONDS',
+  'options.threads.leaseMs': 'INSTANCE_LEASE_MS',
+  'options.threads.maxThreads': 'MAX_THREADS',
+  'options.threads.maxBytes': 'MAX_THREAD_STORE_MB',
+  'options.threads.waitReplicas': 'REDIS_WAIT_REPLICAS',
+};
+
+/**
+ * A configuration error's message for `npm start`: an option set from the environment is named by its variable
+ * first ("TRUST_PROXY (options.trustProxy) must be …"), so that the one line says what to fix.
+ */
+export function forEnvironment(message: string): string {
+  const option = /^options\.[A-Za-z.]+/.exec(message)?.[0];
+  const variable = option !== undefined ? VARIABLE_OF_OPTION[option] : undefined;
+  if (option === undefined || variable === undefined) return message;
+  // The option counts bytes where the variable counts megabytes.
+  const unit = option === 'options.threads.maxBytes' ? ', in bytes' : '';
+  return `${variable} (${option}${unit})${message.slice(option.length)}`;
+}
+
 /** The settings `npm start` reads from the environment (see the table in CONFIGURATION.md). */
 export interface EnvironmentSettings extends AgentSettings {
   port: number;

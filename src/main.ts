@@ -7,7 +7,7 @@ import { OpenAIAdapter } from './adapters/openai.js';
 import { agUiAgent } from './ag-ui/agent.js';
 import type { AgentDefinition } from './agents/definitions.js';
 import { langGraphAgent } from './agents/langgraph.js';
-import { readEnvironment, type EnvironmentSettings } from './env.js';
+import { forEnvironment, readEnvironment, type EnvironmentSettings } from './env.js';
 import type { ProviderSettings } from './gateway/env-upstreams.js';
 import { ConfigurationError } from './core/errors.js';
 import { createGateway } from './gateway.js';
@@ -214,7 +214,7 @@ function providerMode(provider: ProviderSettings | undefined): string {
 
 // Every start-up failure is one line saying what to fix, and exit code 1; no stack trace.
 main().catch((error) => {
-  if (error instanceof ConfigurationError) console.error(`Configuration error: ${error.message}`);
+  if (error instanceof ConfigurationError) console.error(`Configuration error: ${forEnvironment(error.message)}`);
   else console.error(`Copilot Gateway could not start: ${error instanceof Error ? error.message : String(error)}`);
   process.exit(1);
 });

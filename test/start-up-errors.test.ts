@@ -121,6 +121,17 @@ describe('npm start refuses a wrong setting in one line naming the variable', ()
       /^Configuration error: ALLOW_UNAUTHENTICATED=false and no authentication is configured: set GATEWAY_API_KEYS/,
     ],
     ['a LOG_FORMAT it does not know', { LOG_FORMAT: 'xml' }, /^Configuration error: LOG_FORMAT must be json or pretty/],
+    // Bounds only createGateway checks: its message names the option, npm start the variable first.
+    [
+      'a TRUST_PROXY past its bound',
+      { TRUST_PROXY: '20' },
+      /^Configuration error: TRUST_PROXY \(options\.trustProxy\) must be a whole number from 0 to 10 \(got 20\)\.$/,
+    ],
+    [
+      'an INSTANCE_LEASE_MS below its bound',
+      { INSTANCE_LEASE_MS: '100' },
+      /^Configuration error: INSTANCE_LEASE_MS \(options\.threads\.leaseMs\) must be a whole number from 300 to 600000/,
+    ],
   ])(
     'reports %s, and exits 1',
     async (_what, env, message) => {
