@@ -382,10 +382,14 @@ describe('Redis going away', () => {
     try {
       await admin.call('CLIENT', 'PAUSE', '60000', 'WRITE');
       const result = await answer;
-      expect(result.data!.generateCopilotResponse.status).toMatchObject({
+      const response = result.data!.generateCopilotResponse as any;
+      expect(response.status).toMatchObject({
         code: 'Failed',
-        details: { code: 'STORE_UNAVAILABLE' },
+        details: { code: 'STORE_UNAVAILABLE', requestId: expect.any(String) },
       });
+      // The message left open ends as the run does, with its description (PROTOCOL.md §4.5).
+      const text = response.messages.find((message: any) => message.__typename === 'TextMessageOutput');
+      expect(text.status).toMatchObject({ code: 'Failed', reason: response.status.details.description });
       await agUiRun;
       expect(agUiEvents.at(-1)).toMatchObject({ type: 'RUN_ERROR', code: 'STORE_UNAVAILABLE' });
       expect(agUiEvents.map((event) => event.type)).not.toContain('RUN_FINISHED');

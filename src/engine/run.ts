@@ -30,6 +30,8 @@ export interface RunHandle {
   abort(reason: GatewayError): void;
   /** The terminal status, once the run has finished. Never rejects. */
   readonly finished: Promise<RunStatus>;
+  /** The request that started it, for a failed status's details (PROTOCOL.md §5.2). */
+  readonly requestId?: string | undefined;
 }
 
 /** What a driver (the model loop, the agent loop) works with. */

@@ -22,6 +22,7 @@ interface Subscriber {
 export class StoredRun implements RunHandle, StoredEventSink {
   readonly threadId: string;
   readonly runId: string;
+  readonly requestId: string | undefined;
   /** Settles when the views have had RunFinished, or the store's failure. */
   readonly finished: Promise<RunStatus>;
   private subscribers: Subscriber[] = [];
@@ -36,6 +37,7 @@ export class StoredRun implements RunHandle, StoredEventSink {
   ) {
     this.threadId = run.threadId;
     this.runId = run.runId;
+    this.requestId = run.requestId;
     this.finished = new Promise((resolve) => {
       this.settle = resolve;
     });
@@ -73,7 +75,7 @@ export class StoredRun implements RunHandle, StoredEventSink {
   failed(error: GatewayError): void {
     if (this.ended) return;
     const subscribers = this.subscribers;
-    this.end(failedRun(error));
+    this.end(failedRun(error, this.requestId));
     for (const subscriber of subscribers) {
       try {
         subscriber.onFailure?.(error);

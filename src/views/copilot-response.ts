@@ -1,6 +1,6 @@
 import { UnreachableCaseError } from '../core/errors.js';
 import type { MetaEventPayload, SequencedEvent } from '../core/events.js';
-import { MESSAGE_SUCCESS, failedRun, type MessageStatus, type RunStatus } from '../core/status.js';
+import { MESSAGE_SUCCESS, failedMessage, failedRun, type MessageStatus, type RunStatus } from '../core/status.js';
 import type { RunHandle } from '../engine/run.js';
 import type { CopilotResponseModel, MessageOutputModel } from './models.js';
 import { SharedStream, SharedTextStream } from './shared-stream.js';
@@ -44,9 +44,10 @@ export function createCopilotResponseView(run: RunHandle): CopilotResponseModel 
   }
 
   const end = (status: RunStatus): void => {
-    // The run closes its messages before finishing; anything left open here would hang a stream.
+    // The run closes its messages before finishing; anything left open here (the store could not take the rest of
+    // the run) would hang a stream: it ends as the run does, with the run's description (PROTOCOL.md §4.5).
     for (const id of [...open.keys()])
-      closeMessage(id, status.code === 'Failed' ? { code: 'Failed', reason: 'Run ended.' } : MESSAGE_SUCCESS);
+      closeMessage(id, status.code === 'Failed' ? failedMessage(status.details.description) : MESSAGE_SUCCESS);
     messages.end();
     metaEvents.end();
     settleRun(status);
@@ -139,7 +140,7 @@ export function createCopilotResponseView(run: RunHandle): CopilotResponseModel 
   }
 
   // When the rest of the run cannot be shown (its events cannot be stored), the answer ends failed.
-  run.subscribe(listen, (error) => end(failedRun(error)));
+  run.subscribe(listen, (error) => end(failedRun(error, run.requestId)));
 
   return { threadId: run.threadId, runId: run.runId, status, messages, metaEvents, extensions: null };
 }
