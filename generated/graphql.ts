@@ -87,7 +87,10 @@ export type ActionExecutionMessageOutput = BaseMessageOutput & {
   status: MessageStatus;
 };
 
-/** A server-side action has been executed. */
+/**
+ * An action execution run on the server side has a result: a server-side or remote action, an agent's own
+ * tool, or the model handing over to an agent ("<name> agent started").
+ */
 export type ActionExecutionResultEvent = RunEvent & {
   __typename?: 'ActionExecutionResultEvent';
   /** The action execution this result answers. */
@@ -803,8 +806,9 @@ export type Query = {
   /** Health check. Always returns "Hello World". */
   hello: Scalars['String']['output'];
   /**
-   * The saved state of one agent on one thread. Fails with AGENT_NOT_FOUND (listing the available
-   * agents) when the agent is not configured.
+   * The saved state of one agent on one thread: from the thread store when it holds that agent's state,
+   * otherwise from the agent. Fails with AGENT_NOT_FOUND (listing the available agents) when no agent
+   * has the name and the store holds no state of it.
    */
   loadAgentState: LoadAgentStateResponse;
 };
@@ -887,7 +891,10 @@ export type ResultMessageInput = {
   result: Scalars['String']['input'];
 };
 
-/** The result of a server-side action execution. */
+/**
+ * The result of an action execution run on the server side: a server-side or remote action, an agent's own
+ * tool, or the "<name> agent started" result of the model handing over to an agent.
+ */
 export type ResultMessageOutput = BaseMessageOutput & {
   __typename?: 'ResultMessageOutput';
   /** The action execution this result answers. */
