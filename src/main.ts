@@ -10,6 +10,7 @@ import { langGraphAgent } from './agents/langgraph.js';
 import { forEnvironment, readEnvironment, type EnvironmentSettings } from './env.js';
 import type { ProviderSettings } from './gateway/env-upstreams.js';
 import { ConfigurationError } from './core/errors.js';
+import { jsonLines } from './core/logging.js';
 import { createGateway } from './gateway.js';
 import { anyOf, type Authenticate } from './auth/authenticate.js';
 import { apiKeyAuthenticator } from './auth/api-keys.js';
@@ -158,11 +159,7 @@ async function logDestination(env: EnvironmentSettings): Promise<DestinationStre
     // Written at once: a person reads these, a few a second, and none is lost when the process exits.
     return { write: (line: string) => void process.stdout.write(prettify(line)) };
   }
-  // Log lines are written asynchronously: under load they leave in batches instead of one write
-  // (a system call) each, twice per request. pino writes whatever is still buffered when the process
-  // exits (not when it is killed or runs out of memory); if stdout stops draining, lines beyond 16 MB
-  // are dropped rather than held.
-  return pino.destination({ dest: 1, sync: false, maxLength: 16 * 1024 * 1024 });
+  return jsonLines(1);
 }
 
 /**
