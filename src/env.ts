@@ -1,4 +1,11 @@
+import type { Logger } from 'pino';
+import type { ModelAdapter } from './adapters/adapter.js';
+import { agUiAgent } from './ag-ui/agent.js';
+import type { AgentDefinition } from './agents/definitions.js';
+import { langGraphAgent } from './agents/langgraph.js';
+import type { Authenticate } from './auth/authenticate.js';
 import { ConfigurationError } from './core/errors.js';
+import type { GatewayOptions } from './gateway/options.js';
 import { isHttpUrl } from './core/urls.js';
 import { isOrigin } from './transports/cors.js';
 import type { ModelLimitsOptions } from './engine/model-limits.js';
@@ -36,6 +43,7 @@ const VARIABLE_OF_OPTION: Record<string, string> = {
   'options.threads.maxThreads': 'MAX_THREADS',
   'options.threads.maxBytes': 'MAX_THREAD_STORE_MB',
   'options.threads.waitReplicas': 'REDIS_WAIT_REPLICAS',
+  'options.threads.clusterNodes': 'REDIS_CLUSTER_NODES',
 };
 
 /**
@@ -49,6 +57,56 @@ export function forEnvironment(message: string): string {
   // The option counts bytes where the variable counts megabytes.
   const unit = option === 'options.threads.maxBytes' ? ', in bytes' : '';
   return `${variable} (${option}${unit})${message.slice(option.length)}`;
+}
+
+/** What `npm start` makes before the gateway's options: the logger, the provider's adapter, the authentication. */
+export interface StartParts {
+  logger: Logger;
+  adapter?: ModelAdapter;
+  authenticate?: Authenticate;
+}
+
+/** The gateway's options from the environment's settings (and `parts`), as `npm start` creates it. */
+export function gatewayOptionsOf(env: EnvironmentSettings, parts: StartParts): GatewayOptions {
+  const agents: Record<string, AgentDefinition> = {};
+  for (const { name, url } of env.agUiAgents) agents[name] = agUiAgent({ url });
+  for (const graphId of env.langGraph?.graphs ?? []) {
+    agents[graphId] = langGraphAgent({
+      deploymentUrl: env.langGraph!.deploymentUrl,
+      graphId,
+      apiKey: env.langGraph!.apiKey,
+    });
+  }
+  return {
+    agents,
+    remoteEndpoints: env.remoteEndpoints,
+    ...(env.agentIdleTimeoutMs !== undefined ? { agentIdleTimeoutMs: env.agentIdleTimeoutMs } : {}),
+    adapter: parts.adapter,
+    path: env.path,
+    logger: parts.logger,
+    environment: env.environment,
+    corsOrigins: env.corsOrigins,
+    allowedHosts: env.allowedHosts,
+    ...(env.modelIdleTimeoutMs !== undefined ? { modelIdleTimeoutMs: env.modelIdleTimeoutMs } : {}),
+    ...(env.maxConcurrentRuns !== undefined ? { maxConcurrentRuns: env.maxConcurrentRuns } : {}),
+    modelLimits: env.modelLimits,
+    mcpServers: env.mcpServers,
+    allowClientMcpServers: env.allowClientMcpServers,
+    ...(env.guardrailsUrl ? { guardrails: { url: env.guardrailsUrl } } : {}),
+    threads: env.threads,
+    authenticate: parts.authenticate,
+    rateLimits: env.rateLimits,
+    ...(env.trustProxy !== undefined ? { trustProxy: env.trustProxy } : {}),
+    ...(env.shutdownGraceMs !== undefined ? { shutdownGraceMs: env.shutdownGraceMs } : {}),
+    metrics: env.metrics,
+    ...(env.tracing !== undefined ? { tracing: env.tracing } : {}),
+    ...(env.executor !== undefined ? { executor: env.executor } : {}),
+    ...(env.streamWriteIntervalMs !== undefined ? { streamWriteIntervalMs: env.streamWriteIntervalMs } : {}),
+    ...(env.modelFirstTokenTimeoutMs !== undefined ? { modelFirstTokenTimeoutMs: env.modelFirstTokenTimeoutMs } : {}),
+    ...(env.agentFirstEventTimeoutMs !== undefined ? { agentFirstEventTimeoutMs: env.agentFirstEventTimeoutMs } : {}),
+    ...(env.transcription ? { transcription: env.transcription } : {}),
+    ...(env.agUiReasoning ? { agUiReasoning: env.agUiReasoning } : {}),
+  };
 }
 
 /** The settings `npm start` reads from the environment (see the table in CONFIGURATION.md). */

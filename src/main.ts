@@ -4,10 +4,7 @@ import type { ModelAdapter } from './adapters/adapter.js';
 import { AnthropicAdapter } from './adapters/anthropic.js';
 import { GoogleAdapter } from './adapters/google.js';
 import { OpenAIAdapter } from './adapters/openai.js';
-import { agUiAgent } from './ag-ui/agent.js';
-import type { AgentDefinition } from './agents/definitions.js';
-import { langGraphAgent } from './agents/langgraph.js';
-import { forEnvironment, readEnvironment, type EnvironmentSettings } from './env.js';
+import { forEnvironment, gatewayOptionsOf, readEnvironment, type EnvironmentSettings } from './env.js';
 import type { ProviderSettings } from './gateway/env-upstreams.js';
 import { ConfigurationError } from './core/errors.js';
 import { jsonLines } from './core/logging.js';
@@ -28,47 +25,8 @@ const SAME_SIGNAL_MS = 1_000;
 async function main(): Promise<void> {
   const env = readEnvironment(process.env);
   const logger = pino({ level: env.logLevel }, await logDestination(env));
-  const adapter = modelAdapter(env.provider);
-  const agents: Record<string, AgentDefinition> = {};
-  for (const { name, url } of env.agUiAgents) agents[name] = agUiAgent({ url });
-  for (const graphId of env.langGraph?.graphs ?? []) {
-    agents[graphId] = langGraphAgent({
-      deploymentUrl: env.langGraph!.deploymentUrl,
-      graphId,
-      apiKey: env.langGraph!.apiKey,
-    });
-  }
   const authenticate = await authenticator(env.auth);
-  const gateway = createGateway({
-    agents,
-    remoteEndpoints: env.remoteEndpoints,
-    ...(env.agentIdleTimeoutMs !== undefined ? { agentIdleTimeoutMs: env.agentIdleTimeoutMs } : {}),
-    adapter,
-    path: env.path,
-    logger,
-    environment: env.environment,
-    corsOrigins: env.corsOrigins,
-    allowedHosts: env.allowedHosts,
-    ...(env.modelIdleTimeoutMs !== undefined ? { modelIdleTimeoutMs: env.modelIdleTimeoutMs } : {}),
-    ...(env.maxConcurrentRuns !== undefined ? { maxConcurrentRuns: env.maxConcurrentRuns } : {}),
-    modelLimits: env.modelLimits,
-    mcpServers: env.mcpServers,
-    allowClientMcpServers: env.allowClientMcpServers,
-    ...(env.guardrailsUrl ? { guardrails: { url: env.guardrailsUrl } } : {}),
-    threads: env.threads,
-    authenticate,
-    rateLimits: env.rateLimits,
-    ...(env.trustProxy !== undefined ? { trustProxy: env.trustProxy } : {}),
-    ...(env.shutdownGraceMs !== undefined ? { shutdownGraceMs: env.shutdownGraceMs } : {}),
-    metrics: env.metrics,
-    ...(env.tracing !== undefined ? { tracing: env.tracing } : {}),
-    ...(env.executor !== undefined ? { executor: env.executor } : {}),
-    ...(env.streamWriteIntervalMs !== undefined ? { streamWriteIntervalMs: env.streamWriteIntervalMs } : {}),
-    ...(env.modelFirstTokenTimeoutMs !== undefined ? { modelFirstTokenTimeoutMs: env.modelFirstTokenTimeoutMs } : {}),
-    ...(env.agentFirstEventTimeoutMs !== undefined ? { agentFirstEventTimeoutMs: env.agentFirstEventTimeoutMs } : {}),
-    ...(env.transcription ? { transcription: env.transcription } : {}),
-    ...(env.agUiReasoning ? { agUiReasoning: env.agUiReasoning } : {}),
-  });
+  const gateway = createGateway(gatewayOptionsOf(env, { logger, adapter: modelAdapter(env.provider), authenticate }));
   const url = await gateway.listen(env.port, env.host);
   // The first signal drains (readiness false, runs finish within the grace period, then close);
   // a later, separate one exits at once. Listened for before the gateway says it is ready: until

@@ -1,8 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from '@jest/globals';
 import { apiKeyAuthenticator } from '../src/auth/api-keys.js';
 import { jwtAuthenticator } from '../src/auth/jwt.js';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
-import { readEnvironment } from '../src/env.js';
+import { forEnvironment, gatewayOptionsOf, readEnvironment } from '../src/env.js';
 import { ConfigurationError } from '../src/core/errors.js';
 import { createGateway, type GatewayOptions } from '../src/gateway.js';
 import { silentLogger } from './support/harness.js';
@@ -406,4 +407,48 @@ describe('the environment read by npm start', () => {
   ])('rejects %j', (env, message) => {
     expect(() => readEnvironment(env)).toThrow(message);
   });
+});
+
+// Every variable in CONFIGURATION.md's table, set past any bound: a value readEnvironment takes but createGateway
+// refuses must be reported by npm start under the variable's name (forEnvironment's table), not the option's alone.
+// A new setting whose bound only createGateway checks fails here until it has its row in VARIABLE_OF_OPTION.
+describe('npm start names the variable for every bound createGateway checks', () => {
+  const variables = [
+    ...readFileSync(new URL('../CONFIGURATION.md', import.meta.url), 'utf8').matchAll(/^\| `([A-Z][A-Z0-9_]+)` \|/gm),
+  ].map((match) => match[1]);
+
+  it('finds the variables in CONFIGURATION.md', () => {
+    expect(variables.length).toBeGreaterThan(60);
+    expect(variables).toEqual(expect.arrayContaining(['TRUST_PROXY', 'INSTANCE_LEASE_MS', 'MAX_THREAD_STORE_MB']));
+  });
+
+  it('for every variable and every value out of bounds', async () => {
+    const refusedByGateway: string[] = [];
+    const unnamed: string[] = [];
+    for (const variable of variables) {
+      for (const value of ['-1', '0', '1.5', '99999999999', 'x']) {
+        let env;
+        try {
+          env = readEnvironment({ [variable]: value });
+        } catch (error) {
+          expect(error).toBeInstanceOf(ConfigurationError);
+          continue;
+        }
+        let gateway;
+        try {
+          gateway = createGateway(gatewayOptionsOf(env, { logger: silentLogger }));
+        } catch (error) {
+          expect(error).toBeInstanceOf(ConfigurationError);
+          const message = forEnvironment((error as Error).message);
+          if (!message.startsWith(`${variable} (options.`)) unnamed.push(`${variable}=${value}: ${message}`);
+          refusedByGateway.push(variable);
+          continue;
+        }
+        await gateway.close();
+      }
+    }
+    expect(unnamed).toEqual([]);
+    // The test reaches createGateway's own checks (these are some of them).
+    expect(refusedByGateway).toEqual(expect.arrayContaining(['TRUST_PROXY', 'INSTANCE_LEASE_MS', 'SHUTDOWN_GRACE_MS']));
+  }, 60_000);
 });
