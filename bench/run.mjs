@@ -36,6 +36,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CopilotRuntimeClient } from '@copilotkit/runtime-client-gql';
 import { resetRedis, startRedis, startRedisCluster } from './redis.mjs';
+import { buildIsCurrent } from '../scripts/build-state.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const referenceDir = join(root, 'bench', 'reference');
@@ -406,6 +407,7 @@ async function startReference(upstream) {
 }
 
 function ensureBuilt() {
+  if (buildIsCurrent(root)) return;
   console.error('== building the gateway (npm run build)');
   execFileSync('npm', ['run', '-s', 'build'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
 }

@@ -54,6 +54,7 @@ function pack() {
   const required = [
     'package.json',
     'scripts/start.mjs',
+    'scripts/build-state.mjs',
     'dist/src/index.js',
     'dist/src/index.d.ts',
     'dist/src/main.js',

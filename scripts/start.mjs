@@ -6,28 +6,14 @@
 // older than the sources. An installed package never builds: it ships dist/ as it was packed, and neither
 // the TypeScript sources' build configuration nor TypeScript itself (a dev dependency); file times in
 // node_modules say nothing about staleness there.
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { buildIsCurrent } from './build-state.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
-/** The newest modification time under `path` (a file or a folder). */
-function newest(path) {
-  if (!existsSync(path)) return 0;
-  const stat = statSync(path);
-  if (!stat.isDirectory()) return stat.mtimeMs;
-  return Math.max(0, ...readdirSync(path).map((name) => newest(`${path}/${name}`)));
-}
-
 if (existsSync(`${root}tsconfig.build.json`)) {
-  const built = `${root}dist/.built`;
-  // explorer/build, not explorer/: the bundle that the build copies, not the packages installed beside it.
-  const sources = Math.max(
-    ...['src', 'generated', 'schema', 'explorer/build', 'tsconfig.json', 'tsconfig.build.json', 'package.json'].map(
-      (name) => newest(`${root}${name}`),
-    ),
-  );
-  if (!existsSync(built) || statSync(built).mtimeMs < sources) {
+  if (!buildIsCurrent(root)) {
     console.error('Building the gateway (npm run build)…');
     try {
       // Imported here, not above: the build needs the dev dependencies, which an installed package lacks.
