@@ -27,9 +27,12 @@
 //   npm run bench -- --only growth    a run on a thread with 0, 1, 100 and 1,000 earlier turns, memory and Redis
 //                                     (--growth-sizes 0,1,100,1000 --growth-runs 20 to choose; --growth-settle 30:
 //                                     the milliseconds the gateway is left idle before each measured run)
+//   npm run bench -- --node 24        every process (the servers, the upstreams, the load) on Node 24 (or 22), the
+//                                     release scripts/test-node.mjs uses, installed in .node/24 on first use; the
+//                                     Docker image runs Node 24
 //
 // No figure here is asserted: the table is for people to read and compare.
-import { spawn, execFileSync, execSync } from 'node:child_process';
+import { spawn, spawnSync, execFileSync, execSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
@@ -37,12 +40,20 @@ import { fileURLToPath } from 'node:url';
 import { CopilotRuntimeClient } from '@copilotkit/runtime-client-gql';
 import { resetRedis, startRedis, startRedisCluster } from './redis.mjs';
 import { buildIsCurrent } from '../scripts/build-state.mjs';
+import { nodeBinary } from '../scripts/node-release.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const referenceDir = join(root, 'bench', 'reference');
 const args = process.argv.slice(2);
 const flag = (name) => args.includes(name);
 const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
+// --node 24: this script again under that release; every process it starts runs on process.execPath, so on it too.
+const nodeMajor = option('--node', undefined);
+if (nodeMajor !== undefined && nodeMajor !== process.versions.node.split('.')[0]) {
+  const node = nodeBinary(nodeMajor);
+  const result = spawnSync(node, [fileURLToPath(import.meta.url), ...args], { stdio: 'inherit' });
+  process.exit(result.status ?? 1);
+}
 const smoke = flag('--smoke');
 const rounds = Number(option('--rounds', smoke ? 1 : 3));
 // --only burst20,paced: the scenarios (or families, such as sweep) named, comma-separated.
