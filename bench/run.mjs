@@ -40,7 +40,7 @@ import { fileURLToPath } from 'node:url';
 import { CopilotRuntimeClient } from '@copilotkit/runtime-client-gql';
 import { resetRedis, startRedis, startRedisCluster } from './redis.mjs';
 import { buildIsCurrent } from '../scripts/build-state.mjs';
-import { nodeBinary } from '../scripts/node-release.mjs';
+import { RELEASES, nodeBinary } from '../scripts/node-release.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const referenceDir = join(root, 'bench', 'reference');
@@ -49,7 +49,11 @@ const flag = (name) => args.includes(name);
 const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
 // --node 24: this script again under that release; every process it starts runs on process.execPath, so on it too.
 const nodeMajor = option('--node', undefined);
-if (nodeMajor !== undefined && nodeMajor !== process.versions.node.split('.')[0]) {
+if (nodeMajor !== undefined && process.version !== `v${RELEASES[nodeMajor]}`) {
+  if (!RELEASES[nodeMajor]) {
+    console.error(`--node ${nodeMajor}: one of ${Object.keys(RELEASES).join(', ')}.`);
+    process.exit(2);
+  }
   const node = nodeBinary(nodeMajor);
   const result = spawnSync(node, [fileURLToPath(import.meta.url), ...args], { stdio: 'inherit' });
   process.exit(result.status ?? 1);

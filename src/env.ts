@@ -44,6 +44,8 @@ const VARIABLE_OF_OPTION: Record<string, string> = {
   'options.threads.maxBytes': 'MAX_THREAD_STORE_MB',
   'options.threads.waitReplicas': 'REDIS_WAIT_REPLICAS',
   'options.threads.clusterNodes': 'REDIS_CLUSTER_NODES',
+  'options.threads.sentinels': 'REDIS_SENTINELS',
+  'options.threads.sentinelName': 'REDIS_SENTINEL_NAME',
 };
 
 /**
