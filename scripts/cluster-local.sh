@@ -314,7 +314,8 @@ else
       const pass = s.failed === 0 && s.heldFinished === s.held && Number(process.argv[2]) === 0;
       console.log(`${pass ? "PASS" : "FAIL"} rolling restart: ${s.sent} runs sent through nginx (${kinds}) while both ` +
         `instances restarted in turn: ${s.failed} failed, ${s.sentOn} refused by a draining instance and sent on by ` +
-        `nginx, ${s.heldFinished} of ${s.held} runs in flight at a SIGTERM finished` +
+        `nginx, ${s.reconnected} graphql-ws sockets told 1001 before their run started and connected again, ` +
+        `${s.heldFinished} of ${s.held} runs in flight at a SIGTERM finished` +
         (s.failures.length ? `; failures: ${s.failures.join(" | ")}` : ""));' "$summary" "$rolling_status")")
     case ${results[-1]} in PASS*) ;; *) rolling_status=1 ;; esac
   fi

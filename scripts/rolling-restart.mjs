@@ -19,7 +19,8 @@
 //                       it, first try): "routed <tries>", or "routed-failed <why>" after --timeout.
 //   stop                (or the end of stdin) stop sending, wait for every run, and print
 //                       "summary <JSON>": sent, succeeded, failed (with the first reasons), sentOn (runs a
-//                       draining instance refused and the proxy sent to the other), held and heldFinished.
+//                       draining instance refused and the proxy sent to the other), reconnected (graphql-ws
+//                       sockets told 1001 before their run started, connected again), held and heldFinished.
 // Progress goes to stderr. Exits 0 when no run failed and every held run finished, 1 otherwise.
 //
 // It needs no model (demo mode's replies are scripted) and only packages the gateway depends on.
@@ -114,8 +115,22 @@ class TrackedWebSocket extends WebSocket {
   }
 }
 
-/** The copilotRun subscription over graphql-ws, on a socket of its own. */
+/**
+ * The copilotRun subscription over graphql-ws, on a socket of its own. A socket closed `1001 Going away` before
+ * its run sent anything (a draining instance closes the sockets with no operation under way, one that had just
+ * connected among them) connects again, as DEPLOYMENT.md tells clients to (graphql-ws's own client does, by
+ * default): counted in `reconnected`, not failed. Anything else that ends the socket fails the run.
+ */
 async function graphqlWs(content, onStarted) {
+  for (let attempt = 1; ; attempt++) {
+    const outcome = await graphqlWsOnce(content, onStarted);
+    if (!outcome.goingAwayBeforeRun || attempt === 3) return outcome;
+    counts.reconnected += 1;
+    log(`graphql-ws via ${outcome.upstream ?? '?'}: told 1001 before its run started; connecting again`);
+  }
+}
+
+async function graphqlWsOnce(content, onStarted) {
   let socket;
   const client = createClient({
     url: wsUrl,
@@ -146,7 +161,10 @@ async function graphqlWs(content, onStarted) {
         },
         error: (error) => {
           const why = error?.reason || error?.message || error?.error?.message || String(error);
-          done({ reason: `socket closed: ${error?.code ?? ''} ${why}`.trim() });
+          done({
+            reason: `socket closed: ${error?.code ?? ''} ${why}`.trim(),
+            goingAwayBeforeRun: error?.code === 1001 && !started,
+          });
         },
         complete: () => done({}),
       },
@@ -154,7 +172,8 @@ async function graphqlWs(content, onStarted) {
   });
   await client.dispose();
   const upstream = socket?.upstream;
-  if (outcome.reason) return { ok: false, upstream, reason: outcome.reason };
+  if (outcome.reason)
+    return { ok: false, upstream, reason: outcome.reason, goingAwayBeforeRun: outcome.goingAwayBeforeRun };
   if (last?.__typename === 'RunFinishedEvent' && last.status.__typename === 'SuccessResponseStatus') {
     return { ok: true, upstream };
   }
@@ -218,7 +237,7 @@ const KINDS = { 'graphql-json': graphqlJson, 'graphql-ws': graphqlWs, 'ag-ui': a
 // ---------------------------------------------------------------------------------------------------
 // Counting
 
-const counts = { sent: 0, succeeded: 0, failed: 0, sentOn: 0, byKind: {}, failures: [] };
+const counts = { sent: 0, succeeded: 0, failed: 0, sentOn: 0, reconnected: 0, byKind: {}, failures: [] };
 const pending = new Set();
 
 /** Sends one run and counts its outcome; resolves with it. */
