@@ -381,6 +381,33 @@ describe("a run's log in Redis", () => {
     }
   });
 
+  it("ends a join after a sequence the running run never reaches as soon as the run's end is published", async () => {
+    // With a 10 s lease the quiet spell's read of the log comes after 3.3 s: the end must come from the live channel.
+    const store = await startRedisStore({ url: redis.url });
+    const threadId = 'past-end';
+    try {
+      const { runId } = await store.claim(threadId, 'run-1', 'fresh-1');
+      const log = store.open(threadId, runId, { messages: [], newMessages: [] });
+      const events = answer(threadId, runId, 'reply', 'short');
+      log.append({ ...events[0], sequence: 0 } as SequencedEvent);
+      while (!(await store.run(threadId, runId))) await new Promise((resolve) => setTimeout(resolve, 5));
+      const taken: SequencedEvent[] = [];
+      const reading = (async () => {
+        for await (const event of store.follow(threadId, runId, 1000)) taken.push(event);
+      })();
+      // Subscribed (and its first read done) before the rest is stored and published.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await record(log, events.slice(1), 1);
+      let timer: NodeJS.Timeout | undefined;
+      const waited = new Promise((resolve) => (timer = setTimeout(resolve, 2000, 'still waiting')));
+      await expect(Promise.race([reading.then(() => 'ended'), waited])).resolves.toBe('ended');
+      clearTimeout(timer);
+      expect(taken).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('gives a follower every event of a run that was opened empty and stored whole between its two reads', async () => {
     const store = await startRedisStore({ url: redis.url });
     const threadId = 'empty';

@@ -437,6 +437,31 @@ describe("the thread service's follow, read pushed (joinCopilotRun over WebSocke
     await s.close();
   });
 
+  it('ends a join after a sequence the running run never reaches when the run ends, with nothing taken', async () => {
+    const s = store();
+    const { runId } = await s.claim('past', 'r-past', 'f');
+    const log = s.open('past', runId, { messages: [text('u', 'user', 'hi')], newMessages: [] });
+    const events = runEvents(runId, 3);
+    log.append(events[0]);
+    const feed = s.follow('past', runId, 1000);
+    const taken: SequencedEvent[] = [];
+    const reading = (async () => {
+      for await (const event of feed) taken.push(event);
+    })();
+    for (const event of events.slice(1)) log.append(event);
+    // Before the fix the feed dropped RunFinished (its sequence is below the join's) and waited forever.
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise((resolve) => (timer = setTimeout(resolve, 2000, 'still waiting')));
+    await expect(Promise.race([reading.then(() => 'ended'), waited])).resolves.toBe('ended');
+    clearTimeout(timer);
+    expect(taken).toEqual([]);
+    // The same join made after the end ends at once, as before.
+    const after: SequencedEvent[] = [];
+    for await (const event of s.follow('past', runId, 1000)) after.push(event);
+    expect(after).toEqual([]);
+    await s.close();
+  });
+
   it('lets the feed go when it fails (a shutdown), and when the reader leaves', async () => {
     const s = store();
     const service = new ThreadService(s, { onBusy: 'refuse', onStoreFailure: 'serve' }, silentLogger);

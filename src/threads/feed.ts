@@ -35,7 +35,13 @@ export class EventFeed extends EventQueue {
   }
 
   push(event: SequencedEvent): void {
-    if (this.finished || this.closed || event.sequence <= this.last) return;
+    if (this.finished || this.closed) return;
+    if (event.sequence <= this.last) {
+      // The run ended at or before where the reader joined (a join after a sequence the run never reached): nothing
+      // more will come, so the feed ends as a join after a finished run's end does.
+      if (event.type === 'RunFinished') this.end();
+      return;
+    }
     this.last = event.sequence;
     this.deliver(event);
     if (this.finished) this.close();
