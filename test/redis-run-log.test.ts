@@ -8,7 +8,7 @@ import type { RedisRunLog } from '../src/threads/redis/run-log.js';
 import type { RedisThreadStore } from '../src/threads/redis/store.js';
 import { RedisServer, startRedisStore } from './support/redis.js';
 import { streamTogether } from './support/run-logs.js';
-import { storedLog } from './support/threads.js';
+import { storedLog, until } from './support/threads.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -406,6 +406,81 @@ describe("a run's log in Redis", () => {
     } finally {
       await store.close();
     }
+  });
+
+  describe('an instance that was only paused while another ended its run (its lease ran out)', () => {
+    /** Instance A's run, with what A shows its clients; B sweeps A's runs once A stops beating. */
+    async function pausedOwner(threadId: string) {
+      const a = await startRedisStore({ url: redis.url }, { leaseMs: 400, keyPrefix: `paused-${threadId}:` });
+      const b = await startRedisStore({ url: redis.url }, { leaseMs: 400, keyPrefix: `paused-${threadId}:` });
+      const { runId } = await a.claim(threadId, 'run-1', 'fresh-1');
+      const log = a.open(threadId, runId, { messages: [message('u-1', 'hi')], newMessages: [] });
+      const shown: SequencedEvent[] = [];
+      const failures: string[] = [];
+      log.deliverStored!({ stored: (events) => shown.push(...events), failed: (error) => failures.push(error.code) });
+      let sequence = 0;
+      const append = (event: Record<string, unknown>) =>
+        log.append({ ...event, sequence: sequence++ } as SequencedEvent);
+      append({ type: 'RunStarted', threadId, runId });
+      append({ type: 'TextMessageStart', messageId: 'm-1', parentMessageId: null, role: 'assistant' });
+      append({ type: 'TextMessageContent', messageId: 'm-1', content: 'before ' });
+      while (shown.length < 3) await new Promise((resolve) => setTimeout(resolve, 5));
+      // A stops beating, as a process stopped by a long pause (GC, SIGSTOP, a blocked loop): B ends its run.
+      (a as unknown as { leases: { stop(): void } }).leases.stop();
+      await until(async () => (await b.run(threadId, runId))?.finishedAt, Boolean, 'B ended the run');
+      return { a, b, runId, append, shown, failures, log };
+    }
+
+    it("is told INSTANCE_LOST, and shows none of its own events under the numbers of the run's ending", async () => {
+      const { a, b, runId, append, shown, failures } = await pausedOwner('paused-goes-on');
+      try {
+        // A goes on: its next events would take the numbers B's ending events have.
+        append({ type: 'TextMessageContent', messageId: 'm-1', content: 'after' });
+        append({ type: 'TextMessageEnd', messageId: 'm-1', status: { code: 'Success' } });
+        append({ type: 'RunFinished', status: RUN_SUCCESS });
+        await until(
+          async () => failures,
+          (f) => f.length > 0,
+          "A's clients told",
+        );
+        expect(failures).toEqual(['INSTANCE_LOST']);
+        const stored = await b.records.readLog('paused-goes-on', runId);
+        expect(stored.map((event) => event.type)).toEqual([
+          'RunStarted',
+          'TextMessageStart',
+          'TextMessageContent',
+          'TextMessageEnd',
+          'RunFinished',
+        ]);
+        expect(stored.at(-1)).toMatchObject({ status: { details: { code: 'INSTANCE_LOST' } } });
+        // Every event A's clients were shown is the stored event with that number.
+        expect(shown.length).toBe(3);
+        for (const event of shown) expect(stored[event.sequence]).toEqual(event);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    it('does not write back a thread removed after its run was ended', async () => {
+      const { a, b, append, failures } = await pausedOwner('paused-removed');
+      try {
+        expect(await b.remove('paused-removed', '')).toBe(true);
+        append({ type: 'TextMessageContent', messageId: 'm-1', content: 'after' });
+        await until(
+          async () => failures,
+          (f) => f.length > 0,
+          "A's clients told",
+        );
+        expect(failures).toEqual(['RUN_STOPPED']); // stopError('deleted')
+        expect(await b.thread('paused-removed')).toBeUndefined();
+        expect(await b.records.redis.exists('paused-paused-removed:{paused-removed}:lock')).toBe(0);
+        // A new run of the same id on the thread, later, is a new run under a fresh id.
+        const claim = await b.claim('paused-removed', 'run-1', 'fresh-2');
+        expect(claim.runId).toBe('fresh-2');
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
   });
 
   it('gives a follower every event of a run that was opened empty and stored whole between its two reads', async () => {

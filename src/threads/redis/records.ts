@@ -137,6 +137,7 @@ export class RedisRecords {
         this.threadKey(threadId, 'run', proposedRunId),
         this.threadKey(threadId, 'meta'),
         this.threadKey(threadId, 'runs'),
+        this.threadKey(threadId, 'deletedRuns'),
         proposedRunId,
         freshRunId,
         this.instanceId,

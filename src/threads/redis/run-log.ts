@@ -30,7 +30,13 @@ const MAX_KEPT_CHARS = 16 * 1024 * 1024;
 const MAX_REBUILDS = 3;
 
 /** A write to Redis and the events it stores (none for the record's opening). */
-export type Write = { batch: Batch | undefined; events: readonly SequencedEvent[]; write: () => Promise<unknown> };
+export type Write = {
+  batch: Batch | undefined;
+  events: readonly SequencedEvent[];
+  write: () => Promise<unknown>;
+  /** A refusal Redis gave it while a write before it was still unanswered: acted on once that one is (confirmed). */
+  answer?: unknown;
+};
 
 /**
  * One run's events on their way to Redis, and to the run's clients once stored (deliverStored).
@@ -235,11 +241,20 @@ export class RedisRunLog implements RunLog {
     if (this.abandoned) return;
     const index = this.unconfirmed.indexOf(entry);
     if (index < 0) return; // an answer to a write since superseded (sent again, or rebuilt)
+    // Redis answers in order, but an answer may settle after the next one's (a record's open waits for its listing
+    // too): a refusal waits for the answers before it, which decide first (an open refused 'deleted' makes the
+    // 'missing' of the batch after it moot).
+    if (index > 0 && reply !== 'ok' && reply !== 'dup') {
+      entry.answer = reply;
+      return;
+    }
     if (reply === 'ok' || reply === 'dup') {
       const done = this.unconfirmed.splice(0, index + 1);
       this.retryDelay = 100;
       for (const write of done) if (write.events.length) this.sink?.stored(write.events);
       if (done.some((write) => write.batch?.status !== undefined)) return this.end();
+      const next = this.unconfirmed[0];
+      if (next?.answer !== undefined) return this.confirmed(next, next.answer);
       // What came meanwhile goes at the end of this turn, with the other runs' (flushSoon).
       if (this.unconfirmed.length === 0 && this.pending.length > 0 && !this.flushQueued) {
         this.flushQueued = true;
@@ -357,7 +372,10 @@ export class RedisRunLog implements RunLog {
     if (this.retrying || this.abandoned) return;
     this.retrying = setTimeout(() => {
       this.retrying = undefined;
-      for (const entry of this.unconfirmed) this.attempt(entry);
+      for (const entry of this.unconfirmed) {
+        entry.answer = undefined;
+        this.attempt(entry);
+      }
     }, this.retryDelay);
     this.retryDelay = Math.min(this.retryDelay * 2, 5_000);
   }

@@ -50,6 +50,12 @@ end`;
  * What every append script shares: a Lua function that checks a run's record and appends one batch of
  * its events, answering ok, missing (no record), gap (out of order, or the log is not at `expected`,
  * when that is not ""), dup (already stored) or finished (ended by another instance).
+ *
+ * `expected` is given only by the write that ends a run from its stored events, with no instance to end it
+ * (InstanceLeases.endRun: the run's instance lost its lease, or a stop found it gone). Its first sequence is kept as
+ * the record's `endedFrom`: a batch of the run's own instance that reaches it (an instance that was only paused, and
+ * goes on) is answered finished, not dup, since those numbers name the ending events. A batch below it was stored by
+ * the run's own instance (a write sent again after its answer was lost): dup.
  */
 const APPEND_LUA = `local function append(run, log, first, last, events, expected)
   local status = redis.call('HGET', run, 'status')
@@ -57,11 +63,16 @@ const APPEND_LUA = `local function append(run, log, first, last, events, expecte
   local stored = tonumber(redis.call('HGET', run, 'last'))
   if expected ~= '' and stored ~= tonumber(expected) then return 'gap' end
   first = tonumber(first)
-  if first <= stored then return 'dup' end
+  if first <= stored then
+    local endedFrom = redis.call('HGET', run, 'endedFrom')
+    if endedFrom and tonumber(last) >= tonumber(endedFrom) then return 'finished' end
+    return 'dup'
+  end
   if status ~= 'running' then return 'finished' end
   if first ~= stored + 1 then return 'gap' end
   redis.call('XADD', log, '*', 'e', events)
   redis.call('HSET', run, 'last', last)
+  if expected ~= '' then redis.call('HSET', run, 'endedFrom', first) end
   return 'ok'
 end`;
 
@@ -112,18 +123,19 @@ end`;
 
 /** The store's Lua scripts: [number of keys, source]. Keys of other runs are built from the thread's key prefix. */
 const SCRIPTS: Record<string, [number | null, string]> = {
-  // KEYS: lock, run (of the proposed id), meta, runs. ARGV: proposed id, fresh id, instance, claim timeout (ms), owner
-  // ("" for none), ttl (s), agent id, name ("" for none), now (ms), list key prefix, then any number of the request's
-  // message ids. Answers {'forbidden'} (another principal's thread), {'busy', holder}, or {'ok', run id, transcript,
-  // list, previous list, archived, ids}: when the thread's transcript has one of the request's ids and its ids are
-  // kept (\`ids\`, written with the transcript whose length is \`idsOf\`: message-ids.ts), the transcript's ids and
-  // "" for the transcript, else the transcript and "" for the ids. A thread that
-  // belongs to no one becomes the owner's. The claim is the thread's latest run: its list entry (agent and creation
-  // time when new, name when it has none, lastRunAt) is written here; \`list\` names the sorted sets it is to be put
-  // first in (\`{list}:all\`, and \`{list}:active\` unless archived: cgListThread, in their own hash slot), \`previous
-  // list\` those it was in when they change (an unowned thread taken by its first owner), else "".
+  // KEYS: lock, run (of the proposed id), meta, runs, deletedRuns (cgRemoveThread: ids no new run takes). ARGV:
+  // proposed id, fresh id, instance, claim timeout (ms), owner ("" for none), ttl (s), agent id, name ("" for none),
+  // now (ms), list key prefix, then any number of the request's message ids. Answers {'forbidden'} (another
+  // principal's thread), {'busy', holder}, or {'ok', run id, transcript, list, previous list, archived, ids}: when
+  // the thread's transcript has one of the request's ids and its ids are kept (\`ids\`, written with the transcript
+  // whose length is \`idsOf\`: message-ids.ts), the transcript's ids and "" for the transcript, else the transcript
+  // and "" for the ids. A thread that belongs to no one becomes the owner's. The claim is the thread's latest run: its
+  // list entry (agent and creation time when new, name when it has none, lastRunAt) is written here; \`list\` names
+  // the sorted sets it is to be put first in (\`{list}:all\`, and \`{list}:active\` unless archived: cgListThread, in
+  // their own hash slot), \`previous list\` those it was in when they change (an unowned thread taken by its first
+  // owner), else "".
   cgClaim: [
-    4,
+    5,
     `${ESCAPE_LUA}
 local principal = redis.call('HGET', KEYS[3], 'principal')
 if ARGV[5] ~= '' and principal and principal ~= ARGV[5] then return {'forbidden', '', ''} end
@@ -134,7 +146,8 @@ if ARGV[5] ~= '' and not principal then
   if redis.call('TTL', KEYS[3]) < 0 then redis.call('EXPIRE', KEYS[3], ARGV[6]) end
 end
 local runId = ARGV[1]
-if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('LPOS', KEYS[4], ARGV[1]) then runId = ARGV[2] end
+if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('LPOS', KEYS[4], ARGV[1]) or
+  redis.call('SISMEMBER', KEYS[5], ARGV[1]) == 1 then runId = ARGV[2] end
 redis.call('SET', KEYS[1], runId .. ' ' .. ARGV[3], 'PX', ARGV[4])
 local now = tonumber(ARGV[9])
 local agent = redis.call('HGET', KEYS[3], 'agent')
@@ -186,22 +199,23 @@ return 0`,
   // KEYS: lock, meta, runs, run, log. ARGV: run id, instance, input (JSON; "" when it is the transcript the thread
   // holds followed by the new input: the run's \`extends\`), started at, ttl (s), max runs, thread key prefix, reset
   // ("1" to write the record again from nothing), new input (JSON), ids (message-ids.ts: of the input when it is
-  // written, else of the new input; "" when not known). Answers 'deleted' when this run held the thread
-  // when it was removed (cgRemoveThread's mark names it), 'lost' when another run holds the thread; 'ok' otherwise (at
-  // once when the record is already this instance's: an open sent again). The instance lists the run among its own
-  // (\`instance:{id}:runs\`, another slot) before it opens it.
+  // written, else of the new input; "" when not known). Answers 'deleted' when this run held the thread when it was
+  // removed, or was one of its runs (cgRemoveThread's marks name it), 'lost' when another run holds the thread; 'ok'
+  // otherwise (at once when the record is already this instance's: an open sent again). The instance lists the run
+  // among its own (\`instance:{id}:runs\`, another slot) before it opens it.
   cgOpen: [
     5,
     `${KEEP_RUNS_LUA}
 ${IDS_LUA}
 local mine = ARGV[1] .. ' ' .. ARGV[2]
 if redis.call('GET', ARGV[7] .. 'deleted') == mine then return 'deleted' end
+if redis.call('SISMEMBER', ARGV[7] .. 'deletedRuns', ARGV[1]) == 1 then return 'deleted' end
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= mine then return 'lost' end
 if ARGV[8] == '' and redis.call('HGET', KEYS[4], 'owner') == ARGV[2] then return 'ok' end
 redis.call('SET', KEYS[1], mine)
 redis.call('DEL', KEYS[5])
-redis.call('HDEL', KEYS[4], 'finishedAt')
+redis.call('HDEL', KEYS[4], 'finishedAt', 'endedFrom')
 local extends = ''
 if ARGV[3] == '' then extends = '1' end
 redis.call('HSET', KEYS[4], 'status', 'running', 'last', -1, 'startedAt', ARGV[4], 'owner', ARGV[2],
@@ -333,7 +347,10 @@ return {1, redis.call('HGET', KEYS[1], 'list') or '', redis.call('HGET', KEYS[1]
   // KEYS: meta, runs, states, lock, deleted. ARGV: thread key prefix, how long the mark stays (ms), owner ("" for
   // none). Refused ({0, ""}) when the thread belongs to another owner. Deletes every key of the thread, and leaves the
   // mark \`deleted\` naming the run that held the thread (its lock's value), so that this run, if it still writes,
-  // cannot make the thread again (cgOpen answers it 'deleted'); runs claimed later are not concerned. Answers {1 when
+  // cannot make the thread again (cgOpen answers it 'deleted'); runs claimed later are not concerned. Every run of
+  // the thread is also named in the set \`deletedRuns\` for as long: a run another instance ended (its own instance
+  // had lost its lease, and holds no lock) that writes again finds its record gone and would write it again from
+  // nothing (a rebuild), which cgOpen refuses for these ids as well; cgClaim gives them to no new run. Answers {1 when
   // the thread had anything, the list it was in} (its entries there are removed next, in the list's slot).
   cgRemoveThread: [
     5,
@@ -341,11 +358,17 @@ return {1, redis.call('HGET', KEYS[1], 'list') or '', redis.call('HGET', KEYS[1]
 local had = redis.call('EXISTS', KEYS[1], KEYS[2])
 local holder = redis.call('GET', KEYS[4])
 local list = redis.call('HGET', KEYS[1], 'list') or ''
+local gone = ARGV[1] .. 'deletedRuns'
 for _, id in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
   redis.call('DEL', ARGV[1] .. 'run:' .. id, ARGV[1] .. 'log:' .. id)
+  redis.call('SADD', gone, id)
 end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
-if holder then redis.call('SET', KEYS[5], holder, 'PX', ARGV[2]) end
+if holder then
+  redis.call('SET', KEYS[5], holder, 'PX', ARGV[2])
+  redis.call('SADD', gone, string.match(holder, '^[^ ]*'))
+end
+if redis.call('EXISTS', gone) == 1 then redis.call('PEXPIRE', gone, ARGV[2]) end
 if had > 0 then return {1, list} end
 return {0, list}`,
   ],
