@@ -3,6 +3,8 @@ import type { SequencedEvent } from '../src/core/events.js';
 import type { Message } from '../src/core/messages.js';
 import { RUN_SUCCESS } from '../src/core/status.js';
 import { ThreadService, withHistory } from '../src/engine/thread-service.js';
+import type { RunRequest } from '../src/engine/request.js';
+import { Run } from '../src/engine/run.js';
 import { GatewayError } from '../src/core/errors.js';
 import type { EventConsumer } from '../src/core/events.js';
 import { silentLogger } from './support/harness.js';
@@ -395,6 +397,54 @@ describe('/ready', () => {
       status: 'ready',
       checks: { listening: true, draining: false, threadStore: { kind: 'memory', reachable: true } },
     });
+  });
+});
+
+describe('a run admitted after its claim lapsed', () => {
+  const request = (runId: string): RunRequest => ({
+    threadId: 'slow',
+    runId,
+    messages: [text('u1', 'user', 'hi')],
+    frontendTools: [],
+    context: [],
+    forwardedParameters: {},
+    properties: {},
+    agentSession: null,
+    agentStates: [],
+    metaEvents: [],
+  });
+
+  it('is refused THREAD_BUSY, and the run that took the thread meanwhile, under the same run id, is the only one', async () => {
+    // A claim of 1.2 s: with the service's 1 s margin, it counts as lapsed after 0.2 s.
+    const s = store({ claimTimeoutMs: 1_200 });
+    const service = new ThreadService(s, { onBusy: 'refuse', onStoreFailure: 'serve' }, silentLogger);
+    const slow = await service.admit(request('same'), silentLogger);
+    // A slow onBeforeRequest hook or agent start; meanwhile the client sends its request again.
+    await new Promise((resolve) => setTimeout(resolve, 1_300));
+    const again = await service.admit(request('same'), silentLogger);
+    expect(again.request.runId).toBe('same');
+    const late = new Run({ threadId: 'slow', runId: 'same', logger: silentLogger });
+    expect(() => slow.record(late)).toThrow(expect.objectContaining({ code: 'THREAD_BUSY' }));
+    slow.release(); // as the launcher does after a refusal: the claim it lost is not freed
+    const run = new Run({ threadId: 'slow', runId: 'same', logger: silentLogger });
+    again.record(run);
+    await run.start(async ({ writer }) => {
+      const id = writer.textStart();
+      writer.textContent(id, 'the only answer');
+      writer.textEnd(id);
+    });
+    const thread = await s.thread('slow');
+    expect(thread!.runs.map((r) => r.runId)).toEqual(['same']);
+    expect(thread!.messages.map((m) => (m as { content?: string }).content)).toEqual(['hi', 'the only answer']);
+    await s.close();
+  });
+
+  it('is recorded when admitted within its claim', async () => {
+    const s = store({ claimTimeoutMs: 60_000 });
+    const service = new ThreadService(s, { onBusy: 'refuse', onStoreFailure: 'serve' }, silentLogger);
+    const admitted = await service.admit(request('quick'), silentLogger);
+    expect(() => admitted.record(new Run({ threadId: 'slow', runId: 'quick', logger: silentLogger }))).not.toThrow();
+    await s.close();
   });
 });
 

@@ -5,6 +5,7 @@ import {
   GatewayError,
   NotSupportedError,
   RunNotFoundError,
+  ThreadBusyError,
   UnauthenticatedError,
 } from '../core/errors.js';
 import { DEFAULT_AGENT_ID } from '../core/ids.js';
@@ -81,6 +82,21 @@ export interface Admission {
 const INTERRUPT_WAIT_MS = 5_000;
 
 /**
+ * A run admitted this close to its claim's end is refused as if the claim had lapsed: its record's open reaches the
+ * store a little later (a round trip to Redis, one whose clock started the claim after ours).
+ */
+const CLAIM_MARGIN_MS = 1_000;
+
+/** THREAD_BUSY for a run whose admission outlasted its claim on the thread (ThreadService.admit). */
+function claimLapsed(threadId: string): ThreadBusyError {
+  return new ThreadBusyError(
+    `The run's admission (its checks, hooks and agents before it starts) took longer than its claim on thread ` +
+      `"${threadId}" lasts; another run may hold the thread now. Send the request again.`,
+    { details: { threadId } },
+  );
+}
+
+/**
  * Threads as the engine uses them: one run per thread, the conversation completed from the store,
  * every run recorded, runs stopped from any instance, and the store's records for the resolvers.
  */
@@ -113,6 +129,8 @@ export class ThreadService {
     if (this.policies.authenticated && !request.principal)
       throw new UnauthenticatedError('This run has no authenticated caller.');
     let claimed;
+    // Taken before the claim is sent: the claim lapses no sooner than this plus the store's claim timeout.
+    const claimedAt = Date.now();
     try {
       claimed = await this.claim(request);
     } catch (error) {
@@ -137,6 +155,10 @@ export class ThreadService {
       request: admitted,
       record: (run) => {
         settled = true;
+        // Admitted after the claim lapsed (a slow hook or agent start): another run may hold the thread now, even
+        // under the same run id (a client sending its request again), and two runs must not share one thread's
+        // record. Nothing is released: the claim is no longer this run's.
+        if (Date.now() - claimedAt > this.store.claimTimeoutMs - CLAIM_MARGIN_MS) throw claimLapsed(run.threadId);
         const had = storedIds ?? new Set(history.map((message) => message.id));
         const newMessages = admitted.messages.filter((message) => !had.has(message.id));
         const extendsHistory =

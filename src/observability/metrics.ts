@@ -145,6 +145,9 @@ export class GatewayMetrics {
       get kind() {
         return store.kind;
       },
+      get claimTimeoutMs() {
+        return store.claimTimeoutMs;
+      },
       claim: (...args) => count('claim', store.claim(...args)),
       owner: (threadId) => count('owner', store.owner(threadId)),
       release: (threadId, runId) => store.release(threadId, runId),

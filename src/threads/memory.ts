@@ -74,6 +74,10 @@ export class MemoryThreadStore implements ThreadStore {
     this.sweeper = setInterval(() => this.sweep(), Math.min(60_000, options.ttlSeconds * 1000)).unref();
   }
 
+  get claimTimeoutMs(): number {
+    return this.options.claimTimeoutMs;
+  }
+
   /** Threads held now, and about how many bytes they take (for tests and health). */
   get size(): { threads: number; bytes: number } {
     return { threads: this.threads.size, bytes: this.bytes };

@@ -26,6 +26,8 @@ export interface ThreadStore {
    * a new thread gets its agent and creation time from it, and its name from `details.name` until it has one.
    */
   claim(threadId: string, proposedRunId: string, freshRunId: string, details?: ClaimDetails): Promise<Claim>;
+  /** How long a claim holds its thread at most before its run must `open` (then another run may take the thread). */
+  readonly claimTimeoutMs: number;
   /** The principal the thread belongs to (set by its first claim with an owner), if any. */
   owner(threadId: string): Promise<string | undefined>;
   /** Gives up a claim whose run did not start (the request was refused after the claim). */

@@ -99,6 +99,10 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
   /** This instance's lease, and the sweeps that end lost instances' runs. */
   private readonly leases: InstanceLeases;
 
+  get claimTimeoutMs(): number {
+    return this.options.claimTimeoutMs;
+  }
+
   constructor(private readonly options: RedisThreadStoreOptions) {
     this.records = new RedisRecords(options, this.instanceId);
     this.live = new LiveChannels(this.records, options.leaseMs);
