@@ -11,6 +11,7 @@ import { tokenUsage } from '../core/events.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import { capitalize, commonCauseHint, upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
 import { SdkAttempts } from '../upstream/attempts.js';
+import { guardedEventStream } from '../upstream/stream-limits.js';
 import { parseRetryAfter } from '../upstream/retry.js';
 import type { ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
 import { toAnthropicMessages, toAnthropicToolChoice, toAnthropicTools } from './anthropic-messages.js';
@@ -105,14 +106,24 @@ export class AnthropicAdapter implements ModelAdapter {
       if (signal.aborted) throw signal.reason;
       throw providerError(sdk, error, 'connect');
     }
+    // What the reader throws (an event of the wrong shape, the run's own refusal) is not the connection's failure.
+    let readerError: { error: unknown } | undefined;
     try {
-      for await (const event of stream) reader.event(event);
+      for await (const event of stream) {
+        try {
+          reader.event(event);
+        } catch (error) {
+          readerError = { error };
+          break;
+        }
+      }
     } catch (error) {
       if (signal.aborted) throw signal.reason;
       throw providerError(sdk, error, 'stream');
     }
     // The SDK ends an aborted stream quietly.
     if (signal.aborted) throw signal.reason;
+    if (readerError) throw readerError.error;
     reader.finish();
   }
 
@@ -130,7 +141,11 @@ export class AnthropicAdapter implements ModelAdapter {
         // fetchWithTimeout), so the call's counter is there. A middleware that made a new Request would
         // drop it: the adapter's tests would then see no retries.
         fetch: ((url: string, init: RequestInit & { [ATTEMPTS]?: SdkAttempts }) => {
-          const send = () => undiciFetch(url, { ...(init as object), dispatcher } as Parameters<typeof undiciFetch>[1]);
+          // The SDK's event reader holds an event until it ends, however long: capped as it is read.
+          const send = () =>
+            undiciFetch(url, { ...(init as object), dispatcher } as Parameters<typeof undiciFetch>[1]).then(
+              (response) => guardedEventStream(response as unknown as Response, WHO),
+            );
           const attempts = init[ATTEMPTS];
           return attempts ? attempts.send(send) : send();
         }) as never,
@@ -220,53 +235,78 @@ class EventReader {
 
   constructor(private readonly output: ModelOutput) {}
 
+  /**
+   * One event, its fields checked before they are read: what the Messages API never sends (text that is not a string,
+   * an event that is not an object) is UPSTREAM_BAD_RESPONSE naming the field, as for Chat Completions.
+   */
   event(event: RawMessageStreamEvent): void {
+    if (!isObject(event)) throw malformed('an event that is not an object');
     switch (event.type) {
-      case 'message_start':
-        this.messageId = event.message.id;
-        this.model = event.message.model;
-        this.inputUsage = event.message.usage;
+      case 'message_start': {
+        const message: unknown = event.message;
+        if (!isObject(message)) throw malformed('a message_start event without a message object');
+        this.messageId = optionalString(message.id, 'message_start.message.id');
+        this.model = optionalString(message.model, 'message_start.message.model');
+        this.inputUsage = isObject(message.usage) ? (message.usage as unknown as Usage) : undefined;
         break;
+      }
       case 'content_block_start': {
-        const block = event.content_block;
+        const block: unknown = event.content_block;
+        if (!isObject(block)) throw malformed('a content_block_start event without a content_block object');
+        const index = blockIndex(event.index, 'content_block_start');
         if (block.type === 'text') {
+          const text = optionalString(block.text, 'content_block_start.content_block.text');
           // The message's id for its first text; later texts (after a call) get ids of their own.
           const id = this.output.textStart(this.texts++ === 0 ? this.messageId : undefined);
-          this.blocks.set(event.index, { kind: 'text', id });
-          if (block.text) this.output.textContent(id, block.text);
+          this.blocks.set(index, { kind: 'text', id });
+          if (text) this.output.textContent(id, text);
         } else if (block.type === 'thinking') {
+          const thinking = optionalString(block.thinking, 'content_block_start.content_block.thinking');
           const id = this.output.reasoningStart();
-          this.blocks.set(event.index, { kind: 'reasoning', id });
-          if (block.thinking) this.output.reasoningContent(id, block.thinking);
+          this.blocks.set(index, { kind: 'reasoning', id });
+          if (thinking) this.output.reasoningContent(id, thinking);
         } else if (block.type === 'tool_use') {
-          const id = this.output.actionStart(block.id, block.name, this.messageId);
-          this.blocks.set(event.index, { kind: 'call', id });
+          const name = optionalString(block.name, 'content_block_start.content_block.name (of a tool_use block)');
+          const input = block.input;
+          if (input != null && (typeof input !== 'object' || Array.isArray(input)))
+            throw malformed('a tool_use block whose input is not an object');
+          const id = this.output.actionStart(
+            optionalString(block.id, 'content_block_start.content_block.id (of a tool_use block)'),
+            name ?? '',
+            this.messageId,
+          );
+          this.blocks.set(index, { kind: 'call', id });
           // Some servers send the whole input at the start and no deltas.
-          if (block.input && typeof block.input === 'object' && Object.keys(block.input).length > 0) {
-            this.output.actionArgs(id, JSON.stringify(block.input));
-          }
+          if (input && Object.keys(input).length > 0) this.output.actionArgs(id, JSON.stringify(input));
         }
         break;
       }
       case 'content_block_delta': {
+        const delta: unknown = event.delta;
+        if (!isObject(delta)) throw malformed('a content_block_delta event without a delta object');
         const open = this.blocks.get(event.index);
         if (!open) break;
-        const delta = event.delta;
-        if (delta.type === 'text_delta' && open.kind === 'text') this.output.textContent(open.id, delta.text);
-        else if (delta.type === 'input_json_delta' && open.kind === 'call' && delta.partial_json)
-          this.output.actionArgs(open.id, delta.partial_json);
-        else if (delta.type === 'thinking_delta' && open.kind === 'reasoning')
-          this.output.reasoningContent(open.id, delta.thinking);
+        if (delta.type === 'text_delta' && open.kind === 'text')
+          this.output.textContent(open.id, text(delta.text, 'text_delta.text'));
+        else if (delta.type === 'input_json_delta' && open.kind === 'call') {
+          const json = optionalString(delta.partial_json, 'input_json_delta.partial_json');
+          if (json) this.output.actionArgs(open.id, json);
+        } else if (delta.type === 'thinking_delta' && open.kind === 'reasoning')
+          this.output.reasoningContent(open.id, text(delta.thinking, 'thinking_delta.thinking'));
         break;
       }
       case 'content_block_stop':
         this.close(event.index);
         break;
-      case 'message_delta':
-        if (event.delta.stop_reason) this.stopReason = event.delta.stop_reason;
+      case 'message_delta': {
+        const delta: unknown = event.delta;
+        if (!isObject(delta)) throw malformed('a message_delta event without a delta object');
+        const stopReason = optionalString(delta.stop_reason, 'message_delta.delta.stop_reason');
+        if (stopReason) this.stopReason = stopReason;
         // The counts so far (cumulative): the last one says the whole call's output.
-        if (event.usage) this.outputTokens = event.usage.output_tokens;
+        if (isObject(event.usage)) this.outputTokens = event.usage.output_tokens;
         break;
+      }
       case 'message_stop':
         break;
     }
@@ -311,4 +351,35 @@ class EventReader {
     else if (open.kind === 'reasoning') this.output.reasoningEnd(open.id);
     else this.output.actionEnd(open.id);
   }
+}
+
+function isObject(value: unknown): value is Record<string, any> {
+  return value !== null && typeof value === 'object';
+}
+
+/** UPSTREAM_BAD_RESPONSE for an event the Messages API never sends. */
+function malformed(what: string): UpstreamError {
+  return new UpstreamError('UPSTREAM_BAD_RESPONSE', `The model provider (Anthropic) sent ${what}.`);
+}
+
+/** A field that must be a string. */
+function text(value: unknown, field: string): string {
+  if (typeof value !== 'string') throw malformed(`a ${field} that is not a string (${kindOf(value)})`);
+  return value;
+}
+
+/** A field that is a string when present (null and a missing field alike are undefined). */
+function optionalString(value: unknown, field: string): string | undefined {
+  if (value == null) return undefined;
+  return text(value, field);
+}
+
+/** A block's index: a whole number. */
+function blockIndex(value: unknown, event: string): number {
+  if (!Number.isSafeInteger(value)) throw malformed(`a ${event} event whose index is not a whole number`);
+  return value as number;
+}
+
+function kindOf(value: unknown): string {
+  return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
 }

@@ -10,6 +10,7 @@ import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.
 import { tokenUsage } from '../core/events.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import { SdkAttempts } from '../upstream/attempts.js';
+import { guardedEventStream } from '../upstream/stream-limits.js';
 import { commonCauseHint, upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
 import type { ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
 import { toGeminiContents, toGeminiFunctions, toGeminiToolConfig } from './google-messages.js';
@@ -100,13 +101,23 @@ export class GoogleAdapter implements ModelAdapter {
       if (signal.aborted) throw signal.reason;
       throw providerError(sdk, error, 'connect');
     }
+    // What the reader throws (a chunk of the wrong shape, the run's own refusal) is not the connection's failure.
+    let readerError: { error: unknown } | undefined;
     try {
-      for await (const chunk of stream) reader.chunk(chunk);
+      for await (const chunk of stream) {
+        try {
+          reader.chunk(chunk);
+        } catch (error) {
+          readerError = { error };
+          break;
+        }
+      }
     } catch (error) {
       if (signal.aborted) throw signal.reason;
       throw providerError(sdk, error, 'stream');
     }
     if (signal.aborted) throw signal.reason;
+    if (readerError) throw readerError.error;
     reader.finish();
   }
 
@@ -138,11 +149,13 @@ export class GoogleAdapter implements ModelAdapter {
     return this.pool;
   }
 
-  /** A request through the adapter's pool. */
-  private send(url: string, init: RequestInit, dispatcher: Agent): ReturnType<typeof undiciFetch> {
+  /** A request through the adapter's pool (an event stream's events capped in size as the SDK reads them). */
+  private send(url: string, init: RequestInit, dispatcher: Agent): Promise<Response> {
     // Keyless (a proxy that adds its own): the SDK would still send an empty key header.
     const headers = this.options.apiKey ? init.headers : withoutKey(init.headers);
-    return undiciFetch(url, { ...(init as object), headers, dispatcher } as Parameters<typeof undiciFetch>[1]);
+    return undiciFetch(url, { ...(init as object), headers, dispatcher } as Parameters<typeof undiciFetch>[1]).then(
+      (response) => guardedEventStream(response as unknown as Response, WHO),
+    );
   }
 
   /** One call's fetch (the SDK takes it in the call's `httpOptions`), its attempts counted. */
@@ -241,43 +254,67 @@ class ChunkReader {
     private readonly onSignature: (callId: string, signature: string) => void,
   ) {}
 
+  /**
+   * One chunk, the fields read checked first: what the Gemini API never sends (text that is not a string, arguments
+   * that are not an object) is UPSTREAM_BAD_RESPONSE naming the field, as for Chat Completions.
+   */
   chunk(chunk: GenerateContentResponse): void {
-    this.responseId ??= chunk.responseId;
-    const blocked = chunk.promptFeedback?.blockReason;
+    if (!isObject(chunk)) throw malformed('a chunk that is not an object');
+    this.responseId ??= optionalString(chunk.responseId, 'responseId');
+    const blocked: unknown = chunk.promptFeedback?.blockReason;
     if (blocked) {
       throw new UpstreamError(
         'UPSTREAM_REJECTED',
-        `The model provider (Google Gemini) refused the prompt (${blocked}).`,
+        `The model provider (Google Gemini) refused the prompt (${String(blocked)}).`,
         { details: { blockReason: blocked } },
       );
     }
-    const candidate = chunk.candidates?.[0];
-    for (const part of candidate?.content?.parts ?? []) {
+    const candidates: unknown = chunk.candidates;
+    if (candidates != null && !Array.isArray(candidates)) throw malformed('candidates that are not a list');
+    const candidate: unknown = candidates?.[0];
+    if (candidate != null && !isObject(candidate)) throw malformed('a candidate that is not an object');
+    const content: unknown = candidate?.content;
+    if (content != null && !isObject(content)) throw malformed('a candidate whose content is not an object');
+    const parts: unknown = content?.parts;
+    if (parts != null && !Array.isArray(parts)) throw malformed('content parts that are not a list');
+    for (const part of (parts ?? []) as unknown[]) {
+      if (!isObject(part)) throw malformed('a content part that is not an object');
+      const text = optionalString(part.text, 'parts[].text');
       if (part.thought) {
-        if (!part.text) continue;
+        if (!text) continue;
         this.endText();
         this.reasoning ??= this.output.reasoningStart();
-        this.output.reasoningContent(this.reasoning, part.text);
+        this.output.reasoningContent(this.reasoning, text);
         continue;
       }
       this.endReasoning();
       if (part.functionCall) {
         this.endText();
-        const call = part.functionCall;
-        const id = this.output.actionStart(call.id, call.name ?? '', this.responseId);
-        if (part.thoughtSignature) this.onSignature(id, part.thoughtSignature);
-        this.output.actionArgs(id, JSON.stringify(call.args ?? {}));
+        const call: unknown = part.functionCall;
+        if (!isObject(call)) throw malformed('a functionCall that is not an object');
+        const args: unknown = call.args;
+        if (args != null && (typeof args !== 'object' || Array.isArray(args)))
+          throw malformed(`a functionCall whose args are not an object (${kindOf(args)})`);
+        const signature = optionalString(part.thoughtSignature, 'parts[].thoughtSignature');
+        const id = this.output.actionStart(
+          optionalString(call.id, 'functionCall.id'),
+          optionalString(call.name, 'functionCall.name') ?? '',
+          this.responseId,
+        );
+        if (signature) this.onSignature(id, signature);
+        this.output.actionArgs(id, JSON.stringify(args ?? {}));
         this.output.actionEnd(id);
-      } else if (part.text) {
+      } else if (text) {
         // The response's id for its first text; later texts (after a call) get ids of their own.
         this.text ??= this.output.textStart(this.texts++ === 0 ? this.responseId : undefined);
-        this.output.textContent(this.text, part.text);
+        this.output.textContent(this.text, text);
       }
     }
-    if (candidate?.finishReason) this.finishReason = candidate.finishReason;
+    const finishReason = optionalString(candidate?.finishReason, 'finishReason');
+    if (finishReason) this.finishReason = finishReason;
     // The counts so far: the last chunk's say the whole call's.
-    if (chunk.usageMetadata) this.usage = chunk.usageMetadata;
-    this.model ??= chunk.modelVersion;
+    if (isObject(chunk.usageMetadata)) this.usage = chunk.usageMetadata;
+    this.model ??= optionalString(chunk.modelVersion, 'modelVersion');
   }
 
   /** The stream has ended: it must have said why it stopped; the text is closed. */
@@ -335,4 +372,24 @@ class ChunkReader {
     this.output.textEnd(this.text);
     this.text = undefined;
   }
+}
+
+function isObject(value: unknown): value is Record<string, any> {
+  return value !== null && typeof value === 'object';
+}
+
+/** UPSTREAM_BAD_RESPONSE for a chunk the Gemini API never sends. */
+function malformed(what: string): UpstreamError {
+  return new UpstreamError('UPSTREAM_BAD_RESPONSE', `The model provider (Google Gemini) sent ${what}.`);
+}
+
+/** A field that is a string when present (null and a missing field alike are undefined). */
+function optionalString(value: unknown, field: string): string | undefined {
+  if (value == null) return undefined;
+  if (typeof value !== 'string') throw malformed(`a ${field} that is not a string (${kindOf(value)})`);
+  return value;
+}
+
+function kindOf(value: unknown): string {
+  return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
 }

@@ -91,79 +91,102 @@ export function toResponsesToolChoice(
  */
 export class ResponsesReader {
   private finished = false;
-  private openText: { itemId: string; id: string } | undefined;
+  private openText: { itemId: string | undefined; id: string } | undefined;
   /** The reasoning message open, and which part of which reasoning item it shows. */
   private openReasoning: { key: string; id: string } | undefined;
   private pendingText = '';
-  private readonly calls = new Map<string, { id: string; argsSeen: boolean }>();
+  /** Open calls by item id (or call id), as the events after the item name them. */
+  private readonly calls = new Map<string | undefined, { id: string; argsSeen: boolean }>();
   private parentId: string | undefined;
 
   constructor(private readonly output: ModelOutput) {}
 
+  /**
+   * One event, the fields read checked first: what the Responses API never sends (an event that is not an object, a
+   * delta that is not a string, an item event without its item) is UPSTREAM_BAD_RESPONSE naming the field, as for
+   * Chat Completions; what came before reaches the client.
+   */
   event(message: EventSourceMessage): void {
-    let event: ResponseStreamEvent;
+    let parsed: unknown;
     try {
-      event = JSON.parse(message.data);
+      parsed = JSON.parse(message.data);
     } catch {
       this.flush();
       throw new UpstreamError('UPSTREAM_BAD_RESPONSE', 'The model provider sent an event that is not JSON.');
     }
+    if (!isObject(parsed)) throw this.malformed(`an event that is not an object (${kindOf(parsed)})`);
+    if (typeof parsed.type !== 'string') throw this.malformed('an event without a type');
+    const event = parsed as ResponseStreamEvent;
     switch (event.type) {
       case 'response.output_text.delta':
       case 'response.refusal.delta':
-        this.text(event.item_id, event.delta);
+        this.text(
+          this.optionalString(event.item_id, `${event.type} item_id`),
+          this.optionalString(event.delta, `${event.type} delta`),
+        );
         break;
       // Reasoning, where the server shows it: summaries (OpenAI's, when asked for) or the reasoning text itself
       // (open-weight reasoning models on compatible servers). One reasoning message per summary part or content.
       case 'response.reasoning_summary_text.delta':
       case 'response.reasoning_text.delta': {
         const part = event.type === 'response.reasoning_text.delta' ? event.content_index : event.summary_index;
-        this.reason(`${event.item_id}:${event.type}:${part}`, event.delta);
+        const delta = this.optionalString(event.delta, `${event.type} delta`);
+        this.reason(`${String(event.item_id)}:${event.type}:${String(part)}`, delta);
         break;
       }
       case 'response.reasoning_summary_text.done':
       case 'response.reasoning_text.done':
         this.endReasoning();
         break;
-      case 'response.output_item.added':
-        if (event.item.type === 'function_call') {
+      case 'response.output_item.added': {
+        const item = this.item(event.item, event.type);
+        if (item.type === 'function_call') {
+          const callId = this.optionalString(item.call_id, 'function_call item call_id');
+          const name = this.optionalString(item.name, 'function_call item name') ?? '';
+          const itemId = this.optionalString(item.id, 'function_call item id') ?? callId;
           this.flush();
           this.endText();
           this.endReasoning();
-          const id = this.output.actionStart(event.item.call_id, event.item.name, this.parentId);
-          this.calls.set(event.item.id ?? event.item.call_id, { id, argsSeen: false });
-        }
-        break;
-      case 'response.function_call_arguments.delta': {
-        const call = this.calls.get(event.item_id);
-        if (call && event.delta) {
-          call.argsSeen = true;
-          this.output.actionArgs(call.id, event.delta);
+          const id = this.output.actionStart(callId, name, this.parentId);
+          this.calls.set(itemId, { id, argsSeen: false });
         }
         break;
       }
-      case 'response.output_item.done':
-        if (event.item.type === 'function_call') {
-          const key = event.item.id ?? event.item.call_id;
+      case 'response.function_call_arguments.delta': {
+        const delta = this.optionalString(event.delta, `${event.type} delta`);
+        const call = this.calls.get(event.item_id);
+        if (call && delta) {
+          call.argsSeen = true;
+          this.output.actionArgs(call.id, delta);
+        }
+        break;
+      }
+      case 'response.output_item.done': {
+        const item = this.item(event.item, event.type);
+        if (item.type === 'function_call') {
+          const key = item.id ?? item.call_id;
           const call = this.calls.get(key);
           if (call) {
+            const args = this.optionalString(item.arguments, 'function_call item arguments');
             // A server that sends the arguments only with the finished item.
-            if (!call.argsSeen && event.item.arguments) this.output.actionArgs(call.id, event.item.arguments);
+            if (!call.argsSeen && args) this.output.actionArgs(call.id, args);
             this.output.actionEnd(call.id);
             this.calls.delete(key);
           }
-        } else if (event.item.type === 'message' && this.openText?.itemId === event.item.id) {
+        } else if (item.type === 'message' && this.openText?.itemId === item.id) {
           this.flush();
           this.endText();
         }
         break;
+      }
       case 'response.completed':
       case 'response.incomplete': {
         this.finished = true;
-        const usage = event.response?.usage;
+        const response: unknown = event.response;
+        const usage: unknown = isObject(response) ? response.usage : undefined;
         const report =
-          usage &&
-          tokenUsage('openai', event.response.model, {
+          isObject(usage) &&
+          tokenUsage('openai', (response as { model?: unknown }).model, {
             inputTokens: usage.input_tokens,
             outputTokens: usage.output_tokens,
             totalTokens: usage.total_tokens,
@@ -173,28 +196,55 @@ export class ResponsesReader {
         if (report) this.output.usage(report);
         break;
       }
-      case 'response.failed':
+      case 'response.failed': {
         this.flush();
+        const failure: unknown = event.response?.error?.message;
         throw new UpstreamError(
           'UPSTREAM_UNAVAILABLE',
           'The model provider reported an error in the middle of its answer.',
           {
-            cause: new Error(event.response?.error?.message ?? 'response.failed'),
+            cause: new Error(typeof failure === 'string' ? failure : 'response.failed'),
           },
         );
-      case 'error':
+      }
+      case 'error': {
         this.flush();
+        const failure: unknown = event.message;
         throw new UpstreamError(
           'UPSTREAM_UNAVAILABLE',
           'The model provider reported an error in the middle of its answer.',
           {
-            cause: new Error(event.message ?? message.data.slice(0, 500)),
+            cause: new Error(typeof failure === 'string' ? failure : message.data.slice(0, 500)),
           },
         );
+      }
       default:
         // Lifecycle events (created, in progress, content parts, reasoning items' start and end): nothing to write.
         break;
     }
+  }
+
+  /** UPSTREAM_BAD_RESPONSE for an event the Responses API never sends; what came before reaches the client. */
+  private malformed(what: string): UpstreamError {
+    this.flush();
+    return new UpstreamError('UPSTREAM_BAD_RESPONSE', `The model provider sent ${what}.`);
+  }
+
+  /** A field that must be a string. */
+  private string(value: unknown, field: string): string {
+    if (typeof value !== 'string') throw this.malformed(`a ${field} that is not a string (${kindOf(value)})`);
+    return value;
+  }
+
+  /** A field that is a string when present (null and a missing field alike are undefined). */
+  private optionalString(value: unknown, field: string): string | undefined {
+    return value == null ? undefined : this.string(value, field);
+  }
+
+  /** The item of an output_item event: an object. */
+  private item(value: unknown, type: string): Record<string, any> {
+    if (!isObject(value)) throw this.malformed(`a ${type} event without an item object`);
+    return value;
   }
 
   /** Writes the text that arrived since the last flush as one chunk. */
@@ -221,7 +271,7 @@ export class ResponsesReader {
   }
 
   /** A piece of reasoning of one part (`key`): a reasoning message of its own, ended when another part starts. */
-  private reason(key: string, delta: string): void {
+  private reason(key: string, delta: string | undefined): void {
     if (!delta) return;
     if (this.openReasoning?.key !== key) {
       this.flush();
@@ -238,10 +288,10 @@ export class ResponsesReader {
     this.openReasoning = undefined;
   }
 
-  private text(itemId: string, delta: string): void {
+  private text(itemId: string | undefined, delta: string | undefined): void {
     if (!delta) return;
     this.endReasoning();
-    if (this.openText?.itemId !== itemId) {
+    if (this.openText === undefined || this.openText.itemId !== itemId) {
       this.flush();
       this.endText();
       const id = this.output.textStart(itemId);
@@ -256,4 +306,12 @@ export class ResponsesReader {
     this.output.textEnd(this.openText.id);
     this.openText = undefined;
   }
+}
+
+function isObject(value: unknown): value is Record<string, any> {
+  return value !== null && typeof value === 'object';
+}
+
+function kindOf(value: unknown): string {
+  return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
 }

@@ -6,6 +6,7 @@ import { ConfigurationError, UpstreamError } from '../core/errors.js';
 import { UpstreamClient } from '../upstream/client.js';
 import { commonCauseHint } from '../upstream/errors.js';
 import { retryPolicy, type RetryPolicy } from '../upstream/retry.js';
+import { MAX_UNBROKEN_CHARS, tooLongError } from '../upstream/stream-limits.js';
 import type { ForwardedParameters, ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
 import { toChatMessages, toChatTools, toToolChoice } from './openai-messages.js';
 import { ChunkReader } from './openai-chunks.js';
@@ -176,7 +177,19 @@ export class OpenAIAdapter implements ModelAdapter {
     const body = this.apiStyle === 'chat' ? this.chatBody(request) : this.responsesBody(request);
     this.upstream ??= new UpstreamClient();
     const reader = this.apiStyle === 'chat' ? new ChunkReader(output) : new ResponsesReader(output);
-    const parser = createParser({ onEvent: (event) => reader.event(event) });
+    const parser = createParser({
+      onEvent: (event) => reader.event(event),
+      // A line without its newline, or an event without its blank line, is held at most this long: an upstream that
+      // never sends one fails the run rather than the process (out of memory).
+      maxBufferSize: MAX_UNBROKEN_CHARS,
+      onError: (error) => {
+        // The parser's other complaints (an unknown field, a bad retry) are ignored, as Server-Sent Events say.
+        if (error.type === 'max-buffer-size-exceeded') {
+          reader.flush(); // what came before reaches the client
+          throw tooLongError(WHO, 'an event', MAX_UNBROKEN_CHARS);
+        }
+      },
+    });
     const decoder = new StringDecoder('utf8');
     let first = true;
     // Every event of a read is handed to the run synchronously, with no await per read or token. The

@@ -4,6 +4,7 @@ import { ConfigurationError, GatewayError } from '../core/errors.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import type { RunWriter } from '../core/writer.js';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.js';
+import { EventSizeGuard } from '../upstream/stream-limits.js';
 import type { AgentClient, AgentEntry, AgentRequest, AgentThreadState, LoadStateRequest } from '../agents/agent.js';
 import { AgUiEventInterpreter, fromThinking } from './agent-events.js';
 import { resumeOf, toAgUiMessages } from './messages.js';
@@ -141,11 +142,14 @@ export class AgUiAgentClient implements AgentClient {
       subscriber.next({ type: HTTP_HEADERS, status: response.status, headers });
       // @ag-ui/client's SSE parser splits events on "\n\n" only; SSE also allows CRLF and CR line ends.
       const lines = (headers.get('content-type') ?? '').includes('proto') ? undefined : new LineEndings();
+      // Its SSE parser also holds an event until the blank line that ends it, however long: capped here.
+      const size = lines ? new EventSizeGuard(who(agentName)) : undefined;
       let stopped = false;
       void (async () => {
         try {
           for await (const chunk of response.body) {
             if (stopped) return;
+            size?.check(chunk);
             subscriber.next({ type: HTTP_DATA, data: lines ? lines.normalize(chunk) : chunk });
           }
           const rest = lines?.end();

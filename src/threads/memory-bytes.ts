@@ -17,7 +17,7 @@ export const RUN_OVERHEAD = 128;
 const STATE_OVERHEAD = 64;
 
 export function stateBytes(state: AgentStateRecord): number {
-  return STATE_OVERHEAD + state.state.length;
+  return STATE_OVERHEAD + textLength(state.state);
 }
 
 export function eventsBytes(events: readonly SequencedEvent[]): number {
@@ -30,16 +30,28 @@ export function eventBytes(event: SequencedEvent): number {
   switch (event.type) {
     case 'TextMessageContent':
     case 'ReasoningContent':
-      return ITEM_OVERHEAD + event.content.length;
+      return ITEM_OVERHEAD + textLength(event.content);
     case 'ActionExecutionArgs':
-      return ITEM_OVERHEAD + event.args.length;
+      return ITEM_OVERHEAD + textLength(event.args);
     case 'ActionExecutionResult':
-      return ITEM_OVERHEAD + event.result.length;
+      return ITEM_OVERHEAD + textLength(event.result);
     case 'AgentStateMessage':
-      return ITEM_OVERHEAD + event.state.length;
+      return ITEM_OVERHEAD + textLength(event.state);
     case 'MetaEvent':
-      return ITEM_OVERHEAD + event.event.value.length;
+      return ITEM_OVERHEAD + textLength(event.event?.value);
     default:
       return ITEM_OVERHEAD;
   }
+}
+
+/** What a value that should be text is counted for, never NaN. */
+const NOT_TEXT = 64;
+
+/**
+ * A text field's length; anything else (which the run refuses, RunWriter's checks, so that nothing should reach here)
+ * counts a fixed size, so that a store's total is a number whatever an event holds: a total made NaN once would stay
+ * NaN and make every bound look exceeded.
+ */
+export function textLength(value: unknown): number {
+  return typeof value === 'string' ? value.length : NOT_TEXT;
 }

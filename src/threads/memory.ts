@@ -437,6 +437,8 @@ export class MemoryThreadStore implements ThreadStore {
   }
 
   private resize(thread: MemoryThread, delta: number): void {
+    // Every count is a finite number (memory-bytes.ts); one that is not would poison the total for good.
+    if (!Number.isFinite(delta)) return;
     thread.bytes += delta;
     if (!thread.removed) this.bytes += delta;
   }

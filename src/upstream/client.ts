@@ -19,6 +19,7 @@ import {
 import { capitalize } from './errors.js';
 import type { RetryPolicy } from './retry.js';
 import { DISCARDED, StreamHandler, readStream } from './stream-handler.js';
+import { guardedEventStream } from './stream-limits.js';
 import { AttemptTimeout, withRetries } from './with-retries.js';
 
 /** One call to an upstream. */
@@ -244,7 +245,8 @@ export class UpstreamClient {
           value: response,
         };
       });
-      return releasingWhenRead(response, release) as unknown as Response;
+      // The SDK's event reader holds an event until it ends, however long: capped as it is read.
+      return guardedEventStream(releasingWhenRead(response, release) as unknown as Response, who);
     }) as typeof fetch;
   }
 

@@ -1,9 +1,10 @@
 import { StringDecoder } from 'node:string_decoder';
 import { UpstreamError } from '../core/errors.js';
 import { capitalize } from './errors.js';
+import { MAX_UNBROKEN_CHARS, tooLongError } from './stream-limits.js';
 
 /** The longest line accepted (a runaway line without newlines would otherwise grow without bound). */
-const MAX_LINE_CHARS = 16 * 1024 * 1024;
+const MAX_LINE_CHARS = MAX_UNBROKEN_CHARS;
 
 export interface JsonLine {
   /** The parsed line. */
@@ -46,10 +47,7 @@ export class JsonLinesDecoder {
       this.buffer = start === 0 ? buffer : buffer.slice(start);
     }
     if (this.buffer.length > MAX_LINE_CHARS) {
-      throw new UpstreamError(
-        'UPSTREAM_BAD_RESPONSE',
-        `${capitalize(this.who)} sent a line longer than ${MAX_LINE_CHARS} characters.`,
-      );
+      throw tooLongError(this.who, 'a line', MAX_LINE_CHARS);
     }
   }
 

@@ -21,6 +21,9 @@ import { close, listen } from './loopback.js';
  *   [stall]                    one token, then nothing until the client goes away
  *   [no-stop]                  two tokens and message_stop, but no message_delta with a stop reason
  *   [too-long]                 400 "prompt is too long", in Anthropic's words
+ *   [odd=KIND]                 a delta of a shape the API never sends, then a complete end: KIND text (after one
+ *                              good token, a text_delta whose text is 42), thinking (a thinking_delta whose thinking
+ *                              is an object) or json (an input_json_delta whose partial_json is 7)
  * When the last user turn holds tool results, it answers "Tool result received: <content>".
  */
 export class FakeAnthropic {
@@ -186,6 +189,29 @@ export class FakeAnthropic {
         finished = true;
         res.end();
         return;
+      }
+      const odd = directive('odd');
+      if (odd) {
+        // A delta whose text is not a string (as the Messages API never sends), after one good token.
+        if (odd === 'text') {
+          await send('content_block_start', { index, content_block: { type: 'text', text: '' } });
+          await send('content_block_delta', { index, delta: { type: 'text_delta', text: 'tok0 ' } });
+          await send('content_block_delta', { index, delta: { type: 'text_delta', text: 42 } });
+        } else if (odd === 'thinking') {
+          await send('content_block_start', {
+            index,
+            content_block: { type: 'thinking', thinking: '', signature: '' },
+          });
+          await send('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: { a: 1 } } });
+        } else {
+          await send('content_block_start', {
+            index,
+            content_block: { type: 'tool_use', id: `toolu_${id}_0`, name: 'lookup', input: {} },
+          });
+          await send('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: 7 } });
+        }
+        await send('content_block_stop', { index });
+        return await end('end_turn');
       }
       if (prompt.includes('[thinking]')) {
         await send('content_block_start', { index, content_block: { type: 'thinking', thinking: '', signature: '' } });

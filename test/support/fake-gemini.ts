@@ -25,6 +25,9 @@ import { close, listen } from './loopback.js';
  *   [stall]                    one token, then nothing until the client goes away
  *   [no-finish]                two tokens and the end of the stream, without a finishReason
  *   [too-long]                 400 "exceeds the maximum number of tokens", in Gemini's words
+ *   [odd=KIND]                 one token, then a part the API never sends, then finishReason STOP: KIND text (text
+ *                              42), thought (a thought part whose text is an object) or args (a functionCall whose
+ *                              args are a string)
  * When the last user content holds function responses, it answers "Tool result received: <result>".
  */
 export class FakeGemini {
@@ -182,6 +185,16 @@ export class FakeGemini {
       if (prompt.includes('[no-finish]')) {
         await send([{ text: 'tok0 ' }]);
         await send([{ text: 'tok1 ' }]);
+        return end();
+      }
+      const odd = directive('odd');
+      if (odd) {
+        // A part of a shape the API never sends, after one good token.
+        await send([{ text: 'tok0 ' }]);
+        if (odd === 'text') await send([{ text: 42 }]);
+        else if (odd === 'thought') await send([{ text: { a: 1 }, thought: true }]);
+        else await send([{ functionCall: { name: 'lookup', args: '{"q":1}' } }]);
+        await send([], 'STOP');
         return end();
       }
       if (prompt.includes('[thinking]')) await send([{ text: 'Let me think about this.', thought: true }]);

@@ -242,7 +242,10 @@ export class FakeOpenAI {
    * The Responses API (`POST /v1/responses`, `stream: true`): named events `response.created`,
    * `response.output_item.added`, `response.output_text.delta`, `response.function_call_arguments.delta`,
    * `response.output_item.done`, `response.completed`, and reasoning summaries with [reasoning]; the same
-   * directives as Chat Completions ([no-finish]: no `response.completed`). When the last input item is a
+   * directives as Chat Completions ([no-finish]: no `response.completed`), and [odd=KIND]: one token, then an event
+   * the API never sends (KIND text: a delta that is a number; reasoning: a reasoning delta that is an object; args: a
+   * call's arguments delta that is a number; null: `data: null`; item: output_item.added without its item), then
+   * `response.completed`. When the last input item is a
    * `function_call_output`, it answers "Tool result received: <output>".
    */
   private async responses(body: any, res: ServerResponse): Promise<void> {
@@ -397,6 +400,31 @@ export class FakeOpenAI {
         finished = true;
         res.end();
         return;
+      }
+      const odd = directive('odd');
+      if (odd) {
+        // One good token, then an event of a shape the Responses API never sends, then a complete end.
+        const id = `msg_${responseId}_0`;
+        await send('response.output_item.added', {
+          output_index: 0,
+          item: { id, type: 'message', role: 'assistant', status: 'in_progress', content: [] },
+        });
+        await send('response.output_text.delta', { item_id: id, output_index: 0, content_index: 0, delta: 'tok0 ' });
+        if (odd === 'null') res.write('data: null\n\n');
+        else if (odd === 'item') await send('response.output_item.added', { output_index: 1 });
+        else if (odd === 'text')
+          await send('response.output_text.delta', { item_id: id, output_index: 0, content_index: 0, delta: 42 });
+        else if (odd === 'reasoning')
+          await send('response.reasoning_text.delta', { item_id: 'rs', output_index: 1, content_index: 0, delta: {} });
+        else if (odd === 'args') {
+          const call = `fc_${responseId}_0`;
+          await send('response.output_item.added', {
+            output_index: 1,
+            item: { id: call, type: 'function_call', status: 'in_progress', call_id: 'c', name: 'x', arguments: '' },
+          });
+          await send('response.function_call_arguments.delta', { item_id: call, output_index: 1, delta: 7 });
+        }
+        return await complete();
       }
       const names = directive('tools')?.split(',') ?? (directive('tool') ? [directive('tool')!] : []);
       if (names.length) {
