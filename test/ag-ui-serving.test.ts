@@ -282,6 +282,17 @@ describe('stop, errors and one run per thread', () => {
     expect(bad.status).toBe(400);
     expect(JSON.parse(bad.text)).toMatchObject({ code: 'BAD_USER_INPUT' });
     expect((await post(g.url, { method: 'agent/run', params: {} })).status).toBe(400);
+    // An envelope's ids are JSON strings, which may hold half of a surrogate pair: refused, as a body's are.
+    const lone = await post(g.url, { method: 'agent/stop', params: { agentId: 'default', threadId: 't\ud800' } });
+    expect([lone.status, JSON.parse(lone.text).message]).toEqual([400, "Missing or invalid parameter 'threadId'."]);
+    const loneRun = await post(g.url, {
+      method: 'agent/stop',
+      params: { agentId: 'default', threadId: 't' },
+      body: { runId: 'r\udc00' },
+    });
+    expect([loneRun.status, JSON.parse(loneRun.text).code]).toEqual([400, 'BAD_USER_INPUT']);
+    const loneBody = await post(`${g.url}/agent/default/run`, { ...input, threadId: 't\ud800' });
+    expect([loneBody.status, JSON.parse(loneBody.text).code]).toEqual([400, 'BAD_USER_INPUT']);
     // Every problem of a body at once, not one per request.
     const several = await post(`${g.url}/agent/default/run`, { threadId: '', messages: 'none' });
     expect(several.status).toBe(400);

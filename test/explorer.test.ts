@@ -91,6 +91,11 @@ describe('the offline explorer over HTTP', () => {
       const response = await fetch(`${url}/graphiql/${name}`);
       expect(response.status).toBe(404);
     }
+    // Names every object has (inherited, not files): not found either, rather than a failed read and a 500.
+    for (const name of ['constructor', 'toString', '__proto__', 'hasOwnProperty', 'valueOf']) {
+      const response = await fetch(`${url}/graphiql/${name}`);
+      expect([name, response.status, (await response.text()).startsWith('Not found.')]).toEqual([name, 404, true]);
+    }
     // Only GET and HEAD: anything else there is not the endpoint.
     const post = await fetch(`${url}/graphiql`, {
       method: 'POST',

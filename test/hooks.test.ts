@@ -1,7 +1,10 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createClient } from 'graphql-ws';
 import { pino } from 'pino';
+import WebSocket from 'ws';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
+import type { AgentDefinition } from '../src/agents/definitions.js';
 import type { LLMErrorData, LLMRequestData, LLMResponseData } from '../src/adapters/observed.js';
 import { GatewayError } from '../src/core/errors.js';
 import type { AfterRequestContext, BeforeRequestHookContext } from '../src/engine/hooks.js';
@@ -28,6 +31,24 @@ function capturingLogger() {
     new Writable({ write: (chunk, _enc, done) => (lines.push(JSON.parse(String(chunk))), done()) }),
   );
   return { logger, lines };
+}
+
+/** generateCopilotResponse over graphql-ws, as a mutation: its status. */
+async function wsMutation(gateway: { wsUrl: string }, data: unknown): Promise<{ status: { code: string } }> {
+  const client = createClient({ url: gateway.wsUrl, webSocketImpl: WebSocket, retryAttempts: 0 });
+  try {
+    let status: { code: string } | undefined;
+    for await (const result of client.iterate<any>({
+      query:
+        'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { status { ... on BaseResponseStatus { code } } } }',
+      variables: { data } as Record<string, unknown>,
+    })) {
+      status = result.data?.generateCopilotResponse.status;
+    }
+    return { status: status ?? { code: 'none' } };
+  } finally {
+    await client.dispose();
+  }
 }
 
 describe('onBeforeRequest and onAfterRequest', () => {
@@ -127,6 +148,56 @@ describe('onBeforeRequest and onAfterRequest', () => {
     await eventually(() => lines.some((line) => line.msg === 'the onAfterRequest hook threw'), 'the log line');
   });
 
+  // The HTTP transports' requests, and a mutation over graphql-ws (a subscription gets no signal).
+  const signalled = [
+    ...TRANSPORTS.filter((t) => t.name !== 'graphql-ws'),
+    { name: 'graphql-ws mutation', run: wsMutation },
+  ];
+  for (const transport of signalled) {
+    it(`survive an onBeforeRequest whose abort listener throws once the request is over (${transport.name})`, async () => {
+      const uncaught: unknown[] = [];
+      const record = (error: unknown) => uncaught.push(error);
+      process.on('uncaughtException', record);
+      try {
+        const { logger, lines } = capturingLogger();
+        const signals: AbortSignal[] = [];
+        const gateway = await start({
+          adapter: adapter(),
+          logger,
+          hooks: {
+            onBeforeRequest: ({ signal }) => {
+              if (!signal) return;
+              signals.push(signal);
+              signal.addEventListener('abort', () => {
+                throw new Error('listener bug');
+              });
+              signal.onabort = () => {
+                throw new Error('onabort bug');
+              };
+            },
+          },
+        });
+        const first = await transport.run(gateway, runInput([userMessage('hi [tokens=1]')]));
+        expect(first.status.code).toBe('Success');
+        expect(signals).toHaveLength(1);
+        // The response has closed: its signal aborts, and both listeners throw.
+        await eventually(() => signals[0].aborted, 'the signal aborted');
+        await new Promise((resolve) => setImmediate(resolve));
+        expect(uncaught).toEqual([]);
+        await eventually(
+          () =>
+            lines.filter((line) => line.msg === 'an abort listener of the onBeforeRequest hook threw; ignored')
+              .length === 2,
+          'both listeners logged',
+        );
+        const second = await transport.run(gateway, runInput([userMessage('again [tokens=1]')]));
+        expect(second.status.code).toBe('Success');
+      } finally {
+        process.off('uncaughtException', record);
+      }
+    });
+  }
+
   it('tell onAfterRequest how a failed run ended', async () => {
     const after: AfterRequestContext[] = [];
     const gateway = await start({
@@ -136,6 +207,58 @@ describe('onBeforeRequest and onAfterRequest', () => {
     await TRANSPORTS[2].run(gateway, runInput([userMessage('[fail=503]')]));
     await eventually(() => after.length === 1, 'onAfterRequest');
     expect(after[0].status).toEqual({ code: 'Failed', errorCode: 'UPSTREAM_UNAVAILABLE' });
+  });
+});
+
+describe("an agent's loadState", () => {
+  it('survives an abort listener that throws once the request is over', async () => {
+    const uncaught: unknown[] = [];
+    const record = (error: unknown) => uncaught.push(error);
+    process.on('uncaughtException', record);
+    try {
+      const { logger, lines } = capturingLogger();
+      const signals: AbortSignal[] = [];
+      const fragile: AgentDefinition = {
+        kind: 'ag-ui',
+        create: (name) => ({
+          name,
+          description: 'Keeps a fragile state.',
+          kind: 'ag-ui',
+          client: {
+            async run() {},
+            async loadState(_request, signal) {
+              signals.push(signal);
+              signal.addEventListener('abort', () => {
+                throw new Error('listener bug');
+              });
+              return { threadExists: false, state: {}, messages: [] };
+            },
+          },
+        }),
+      };
+      const gateway = await start({ adapter: adapter(), logger, agents: { fragile } });
+      const load = async () => {
+        const response = await fetch(gateway.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            query: '{ loadAgentState(data: { threadId: "t1", agentName: "fragile" }) { threadExists } }',
+          }),
+        });
+        return (await response.json()).data.loadAgentState;
+      };
+      expect(await load()).toEqual({ threadExists: false });
+      await eventually(() => signals[0]?.aborted === true, 'the signal aborted');
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(uncaught).toEqual([]);
+      await eventually(
+        () => lines.some((line) => line.msg === 'an abort listener added by loadState threw; ignored'),
+        'the listener logged',
+      );
+      expect(await load()).toEqual({ threadExists: false });
+    } finally {
+      process.off('uncaughtException', record);
+    }
   });
 });
 

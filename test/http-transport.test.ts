@@ -521,6 +521,64 @@ describe('bad requests', () => {
     expect(body.errors[0].message).toMatch(message);
   });
 
+  it('refuses an id or agent name holding half of a surrogate pair with BAD_USER_INPUT naming it, and starts no run', async () => {
+    // As UTF-8 (a store's key, LangGraph's thread hash) every lone surrogate is U+FFFD: `chat\uD800` and
+    // `chat\uD801` would name one thread, whoever's they are.
+    const adapter = new GatedAdapter();
+    const { url } = await start({ adapter });
+    const refusal = async (query: string, variables: Record<string, unknown>) => {
+      const body = await (await post(url, { query, variables })).json();
+      return { code: body.errors?.[0]?.extensions.code, field: body.errors?.[0]?.extensions.details?.field };
+    };
+    // A document that waits for nothing of the run: a run started (the bug) answers at once, without an error.
+    const started =
+      'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId } }';
+    const run = (extra: Record<string, unknown>) =>
+      refusal(started, { data: runInput([userMessage('hi')], { threadId: 'chat', ...extra }) });
+    expect(await run({ threadId: 'chat\uD800' })).toEqual({ code: 'BAD_USER_INPUT', field: 'threadId' });
+    expect(await run({ threadId: 'chat\uDC00x' })).toEqual({ code: 'BAD_USER_INPUT', field: 'threadId' });
+    expect(await run({ runId: 'run\uD801' })).toEqual({ code: 'BAD_USER_INPUT', field: 'runId' });
+    expect(await run({ threadId: undefined, agentSession: { agentName: 'a', threadId: 'chat\uD801' } })).toEqual({
+      code: 'BAD_USER_INPUT',
+      field: 'agentSession.threadId',
+    });
+    expect(await run({ agentSession: { agentName: 'a\uD800' } })).toEqual({
+      code: 'BAD_USER_INPUT',
+      field: 'agentSession.agentName',
+    });
+    expect(await run({ agentStates: [{ agentName: 'a\uDBFF', state: '{}' }] })).toEqual({
+      code: 'BAD_USER_INPUT',
+      field: 'agentStates[0].agentName',
+    });
+    const load = 'query($data: LoadAgentStateInput!) { loadAgentState(data: $data) { threadExists } }';
+    expect(await refusal(load, { data: { threadId: 'chat\uD800', agentName: 'a' } })).toEqual({
+      code: 'BAD_USER_INPUT',
+      field: 'threadId',
+    });
+    expect(await refusal(load, { data: { threadId: 'chat', agentName: 'a\uD800' } })).toEqual({
+      code: 'BAD_USER_INPUT',
+      field: 'agentName',
+    });
+    const thread = 'query($threadId: ID!) { copilotThread(threadId: $threadId) { threadId } }';
+    expect(await refusal(thread, { threadId: 'chat\uD800' })).toEqual({ code: 'BAD_USER_INPUT', field: 'threadId' });
+    const stop = 'mutation($threadId: ID!, $runId: ID) { stopCopilotRun(threadId: $threadId, runId: $runId) }';
+    expect(await refusal(stop, { threadId: 'chat\uD800' })).toEqual({ code: 'BAD_USER_INPUT', field: 'threadId' });
+    expect(await refusal(stop, { threadId: 'chat', runId: 'r\uDFFF' })).toEqual({
+      code: 'BAD_USER_INPUT',
+      field: 'runId',
+    });
+    expect(adapter.started).toBe(0);
+    // A surrogate pair is well-formed text: taken.
+    adapter.finish();
+    const paired = await (
+      await post(url, {
+        query: PLAIN,
+        variables: { data: runInput([userMessage('hi')], { threadId: 'chat \u{1F4AC}' }) },
+      })
+    ).json();
+    expect(paired.errors).toBeUndefined();
+  });
+
   it('answers loadAgentState for an unknown agent with AGENT_NOT_FOUND listing the available agents', async () => {
     const { url } = await start();
     const body = await (

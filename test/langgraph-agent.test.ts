@@ -134,6 +134,21 @@ describe('a LangGraph run', () => {
   });
 });
 
+describe('langGraphThreadId', () => {
+  it('keeps the UUIDs of well-formed thread ids as they always were', () => {
+    expect(langGraphThreadId('thread-1')).toBe('df819c42-bcf1-5985-9495-863e7794d024');
+    expect(langGraphThreadId('chat \u00e9 \u{1F4AC}')).toBe('60499407-2b30-5e9b-abef-a2d0a49b2958');
+  });
+
+  it('never maps two thread ids to one LangGraph thread, lone surrogates included', () => {
+    // As UTF-8, each of these is the same bytes (a lone surrogate becomes U+FFFD).
+    const ids = ['chat\uD800', 'chat\uD801', 'chat\uDC00', 'chat\uFFFD'].map(langGraphThreadId);
+    expect(new Set(ids).size).toBe(4);
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(langGraphThreadId('chat\uD800')).toBe(langGraphThreadId('chat\uD800'));
+  });
+});
+
 describe('headers', () => {
   it("sends the API key, hook headers, and a client's authorization when forwarding is on", async () => {
     const g = await gateway({

@@ -238,6 +238,19 @@ describe('the lean subscription path sends the bytes the executor sends', () => 
     expect(operation.selectionSet.selections[0].arguments).toEqual([]);
   });
 
+  it('for a variable left out whose name every object has (constructor, toString): its default, as the executor', async () => {
+    const query = `subscription Run($data: GenerateCopilotResponseInput!, $constructor: Boolean = false, $toString: Boolean = true) {
+      copilotRun(data: $data) {
+        __typename
+        ... on RunEvent { sequence @skip(if: $constructor) }
+        ... on TextMessageContentEvent @include(if: $toString) { content }
+      }
+    }`;
+    const sent = await expectSameBytes(query, { data });
+    expect(sent.join('')).toContain('"sequence"');
+    expect(sent.join('')).not.toContain('"errors"');
+  });
+
   it('for a document with several operations, run by name', async () => {
     const query = `query Hello { hello }
       subscription First($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) { __typename } }

@@ -301,7 +301,11 @@ describe.each(executors)('on the %s executor', (executor) => {
         for (const query of [DELETE, ARCHIVE_DEFAULT]) {
           expect(codeOf(await gql.ask(query, { threadId: '' }))).toBe('BAD_USER_INPUT');
           expect(codeOf(await gql.ask(query, { threadId: 'x'.repeat(257) }))).toBe('BAD_USER_INPUT');
+          // Half of a surrogate pair: as UTF-8 (the store's keys) every one would be the same U+FFFD.
+          expect(codeOf(await gql.ask(query, { threadId: 'p-0\ud800' }))).toBe('BAD_USER_INPUT');
         }
+        expect(codeOf(await gql.ask(RENAME, { threadId: 'p-0\udc00', name: 'n' }))).toBe('BAD_USER_INPUT');
+        expect(codeOf(await gql.ask(LIST, { agentId: 'default\ud800' }))).toBe('BAD_USER_INPUT');
         // Nothing was changed by the refusals; a name of exactly 200 characters is taken.
         expect(ids(await gql.ask(LIST, { first: 200 }))).toHaveLength(6);
         const p0 = (await gql.ask(LIST, { first: 1, after: second.data.copilotThreads.pageInfo.endCursor })).data;

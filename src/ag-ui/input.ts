@@ -1,5 +1,5 @@
 import { BadUserInputError } from '../core/errors.js';
-import { DEFAULT_AGENT_ID, isWellFormedText, MAX_ID_LENGTH } from '../core/ids.js';
+import { DEFAULT_AGENT_ID, idProblem } from '../core/ids.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import type { Message, MetaEventInput, ToolDefinition } from '../core/messages.js';
 import type { RunRequest } from '../engine/request.js';
@@ -54,10 +54,8 @@ export async function parseRunAgentInput(body: unknown): Promise<RunAgentInput> 
   const ids = isObject(body) ? body : {};
   for (const name of ['threadId', 'runId'] as const) {
     const value = ids[name];
-    if (typeof value === 'string' && (value.length === 0 || value.length > MAX_ID_LENGTH))
-      problems.push({ field: name, message: `must be 1 to ${MAX_ID_LENGTH} characters` });
-    else if (typeof value === 'string' && !isWellFormedText(value))
-      problems.push({ field: name, message: 'must be well-formed text (it holds half of a surrogate pair)' });
+    const problem = typeof value === 'string' ? idProblem(value) : undefined;
+    if (problem) problems.push({ field: name, message: problem });
   }
   if (problems.length > 0) {
     const listed = problems.slice(0, MAX_PROBLEMS).map(({ field, message }) => `${field}: ${message}`);

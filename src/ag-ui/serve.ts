@@ -6,6 +6,7 @@ import { drained, sendGatewayError, sendJson } from '../transports/responses.js'
 import { toAgUiMessages } from './messages.js';
 import { BadRequestError, BadUserInputError, GatewayError, NotFoundError, toGatewayError } from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
+import { isWellFormedText } from '../core/ids.js';
 import type { RunLauncher } from '../engine/launcher.js';
 import { DRAIN_REFUSAL_HEADER, drainRefusalStatus, isDrainRefusal } from '../engine/drain.js';
 import type { RunStartedInput } from './events.js';
@@ -122,8 +123,11 @@ export class AgUiTransport {
   /** A single-route envelope `{method, params, body}` posted to the path. */
   async envelope(res: ServerResponse, envelope: Record<string, unknown>, caller: AgUiCaller): Promise<void> {
     const params = isObject(envelope.params) ? envelope.params : {};
-    const param = (name: string): string | undefined =>
-      typeof params[name] === 'string' && params[name] !== '' ? (params[name] as string) : undefined;
+    // An id holding a lone surrogate is invalid too: as UTF-8 (a store's key), two such ids would be one.
+    const param = (name: string): string | undefined => {
+      const value = params[name];
+      return typeof value === 'string' && value !== '' && isWellFormedText(value) ? value : undefined;
+    };
     const missing = (name: string) =>
       answer(res, new BadRequestError(`Missing or invalid parameter '${name}'.`), 'invalid_request');
     switch (envelope.method) {
@@ -345,7 +349,7 @@ export class AgUiTransport {
       body !== null &&
       (!isObject(body) ||
         Object.keys(body).some((key) => key !== 'runId') ||
-        (body.runId !== undefined && typeof body.runId !== 'string'))
+        (body.runId !== undefined && (typeof body.runId !== 'string' || !isWellFormedText(body.runId))))
     ) {
       const invalid = new BadUserInputError('The body of a stop is {} or {"runId": "…"}.');
       return answer(res, invalid, 'Invalid request body');

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Client } from '@langchain/langgraph-sdk';
 import type { Logger } from 'pino';
 import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.js';
+import { isWellFormedText } from '../core/ids.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import type { Principal } from '../core/principal.js';
 import type { RunWriter } from '../core/writer.js';
@@ -274,17 +275,24 @@ export class LangGraphAgentClient implements AgentClient {
 }
 
 const NAMESPACE = 'copilot-gateway:langgraph-thread:';
+/** Parts from NAMESPACE at its last character (`-`, not `:`): no bytes hashed one way are those of the other. */
+const UTF16_NAMESPACE = Buffer.from('copilot-gateway:langgraph-thread-utf16:');
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * LangGraph thread ids are UUIDs. A client's thread id that is one is used as it is; any other is
  * mapped to a name-based UUID (version 5 layout), the same every time, so the thread carries on.
+ * Well-formed text is hashed as UTF-8 (as it always was: the threads already mapped keep their UUIDs);
+ * text with a lone surrogate, which the inputs refuse, as its UTF-16 code units, since UTF-8 would turn
+ * every lone surrogate into the same U+FFFD and two clients' ids into one LangGraph thread.
  */
 export function langGraphThreadId(threadId: string): string {
   if (UUID.test(threadId)) return threadId.toLowerCase();
-  const hash = createHash('sha1')
-    .update(NAMESPACE + threadId)
-    .digest();
+  const hash = (
+    isWellFormedText(threadId)
+      ? createHash('sha1').update(NAMESPACE + threadId)
+      : createHash('sha1').update(UTF16_NAMESPACE).update(Buffer.from(threadId, 'utf16le'))
+  ).digest();
   hash[6] = (hash[6] & 0x0f) | 0x50;
   hash[8] = (hash[8] & 0x3f) | 0x80;
   const hex = hash.subarray(0, 16).toString('hex');

@@ -110,7 +110,7 @@ export function jwtAuthenticator(options: JwtOptions): Authenticate {
     } catch (error) {
       const code = (error as { code?: string }).code;
       if (error instanceof errors.JWTClaimValidationFailed) throw unauthenticated(authorization, claimRefusal(error));
-      if (code && code in REFUSALS) throw unauthenticated(authorization, REFUSALS[code]);
+      if (code && Object.hasOwn(REFUSALS, code)) throw unauthenticated(authorization, REFUSALS[code]);
       // The key set's fetch failing (timeout, a non-200 answer, a redirect, not JSON: jose's generic error)
       // is the gateway's problem, not the token's: AUTH_UNAVAILABLE below, so clients retry.
       if (

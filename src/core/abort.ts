@@ -50,12 +50,11 @@ const GUARDED_SIGNAL: object = Object.create(AbortSignal.prototype, {
   },
   removeEventListener: {
     value(this: AbortSignal, type: string, listener: Listener | null, options?: EventListenerOptions | boolean) {
-      return removeListener.call(
-        this,
-        type,
-        listener == null ? listener : (wrappers.get(listener) ?? listener),
-        options,
-      );
+      // Both the wrapper and the listener itself: a signal guarded in place (guardSignal) may still hold
+      // listeners added before, unwrapped.
+      const wrapper = listener == null ? undefined : wrappers.get(listener);
+      if (wrapper) removeListener.call(this, type, wrapper, options);
+      return removeListener.call(this, type, listener, options);
     },
   },
   onabort: {
@@ -71,6 +70,17 @@ const GUARDED_SIGNAL: object = Object.create(AbortSignal.prototype, {
 function guard(signal: AbortSignal, onListenerError: (error: unknown) => void): AbortSignal {
   errorHandlers.set(signal, onListenerError);
   Object.setPrototypeOf(signal, GUARDED_SIGNAL);
+  return signal;
+}
+
+/**
+ * `signal` itself, guarded (see above) unless it already is: for a signal the gateway made plain and hands
+ * to code it does not own only now and then (a request hook, an agent's loadState), so that requests
+ * without such code pay nothing. Listeners added before stay as they were (the gateway's own); an already
+ * guarded signal keeps its error handler.
+ */
+export function guardSignal(signal: AbortSignal, onListenerError: (error: unknown) => void): AbortSignal {
+  if (Object.getPrototypeOf(signal) !== GUARDED_SIGNAL) guard(signal, onListenerError);
   return signal;
 }
 

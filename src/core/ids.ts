@@ -16,3 +16,15 @@ export function isWellFormedText(text: string): boolean {
 }
 
 const HAS_LONE_SURROGATE = new RegExp(LONE_SURROGATE.source);
+
+/**
+ * What is wrong with an id a client names (a thread, run or agent id), or undefined: empty, longer than
+ * MAX_ID_LENGTH, or holding a lone surrogate. The one check of every protocol. Ids are keys (the store's, an
+ * agent's threads), and on the way there they are encoded as UTF-8, where every lone surrogate becomes the
+ * same U+FFFD: `chat\uD800` and `chat\uD801` would name one thread.
+ */
+export function idProblem(id: string): string | undefined {
+  if (id.length === 0 || id.length > MAX_ID_LENGTH) return `must be 1 to ${MAX_ID_LENGTH} characters`;
+  if (!isWellFormedText(id)) return 'must be well-formed text (it holds half of a surrogate pair)';
+  return undefined;
+}

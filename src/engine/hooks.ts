@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { guardSignal } from '../core/abort.js';
 import { ClientDisconnectedError, ConfigurationError, GatewayError, HookFailedError } from '../core/errors.js';
 import type { ContextEntry, Message } from '../core/messages.js';
 import type { Principal } from '../core/principal.js';
@@ -67,7 +68,10 @@ export async function beforeRequest(
   caller: { logger: Logger; signal?: AbortSignal },
 ): Promise<RunRequest> {
   if (!hooks.onBeforeRequest) return request;
-  const { logger, signal } = caller;
+  const { logger } = caller;
+  // Aborted at the end of every request: an abort listener of the hook's that throws is logged, not
+  // left to end the process.
+  const signal = caller.signal && guardSignal(caller.signal, (error) => abortListenerThrew(logger, error));
   let result: BeforeRequestResult | void;
   try {
     result = await hooks.onBeforeRequest({ ...hookContext(request), signal });
@@ -116,4 +120,8 @@ function hookContext(request: RunRequest): RequestHookContext {
     url: request.url,
     principal: request.principal,
   };
+}
+
+function abortListenerThrew(logger: Logger, error: unknown): void {
+  logger.error({ err: error }, 'an abort listener of the onBeforeRequest hook threw; ignored');
 }

@@ -6,6 +6,7 @@ import type { ModelAdapter } from '../adapters/adapter.js';
 import type { AgentEntry, AgentThreadState } from '../agents/agent.js';
 import type { AgentRegistry } from '../agents/registry.js';
 import { storedThreadState } from '../agents/thread-state.js';
+import { guardSignal } from '../core/abort.js';
 import {
   ClientDisconnectedError,
   GatewayError,
@@ -321,7 +322,11 @@ export class RunLauncher {
     const storedState = stored?.agentStates.find((state) => state.agentName === agentName);
     if (stored && storedState) return storedThreadState(stored.messages, storedState.state);
     const agent = await this.options.agents.resolve(agentName);
-    const signal = caller.signal ?? new AbortController().signal;
+    // Handed to the agent client, which may be the application's own: guarded (core/abort.ts).
+    const logger = caller.logger;
+    const signal = guardSignal(caller.signal ?? new AbortController().signal, (error) =>
+      logger.error({ err: error, agentName }, 'an abort listener added by loadState threw; ignored'),
+    );
     const known = await agent.client.loadState(
       { agentName, threadId, properties, logger: caller.logger, principal: caller.principal },
       signal,

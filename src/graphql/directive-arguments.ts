@@ -67,7 +67,9 @@ const usesToCheck = perOperation(
           walk(fragment);
         },
         Directive(directiveNode) {
-          const directive = DIRECTIVES[directiveNode.name.value];
+          // An own name only: a document's `@constructor` is not a directive of the table.
+          const name = directiveNode.name.value;
+          const directive = Object.hasOwn(DIRECTIVES, name) ? DIRECTIVES[name] : undefined;
           if (directive === undefined) return;
           const suspect = directiveNode.arguments?.some(
             (argument) =>

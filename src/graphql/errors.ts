@@ -45,8 +45,8 @@ const FOREIGN_CODES: Record<string, ErrorCode> = {
 };
 
 function tableCode(code: unknown, message: string): ErrorCode {
-  if (typeof code === 'string' && code in ERROR_CODES) return code as ErrorCode;
-  if (typeof code === 'string' && code in FOREIGN_CODES) return FOREIGN_CODES[code];
+  if (typeof code === 'string' && Object.hasOwn(ERROR_CODES, code)) return code as ErrorCode;
+  if (typeof code === 'string' && Object.hasOwn(FOREIGN_CODES, code)) return FOREIGN_CODES[code];
   // graphql-js's uncoded errors: bad variables, and an operation it cannot pick.
   return /^Variable "\$/.test(message) ? 'BAD_USER_INPUT' : 'BAD_REQUEST';
 }

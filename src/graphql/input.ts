@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { GenerateCopilotResponseInput, MessageInput } from '../../generated/graphql.js';
-import { MAX_ID_LENGTH } from '../core/ids.js';
+import { idProblem, isWellFormedText } from '../core/ids.js';
 import { BadUserInputError, NotSupportedError } from '../core/errors.js';
 import type { Message, MetaEventInput, ToolDefinition } from '../core/messages.js';
 import { MAX_NESTING, textNestsDeeperThan } from '../core/depth.js';
@@ -43,6 +43,7 @@ export function runRequestFromInput(
   const states = [...(data.agentStates ?? []), ...(data.agentState ? [data.agentState] : [])];
   states.forEach((entry, index) => {
     const where = index < (data.agentStates?.length ?? 0) ? `agentStates[${index}]` : 'agentState';
+    checkedText(entry.agentName, `${where}.agentName`);
     if (agentStates.some((known) => known.agentName === entry.agentName)) return;
     agentStates.push({
       agentName: entry.agentName,
@@ -74,7 +75,10 @@ export function runRequestFromInput(
     forwardedParameters: data.forwardedParameters ?? {},
     properties: properties ?? {},
     agentSession: data.agentSession
-      ? { agentName: data.agentSession.agentName, nodeName: data.agentSession.nodeName ?? null }
+      ? {
+          agentName: checkedText(data.agentSession.agentName, 'agentSession.agentName'),
+          nodeName: data.agentSession.nodeName ?? null,
+        }
       : null,
     agentStates,
     metaEvents,
@@ -187,11 +191,11 @@ function checkNesting(text: string | null | undefined, field: string): void {
   }
 }
 
+/** An id the client may leave out (empty as absent); otherwise as AG-UI checks it (core/ids.ts). */
 function checkId(value: string | null | undefined, field: string): string | undefined {
   if (value == null || value === '') return undefined;
-  if (value.length > MAX_ID_LENGTH) {
-    throw new BadUserInputError(`${field} is longer than ${MAX_ID_LENGTH} characters.`, { field });
-  }
+  const problem = idProblem(value);
+  if (problem) throw new BadUserInputError(`${field} ${problem}.`, { field });
   return value;
 }
 
@@ -204,9 +208,20 @@ function guardrailsFromInput(
   return { allowList: topics(rules?.allowList), denyList: topics(rules?.denyList) };
 }
 
-/** A thread or run id an operation names: not empty, at most 256 characters. */
+/** A thread or run id an operation names: not empty, at most 256 characters, no lone surrogate. */
 export function checkedId(value: string, field: string): string {
   const id = checkId(value, field);
   if (id === undefined) throw new BadUserInputError(`${field} must not be empty.`, { field });
   return id;
+}
+
+/**
+ * A name used as a key (an agent's), refused with a lone surrogate: encoded as UTF-8 on its way to a store or an
+ * agent, every lone surrogate is the same U+FFFD, and two names would be one (core/ids.ts).
+ */
+export function checkedText(value: string, field: string): string {
+  if (!isWellFormedText(value)) {
+    throw new BadUserInputError(`${field} must be well-formed text (it holds half of a surrogate pair).`, { field });
+  }
+  return value;
 }

@@ -5,7 +5,7 @@ import { callerOf, claimRun } from './context.js';
 import { BadUserInputError } from '../core/errors.js';
 import { DEFAULT_THREAD_PAGE, MAX_THREAD_PAGE, type ThreadListRequest } from '../engine/thread-pages.js';
 import type { ThreadSummary } from '../threads/store.js';
-import { checkedId, runRequestFromInput } from './input.js';
+import { checkedId, checkedText, runRequestFromInput } from './input.js';
 import { createCopilotResponseView } from '../views/copilot-response.js';
 import { messageOutputs } from '../views/messages.js';
 import { RunEventStream } from '../views/run-events.js';
@@ -66,7 +66,9 @@ export const resolvers: Resolvers = {
       };
     },
     loadAgentState: async (_parent, { data }, context) => {
-      const state = await context.launcher.loadAgentState(data.agentName, data.threadId, {}, callerOf(context));
+      const agentName = checkedText(data.agentName, 'agentName');
+      const threadId = checkedText(data.threadId, 'threadId');
+      const state = await context.launcher.loadAgentState(agentName, threadId, {}, callerOf(context));
       return {
         threadId: data.threadId,
         threadExists: state.threadExists,

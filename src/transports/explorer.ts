@@ -75,7 +75,7 @@ export class OfflineExplorer {
   /** Answers a GET or HEAD for the page or one of its files. */
   serve(req: IncomingMessage, res: ServerResponse, pathname: string): void {
     const name = pathname === this.pagePath ? '' : pathname.slice(this.pagePath.length + 1);
-    if (name !== '' && !(name in ASSET_TYPES))
+    if (name !== '' && !Object.hasOwn(ASSET_TYPES, name))
       return sendText(res, 404, `Not found. The explorer is at ${this.pagePath}.`);
     if (!offlineExplorerBuilt(this.directory)) {
       return sendText(res, 404, 'The offline explorer is not built: run `npm run build` (`npm start` builds it too).');

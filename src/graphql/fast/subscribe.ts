@@ -87,7 +87,7 @@ const NO_VARIABLES = Object.freeze({});
 
 function pick(values: ExecutionArgs['variableValues'], names: readonly string[]): Record<string, unknown> {
   const picked: Record<string, unknown> = {};
-  for (const name of names) if (values && name in values) picked[name] = values[name];
+  for (const name of names) if (values && Object.hasOwn(values, name)) picked[name] = values[name];
   return picked;
 }
 
