@@ -410,9 +410,10 @@ describe("a run's log in Redis", () => {
 
   describe('an instance that was only paused while another ended its run (its lease ran out)', () => {
     /** Instance A's run, with what A shows its clients; B sweeps A's runs once A stops beating. */
-    async function pausedOwner(threadId: string) {
-      const a = await startRedisStore({ url: redis.url }, { leaseMs: 400, keyPrefix: `paused-${threadId}:` });
-      const b = await startRedisStore({ url: redis.url }, { leaseMs: 400, keyPrefix: `paused-${threadId}:` });
+    async function pausedOwner(threadId: string, options: { maxRunsPerThread?: number } = {}) {
+      const settings = { leaseMs: 400, keyPrefix: `paused-${threadId}:`, ...options };
+      const a = await startRedisStore({ url: redis.url }, settings);
+      const b = await startRedisStore({ url: redis.url }, settings);
       const { runId } = await a.claim(threadId, 'run-1', 'fresh-1');
       const log = a.open(threadId, runId, { messages: [message('u-1', 'hi')], newMessages: [] });
       const shown: SequencedEvent[] = [];
@@ -456,6 +457,35 @@ describe("a run's log in Redis", () => {
         // Every event A's clients were shown is the stored event with that number.
         expect(shown.length).toBe(3);
         for (const event of shown) expect(stored[event.sequence]).toEqual(event);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    it('does not write back its run once newer runs have dropped it (maxRunsPerThread), nor touch their messages', async () => {
+      const { a, b, append, failures } = await pausedOwner('paused-dropped', { maxRunsPerThread: 1 });
+      try {
+        // A new run on the thread (through B) drops the ended run: a thread keeps one run here.
+        const { runId, history } = await b.claim('paused-dropped', 'run-2', 'fresh-2');
+        const next = message('u-2', 'next');
+        const log = b.open('paused-dropped', runId, {
+          messages: [...history, next],
+          newMessages: [next],
+          extendsHistory: true,
+        });
+        await record(log, answer('paused-dropped', runId, 'reply-2', 'newer'));
+        const before = await b.thread('paused-dropped');
+        expect(before!.runs.map((r) => r.runId)).toEqual(['run-2']);
+        append({ type: 'TextMessageContent', messageId: 'm-1', content: 'after' });
+        await until(
+          async () => failures,
+          (f) => f.length > 0,
+          "A's clients told",
+        );
+        expect(failures).toEqual(['RUN_STOPPED']);
+        const after = await b.thread('paused-dropped');
+        expect(after!.messages).toEqual(before!.messages);
+        expect(after!.runs.map((r) => r.runId)).toEqual(['run-2']);
       } finally {
         await Promise.all([a.close(), b.close()]);
       }

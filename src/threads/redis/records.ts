@@ -225,6 +225,7 @@ export class RedisRecords {
       reset ? '1' : '',
       JSON.stringify(input.newMessages),
       joinIds(whole ? input.messages : input.newMessages),
+      DELETED_MARK_MS,
     );
     const [, reply] = await Promise.all([listed, opened]);
     if (reply !== 'ok') this.disown(this.instanceId, threadId, runId);

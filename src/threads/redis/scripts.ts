@@ -199,10 +199,11 @@ return 0`,
   // KEYS: lock, meta, runs, run, log. ARGV: run id, instance, input (JSON; "" when it is the transcript the thread
   // holds followed by the new input: the run's \`extends\`), started at, ttl (s), max runs, thread key prefix, reset
   // ("1" to write the record again from nothing), new input (JSON), ids (message-ids.ts: of the input when it is
-  // written, else of the new input; "" when not known). Answers 'deleted' when this run held the thread when it was
-  // removed, or was one of its runs (cgRemoveThread's marks name it), 'lost' when another run holds the thread; 'ok'
-  // otherwise (at once when the record is already this instance's: an open sent again). The instance lists the run
-  // among its own (\`instance:{id}:runs\`, another slot) before it opens it.
+  // written, else of the new input; "" when not known), how long a dropped run stays marked (ms: deletedRuns).
+  // Answers 'deleted' when this run held the thread when it was removed, or was one of its runs, or was dropped for
+  // newer ones (deletedRuns), 'lost' when another run holds the thread; 'ok' otherwise (at once when the record is
+  // already this instance's: an open sent again). The instance lists the run among its own (\`instance:{id}:runs\`,
+  // another slot) before it opens it.
   cgOpen: [
     5,
     `${KEEP_RUNS_LUA}
@@ -229,6 +230,9 @@ if not redis.call('LPOS', KEYS[3], ARGV[1]) then redis.call('RPUSH', KEYS[3], AR
 while redis.call('LLEN', KEYS[3]) > tonumber(ARGV[6]) do
   local old = redis.call('LPOP', KEYS[3])
   redis.call('DEL', ARGV[7] .. 'run:' .. old, ARGV[7] .. 'log:' .. old)
+  -- A run dropped is one no instance may write again (one that was only paused, whose run another ended).
+  redis.call('SADD', ARGV[7] .. 'deletedRuns', old)
+  redis.call('PEXPIRE', ARGV[7] .. 'deletedRuns', ARGV[11])
 end
 for _, key in ipairs({KEYS[2], KEYS[3], KEYS[4]}) do redis.call('EXPIRE', key, ARGV[5]) end
 keepRuns(KEYS[2], KEYS[3], ARGV[7], tonumber(ARGV[5]), nil)
