@@ -10,6 +10,7 @@ import { GatewayError } from '../src/core/errors.js';
 import type { AfterRequestContext, BeforeRequestHookContext } from '../src/engine/hooks.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { eventually, gatewaysPerTest, runInput, userMessage } from './support/harness.js';
+import { failOnProcessErrors } from './support/process-errors.js';
 import { TRANSPORTS, textOf } from './support/transports.js';
 
 // Request middleware (onBeforeRequest / onAfterRequest) and observability hooks, observed through
@@ -21,6 +22,7 @@ beforeAll(async () => {
   baseURL = await model.start();
 });
 afterAll(() => model.stop());
+failOnProcessErrors();
 const { start } = gatewaysPerTest();
 const adapter = () => new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 });
 
@@ -155,46 +157,39 @@ describe('onBeforeRequest and onAfterRequest', () => {
   ];
   for (const transport of signalled) {
     it(`survive an onBeforeRequest whose abort listener throws once the request is over (${transport.name})`, async () => {
-      const uncaught: unknown[] = [];
-      const record = (error: unknown) => uncaught.push(error);
-      process.on('uncaughtException', record);
-      try {
-        const { logger, lines } = capturingLogger();
-        const signals: AbortSignal[] = [];
-        const gateway = await start({
-          adapter: adapter(),
-          logger,
-          hooks: {
-            onBeforeRequest: ({ signal }) => {
-              if (!signal) return;
-              signals.push(signal);
-              signal.addEventListener('abort', () => {
-                throw new Error('listener bug');
-              });
-              signal.onabort = () => {
-                throw new Error('onabort bug');
-              };
-            },
+      const { logger, lines } = capturingLogger();
+      const signals: AbortSignal[] = [];
+      const gateway = await start({
+        adapter: adapter(),
+        logger,
+        hooks: {
+          onBeforeRequest: ({ signal }) => {
+            if (!signal) return;
+            signals.push(signal);
+            signal.addEventListener('abort', () => {
+              throw new Error('listener bug');
+            });
+            signal.onabort = () => {
+              throw new Error('onabort bug');
+            };
           },
-        });
-        const first = await transport.run(gateway, runInput([userMessage('hi [tokens=1]')]));
-        expect(first.status.code).toBe('Success');
-        expect(signals).toHaveLength(1);
-        // The response has closed: its signal aborts, and both listeners throw.
-        await eventually(() => signals[0].aborted, 'the signal aborted');
-        await new Promise((resolve) => setImmediate(resolve));
-        expect(uncaught).toEqual([]);
-        await eventually(
-          () =>
-            lines.filter((line) => line.msg === 'an abort listener of the onBeforeRequest hook threw; ignored')
-              .length === 2,
-          'both listeners logged',
-        );
-        const second = await transport.run(gateway, runInput([userMessage('again [tokens=1]')]));
-        expect(second.status.code).toBe('Success');
-      } finally {
-        process.off('uncaughtException', record);
-      }
+        },
+      });
+      const first = await transport.run(gateway, runInput([userMessage('hi [tokens=1]')]));
+      expect(first.status.code).toBe('Success');
+      expect(signals).toHaveLength(1);
+      // The response has closed: its signal aborts, and both listeners throw.
+      await eventually(() => signals[0].aborted, 'the signal aborted');
+      await new Promise((resolve) => setImmediate(resolve));
+      // Nothing reached the process as uncaught: failOnProcessErrors checks after each test.
+      await eventually(
+        () =>
+          lines.filter((line) => line.msg === 'an abort listener of the onBeforeRequest hook threw; ignored').length ===
+          2,
+        'both listeners logged',
+      );
+      const second = await transport.run(gateway, runInput([userMessage('again [tokens=1]')]));
+      expect(second.status.code).toBe('Success');
     });
   }
 
@@ -212,53 +207,46 @@ describe('onBeforeRequest and onAfterRequest', () => {
 
 describe("an agent's loadState", () => {
   it('survives an abort listener that throws once the request is over', async () => {
-    const uncaught: unknown[] = [];
-    const record = (error: unknown) => uncaught.push(error);
-    process.on('uncaughtException', record);
-    try {
-      const { logger, lines } = capturingLogger();
-      const signals: AbortSignal[] = [];
-      const fragile: AgentDefinition = {
+    const { logger, lines } = capturingLogger();
+    const signals: AbortSignal[] = [];
+    const fragile: AgentDefinition = {
+      kind: 'ag-ui',
+      create: (name) => ({
+        name,
+        description: 'Keeps a fragile state.',
         kind: 'ag-ui',
-        create: (name) => ({
-          name,
-          description: 'Keeps a fragile state.',
-          kind: 'ag-ui',
-          client: {
-            async run() {},
-            async loadState(_request, signal) {
-              signals.push(signal);
-              signal.addEventListener('abort', () => {
-                throw new Error('listener bug');
-              });
-              return { threadExists: false, state: {}, messages: [] };
-            },
+        client: {
+          async run() {},
+          async loadState(_request, signal) {
+            signals.push(signal);
+            signal.addEventListener('abort', () => {
+              throw new Error('listener bug');
+            });
+            return { threadExists: false, state: {}, messages: [] };
           },
+        },
+      }),
+    };
+    const gateway = await start({ adapter: adapter(), logger, agents: { fragile } });
+    const load = async () => {
+      const response = await fetch(gateway.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          query: '{ loadAgentState(data: { threadId: "t1", agentName: "fragile" }) { threadExists } }',
         }),
-      };
-      const gateway = await start({ adapter: adapter(), logger, agents: { fragile } });
-      const load = async () => {
-        const response = await fetch(gateway.url, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({
-            query: '{ loadAgentState(data: { threadId: "t1", agentName: "fragile" }) { threadExists } }',
-          }),
-        });
-        return (await response.json()).data.loadAgentState;
-      };
-      expect(await load()).toEqual({ threadExists: false });
-      await eventually(() => signals[0]?.aborted === true, 'the signal aborted');
-      await new Promise((resolve) => setImmediate(resolve));
-      expect(uncaught).toEqual([]);
-      await eventually(
-        () => lines.some((line) => line.msg === 'an abort listener added by loadState threw; ignored'),
-        'the listener logged',
-      );
-      expect(await load()).toEqual({ threadExists: false });
-    } finally {
-      process.off('uncaughtException', record);
-    }
+      });
+      return (await response.json()).data.loadAgentState;
+    };
+    expect(await load()).toEqual({ threadExists: false });
+    await eventually(() => signals[0]?.aborted === true, 'the signal aborted');
+    await new Promise((resolve) => setImmediate(resolve));
+    // Nothing reached the process as uncaught: failOnProcessErrors checks after each test.
+    await eventually(
+      () => lines.some((line) => line.msg === 'an abort listener added by loadState threw; ignored'),
+      'the listener logged',
+    );
+    expect(await load()).toEqual({ threadExists: false });
   });
 });
 

@@ -6,6 +6,7 @@ import { RUN_SUCCESS } from '../src/core/status.js';
 import type { RunInput, RunLog } from '../src/threads/store.js';
 import type { RedisRunLog } from '../src/threads/redis/run-log.js';
 import type { RedisThreadStore } from '../src/threads/redis/store.js';
+import { eventually } from './support/harness.js';
 import { RedisServer, startRedisStore } from './support/redis.js';
 import { streamTogether } from './support/run-logs.js';
 import { storedLog, until } from './support/threads.js';
@@ -398,10 +399,9 @@ describe("a run's log in Redis", () => {
       // Subscribed (and its first read done) before the rest is stored and published.
       await new Promise((resolve) => setTimeout(resolve, 200));
       await record(log, events.slice(1), 1);
-      let timer: NodeJS.Timeout | undefined;
-      const waited = new Promise((resolve) => (timer = setTimeout(resolve, 2000, 'still waiting')));
-      await expect(Promise.race([reading.then(() => 'ended'), waited])).resolves.toBe('ended');
-      clearTimeout(timer);
+      let ended = false;
+      void reading.then(() => (ended = true));
+      await eventually(() => ended, 'the join ended'); // 2 s at most
       expect(taken).toEqual([]);
     } finally {
       await store.close();

@@ -11,8 +11,10 @@ import { tokenUsage } from '../core/events.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import { capitalize, commonCauseHint, upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
 import { SdkAttempts } from '../upstream/attempts.js';
+import { readSdkStream } from './sdk-stream.js';
 import { guardedEventStream } from '../upstream/stream-limits.js';
 import { parseRetryAfter } from '../upstream/retry.js';
+import { kindOf } from '../core/values.js';
 import type { ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
 import { toAnthropicMessages, toAnthropicToolChoice, toAnthropicTools } from './anthropic-messages.js';
 
@@ -106,24 +108,12 @@ export class AnthropicAdapter implements ModelAdapter {
       if (signal.aborted) throw signal.reason;
       throw providerError(sdk, error, 'connect');
     }
-    // What the reader throws (an event of the wrong shape, the run's own refusal) is not the connection's failure.
-    let readerError: { error: unknown } | undefined;
-    try {
-      for await (const event of stream) {
-        try {
-          reader.event(event);
-        } catch (error) {
-          readerError = { error };
-          break;
-        }
-      }
-    } catch (error) {
-      if (signal.aborted) throw signal.reason;
-      throw providerError(sdk, error, 'stream');
-    }
-    // The SDK ends an aborted stream quietly.
-    if (signal.aborted) throw signal.reason;
-    if (readerError) throw readerError.error;
+    await readSdkStream(
+      stream,
+      (event) => reader.event(event),
+      signal,
+      (error) => providerError(sdk, error, 'stream'),
+    );
     reader.finish();
   }
 
@@ -378,8 +368,4 @@ function optionalString(value: unknown, field: string): string | undefined {
 function blockIndex(value: unknown, event: string): number {
   if (!Number.isSafeInteger(value)) throw malformed(`a ${event} event whose index is not a whole number`);
   return value as number;
-}
-
-function kindOf(value: unknown): string {
-  return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
 }

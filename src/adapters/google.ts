@@ -10,8 +10,10 @@ import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.
 import { tokenUsage } from '../core/events.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import { SdkAttempts } from '../upstream/attempts.js';
+import { readSdkStream } from './sdk-stream.js';
 import { guardedEventStream } from '../upstream/stream-limits.js';
 import { commonCauseHint, upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
+import { kindOf } from '../core/values.js';
 import type { ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
 import { toGeminiContents, toGeminiFunctions, toGeminiToolConfig } from './google-messages.js';
 
@@ -101,23 +103,12 @@ export class GoogleAdapter implements ModelAdapter {
       if (signal.aborted) throw signal.reason;
       throw providerError(sdk, error, 'connect');
     }
-    // What the reader throws (a chunk of the wrong shape, the run's own refusal) is not the connection's failure.
-    let readerError: { error: unknown } | undefined;
-    try {
-      for await (const chunk of stream) {
-        try {
-          reader.chunk(chunk);
-        } catch (error) {
-          readerError = { error };
-          break;
-        }
-      }
-    } catch (error) {
-      if (signal.aborted) throw signal.reason;
-      throw providerError(sdk, error, 'stream');
-    }
-    if (signal.aborted) throw signal.reason;
-    if (readerError) throw readerError.error;
+    await readSdkStream(
+      stream,
+      (chunk) => reader.chunk(chunk),
+      signal,
+      (error) => providerError(sdk, error, 'stream'),
+    );
     reader.finish();
   }
 
@@ -388,8 +379,4 @@ function optionalString(value: unknown, field: string): string | undefined {
   if (value == null) return undefined;
   if (typeof value !== 'string') throw malformed(`a ${field} that is not a string (${kindOf(value)})`);
   return value;
-}
-
-function kindOf(value: unknown): string {
-  return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
 }

@@ -9,6 +9,7 @@ import type {
 import { UnreachableCaseError, UpstreamError } from '../core/errors.js';
 import { tokenUsage } from '../core/events.js';
 import type { Message, ToolDefinition } from '../core/messages.js';
+import { kindOf } from '../core/values.js';
 import type { ForwardedParameters, ModelOutput } from './adapter.js';
 import { imageMimeType } from './conversion.js';
 
@@ -310,8 +311,4 @@ export class ResponsesReader {
 
 function isObject(value: unknown): value is Record<string, any> {
   return value !== null && typeof value === 'object';
-}
-
-function kindOf(value: unknown): string {
-  return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
 }
