@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The topology of compose.yaml without Docker: Redis, two gateway instances (`npm start`) sharing it, and
 # nginx in front of them with deploy/nginx.conf; then scripts/cluster-check.mjs through nginx, a rolling
-# restart under load (each instance in turn: SIGTERM while runs stream from it, start again, ready, back
-# in nginx's rotation, while scripts/rolling-restart.mjs sends runs through nginx without pause: not one
+# restart under load (each instance in turn: SIGTERM while runs stream from it, marked down in nginx while
+# it drains, start again, ready, back in nginx's rotation, while scripts/rolling-restart.mjs sends runs through nginx without pause: not one
 # may fail, and the runs in flight at each SIGTERM must finish), a failover check (one instance gone,
 # nginx serves everything from the other), and SIGTERM to both instances, which must exit 0.
 #
@@ -265,15 +265,43 @@ declare -A children=()
 note_child() { children[$1]=$(pgrep -P "${pids[$1]}" 2>/dev/null | head -n 1 || true); } # npm's node process
 for name in gateway-a gateway-b; do note_child "$name"; done
 
-# Rolling restart: each instance in turn gets SIGTERM while runs stream from it, exits, starts again, is
-# ready, and is back in nginx's rotation before the next one; all the while scripts/rolling-restart.mjs
-# sends runs through nginx (GraphQL, graphql-ws, AG-UI) without pause. Not one may fail, and the runs in
-# flight on an instance when it got SIGTERM must finish.
+# Takes an instance out of nginx's rotation (down) or puts it back (up): its two server lines marked `down`
+# or not, the configuration tested, and nginx reloaded (SIGHUP to its master). Returns once every worker of
+# the previous configuration has stopped taking connections (exited, or "shutting down": it only finishes
+# the requests it has), so that from then on no new connection reaches an instance marked down.
+nginx_route() { # name, up|down
+  local address="127.0.0.1:${ports[$1]}" master=${pids[nginx]} old new deadline=$((SECONDS + 30))
+  if [ "$2" = down ]; then
+    sed -i "s|^\( *server $address [^;]*\);|\1 down;|" "$conf"
+  else
+    sed -i "s|^\( *server $address [^;]*\) down;|\1;|" "$conf"
+  fi
+  "$nginx" "${nginx_args[@]}" -t >"$tmp/nginx-test.log" 2>&1 \
+    || { cat "$tmp/nginx-test.log" >&2; fail "nginx -t rejected the configuration with $1 $2"; }
+  old=$(ps -o pid= -o args= --ppid "$master" | awk '/worker process$/ { print $1 }')
+  kill -HUP "$master"
+  while :; do
+    new=$(ps -o pid= -o args= --ppid "$master" | awk '/worker process$/ { print $1 }')
+    if [ -n "$new" ] && ! grep -qxF -f <(printf '%s\n' $old) <(printf '%s\n' $new); then return 0; fi
+    [ $SECONDS -lt $deadline ] || fail "nginx did not reload (workers $new, before $old; see $tmp/nginx.log)"
+    sleep 0.05
+  done
+}
+
+# Rolling restart: each instance in turn gets SIGTERM while runs stream from it, and, as a platform would take
+# it out of a load balancer's rotation, is marked down in nginx a moment later (while it drains); it exits,
+# starts again, is ready, and is back in nginx's rotation before the next one. All the while
+# scripts/rolling-restart.mjs sends runs through nginx (GraphQL, graphql-ws, AG-UI) without pause: those
+# nginx sends to the draining instance before the reload are refused and sent on. Not one may fail, and the
+# runs in flight on an instance when it got SIGTERM must finish. (Without the reload, nginx keeps opening
+# connections to the instance until its listener closes, and one that the system had accepted for it but
+# the process had not yet taken is reset: a 502 for a POST, which nginx must not send again. See
+# DEPLOYMENT.md, "Rolling restart".)
 rolling_status=0
 if [ "${DRAIN_CHECK:-on}" = off ]; then
   say "rolling restart: skipped (DRAIN_CHECK=off)"
 else
-  say "rolling restart: gateway-a then gateway-b (SIGTERM, start, ready, back in rotation) under load through nginx"
+  say "rolling restart: gateway-a then gateway-b (SIGTERM, marked down in nginx, start, ready, back in rotation) under load through nginx"
   coproc LOAD { exec node scripts/rolling-restart.mjs "$base" --workers "${ROLLING_WORKERS:-6}" 2>>"$tmp/load.log"; }
   pids[load]=$LOAD_PID
   load_in=${LOAD[1]} load_out=${LOAD[0]}
@@ -289,11 +317,15 @@ else
     say "  $name: runs streaming on it (graphql-ws, AG-UI); SIGTERM"
     started_at=$SECONDS
     kill -TERM "${pids[$name]}"
+    sleep 0.5 # runs nginx sends meanwhile are refused by the draining instance and sent on
+    nginx_route "$name" down
+    say "  $name: marked down in nginx (reloaded) while it drains"
     exit_code "$name" "restart"
     say "  $name: exited after $((SECONDS - started_at))s; npm start again"
     start_instance "$name"
     wait_http "$name" "http://$address/ready"
     note_child "$name"
+    nginx_route "$name" up
     ask "routed $address"
     case $answer in routed*) ;; *) results+=("FAIL rolling restart, $name: $answer"); rolling_status=1; break ;; esac
     say "  $name: ready, and nginx sends requests to it again ($((SECONDS - started_at))s after SIGTERM)"

@@ -264,6 +264,9 @@ function send(kind, content, onStarted) {
 
 // A reply of the demo model as long as it goes (it echoes up to 200 characters): about 1.5 s of streaming.
 const LONG = 'A run still streaming while its instance drains, which must reach its end all the same. '.repeat(3);
+// The longest reply of the demo model (200 one-letter words echoed, about 2 s): a run held on an instance
+// told SIGTERM, which keeps it draining while the driver takes it out of the proxy's rotation.
+const HELD = 'a '.repeat(100);
 
 let sending = true;
 async function loop(index) {
@@ -287,7 +290,7 @@ async function hold(address) {
       if (attempt === 20) throw new Error(`no ${kind} run reached ${address} in 20 attempts`);
       let run;
       const started = new Promise((resolve) => {
-        run = send(kind, LONG, (upstream) => resolve(upstream));
+        run = send(kind, HELD, (upstream) => resolve(upstream));
         // A run that ends without starting (failed) must not leave this waiting.
         void run.then(() => resolve(undefined));
       });
