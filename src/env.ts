@@ -30,6 +30,7 @@ import { countOf, flag, list, milliseconds, optional, wholeNumber } from './gate
 const VARIABLE_OF_OPTION: Record<string, string> = {
   'options.trustProxy': 'TRUST_PROXY',
   'options.shutdownGraceMs': 'SHUTDOWN_GRACE_MS',
+  'options.shutdownDelayMs': 'SHUTDOWN_DELAY_MS',
   'options.maxConcurrentRuns': 'MAX_CONCURRENT_RUNS',
   'options.streamWriteIntervalMs': 'STREAM_WRITE_INTERVAL_MS',
   'options.modelFirstTokenTimeoutMs': 'MODEL_FIRST_TOKEN_TIMEOUT_MS',
@@ -100,6 +101,7 @@ export function gatewayOptionsOf(env: EnvironmentSettings, parts: StartParts): G
     rateLimits: env.rateLimits,
     ...(env.trustProxy !== undefined ? { trustProxy: env.trustProxy } : {}),
     ...(env.shutdownGraceMs !== undefined ? { shutdownGraceMs: env.shutdownGraceMs } : {}),
+    ...(env.shutdownDelayMs !== undefined ? { shutdownDelayMs: env.shutdownDelayMs } : {}),
     metrics: env.metrics,
     ...(env.tracing !== undefined ? { tracing: env.tracing } : {}),
     ...(env.executor !== undefined ? { executor: env.executor } : {}),
@@ -161,6 +163,8 @@ export interface EnvironmentSettings extends AgentSettings {
   trustProxy?: number;
   /** SHUTDOWN_GRACE_MS: how long runs get to finish on SIGTERM. */
   shutdownGraceMs?: number;
+  /** SHUTDOWN_DELAY_MS: how long SIGTERM keeps serving, not ready, before the drain. */
+  shutdownDelayMs?: number;
   /** METRICS (on unless "false"), METRICS_TOKEN. */
   metrics: boolean | { token: string };
   /** TRACING: OpenTelemetry spans through @opentelemetry/api (with an SDK the process registers). */
@@ -226,6 +230,7 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
     },
     ...optional('trustProxy', countOf(env, 'TRUST_PROXY')),
     ...optional('shutdownGraceMs', countOf(env, 'SHUTDOWN_GRACE_MS')),
+    ...optional('shutdownDelayMs', countOf(env, 'SHUTDOWN_DELAY_MS')),
     metrics: readMetrics(env),
     ...readTracing(env),
     ...optional('modelFirstTokenTimeoutMs', milliseconds(env, 'MODEL_FIRST_TOKEN_TIMEOUT_MS')),

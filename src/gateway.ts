@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { AddressInfo } from 'node:net';
 import { AgUiTransport } from './ag-ui/serve.js';
 import { OpenAITranscriber } from './adapters/transcription.js';
@@ -42,7 +43,8 @@ export interface Gateway {
    */
   listen(port?: number, host?: string): Promise<string>;
   /**
-   * Drains, then closes: readiness goes false and new runs are refused (SHUTTING_DOWN) at once;
+   * Drains, then closes: readiness goes false at once; after shutdownDelayMs (default 0), during which
+   * everything is served as before, new runs are refused (SHUTTING_DOWN);
    * runs in flight get `graceMs` (default shutdownGraceMs) to finish; those still going are ended
    * with a Failed status (SHUTTING_DOWN), their records completed in the thread store; then
    * WebSocket clients are closed with 1001 and everything is released.
@@ -131,8 +133,11 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
 
   let state: GatewayState = { phase: 'created' };
   /** Closes once: a second call gets the first one's promise, settled when everything is released. */
+  /** Ends shutdown()'s delay early (close() during it). */
+  let endDelay: (() => void) | undefined;
   const close = (): Promise<void> => {
     if (state.phase === 'closed') return state.closed;
+    endDelay?.();
     const closing: Extract<GatewayState, { phase: 'closed' }> = { phase: 'closed', closed: Promise.resolve() };
     state = closing;
     closing.closed = release();
@@ -194,34 +199,47 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       return `http://${shownHost}:${address.port}${config.path}`;
     },
     shutdown(graceMs = config.shutdownGraceMs) {
-      if (state.phase === 'draining') return state.drained;
+      if (state.phase === 'leaving' || state.phase === 'draining') return state.drained;
       if (state.phase !== 'listening') return close();
-      const draining: Extract<GatewayState, { phase: 'draining' }> = { phase: 'draining', drained: Promise.resolve() };
-      state = draining;
-      draining.drained = (async () => {
-        const started = Date.now();
-        logger.info(
-          { activeRuns: launcher.activeRuns, graceMs },
-          'draining: no new runs; waiting for the runs in flight',
-        );
-        // Connections that are idle now are closed; busy ones get "Connection: close" on their next answer.
-        // WebSockets close as soon as they have no operation under way.
-        server.closeIdleConnections();
-        ws.drain();
-        const grace = AbortSignal.timeout(graceMs);
-        await launcher.drain(grace);
-        const left = launcher.activeRuns;
-        if (left > 0) {
-          logger.warn({ runs: left, graceMs }, 'the grace period is over: ending the runs still going');
-          await launcher.abortAll(shutdownError());
-        }
-        logger.info({ drainedInMs: Date.now() - started, ended: left }, 'drained; closing');
-        // No new connections; the requests already on their way to this instance are answered (refused).
-        await closeListener(1_000);
-        await close();
-      })();
-      return draining.drained;
+      let settle!: { resolve: () => void; reject: (error: unknown) => void };
+      const drained = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
+      state = { phase: 'leaving', drained };
+      leave(drained, graceMs).then(settle.resolve, settle.reject);
+      return drained;
     },
     close,
   };
+
+  /** shutdown(): the delay (served as before, not ready), the drain, the listener's end, close(). */
+  async function leave(drained: Promise<void>, graceMs: number): Promise<void> {
+    const delayMs = config.shutdownDelayMs;
+    if (delayMs > 0) {
+      // Served as before, but not ready: a load balancer that reads /ready (or a platform taking the instance
+      // out of rotation) stops sending before anything is refused. close() meanwhile ends the wait.
+      logger.info({ delayMs }, 'shutting down: not ready; still serving everything for shutdownDelayMs');
+      const waited = new AbortController();
+      endDelay = () => waited.abort();
+      await sleep(delayMs, undefined, { signal: waited.signal }).catch(() => undefined);
+      endDelay = undefined;
+      if (state.phase !== 'leaving') return close();
+    }
+    state = { phase: 'draining', drained };
+    const started = Date.now();
+    logger.info({ activeRuns: launcher.activeRuns, graceMs }, 'draining: no new runs; waiting for the runs in flight');
+    // Connections that are idle now are closed; busy ones get "Connection: close" on their next answer.
+    // WebSockets close as soon as they have no operation under way.
+    server.closeIdleConnections();
+    ws.drain();
+    const grace = AbortSignal.timeout(graceMs);
+    await launcher.drain(grace);
+    const left = launcher.activeRuns;
+    if (left > 0) {
+      logger.warn({ runs: left, graceMs }, 'the grace period is over: ending the runs still going');
+      await launcher.abortAll(shutdownError());
+    }
+    logger.info({ drainedInMs: Date.now() - started, ended: left }, 'drained; closing');
+    // No new connections; the requests already on their way to this instance are answered (refused).
+    await closeListener(1_000);
+    await close();
+  }
 }

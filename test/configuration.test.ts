@@ -142,6 +142,7 @@ describe('the environment read by npm start', () => {
         RATE_LIMIT_CONCURRENT_RUNS: '4',
         TRUST_PROXY: '1',
         SHUTDOWN_GRACE_MS: '0',
+        SHUTDOWN_DELAY_MS: '5000',
         METRICS_TOKEN: 'scrape-token-0123456789',
         MODEL_FIRST_TOKEN_TIMEOUT_MS: '90000',
         AGENT_FIRST_EVENT_TIMEOUT_MS: '600000',
@@ -158,6 +159,7 @@ describe('the environment read by npm start', () => {
       rateLimits: { requestsPerMinute: 120, concurrentRuns: 4 },
       trustProxy: 1,
       shutdownGraceMs: 0,
+      shutdownDelayMs: 5000,
       metrics: { token: 'scrape-token-0123456789' },
       modelFirstTokenTimeoutMs: 90000,
       agentFirstEventTimeoutMs: 600000,
@@ -458,7 +460,13 @@ describe('npm start names the variable for every bound createGateway checks', ()
     expect(unnamed).toEqual([]);
     // The test reaches createGateway's own checks (these are some of them).
     expect([...refusedByGateway]).toEqual(
-      expect.arrayContaining(['TRUST_PROXY', 'INSTANCE_LEASE_MS', 'SHUTDOWN_GRACE_MS', 'REDIS_SENTINELS']),
+      expect.arrayContaining([
+        'TRUST_PROXY',
+        'INSTANCE_LEASE_MS',
+        'SHUTDOWN_GRACE_MS',
+        'SHUTDOWN_DELAY_MS',
+        'REDIS_SENTINELS',
+      ]),
     );
   }, 60_000);
 });

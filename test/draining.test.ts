@@ -333,3 +333,74 @@ describe('the end of a drain', () => {
     await shutdown;
   });
 });
+
+describe('shutdownDelayMs: serving as before, not ready, before the drain', () => {
+  async function ready(url: string) {
+    const response = await fetch(url.replace(/\/api\/copilotkit$/, '/ready'));
+    return { status: response.status, json: (await response.json()) as any };
+  }
+
+  it('answers /ready 503 and serves new runs on every transport, a proxy asking for 421 included; close() ends it', async () => {
+    const gateway = await start({ shutdownDelayMs: 120_000 });
+    expect(await ready(gateway.url)).toMatchObject({ status: 200, json: { checks: { leaving: false } } });
+    const shutdown = gateway.gateway.shutdown(30_000);
+
+    expect(await ready(gateway.url)).toMatchObject({
+      status: 503,
+      json: { checks: { listening: true, leaving: true, draining: false } },
+    });
+    const run = await postJson(gateway.url, { query: MUTATION, variables: { data: runInput([]) } }, ASK_421);
+    expect(run).toMatchObject({
+      status: 200,
+      json: { data: { generateCopilotResponse: { threadId: expect.any(String) } } },
+    });
+    const agUi = await fetch(`${gateway.url}/agent/default/run`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...ASK_421 },
+      body: JSON.stringify({
+        threadId: 'leaving',
+        runId: 'r1',
+        state: {},
+        messages: [{ id: 'u1', role: 'user', content: 'served' }],
+        tools: [],
+        context: [],
+        forwardedProps: {},
+      }),
+    });
+    expect(agUi.status).toBe(200);
+    expect(await agUi.text()).toContain('"type":"RUN_FINISHED"');
+    expect((await handshake(gateway.wsUrl, ASK_421)).status).toBe(101);
+    const events = await heldRun(gateway.wsUrl);
+    expect(events.at(-1)).toMatchObject({ __typename: 'RunFinishedEvent', status: { code: 'Success' } });
+
+    // close() does not wait out the delay (this test would time out), and the shutdown settles with it.
+    await gateway.gateway.close();
+    await shutdown;
+    expect((await ready(gateway.url).catch((error) => error)).cause?.code).toBe('ECONNREFUSED');
+  });
+
+  it('then drains as without it: new runs refused, the run in flight finishing', async () => {
+    const adapter = new HoldingAdapter();
+    const gateway = await start({ adapter, shutdownDelayMs: 200 });
+    const running = heldRun(gateway.wsUrl);
+    await until(() => adapter.started === 1);
+    const shutdown = gateway.gateway.shutdown(30_000);
+    // Whatever the timing, the phases come in order: leaving (served), then draining (refused).
+    let phase = await ready(gateway.url);
+    expect(phase.json.checks.leaving || phase.json.checks.draining).toBe(true);
+    while (!phase.json.checks.draining) {
+      expect(phase).toMatchObject({ status: 503, json: { checks: { leaving: true } } });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      phase = await ready(gateway.url);
+    }
+    expect(phase).toMatchObject({ status: 503, json: { checks: { leaving: false, draining: true } } });
+    const refused = await postJson(gateway.url, { query: MUTATION, variables: { data: runInput([]) } }, ASK_421);
+    expect(refused.status).toBe(421);
+    expect((await handshake(gateway.wsUrl)).status).toBe(503);
+
+    adapter.release();
+    await shutdown;
+    const events = await running;
+    expect(events.at(-1)).toMatchObject({ __typename: 'RunFinishedEvent', status: { code: 'Success' } });
+  });
+});

@@ -395,7 +395,7 @@ describe('/ready', () => {
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({
       status: 'ready',
-      checks: { listening: true, draining: false, threadStore: { kind: 'memory', reachable: true } },
+      checks: { listening: true, leaving: false, draining: false, threadStore: { kind: 'memory', reachable: true } },
     });
   });
 });

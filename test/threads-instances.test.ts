@@ -508,7 +508,7 @@ describe('Redis going away', () => {
       status: 200,
       body: {
         status: 'ready',
-        checks: { listening: true, draining: false, threadStore: { kind: 'redis', reachable: true } },
+        checks: { listening: true, leaving: false, draining: false, threadStore: { kind: 'redis', reachable: true } },
       },
     });
     await redis.stop();
@@ -525,6 +525,7 @@ describe('Redis going away', () => {
           status: 'ready',
           checks: {
             listening: true,
+            leaving: false,
             draining: false,
             threadStore: { kind: 'redis', reachable: false, onStoreFailure: 'serve' },
           },

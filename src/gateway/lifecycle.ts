@@ -10,13 +10,18 @@ import type { ThreadStore } from '../threads/store.js';
 
 /**
  * The gateway's states (as Apollo Server's ServerState), each with what the next one needs:
- * created → starting (listen) → listening → draining (shutdown) → closed (close). A start that fails
+ * created → starting (listen) → listening → [leaving →] draining (shutdown) → closed (close). A start that fails
  * goes back to created; close() from any state goes to closed, and shutdown() outside listening closes.
  */
 export type GatewayState =
   | { phase: 'created' }
   | { phase: 'starting' }
   | { phase: 'listening' }
+  /**
+   * Shutting down, but first serving everything as before for shutdownDelayMs, not ready, so that load
+   * balancers stop sending; then draining. `drained` settles once closed.
+   */
+  | { phase: 'leaving'; drained: Promise<void> }
   /** Runs finishing (no new ones); `drained` settles once closed. */
   | { phase: 'draining'; drained: Promise<void> }
   /** Releasing or released; `closed` settles once everything is. */
@@ -45,7 +50,8 @@ export function followsEndedError(): ShuttingDownError {
 }
 
 /**
- * Whether this instance should get traffic. Not while it is not listening (starting, or closed). With
+ * Whether this instance should get traffic. Not while it is not listening (starting, or closed), nor once it
+ * is shutting down (leaving or draining). With
  * Redis unreachable it still is when new runs are served regardless (onStoreFailure "serve": taking
  * every instance out of rotation at once would turn a degraded service into an outage), not when they
  * are refused ("fail").
@@ -57,13 +63,15 @@ export function readiness(
   endpoints: readonly CopilotKitEndpoint[],
 ): { ready: boolean; checks: Record<string, unknown> } {
   const storeHealthy = store.healthy();
-  const listening = state === 'listening' || state === 'draining';
+  const listening = state === 'listening' || state === 'leaving' || state === 'draining';
   const draining = state === 'draining';
   const ready = state === 'listening' && (storeHealthy || onStoreFailure === 'serve');
   return {
     ready,
     checks: {
       listening,
+      // Shutting down, still serving everything until the drain (shutdownDelayMs).
+      leaving: state === 'leaving',
       draining,
       threadStore: { kind: store.kind, reachable: storeHealthy, ...(storeHealthy ? {} : { onStoreFailure }) },
       // Reported, not required: one unreachable endpoint must not take every instance out of rotation.

@@ -129,6 +129,12 @@ export interface GatewayOptions {
   /** How long in-flight runs get to finish on `shutdown()` (SIGTERM) before they are ended. @default 25000 */
   shutdownGraceMs?: number;
   /**
+   * How long `shutdown()` (SIGTERM) keeps serving everything as before, with GET /ready answering 503, before it
+   * drains: time for a load balancer that reads /ready, or a platform that takes a stopping instance out of
+   * rotation (Kubernetes' endpoints), to stop sending it requests, so that none is refused. @default 0
+   */
+  shutdownDelayMs?: number;
+  /**
    * Prometheus metrics at GET /metrics: `true`, or `{token}` to require `Authorization: Bearer <token>`.
    * @default true
    */
@@ -271,6 +277,7 @@ const READERS = {
   rateLimits: (value) => resolveRateLimits(value),
   trustProxy: (value) => integerOption('trustProxy', value, 0, 0, 10),
   shutdownGraceMs: (value) => integerOption('shutdownGraceMs', value, 25_000, 0, 3_600_000),
+  shutdownDelayMs: (value) => integerOption('shutdownDelayMs', value, 0, 0, 300_000),
   metrics: (value) => ({ on: value === undefined ? true : value !== false, token: resolveMetricsToken(value) }),
   tracing: (value) => booleanOption('tracing', value, false),
   modelFirstTokenTimeoutMs: (value) => integerOption('modelFirstTokenTimeoutMs', value, 120_000, 1, 3_600_000),
