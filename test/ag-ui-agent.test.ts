@@ -3,7 +3,12 @@ import { EmptyAdapter } from '../src/adapters/empty.js';
 import { LineEndings, agUiAgent } from '../src/ag-ui/agent.js';
 import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';
 import { eventually, gatewaysPerTest, runInput, userMessage, type RunningGateway } from './support/harness.js';
+import { failOnProcessErrors } from './support/process-errors.js';
 import { TRANSPORTS, textOf } from './support/transports.js';
+
+// An unhandled rejection or listener error anywhere in this file reaches Node's own process (jest's sandbox
+// never sees it): checked after each test.
+failOnProcessErrors();
 
 // AG-UI agents: the RunAgentInput the gateway sends, and every kind of event it reads back.
 
@@ -237,18 +242,11 @@ describe('AG-UI failures', () => {
   });
 
   it('fails a run whose connection is cut in the middle of an event, without an unhandled rejection', async () => {
-    const rejections: unknown[] = [];
-    const record = (reason: unknown) => rejections.push(reason);
-    process.on('unhandledRejection', record);
-    try {
-      const outcome = await run(await gateway(), '[cut]');
-      expect(outcome.status).toMatchObject({ code: 'Failed', details: { code: 'UPSTREAM_STREAM_INTERRUPTED' } });
-      expect(outcome.status.details.description).toContain('agent "researcher"');
-      await new Promise((resolve) => setTimeout(resolve, 30));
-      expect(rejections).toEqual([]);
-    } finally {
-      process.off('unhandledRejection', record);
-    }
+    const outcome = await run(await gateway(), '[cut]');
+    expect(outcome.status).toMatchObject({ code: 'Failed', details: { code: 'UPSTREAM_STREAM_INTERRUPTED' } });
+    expect(outcome.status.details.description).toContain('agent "researcher"');
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    // No unhandled rejection: failOnProcessErrors checks after each test.
   });
 
   it('fails a run on an event that does not follow the AG-UI schema, naming the agent, and closes the stream', async () => {

@@ -10,6 +10,11 @@ import { resolveModelLimits, type ModelLimitsOptions } from '../src/engine/model
 import type { RunRequest } from '../src/engine/request.js';
 import { Run } from '../src/engine/run.js';
 import { silentLogger } from './support/harness.js';
+import { failOnProcessErrors } from './support/process-errors.js';
+
+// A listener error or a rejection nobody handles, anywhere in this file, reaches Node's own process (jest's
+// sandbox never sees it): checked after each test.
+failOnProcessErrors();
 
 // The run engine on its own: ordering guarantees, terminal status, rounds, timeouts, abort.
 
@@ -356,65 +361,54 @@ describe('the run engine', () => {
   });
 
   it('survives an action whose abort listener throws', async () => {
-    const uncaught: unknown[] = [];
-    const record = (error: unknown) => uncaught.push(error);
-    process.on('uncaughtException', record);
-    try {
-      let listenerRan = false;
-      let handlerStarted!: () => void;
-      const started = new Promise<void>((resolve) => (handlerStarted = resolve));
-      const adapter = scripted((out) => out.actionEnd(out.actionStart('c1', 'fragile')));
-      const { run, done } = startRun(adapter, {
-        actions: [
-          {
-            name: 'fragile',
-            description: 'd',
-            handler: (_args, { signal }) => {
-              signal.addEventListener('abort', () => {
-                listenerRan = true;
-                throw new Error('listener bug');
-              });
-              signal.onabort = () => {
-                throw new Error('onabort bug');
-              };
-              handlerStarted();
-              return new Promise(() => {});
-            },
+    let listenerRan = false;
+    let handlerStarted!: () => void;
+    const started = new Promise<void>((resolve) => (handlerStarted = resolve));
+    const adapter = scripted((out) => out.actionEnd(out.actionStart('c1', 'fragile')));
+    const { run, done } = startRun(adapter, {
+      actions: [
+        {
+          name: 'fragile',
+          description: 'd',
+          handler: (_args, { signal }) => {
+            signal.addEventListener('abort', () => {
+              listenerRan = true;
+              throw new Error('listener bug');
+            });
+            signal.onabort = () => {
+              throw new Error('onabort bug');
+            };
+            handlerStarted();
+            return new Promise(() => {});
           },
-        ],
-      });
-      await started;
-      run.abort(new GatewayError('CLIENT_DISCONNECTED', 'gone'));
-      expect(await done).toMatchObject({ code: 'Failed', details: { code: 'CLIENT_DISCONNECTED' } });
-      await new Promise((resolve) => setImmediate(resolve));
-      expect(listenerRan).toBe(true);
-      expect(uncaught).toEqual([]);
-    } finally {
-      process.off('uncaughtException', record);
-    }
+        },
+      ],
+    });
+    await started;
+    run.abort(new GatewayError('CLIENT_DISCONNECTED', 'gone'));
+    expect(await done).toMatchObject({ code: 'Failed', details: { code: 'CLIENT_DISCONNECTED' } });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(listenerRan).toBe(true);
+    // Nothing reached the process as uncaught: failOnProcessErrors checks after each test.
   });
 
   it('survives an adapter whose abort listener throws', async () => {
-    const uncaught: unknown[] = [];
-    const record = (error: unknown) => uncaught.push(error);
-    process.on('uncaughtException', record);
-    try {
-      const { run, done } = startRun(
-        scripted((_out, _request, signal) => {
-          signal.addEventListener('abort', () => {
-            throw new Error('adapter listener bug');
-          });
-          return new Promise(() => {});
-        }),
-      );
-      await new Promise((resolve) => setImmediate(resolve));
-      run.abort(new GatewayError('CLIENT_DISCONNECTED', 'gone'));
-      await done;
-      await new Promise((resolve) => setImmediate(resolve));
-      expect(uncaught).toEqual([]);
-    } finally {
-      process.off('uncaughtException', record);
-    }
+    let listenerRan = false;
+    const { run, done } = startRun(
+      scripted((_out, _request, signal) => {
+        signal.addEventListener('abort', () => {
+          listenerRan = true;
+          throw new Error('adapter listener bug');
+        });
+        return new Promise(() => {});
+      }),
+    );
+    await new Promise((resolve) => setImmediate(resolve));
+    run.abort(new GatewayError('CLIENT_DISCONNECTED', 'gone'));
+    await done;
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(listenerRan).toBe(true);
+    // Nothing reached the process as uncaught: failOnProcessErrors checks after each test.
   });
 
   it('does not start an action once its run has been aborted', async () => {
@@ -457,52 +451,38 @@ describe('the run engine', () => {
   });
 
   it('keeps running when a subscriber throws, and settles without an unhandled rejection', async () => {
-    const rejections: unknown[] = [];
-    const record = (reason: unknown) => rejections.push(reason);
-    process.on('unhandledRejection', record);
-    try {
-      const run = new Run({ threadId: 't', runId: 'r', logger: silentLogger });
-      const seen: string[] = [];
-      run.subscribe((event) => {
-        if (event.type === 'TextMessageContent' || event.type === 'RunFinished') throw new Error('view bug');
-      });
-      run.subscribe((event) => seen.push(event.type));
-      const status = await run.start(async ({ writer }) => {
-        const id = writer.textStart();
-        writer.textContent(id, 'a');
-        writer.textEnd(id);
-      });
-      await new Promise((resolve) => setImmediate(resolve));
-      expect(status).toEqual({ code: 'Success' });
-      expect(seen).toEqual(['RunStarted', 'TextMessageStart', 'TextMessageContent', 'TextMessageEnd', 'RunFinished']);
-      expect(rejections).toEqual([]);
-    } finally {
-      process.off('unhandledRejection', record);
-    }
+    const run = new Run({ threadId: 't', runId: 'r', logger: silentLogger });
+    const seen: string[] = [];
+    run.subscribe((event) => {
+      if (event.type === 'TextMessageContent' || event.type === 'RunFinished') throw new Error('view bug');
+    });
+    run.subscribe((event) => seen.push(event.type));
+    const status = await run.start(async ({ writer }) => {
+      const id = writer.textStart();
+      writer.textContent(id, 'a');
+      writer.textEnd(id);
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(status).toEqual({ code: 'Success' });
+    expect(seen).toEqual(['RunStarted', 'TextMessageStart', 'TextMessageContent', 'TextMessageEnd', 'RunFinished']);
+    // No unhandled rejection: failOnProcessErrors checks after each test.
   });
 
   it('settles, without an unhandled rejection, when its own logger throws', async () => {
-    const rejections: unknown[] = [];
-    const record = (reason: unknown) => rejections.push(reason);
-    process.on('unhandledRejection', record);
-    try {
-      const throwing: any = {
-        child: () => throwing,
-        debug: () => {},
-        warn: () => {},
-        error: () => {},
-        info: () => {
-          throw new Error('log sink is down');
-        },
-      };
-      const run = new Run({ threadId: 't', runId: 'r', logger: throwing });
-      const status = await run.start(async ({ writer }) => writer.textEnd(writer.textStart()));
-      await new Promise((resolve) => setImmediate(resolve));
-      expect(status.code).toBe('Success');
-      expect(rejections).toEqual([]);
-    } finally {
-      process.off('unhandledRejection', record);
-    }
+    const throwing: any = {
+      child: () => throwing,
+      debug: () => {},
+      warn: () => {},
+      error: () => {},
+      info: () => {
+        throw new Error('log sink is down');
+      },
+    };
+    const run = new Run({ threadId: 't', runId: 'r', logger: throwing });
+    const status = await run.start(async ({ writer }) => writer.textEnd(writer.textStart()));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(status.code).toBe('Success');
+    // No unhandled rejection: failOnProcessErrors checks after each test.
   });
 
   it('fails a run whose model goes quiet, via the idle timeout', async () => {
