@@ -269,6 +269,9 @@ for name in gateway-a gateway-b; do note_child "$name"; done
 # or not, the configuration tested, and nginx reloaded (SIGHUP to its master). Returns once every worker of
 # the previous configuration has stopped taking connections (exited, or "shutting down": it only finishes
 # the requests it has), so that from then on no new connection reaches an instance marked down.
+nginx_workers() { # master pid: its workers taking connections (not those "shutting down"); none is no error
+  { ps -o pid= -o args= --ppid "$1" || true; } | awk '/worker process$/ { print $1 }'
+}
 nginx_route() { # name, up|down
   local address="127.0.0.1:${ports[$1]}" master=${pids[nginx]} old new deadline=$((SECONDS + 30))
   if [ "$2" = down ]; then
@@ -278,22 +281,24 @@ nginx_route() { # name, up|down
   fi
   "$nginx" "${nginx_args[@]}" -t >"$tmp/nginx-test.log" 2>&1 \
     || { cat "$tmp/nginx-test.log" >&2; fail "nginx -t rejected the configuration with $1 $2"; }
-  old=$(ps -o pid= -o args= --ppid "$master" | awk '/worker process$/ { print $1 }')
+  old=$(nginx_workers "$master")
   kill -HUP "$master"
   while :; do
-    new=$(ps -o pid= -o args= --ppid "$master" | awk '/worker process$/ { print $1 }')
+    kill -0 "$master" 2>/dev/null || fail "nginx exited while reloading (see $tmp/nginx.log)"
+    new=$(nginx_workers "$master")
     if [ -n "$new" ] && ! grep -qxF -f <(printf '%s\n' $old) <(printf '%s\n' $new); then return 0; fi
     [ $SECONDS -lt $deadline ] || fail "nginx did not reload (workers $new, before $old; see $tmp/nginx.log)"
     sleep 0.05
   done
 }
 
-# Rolling restart: each instance in turn gets SIGTERM while runs stream from it, and, as a platform would take
-# it out of a load balancer's rotation, is marked down in nginx a moment later (while it drains); it exits,
-# starts again, is ready, and is back in nginx's rotation before the next one. All the while
-# scripts/rolling-restart.mjs sends runs through nginx (GraphQL, graphql-ws, AG-UI) without pause: those
-# nginx sends to the draining instance before the reload are refused and sent on. Not one may fail, and the
-# runs in flight on an instance when it got SIGTERM must finish. (Without the reload, nginx keeps opening
+# Rolling restart: each instance in turn, while runs stream from it, is taken out of nginx's rotation and
+# told SIGTERM: gateway-a as DEPLOYMENT.md tells operators (marked down and nginx reloaded, then SIGTERM),
+# gateway-b as a platform does (SIGTERM, and marked down a moment later, while it drains). Each exits,
+# starts again, is ready, and is back in nginx's rotation (another reload) before the next one. All the
+# while scripts/rolling-restart.mjs sends runs through nginx (GraphQL, graphql-ws, AG-UI) without pause:
+# those nginx sends to gateway-b between its SIGTERM and the reload are refused and sent on. Not one may
+# fail, and the runs in flight on an instance when it got SIGTERM must finish. (Without the reload, nginx keeps opening
 # connections to the instance until its listener closes, and one that the system had accepted for it but
 # the process had not yet taken is reset: a 502 for a POST, which nginx must not send again. See
 # DEPLOYMENT.md, "Rolling restart".)
@@ -301,7 +306,7 @@ rolling_status=0
 if [ "${DRAIN_CHECK:-on}" = off ]; then
   say "rolling restart: skipped (DRAIN_CHECK=off)"
 else
-  say "rolling restart: gateway-a then gateway-b (SIGTERM, marked down in nginx, start, ready, back in rotation) under load through nginx"
+  say "rolling restart: gateway-a then gateway-b (marked down in nginx and SIGTERM, start, ready, back in rotation) under load through nginx"
   coproc LOAD { exec node scripts/rolling-restart.mjs "$base" --workers "${ROLLING_WORKERS:-6}" 2>>"$tmp/load.log"; }
   pids[load]=$LOAD_PID
   load_in=${LOAD[1]} load_out=${LOAD[0]}
@@ -314,12 +319,25 @@ else
     address="127.0.0.1:${ports[$name]}"
     ask "hold $address"
     case $answer in held*) ;; *) results+=("FAIL rolling restart, $name: $answer"); rolling_status=1; break ;; esac
-    say "  $name: runs streaming on it (graphql-ws, AG-UI); SIGTERM"
-    started_at=$SECONDS
-    kill -TERM "${pids[$name]}"
-    sleep 0.5 # runs nginx sends meanwhile are refused by the draining instance and sent on
-    nginx_route "$name" down
-    say "  $name: marked down in nginx (reloaded) while it drains"
+    if [ "$name" = gateway-a ]; then
+      # As DEPLOYMENT.md tells operators: out of rotation first, then SIGTERM.
+      nginx_route "$name" down
+      say "  $name: runs streaming on it (graphql-ws, AG-UI); marked down in nginx (reloaded); SIGTERM"
+      started_at=$SECONDS
+      kill -TERM "${pids[$name]}"
+    else
+      # As a platform does (Kubernetes' endpoints): SIGTERM, and out of rotation a moment later.
+      say "  $name: runs streaming on it (graphql-ws, AG-UI); SIGTERM"
+      started_at=$SECONDS
+      kill -TERM "${pids[$name]}"
+      sleep 0.3 # runs nginx sends meanwhile are refused by the draining instance and sent on
+      nginx_route "$name" down
+      if [ -n "${children[$name]:-}" ] && kill -0 "${children[$name]}" 2>/dev/null; then
+        say "  $name: marked down in nginx (reloaded) while it drains"
+      else
+        say "  $name: marked down in nginx (reloaded) only after it had exited: this restart was SIGTERM alone"
+      fi
+    fi
     exit_code "$name" "restart"
     say "  $name: exited after $((SECONDS - started_at))s; npm start again"
     start_instance "$name"

@@ -264,7 +264,7 @@ function send(kind, content, onStarted) {
 
 // A reply of the demo model as long as it goes (it echoes up to 200 characters): about 1.5 s of streaming.
 const LONG = 'A run still streaming while its instance drains, which must reach its end all the same. '.repeat(3);
-// The longest reply of the demo model (200 one-letter words echoed, about 2 s): a run held on an instance
+// The longest reply of the demo model (100 one-letter words, 200 characters, echoed: about 2 s): a run held on an instance
 // told SIGTERM, which keeps it draining while the driver takes it out of the proxy's rotation.
 const HELD = 'a '.repeat(100);
 

@@ -132,9 +132,9 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   );
 
   let state: GatewayState = { phase: 'created' };
-  /** Closes once: a second call gets the first one's promise, settled when everything is released. */
   /** Ends shutdown()'s delay early (close() during it). */
   let endDelay: (() => void) | undefined;
+  /** Closes once: a second call gets the first one's promise, settled when everything is released. */
   const close = (): Promise<void> => {
     if (state.phase === 'closed') return state.closed;
     endDelay?.();

@@ -42,7 +42,7 @@ async function main(): Promise<void> {
       if (signal === stopping.signal && now - stopping.at < SAME_SIGNAL_MS) {
         logger.info(
           `${signal} received again within ${SAME_SIGNAL_MS / 1000} s of the first: the same request (a signal to ` +
-            `the process group, and npm's copy of it); still draining`,
+            `the process group, and npm's copy of it); still shutting down`,
         );
         return;
       }
@@ -50,7 +50,7 @@ async function main(): Promise<void> {
       process.exit(1);
     }
     stopping = { signal, at: now };
-    logger.info(`${signal} received, draining`);
+    logger.info(`${signal} received, shutting down`);
     gateway.shutdown().then(
       () => {
         logger.info('shut down');

@@ -153,7 +153,7 @@ describe('npm start', () => {
     try {
       child.kill('SIGINT');
       expect(await exited).toBe(0);
-      expect(output()).toContain('SIGINT received, draining');
+      expect(output()).toContain('SIGINT received, shutting down');
       expect(output()).toContain('shut down');
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL');
@@ -183,7 +183,8 @@ describe('npm start', () => {
       while (events.length < 3) await new Promise((resolve) => setTimeout(resolve, 20));
 
       child.kill('SIGTERM');
-      while (!output().includes('SIGTERM received, draining')) await new Promise((resolve) => setTimeout(resolve, 20));
+      while (!output().includes('SIGTERM received, shutting down'))
+        await new Promise((resolve) => setTimeout(resolve, 20));
       // A separate signal, not a copy of the first: the same signal within 1 s of it is taken as one
       // (a signal to the process group, and npm's copy of it; the next test).
       await new Promise((resolve) => setTimeout(resolve, 1_200));
@@ -252,7 +253,7 @@ describe('npm start', () => {
         // One drain, not cut short. npm's copy usually reaches the gateway as a second delivery ("received
         // again within 1 s", the case this is about); the kernel merges the two when the copy arrives before
         // the first is handled (seen about once in seven runs on a loaded machine): one drain either way.
-        expect(output).toContain(`${signal} received, draining`);
+        expect(output).toContain(`${signal} received, shutting down`);
         expect(output).not.toContain('exiting without waiting');
         expect(output).toContain('"shut down"');
         // The run was ended by the drain, when its grace was over, and its client told so.

@@ -344,11 +344,21 @@ describe('shutdownDelayMs: serving as before, not ready, before the drain', () =
     const gateway = await start({ shutdownDelayMs: 120_000 });
     expect(await ready(gateway.url)).toMatchObject({ status: 200, json: { checks: { leaving: false } } });
     const shutdown = gateway.gateway.shutdown(30_000);
+    expect(gateway.gateway.shutdown()).toBe(shutdown);
 
     expect(await ready(gateway.url)).toMatchObject({
       status: 503,
       json: { checks: { listening: true, leaving: true, draining: false } },
     });
+    // A keep-alive connection is kept (a draining instance would answer "connection: close").
+    const hello = await fetch(gateway.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ hello }' }),
+    });
+    expect(hello.status).toBe(200);
+    expect(hello.headers.get('connection')).toBe('keep-alive');
+    await hello.text();
     const run = await postJson(gateway.url, { query: MUTATION, variables: { data: runInput([]) } }, ASK_421);
     expect(run).toMatchObject({
       status: 200,
@@ -394,6 +404,7 @@ describe('shutdownDelayMs: serving as before, not ready, before the drain', () =
       phase = await ready(gateway.url);
     }
     expect(phase).toMatchObject({ status: 503, json: { checks: { leaving: false, draining: true } } });
+    expect(gateway.gateway.shutdown()).toBe(shutdown);
     const refused = await postJson(gateway.url, { query: MUTATION, variables: { data: runInput([]) } }, ASK_421);
     expect(refused.status).toBe(421);
     expect((await handshake(gateway.wsUrl)).status).toBe(503);
