@@ -297,8 +297,8 @@ nginx_route() { # name, up|down
 # gateway-b as a platform does (SIGTERM, and marked down a moment later, while it drains). Each exits,
 # starts again, is ready, and is back in nginx's rotation (another reload) before the next one. All the
 # while scripts/rolling-restart.mjs sends runs through nginx (GraphQL, graphql-ws, AG-UI) without pause:
-# those nginx sends to gateway-b between its SIGTERM and the reload are refused and sent on. Not one may
-# fail, and the runs in flight on an instance when it got SIGTERM must finish. (Without the reload, nginx keeps opening
+# those nginx sends to gateway-b between its SIGTERM and the reload are refused and sent on (the load sends
+# runs until one is). Not one may fail, and the runs in flight on an instance when it got SIGTERM must finish. (Without the reload, nginx keeps opening
 # connections to the instance until its listener closes, and one that the system had accepted for it but
 # the process had not yet taken is reset: a 502 for a POST, which nginx must not send again. See
 # DEPLOYMENT.md, "Rolling restart".)
@@ -326,11 +326,16 @@ else
       started_at=$SECONDS
       kill -TERM "${pids[$name]}"
     else
-      # As a platform does (Kubernetes' endpoints): SIGTERM, and out of rotation a moment later.
+      # As a platform does (Kubernetes' endpoints): SIGTERM, and out of rotation a moment later. Meanwhile
+      # runs are sent until nginx has sent one the draining instance refused (421) on to the other.
       say "  $name: runs streaming on it (graphql-ws, AG-UI); SIGTERM"
       started_at=$SECONDS
       kill -TERM "${pids[$name]}"
-      sleep 0.3 # runs nginx sends meanwhile are refused by the draining instance and sent on
+      ask "sendon $address"
+      case $answer in
+        senton*) say "  $name: ${answer#senton } run(s) it refused while draining sent on by nginx to the other" ;;
+        *) results+=("FAIL rolling restart, $name: $answer"); rolling_status=1 ;;
+      esac
       nginx_route "$name" down
       if [ -n "${children[$name]:-}" ] && kill -0 "${children[$name]}" 2>/dev/null; then
         say "  $name: marked down in nginx (reloaded) while it drains"

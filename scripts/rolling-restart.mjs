@@ -15,6 +15,9 @@
 //                       in flight on that instance (the proxy's X-Upstream says which): "held <n>" once they
 //                       have started, or "hold-failed <why>". Send the instance SIGTERM after it: these runs
 //                       must still finish.
+//   sendon <host:port>  (that instance draining) send AG-UI runs, four at a time, until the proxy has sent
+//                       one it refused on to the other instance: "senton <n>", or "sendon-failed <why>"
+//                       after 40 runs.
 //   routed <host:port>  wait until the proxy sends a request to that instance again (GET /health answered by
 //                       it, first try): "routed <tries>", or "routed-failed <why>" after --timeout.
 //   stop                (or the end of stdin) stop sending, wait for every run, and print
@@ -46,8 +49,9 @@ const auth = apiKey ? { authorization: `Bearer ${apiKey}` } : {};
 const log = (line) => process.stderr.write(`rolling-restart: ${line}\n`);
 
 // ---------------------------------------------------------------------------------------------------
-// One run of each kind. Each resolves (never rejects) with its outcome; `onStarted(upstream)` is called
-// once the run is streaming (its first event), with the instance that serves it.
+// One run of each kind. Each resolves (never rejects) with its outcome; `onStarted(instance, upstream)` is
+// called once the run is streaming (its first event), with the instance that serves it and the proxy's whole
+// X-Upstream ("a : b" when a refused it and the proxy sent it on to b).
 
 /** The instance that answered, from the proxy's X-Upstream: the last address ("a : b" after a refusal sent on). */
 function answered(upstream) {
@@ -156,7 +160,7 @@ async function graphqlWsOnce(content, onStarted) {
           last = data.copilotRun;
           if (!started) {
             started = true;
-            onStarted?.(answered(socket?.upstream));
+            onStarted?.(answered(socket?.upstream), socket?.upstream);
           }
         },
         error: (error) => {
@@ -219,7 +223,7 @@ async function agUi(content, onStarted) {
           .join('\n');
         if (!data) continue;
         const event = JSON.parse(data);
-        if (types.length === 0) onStarted?.(answered(upstream));
+        if (types.length === 0) onStarted?.(answered(upstream), upstream);
         types.push(event.type);
         if (event.type === 'RUN_ERROR') error = `RUN_ERROR ${event.code ?? ''} ${event.message ?? ''}`;
       }
@@ -303,6 +307,28 @@ async function hold(address) {
   return held.length;
 }
 
+/**
+ * Sends AG-UI runs, four at a time, until the draining instance at `address` has refused one and the proxy has
+ * sent it on (its X-Upstream "address : other"); resolves with how many were.
+ */
+async function sendOn(address) {
+  for (let round = 0; round < 10; round += 1) {
+    const upstreams = await Promise.all(
+      Array.from(
+        { length: 4 },
+        () =>
+          new Promise((resolve) => {
+            const run = send('ag-ui', 'hello', (_instance, upstream) => resolve(upstream));
+            void run.then((outcome) => resolve(outcome.upstream));
+          }),
+      ),
+    );
+    const refused = upstreams.filter((upstream) => wasSentOn(upstream) && upstream.split(' : ')[0] === address);
+    if (refused.length) return refused.length;
+  }
+  throw new Error(`no run was refused by ${address} and sent on in 40 runs`);
+}
+
 /** Waits until GET /health through the proxy is answered by `address` at its first try. */
 async function routed(address) {
   const deadline = Date.now() + timeoutMs;
@@ -341,6 +367,12 @@ commands.on('line', (line) => {
         process.stdout.write(`held ${await hold(argument)}\n`);
       } catch (error) {
         process.stdout.write(`hold-failed ${error.message}\n`);
+      }
+    } else if (command === 'sendon') {
+      try {
+        process.stdout.write(`senton ${await sendOn(argument)}\n`);
+      } catch (error) {
+        process.stdout.write(`sendon-failed ${error.message}\n`);
       }
     } else if (command === 'routed') {
       try {
