@@ -5,7 +5,10 @@ import { readEnvironment } from '../src/env.js';
 import { createGateway } from '../src/gateway.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { gatewaysPerTest, silentLogger, type RunningGateway } from './support/harness.js';
-import { RedisServer } from './support/redis.js';
+import type { SequencedEvent } from '../src/core/events.js';
+import type { Message } from '../src/core/messages.js';
+import type { RedisRunLog } from '../src/threads/redis/run-log.js';
+import { RedisServer, startRedisStore } from './support/redis.js';
 
 // REDIS_WAIT_REPLICAS: a run's events are shown to its clients only once the replicas asked for have them (Redis's
 // WAIT), so that whatever a client saw survives the primary's death; replicas that do not take them stall the run,
@@ -87,6 +90,49 @@ describe('REDIS_WAIT_REPLICAS', () => {
     expect(text).toContain('RUN_FINISHED');
     expect(checks).toBeGreaterThan(5);
   });
+
+  it('waits for the replica after a write answered dup (stored by an earlier attempt on another connection)', async () => {
+    // A run's write reaches the primary, the connection drops before its answer, and the write is sent again on a new
+    // connection: answered dup. It must be waited for like any write, and the WAIT must cover the first attempt's
+    // write (Redis 7.2+ count in WAIT only the connection's own writes: the script writes the record's `last` again).
+    // Two stores on one key prefix stand for the two connections: one writes (no WAIT), the other
+    // (REDIS_WAIT_REPLICAS=1) sends the same batch while the replica, frozen, has not taken the first.
+    const keyPrefix = 'dup:';
+    const writer = await startRedisStore({ url: primary.url }, { keyPrefix, leaseMs: 60_000 });
+    const retrier = await startRedisStore({ url: primary.url }, { keyPrefix, leaseMs: 60_000, waitReplicas: 1 });
+    const direct = new Redis({ port: primary.port, host: '127.0.0.1' });
+    try {
+      const user = { kind: 'text', id: 'm1', role: 'user', content: 'hi', createdAt: new Date(0).toISOString() };
+      const messages = [user as unknown as Message];
+      const { runId } = await writer.claim('dup', 'run-1', 'fresh-1');
+      const log = writer.open('dup', runId, { messages, newMessages: messages }) as RedisRunLog;
+      const keys = retrier.records.runKeys('dup', runId);
+      const stored = async (sequence: number) => {
+        for (let i = 0; i < 500 && Number(await direct.hget(keys.run, 'last')) !== sequence; i++)
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        expect(Number(await direct.hget(keys.run, 'last'))).toBe(sequence);
+      };
+      log.append({ type: 'RunStarted', threadId: 'dup', runId, sequence: 0 } as unknown as SequencedEvent);
+      await stored(0);
+      // Everything so far, the retrier's own writes at its start included, is on the replica.
+      expect(await (retrier.records.redis as Redis).wait(1, 5_000)).toBe(1);
+      replica.pause();
+      try {
+        const event = { type: 'TextMessageStart', messageId: 'a1', parentMessageId: null, role: 'assistant' };
+        const events = [{ ...event, sequence: 1 }];
+        log.append(events[0] as unknown as SequencedEvent);
+        await stored(1); // on the primary only
+        const batch = { owner: writer.instanceId, first: 1, last: 1, events: JSON.stringify(events), states: '[]' };
+        const again = retrier.records.appendEvents(keys, batch);
+        await expect(again).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+      } finally {
+        replica.resume();
+      }
+    } finally {
+      direct.disconnect();
+      await Promise.all([writer.close(), retrier.close()]);
+    }
+  }, 30_000);
 
   it('stalls a run whose events the replica does not take, and ends it STORE_UNAVAILABLE without showing them', async () => {
     const g = await gateway('wait2:');

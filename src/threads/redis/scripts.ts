@@ -55,17 +55,23 @@ end`;
  * (InstanceLeases.endRun: the run's instance lost its lease, or a stop found it gone). Its first sequence is kept as
  * the record's `endedFrom`: a batch of the run's own instance that reaches it (an instance that was only paused, and
  * goes on) is answered finished, not dup, since those numbers name the ending events. A batch below it was stored by
- * the run's own instance (a write sent again after its answer was lost): dup.
+ * the run's own instance (a write sent again after its answer was lost): dup, with the record's `last` written again
+ * unchanged so that a WAIT on this connection covers the earlier write (see the branch).
  */
 const APPEND_LUA = `local function append(run, log, first, last, events, expected)
   local status = redis.call('HGET', run, 'status')
   if not status then return 'missing' end
-  local stored = tonumber(redis.call('HGET', run, 'last'))
+  local storedText = redis.call('HGET', run, 'last')
+  local stored = tonumber(storedText)
   if expected ~= '' and stored ~= tonumber(expected) then return 'gap' end
   first = tonumber(first)
   if first <= stored then
     local endedFrom = redis.call('HGET', run, 'endedFrom')
     if endedFrom and tonumber(last) >= tonumber(endedFrom) then return 'finished' end
+    -- Stored by an earlier attempt, maybe on another connection whose answer was lost. Written again, unchanged, so
+    -- that this connection's WAIT (REDIS_WAIT_REPLICAS) covers that write too: Redis 7.2 and later count in WAIT
+    -- only the writes a connection itself propagated (7.0 counts everything before its last command).
+    redis.call('HSET', run, 'last', storedText)
     return 'dup'
   end
   if status ~= 'running' then return 'finished' end
