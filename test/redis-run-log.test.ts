@@ -291,6 +291,53 @@ describe("a run's log in Redis", () => {
     }
   });
 
+  it('does not open a run whose claim lapsed and was followed by another run, whose turn stays in the transcript', async () => {
+    // The run's open is sent (or sent again) after its claim ran out, say while Redis could not be reached; meanwhile
+    // another run took the thread, ran and ended. Opening the first would write its older conversation over the
+    // thread's transcript.
+    const store = await startRedisStore({ url: redis.url });
+    const direct = new Redis(redis.url);
+    try {
+      await runNewOnly(store, 'lapsed', 1);
+      const late = await store.claim('lapsed', 'run-2', 'fresh-2');
+      expect(late.claim).toEqual(expect.any(String));
+      await direct.del(store.records.threadKey('lapsed', 'lock')); // the claim's time ran out
+      await runNewOnly(store, 'lapsed', 3);
+      const lost: unknown[] = [];
+      const next = message('m-2', 'message 2');
+      const log = store.open(
+        'lapsed',
+        late.runId,
+        { messages: [...late.history, next], newMessages: [next], claim: late.claim },
+        (error) => lost.push(error),
+      );
+      log.append({ type: 'RunStarted', threadId: 'lapsed', runId: late.runId, sequence: 0 } as SequencedEvent);
+      await eventually(() => lost.length > 0, 'the run lost');
+      expect(lost[0]).toMatchObject({ code: 'INSTANCE_LOST', message: expect.stringContaining('another run took') });
+      expect((await store.thread('lapsed'))!.messages.map((m) => m.id)).toEqual(['m-1', 'reply-1', 'm-3', 'reply-3']);
+      // The same run with its claim current opens as before.
+      const current = await store.claim('lapsed', 'run-4', 'fresh-4');
+      const fourth = message('m-4', 'message 4');
+      const ok = store.open('lapsed', current.runId, {
+        messages: [...current.history, fourth],
+        newMessages: [fourth],
+        claim: current.claim,
+      });
+      await record(ok, answer('lapsed', current.runId, 'reply-4', 'reply 4'));
+      expect((await store.thread('lapsed'))!.messages.map((m) => m.id)).toEqual([
+        'm-1',
+        'reply-1',
+        'm-3',
+        'reply-3',
+        'm-4',
+        'reply-4',
+      ]);
+    } finally {
+      direct.disconnect();
+      await store.close();
+    }
+  });
+
   it('writes the whole transcript at the end of a run whose input repeats a message id (each id kept once)', async () => {
     const keyPrefix = `repeated-${Math.random().toString(36).slice(2)}:`;
     const store = await startRedisStore({ url: redis.url }, { keyPrefix });

@@ -145,7 +145,7 @@ export class ThreadService {
       this.warnUnrecorded(logger, error);
       return { request, record: (run) => run, release: () => {} };
     }
-    const { runId, history, storedIds } = claimed;
+    const { runId, history, storedIds, claim } = claimed;
     // With storedIds the request repeats a stored message: it carries the whole conversation (see withHistory).
     const messages = storedIds ? request.messages : withHistory(history, request.messages);
     const admitted =
@@ -168,7 +168,7 @@ export class ThreadService {
         const log = this.store.open(
           run.threadId,
           run.runId,
-          { messages: admitted.messages, newMessages, extendsHistory },
+          { messages: admitted.messages, newMessages, extendsHistory, claim },
           (error) => run.abort(error),
         );
         this.attach(run, log);

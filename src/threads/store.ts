@@ -102,6 +102,8 @@ export interface RunInput {
    * store that keeps the transcript need not be sent it again (RedisThreadStore writes only what is new).
    */
   extendsHistory?: boolean;
+  /** The run's Claim.claim, when its store gave one. */
+  claim?: string;
 }
 
 /** What a run's claim says of its thread, for the thread's list entry and its access. */
@@ -196,6 +198,12 @@ export interface Claim {
    * run's conversation is the request's): the ids of the transcript's messages, without the transcript itself.
    */
   storedIds?: ReadonlySet<string>;
+  /**
+   * Names this claim among the thread's, on a store that opens a run's record later than the claim and may try
+   * again (Redis): given back in RunInput.claim, so that the record is not opened once another run has claimed the
+   * thread since (this claim lapsed).
+   */
+  claim?: string;
 }
 
 /** Where a run's events go; see ThreadStore.open. Never throws: a store that cannot write logs and retries. */

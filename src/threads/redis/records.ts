@@ -153,11 +153,11 @@ export class RedisRecords {
     );
     if (reply[0] === 'forbidden') throw threadForbidden(threadId);
     if (reply[0] === 'busy') throw threadBusy(threadId, reply[1].split(' ')[0]);
-    const [, runId, transcript, list, previous, archived, ids] = reply;
+    const [, runId, transcript, list, previous, archived, ids, claim] = reply;
     await this.listThread(threadId, list, now, archived === '1', previous);
     // The request repeats a stored message: the claim read the transcript's ids alone (see Claim.storedIds).
-    if (ids) return { runId, history: [], storedIds: splitIds(ids) };
-    return { runId, history: parseMessages(transcript) };
+    if (ids) return { runId, history: [], storedIds: splitIds(ids), claim };
+    return { runId, history: parseMessages(transcript), claim };
   }
 
   /**
@@ -226,6 +226,7 @@ export class RedisRecords {
       JSON.stringify(input.newMessages),
       joinIds(whole ? input.messages : input.newMessages),
       DELETED_MARK_MS,
+      input.claim ?? '',
     );
     const [, reply] = await Promise.all([listed, opened]);
     if (reply !== 'ok') this.disown(this.instanceId, threadId, runId);

@@ -272,9 +272,9 @@ export class RedisRunLog implements RunLog {
     if (reply === 'deleted') return this.lose('its thread was deleted', stopError('deleted'));
     if (reply === 'lost')
       return this.lose(
-        'another run holds its thread (its claim ran out before it started)',
+        'another run took its thread (its claim ran out before it started)',
         'This gateway instance lost the run: its claim on the thread ran out before the run started, ' +
-          'and another run holds the thread.',
+          'and another run took the thread.',
       );
     // 'gap' or 'missing': the record is behind what Redis had confirmed, or gone.
     this.rebuild(String(reply));

@@ -8,7 +8,7 @@ import type { Cluster, Redis } from 'ioredis';
 export type ScriptedRedis = (Redis | Cluster) & {
   cgAppendMany(...args: (string | number)[]): Promise<string[]>;
   cgAppendOnNode(...args: (string | number)[]): Promise<string[]>;
-  cgClaim(...args: (string | number)[]): Promise<[string, string, string, string, string, string, string]>;
+  cgClaim(...args: (string | number)[]): Promise<[string, string, string, string, string, string, string, string]>;
   cgRelease(...args: (string | number)[]): Promise<number>;
   cgOpen(...args: (string | number)[]): Promise<string>;
   cgAppend(...args: (string | number)[]): Promise<string>;
@@ -132,14 +132,14 @@ const SCRIPTS: Record<string, [number | null, string]> = {
   // KEYS: lock, run (of the proposed id), meta, runs, deletedRuns (cgRemoveThread: ids no new run takes). ARGV:
   // proposed id, fresh id, instance, claim timeout (ms), owner ("" for none), ttl (s), agent id, name ("" for none),
   // now (ms), list key prefix, then any number of the request's message ids. Answers {'forbidden'} (another
-  // principal's thread), {'busy', holder}, or {'ok', run id, transcript, list, previous list, archived, ids}: when
+  // principal's thread), {'busy', holder}, or {'ok', run id, transcript, list, previous list, archived, ids, claim}: when
   // the thread's transcript has one of the request's ids and its ids are kept (\`ids\`, written with the transcript
   // whose length is \`idsOf\`: message-ids.ts), the transcript's ids and "" for the transcript, else the transcript
   // and "" for the ids. A thread that belongs to no one becomes the owner's. The claim is the thread's latest run: its
   // list entry (agent and creation time when new, name when it has none, lastRunAt) is written here; \`list\` names
   // the sorted sets it is to be put first in (\`{list}:all\`, and \`{list}:active\` unless archived: cgListThread, in
   // their own hash slot), \`previous list\` those it was in when they change (an unowned thread taken by its first
-  // owner), else "".
+  // owner), else "". \`claim\` numbers this claim among the thread's (\`claims\` in its meta), which cgOpen checks.
   cgClaim: [
     5,
     `${ESCAPE_LUA}
@@ -155,6 +155,7 @@ local runId = ARGV[1]
 if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('LPOS', KEYS[4], ARGV[1]) or
   redis.call('SISMEMBER', KEYS[5], ARGV[1]) == 1 then runId = ARGV[2] end
 redis.call('SET', KEYS[1], runId .. ' ' .. ARGV[3], 'PX', ARGV[4])
+local claim = tostring(redis.call('HINCRBY', KEYS[3], 'claims', 1))
 local now = tonumber(ARGV[9])
 local agent = redis.call('HGET', KEYS[3], 'agent')
 if not agent then
@@ -174,12 +175,12 @@ if #ARGV > 10 then
   if kept[1] and tonumber(kept[2]) == redis.call('HSTRLEN', KEYS[3], 'transcript') then
     for i = 11, #ARGV do
       if string.find(kept[1], '\0' .. ARGV[i] .. '\0', 1, true) then
-        return {'ok', runId, '', list, previous, archived, kept[1]}
+        return {'ok', runId, '', list, previous, archived, kept[1], claim}
       end
     end
   end
 end
-return {'ok', runId, redis.call('HGET', KEYS[3], 'transcript') or '[]', list, previous, archived, ''}`,
+return {'ok', runId, redis.call('HGET', KEYS[3], 'transcript') or '[]', list, previous, archived, '', claim}`,
   ],
   // KEYS: a list's \`…:all\` and \`…:active\` sorted sets. ARGV: thread id, lastRunAt (ms), ttl (s), archived ("1" or
   // ""). Puts the thread in the list at its lastRunAt (never lowering a later one: a claim and an unarchive may cross)
@@ -205,9 +206,11 @@ return 0`,
   // KEYS: lock, meta, runs, run, log. ARGV: run id, instance, input (JSON; "" when it is the transcript the thread
   // holds followed by the new input: the run's \`extends\`), started at, ttl (s), max runs, thread key prefix, reset
   // ("1" to write the record again from nothing), new input (JSON), ids (message-ids.ts: of the input when it is
-  // written, else of the new input; "" when not known), how long a dropped run stays marked (ms: deletedRuns).
-  // Answers 'deleted' when this run held the thread when it was removed, or was one of its runs, or was dropped for
-  // newer ones (deletedRuns), 'lost' when another run holds the thread; 'ok' otherwise (at once when the record is
+  // written, else of the new input; "" when not known), how long a dropped run stays marked (ms: deletedRuns), the
+  // run's claim (cgClaim's number; "" for none). Answers 'deleted' when this run held the thread when it was removed,
+  // or was one of its runs, or was dropped for newer ones (deletedRuns), 'lost' when another run holds the thread or
+  // the thread was claimed again since this run's claim (it lapsed, say while Redis could not be reached, and another
+  // run took the thread, maybe ran and ended: its transcript must not be written over); 'ok' otherwise (at once when the record is
   // already this instance's: an open sent again). The instance lists the run among its own (\`instance:{id}:runs\`,
   // another slot) before it opens it.
   cgOpen: [
@@ -219,6 +222,9 @@ if redis.call('GET', ARGV[7] .. 'deleted') == mine then return 'deleted' end
 if redis.call('SISMEMBER', ARGV[7] .. 'deletedRuns', ARGV[1]) == 1 then return 'deleted' end
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= mine then return 'lost' end
+-- A later claim than this run's (a thread restored from an older snapshot may count fewer: that is no later claim).
+local claims = redis.call('HGET', KEYS[2], 'claims')
+if ARGV[12] ~= '' and claims and tonumber(claims) > tonumber(ARGV[12]) then return 'lost' end
 if ARGV[8] == '' and redis.call('HGET', KEYS[4], 'owner') == ARGV[2] then return 'ok' end
 redis.call('SET', KEYS[1], mine)
 redis.call('DEL', KEYS[5])
