@@ -131,15 +131,15 @@ end`;
 const SCRIPTS: Record<string, [number | null, string]> = {
   // KEYS: lock, run (of the proposed id), meta, runs, deletedRuns (cgRemoveThread: ids no new run takes). ARGV:
   // proposed id, fresh id, instance, claim timeout (ms), owner ("" for none), ttl (s), agent id, name ("" for none),
-  // now (ms), list key prefix, then any number of the request's message ids. Answers {'forbidden'} (another
-  // principal's thread), {'busy', holder}, or {'ok', run id, transcript, list, previous list, archived, ids, claim}: when
-  // the thread's transcript has one of the request's ids and its ids are kept (\`ids\`, written with the transcript
-  // whose length is \`idsOf\`: message-ids.ts), the transcript's ids and "" for the transcript, else the transcript
-  // and "" for the ids. A thread that belongs to no one becomes the owner's. The claim is the thread's latest run: its
-  // list entry (agent and creation time when new, name when it has none, lastRunAt) is written here; \`list\` names
-  // the sorted sets it is to be put first in (\`{list}:all\`, and \`{list}:active\` unless archived: cgListThread, in
-  // their own hash slot), \`previous list\` those it was in when they change (an unowned thread taken by its first
-  // owner), else "". \`claim\` numbers this claim among the thread's (\`claims\` in its meta), which cgOpen checks.
+  // now (ms), list key prefix, then any number of the request's message ids. Answers {'forbidden'} (another principal's
+  // thread), {'busy', holder}, or {'ok', run id, transcript, list, previous list, archived, ids, claim}: when the
+  // thread's transcript has one of the request's ids and its ids are kept (\`ids\`, written with the transcript whose
+  // length is \`idsOf\`: message-ids.ts), the transcript's ids and "" for the transcript, else the transcript and ""
+  // for the ids. A thread that belongs to no one becomes the owner's. The claim is the thread's latest run: its list
+  // entry (agent and creation time when new, name when it has none, lastRunAt) is written here; \`list\` names the
+  // sorted sets it is to be put first in (\`{list}:all\`, and \`{list}:active\` unless archived: cgListThread, in their
+  // own hash slot), \`previous list\` those it was in when they change (an unowned thread taken by its first owner),
+  // else "". \`claim\` numbers this claim among the thread's (\`claims\` in its meta), which cgOpen checks.
   cgClaim: [
     5,
     `${ESCAPE_LUA}
@@ -210,9 +210,9 @@ return 0`,
   // run's claim (cgClaim's number; "" for none). Answers 'deleted' when this run held the thread when it was removed,
   // or was one of its runs, or was dropped for newer ones (deletedRuns), 'lost' when another run holds the thread or
   // the thread was claimed again since this run's claim (it lapsed, say while Redis could not be reached, and another
-  // run took the thread, maybe ran and ended: its transcript must not be written over); 'ok' otherwise (at once when the record is
-  // already this instance's: an open sent again). The instance lists the run among its own (\`instance:{id}:runs\`,
-  // another slot) before it opens it.
+  // run took the thread, maybe ran and ended: its transcript must not be written over); 'ok' otherwise (at once when
+  // the record is already this instance's: an open sent again). The instance lists the run among its own
+  // (\`instance:{id}:runs\`, another slot) before it opens it.
   cgOpen: [
     5,
     `${KEEP_RUNS_LUA}
