@@ -125,6 +125,18 @@ describe('REDIS_WAIT_REPLICAS', () => {
         const batch = { owner: writer.instanceId, first: 1, last: 1, events: JSON.stringify(events), states: '[]' };
         const again = retrier.records.appendEvents(keys, batch);
         await expect(again).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+        // What the WAIT of Redis 7.2+ needs, seen on any version: the dup of a write to be waited for (no channel) is
+        // itself a write the replica is sent; one that is not waited for writes nothing (it fails nothing under
+        // maxmemory either).
+        const offset = async () => Number(/master_repl_offset:(\d+)/.exec(await direct.info('replication'))![1]);
+        const before = await offset();
+        expect(await retrier.records.redis.cgAppendEvents(keys.run, keys.log, 1, 1, batch.events, '')).toBe('dup');
+        const after = await offset();
+        expect(after).toBeGreaterThan(before);
+        expect(await retrier.records.redis.cgAppendEvents(keys.run, keys.log, 1, 1, batch.events, keys.channel)).toBe(
+          'dup',
+        );
+        expect(await offset()).toBe(after);
       } finally {
         replica.resume();
       }

@@ -332,6 +332,30 @@ describe("a run's log in Redis", () => {
         'm-4',
         'reply-4',
       ]);
+
+      // Deleted after the claim lapsed: not made again by the late open. Deleted and made again (its count of claims
+      // starts again, under another epoch): not written over.
+      for (const remade of [false, true]) {
+        const threadId = remade ? 'remade' : 'gone';
+        await runNewOnly(store, threadId, 1);
+        const old = await store.claim(threadId, 'run-2', 'fresh-2');
+        await direct.del(store.records.threadKey(threadId, 'lock'));
+        expect(await store.remove(threadId, '')).toBe(true);
+        if (remade) await runNewOnly(store, threadId, 5);
+        const lostToo: unknown[] = [];
+        const stale = message('m-2', 'message 2');
+        const late = store.open(
+          threadId,
+          old.runId,
+          { messages: [...old.history, stale], newMessages: [stale], claim: old.claim },
+          (error) => lostToo.push(error),
+        );
+        late.append({ type: 'RunStarted', threadId, runId: old.runId, sequence: 0 } as SequencedEvent);
+        await eventually(() => lostToo.length > 0, `the run lost (${threadId})`);
+        const thread = await store.thread(threadId);
+        if (remade) expect(thread!.messages.map((m) => m.id)).toEqual(['m-5', 'reply-5']);
+        else expect(thread).toBeUndefined();
+      }
     } finally {
       direct.disconnect();
       await store.close();

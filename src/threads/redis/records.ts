@@ -229,7 +229,9 @@ export class RedisRecords {
       input.claim ?? '',
     );
     const [, reply] = await Promise.all([listed, opened]);
-    if (reply !== 'ok') this.disown(this.instanceId, threadId, runId);
+    // Not when superseded: the thread was claimed again since, maybe by a run of the same id on this instance (a
+    // client that sent its request again), whose listing this is too.
+    if (reply !== 'ok' && reply !== 'superseded') this.disown(this.instanceId, threadId, runId);
     return reply;
   }
 

@@ -270,7 +270,7 @@ export class RedisRunLog implements RunLog {
           'and another instance ended the run.',
       );
     if (reply === 'deleted') return this.lose('its thread was deleted', stopError('deleted'));
-    if (reply === 'lost')
+    if (reply === 'lost' || reply === 'superseded')
       return this.lose(
         'another run took its thread (its claim ran out before it started)',
         'This gateway instance lost the run: its claim on the thread ran out before the run started, ' +

@@ -55,10 +55,11 @@ end`;
  * (InstanceLeases.endRun: the run's instance lost its lease, or a stop found it gone). Its first sequence is kept as
  * the record's `endedFrom`: a batch of the run's own instance that reaches it (an instance that was only paused, and
  * goes on) is answered finished, not dup, since those numbers name the ending events. A batch below it was stored by
- * the run's own instance (a write sent again after its answer was lost): dup, with the record's `last` written again
- * unchanged so that a WAIT on this connection covers the earlier write (see the branch).
+ * the run's own instance (a write sent again after its answer was lost): dup; when a WAIT follows (`waited`: the
+ * callers publish nothing themselves then, their channel is ""), with the record's `last` written again unchanged so
+ * that the WAIT on this connection covers the earlier write (see the branch).
  */
-const APPEND_LUA = `local function append(run, log, first, last, events, expected)
+const APPEND_LUA = `local function append(run, log, first, last, events, expected, waited)
   local status = redis.call('HGET', run, 'status')
   if not status then return 'missing' end
   local storedText = redis.call('HGET', run, 'last')
@@ -68,10 +69,10 @@ const APPEND_LUA = `local function append(run, log, first, last, events, expecte
   if first <= stored then
     local endedFrom = redis.call('HGET', run, 'endedFrom')
     if endedFrom and tonumber(last) >= tonumber(endedFrom) then return 'finished' end
-    -- Stored by an earlier attempt, maybe on another connection whose answer was lost. Written again, unchanged, so
-    -- that this connection's WAIT (REDIS_WAIT_REPLICAS) covers that write too: Redis 7.2 and later count in WAIT
-    -- only the writes a connection itself propagated (7.0 counts everything before its last command).
-    redis.call('HSET', run, 'last', storedText)
+    -- Stored by an earlier attempt, maybe on another connection whose answer was lost. With a WAIT to follow
+    -- (REDIS_WAIT_REPLICAS: \`waited\`), written again, unchanged, so that this connection's WAIT covers that write
+    -- too: Redis 7.2 and later count in WAIT only the writes a connection itself propagated.
+    if waited then redis.call('HSET', run, 'last', storedText) end
     return 'dup'
   end
   if status ~= 'running' then return 'finished' end
@@ -139,7 +140,8 @@ const SCRIPTS: Record<string, [number | null, string]> = {
   // entry (agent and creation time when new, name when it has none, lastRunAt) is written here; \`list\` names the
   // sorted sets it is to be put first in (\`{list}:all\`, and \`{list}:active\` unless archived: cgListThread, in their
   // own hash slot), \`previous list\` those it was in when they change (an unowned thread taken by its first owner),
-  // else "". \`claim\` numbers this claim among the thread's (\`claims\` in its meta), which cgOpen checks.
+  // else "". \`claim\` names this claim, "epoch:n" (meta's \`epoch\`, made with the thread, and its count of
+  // \`claims\`), which cgOpen checks.
   cgClaim: [
     5,
     `${ESCAPE_LUA}
@@ -155,7 +157,14 @@ local runId = ARGV[1]
 if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('LPOS', KEYS[4], ARGV[1]) or
   redis.call('SISMEMBER', KEYS[5], ARGV[1]) == 1 then runId = ARGV[2] end
 redis.call('SET', KEYS[1], runId .. ' ' .. ARGV[3], 'PX', ARGV[4])
-local claim = tostring(redis.call('HINCRBY', KEYS[3], 'claims', 1))
+-- This claim's name, "epoch:n": the thread's epoch (a random id, new each time the thread is made again, after
+-- a deletion) and its count of claims, which cgOpen checks.
+local epoch = redis.call('HGET', KEYS[3], 'epoch')
+if not epoch then
+  epoch = ARGV[2]
+  redis.call('HSET', KEYS[3], 'epoch', epoch)
+end
+local claim = epoch .. ':' .. redis.call('HINCRBY', KEYS[3], 'claims', 1)
 local now = tonumber(ARGV[9])
 local agent = redis.call('HGET', KEYS[3], 'agent')
 if not agent then
@@ -207,12 +216,13 @@ return 0`,
   // holds followed by the new input: the run's \`extends\`), started at, ttl (s), max runs, thread key prefix, reset
   // ("1" to write the record again from nothing), new input (JSON), ids (message-ids.ts: of the input when it is
   // written, else of the new input; "" when not known), how long a dropped run stays marked (ms: deletedRuns), the
-  // run's claim (cgClaim's number; "" for none). Answers 'deleted' when this run held the thread when it was removed,
-  // or was one of its runs, or was dropped for newer ones (deletedRuns), 'lost' when another run holds the thread or
-  // the thread was claimed again since this run's claim (it lapsed, say while Redis could not be reached, and another
-  // run took the thread, maybe ran and ended: its transcript must not be written over); 'ok' otherwise (at once when
-  // the record is already this instance's: an open sent again). The instance lists the run among its own
-  // (\`instance:{id}:runs\`, another slot) before it opens it.
+  // run's claim (cgClaim's "epoch:n"; "" for none). Answers 'deleted' when this run held the thread when it was
+  // removed, or was one of its runs, or was dropped for newer ones (deletedRuns), 'lost' when another run holds the
+  // thread, 'superseded' when the thread was claimed again since this run's claim, made again since (another epoch) or
+  // is gone (deleted) on a first open (the claim lapsed, say while Redis could not be reached, and another run took the
+  // thread, maybe ran and ended: its transcript must not be written over, nor a deleted thread made again); 'ok'
+  // otherwise (at once when the record is already this instance's: an open sent again). The instance lists the run
+  // among its own (\`instance:{id}:runs\`, another slot) before it opens it.
   cgOpen: [
     5,
     `${KEEP_RUNS_LUA}
@@ -222,10 +232,21 @@ if redis.call('GET', ARGV[7] .. 'deleted') == mine then return 'deleted' end
 if redis.call('SISMEMBER', ARGV[7] .. 'deletedRuns', ARGV[1]) == 1 then return 'deleted' end
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= mine then return 'lost' end
--- A later claim than this run's (a thread restored from an older snapshot may count fewer: that is no later claim).
-local claims = redis.call('HGET', KEYS[2], 'claims')
-if ARGV[12] ~= '' and claims and tonumber(claims) > tonumber(ARGV[12]) then return 'lost' end
 if ARGV[8] == '' and redis.call('HGET', KEYS[4], 'owner') == ARGV[2] then return 'ok' end
+-- Claimed again since this run's claim (ARGV[12], "epoch:n"), or made again (another epoch), or gone since (deleted:
+-- not made again by this open; a rebuild, after Redis lost the thread, is). A thread restored from an older snapshot
+-- may count fewer claims: that is no later one.
+if ARGV[12] ~= '' then
+  local at = string.find(ARGV[12], ':', 1, true)
+  local kept = redis.call('HMGET', KEYS[2], 'epoch', 'claims')
+  if kept[1] then
+    if kept[1] ~= string.sub(ARGV[12], 1, at - 1) or tonumber(kept[2]) > tonumber(string.sub(ARGV[12], at + 1)) then
+      return 'superseded'
+    end
+  elseif ARGV[8] == '' then
+    return 'superseded'
+  end
+end
 redis.call('SET', KEYS[1], mine)
 redis.call('DEL', KEYS[5])
 redis.call('HDEL', KEYS[4], 'finishedAt', 'endedFrom')
@@ -266,7 +287,7 @@ local function joinArrays(a, b)
   if a == '[]' then return b end
   return string.sub(a, 1, -2) .. ',' .. string.sub(b, 2)
 end
-local appended = append(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[11])
+local appended = append(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[11], ARGV[5] == '')
 if appended ~= 'ok' then return appended end
 for _, pair in ipairs(cjson.decode(ARGV[4])) do redis.call('HSET', KEYS[3], pair[1], pair[2]) end
 for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[6]) end
@@ -311,7 +332,7 @@ return 'ok'`,
   cgAppendEvents: [
     2,
     `${APPEND_LUA}
-local appended = append(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], '')
+local appended = append(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], '', ARGV[4] == '')
 if appended == 'ok' and ARGV[4] ~= '' then redis.call('PUBLISH', ARGV[4], ARGV[3]) end
 return appended`,
   ],
@@ -325,7 +346,7 @@ return appended`,
 local answers = {}
 for i = 1, #KEYS / 2 do
   local a = (i - 1) * 4
-  answers[i] = append(KEYS[i * 2 - 1], KEYS[i * 2], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], '')
+  answers[i] = append(KEYS[i * 2 - 1], KEYS[i * 2], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], '', ARGV[a + 4] == '')
   if answers[i] == 'ok' and ARGV[a + 4] ~= '' then redis.call('PUBLISH', ARGV[a + 4], ARGV[a + 3]) end
 end
 return answers`,
@@ -342,7 +363,7 @@ ${APPEND_LUA}
 local answers = {}
 for i = 1, #ARGV / 6 do
   local a = (i - 1) * 6
-  answers[i] = append(ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], '')
+  answers[i] = append(ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], '', ARGV[a + 6] == '')
   if answers[i] == 'ok' and ARGV[a + 6] ~= '' then redis.call('PUBLISH', ARGV[a + 6], ARGV[a + 5]) end
 end
 return answers`,

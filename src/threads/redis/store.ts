@@ -59,8 +59,9 @@ export interface RedisThreadStoreOptions extends ThreadStoreOptions {
  * Threads in Redis, shared by every gateway instance on it (a single Redis server, a primary with
  * replicas behind Sentinel, or a Redis Cluster). Per thread, under `{prefix}{threadId}:` (one hash slot):
  * - `lock`: "runId instanceId" while a run holds the thread (expiring while only claimed);
- * - `meta`: a hash with the transcript (JSON), its message ids (`ids`, with `idsOf`: message-ids.ts) and the latest
- *   run's id;
+ * - `meta`: a hash with the transcript (JSON), its message ids (`ids`, with `idsOf`: message-ids.ts), the latest
+ *   run's id, and `epoch` (a random id, new each time the thread is made) and `claims` (its count), which name each
+ *   claim so that a run's record is not opened once another claim came since (cgOpen);
  * - `runs`: a list of its run ids, oldest first (trimmed to maxRunsPerThread, with their records);
  * - `states`: a hash of each agent's latest state (JSON);
  * - `run:{runId}`: a hash with the run's status ("running" or the terminal status as JSON), last sequence, times,
