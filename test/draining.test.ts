@@ -335,9 +335,20 @@ describe('the end of a drain', () => {
 });
 
 describe('shutdownDelayMs: serving as before, not ready, before the drain', () => {
-  async function ready(url: string) {
-    const response = await fetch(url.replace(/\/api\/copilotkit$/, '/ready'));
-    return { status: response.status, json: (await response.json()) as any };
+  /**
+   * GET /ready on a connection of its own: one kept alive from an earlier read may be the idle connection the drain
+   * closes just as the next read is sent on it (a reset no server can prevent; fetch does not send it again).
+   */
+  function ready(url: string): Promise<{ status: number; json: any }> {
+    return new Promise((resolve, reject) => {
+      const asked = request(url.replace(/\/api\/copilotkit$/, '/ready'), { agent: false }, (response) => {
+        let body = '';
+        response.on('data', (chunk: Buffer) => (body += chunk));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, json: JSON.parse(body) }));
+      });
+      asked.on('error', reject);
+      asked.end();
+    });
   }
 
   it('answers /ready 503 and serves new runs on every transport, a proxy asking for 421 included; close() ends it', async () => {
@@ -386,7 +397,7 @@ describe('shutdownDelayMs: serving as before, not ready, before the drain', () =
     // close() does not wait out the delay (this test would time out), and the shutdown settles with it.
     await gateway.gateway.close();
     await shutdown;
-    expect((await ready(gateway.url).catch((error) => error)).cause?.code).toBe('ECONNREFUSED');
+    expect((await ready(gateway.url).catch((error) => error)).code).toBe('ECONNREFUSED');
   });
 
   it('then drains as without it: new runs refused, the run in flight finishing', async () => {
