@@ -127,7 +127,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       onStream: metrics && ((delta) => metrics.httpStream(delta)),
       executor,
       apolloServing: () => apolloStarted && state.phase !== 'closed',
-      draining: () => state.phase === 'draining',
+      shuttingDown: () => state.phase === 'leaving' || state.phase === 'draining',
     }),
   );
 

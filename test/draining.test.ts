@@ -351,7 +351,7 @@ describe('shutdownDelayMs: serving as before, not ready, before the drain', () =
     });
   }
 
-  it('answers /ready 503 and serves new runs on every transport, a proxy asking for 421 included; close() ends it', async () => {
+  it('answers /ready 503 and serves new runs on every transport (a proxy asking for 421 too), each HTTP answer closing its connection; close() ends it', async () => {
     const gateway = await start({ shutdownDelayMs: 120_000 });
     expect(await ready(gateway.url)).toMatchObject({ status: 200, json: { checks: { leaving: false } } });
     const shutdown = gateway.gateway.shutdown(30_000);
@@ -361,15 +361,16 @@ describe('shutdownDelayMs: serving as before, not ready, before the drain', () =
       status: 503,
       json: { checks: { listening: true, leaving: true, draining: false } },
     });
-    // A keep-alive connection is kept (a draining instance would answer "connection: close").
+    // Each answer closes its connection, so that the client's next request goes where a load balancer sends it (an
+    // L4 balancer such as kube-proxy keeps a kept-alive connection on this instance).
     const hello = await fetch(gateway.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ query: '{ hello }' }),
     });
     expect(hello.status).toBe(200);
-    expect(hello.headers.get('connection')).toBe('keep-alive');
-    await hello.text();
+    expect(hello.headers.get('connection')).toBe('close');
+    expect(await hello.json()).toMatchObject({ data: { hello: expect.any(String) } });
     const run = await postJson(gateway.url, { query: MUTATION, variables: { data: runInput([]) } }, ASK_421);
     expect(run).toMatchObject({
       status: 200,

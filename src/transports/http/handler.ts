@@ -36,10 +36,10 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
     res.on('finish', () => {
       const durationMs = Math.round(performance.now() - started);
       log.info({ method: req.method, path: req.url, status: res.statusCode, durationMs }, 'request completed');
-      // An answer that began before the drain (a run's stream) said "keep-alive": its connection is closed
+      // An answer that began before the shutdown (a run's stream) said "keep-alive": its connection is closed
       // right after its end rather than left idle, so that a proxy does not put it back in its pool and send
       // a new request on it just as the instance closes it (a POST lost that way is a 502, never re-sent).
-      if (options.draining() && !req.socket.destroyed) req.socket.end();
+      if (options.shuttingDown() && !req.socket.destroyed) req.socket.end();
     });
 
     // Split by hand: `new URL` throws on request targets such as "//[", and nothing here may throw.
@@ -56,8 +56,8 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
       const { ready, checks } = options.readiness();
       return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not ready', checks });
     }
-    // Draining: each answer asks the client to open its next request elsewhere.
-    if (options.draining()) res.shouldKeepAlive = false;
+    // Shutting down: each answer asks the client to open its next request elsewhere.
+    if (options.shuttingDown()) res.shouldKeepAlive = false;
     if (pathname === '/metrics' && options.metrics && read) {
       return serveMetrics(req, res, options.metrics, log);
     }

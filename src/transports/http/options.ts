@@ -46,8 +46,11 @@ export interface HttpTransportOptions {
   executor: Executor;
   /** Whether Apollo serves operations (started, not stopped): the executor answers a request itself only then. */
   apolloServing: () => boolean;
-  /** Whether the gateway is draining: answers ask clients to close their connections. */
-  draining: () => boolean;
+  /**
+   * Whether the gateway is shutting down (leaving or draining): each answer closes its connection, so that a client
+   * opens its next request elsewhere (where a load balancer that has taken this instance out of rotation sends it).
+   */
+  shuttingDown: () => boolean;
   /** What `/ready` answers: whether this instance should get traffic, and why. */
   readiness: () => { ready: boolean; checks: Record<string, unknown> };
 }
