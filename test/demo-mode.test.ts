@@ -160,6 +160,43 @@ describe('npm start', () => {
     }
   }, 60_000);
 
+  it('keeps serving, not ready, for SHUTDOWN_DELAY_MS after SIGTERM; a second signal exits at once', async () => {
+    const { url, child, output, exited } = await startEntry({ SHUTDOWN_DELAY_MS: '120000' });
+    try {
+      child.kill('SIGTERM');
+      while (!output().includes('still serving everything for shutdownDelayMs'))
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      const ready = await fetch(url.replace(/\/api\/copilotkit$/, '/ready'));
+      expect(ready.status).toBe(503);
+      expect(await ready.json()).toMatchObject({ checks: { leaving: true, draining: false } });
+      // A run is still served, whole (the demo model's scripted reply).
+      const run = await fetch(`${url}/agent/default/run`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+        body: JSON.stringify({
+          threadId: 'delayed',
+          runId: 'r1',
+          state: {},
+          messages: [{ id: 'u1', role: 'user', content: 'still there?' }],
+          tools: [],
+          context: [],
+          forwardedProps: {},
+        }),
+      });
+      expect(run.status).toBe(200);
+      const events = await run.text();
+      expect(events).toContain('"delta":"[demo "');
+      expect(events).toContain('"type":"RUN_FINISHED"');
+      // A separate signal (more than 1 s after the first) exits without waiting out the delay.
+      await new Promise((resolve) => setTimeout(resolve, 1_200));
+      child.kill('SIGTERM');
+      expect(await exited).toBe(1);
+      expect(output()).toContain('SIGTERM received again: exiting without waiting');
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  }, 60_000);
+
   it('exits at once with code 1 on a second signal while a run holds the drain', async () => {
     // A model that streams for about a minute: the drain (grace 60 s) waits for it.
     const anthropic = new FakeAnthropic();
