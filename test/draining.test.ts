@@ -47,10 +47,12 @@ async function postJson(url: string, body: unknown, headers: Record<string, stri
   return { status: response.status, retryAfter: response.headers.get('retry-after'), json: await response.json() };
 }
 
-function agUiRun(url: string, headers: Record<string, string> = {}) {
-  return postJson(
-    `${url}/agent/default/run`,
-    {
+/** An AG-UI run on a thread of its own, as sent (its answer an SSE stream, or a refusal's JSON). */
+function agUiPost(url: string, headers: Record<string, string> = {}) {
+  return fetch(`${url}/agent/default/run`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers },
+    body: JSON.stringify({
       threadId: `t-${Math.random().toString(36).slice(2)}`,
       runId: `r-${Math.random().toString(36).slice(2)}`,
       state: {},
@@ -58,9 +60,14 @@ function agUiRun(url: string, headers: Record<string, string> = {}) {
       tools: [],
       context: [],
       forwardedProps: {},
-    },
-    { accept: 'text/event-stream', ...headers },
-  );
+    }),
+  });
+}
+
+/** An AG-UI run that is refused: its status, Retry-After and JSON body. */
+async function agUiRun(url: string, headers: Record<string, string> = {}) {
+  const response = await agUiPost(url, headers);
+  return { status: response.status, retryAfter: response.headers.get('retry-after'), json: await response.json() };
 }
 
 /** The status a WebSocket handshake is answered with (101 when it is accepted). */
@@ -376,19 +383,7 @@ describe('shutdownDelayMs: serving as before, not ready, before the drain', () =
       status: 200,
       json: { data: { generateCopilotResponse: { threadId: expect.any(String) } } },
     });
-    const agUi = await fetch(`${gateway.url}/agent/default/run`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...ASK_421 },
-      body: JSON.stringify({
-        threadId: 'leaving',
-        runId: 'r1',
-        state: {},
-        messages: [{ id: 'u1', role: 'user', content: 'served' }],
-        tools: [],
-        context: [],
-        forwardedProps: {},
-      }),
-    });
+    const agUi = await agUiPost(gateway.url, ASK_421);
     expect(agUi.status).toBe(200);
     expect(await agUi.text()).toContain('"type":"RUN_FINISHED"');
     expect((await handshake(gateway.wsUrl, ASK_421)).status).toBe(101);
