@@ -289,6 +289,46 @@ describe('AG-UI failures', () => {
   });
 });
 
+describe('AG-UI framings, and events that never end', () => {
+  it("reads an answer in AG-UI's protobuf framing", async () => {
+    const outcome = await run(await gateway(), '[proto] [tokens=3]');
+    expect(outcome.status.code).toBe('Success');
+    expect(textOf(outcome)).toBe('tok0 tok1 tok2 ');
+  });
+
+  it("reads SSE, CRLF line ends included, under any content type but AG-UI's protobuf one", async () => {
+    // @ag-ui/client picks its protobuf parser for AG-UI's media type only; a look-alike type is SSE to it.
+    const outcome = await run(await gateway(), '[crlf] [tokens=2] [content-type=application/x-protobuf]');
+    expect(outcome.status.code).toBe('Success');
+    expect(textOf(outcome)).toBe('tok0 tok1 ');
+  });
+
+  it('ends a run whose SSE event never ends, closes the stream and goes on serving', async () => {
+    const g = await gateway();
+    const aborted = agent.abortedRequests;
+    const outcome = await run(g, '[huge]');
+    expect(outcome.status.details.code).toBe('UPSTREAM_BAD_RESPONSE');
+    // @ag-ui/client's own cap (10 MB) comes before the gateway's (16 MiB, as for every upstream).
+    expect(outcome.status.details.description).toMatch(
+      /^Agent "researcher" sent (a stream the AG-UI client could not read \(SSE buffer size exceeded .*10 MB\)|an event longer than 16777216 characters)/,
+    );
+    await eventually(() => agent.abortedRequests > aborted, 'the stream to be closed');
+    expect((await run(g, 'hello')).status.code).toBe('Success');
+  }, 60_000);
+
+  it('ends a run whose protobuf frame declares more than 10 MB, closes the stream and goes on serving', async () => {
+    const g = await gateway();
+    const aborted = agent.abortedRequests;
+    const outcome = await run(g, '[proto] [huge]');
+    expect(outcome.status.details.code).toBe('UPSTREAM_BAD_RESPONSE');
+    expect(outcome.status.details.description).toMatch(
+      /^Agent "researcher" sent a stream the AG-UI client could not read \(Protobuf message size exceeded .*10 MB\)/,
+    );
+    await eventually(() => agent.abortedRequests > aborted, 'the stream to be closed');
+    expect((await run(g, 'hello')).status.code).toBe('Success');
+  }, 60_000);
+});
+
 describe('line ends', () => {
   const normalize = (chunks: string[]) => {
     const lines = new LineEndings();

@@ -132,7 +132,7 @@ export class AgUiAgentClient implements AgentClient {
     interpreter: AgUiEventInterpreter,
     signal: AbortSignal,
   ): Promise<void> {
-    const { Observable, filter, map, transformHttpEventStream, transformChunks, EventSchema } = libraries;
+    const { Observable, filter, map, transformHttpEventStream, transformChunks, EventSchema, protobufType } = libraries;
     const agentName = request.agentName;
     const httpEvents = new Observable<unknown>((subscriber) => {
       const headers = new Headers();
@@ -140,10 +140,14 @@ export class AgUiAgentClient implements AgentClient {
         if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
       }
       subscriber.next({ type: HTTP_HEADERS, status: response.status, headers });
-      // @ag-ui/client's SSE parser splits events on "\n\n" only; SSE also allows CRLF and CR line ends.
-      const lines = (headers.get('content-type') ?? '').includes('proto') ? undefined : new LineEndings();
-      // Its SSE parser also holds an event until the blank line that ends it, however long: capped here.
-      const size = lines ? new EventSizeGuard(who(agentName)) : undefined;
+      // @ag-ui/client reads protobuf when the content type is exactly AG-UI's (its parser caps a frame at 10 MB),
+      // and SSE for any other, so the same test decides here: a look-alike type must not escape the SSE cap.
+      const protobuf = headers.get('content-type') === protobufType;
+      // Its SSE parser splits events on "\n\n" only; SSE also allows CRLF and CR line ends.
+      const lines = protobuf ? undefined : new LineEndings();
+      // Its SSE parser holds an event until the blank line that ends it; @ag-ui/client 1.0 caps that at 10 MB, and
+      // the gateway's own cap (16 MiB, as for every upstream) stays in case a later version does not.
+      const size = protobuf ? undefined : new EventSizeGuard(who(agentName));
       let stopped = false;
       void (async () => {
         try {
@@ -221,6 +225,8 @@ interface AgUiLibraries {
   transformHttpEventStream: typeof import('@ag-ui/client').transformHttpEventStream;
   transformChunks: typeof import('@ag-ui/client').transformChunks;
   EventSchema: typeof import('@ag-ui/core/schemas').EventSchema;
+  /** AG-UI's protobuf media type, the content type @ag-ui/client reads as protobuf. */
+  protobufType: string;
 }
 
 /**
@@ -235,7 +241,10 @@ const loadAgUiLibraries = loadOnFirstUse(async (): Promise<AgUiLibraries> => {
   const schemas = await import('@ag-ui/core/schemas');
   const rxjs = await import('rxjs');
   const client = await import('@ag-ui/client');
+  // @ag-ui/proto's constant, re-exported by the encoder (@ag-ui/client loads @ag-ui/proto already).
+  const { AGUI_MEDIA_TYPE } = await import('@ag-ui/encoder');
   return {
+    protobufType: AGUI_MEDIA_TYPE,
     Observable: rxjs.Observable,
     filter: rxjs.filter,
     map: rxjs.map,

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { EventType, type BaseEvent, type RunAgentInput } from '@ag-ui/core';
 import { RunAgentInputSchema } from '@ag-ui/core/schemas';
-import { EventEncoder } from '@ag-ui/encoder';
+import { AGUI_MEDIA_TYPE, EventEncoder } from '@ag-ui/encoder';
 import { close, listen } from './loopback.js';
 
 /**
@@ -24,6 +24,10 @@ import { close, listen } from './loopback.js';
  *   [predict]           CopilotKit's PredictState, then a tool call whose arguments become state
  *   [own-tool]          a tool call of its own with its TOOL_CALL_RESULT
  *   [server-tool=NAME]  a call of the gateway's server-side action NAME with [toolargs]
+ *   [proto]             the answer in AG-UI's protobuf framing, whatever the request accepted
+ *   [content-type=T]    the answer as SSE, with content type T
+ *   [huge]              after RUN_STARTED, an event that never ends: over 16 MiB of one SSE line, or (with [proto])
+ *                       a frame that declares 16 MiB and sends it; then nothing more
  * When the last message is a tool result, it answers "Tool result received: <content>"; when
  * `forwardedProps.command.resume` is set, "Resumed with: <resume>".
  */
@@ -75,14 +79,18 @@ export class FakeAgUiAgent {
       return;
     }
 
-    const encoder = new EventEncoder({ accept: req.headers.accept });
+    const encoder = new EventEncoder({ accept: has('proto') ? AGUI_MEDIA_TYPE : req.headers.accept });
+    const contentType = directive('content-type') ?? encoder.getContentType();
     let finished = false;
     res.on('close', () => {
       if (!finished) this.abortedRequests++;
     });
-    res.writeHead(200, { 'content-type': encoder.getContentType(), 'cache-control': 'no-cache' });
+    res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-cache' });
     const send = (event: Record<string, unknown>) => {
-      const encoded = encoder.encode(event as unknown as BaseEvent);
+      // encode() always writes SSE; encodeBinary() frames protobuf when the encoder was asked for it.
+      const encoded = has('proto')
+        ? encoder.encodeBinary(event as unknown as BaseEvent)
+        : encoder.encode(event as unknown as BaseEvent);
       // [crlf]: SSE with CRLF line ends, as servers built on sse-starlette write it.
       if (!res.destroyed)
         res.write(has('crlf') && typeof encoded === 'string' ? encoded.replace(/\n/g, '\r\n') : encoded);
@@ -137,6 +145,26 @@ export class FakeAgUiAgent {
       text(`Resumed with: ${typeof resume === 'string' ? resume : JSON.stringify(resume)}`);
     } else if (last?.role === 'tool') {
       text(`Tool result received: ${last.content}`);
+    } else if (has('huge')) {
+      const frame = 16 * 1024 * 1024;
+      const chunk = Buffer.alloc(1024 * 1024, 'x');
+      if (has('proto')) {
+        const header = Buffer.alloc(4);
+        header.writeUInt32BE(frame);
+        res.write(header);
+      } else {
+        res.write('data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"');
+      }
+      let written = 0;
+      const more = () => {
+        // 2 MiB past the frame, then silence: only the gateway can end this stream.
+        while (written < frame + 2 * chunk.length && !res.destroyed) {
+          written += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', more);
+        }
+      };
+      more();
+      return;
     } else if (has('stall')) {
       text('tok0 ', { open: true });
       return; // nothing more until the gateway goes away
