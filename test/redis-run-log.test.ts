@@ -584,6 +584,80 @@ describe("a run's log in Redis", () => {
     });
   });
 
+  it('ends a run whose record Redis rolled back behind what it showed, and that cannot write it again, after every number shown', async () => {
+    const keyPrefix = `rolled-${Math.random().toString(36).slice(2)}:`;
+    const store = await startRedisStore({ url: redis.url }, { keyPrefix });
+    const admin = new Redis(redis.url);
+    const threadId = 'rolled';
+    try {
+      const { runId } = await store.claim(threadId, 'run-1', 'fresh-1');
+      const log = store.open(threadId, runId, { messages: [message('u-1', 'hi')], newMessages: [] });
+      const shown: SequencedEvent[] = [];
+      const failures: string[] = [];
+      log.deliverStored!({ stored: (events) => shown.push(...events), failed: (error) => failures.push(error.code) });
+      const shownUpTo = async (count: number) => {
+        while (shown.length < count) await new Promise((resolve) => setTimeout(resolve, 5));
+      };
+      // A follower from the start, on the live channel.
+      const live: SequencedEvent[] = [];
+      const following = (async () => {
+        for await (const event of store.follow(threadId, runId, -1)) live.push(event);
+      })();
+      let sequence = 0;
+      const append = (event: Record<string, unknown>) =>
+        log.append({ ...event, sequence: sequence++ } as SequencedEvent);
+      append({ type: 'RunStarted', threadId, runId });
+      append({ type: 'TextMessageStart', messageId: 'm-1', parentMessageId: null, role: 'assistant' });
+      append({ type: 'TextMessageContent', messageId: 'm-1', content: 'before ' });
+      await shownUpTo(3);
+      // A snapshot of the run's record and log, to be restored later (Redis restarted from an older snapshot).
+      const keys = [`${keyPrefix}{${threadId}}:run:${runId}`, `${keyPrefix}{${threadId}}:log:${runId}`];
+      const snapshot = await Promise.all(keys.map((key) => admin.dumpBuffer(key)));
+      // More than the run keeps to write its record again (16 MB of text), then a little more: all shown.
+      append({ type: 'TextMessageContent', messageId: 'm-1', content: 'x'.repeat(16 * 1024 * 1024 + 1) });
+      append({ type: 'TextMessageContent', messageId: 'm-1', content: ' after' });
+      await shownUpTo(5);
+      await Promise.all(keys.map((key, i) => admin.restore(key, 0, snapshot[i]!, 'REPLACE')));
+      append({ type: 'TextMessageContent', messageId: 'm-1', content: ' lost' });
+      await until(
+        async () => failures,
+        (f) => f.length > 0,
+        'the clients told',
+      );
+      expect(failures).toEqual(['INSTANCE_LOST']);
+      const stored = await store.records.readLog(threadId, runId);
+      expect(stored.map((event) => [event.type, event.sequence])).toEqual([
+        ['RunStarted', 0],
+        ['TextMessageStart', 1],
+        ['TextMessageContent', 2],
+        // Numbered after 5, the highest the run gave (3 and 4 were shown, 5 was not stored).
+        ['TextMessageEnd', 6],
+        ['RunFinished', 7],
+      ]);
+      expect(stored.at(-1)).toMatchObject({ status: { details: { code: 'INSTANCE_LOST' } } });
+      // No number names two events: each shown one is the stored one with its number, if that is still stored.
+      expect(shown.map((event) => event.sequence)).toEqual([0, 1, 2, 3, 4]);
+      for (const event of shown) {
+        const same = stored.find((other) => other.sequence === event.sequence);
+        if (same) expect(same).toEqual(event);
+      }
+      // The follower from the start gets the ending after what it was shown; so does one joining after it.
+      await following;
+      expect(live.map((event) => event.sequence)).toEqual([0, 1, 2, 3, 4, 6, 7]);
+      const joined: SequencedEvent[] = [];
+      for await (const event of store.follow(threadId, runId, 4)) joined.push(event);
+      expect(joined.map((event) => [event.type, event.sequence])).toEqual([
+        ['TextMessageEnd', 6],
+        ['RunFinished', 7],
+      ]);
+      // The thread is free.
+      await expect(store.claim(threadId, 'run-2', 'fresh-2')).resolves.toMatchObject({ runId: expect.any(String) });
+    } finally {
+      admin.disconnect();
+      await store.close();
+    }
+  }, 30_000);
+
   it('gives a follower every event of a run that was opened empty and stored whole between its two reads', async () => {
     const store = await startRedisStore({ url: redis.url });
     const threadId = 'empty';

@@ -108,11 +108,12 @@ export function agentStateOf(event: SequencedEvent, runId: string): AgentStateRe
 /**
  * The events that end a run cut short (its instance lost, or stopped with no instance to tell): every
  * text message and action call left open ended as Failed, then RunFinished with `status`, numbered
- * after the log's last event.
+ * after the log's last event, and after `after` (a number the run may have shown from a part of its log
+ * Redis has since lost: no number may name two events).
  */
-export function closingEvents(log: readonly SequencedEvent[], status: RunStatus): SequencedEvent[] {
+export function closingEvents(log: readonly SequencedEvent[], status: RunStatus, after = -1): SequencedEvent[] {
   const open = new Map<string, 'text' | 'call' | 'reasoning'>();
-  let sequence = -1;
+  let sequence = after;
   for (const event of log) {
     sequence = Math.max(sequence, event.sequence);
     if (event.type === 'TextMessageStart') open.set(event.messageId, 'text');

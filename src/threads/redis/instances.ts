@@ -96,9 +96,12 @@ export class InstanceLeases {
    * Ends a run that has no live instance to end it (or whose record its own instance can no longer
    * keep): its open messages closed as Failed, then its terminal event with `error`, the transcript
    * completed from its log, the thread freed. Writes only if the log has not grown since it was read
-   * (then it reads and tries again). Resolves with whether this call ended it.
+   * (then it reads and tries again). The ending events are numbered after `after` too: the run's own
+   * instance, ending a record Redis lost part of (an older snapshot), gives the highest number it gave,
+   * and the log then skips the numbers of the part lost (their events were shown under them). Resolves
+   * with whether this call ended it.
    */
-  async endRun(threadId: string, runId: string, owner: string, error: GatewayError): Promise<boolean> {
+  async endRun(threadId: string, runId: string, owner: string, error: GatewayError, after = -1): Promise<boolean> {
     for (let attempt = 0; attempt < 5; attempt++) {
       // The run, its log and its input as they stand at one moment (cgReadRun).
       const { run, log, input } = await this.records.runToEnd(threadId, runId);
@@ -109,7 +112,7 @@ export class InstanceLeases {
       }
       const last = log.length ? log[log.length - 1].sequence : -1;
       const status = failedRun(error);
-      const closing = closingEvents(log, status);
+      const closing = closingEvents(log, status, after);
       const output = new OutputCollector();
       for (const event of [...log, ...closing]) output.add(event);
       const transcript = transcriptOf(input, output.current());

@@ -14,8 +14,8 @@ export interface RunLogStore {
   flushSoon(log: RedisRunLog): void;
   /** The log has stored its last event, or given up: nothing more to wait for at close. */
   forget(log: RedisRunLog): void;
-  /** Ends the run from its stored events (see RedisThreadStore.endRun). */
-  endRun(threadId: string, runId: string, owner: string, error: GatewayError): Promise<boolean>;
+  /** Ends the run from its stored events, numbered after `after` (see RedisThreadStore.endRun). */
+  endRun(threadId: string, runId: string, owner: string, error: GatewayError, after?: number): Promise<boolean>;
   /** Logs a connection problem (throttled). */
   connectionError(error: unknown): void;
   /** Logs what cannot be retried (at `info` when it is what a client asked for, as a delete). */
@@ -74,6 +74,8 @@ export class RedisRunLog implements RunLog {
   private keptChars = 0;
   private allStates = new Map<string, AgentStateRecord>();
   private rebuilds = 0;
+  /** The highest sequence the run has given an event (-1: none). */
+  private highest = -1;
   private finalStatus: RunStatus | undefined;
   /** Where stored events go (the run's clients). */
   private sink: StoredEventSink | undefined;
@@ -118,6 +120,7 @@ export class RedisRunLog implements RunLog {
   append(event: SequencedEvent): void {
     if (this.abandoned) return;
     this.pending.push(event);
+    if (event.sequence > this.highest) this.highest = event.sequence;
     this.output.add(event);
     this.keep(event);
     const state = agentStateOf(event, this.runId);
@@ -293,6 +296,8 @@ export class RedisRunLog implements RunLog {
           this.runId,
           this.store.instanceId,
           new InstanceLostError('The run could no longer be recorded; it was ended with the events stored.'),
+          // Its clients may have been shown numbers past what Redis kept: the ending must not take them again.
+          this.highest,
         )
         .catch(() => {});
       return;

@@ -370,8 +370,8 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
   }
 
   /** Ends a run from its stored events, with no instance to end it (see InstanceLeases.endRun). */
-  endRun(threadId: string, runId: string, owner: string, error: GatewayError): Promise<boolean> {
-    return this.leases.endRun(threadId, runId, owner, error);
+  endRun(threadId: string, runId: string, owner: string, error: GatewayError, after?: number): Promise<boolean> {
+    return this.leases.endRun(threadId, runId, owner, error, after);
   }
 
   // --- errors ------------------------------------------------------------------------------
