@@ -44,6 +44,28 @@ async function runNewOnly(store: RedisThreadStore, threadId: string, n: number):
   await record(log, answer(threadId, runId, `reply-${n}`, `reply ${n}`));
 }
 
+/**
+ * A run on `store` with what it shows its clients (`shown`, and the codes of their failures), its events appended
+ * numbered one after another; its start, a message's start and a first text, once shown.
+ */
+async function startedRun(store: RedisThreadStore, threadId: string) {
+  const { runId } = await store.claim(threadId, 'run-1', 'fresh-1');
+  const log = store.open(threadId, runId, { messages: [message('u-1', 'hi')], newMessages: [] });
+  const shown: SequencedEvent[] = [];
+  const failures: string[] = [];
+  log.deliverStored!({ stored: (events) => shown.push(...events), failed: (error) => failures.push(error.code) });
+  const shownUpTo = async (count: number) => {
+    while (shown.length < count) await new Promise((resolve) => setTimeout(resolve, 5));
+  };
+  let sequence = 0;
+  const append = (event: Record<string, unknown>) => log.append({ ...event, sequence: sequence++ } as SequencedEvent);
+  append({ type: 'RunStarted', threadId, runId });
+  append({ type: 'TextMessageStart', messageId: 'm-1', parentMessageId: null, role: 'assistant' });
+  append({ type: 'TextMessageContent', messageId: 'm-1', content: 'before ' });
+  await shownUpTo(3);
+  return { runId, log, append, shown, shownUpTo, failures };
+}
+
 let redis: RedisServer;
 beforeAll(async () => {
   redis = await RedisServer.start();
@@ -485,18 +507,7 @@ describe("a run's log in Redis", () => {
       const settings = { leaseMs: 400, keyPrefix: `paused-${threadId}:`, ...options };
       const a = await startRedisStore({ url: redis.url }, settings);
       const b = await startRedisStore({ url: redis.url }, settings);
-      const { runId } = await a.claim(threadId, 'run-1', 'fresh-1');
-      const log = a.open(threadId, runId, { messages: [message('u-1', 'hi')], newMessages: [] });
-      const shown: SequencedEvent[] = [];
-      const failures: string[] = [];
-      log.deliverStored!({ stored: (events) => shown.push(...events), failed: (error) => failures.push(error.code) });
-      let sequence = 0;
-      const append = (event: Record<string, unknown>) =>
-        log.append({ ...event, sequence: sequence++ } as SequencedEvent);
-      append({ type: 'RunStarted', threadId, runId });
-      append({ type: 'TextMessageStart', messageId: 'm-1', parentMessageId: null, role: 'assistant' });
-      append({ type: 'TextMessageContent', messageId: 'm-1', content: 'before ' });
-      while (shown.length < 3) await new Promise((resolve) => setTimeout(resolve, 5));
+      const { runId, log, append, shown, failures } = await startedRun(a, threadId);
       // A stops beating, as a process stopped by a long pause (GC, SIGSTOP, a blocked loop): B ends its run.
       (a as unknown as { leases: { stop(): void } }).leases.stop();
       await until(async () => (await b.run(threadId, runId))?.finishedAt, Boolean, 'B ended the run');
@@ -590,26 +601,12 @@ describe("a run's log in Redis", () => {
     const admin = new Redis(redis.url);
     const threadId = 'rolled';
     try {
-      const { runId } = await store.claim(threadId, 'run-1', 'fresh-1');
-      const log = store.open(threadId, runId, { messages: [message('u-1', 'hi')], newMessages: [] });
-      const shown: SequencedEvent[] = [];
-      const failures: string[] = [];
-      log.deliverStored!({ stored: (events) => shown.push(...events), failed: (error) => failures.push(error.code) });
-      const shownUpTo = async (count: number) => {
-        while (shown.length < count) await new Promise((resolve) => setTimeout(resolve, 5));
-      };
-      // A follower from the start, on the live channel.
+      const { runId, append, shown, shownUpTo, failures } = await startedRun(store, threadId);
+      // A follower from the start (it reads the log, then the live channel).
       const live: SequencedEvent[] = [];
       const following = (async () => {
         for await (const event of store.follow(threadId, runId, -1)) live.push(event);
       })();
-      let sequence = 0;
-      const append = (event: Record<string, unknown>) =>
-        log.append({ ...event, sequence: sequence++ } as SequencedEvent);
-      append({ type: 'RunStarted', threadId, runId });
-      append({ type: 'TextMessageStart', messageId: 'm-1', parentMessageId: null, role: 'assistant' });
-      append({ type: 'TextMessageContent', messageId: 'm-1', content: 'before ' });
-      await shownUpTo(3);
       // A snapshot of the run's record and log, to be restored later (Redis restarted from an older snapshot).
       const keys = [`${keyPrefix}{${threadId}}:run:${runId}`, `${keyPrefix}{${threadId}}:log:${runId}`];
       const snapshot = await Promise.all(keys.map((key) => admin.dumpBuffer(key)));
@@ -617,6 +614,7 @@ describe("a run's log in Redis", () => {
       append({ type: 'TextMessageContent', messageId: 'm-1', content: 'x'.repeat(16 * 1024 * 1024 + 1) });
       append({ type: 'TextMessageContent', messageId: 'm-1', content: ' after' });
       await shownUpTo(5);
+      await eventually(() => live.length === 5, 'the follower to have what was shown');
       await Promise.all(keys.map((key, i) => admin.restore(key, 0, snapshot[i]!, 'REPLACE')));
       append({ type: 'TextMessageContent', messageId: 'm-1', content: ' lost' });
       await until(
