@@ -248,6 +248,7 @@ describe('Redis Cluster', () => {
   }, 90_000);
 
   it("ends a follower on the other instance STORE_UNAVAILABLE, as the run's own client, when no replica takes the run's writes (its primary dead, not back)", async () => {
+    const OUTCOMES = /^(STORE_UNAVAILABLE|INSTANCE_LOST)$/;
     const threadId = 'cluster-orphan';
     const { run, joiner } = await streamingWithFollower('orphan:', 3_000, threadId, 'cluster-orphan-run', 300);
 
@@ -255,8 +256,17 @@ describe('Redis Cluster', () => {
     await cluster.killPrimaryOf(`orphan:{${threadId}}:lock`);
     const events = await run.done;
     await joiner.done;
-    expect(events.at(-1)).toMatchObject({ type: 'RUN_ERROR', code: 'STORE_UNAVAILABLE' });
-    expect(joiner.errors.flat()[0]).toMatchObject({ extensions: { code: 'STORE_UNAVAILABLE' } });
+    // STORE_UNAVAILABLE: the run's instance gave its clients up after the lease with no write taken. Or, when A's
+    // instance lease is kept on the same shard and the failover outlasted it (under load), B's sweep ended the run
+    // first as a lost instance's, and A, finding it ended, tells its clients INSTANCE_LOST (PROTOCOL §7.5).
+    expect(events.at(-1)).toMatchObject({ type: 'RUN_ERROR', code: expect.stringMatching(OUTCOMES) });
+    // The follower ends too (it does not hang), with one of those: as an error, or as the stored ending (which of the
+    // two it hears first when both happen depends on which reaches B first).
+    const joinerEnd = joiner.errors.flat()[0] as any;
+    const joinerCode = joinerEnd
+      ? joinerEnd.extensions?.code
+      : joiner.events.at(-1)?.__typename === 'RunFinishedEvent' && joiner.events.at(-1).status.details?.code;
+    expect(joinerCode).toMatch(OUTCOMES);
     // It saw only what was stored (and so shown to the run's client too, or about to be).
     expect(tokens(300).startsWith(textOfEvents(joiner.events))).toBe(true);
   }, 60_000);
