@@ -925,8 +925,9 @@ export type RunDisconnectPolicy =
 export type RunEvent = {
   /**
    * The event's number in its run, given where the run emits it: 0 for the RunStartedEvent, then one more per
-   * event. A chunk event into which later chunks of the same message were merged (for a reader that fell behind)
-   * carries the number of the last of them, so the numbers one subscriber sees always rise but may skip.
+   * event (a run whose record Redis lost part of is ended after every number it gave, skipping the lost ones). A
+   * chunk event into which later chunks of the same message were merged (for a reader that fell behind) carries the
+   * number of the last of them, so the numbers one subscriber sees always rise but may skip.
    */
   sequence: Scalars['Int']['output'];
 };

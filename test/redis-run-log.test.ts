@@ -595,6 +595,39 @@ describe("a run's log in Redis", () => {
     });
   });
 
+  it('takes no instance for lost within a lease of its connection coming back (a restarted Redis may have lost every lease), and does after', async () => {
+    const leaseMs = 1_500;
+    const settings = { leaseMs, keyPrefix: `quiet-${Math.random().toString(36).slice(2)}:` };
+    const a = await startRedisStore({ url: redis.url }, settings);
+    const b = await startRedisStore({ url: redis.url }, settings);
+    const admin = new Redis(redis.url);
+    const threadId = 'quiet';
+    try {
+      const { runId } = await startedRun(a, threadId);
+      // B's connection drops and comes back, as after a Redis restart.
+      const back = new Promise<number>((resolve) => b.records.redis.once('ready', () => resolve(Date.now())));
+      await admin.client('KILL', 'ID', String(await b.records.redis.client('ID')));
+      const reconnectedAt = await back;
+      // A stops beating and its lease is gone, as a restarted Redis may have lost it (A alive would beat again soon).
+      (a as unknown as { leases: { stop(): void } }).leases.stop();
+      await admin.del(a.records.instanceKey(a.instanceId));
+      // B sweeps every third of the lease, but takes A for lost only a lease after its connection came back.
+      while (Date.now() < reconnectedAt + leaseMs * 0.6) {
+        expect((await b.run(threadId, runId))?.finishedAt).toBeNull();
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const ended = await until(
+        () => b.run(threadId, runId),
+        (run) => Boolean(run?.finishedAt),
+        'B ends the run once the lease has passed',
+      );
+      expect(ended!.status).toMatchObject({ code: 'Failed', details: { code: 'INSTANCE_LOST' } });
+    } finally {
+      admin.disconnect();
+      await Promise.all([a.close(), b.close()]);
+    }
+  }, 30_000);
+
   it('ends a run whose record Redis rolled back behind what it showed, and that cannot write it again, after every number shown', async () => {
     const keyPrefix = `rolled-${Math.random().toString(36).slice(2)}:`;
     const store = await startRedisStore({ url: redis.url }, { keyPrefix });
@@ -607,14 +640,28 @@ describe("a run's log in Redis", () => {
       const following = (async () => {
         for await (const event of store.follow(threadId, runId, -1)) live.push(event);
       })();
+      // Awaited below; handled here too, so that a test failing before then leaves no rejection behind it.
+      following.catch(() => {});
+      // One event at a time, each taken by the follower before the next (a follower behind merges text chunks).
+      const shownToAll = async (count: number) => {
+        await shownUpTo(count);
+        // (A 16 MB event takes a while to publish and parse on a busy machine.)
+        await until(
+          async () => live.length,
+          (n) => n === count,
+          'the follower to have what was shown',
+          20_000,
+        );
+      };
+      await shownToAll(3);
       // A snapshot of the run's record and log, to be restored later (Redis restarted from an older snapshot).
       const keys = [`${keyPrefix}{${threadId}}:run:${runId}`, `${keyPrefix}{${threadId}}:log:${runId}`];
       const snapshot = await Promise.all(keys.map((key) => admin.dumpBuffer(key)));
       // More than the run keeps to write its record again (16 MB of text), then a little more: all shown.
       append({ type: 'TextMessageContent', messageId: 'm-1', content: 'x'.repeat(16 * 1024 * 1024 + 1) });
+      await shownToAll(4);
       append({ type: 'TextMessageContent', messageId: 'm-1', content: ' after' });
-      await shownUpTo(5);
-      await eventually(() => live.length === 5, 'the follower to have what was shown');
+      await shownToAll(5);
       await Promise.all(keys.map((key, i) => admin.restore(key, 0, snapshot[i]!, 'REPLACE')));
       append({ type: 'TextMessageContent', messageId: 'm-1', content: ' lost' });
       await until(

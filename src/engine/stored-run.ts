@@ -14,8 +14,9 @@ interface Subscriber {
  * the store has it, never before (RunLog.deliverStored). Whatever a client was shown is then a prefix
  * of the stored log, so a join after any failure (this instance killed, and another ending the run
  * from its log) replays what the client saw, numbered the same, and a sequence number names one event
- * forever. When the store cannot take the rest (see RedisThreadStore), the views end with the store's
- * error, not with a numbered event the log might later give another meaning.
+ * forever (unless Redis itself loses part of the log: PROTOCOL.md §7.5). When the store cannot take
+ * the rest (see RedisThreadStore), the views end with the store's error, not with a numbered event the
+ * log might later give another meaning.
  *
  * Everything else (the run's end for the launcher, metrics, hooks, the log itself) stays on the run.
  */

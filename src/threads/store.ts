@@ -214,8 +214,8 @@ export interface RunLog {
    * once it is stored, in order, or that the rest never will be. A client must be shown an event only
    * once it is stored (ThreadService hands views the stored events), so that whatever a client saw is
    * a prefix of the log every later reader replays, and a sequence number names one event forever,
-   * even when the instance dies and another ends the run from its log. A log without it has stored an
-   * event when `append` returns (memory).
+   * even when the instance dies and another ends the run from its log (unless Redis itself loses part of
+   * the log: PROTOCOL.md §7.5). A log without it has stored an event when `append` returns (memory).
    */
   deliverStored?(sink: StoredEventSink): void;
 }

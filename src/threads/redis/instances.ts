@@ -24,6 +24,8 @@ export class InstanceLeases {
   private heartbeat: NodeJS.Timeout | undefined;
   private sweeper: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** No instance is taken for lost before this time (a lease after the connection came back: see start). */
+  private quietUntil = 0;
 
   constructor(
     private readonly records: RedisRecords,
@@ -56,6 +58,19 @@ export class InstanceLeases {
     };
     tick();
     this.sweeper = setTimeout(sweep, every).unref();
+    // Each time the connection comes back, no instance is taken for lost for a whole lease. A Redis that restarted,
+    // or failed over to a replica, may have lost every instance's lease, and live instances beat again within a third
+    // of it: ended at once, their runs would be ended from logs that may be behind what their clients were shown
+    // (writes lost, an older snapshot). Their own instances write those records again, or end them after every
+    // number shown (RedisRunLog.rebuild); an instance that is really gone is taken for lost a lease later.
+    this.records.redis.on('ready', () => {
+      this.quietUntil = Date.now() + this.options.leaseMs;
+    });
+  }
+
+  /** Whether an instance whose lease is missing may be taken for lost now (not within a lease of a reconnection). */
+  get judging(): boolean {
+    return this.records.redis.status === 'ready' && Date.now() >= this.quietUntil;
   }
 
   /** Stops beating and sweeping (the store is closing). */
@@ -67,7 +82,7 @@ export class InstanceLeases {
 
   /** Ends, as INSTANCE_LOST, every run of every instance whose lease has run out. */
   private async sweep(): Promise<void> {
-    if (this.records.redis.status !== 'ready') return;
+    if (!this.judging) return;
     const instances = await this.records.redis.smembers(this.records.key('instances'));
     for (const instance of instances) {
       if (instance === this.records.instanceId || (await this.records.redis.exists(this.records.instanceKey(instance))))

@@ -78,7 +78,8 @@ const APPEND_LUA = `local function append(run, log, first, last, events, expecte
   end
   if status ~= 'running' then return 'finished' end
   -- An ending (\`expected\`) may start past stored + 1: its instance's clients were shown numbers from a part of the
-  -- log Redis has since lost (an older snapshot), which the ending skips so that no number names two events.
+  -- log Redis has since lost (an older snapshot), which the ending skips so that no number names two events. (The
+  -- "dup" above then also answers a batch inside the skipped numbers; none comes: that run's log has given up.)
   if first ~= stored + 1 and expected == '' then return 'gap' end
   redis.call('XADD', log, '*', 'e', events)
   redis.call('HSET', run, 'last', last)

@@ -290,7 +290,10 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     if (runId !== undefined && runId !== activeRunId) return undefined;
     const run = await this.records.run(threadId, activeRunId);
     if (run && run.finishedAt !== null) return undefined;
+    // Within a lease of a reconnection a missing lease is not taken for a lost instance (InstanceLeases.judging): the
+    // stop is published, and if its instance is really gone, the sweep ends the run once the lease has passed.
     const ownerAlive =
+      !this.leases.judging ||
       (await this.records.call(() => this.records.redis.exists(this.records.instanceKey(owner)))) === 1;
     // No record yet: a run still being admitted (claimed, not yet started) on a live instance stops as soon
     // as it starts.
