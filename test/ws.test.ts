@@ -132,6 +132,11 @@ describe('the copilotRun subscription over graphql-ws', () => {
     };
     const reused = await rawWsExchange(gateway.wsUrl, [subscribe('same', slow), subscribe('same', slow)]);
     expect(reused.closeCode).toBe(4409);
+    // An id too long for the close frame's reason (graphql-ws quotes it): still 4409, the reason cut to fit.
+    const longId = 'x'.repeat(300);
+    const reusedLong = await rawWsExchange(gateway.wsUrl, [subscribe(longId, slow), subscribe(longId, slow)]);
+    expect(reusedLong.closeCode).toBe(4409);
+    expect(reusedLong.closeReason).toMatch(/^Subscriber for x+…$/);
     const badVariables = await rawWsExchange(gateway.wsUrl, [
       subscribe('bad', { query: `${RUN}${' '.repeat(400)}`, variables: [1, 2] }),
     ]);

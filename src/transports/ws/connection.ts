@@ -4,6 +4,7 @@ import type { RawData, WebSocket } from 'ws';
 import { MAX_NESTING } from '../../core/depth.js';
 import type { Admitted, ConnectionFacts } from '../access.js';
 import type { KeepAlive } from './keep-alive.js';
+import { closeReason } from './messages.js';
 import { slimSubscribe, type SubscribePayload } from './slim-subscribe.js';
 
 /**
@@ -158,7 +159,8 @@ export class WsConnection {
   }
 
   close(code: number, reason: string): void {
-    this.socket.close(code, reason);
+    // graphql-ws's reasons may quote the client (a subscription's id): cut to what a close frame holds, or ws throws.
+    this.socket.close(code, closeReason(reason));
   }
 
   // graphql-ws's handler for a `subscribe` resolves only when the operation ends: only the
@@ -245,7 +247,7 @@ export class WsConnection {
     // graphql-ws throws this for a message only a server may send (connection_ack, next, error): the client's mistake.
     if (error instanceof Error && /^Unexpected message of type /.test(error.message)) {
       shared.logger.info({ transport: 'ws', reason: error.message }, 'a WebSocket client broke the protocol');
-      socket.close(CloseCode.BadRequest, error.message);
+      socket.close(CloseCode.BadRequest, closeReason(error.message));
       return;
     }
     // A payload graphql-ws echoes (a ping's, in its pong) nested too deep for JSON.stringify.
