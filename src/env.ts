@@ -31,6 +31,7 @@ const VARIABLE_OF_OPTION: Record<string, string> = {
   'options.trustProxy': 'TRUST_PROXY',
   'options.shutdownGraceMs': 'SHUTDOWN_GRACE_MS',
   'options.shutdownDelayMs': 'SHUTDOWN_DELAY_MS',
+  'options.maxBufferedOutputMb': 'MAX_BUFFERED_OUTPUT_MB',
   'options.maxConcurrentRuns': 'MAX_CONCURRENT_RUNS',
   'options.streamWriteIntervalMs': 'STREAM_WRITE_INTERVAL_MS',
   'options.modelFirstTokenTimeoutMs': 'MODEL_FIRST_TOKEN_TIMEOUT_MS',
@@ -102,6 +103,7 @@ export function gatewayOptionsOf(env: EnvironmentSettings, parts: StartParts): G
     ...(env.trustProxy !== undefined ? { trustProxy: env.trustProxy } : {}),
     ...(env.shutdownGraceMs !== undefined ? { shutdownGraceMs: env.shutdownGraceMs } : {}),
     ...(env.shutdownDelayMs !== undefined ? { shutdownDelayMs: env.shutdownDelayMs } : {}),
+    ...(env.maxBufferedOutputMb !== undefined ? { maxBufferedOutputMb: env.maxBufferedOutputMb } : {}),
     metrics: env.metrics,
     ...(env.tracing !== undefined ? { tracing: env.tracing } : {}),
     ...(env.executor !== undefined ? { executor: env.executor } : {}),
@@ -165,6 +167,8 @@ export interface EnvironmentSettings extends AgentSettings {
   shutdownGraceMs?: number;
   /** SHUTDOWN_DELAY_MS: how long SIGTERM keeps serving, not ready, before the drain. */
   shutdownDelayMs?: number;
+  /** MAX_BUFFERED_OUTPUT_MB: the most output held for clients that do not read. */
+  maxBufferedOutputMb?: number;
   /** METRICS (on unless "false"), METRICS_TOKEN. */
   metrics: boolean | { token: string };
   /** TRACING: OpenTelemetry spans through @opentelemetry/api (with an SDK the process registers). */
@@ -231,6 +235,7 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
     ...optional('trustProxy', countOf(env, 'TRUST_PROXY')),
     ...optional('shutdownGraceMs', countOf(env, 'SHUTDOWN_GRACE_MS')),
     ...optional('shutdownDelayMs', countOf(env, 'SHUTDOWN_DELAY_MS')),
+    ...optional('maxBufferedOutputMb', countOf(env, 'MAX_BUFFERED_OUTPUT_MB')),
     metrics: readMetrics(env),
     ...readTracing(env),
     ...optional('modelFirstTokenTimeoutMs', milliseconds(env, 'MODEL_FIRST_TOKEN_TIMEOUT_MS')),

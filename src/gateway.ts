@@ -12,6 +12,7 @@ import { keyMatcher } from './auth/api-keys.js';
 import { OfflineExplorer } from './transports/explorer.js';
 import { createHttpHandler } from './transports/http/handler.js';
 import { attachWebSocketTransport } from './transports/ws/server.js';
+import { SlowReaderGuard } from './transports/slow-readers.js';
 import {
   LISTEN_BACKLOG,
   followsEndedError,
@@ -71,6 +72,12 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
 
   const server = createServer({ noDelay: true, keepAliveTimeout: 65_000 });
   const closeListener = listenerCloser(server);
+  const slowReaders = new SlowReaderGuard(server, {
+    budgetBytes: config.maxBufferedOutputMb * 1024 * 1024,
+    logger,
+    onDropped: metrics ? (count) => metrics.slowReadersDropped(count) : undefined,
+  });
+  threads.limitReads(() => slowReaders.admit());
   const ws = attachWebSocketTransport({
     server,
     schema,
@@ -151,6 +158,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     // nothing holds the HTTP server's drain.
     threads.endFollows(followsEndedError());
     for (const endpoint of endpoints) endpoint.stop();
+    slowReaders.stop();
     if (apolloStarted) await apollo.stop();
     await mcp.close();
     await limiter?.close();

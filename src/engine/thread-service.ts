@@ -4,6 +4,7 @@ import {
   BadUserInputError,
   GatewayError,
   NotSupportedError,
+  OverloadedError,
   RunNotFoundError,
   ThreadBusyError,
   UnauthenticatedError,
@@ -109,6 +110,17 @@ export class ThreadService {
   /** Followers of runs (joins, AG-UI connects), ended by a shutdown. */
   private readonly follows = new Set<AsyncIterableIterator<SequencedEvent>>();
   private ending: GatewayError | undefined;
+
+  /** Whether a whole thread may be read now (the transports' budget for clients that do not read: limitReads). */
+  private admitRead: () => boolean = () => true;
+
+  /**
+   * Reads of a whole thread (copilotThread, loadAgentState, AG-UI connect, a thread's messages) are refused
+   * OVERLOADED while `admit` says no: each makes an answer as large as the thread.
+   */
+  limitReads(admit: () => boolean): void {
+    this.admitRead = admit;
+  }
 
   constructor(
     readonly store: ThreadStore,
@@ -257,6 +269,12 @@ export class ThreadService {
     threadId: string,
     principal?: Principal,
   ): Promise<{ record: ThreadRecord | undefined; foreign: boolean }> {
+    if (!this.admitRead()) {
+      throw new OverloadedError(
+        'The gateway holds too much output for clients that are not reading it to read a whole thread now; ' +
+          'try again shortly.',
+      );
+    }
     const record = await this.store.thread(threadId);
     if (record && !this.mayUse(record.owner, principal)) return { record: undefined, foreign: true };
     return { record, foreign: false };

@@ -1,3 +1,4 @@
+import { getHeapStatistics } from 'node:v8';
 import { pino, type Logger } from 'pino';
 import type { ModelAdapter } from '../adapters/adapter.js';
 import { DemoAdapter, demoTimeAction } from '../adapters/demo.js';
@@ -58,6 +59,14 @@ export interface GatewayOptions {
   actionTimeoutMs?: number;
   /** Largest accepted request body (and WebSocket message). @default 10485760 (10 MiB) */
   maxBodyBytes?: number;
+  /**
+   * The most output, in MiB, the process holds for clients that do not read what it sends: while the output waiting
+   * for every connection adds up to more, the connections holding the most are closed (a long thread's replay sent
+   * to a client that never reads would otherwise stay in memory as long as the connection); reads of a whole thread
+   * are refused OVERLOADED meanwhile. @default 256, or a sixteenth of the V8 heap limit if that is less (96 with
+   * `npm start`'s), at least 16
+   */
+  maxBufferedOutputMb?: number;
   /**
    * Host names served in development besides localhost and IP addresses (DNS-rebinding protection).
    * Not checked in production. @default []
@@ -240,6 +249,16 @@ const READERS = {
   agentIdleTimeoutMs: (value) => integerOption('agentIdleTimeoutMs', value, 300_000, 1, 3_600_000),
   actionTimeoutMs: (value) => integerOption('actionTimeoutMs', value, 60_000, 1, 3_600_000),
   maxBodyBytes: (value) => integerOption('maxBodyBytes', value, 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+  maxBufferedOutputMb: (value) =>
+    integerOption(
+      'maxBufferedOutputMb',
+      value,
+      // The output held counts about a third of what such a client costs (its answer's text, and the thread its
+      // request read, stay in the heap beside it).
+      Math.max(16, Math.min(256, Math.floor(getHeapStatistics().heap_size_limit / 16 / 1024 / 1024))),
+      1,
+      1024 * 1024,
+    ),
   maxConcurrentRuns: (value) => integerOption('maxConcurrentRuns', value, 1000, 1, 1_000_000),
   allowedHosts: (value) => {
     if (

@@ -22,6 +22,7 @@ export class GatewayMetrics {
   private readonly storeOperations: Counter<'store' | 'operation' | 'outcome'>;
   private readonly httpStreams: Gauge;
   private readonly sockets: Gauge;
+  private readonly slowReaders: Counter;
 
   constructor(activeRuns: () => number) {
     processRegistry(); // started now, so that event-loop lag is measured from the start
@@ -89,6 +90,11 @@ export class GatewayMetrics {
       help: 'HTTP responses streaming now (multipart, SSE, AG-UI).',
       registers,
     });
+    this.slowReaders = new Counter({
+      name: 'copilot_gateway_slow_readers_dropped_total',
+      help: 'Connections closed because the output held for clients that did not read passed maxBufferedOutputMb.',
+      registers,
+    });
     this.sockets = new Gauge({
       name: 'copilot_gateway_websocket_connections',
       help: 'WebSocket connections open now.',
@@ -122,6 +128,10 @@ export class GatewayMetrics {
 
   httpStream(delta: 1 | -1): void {
     this.httpStreams.inc(delta);
+  }
+
+  slowReadersDropped(count: number): void {
+    this.slowReaders.inc(count);
   }
 
   webSocket(delta: 1 | -1): void {

@@ -1,0 +1,101 @@
+import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Logger } from 'pino';
+
+/** How often the output held for every connection is added up. */
+const CHECK_EVERY_MS = 250;
+/** A connection holding less than this is never dropped (a reader a little behind is a normal reader). */
+const MIN_DROPPED_BYTES = 64 * 1024;
+
+/**
+ * A budget for the output the process holds for readers that do not read. Every answer waits for its
+ * connection to take what it wrote before writing more (backpressure), but one write can be large: a thread's
+ * replay (AG-UI `connect`, `copilotThread`, `loadAgentState`, the thread list's messages) is written as a whole,
+ * and a client that sends a short request for a long thread and never reads holds that answer in memory (with the
+ * thread's copy its request read) for as long as it keeps the connection open. Enough of them would exhaust the
+ * heap and end the process. So every connection's unsent output is added up a few times a second, and while the
+ * total is over the budget the connections holding the most (at least 64 KB each) that took nothing since the
+ * check before are closed, largest first: a reader that does not read loses its connection, never the process.
+ * Closing one ends its request as a client going away does (its stream and follow stop; a run it started goes on
+ * as runs do after a disconnect). And while the total stays over the budget, requests that would read a whole
+ * thread are refused (`admit`, ThreadService.limitReads).
+ */
+export class SlowReaderGuard {
+  private readonly sockets = new Set<Socket>();
+  /** What each connection holding at least MIN_DROPPED_BYTES held at the last check. */
+  private held = new Map<Socket, number>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    server: Server,
+    private readonly options: {
+      budgetBytes: number;
+      logger: Logger;
+      /** Connections closed by the guard, for metrics. */
+      onDropped?: (count: number) => void;
+      /** How often the output is added up (tests check by hand: `admit`). */
+      checkEveryMs?: number;
+    },
+  ) {
+    const sockets = this.sockets;
+    // One function for every socket (not a closure each: a held WebSocket stream keeps as little as it can).
+    function forget(this: Socket) {
+      sockets.delete(this);
+    }
+    server.on('connection', (socket: Socket) => {
+      sockets.add(socket);
+      socket.once('close', forget);
+    });
+    this.timer = setInterval(() => this.check(), options.checkEveryMs ?? CHECK_EVERY_MS).unref();
+  }
+
+  /**
+   * Whether a request that reads a whole thread may go on: checks now (closing stalled holders if over the
+   * budget) and says whether what is held is within it. A burst of such requests would otherwise each add its
+   * answer before the next check.
+   */
+  admit(): boolean {
+    return this.check() <= this.options.budgetBytes;
+  }
+
+  /**
+   * Adds up the output held for every connection; while that is over the budget, closes the connections that hold
+   * the most and took none of it since the last check (a reader that is reading, however slowly, is left to read).
+   */
+  check(): number {
+    let total = 0;
+    const stalled: { socket: Socket; held: number }[] = [];
+    const seen = new Map<Socket, number>();
+    for (const socket of this.sockets) {
+      const held = socket.writableLength;
+      total += held;
+      if (held < MIN_DROPPED_BYTES) continue;
+      const before = this.held.get(socket);
+      if (before !== undefined && held >= before) stalled.push({ socket, held });
+      seen.set(socket, held);
+    }
+    this.held = seen;
+    if (total <= this.options.budgetBytes || stalled.length === 0) return total;
+    stalled.sort((a, b) => b.held - a.held);
+    let dropped = 0;
+    let freed = 0;
+    for (const { socket, held } of stalled) {
+      if (total - freed <= this.options.budgetBytes) break;
+      freed += held;
+      dropped++;
+      this.sockets.delete(socket);
+      this.held.delete(socket);
+      socket.destroy();
+    }
+    this.options.onDropped?.(dropped);
+    this.options.logger.warn(
+      { dropped, freedBytes: freed, heldBytes: total, budgetBytes: this.options.budgetBytes },
+      'closed connections whose readers did not read: the output held for them was over maxBufferedOutputMb',
+    );
+    return total - freed;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}

@@ -1,0 +1,158 @@
+import { createServer } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { ThreadService } from '../src/engine/thread-service.js';
+import { SlowReaderGuard } from '../src/transports/slow-readers.js';
+import { gatewaysPerTest, silentLogger, type RunningGateway } from './support/harness.js';
+import { close, listen } from './support/loopback.js';
+import { failOnProcessErrors } from './support/process-errors.js';
+import { memoryStore, until } from './support/threads.js';
+
+// A client that sends a short request for a long thread's replay (AG-UI connect) and never reads holds that replay in
+// the gateway's memory for as long as its connection stays open; enough of them ended the process (a heap out of
+// memory, found from outside). maxBufferedOutputMb bounds what the process holds for readers that do not read.
+
+failOnProcessErrors();
+
+// The demo model: its answer is short, whatever it is asked.
+const { start } = gatewaysPerTest({ maxBodyBytes: 64 * 1024 * 1024 });
+/** One user message this long: its thread's replay is one AG-UI frame about as long. */
+const LONG = 24 * 1024 * 1024;
+const opened: Socket[] = [];
+afterAll(() => {
+  for (const socket of opened) socket.destroy();
+});
+
+const agUiInput = (threadId: string, runId: string, messages: unknown[]) =>
+  JSON.stringify({ threadId, runId, state: {}, tools: [], context: [], forwardedProps: {}, messages });
+
+/** A thread with one run whose input is one long user message. */
+async function longThread(g: RunningGateway, threadId: string): Promise<void> {
+  const response = await fetch(`${g.url}/agent/default/run`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+    body: agUiInput(threadId, 'long-run', [{ id: 'long-1', role: 'user', content: 'y'.repeat(LONG) }]),
+  });
+  expect(response.status).toBe(200);
+  const text = await response.text();
+  // (A boolean: a failure would print the whole long text.)
+  expect(text.includes('RUN_FINISHED')).toBe(true);
+}
+
+/**
+ * An AG-UI connect to `threadId` on a raw connection that does not read; `readRest()` reads what it is sent from then
+ * on, to its end, and resolves with how many bytes that was.
+ */
+function pausedConnect(g: RunningGateway, threadId: string): { readRest: () => Promise<number> } {
+  const { hostname: host, port, pathname } = new URL(g.url);
+  const body = agUiInput(threadId, 'connect', []);
+  const socket = connect({ host, port: Number(port) });
+  opened.push(socket);
+  socket.pause();
+  socket.on('error', () => {});
+  socket.write(
+    `POST ${pathname}/agent/default/connect HTTP/1.1\r\nhost: ${host}:${port}\r\ncontent-type: application/json\r\n` +
+      `accept: text/event-stream\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+  const readRest = () =>
+    new Promise<number>((resolve) => {
+      let bytes = 0;
+      socket.on('data', (chunk: Buffer) => (bytes += chunk.length));
+      socket.once('close', () => resolve(bytes));
+      socket.resume();
+    });
+  return { readRest };
+}
+
+const droppedCount = async (g: RunningGateway): Promise<number> => {
+  const text = await (await fetch(new URL('/metrics', g.url))).text();
+  return Number(/^copilot_gateway_slow_readers_dropped_total (\d+)/m.exec(text)?.[1] ?? NaN);
+};
+
+describe('readers that do not read (maxBufferedOutputMb)', () => {
+  it("closes the connections of clients that never read a long thread's replay, and serves readers meanwhile", async () => {
+    const g = await start({ maxBufferedOutputMb: 8 });
+    await longThread(g, 'long');
+    expect(await droppedCount(g)).toBe(0);
+    // Three clients ask for the replay (about 24 MB each, more than the kernel's buffers take) and never read it.
+    const paused = [pausedConnect(g, 'long'), pausedConnect(g, 'long'), pausedConnect(g, 'long')];
+    const dropped = await until(
+      () => droppedCount(g),
+      (count) => count >= 3,
+      'the three connections closed',
+      20_000,
+    );
+    expect(dropped).toBe(3);
+    // A client that reads gets the whole replay, though it is larger than the budget: it is taking it.
+    const response = await fetch(`${g.url}/agent/default/connect`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: agUiInput('long', 'connect', []),
+    });
+    const replay = await response.text();
+    expect(replay.length).toBeGreaterThan(LONG);
+    expect(replay.includes('RUN_FINISHED')).toBe(true);
+    expect(await droppedCount(g)).toBe(3);
+    // The gateway goes on serving; the paused clients' connections were closed by it: read now, each ends with
+    // what the kernel's buffers held, far from the whole replay.
+    expect((await fetch(new URL('/health', g.url))).status).toBe(200);
+    for (const bytes of await Promise.all(paused.map((connection) => connection.readRest()))) {
+      expect(bytes).toBeLessThan(LONG);
+    }
+  }, 60_000);
+
+  it('leaves alone a client that has not read while what is held stays under the budget', async () => {
+    const g = await start({ maxBufferedOutputMb: 200 });
+    await longThread(g, 'long-under');
+    const paused = pausedConnect(g, 'long-under');
+    // Longer than several checks.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(await droppedCount(g)).toBe(0);
+    // It is still open, and gets the whole replay once it reads.
+    const rest = paused.readRest();
+    opened.at(-1)!.end();
+    expect(await rest).toBeGreaterThan(LONG);
+  }, 60_000);
+
+  it('refuses reads of a whole thread while over the budget, before closing the client (not yet seen stalled)', async () => {
+    // The guard on a plain server that answers 24 MB at once; checked by hand (`admit`), never by its timer.
+    const server = createServer((_req, res) => res.end('z'.repeat(LONG)));
+    const dropped: number[] = [];
+    const guard = new SlowReaderGuard(server, {
+      budgetBytes: 8 * 1024 * 1024,
+      logger: silentLogger,
+      onDropped: (count) => dropped.push(count),
+      checkEveryMs: 3_600_000,
+    });
+    const origin = await listen(server);
+    const { port } = new URL(origin);
+    const socket = connect({ host: '127.0.0.1', port: Number(port) });
+    opened.push(socket);
+    socket.pause();
+    socket.on('error', () => {});
+    try {
+      expect(guard.admit()).toBe(true);
+      socket.write(`GET / HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n`);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // Held, and over the budget: the next read of a thread is refused; the holder is not closed on one sighting.
+      expect(guard.admit()).toBe(false);
+      expect(dropped).toEqual([]);
+      // Seen again with nothing taken: closed, and the budget is free again.
+      expect(guard.admit()).toBe(true);
+      expect(dropped).toEqual([1]);
+    } finally {
+      guard.stop();
+      socket.destroy();
+      await close(server);
+    }
+  });
+
+  it("refuses a thread's read OVERLOADED while the transports' budget says no (ThreadService.limitReads)", async () => {
+    const service = new ThreadService(memoryStore(), { onBusy: 'refuse', onStoreFailure: 'serve' }, silentLogger);
+    let admit = false;
+    service.limitReads(() => admit);
+    await expect(service.thread('any')).rejects.toMatchObject({ code: 'OVERLOADED' });
+    admit = true;
+    await expect(service.thread('any')).resolves.toBeUndefined();
+  });
+});
