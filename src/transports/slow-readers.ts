@@ -6,6 +6,11 @@ import type { Logger } from 'pino';
 const CHECK_EVERY_MS = 250;
 /** A connection holding less than this is never dropped (a reader a little behind is a normal reader). */
 const MIN_DROPPED_BYTES = 64 * 1024;
+/**
+ * How long a connection must take none of what it holds to count as not reading: long enough that a reader on a
+ * busy machine (or whose own process is busy) is not taken for one; new replays are refused meanwhile (`admit`).
+ */
+const STALL_MS = 2_000;
 
 /**
  * A budget for the output the process holds for readers that do not read. Every answer waits for its
@@ -14,16 +19,16 @@ const MIN_DROPPED_BYTES = 64 * 1024;
  * and a client that sends a short request for a long thread and never reads holds that answer in memory (with the
  * thread's copy its request read) for as long as it keeps the connection open. Enough of them would exhaust the
  * heap and end the process. So every connection's unsent output is added up a few times a second, and while the
- * total is over the budget the connections holding the most (at least 64 KB each) that took nothing since the
- * check before are closed, largest first: a reader that does not read loses its connection, never the process.
+ * total is over the budget the connections holding the most (at least 64 KB each) that took nothing for two
+ * seconds are closed, largest first: a reader that does not read loses its connection, never the process.
  * Closing one ends its request as a client going away does (its stream and follow stop; a run it started goes on
  * as runs do after a disconnect). And while the total stays over the budget, requests that would read a whole
  * thread are refused (`admit`, ThreadService.limitReads).
  */
 export class SlowReaderGuard {
   private readonly sockets = new Set<Socket>();
-  /** What each connection holding at least MIN_DROPPED_BYTES held at the last check. */
-  private held = new Map<Socket, number>();
+  /** What each connection holding at least MIN_DROPPED_BYTES held at the last check, and since when it took none. */
+  private held = new Map<Socket, { bytes: number; since: number }>();
   private readonly timer: NodeJS.Timeout;
 
   constructor(
@@ -35,6 +40,8 @@ export class SlowReaderGuard {
       onDropped?: (count: number) => void;
       /** How often the output is added up (tests check by hand: `admit`). */
       checkEveryMs?: number;
+      /** How long a connection must take nothing to be closed (tests: 0). */
+      stallMs?: number;
     },
   ) {
     const sockets = this.sockets;
@@ -60,19 +67,23 @@ export class SlowReaderGuard {
 
   /**
    * Adds up the output held for every connection; while that is over the budget, closes the connections that hold
-   * the most and took none of it since the last check (a reader that is reading, however slowly, is left to read).
+   * the most and took none of it for STALL_MS (a reader that is reading, however slowly, is left to read).
    */
   check(): number {
+    const now = Date.now();
+    const stallMs = this.options.stallMs ?? STALL_MS;
     let total = 0;
     const stalled: { socket: Socket; held: number }[] = [];
-    const seen = new Map<Socket, number>();
+    const seen = new Map<Socket, { bytes: number; since: number }>();
     for (const socket of this.sockets) {
       const held = socket.writableLength;
       total += held;
       if (held < MIN_DROPPED_BYTES) continue;
       const before = this.held.get(socket);
-      if (before !== undefined && held >= before) stalled.push({ socket, held });
-      seen.set(socket, held);
+      // Took some since the last check (or newly holding): reading, as of now.
+      const since = before !== undefined && held >= before.bytes ? before.since : now;
+      if (before !== undefined && now - since >= stallMs) stalled.push({ socket, held });
+      seen.set(socket, { bytes: held, since });
     }
     this.held = seen;
     if (total <= this.options.budgetBytes || stalled.length === 0) return total;
