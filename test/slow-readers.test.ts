@@ -1,10 +1,12 @@
 import { createServer } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { afterAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { ThreadService } from '../src/engine/thread-service.js';
 import { SlowReaderGuard } from '../src/transports/slow-readers.js';
 import { gatewaysPerTest, silentLogger, type RunningGateway } from './support/harness.js';
 import { close, listen } from './support/loopback.js';
+import { FakeOpenAI } from './support/fake-openai.js';
 import { failOnProcessErrors } from './support/process-errors.js';
 import { memoryStore, until } from './support/threads.js';
 
@@ -19,8 +21,14 @@ const { start } = gatewaysPerTest({ maxBodyBytes: 64 * 1024 * 1024 });
 /** One user message this long: its thread's replay is one AG-UI frame about as long. */
 const LONG = 24 * 1024 * 1024;
 const opened: Socket[] = [];
-afterAll(() => {
+const fake = new FakeOpenAI();
+let fakeUrl = '';
+beforeAll(async () => {
+  fakeUrl = await fake.start();
+});
+afterAll(async () => {
   for (const socket of opened) socket.destroy();
+  await fake.stop();
 });
 
 const agUiInput = (threadId: string, runId: string, messages: unknown[]) =>
@@ -121,6 +129,46 @@ describe('readers that do not read (maxBufferedOutputMb)', () => {
     // The paused client's connection was closed by the gateway: read now, it ends with what the kernel's buffers
     // held, far from the whole replay.
     expect(await paused.readRest()).toBeLessThan(LONG);
+  }, 60_000);
+
+  it('serves a pipelined request only once the answers before it are sent (never, if the connection goes first)', async () => {
+    // A model that takes its time: the first pipelined request streams a run for a few seconds.
+    const g = await start({
+      maxBufferedOutputMb: 8,
+      adapter: new OpenAIAdapter({ baseURL: fakeUrl, apiKey: 'k', maxRetries: 0 }),
+    });
+    await longThread(g, 'long-pipelined');
+    const reads = async () => {
+      const text = await (await fetch(new URL('/metrics', g.url))).text();
+      const line = /^copilot_gateway_thread_store_operations_total\{[^}]*operation="thread"[^}]*\} (\d+)/m.exec(text);
+      return Number(line?.[1] ?? 0);
+    };
+    const before = await reads();
+    // On one connection, sent at once and never read: a run that streams for a while, then three connects to the
+    // long thread. Node keeps the answers after the first in memory until the first is sent, where the budget
+    // cannot see them: they must not be made before their turn.
+    const { hostname: host, port, pathname } = new URL(g.url);
+    const post = (route: string, body: string) =>
+      `POST ${pathname}/agent/default/${route} HTTP/1.1\r\nhost: ${host}:${port}\r\n` +
+      `content-type: application/json\r\naccept: text/event-stream\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n` +
+      body;
+    const slowRun = post(
+      'run',
+      agUiInput('slow', 'slow-run', [{ id: 'slow-1', role: 'user', content: '[tokens=60] [delay=50]' }]),
+    );
+    const socket = connect({ host, port: Number(port) });
+    opened.push(socket);
+    socket.pause();
+    socket.on('error', () => {});
+    socket.write(slowRun + post('connect', agUiInput('long-pipelined', 'connect', [])).repeat(3));
+    await until(
+      () => droppedCount(g),
+      (count) => count === 1,
+      'the connection closed',
+      30_000,
+    );
+    // The run was served, then the first connect (one thread read); the others' turn never came.
+    expect((await reads()) - before).toBe(1);
   }, 60_000);
 
   it('leaves alone a client that has not read while what is held stays under the budget', async () => {

@@ -157,13 +157,26 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
   };
 
   // Nothing a client sends may take the process down: a synchronous throw is a 500 for that request only.
-  return (req, res) => {
+  const guarded = (req: IncomingMessage, res: ServerResponse): void => {
     try {
       handle(req, res);
     } catch (error) {
       logger.error({ err: error }, 'unexpected error in the HTTP transport');
       sendUnexpected(res, res.getHeader('x-request-id') as string | undefined);
     }
+  };
+  return (req, res) => {
+    if (res.socket) return guarded(req, res);
+    // A pipelined request (sent on a connection before the answers to the ones before it): Node keeps its answer
+    // in memory until those are sent, where the budget for clients that do not read cannot see it
+    // (slow-readers.ts). It is served once its answer has the connection; never, if the connection goes first.
+    const onClose = () => res.off('socket', onSocket);
+    const onSocket = () => {
+      req.off('close', onClose);
+      guarded(req, res);
+    };
+    res.once('socket', onSocket);
+    req.once('close', onClose);
   };
 }
 
