@@ -4,7 +4,6 @@ import {
   BadUserInputError,
   GatewayError,
   NotSupportedError,
-  OverloadedError,
   RunNotFoundError,
   ThreadBusyError,
   UnauthenticatedError,
@@ -15,6 +14,7 @@ import type { Message } from '../core/messages.js';
 import type { Principal } from '../core/principal.js';
 import { EventFeed } from '../threads/feed.js';
 import { idsToCheck } from '../threads/message-ids.js';
+import { WholeThreadReads } from './whole-thread-reads.js';
 import {
   nameFrom,
   stopError,
@@ -44,11 +44,6 @@ import {
 export type BusyPolicy = 'refuse' | 'interrupt';
 /** What to do with new runs while the thread store cannot be reached. */
 export type StoreFailurePolicy = 'serve' | 'fail';
-
-/** Whole-thread reads made at once (ThreadService.takeReadSlot). */
-const MAX_READS = 4;
-/** Whole-thread reads that may wait for a slot. */
-const MAX_WAITING_READS = 1_000;
 
 export interface ThreadPolicies {
   /** `refuse` (THREAD_BUSY) or `interrupt` (stop the active run, then start). @default "refuse" */
@@ -116,40 +111,15 @@ export class ThreadService {
   private readonly follows = new Set<AsyncIterableIterator<SequencedEvent>>();
   private ending: GatewayError | undefined;
 
-  /** Whether a whole thread may be read now (the transports' budget for clients that do not read: limitReads). */
-  private admitRead: () => boolean = () => true;
-  /** Whole-thread reads under way, and those waiting for one of the MAX_READS slots. */
-  private reads = 0;
-  private readonly waitingReads: (() => void)[] = [];
-
-  /**
-   * A slot for a whole-thread read: MAX_READS at once, more wait their turn (at most MAX_WAITING_READS, then
-   * OVERLOADED). Each read's answer is as large as its thread; read all at once, a burst of them would each pass the
-   * budget's check before any had written its answer.
-   */
-  private takeReadSlot(): Promise<void> | void {
-    if (this.reads < MAX_READS) {
-      this.reads++;
-      return;
-    }
-    if (this.waitingReads.length >= MAX_WAITING_READS) {
-      throw new OverloadedError('Too many reads of whole threads are waiting; try again shortly.');
-    }
-    return new Promise((resolve) => this.waitingReads.push(resolve));
-  }
-
-  private giveReadSlot(): void {
-    const next = this.waitingReads.shift();
-    if (next) next();
-    else this.reads--;
-  }
+  /** The gate of whole-thread reads (threadFor). */
+  private readonly wholeReads = new WholeThreadReads();
 
   /**
    * Reads of a whole thread (copilotThread, loadAgentState, AG-UI connect, a thread's messages) are refused
    * OVERLOADED while `admit` says no: each makes an answer as large as the thread.
    */
   limitReads(admit: () => boolean): void {
-    this.admitRead = admit;
+    this.wholeReads.limit(admit);
   }
 
   constructor(
@@ -299,21 +269,7 @@ export class ThreadService {
     threadId: string,
     principal?: Principal,
   ): Promise<{ record: ThreadRecord | undefined; foreign: boolean }> {
-    await this.takeReadSlot();
-    let record: ThreadRecord | undefined;
-    try {
-      if (!this.admitRead()) {
-        throw new OverloadedError(
-          'The gateway holds too much output for clients that are not reading it to read a whole thread now; ' +
-            'try again shortly.',
-        );
-      }
-      record = await this.store.thread(threadId);
-    } finally {
-      // Given back once the caller has made and written its answer (in this turn of the event loop), so that the
-      // next read's admission counts that answer (ThreadService.limitReads).
-      setImmediate(() => this.giveReadSlot());
-    }
+    const record = await this.wholeReads.read(() => this.store.thread(threadId));
     if (record && !this.mayUse(record.owner, principal)) return { record: undefined, foreign: true };
     return { record, foreign: false };
   }
