@@ -124,6 +124,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
         onStream: metrics && ((delta) => metrics.httpStream(delta)),
         transcriber: config.transcription && new OpenAITranscriber(config.transcription, upstream),
         reasoning: config.agUiReasoning,
+        keepOutput: (res, bytes) => slowReaders.keep(res, bytes),
       }),
       readiness: () => readiness(state.phase, store, config.threads.onStoreFailure, endpoints),
       access,

@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import pino from 'pino';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { ThreadService } from '../src/engine/thread-service.js';
 import { SlowReaderGuard } from '../src/transports/slow-readers.js';
@@ -131,6 +132,41 @@ describe('readers that do not read (maxBufferedOutputMb)', () => {
     expect(await paused.readRest()).toBeLessThan(LONG);
   }, 60_000);
 
+  it("counts the runs a connect has yet to replay as its connection's output, from the moment it reads the thread", async () => {
+    const g = await start({ maxBufferedOutputMb: 8 });
+    // Sixteen runs of 2 MB each: the replay is written a run at a time, each waiting for the last to be taken, so what
+    // a connection that does not read holds unsent is about one run; the other runs' messages wait in memory.
+    const RUNS = 16;
+    for (let index = 0; index < RUNS; index++) {
+      const response = await fetch(`${g.url}/agent/default/run`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+        body: agUiInput('many-runs', `run-${index}`, [
+          { id: `many-${index}`, role: 'user', content: 'y'.repeat(2 * 1024 * 1024) },
+        ]),
+      });
+      expect((await response.text()).includes('RUN_FINISHED')).toBe(true);
+    }
+    const paused = pausedConnect(g, 'many-runs');
+    // Unsent, far less than the budget (the kernel's buffers take several runs); kept to be sent, far more.
+    const refused = await until(
+      () => threadRead(g),
+      (answer) => answer.errors?.[0]?.extensions?.code === 'OVERLOADED',
+      'a read of a thread refused',
+      20_000,
+    );
+    expect(refused.errors![0].message).toMatch(/holds too much output for clients that are not reading/);
+    await until(
+      () => droppedCount(g),
+      (count) => count === 1,
+      'the paused connection closed',
+      20_000,
+    );
+    // Closed, its runs no longer count.
+    expect((await threadRead(g)).errors).toBeUndefined();
+    expect(await paused.readRest()).toBeLessThan(RUNS * 2 * 1024 * 1024);
+  }, 90_000);
+
   it('serves a pipelined request only once the answers before it are sent (never, if the connection goes first)', async () => {
     // A model that takes its time: the first pipelined request streams a run for a few seconds.
     const g = await start({
@@ -188,9 +224,10 @@ describe('readers that do not read (maxBufferedOutputMb)', () => {
     // The guard on a plain server that answers 24 MB at once; checked by hand (`admit`), never by its timer.
     const server = createServer((_req, res) => res.end('z'.repeat(LONG)));
     const dropped: number[] = [];
+    const logs: { msg: string; dropped?: number }[] = [];
     const guard = new SlowReaderGuard(server, {
       budgetBytes: 8 * 1024 * 1024,
-      logger: silentLogger,
+      logger: pino({ level: 'warn' }, { write: (line: string) => void logs.push(JSON.parse(line)) }),
       onDropped: (count) => dropped.push(count),
       checkEveryMs: 3_600_000,
       stallMs: 0,
@@ -212,9 +249,73 @@ describe('readers that do not read (maxBufferedOutputMb)', () => {
       // Seen again with nothing taken: closed, and the budget is free again.
       expect(guard.admit()).toBe(true);
       expect(dropped).toEqual([1]);
+      expect(logs.map((line) => [line.msg.slice(0, 19), line.dropped])).toEqual([['closed connections ', 1]]);
+      // A second one closed within ten seconds of that line is counted, not logged (an attack is not a log flood).
+      const second = connect({ host: '127.0.0.1', port: Number(port) });
+      opened.push(second);
+      second.pause();
+      second.on('error', () => {});
+      second.write(`GET / HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n`);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(guard.admit()).toBe(false);
+      expect(guard.admit()).toBe(true);
+      expect(dropped).toEqual([1, 1]);
+      expect(logs).toHaveLength(1);
     } finally {
       guard.stop();
       socket.destroy();
+      await close(server);
+    }
+  });
+
+  it('counts what an answer keeps to write later until it is released or the answer ends (SlowReaderGuard.keep)', async () => {
+    const answers: { release: (bytes: number) => void; end: () => void }[] = [];
+    // Each answer keeps 24 MB to write later and writes nothing until told.
+    const server = createServer((_req, res) => {
+      const kept = guard.keep(res, LONG);
+      answers.push({ release: kept.release, end: () => res.end('done') });
+    });
+    const dropped: number[] = [];
+    const guard = new SlowReaderGuard(server, {
+      budgetBytes: 8 * 1024 * 1024,
+      logger: silentLogger,
+      onDropped: (count) => dropped.push(count),
+      checkEveryMs: 3_600_000,
+      stallMs: 0,
+    });
+    const origin = await listen(server);
+    try {
+      const first = fetch(origin).then((response) => response.text());
+      await until(
+        async () => answers.length,
+        (count) => count === 1,
+        'the first answer',
+        10_000,
+      );
+      expect(guard.admit()).toBe(false);
+      // Nothing unsent: the client is not the one holding up, so it is never closed (a follower waiting for a live
+      // run's next event holds nothing either).
+      expect(guard.admit()).toBe(false);
+      expect(dropped).toEqual([]);
+      answers[0].release(LONG - 1024 * 1024);
+      expect(guard.admit()).toBe(true);
+      answers[0].end();
+      expect(await first).toBe('done');
+      // An answer that ends gives back what it still kept.
+      const second = fetch(origin).then((response) => response.text());
+      await until(
+        async () => answers.length,
+        (count) => count === 2,
+        'the second answer',
+        10_000,
+      );
+      expect(guard.admit()).toBe(false);
+      answers[1].end();
+      expect(await second).toBe('done');
+      expect(guard.admit()).toBe(true);
+      expect(dropped).toEqual([]);
+    } finally {
+      guard.stop();
       await close(server);
     }
   });

@@ -1,5 +1,7 @@
 import { BadUserInputError } from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
+import { messageBytes, type Message } from '../core/messages.js';
+import type { ThreadRecord } from '../threads/store.js';
 import { agUiInterrupt, parseEventId, type AgUiInterrupt } from './events.js';
 
 // Resuming an AG-UI stream after the event a client last had (its Last-Event-ID, PROTOCOL §8.3).
@@ -88,4 +90,36 @@ export async function readUpTo(
     if (event.type === 'RunFinished') return true;
   }
   return true;
+}
+
+/** A stored run as a `connect` replays it: its id, and the messages its start carries until that is written. */
+export interface Replay {
+  runId: string;
+  /** Let go (undefined) once written. */
+  messages: Message[] | undefined;
+  /** About what `messages` keep in memory (messageBytes). */
+  bytes: number;
+}
+
+/**
+ * The runs a `connect` replays, each with the messages its start carries; with a Last-Event-ID's run (`resumeRunId`)
+ * the runs before it are left out (`resumed`: its place in the thread, -1 when the thread no longer keeps it, or
+ * never had it: the whole thread is replayed, as without the header). The first run's start also carries what the
+ * thread had before it (older runs are dropped past maxRunsPerThread), so a reload never loses the start of a long
+ * conversation.
+ */
+export function replaysOf(
+  thread: ThreadRecord | undefined,
+  resumeRunId: string | undefined,
+): { replays: Replay[]; resumed: number } {
+  let runs = thread?.runs ?? [];
+  const resumed = resumeRunId === undefined ? -1 : runs.findIndex((run) => run.runId === resumeRunId);
+  if (resumed >= 0) runs = runs.slice(resumed);
+  const firstNew = runs[0]?.newMessages?.[0]?.id;
+  const cut = firstNew === undefined ? -1 : (thread?.messages ?? []).findIndex((message) => message.id === firstNew);
+  const replays = runs.map((run, index) => {
+    const messages = [...(index === 0 && cut > 0 ? thread!.messages.slice(0, cut) : []), ...(run.newMessages ?? [])];
+    return { runId: run.runId, messages, bytes: messages.reduce((sum, message) => sum + messageBytes(message), 0) };
+  });
+  return { replays, resumed };
 }

@@ -4,6 +4,7 @@ import type { Principal } from '../core/principal.js';
 import { NO_BODY } from '../transports/http/body.js';
 import { drained, sendGatewayError, sendJson } from '../transports/responses.js';
 import { toAgUiMessages } from './messages.js';
+import type { KeepOutput } from '../transports/slow-readers.js';
 import { BadRequestError, BadUserInputError, GatewayError, NotFoundError, toGatewayError } from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
 import { isWellFormedText } from '../core/ids.js';
@@ -12,7 +13,7 @@ import { DRAIN_REFUSAL_HEADER, drainRefusalStatus, isDrainRefusal } from '../eng
 import type { RunStartedInput } from './events.js';
 import { DEFAULT_AGENT, parseRunAgentInput, runRequestFromAgUi, type RunAgentInput } from './input.js';
 import { RunEventStream } from '../views/run-events.js';
-import { readUpTo, resumePoint, RunProgress } from './resume.js';
+import { readUpTo, replaysOf, resumePoint, RunProgress, type Replay } from './resume.js';
 import { isObject } from '../core/values.js';
 import type { Transcriber } from '../adapters/transcription.js';
 import { runtimeInfo } from './info.js';
@@ -37,6 +38,11 @@ export interface AgUiTransportOptions {
    * every one (GatewayOptions.agUiReasoning). @default "declared"
    */
   reasoning?: 'declared' | 'always';
+  /**
+   * Declares what a `connect` keeps to write later (its replay's runs not yet written) as its connection's output,
+   * for the budget of output held for clients that do not read (SlowReaderGuard.keep); none: not counted.
+   */
+  keepOutput?: KeepOutput;
 }
 
 /** Who asks, as the HTTP transport knows it. */
@@ -227,29 +233,28 @@ export class AgUiTransport {
    */
   private async connect(res: ServerResponse, agentId: string, body: unknown, caller: AgUiCaller): Promise<void> {
     let input: RunAgentInput;
-    let thread;
     let resumeAfter: { runId: string; sequence: number } | undefined;
+    let replays: Replay[];
+    let resumeAt: number;
     try {
       input = await parseRunAgentInput(body);
       this.sse ??= await loadAgUiSse(this.options);
       await this.checkAgent(agentId);
-      thread = await this.options.launcher.threads.thread(input.threadId, caller.principal);
       resumeAfter = resumePoint(caller.lastEventId);
+      // Read apart, so that the thread itself is not kept while the replay is written: only what is left of each run.
+      ({ replays, resumed: resumeAt } = await this.replaysOf(input.threadId, caller.principal, resumeAfter?.runId));
     } catch (error) {
       return sendError(res, error, caller);
     }
-    let runs = thread?.runs ?? [];
-    // Last-Event-ID: the runs before the one it names are left out, and that run is followed after its
-    // event (no RUN_STARTED again: the client has it). An id of a run the thread no longer keeps (or
-    // never had) is ignored: the whole thread is replayed, as without the header.
-    const resumeAt = resumeAfter ? runs.findIndex((run) => run.runId === resumeAfter!.runId) : -1;
-    if (resumeAt >= 0) runs = runs.slice(resumeAt);
-    else if (resumeAfter) caller.logger.info({ lastEventId: caller.lastEventId }, 'Last-Event-ID names no kept run');
-    // What the thread had before its oldest kept run (older runs are dropped past maxRunsPerThread):
-    // restored with that run's input, so a reload never loses the start of a long conversation.
-    const firstNew = runs[0]?.newMessages?.[0]?.id;
-    const cut = firstNew === undefined ? -1 : (thread?.messages ?? []).findIndex((message) => message.id === firstNew);
-    const before = cut > 0 ? thread!.messages.slice(0, cut) : [];
+    if (resumeAfter && resumeAt < 0) {
+      caller.logger.info({ lastEventId: caller.lastEventId }, 'Last-Event-ID names no kept run');
+    }
+    // Each run's messages are let go once its start is written; until then they count as this connection's output
+    // (the transports' budget for clients that do not read, slow-readers.ts).
+    const kept = this.options.keepOutput?.(
+      res,
+      replays.reduce((sum, replay) => sum + replay.bytes, 0),
+    );
     const threads = this.options.launcher.threads;
     this.sse.open(res);
     const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), this.options.keepAliveMs);
@@ -259,13 +264,13 @@ export class AgUiTransport {
     // message ended, one end (a log cut short gets RUN_ERROR).
     let current: { input: RunStartedInput; started: boolean; ended: boolean; progress: RunProgress } | undefined;
     try {
-      for (const [index, run] of runs.entries()) {
+      for (const [index, run] of replays.entries()) {
         const resumed = index === 0 && resumeAt >= 0;
         current = {
           input: {
             threadId: input.threadId,
             runId: run.runId,
-            messages: toAgUiMessages([...(index === 0 ? before : []), ...(run.newMessages ?? [])]),
+            messages: toAgUiMessages(run.messages!),
             tools: [],
             context: [],
             state: {},
@@ -276,7 +281,15 @@ export class AgUiTransport {
           ended: false,
           progress: new RunProgress(),
         };
+        // The run's messages are let go once its start (which carries them) is written, or when it has none to write.
+        const letGo = (): void => {
+          if (run.messages === undefined) return;
+          run.messages = undefined;
+          current!.input.messages = [];
+          kept?.release(run.bytes);
+        };
         if (resumed) {
+          letGo();
           // What the client has of the run is read, not sent: its open messages, interrupts and calls still count.
           feed = threads.follow(input.threadId, run.runId, -1);
           current.ended = await readUpTo(feed, resumeAfter!.sequence, current.progress);
@@ -286,7 +299,8 @@ export class AgUiTransport {
         feed = threads.follow(input.threadId, run.runId, resumed ? resumeAfter!.sequence : -1);
         for await (const event of feed) {
           if (res.destroyed) break;
-          if (!current.started && event.type !== 'RunStarted') {
+          const starting = !current.started;
+          if (starting && event.type !== 'RunStarted') {
             this.sse.write(
               res,
               { type: 'RunStarted', threadId: input.threadId, runId: run.runId, sequence: -1 },
@@ -296,8 +310,11 @@ export class AgUiTransport {
           }
           current.started = true;
           if (event.type === 'RunFinished') current.ended = true;
-          if (!this.sse.write(res, event, current.input, current.progress)) await drained(res);
+          const more = this.sse.write(res, event, current.input, current.progress);
+          if (starting) letGo();
+          if (!more) await drained(res);
         }
+        letGo();
         if (res.destroyed) break;
       }
     } catch (error) {
@@ -311,6 +328,15 @@ export class AgUiTransport {
       clearInterval(keepAlive);
       if (!res.destroyed) res.end();
     }
+  }
+
+  /** The runs a `connect` replays (replaysOf), from the thread as the caller may see it. */
+  private async replaysOf(
+    threadId: string,
+    principal: Principal | undefined,
+    resumeRunId: string | undefined,
+  ): Promise<{ replays: Replay[]; resumed: number }> {
+    return replaysOf(await this.options.launcher.threads.thread(threadId, principal), resumeRunId);
   }
 
   /** A thread-list or thread-inspection request, in either form (see threads.ts). */

@@ -1,3 +1,5 @@
+import { UnreachableCaseError } from './errors.js';
+
 export type Role = 'user' | 'assistant' | 'system' | 'tool' | 'developer';
 
 /** The gateway's own model of a conversation message, independent of GraphQL and of any provider. */
@@ -18,6 +20,31 @@ export type Message =
       role: Role;
       state: string;
     };
+
+/** Bytes counted per message besides its texts: its object and short fields (ids, names, role). */
+const MESSAGE_OVERHEAD = 160;
+
+/**
+ * About what a message keeps in memory (its texts' lengths, plus its object), for budgets of what an answer still
+ * has to write.
+ */
+export function messageBytes(message: Message): number {
+  switch (message.kind) {
+    case 'text':
+      return MESSAGE_OVERHEAD + message.content.length;
+    case 'actionExecution':
+      return MESSAGE_OVERHEAD + message.arguments.length;
+    case 'result':
+      return MESSAGE_OVERHEAD + message.result.length;
+    case 'image':
+      return MESSAGE_OVERHEAD + message.bytes.length;
+    case 'agentState':
+      return MESSAGE_OVERHEAD + message.state.length;
+    default:
+      // Every kind of message has its case: a new one does not compile until it has.
+      throw new UnreachableCaseError(message);
+  }
+}
 
 /** A tool the model or an agent may call: a frontend action, a server-side or remote action, or an agent. */
 export interface ToolDefinition {
