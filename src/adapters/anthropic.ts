@@ -14,7 +14,7 @@ import { SdkAttempts } from '../upstream/attempts.js';
 import { readSdkStream } from './sdk-stream.js';
 import { guardedEventStream } from '../upstream/stream-limits.js';
 import { parseRetryAfter } from '../upstream/retry.js';
-import { kindOf } from '../core/values.js';
+import { isObject, kindOf } from '../core/values.js';
 import type { ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
 import { toAnthropicMessages, toAnthropicToolChoice, toAnthropicTools } from './anthropic-messages.js';
 
@@ -341,10 +341,6 @@ class EventReader {
     else if (open.kind === 'reasoning') this.output.reasoningEnd(open.id);
     else this.output.actionEnd(open.id);
   }
-}
-
-function isObject(value: unknown): value is Record<string, any> {
-  return value !== null && typeof value === 'object';
 }
 
 /** UPSTREAM_BAD_RESPONSE for an event the Messages API never sends. */

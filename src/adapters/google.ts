@@ -13,7 +13,7 @@ import { SdkAttempts } from '../upstream/attempts.js';
 import { readSdkStream } from './sdk-stream.js';
 import { guardedEventStream } from '../upstream/stream-limits.js';
 import { commonCauseHint, upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
-import { kindOf } from '../core/values.js';
+import { isObject, kindOf } from '../core/values.js';
 import type { ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
 import { toGeminiContents, toGeminiFunctions, toGeminiToolConfig } from './google-messages.js';
 
@@ -363,10 +363,6 @@ class ChunkReader {
     this.output.textEnd(this.text);
     this.text = undefined;
   }
-}
-
-function isObject(value: unknown): value is Record<string, any> {
-  return value !== null && typeof value === 'object';
 }
 
 /** UPSTREAM_BAD_RESPONSE for a chunk the Gemini API never sends. */

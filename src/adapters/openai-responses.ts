@@ -9,7 +9,7 @@ import type {
 import { UnreachableCaseError, UpstreamError } from '../core/errors.js';
 import { tokenUsage } from '../core/events.js';
 import type { Message, ToolDefinition } from '../core/messages.js';
-import { kindOf } from '../core/values.js';
+import { isObject, kindOf } from '../core/values.js';
 import type { ForwardedParameters, ModelOutput } from './adapter.js';
 import { imageMimeType } from './conversion.js';
 
@@ -117,7 +117,7 @@ export class ResponsesReader {
     }
     if (!isObject(parsed)) throw this.malformed(`an event that is not an object (${kindOf(parsed)})`);
     if (typeof parsed.type !== 'string') throw this.malformed('an event without a type');
-    const event = parsed as ResponseStreamEvent;
+    const event = parsed as unknown as ResponseStreamEvent;
     switch (event.type) {
       case 'response.output_text.delta':
       case 'response.refusal.delta':
@@ -191,8 +191,12 @@ export class ResponsesReader {
             inputTokens: usage.input_tokens,
             outputTokens: usage.output_tokens,
             totalTokens: usage.total_tokens,
-            reasoningTokens: usage.output_tokens_details?.reasoning_tokens,
-            cachedInputTokens: usage.input_tokens_details?.cached_tokens,
+            reasoningTokens: isObject(usage.output_tokens_details)
+              ? usage.output_tokens_details.reasoning_tokens
+              : undefined,
+            cachedInputTokens: isObject(usage.input_tokens_details)
+              ? usage.input_tokens_details.cached_tokens
+              : undefined,
           });
         if (report) this.output.usage(report);
         break;
@@ -307,8 +311,4 @@ export class ResponsesReader {
     this.output.textEnd(this.openText.id);
     this.openText = undefined;
   }
-}
-
-function isObject(value: unknown): value is Record<string, any> {
-  return value !== null && typeof value === 'object';
 }
