@@ -268,6 +268,74 @@ describe('readers that do not read (maxBufferedOutputMb)', () => {
     }
   });
 
+  it('closes, while over the budget, a reader that would take too long at its pace, and not one that keeps up', async () => {
+    // A stream of 32 KB pieces, each written once the last is taken (as a replay is), its rest declared kept.
+    const TOTAL = 24 * 1024 * 1024;
+    const PIECE = 32 * 1024;
+    const server = createServer((_req, res) => {
+      const kept = guard.keep(res, TOTAL);
+      let sent = 0;
+      const next = (): void => {
+        while (sent < TOTAL && !res.destroyed) {
+          sent += PIECE;
+          kept.release(PIECE);
+          if (!res.write('z'.repeat(PIECE))) return void res.once('drain', next);
+        }
+        res.end();
+      };
+      next();
+    });
+    const dropped: number[] = [];
+    const guard = new SlowReaderGuard(server, {
+      budgetBytes: 1024 * 1024,
+      logger: silentLogger,
+      onDropped: (count) => dropped.push(count),
+      checkEveryMs: 100,
+      // Judged by its pace alone: never as stalled.
+      stallMs: 3_600_000,
+      paceMs: 1_000,
+      maxDrainMs: 5_000,
+    });
+    const origin = await listen(server);
+    const { port } = new URL(origin);
+    try {
+      // 64 KB twice a second: 24 MB would take over three minutes.
+      const slow = connect({ host: '127.0.0.1', port: Number(port) });
+      opened.push(slow);
+      slow.pause();
+      slow.on('error', () => {});
+      let slowRead = 0;
+      let allowance = 0;
+      slow.on('data', (chunk: Buffer) => {
+        slowRead += chunk.length;
+        allowance -= chunk.length;
+        if (allowance <= 0) slow.pause();
+      });
+      const trickle = setInterval(() => {
+        allowance = 64 * 1024;
+        slow.resume();
+      }, 500);
+      slow.write(`GET / HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n`);
+      // Meanwhile (over the budget all along) a reader that keeps up gets all of its answer.
+      const fast = await fetch(origin);
+      expect((await fast.arrayBuffer()).byteLength).toBe(TOTAL);
+      // (Its client sees the end only once it has read what its kernel still holds.)
+      await until(
+        async () => dropped.length,
+        (count) => count === 1,
+        'the slow reader closed',
+        20_000,
+      );
+      clearInterval(trickle);
+      expect(dropped).toEqual([1]);
+      expect(slowRead).toBeGreaterThan(0);
+      expect(slowRead).toBeLessThan(TOTAL);
+    } finally {
+      guard.stop();
+      await close(server);
+    }
+  }, 60_000);
+
   it('counts what an answer keeps to write later until it is released or the answer ends (SlowReaderGuard.keep)', async () => {
     const answers: { release: (bytes: number) => void; end: () => void }[] = [];
     // Each answer keeps 24 MB to write later and writes nothing until told.

@@ -8,29 +8,20 @@ const CHECK_EVERY_MS = 250;
 const MIN_DROPPED_BYTES = 64 * 1024;
 /**
  * How long a connection must take none of what it holds to count as not reading: long enough that a reader on a
- * busy machine (or whose own process is busy) is not taken for one; new replays are refused meanwhile (`admit`).
+ * busy machine (or whose own process is busy), or one whose kernel takes output in steps of a megabyte or more (as
+ * on loopback), is not taken for one; new replays are refused meanwhile (`admit`).
  */
-const STALL_MS = 2_000;
+const STALL_MS = 5_000;
+/**
+ * While over the budget, a connection that would take longer than this to take what it holds, at the pace it has
+ * been taking output, is closed too, however steadily it reads: a reader of a trickle holds a long replay for hours.
+ */
+const MAX_DRAIN_MS = 60_000;
+/** A connection's pace is what it took over about this long, up to the last check (once watched that long). */
+const PACE_MS = 5_000;
 /** Closes are logged at most this often (one line with the counts since the last): an attack is not a log flood. */
 const LOG_EVERY_MS = 10_000;
 
-/**
- * A budget for the output the process holds for readers that do not read. Every answer waits for its
- * connection to take what it wrote before writing more (backpressure), but one write can be large: a thread's
- * replay (AG-UI `connect`, `copilotThread`, `loadAgentState`, the thread list's messages) is written as a whole,
- * and a client that sends a short request for a long thread and never reads holds that answer in memory (with the
- * thread's copy its request read) for as long as it keeps the connection open. Enough of them would exhaust the
- * heap and end the process. So every connection's unsent output is added up a few times a second, and while the
- * total is over the budget the connections holding the most (at least 64 KB each) that took nothing for two
- * seconds are closed, largest first: a reader that does not read loses its connection, never the process.
- * Closing one ends its request as a client going away does (its stream and follow stop; a run it started goes on
- * as runs do after a disconnect). And while the total stays over the budget, requests that would read a whole
- * thread are refused (`admit`, ThreadService.limitReads).
- *
- * A replay written a run at a time (AG-UI `connect`) also keeps the messages of the runs it has not yet written:
- * it declares them (`keep`) until it has, and they count as its connection's output, so that what the guard sees
- * is what such a client costs, from the moment its thread is read (not only once its first frame is written).
- */
 /** What an answer keeps for its connection besides its unsent output; see SlowReaderGuard.keep. */
 export interface KeptOutput {
   /** `bytes` of it are written (or dropped): no longer counted. */
@@ -39,10 +30,32 @@ export interface KeptOutput {
 
 /** Declares what an answer keeps to write later (SlowReaderGuard.keep, or nothing when no guard is wired). */
 export type KeepOutput = (res: ServerResponse, bytes: number) => KeptOutput;
+
+/**
+ * A budget for the output the process holds for readers that do not read. Every answer waits for its
+ * connection to take what it wrote before writing more (backpressure), but one write can be large: a thread's
+ * replay (AG-UI `connect`, `copilotThread`, `loadAgentState`, the thread list's messages) is written as a whole,
+ * and a client that sends a short request for a long thread and never reads holds that answer in memory (with the
+ * thread's copy its request read) for as long as it keeps the connection open. Enough of them would exhaust the
+ * heap and end the process. So every connection's unsent output is added up a few times a second, and while the
+ * total is over the budget the connections holding the most (at least 64 KB each) that took nothing for five
+ * seconds, or that at their pace would take more than a minute to take what they hold, are closed, the slowest
+ * first: a reader that does not read (or reads a trickle) loses its connection, never the process.
+ * Closing one ends its request as a client going away does (its stream and follow stop; a run it started goes on
+ * as runs do after a disconnect). And while the total stays over the budget, requests that would read a whole
+ * thread are refused (`admit`, ThreadService.limitReads).
+ *
+ * A replay written a run at a time (AG-UI `connect`) also keeps the messages of the runs it has not yet written:
+ * it declares them (`keep`) until it has, and they count as its connection's output, so that what the guard sees
+ * is what such a client costs, from the moment its thread is read (not only once its first frame is written).
+ */
 export class SlowReaderGuard {
   private readonly sockets = new Set<Socket>();
-  /** What each connection holding at least MIN_DROPPED_BYTES held at the last check, and since when it took none. */
-  private held = new Map<Socket, { bytes: number; since: number }>();
+  /**
+   * Each connection holding at least MIN_DROPPED_BYTES: what it had taken at the last check (of all it was given),
+   * since when it took none, and its pace's window (since when, and what it had taken then).
+   */
+  private held = new Map<Socket, Watch>();
   /** What answers keep to write later, by connection (keep). */
   private readonly kept = new Map<Socket, number>();
   /** Closes not yet logged, and when the last line was. */
@@ -61,6 +74,10 @@ export class SlowReaderGuard {
       checkEveryMs?: number;
       /** How long a connection must take nothing to be closed (tests: 0). */
       stallMs?: number;
+      /** Over how long a connection's pace is measured (tests: less). */
+      paceMs?: number;
+      /** How long a connection may take to take what it holds at its pace, while over the budget (tests: less). */
+      maxDrainMs?: number;
     },
   ) {
     const { sockets, kept } = this;
@@ -109,35 +126,47 @@ export class SlowReaderGuard {
 
   /**
    * Adds up the output held for every connection (with what its answer keeps to write later); while that is over
-   * the budget, closes the connections that hold the most and took none of their unsent output for STALL_MS (a
-   * reader that is reading, however slowly, is left to read; one with nothing unsent is not the one holding up).
+   * the budget, closes the connections that took none of their unsent output for STALL_MS or would take more than
+   * MAX_DRAIN_MS to take what they hold at their pace, slowest (then largest) first. A reader that reads at a
+   * reasonable pace is left to read; one with nothing unsent is not the one holding up.
    */
   check(): number {
     const now = Date.now();
     const stallMs = this.options.stallMs ?? STALL_MS;
+    const paceMs = this.options.paceMs ?? PACE_MS;
     let total = 0;
-    const stalled: { socket: Socket; held: number }[] = [];
-    const seen = new Map<Socket, { bytes: number; since: number }>();
+    const slow: { socket: Socket; held: number; drainMs: number }[] = [];
+    const seen = new Map<Socket, Watch>();
     for (const socket of this.sockets) {
       const unsent = socket.writableLength;
       const held = unsent + (this.kept.get(socket) ?? 0);
       total += held;
       if (held < MIN_DROPPED_BYTES || unsent === 0) continue;
+      const taken = takenBy(socket);
       const before = this.held.get(socket);
-      // Took some since the last check (or newly holding): reading, as of now.
-      const since = before !== undefined && unsent >= before.bytes ? before.since : now;
-      if (before !== undefined && now - since >= stallMs) stalled.push({ socket, held });
-      seen.set(socket, { bytes: unsent, since });
+      if (before === undefined) {
+        seen.set(socket, { taken, since: now, samples: [{ at: now, taken }] });
+        continue;
+      }
+      // Took some since the last check: reading, as of now.
+      const since = taken > before.taken ? now : before.since;
+      const samples = before.samples;
+      samples.push({ at: now, taken });
+      // The oldest kept is the latest at least PACE_MS old, if any.
+      while (samples.length > 2 && now - samples[1]!.at >= paceMs) samples.shift();
+      seen.set(socket, { taken, since, samples });
+      const drainMs = now - since >= stallMs ? Infinity : drainTime(samples, held, now, paceMs);
+      if (drainMs > (this.options.maxDrainMs ?? MAX_DRAIN_MS)) slow.push({ socket, held, drainMs });
     }
     this.held = seen;
-    if (total <= this.options.budgetBytes || stalled.length === 0) {
+    if (total <= this.options.budgetBytes || slow.length === 0) {
       this.log(now);
       return total;
     }
-    stalled.sort((a, b) => b.held - a.held);
+    slow.sort((a, b) => b.drainMs - a.drainMs || b.held - a.held);
     let dropped = 0;
     let freed = 0;
-    for (const { socket, held } of stalled) {
+    for (const { socket, held } of slow) {
       if (total - freed <= this.options.budgetBytes) break;
       freed += held;
       dropped++;
@@ -159,7 +188,8 @@ export class SlowReaderGuard {
     if (this.unlogged.dropped === 0 || now - this.loggedAt < LOG_EVERY_MS) return;
     this.options.logger.warn(
       { ...this.unlogged, budgetBytes: this.options.budgetBytes },
-      'closed connections whose readers did not read: the output held for them was over maxBufferedOutputMb',
+      'closed connections whose readers did not read (or read a trickle): the output held for them was over ' +
+        'maxBufferedOutputMb',
     );
     this.loggedAt = now;
     this.unlogged = { dropped: 0, freedBytes: 0, heldBytes: 0 };
@@ -168,4 +198,46 @@ export class SlowReaderGuard {
   stop(): void {
     clearInterval(this.timer);
   }
+}
+
+/** What the guard knows of a connection holding at least MIN_DROPPED_BYTES (SlowReaderGuard.held). */
+interface Watch {
+  /** What the kernel had taken of its output at the last check (takenBy). */
+  taken: number;
+  /** Since when it took none. */
+  since: number;
+  /** What it had taken at each check, back to the latest at least PACE_MS old. */
+  samples: { at: number; taken: number }[];
+}
+
+/**
+ * How long a connection would take to take `held` at the pace it took output over the last `paceMs` (0 until it has
+ * been watched that long: not judged yet).
+ */
+function drainTime(
+  samples: readonly { at: number; taken: number }[],
+  held: number,
+  now: number,
+  paceMs: number,
+): number {
+  const oldest = samples[0]!;
+  const windowMs = now - oldest.at;
+  if (windowMs <= 0 || windowMs < paceMs) return 0;
+  const pace = (samples[samples.length - 1]!.taken - oldest.taken) / windowMs;
+  return pace > 0 ? held / pace : Infinity;
+}
+
+/**
+ * What the kernel has taken of all a connection was given. Node's public figures (bytesWritten, writableLength) move
+ * only as whole writes complete, and a long replay is one write: its reader would look stalled until it had taken
+ * all of it. The socket's count of bytes handed to its handle, less the handle's writeQueueSize (libuv's bytes not
+ * yet in the kernel), moves as the kernel takes them. Neither is public API (both are on Node 20 and 24); without
+ * them, the public, whole-write figure.
+ */
+export function takenBy(socket: Socket): number {
+  const internals = socket as unknown as { _bytesDispatched?: unknown; _handle?: { writeQueueSize?: unknown } | null };
+  const dispatched = internals._bytesDispatched;
+  const queued = internals._handle?.writeQueueSize;
+  if (typeof dispatched === 'number' && typeof queued === 'number') return dispatched - queued;
+  return socket.bytesWritten - socket.writableLength;
 }
