@@ -15,6 +15,9 @@ import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';
 import { FakeAnthropic } from './support/fake-anthropic.js';
 import { runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
 import { NO_PROVIDER } from './support/environment.js';
+import { recordingOutput } from './support/model-output.js';
+import { DemoAdapter } from '../src/adapters/demo.js';
+import type { ModelRequest } from '../src/adapters/adapter.js';
 
 // With no provider configured the gateway is explorable offline: a labelled scripted model that
 // streams, and a demo server-side action it can call.
@@ -62,6 +65,28 @@ describe('demo mode', () => {
     const result = JSON.parse(response.messages[1].result);
     expect(new Date(result.iso).toString()).not.toBe('Invalid Date');
     expect(response.messages[2].content.join('')).toContain('"getCurrentTime" returned');
+  });
+});
+
+describe('the demo model', () => {
+  it("repeats at most 200 characters of a client's text or of an action's result, however long", async () => {
+    // A megabyte of words, repeated whole, was a reply of 200,000 tokens: hours of streaming, each in memory.
+    const long = 'word '.repeat(200_000);
+    const asked = [
+      { kind: 'text', id: 'u1', role: 'user', content: long },
+      { kind: 'result', id: 'r1', actionExecutionId: 'c1', actionName: 'lookup', result: long },
+    ];
+    for (const last of asked) {
+      const output = recordingOutput();
+      const request = { messages: [last], tools: [] } as unknown as ModelRequest;
+      await new DemoAdapter({ tokenDelayMs: 0 }).stream(request, output, new AbortController().signal);
+      const text = output.log
+        .filter((line) => line.startsWith('text '))
+        .map((line) => line.slice('text m1 '.length))
+        .join('');
+      expect(text.length).toBeLessThan(600);
+      expect(text).toContain(`${'word '.repeat(40)}…`);
+    }
   });
 });
 

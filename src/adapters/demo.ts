@@ -7,6 +7,9 @@ export interface DemoAdapterOptions {
   tokenDelayMs?: number;
 }
 
+/** The most the demo repeats of a client's text. */
+const ECHOED_CHARS = 200;
+
 /** The demo's server-side action: the gateway executes it and the demo model reads its result. */
 export const demoTimeAction: ServerAction<{ timeZone?: string }> = {
   name: 'getCurrentTime',
@@ -42,7 +45,8 @@ export class DemoAdapter implements ModelAdapter {
   async stream(request: ModelRequest, output: ModelOutput, signal: AbortSignal): Promise<void> {
     const last = request.messages[request.messages.length - 1];
     if (last?.kind === 'result') {
-      return this.say(output, signal, `${LABEL} The server-side action "${last.actionName}" returned: ${last.result}`);
+      const result = clipped(last.result);
+      return this.say(output, signal, `${LABEL} The server-side action "${last.actionName}" returned: ${result}`);
     }
     const lastUser = [...request.messages].reverse().find((m) => m.kind === 'text' && m.role === 'user');
     const question = lastUser?.kind === 'text' ? lastUser.content : '';
@@ -55,7 +59,7 @@ export class DemoAdapter implements ModelAdapter {
       output.actionEnd(id);
       return;
     }
-    const echo = question.length > 200 ? `${question.slice(0, 200)}…` : question;
+    const echo = clipped(question);
     await this.say(
       output,
       signal,
@@ -78,4 +82,12 @@ export class DemoAdapter implements ModelAdapter {
     if (this.tokenDelayMs > 0) await sleep(this.tokenDelayMs, undefined, { signal });
     else signal.throwIfAborted();
   }
+}
+
+/**
+ * What the demo repeats of a client's text: its first 200 characters. Repeated whole, a long text (any client may
+ * send megabytes) made a reply of millions of tokens that streamed for hours, one string each in memory.
+ */
+function clipped(text: string): string {
+  return text.length > ECHOED_CHARS ? `${text.slice(0, ECHOED_CHARS)}…` : text;
 }
