@@ -32,6 +32,7 @@ const VARIABLE_OF_OPTION: Record<string, string> = {
   'options.shutdownGraceMs': 'SHUTDOWN_GRACE_MS',
   'options.shutdownDelayMs': 'SHUTDOWN_DELAY_MS',
   'options.maxBufferedOutputMb': 'MAX_BUFFERED_OUTPUT_MB',
+  'options.maxBufferedInputMb': 'MAX_BUFFERED_INPUT_MB',
   'options.maxConcurrentRuns': 'MAX_CONCURRENT_RUNS',
   'options.streamWriteIntervalMs': 'STREAM_WRITE_INTERVAL_MS',
   'options.modelFirstTokenTimeoutMs': 'MODEL_FIRST_TOKEN_TIMEOUT_MS',
@@ -104,6 +105,7 @@ export function gatewayOptionsOf(env: EnvironmentSettings, parts: StartParts): G
     ...(env.shutdownGraceMs !== undefined ? { shutdownGraceMs: env.shutdownGraceMs } : {}),
     ...(env.shutdownDelayMs !== undefined ? { shutdownDelayMs: env.shutdownDelayMs } : {}),
     ...(env.maxBufferedOutputMb !== undefined ? { maxBufferedOutputMb: env.maxBufferedOutputMb } : {}),
+    ...(env.maxBufferedInputMb !== undefined ? { maxBufferedInputMb: env.maxBufferedInputMb } : {}),
     metrics: env.metrics,
     ...(env.tracing !== undefined ? { tracing: env.tracing } : {}),
     ...(env.executor !== undefined ? { executor: env.executor } : {}),
@@ -169,6 +171,8 @@ export interface EnvironmentSettings extends AgentSettings {
   shutdownDelayMs?: number;
   /** MAX_BUFFERED_OUTPUT_MB: the most output held for clients that do not read. */
   maxBufferedOutputMb?: number;
+  /** MAX_BUFFERED_INPUT_MB: the most input runs in flight hold at once. */
+  maxBufferedInputMb?: number;
   /** METRICS (on unless "false"), METRICS_TOKEN. */
   metrics: boolean | { token: string };
   /** TRACING: OpenTelemetry spans through @opentelemetry/api (with an SDK the process registers). */
@@ -236,6 +240,7 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
     ...optional('shutdownGraceMs', countOf(env, 'SHUTDOWN_GRACE_MS')),
     ...optional('shutdownDelayMs', countOf(env, 'SHUTDOWN_DELAY_MS')),
     ...optional('maxBufferedOutputMb', countOf(env, 'MAX_BUFFERED_OUTPUT_MB')),
+    ...optional('maxBufferedInputMb', countOf(env, 'MAX_BUFFERED_INPUT_MB')),
     metrics: readMetrics(env),
     ...readTracing(env),
     ...optional('modelFirstTokenTimeoutMs', milliseconds(env, 'MODEL_FIRST_TOKEN_TIMEOUT_MS')),

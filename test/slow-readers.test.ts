@@ -167,6 +167,54 @@ describe('readers that do not read (maxBufferedOutputMb)', () => {
     expect(await paused.readRest()).toBeLessThan(RUNS * 2 * 1024 * 1024);
   }, 90_000);
 
+  it("stops counting a connect's runs as it writes them: a reader following a live run holds none of them", async () => {
+    const g = await start({
+      maxBufferedOutputMb: 8,
+      adapter: new OpenAIAdapter({ baseURL: fakeUrl, apiKey: 'k', maxRetries: 0 }),
+    });
+    // Eight finished runs of 2 MB each, then one that goes on for a while.
+    const RUNS = 8;
+    for (let index = 0; index < RUNS; index++) {
+      const response = await fetch(`${g.url}/agent/default/run`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+        body: agUiInput('followed', `run-${index}`, [
+          { id: `followed-${index}`, role: 'user', content: 'y'.repeat(2 * 1024 * 1024) },
+        ]),
+      });
+      expect((await response.text()).includes('RUN_FINISHED')).toBe(true);
+    }
+    const live = await fetch(`${g.url}/agent/default/run`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: agUiInput('followed', 'live', [{ id: 'live-1', role: 'user', content: '[tokens=300] [delay=100]' }]),
+    });
+    // A connect that reads: the whole replay (16 MB), then the live run as it goes.
+    const connect = await fetch(`${g.url}/agent/default/connect`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: agUiInput('followed', 'connect', []),
+    });
+    const reader = connect.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    let from = 0;
+    let finished = 0;
+    while (finished < RUNS) {
+      const { value, done } = await reader.read();
+      expect(done).toBe(false);
+      text += decoder.decode(value, { stream: true });
+      for (let at = text.indexOf('RUN_FINISHED', from); at >= 0; at = text.indexOf('RUN_FINISHED', from)) {
+        finished++;
+        from = at + 1;
+      }
+    }
+    // Following the live run now, it holds none of the runs it wrote: a read of a thread is served.
+    expect((await threadRead(g)).errors).toBeUndefined();
+    await reader.cancel();
+    await live.body!.cancel();
+  }, 90_000);
+
   it('serves a pipelined request only once the answers before it are sent (never, if the connection goes first)', async () => {
     // A model that takes its time: the first pipelined request streams a run for a few seconds.
     const g = await start({

@@ -118,6 +118,8 @@ export function replaysOf(
   const firstNew = runs[0]?.newMessages?.[0]?.id;
   const cut = firstNew === undefined ? -1 : (thread?.messages ?? []).findIndex((message) => message.id === firstNew);
   const replays = runs.map((run, index) => {
+    // A resumed run's start is not written again (the client has it): nothing of it to keep.
+    if (index === 0 && resumed >= 0) return { runId: run.runId, messages: [], bytes: 0 };
     const messages = [...(index === 0 && cut > 0 ? thread!.messages.slice(0, cut) : []), ...(run.newMessages ?? [])];
     return { runId: run.runId, messages, bytes: messages.reduce((sum, message) => sum + messageBytes(message), 0) };
   });

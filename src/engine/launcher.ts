@@ -20,7 +20,8 @@ import { markDrainRefusal } from './drain.js';
 import { agentDriver, type AgentLoopOptions } from './drivers/agent.js';
 import { modelDriver, withContext, withSystemNote } from './drivers/model.js';
 import { admitForwardedParameters, checkModelInput, type ModelLimits } from './model-limits.js';
-import type { RunRequest } from './request.js';
+import { requestBytes, type RunRequest } from './request.js';
+import type { InputBudget } from '../core/input-budget.js';
 import { Run, type RunDriver, type RunHandle } from './run.js';
 import { repairTranscript } from './transcript.js';
 import { guardrailsApply, type Guardrails } from './guardrails.js';
@@ -69,6 +70,8 @@ export interface LauncherOptions extends AgentLoopOptions {
   onModelRetry?: RetryObserver;
   /** Runs served at once; one more is refused with OVERLOADED. */
   maxConcurrentRuns: number;
+  /** The input runs in flight may hold at once (maxBufferedInputMb); a run that would pass it is refused OVERLOADED. */
+  inputBudget?: InputBudget;
   /** What clients may choose and send to the model (models, maxTokens, conversation size). */
   modelLimits: ModelLimits;
   /** MCP servers: the configured ones are among `actionSources`; a request may name more (when allowed). */
@@ -160,7 +163,8 @@ export class RunLauncher {
     );
   }
 
-  private runEnded(): void {
+  private runEnded(inputBytes: number): void {
+    this.options.inputBudget?.release(inputBytes);
     this.active--;
     if (this.active === 0 && this.idleWaiters.length) {
       const waiters = this.idleWaiters;
@@ -190,6 +194,14 @@ export class RunLauncher {
     if (this.active >= this.options.maxConcurrentRuns) {
       throw new OverloadedError(
         `The gateway is serving its most runs at once (${this.options.maxConcurrentRuns}); try again shortly.`,
+      );
+    }
+    // Counted from here to the run's end: a run outlives its client, and holds its input until the model answers.
+    const inputBytes = this.options.inputBudget ? requestBytes(asked) : 0;
+    if (this.options.inputBudget && !this.options.inputBudget.take(inputBytes)) {
+      const limitMb = Math.round(this.options.inputBudget.limitBytes / 1024 / 1024);
+      throw new OverloadedError(
+        `The gateway holds its most input of runs in flight (maxBufferedInputMb, ${limitMb} MiB); try again shortly.`,
       );
     }
     // The run's place is taken now: the hook and the checks below may wait.
@@ -254,12 +266,12 @@ export class RunLauncher {
       ended.finally(() => {
         this.running.delete(started);
         release?.();
-        this.runEnded();
+        this.runEnded(inputBytes);
       });
       if (this.aborting) run.abort(this.aborting);
     } catch (error) {
       releasePlace?.();
-      this.runEnded();
+      this.runEnded(inputBytes);
       admission?.release();
       throw error;
     }

@@ -1,4 +1,12 @@
-import type { ContextEntry, ForwardedParameters, Message, MetaEventInput, ToolDefinition } from '../core/messages.js';
+import {
+  messageBytes,
+  type ContextEntry,
+  type ForwardedParameters,
+  type Message,
+  type MetaEventInput,
+  type ToolDefinition,
+} from '../core/messages.js';
+import { approximateBytes } from '../core/values.js';
 import type { GuardrailsRules } from './guardrails.js';
 import type { Principal } from '../core/principal.js';
 
@@ -37,4 +45,21 @@ export interface RunRequest {
    * asks what the user could say next, and that run is no part of the conversation).
    */
   unrecorded?: boolean;
+}
+
+/** About what a run's input keeps in memory (for InputBudget): its messages, and the rest of what it was sent. */
+export function requestBytes(request: RunRequest): number {
+  let bytes = 0;
+  for (const message of request.messages) bytes += messageBytes(message);
+  return (
+    bytes +
+    approximateBytes([
+      request.frontendTools,
+      request.context,
+      request.forwardedParameters,
+      request.properties,
+      request.agentStates,
+      request.metaEvents,
+    ])
+  );
 }

@@ -61,13 +61,20 @@ export interface GatewayOptions {
   maxBodyBytes?: number;
   /**
    * The most output, in MiB, the process holds for clients that do not read what it sends: while the output waiting
-   * for every connection adds up to more, the connections holding the most that took none of it for two seconds are
-   * closed (a long thread's replay sent
+   * for every connection adds up to more, the connections holding the most that took none of it for five seconds (or
+   * read too slowly to take what they hold within a minute) are closed (a long thread's replay sent
    * to a client that never reads would otherwise stay in memory as long as the connection); reads of a whole thread
    * are refused OVERLOADED meanwhile. @default 256, or a sixteenth of the V8 heap limit if that is less (96 with
    * `npm start`'s), at least 16
    */
   maxBufferedOutputMb?: number;
+  /**
+   * The most input, in MiB, that runs in flight hold at once (their messages, tools, context and state, from each
+   * run's start to its end): a run that would pass it is refused OVERLOADED. A run holds its input until its model
+   * answers, and outlives its client, so large requests to a slow model would otherwise fill the heap. @default 256,
+   * or an eighth of the V8 heap limit if that is less (192 with `npm start`'s), at least 32
+   */
+  maxBufferedInputMb?: number;
   /**
    * Host names served in development besides localhost and IP addresses (DNS-rebinding protection).
    * Not checked in production. @default []
@@ -257,6 +264,16 @@ const READERS = {
       // The output held counts about a third of what such a client costs (its answer's text, and the thread its
       // request read, stay in the heap beside it).
       Math.max(16, Math.min(256, Math.floor(getHeapStatistics().heap_size_limit / 16 / 1024 / 1024))),
+      1,
+      1024 * 1024,
+    ),
+  maxBufferedInputMb: (value) =>
+    integerOption(
+      'maxBufferedInputMb',
+      value,
+      // A run's input costs about three times its size in memory (its parsed request, the messages made from it, the
+      // provider's request body).
+      Math.max(32, Math.min(256, Math.floor(getHeapStatistics().heap_size_limit / 8 / 1024 / 1024))),
       1,
       1024 * 1024,
     ),

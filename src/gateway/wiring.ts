@@ -23,6 +23,7 @@ import { HostPolicy } from '../transports/hosts.js';
 import { UpstreamClient } from '../upstream/client.js';
 import type { ResolvedOptions } from './options.js';
 import { GATEWAY_VERSION } from './version.js';
+import { InputBudget } from '../core/input-budget.js';
 
 /** Everything below the transports that one gateway is made of, built from its options. */
 export interface Collaborators {
@@ -86,6 +87,7 @@ export function wireGateway(config: ResolvedOptions): Collaborators {
     agentIdleTimeoutMs: config.agentIdleTimeoutMs,
     actionTimeoutMs: config.actionTimeoutMs,
     maxConcurrentRuns: config.maxConcurrentRuns,
+    inputBudget: new InputBudget(config.maxBufferedInputMb * 1024 * 1024),
     modelLimits: config.modelLimits,
     modelFirstTokenTimeoutMs: config.modelFirstTokenTimeoutMs,
     onModelRetry: metrics ? (who, reason) => metrics.upstreamRetry(who, reason) : undefined,

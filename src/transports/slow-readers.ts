@@ -197,6 +197,8 @@ export class SlowReaderGuard {
 
   stop(): void {
     clearInterval(this.timer);
+    // The closes not yet logged, whenever the last line was.
+    this.log(Infinity);
   }
 }
 

@@ -1,0 +1,26 @@
+/**
+ * A budget for the input the process holds at once (`maxBufferedInputMb`): the input of runs in flight, each counted
+ * from its start to its end. A run outlives its client (AG-UI runs do, and every run until its model answers), so
+ * without a bound a few hundred large requests to a slow model would hold more than the heap and end the process.
+ */
+export class InputBudget {
+  private held = 0;
+
+  constructor(readonly limitBytes: number) {}
+
+  /** Takes `bytes` and says true, or says false and takes nothing when that would pass the limit. */
+  take(bytes: number): boolean {
+    if (this.held + bytes > this.limitBytes) return false;
+    this.held += bytes;
+    return true;
+  }
+
+  release(bytes: number): void {
+    this.held = Math.max(0, this.held - bytes);
+  }
+
+  /** What is held now. */
+  get heldBytes(): number {
+    return this.held;
+  }
+}

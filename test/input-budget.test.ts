@@ -1,0 +1,80 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { OpenAIAdapter } from '../src/adapters/openai.js';
+import { approximateBytes } from '../src/core/values.js';
+import { gatewaysPerTest, type RunningGateway } from './support/harness.js';
+import { FakeOpenAI } from './support/fake-openai.js';
+import { failOnProcessErrors } from './support/process-errors.js';
+import { until } from './support/threads.js';
+
+// A run holds its input until its model answers, and outlives its client (AG-UI runs go on after a disconnect): large
+// requests to a slow model, each under the body limit, ended the process (heap out of memory, found from outside:
+// about 85 runs of 9 MB). maxBufferedInputMb bounds the input runs in flight hold at once.
+
+failOnProcessErrors();
+
+const fake = new FakeOpenAI();
+let fakeUrl = '';
+beforeAll(async () => {
+  fakeUrl = await fake.start();
+});
+afterAll(async () => {
+  await fake.stop();
+});
+const { start } = gatewaysPerTest();
+
+/** An AG-UI run of one user message of about `size` characters, asking the model for `directives`. */
+function agUiRun(g: RunningGateway, runId: string, size: number, directives: string) {
+  return fetch(`${g.url}/agent/default/run`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+    body: JSON.stringify({
+      threadId: `thread-${runId}`,
+      runId,
+      state: {},
+      tools: [],
+      context: [],
+      forwardedProps: {},
+      messages: [{ id: `${runId}-1`, role: 'user', content: `${'x'.repeat(size)} ${directives}` }],
+    }),
+  });
+}
+
+describe('the input of runs in flight (maxBufferedInputMb)', () => {
+  it('refuses a run OVERLOADED while those in flight hold the budget, and admits runs again once they end', async () => {
+    const g = await start({
+      maxBufferedInputMb: 1,
+      adapter: new OpenAIAdapter({ baseURL: fakeUrl, apiKey: 'k', maxRetries: 0 }),
+    });
+    // 600 KB, with a model that takes a few seconds: its client leaves at once, the run goes on.
+    const first = await agUiRun(g, 'first', 600_000, '[tokens=40] [delay=100]');
+    expect(first.status).toBe(200);
+    await first.body!.cancel();
+    // Another 600 KB would pass 1 MiB.
+    const refused = await agUiRun(g, 'second', 600_000, '[tokens=2]');
+    expect(refused.status).toBe(503);
+    const answer = (await refused.json()) as { code: string; message: string };
+    expect(answer.code).toBe('OVERLOADED');
+    expect(answer.message).toMatch(/most input of runs in flight \(maxBufferedInputMb, 1 MiB\)/);
+    // A small one fits beside it.
+    const small = await agUiRun(g, 'small', 1_000, '[tokens=2]');
+    expect(small.status).toBe(200);
+    expect((await small.text()).includes('RUN_FINISHED')).toBe(true);
+    // Once the first has ended, the large one is taken.
+    const admitted = await until(
+      async () => {
+        const response = await agUiRun(g, `third-${Date.now()}`, 600_000, '[tokens=2]');
+        const text = await response.text();
+        return { status: response.status, finished: text.includes('RUN_FINISHED') };
+      },
+      (result) => result.status === 200,
+      'a large run admitted again',
+      30_000,
+    );
+    expect(admitted.finished).toBe(true);
+  }, 60_000);
+
+  it('counts strings, keys and a few bytes per value of what a run was sent (approximateBytes)', () => {
+    expect(approximateBytes('abc')).toBe(16 + 3);
+    expect(approximateBytes({ ab: ['c', 1, null] })).toBe(16 + 2 + 16 + (16 + 1) + 16 + 16);
+  });
+});
