@@ -171,7 +171,7 @@ export interface EnvironmentSettings extends AgentSettings {
   shutdownDelayMs?: number;
   /** MAX_BUFFERED_OUTPUT_MB: the most output held for clients that do not read. */
   maxBufferedOutputMb?: number;
-  /** MAX_BUFFERED_INPUT_MB: the most input runs in flight hold at once. */
+  /** MAX_BUFFERED_INPUT_MB: the most input held at once (bodies being read, runs in flight). */
   maxBufferedInputMb?: number;
   /** METRICS (on unless "false"), METRICS_TOKEN. */
   metrics: boolean | { token: string };

@@ -67,7 +67,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   // operation to pass through Apollo's pipeline.
   const executor =
     config.executor === 'stock' ? stockExecutor() : fastExecutor(schema, { directHttp: !process.env.APOLLO_KEY });
-  const { upstream, endpoints, mcp, store, threads, limiter, access, launcher, cors, hosts, metrics } =
+  const { upstream, endpoints, mcp, store, threads, limiter, access, launcher, cors, hosts, metrics, inputBudget } =
     wireGateway(config);
 
   const server = createServer({ noDelay: true, keepAliveTimeout: 65_000 });
@@ -112,6 +112,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       hosts,
       logger,
       maxBodyBytes: config.maxBodyBytes,
+      inputBudget,
       keepAliveMs: config.keepAliveMs,
       streamWriteIntervalMs: config.streamWriteIntervalMs,
       sandbox: config.sandbox,

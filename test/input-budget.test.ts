@@ -1,7 +1,11 @@
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { approximateBytes } from '../src/core/values.js';
-import { gatewaysPerTest, type RunningGateway } from './support/harness.js';
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
+import { WS_RUN } from './support/documents.js';
+import { gatewaysPerTest, runInput, userMessage, type RunningGateway } from './support/harness.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { failOnProcessErrors } from './support/process-errors.js';
 import { until } from './support/threads.js';
@@ -49,12 +53,30 @@ describe('the input of runs in flight (maxBufferedInputMb)', () => {
     const first = await agUiRun(g, 'first', 600_000, '[tokens=40] [delay=100]');
     expect(first.status).toBe(200);
     await first.body!.cancel();
-    // Another 600 KB would pass 1 MiB.
+    // Another 600 KB would pass 1 MiB. Over HTTP its body is refused as it is read; over WebSocket (no body budget)
+    // the run is refused as it starts.
     const refused = await agUiRun(g, 'second', 600_000, '[tokens=2]');
     expect(refused.status).toBe(503);
     const answer = (await refused.json()) as { code: string; message: string };
     expect(answer.code).toBe('OVERLOADED');
-    expect(answer.message).toMatch(/most input of runs in flight \(maxBufferedInputMb, 1 MiB\)/);
+    expect(answer.message).toMatch(/most input at once \(maxBufferedInputMb, 1 MiB\)/);
+    const client = createClient({ url: g.wsUrl, webSocketImpl: WebSocket, retryAttempts: 0, lazy: true });
+    try {
+      // Refused as it starts: one result whose errors say why, then the end.
+      const errors = await new Promise<readonly { message: string; extensions?: Record<string, unknown> }[]>(
+        (resolve, reject) => {
+          let seen: readonly { message: string; extensions?: Record<string, unknown> }[] = [];
+          client.subscribe(
+            { query: WS_RUN, variables: { data: runInput([userMessage(`${'x'.repeat(600_000)} [tokens=2]`)]) } },
+            { next: (result) => (seen = result.errors ?? seen), error: reject, complete: () => resolve(seen) },
+          );
+        },
+      );
+      expect(errors[0]?.extensions?.code).toBe('OVERLOADED');
+      expect(errors[0]?.message).toMatch(/most input of runs in flight \(maxBufferedInputMb, 1 MiB\)/);
+    } finally {
+      await client.dispose();
+    }
     // A small one fits beside it.
     const small = await agUiRun(g, 'small', 1_000, '[tokens=2]');
     expect(small.status).toBe(200);
@@ -71,6 +93,43 @@ describe('the input of runs in flight (maxBufferedInputMb)', () => {
       30_000,
     );
     expect(admitted.finished).toBe(true);
+  }, 60_000);
+
+  it('counts the bodies being read in the same budget: one never finished holds only its part, until it goes', async () => {
+    const g = await start({ maxBufferedInputMb: 2 });
+    const { hostname: host, port, pathname } = new URL(g.url);
+    // A client declares 1.9 MB, sends 1.5 MB of it, and waits.
+    const holder = connect({ host, port: Number(port) });
+    holder.on('error', () => {});
+    holder.write(
+      `POST ${pathname}/agent/default/run HTTP/1.1\r\nhost: ${host}:${port}\r\ncontent-type: application/json\r\n` +
+        `content-length: 1900000\r\n\r\n{"threadId":"held","runId":"held","messages":[{"id":"h","role":"user","content":"` +
+        'y'.repeat(1_500_000),
+    );
+    // Meanwhile a run of 1 MB does not fit beside it: refused, its body drained and not kept.
+    const refused = await until(
+      async () => {
+        const response = await agUiRun(g, `refused-${Date.now()}`, 1_000_000, '');
+        return { status: response.status, body: await response.text() };
+      },
+      (answer) => answer.status === 503,
+      'a body refused while the other is held',
+      20_000,
+    );
+    expect(JSON.parse(refused.body)).toMatchObject({ code: 'OVERLOADED' });
+    expect(JSON.parse(refused.body).message).toMatch(/most input at once \(maxBufferedInputMb, 2 MiB\)/);
+    // The holder goes: what it held is given back, and the same run is served.
+    holder.destroy();
+    const served = await until(
+      async () => {
+        const response = await agUiRun(g, `served-${Date.now()}`, 1_000_000, '');
+        return { status: response.status, finished: (await response.text()).includes('RUN_FINISHED') };
+      },
+      (answer) => answer.status === 200,
+      'the run served once the holder left',
+      20_000,
+    );
+    expect(served.finished).toBe(true);
   }, 60_000);
 
   it('counts strings, keys and a few bytes per value of what a run was sent (approximateBytes)', () => {

@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BadRequestError } from '../core/errors.js';
 import { nestsDeeperThan } from '../core/depth.js';
-import { nestsTooDeeply, readBody, tooLarge } from '../transports/http/body.js';
+import { inputOverloaded, nestsTooDeeply, readBody, tooLarge } from '../transports/http/body.js';
+import type { InputBudget } from '../core/input-budget.js';
 import { sendGatewayError } from '../transports/responses.js';
 import { NO_BODY } from '../transports/http/body.js';
 
@@ -20,11 +21,20 @@ export function isAgUiEnvelope(body: unknown): body is Record<string, unknown> {
  * An AG-UI request's JSON body (undefined when it has none), or NO_BODY once the request has been
  * answered: too large (413), not JSON (415), JSON that does not parse (400).
  */
-export async function readAgUiBody(req: IncomingMessage, res: ServerResponse, limit: number): Promise<unknown> {
-  const raw = await readBody(req, limit);
+export async function readAgUiBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+  limit: number,
+  budget?: InputBudget,
+): Promise<unknown> {
+  const raw = await readBody(req, limit, budget);
   if (raw === 'aborted') return NO_BODY;
   if (raw === 'too-large') {
     sendGatewayError(res, tooLarge(limit), { agUi: true });
+    return NO_BODY;
+  }
+  if (raw === 'overloaded') {
+    sendGatewayError(res, inputOverloaded(budget), { agUi: true });
     return NO_BODY;
   }
   if (raw.trim() === '') return undefined;

@@ -1,7 +1,9 @@
 /**
- * A budget for the input the process holds at once (`maxBufferedInputMb`): the input of runs in flight, each counted
- * from its start to its end. A run outlives its client (AG-UI runs do, and every run until its model answers), so
- * without a bound a few hundred large requests to a slow model would hold more than the heap and end the process.
+ * A budget for the input the process holds at once (`maxBufferedInputMb`): request bodies while they are read, and
+ * the input of runs in flight, each counted from its start to its end. A run outlives its client (AG-UI runs do, and
+ * every run until its model answers), so without a bound a few hundred large requests to a slow model would hold
+ * more than the heap and end the process; and bodies sent slowly, or never finished, would each hold up to the body
+ * limit for as long as the server waits for them.
  */
 export class InputBudget {
   private held = 0;

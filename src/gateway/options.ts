@@ -69,8 +69,9 @@ export interface GatewayOptions {
    */
   maxBufferedOutputMb?: number;
   /**
-   * The most input, in MiB, that runs in flight hold at once (their messages, tools, context and state, from each
-   * run's start to its end): a run that would pass it is refused OVERLOADED. A run holds its input until its model
+   * The most input, in MiB, held at once: request bodies while they are read, and what runs in flight were sent
+   * (their messages, tools, context and state, from each run's start to its end). A body or a run that would pass it
+   * is refused OVERLOADED. A run holds its input until its model
    * answers, and outlives its client, so large requests to a slow model would otherwise fill the heap. @default 256,
    * or an eighth of the V8 heap limit if that is less (192 with `npm start`'s), at least 32
    */

@@ -39,6 +39,8 @@ export interface Collaborators {
   cors: CorsPolicy;
   hosts: HostPolicy;
   metrics: GatewayMetrics | undefined;
+  /** The input held at once (maxBufferedInputMb): bodies being read and runs in flight. */
+  inputBudget: InputBudget;
 }
 
 /** Apollo Studio and the embedded Sandbox call the endpoint from these origins. */
@@ -74,6 +76,8 @@ export function wireGateway(config: ResolvedOptions): Collaborators {
   );
   const limiter = rateLimiter(config.rateLimits, store, logger);
   const access = new AccessControl(config.authenticate, limiter, config.trustProxy, logger);
+  // One budget for the input held at once: bodies being read, and runs in flight (maxBufferedInputMb).
+  const inputBudget = new InputBudget(config.maxBufferedInputMb * 1024 * 1024);
   const launcher: RunLauncher = new RunLauncher({
     threads,
     adapter: config.observability ? new ObservedAdapter(config.adapter, config.observability) : config.adapter,
@@ -87,7 +91,7 @@ export function wireGateway(config: ResolvedOptions): Collaborators {
     agentIdleTimeoutMs: config.agentIdleTimeoutMs,
     actionTimeoutMs: config.actionTimeoutMs,
     maxConcurrentRuns: config.maxConcurrentRuns,
-    inputBudget: new InputBudget(config.maxBufferedInputMb * 1024 * 1024),
+    inputBudget,
     modelLimits: config.modelLimits,
     modelFirstTokenTimeoutMs: config.modelFirstTokenTimeoutMs,
     onModelRetry: metrics ? (who, reason) => metrics.upstreamRetry(who, reason) : undefined,
@@ -102,7 +106,7 @@ export function wireGateway(config: ResolvedOptions): Collaborators {
     config.allowLoopbackOrigins,
   );
   const hosts = new HostPolicy(config.development, config.allowedHosts);
-  return { upstream, endpoints, mcp, store, threads, limiter, access, launcher, cors, hosts, metrics };
+  return { upstream, endpoints, mcp, store, threads, limiter, access, launcher, cors, hosts, metrics, inputBudget };
 }
 
 /** What watches each call of a model or an agent: the metrics, the tracing, both, or nothing. */

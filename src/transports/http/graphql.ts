@@ -38,7 +38,8 @@ export async function serveGraphQL(
   const controller = new AbortController();
   res.on('close', () => controller.abort(OPERATION_ENDED));
 
-  const read = req.method === 'POST' ? await readGraphQLBody(req, res, options.maxBodyBytes) : NOTHING_READ;
+  const read =
+    req.method === 'POST' ? await readGraphQLBody(req, res, options.maxBodyBytes, options.inputBudget) : NOTHING_READ;
   if (read === NO_BODY) return;
   const { body, tooDeep } = read;
 

@@ -133,7 +133,7 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
         return sendGatewayError(res, refused, { agUi: true, requestId });
       }
       const caller = agUiCaller(req, admitted, request, logger);
-      const readBody = () => readAgUiBody(req, res, options.maxBodyBytes);
+      const readBody = () => readAgUiBody(req, res, options.maxBodyBytes, options.inputBudget);
       void options.agUi.route(req, res, pathname, readBody, caller).catch((error) => {
         log.error({ err: error }, 'unexpected error in the AG-UI transport');
         sendUnexpected(res, requestId);

@@ -9,6 +9,7 @@ import type { CorsPolicy } from '../cors.js';
 import type { OfflineExplorer } from '../explorer.js';
 import type { HostPolicy } from '../hosts.js';
 import type { MetricsRoute } from './metrics.js';
+import type { InputBudget } from '../../core/input-budget.js';
 
 // What the HTTP transport is given (HttpTransportOptions) and what it knows of a request once past the
 // door (AdmittedRequest), read by the handler and the routes alike.
@@ -21,6 +22,8 @@ export interface HttpTransportOptions {
   hosts: HostPolicy;
   logger: Logger;
   maxBodyBytes: number;
+  /** The input held at once (maxBufferedInputMb): bodies being read count in it too. */
+  inputBudget?: InputBudget;
   /**
    * Milliseconds between keep-alive signals on a streamed response (SSE comments, multipart parts
    * holding `{}`), so idle proxies do not cut a long run.
