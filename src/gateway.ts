@@ -93,6 +93,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     access,
     onConnection: metrics ? (delta) => metrics.webSocket(delta) : undefined,
     draining: () => state.phase === 'draining',
+    inputBudget,
   });
   const apollo = createApollo({
     schema,

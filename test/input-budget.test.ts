@@ -2,10 +2,8 @@ import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { approximateBytes } from '../src/core/values.js';
-import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
-import { WS_RUN } from './support/documents.js';
-import { gatewaysPerTest, runInput, userMessage, type RunningGateway } from './support/harness.js';
+import { gatewaysPerTest, type RunningGateway } from './support/harness.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { failOnProcessErrors } from './support/process-errors.js';
 import { until } from './support/threads.js';
@@ -53,30 +51,32 @@ describe('the input of runs in flight (maxBufferedInputMb)', () => {
     const first = await agUiRun(g, 'first', 600_000, '[tokens=40] [delay=100]');
     expect(first.status).toBe(200);
     await first.body!.cancel();
-    // Another 600 KB would pass 1 MiB. Over HTTP its body is refused as it is read; over WebSocket (no body budget)
-    // the run is refused as it starts.
+    // Another 600 KB would pass 1 MiB: its body is refused as it is read.
     const refused = await agUiRun(g, 'second', 600_000, '[tokens=2]');
     expect(refused.status).toBe(503);
     const answer = (await refused.json()) as { code: string; message: string };
     expect(answer.code).toBe('OVERLOADED');
     expect(answer.message).toMatch(/most input at once \(maxBufferedInputMb, 1 MiB\)/);
-    const client = createClient({ url: g.wsUrl, webSocketImpl: WebSocket, retryAttempts: 0, lazy: true });
-    try {
-      // Refused as it starts: one result whose errors say why, then the end.
-      const errors = await new Promise<readonly { message: string; extensions?: Record<string, unknown> }[]>(
-        (resolve, reject) => {
-          let seen: readonly { message: string; extensions?: Record<string, unknown> }[] = [];
-          client.subscribe(
-            { query: WS_RUN, variables: { data: runInput([userMessage(`${'x'.repeat(600_000)} [tokens=2]`)]) } },
-            { next: (result) => (seen = result.errors ?? seen), error: reject, complete: () => resolve(seen) },
-          );
-        },
-      );
-      expect(errors[0]?.extensions?.code).toBe('OVERLOADED');
-      expect(errors[0]?.message).toMatch(/most input of runs in flight \(maxBufferedInputMb, 1 MiB\)/);
-    } finally {
-      await client.dispose();
-    }
+    // A body that fits (about 400 KB) whose run does not (3,000 short messages weigh more as messages than as JSON):
+    // refused as the run starts.
+    const many = Array.from({ length: 3_000 }, (_, index) => ({ id: `m${index}`, role: 'user', content: 'a' }));
+    const crowded = await fetch(`${g.url}/agent/default/run`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({
+        threadId: 'thread-crowded',
+        runId: 'crowded',
+        state: {},
+        tools: [],
+        context: [],
+        forwardedProps: {},
+        messages: [...many, { id: 'last', role: 'user', content: `${'x'.repeat(280_000)} [tokens=2]` }],
+      }),
+    });
+    expect(crowded.status).toBe(503);
+    expect(((await crowded.json()) as { message: string }).message).toMatch(
+      /most input of runs in flight \(maxBufferedInputMb, 1 MiB\)/,
+    );
     // A small one fits beside it.
     const small = await agUiRun(g, 'small', 1_000, '[tokens=2]');
     expect(small.status).toBe(200);
@@ -130,6 +130,38 @@ describe('the input of runs in flight (maxBufferedInputMb)', () => {
       20_000,
     );
     expect(served.finished).toBe(true);
+  }, 60_000);
+
+  it('counts WebSocket messages being received in the same budget: one that would pass it closes its socket', async () => {
+    const g = await start({ maxBufferedInputMb: 2 });
+    const open = async () => {
+      const socket = new WebSocket(g.wsUrl, 'graphql-transport-ws');
+      await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+      const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+        socket.once('close', (code, reason) => resolve({ code, reason: reason.toString() })),
+      );
+      return { socket, closed };
+    };
+    // A message begun (1.5 MB of it, in fragments) and never finished.
+    const holder = await open();
+    holder.socket.send(`{"type":"connection_init","payload":{"x":"${'y'.repeat(750_000)}`, { fin: false });
+    holder.socket.send('y'.repeat(750_000), { fin: false });
+    // Another 1 MB would pass 2 MiB: that socket is closed, 1013.
+    const second = await open();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    second.socket.send('z'.repeat(1_000_000), { fin: false });
+    const refused = await second.closed;
+    expect(refused.code).toBe(1013);
+    expect(refused.reason).toMatch(/most input at once \(maxBufferedInputMb\)/);
+    // The holder goes: what it had sent is given back, and a socket may send as much again.
+    holder.socket.terminate();
+    await holder.closed;
+    const third = await open();
+    third.socket.send('w'.repeat(500_000), { fin: false });
+    third.socket.send('w'.repeat(1_000_000), { fin: false });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(third.socket.readyState).toBe(WebSocket.OPEN);
+    third.socket.terminate();
   }, 60_000);
 
   it('counts strings, keys and a few bytes per value of what a run was sent (approximateBytes)', () => {

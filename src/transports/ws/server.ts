@@ -29,6 +29,8 @@ import {
   type ConnectionShared,
 } from './connection.js';
 import { KeepAlive } from './keep-alive.js';
+import { countWebSocketInput } from './input.js';
+import type { InputBudget } from '../../core/input-budget.js';
 import { formatForWs, withWsErrors } from './messages.js';
 import { operationContext, serveExecution, serveSubscription } from './operations.js';
 
@@ -54,6 +56,8 @@ export interface WsTransportOptions {
   onConnection?: (delta: 1 | -1) => void;
   /** Whether the gateway is draining: new sockets are refused (their runs would be). */
   draining?: () => boolean;
+  /** The input held at once (maxBufferedInputMb): messages being received count in it (input.ts). */
+  inputBudget?: InputBudget;
 }
 
 /**
@@ -130,6 +134,7 @@ export function attachWebSocketTransport(options: WsTransportOptions): {
   const keepAlive = new KeepAlive(options.keepAliveMs);
   const shared: ConnectionShared = { protocol, logger, operations, keepAlive, onConnection: options.onConnection };
   wss.on('connection', (socket, request) => {
+    if (options.inputBudget) countWebSocketInput(socket, request.socket, options.inputBudget);
     const extra: ConnectionExtra = needsFacts ? { socket, facts: access.connectionFacts(request) } : { socket };
     WsConnection.serve(socket, shared, extra);
   });
