@@ -48,6 +48,20 @@ async function longThread(g: RunningGateway, threadId: string): Promise<void> {
   expect(text.includes('RUN_FINISHED')).toBe(true);
 }
 
+/** `count` finished runs on `threadId`, each of one user message `size` characters long. */
+async function finishedRuns(g: RunningGateway, threadId: string, count: number, size: number): Promise<void> {
+  for (let index = 0; index < count; index++) {
+    const response = await fetch(`${g.url}/agent/default/run`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: agUiInput(threadId, `run-${index}`, [
+        { id: `${threadId}-${index}`, role: 'user', content: 'y'.repeat(size) },
+      ]),
+    });
+    expect((await response.text()).includes('RUN_FINISHED')).toBe(true);
+  }
+}
+
 /**
  * An AG-UI connect to `threadId` on a raw connection that does not read; `readRest()` reads what it is sent from then
  * on, to its end, and resolves with how many bytes that was.
@@ -137,16 +151,7 @@ describe('readers that do not read (maxBufferedOutputMb)', () => {
     // Sixteen runs of 2 MB each: the replay is written a run at a time, each waiting for the last to be taken, so what
     // a connection that does not read holds unsent is about one run; the other runs' messages wait in memory.
     const RUNS = 16;
-    for (let index = 0; index < RUNS; index++) {
-      const response = await fetch(`${g.url}/agent/default/run`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
-        body: agUiInput('many-runs', `run-${index}`, [
-          { id: `many-${index}`, role: 'user', content: 'y'.repeat(2 * 1024 * 1024) },
-        ]),
-      });
-      expect((await response.text()).includes('RUN_FINISHED')).toBe(true);
-    }
+    await finishedRuns(g, 'many-runs', RUNS, 2 * 1024 * 1024);
     const paused = pausedConnect(g, 'many-runs');
     // Unsent, far less than the budget (the kernel's buffers take several runs); kept to be sent, far more.
     const refused = await until(
@@ -174,16 +179,7 @@ describe('readers that do not read (maxBufferedOutputMb)', () => {
     });
     // Eight finished runs of 2 MB each, then one that goes on for a while.
     const RUNS = 8;
-    for (let index = 0; index < RUNS; index++) {
-      const response = await fetch(`${g.url}/agent/default/run`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
-        body: agUiInput('followed', `run-${index}`, [
-          { id: `followed-${index}`, role: 'user', content: 'y'.repeat(2 * 1024 * 1024) },
-        ]),
-      });
-      expect((await response.text()).includes('RUN_FINISHED')).toBe(true);
-    }
+    await finishedRuns(g, 'followed', RUNS, 2 * 1024 * 1024);
     const live = await fetch(`${g.url}/agent/default/run`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
