@@ -1,8 +1,12 @@
+import { createServer } from 'node:http';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { approximateBytes } from '../src/core/values.js';
-import WebSocket from 'ws';
+import WebSocket, { WebSocketServer } from 'ws';
+import { InputBudget } from '../src/core/input-budget.js';
+import { countWebSocketInput } from '../src/transports/ws/input.js';
+import { close, listen } from './support/loopback.js';
 import { gatewaysPerTest, type RunningGateway } from './support/harness.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { failOnProcessErrors } from './support/process-errors.js';
@@ -167,5 +171,49 @@ describe('the input of runs in flight (maxBufferedInputMb)', () => {
   it('counts strings, keys and a few bytes per value of what a run was sent (approximateBytes)', () => {
     expect(approximateBytes('abc')).toBe(16 + 3);
     expect(approximateBytes({ ab: ['c', 1, null] })).toBe(16 + 2 + 16 + (16 + 1) + 16 + 16);
+  });
+});
+
+describe('a WebSocket connection counted in the input budget (countWebSocketInput)', () => {
+  it('gives back its control frames as they come and a message once complete: nothing adds up over days', async () => {
+    const budget = new InputBudget(1024 * 1024);
+    const server = createServer();
+    const wss = new WebSocketServer({ server });
+    const messages: number[] = [];
+    wss.on('connection', (socket, request) => {
+      countWebSocketInput(socket, request.socket, budget);
+      socket.on('message', (data: Buffer) => messages.push(data.length));
+    });
+    const origin = await listen(server);
+    const client = new WebSocket(origin.replace('http', 'ws'));
+    await new Promise((resolve, reject) => client.once('open', resolve).once('error', reject));
+    try {
+      // A message begun, pings between its fragments (as a keep-alive's pongs come), then its end.
+      client.send('a'.repeat(100_000), { fin: false });
+      for (let index = 0; index < 50; index++) client.ping(Buffer.from('keep-alive'));
+      await until(
+        async () => budget.heldBytes,
+        (held) => held >= 100_000,
+        'the fragment counted',
+        5_000,
+      );
+      client.send('b'.repeat(10), { fin: true });
+      await until(
+        async () => messages.length,
+        (count) => count === 1,
+        'the message',
+        5_000,
+      );
+      expect(messages).toEqual([100_010]);
+      expect(budget.heldBytes).toBe(0);
+      // Pings alone, between messages: each given back as it comes.
+      for (let index = 0; index < 50; index++) client.ping(Buffer.from('keep-alive'));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(budget.heldBytes).toBe(0);
+    } finally {
+      client.terminate();
+      wss.close();
+      await close(server);
+    }
   });
 });

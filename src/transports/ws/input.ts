@@ -5,6 +5,8 @@ import type { InputBudget } from '../../core/input-budget.js';
 /** The close code and reason of a socket whose message would pass the input budget (1013: try again later). */
 const OVER_BUDGET_CODE = 1013;
 const OVER_BUDGET_REASON = 'The gateway holds its most input at once (maxBufferedInputMb); try again shortly.';
+/** A client's control frame besides its payload: two bytes of header and four of mask. */
+const CONTROL_FRAME_HEADER = 6;
 /** How long a socket told so is given to take its close frame before it is dropped. */
 const CLOSE_GRACE_MS = 1_000;
 
@@ -38,6 +40,16 @@ export function countWebSocketInput(socket: WebSocket, raw: Socket, budget: Inpu
   socket.on('message', () => {
     if (partial > 0) giveBack();
   });
+  // A control frame (a client's ping, or its pong to the keep-alive's) is given back by its own size only: it may come
+  // between a message's fragments. Counted until the next message, a long-lived socket's pongs would add up for days.
+  const controlFrame = (data: Buffer): void => {
+    const size = Math.min(partial, CONTROL_FRAME_HEADER + data.length);
+    if (size <= 0) return;
+    budget.release(size);
+    partial -= size;
+  };
+  socket.on('ping', controlFrame);
+  socket.on('pong', controlFrame);
   socket.once('close', () => {
     raw.removeListener('data', onData);
     if (partial > 0) giveBack();
