@@ -36,16 +36,8 @@ const agUiInput = (threadId: string, runId: string, messages: unknown[]) =>
   JSON.stringify({ threadId, runId, state: {}, tools: [], context: [], forwardedProps: {}, messages });
 
 /** A thread with one run whose input is one long user message. */
-async function longThread(g: RunningGateway, threadId: string): Promise<void> {
-  const response = await fetch(`${g.url}/agent/default/run`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
-    body: agUiInput(threadId, 'long-run', [{ id: 'long-1', role: 'user', content: 'y'.repeat(LONG) }]),
-  });
-  expect(response.status).toBe(200);
-  const text = await response.text();
-  // (A boolean: a failure would print the whole long text.)
-  expect(text.includes('RUN_FINISHED')).toBe(true);
+function longThread(g: RunningGateway, threadId: string): Promise<void> {
+  return finishedRuns(g, threadId, 1, LONG);
 }
 
 /** `count` finished runs on `threadId`, each of one user message `size` characters long. */
@@ -58,6 +50,8 @@ async function finishedRuns(g: RunningGateway, threadId: string, count: number, 
         { id: `${threadId}-${index}`, role: 'user', content: 'y'.repeat(size) },
       ]),
     });
+    expect(response.status).toBe(200);
+    // (A boolean: a failure would print the whole long text.)
     expect((await response.text()).includes('RUN_FINISHED')).toBe(true);
   }
 }
@@ -102,6 +96,17 @@ async function threadRead(
   return (await response.json()) as never;
 }
 
+/** Waits for copilotThread to be refused OVERLOADED, for the output held for clients that do not read. */
+async function threadReadRefused(g: RunningGateway): Promise<void> {
+  const refused = await until(
+    () => threadRead(g),
+    (answer) => answer.errors?.[0]?.extensions?.code === 'OVERLOADED',
+    'a read of a thread refused',
+    20_000,
+  );
+  expect(refused.errors![0].message).toMatch(/holds too much output for clients that are not reading/);
+}
+
 const droppedCount = async (g: RunningGateway): Promise<number> => {
   const text = await (await fetch(new URL('/metrics', g.url))).text();
   return Number(/^copilot_gateway_slow_readers_dropped_total (\d+)/m.exec(text)?.[1] ?? NaN);
@@ -114,14 +119,8 @@ describe('readers that do not read (maxBufferedOutputMb)', () => {
     expect(await droppedCount(g)).toBe(0);
     // A client asks for the replay (about 24 MB, more than the kernel's buffers take) and never reads it.
     const paused = pausedConnect(g, 'long');
-    // While the gateway holds it (two seconds before it counts as not reading), a read of a whole thread is refused.
-    const refused = await until(
-      () => threadRead(g),
-      (answer) => answer.errors?.[0]?.extensions?.code === 'OVERLOADED',
-      'a read of a thread refused',
-      20_000,
-    );
-    expect(refused.errors![0].message).toMatch(/holds too much output for clients that are not reading/);
+    // While the gateway holds it (five seconds before it counts as not reading), a read of a whole thread is refused.
+    await threadReadRefused(g);
     expect(
       await until(
         () => droppedCount(g),
@@ -154,13 +153,7 @@ describe('readers that do not read (maxBufferedOutputMb)', () => {
     await finishedRuns(g, 'many-runs', RUNS, 2 * 1024 * 1024);
     const paused = pausedConnect(g, 'many-runs');
     // Unsent, far less than the budget (the kernel's buffers take several runs); kept to be sent, far more.
-    const refused = await until(
-      () => threadRead(g),
-      (answer) => answer.errors?.[0]?.extensions?.code === 'OVERLOADED',
-      'a read of a thread refused',
-      20_000,
-    );
-    expect(refused.errors![0].message).toMatch(/holds too much output for clients that are not reading/);
+    await threadReadRefused(g);
     await until(
       () => droppedCount(g),
       (count) => count === 1,

@@ -1,6 +1,6 @@
 import { BadUserInputError } from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
-import { messageBytes, type Message } from '../core/messages.js';
+import { messagesBytes, type Message } from '../core/messages.js';
 import type { ThreadRecord } from '../threads/store.js';
 import { agUiInterrupt, parseEventId, type AgUiInterrupt } from './events.js';
 
@@ -97,7 +97,7 @@ export interface Replay {
   runId: string;
   /** Let go (undefined) once written. */
   messages: Message[] | undefined;
-  /** About what `messages` keep in memory (messageBytes). */
+  /** About what `messages` keep in memory (messagesBytes). */
   bytes: number;
 }
 
@@ -121,7 +121,7 @@ export function replaysOf(
     // A resumed run's start is not written again (the client has it): nothing of it to keep.
     if (index === 0 && resumed >= 0) return { runId: run.runId, messages: [], bytes: 0 };
     const messages = [...(index === 0 && cut > 0 ? thread!.messages.slice(0, cut) : []), ...(run.newMessages ?? [])];
-    return { runId: run.runId, messages, bytes: messages.reduce((sum, message) => sum + messageBytes(message), 0) };
+    return { runId: run.runId, messages, bytes: messagesBytes(messages) };
   });
   return { replays, resumed };
 }

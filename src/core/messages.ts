@@ -28,7 +28,7 @@ const MESSAGE_OVERHEAD = 160;
  * About what a message keeps in memory (its texts' lengths, plus its object), for budgets of what an answer still
  * has to write.
  */
-export function messageBytes(message: Message): number {
+function messageBytes(message: Message): number {
   switch (message.kind) {
     case 'text':
       return MESSAGE_OVERHEAD + message.content.length;
@@ -44,6 +44,13 @@ export function messageBytes(message: Message): number {
       // Every kind of message has its case: a new one does not compile until it has.
       throw new UnreachableCaseError(message);
   }
+}
+
+/** What `messages` keep in memory, about (messageBytes). */
+export function messagesBytes(messages: readonly Message[]): number {
+  let bytes = 0;
+  for (const message of messages) bytes += messageBytes(message);
+  return bytes;
 }
 
 /** A tool the model or an agent may call: a frontend action, a server-side or remote action, or an agent. */

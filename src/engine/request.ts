@@ -1,5 +1,5 @@
 import {
-  messageBytes,
+  messagesBytes,
   type ContextEntry,
   type ForwardedParameters,
   type Message,
@@ -49,10 +49,8 @@ export interface RunRequest {
 
 /** About what a run's input keeps in memory (for InputBudget): its messages, and the rest of what it was sent. */
 export function requestBytes(request: RunRequest): number {
-  let bytes = 0;
-  for (const message of request.messages) bytes += messageBytes(message);
   return (
-    bytes +
+    messagesBytes(request.messages) +
     approximateBytes([
       request.frontendTools,
       request.context,

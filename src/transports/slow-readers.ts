@@ -51,10 +51,7 @@ export type KeepOutput = (res: ServerResponse, bytes: number) => KeptOutput;
  */
 export class SlowReaderGuard {
   private readonly sockets = new Set<Socket>();
-  /**
-   * Each connection holding at least MIN_DROPPED_BYTES: what it had taken at the last check (of all it was given),
-   * since when it took none, and its pace's window (since when, and what it had taken then).
-   */
+  /** Each connection holding at least MIN_DROPPED_BYTES with some of it unsent: since when it took none, its pace. */
   private held = new Map<Socket, Watch>();
   /** What answers keep to write later, by connection (keep). */
   private readonly kept = new Map<Socket, number>();
@@ -145,16 +142,16 @@ export class SlowReaderGuard {
       const taken = takenBy(socket);
       const before = this.held.get(socket);
       if (before === undefined) {
-        seen.set(socket, { taken, since: now, samples: [{ at: now, taken }] });
+        seen.set(socket, { since: now, samples: [{ at: now, taken }] });
         continue;
       }
-      // Took some since the last check: reading, as of now.
-      const since = taken > before.taken ? now : before.since;
       const samples = before.samples;
+      // Took some since the last check: reading, as of now.
+      const since = taken > samples[samples.length - 1]!.taken ? now : before.since;
       samples.push({ at: now, taken });
       // The oldest kept is the latest at least PACE_MS old, if any.
       while (samples.length > 2 && now - samples[1]!.at >= paceMs) samples.shift();
-      seen.set(socket, { taken, since, samples });
+      seen.set(socket, { since, samples });
       const drainMs = now - since >= stallMs ? Infinity : drainTime(samples, held, now, paceMs);
       if (drainMs > (this.options.maxDrainMs ?? MAX_DRAIN_MS)) slow.push({ socket, held, drainMs });
     }
@@ -204,11 +201,9 @@ export class SlowReaderGuard {
 
 /** What the guard knows of a connection holding at least MIN_DROPPED_BYTES (SlowReaderGuard.held). */
 interface Watch {
-  /** What the kernel had taken of its output at the last check (takenBy). */
-  taken: number;
   /** Since when it took none. */
   since: number;
-  /** What it had taken at each check, back to the latest at least PACE_MS old. */
+  /** What the kernel had taken of its output (takenBy) at each check, back to the latest at least PACE_MS old. */
   samples: { at: number; taken: number }[];
 }
 
@@ -236,7 +231,7 @@ function drainTime(
  * yet in the kernel), moves as the kernel takes them. Neither is public API (both are on Node 20 and 24); without
  * them, the public, whole-write figure.
  */
-export function takenBy(socket: Socket): number {
+function takenBy(socket: Socket): number {
   const internals = socket as unknown as { _bytesDispatched?: unknown; _handle?: { writeQueueSize?: unknown } | null };
   const dispatched = internals._bytesDispatched;
   const queued = internals._handle?.writeQueueSize;
