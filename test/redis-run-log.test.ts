@@ -9,7 +9,7 @@ import type { RedisThreadStore } from '../src/threads/redis/store.js';
 import { eventually } from './support/harness.js';
 import { RedisServer, startRedisStore } from './support/redis.js';
 import { streamTogether } from './support/run-logs.js';
-import { storedLog, until } from './support/threads.js';
+import { compactEvents, storedLog, until } from './support/threads.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -135,6 +135,119 @@ describe("a run's log in Redis", () => {
       expect(Math.max(...runsPerAppend)).toBeGreaterThan(1);
     } finally {
       monitor.disconnect();
+      watcher.disconnect();
+      await store.close();
+    }
+  });
+
+  it("numbers each batch's entry after its first event, so that a follower reads from its place, not the run's start", async () => {
+    const keyPrefix = `seek-${Math.random().toString(36).slice(2)}:`;
+    const store = await startRedisStore({ url: redis.url }, { keyPrefix });
+    const reader = new Redis(redis.url);
+    const watcher = new Redis(redis.url, { lazyConnect: true });
+    await watcher.connect();
+    const monitor = await watcher.monitor();
+    /** The ranges of the logs XRANGE read (scripts' included), as [start, end]. */
+    const ranges: string[][] = [];
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (/^xrange$/i.test(String(args[0])) && String(args[1]).startsWith(keyPrefix)) ranges.push(args.slice(2));
+    });
+    const chunk = (content: string) => ({ type: 'TextMessageContent', messageId: 'm-1', content });
+    const start = (threadId: string, runId: string) => [
+      { type: 'RunStarted', threadId, runId },
+      { type: 'TextMessageStart', messageId: 'm-1', parentMessageId: null, role: 'assistant' },
+    ];
+    /** What a follower after `after` is given of what is stored, up to `last` (then it leaves). */
+    const joined = async (threadId: string, runId: string, after: number, last: number) => {
+      const feed = store.follow(threadId, runId, after);
+      const out: SequencedEvent[] = [];
+      while ((out.at(-1)?.sequence ?? after) < last) out.push((await feed.next()).value as SequencedEvent);
+      await feed.return();
+      return out;
+    };
+    /** A running run's log, and how to append events to it, numbered from `first`, until they are stored. */
+    const running = (log: RunLog) => {
+      let stored = -1;
+      log.deliverStored!({ stored: (events) => (stored = events.at(-1)!.sequence), failed: () => {} });
+      return async (events: Record<string, unknown>[], first: number) => {
+        events.forEach((event, i) => log.append({ ...event, sequence: first + i } as SequencedEvent));
+        await until(
+          async () => stored,
+          (last) => last === first + events.length - 1,
+          'the batch stored',
+        );
+      };
+    };
+    try {
+      const { runId } = await store.claim('seek', 'run-1', 'fresh-1');
+      const append = running(store.open('seek', runId, { messages: [], newMessages: [] }));
+      const events = [...start('seek', runId), chunk('a'), chunk('b'), chunk('c'), chunk('d'), chunk('e'), chunk('f')];
+      await append(events.slice(0, 2), 0);
+      await append(events.slice(2, 5), 2);
+      await append(events.slice(5), 5);
+      const key = `${keyPrefix}{seek}:log:${runId}`;
+      expect((await reader.xrange(key, '-', '+')).map(([id]) => id)).toEqual(['0-1', '0-3', '0-6']);
+      const numbered = events.map((event, sequence) => ({ ...event, sequence }));
+      for (let after = -1; after < 7; after++) {
+        const rest = compactEvents(numbered.filter((event) => event.sequence > after));
+        expect(compactEvents(await joined('seek', runId, after, 7))).toEqual(rest);
+      }
+      // A follower after 3 (it lacks 4 on) reads from the batch that holds 4 (2 to 4); after 4, from the next one.
+      await watcher.ping();
+      ranges.length = 0;
+      await joined('seek', runId, 3, 7);
+      await joined('seek', runId, 4, 7);
+      await reader.ping();
+      await until(
+        async () => ranges.length,
+        (count) => count >= 2,
+        'the two reads',
+      );
+      expect(ranges).toEqual([
+        ['0-3', '+'],
+        ['0-6', '+'],
+      ]);
+      // A client resuming after 3 has 0 to 3: read up to the batch that holds 4, not the rest of the run.
+      const sequences = async (events: Promise<SequencedEvent[]>) => (await events).map((event) => event.sequence);
+      expect(await sequences(store.readUpTo('seek', runId, 3))).toEqual([0, 1, 2, 3, 4]);
+      expect(await sequences(store.readUpTo('seek', runId, 4))).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+      expect(await sequences(store.readUpTo('seek', 'no-such-run', 4))).toEqual([]);
+      // A thread read may leave the running run's log unread (a connect replays the run from it).
+      expect((await store.thread('seek'))!.messages).toEqual([
+        expect.objectContaining({ id: 'm-1', content: 'abcdef' }),
+      ]);
+      expect((await store.thread('seek', { runningOutput: false }))!.messages).toEqual([]);
+
+      // A log an earlier version started (its entries numbered by time) is carried on and followed as it was.
+      const old = await store.claim('seek-old', 'run-2', 'fresh-2');
+      const oldKey = `${keyPrefix}{seek-old}:log:${old.runId}`;
+      const oldEvents = [...start('seek-old', old.runId), chunk('x'), chunk('y')].map((event, sequence) => ({
+        ...event,
+        sequence,
+      }));
+      const carried = running(store.open('seek-old', old.runId, { messages: [], newMessages: [] }));
+      const oldRun = `${keyPrefix}{seek-old}:run:${old.runId}`;
+      await until(
+        () => reader.hget(oldRun, 'status'),
+        (status) => status === 'running',
+        'the run opened',
+      );
+      await reader.xadd(oldKey, '*', 'e', JSON.stringify(oldEvents.slice(0, 2)));
+      await reader.hset(oldRun, 'last', 1);
+      await carried(
+        oldEvents.slice(2).map(({ sequence: _, ...event }) => event),
+        2,
+      );
+      const ids = (await reader.xrange(oldKey, '-', '+')).map(([id]) => id);
+      expect(ids).toHaveLength(2);
+      expect(ids.every((id) => !id.startsWith('0-'))).toBe(true);
+      expect(await sequences(store.readUpTo('seek-old', old.runId, 0))).toEqual([0, 1, 2, 3]);
+      for (let after = -1; after < 4; after++) {
+        const rest = compactEvents(oldEvents.filter((event) => event.sequence > after));
+        expect(compactEvents(await joined('seek-old', old.runId, after, 3))).toEqual(rest);
+      }
+    } finally {
+      reader.disconnect();
       watcher.disconnect();
       await store.close();
     }
@@ -670,7 +783,12 @@ describe("a run's log in Redis", () => {
         'the clients told',
       );
       expect(failures).toEqual(['INSTANCE_LOST']);
-      const stored = await store.records.readLog(threadId, runId);
+      // Its clients are told first; the ending is written from what Redis kept right after.
+      const stored = await until(
+        () => store.records.readLog(threadId, runId),
+        (log) => log.at(-1)?.type === 'RunFinished',
+        'the ending stored',
+      );
       expect(stored.map((event) => [event.type, event.sequence])).toEqual([
         ['RunStarted', 0],
         ['TextMessageStart', 1],

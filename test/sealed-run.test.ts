@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { fail } from 'node:assert';
 import { continuesChunk, mergeEvents } from '../src/core/event-merge.js';
 import type { SequencedEvent } from '../src/core/events.js';
 import type { Message } from '../src/core/messages.js';
@@ -128,6 +129,49 @@ describe('a finished run in the memory store', () => {
     // What a reader does with what it was given changes nothing kept.
     (whole[2] as { content: string }).content = 'changed';
     expect((await replay(s, 'rich', 'r1', -1))[2]).toMatchObject({ content: 'Hello "world"\n\\😀 ok' });
+    await s.close();
+  });
+
+  it('gives a reader joining a running run after any sequence exactly the rest, chunks merged, then what comes', async () => {
+    const s = store();
+    const events = richRun('live', 'r1');
+    const log = s.open('live', (await s.claim('live', 'r1', 'f1')).runId, { messages: [], newMessages: [] });
+    const running = events.slice(0, -3);
+    for (const event of running) log.append(event);
+    /** What a reader after `after` has been given so far (the feed is left once it has nothing more queued). */
+    async function joined(after: number) {
+      const feed = s.follow('live', 'r1', after);
+      const out: SequencedEvent[] = [];
+      for (let took = true; took;) {
+        took = false;
+        feed.request({
+          take: (event) => (took = out.push(event) > 0),
+          end: () => {},
+          fail: (error) => fail(String(error)),
+        });
+      }
+      await feed.return();
+      return out;
+    }
+    for (let after = -1; after < running.length + 1; after++) {
+      expect(await joined(after)).toStrictEqual(merged(running.filter((e) => e.sequence > after)));
+    }
+    // A client resuming after 3 has 0 to 3: it is given up to the stretch that holds 4 (m1's chunks, whole).
+    expect((await s.readUpTo('live', 'r1', 3)).map((event) => event.sequence)).toEqual([0, 1, 6]);
+    expect(await s.readUpTo('live', 'no-such-run', 3)).toEqual([]);
+    // A thread read may leave out what the running run has produced (a connect replays it from its events).
+    expect((await s.thread('live'))!.messages.map((message) => message.id)).toEqual(['m1', 'c1', 'r1', 'm2', 'm3']);
+    expect((await s.thread('live', { runningOutput: false }))!.messages).toEqual([]);
+    // m3's single chunk is kept as it came; what comes later reaches a reader that joined in the middle of m2.
+    const feed = s.follow('live', 'r1', 19);
+    for (const event of events.slice(-3)) log.append(event);
+    const rest: SequencedEvent[] = [];
+    for await (const event of feed) rest.push(event);
+    expect(rest).toStrictEqual(merged(events.filter((e) => e.sequence > 19)));
+    expect(rest[0]).toMatchObject({ content: 'd€e', sequence: 21 });
+    // Once finished, its output is the thread's whatever the read asks.
+    const ids = (await s.thread('live', { runningOutput: false }))!.messages.map((message) => message.id);
+    expect(ids).toEqual(['m1', 'c1', 'r1', 'm2', 'm3']);
     await s.close();
   });
 

@@ -73,23 +73,19 @@ export function resumePoint(lastEventId: string | undefined): { runId: string; s
 }
 
 /**
- * What a client resuming after `sequence` already has of a run, read from `feed` (the run from its start) and not
- * sent again, into `progress`: which messages it has open (so that a replay cut short can still end them), the
- * interrupts raised and the calls left unanswered (so that RUN_FINISHED still reports them). Resolves true when the
- * run ended at or before that event: nothing of it is left to send (an id past the run's end included, which would
- * otherwise wait for events that never come).
+ * What a client resuming after `sequence` already has of a run, from `stored` (the run's stored events up to it:
+ * ThreadStore.readUpTo) and not sent again, into `progress`: which messages it has open (so that a replay cut short
+ * can still end them), the interrupts raised and the calls left unanswered (so that RUN_FINISHED still reports them).
+ * True when the run ended at or before that event: nothing of it is left to send (an id past the run's end included,
+ * which would otherwise wait for events that never come).
  */
-export async function readUpTo(
-  feed: AsyncIterable<SequencedEvent>,
-  sequence: number,
-  progress: RunProgress,
-): Promise<boolean> {
-  for await (const event of feed) {
+export function readUpTo(stored: readonly SequencedEvent[], sequence: number, progress: RunProgress): boolean {
+  for (const event of stored) {
     if (event.sequence > sequence) return false;
     progress.see(event);
     if (event.type === 'RunFinished') return true;
   }
-  return true;
+  return false;
 }
 
 /** A stored run as a `connect` replays it: its id, and the messages its start carries until that is written. */

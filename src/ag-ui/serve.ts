@@ -291,8 +291,8 @@ export class AgUiTransport {
         if (resumed) {
           letGo();
           // What the client has of the run is read, not sent: its open messages, interrupts and calls still count.
-          feed = threads.follow(input.threadId, run.runId, -1);
-          current.ended = await readUpTo(feed, resumeAfter!.sequence, current.progress);
+          const had = await threads.readUpTo(input.threadId, run.runId, resumeAfter!.sequence);
+          current.ended = readUpTo(had, resumeAfter!.sequence, current.progress);
           if (res.destroyed) break;
           if (current.ended) continue;
         }
@@ -336,7 +336,9 @@ export class AgUiTransport {
     principal: Principal | undefined,
     resumeRunId: string | undefined,
   ): Promise<{ replays: Replay[]; resumed: number }> {
-    return replaysOf(await this.options.launcher.threads.thread(threadId, principal), resumeRunId);
+    // A running run is replayed from its log: its output is not read twice (replaysOf cuts the transcript before it).
+    const thread = await this.options.launcher.threads.thread(threadId, principal, { runningOutput: false });
+    return replaysOf(thread, resumeRunId);
   }
 
   /** A thread-list or thread-inspection request, in either form (see threads.ts). */

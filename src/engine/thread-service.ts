@@ -26,6 +26,7 @@ import {
   type ThreadStore,
   type ThreadSummary,
   type StopReason,
+  type ThreadRead,
 } from '../threads/store.js';
 import type { RunRequest } from './request.js';
 import type { RunHandle } from './run.js';
@@ -260,16 +261,17 @@ export class ThreadService {
    * another principal (indistinguishable, so thread ids reveal nothing). Without authentication
    * (no principal) every thread is visible.
    */
-  async thread(threadId: string, principal?: Principal): Promise<ThreadRecord | undefined> {
-    return (await this.threadFor(threadId, principal)).record;
+  async thread(threadId: string, principal?: Principal, read?: ThreadRead): Promise<ThreadRecord | undefined> {
+    return (await this.threadFor(threadId, principal, read)).record;
   }
 
   /** The thread, or whether it is another principal's. */
   async threadFor(
     threadId: string,
     principal?: Principal,
+    read?: ThreadRead,
   ): Promise<{ record: ThreadRecord | undefined; foreign: boolean }> {
-    const record = await this.wholeReads.read(() => this.store.thread(threadId));
+    const record = await this.wholeReads.read(() => this.store.thread(threadId, read));
     if (record && !this.mayUse(record.owner, principal)) return { record: undefined, foreign: true };
     return { record, foreign: false };
   }
@@ -354,6 +356,11 @@ export class ThreadService {
         return this;
       },
     };
+  }
+
+  /** The run's stored events up to `untilSequence`: what a reader resuming after it has (ThreadStore.readUpTo). */
+  readUpTo(threadId: string, runId: string, untilSequence: number): Promise<SequencedEvent[]> {
+    return this.store.readUpTo(threadId, runId, untilSequence);
   }
 
   /** Ends every follower with `reason` after what it has queued (a shutdown); later follows fail at once. */

@@ -165,9 +165,10 @@ export class GatewayMetrics {
         this.storeOperations.inc({ store: store.kind, operation: 'open', outcome: 'ok' });
         return store.open(...args);
       },
-      thread: (threadId) => count('thread', store.thread(threadId)),
+      thread: (threadId, read) => count('thread', store.thread(threadId, read)),
       run: (threadId, runId) => count('run', store.run(threadId, runId)),
       follow: (...args) => store.follow(...args),
+      readUpTo: (...args) => count('readUpTo', store.readUpTo(...args)),
       requestStop: (...args) => count('stop', store.requestStop(...args)),
       summary: (threadId) => count('summary', store.summary(threadId)),
       list: (query) => count('list', store.list(query)),

@@ -20,12 +20,6 @@ export function stateBytes(state: AgentStateRecord): number {
   return STATE_OVERHEAD + textLength(state.state);
 }
 
-export function eventsBytes(events: readonly SequencedEvent[]): number {
-  let bytes = 0;
-  for (const event of events) bytes += eventBytes(event);
-  return bytes;
-}
-
 export function eventBytes(event: SequencedEvent): number {
   switch (event.type) {
     case 'TextMessageContent':

@@ -1,9 +1,9 @@
-import type { SequencedEvent } from '../core/events.js';
 import type { Message } from '../core/messages.js';
 import type { RunStatus } from '../core/status.js';
 import type { EventFeed } from './feed.js';
+import type { LiveEvents } from './live-events.js';
 import { OutputCollector, transcriptOf } from './log.js';
-import { RUN_OVERHEAD, THREAD_OVERHEAD, eventsBytes } from './memory-bytes.js';
+import { RUN_OVERHEAD, THREAD_OVERHEAD } from './memory-bytes.js';
 import { stringBytes, unsealEvents } from './sealed-run.js';
 import type { AgentStateRecord, RunRecord, ThreadSummary } from './store.js';
 
@@ -24,8 +24,8 @@ export interface MemoryRun {
   finishedAt: number | null;
   /** The messages it brought to the thread, as JSON; undefined while they are the whole of the thread's input. */
   newMessages: string | undefined;
-  /** Its events while it runs; once finished, sealed into one string (sealed-run.ts). */
-  events: SequencedEvent[] | string;
+  /** Its events while it runs (live-events.ts); once finished, sealed into one string (sealed-run.ts). */
+  events: LiveEvents | string;
   /** Readers following it live; made on the first (most runs never have one). */
   feeds: Set<EventFeed> | undefined;
 }
@@ -109,7 +109,7 @@ export function transcriptOfThread(
 /** The messages a run produced (read from its events: a running run's output is not kept twice while it runs). */
 export function outputOf(run: MemoryRun): Message[] {
   const output = new OutputCollector();
-  const events = typeof run.events === 'string' ? unsealEvents(run.events, -1) : run.events;
+  const events = typeof run.events === 'string' ? unsealEvents(run.events, -1) : run.events.after(-1);
   for (const event of events) output.add(event);
   return output.current();
 }
@@ -178,7 +178,7 @@ export function runBytes(run: MemoryRun): number {
   return (
     RUN_OVERHEAD +
     stringBytes(run.runId) +
-    (typeof run.events === 'string' ? stringBytes(run.events) : eventsBytes(run.events)) +
+    (typeof run.events === 'string' ? stringBytes(run.events) : run.events.bytes) +
     (run.newMessages !== undefined ? stringBytes(run.newMessages) : 0) +
     (typeof run.status === 'string' ? stringBytes(run.status) : 0)
   );

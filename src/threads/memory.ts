@@ -6,7 +6,8 @@ import { EventFeed } from './feed.js';
 import { agentStateOf } from './log.js';
 import { eventBytes, stateBytes } from './memory-bytes.js';
 import { concatIds, includesAny, joinIds, splitIds } from './message-ids.js';
-import { flatString, joinedStringBytes, sealEvents, stringBytes, unsealEvents } from './sealed-run.js';
+import { flatString, joinedStringBytes, stringBytes, unsealEvents } from './sealed-run.js';
+import { LiveEvents } from './live-events.js';
 import {
   emptyThread,
   joinArrays,
@@ -38,6 +39,7 @@ import {
   type RunRecord,
   type StopHandler,
   type StopReason,
+  type ThreadRead,
   type ThreadRecord,
   type ThreadStore,
   type ThreadStoreOptions,
@@ -166,7 +168,7 @@ export class MemoryThreadStore implements ThreadStore {
       startedAt: now,
       finishedAt: null,
       newMessages: wholeInput ? undefined : newJson,
-      events: [],
+      events: new LiveEvents(),
       feeds: undefined,
     };
     thread.active = { runId, claimExpires: undefined };
@@ -248,18 +250,19 @@ export class MemoryThreadStore implements ThreadStore {
    */
   private seal(thread: MemoryThread, run: MemoryRun): void {
     const before = runBytes(run);
-    run.events = sealEvents(run.events as SequencedEvent[]);
+    run.events = (run.events as LiveEvents).seal();
     if (run.status !== RUN_SUCCESS) run.status = JSON.stringify(run.status);
     this.resize(thread, runBytes(run) - before);
   }
 
-  async thread(threadId: string): Promise<ThreadRecord | undefined> {
+  async thread(threadId: string, read?: ThreadRead): Promise<ThreadRecord | undefined> {
     const now = Date.now();
     const thread = this.live(threadId, now);
     if (!thread || thread.runs.length === 0) return undefined;
     // Reading a thread (a client restoring it) is a use: it is kept before threads used longer ago.
     this.touch(thread, now);
-    const { messages } = transcriptOfThread(thread);
+    const running = thread.runs[thread.runs.length - 1].finishedAt === null;
+    const { messages } = transcriptOfThread(thread, running && read?.runningOutput === false ? [] : undefined);
     return {
       threadId,
       ...(thread.owner !== undefined ? { owner: thread.owner } : {}),
@@ -339,8 +342,9 @@ export class MemoryThreadStore implements ThreadStore {
       return feed;
     }
     // Events are pushed in order, each at most once (the feed skips what it has); live ones follow.
-    const events = typeof run.events === 'string' ? unsealEvents(run.events, afterSequence) : run.events;
-    for (const event of events) if (event.sequence > afterSequence) feed.push(event);
+    const events =
+      typeof run.events === 'string' ? unsealEvents(run.events, afterSequence) : run.events.after(afterSequence);
+    for (const event of events) feed.push(event);
     // Joined after the end of a finished run: nothing more will come.
     if (run.finishedAt !== null) feed.end();
     if (!feed.done) {
@@ -349,6 +353,12 @@ export class MemoryThreadStore implements ThreadStore {
       feed.whenClosed(() => feeds.delete(feed));
     }
     return feed;
+  }
+
+  async readUpTo(threadId: string, runId: string, untilSequence: number): Promise<SequencedEvent[]> {
+    const run = this.findRun(threadId, runId)?.run;
+    if (!run) return [];
+    return typeof run.events === 'string' ? unsealEvents(run.events, -1) : run.events.upTo(untilSequence);
   }
 
   async requestStop(

@@ -1,4 +1,3 @@
-import { chunkText, continuesChunk } from '../core/event-merge.js';
 import type { SequencedEvent } from '../core/events.js';
 
 // How the memory store keeps a finished run's events: one flat string, decoded when someone reads the run (a
@@ -17,43 +16,14 @@ import type { SequencedEvent } from '../core/events.js';
  * base-36 digit each when all are under 36, as a model's tokens are (a character per chunk instead of two or three),
  * else the numbers.
  */
-type Packing = [index: number, first: number, lengths: string | number[]];
+export type Packing = [index: number, first: number, lengths: string | number[]];
 
 /**
- * The run's events as one flat string (a string that JSON.stringify returns is one piece; one built with `+=` would
- * be a rope holding every chunk).
+ * A run's events, merged, and their packings as one flat string (a string that JSON.stringify returns is one piece;
+ * one built with `+=` would be a rope holding every chunk). A running run's events (live-events.ts) are sealed so.
  */
-export function sealEvents(events: readonly SequencedEvent[]): string {
-  const out: SequencedEvent[] = [];
-  const packings: Packing[] = [];
-  for (let i = 0; i < events.length;) {
-    const event = events[i];
-    let j = i + 1;
-    while (j < events.length && continuesChunk(event, events[j])) j++;
-    if (j - i < 2) {
-      out.push(event);
-      i = j;
-      continue;
-    }
-    const parts: string[] = [];
-    const lengths: number[] = [];
-    for (let k = i; k < j; k++) {
-      const part = chunkText(events[k]);
-      parts.push(part);
-      lengths.push(part.length);
-    }
-    const text = parts.join('');
-    const sequence = events[j - 1].sequence;
-    const digits = lengths.every((length) => length < 36) ? lengths.map((length) => length.toString(36)).join('') : '';
-    packings.push([out.length, event.sequence, digits || lengths]);
-    out.push(
-      event.type === 'TextMessageContent' || event.type === 'ReasoningContent'
-        ? { ...event, content: text, sequence }
-        : { ...(event as Extract<SequencedEvent, { type: 'ActionExecutionArgs' }>), args: text, sequence },
-    );
-    i = j;
-  }
-  return JSON.stringify([out, packings]);
+export function sealed(events: readonly SequencedEvent[], packings: readonly Packing[]): string {
+  return JSON.stringify([events, packings]);
 }
 
 /**

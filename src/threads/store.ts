@@ -40,7 +40,7 @@ export interface ThreadStore {
    */
   open(threadId: string, runId: string, input: RunInput, onLost?: (error: GatewayError) => void): RunLog;
   /** The thread, or undefined when the store has nothing of it. */
-  thread(threadId: string): Promise<ThreadRecord | undefined>;
+  thread(threadId: string, read?: ThreadRead): Promise<ThreadRecord | undefined>;
   /** A run of the thread (its latest when `runId` is omitted), or undefined. */
   run(threadId: string, runId?: string): Promise<RunRecord | undefined>;
   /**
@@ -53,6 +53,12 @@ export interface ThreadStore {
     runId: string,
     afterSequence: number,
   ): AsyncIterableIterator<SequencedEvent> & EventHandover<SequencedEvent>;
+  /**
+   * The run's stored events up to `untilSequence`, in order: what a reader resuming after that event already has
+   * (an AG-UI connect's Last-Event-ID: its open messages, interrupts and calls still count). Whole stretches or
+   * batches, so a few events after it may come too; none when the run has no stored events (or no longer exists).
+   */
+  readUpTo(threadId: string, runId: string, untilSequence: number): Promise<SequencedEvent[]>;
   /**
    * Asks whichever instance runs the thread's active run (the given one, or whichever is running) to
    * stop it; resolves with the id of the run asked, or undefined when none is running. A run whose
@@ -226,6 +232,16 @@ export interface StoredEventSink {
   stored(events: readonly SequencedEvent[]): void;
   /** The rest of the run's events will not be stored (or not in time): its views end with `error`. */
   failed(error: GatewayError): void;
+}
+
+/** What a thread read may leave out. */
+export interface ThreadRead {
+  /**
+   * false: the running run's output is left out of `messages` (which then end with that run's input), for a reader
+   * that replays the run from its log anyway (an AG-UI connect): it is made from the run's events, every one of them.
+   * @default true
+   */
+  runningOutput?: boolean;
 }
 
 export interface ThreadRecord {

@@ -96,7 +96,7 @@ export class LiveChannels {
       try {
         do {
           readAgain = false;
-          const events = await this.records.readLog(threadId, runId);
+          const events = await this.records.readLog(threadId, runId, feed.expected - 1);
           for (const event of events) feed.push(event);
           // Joined at (or after) the end of a finished run: nothing more will come.
           if (events.some((event) => event.type === 'RunFinished')) feed.end();

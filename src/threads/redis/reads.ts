@@ -20,13 +20,18 @@ export interface ReadRecords {
  * what that run has produced so far. Read apart, a run that ended between the reads was shown finished with the
  * transcript from before it.
  */
-export async function readThread(records: ReadRecords, threadId: string): Promise<ThreadRecord | undefined> {
+export async function readThread(
+  records: ReadRecords,
+  threadId: string,
+  runningOutput: boolean,
+): Promise<ThreadRecord | undefined> {
   const reply = await records.call(() =>
     records.redis.cgReadThread(
       records.threadKey(threadId, 'meta'),
       records.threadKey(threadId, 'runs'),
       records.threadKey(threadId, 'states'),
       records.threadKey(threadId, ''),
+      runningOutput ? '1' : '',
     ),
   );
   if (reply.length === 0) return undefined;
@@ -45,9 +50,11 @@ export async function readThread(records: ReadRecords, threadId: string): Promis
     // Running: the transcript is its input (or what came before it, and its new messages: cgOpen's `extends`); what
     // it has produced so far comes from its log.
     if (latestFields.extends === '1') messages = [...messages, ...(latest.newMessages ?? [])];
-    const output = new OutputCollector();
-    for (const event of eventsOf(log)) output.add(event);
-    messages = transcriptOf(messages, output.current());
+    if (runningOutput) {
+      const output = new OutputCollector();
+      for (const event of eventsOf(log)) output.add(event);
+      messages = transcriptOf(messages, output.current());
+    }
   }
   const agentStates = Object.values(hashOf(stateList)).map((json) => JSON.parse(json) as AgentStateRecord);
   return { threadId, ...(meta.principal ? { owner: meta.principal } : {}), messages, agentStates, runs };

@@ -395,8 +395,8 @@ export class RedisRecords {
   // --- reads ------------------------------------------------------------------------------
 
   /** The thread as it stands at one moment (see readThread). */
-  thread(threadId: string): Promise<ThreadRecord | undefined> {
-    return readThread(this, threadId);
+  thread(threadId: string, runningOutput: boolean): Promise<ThreadRecord | undefined> {
+    return readThread(this, threadId, runningOutput);
   }
 
   /** A run's record and log at one moment (see readRunNow). */
@@ -470,9 +470,26 @@ export class RedisRecords {
     return runFrom(id, await this.call(() => this.redis.hgetall(this.threadKey(threadId, 'run', id))));
   }
 
-  /** The run's stored events, in order. */
-  async readLog(threadId: string, runId: string): Promise<SequencedEvent[]> {
-    return eventsOf(await this.call(() => this.redis.xrange(this.threadKey(threadId, 'log', runId), '-', '+')));
+  /**
+   * The run's stored events, in order, from the batch holding the one after `afterSequence` (-1: from the start) up to
+   * the batch holding the one after `untilSequence` (omitted: to the end): a follower reads only what it lacks, a
+   * resuming reader only what it has, not the run from its start each time. Whole batches: a few events on either
+   * side may come too.
+   */
+  async readLog(
+    threadId: string,
+    runId: string,
+    afterSequence = -1,
+    untilSequence?: number,
+  ): Promise<SequencedEvent[]> {
+    const log = this.threadKey(threadId, 'log', runId);
+    return eventsOf(
+      await this.call(() =>
+        afterSequence < 0 && untilSequence === undefined
+          ? this.redis.xrange(log, '-', '+')
+          : this.redis.cgReadLog(log, afterSequence, untilSequence ?? ''),
+      ),
+    );
   }
 
   /** Runs a read or a claim; a connection problem becomes STORE_UNAVAILABLE. */

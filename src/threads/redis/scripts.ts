@@ -18,6 +18,7 @@ export type ScriptedRedis = (Redis | Cluster) & {
   cgRemoveThread(...args: (string | number)[]): Promise<[number, string]>;
   cgReadThread(...args: (string | number)[]): Promise<ThreadReply>;
   cgReadRun(...args: (string | number)[]): Promise<RunReply>;
+  cgReadLog(...args: (string | number)[]): Promise<LogEntries>;
 };
 
 /** A stream's entries as XRANGE answers them: [id, [field, value, …]]. */
@@ -81,7 +82,11 @@ const APPEND_LUA = `local function append(run, log, first, last, events, expecte
   -- log Redis has since lost (an older snapshot), which the ending skips so that no number names two events. (The
   -- "dup" above then also answers a batch inside the skipped numbers; none comes: that run's log has given up.)
   if first ~= stored + 1 and expected == '' then return 'gap' end
-  redis.call('XADD', log, '*', 'e', events)
+  -- Each batch's entry is numbered after its first event (cgReadLog), so that a reader can start at its place. A log
+  -- an earlier version started (numbered by time) is carried on as it was.
+  if not pcall(redis.call, 'XADD', log, '0-' .. (first + 1), 'e', events) then
+    redis.call('XADD', log, '*', 'e', events)
+  end
   redis.call('HSET', run, 'last', last)
   if expected ~= '' then redis.call('HSET', run, 'endedFrom', first) end
   return 'ok'
@@ -418,8 +423,9 @@ return {0, list}`,
   // show finished with the transcript from before it, and a run written again from nothing (a rebuild) between the
   // transcript's read and its new input's could lose that input.
 
-  // KEYS: meta, runs, states. ARGV: the thread's key prefix. Answers ThreadReply (reads.ts): the log is the latest
-  // run's that has a record (a run's record may have expired before its id left the list), when it is running.
+  // KEYS: meta, runs, states. ARGV: the thread's key prefix, "1" to read the running run's log (else ""). Answers
+  // ThreadReply (reads.ts): the log is the latest run's that has a record (a run's record may have expired before its
+  // id left the list), when it is running and asked for.
   cgReadThread: [
     3,
     `local runIds = redis.call('LRANGE', KEYS[2], 0, -1)
@@ -430,11 +436,31 @@ local log = {}
 for i = #runIds, 1, -1 do
   local status = redis.call('HGET', ARGV[1] .. 'run:' .. runIds[i], 'status')
   if status then
-    if status == 'running' then log = redis.call('XRANGE', ARGV[1] .. 'log:' .. runIds[i], '-', '+') end
+    if status == 'running' and ARGV[2] == '1' then
+      log = redis.call('XRANGE', ARGV[1] .. 'log:' .. runIds[i], '-', '+')
+    end
     break
   end
 end
 return {redis.call('HGETALL', KEYS[1]), runIds, redis.call('HGETALL', KEYS[3]), runs, log}`,
+  ],
+  // KEYS: log. ARGV: after, until (sequences; -1 and "" for no bound). Answers the log's entries from the one holding
+  // the event after `after` up to the one holding `until` + 1: whole batches, so a few events on either side may come
+  // too. A batch's entry id is "0-" and its first event's sequence + 1 (cgAppend), so the entry holding a sequence s is
+  // the last whose id is at most "0-" and s + 1. A log an earlier version numbered by time is answered whole.
+  cgReadLog: [
+    1,
+    `local from = '-'
+local to = '+'
+if tonumber(ARGV[1]) >= 0 then
+  local entry = redis.call('XREVRANGE', KEYS[1], '0-' .. (tonumber(ARGV[1]) + 2), '-', 'COUNT', 1)[1]
+  if entry then from = entry[1] end
+end
+if ARGV[2] ~= '' then
+  local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)[1]
+  if first and string.sub(first[1], 1, 2) == '0-' then to = '0-' .. (tonumber(ARGV[2]) + 2) end
+end
+return redis.call('XRANGE', KEYS[1], from, to)`,
   ],
   // KEYS: meta, run, log. ARGV: "1" to read the thread's transcript too (endRun), else "" (a follower). Answers
   // RunReply (reads.ts).

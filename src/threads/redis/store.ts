@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ConfigurationError, StoreUnavailableError, type GatewayError } from '../../core/errors.js';
+import type { SequencedEvent } from '../../core/events.js';
 import type { EventFeed } from '../feed.js';
 import {
   createClients,
@@ -30,6 +31,7 @@ import type {
   RunRecord,
   StopHandler,
   StopReason,
+  ThreadRead,
   ThreadRecord,
   ThreadStore,
   ThreadStoreOptions,
@@ -246,8 +248,8 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     this.logs.delete(log);
   }
 
-  thread(threadId: string): Promise<ThreadRecord | undefined> {
-    return this.records.thread(threadId);
+  thread(threadId: string, read?: ThreadRead): Promise<ThreadRecord | undefined> {
+    return this.records.thread(threadId, read?.runningOutput !== false);
   }
 
   owner(threadId: string): Promise<string | undefined> {
@@ -272,6 +274,10 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
 
   run(threadId: string, runId?: string): Promise<RunRecord | undefined> {
     return this.records.run(threadId, runId);
+  }
+
+  readUpTo(threadId: string, runId: string, untilSequence: number): Promise<SequencedEvent[]> {
+    return this.records.readLog(threadId, runId, -1, untilSequence);
   }
 
   /** The run's events, stored then live (see LiveChannels.follow). */
