@@ -217,6 +217,12 @@ describe("a run's log in Redis", () => {
         expect.objectContaining({ id: 'm-1', content: 'abcdef' }),
       ]);
       expect((await store.thread('seek', { runningOutput: false }))!.messages).toEqual([]);
+      // A sequence of 15 digits (a Last-Event-ID may have one) is an id, not Lua's 1e+14.
+      expect(await sequences(store.readUpTo('seek', runId, 999_999_999_999_999))).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+      expect(await sequences(store.records.readLog('seek', runId, 999_999_999_999_999))).toEqual([5, 6, 7]);
+      // A batch an earlier version appended to the log (numbered by time, after the others): read up to as well.
+      await reader.xadd(key, '*', 'e', JSON.stringify([{ ...chunk('g'), sequence: 8 }]));
+      expect(await sequences(store.readUpTo('seek', runId, 6))).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
 
       // A log an earlier version started (its entries numbered by time) is carried on and followed as it was.
       const old = await store.claim('seek-old', 'run-2', 'fresh-2');

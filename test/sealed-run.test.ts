@@ -4,6 +4,7 @@ import { continuesChunk, mergeEvents } from '../src/core/event-merge.js';
 import type { SequencedEvent } from '../src/core/events.js';
 import type { Message } from '../src/core/messages.js';
 import type { RunStatus } from '../src/core/status.js';
+import { LiveEvents } from '../src/threads/live-events.js';
 import type { MemoryThreadStore } from '../src/threads/memory.js';
 import type { RunRecord } from '../src/threads/store.js';
 import { memoryStore } from './support/threads.js';
@@ -173,6 +174,20 @@ describe('a finished run in the memory store', () => {
     const ids = (await s.thread('live', { runningOutput: false }))!.messages.map((message) => message.id);
     expect(ids).toEqual(['m1', 'c1', 'r1', 'm2', 'm3']);
     await s.close();
+  });
+
+  it('makes a stretch only of chunks numbered one after another', () => {
+    const live = new LiveEvents();
+    const chunk = (content: string, sequence: number): SequencedEvent => ({
+      type: 'TextMessageContent',
+      messageId: 'm',
+      content,
+      sequence,
+    });
+    for (const event of [chunk('a', 2), chunk('b', 3), chunk('d', 5), chunk('e', 6)]) live.push(event);
+    expect(live.after(3)).toEqual([chunk('de', 6)]);
+    expect(live.after(5)).toEqual([chunk('e', 6)]);
+    expect(live.after(-1)).toEqual([chunk('ab', 3), chunk('de', 6)]);
   });
 
   it('gives the same transcript, records and agent states once sealed as it did from its events', async () => {

@@ -39,12 +39,23 @@ export class LiveEvents {
     this.bytes += eventBytes(event);
     const pieces = this.pieces;
     const last = pieces[pieces.length - 1];
-    if (last !== undefined && isStretch(last) && continuesChunk(last.chunk, event)) {
+    // Only chunks numbered one after another make a stretch (a reader's place in it is counted in chunks).
+    if (
+      last !== undefined &&
+      isStretch(last) &&
+      continuesChunk(last.chunk, event) &&
+      event.sequence === last.last + 1
+    ) {
       const text = chunkText(event);
       last.text += text;
       last.lengths.push(text.length);
       last.last = event.sequence;
-    } else if (last !== undefined && !isStretch(last) && continuesChunk(last, event)) {
+    } else if (
+      last !== undefined &&
+      !isStretch(last) &&
+      continuesChunk(last, event) &&
+      event.sequence === last.sequence + 1
+    ) {
       const before = chunkText(last);
       const text = chunkText(event);
       pieces[pieces.length - 1] = {
@@ -123,7 +134,7 @@ function restOf(stretch: Stretch, afterSequence: number): SequencedEvent {
   let text = stretch.text;
   if (afterSequence >= stretch.first) {
     let cut = 0;
-    for (let k = 0; k <= afterSequence - stretch.first; k++) cut += stretch.lengths[k];
+    for (let k = 0; k <= afterSequence - stretch.first && k < stretch.lengths.length; k++) cut += stretch.lengths[k];
     text = text.slice(cut);
   }
   const { chunk, last: sequence } = stretch;
