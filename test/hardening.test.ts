@@ -62,6 +62,47 @@ describe('input that once broke the gateway', () => {
   });
 });
 
+describe('answers made from stored lists', () => {
+  it('refuses a copilotThread whose answer would hold over a million values (messages times the fields selected, aliases included), before making it', async () => {
+    // Found from outside: 900 aliases of a message's id on a thread of 20,000 messages ended the process, out of heap.
+    const { url } = await start();
+    const messages = Array.from({ length: 1_000 }, (_, i) => ({ id: `m${i}`, role: 'user', content: '' }));
+    const input = {
+      threadId: 'wide',
+      runId: 'wide-1',
+      messages,
+      tools: [],
+      context: [],
+      state: {},
+      forwardedProps: {},
+    };
+    const run = await post(`${url}/agent/default/run`, input, { accept: 'text/event-stream' });
+    expect(run.status).toBe(200);
+    await run.text();
+    const read = async (selection: string, fragments = '') =>
+      (await post(url, { query: `{ copilotThread(threadId: "wide") { ${selection} } } ${fragments}` })).json();
+    const aliases = (count: number) => Array.from({ length: count }, (_, i) => `a${i}: id`).join(' ');
+
+    // 1,001 messages (the run's answer among them) times 10 aliases: made.
+    const fits = await read(`messages { ${aliases(10)} }`);
+    expect(fits.data.copilotThread.messages).toHaveLength(1_001);
+    // Times 1,000, or the same 1,000 from a fragment spread under an alias of the list: refused, naming the sizes.
+    const refused = await read(`messages { ${aliases(1_000)} }`);
+    expect(refused.data.copilotThread).toBeNull();
+    expect(refused.errors[0].extensions).toMatchObject({
+      code: 'LIMIT_EXCEEDED',
+      details: { field: 'copilotThread', limit: 1_000_000, value: 1_001 * 1_000 },
+    });
+    const spread = await read(
+      '...T',
+      `fragment T on CopilotThread { list: messages { ...M } } fragment M on BaseMessageOutput { ${aliases(1_000)} }`,
+    );
+    expect(spread.errors[0].extensions.code).toBe('LIMIT_EXCEEDED');
+    // The gateway goes on serving.
+    expect((await read('threadId')).data.copilotThread.threadId).toBe('wide');
+  });
+});
+
 describe('limits on what one request can start', () => {
   it('allows one run per operation, over HTTP and WebSocket', async () => {
     const adapter = new GatedAdapter();

@@ -90,6 +90,7 @@ export function repairTranscript(messages: readonly Message[], logger?: Logger):
   });
 
   const out: Message[] = [];
+  const nextOther = nextOtherThanCalls(unique);
   for (const [position, { message }] of unique.entries()) {
     if (message.kind === 'result') continue;
     if (message.kind !== 'actionExecution') {
@@ -102,7 +103,7 @@ export function repairTranscript(messages: readonly Message[], logger?: Logger):
       continue;
     }
     out.push(message, withActionName(answer.result, message));
-    if (!followsItsCall(unique, position, answer.position)) repairs.moved++;
+    if (!followsItsCall(nextOther, position, answer.position)) repairs.moved++;
   }
 
   const repaired =
@@ -111,14 +112,25 @@ export function repairTranscript(messages: readonly Message[], logger?: Logger):
   return out;
 }
 
-/** Whether a result already came after its call with only other calls and results between them. */
-function followsItsCall(messages: readonly { message: Message }[], callAt: number, resultAt: number): boolean {
-  if (resultAt < callAt) return false;
-  for (let i = callAt + 1; i < resultAt; i++) {
+/**
+ * For each position, the first at or after it of a message that is neither a call nor a result (the length when none
+ * is): one pass from the end, so that checking every call's result is linear. Scanning from each call to its result
+ * was quadratic when all the calls came first and all the results after them (found from outside: 60,000 calls and
+ * their results, 8 MB, held the event loop 21 s, and every later run on that thread again).
+ */
+function nextOtherThanCalls(messages: readonly { message: Message }[]): Int32Array {
+  const next = new Int32Array(messages.length + 1);
+  next[messages.length] = messages.length;
+  for (let i = messages.length - 1; i >= 0; i--) {
     const kind = messages[i].message.kind;
-    if (kind !== 'actionExecution' && kind !== 'result') return false;
+    next[i] = kind === 'actionExecution' || kind === 'result' ? next[i + 1] : i;
   }
-  return true;
+  return next;
+}
+
+/** Whether a result already came after its call with only other calls and results between them. */
+function followsItsCall(nextOther: Int32Array, callAt: number, resultAt: number): boolean {
+  return resultAt > callAt && nextOther[callAt + 1] >= resultAt;
 }
 
 function withActionName(result: ActionResult, call: ActionExecution): ActionResult {

@@ -1,6 +1,7 @@
 import { DateTimeISOResolver, JSONObjectResolver, JSONResolver } from 'graphql-scalars';
 import type { CopilotThreadSummary, QueryCopilotThreadsArgs, Resolvers } from '../../generated/graphql.js';
 import type { RuntimeEventType } from '../core/events.js';
+import { checkAnswerSize } from './answer-size.js';
 import { callerOf, claimRun } from './context.js';
 import { BadUserInputError } from '../core/errors.js';
 import { DEFAULT_THREAD_PAGE, MAX_THREAD_PAGE, type ThreadListRequest } from '../engine/thread-pages.js';
@@ -47,9 +48,11 @@ export const resolvers: Resolvers = {
         description: agent.description,
       })),
     }),
-    copilotThread: async (_parent, { threadId }, { launcher, principal }) => {
+    copilotThread: async (_parent, { threadId }, { launcher, principal }, info) => {
       const thread = await launcher.threads.thread(checkedId(threadId, 'threadId'), principal);
       if (!thread) return null;
+      const { messages, runs, agentStates } = thread;
+      checkAnswerSize(info, { messages: messages.length, runs: runs.length, agentStates: agentStates.length });
       const createdAt = thread.runs[thread.runs.length - 1]?.startedAt;
       return {
         threadId: thread.threadId,

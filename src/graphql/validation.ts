@@ -75,6 +75,16 @@ export function expandedFieldCount(document: DocumentNode, operation: OperationD
   for (const definition of document.definitions) {
     if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
   }
+  return fieldCounter(fragments)(operation.selectionSet);
+}
+
+/**
+ * Counts the fields a selection set selects with its fragments (`fragments`, by name) expanded, each fragment's count
+ * computed once.
+ */
+export function fieldCounter(
+  fragments: ReadonlyMap<string, FragmentDefinitionNode>,
+): (selectionSet: SelectionSetNode | undefined) => number {
   const counted = new Map<string, number>();
   const counting = new Set<string>();
   const count = (selectionSet: SelectionSetNode | undefined): number => {
@@ -98,7 +108,7 @@ export function expandedFieldCount(document: DocumentNode, operation: OperationD
     }
     return total;
   };
-  return count(operation.selectionSet);
+  return count;
 }
 
 /** Refuses operations that select more than MAX_EXPANDED_FIELDS fields once fragments are expanded. */
