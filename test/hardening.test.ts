@@ -98,6 +98,16 @@ describe('answers made from stored lists', () => {
       `fragment T on CopilotThread { list: messages { ...M } } fragment M on BaseMessageOutput { ${aliases(1_000)} }`,
     );
     expect(spread.errors[0].extensions.code).toBe('LIMIT_EXCEEDED');
+    // The budget is the operation's: 200 aliases of the thread, each 1,001 messages times 5 fields, pass it once.
+    const many = Array.from(
+      { length: 200 },
+      (_, i) => `t${i}: copilotThread(threadId: "wide") { messages { ${aliases(5)} } }`,
+    );
+    const shared = await (await post(url, { query: `{ ${many.join(' ')} }` })).json();
+    expect(Object.values(shared.data).filter((thread) => thread === null)).toHaveLength(1);
+    expect(shared.errors).toEqual([
+      expect.objectContaining({ extensions: expect.objectContaining({ code: 'LIMIT_EXCEEDED' }) }),
+    ]);
     // The gateway goes on serving.
     expect((await read('threadId')).data.copilotThread.threadId).toBe('wide');
   });

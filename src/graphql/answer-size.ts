@@ -19,11 +19,16 @@ import { fieldCounter } from './validation.js';
 export const MAX_ANSWER_VALUES = 1_000_000;
 
 /**
- * Refuses (LIMIT_EXCEEDED) a field whose answer would hold more than MAX_ANSWER_VALUES values: each of its sub-fields
- * named in `lengths` (its lists, however aliased, in fragments too) counts its length times the fields selected
- * below it, every other sub-field one. Counted from the document, before anything is made.
+ * Refuses (LIMIT_EXCEEDED) a field whose answer would take the operation's answers past MAX_ANSWER_VALUES values
+ * (`spent`: what its earlier ones hold; the same field under many aliases shares it): each of its sub-fields named in
+ * `lengths` (its lists, however aliased, in fragments too) counts its length times the fields selected below it,
+ * every other sub-field one. Counted from the document, before anything is made.
  */
-export function checkAnswerSize(info: GraphQLResolveInfo, lengths: Readonly<Record<string, number>>): void {
+export function checkAnswerSize(
+  info: GraphQLResolveInfo,
+  lengths: Readonly<Record<string, number>>,
+  spent: { count: number },
+): void {
   const fragments = new Map<string, FragmentDefinitionNode>(Object.entries(info.fragments));
   const width = fieldCounter(fragments);
   let values = 0;
@@ -43,11 +48,13 @@ export function checkAnswerSize(info: GraphQLResolveInfo, lengths: Readonly<Reco
     return length === undefined ? 1 : length * Math.max(1, width(field.selectionSet));
   };
   for (const node of info.fieldNodes) visit(node.selectionSet, new Set());
+  values += spent.count;
   if (values > MAX_ANSWER_VALUES) {
     throw new LimitExceededError(
-      `The answer to ${info.fieldName} would hold about ${values} values (its lists' items times the fields selected ` +
-        `for each, aliases included); the most is ${MAX_ANSWER_VALUES}. Select fewer fields.`,
+      `The answer to ${info.fieldName} would take the operation's answers to about ${values} values (lists' items ` +
+        `times the fields selected for each, aliases included); the most is ${MAX_ANSWER_VALUES}. Select fewer fields.`,
       { details: { field: info.fieldName, limit: MAX_ANSWER_VALUES, value: values } },
     );
   }
+  spent.count = values;
 }

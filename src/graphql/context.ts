@@ -28,6 +28,8 @@ export interface GatewayContext {
   launcher: RunLauncher;
   /** One run per operation: set once a run has started. */
   allowance: RunAllowance;
+  /** The values the operation's answers made from stored lists hold so far (answer-size.ts): one budget for all. */
+  answerValues: { count: number };
   /** Whether the client takes a streaming format (multipart/mixed or SSE; always over WebSocket). */
   acceptsIncremental: boolean;
   /** The request's Copilot Cloud public API key (X-CopilotCloud-Public-API-Key), for guardrails. */

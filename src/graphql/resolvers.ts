@@ -48,11 +48,12 @@ export const resolvers: Resolvers = {
         description: agent.description,
       })),
     }),
-    copilotThread: async (_parent, { threadId }, { launcher, principal }, info) => {
+    copilotThread: async (_parent, { threadId }, { launcher, principal, answerValues }, info) => {
       const thread = await launcher.threads.thread(checkedId(threadId, 'threadId'), principal);
       if (!thread) return null;
       const { messages, runs, agentStates } = thread;
-      checkAnswerSize(info, { messages: messages.length, runs: runs.length, agentStates: agentStates.length });
+      const lengths = { messages: messages.length, runs: runs.length, agentStates: agentStates.length };
+      checkAnswerSize(info, lengths, answerValues);
       const createdAt = thread.runs[thread.runs.length - 1]?.startedAt;
       return {
         threadId: thread.threadId,
