@@ -63,7 +63,7 @@ describe('input that once broke the gateway', () => {
 });
 
 describe('answers made from stored lists', () => {
-  it('refuses a copilotThread whose answer would hold over a million values (messages times the fields selected, aliases included), before making it', async () => {
+  it('refuses, before making it, a copilotThread answer past the operation's million values (messages times the fields selected, aliases included) and an eleventh whole-thread read', async () => {
     // Found from outside: 900 aliases of a message's id on a thread of 20,000 messages ended the process, out of heap.
     const { url } = await start();
     const messages = Array.from({ length: 1_000 }, (_, i) => ({ id: `m${i}`, role: 'user', content: '' }));
@@ -98,16 +98,35 @@ describe('answers made from stored lists', () => {
       `fragment T on CopilotThread { list: messages { ...M } } fragment M on BaseMessageOutput { ${aliases(1_000)} }`,
     );
     expect(spread.errors[0].extensions.code).toBe('LIMIT_EXCEEDED');
-    // The budget is the operation's: 200 aliases of the thread, each 1,001 messages times 5 fields, pass it once.
-    const many = Array.from(
-      { length: 200 },
-      (_, i) => `t${i}: copilotThread(threadId: "wide") { messages { ${aliases(5)} } }`,
+    // The budgets are the operation's. Eleven whole-thread reads, of either kind: the eleventh is refused.
+    const query = async (text: string) => (await post(url, { query: text })).json();
+    const reads = (field: string) => Array.from({ length: 11 }, (_, i) => `t${i}: ${field}`).join(' ');
+    const refusal = expect.objectContaining({
+      extensions: expect.objectContaining({
+        code: 'LIMIT_EXCEEDED',
+        details: expect.objectContaining({ limit: 10, value: 11 }),
+      }),
+    });
+    const threads = await query(`{ ${reads('copilotThread(threadId: "wide") { threadId }')} }`);
+    expect(Object.values(threads.data).filter((answer) => answer === null)).toHaveLength(1);
+    expect(threads.errors).toEqual([refusal]);
+    // loadAgentState's answer is non-null: the refusal nulls the whole data.
+    const states = await query(
+      `{ ${reads('loadAgentState(data: { threadId: "wide", agentName: "default" }) { threadExists }')} }`,
     );
-    const shared = await (await post(url, { query: `{ ${many.join(' ')} }` })).json();
-    expect(Object.values(shared.data).filter((thread) => thread === null)).toHaveLength(1);
-    expect(shared.errors).toEqual([
-      expect.objectContaining({ extensions: expect.objectContaining({ code: 'LIMIT_EXCEEDED' }) }),
-    ]);
+    expect(states.data).toBeNull();
+    expect(states.errors).toEqual([refusal]);
+    // And the values: 999 fields of 1,001 messages under one alias, then a list of them under another.
+    const shared = await query(
+      `{ a: copilotThread(threadId: "wide") { messages { ${aliases(999)} } } b: copilotThread(threadId: "wide") { messages { id } } }`,
+    );
+    expect(shared.data.a.messages).toHaveLength(1_001);
+    expect(shared.data.b).toBeNull();
+    expect(shared.errors[0].extensions.details).toEqual({
+      field: 'copilotThread',
+      limit: 1_000_000,
+      value: 1_001 * 1_000,
+    });
     // The gateway goes on serving.
     expect((await read('threadId')).data.copilotThread.threadId).toBe('wide');
   });

@@ -6,6 +6,7 @@ import {
   type SelectionSetNode,
 } from 'graphql';
 import { LimitExceededError } from '../core/errors.js';
+import type { StoredReads } from './context.js';
 import { fieldCounter } from './validation.js';
 
 /**
@@ -19,6 +20,25 @@ import { fieldCounter } from './validation.js';
 export const MAX_ANSWER_VALUES = 1_000_000;
 
 /**
+ * The most whole threads one operation may read (copilotThread, loadAgentState): each answer is as large as its thread,
+ * and aliases repeat a field (loadAgentState's messages are one string of the thread's JSON, so the values' budget
+ * does not see them).
+ */
+export const MAX_THREAD_READS = 10;
+
+/** Counts a whole-thread read of the operation (`spent`), or refuses it (LIMIT_EXCEEDED) past MAX_THREAD_READS. */
+export function countThreadRead(info: GraphQLResolveInfo, spent: StoredReads): void {
+  if (spent.threads >= MAX_THREAD_READS) {
+    throw new LimitExceededError(
+      `One operation may read at most ${MAX_THREAD_READS} whole threads (copilotThread, loadAgentState); this is ` +
+        `read ${spent.threads + 1}. Send the others in operations of their own.`,
+      { details: { field: info.fieldName, limit: MAX_THREAD_READS, value: spent.threads + 1 } },
+    );
+  }
+  spent.threads++;
+}
+
+/**
  * Refuses (LIMIT_EXCEEDED) a field whose answer would take the operation's answers past MAX_ANSWER_VALUES values
  * (`spent`: what its earlier ones hold; the same field under many aliases shares it): each of its sub-fields named in
  * `lengths` (its lists, however aliased, in fragments too) counts its length times the fields selected below it,
@@ -27,7 +47,7 @@ export const MAX_ANSWER_VALUES = 1_000_000;
 export function checkAnswerSize(
   info: GraphQLResolveInfo,
   lengths: Readonly<Record<string, number>>,
-  spent: { count: number },
+  spent: StoredReads,
 ): void {
   const fragments = new Map<string, FragmentDefinitionNode>(Object.entries(info.fragments));
   const width = fieldCounter(fragments);
@@ -48,7 +68,7 @@ export function checkAnswerSize(
     return length === undefined ? 1 : length * Math.max(1, width(field.selectionSet));
   };
   for (const node of info.fieldNodes) visit(node.selectionSet, new Set());
-  values += spent.count;
+  values += spent.values;
   if (values > MAX_ANSWER_VALUES) {
     throw new LimitExceededError(
       `The answer to ${info.fieldName} would take the operation's answers to about ${values} values (lists' items ` +
@@ -56,5 +76,5 @@ export function checkAnswerSize(
       { details: { field: info.fieldName, limit: MAX_ANSWER_VALUES, value: values } },
     );
   }
-  spent.count = values;
+  spent.values = values;
 }

@@ -8,6 +8,12 @@ export interface RunAllowance {
   used: boolean;
 }
 
+/** See GatewayContext.storedReads. */
+export interface StoredReads {
+  threads: number;
+  values: number;
+}
+
 /** What every resolver gets: the request's identity and logger, and the gateway's run launcher. */
 export interface GatewayContext {
   /**
@@ -28,8 +34,11 @@ export interface GatewayContext {
   launcher: RunLauncher;
   /** One run per operation: set once a run has started. */
   allowance: RunAllowance;
-  /** The values the operation's answers made from stored lists hold so far (answer-size.ts): one budget for all. */
-  answerValues: { count: number };
+  /**
+   * What the operation has read of the store so far, one budget for all its fields (answer-size.ts): whole threads
+   * (copilotThread, loadAgentState), and the values its copilotThread answers hold.
+   */
+  storedReads: StoredReads;
   /** Whether the client takes a streaming format (multipart/mixed or SSE; always over WebSocket). */
   acceptsIncremental: boolean;
   /** The request's Copilot Cloud public API key (X-CopilotCloud-Public-API-Key), for guardrails. */

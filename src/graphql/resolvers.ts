@@ -1,7 +1,7 @@
 import { DateTimeISOResolver, JSONObjectResolver, JSONResolver } from 'graphql-scalars';
 import type { CopilotThreadSummary, QueryCopilotThreadsArgs, Resolvers } from '../../generated/graphql.js';
 import type { RuntimeEventType } from '../core/events.js';
-import { checkAnswerSize } from './answer-size.js';
+import { checkAnswerSize, countThreadRead } from './answer-size.js';
 import { callerOf, claimRun } from './context.js';
 import { BadUserInputError } from '../core/errors.js';
 import { DEFAULT_THREAD_PAGE, MAX_THREAD_PAGE, type ThreadListRequest } from '../engine/thread-pages.js';
@@ -48,12 +48,13 @@ export const resolvers: Resolvers = {
         description: agent.description,
       })),
     }),
-    copilotThread: async (_parent, { threadId }, { launcher, principal, answerValues }, info) => {
+    copilotThread: async (_parent, { threadId }, { launcher, principal, storedReads }, info) => {
+      countThreadRead(info, storedReads);
       const thread = await launcher.threads.thread(checkedId(threadId, 'threadId'), principal);
       if (!thread) return null;
       const { messages, runs, agentStates } = thread;
       const lengths = { messages: messages.length, runs: runs.length, agentStates: agentStates.length };
-      checkAnswerSize(info, lengths, answerValues);
+      checkAnswerSize(info, lengths, storedReads);
       const createdAt = thread.runs[thread.runs.length - 1]?.startedAt;
       return {
         threadId: thread.threadId,
@@ -69,7 +70,8 @@ export const resolvers: Resolvers = {
         pageInfo: { hasNextPage: page.nextCursor !== null, endCursor: page.nextCursor },
       };
     },
-    loadAgentState: async (_parent, { data }, context) => {
+    loadAgentState: async (_parent, { data }, context, info) => {
+      countThreadRead(info, context.storedReads);
       const agentName = checkedText(data.agentName, 'agentName');
       const threadId = checkedText(data.threadId, 'threadId');
       const state = await context.launcher.loadAgentState(agentName, threadId, {}, callerOf(context));

@@ -84,7 +84,7 @@ export async function serveGraphQL(
     signal: controller.signal,
     launcher: options.launcher,
     allowance: { used: false },
-    answerValues: { count: 0 },
+    storedReads: { threads: 0, values: 0 },
     acceptsIncremental: acceptance.multipart || acceptance.sse,
     publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']),
     principal: admitted.principal,

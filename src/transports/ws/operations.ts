@@ -66,7 +66,7 @@ export function operationContext(
       signal: controller?.signal,
       launcher,
       allowance: { used: false },
-      answerValues: { count: 0 },
+      storedReads: { threads: 0, values: 0 },
       acceptsIncremental: true,
       // Browsers cannot set headers on a WebSocket: the key comes in connection_init's payload.
       publicApiKey: stringParam(ctx.connectionParams, 'x-copilotcloud-public-api-key'),
