@@ -147,10 +147,11 @@ describe("a run's log in Redis", () => {
     const watcher = new Redis(redis.url, { lazyConnect: true });
     await watcher.connect();
     const monitor = await watcher.monitor();
-    /** The ranges of the logs XRANGE read (scripts' included), as [start, end]. */
+    /** The reads of the logs (XRANGE, XREVRANGE), as [command, start, end, …]. */
     const ranges: string[][] = [];
     monitor.on('monitor', (_time: string, args: string[]) => {
-      if (/^xrange$/i.test(String(args[0])) && String(args[1]).startsWith(keyPrefix)) ranges.push(args.slice(2));
+      if (/^x(rev)?range$/i.test(String(args[0])) && String(args[1]).startsWith(keyPrefix))
+        ranges.push([String(args[0]).toLowerCase(), ...args.slice(2)]);
     });
     const chunk = (content: string) => ({ type: 'TextMessageContent', messageId: 'm-1', content });
     const start = (threadId: string, runId: string) => [
@@ -192,7 +193,8 @@ describe("a run's log in Redis", () => {
         const rest = compactEvents(numbered.filter((event) => event.sequence > after));
         expect(compactEvents(await joined('seek', runId, after, 7))).toEqual(rest);
       }
-      // A follower after 3 (it lacks 4 on) reads from the batch that holds 4 (2 to 4); after 4, from the next one.
+      // A follower after 3 (it lacks 4 on) reads the batches from 4 on, and the one that holds 4 (2 to 4) since none
+      // begins at 4; after 4, the batches from 5 on: one begins there.
       await watcher.ping();
       ranges.length = 0;
       await joined('seek', runId, 3, 7);
@@ -200,12 +202,13 @@ describe("a run's log in Redis", () => {
       await reader.ping();
       await until(
         async () => ranges.length,
-        (count) => count >= 2,
-        'the two reads',
+        (count) => count >= 3,
+        'the three reads',
       );
       expect(ranges).toEqual([
-        ['0-3', '+'],
-        ['0-6', '+'],
+        ['xrange', '0-5', '+'],
+        ['xrevrange', '(0-5', '-', 'COUNT', '1'],
+        ['xrange', '0-6', '+'],
       ]);
       // A client resuming after 3 has 0 to 3: read up to the batch that holds 4, not the rest of the run.
       const sequences = async (events: Promise<SequencedEvent[]>) => (await events).map((event) => event.sequence);
@@ -220,9 +223,9 @@ describe("a run's log in Redis", () => {
       // A sequence of 15 digits (a Last-Event-ID may have one) is an id, not Lua's 1e+14.
       expect(await sequences(store.readUpTo('seek', runId, 999_999_999_999_999))).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
       expect(await sequences(store.records.readLog('seek', runId, 999_999_999_999_999))).toEqual([5, 6, 7]);
-      // A batch an earlier version appended to the log (numbered by time, after the others): read up to as well.
+      // A batch an earlier version appended to the log (numbered by time, after the others): a follower reads it.
       await reader.xadd(key, '*', 'e', JSON.stringify([{ ...chunk('g'), sequence: 8 }]));
-      expect(await sequences(store.readUpTo('seek', runId, 6))).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+      expect(await sequences(store.records.readLog('seek', runId, 6))).toEqual([5, 6, 7, 8]);
 
       // A log an earlier version started (its entries numbered by time) is carried on and followed as it was.
       const old = await store.claim('seek-old', 'run-2', 'fresh-2');
@@ -254,6 +257,7 @@ describe("a run's log in Redis", () => {
       }
     } finally {
       reader.disconnect();
+      monitor.disconnect();
       watcher.disconnect();
       await store.close();
     }

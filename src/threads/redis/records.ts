@@ -475,6 +475,12 @@ export class RedisRecords {
    * the batch holding the one after `untilSequence` (omitted: to the end): a follower reads only what it lacks, a
    * resuming reader only what it has, not the run from its start each time. Whole batches: a few events on either
    * side may come too.
+   *
+   * A batch's entry is numbered "0-" and its first event's sequence + 1 (cgAppend), so the entries from one after a
+   * sequence s are those from "0-(s + 2)". Plain XRANGEs, not a script: a script would take every entry it looks at
+   * through Lua (a 16 MB event twice), holding Redis meanwhile. A reader after s that is not at a batch's start (a
+   * resume in the middle of one) reads the entry before as well: the one holding s + 1. A log an earlier version
+   * numbered by time sorts after every "0-" id: it is read whole.
    */
   async readLog(
     threadId: string,
@@ -483,13 +489,16 @@ export class RedisRecords {
     untilSequence?: number,
   ): Promise<SequencedEvent[]> {
     const log = this.threadKey(threadId, 'log', runId);
-    return eventsOf(
-      await this.call(() =>
-        afterSequence < 0 && untilSequence === undefined
-          ? this.redis.xrange(log, '-', '+')
-          : this.redis.cgReadLog(log, afterSequence, untilSequence ?? ''),
-      ),
-    );
+    if (untilSequence !== undefined) {
+      const upTo = await this.call(() => this.redis.xrange(log, '-', `0-${untilSequence + 2}`));
+      return eventsOf(upTo.length > 0 ? upTo : await this.call(() => this.redis.xrange(log, '-', '+')));
+    }
+    if (afterSequence < 0) return eventsOf(await this.call(() => this.redis.xrange(log, '-', '+')));
+    const from = `0-${afterSequence + 2}`;
+    const entries = await this.call(() => this.redis.xrange(log, from, '+'));
+    if (entries[0]?.[0] === from) return eventsOf(entries);
+    const before = await this.call(() => this.redis.xrevrange(log, `(${from}`, '-', 'COUNT', 1));
+    return eventsOf([...before, ...entries]);
   }
 
   /** Runs a read or a claim; a connection problem becomes STORE_UNAVAILABLE. */

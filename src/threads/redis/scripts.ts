@@ -18,7 +18,6 @@ export type ScriptedRedis = (Redis | Cluster) & {
   cgRemoveThread(...args: (string | number)[]): Promise<[number, string]>;
   cgReadThread(...args: (string | number)[]): Promise<ThreadReply>;
   cgReadRun(...args: (string | number)[]): Promise<RunReply>;
-  cgReadLog(...args: (string | number)[]): Promise<LogEntries>;
 };
 
 /** A stream's entries as XRANGE answers them: [id, [field, value, …]]. */
@@ -82,8 +81,8 @@ const APPEND_LUA = `local function append(run, log, first, last, events, expecte
   -- log Redis has since lost (an older snapshot), which the ending skips so that no number names two events. (The
   -- "dup" above then also answers a batch inside the skipped numbers; none comes: that run's log has given up.)
   if first ~= stored + 1 and expected == '' then return 'gap' end
-  -- Each batch's entry is numbered after its first event (cgReadLog), so that a reader can start at its place. A log
-  -- an earlier version started (numbered by time) is carried on as it was.
+  -- Each batch's entry is numbered after its first event (RedisRecords.readLog), so that a reader can start at its
+  -- place. A log an earlier version started (numbered by time) is carried on as it was.
   if not pcall(redis.call, 'XADD', log, string.format('0-%d', first + 1), 'e', events) then
     redis.call('XADD', log, '*', 'e', events)
   end
@@ -443,26 +442,6 @@ for i = #runIds, 1, -1 do
   end
 end
 return {redis.call('HGETALL', KEYS[1]), runIds, redis.call('HGETALL', KEYS[3]), runs, log}`,
-  ],
-  // KEYS: log. ARGV: after, until (sequences; -1 and "" for no bound). Answers the log's entries from the one holding
-  // the event after `after` up to the one holding `until` + 1: whole batches, so a few events on either side may come
-  // too. A batch's entry id is "0-" and its first event's sequence + 1 (cgAppend), so the entry holding a sequence s is
-  // the last whose id is at most "0-" and s + 1. A log an earlier version numbered by time is answered whole, and so
-  // is one it carried on (its entries by time come last). Numbers are written with %d: Lua's own form of 1e14 and
-  // above is not an id.
-  cgReadLog: [
-    1,
-    `local from = '-'
-local to = '+'
-if tonumber(ARGV[1]) >= 0 then
-  local entry = redis.call('XREVRANGE', KEYS[1], string.format('0-%d', tonumber(ARGV[1]) + 2), '-', 'COUNT', 1)[1]
-  if entry then from = entry[1] end
-end
-if ARGV[2] ~= '' then
-  local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
-  if last and string.sub(last[1], 1, 2) == '0-' then to = string.format('0-%d', tonumber(ARGV[2]) + 2) end
-end
-return redis.call('XRANGE', KEYS[1], from, to)`,
   ],
   // KEYS: meta, run, log. ARGV: "1" to read the thread's transcript too (endRun), else "" (a follower). Answers
   // RunReply (reads.ts).
