@@ -53,14 +53,16 @@ export const resolvers: Resolvers = {
       const thread = await launcher.threads.thread(checkedId(threadId, 'threadId'), principal);
       if (!thread) return null;
       const { messages, runs, agentStates } = thread;
-      const lengths = { messages: messages.length, runs: runs.length, agentStates: agentStates.length };
-      checkAnswerSize(info, lengths, storedReads);
-      const createdAt = thread.runs[thread.runs.length - 1]?.startedAt;
+      checkAnswerSize(
+        info,
+        { messages: messages.length, runs: runs.length, agentStates: agentStates.length },
+        storedReads,
+      );
       return {
         threadId: thread.threadId,
-        messages: messageOutputs(thread.messages, createdAt),
-        agentStates: thread.agentStates,
-        runs: thread.runs,
+        messages: messageOutputs(messages, runs[runs.length - 1]?.startedAt),
+        agentStates,
+        runs,
       };
     },
     copilotThreads: async (_parent, args, { launcher, principal }) => {

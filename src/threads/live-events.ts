@@ -41,33 +41,20 @@ export class LiveEvents {
     const last = pieces[pieces.length - 1];
     // Only chunks numbered one after another make a stretch (a reader's place in it is counted in chunks).
     if (
-      last !== undefined &&
-      isStretch(last) &&
-      continuesChunk(last.chunk, event) &&
-      event.sequence === last.last + 1
+      last === undefined ||
+      !continuesChunk(isStretch(last) ? last.chunk : last, event) ||
+      event.sequence !== lastOf(last) + 1
     ) {
-      const text = chunkText(event);
-      last.text += text;
-      last.lengths.push(text.length);
-      last.last = event.sequence;
-    } else if (
-      last !== undefined &&
-      !isStretch(last) &&
-      continuesChunk(last, event) &&
-      event.sequence === last.sequence + 1
-    ) {
-      const before = chunkText(last);
-      const text = chunkText(event);
-      pieces[pieces.length - 1] = {
-        chunk: last as Chunk,
-        first: last.sequence,
-        last: event.sequence,
-        text: before + text,
-        lengths: [before.length, text.length],
-      };
-    } else {
       pieces.push(event);
+      return;
     }
+    // A second chunk of one message: its first becomes a stretch.
+    const stretch = isStretch(last) ? last : stretchOf(last as Chunk);
+    pieces[pieces.length - 1] = stretch;
+    const text = chunkText(event);
+    stretch.text += text;
+    stretch.lengths.push(text.length);
+    stretch.last = event.sequence;
   }
 
   /**
@@ -116,14 +103,24 @@ function isStretch(piece: SequencedEvent | Stretch): piece is Stretch {
   return 'lengths' in piece;
 }
 
+/** The sequence of the piece's last event. */
+function lastOf(piece: SequencedEvent | Stretch): number {
+  return isStretch(piece) ? piece.last : piece.sequence;
+}
+
+/** A stretch of one chunk, to be extended. */
+function stretchOf(chunk: Chunk): Stretch {
+  const text = chunkText(chunk);
+  return { chunk, first: chunk.sequence, last: chunk.sequence, text, lengths: [text.length] };
+}
+
 /** The index of the first piece holding an event numbered after `sequence` (pieces.length when none does). */
 function firstAfter(pieces: readonly (SequencedEvent | Stretch)[], sequence: number): number {
   let low = 0;
   let high = pieces.length;
   while (low < high) {
     const middle = (low + high) >>> 1;
-    const piece = pieces[middle];
-    if ((isStretch(piece) ? piece.last : piece.sequence) <= sequence) low = middle + 1;
+    if (lastOf(pieces[middle]) <= sequence) low = middle + 1;
     else high = middle;
   }
   return low;

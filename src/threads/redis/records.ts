@@ -471,10 +471,8 @@ export class RedisRecords {
   }
 
   /**
-   * The run's stored events, in order, from the batch holding the one after `afterSequence` (-1: from the start) up to
-   * the batch holding the one after `untilSequence` (omitted: to the end): a follower reads only what it lacks, a
-   * resuming reader only what it has, not the run from its start each time. Whole batches: a few events on either
-   * side may come too.
+   * The run's stored events, in order, from the batch holding the one after `afterSequence` (-1: all of them; a few
+   * before it may come too): a follower reads only what it lacks, not the run from its start each time.
    *
    * A batch's entry is numbered "0-" and its first event's sequence + 1 (cgAppend), so the entries from one after a
    * sequence s are those from "0-(s + 2)". Plain XRANGEs, not a script: a script would take every entry it looks at
@@ -482,23 +480,25 @@ export class RedisRecords {
    * resume in the middle of one) reads the entry before as well: the one holding s + 1. A log an earlier version
    * numbered by time sorts after every "0-" id: it is read whole.
    */
-  async readLog(
-    threadId: string,
-    runId: string,
-    afterSequence = -1,
-    untilSequence?: number,
-  ): Promise<SequencedEvent[]> {
+  async readLog(threadId: string, runId: string, afterSequence = -1): Promise<SequencedEvent[]> {
     const log = this.threadKey(threadId, 'log', runId);
-    if (untilSequence !== undefined) {
-      const upTo = await this.call(() => this.redis.xrange(log, '-', `0-${untilSequence + 2}`));
-      return eventsOf(upTo.length > 0 ? upTo : await this.call(() => this.redis.xrange(log, '-', '+')));
-    }
     if (afterSequence < 0) return eventsOf(await this.call(() => this.redis.xrange(log, '-', '+')));
     const from = `0-${afterSequence + 2}`;
     const entries = await this.call(() => this.redis.xrange(log, from, '+'));
     if (entries[0]?.[0] === from) return eventsOf(entries);
     const before = await this.call(() => this.redis.xrevrange(log, `(${from}`, '-', 'COUNT', 1));
     return eventsOf([...before, ...entries]);
+  }
+
+  /**
+   * The run's stored events, in order, up to the batch holding the one after `untilSequence` (a few after it may come
+   * too): what a resuming reader has, not the rest of the run. Numbered as readLog says; a log numbered by time (none
+   * of its ids is at most "0-(u + 2)") is read whole.
+   */
+  async readLogUpTo(threadId: string, runId: string, untilSequence: number): Promise<SequencedEvent[]> {
+    const log = this.threadKey(threadId, 'log', runId);
+    const upTo = await this.call(() => this.redis.xrange(log, '-', `0-${untilSequence + 2}`));
+    return eventsOf(upTo.length > 0 ? upTo : await this.call(() => this.redis.xrange(log, '-', '+')));
   }
 
   /** Runs a read or a claim; a connection problem becomes STORE_UNAVAILABLE. */

@@ -277,7 +277,7 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
   }
 
   readUpTo(threadId: string, runId: string, untilSequence: number): Promise<SequencedEvent[]> {
-    return this.records.readLog(threadId, runId, -1, untilSequence);
+    return this.records.readLogUpTo(threadId, runId, untilSequence);
   }
 
   /** The run's events, stored then live (see LiveChannels.follow). */
