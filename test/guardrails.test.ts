@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { gatewaysPerTest, runInput, userMessage } from './support/harness.js';
-import { close, listen } from './support/loopback.js';
+import { close, fakeListener, listen } from './support/loopback.js';
 import { TRANSPORTS, textOf } from './support/transports.js';
 
 // Copilot Cloud input guardrails: a fake guardrails service that speaks Copilot Cloud's
@@ -11,27 +11,29 @@ import { TRANSPORTS, textOf } from './support/transports.js';
 
 const model = new FakeOpenAI();
 const checks: { headers: IncomingMessage['headers']; body: any }[] = [];
-const service: Server = createServer(async (req, res) => {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-  checks.push({ headers: req.headers, body });
-  if (req.url !== '/guardrails/validate') return void res.writeHead(404).end();
-  if (body.input.includes('[guard-500]'))
-    return void res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"boom"}');
-  if (body.input.includes('[guard-hang]')) return; // never answers
-  if (body.input.includes('[guard-garbage]'))
-    return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
-  const denied = body.invalidTopics.some((topic: string) => body.input.toLowerCase().includes(topic.toLowerCase()));
-  res.writeHead(200, { 'content-type': 'application/json' });
-  res.end(
-    JSON.stringify(
-      denied
-        ? { status: 'denied', reason: 'I can only help with questions about your account.' }
-        : { status: 'allowed', reason: '' },
-    ),
-  );
-});
+const service: Server = createServer(
+  fakeListener(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    checks.push({ headers: req.headers, body });
+    if (req.url !== '/guardrails/validate') return void res.writeHead(404).end();
+    if (body.input.includes('[guard-500]'))
+      return void res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"boom"}');
+    if (body.input.includes('[guard-hang]')) return; // never answers
+    if (body.input.includes('[guard-garbage]'))
+      return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+    const denied = body.invalidTopics.some((topic: string) => body.input.toLowerCase().includes(topic.toLowerCase()));
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(
+      JSON.stringify(
+        denied
+          ? { status: 'denied', reason: 'I can only help with questions about your account.' }
+          : { status: 'allowed', reason: '' },
+      ),
+    );
+  }),
+);
 let baseURL: string;
 let guardrailsUrl: string;
 beforeAll(async () => {

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import type { ModelOutput, ModelRequest } from '../src/adapters/adapter.js';
-import { close, listen } from './support/loopback.js';
+import { close, fakeListener, listen } from './support/loopback.js';
 import { silentLogger } from './support/harness.js';
 
 /**
@@ -18,13 +18,15 @@ const requests: { url: string; headers: IncomingMessage['headers']; body: any }[
 let connections = 0;
 
 beforeAll(async () => {
-  server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || 'null');
-    requests.push({ url: req.url ?? '', headers: req.headers, body });
-    await handler(req, res, body);
-  });
+  server = createServer(
+    fakeListener(async (req, res) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || 'null');
+      requests.push({ url: req.url ?? '', headers: req.headers, body });
+      await handler(req, res, body);
+    }),
+  );
   server.on('connection', () => connections++);
   baseURL = `${await listen(server)}/v1`;
 });

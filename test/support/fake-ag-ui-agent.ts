@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { EventType, type BaseEvent, type RunAgentInput } from '@ag-ui/core';
 import { RunAgentInputSchema } from '@ag-ui/core/schemas';
 import { AGUI_MEDIA_TYPE, EventEncoder } from '@ag-ui/encoder';
-import { close, listen } from './loopback.js';
+import { close, fakeListener, listen } from './loopback.js';
 
 /**
  * A fake AG-UI agent on loopback: it takes a RunAgentInput by POST (checked against @ag-ui/core's
@@ -38,7 +38,7 @@ export class FakeAgUiAgent {
   url = '';
 
   constructor() {
-    this.server = createServer((req, res) => void this.handle(req, res));
+    this.server = createServer(fakeListener((req, res) => this.handle(req, res)));
   }
 
   async start(): Promise<string> {

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { close, listen } from './loopback.js';
+import { close, fakeListener, listen } from './loopback.js';
 
 /**
  * A fake Anthropic Messages API (`POST /v1/messages`) speaking its streaming wire format: named
@@ -35,7 +35,7 @@ export class FakeAnthropic {
   private readonly failures = new Map<string, number>();
 
   constructor() {
-    this.server = createServer((req, res) => void this.handle(req, res));
+    this.server = createServer(fakeListener((req, res) => this.handle(req, res)));
   }
 
   /** The base URL to give the SDK (it appends /v1/messages). */

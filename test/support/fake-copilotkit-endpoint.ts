@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { close, listen } from './loopback.js';
+import { close, fakeListener, listen } from './loopback.js';
 
 /**
  * A fake CopilotKit remote endpoint (what CopilotKit's Python SDK serves), on loopback:
@@ -64,7 +64,7 @@ export class FakeCopilotKitEndpoint {
   url = '';
 
   constructor() {
-    this.server = createServer((req, res) => void this.handle(req, res));
+    this.server = createServer(fakeListener((req, res) => this.handle(req, res)));
   }
 
   async start(): Promise<string> {

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { close, listen } from './loopback.js';
+import { close, fakeListener, listen } from './loopback.js';
 
 /**
  * A fake Gemini API speaking its streaming wire format: `POST /v1beta/models/{model}:streamGenerateContent?alt=sse`
@@ -39,7 +39,7 @@ export class FakeGemini {
   private count = 0;
 
   constructor() {
-    this.server = createServer((req, res) => void this.handle(req, res));
+    this.server = createServer(fakeListener((req, res) => this.handle(req, res)));
   }
 
   /** The base URL to give the SDK (it appends /v1beta/models/…). */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { close, listen } from './loopback.js';
+import { close, fakeListener, listen } from './loopback.js';
 
 /**
  * A fake LangGraph Platform (LangGraph Server API) on loopback, enough for the calls
@@ -26,7 +26,7 @@ export class FakeLangGraph {
   url = '';
 
   constructor() {
-    this.server = createServer((req, res) => void this.handle(req, res));
+    this.server = createServer(fakeListener((req, res) => this.handle(req, res)));
   }
 
   async start(): Promise<string> {

@@ -4,7 +4,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
-import { close, listen } from './loopback.js';
+import { close, fakeListener, listen } from './loopback.js';
 
 /**
  * A fake MCP server built with the MCP SDK's own server classes: Streamable HTTP (stateless, or with
@@ -24,12 +24,12 @@ export class FakeMcpServer {
   private readonly sessions = new Map<string, StreamableHTTPServerTransport>();
 
   constructor(readonly transport: 'streamable' | 'stateful' | 'sse' = 'streamable') {
-    this.server = createServer((req, res) => {
-      this.lastAuthorization = req.headers.authorization;
-      void this.handle(req, res).catch(() => {
-        if (!res.headersSent) res.writeHead(500).end();
-      });
-    });
+    this.server = createServer(
+      fakeListener((req, res) => {
+        this.lastAuthorization = req.headers.authorization;
+        return this.handle(req, res);
+      }),
+    );
   }
 
   /** The URL to configure: `/mcp` or `/sse`. */

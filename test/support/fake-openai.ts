@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { close, listen } from './loopback.js';
+import { close, fakeListener, listen } from './loopback.js';
 
 /**
  * A fake OpenAI-compatible server speaking the Chat Completions streaming wire format
@@ -37,7 +37,7 @@ export class FakeOpenAI {
   private closedWaiters: (() => void)[] = [];
 
   constructor() {
-    this.server = createServer((req, res) => void this.handle(req, res));
+    this.server = createServer(fakeListener((req, res) => this.handle(req, res)));
   }
 
   async start(): Promise<string> {

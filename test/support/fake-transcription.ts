@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { close, listen } from './loopback.js';
+import { close, fakeListener, listen } from './loopback.js';
 
 /** What the fake saw of one transcription request. */
 export interface SeenTranscription {
@@ -27,7 +27,7 @@ export class FakeTranscription {
   stall = false;
   /** Requests whose client went away before the answer. */
   abandoned = 0;
-  private server: Server = createServer((req, res) => void this.handle(req, res));
+  private server: Server = createServer(fakeListener((req, res) => this.handle(req, res)));
 
   async start(): Promise<string> {
     return `${await listen(this.server)}/v1`;
