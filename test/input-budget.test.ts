@@ -2,6 +2,7 @@ import { createServer } from 'node:http';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
+import { messagesBytes } from '../src/core/messages.js';
 import { approximateBytes } from '../src/core/values.js';
 import WebSocket, { WebSocketServer } from 'ws';
 import { InputBudget } from '../src/core/input-budget.js';
@@ -156,7 +157,7 @@ describe('the input of runs in flight (maxBufferedInputMb)', () => {
     second.socket.send('z'.repeat(1_000_000), { fin: false });
     const refused = await second.closed;
     expect(refused.code).toBe(1013);
-    expect(refused.reason).toMatch(/most input at once \(maxBufferedInputMb\)/);
+    expect(refused.reason).toMatch(/most input at once \(maxBufferedInputMb, 2 MiB\)/);
     // The holder goes: what it had sent is given back, and a socket may send as much again.
     holder.socket.terminate();
     await holder.closed;
@@ -171,6 +172,15 @@ describe('the input of runs in flight (maxBufferedInputMb)', () => {
   it('counts strings, keys and a few bytes per value of what a run was sent (approximateBytes)', () => {
     expect(approximateBytes('abc')).toBe(16 + 3);
     expect(approximateBytes({ ab: ['c', 1, null] })).toBe(16 + 2 + 16 + (16 + 1) + 16 + 16);
+    // Text beyond Latin-1 takes two bytes a character on the heap (UTF-16), Latin-1 text one.
+    expect(approximateBytes('日本語')).toBe(16 + 6);
+    expect(approximateBytes('café')).toBe(16 + 4);
+    expect(approximateBytes({ 键: 'x' })).toBe(16 + 2 + 16 + 1);
+  });
+
+  it("counts a run's messages as the heap holds them (messagesBytes): two bytes a character beyond Latin-1", () => {
+    const text = (content: string) => [{ kind: 'text' as const, id: 'm', role: 'user' as const, content }];
+    expect(messagesBytes(text('日本語'.repeat(1000))) - messagesBytes(text('abc'.repeat(1000)))).toBe(3000);
   });
 });
 

@@ -11,7 +11,7 @@ import {
   toGatewayError,
 } from '../core/errors.js';
 import { isObject } from '../core/values.js';
-import { inputOverloaded, readBodyBytes } from '../transports/http/body.js';
+import { readBodyBytes } from '../transports/http/body.js';
 import { sendGatewayError, sendJson } from '../transports/responses.js';
 
 /** What a transcription needs of its caller (an AgUiCaller is one). */
@@ -100,11 +100,10 @@ async function readAndTranscribe(
   limit: number,
   caller: Caller,
 ): Promise<void> {
+  // (Read without the input budget: eight transcriptions at most are read at once, §8.7.)
   const bytes = await readBodyBytes(req, limit);
   if (bytes === 'aborted') return;
   if (bytes === 'too-large') return refuse(res, tooLong(transcriber), caller);
-  // (Read without the input budget: eight transcriptions at most are read at once, §8.7.)
-  if (bytes === 'overloaded') return refuse(res, inputOverloaded(undefined), caller);
   let audio: unknown;
   try {
     // The platform's own multipart parser (undici's, behind Response): never parsed by hand.

@@ -21,6 +21,11 @@ export class InputBudget {
     this.held = Math.max(0, this.held - bytes);
   }
 
+  /** The budget as refusals name it, for a client to see which limit turned it away: `maxBufferedInputMb, 64 MiB`. */
+  get name(): string {
+    return `maxBufferedInputMb, ${Math.round(this.limitBytes / 1024 / 1024)} MiB`;
+  }
+
   /** What is held now. */
   get heldBytes(): number {
     return this.held;

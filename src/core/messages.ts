@@ -1,4 +1,5 @@
 import { UnreachableCaseError } from './errors.js';
+import { textBytes } from './values.js';
 
 export type Role = 'user' | 'assistant' | 'system' | 'tool' | 'developer';
 
@@ -25,21 +26,21 @@ export type Message =
 const MESSAGE_OVERHEAD = 160;
 
 /**
- * About what a message keeps in memory (its texts' lengths, plus its object), for budgets of what an answer still
+ * About what a message keeps in memory (its text, as textBytes, plus its object), for budgets of what an answer still
  * has to write.
  */
 function messageBytes(message: Message): number {
   switch (message.kind) {
     case 'text':
-      return MESSAGE_OVERHEAD + message.content.length;
+      return MESSAGE_OVERHEAD + textBytes(message.content);
     case 'actionExecution':
-      return MESSAGE_OVERHEAD + message.arguments.length;
+      return MESSAGE_OVERHEAD + textBytes(message.arguments);
     case 'result':
-      return MESSAGE_OVERHEAD + message.result.length;
+      return MESSAGE_OVERHEAD + textBytes(message.result);
     case 'image':
-      return MESSAGE_OVERHEAD + message.bytes.length;
+      return MESSAGE_OVERHEAD + textBytes(message.bytes);
     case 'agentState':
-      return MESSAGE_OVERHEAD + message.state.length;
+      return MESSAGE_OVERHEAD + textBytes(message.state);
     default:
       // Every kind of message has its case: a new one does not compile until it has.
       throw new UnreachableCaseError(message);

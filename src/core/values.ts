@@ -8,11 +8,22 @@ export function kindOf(value: unknown): string {
   return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
 }
 
+/**
+ * What a string's characters take on V8's heap: a byte each, or two each when any is beyond Latin-1 (V8 then keeps the
+ * whole string in UTF-16). For budgets of memory; counted as `length`, text in most scripts but Latin ones would count
+ * half of what it holds. (A test of one regular expression: about 1.5 ms for 16 MB of Latin-1.)
+ */
+export function textBytes(text: string): number {
+  return (WIDE.test(text) ? 2 : 1) * text.length;
+}
+
+const WIDE = /[\u0100-\uffff]/;
+
 /** Bytes counted per value besides its strings (an object's or array's slot, a number, a boolean). */
 const VALUE_OVERHEAD = 16;
 
 /**
- * About what a value of parsed JSON keeps in memory: its strings' lengths (keys included) plus a few bytes per value;
+ * About what a value of parsed JSON keeps in memory: its strings (keys too, as textBytes) and a few bytes a value;
  * for budgets of input held (InputBudget). Walks the value once, without recursion.
  */
 export function approximateBytes(value: unknown): number {
@@ -21,11 +32,11 @@ export function approximateBytes(value: unknown): number {
   while (pending.length > 0) {
     const next = pending.pop();
     bytes += VALUE_OVERHEAD;
-    if (typeof next === 'string') bytes += next.length;
+    if (typeof next === 'string') bytes += textBytes(next);
     else if (Array.isArray(next)) for (const item of next) pending.push(item);
     else if (next !== null && typeof next === 'object') {
       for (const [key, item] of Object.entries(next)) {
-        bytes += key.length;
+        bytes += textBytes(key);
         pending.push(item);
       }
     }

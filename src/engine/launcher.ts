@@ -199,9 +199,8 @@ export class RunLauncher {
     // Counted from here to the run's end: a run outlives its client, and holds its input until the model answers.
     const inputBytes = this.options.inputBudget ? requestBytes(asked) : 0;
     if (this.options.inputBudget && !this.options.inputBudget.take(inputBytes)) {
-      const limitMb = Math.round(this.options.inputBudget.limitBytes / 1024 / 1024);
       throw new OverloadedError(
-        `The gateway holds its most input of runs in flight (maxBufferedInputMb, ${limitMb} MiB); try again shortly.`,
+        `The gateway holds its most input of runs in flight (${this.options.inputBudget.name}); try again shortly.`,
       );
     }
     // The run's place is taken now: the hook and the checks below may wait.

@@ -1,4 +1,5 @@
 import type { SequencedEvent } from '../core/events.js';
+import { textBytes } from '../core/values.js';
 
 // How the memory store keeps a finished run's events: one flat string, decoded when someone reads the run (a
 // replay, the transcript at the next claim, a thread read), which is rare next to storing. As objects, a run's events
@@ -47,12 +48,9 @@ export function unsealEvents(sealed: string, afterSequence: number): SequencedEv
   return events.filter((event) => event.sequence > afterSequence);
 }
 
-/**
- * About what a string costs on the heap: a header (16 bytes, and the padding to 8), then a byte per character, or two
- * when any character is beyond Latin-1 (V8 keeps such a string in UTF-16).
- */
+/** About what a string costs on the heap: a header (16 bytes and padding), then its characters (textBytes). */
 export function stringBytes(text: string): number {
-  return STRING_HEADER + (WIDE.test(text) ? 2 : 1) * text.length;
+  return STRING_HEADER + textBytes(text);
 }
 
 const STRING_HEADER = 20;
@@ -65,8 +63,6 @@ export function joinedStringBytes(joined: string, parts: readonly { text: string
   const wide = parts.some(({ text, bytes }) => bytes > STRING_HEADER + text.length);
   return STRING_HEADER + (wide ? 2 : 1) * joined.length;
 }
-
-const WIDE = /[\u0100-\uffff]/;
 
 /**
  * The string as one piece. A string made of pieces (a rope) holds every piece: crypto.randomUUID's 36 characters are

@@ -19,9 +19,11 @@ export function readBody(req: IncomingMessage, limit: number, budget?: InputBudg
 export function readBodyBytes(
   req: IncomingMessage,
   limit: number,
-  budget?: InputBudget,
-): Promise<Buffer<ArrayBuffer> | NotRead> {
-  return readChunks(req, limit, (chunks) => Buffer.concat(chunks) as Buffer<ArrayBuffer>, budget);
+): Promise<Buffer<ArrayBuffer> | Exclude<NotRead, 'overloaded'>> {
+  // (Read without the input budget, never `overloaded`: its one caller bounds how many it reads at once.)
+  return readChunks(req, limit, (chunks) => Buffer.concat(chunks) as Buffer<ArrayBuffer>) as Promise<
+    Buffer<ArrayBuffer> | Exclude<NotRead, 'overloaded'>
+  >;
 }
 
 /**
@@ -70,9 +72,8 @@ function readChunks<T>(
 
 /** What a body is told when the input held is over maxBufferedInputMb. */
 export function inputOverloaded(budget: InputBudget | undefined): OverloadedError {
-  const limitMb = Math.round((budget?.limitBytes ?? 0) / 1024 / 1024);
   return new OverloadedError(
-    `The gateway holds its most input at once (maxBufferedInputMb, ${limitMb} MiB); try again shortly.`,
+    `The gateway holds its most input at once (${budget?.name ?? 'maxBufferedInputMb'}); try again shortly.`,
   );
 }
 
