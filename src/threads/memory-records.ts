@@ -87,17 +87,18 @@ export interface ClaimedTranscript {
  * The thread's transcript: its latest run's input and what that run produced, read from its events (kept once: a
  * finished run's text lives only in its sealed events). `inputLength`: how many of its first messages are the input;
  * `joined`: whether it is the input followed by the output (no id repeated), so that its JSON is theirs joined.
- * `output`: the latest run's output (outputOf), when the caller has read it already.
+ * `output`: the latest run's output (outputOf), when the caller has read it already; `input`: the thread's input
+ * parsed, when the caller has parsed it (a long thread's is megabytes of JSON).
  */
 export function transcriptOfThread(
   thread: MemoryThread,
   output?: readonly Message[],
+  input: Message[] = JSON.parse(thread.input) as Message[],
 ): {
   messages: Message[];
   inputLength: number;
   joined: boolean;
 } {
-  const input = JSON.parse(thread.input) as Message[];
   const latest = thread.runs[thread.runs.length - 1];
   if (!latest) return { messages: input, inputLength: input.length, joined: true };
   const messages = transcriptOf(input, output ?? outputOf(latest));
@@ -154,15 +155,23 @@ export function summaryOf(thread: MemoryThread): ThreadSummary {
   };
 }
 
-/** The run's record as readers get it (a copy: what they do with it changes nothing here). */
-export function recordOf(run: MemoryRun, threadInput: string): RunRecord {
+/**
+ * The run's record as readers get it (a copy: what they do with it changes nothing here). `threadInput`: the thread's
+ * input, as kept or already parsed (a run whose new messages are the whole input has them from it).
+ */
+export function recordOf(run: MemoryRun, threadInput: string | readonly Message[]): RunRecord {
   return {
     runId: run.runId,
     status: typeof run.status === 'string' ? (JSON.parse(run.status) as RunStatus) : run.status,
     lastSequence: run.lastSequence,
     startedAt: new Date(run.startedAt),
     finishedAt: run.finishedAt === null ? null : new Date(run.finishedAt),
-    newMessages: JSON.parse(run.newMessages ?? threadInput) as Message[],
+    newMessages:
+      run.newMessages !== undefined
+        ? (JSON.parse(run.newMessages) as Message[])
+        : typeof threadInput === 'string'
+          ? (JSON.parse(threadInput) as Message[])
+          : [...threadInput],
   };
 }
 

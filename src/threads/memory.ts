@@ -1,6 +1,7 @@
 import { RunNotFoundError, type GatewayError } from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
 import { DEFAULT_AGENT_ID } from '../core/ids.js';
+import type { Message } from '../core/messages.js';
 import { RUN_SUCCESS } from '../core/status.js';
 import { EventFeed } from './feed.js';
 import { agentStateOf } from './log.js';
@@ -262,13 +263,16 @@ export class MemoryThreadStore implements ThreadStore {
     // Reading a thread (a client restoring it) is a use: it is kept before threads used longer ago.
     this.touch(thread, now);
     const running = thread.runs[thread.runs.length - 1].finishedAt === null;
-    const { messages } = transcriptOfThread(thread, running && read?.runningOutput === false ? [] : undefined);
+    // Parsed once: the transcript starts with it, and a run whose new messages are the whole input has them from it
+    // (the two share message objects, as a claim's record does; the store keeps none of them).
+    const input = JSON.parse(thread.input) as Message[];
+    const { messages } = transcriptOfThread(thread, running && read?.runningOutput === false ? [] : undefined, input);
     return {
       threadId,
       ...(thread.owner !== undefined ? { owner: thread.owner } : {}),
       messages: [...messages],
       agentStates: [...(thread.agentStates?.values() ?? [])],
-      runs: thread.runs.map((run) => recordOf(run, thread.input)),
+      runs: thread.runs.map((run) => recordOf(run, input)),
     };
   }
 
