@@ -62,10 +62,9 @@ end`;
  * written again unchanged so that the WAIT on this connection covers the earlier write (see the branch).
  */
 const APPEND_LUA = `local function append(run, log, first, last, events, expected, waited)
-  local kept = redis.call('HMGET', run, 'status', 'last', 'shown')
-  local status = kept[1]
+  local status = redis.call('HGET', run, 'status')
   if not status then return 'missing' end
-  local storedText = kept[2]
+  local storedText = redis.call('HGET', run, 'last')
   local stored = tonumber(storedText)
   if expected ~= '' and stored ~= tonumber(expected) then return 'gap' end
   first = tonumber(first)
@@ -88,13 +87,7 @@ const APPEND_LUA = `local function append(run, log, first, last, events, expecte
   if not pcall(redis.call, 'XADD', log, string.format('0-%d', first + 1), 'e', events) then
     redis.call('XADD', log, '*', 'e', events)
   end
-  if kept[3] and not waited then
-    -- A run opened by an instance that waits for replicas, written by one that does not (REDIS_WAIT_REPLICAS changed
-    -- between them): this writer shows what it stores at once, and the mark follows, or its readers would never see it.
-    redis.call('HSET', run, 'last', last, 'shown', last)
-  else
-    redis.call('HSET', run, 'last', last)
-  end
+  redis.call('HSET', run, 'last', last)
   if expected ~= '' then redis.call('HSET', run, 'endedFrom', first) end
   return 'ok'
 end`;
