@@ -104,9 +104,9 @@ export class LiveChannels {
             // Nothing stored: a run dropped (trimmed, expired) since it was looked up never ends otherwise.
             // Its record and log read together: a run that ended since (every event in one batch, as one that fails
             // at once) has all of them in that log.
-            const { run, log, ended } = await this.records.runNow(threadId, runId);
+            const { run, log } = await this.records.runNow(threadId, runId);
             if (!run) feed.fail(new RunNotFoundError(`Thread "${threadId}" has no run "${runId}" any more.`));
-            else if (ended) {
+            else if (run.finishedAt !== null) {
               for (const event of log) feed.push(event);
               feed.end();
             }

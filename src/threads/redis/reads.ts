@@ -52,7 +52,7 @@ export async function readThread(
     if (latestFields.extends === '1') messages = [...messages, ...(latest.newMessages ?? [])];
     if (runningOutput) {
       const output = new OutputCollector();
-      for (const event of shownOnly(eventsOf(log), latestFields.shown)) output.add(event);
+      for (const event of eventsOf(log)) output.add(event);
       messages = transcriptOf(messages, output.current());
     }
   }
@@ -85,31 +85,15 @@ export async function readRunToEnd(records: ReadRecords, threadId: string, runId
 
 /**
  * A run's record and its log at one moment, for a follower that found its log empty: a run that ended meanwhile
- * (every event in one batch, as one that fails at once) has them all in the log read with the record. The log as
- * readers are shown it (shownOnly); `ended` once its end is shown too.
+ * (every event in one batch, as one that fails at once) has them all in the log read with the record.
  */
 export async function readRunNow(
   records: ReadRecords,
   threadId: string,
   runId: string,
-): Promise<{ run: RunRecord | undefined; log: SequencedEvent[]; ended: boolean }> {
+): Promise<{ run: RunRecord | undefined; log: SequencedEvent[] }> {
   const [, runList, log] = await readRun(records, threadId, runId, false);
-  const fields = hashOf(runList);
-  const run = runFrom(runId, fields);
-  const ended = run !== undefined && run.finishedAt !== null && !(Number(fields.shown) < run.lastSequence);
-  return { run, log: shownOnly(eventsOf(log), fields.shown), ended };
-}
-
-/**
- * A run's events as its readers may be shown them: with REDIS_WAIT_REPLICAS, those up to the run's `shown` mark
- * (cgShown: the last event the replicas are known to have), so that no reader sees an event a failover could lose and
- * the run then number again; a run without the mark (its instance does not wait) is shown whole.
- */
-export function shownOnly(events: SequencedEvent[], shown: string | null | undefined): SequencedEvent[] {
-  if (shown === null || shown === undefined) return events;
-  const mark = Number(shown);
-  const end = events.findIndex((event) => event.sequence > mark);
-  return end < 0 ? events : events.slice(0, end);
+  return { run: runFrom(runId, hashOf(runList)), log: eventsOf(log) };
 }
 
 function readRun(records: ReadRecords, threadId: string, runId: string, withTranscript: boolean) {

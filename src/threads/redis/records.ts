@@ -19,17 +19,8 @@ import {
   type ThreadSummary,
 } from '../store.js';
 import { joinIds, splitIds } from '../message-ids.js';
-import {
-  eventsOf,
-  parseMessages,
-  readRunNow,
-  readRunToEnd,
-  readThread,
-  runFrom,
-  shownOnly,
-  type RunToEnd,
-} from './reads.js';
-import type { LogEntries, ScriptedRedis } from './scripts.js';
+import { eventsOf, parseMessages, readRunNow, readRunToEnd, readThread, runFrom, type RunToEnd } from './reads.js';
+import type { ScriptedRedis } from './scripts.js';
 import { SUMMARY_FIELDS, readListPage, summaryFrom } from './thread-list.js';
 
 /** What the records take of the store's options. */
@@ -236,7 +227,6 @@ export class RedisRecords {
       joinIds(whole ? input.messages : input.newMessages),
       DELETED_MARK_MS,
       input.claim ?? '',
-      this.waitReplicas > 0 ? '1' : '',
     );
     const [, reply] = await Promise.all([listed, opened]);
     // Not when superseded: the thread was claimed again since, maybe by a run of the same id on this instance (a
@@ -259,7 +249,9 @@ export class RedisRecords {
   appendEvents(keys: RunKeys, batch: Batch): Promise<string> {
     const args = [keys.run, keys.log, batch.first, batch.last, batch.events] as const;
     if (this.waitReplicas === 0) return this.redis.cgAppendEvents(...args, keys.channel);
-    return this.replicated(this.redis.cgAppendEvents(...args, ''), keys.run, [{ keys, batch }]);
+    return this.replicated(this.redis.cgAppendEvents(...args, ''), keys.run, [
+      { channel: keys.channel, events: batch.events },
+    ]);
   }
 
   private get waitReplicas(): number {
@@ -267,18 +259,17 @@ export class RedisRecords {
   }
 
   /**
-   * With `waitReplicas`: the write's answer once that many replicas have it, and only then its events shown to
-   * readers (the run's `shown` mark moved to the batch's last, cgShown) and published to followers; rejects with
-   * STORE_UNAVAILABLE when the replicas do not have them in time, so that the log sends them again. Answers other than
-   * ok and dup (nothing was written) need no wait. The WAIT goes on the connection the write went on (it counts that
-   * connection's writes): the one connection to one server, or on a Redis Cluster the connection to the primary that
-   * now serves `key`'s slot (a write that went to a primary since failed over is written again: the new primary's WAIT
-   * covers it only once it has been).
+   * With `waitReplicas`: the write's answer once that many replicas have it, and only then its events published to
+   * followers; rejects with STORE_UNAVAILABLE when the replicas do not have them in time, so that the log sends them
+   * again. Answers other than ok and dup (nothing was written) need no wait. The WAIT goes on the connection the write
+   * went on (it counts that connection's writes): the one connection to one server, or on a Redis Cluster the
+   * connection to the primary that now serves `key`'s slot (a write that went to a primary since failed over is
+   * written again: the new primary's WAIT covers it only once it has been).
    */
   private async replicated<T extends string | string[]>(
     pending: Promise<T>,
     key: string,
-    written: readonly { keys: RunKeys; batch: Pick<Batch, 'last' | 'events'> }[],
+    publish: readonly { channel: string; events: string }[],
   ): Promise<T> {
     const reply = await pending;
     const answers: string[] = Array.isArray(reply) ? reply : [reply];
@@ -291,13 +282,12 @@ export class RedisRecords {
       );
     }
     answers.forEach((answer, index) => {
-      // A mark or publish lost (the connection closing) is not lost to followers: one that misses it reads the log
-      // again when the next batch shows the gap, or when its subscriber reconnects (live.ts), and a later batch's mark
-      // covers this one's. A batch answered dup was stored by an attempt that failed before it was shown (a grouped
-      // call a node refused partway): it is shown now; a follower takes each sequence once.
-      const { keys, batch } = written[index] ?? {};
-      if ((answer === 'ok' || answer === 'dup') && keys && batch)
-        this.redis.cgShown(keys.run, batch.last, keys.channel, batch.events).catch(() => {});
+      // A publish lost (the connection closing) is not lost to followers: one that misses it reads the log again
+      // when the next batch shows the gap, or when its subscriber reconnects (live.ts). A batch answered dup was
+      // stored by an attempt that failed before it was published (a grouped call a node refused partway): it is
+      // published now; a follower takes each sequence once.
+      if ((answer === 'ok' || answer === 'dup') && publish[index])
+        this.publish(publish[index].channel, publish[index].events);
     });
     return reply;
   }
@@ -313,6 +303,11 @@ export class RedisRecords {
     const node = cluster.nodes('master').find(({ options }) => `${options.host}:${options.port}` === primary);
     if (!node) throw new StoreUnavailableError(`No Redis Cluster primary is known for the run's keys now.`);
     return node;
+  }
+
+  /** Publishes a batch on a run's live channel (sharded on a Redis Cluster, like the scripts' publishing). */
+  private publish(channel: string, message: string): void {
+    (this.cluster ? this.redis.spublish(channel, message) : this.redis.publish(channel, message)).catch(() => {});
   }
 
   /**
@@ -345,7 +340,11 @@ export class RedisRecords {
     }
     if (!waiting) return replies;
     // One connection took them all (one server, or one node of a cluster): the first key names it.
-    return this.replicated(replies, writes[0].keys.run, writes);
+    return this.replicated(
+      replies,
+      writes[0].keys.run,
+      writes.map(({ keys: run, batch }) => ({ channel: run.channel, events: batch.events })),
+    );
   }
 
   /**
@@ -386,9 +385,7 @@ export class RedisRecords {
       batch.ids ?? '',
     ];
     const reply = waiting
-      ? await this.replicated(this.redis.cgAppend(...keys, ...args('')), keys[0], [
-          { keys: { run: keys[0], log: keys[1], channel }, batch },
-        ])
+      ? await this.replicated(this.redis.cgAppend(...keys, ...args('')), keys[0], [{ channel, events: batch.events }])
       : await this.redis.cgAppend(...keys, ...args(channel));
     // The run has ended: its instance no longer answers for it.
     if (reply === 'ok' && batch.status) this.disown(batch.owner, threadId, runId);
@@ -403,10 +400,7 @@ export class RedisRecords {
   }
 
   /** A run's record and log at one moment (see readRunNow). */
-  runNow(
-    threadId: string,
-    runId: string,
-  ): Promise<{ run: RunRecord | undefined; log: SequencedEvent[]; ended: boolean }> {
+  runNow(threadId: string, runId: string): Promise<{ run: RunRecord | undefined; log: SequencedEvent[] }> {
     return readRunNow(this, threadId, runId);
   }
 
@@ -488,20 +482,12 @@ export class RedisRecords {
    */
   async readLog(threadId: string, runId: string, afterSequence = -1): Promise<SequencedEvent[]> {
     const log = this.threadKey(threadId, 'log', runId);
-    // A run whose instance waits for replicas (REDIS_WAIT_REPLICAS) is shown only up to its `shown` mark (shownOnly),
-    // by every reader. The mark is asked for first, on the same connection: every entry it covers is in the log read
-    // after it.
-    const shown = this.call(() => this.redis.hget(this.threadKey(threadId, 'run', runId), 'shown'));
-    const read = async (): Promise<LogEntries> => {
-      if (afterSequence < 0) return this.call(() => this.redis.xrange(log, '-', '+'));
-      const from = `0-${afterSequence + 2}`;
-      const entries = await this.call(() => this.redis.xrange(log, from, '+'));
-      if (entries[0]?.[0] === from) return entries;
-      const before = await this.call(() => this.redis.xrevrange(log, `(${from}`, '-', 'COUNT', 1));
-      return [...before, ...entries];
-    };
-    const [mark, entries] = await Promise.all([shown, read()]);
-    return shownOnly(eventsOf(entries), mark);
+    if (afterSequence < 0) return eventsOf(await this.call(() => this.redis.xrange(log, '-', '+')));
+    const from = `0-${afterSequence + 2}`;
+    const entries = await this.call(() => this.redis.xrange(log, from, '+'));
+    if (entries[0]?.[0] === from) return eventsOf(entries);
+    const before = await this.call(() => this.redis.xrevrange(log, `(${from}`, '-', 'COUNT', 1));
+    return eventsOf([...before, ...entries]);
   }
 
   /**

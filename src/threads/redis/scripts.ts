@@ -18,7 +18,6 @@ export type ScriptedRedis = (Redis | Cluster) & {
   cgRemoveThread(...args: (string | number)[]): Promise<[number, string]>;
   cgReadThread(...args: (string | number)[]): Promise<ThreadReply>;
   cgReadRun(...args: (string | number)[]): Promise<RunReply>;
-  cgShown(...args: (string | number)[]): Promise<number>;
 };
 
 /** A stream's entries as XRANGE answers them: [id, [field, value, …]]. */
@@ -225,8 +224,7 @@ return 0`,
   // holds followed by the new input: the run's \`extends\`), started at, ttl (s), max runs, thread key prefix, reset
   // ("1" to write the record again from nothing), new input (JSON), ids (message-ids.ts: of the input when it is
   // written, else of the new input; "" when not known), how long a dropped run stays marked (ms: deletedRuns), the
-  // run's claim (cgClaim's "epoch:n"; "" for none), "1" when its instance waits for replicas (the \`shown\` mark) else
-  // "". Answers 'deleted' when this run held the thread when it was
+  // run's claim (cgClaim's "epoch:n"; "" for none). Answers 'deleted' when this run held the thread when it was
   // removed, or was one of its runs, or was dropped for newer ones (deletedRuns), 'lost' when another run holds the
   // thread, 'superseded' when the thread was claimed again since this run's claim, made again since (another epoch) or
   // is gone (deleted) on a first open (the claim lapsed, say while Redis could not be reached, and another run took the
@@ -259,13 +257,11 @@ if ARGV[12] ~= '' then
 end
 redis.call('SET', KEYS[1], mine)
 redis.call('DEL', KEYS[5])
-redis.call('HDEL', KEYS[4], 'finishedAt', 'endedFrom', 'shown')
+redis.call('HDEL', KEYS[4], 'finishedAt', 'endedFrom')
 local extends = ''
 if ARGV[3] == '' then extends = '1' end
 redis.call('HSET', KEYS[4], 'status', 'running', 'last', -1, 'startedAt', ARGV[4], 'owner', ARGV[2],
   'newInput', ARGV[9], 'extends', extends, 'newIds', extends == '1' and ARGV[10] or '')
--- Its instance waits for replicas (REDIS_WAIT_REPLICAS): readers are shown the log only up to \`shown\` (cgShown).
-if ARGV[13] == '1' then redis.call('HSET', KEYS[4], 'shown', -1) end
 if ARGV[3] ~= '' then
   redis.call('HSET', KEYS[2], 'transcript', ARGV[3])
   keepIds(KEYS[2], ARGV[10], #ARGV[3])
@@ -426,17 +422,6 @@ return {0, list}`,
   // show finished with the transcript from before it, and a run written again from nothing (a rebuild) between the
   // transcript's read and its new input's could lose that input.
 
-  // KEYS: run. ARGV: last, channel, events (JSON). A batch of the run's is on the replicas REDIS_WAIT_REPLICAS asks
-  // for (its WAIT answered): the run's \`shown\` mark, up to which readers of its log are shown it, moves to the
-  // batch's last event (never back: a write sent again confirms an earlier batch), then the batch is published to
-  // followers. A run opened without the mark (by an instance that does not wait) is not given one.
-  cgShown: [
-    1,
-    `local shown = redis.call('HGET', KEYS[1], 'shown')
-if shown and tonumber(shown) < tonumber(ARGV[1]) then redis.call('HSET', KEYS[1], 'shown', ARGV[1]) end
-redis.call('PUBLISH', ARGV[2], ARGV[3])
-return 1`,
-  ],
   // KEYS: meta, runs, states. ARGV: the thread's key prefix, "1" to read the running run's log (else ""). Answers
   // ThreadReply (reads.ts): the log is the latest run's that has a record (a run's record may have expired before its
   // id left the list), when it is running and asked for.
