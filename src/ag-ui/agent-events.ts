@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { tokenUsage } from '../core/events.js';
 import type { RunWriter } from '../core/writer.js';
 import { asText } from '../agents/copilotkit-messages.js';
-import { agentError, agentStreamEnded } from '../agents/errors.js';
+import { agentError, agentStateTooLarge, agentStreamEnded } from '../agents/errors.js';
 
 /** CopilotKit's predictive state: a tool's (partial) arguments are shown as state while they stream. */
 interface PredictState {
@@ -35,8 +35,13 @@ interface PredictState {
  * events, and subagent lifecycle events. A stream that ends without RUN_FINISHED or
  * RUN_ERROR is a truncated run.
  */
+/** The most state a run's updates carry in all (see emitState): far above a useful agent's, far below the heap. */
+const MAX_STATE_BYTES_PER_RUN = 64 * 1024 * 1024;
+
 export class AgUiEventInterpreter {
   private state: Record<string, unknown>;
+  /** What the run's state updates have carried so far (their JSON's length). */
+  private stateBytes = 0;
   private node = '';
   private running = true;
   private finished = false;
@@ -262,10 +267,16 @@ export class AgUiEventInterpreter {
 
   private emitState(active: boolean): void {
     const { messages: _notState, ...state } = this.state;
+    const json = JSON.stringify(state);
+    // Each update is the whole state (as CopilotKit passes it on), so a small event can make a large one, and
+    // applying a delta copies the state: a run's updates are bounded (found from outside: 2,000 steps of a 1 MiB
+    // state, 1.1 MB from the agent, ended the process out of memory).
+    this.stateBytes += json.length;
+    if (this.stateBytes > MAX_STATE_BYTES_PER_RUN) throw agentStateTooLarge(this.agentName, MAX_STATE_BYTES_PER_RUN);
     this.out.agentState({
       agentName: this.agentName,
       nodeName: this.node,
-      state: JSON.stringify(state),
+      state: json,
       running: this.running,
       active,
     });

@@ -18,6 +18,19 @@ export function badAgentResponse(agentName: string, what: string): UpstreamError
   return new UpstreamError('UPSTREAM_BAD_RESPONSE', `Agent "${agentName}" sent ${what}.`, { details: { agentName } });
 }
 
+/**
+ * An agent whose state updates, each passed on as the whole state, came to more than `limitBytes` in one run: a
+ * small delta or step event of a large state is a large event for every client and in the thread store.
+ */
+export function agentStateTooLarge(agentName: string, limitBytes: number): UpstreamError {
+  return new UpstreamError(
+    'UPSTREAM_BAD_RESPONSE',
+    `Agent "${agentName}" sent more state updates than one run carries: each STATE_SNAPSHOT, STATE_DELTA, step and ` +
+      `predicted state is passed on as the whole state, and this run's came to over ${limitBytes / 1024 / 1024} MiB.`,
+    { details: { agentName, limitBytes } },
+  );
+}
+
 /** An agent stream that ended before the agent said it was finished. */
 export function agentStreamEnded(agentName: string, what: string): UpstreamError {
   return new UpstreamError('UPSTREAM_STREAM_INTERRUPTED', `The stream of agent "${agentName}" ended before ${what}.`, {

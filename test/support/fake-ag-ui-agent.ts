@@ -16,6 +16,7 @@ import { close, fakeListener, listen } from './loopback.js';
  *   [bad-event]         a TEXT_MESSAGE_CONTENT without its delta, then silence
  *   [delta]             a state snapshot, then a JSON Patch touching part of it
  *   [steps]             a step with a state snapshot in it
+ *   [state-steps=N]     a 1 MiB state snapshot, then N steps started (each passed on as the whole state)
  *   [thinking]          reasoning events, RAW and an unknown CUSTOM event, then text
  *   [usage]             token usage on RUN_FINISHED
  *   [thinking-0.0]      a 0.0.x agent's thinking events (THINKING_*, retired by AG-UI 1.0: no message ids), then text
@@ -190,6 +191,9 @@ export class FakeAgUiAgent {
           { op: 'add', path: '/notes', value: ['a'] },
         ],
       });
+    } else if (directive('state-steps')) {
+      send({ type: EventType.STATE_SNAPSHOT, snapshot: { notes: 'n'.repeat(1024 * 1024) } });
+      for (let i = 0; i < Number(directive('state-steps')); i++) send({ type: EventType.STEP_STARTED, stepName: 's' });
     } else if (has('steps')) {
       send({ type: EventType.STEP_STARTED, stepName: 'planning' });
       send({ type: EventType.STATE_SNAPSHOT, snapshot: { step: 1 } });

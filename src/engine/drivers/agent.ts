@@ -116,7 +116,7 @@ export async function driveAgent(context: RunContext, plan: AgentRunPlan): Promi
     out.flush();
     context.closeOpenMessages();
 
-    const calls = recorder.calls().filter((call) => !recorder.hasResult(call.id));
+    const calls = recorder.unansweredCalls();
     const serverCalls = await executeServerCalls(context, recorder, calls, catalog, request, options.actionTimeoutMs);
     if (serverCalls.length === 0) return;
     // The agent waits for the user (an interrupt) or the client (a frontend action): stop here.

@@ -114,9 +114,15 @@ export class RoundRecorder implements RunWriter {
     return this.items.filter((item): item is { kind: 'call' } & RoundCall => item.kind === 'call');
   }
 
-  hasResult(actionExecutionId: string): boolean {
-    // A round's items are a few: no set of their ids is kept for this.
-    return this.items.some((item) => item.kind === 'result' && item.id === actionExecutionId);
+  /**
+   * The action calls of this round that got no result in it, in order. One pass over the round's results, then one
+   * over its calls: an agent may make tens of thousands of calls in a round (a search per call was quadratic, found
+   * from outside: 100,000 calls held the event loop for minutes).
+   */
+  unansweredCalls(): RoundCall[] {
+    const answered = new Set<string>();
+    for (const item of this.items) if (item.kind === 'result') answered.add(item.id);
+    return this.calls().filter((call) => !answered.has(call.id));
   }
 
   /** The round as conversation messages, for the next round (needs `keepChunks`). */
