@@ -293,6 +293,18 @@ describe('stop, errors and one run per thread', () => {
     expect([loneRun.status, JSON.parse(loneRun.text).code]).toEqual([400, 'BAD_USER_INPUT']);
     const loneBody = await post(`${g.url}/agent/default/run`, { ...input, threadId: 't\ud800' });
     expect([loneBody.status, JSON.parse(loneBody.text).code]).toEqual([400, 'BAD_USER_INPUT']);
+    // A control character in an id (found from outside: the Redis store joins ids with U+0000 in its stop notices,
+    // and a thread "V\u0000RV" stopped another user's run RV of thread V): refused wherever an id is named.
+    const nul = await post(`${g.url}/agent/default/run`, { ...input, threadId: 'V\u0000RV' });
+    expect([nul.status, JSON.parse(nul.text).message]).toEqual([
+      400,
+      'The request body is not a RunAgentInput (a problem): threadId: must not hold control characters (U+0000 to ' +
+        'U+001F, U+007F).',
+    ]);
+    const nulStop = await post(`${g.url}/agent/default/stop/V%00RV`, {});
+    expect([nulStop.status, JSON.parse(nulStop.text).code]).toEqual([400, 'BAD_USER_INPUT']);
+    const nulRead = await fetch(`${g.url}/threads/V%00RV`);
+    expect([nulRead.status, ((await nulRead.json()) as { code: string }).code]).toEqual([400, 'BAD_USER_INPUT']);
     // Every problem of a body at once, not one per request.
     const several = await post(`${g.url}/agent/default/run`, { threadId: '', messages: 'none' });
     expect(several.status).toBe(400);

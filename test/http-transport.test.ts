@@ -567,6 +567,11 @@ describe('bad requests', () => {
       code: 'BAD_USER_INPUT',
       field: 'runId',
     });
+    // A control character (found from outside: the Redis store joins a thread's and a run's ids with U+0000 in its
+    // stop notices, and a thread "V\u0000RV" stopped another user's run RV of thread V).
+    expect(await run({ threadId: 'V\u0000RV' })).toEqual({ code: 'BAD_USER_INPUT', field: 'threadId' });
+    expect(await run({ runId: 'run\nid' })).toEqual({ code: 'BAD_USER_INPUT', field: 'runId' });
+    expect(await refusal(stop, { threadId: 'V\u0000RV' })).toEqual({ code: 'BAD_USER_INPUT', field: 'threadId' });
     expect(adapter.started).toBe(0);
     // A surrogate pair is well-formed text: taken.
     adapter.finish();

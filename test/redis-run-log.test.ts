@@ -73,6 +73,26 @@ beforeAll(async () => {
 afterAll(() => redis.close());
 
 describe("a run's log in Redis", () => {
+  it('takes a run id with spaces for what it is: the lock names it whole (stop, busy, release)', async () => {
+    // Found from outside: the lock is "<runId> <instance>", read by splitting at the first space, so a run named
+    // "run with space" could not be stopped, and releasing run "run" freed the lock of run "run with space".
+    const store = await startRedisStore({ url: redis.url });
+    try {
+      const { runId } = await store.claim('spaced', 'run with space', 'fresh-1');
+      expect(runId).toBe('run with space');
+      store.open('spaced', runId, { messages: [message('u-1', 'hi')], newMessages: [] });
+      await expect(store.claim('spaced', 'another', 'fresh-2')).rejects.toMatchObject({
+        code: 'THREAD_BUSY',
+        details: { runId: 'run with space' },
+      });
+      store.release('spaced', 'run');
+      await expect(store.claim('spaced', 'another', 'fresh-3')).rejects.toMatchObject({ code: 'THREAD_BUSY' });
+      expect(await store.requestStop('spaced', 'run with space')).toBe('run with space');
+    } finally {
+      await store.close();
+    }
+  });
+
   it('is kept and read over a Unix socket (REDIS_URL unix:///path)', async () => {
     const folder = mkdtempSync(join(tmpdir(), 'cg-sock-'));
     const socket = join(folder, 'redis.sock');

@@ -7,7 +7,7 @@ import { toAgUiMessages } from './messages.js';
 import type { KeepOutput } from '../transports/slow-readers.js';
 import { BadRequestError, BadUserInputError, GatewayError, NotFoundError, toGatewayError } from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
-import { isWellFormedText } from '../core/ids.js';
+import { idProblem, isWellFormedText } from '../core/ids.js';
 import type { RunLauncher } from '../engine/launcher.js';
 import { DRAIN_REFUSAL_HEADER, drainRefusalStatus, isDrainRefusal } from '../engine/drain.js';
 import type { RunStartedInput } from './events.js';
@@ -377,11 +377,15 @@ export class AgUiTransport {
       body !== null &&
       (!isObject(body) ||
         Object.keys(body).some((key) => key !== 'runId') ||
-        (body.runId !== undefined && (typeof body.runId !== 'string' || !isWellFormedText(body.runId))))
+        (body.runId !== undefined && (typeof body.runId !== 'string' || idProblem(body.runId) !== undefined)))
     ) {
       const invalid = new BadUserInputError('The body of a stop is {} or {"runId": "…"}.');
       return answer(res, invalid, 'Invalid request body');
     }
+    // The thread's id, checked as every id a client names (its path segment may hold anything percent-encoded).
+    const problem = idProblem(threadId);
+    if (problem)
+      return answer(res, new BadUserInputError(`threadId ${problem}.`, { field: 'threadId' }), 'Invalid thread id');
     try {
       await this.checkAgent(agentId);
       const runId = isObject(body) && typeof body.runId === 'string' ? body.runId : undefined;

@@ -1,5 +1,6 @@
 import type { BaseEvent } from '@ag-ui/core';
 import { BadRequestError, BadUserInputError, NotFoundError, NotSupportedError } from '../core/errors.js';
+import { idProblem } from '../core/ids.js';
 import type { Message } from '../core/messages.js';
 import type { Principal } from '../core/principal.js';
 import { isObject } from '../core/values.js';
@@ -201,11 +202,16 @@ function allow(method: string, ...allowed: string[]): void {
 }
 
 function decodeSegment(segment: string): string {
+  let id: string;
   try {
-    return decodeURIComponent(segment);
+    id = decodeURIComponent(segment);
   } catch {
     throw new BadUserInputError('The thread id in the path is not percent-encoded properly.');
   }
+  // The same check as every id a client names (no control character, no lone surrogate, at most 256 characters).
+  const problem = idProblem(id);
+  if (problem) throw new BadUserInputError(`The thread id in the path ${problem}.`, { field: 'threadId' });
+  return id;
 }
 
 /**

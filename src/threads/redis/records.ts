@@ -152,7 +152,8 @@ export class RedisRecords {
       ),
     );
     if (reply[0] === 'forbidden') throw threadForbidden(threadId);
-    if (reply[0] === 'busy') throw threadBusy(threadId, reply[1].split(' ')[0]);
+    // (The lock is "<runId> <instance>": a run id may hold spaces, an instance id none.)
+    if (reply[0] === 'busy') throw threadBusy(threadId, reply[1].slice(0, reply[1].lastIndexOf(' ')));
     const [, runId, transcript, list, previous, archived, ids, claim] = reply;
     await this.listThread(threadId, list, now, archived === '1', previous);
     // The request repeats a stored message: the claim read the transcript's ids alone (see Claim.storedIds).

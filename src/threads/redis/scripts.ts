@@ -111,6 +111,15 @@ local function keepIds(meta, ids, length)
 end`;
 
 /**
+ * Whether a thread's lock ("<runId> <instance>", cgClaim) is held by run `runId`: a run id may hold spaces (a client
+ * names it), an instance id holds none, so the instance is what follows the last space.
+ */
+const HELD_BY_LUA = `local function heldBy(holder, runId)
+  return holder and #holder > #runId + 1 and string.sub(holder, 1, #runId + 1) == runId .. ' '
+    and not string.find(holder, ' ', #runId + 2, true)
+end`;
+
+/**
  * What cgOpen and cgAppend (a run's end, and the batches that renew its thread's expiry) share: a Lua function that
  * keeps every stored run's record and log at least as long as the thread (its `meta`, which they have just given
  * `ttl` seconds) without touching each at every run. The runs are renewed together, to 1.5 TTL, only when the last
@@ -213,11 +222,12 @@ for _, key in ipairs(KEYS) do
 end
 return 1`,
   ],
-  // KEYS: lock. ARGV: run id. Frees a claim of that run.
+  // KEYS: lock. ARGV: run id. Frees a claim of that run (heldBy: the lock is "<runId> <instance>", and a run id may
+  // hold spaces, an instance id none: run "a" does not hold the lock of run "a b").
   cgRelease: [
     1,
-    `local holder = redis.call('GET', KEYS[1])
-if holder and string.sub(holder, 1, #ARGV[1] + 1) == ARGV[1] .. ' ' then return redis.call('DEL', KEYS[1]) end
+    `${HELD_BY_LUA}
+if heldBy(redis.call('GET', KEYS[1]), ARGV[1]) then return redis.call('DEL', KEYS[1]) end
 return 0`,
   ],
   // KEYS: lock, meta, runs, run, log. ARGV: run id, instance, input (JSON; "" when it is the transcript the thread
@@ -290,6 +300,7 @@ return 'ok'`,
     `${APPEND_LUA}
 ${KEEP_RUNS_LUA}
 ${IDS_LUA}
+${HELD_BY_LUA}
 local function joinArrays(a, b)
   if b == '[]' then return a end
   if a == '[]' then return b end
@@ -325,8 +336,7 @@ if ARGV[7] ~= '' then
   end
   redis.call('HSET', KEYS[4], 'transcript', transcript)
   keepIds(KEYS[4], ids, #transcript)
-  local holder = redis.call('GET', KEYS[5])
-  if holder and string.sub(holder, 1, #ARGV[10] + 1) == ARGV[10] .. ' ' then redis.call('DEL', KEYS[5]) end
+  if heldBy(redis.call('GET', KEYS[5]), ARGV[10]) then redis.call('DEL', KEYS[5]) end
   keepRuns(KEYS[4], KEYS[6], ARGV[12], tonumber(ARGV[6]), ARGV[10])
 else
   -- A run that goes on for longer than the runs' last renewal covers keeps them too.

@@ -292,7 +292,9 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
   ): Promise<string | undefined> {
     const holder = await this.records.call(() => this.records.redis.get(this.records.threadKey(threadId, 'lock')));
     if (!holder) return undefined;
-    const [activeRunId, owner] = holder.split(' ');
+    // "<runId> <instance>": a run id may hold spaces, an instance id none.
+    const at = holder.lastIndexOf(' ');
+    const [activeRunId, owner] = [holder.slice(0, at), holder.slice(at + 1)];
     if (runId !== undefined && runId !== activeRunId) return undefined;
     const run = await this.records.run(threadId, activeRunId);
     if (run && run.finishedAt !== null) return undefined;
