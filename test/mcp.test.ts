@@ -103,6 +103,31 @@ describe('MCP tools', () => {
     expect(JSON.stringify(line)).not.toContain('/mcp');
   });
 
+  it('from a server whose list never ends are read up to 1,000, with a log line (it ended the process)', async () => {
+    // Found from outside: a server that always names a next page grew the gateway by 50 MB a second, out of memory in
+    // 37 s, and a client could name it (MCP_ALLOW_CLIENT_SERVERS).
+    const endless = new FakeMcpServer('streamable', true);
+    const url = await endless.start();
+    try {
+      const { logger, lines } = capturingLogger();
+      const gateway = await start({ adapter: adapter(), mcpServers: [url], logger, discoveryWaitMs: 10_000 });
+      const before = model.requests.length;
+      const outcome = await TRANSPORTS[1].run(gateway, runInput([userMessage('hi [tokens=2]')]));
+      expect(outcome.status.code).toBe('Success');
+      const offered: string[] = model.requests[before].tools.map((tool: any) => tool.function.name);
+      expect(offered).toHaveLength(1_000);
+      expect(offered.slice(0, 2)).toEqual(['t0_0', 't0_1']);
+      expect(endless.listedPages).toBe(10);
+      expect(lines.find((line) => line.msg.startsWith('MCP server lists more tools than are read'))).toMatchObject({
+        level: 40,
+        tools: 1_000,
+        pages: 10,
+      });
+    } finally {
+      await endless.stop();
+    }
+  }, 30_000);
+
   it('are withdrawn when their server goes away, and offered again, without a wait, when it is back', async () => {
     const server = new FakeMcpServer('streamable');
     const url = await server.start();

@@ -47,6 +47,14 @@ const CONNECT_TIMEOUT_MS = 15_000;
 const PING_INTERVAL_MS = 30_000;
 /** Tool names every provider takes (OpenAI's and Anthropic's rule); others are not offered. */
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+/**
+ * The most tools taken from one server, and the most pages of its list read for them. A server that always says
+ * there are more (found from outside: one ended the process out of memory in 37 s, and a client could name it) is
+ * read that far, within CONNECT_TIMEOUT_MS, and the tools read are offered. Model providers take far fewer tools in
+ * one call (OpenAI 128).
+ */
+const MAX_TOOLS = 1_000;
+const MAX_TOOL_PAGES = 100;
 
 /**
  * One MCP server as a source of server-side actions: its tools, with their JSON schemas, executed
@@ -64,6 +72,9 @@ export class McpServer implements ActionSource {
   private connecting: Promise<void> | undefined;
   private down = false;
   private failures = 0;
+  /** A listing after the server said its tools changed is being read, and another was asked for meanwhile. */
+  private relisting = false;
+  private relistAgain = false;
   private retryAt = 0;
   private closed = false;
   /** Whether a first connection attempt has settled (succeeded or failed). */
@@ -147,15 +158,7 @@ export class McpServer implements ActionSource {
       client.onclose = () => {
         if (this.client === client) this.lose('the connection closed');
       };
-      client.setNotificationHandler(sdk.ToolListChangedNotificationSchema, () => {
-        void this.list(client).then(
-          (listed) => {
-            if (this.client === client) this.tools = listed;
-          },
-          (error: unknown) =>
-            this.logger.warn({ mcpServer: this.label, err: error }, "could not list the MCP server's tools again"),
-        );
-      });
+      client.setNotificationHandler(sdk.ToolListChangedNotificationSchema, () => this.listAgain(client));
       this.client = client;
       this.tools = tools;
       this.watch(client);
@@ -199,12 +202,49 @@ export class McpServer implements ActionSource {
     return this.list(client);
   }
 
+  /**
+   * The server says its tools changed: they are listed again, one listing at a time (a server that says so again and
+   * again while one is read gets one more listing after it, not one each).
+   */
+  private listAgain(client: Client): void {
+    if (this.relisting) {
+      this.relistAgain = true;
+      return;
+    }
+    this.relisting = true;
+    void this.list(client)
+      .then(
+        (listed) => {
+          if (this.client === client) this.tools = listed;
+        },
+        (error: unknown) =>
+          this.logger.warn({ mcpServer: this.label, err: error }, "could not list the MCP server's tools again"),
+      )
+      .finally(() => {
+        this.relisting = false;
+        if (this.relistAgain && this.client === client) {
+          this.relistAgain = false;
+          this.listAgain(client);
+        }
+      });
+  }
+
+  /** The server's tools, up to MAX_TOOLS over at most MAX_TOOL_PAGES pages, read within CONNECT_TIMEOUT_MS. */
   private async list(client: Client): Promise<ExecutableAction[]> {
     const actions: ExecutableAction[] = [];
+    const deadline = Date.now() + CONNECT_TIMEOUT_MS;
     let cursor: string | undefined;
+    let pages = 0;
+    let listed = 0;
     do {
-      const page = await client.listTools(cursor ? { cursor } : undefined);
-      for (const tool of page.tools) {
+      if (pages >= MAX_TOOL_PAGES || listed >= MAX_TOOLS) break;
+      pages++;
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`its tools were not listed within ${CONNECT_TIMEOUT_MS} ms`);
+      const page = await client.listTools(cursor ? { cursor } : undefined, { timeout: left });
+      const tools = page.tools.slice(0, MAX_TOOLS - listed);
+      listed += page.tools.length;
+      for (const tool of tools) {
         if (!TOOL_NAME.test(tool.name)) {
           // Model providers refuse such a name, and one of them would fail every model call.
           this.logger.warn(
@@ -223,6 +263,12 @@ export class McpServer implements ActionSource {
       }
       cursor = page.nextCursor;
     } while (cursor);
+    if (cursor || listed > MAX_TOOLS) {
+      this.logger.warn(
+        { mcpServer: this.label, tools: actions.length, pages },
+        `MCP server lists more tools than are read (${MAX_TOOLS} tools, ${MAX_TOOL_PAGES} pages): the rest left out`,
+      );
+    }
     return actions;
   }
 

@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { close, fakeListener, listen } from './loopback.js';
 
@@ -23,7 +24,17 @@ export class FakeMcpServer {
 
   private readonly sessions = new Map<string, StreamableHTTPServerTransport>();
 
-  constructor(readonly transport: 'streamable' | 'stateful' | 'sse' = 'streamable') {
+  /** Pages of its tool list read so far (with `endless`). */
+  listedPages = 0;
+
+  /**
+   * `endless`: its tool list never ends: every page has 100 tools and names a next one (a server that keeps saying
+   * there are more).
+   */
+  constructor(
+    readonly transport: 'streamable' | 'stateful' | 'sse' = 'streamable',
+    private readonly endless = false,
+  ) {
     this.server = createServer(
       fakeListener((req, res) => {
         this.lastAuthorization = req.headers.authorization;
@@ -65,6 +76,18 @@ export class FakeMcpServer {
     mcp.registerTool('files.read', { description: 'Reads a file.' }, async () => ({
       content: [{ type: 'text', text: 'secret' }],
     }));
+    if (this.endless) {
+      mcp.server.removeRequestHandler('tools/list');
+      mcp.server.setRequestHandler(ListToolsRequestSchema, async (request) => {
+        const page = Number(request.params?.cursor ?? 0);
+        this.listedPages++;
+        const tools = Array.from({ length: 100 }, (_, i) => ({
+          name: `t${page}_${i}`,
+          inputSchema: { type: 'object' as const },
+        }));
+        return { tools, nextCursor: String(page + 1) };
+      });
+    }
     return mcp;
   }
 
