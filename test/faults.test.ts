@@ -224,6 +224,25 @@ describe('upstream faults', () => {
     });
   });
 
+  it.each(KINDS.slice(0, 1))(
+    // (An agent's stream starts with events of its own: its first write is never late.)
+    'holds $name that stalls right after a late first token to the idle limit, not the first-token one',
+    async (kind) => {
+      // Found from outside: with a long first-token limit, the timer re-armed for all of it at its first look, so a
+      // model that stalled after a first chunk that came late was held for the first-token limit (120 s by default).
+      const gateway = await startGateway(
+        optionsFor(urls, { ...QUICK, modelFirstTokenTimeoutMs: 60_000, agentFirstEventTimeoutMs: 60_000 }),
+      );
+      try {
+        const seen = await runVia('multipart', gateway, kind, `[id=${nextId()}] [first-delay=800] [stall]`);
+        expect(seen).toEqual({ text: tokenText(0), status: 'Failed', code: 'UPSTREAM_TIMEOUT' });
+      } finally {
+        await gateway.close();
+      }
+    },
+    20_000,
+  );
+
   it('retries an agent whose attempts get no headers in time (attemptTimeoutMs), then fails with UPSTREAM_TIMEOUT, closing every attempt', async () => {
     const retry = { ...FAST_RETRY, maxRetries: 1, attemptTimeoutMs: 200 };
     const gateway = await startGateway(

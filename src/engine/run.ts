@@ -230,14 +230,16 @@ export class Run implements RunHandle, RunWriter, RunContext {
       };
       this.endCall = end;
       // The idle clock: any write resets it (lastActivity); the timer re-arms for the time left. Until
-      // the call's first write the limit is the first-write one.
+      // the call's first write the limit is the first-write one, and the timer looks again at least every idleMs,
+      // so that once the first write has come the idle limit holds from it (re-armed for all of a long first-write
+      // limit, a model that stalled right after its first chunk was held that long: found from outside).
       const started = (this.lastActivity = performance.now());
       const check = () => {
         const beforeFirst = this.lastActivity === started;
         const limit = beforeFirst ? timeouts.firstMs : timeouts.idleMs;
         const idle = performance.now() - this.lastActivity;
         if (idle >= limit) this.abort(timeouts.onTimeout(limit, beforeFirst));
-        else idleTimer = setTimeout(check, limit - idle + 1);
+        else idleTimer = setTimeout(check, Math.min(limit - idle, timeouts.idleMs) + 1);
       };
       idleTimer = setTimeout(check, Math.min(timeouts.firstMs, timeouts.idleMs));
       let pending: Promise<void>;

@@ -13,6 +13,7 @@ import { close, fakeListener, listen } from './loopback.js';
  *   [id=X]           the test's marker: every exchange is recorded under it (attempts, closes)
  *   [tokens=N]       N tokens, `tokenText(i)` each (multi-byte characters in every one); default 5
  *   [delay=MS]       a pause between tokens
+ *   [first-delay=MS] a pause before the first token (after the headers and the answer's start)
  *   [pad=K]          each token K characters longer (`x`s), for answers of megabytes
  *   [trickle]        the whole HTTP answer (status line, headers, chunked framing, body) written one
  *                    byte per write, the event loop turning between bytes and a 1 ms pause every 64
@@ -183,6 +184,8 @@ export class FaultUpstream {
     try {
       await wire.head(format.contentType);
       await wire.piece(format.start());
+      const firstDelay = Number(directive('first-delay') ?? 0);
+      if (firstDelay > 0) await new Promise((resolve) => setTimeout(resolve, firstDelay));
       for (let i = 0; i < count; i++) {
         await wire.piece(format.token(i, pad));
         exchange.tokensWritten++;
