@@ -75,6 +75,8 @@ export class McpServer implements ActionSource {
   /** A listing after the server said its tools changed is being read, and another was asked for meanwhile. */
   private relisting = false;
   private relistAgain = false;
+  /** Retired (retire): never pinged again. */
+  private retired = false;
   private retryAt = 0;
   private closed = false;
   /** Whether a first connection attempt has settled (succeeded or failed). */
@@ -114,6 +116,17 @@ export class McpServer implements ActionSource {
       this.tried = true;
     });
     return this.connecting;
+  }
+
+  /**
+   * No longer pinged (a server a request named, pushed out of the kept ones): runs that still hold it may call its
+   * tools until it is closed, but it is not watched meanwhile (found from outside: a client naming new servers again
+   * and again made the gateway ping hundreds of them a second).
+   */
+  retire(): void {
+    this.retired = true;
+    clearInterval(this.pinger);
+    this.pinger = undefined;
   }
 
   async close(): Promise<void> {
@@ -275,6 +288,7 @@ export class McpServer implements ActionSource {
   /** Pings the server now and then; one that does not answer is lost (its tools withdrawn) at once. */
   private watch(client: Client): void {
     clearInterval(this.pinger);
+    if (this.retired) return;
     this.pinger = setInterval(() => {
       if (this.client !== client) return clearInterval(this.pinger);
       client.ping({ timeout: 10_000 }).catch((error: unknown) => {

@@ -31,6 +31,11 @@ export class McpServers {
     this.configured = servers.map((server) => new McpServer(server, logger));
   }
 
+  /** How many servers requests named are kept, and how many pushed out wait to be closed. */
+  get clientServers(): { kept: number; evicted: number } {
+    return { kept: this.fromClients.size, evicted: this.evicted.size };
+  }
+
   /** The configured servers, as action sources (always offered; empty while a server is down). */
   get sources(): readonly ActionSource[] {
     return this.configured;
@@ -113,11 +118,18 @@ export class McpServers {
       if (this.fromClients.size > MAX_KEPT_CLIENT_SERVERS) {
         const [oldestKey, oldest] = this.fromClients.entries().next().value as [string, McpServer];
         this.fromClients.delete(oldestKey);
-        // Another run may still be calling its tools: closed once such a run would have ended.
+        // Another run may still be calling its tools: closed once such a run would have ended, or sooner when as
+        // many more have been pushed out since (no more than MAX_KEPT_CLIENT_SERVERS wait so), and not pinged
+        // meanwhile.
+        oldest.retire();
         this.evicted.add(oldest);
+        if (this.evicted.size > MAX_KEPT_CLIENT_SERVERS) {
+          const first = this.evicted.values().next().value as McpServer;
+          this.evicted.delete(first);
+          void first.close();
+        }
         setTimeout(() => {
-          this.evicted.delete(oldest);
-          void oldest.close();
+          if (this.evicted.delete(oldest)) void oldest.close();
         }, EVICTED_GRACE_MS).unref();
       }
       return server;
