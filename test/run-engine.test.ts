@@ -174,6 +174,28 @@ describe('the run engine', () => {
     expect(ids[1]).toMatch(/^msg_/);
   });
 
+  it("gives a fresh id for an upstream's id that would not pass as a client's (too long, a control character)", async () => {
+    // Found from outside: an agent's 8 MiB message id was repeated in every event of the message.
+    const { events, done } = startRun(
+      scripted((out) => {
+        out.textEnd(out.textStart('m'.repeat(8 * 1024 * 1024)));
+        out.actionEnd(out.actionStart('call\u0000x', 'tool'));
+        out.textEnd(out.textStart('\ud800'));
+        out.textEnd(out.textStart('fine-id'));
+      }),
+    );
+    await done;
+    const ids = events
+      .filter((e) => e.type === 'TextMessageStart' || e.type === 'ActionExecutionStart')
+      .map((e: any) => e.messageId ?? e.actionExecutionId);
+    expect(ids).toEqual([
+      expect.stringMatching(/^msg_/),
+      expect.stringMatching(/^call_/),
+      expect.stringMatching(/^msg_/),
+      'fine-id',
+    ]);
+  });
+
   it('passes arguments and context to a server-side action and continues with its result', async () => {
     const seen: unknown[] = [];
     const adapter = scripted((out, _request, _signal, call) => {

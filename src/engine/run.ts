@@ -10,6 +10,7 @@ import {
   type RuntimeEvent,
   type TokenUsage,
 } from '../core/events.js';
+import { idProblem } from '../core/ids.js';
 import { childLogger } from '../core/logging.js';
 import { MESSAGE_SUCCESS, RUN_SUCCESS, failedMessage, failedRun, type RunStatus } from '../core/status.js';
 import type { RunWriter } from '../core/writer.js';
@@ -393,9 +394,13 @@ export class Run implements RunHandle, RunWriter, RunContext {
   }
 
   private claimId(proposed: string | null | undefined, prefix: string): string {
-    // An id an upstream proposed is used once, and only when it is a string.
+    // An id an upstream proposed is used once, and only when it is a string that would pass as a client's id (at most
+    // 256 characters, no control character or lone surrogate: found from outside, an agent's 8 MiB message id was
+    // repeated in every event of the message, 436 MB to the client).
     const id =
-      typeof proposed === 'string' && proposed && !this.usedIds.has(proposed) ? proposed : `${prefix}_${randomUUID()}`;
+      typeof proposed === 'string' && proposed && !this.usedIds.has(proposed) && idProblem(proposed) === undefined
+        ? proposed
+        : `${prefix}_${randomUUID()}`;
     this.usedIds.add(id);
     return id;
   }
