@@ -259,16 +259,19 @@ describe('AG-UI failures', () => {
     );
   });
 
-  it("fails a run whose state updates (each the whole state) come to over 64 MiB, and passes a smaller run's on", async () => {
+  it("fails a run whose agent's state updates (each the whole state) come to over 64 MiB, and passes a smaller run's on", async () => {
     // Found from outside: 2,000 steps of a 1 MiB state (1.1 MB from the agent) ended the process out of memory.
     const failed = await run(await gateway(), '[state-steps=100]');
     expect(failed.status).toMatchObject({ code: 'Failed', details: { code: 'UPSTREAM_BAD_RESPONSE' } });
     expect(failed.status.details.description).toMatch(
-      /^Agent "researcher" sent more state updates than one run carries: .* over 64 MiB\.$/,
+      /^Agent "researcher" sent more state updates than one call of it carries: .* over 64 MiB\.$/,
     );
     const states = failed.messages.filter((m) => m.type === 'state');
     expect(states.length).toBeGreaterThan(10);
     expect(states.length).toBeLessThan(64);
+    // Deltas that do not apply count too: each copies the whole state before it is found not to.
+    const copied = await run(await gateway(), '[bad-deltas=100]');
+    expect(copied.status).toMatchObject({ code: 'Failed', details: { code: 'UPSTREAM_BAD_RESPONSE' } });
     const passed = await run(await gateway(), '[state-steps=10]');
     expect(passed.status.code).toBe('Success');
     expect(passed.messages.filter((m) => m.type === 'state')).toHaveLength(12);

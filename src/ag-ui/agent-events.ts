@@ -35,13 +35,14 @@ interface PredictState {
  * events, and subagent lifecycle events. A stream that ends without RUN_FINISHED or
  * RUN_ERROR is a truncated run.
  */
-/** The most state a run's updates carry in all (see emitState): far above a useful agent's, far below the heap. */
-const MAX_STATE_BYTES_PER_RUN = 64 * 1024 * 1024;
+/** The most state work of one agent call (see charge): far above a useful agent's, far below the heap. */
+const MAX_STATE_BYTES = 64 * 1024 * 1024;
 
 export class AgUiEventInterpreter {
   private state: Record<string, unknown>;
-  /** What the run's state updates have carried so far (their JSON's length). */
+  /** The state work of this agent call so far (charge), and the size of the state as last sent. */
   private stateBytes = 0;
+  private lastStateBytes = 0;
   private node = '';
   private running = true;
   private finished = false;
@@ -145,6 +146,8 @@ export class AgUiEventInterpreter {
         }
         return;
       case EventType.STATE_DELTA:
+        // Applying a patch copies the whole state, whether it applies or not: charged as the state's size.
+        this.charge(this.lastStateBytes);
         try {
           this.state = fastJsonPatch.applyPatch(this.state, e.delta, true, false).newDocument;
         } catch (error) {
@@ -253,6 +256,8 @@ export class AgUiEventInterpreter {
     const rule = this.predictState.find((entry) => entry.tool === call.name);
     if (!rule) return;
     let args: unknown;
+    // (Every chunk of the call's arguments parses all of them so far.)
+    this.charge(call.args.length);
     try {
       args = parsePartialJson(call.args);
     } catch {
@@ -265,14 +270,22 @@ export class AgUiEventInterpreter {
     this.emitState(true);
   }
 
+  /**
+   * Counts work on the agent's state: each update is the whole state (as CopilotKit passes it on), so a small event
+   * can make a large one, and applying a delta or predicting state reads all of it. An agent call's state work is
+   * bounded (found from outside: 2,000 steps of a 1 MiB state, 1.1 MB from the agent, ended the process out of
+   * memory; failing deltas of a large state each held the event loop for its copy).
+   */
+  private charge(bytes: number): void {
+    this.stateBytes += bytes;
+    if (this.stateBytes > MAX_STATE_BYTES) throw agentStateTooLarge(this.agentName, MAX_STATE_BYTES);
+  }
+
   private emitState(active: boolean): void {
     const { messages: _notState, ...state } = this.state;
     const json = JSON.stringify(state);
-    // Each update is the whole state (as CopilotKit passes it on), so a small event can make a large one, and
-    // applying a delta copies the state: a run's updates are bounded (found from outside: 2,000 steps of a 1 MiB
-    // state, 1.1 MB from the agent, ended the process out of memory).
-    this.stateBytes += json.length;
-    if (this.stateBytes > MAX_STATE_BYTES_PER_RUN) throw agentStateTooLarge(this.agentName, MAX_STATE_BYTES_PER_RUN);
+    this.lastStateBytes = json.length;
+    this.charge(json.length);
     this.out.agentState({
       agentName: this.agentName,
       nodeName: this.node,

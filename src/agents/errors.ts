@@ -19,14 +19,15 @@ export function badAgentResponse(agentName: string, what: string): UpstreamError
 }
 
 /**
- * An agent whose state updates, each passed on as the whole state, came to more than `limitBytes` in one run: a
+ * An agent whose state updates, each passed on as the whole state, came to more than `limitBytes` in one call: a
  * small delta or step event of a large state is a large event for every client and in the thread store.
  */
 export function agentStateTooLarge(agentName: string, limitBytes: number): UpstreamError {
   return new UpstreamError(
     'UPSTREAM_BAD_RESPONSE',
-    `Agent "${agentName}" sent more state updates than one run carries: each STATE_SNAPSHOT, STATE_DELTA, step and ` +
-      `predicted state is passed on as the whole state, and this run's came to over ${limitBytes / 1024 / 1024} MiB.`,
+    `Agent "${agentName}" sent more state updates than one call of it carries: each STATE_SNAPSHOT, STATE_DELTA, ` +
+      `step and predicted state is passed on as the whole state, and this call's came to over ` +
+      `${limitBytes / 1024 / 1024} MiB.`,
     { details: { agentName, limitBytes } },
   );
 }

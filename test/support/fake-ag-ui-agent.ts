@@ -17,6 +17,7 @@ import { close, fakeListener, listen } from './loopback.js';
  *   [delta]             a state snapshot, then a JSON Patch touching part of it
  *   [steps]             a step with a state snapshot in it
  *   [state-steps=N]     a 1 MiB state snapshot, then N steps started (each passed on as the whole state)
+ *   [bad-deltas=N]      a 1 MiB state snapshot, then N state deltas that do not apply
  *   [thinking]          reasoning events, RAW and an unknown CUSTOM event, then text
  *   [usage]             token usage on RUN_FINISHED
  *   [thinking-0.0]      a 0.0.x agent's thinking events (THINKING_*, retired by AG-UI 1.0: no message ids), then text
@@ -191,6 +192,10 @@ export class FakeAgUiAgent {
           { op: 'add', path: '/notes', value: ['a'] },
         ],
       });
+    } else if (directive('bad-deltas')) {
+      send({ type: EventType.STATE_SNAPSHOT, snapshot: { notes: 'n'.repeat(1024 * 1024) } });
+      const patch = [{ op: 'remove' as const, path: '/nope' }];
+      for (let i = 0; i < Number(directive('bad-deltas')); i++) send({ type: EventType.STATE_DELTA, delta: patch });
     } else if (directive('state-steps')) {
       send({ type: EventType.STATE_SNAPSHOT, snapshot: { notes: 'n'.repeat(1024 * 1024) } });
       for (let i = 0; i < Number(directive('state-steps')); i++) send({ type: EventType.STEP_STARTED, stepName: 's' });

@@ -421,7 +421,8 @@ end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
 if holder then
   redis.call('SET', KEYS[5], holder, 'PX', ARGV[2])
-  redis.call('SADD', gone, string.match(holder, '^[^ ]*'))
+  -- The holding run: the lock is "<runId> <instance>", and a run id may hold spaces, an instance id none.
+  redis.call('SADD', gone, string.match(holder, '^(.*) [^ ]*$') or holder)
 end
 if redis.call('EXISTS', gone) == 1 then redis.call('PEXPIRE', gone, ARGV[2]) end
 if had > 0 then return {1, list} end

@@ -80,7 +80,8 @@ export interface RedisThreadStoreOptions extends ThreadStoreOptions {
  */
 export class RedisThreadStore implements ThreadStore, RunLogStore {
   readonly kind = 'redis';
-  readonly instanceId = `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
+  // (No whitespace: a thread's lock is "<runId> <instance>", read at its last space.)
+  readonly instanceId = `${hostname().replace(/\s/g, '_')}-${process.pid}-${randomBytes(4).toString('hex')}`;
   /** The logs of this instance's runs still writing. */
   private readonly logs = new Set<RedisRunLog>();
   /** Logs with events to write at the end of this turn of the event loop (flushSoon). */
