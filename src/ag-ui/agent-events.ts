@@ -14,6 +14,9 @@ interface PredictState {
   tool_argument?: string;
 }
 
+/** The most state work of one agent call (see charge): far above a useful agent's, far below the heap. */
+const MAX_STATE_BYTES = 64 * 1024 * 1024;
+
 /**
  * Writes an AG-UI agent's events into a run, with the meaning CopilotKit's runtime gives them:
  * - text and tool-call events as messages and action calls (chunk events arrive here already
@@ -35,9 +38,6 @@ interface PredictState {
  * events, and subagent lifecycle events. A stream that ends without RUN_FINISHED or
  * RUN_ERROR is a truncated run.
  */
-/** The most state work of one agent call (see charge): far above a useful agent's, far below the heap. */
-const MAX_STATE_BYTES = 64 * 1024 * 1024;
-
 export class AgUiEventInterpreter {
   private state: Record<string, unknown>;
   /** The state work of this agent call so far (charge), and the size of the state as last sent. */

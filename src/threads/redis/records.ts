@@ -152,8 +152,7 @@ export class RedisRecords {
       ),
     );
     if (reply[0] === 'forbidden') throw threadForbidden(threadId);
-    // (The lock is "<runId> <instance>": a run id may hold spaces, an instance id none.)
-    if (reply[0] === 'busy') throw threadBusy(threadId, reply[1].slice(0, reply[1].lastIndexOf(' ')));
+    if (reply[0] === 'busy') throw threadBusy(threadId, lockHolder(reply[1]).runId);
     const [, runId, transcript, list, previous, archived, ids, claim] = reply;
     await this.listThread(threadId, list, now, archived === '1', previous);
     // The request repeats a stored message: the claim read the transcript's ids alone (see Claim.storedIds).
@@ -514,6 +513,15 @@ export class RedisRecords {
       });
     }
   }
+}
+
+/**
+ * The run and instance holding a thread's lock, "<runId> <instance>": a run id may hold spaces (a client names it), an
+ * instance id holds none, so the instance is what follows the last space (as `lockRun` in the scripts).
+ */
+export function lockHolder(lock: string): { runId: string; instance: string } {
+  const at = lock.lastIndexOf(' ');
+  return { runId: lock.slice(0, at), instance: lock.slice(at + 1) };
 }
 
 /** A scope or agent id as a piece of a list key: '%', ':', '{' and '}' percent-encoded (as \`esc\` in the scripts). */

@@ -111,12 +111,15 @@ local function keepIds(meta, ids, length)
 end`;
 
 /**
- * Whether a thread's lock ("<runId> <instance>", cgClaim) is held by run `runId`: a run id may hold spaces (a client
- * names it), an instance id holds none, so the instance is what follows the last space.
+ * The run holding a thread's lock ("<runId> <instance>", cgClaim; nil for none), and whether it is `runId`: a run id
+ * may hold spaces (a client names it), an instance id holds none, so the instance is what follows the last space. The
+ * same reading as `lockHolder` in records.ts.
  */
-const HELD_BY_LUA = `local function heldBy(holder, runId)
-  return holder and #holder > #runId + 1 and string.sub(holder, 1, #runId + 1) == runId .. ' '
-    and not string.find(holder, ' ', #runId + 2, true)
+const HELD_BY_LUA = `local function lockRun(holder)
+  return holder and string.match(holder, '^(.*) [^ ]+$')
+end
+local function heldBy(holder, runId)
+  return lockRun(holder) == runId
 end`;
 
 /**
@@ -409,7 +412,8 @@ return {1, redis.call('HGET', KEYS[1], 'list') or '', redis.call('HGET', KEYS[1]
   // the thread had anything, the list it was in} (its entries there are removed next, in the list's slot).
   cgRemoveThread: [
     5,
-    `if (redis.call('HGET', KEYS[1], 'principal') or '') ~= ARGV[3] then return {0, ''} end
+    `${HELD_BY_LUA}
+if (redis.call('HGET', KEYS[1], 'principal') or '') ~= ARGV[3] then return {0, ''} end
 local had = redis.call('EXISTS', KEYS[1], KEYS[2])
 local holder = redis.call('GET', KEYS[4])
 local list = redis.call('HGET', KEYS[1], 'list') or ''
@@ -421,8 +425,7 @@ end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
 if holder then
   redis.call('SET', KEYS[5], holder, 'PX', ARGV[2])
-  -- The holding run: the lock is "<runId> <instance>", and a run id may hold spaces, an instance id none.
-  redis.call('SADD', gone, string.match(holder, '^(.*) [^ ]*$') or holder)
+  redis.call('SADD', gone, lockRun(holder) or holder)
 end
 if redis.call('EXISTS', gone) == 1 then redis.call('PEXPIRE', gone, ARGV[2]) end
 if had > 0 then return {1, list} end

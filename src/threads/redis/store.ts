@@ -16,7 +16,7 @@ import {
 import type { SentinelWatch } from './sentinel-watch.js';
 import { InstanceLeases } from './instances.js';
 import { GAVE_UP, LiveChannels } from './live.js';
-import { RedisRecords } from './records.js';
+import { lockHolder, RedisRecords } from './records.js';
 import { RedisRunLog, type RunLogStore, type Write } from './run-log.js';
 import { stopError } from '../store.js';
 import type {
@@ -80,7 +80,7 @@ export interface RedisThreadStoreOptions extends ThreadStoreOptions {
  */
 export class RedisThreadStore implements ThreadStore, RunLogStore {
   readonly kind = 'redis';
-  // (No whitespace: a thread's lock is "<runId> <instance>", read at its last space.)
+  // (No whitespace: a thread's lock is "<runId> <instance>", read at its last space: lockHolder.)
   readonly instanceId = `${hostname().replace(/\s/g, '_')}-${process.pid}-${randomBytes(4).toString('hex')}`;
   /** The logs of this instance's runs still writing. */
   private readonly logs = new Set<RedisRunLog>();
@@ -293,9 +293,7 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
   ): Promise<string | undefined> {
     const holder = await this.records.call(() => this.records.redis.get(this.records.threadKey(threadId, 'lock')));
     if (!holder) return undefined;
-    // "<runId> <instance>": a run id may hold spaces, an instance id none.
-    const at = holder.lastIndexOf(' ');
-    const [activeRunId, owner] = [holder.slice(0, at), holder.slice(at + 1)];
+    const { runId: activeRunId, instance: owner } = lockHolder(holder);
     if (runId !== undefined && runId !== activeRunId) return undefined;
     const run = await this.records.run(threadId, activeRunId);
     if (run && run.finishedAt !== null) return undefined;
