@@ -5,7 +5,8 @@ import type { Logger } from 'pino';
 import { tokenUsage } from '../core/events.js';
 import type { RunWriter } from '../core/writer.js';
 import { asText } from '../agents/copilotkit-messages.js';
-import { agentError, agentStateTooLarge, agentStreamEnded } from '../agents/errors.js';
+import { agentError, agentStreamEnded } from '../agents/errors.js';
+import { StateBudget } from '../agents/state-budget.js';
 
 /** CopilotKit's predictive state: a tool's (partial) arguments are shown as state while they stream. */
 interface PredictState {
@@ -13,9 +14,6 @@ interface PredictState {
   tool: string;
   tool_argument?: string;
 }
-
-/** The most state work of one agent call (see charge): far above a useful agent's, far below the heap. */
-const MAX_STATE_BYTES = 64 * 1024 * 1024;
 
 /**
  * Writes an AG-UI agent's events into a run, with the meaning CopilotKit's runtime gives them:
@@ -40,8 +38,12 @@ const MAX_STATE_BYTES = 64 * 1024 * 1024;
  */
 export class AgUiEventInterpreter {
   private state: Record<string, unknown>;
-  /** The state work of this agent call so far (charge), and the size of the state as last sent. */
-  private stateBytes = 0;
+  /**
+   * The state work of this agent call: each update sent is the whole state, and applying a delta or predicting state
+   * reads all of it (failing deltas of a large state each held the event loop for its copy). And the size of the state
+   * as last sent.
+   */
+  private readonly budget: StateBudget;
   private lastStateBytes = 0;
   private node = '';
   private running = true;
@@ -64,6 +66,7 @@ export class AgUiEventInterpreter {
   ) {
     this.state = initialState;
     this.seen = new Set(knownMessageIds);
+    this.budget = new StateBudget(agentName);
   }
 
   handle(event: BaseEvent): void {
@@ -147,7 +150,7 @@ export class AgUiEventInterpreter {
         return;
       case EventType.STATE_DELTA:
         // Applying a patch copies the whole state, whether it applies or not: charged as the state's size.
-        this.charge(this.lastStateBytes);
+        this.budget.charge(this.lastStateBytes);
         try {
           this.state = fastJsonPatch.applyPatch(this.state, e.delta, true, false).newDocument;
         } catch (error) {
@@ -257,7 +260,7 @@ export class AgUiEventInterpreter {
     if (!rule) return;
     let args: unknown;
     // (Every chunk of the call's arguments parses all of them so far.)
-    this.charge(call.args.length);
+    this.budget.charge(call.args.length);
     try {
       args = parsePartialJson(call.args);
     } catch {
@@ -270,22 +273,11 @@ export class AgUiEventInterpreter {
     this.emitState(true);
   }
 
-  /**
-   * Counts work on the agent's state: each update is the whole state (as CopilotKit passes it on), so a small event
-   * can make a large one, and applying a delta or predicting state reads all of it. An agent call's state work is
-   * bounded (found from outside: 2,000 steps of a 1 MiB state, 1.1 MB from the agent, ended the process out of
-   * memory; failing deltas of a large state each held the event loop for its copy).
-   */
-  private charge(bytes: number): void {
-    this.stateBytes += bytes;
-    if (this.stateBytes > MAX_STATE_BYTES) throw agentStateTooLarge(this.agentName, MAX_STATE_BYTES);
-  }
-
   private emitState(active: boolean): void {
     const { messages: _notState, ...state } = this.state;
     const json = JSON.stringify(state);
     this.lastStateBytes = json.length;
-    this.charge(json.length);
+    this.budget.charge(json.length);
     this.out.agentState({
       agentName: this.agentName,
       nodeName: this.node,

@@ -25,9 +25,9 @@ export function badAgentResponse(agentName: string, what: string): UpstreamError
 export function agentStateTooLarge(agentName: string, limitBytes: number): UpstreamError {
   return new UpstreamError(
     'UPSTREAM_BAD_RESPONSE',
-    `Agent "${agentName}" sent more state updates than one call of it carries: each STATE_SNAPSHOT, STATE_DELTA, ` +
-      `step and predicted state is passed on as the whole state, and this call's came to over ` +
-      `${limitBytes / 1024 / 1024} MiB.`,
+    `Agent "${agentName}" sent more state updates than one call of it carries: each update of its state (a ` +
+      `snapshot, delta, step, node or predicted state) is passed on as the whole state, and this call's came to ` +
+      `over ${limitBytes / 1024 / 1024} MiB.`,
     { details: { agentName, limitBytes } },
   );
 }

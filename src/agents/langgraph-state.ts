@@ -2,6 +2,7 @@ import type { RunWriter } from '../core/writer.js';
 import { messagesFromCopilotKitJson } from './copilotkit-messages.js';
 import { langChainToCopilotKit } from './langchain-messages.js';
 import type { LangGraphEventInterpreter } from './langgraph-events.js';
+import { StateBudget } from './state-budget.js';
 
 /** What the SDK's thread state is read for. */
 export interface ThreadStateLike {
@@ -10,18 +11,24 @@ export interface ThreadStateLike {
   tasks?: { interrupts?: { value?: unknown; id?: string }[] }[];
 }
 
-/** Turns what LangGraph says into agent state and interrupts, once each. */
+/**
+ * Turns what LangGraph says into agent state and interrupts, once each. The state it sends is charged to the call's
+ * StateBudget: after one large `values` chunk, each small event from another node sends the whole state again.
+ */
 export class StateSync {
   private lastState = '';
   private lastNode = '';
   private readonly interruptIds = new Set<string>();
+  private readonly budget: StateBudget;
 
   constructor(
     private readonly out: RunWriter,
     private readonly agentName: string,
     private readonly threadId: string,
     private readonly interpreter: LangGraphEventInterpreter,
-  ) {}
+  ) {
+    this.budget = new StateBudget(agentName);
+  }
 
   values(values: unknown): void {
     const record = objectOf(values);
@@ -31,6 +38,7 @@ export class StateSync {
     // Nothing to show before the graph has any state of its own.
     if (this.lastState === '' && json === '{}') return;
     if (json === this.lastState && this.interpreter.node === this.lastNode) return;
+    this.budget.charge(json.length);
     this.lastState = json;
     this.lastNode = this.interpreter.node;
     this.out.agentState({
@@ -46,6 +54,7 @@ export class StateSync {
   /** A new node after the last state sync gets a sync of its own (CopilotKit's frontend follows nodes). */
   nodeMayHaveChanged(): void {
     if (this.lastState && this.interpreter.node !== this.lastNode) {
+      this.budget.charge(this.lastState.length);
       this.lastNode = this.interpreter.node;
       this.out.agentState({
         agentName: this.agentName,

@@ -10,7 +10,8 @@ import { close, fakeListener, listen } from './loopback.js';
  * pretty-printed over several `data:` lines as the JS server does) and
  * `POST /threads/{id}/runs/{run_id}/cancel`. Graph "chat" answers the shared directives (see
  * upstreams.ts) plus [copilotkit-interrupt] (an interrupt made with CopilotKit's Python SDK), [cut] (the
- * connection cut after a token) and [bad-event] (an event the gateway cannot read, then silence).
+ * connection cut after a token), [bad-event] (an event the gateway cannot read, then silence) and [node-hops=N] (a
+ * 1 MiB state, then N small events from two nodes in turn, each of which the gateway passes on with the whole state).
  * A run resumed with `command.resume` answers "Resumed with: <resume>" (JSON unless a string); a tool message
  * last, "Tool result received: <content>".
  */
@@ -206,6 +207,19 @@ export class FakeLangGraph {
         data: { id: 'x', args: {} },
       });
       return;
+    } else if (directive('node-hops')) {
+      values.notes = 'n'.repeat(1024 * 1024);
+      send('values', values);
+      for (let i = 0; i < Number(directive('node-hops')); i++) {
+        const node = i % 2 === 0 ? 'plan' : 'act';
+        send('events', {
+          event: 'on_chain_stream',
+          name: node,
+          run_id: runId,
+          metadata: { ...metadata, langgraph_node: node },
+          data: {},
+        });
+      }
     } else if (has('agent-error')) {
       aiText('Working on it. ');
       send('error', { error: 'ValueError', message: 'The agent broke down.' });
