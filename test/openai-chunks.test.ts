@@ -1,5 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import type { EventSourceMessage } from 'eventsource-parser';
 import { ChunkReader } from '../src/adapters/openai-chunks.js';
 import { recordingOutput } from './support/model-output.js';
@@ -233,6 +235,39 @@ describe('Chat Completions chunks the fast path must read as JSON.parse does, or
     const fast = read(asEvents(data), true);
     expect(fast.ended).toBe('finished');
     expect(fast.log[1]).toHaveLength('text m1 '.length + 9_000_000);
+  });
+});
+
+describe('what the reader hands on', () => {
+  it('holds no network read: its text and ids are strings of their own, not views into the read', () => {
+    // V8 makes a substring of 13 characters or more a view that keeps its whole string alive: each 20-character token
+    // held its 10 KB read here (20 MB in all), as a token with a timestamp held its SSE line in the WebSocket benchmark.
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const kept: string[] = [];
+    const output = {
+      ...recordingOutput(),
+      textStart: (proposed: string | null | undefined) => (kept.push(proposed ?? ''), 'm1'),
+      textContent: (_id: string, content: string) => void kept.push(content),
+    };
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    for (let i = 0; i < 2000; i++) {
+      const reader = new ChunkReader(output);
+      const chunk = {
+        id: `chatcmpl-${i}-0123456789`,
+        model: 'x'.repeat(10_000),
+        choices: [{ index: 0, delta: { content: `token ${i} at 1732912345678` }, finish_reason: null }],
+      };
+      // A read of its own, as the network gives it (a flat string, which the reader's expression cuts from).
+      reader.event({ data: Buffer.from(json(chunk)).toString(), event: undefined, id: undefined });
+      reader.flush();
+    }
+    gc();
+    const held = process.memoryUsage().heapUsed - before;
+    expect(kept).toHaveLength(4000);
+    expect(kept[1]).toBe('token 0 at 1732912345678');
+    expect(held).toBeLessThan(4_000_000);
   });
 });
 

@@ -3,6 +3,7 @@ import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
 import type { CompletionUsage } from 'openai/resources/completions';
 import { UpstreamError } from '../core/errors.js';
 import { tokenUsage } from '../core/events.js';
+import { ownText } from '../core/values.js';
 import type { ModelOutput } from './adapter.js';
 
 /**
@@ -86,8 +87,9 @@ export class ChunkReader {
       const text = TEXT_CHUNK.exec(data);
       if (text !== null) {
         const written = text[2];
-        // A JSON string's body, checked by the expression: read as JSON only when it has escapes.
-        this.text(written.includes('\\') ? (JSON.parse(`"${written}"`) as string) : written, text[1]);
+        // A JSON string's body, checked by the expression: read as JSON only when it has escapes. A capture is a view
+        // into the network read (see ownText): the run keeps a copy.
+        this.text(written.includes('\\') ? (JSON.parse(`"${written}"`) as string) : ownText(written), text[1]);
         return;
       }
     }
@@ -169,7 +171,8 @@ export class ChunkReader {
     if (content === '') return;
     if (this.openReasoning !== undefined) this.endReasoning();
     this.endCalls();
-    if (this.openText === undefined) this.parentId = this.openText = this.output.textStart(chunkId);
+    // (The id is kept as long as the message: read by the expression, it would be a view into the read; see ownText.)
+    if (this.openText === undefined) this.parentId = this.openText = this.output.textStart(chunkId && ownText(chunkId));
     this.pendingText += content;
   }
 

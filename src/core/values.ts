@@ -19,6 +19,19 @@ export function textBytes(text: string): number {
 
 const WIDE = /[\u0100-\uffff]/;
 
+/**
+ * `text` as a string of its own. V8 makes a substring of 13 characters or more (a regular expression's capture
+ * included) a view into the string it was cut from, and that view keeps all of it alive: a token cut from a network
+ * read held the whole read, about 270 bytes of SSE for a 20-character token, for as long as its run kept the token.
+ * The copy is a view into a copy one character longer, made once (about 0.1 µs).
+ */
+export function ownText(text: string): string {
+  return text.length < SLICE_MIN_LENGTH ? text : (text + ' ').slice(0, -1);
+}
+
+/** The shortest substring V8 makes a view (`SlicedString::kMinLength`); shorter ones are copies. */
+const SLICE_MIN_LENGTH = 13;
+
 /** Bytes counted per value besides its strings (an object's or array's slot, a number, a boolean). */
 const VALUE_OVERHEAD = 16;
 
