@@ -100,6 +100,12 @@ describe('the input of runs in flight (maxBufferedInputMb)', () => {
     expect(admitted.finished).toBe(true);
   }, 60_000);
 
+  /** The input the gateway holds now, from its metrics (`copilot_gateway_input_held_bytes`). */
+  async function heldInput(g: { url: string }): Promise<number> {
+    const text = await (await fetch(new URL('/metrics', g.url))).text();
+    return Number(/^copilot_gateway_input_held_bytes (\d+)$/m.exec(text)?.[1] ?? NaN);
+  }
+
   it('counts the bodies being read in the same budget: one never finished holds only its part, until it goes', async () => {
     const g = await start({ maxBufferedInputMb: 2 });
     const { hostname: host, port, pathname } = new URL(g.url);
@@ -111,7 +117,14 @@ describe('the input of runs in flight (maxBufferedInputMb)', () => {
         `content-length: 1900000\r\n\r\n{"threadId":"held","runId":"held","messages":[{"id":"h","role":"user","content":"` +
         'y'.repeat(1_500_000),
     );
-    // Meanwhile a run of 1 MB does not fit beside it: refused, its body drained and not kept.
+    // Once its part is counted (a run sent sooner could be counted first, and the holder be the one refused),
+    await until(
+      async () => heldInput(g),
+      (held) => held >= 1_500_000,
+      "the holder's part counted",
+      20_000,
+    );
+    // a run of 1 MB does not fit beside it: refused, its body drained and not kept.
     const refused = await until(
       async () => {
         const response = await agUiRun(g, `refused-${Date.now()}`, 1_000_000, '');
@@ -135,6 +148,13 @@ describe('the input of runs in flight (maxBufferedInputMb)', () => {
       20_000,
     );
     expect(served.finished).toBe(true);
+    // Nothing is held once the runs have ended.
+    await until(
+      async () => heldInput(g),
+      (held) => held === 0,
+      'the input given back',
+      20_000,
+    );
   }, 60_000);
 
   it('counts WebSocket messages being received in the same budget: one that would pass it closes its socket', async () => {

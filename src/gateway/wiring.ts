@@ -49,7 +49,12 @@ const APOLLO_STUDIO_ORIGINS = ['https://studio.apollographql.com', 'https://sand
 /** Builds the collaborators, each given the ones it needs; nothing starts or listens here (see gateway.ts). */
 export function wireGateway(config: ResolvedOptions): Collaborators {
   const logger = config.logger;
-  const metrics = config.metrics.on ? new GatewayMetrics(() => launcher.activeRuns) : undefined;
+  const metrics = config.metrics.on
+    ? new GatewayMetrics(
+        () => launcher.activeRuns,
+        () => inputBudget.heldBytes,
+      )
+    : undefined;
   const tracing = config.tracing ? new RunTracing(GATEWAY_VERSION) : undefined;
   const upstream = new UpstreamClient({
     onRetry: metrics ? (who, reason) => metrics.upstreamRetry(who, reason) : undefined,

@@ -24,7 +24,8 @@ export class GatewayMetrics {
   private readonly sockets: Gauge;
   private readonly slowReaders: Counter;
 
-  constructor(activeRuns: () => number) {
+  /** `inputHeld`: the bytes of input held now (maxBufferedInputMb's budget), read when the metrics are collected. */
+  constructor(activeRuns: () => number, inputHeld: () => number = () => 0) {
     processRegistry(); // started now, so that event-loop lag is measured from the start
     const registers = [this.registry];
     this.runs = new Counter({
@@ -83,6 +84,16 @@ export class GatewayMetrics {
       registers,
       collect() {
         this.set(activeRuns());
+      },
+    });
+    new Gauge({
+      name: 'copilot_gateway_input_held_bytes',
+      help:
+        'Input held now against maxBufferedInputMb: request bodies being read and the input of runs in flight (past ' +
+        'the limit, new input is refused OVERLOADED).',
+      registers,
+      collect() {
+        this.set(inputHeld());
       },
     });
     this.httpStreams = new Gauge({
