@@ -170,19 +170,35 @@ export class Run implements RunHandle, RunWriter, RunContext {
     return this.finished;
   }
 
-  private async execute(driver: RunDriver): Promise<void> {
+  /**
+   * Runs the driver, then ends the run with what it came to. Not an async function: a run spends its life waiting on
+   * its driver, and a suspended frame would be held all along.
+   */
+  private execute(driver: RunDriver): Promise<void> {
     const started = performance.now();
-    const summary = this.summary;
     this.emit({ type: 'RunStarted', threadId: this.threadId, runId: this.runId });
-    let status: RunStatus;
-    let failureCause: string | undefined;
+    let driven: Promise<void>;
     try {
       // The run is its driver's context: no context object or closures per run.
-      await driver(this);
-      this.controller.signal.throwIfAborted();
-      status = RUN_SUCCESS;
+      driven = Promise.resolve(driver(this));
     } catch (error) {
-      const cause = this.controller.signal.aborted ? (this.controller.signal.reason as unknown) : error;
+      driven = Promise.reject(error);
+    }
+    return driven.then(
+      () => this.driven(started, false, undefined),
+      (error: unknown) => this.driven(started, true, error),
+    );
+  }
+
+  /** The driver has returned (`failed`: with `error`): the run ends, successful unless it failed or was aborted. */
+  private driven(started: number, failed: boolean, error: unknown): void {
+    const signal = this.controller.signal;
+    let status: RunStatus;
+    let failureCause: string | undefined;
+    if (!failed && !signal.aborted) {
+      status = RUN_SUCCESS;
+    } else {
+      const cause = signal.aborted ? (signal.reason as unknown) : error;
       const gatewayError = toGatewayError(cause);
       // What clients are not shown (an upstream's own text, an unexpected error) is logged.
       const inner = gatewayError.cause;
@@ -194,11 +210,11 @@ export class Run implements RunHandle, RunWriter, RunContext {
     const durationMs = Math.round(performance.now() - started);
     if (status.code === 'Failed') {
       this.logger.warn(
-        { ...summary, code: status.details.code, durationMs, cause: failureCause },
+        { ...this.summary, code: status.details.code, durationMs, cause: failureCause },
         `run failed: ${status.details.description}`,
       );
     } else {
-      this.logger.info({ ...summary, durationMs }, 'run succeeded');
+      this.logger.info({ ...this.summary, durationMs }, 'run succeeded');
     }
   }
 

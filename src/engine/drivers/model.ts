@@ -51,12 +51,25 @@ export function modelDriver(plan: ModelRunPlan): RunDriver {
   return (context) => driveModel(context, plan);
 }
 
-/** The round loop itself: a function of the module, so that its suspended frames share one hidden class. */
-async function driveModel(context: RunContext, plan: ModelRunPlan): Promise<void> {
+/** What every round of one run's model loop uses, set up once. */
+interface ModelLoop {
+  context: RunContext;
+  plan: ModelRunPlan;
+  /** Kept for the run's life: most gateways have no agent, and share one empty map. */
+  agents: ReadonlyMap<string, AgentEntry>;
+  tools: ToolDefinition[];
+  messages: Message[];
+  /** Chunks are kept only when a round may be continued or handed over. */
+  keepChunks: boolean;
+}
+
+/**
+ * The round loop. Not an async function: a run spends its life in a model call, and a suspended frame (its registers,
+ * about 1.4 KB) would be held all along; while the model streams, the loop is one callback and this object.
+ */
+function driveModel(context: RunContext, plan: ModelRunPlan): Promise<void> {
   const { request, catalog, options } = plan;
-  const { adapter } = options;
-  context.summary.adapter = adapter.name;
-  // Kept for the run's life: most gateways have no agent, and share one empty map.
+  context.summary.adapter = options.adapter.name;
   const agents: ReadonlyMap<string, AgentEntry> =
     plan.agents.length === 0
       ? NO_AGENTS
@@ -75,50 +88,62 @@ async function driveModel(context: RunContext, plan: ModelRunPlan): Promise<void
     'gateway-mcp-tools',
     mcpInstructions(catalog.actions()),
   );
-  // Chunks are kept only when a round may be continued or handed over.
-  const keepChunks = catalog.size > 0 || agents.size > 0;
+  return modelRound({ context, plan, agents, tools, messages, keepChunks: catalog.size > 0 || agents.size > 0 }, 1);
+}
 
-  for (let round = 1; ; round++) {
-    context.summary.rounds = round;
-    checkModelInput(messages, options.modelLimits);
-    const recorder = new RoundRecorder(context.writer, keepChunks);
-    await callModel(context, options, { messages, tools, forwardedParameters: request.forwardedParameters }, recorder);
-    const calls = recorder.calls();
-    const serverCalls = await executeServerCalls(context, recorder, calls, catalog, request, options.actionTimeoutMs);
+/** One round: the model's call, then what its calls lead to. */
+function modelRound(loop: ModelLoop, round: number): Promise<void> {
+  const { context, plan } = loop;
+  context.summary.rounds = round;
+  checkModelInput(loop.messages, plan.options.modelLimits);
+  const recorder = new RoundRecorder(context.writer, loop.keepChunks);
+  const call = { messages: loop.messages, tools: loop.tools, forwardedParameters: plan.request.forwardedParameters };
+  return callModel(context, plan.options, call, recorder).then(() => afterRound(loop, round, recorder));
+}
 
-    const agentCall = calls.find((call) => !catalog.has(call.name) && agents.has(call.name));
-    if (agentCall) {
-      for (const other of calls) {
-        if (other !== agentCall && agents.has(other.name) && !catalog.has(other.name)) {
-          recorder.actionResult(
-            other.id,
-            other.name,
-            JSON.stringify({
-              error: { code: 'BAD_USER_INPUT', message: 'Only one agent can take over a run.' },
-              result: '',
-            }),
-          );
-        }
+/**
+ * After the model's call: its server-side and remote actions are executed; a call of an agent hands the run over;
+ * when every call was one the gateway executes, the next round.
+ */
+async function afterRound(loop: ModelLoop, round: number, recorder: RoundRecorder): Promise<void> {
+  const { context, plan, agents } = loop;
+  const { request, catalog, options } = plan;
+  const calls = recorder.calls();
+  const serverCalls = await executeServerCalls(context, recorder, calls, catalog, request, options.actionTimeoutMs);
+
+  const agentCall = calls.find((call) => !catalog.has(call.name) && agents.has(call.name));
+  if (agentCall) {
+    for (const other of calls) {
+      if (other !== agentCall && agents.has(other.name) && !catalog.has(other.name)) {
+        recorder.actionResult(
+          other.id,
+          other.name,
+          JSON.stringify({
+            error: { code: 'BAD_USER_INPUT', message: 'Only one agent can take over a run.' },
+            result: '',
+          }),
+        );
       }
-      recorder.actionResult(agentCall.id, agentCall.name, `${agentCall.name} agent started`);
-      const agent = agents.get(agentCall.name)!;
-      context.logger.info({ agent: agent.name }, 'the model handed the run over to an agent');
-      return driveAgent(context, {
-        agent,
-        request: { ...request, agentSession: { agentName: agent.name, nodeName: null }, metaEvents: [] },
-        messages: [...request.messages, ...recorder.messages()],
-        catalog,
-        options,
-      });
     }
-
-    if (serverCalls.length === 0 || serverCalls.length < calls.length) return;
-    if (round >= options.maxRounds) {
-      context.logger.warn({ maxRounds: options.maxRounds }, 'run stopped after the most rounds allowed');
-      return;
-    }
-    messages.push(...recorder.messages());
+    recorder.actionResult(agentCall.id, agentCall.name, `${agentCall.name} agent started`);
+    const agent = agents.get(agentCall.name)!;
+    context.logger.info({ agent: agent.name }, 'the model handed the run over to an agent');
+    return driveAgent(context, {
+      agent,
+      request: { ...request, agentSession: { agentName: agent.name, nodeName: null }, metaEvents: [] },
+      messages: [...request.messages, ...recorder.messages()],
+      catalog,
+      options,
+    });
   }
+
+  if (serverCalls.length === 0 || serverCalls.length < calls.length) return;
+  if (round >= options.maxRounds) {
+    context.logger.warn({ maxRounds: options.maxRounds }, 'run stopped after the most rounds allowed');
+    return;
+  }
+  loop.messages.push(...recorder.messages());
+  return modelRound(loop, round + 1);
 }
 
 /** One model call; an adapter that returns with messages still open has finished them. */
