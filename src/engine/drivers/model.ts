@@ -65,7 +65,7 @@ interface ModelLoop {
 
 /**
  * The round loop. Not an async function: a run spends its life in a model call, and a suspended frame (its registers,
- * about 1.4 KB) would be held all along; while the model streams, the loop is one callback and this object.
+ * about 1.4 KB) would be held all along; while the model streams, the loop is one callback and its ModelLoop.
  */
 function driveModel(context: RunContext, plan: ModelRunPlan): Promise<void> {
   const { request, catalog, options } = plan;
