@@ -51,8 +51,8 @@ export function agentDriver(plan: AgentRunPlan): RunDriver {
  * and calls the agent again with their results, up to `maxRounds` calls. An interrupt, a frontend
  * call or an answer without server-side calls ends the run.
  */
-export async function driveAgent(context: RunContext, plan: AgentRunPlan): Promise<void> {
-  const { agent, request, catalog, options } = plan;
+export function driveAgent(context: RunContext, plan: AgentRunPlan): Promise<void> {
+  const { agent, request, catalog } = plan;
   context.summary.agent = agent.name;
   context.summary.agentKind = agent.kind;
   const ownState = request.agentStates.find((entry) => entry.agentName === agent.name);
@@ -60,74 +60,103 @@ export async function driveAgent(context: RunContext, plan: AgentRunPlan): Promi
     ...request.frontendTools.filter((tool) => !catalog.has(tool.name) && tool.name !== agent.name),
     ...catalog.tools().filter((tool) => tool.name !== agent.name),
   ];
-  let messages = [...plan.messages];
-  let state = ownState?.state ?? {};
+  return agentRound({ context, plan, ownState, tools, messages: [...plan.messages], state: ownState?.state ?? {} }, 1);
+}
 
-  for (let round = 1; ; round++) {
-    context.summary.rounds = round;
-    const recorder = new RoundRecorder(context.writer, catalog.size > 0);
-    // Chunks of one message that arrive together become one chunk (agents send one line per token).
-    const out = new CoalescingWriter(recorder);
-    const runId = round === 1 ? context.runId : randomUUID();
-    try {
-      await recorded(options, context, `agent:${agent.name}`, () =>
-        context.callUpstream(
+/**
+ * What every round of one run's agent loop uses. The loop is not an async function: a run spends its life in an
+ * agent call, and a suspended frame would hold its registers all along (see the model loop).
+ */
+interface AgentLoop {
+  context: RunContext;
+  plan: AgentRunPlan;
+  ownState: AgentRunPlan['request']['agentStates'][number] | undefined;
+  tools: ToolDefinition[];
+  messages: readonly Message[];
+  state: Record<string, unknown>;
+}
+
+/** One round: the agent's call, then what its calls lead to. */
+function agentRound(loop: AgentLoop, round: number): Promise<void> {
+  const { context, plan, ownState, tools, messages, state } = loop;
+  const { agent, request, catalog, options } = plan;
+  context.summary.rounds = round;
+  const recorder = new RoundRecorder(context.writer, catalog.size > 0);
+  // Chunks of one message that arrive together become one chunk (agents send one line per token).
+  const out = new CoalescingWriter(recorder);
+  const runId = round === 1 ? context.runId : randomUUID();
+  return recorded(options, context, `agent:${agent.name}`, () =>
+    context.callUpstream(
+      {
+        firstMs: options.agentFirstEventTimeoutMs,
+        idleMs: options.agentIdleTimeoutMs,
+        onTimeout: (waited, beforeFirst) =>
+          new UpstreamError(
+            'UPSTREAM_TIMEOUT',
+            `Agent "${agent.name}" sent nothing for ${waited} ms ` +
+              (beforeFirst ? 'after it was called (agentFirstEventTimeoutMs)' : 'between events (agentIdleTimeoutMs)') +
+              ' and was cut off.',
+            { details: { agentName: agent.name } },
+          ),
+      },
+      (signal) =>
+        agent.client.run(
           {
-            firstMs: options.agentFirstEventTimeoutMs,
-            idleMs: options.agentIdleTimeoutMs,
-            onTimeout: (waited, beforeFirst) =>
-              new UpstreamError(
-                'UPSTREAM_TIMEOUT',
-                `Agent "${agent.name}" sent nothing for ${waited} ms ` +
-                  (beforeFirst
-                    ? 'after it was called (agentFirstEventTimeoutMs)'
-                    : 'between events (agentIdleTimeoutMs)') +
-                  ' and was cut off.',
-                { details: { agentName: agent.name } },
-              ),
+            agentName: agent.name,
+            threadId: context.threadId,
+            runId,
+            nodeName: request.agentSession?.nodeName ?? null,
+            messages,
+            tools,
+            state,
+            config: ownState?.config ?? {},
+            metaEvents: round === 1 ? request.metaEvents : [],
+            context: request.context,
+            properties: request.properties,
+            principal: request.principal,
+            forwardedParameters: request.forwardedParameters,
+            logger: context.logger,
           },
-          (signal) =>
-            agent.client.run(
-              {
-                agentName: agent.name,
-                threadId: context.threadId,
-                runId,
-                nodeName: request.agentSession?.nodeName ?? null,
-                messages,
-                tools,
-                state,
-                config: ownState?.config ?? {},
-                metaEvents: round === 1 ? request.metaEvents : [],
-                context: request.context,
-                properties: request.properties,
-                principal: request.principal,
-                forwardedParameters: request.forwardedParameters,
-                logger: context.logger,
-              },
-              out,
-              signal,
-            ),
+          out,
+          signal,
         ),
-      );
-    } catch (error) {
+    ),
+  ).then(
+    () => afterAgentRound(loop, round, recorder, out),
+    (error: unknown) => {
       out.discard();
       throw error;
-    }
-    out.flush();
-    context.closeOpenMessages();
+    },
+  );
+}
 
-    const calls = recorder.unansweredCalls();
-    const serverCalls = await executeServerCalls(context, recorder, calls, catalog, request, options.actionTimeoutMs);
-    if (serverCalls.length === 0) return;
-    // The agent waits for the user (an interrupt) or the client (a frontend action): stop here.
-    if (recorder.interrupted || serverCalls.length < calls.length) return;
-    if (round >= options.maxRounds) {
-      context.logger.warn({ maxRounds: options.maxRounds }, 'agent run stopped after the most rounds allowed');
-      return;
-    }
-    messages = [...messages, ...recorder.messages()];
-    state = parseState(recorder.latestState) ?? state;
+/**
+ * After the agent's call: the server-side and remote actions it called are executed and, unless it waits for the user
+ * or the client, the agent is called again with their results.
+ */
+async function afterAgentRound(
+  loop: AgentLoop,
+  round: number,
+  recorder: RoundRecorder,
+  out: CoalescingWriter,
+): Promise<void> {
+  const { context, plan } = loop;
+  const { request, catalog, options } = plan;
+  out.flush();
+  context.closeOpenMessages();
+
+  const calls = recorder.unansweredCalls();
+  const serverCalls = await executeServerCalls(context, recorder, calls, catalog, request, options.actionTimeoutMs);
+  if (serverCalls.length === 0) return;
+  // The agent waits for the user (an interrupt) or the client (a frontend action): stop here.
+  if (recorder.interrupted || serverCalls.length < calls.length) return;
+  if (round >= options.maxRounds) {
+    context.logger.warn({ maxRounds: options.maxRounds }, 'agent run stopped after the most rounds allowed');
+    return;
   }
+  loop.messages = [...loop.messages, ...recorder.messages()];
+  loop.state = parseState(recorder.latestState) ?? loop.state;
+  return agentRound(loop, round + 1);
 }
 
 function parseState(json: string | undefined): Record<string, unknown> | undefined {
