@@ -125,6 +125,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
         version: GATEWAY_VERSION,
         onStream: metrics && ((delta) => metrics.httpStream(delta)),
         transcriber: config.transcription && new OpenAITranscriber(config.transcription, upstream),
+        inputBudget,
         reasoning: config.agUiReasoning,
         keepOutput: (res, bytes) => slowReaders.keep(res, bytes),
       }),

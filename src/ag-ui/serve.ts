@@ -19,6 +19,7 @@ import type { Transcriber } from '../adapters/transcription.js';
 import { runtimeInfo } from './info.js';
 import { threadResource } from './threads.js';
 import { loadAgUiSse, type AgUiSse } from './sse.js';
+import type { InputBudget } from '../core/input-budget.js';
 import { transcribeEnvelope, transcribeUpload } from './transcribe.js';
 
 export interface AgUiTransportOptions {
@@ -33,6 +34,8 @@ export interface AgUiTransportOptions {
   onStream?: (delta: 1 | -1) => void;
   /** Voice input (`/transcribe`, the `transcribe` method); none: not offered. */
   transcriber?: Transcriber;
+  /** The budget of input held at once (maxBufferedInputMb): an upload counts in it while it is read. */
+  inputBudget?: InputBudget;
   /**
    * Which clients get the model's reasoning: `declared`, those that declare AG-UI 1.0 (`protocolVersion`); `always`,
    * every one (GatewayOptions.agUiReasoning). @default "declared"
@@ -106,7 +109,9 @@ export class AgUiTransport {
       if (req.method !== 'GET' && req.method !== 'HEAD') return methodNotAllowed(res, 'GET');
       return sendJson(res, 200, await runtimeInfo(this.options, false));
     }
-    if (rest === '/transcribe') return transcribeUpload(req, res, this.options.transcriber, caller);
+    if (rest === '/transcribe') {
+      return transcribeUpload(req, res, this.options.transcriber, caller, this.options.inputBudget);
+    }
     if (rest === '/threads' || rest.startsWith('/threads/')) {
       const method = req.method ?? 'GET';
       const body = method === 'GET' || method === 'HEAD' ? undefined : await readBody();

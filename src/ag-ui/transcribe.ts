@@ -11,7 +11,8 @@ import {
   toGatewayError,
 } from '../core/errors.js';
 import { isObject } from '../core/values.js';
-import { readBodyBytes } from '../transports/http/body.js';
+import type { InputBudget } from '../core/input-budget.js';
+import { inputOverloaded, readBodyBytes } from '../transports/http/body.js';
 import { sendGatewayError, sendJson } from '../transports/responses.js';
 
 /** What a transcription needs of its caller (an AgUiCaller is one). */
@@ -43,10 +44,20 @@ type TranscriptionErrorCode =
 const MULTIPART_OVERHEAD_BYTES = 16 * 1024;
 
 /**
+ * The most parts, and the longest headers of one, of an upload's form. The platform's parser reads a body in one go
+ * and makes an object for every part: found from outside, a 25 MiB body of 400,000 empty parts held the event loop
+ * 9 to 40 s and took a gigabyte. A recording's form has one part, or a few with the client's own fields.
+ */
+const MAX_FORM_PARTS = 16;
+const MAX_PART_HEADER_BYTES = 8 * 1024;
+
+/**
  * Transcriptions at once in this process. Each holds its recording (up to maxBytes, 25 MiB by default) two or
- * three times over while it is read, parsed and sent on, for as long as the service takes: without a bound, a
- * burst of uploads would hold memory no other route can (run limits count runs, not uploads). Over it, the client
- * is told to retry (`rate_limited`, 503 OVERLOADED).
+ * three times over while it is parsed and sent on, for as long as the service takes: without a bound, a burst of
+ * uploads would hold memory no other route can (run limits count runs, not uploads). Over it, the client is told to
+ * retry (`rate_limited`, 503 OVERLOADED). A place is taken once the upload has arrived: while it is read, an upload
+ * counts in the input budget like every body (found from outside: eight uploads that sent a byte every ten seconds
+ * held every place for five minutes, and every other user was refused).
  */
 const MAX_CONCURRENT_TRANSCRIPTIONS = 8;
 let transcriptionsNow = 0;
@@ -74,6 +85,7 @@ export async function transcribeUpload(
   res: ServerResponse,
   transcriber: Transcriber | undefined,
   caller: Caller,
+  budget?: InputBudget,
 ): Promise<void> {
   if (req.method !== 'POST') {
     res.setHeader('allow', 'POST');
@@ -89,21 +101,22 @@ export async function transcribeUpload(
   // A declared length over the limit is refused before a byte is read.
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) return refuse(res, tooLong(transcriber), caller);
-  return inPlace(res, caller, () => readAndTranscribe(req, res, transcriber, contentType, limit, caller));
-}
-
-async function readAndTranscribe(
-  req: IncomingMessage,
-  res: ServerResponse,
-  transcriber: Transcriber,
-  contentType: string,
-  limit: number,
-  caller: Caller,
-): Promise<void> {
-  // (Read without the input budget: eight transcriptions at most are read at once, §8.7.)
-  const bytes = await readBodyBytes(req, limit);
+  const bytes = await readBodyBytes(req, limit, budget);
   if (bytes === 'aborted') return;
   if (bytes === 'too-large') return refuse(res, tooLong(transcriber), caller);
+  if (bytes === 'overloaded') return refuse(res, inputOverloaded(budget), caller);
+  const problem = formProblem(bytes, contentType);
+  if (problem !== undefined) return refuse(res, badRequest(problem), caller);
+  return inPlace(res, caller, () => parseAndTranscribe(res, transcriber, bytes, contentType, caller));
+}
+
+async function parseAndTranscribe(
+  res: ServerResponse,
+  transcriber: Transcriber,
+  bytes: Buffer<ArrayBuffer>,
+  contentType: string,
+  caller: Caller,
+): Promise<void> {
   let audio: unknown;
   try {
     // The platform's own multipart parser (undici's, behind Response): never parsed by hand.
@@ -117,6 +130,38 @@ async function readAndTranscribe(
   const filename = audio instanceof File && audio.name ? audio.name : 'recording.webm';
   const file = new Uint8Array(await audio.arrayBuffer());
   return transcribe(res, transcriber, { bytes: file, type: audio.type || 'audio/webm', filename }, caller);
+}
+
+/**
+ * What is wrong with an upload's multipart framing that the parser would pay for (MAX_FORM_PARTS,
+ * MAX_PART_HEADER_BYTES), or undefined. Counted over the bytes as they are: each `--<boundary>` is a part's start (or
+ * the form's end); a body whose boundary this cannot read plainly is refused too, so that the count is never of
+ * another boundary than the parser's.
+ */
+function formProblem(bytes: Buffer, contentType: string): string | undefined {
+  const boundaries = [...contentType.matchAll(/;\s*boundary=(?:"([^"]*)"|([^;\s]*))/gi)];
+  const boundary = boundaries.length === 1 ? (boundaries[0][1] ?? boundaries[0][2]) : undefined;
+  // RFC 2046's boundary: 1 to 70 of these characters, not ending in a space.
+  if (boundary === undefined || !/^[0-9A-Za-z'()+_,\-./:=? ]{0,69}[0-9A-Za-z'()+_,\-./:=?]$/.test(boundary)) {
+    return 'The multipart/form-data body needs one plain boundary in its content type.';
+  }
+  const delimiter = Buffer.from(`--${boundary}`, 'latin1');
+  let parts = 0;
+  let at = bytes.indexOf(delimiter);
+  while (at !== -1) {
+    if (++parts > MAX_FORM_PARTS + 1) return `The form has more than ${MAX_FORM_PARTS} parts.`;
+    const next = bytes.indexOf(delimiter, at + delimiter.length);
+    // A part's headers end at its blank line (or, in a broken one, where the next part starts); the form's closing
+    // delimiter (`--<boundary>--`) has none.
+    const closing = bytes[at + delimiter.length] === 0x2d && bytes[at + delimiter.length + 1] === 0x2d;
+    const partEnd = next === -1 ? bytes.length : next;
+    const blank = bytes.subarray(at, Math.min(partEnd, at + MAX_PART_HEADER_BYTES + 4)).indexOf('\r\n\r\n');
+    if (!closing && (blank === -1 ? partEnd - at : blank) > MAX_PART_HEADER_BYTES) {
+      return `A part of the form has more than ${MAX_PART_HEADER_BYTES} bytes of headers.`;
+    }
+    at = next;
+  }
+  return undefined;
 }
 
 /**

@@ -19,11 +19,9 @@ export function readBody(req: IncomingMessage, limit: number, budget?: InputBudg
 export function readBodyBytes(
   req: IncomingMessage,
   limit: number,
-): Promise<Buffer<ArrayBuffer> | Exclude<NotRead, 'overloaded'>> {
-  // (Read without the input budget, never `overloaded`: its one caller bounds how many it reads at once.)
-  return readChunks(req, limit, (chunks) => Buffer.concat(chunks) as Buffer<ArrayBuffer>) as Promise<
-    Buffer<ArrayBuffer> | Exclude<NotRead, 'overloaded'>
-  >;
+  budget?: InputBudget,
+): Promise<Buffer<ArrayBuffer> | NotRead> {
+  return readChunks(req, limit, (chunks) => Buffer.concat(chunks) as Buffer<ArrayBuffer>, budget);
 }
 
 /**
