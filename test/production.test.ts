@@ -488,6 +488,68 @@ describe('authentication', () => {
   });
 });
 
+describe('a JWKS that fails or is too large', () => {
+  it('asks a failing key server again only after 5 s, and takes at most 1 MiB and 100 keys of a key set', async () => {
+    // Found from outside: while the key server failed, every token naming an unknown key made the gateway fetch the
+    // set again; and a set of 200,000 keys (130 MB) was read whole and held.
+    const { publicKey, privateKey } = await generateKeyPair('RS256');
+    const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
+    let answer: 'keys' | 'error' | 'huge' | 'many' = 'error';
+    let fetches = 0;
+    const jwks = createServer((_req, res) => {
+      fetches++;
+      if (answer === 'error') return void res.writeHead(500).end('down');
+      res.setHeader('content-type', 'application/json');
+      if (answer === 'huge') return void res.end(JSON.stringify({ keys: [jwk], padding: 'x'.repeat(2 * 1024 * 1024) }));
+      if (answer === 'many') {
+        return void res.end(
+          JSON.stringify({ keys: Array.from({ length: 101 }, (_, i) => ({ ...jwk, kid: `k${i}` })) }),
+        );
+      }
+      res.end(JSON.stringify({ keys: [jwk] }));
+    });
+    const jwksUrl = `${await listen(jwks)}/.well-known/jwks.json`;
+    const sign = (kid: string) =>
+      new SignJWT({})
+        .setProtectedHeader({ alg: 'RS256', kid })
+        .setSubject('user-8')
+        .setExpirationTime('5m')
+        .sign(privateKey);
+    const unavailable = async (url: string, token: string) => {
+      const refused = await post(url, HELLO, auth(token));
+      expect(refused.status).toBe(503);
+      expect(refused.json.errors[0].extensions.code).toBe('AUTH_UNAVAILABLE');
+    };
+    try {
+      const gateway = await start({ authenticate: jwtAuthenticator({ jwksUrl }) });
+      for (let index = 0; index < 5; index++) await unavailable(gateway.url, await sign(`unknown-${index}`));
+      expect(fetches).toBe(1);
+      for (const shape of ['huge', 'many'] as const) {
+        answer = shape;
+        const fresh = await start({ authenticate: jwtAuthenticator({ jwksUrl }) });
+        await unavailable(fresh.url, await sign('k1'));
+      }
+      answer = 'keys';
+      const working = await start({ authenticate: jwtAuthenticator({ jwksUrl }) });
+      expect((await post(working.url, HELLO, auth(await sign('k1')))).status).toBe(200);
+      // A critical header parameter jose does not know is named as such, not as the algorithm.
+      const critical = await new SignJWT({})
+        .setProtectedHeader({ alg: 'RS256', kid: 'k1', crit: ['x-unknown'], 'x-unknown': true })
+        .setSubject('user-8')
+        .setExpirationTime('5m')
+        .sign(privateKey, { crit: { 'x-unknown': true } });
+      const refused = await post(working.url, HELLO, auth(critical));
+      expect(refused.status).toBe(401);
+      expect(refused.json.errors[0].message).toBe(
+        "The credentials were not accepted (the token's algorithm or a critical header parameter of it is not " +
+          'supported).',
+      );
+    } finally {
+      await close(jwks);
+    }
+  });
+});
+
 describe('credentials that expire', () => {
   /** One operation on an existing graphql-ws client: its events and errors, and when it is over. */
   function operation(client: ReturnType<typeof createClient>, query: string, variables: Record<string, unknown>) {

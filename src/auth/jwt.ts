@@ -1,4 +1,11 @@
-import { createRemoteJWKSet, errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import {
+  createRemoteJWKSet,
+  customFetch,
+  errors,
+  jwtVerify,
+  type FetchImplementation,
+  type JWTVerifyGetKey,
+} from 'jose';
 import { AuthUnavailableError, ConfigurationError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import { isHttpUrl } from '../core/urls.js';
@@ -25,7 +32,8 @@ const REFUSALS: Record<string, string> = {
   ERR_JWS_INVALID: 'not a signed token',
   ERR_JWT_INVALID: 'not a valid token',
   ERR_JOSE_ALG_NOT_ALLOWED: "the token's algorithm is not accepted",
-  ERR_JOSE_NOT_SUPPORTED: "the token's algorithm is not supported",
+  // (jose's code for an algorithm it does not know, and for a `crit` header parameter it does not recognise)
+  ERR_JOSE_NOT_SUPPORTED: "the token's algorithm or a critical header parameter of it is not supported",
   ERR_JWKS_NO_MATCHING_KEY: 'no published key matches the token',
   ERR_JWKS_MULTIPLE_MATCHING_KEYS: 'several published keys match the token',
 };
@@ -54,9 +62,65 @@ function claimRefusal(error: errors.JWTClaimValidationFailed): string {
   }
 }
 
+/** The largest key set read: a real one is a few keys, a few kilobytes. */
+const MAX_KEY_SET_BYTES = 1024 * 1024;
+const MAX_KEY_SET_KEYS = 100;
+/** After a failed fetch of the key set, how long tokens that need it are answered AUTH_UNAVAILABLE without another. */
+const KEY_SET_RETRY_MS = 5_000;
+
+/**
+ * jose's fetch of the key set, bounded. jose reads an answer of any size, and after a failed fetch starts no cooldown
+ * (it counts from its last success), so found from outside: a key set of 200,000 keys (130 MB) held 468 MB and made
+ * every token check scan it (about 50 ms each); and while the key server was down, every token naming an unknown key
+ * made the gateway fetch it again (20 requests, 20 fetches), refusals that are not counted as failed logins. Here an
+ * answer is at most 1 MiB and 100 keys, and for 5 s after a failure the set is not asked for again.
+ */
+function guardedKeySetFetch(): FetchImplementation {
+  let failedAt = -Infinity;
+  return async (url, init) => {
+    if (Date.now() - failedAt < KEY_SET_RETRY_MS) throw new Error('the key set could not be fetched moments ago');
+    try {
+      const response = await fetch(url, init);
+      if (response.status !== 200) {
+        await response.body?.cancel();
+        throw new Error(`the key set's server answered HTTP ${response.status}`);
+      }
+      const text = await boundedText(response, MAX_KEY_SET_BYTES);
+      const keys = (JSON.parse(text) as { keys?: unknown } | null)?.keys;
+      if (!Array.isArray(keys) || keys.length > MAX_KEY_SET_KEYS) {
+        throw new Error(`the key set is not a list of at most ${MAX_KEY_SET_KEYS} keys`);
+      }
+      return new Response(text, { status: 200, headers: { 'content-type': 'application/json' } });
+    } catch (error) {
+      failedAt = Date.now();
+      throw error;
+    }
+  };
+}
+
+/** A response's body as text, refused past `limit` bytes (the rest is not read). */
+async function boundedText(response: Response, limit: number): Promise<string> {
+  if (!response.body) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = response.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel();
+      throw new Error(`the key set is larger than ${limit} bytes`);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 /**
  * JWTs sent as `Authorization: Bearer <token>`, verified with jose against a JWKS URL (keys cached;
- * fetched again when a token names an unknown key, at most every 30 s) or a shared secret, with the
+ * fetched again when a token names an unknown key, at most every 30 s, and
+ * not within 5 s of a failed fetch: guardedKeySetFetch) or a shared secret, with the
  * issuer and audience checked when set. The principal is the token's `sub` ("jwt:<sub>"), with its
  * verified claims, and with an `exp` its `expiresAt` (that time plus the tolerance). A JWKS that
  * cannot be fetched is AUTH_UNAVAILABLE (503), not a refusal.
@@ -93,6 +157,7 @@ export function jwtAuthenticator(options: JwtOptions): Authenticate {
         timeoutDuration: 5_000,
         cooldownDuration: 30_000,
         cacheMaxAge: 10 * 60_000,
+        [customFetch]: guardedKeySetFetch(),
       })
     : new TextEncoder().encode(secret);
   const algorithms = secret !== undefined ? ['HS256', 'HS384', 'HS512'] : undefined;
