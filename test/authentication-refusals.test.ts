@@ -88,9 +88,16 @@ describe('JWTs', () => {
       // The API keys beside it still work, and a wrong key is still the client's mistake.
       expect((await post(gateway.url, HELLO, bearer(KEY_A))).status).toBe(200);
       expect((await post(gateway.url, HELLO, bearer('not-a-key-0123456789abcdef'))).status).toBe(401);
-      // Once the keys can be fetched, the token is accepted.
+      // Once the keys can be fetched, the token is accepted: within the `retry-after` the refusal gave (a failed fetch is
+      // not repeated for 5 s).
       jwksUp = true;
-      expect((await post(gateway.url, HELLO, bearer(token))).status).toBe(200);
+      const accepted = await until(
+        async () => (await post(gateway.url, HELLO, bearer(token))).status,
+        (status) => status === 200,
+        'the token accepted once the keys can be fetched',
+        10_000,
+      );
+      expect(accepted).toBe(200);
     } finally {
       await close(jwks);
     }
