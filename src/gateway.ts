@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AddressInfo } from 'node:net';
 import { AgUiTransport } from './ag-ui/serve.js';
@@ -70,7 +70,14 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const { upstream, endpoints, mcp, store, threads, limiter, access, launcher, cors, hosts, metrics, inputBudget } =
     wireGateway(config);
 
-  const server = createServer({ noDelay: true, keepAliveTimeout: 65_000 });
+  const server = createServer({
+    noDelay: true,
+    keepAliveTimeout: 65_000,
+    // Where Node offers it (24, for one), a request with an Upgrade header for another protocol than WebSocket (`curl
+    // --http2` offers h2c) is served as the request it is; without it, every such request goes to the WebSocket
+    // server, which refuses it (an outside check found `/health` answered 400 that way).
+    ...({ shouldUpgradeCallback: isWebSocketUpgrade } as object),
+  });
   const closeListener = listenerCloser(server);
   const slowReaders = new SlowReaderGuard(server, {
     budgetBytes: config.maxBufferedOutputMb * 1024 * 1024,
@@ -254,4 +261,9 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     await closeListener(1_000);
     await close();
   }
+}
+
+/** Whether a request asks to become a WebSocket (the only upgrade the gateway serves). */
+function isWebSocketUpgrade(req: IncomingMessage): boolean {
+  return req.headers.upgrade?.toLowerCase() === 'websocket';
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it, jest } from '@jest/globals';
-import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { createServer, request as httpRequest, type IncomingMessage } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { createClient } from 'graphql-ws';
@@ -58,6 +58,25 @@ describe('HTTP endpoints', () => {
     expect(missing.status).toBe(404);
     expect((await missing.json()).errors[0]).toMatchObject({ extensions: { code: 'NOT_FOUND' } });
   });
+
+  // Node releases with shouldUpgradeCallback (24 does, 20 does not) let the gateway decline an upgrade it does not serve.
+  const declinesUpgrades = 'shouldUpgradeCallback' in createServer({ shouldUpgradeCallback: () => false } as object);
+  (declinesUpgrades ? it : it.skip)(
+    'serves a request that offers another protocol than WebSocket (Upgrade: h2c) as the plain request it is',
+    async () => {
+      // Found from outside: `curl --http2` (which offers h2c) got 400 from /health, and 405 text/html from GraphQL.
+      const { url } = await start();
+      const health = await rawRequest(`${new URL(url).origin}/health`, 'GET', {
+        connection: 'Upgrade, HTTP2-Settings',
+        upgrade: 'h2c',
+        'http2-settings': 'AAMAAABkAARAAAAAAAIAAAAA',
+      });
+      expect(health).toMatchObject({ status: 200, body: '{"status":"ok"}' });
+      const query = await rawRequest(url, 'POST', { connection: 'Upgrade', upgrade: 'foo' }, '{"query":"{ hello }"}');
+      expect(query.status).toBe(200);
+      expect(JSON.parse(query.body).data.hello).toEqual(expect.any(String));
+    },
+  );
 
   it('serves the GraphQL endpoint at a configured path', async () => {
     const { url } = await start({ path: '/copilotkit' });
@@ -617,3 +636,23 @@ describe('bad requests', () => {
     expect(status.details.requestId).toMatch(/^[0-9a-f-]{36}$/);
   });
 });
+
+/** A request made with node:http, so that hop-by-hop headers (Connection, Upgrade) go as given. */
+function rawRequest(
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method, headers: { 'content-type': 'application/json', ...headers } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+    });
+    req.on('error', reject);
+    req.on('upgrade', (res) => resolve({ status: res.statusCode ?? 0, body: '' }));
+    req.end(body);
+  });
+}
