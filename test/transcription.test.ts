@@ -231,8 +231,12 @@ describe('when the service fails', () => {
     const g = await start({ logger, transcription: { baseURL, apiKey: 'sk-transcribe' } });
     expect((await upload(g.url)).status).toBe(200);
     fake.failWith = 401;
-    await upload(g.url);
-    await envelope(g.url, { audio: base64(recording) });
+    // The service echoes the key it was given: neither the log nor the client gets it.
+    const answers = [
+      await (await upload(g.url)).text(),
+      await (await envelope(g.url, { audio: base64(recording) })).text(),
+    ];
+    expect(answers.join('\n')).not.toContain('sk-transcribe');
     expect(lines.length).toBeGreaterThan(0);
     const logged = lines.join('\n');
     expect(logged).not.toContain(base64(recording).slice(0, 40));

@@ -169,10 +169,36 @@ export interface ErrorAnswer {
   detail: string | undefined;
   attempts: number;
   logger: Logger;
+  /** The headers the call sent: the credentials among them are taken out of the explanation (withoutCredentials). */
+  sentHeaders?: Record<string, string>;
+}
+
+/** Headers whose values are credentials. */
+const CREDENTIAL_HEADERS = /^(?:authorization|proxy-authorization|cookie|x-api-key|api-key|x-goog-api-key)$/i;
+
+/**
+ * An upstream's explanation without the credentials the gateway sent it: a service that echoes the key it was given
+ * ("bad key sk-…") would otherwise put it in the gateway's log, and for a 4xx in the client's error (found from
+ * outside, with a transcription service).
+ */
+export function withoutCredentials(
+  text: string | undefined,
+  headers: Record<string, string> | undefined,
+): string | undefined {
+  if (text === undefined || headers === undefined) return text;
+  let clean = text;
+  for (const [name, value] of Object.entries(headers)) {
+    if (!CREDENTIAL_HEADERS.test(name) || typeof value !== 'string') continue;
+    const secret = value.replace(/^(?:Bearer|Basic|Token)\s+/i, '').trim();
+    if (secret.length >= 8) clean = clean.split(secret).join('[redacted]');
+  }
+  return clean;
 }
 
 /** The error for an answer with a non-2xx status (logged here). */
-export function errorAnswerFailure({ who, status, retryAfter, detail, attempts, logger }: ErrorAnswer): UpstreamError {
+export function errorAnswerFailure(answer: ErrorAnswer): UpstreamError {
+  const { who, status, retryAfter, attempts, logger } = answer;
+  const detail = withoutCredentials(answer.detail, answer.sentHeaders);
   const retryAfterMs = parseRetryAfter(retryAfter);
   logger.warn({ upstream: who, status, attempts, detail }, 'upstream answered with an error');
   return upstreamStatusError(who, status, {

@@ -22,13 +22,15 @@ export function readStream(
   who: string,
   signal: AbortSignal,
   logger: Logger,
+  /** The headers the call sent (an error answer's explanation is logged without their credentials). */
+  sentHeaders?: Record<string, string>,
 ): Promise<{ status: number; attempts: number }> {
   const onAbort = () => handler.abort(signal.reason);
   if (signal.aborted) onAbort();
   else signal.addEventListener('abort', onAbort, { once: true });
   const unlink = () => signal.removeEventListener('abort', onAbort);
   if (handler.status < 200 || handler.status > 299) {
-    return statusError(handler, attempts, who, signal, logger).finally(unlink);
+    return statusError(handler, attempts, who, signal, logger, sentHeaders).finally(unlink);
   }
   return handler.ended.then(
     () => {
@@ -50,10 +52,12 @@ async function statusError(
   who: string,
   signal: AbortSignal,
   logger: Logger,
+  sentHeaders: Record<string, string> | undefined,
 ): Promise<never> {
   const detail = errorDetail(await handler.errorBody(ERROR_BODY_WAIT_MS));
   signal.throwIfAborted();
-  throw errorAnswerFailure({ who, status: handler.status, retryAfter: handler.retryAfter, detail, attempts, logger });
+  const { status, retryAfter } = handler;
+  throw errorAnswerFailure({ who, status, retryAfter, detail, attempts, logger, sentHeaders });
 }
 
 /**

@@ -64,7 +64,8 @@ export class FakeTranscription {
     if (this.failWith === 401) {
       return answer(res, 401, {
         error: {
-          message: 'Incorrect API key provided.',
+          // Echoing the key it was given, as some compatible services do: the gateway must not pass it on or log it.
+          message: `Incorrect API key provided: ${req.headers.authorization?.replace(/^Bearer /, '') ?? ''}.`,
           type: 'invalid_request_error',
           param: null,
           code: 'invalid_api_key',
