@@ -8,6 +8,7 @@ import { statusOf } from '../src/core/errors.js';
 import { FakeTranscription } from './support/fake-transcription.js';
 import { eventually, gatewaysPerTest, type RunningGateway } from './support/harness.js';
 import { close, listen } from './support/loopback.js';
+import { until } from './support/threads.js';
 
 // Voice input for CopilotKit ≥1.50 (AG-UI `/transcribe`), driven as @copilotkit/react-core 1.74's
 // transcribeAudio sends it: multipart/form-data with one file field `audio` (multi-route), or the single-route
@@ -50,6 +51,12 @@ function envelope(url: string, body: unknown): Promise<Response> {
 }
 
 const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
+
+/** The input the gateway holds now, from its metrics (`copilot_gateway_input_held_bytes`). */
+async function heldInput(url: string): Promise<number> {
+  const text = await (await fetch(new URL('/metrics', url))).text();
+  return Number(/^copilot_gateway_input_held_bytes (\d+)$/m.exec(text)?.[1] ?? NaN);
+}
 
 /** A failure's answer: its status, and CopilotKit's body with the gateway's code. */
 async function failure(response: Response) {
@@ -321,12 +328,29 @@ describe('when the service fails', () => {
       'A part of the form has more than 8192 bytes of headers.',
     );
     // A boundary given twice, or not plainly, is not guessed at.
+    const plainBoundary = 'The multipart/form-data body needs one plain boundary in its content type.';
     const twice = await fetch(`${g.url}/transcribe`, {
       method: 'POST',
       headers: { 'content-type': `multipart/form-data; boundary=a; boundary=${boundary}` },
       body,
     });
-    expect(await failure(twice)).toEqual(invalid);
+    expect(await failure(twice.clone())).toEqual(invalid);
+    expect(((await twice.json()) as { message: string }).message).toBe(plainBoundary);
+    // Found in review: `boundary=AB,CD` is `AB,CD` to the count and `AB` to the platform's parser, which then read
+    // every `--AB` part. The body is parsed with the boundary that was counted.
+    const parts = Array.from({ length: 40 }, () => '--AB\r\ncontent-disposition: form-data; name="a"\r\n\r\nx\r\n');
+    const comma = await fetch(`${g.url}/transcribe`, {
+      method: 'POST',
+      headers: { 'content-type': 'multipart/form-data; boundary=AB,CD' },
+      body: Buffer.concat([
+        Buffer.from(
+          `${parts.join('')}--AB\r\ncontent-disposition: form-data; name="audio"; filename="r.webm"\r\n` +
+            'content-type: audio/webm\r\n\r\n',
+        ),
+        Buffer.from('a recording\r\n--AB--\r\n'),
+      ]),
+    });
+    expect(await failure(comma)).toEqual(invalid);
     expect(fake.requests).toHaveLength(1);
   });
 
@@ -345,6 +369,13 @@ describe('when the service fails', () => {
       return socket;
     });
     try {
+      // Each has begun its body (five bytes) before the recording is sent.
+      await until(
+        () => heldInput(g.url),
+        (held) => held >= 9 * 5,
+        'the nine stalled bodies being read',
+        10_000,
+      );
       const answer = await upload(g.url);
       expect(answer.status).toBe(200);
       expect(await answer.json()).toEqual({ text: 'hello from the microphone' });

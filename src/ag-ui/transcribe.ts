@@ -105,21 +105,24 @@ export async function transcribeUpload(
   if (bytes === 'aborted') return;
   if (bytes === 'too-large') return refuse(res, tooLong(transcriber), caller);
   if (bytes === 'overloaded') return refuse(res, inputOverloaded(budget), caller);
-  const problem = formProblem(bytes, contentType);
-  if (problem !== undefined) return refuse(res, badRequest(problem), caller);
-  return inPlace(res, caller, () => parseAndTranscribe(res, transcriber, bytes, contentType, caller));
+  const form = checkedForm(bytes, contentType);
+  if ('problem' in form) return refuse(res, badRequest(form.problem), caller);
+  return inPlace(res, caller, () => parseAndTranscribe(res, transcriber, bytes, form.boundary, caller));
 }
 
 async function parseAndTranscribe(
   res: ServerResponse,
   transcriber: Transcriber,
   bytes: Buffer<ArrayBuffer>,
-  contentType: string,
+  boundary: string,
   caller: Caller,
 ): Promise<void> {
   let audio: unknown;
   try {
     // The platform's own multipart parser (undici's, behind Response): never parsed by hand.
+    // Parsed with the boundary checkedForm counted, quoted, whatever else the client's content type said: undici reads
+    // a content type its own way (found in review: `boundary=AB,CD` was `AB,CD` to the check and `AB` to the parser).
+    const contentType = `multipart/form-data; boundary="${boundary}"`;
     audio = (await new Response(bytes, { headers: { 'content-type': contentType } }).formData()).get('audio');
   } catch {
     return refuse(res, badRequest('The multipart/form-data body does not parse.'), caller);
@@ -133,23 +136,23 @@ async function parseAndTranscribe(
 }
 
 /**
- * What is wrong with an upload's multipart framing that the parser would pay for (MAX_FORM_PARTS,
- * MAX_PART_HEADER_BYTES), or undefined. Counted over the bytes as they are: each `--<boundary>` is a part's start (or
- * the form's end); a body whose boundary this cannot read plainly is refused too, so that the count is never of
- * another boundary than the parser's.
+ * The boundary of an upload whose multipart framing the parser can read cheaply (MAX_FORM_PARTS,
+ * MAX_PART_HEADER_BYTES), or what is wrong with it. Counted over the bytes as they are: each `--<boundary>` is a
+ * part's start (or the form's end). A body whose boundary this cannot read plainly is refused, and the body is parsed
+ * with this boundary, so that the count is never of another boundary than the parser's.
  */
-function formProblem(bytes: Buffer, contentType: string): string | undefined {
+function checkedForm(bytes: Buffer, contentType: string): { boundary: string } | { problem: string } {
   const boundaries = [...contentType.matchAll(/;\s*boundary=(?:"([^"]*)"|([^;\s]*))/gi)];
   const boundary = boundaries.length === 1 ? (boundaries[0][1] ?? boundaries[0][2]) : undefined;
   // RFC 2046's boundary: 1 to 70 of these characters, not ending in a space.
   if (boundary === undefined || !/^[0-9A-Za-z'()+_,\-./:=? ]{0,69}[0-9A-Za-z'()+_,\-./:=?]$/.test(boundary)) {
-    return 'The multipart/form-data body needs one plain boundary in its content type.';
+    return { problem: 'The multipart/form-data body needs one plain boundary in its content type.' };
   }
   const delimiter = Buffer.from(`--${boundary}`, 'latin1');
   let parts = 0;
   let at = bytes.indexOf(delimiter);
   while (at !== -1) {
-    if (++parts > MAX_FORM_PARTS + 1) return `The form has more than ${MAX_FORM_PARTS} parts.`;
+    if (++parts > MAX_FORM_PARTS + 1) return { problem: `The form has more than ${MAX_FORM_PARTS} parts.` };
     const next = bytes.indexOf(delimiter, at + delimiter.length);
     // A part's headers end at its blank line (or, in a broken one, where the next part starts); the form's closing
     // delimiter (`--<boundary>--`) has none.
@@ -157,11 +160,11 @@ function formProblem(bytes: Buffer, contentType: string): string | undefined {
     const partEnd = next === -1 ? bytes.length : next;
     const blank = bytes.subarray(at, Math.min(partEnd, at + MAX_PART_HEADER_BYTES + 4)).indexOf('\r\n\r\n');
     if (!closing && (blank === -1 ? partEnd - at : blank) > MAX_PART_HEADER_BYTES) {
-      return `A part of the form has more than ${MAX_PART_HEADER_BYTES} bytes of headers.`;
+      return { problem: `A part of the form has more than ${MAX_PART_HEADER_BYTES} bytes of headers.` };
     }
     at = next;
   }
-  return undefined;
+  return { boundary };
 }
 
 /**

@@ -9,6 +9,7 @@ import {
 import { AuthUnavailableError, ConfigurationError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import { isHttpUrl } from '../core/urls.js';
+import { isObject } from '../core/values.js';
 import { bearerToken, unauthenticated, type Authenticate } from './authenticate.js';
 
 export interface JwtOptions {
@@ -87,7 +88,8 @@ function guardedKeySetFetch(): FetchImplementation {
       }
       const text = await boundedText(response, MAX_KEY_SET_BYTES);
       const keys = (JSON.parse(text) as { keys?: unknown } | null)?.keys;
-      if (!Array.isArray(keys) || keys.length > MAX_KEY_SET_KEYS) {
+      // (A list jose would refuse, of keys that are not objects, is a failed fetch here too: found in review.)
+      if (!Array.isArray(keys) || keys.length > MAX_KEY_SET_KEYS || !keys.every(isObject)) {
         throw new Error(`the key set is not a list of at most ${MAX_KEY_SET_KEYS} keys`);
       }
       return new Response(text, { status: 200, headers: { 'content-type': 'application/json' } });

@@ -144,7 +144,13 @@ export async function readErrorDetail(body: Readable, waitMs: number): Promise<s
   return errorDetail(text);
 }
 
-/** The explanation in an error body's text, at most 1,000 characters. */
+/** How much of an upstream's explanation is logged or sent. */
+const MAX_DETAIL_CHARS = 1000;
+
+/**
+ * The explanation in an error body's text: cut to MAX_DETAIL_CHARS once the credentials are out of it
+ * (errorAnswerFailure), with room for them here.
+ */
 export function errorDetail(text: string): string | undefined {
   const trimmed = text.trim();
   if (!trimmed) return undefined;
@@ -156,7 +162,7 @@ export function errorDetail(text: string): string | undefined {
     // Not JSON: the text itself.
   }
   if (typeof detail !== 'string') detail = JSON.stringify(detail);
-  return (detail as string).slice(0, 1000);
+  return (detail as string).slice(0, MAX_DETAIL_CHARS + 4096);
 }
 
 /** The answer had a non-2xx status: what the call fails with, logged with the explanation its body gave. */
@@ -174,7 +180,7 @@ export interface ErrorAnswer {
 }
 
 /** Headers whose values are credentials. */
-const CREDENTIAL_HEADERS = /^(?:authorization|proxy-authorization|cookie|x-api-key|api-key|x-goog-api-key)$/i;
+const CREDENTIAL_HEADERS = /auth|key|token|secret|cookie|session|signature|password/i;
 
 /**
  * An upstream's explanation without the credentials the gateway sent it: a service that echoes the key it was given
@@ -198,7 +204,8 @@ export function withoutCredentials(
 /** The error for an answer with a non-2xx status (logged here). */
 export function errorAnswerFailure(answer: ErrorAnswer): UpstreamError {
   const { who, status, retryAfter, attempts, logger } = answer;
-  const detail = withoutCredentials(answer.detail, answer.sentHeaders);
+  // Taken out before the explanation is cut to its length, so that no part of a credential is left at the cut.
+  const detail = withoutCredentials(answer.detail, answer.sentHeaders)?.slice(0, MAX_DETAIL_CHARS);
   const retryAfterMs = parseRetryAfter(retryAfter);
   logger.warn({ upstream: who, status, attempts, detail }, 'upstream answered with an error');
   return upstreamStatusError(who, status, {
