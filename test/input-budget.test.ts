@@ -8,7 +8,7 @@ import WebSocket, { WebSocketServer } from 'ws';
 import { InputBudget } from '../src/core/input-budget.js';
 import { countWebSocketInput } from '../src/transports/ws/input.js';
 import { close, listen } from './support/loopback.js';
-import { gatewaysPerTest, type RunningGateway } from './support/harness.js';
+import { gatewaysPerTest, metricValue, type RunningGateway } from './support/harness.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { failOnProcessErrors } from './support/process-errors.js';
 import { until } from './support/threads.js';
@@ -100,12 +100,6 @@ describe('the input of runs in flight (maxBufferedInputMb)', () => {
     expect(admitted.finished).toBe(true);
   }, 60_000);
 
-  /** The input the gateway holds now, from its metrics (`copilot_gateway_input_held_bytes`). */
-  async function heldInput(g: { url: string }): Promise<number> {
-    const text = await (await fetch(new URL('/metrics', g.url))).text();
-    return Number(/^copilot_gateway_input_held_bytes (\d+)$/m.exec(text)?.[1] ?? NaN);
-  }
-
   it('counts the bodies being read in the same budget: one never finished holds only its part, until it goes', async () => {
     const g = await start({ maxBufferedInputMb: 2 });
     const { hostname: host, port, pathname } = new URL(g.url);
@@ -119,7 +113,7 @@ describe('the input of runs in flight (maxBufferedInputMb)', () => {
     );
     // Once its part is counted (a run sent sooner could be counted first, and the holder be the one refused),
     await until(
-      async () => heldInput(g),
+      () => metricValue(g.url, 'copilot_gateway_input_held_bytes'),
       (held) => held >= 1_500_000,
       "the holder's part counted",
       20_000,
@@ -150,7 +144,7 @@ describe('the input of runs in flight (maxBufferedInputMb)', () => {
     expect(served.finished).toBe(true);
     // Nothing is held once the runs have ended.
     await until(
-      async () => heldInput(g),
+      () => metricValue(g.url, 'copilot_gateway_input_held_bytes'),
       (held) => held === 0,
       'the input given back',
       20_000,

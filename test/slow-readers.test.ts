@@ -5,7 +5,7 @@ import pino from 'pino';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { ThreadService } from '../src/engine/thread-service.js';
 import { SlowReaderGuard } from '../src/transports/slow-readers.js';
-import { gatewaysPerTest, silentLogger, type RunningGateway } from './support/harness.js';
+import { gatewaysPerTest, metricValue, silentLogger, type RunningGateway } from './support/harness.js';
 import { close, listen } from './support/loopback.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { failOnProcessErrors } from './support/process-errors.js';
@@ -107,10 +107,8 @@ async function threadReadRefused(g: RunningGateway): Promise<void> {
   expect(refused.errors![0].message).toMatch(/holds too much output for clients that are not reading/);
 }
 
-const droppedCount = async (g: RunningGateway): Promise<number> => {
-  const text = await (await fetch(new URL('/metrics', g.url))).text();
-  return Number(/^copilot_gateway_slow_readers_dropped_total (\d+)/m.exec(text)?.[1] ?? NaN);
-};
+const droppedCount = (g: RunningGateway): Promise<number> =>
+  metricValue(g.url, 'copilot_gateway_slow_readers_dropped_total');
 
 describe('readers that do not read (maxBufferedOutputMb)', () => {
   it("closes a client that never reads a long thread's replay, refusing whole-thread reads meanwhile, and serves readers", async () => {

@@ -6,7 +6,7 @@ import { resolveOptions } from '../src/gateway/options.js';
 import { readEnvironment } from '../src/env.js';
 import { statusOf } from '../src/core/errors.js';
 import { FakeTranscription } from './support/fake-transcription.js';
-import { eventually, gatewaysPerTest, type RunningGateway } from './support/harness.js';
+import { eventually, gatewaysPerTest, metricValue, type RunningGateway } from './support/harness.js';
 import { close, listen } from './support/loopback.js';
 import { until } from './support/threads.js';
 
@@ -51,12 +51,6 @@ function envelope(url: string, body: unknown): Promise<Response> {
 }
 
 const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
-
-/** The input the gateway holds now, from its metrics (`copilot_gateway_input_held_bytes`). */
-async function heldInput(url: string): Promise<number> {
-  const text = await (await fetch(new URL('/metrics', url))).text();
-  return Number(/^copilot_gateway_input_held_bytes (\d+)$/m.exec(text)?.[1] ?? NaN);
-}
 
 /** A failure's answer: its status, and CopilotKit's body with the gateway's code. */
 async function failure(response: Response) {
@@ -371,7 +365,7 @@ describe('when the service fails', () => {
     try {
       // Each has begun its body (five bytes) before the recording is sent.
       await until(
-        () => heldInput(g.url),
+        () => metricValue(g.url, 'copilot_gateway_input_held_bytes'),
         (held) => held >= 9 * 5,
         'the nine stalled bodies being read',
         10_000,

@@ -40,10 +40,10 @@ export class AgUiEventInterpreter {
   private state: Record<string, unknown>;
   /**
    * The state work of this agent call: each update sent is the whole state, and applying a delta or predicting state
-   * reads all of it (failing deltas of a large state each held the event loop for its copy). And the size of the state
-   * as last sent.
+   * reads all of it (failing deltas of a large state each held the event loop for its copy).
    */
   private readonly budget: StateBudget;
+  /** The size of the state as last sent (what a delta's copy is charged). */
   private lastStateBytes = 0;
   private node = '';
   private running = true;

@@ -1,7 +1,7 @@
 import { agentStateTooLarge } from './errors.js';
 
 /** The most state work of one agent call (see StateBudget): far above a useful agent's, far below the heap. */
-export const MAX_STATE_WORK_BYTES = 64 * 1024 * 1024;
+const MAX_STATE_WORK_BYTES = 64 * 1024 * 1024;
 
 /**
  * The state work of one agent call. An agent's state is passed on as the whole state each time (as CopilotKit
@@ -13,13 +13,10 @@ export const MAX_STATE_WORK_BYTES = 64 * 1024 * 1024;
 export class StateBudget {
   private spent = 0;
 
-  constructor(
-    private readonly agentName: string,
-    private readonly limitBytes = MAX_STATE_WORK_BYTES,
-  ) {}
+  constructor(private readonly agentName: string) {}
 
   charge(bytes: number): void {
     this.spent += bytes;
-    if (this.spent > this.limitBytes) throw agentStateTooLarge(this.agentName, this.limitBytes);
+    if (this.spent > MAX_STATE_WORK_BYTES) throw agentStateTooLarge(this.agentName, MAX_STATE_WORK_BYTES);
   }
 }

@@ -25,7 +25,7 @@ export class GatewayMetrics {
   private readonly slowReaders: Counter;
 
   /** `inputHeld`: the bytes of input held now (maxBufferedInputMb's budget), read when the metrics are collected. */
-  constructor(activeRuns: () => number, inputHeld: () => number = () => 0) {
+  constructor(activeRuns: () => number, inputHeld: () => number) {
     processRegistry(); // started now, so that event-loop lag is measured from the start
     const registers = [this.registry];
     this.runs = new Counter({

@@ -148,8 +148,8 @@ export async function readErrorDetail(body: Readable, waitMs: number): Promise<s
 const MAX_DETAIL_CHARS = 1000;
 
 /**
- * The explanation in an error body's text: cut to MAX_DETAIL_CHARS once the credentials are out of it
- * (errorAnswerFailure), with room for them here.
+ * The explanation in an error body's text (already bounded as it was read). Cut to MAX_DETAIL_CHARS only once the
+ * credentials are out of it (errorAnswerFailure), so that no part of one is left at the cut.
  */
 export function errorDetail(text: string): string | undefined {
   const trimmed = text.trim();
@@ -162,7 +162,7 @@ export function errorDetail(text: string): string | undefined {
     // Not JSON: the text itself.
   }
   if (typeof detail !== 'string') detail = JSON.stringify(detail);
-  return (detail as string).slice(0, MAX_DETAIL_CHARS + 4096);
+  return detail as string;
 }
 
 /** The answer had a non-2xx status: what the call fails with, logged with the explanation its body gave. */
@@ -187,10 +187,7 @@ const CREDENTIAL_HEADERS = /auth|key|token|secret|cookie|session|signature|passw
  * ("bad key sk-…") would otherwise put it in the gateway's log, and for a 4xx in the client's error (found from
  * outside, with a transcription service).
  */
-export function withoutCredentials(
-  text: string | undefined,
-  headers: Record<string, string> | undefined,
-): string | undefined {
+function withoutCredentials(text: string | undefined, headers: Record<string, string> | undefined): string | undefined {
   if (text === undefined || headers === undefined) return text;
   let clean = text;
   for (const [name, value] of Object.entries(headers)) {
@@ -204,7 +201,6 @@ export function withoutCredentials(
 /** The error for an answer with a non-2xx status (logged here). */
 export function errorAnswerFailure(answer: ErrorAnswer): UpstreamError {
   const { who, status, retryAfter, attempts, logger } = answer;
-  // Taken out before the explanation is cut to its length, so that no part of a credential is left at the cut.
   const detail = withoutCredentials(answer.detail, answer.sentHeaders)?.slice(0, MAX_DETAIL_CHARS);
   const retryAfterMs = parseRetryAfter(retryAfter);
   logger.warn({ upstream: who, status, attempts, detail }, 'upstream answered with an error');

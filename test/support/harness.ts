@@ -37,6 +37,12 @@ export function runInput(messages: unknown[], extra: Record<string, unknown> = {
   };
 }
 
+/** A metric's value in the gateway's `/metrics` (the first sample of that name; NaN when there is none). */
+export async function metricValue(url: string, name: string): Promise<number> {
+  const text = await (await fetch(new URL('/metrics', url))).text();
+  return Number(new RegExp(`^${name} (\\d+)`, 'm').exec(text)?.[1] ?? NaN);
+}
+
 /** Polls until `check` is true (for effects on other servers that have no event to await). */
 export async function eventually(check: () => boolean, what: string, attempts = 200): Promise<void> {
   for (let i = 0; i < attempts; i++) {
