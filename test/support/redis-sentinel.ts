@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { RedisServer, freePort, ping } from './redis.js';
+import { RedisServer, onFreePort, ping } from './redis.js';
 
 /**
  * Redis with failover on loopback, as production runs it with Sentinel: a primary, a replica of it, and three
@@ -48,35 +48,45 @@ export class RedisSentinels {
     const dir = mkdtempSync(join(tmpdir(), 'cg-sentinel-'));
     const sentinels: { port: number; process: ChildProcess }[] = [];
     for (let i = 0; i < 3; i++) {
-      const port = await freePort();
       const config = join(dir, `sentinel-${i}.conf`);
-      writeFileSync(
-        config,
-        [
-          `port ${port}`,
-          'bind 127.0.0.1',
-          'protected-mode no',
-          `dir ${dir}`,
-          // Asked of clients and of the other Sentinels, which give it too.
-          `requirepass ${sentinelPassword}`,
-          `sentinel monitor ${name} 127.0.0.1 ${primary.port} 2`,
-          `sentinel auth-pass ${name} ${password}`,
-          `sentinel down-after-milliseconds ${name} 1000`,
-          `sentinel failover-timeout ${name} 5000`,
-          `sentinel parallel-syncs ${name} 1`,
-          `sentinel monitor ${name}-other 127.0.0.1 ${other.primary.port} 2`,
-          `sentinel auth-pass ${name}-other ${password}`,
-          `sentinel down-after-milliseconds ${name}-other 1000`,
-          `sentinel failover-timeout ${name}-other 5000`,
-          '',
-        ].join('\n'),
+      sentinels.push(
+        await onFreePort(async (port) => {
+          writeFileSync(
+            config,
+            [
+              `port ${port}`,
+              'bind 127.0.0.1',
+              'protected-mode no',
+              `dir ${dir}`,
+              // Asked of clients and of the other Sentinels, which give it too.
+              `requirepass ${sentinelPassword}`,
+              `sentinel monitor ${name} 127.0.0.1 ${primary.port} 2`,
+              `sentinel auth-pass ${name} ${password}`,
+              `sentinel down-after-milliseconds ${name} 1000`,
+              `sentinel failover-timeout ${name} 5000`,
+              `sentinel parallel-syncs ${name} 1`,
+              `sentinel monitor ${name}-other 127.0.0.1 ${other.primary.port} 2`,
+              `sentinel auth-pass ${name}-other ${password}`,
+              `sentinel down-after-milliseconds ${name}-other 1000`,
+              `sentinel failover-timeout ${name}-other 5000`,
+              '',
+            ].join('\n'),
+          );
+          const process = spawn('redis-server', [config, '--sentinel'], { stdio: ['ignore', 'pipe', 'pipe'] });
+          let output = '';
+          let started = false;
+          const keep = (chunk: Buffer) => {
+            if (!started) output += chunk;
+          };
+          process.stdout!.on('data', keep);
+          process.stderr!.on('data', keep);
+          for (let i = 0; i < 200 && process.exitCode === null && !(await ping(port, sentinelPassword)); i++)
+            await new Promise((r) => setTimeout(r, 25));
+          if (process.exitCode !== null) throw new Error(`redis-server --sentinel exited:\n${output}`);
+          started = true;
+          return { port, process };
+        }),
       );
-      const process = spawn('redis-server', [config, '--sentinel'], { stdio: 'ignore' });
-      sentinels.push({ port, process });
-    }
-    for (const { port } of sentinels) {
-      for (let i = 0; i < 200 && !(await ping(port, sentinelPassword)); i++)
-        await new Promise((r) => setTimeout(r, 25));
     }
     const set = new RedisSentinels(name, password, sentinelPassword, primary, replica, other, sentinels, dir);
     // Replicating before anything is written (the replica's first sync done).

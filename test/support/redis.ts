@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RedisThreadStore, type RedisThreadStoreOptions } from '../../src/threads/redis/store.js';
@@ -15,7 +15,7 @@ import { silentLogger } from './harness.js';
 export class RedisServer {
   private process: ChildProcess | undefined;
   private constructor(
-    readonly port: number,
+    private currentPort: number,
     private readonly dir: string,
     private readonly persistent: boolean,
     private readonly extraArgs: readonly string[],
@@ -31,14 +31,22 @@ export class RedisServer {
       throw new Error('redis-server is not installed: apt-get install -y redis-server (.ci/run does it).');
     }
     const server = new RedisServer(
-      await freePort(),
+      0,
       mkdtempSync(join(tmpdir(), 'cg-redis-')),
       options.persistent ?? false,
       options.args ?? [],
       options.password,
     );
-    await server.launch();
+    await onFreePort(async (port) => {
+      server.currentPort = port;
+      await server.launch();
+    });
     return server;
+  }
+
+  /** Its port, kept across restarts. */
+  get port(): number {
+    return this.currentPort;
   }
 
   /** Freezes the server (SIGSTOP): it holds its connections and answers nothing until `resume`. */
@@ -135,6 +143,21 @@ export class RedisServer {
   }
 }
 
+/**
+ * Runs `launch` on a free port, and again on another when the port was taken in the meantime: between freePort's
+ * close and the server's bind, another test process (jest runs files in parallel) can bind the same port, and the
+ * server then exits with "Address already in use". Any other failure is thrown.
+ */
+export async function onFreePort<T>(launch: (port: number) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await launch(await freePort());
+    } catch (error) {
+      if (attempt >= 5 || !(error as Error).message.includes('Address already in use')) throw error;
+    }
+  }
+}
+
 export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -146,21 +169,19 @@ export async function freePort(): Promise<number> {
 /** Whether something on the port answers a RESP PING with +PONG (after AUTH, given its password). */
 export function ping(port: number, password?: string): Promise<boolean> {
   return new Promise((resolve) => {
-    import('node:net').then(({ connect }) => {
-      const socket = connect(port, '127.0.0.1');
-      let answer = '';
-      const done = (ok: boolean) => {
-        socket.destroy();
-        resolve(ok);
-      };
-      socket.setTimeout(500, () => done(false));
-      socket.once('error', () => done(false));
-      socket.once('connect', () => socket.write(`${password ? `AUTH ${password}\r\n` : ''}PING\r\n`));
-      socket.on('data', (data) => {
-        answer += data.toString();
-        if (answer.includes('+PONG')) done(true);
-        else if (answer.split('\r\n').length > (password ? 2 : 1)) done(false);
-      });
+    const socket = connect(port, '127.0.0.1');
+    let answer = '';
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(500, () => done(false));
+    socket.once('error', () => done(false));
+    socket.once('connect', () => socket.write(`${password ? `AUTH ${password}\r\n` : ''}PING\r\n`));
+    socket.on('data', (data) => {
+      answer += data.toString();
+      if (answer.includes('+PONG')) done(true);
+      else if (answer.split('\r\n').length > (password ? 2 : 1)) done(false);
     });
   });
 }
