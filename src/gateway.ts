@@ -69,6 +69,9 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     config.executor === 'stock' ? stockExecutor() : fastExecutor(schema, { directHttp: !process.env.APOLLO_KEY });
   const { upstream, endpoints, mcp, store, threads, limiter, access, launcher, cors, hosts, metrics, inputBudget } =
     wireGateway(config);
+  // A body or WebSocket message larger than all the input held at once could never be read: it is refused as too
+  // large (413, 1009), a final answer, instead of OVERLOADED, which asks the client to send it again.
+  const bodyLimit = Math.min(config.maxBodyBytes, inputBudget.limitBytes);
 
   const server = createServer({
     noDelay: true,
@@ -94,7 +97,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     cors,
     hosts,
     logger,
-    maxPayloadBytes: config.maxBodyBytes,
+    maxPayloadBytes: bodyLimit,
     keepAliveMs: config.keepAliveMs,
     introspection: config.sandbox,
     access,
@@ -119,7 +122,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       cors,
       hosts,
       logger,
-      maxBodyBytes: config.maxBodyBytes,
+      maxBodyBytes: bodyLimit,
       inputBudget,
       keepAliveMs: config.keepAliveMs,
       streamWriteIntervalMs: config.streamWriteIntervalMs,

@@ -266,6 +266,21 @@ describe('AnthropicAdapter (Messages API streaming on the official SDK)', () => 
     expect(retries).toEqual([]);
   });
 
+  it.each(['[fail=400] [echo-key]', '[fail=401] [echo-key]', '[fail=529] [echo-key]'])(
+    'keeps the key out of the error and its logged cause when the provider repeats it: %s',
+    async (prompt) => {
+      const key = 'key-echoed-by-the-provider-0123';
+      const error = await rejection(
+        adapter({ apiKey: key }).stream(request(prompt), recordingOutput(), new AbortController().signal),
+      );
+      expect(error.code).toMatch(/^UPSTREAM_/);
+      const cause = (error as { cause?: Error }).cause;
+      // The explanation is there (a 4xx's is shown), with the key taken out.
+      expect(`${error.message} ${cause?.message}`).toMatch(/for key (Bearer )?\[redacted\]/);
+      expect(`${error.message} ${cause?.message}`).not.toContain(key);
+    },
+  );
+
   it('says which variable to check when the server cannot be reached', async () => {
     const error = await rejection(
       new AnthropicAdapter({ baseURL: 'http://127.0.0.1:9', apiKey: 'k', maxRetries: 0 }).stream(

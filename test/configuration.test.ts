@@ -56,8 +56,18 @@ describe('createGateway options', () => {
       { actions: [action({ parameters: { type: 'string' } })] },
       /parameters must be a JSON Schema object with type "object"/,
     ],
+    // An upload is read whole within the input held at once: a largest recording over it could never be taken.
+    [
+      { maxBufferedInputMb: 32, transcription: { baseURL: 'http://127.0.0.1:9/v1', maxBytes: 32 * 1024 * 1024 } },
+      /options\.transcription\.maxBytes \(TRANSCRIPTION_MAX_MB\) is 33554432 bytes, .* maxBufferedInputMb \(MAX_BUFFERED_INPUT_MB\) 32 MiB: raise that, or lower/,
+    ],
   ])('rejects %j', (options, message) => {
     expect(configurationError(options)).toMatch(message);
+  });
+
+  it('takes a largest recording that fits in the input held at once, with its form', () => {
+    const transcription = { baseURL: 'http://127.0.0.1:9/v1', maxBytes: 32 * 1024 * 1024 - 16 * 1024 };
+    expect(() => createGateway({ logger: silentLogger, maxBufferedInputMb: 32, transcription })).not.toThrow();
   });
 
   it('accepts a complete, valid configuration', () => {

@@ -183,6 +183,35 @@ describe('the input of runs in flight (maxBufferedInputMb)', () => {
     third.socket.terminate();
   }, 60_000);
 
+  it('refuses a body or a WebSocket message larger than the whole budget as too large (final), not OVERLOADED', async () => {
+    // The body limit is 10 MiB; the budget, 1 MiB, could never hold a body of 1.5 MB, however long the client waits.
+    const g = await start({ maxBufferedInputMb: 1 });
+    const graphql = await fetch(g.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ hello }', variables: { pad: 'x'.repeat(1_500_000) } }),
+    });
+    expect(graphql.status).toBe(413);
+    expect(await graphql.json()).toMatchObject({
+      errors: [
+        { message: 'The request body is larger than 1048576 bytes.', extensions: { code: 'PAYLOAD_TOO_LARGE' } },
+      ],
+    });
+    const agUi = await agUiRun(g, 'too-large', 1_500_000, '[tokens=2]');
+    expect(agUi.status).toBe(413);
+    expect(await agUi.json()).toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
+    // Over WebSocket: the message limit is the budget too (1009, message too big).
+    const socket = new WebSocket(g.wsUrl, 'graphql-transport-ws');
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    const closed = new Promise<number>((resolve) => socket.once('close', (code) => resolve(code)));
+    socket.send(`{"type":"connection_init","payload":{"x":"${'y'.repeat(1_100_000)}"}}`);
+    expect(await closed).toBe(1009);
+    // A body that fits is served.
+    const served = await agUiRun(g, 'fits', 500_000, '[tokens=2]');
+    expect(served.status).toBe(200);
+    expect(await served.text()).toContain('RUN_FINISHED');
+  }, 60_000);
+
   it('counts strings, keys and a few bytes per value of what a run was sent (approximateBytes)', () => {
     expect(approximateBytes('abc')).toBe(16 + 3);
     expect(approximateBytes({ ab: ['c', 1, null] })).toBe(16 + 2 + 16 + (16 + 1) + 16 + 16);

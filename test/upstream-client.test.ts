@@ -382,6 +382,29 @@ describe('streaming an answer', () => {
   });
 });
 
+describe.each(Object.entries(ways))('credentials an error answer repeats (%s)', (_way, answer) => {
+  it('are taken out of its explanation: header values (with or without a scheme), and query parameters', async () => {
+    // The service repeats whatever it was sent that looks like a credential.
+    handler = (req, res) =>
+      res.writeHead(400, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          error: { message: `bad: ${req.headers.authorization} ${req.headers['x-api-key']} ${req.url}` },
+        }),
+      );
+    const error = await failure(
+      answer(
+        call({
+          url: `${base}/x?api_key=query-secret-1234&page=2`,
+          headers: { authorization: 'Key header-secret-5678', 'x-api-key': 'short' },
+        }),
+      ),
+    );
+    expect(error.code).toBe('UPSTREAM_REJECTED');
+    expect(error.message).toContain('bad: [redacted] short /x?api_key=[redacted]&page=2');
+    for (const secret of ['header-secret-5678', 'query-secret-1234']) expect(error.message).not.toContain(secret);
+  });
+});
+
 describe.each(Object.entries(ways))('calls that cannot be sent (%s)', (_way, answer) => {
   it('fail at once, not after the attempt timeout: a header with a line break', async () => {
     handler = (_req, res) => res.end('never');

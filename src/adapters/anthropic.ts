@@ -11,6 +11,7 @@ import { tokenUsage } from '../core/events.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import { capitalize, commonCauseHint, upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
 import { SdkAttempts } from '../upstream/attempts.js';
+import { adapterSecrets, causeWithoutSecrets, withoutSecrets } from '../upstream/bodies.js';
 import { readSdkStream } from './sdk-stream.js';
 import { guardedEventStream } from '../upstream/stream-limits.js';
 import { parseRetryAfter } from '../upstream/retry.js';
@@ -59,6 +60,8 @@ export class AnthropicAdapter implements ModelAdapter {
   private readonly maxTokens: number;
   private readonly options: AnthropicAdapterOptions;
   private pool: { client: Anthropic; dispatcher: Agent } | undefined;
+  /** What an error's explanation must not show (adapterSecrets). */
+  private readonly secrets: readonly string[];
 
   constructor(options: AnthropicAdapterOptions = {}) {
     if (!options.apiKey && !options.baseURL) {
@@ -70,6 +73,7 @@ export class AnthropicAdapter implements ModelAdapter {
       );
     }
     this.options = options;
+    this.secrets = adapterSecrets(options);
     this.model = options.model ?? 'claude-sonnet-5-5';
     this.maxTokens = options.maxTokens ?? 4096;
   }
@@ -106,13 +110,13 @@ export class AnthropicAdapter implements ModelAdapter {
       stream = await this.client(sdk).messages.create(body, { signal, fetchOptions: attempts as object });
     } catch (error) {
       if (signal.aborted) throw signal.reason;
-      throw providerError(sdk, error, 'connect');
+      throw providerError(sdk, error, 'connect', this.secrets);
     }
     await readSdkStream(
       stream,
       (event) => reader.event(event),
       signal,
-      (error) => providerError(sdk, error, 'stream'),
+      (error) => providerError(sdk, error, 'stream', this.secrets),
     );
     reader.finish();
   }
@@ -153,7 +157,13 @@ export class AnthropicAdapter implements ModelAdapter {
  * SDK has retried by then) or while reading the answer (`stream`, where a broken connection reaches
  * here as undici's own error).
  */
-function providerError(sdk: AnthropicSdk, error: unknown, phase: 'connect' | 'stream'): unknown {
+function providerError(
+  sdk: AnthropicSdk,
+  error: unknown,
+  phase: 'connect' | 'stream',
+  /** The credentials the adapter sends: an explanation that echoes one is logged and shown without it. */
+  secrets: readonly string[],
+): unknown {
   if (error instanceof GatewayError) return error;
   if (error instanceof sdk.APIUserAbortError) return error;
   if (error instanceof sdk.APIConnectionTimeoutError) {
@@ -167,14 +177,14 @@ function providerError(sdk: AnthropicSdk, error: unknown, phase: 'connect' | 'st
     );
   }
   if (error instanceof sdk.APIError) {
-    const detail = errorMessage(error);
+    const detail = withoutSecrets(errorMessage(error), secrets);
     if (error.status === undefined) {
       // An `error` event in the middle of the stream (such as overloaded_error).
       return new UpstreamError(
         'UPSTREAM_UNAVAILABLE',
         'The model provider (Anthropic) reported an error in the middle of its answer.',
         {
-          cause: new Error(detail ?? error.message),
+          cause: detail !== undefined ? new Error(detail) : causeWithoutSecrets(error, secrets),
         },
       );
     }
@@ -187,7 +197,7 @@ function providerError(sdk: AnthropicSdk, error: unknown, phase: 'connect' | 'st
       // The provider's explanation of a bad request helps; its server errors may hold internals.
       detail: error.status < 500 ? detail : undefined,
       hint,
-      cause: error,
+      cause: causeWithoutSecrets(error, secrets),
       retryAfterSeconds: retryAfterMs === undefined ? undefined : Math.ceil(retryAfterMs / 1000),
     });
   }

@@ -10,6 +10,7 @@ import { ConfigurationError, GatewayError, UpstreamError } from '../core/errors.
 import { tokenUsage } from '../core/events.js';
 import { loadOnFirstUse } from '../core/load-on-first-use.js';
 import { SdkAttempts } from '../upstream/attempts.js';
+import { adapterSecrets, causeWithoutSecrets, withoutSecrets } from '../upstream/bodies.js';
 import { readSdkStream } from './sdk-stream.js';
 import { guardedEventStream } from '../upstream/stream-limits.js';
 import { commonCauseHint, upstreamNetworkError, upstreamStatusError } from '../upstream/errors.js';
@@ -59,12 +60,15 @@ export class GoogleAdapter implements ModelAdapter {
   private readonly options: GoogleAdapterOptions;
   private readonly signatures = new Map<string, string>();
   private pool: { client: GoogleGenAI; dispatcher: Agent } | undefined;
+  /** What an error's explanation must not show (adapterSecrets). */
+  private readonly secrets: readonly string[];
 
   constructor(options: GoogleAdapterOptions = {}) {
     if (!options.apiKey && !options.baseURL) {
       throw new ConfigurationError('GoogleAdapter needs an apiKey (or a baseURL for a proxy that needs no key).');
     }
     this.options = options;
+    this.secrets = adapterSecrets(options);
     this.model = options.model ?? 'gemini-flash-latest';
   }
 
@@ -101,13 +105,13 @@ export class GoogleAdapter implements ModelAdapter {
       stream = await client.models.generateContentStream({ model: params.model || this.model, contents, config });
     } catch (error) {
       if (signal.aborted) throw signal.reason;
-      throw providerError(sdk, error, 'connect');
+      throw providerError(sdk, error, 'connect', this.secrets);
     }
     await readSdkStream(
       stream,
       (chunk) => reader.chunk(chunk),
       signal,
-      (error) => providerError(sdk, error, 'stream'),
+      (error) => providerError(sdk, error, 'stream', this.secrets),
     );
     reader.finish();
   }
@@ -162,16 +166,22 @@ function withoutKey(headers: RequestInit['headers']): Headers {
 }
 
 /** The gateway's error for what the SDK threw, naming what to check. */
-function providerError(sdk: GoogleSdk, error: unknown, phase: 'connect' | 'stream'): unknown {
+function providerError(
+  sdk: GoogleSdk,
+  error: unknown,
+  phase: 'connect' | 'stream',
+  /** The credentials the adapter sends: an explanation that echoes one is logged and shown without it. */
+  secrets: readonly string[],
+): unknown {
   if (error instanceof GatewayError) return error;
   if (error instanceof sdk.ApiError) {
-    const detail = apiErrorMessage(error);
+    const detail = withoutSecrets(apiErrorMessage(error), secrets);
     if (!error.status || error.status < 400) {
       return new UpstreamError(
         'UPSTREAM_UNAVAILABLE',
         'The model provider (Google Gemini) reported an error in the middle of its answer.',
         {
-          cause: new Error(detail ?? error.message),
+          cause: detail !== undefined ? new Error(detail) : causeWithoutSecrets(error, secrets),
         },
       );
     }
@@ -180,7 +190,11 @@ function providerError(sdk: GoogleSdk, error: unknown, phase: 'connect' | 'strea
       error.status === 400 && /API_KEY_INVALID|API key not valid/i.test(error.message) ? 401 : error.status;
     const hint =
       status === 401 || status === 403 ? 'Check GOOGLE_API_KEY.' : commonCauseHint(status, detail, 'GOOGLE_MODEL');
-    return upstreamStatusError(WHO, status, { detail: status < 500 ? detail : undefined, hint, cause: error });
+    return upstreamStatusError(WHO, status, {
+      detail: status < 500 ? detail : undefined,
+      hint,
+      cause: causeWithoutSecrets(error, secrets),
+    });
   }
   if (phase === 'connect') {
     const network = upstreamNetworkError(WHO, innermost(error), 'connect');

@@ -37,6 +37,11 @@ export interface Transcriber {
 
 export const DEFAULT_TRANSCRIPTION_MODEL = 'whisper-1';
 export const DEFAULT_TRANSCRIPTION_MAX_BYTES = 25 * 1024 * 1024;
+/**
+ * Room for multipart's own framing (boundaries, part headers) on top of the largest recording: an upload's body
+ * may be that much larger than maxBytes; the file itself is held to maxBytes once parsed.
+ */
+export const MULTIPART_OVERHEAD_BYTES = 16 * 1024;
 
 /** Checks `options.transcription` (ConfigurationError naming the field); undefined when it is not given. */
 export function resolveTranscription(value: unknown): ResolvedTranscription | undefined {

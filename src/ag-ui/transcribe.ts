@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type { AudioFile, Transcriber } from '../adapters/transcription.js';
+import { MULTIPART_OVERHEAD_BYTES, type AudioFile, type Transcriber } from '../adapters/transcription.js';
 import {
   BadRequestError,
   BadUserInputError,
@@ -36,12 +36,6 @@ type TranscriptionErrorCode =
   | 'rate_limited'
   | 'network_error'
   | 'provider_error';
-
-/**
- * Room for multipart's own framing (boundaries, part headers) on top of the largest recording: the body
- * may be that much larger than maxBytes; the file itself is held to maxBytes once parsed.
- */
-const MULTIPART_OVERHEAD_BYTES = 16 * 1024;
 
 /**
  * The most parts, and the longest headers of one, of an upload's form. The platform's parser reads a body in one go

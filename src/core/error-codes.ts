@@ -314,7 +314,9 @@ export const ERROR_CODES = {
     severity: 'error',
     visibility: 'banner',
     where: 'http',
-    meaning: 'A body over maxBodyBytes, or a recording over the transcription limit (transcription.maxBytes).',
+    meaning:
+      'A body over maxBodyBytes (or over maxBufferedInputMb, when smaller), or a recording over the transcription ' +
+      'limit (transcription.maxBytes).',
   },
   NOT_ACCEPTABLE: {
     status: 406,

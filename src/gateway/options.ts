@@ -3,7 +3,11 @@ import { pino, type Logger } from 'pino';
 import type { ModelAdapter } from '../adapters/adapter.js';
 import { DemoAdapter, demoTimeAction } from '../adapters/demo.js';
 import { resolveObservability, type ObservabilityOptions } from '../adapters/observed.js';
-import { resolveTranscription, type TranscriptionOptions } from '../adapters/transcription.js';
+import {
+  MULTIPART_OVERHEAD_BYTES,
+  resolveTranscription,
+  type TranscriptionOptions,
+} from '../adapters/transcription.js';
 import { resolveMcpServers, type McpServerOptions } from '../actions/mcp.js';
 import type { ServerAction } from '../actions/server-action.js';
 import type { RemoteEndpointOptions } from '../agents/copilotkit-endpoint.js';
@@ -394,7 +398,24 @@ export function resolveOptions(options: GatewayOptions): ResolvedOptions {
     const read = READERS[name as keyof typeof READERS] as (value: unknown, settled: Settled) => unknown;
     resolved[name] = read(options[name as keyof GatewayOptions], settled);
   }
+  checkTranscriptionFits(resolved as ResolvedOptions);
   return resolved as ResolvedOptions;
+}
+
+/**
+ * An upload is read whole and counts in the input held at once while it arrives: a largest recording over that
+ * budget could never be taken, and each would be refused OVERLOADED, as if sending it again could help.
+ */
+function checkTranscriptionFits({ transcription, maxBufferedInputMb }: ResolvedOptions): void {
+  if (!transcription) return;
+  const upload = transcription.maxBytes + MULTIPART_OVERHEAD_BYTES;
+  if (upload <= maxBufferedInputMb * 1024 * 1024) return;
+  throw new ConfigurationError(
+    `options.transcription.maxBytes (TRANSCRIPTION_MAX_MB) is ${transcription.maxBytes} bytes, and an upload of ` +
+      `that recording (${upload} bytes with its form) would not fit in all the input held at once, ` +
+      `maxBufferedInputMb (MAX_BUFFERED_INPUT_MB) ${maxBufferedInputMb} MiB: ` +
+      "raise that, or lower the recordings' limit.",
+  );
 }
 
 function booleanOption(name: string, value: unknown, fallback: boolean): boolean {

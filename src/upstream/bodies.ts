@@ -175,33 +175,75 @@ export interface ErrorAnswer {
   detail: string | undefined;
   attempts: number;
   logger: Logger;
-  /** The headers the call sent: the credentials among them are taken out of the explanation (withoutCredentials). */
-  sentHeaders?: Record<string, string>;
+  /** What the call sent: the credentials in it are taken out of the explanation (credentialsSent). */
+  sent?: SentRequest;
 }
 
-/** Headers whose values are credentials. */
-const CREDENTIAL_HEADERS = /auth|key|token|secret|cookie|session|signature|password/i;
+/** The parts of a call an upstream may echo its credentials from. */
+export interface SentRequest {
+  headers: Record<string, string>;
+  url: string;
+}
+
+/** Header and query parameter names whose values are credentials. */
+const CREDENTIAL_NAMES = /auth|key|token|secret|cookie|session|signature|password/i;
+/** Shorter values are not taken out: they could be ordinary words of the explanation. */
+const MIN_SECRET_CHARS = 8;
 
 /**
- * An upstream's explanation without the credentials the gateway sent it: a service that echoes the key it was given
- * ("bad key sk-…") would otherwise put it in the gateway's log, and for a 4xx in the client's error (found from
- * outside, with a transcription service).
+ * The credentials a call sent: the values of headers and query parameters whose names say so (without an
+ * authorization scheme such as `Bearer`).
  */
-function withoutCredentials(text: string | undefined, headers: Record<string, string> | undefined): string | undefined {
-  if (text === undefined || headers === undefined) return text;
-  let clean = text;
+export function credentialsSent({ headers, url }: SentRequest): string[] {
+  const secrets: string[] = [];
   for (const [name, value] of Object.entries(headers)) {
-    if (!CREDENTIAL_HEADERS.test(name) || typeof value !== 'string') continue;
-    const secret = value.replace(/^(?:Bearer|Basic|Token)\s+/i, '').trim();
-    if (secret.length >= 8) clean = clean.split(secret).join('[redacted]');
+    if (CREDENTIAL_NAMES.test(name) && typeof value === 'string') {
+      secrets.push(value.replace(/^[A-Za-z][\w-]*\s+(?=\S)/, '').trim(), value.trim());
+    }
+  }
+  const query = URL.canParse(url) ? new URL(url).searchParams : [];
+  for (const [name, value] of query) if (CREDENTIAL_NAMES.test(name)) secrets.push(value);
+  return secrets.filter((secret) => secret.length >= MIN_SECRET_CHARS);
+}
+
+/**
+ * `text` without `secrets`: an upstream that echoes the key it was given ("bad key sk-…") would otherwise put it in
+ * the gateway's log, and for a 4xx in the client's error (found from outside, with a transcription service).
+ * Longer secrets first, so that a scheme's whole value goes before its bare token.
+ */
+export function withoutSecrets(text: string | undefined, secrets: readonly string[]): string | undefined {
+  if (text === undefined || secrets.length === 0) return text;
+  let clean = text;
+  for (const secret of [...secrets].sort((a, b) => b.length - a.length)) {
+    if (secret.length >= MIN_SECRET_CHARS) clean = clean.split(secret).join('[redacted]');
   }
   return clean;
+}
+
+/**
+ * The credentials an SDK adapter sends on every call: its key, and the credential headers and query parameters of
+ * its extra headers and base URL (credentialsSent).
+ */
+export function adapterSecrets(options: {
+  apiKey?: string;
+  defaultHeaders?: Record<string, string>;
+  baseURL?: string;
+}): string[] {
+  const sent = credentialsSent({ headers: options.defaultHeaders ?? {}, url: options.baseURL ?? '' });
+  return options.apiKey && options.apiKey.length >= MIN_SECRET_CHARS ? [options.apiKey, ...sent] : sent;
+}
+
+/** `error` as the cause of the gateway's error (its message is logged): itself, or its message without `secrets`. */
+export function causeWithoutSecrets(error: Error, secrets: readonly string[]): Error {
+  const clean = withoutSecrets(error.message, secrets);
+  return clean === error.message ? error : new Error(clean);
 }
 
 /** The error for an answer with a non-2xx status (logged here). */
 export function errorAnswerFailure(answer: ErrorAnswer): UpstreamError {
   const { who, status, retryAfter, attempts, logger } = answer;
-  const detail = withoutCredentials(answer.detail, answer.sentHeaders)?.slice(0, MAX_DETAIL_CHARS);
+  const secrets = answer.sent ? credentialsSent(answer.sent) : [];
+  const detail = withoutSecrets(answer.detail, secrets)?.slice(0, MAX_DETAIL_CHARS);
   const retryAfterMs = parseRetryAfter(retryAfter);
   logger.warn({ upstream: who, status, attempts, detail }, 'upstream answered with an error');
   return upstreamStatusError(who, status, {

@@ -126,7 +126,7 @@ export class UpstreamClient {
         detail,
         attempts,
         logger: call.logger,
-        sentHeaders: headers,
+        sent: { headers, url: call.url },
       });
     }
     const stream = response.body as unknown as UpstreamBody;
@@ -184,7 +184,7 @@ export class UpstreamClient {
     }).then(({ response: handler, attempts, release }) => {
       // From here on one listener on the caller's signal ends the call; the attempt's link is let go.
       release();
-      return readStream(handler, attempts, who, signal, logger, headers);
+      return readStream(handler, attempts, who, signal, logger, { headers, url: call.url });
     });
   }
 

@@ -1,6 +1,13 @@
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import { ERROR_BODY_WAIT_MS, MAX_ERROR_BODY_BYTES, errorAnswerFailure, errorDetail, header } from './bodies.js';
+import {
+  ERROR_BODY_WAIT_MS,
+  MAX_ERROR_BODY_BYTES,
+  errorAnswerFailure,
+  errorDetail,
+  header,
+  type SentRequest,
+} from './bodies.js';
 import { upstreamNetworkError } from './errors.js';
 
 /**
@@ -22,15 +29,15 @@ export function readStream(
   who: string,
   signal: AbortSignal,
   logger: Logger,
-  /** The headers the call sent (an error answer's explanation is logged without their credentials). */
-  sentHeaders?: Record<string, string>,
+  /** What the call sent (an error answer's explanation is logged without its credentials). */
+  sent?: SentRequest,
 ): Promise<{ status: number; attempts: number }> {
   const onAbort = () => handler.abort(signal.reason);
   if (signal.aborted) onAbort();
   else signal.addEventListener('abort', onAbort, { once: true });
   const unlink = () => signal.removeEventListener('abort', onAbort);
   if (handler.status < 200 || handler.status > 299) {
-    return statusError(handler, attempts, who, signal, logger, sentHeaders).finally(unlink);
+    return statusError(handler, attempts, who, signal, logger, sent).finally(unlink);
   }
   return handler.ended.then(
     () => {
@@ -52,12 +59,12 @@ async function statusError(
   who: string,
   signal: AbortSignal,
   logger: Logger,
-  sentHeaders: Record<string, string> | undefined,
+  sent: SentRequest | undefined,
 ): Promise<never> {
   const detail = errorDetail(await handler.errorBody(ERROR_BODY_WAIT_MS));
   signal.throwIfAborted();
   const { status, retryAfter } = handler;
-  throw errorAnswerFailure({ who, status, retryAfter, detail, attempts, logger, sentHeaders });
+  throw errorAnswerFailure({ who, status, retryAfter, detail, attempts, logger, sent });
 }
 
 /**

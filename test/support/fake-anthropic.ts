@@ -15,6 +15,7 @@ import { close, fakeListener, listen } from './loopback.js';
  *   [thinking]                 a thinking block (with a signature) before the text
  *   [fail=STATUS]              an HTTP error with an Anthropic error body
  *   [fail-times=N]             with [fail=…]: only the first N requests with this prompt fail
+ *   [echo-key]                 with [fail=…]: the error message repeats the key it was sent (x-api-key or authorization)
  *   [retry-after-ms=MS]        with [fail=…]: the `retry-after-ms` header (the SDK waits that long to retry)
  *   [overloaded]               one token, then an `error` event (overloaded_error)
  *   [cut]                      two tokens, then the connection is destroyed
@@ -104,7 +105,11 @@ export class FakeAnthropic {
         ...(fail === '429' ? { 'retry-after': '7' } : {}),
         ...(retryAfterMs ? { 'retry-after-ms': retryAfterMs } : {}),
       });
-      res.end(JSON.stringify({ type: 'error', error: { type, message: `fake failure ${fail}` } }));
+      // [echo-key]: the message repeats the key it was sent, as some services and proxies do.
+      const echoed = prompt.includes('[echo-key]')
+        ? ` for key ${String(req.headers['x-api-key'] ?? req.headers.authorization)}`
+        : '';
+      res.end(JSON.stringify({ type: 'error', error: { type, message: `fake failure ${fail}${echoed}` } }));
       return;
     }
 

@@ -16,6 +16,7 @@ import { close, fakeListener, listen } from './loopback.js';
  *   [thinking]                 a thought part before the text
  *   [fail=STATUS]              an HTTP error with a Google error body
  *   [fail-times=N]             with [fail=…]: only the first N requests with this prompt fail
+ *   [echo-key]                 with [fail=…]: the error message repeats the x-goog-api-key it was sent
  *   [bad-key]                  400 INVALID_ARGUMENT "API key not valid" (what Gemini answers a bad key)
  *   [midstream-error]          one token, then a chunk that is an error
  *   [safety]                   one token, then finishReason SAFETY
@@ -101,9 +102,11 @@ export class FakeGemini {
           500: 'INTERNAL',
           503: 'UNAVAILABLE',
         }[fail] ?? 'UNKNOWN';
-      const message = prompt.includes('[bad-key]')
+      let message = prompt.includes('[bad-key]')
         ? 'API key not valid. Please pass a valid API key.'
         : `fake failure ${fail}`;
+      // [echo-key]: the message repeats the key it was sent, as some services and proxies do.
+      if (prompt.includes('[echo-key]')) message += ` for key ${String(req.headers['x-goog-api-key'])}`;
       res.writeHead(Number(fail), { 'content-type': 'application/json; charset=UTF-8' });
       res.end(JSON.stringify({ error: { code: Number(fail), message, status } }));
       return;
