@@ -368,6 +368,11 @@ describe('/threads', () => {
     expect(first.lastRunAt.localeCompare(first.createdAt)).toBeGreaterThanOrEqual(0);
     // Another agent's list is another list.
     expect((await call(g, 'GET', '/threads?agentId=researcher')).json.threads).toEqual([]);
+    // HEAD answers as GET does, without the body (as /info).
+    for (const path of ['/threads?agentId=default', '/threads/h-1', '/threads/h-1/messages', '/info']) {
+      expect(await call(g, 'HEAD', path)).toEqual({ status: 200, json: undefined });
+    }
+    expect((await call(g, 'HEAD', '/threads/nope')).status).toBe(404);
 
     expect((await call(g, 'PATCH', '/threads/h-2', { agentId: 'default', name: ' Trip plans ' })).json).toMatchObject({
       id: 'h-2',

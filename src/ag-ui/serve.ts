@@ -117,7 +117,8 @@ export class AgUiTransport {
       const body = method === 'GET' || method === 'HEAD' ? undefined : await readBody();
       if (body === NO_BODY) return;
       const search = req.url?.includes('?') ? req.url.slice(req.url.indexOf('?')) : '';
-      return this.threadResource(res, method, `${rest}${search}`, body, caller);
+      // HEAD is GET without the body (Node sends none for HEAD), as for /info.
+      return this.threadResource(res, method === 'HEAD' ? 'GET' : method, `${rest}${search}`, body, caller);
     }
     const match = /^\/agent\/([^/]+)\/(run|connect|suggest|stop\/([^/]+))$/.exec(rest);
     if (!match) return answer(res, new NotFoundError(`No AG-UI route ${pathname}.`), 'Not found');
