@@ -11,6 +11,7 @@ import { buildSchema } from './graphql/schema.js';
 import { keyMatcher } from './auth/api-keys.js';
 import { OfflineExplorer } from './transports/explorer.js';
 import { createHttpHandler } from './transports/http/handler.js';
+import { onCheckContinue } from './transports/http/continue.js';
 import { attachWebSocketTransport } from './transports/ws/server.js';
 import { SlowReaderGuard } from './transports/slow-readers.js';
 import {
@@ -113,44 +114,44 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     sandbox: config.sandbox,
     logger,
   });
-  server.on(
-    'request',
-    createHttpHandler({
-      apollo,
+  const handleRequest = createHttpHandler({
+    apollo,
+    launcher,
+    path: config.path,
+    cors,
+    hosts,
+    logger,
+    maxBodyBytes: bodyLimit,
+    inputBudget,
+    keepAliveMs: config.keepAliveMs,
+    streamWriteIntervalMs: config.streamWriteIntervalMs,
+    sandbox: config.sandbox,
+    explorer: new OfflineExplorer(config.path),
+    agUi: new AgUiTransport({
       launcher,
       path: config.path,
-      cors,
-      hosts,
-      logger,
-      maxBodyBytes: bodyLimit,
-      inputBudget,
       keepAliveMs: config.keepAliveMs,
-      streamWriteIntervalMs: config.streamWriteIntervalMs,
-      sandbox: config.sandbox,
-      explorer: new OfflineExplorer(config.path),
-      agUi: new AgUiTransport({
-        launcher,
-        path: config.path,
-        keepAliveMs: config.keepAliveMs,
-        version: GATEWAY_VERSION,
-        onStream: metrics && ((delta) => metrics.httpStream(delta)),
-        transcriber: config.transcription && new OpenAITranscriber(config.transcription, upstream),
-        inputBudget,
-        reasoning: config.agUiReasoning,
-        keepOutput: (res, bytes) => slowReaders.keep(res, bytes),
-      }),
-      readiness: () => readiness(state.phase, store, config.threads.onStoreFailure, endpoints),
-      access,
-      metrics: metrics && {
-        render: () => metrics.render(),
-        token: config.metrics.token === undefined ? undefined : keyMatcher([config.metrics.token]),
-      },
+      version: GATEWAY_VERSION,
       onStream: metrics && ((delta) => metrics.httpStream(delta)),
-      executor,
-      apolloServing: () => apolloStarted && state.phase !== 'closed',
-      shuttingDown: () => state.phase === 'leaving' || state.phase === 'draining',
+      transcriber: config.transcription && new OpenAITranscriber(config.transcription, upstream),
+      inputBudget,
+      reasoning: config.agUiReasoning,
+      keepOutput: (res, bytes) => slowReaders.keep(res, bytes),
     }),
-  );
+    readiness: () => readiness(state.phase, store, config.threads.onStoreFailure, endpoints),
+    access,
+    metrics: metrics && {
+      render: () => metrics.render(),
+      token: config.metrics.token === undefined ? undefined : keyMatcher([config.metrics.token]),
+    },
+    onStream: metrics && ((delta) => metrics.httpStream(delta)),
+    executor,
+    apolloServing: () => apolloStarted && state.phase !== 'closed',
+    shuttingDown: () => state.phase === 'leaving' || state.phase === 'draining',
+  });
+  server.on('request', handleRequest);
+  // `Expect: 100-continue` is answered by the body reader, once it reads (transports/http/continue.ts).
+  server.on('checkContinue', onCheckContinue(handleRequest));
 
   let state: GatewayState = { phase: 'created' };
   /** Ends shutdown()'s delay early (close() during it). */

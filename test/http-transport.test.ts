@@ -1,5 +1,6 @@
 import { describe, expect, it, jest } from '@jest/globals';
 import { createServer, request as httpRequest, type IncomingMessage } from 'node:http';
+import { connect } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { createClient } from 'graphql-ws';
@@ -489,6 +490,47 @@ describe('bad requests', () => {
     const response = await post(url, { query: '{ hello }', variables: { pad: 'x'.repeat(4096) } });
     expect(response.status).toBe(413);
     expect((await response.json()).errors[0].extensions.code).toBe('PAYLOAD_TOO_LARGE');
+  });
+
+  it('answers Expect: 100-continue only once it reads the body: a body declared too large, or a request refused before its body, gets its answer with no 100 and the connection ends', async () => {
+    const { url } = await start({ maxBodyBytes: 2048 });
+    const { hostname, port, pathname } = new URL(url);
+    // What the server sends back on one connection, until it closes it; the body is sent once a 100 asks for it.
+    const exchange = (head: string, body: string) =>
+      new Promise<string>((resolve) => {
+        const socket = connect(Number(port), hostname);
+        let received = '';
+        let sent = false;
+        socket.on('data', (data) => {
+          received += data.toString('latin1');
+          if (!sent && received.startsWith('HTTP/1.1 100 Continue\r\n\r\n')) {
+            sent = true;
+            socket.write(body);
+          }
+        });
+        socket.on('close', () => resolve(received));
+        socket.on('error', () => {});
+        socket.write(head);
+      });
+    const post = (path: string, length: number, extra = '') =>
+      `POST ${path} HTTP/1.1\r\nhost: ${hostname}:${port}\r\ncontent-type: application/json\r\n` +
+      `content-length: ${length}\r\nexpect: 100-continue\r\n${extra}\r\n`;
+    // A gigabyte declared: 413 at once, no 100, the connection closed (the client keeps its upload).
+    const huge = await exchange(post(pathname, 1_000_000_000), '');
+    expect(huge).toMatch(/^HTTP\/1\.1 413 /);
+    expect(huge).not.toContain('100 Continue');
+    expect(huge.toLowerCase()).toContain('connection: close');
+    expect(huge).toContain('PAYLOAD_TOO_LARGE');
+    // Refused before any body is read (no such path): the same, a 404.
+    const lost = await exchange(post(`${pathname}/nope`, 2), '{}');
+    expect(lost).toMatch(/^HTTP\/1\.1 404 /);
+    expect(lost).not.toContain('100 Continue');
+    expect(lost.toLowerCase()).toContain('connection: close');
+    // A body that fits: 100, then the body, then the answer.
+    const body = '{"query":"{ hello }"}';
+    const served = await exchange(post(pathname, body.length, 'connection: close\r\n'), body);
+    expect(served).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
+    expect(served).toContain('"hello"');
   });
 
   it('answers invalid input before streaming with a typed GraphQL error and starts no run', async () => {

@@ -3,6 +3,7 @@ import { BadRequestError, BadUserInputError, OverloadedError, PayloadTooLargeErr
 import type { InputBudget } from '../../core/input-budget.js';
 import { MAX_NESTING, nestsDeeperThan } from '../../core/depth.js';
 import { sendGatewayError } from '../responses.js';
+import { awaitsContinue, continueIfAwaited } from './continue.js';
 
 /** What a body reader answers when it has already answered the request (too large, not JSON). */
 export const NO_BODY = Symbol('no body');
@@ -38,6 +39,9 @@ function readChunks<T>(
   finish: (chunks: Buffer[]) => T,
   budget?: InputBudget,
 ): Promise<T | NotRead> {
+  // A client that waits for its 100 before sending a body declared too large is refused before it sends a byte.
+  if (awaitsContinue(req) && Number(req.headers['content-length']) > limit) return Promise.resolve('too-large');
+  continueIfAwaited(req);
   let resolve: ((value: T | NotRead) => void) | undefined;
   const read = new Promise<T | NotRead>((settle) => (resolve = settle));
   let chunks: Buffer[] = [];
