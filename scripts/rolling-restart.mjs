@@ -23,7 +23,9 @@
 //   stop                (or the end of stdin) stop sending, wait for every run, and print
 //                       "summary <JSON>": sent, succeeded, failed (with the first reasons), sentOn (runs a
 //                       draining instance refused and the proxy sent to the other), reconnected (graphql-ws
-//                       sockets told 1001 before their run started, connected again), held and heldFinished.
+//                       sockets told 1001 before their run started, connected again), resent (HTTP requests
+//                       written on a kept-alive connection the proxy closed before answering, sent again:
+//                       fetchResent), held and heldFinished.
 // Progress goes to stderr. Exits 0 when no run failed and every held run finished, 1 otherwise.
 //
 // It needs no model (demo mode's replies are scripted) and only packages the gateway depends on.
@@ -84,6 +86,27 @@ const RUN_MUTATION = `mutation($data: GenerateCopilotResponseInput!) { generateC
 const RUN_SUBSCRIPTION = `subscription($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) {
   __typename ... on RunFinishedEvent { status { __typename ... on FailedResponseStatus { reason details } } } } }`;
 
+/** What a failed fetch says, with the socket's error code beneath undici's "fetch failed". */
+const failure = (error) => `${error.name}: ${error.message}${error.cause?.code ? ` (${error.cause.code})` : ''}`;
+
+/**
+ * fetch, sent again once when the proxy closed the reused connection it was written on before any answer. At a
+ * reload nginx's old workers close their idle keep-alive connections, and a request written on one at that moment
+ * meets a closed socket: HTTP/1.1's keep-alive race, which browsers answer by sending the request again on a new
+ * connection (undici's fetch does not, for a POST). nginx had not read it, so no instance saw it and nothing runs twice. Counted in
+ * `resent`, which the summary shows.
+ */
+async function fetchResent(url, init) {
+  try {
+    return await fetch(url, init);
+  } catch (error) {
+    if (!['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE'].includes(error?.cause?.code)) throw error;
+    counts.resent += 1;
+    log(`${url}: the proxy closed the connection before answering (${failure(error)}); sending again`);
+    return fetch(url, init);
+  }
+}
+
 const short = (value) => {
   const text = typeof value === 'string' ? value : JSON.stringify(value);
   return text.length > 200 ? `${text.slice(0, 200)}…` : text;
@@ -93,7 +116,7 @@ const short = (value) => {
 async function graphqlJson(content) {
   let upstream;
   try {
-    const response = await fetch(graphqlUrl, {
+    const response = await fetchResent(graphqlUrl, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...auth },
       body: JSON.stringify({ query: RUN_MUTATION, variables: { data: runInput(content) } }),
@@ -106,7 +129,7 @@ async function graphqlJson(content) {
     const code = status?.details?.code ?? body?.errors?.[0]?.extensions?.code ?? short(body ?? '');
     return { ok: false, upstream, reason: `HTTP ${response.status} ${code}` };
   } catch (error) {
-    return { ok: false, upstream, reason: `${error.name}: ${error.message}` };
+    return { ok: false, upstream, reason: failure(error) };
   }
 }
 
@@ -188,7 +211,7 @@ async function graphqlWsOnce(content, onStarted) {
 async function agUi(content, onStarted) {
   let upstream;
   try {
-    const response = await fetch(`${graphqlUrl}/agent/default/run`, {
+    const response = await fetchResent(`${graphqlUrl}/agent/default/run`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...auth },
       body: JSON.stringify({
@@ -232,7 +255,7 @@ async function agUi(content, onStarted) {
     if (types.at(-1) === 'RUN_FINISHED') return { ok: true, upstream };
     return { ok: false, upstream, reason: `the stream ended after ${types.at(-1) ?? 'no event'}` };
   } catch (error) {
-    return { ok: false, upstream, reason: `${error.name}: ${error.message}` };
+    return { ok: false, upstream, reason: failure(error) };
   }
 }
 
@@ -241,7 +264,7 @@ const KINDS = { 'graphql-json': graphqlJson, 'graphql-ws': graphqlWs, 'ag-ui': a
 // ---------------------------------------------------------------------------------------------------
 // Counting
 
-const counts = { sent: 0, succeeded: 0, failed: 0, sentOn: 0, reconnected: 0, byKind: {}, failures: [] };
+const counts = { sent: 0, succeeded: 0, failed: 0, sentOn: 0, reconnected: 0, resent: 0, byKind: {}, failures: [] };
 const pending = new Set();
 
 /** Sends one run and counts its outcome; resolves with it. */
