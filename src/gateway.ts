@@ -151,7 +151,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   });
   server.on('request', handleRequest);
   // `Expect: 100-continue` is answered by the body reader, once it reads (transports/http/continue.ts).
-  server.on('checkContinue', onCheckContinue(handleRequest));
+  server.on('checkContinue', onCheckContinue(server));
 
   let state: GatewayState = { phase: 'created' };
   /** Ends shutdown()'s delay early (close() during it). */

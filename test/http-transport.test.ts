@@ -533,6 +533,33 @@ describe('bad requests', () => {
     expect(served).toContain('"hello"');
   });
 
+  it('finishes a request that asked for its 100 when the gateway closes meanwhile, as any other request', async () => {
+    // (Such a request reaches the handler through checkContinue: every request listener must still see it, or
+    // Apollo's drain takes its connection for idle and ends it unanswered.)
+    const g = await start();
+    const { hostname, port, pathname } = new URL(g.url);
+    const body = '{"query":"{ hello }"}';
+    const socket = connect(Number(port), hostname);
+    let received = '';
+    socket.on('data', (data) => (received += data.toString('latin1')));
+    socket.on('error', () => {});
+    const closed = new Promise((resolve) => socket.on('close', resolve));
+    socket.write(
+      `POST ${pathname} HTTP/1.1\r\nhost: ${hostname}:${port}\r\ncontent-type: application/json\r\n` +
+        `content-length: ${body.length}\r\nexpect: 100-continue\r\n\r\n`,
+    );
+    await eventually(() => received.includes('100 Continue'), 'the 100');
+    socket.write(body.slice(0, 8));
+    const closing = g.close();
+    // The rest of the body comes once the close is well under way (before the fix, its connection was ended by then).
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    socket.write(body.slice(8));
+    await closing;
+    await closed;
+    expect(received).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
+    expect(received).toContain('"hello"');
+  });
+
   it('answers invalid input before streaming with a typed GraphQL error and starts no run', async () => {
     const adapter = new GatedAdapter();
     const { url } = await start({ adapter });

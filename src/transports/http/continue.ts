@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 
 // `Expect: 100-continue`: a client asks whether to send its body before it sends it (curl does for bodies over
 // 1 MiB). Node answers 100 at once unless the server listens for `checkContinue`; the gateway does, and answers it
@@ -10,10 +10,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 /** Requests whose client waits for a 100 not yet sent, with their answers. */
 const waiting = new WeakMap<IncomingMessage, ServerResponse>();
 
-/** The server's `checkContinue` listener: `handle` (the request listener) with the 100 left to the body reader. */
-export function onCheckContinue(
-  handle: (req: IncomingMessage, res: ServerResponse) => void,
-): (req: IncomingMessage, res: ServerResponse) => void {
+/**
+ * The server's `checkContinue` listener: the request goes on as any other (emitted as `request`, so that every
+ * request listener sees it: Apollo's drain counts a connection's requests there, and the listener closer its fresh
+ * connections), with the 100 left to the body reader.
+ */
+export function onCheckContinue(server: Server): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
     waiting.set(req, res);
     // An answer begun before the 100 (headers are written through writeHead, implicitly too) closes the connection.
@@ -22,7 +24,7 @@ export function onCheckContinue(
       if (waiting.delete(req)) this.shouldKeepAlive = false;
       return (writeHead as (...rest: unknown[]) => ServerResponse).apply(this, args);
     } as ServerResponse['writeHead'];
-    handle(req, res);
+    server.emit('request', req, res);
   };
 }
 
