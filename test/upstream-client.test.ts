@@ -383,25 +383,32 @@ describe('streaming an answer', () => {
 });
 
 describe.each(Object.entries(ways))('credentials an error answer repeats (%s)', (_way, answer) => {
-  it('are taken out of its explanation: header values (with or without a scheme), and query parameters', async () => {
-    // The service repeats whatever it was sent that looks like a credential.
+  it('are taken out of its explanation: header values (with or without a scheme), and query parameters as written and as read', async () => {
+    // The service repeats whatever it was sent that looks like a credential: the URL as written, a signature as read.
     handler = (req, res) =>
       res.writeHead(400, { 'content-type': 'application/json' }).end(
         JSON.stringify({
-          error: { message: `bad: ${req.headers.authorization} ${req.headers['x-api-key']} ${req.url}` },
+          error: {
+            message:
+              `bad: ${req.headers.authorization} ${req.headers['x-api-key']} ${req.url} ` +
+              new URL(req.url!, 'http://x').searchParams.get('sig'),
+          },
         }),
       );
     const error = await failure(
       answer(
         call({
-          url: `${base}/x?api_key=query-secret-1234&page=2`,
+          url: `${base}/x?api_key=query-secret-1234&page=2&sig=AbCd%2BEf%2FGh%3D%3D&x-design=plain-design-value`,
           headers: { authorization: 'Key header-secret-5678', 'x-api-key': 'short' },
         }),
       ),
     );
     expect(error.code).toBe('UPSTREAM_REJECTED');
-    expect(error.message).toContain('bad: [redacted] short /x?api_key=[redacted]&page=2');
-    for (const secret of ['header-secret-5678', 'query-secret-1234']) expect(error.message).not.toContain(secret);
+    expect(error.message).toContain(
+      'bad: [redacted] short /x?api_key=[redacted]&page=2&sig=[redacted]&x-design=plain-design-value [redacted]',
+    );
+    for (const secret of ['header-secret-5678', 'query-secret-1234', 'AbCd'])
+      expect(error.message).not.toContain(secret);
   });
 });
 

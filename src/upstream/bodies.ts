@@ -185,8 +185,11 @@ export interface SentRequest {
   url: string;
 }
 
-/** Header and query parameter names whose values are credentials. */
-const CREDENTIAL_NAMES = /auth|key|token|secret|cookie|session|signature|password/i;
+/**
+ * Header and query parameter names whose values are credentials; `sig` alone or as a part (Azure's SAS names its
+ * signature so), not inside a word such as "design".
+ */
+const CREDENTIAL_NAMES = /auth|key|token|secret|cookie|session|signature|password|(?:^|[-_])sig(?:$|[-_])/i;
 /** Shorter values are not taken out: they could be ordinary words of the explanation. */
 const MIN_SECRET_CHARS = 8;
 
@@ -201,9 +204,23 @@ export function credentialsSent({ headers, url }: SentRequest): string[] {
       secrets.push(value.replace(/^[A-Za-z][\w-]*\s+(?=\S)/, '').trim(), value.trim());
     }
   }
-  const query = URL.canParse(url) ? new URL(url).searchParams : [];
-  for (const [name, value] of query) if (CREDENTIAL_NAMES.test(name)) secrets.push(value);
+  // Each value both as written and decoded: an upstream may echo the URL as sent (`sig=AbC%2B…`) or as read.
+  const query = URL.canParse(url) ? new URL(url).search.slice(1) : '';
+  for (const pair of query ? query.split('&') : []) {
+    const [name, raw = ''] = pair.split(/=(.*)/s);
+    if (!CREDENTIAL_NAMES.test(decodedPart(name))) continue;
+    secrets.push(raw, decodedPart(raw));
+  }
   return secrets.filter((secret) => secret.length >= MIN_SECRET_CHARS);
+}
+
+/** A query string's part as read (`+` a space, %-escapes decoded), or as written when it does not decode. */
+function decodedPart(part: string): string {
+  try {
+    return decodeURIComponent(part.replace(/\+/g, ' '));
+  } catch {
+    return part;
+  }
 }
 
 /**
