@@ -359,6 +359,15 @@ else
   load_rc=0
   wait "${pids[load]}" || load_rc=$?
   unset "pids[load]"
+  # A request sent again must not have reached an instance the first time (each logs every request's id).
+  reached=""
+  for id in $(node -e 'try { console.log(JSON.parse(process.argv[1].replace(/^summary /, "")).resentIds.join(" ")) } catch {}' "$summary"); do
+    if grep -q "\"requestId\":\"$id\"" "$tmp"/gateway-*.log; then reached+=" $id"; fi
+  done
+  if [ -n "$reached" ]; then
+    results+=("FAIL rolling restart: requests sent again after their connection closed had reached an instance:$reached")
+    rolling_status=1
+  fi
   if [ -z "$summary" ]; then
     results+=("FAIL rolling restart: no summary from scripts/rolling-restart.mjs (exit code $load_rc, see $tmp/load.log)")
     rolling_status=1

@@ -25,7 +25,7 @@
 //                       draining instance refused and the proxy sent to the other), reconnected (graphql-ws
 //                       sockets told 1001 before their run started, connected again), resent (HTTP requests
 //                       written on a kept-alive connection the proxy closed before answering, sent again:
-//                       fetchResent), held and heldFinished.
+//                       fetchResent) with their first attempts' x-request-id (resentIds), held and heldFinished.
 // Progress goes to stderr. Exits 0 when no run failed and every held run finished, 1 otherwise.
 //
 // It needs no model (demo mode's replies are scripted) and only packages the gateway depends on.
@@ -93,17 +93,25 @@ const failure = (error) => `${error.name}: ${error.message}${error.cause?.code ?
  * fetch, sent again once when the proxy closed the reused connection it was written on before any answer. At a
  * reload nginx's old workers close their idle keep-alive connections, and a request written on one at that moment
  * meets a closed socket: HTTP/1.1's keep-alive race, which browsers answer by sending the request again on a new
- * connection (undici's fetch does not, for a POST). nginx had not read it, so no instance saw it and nothing runs twice. Counted in
- * `resent`, which the summary shows.
+ * connection (undici's fetch does not, for a POST). nginx had not read it, so no instance saw it and nothing runs twice.
+ * Counted in `resent`, which the summary shows, with each first attempt's `x-request-id` (`resentIds`): the
+ * instances log every request's id, so cluster-local checks that none of those reached one (a proxy that dropped the
+ * client after sending the request on would otherwise pass for this race).
  */
 async function fetchResent(url, init) {
+  const attempt = () => {
+    const id = randomUUID();
+    return { id, sent: fetch(url, { ...init, headers: { ...init.headers, 'x-request-id': id } }) };
+  };
+  const first = attempt();
   try {
-    return await fetch(url, init);
+    return await first.sent;
   } catch (error) {
     if (!['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE'].includes(error?.cause?.code)) throw error;
     counts.resent += 1;
+    counts.resentIds.push(first.id);
     log(`${url}: the proxy closed the connection before answering (${failure(error)}); sending again`);
-    return fetch(url, init);
+    return attempt().sent;
   }
 }
 
@@ -264,7 +272,17 @@ const KINDS = { 'graphql-json': graphqlJson, 'graphql-ws': graphqlWs, 'ag-ui': a
 // ---------------------------------------------------------------------------------------------------
 // Counting
 
-const counts = { sent: 0, succeeded: 0, failed: 0, sentOn: 0, reconnected: 0, resent: 0, byKind: {}, failures: [] };
+const counts = {
+  sent: 0,
+  succeeded: 0,
+  failed: 0,
+  sentOn: 0,
+  reconnected: 0,
+  resent: 0,
+  resentIds: [],
+  byKind: {},
+  failures: [],
+};
 const pending = new Set();
 
 /** Sends one run and counts its outcome; resolves with it. */
