@@ -147,6 +147,29 @@ async function until(check: () => boolean): Promise<void> {
   while (!check() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
 }
 
+/**
+ * Waits until the page shows `text`. Bounded a little under the test's own timeout, so that a wait that never ends
+ * fails saying what the page showed and what the gateway logged last, instead of with jest's bare timeout (seen once
+ * in CI: a frontend action's follow-up that never showed, and nothing to tell why).
+ */
+async function untilShown(page: Page, text: string): Promise<void> {
+  try {
+    await page.waitForFunction((wanted) => document.body.innerText.includes(wanted), text, {
+      timeout: TEST_TIMEOUT - 20_000,
+    });
+  } catch (error) {
+    const shown = await page.evaluate(() => document.body.innerText).catch(() => '(the page is gone)');
+    const logged = logs
+      .slice(-15)
+      .map((line) => [line.msg, line.code, line.path, line.status].filter((part) => part !== undefined).join(' '));
+    throw new Error(
+      `The page never showed ${JSON.stringify(text)}. It shows:\n${shown.slice(-2000)}\n` +
+        `The gateway's last log lines:\n${logged.join('\n')}`,
+      { cause: error },
+    );
+  }
+}
+
 async function send(page: Page, text: string): Promise<void> {
   await page.fill('textarea', text);
   await page.keyboard.press('Enter');
@@ -164,7 +187,7 @@ async function assistantText(page: Page): Promise<string> {
       const { page, errors } = await openChat(version);
       const logsBefore = logs.length;
       await send(page, 'count [tokens=30] [delay=10]');
-      await page.waitForFunction(() => document.body.innerText.includes('tok29'));
+      await untilShown(page, 'tok29');
       expect(await assistantText(page)).toContain('tok0 tok1 tok2');
       expect(errors).toEqual([]);
       // The page closes the connection right after the last part; that is not a failed run.
@@ -186,7 +209,7 @@ async function assistantText(page: Page): Promise<string> {
     it('runs a frontend action in the page exactly once and sends its result back to the model verbatim', async () => {
       const { page, errors } = await openChat(version);
       await send(page, 'alert [tool=showAlert] [toolargs={"message":"hi there"}]');
-      await page.waitForFunction(() => document.body.innerText.includes('Tool result received'));
+      await untilShown(page, 'Tool result received');
       expect(await page.evaluate(() => (window as unknown as { alerts: string[] }).alerts)).toEqual(['hi there']);
       const followUp = fake.requests.findLast((request) => request.messages.some((m: any) => m.role === 'tool'));
       const tool = followUp.messages.find((m: any) => m.role === 'tool');
@@ -199,7 +222,7 @@ async function assistantText(page: Page): Promise<string> {
       const { page, errors } = await openChat(version);
       const before = fake.requests.length;
       await send(page, 'greet [tool=sayHello] [toolargs={"message":"Bob"}]');
-      await page.waitForFunction(() => document.body.innerText.includes('Tool result received: Hello, Bob!'));
+      await untilShown(page, 'Tool result received: Hello, Bob!');
       expect(fake.requests.length - before).toBe(2); // the call and its continuation, one gateway run
       expect(errors).toEqual([]);
       if (process.env.SCREENSHOT_DIR)
@@ -212,7 +235,7 @@ async function assistantText(page: Page): Promise<string> {
       it("shows the model's suggestion as a chip, from a run that leaves no thread behind", async () => {
         const logsBefore = logs.length;
         const { page, errors } = await openChat(version, undefined, '&suggest=1');
-        await page.waitForFunction(() => document.body.innerText.includes('Say hi'));
+        await untilShown(page, 'Say hi');
         // Asked statelessly (/info says suggestions: true), with the tool forced.
         const suggest = () =>
           logs
@@ -252,7 +275,7 @@ async function assistantText(page: Page): Promise<string> {
       const { page, errors } = await openChat(version, 'researcher');
       const before = agent.requests.length;
       await send(page, 'research [state]');
-      await page.waitForFunction(() => document.body.innerText.includes('State updated.'));
+      await untilShown(page, 'State updated.');
       await page.waitForFunction(() => document.getElementById('agent-state')?.textContent === '{"step":2}');
       expect(agent.requests.length - before).toBe(1);
       expect(agent.lastInput.messages.at(-1)).toMatchObject({ role: 'user', content: 'research [state]' });
