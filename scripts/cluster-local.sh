@@ -379,7 +379,7 @@ else
       console.log(`${pass ? "PASS" : "FAIL"} rolling restart: ${s.sent} runs sent through nginx (${kinds}) while both ` +
         `instances restarted in turn: ${s.failed} failed, ${s.sentOn} refused by a draining instance and sent on by ` +
         `nginx, ${s.reconnected} graphql-ws sockets told 1001 before their run started and connected again, ` +
-        `${s.resent} requests on a kept-alive connection nginx closed before answering (its reload) sent again, ` +
+        `${s.resentIds.length} requests on a kept-alive connection nginx closed before answering (its reload) sent again, ` +
         `${s.heldFinished} of ${s.held} runs in flight at a SIGTERM finished` +
         (s.failures.length ? `; failures: ${s.failures.join(" | ")}` : ""));' "$summary" "$rolling_status")")
     case ${results[-1]} in PASS*) ;; *) rolling_status=1 ;; esac

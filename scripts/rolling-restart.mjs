@@ -23,9 +23,9 @@
 //   stop                (or the end of stdin) stop sending, wait for every run, and print
 //                       "summary <JSON>": sent, succeeded, failed (with the first reasons), sentOn (runs a
 //                       draining instance refused and the proxy sent to the other), reconnected (graphql-ws
-//                       sockets told 1001 before their run started, connected again), resent (HTTP requests
-//                       written on a kept-alive connection the proxy closed before answering, sent again:
-//                       fetchResent) with their first attempts' x-request-id (resentIds), held and heldFinished.
+//                       sockets told 1001 before their run started, connected again), resentIds (the first
+//                       x-request-id of each HTTP request written on a kept-alive connection the proxy closed
+//                       before answering, sent again: fetchResent), held and heldFinished.
 // Progress goes to stderr. Exits 0 when no run failed and every held run finished, 1 otherwise.
 //
 // It needs no model (demo mode's replies are scripted) and only packages the gateway depends on.
@@ -94,7 +94,7 @@ const failure = (error) => `${error.name}: ${error.message}${error.cause?.code ?
  * reload nginx's old workers close their idle keep-alive connections, and a request written on one at that moment
  * meets a closed socket: HTTP/1.1's keep-alive race, which browsers answer by sending the request again on a new
  * connection (undici's fetch does not, for a POST). nginx had not read it, so no instance saw it and nothing runs twice.
- * Counted in `resent`, which the summary shows, with each first attempt's `x-request-id` (`resentIds`): the
+ * Counted by each first attempt's `x-request-id` (`resentIds`), which the summary shows: the
  * instances log every request's id, so cluster-local checks that none of those reached one (a proxy that dropped the
  * client after sending the request on would otherwise pass for this race).
  */
@@ -108,7 +108,6 @@ async function fetchResent(url, init) {
     return await first.sent;
   } catch (error) {
     if (!['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE'].includes(error?.cause?.code)) throw error;
-    counts.resent += 1;
     counts.resentIds.push(first.id);
     log(`${url}: the proxy closed the connection before answering (${failure(error)}); sending again`);
     return attempt().sent;
@@ -278,7 +277,6 @@ const counts = {
   failed: 0,
   sentOn: 0,
   reconnected: 0,
-  resent: 0,
   resentIds: [],
   byKind: {},
   failures: [],

@@ -5,7 +5,7 @@ import { toAnthropicMessages, toAnthropicToolChoice } from '../src/adapters/anth
 import type { ServerAction } from '../src/actions/server-action.js';
 import type { Message } from '../src/core/messages.js';
 import { FakeAnthropic } from './support/fake-anthropic.js';
-import { recordingOutput, rejection } from './support/model-output.js';
+import { errorAndCause, recordingOutput, rejection } from './support/model-output.js';
 import { eventually, gatewaysPerTest, runInput, silentLogger, userMessage } from './support/harness.js';
 import { TRANSPORTS, textOf } from './support/transports.js';
 
@@ -274,10 +274,9 @@ describe('AnthropicAdapter (Messages API streaming on the official SDK)', () => 
         adapter({ apiKey: key }).stream(request(prompt), recordingOutput(), new AbortController().signal),
       );
       expect(error.code).toMatch(/^UPSTREAM_/);
-      const cause = (error as { cause?: Error }).cause;
       // The explanation is there (a 4xx's is shown), with the key taken out.
-      expect(`${error.message} ${cause?.message}`).toMatch(/for key (Bearer )?\[redacted\]/);
-      expect(`${error.message} ${cause?.message}`).not.toContain(key);
+      expect(errorAndCause(error)).toMatch(/for key (Bearer )?\[redacted\]/);
+      expect(errorAndCause(error)).not.toContain(key);
     },
   );
 

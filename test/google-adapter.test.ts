@@ -5,7 +5,7 @@ import { toGeminiContents, toGeminiToolConfig } from '../src/adapters/google-mes
 import type { ServerAction } from '../src/actions/server-action.js';
 import type { Message } from '../src/core/messages.js';
 import { FakeGemini } from './support/fake-gemini.js';
-import { recordingOutput, rejection } from './support/model-output.js';
+import { errorAndCause, recordingOutput, rejection } from './support/model-output.js';
 import { eventually, gatewaysPerTest, runInput, silentLogger, userMessage } from './support/harness.js';
 import { TRANSPORTS, textOf } from './support/transports.js';
 
@@ -235,10 +235,9 @@ describe('GoogleAdapter (Gemini API streaming on the official SDK)', () => {
         adapter({ apiKey: key }).stream(request(prompt), recordingOutput(), new AbortController().signal),
       );
       expect(error.code).toMatch(/^UPSTREAM_/);
-      const cause = (error as { cause?: Error }).cause;
       // The explanation is there (a 4xx's is shown), with the key taken out.
-      expect(`${error.message} ${cause?.message}`).toContain('for key [redacted]');
-      expect(`${error.message} ${cause?.message}`).not.toContain(key);
+      expect(errorAndCause(error)).toContain('for key [redacted]');
+      expect(errorAndCause(error)).not.toContain(key);
     },
   );
 

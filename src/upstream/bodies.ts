@@ -190,7 +190,7 @@ export interface SentRequest {
  * signature so), not inside a word such as "design".
  */
 const CREDENTIAL_NAMES = /auth|key|token|secret|cookie|session|signature|password|(?:^|[-_])sig(?:$|[-_])/i;
-/** Shorter values are not taken out: they could be ordinary words of the explanation. */
+/** Shorter values are not taken out (withoutSecrets): they could be ordinary words of the explanation. */
 const MIN_SECRET_CHARS = 8;
 
 /**
@@ -211,7 +211,7 @@ export function credentialsSent({ headers, url }: SentRequest): string[] {
     if (!CREDENTIAL_NAMES.test(decodedPart(name))) continue;
     secrets.push(raw, decodedPart(raw));
   }
-  return secrets.filter((secret) => secret.length >= MIN_SECRET_CHARS);
+  return secrets;
 }
 
 /** A query string's part as read (`+` a space, %-escapes decoded), or as written when it does not decode. */
@@ -247,7 +247,7 @@ export function adapterSecrets(options: {
   baseURL?: string;
 }): string[] {
   const sent = credentialsSent({ headers: options.defaultHeaders ?? {}, url: options.baseURL ?? '' });
-  return options.apiKey && options.apiKey.length >= MIN_SECRET_CHARS ? [options.apiKey, ...sent] : sent;
+  return options.apiKey ? [options.apiKey, ...sent] : sent;
 }
 
 /** `error` as the cause of the gateway's error (its message is logged): itself, or its message without `secrets`. */

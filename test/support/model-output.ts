@@ -28,3 +28,8 @@ export async function rejection(promise: Promise<unknown>): Promise<any> {
   }
   throw new Error('expected a failure');
 }
+
+/** An adapter's error in its words and its cause's (the cause is what the run's failure logs). */
+export function errorAndCause(error: { message: string; cause?: unknown }): string {
+  return `${error.message} ${(error.cause as Error | undefined)?.message}`;
+}

@@ -5,7 +5,8 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 // only when a body reader is about to read (readChunks), so that a body refused on its declared length (413), or a
 // request refused before its body is read (401, 404, 503), costs the client no upload: found from outside, where a
 // declared gigabyte got its 100 first and its 413 only once sent. A request answered without its 100 ends its
-// connection after the answer: the client may send the body anyway, and its bytes would be read as a next request.
+// connection after the answer (Node sees to that: the client may send the body anyway, and its bytes would be read
+// as a next request).
 
 /** Requests whose client waits for a 100 not yet sent, with their answers. */
 const waiting = new WeakMap<IncomingMessage, ServerResponse>();
@@ -18,12 +19,6 @@ const waiting = new WeakMap<IncomingMessage, ServerResponse>();
 export function onCheckContinue(server: Server): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
     waiting.set(req, res);
-    // An answer begun before the 100 (headers are written through writeHead, implicitly too) closes the connection.
-    const writeHead = res.writeHead;
-    res.writeHead = function (this: ServerResponse, ...args: unknown[]) {
-      if (waiting.delete(req)) this.shouldKeepAlive = false;
-      return (writeHead as (...rest: unknown[]) => ServerResponse).apply(this, args);
-    } as ServerResponse['writeHead'];
     server.emit('request', req, res);
   };
 }
@@ -33,10 +28,10 @@ export function awaitsContinue(req: IncomingMessage): boolean {
   return waiting.has(req);
 }
 
-/** Tells a client that waits for it to send its body (100 Continue); nothing for any other. */
+/** Tells a client that waits for it to send its body (100 Continue); nothing for any other, nor once answered. */
 export function continueIfAwaited(req: IncomingMessage): void {
   const res = waiting.get(req);
   if (!res) return;
   waiting.delete(req);
-  res.writeContinue();
+  if (!res.headersSent) res.writeContinue();
 }
