@@ -8,7 +8,8 @@ import WebSocket, { WebSocketServer } from 'ws';
 import { InputBudget } from '../src/core/input-budget.js';
 import { countWebSocketInput } from '../src/transports/ws/input.js';
 import { close, listen } from './support/loopback.js';
-import { gatewaysPerTest, metricValue, type RunningGateway } from './support/harness.js';
+import { gatewaysPerTest, metricValue, runInput, userMessage, type RunningGateway } from './support/harness.js';
+import { HTTP_STREAMED } from './support/documents.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { failOnProcessErrors } from './support/process-errors.js';
 import { until } from './support/threads.js';
@@ -208,6 +209,50 @@ describe('the input of runs in flight (maxBufferedInputMb)', () => {
     expect(await closed).toBe(1009);
     // A body that fits is served.
     const served = await agUiRun(g, 'fits', 500_000, '[tokens=2]');
+    expect(served.status).toBe(200);
+    expect(await served.text()).toContain('RUN_FINISHED');
+  }, 60_000);
+
+  it('refuses a run whose input alone counts more than the whole budget as LIMIT_EXCEEDED (final), not OVERLOADED', async () => {
+    // Bodies that fit in 1 MiB, of thousands of one-letter messages: each message counts about 160 bytes as a run holds
+    // it, so the run counts more than the budget could hold with nothing else in flight, and no wait would admit it.
+    const g = await start({
+      maxBufferedInputMb: 1,
+      adapter: new OpenAIAdapter({ baseURL: fakeUrl, apiKey: 'k', maxRetries: 0 }),
+    });
+    const many = Array.from({ length: 8_000 }, (_, index) => ({ id: `m${index}`, role: 'user', content: 'a' }));
+    const agUi = await fetch(`${g.url}/agent/default/run`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({
+        threadId: 'thread-many',
+        runId: 'many',
+        state: {},
+        tools: [],
+        context: [],
+        forwardedProps: {},
+        messages: many,
+      }),
+    });
+    expect(agUi.status).toBe(400);
+    const refusal = (await agUi.json()) as { code: string; message: string };
+    expect(refusal.code).toBe('LIMIT_EXCEEDED');
+    expect(refusal.message).toMatch(/more than the gateway holds for all runs at once \(maxBufferedInputMb, 1 MiB\)/);
+    const messages = Array.from({ length: 7_000 }, (_, index) => userMessage('a', `g${index}`));
+    const body = JSON.stringify({ query: HTTP_STREAMED, variables: { data: runInput(messages) } });
+    expect(body.length).toBeLessThan(1024 * 1024);
+    const graphql = await fetch(g.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'multipart/mixed' },
+      body,
+    });
+    const text = await graphql.text();
+    expect(text).toContain('"code":"LIMIT_EXCEEDED"');
+    expect(text).toMatch(/more than the gateway holds for all runs at once \(maxBufferedInputMb, 1 MiB\)/);
+    expect(text).not.toContain('OVERLOADED');
+    // Nothing was held: a run that fits is served at once.
+    expect(await metricValue(g.url, 'copilot_gateway_input_held_bytes')).toBe(0);
+    const served = await agUiRun(g, 'fits', 1_000, '[tokens=2]');
     expect(served.status).toBe(200);
     expect(await served.text()).toContain('RUN_FINISHED');
   }, 60_000);

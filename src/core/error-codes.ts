@@ -56,7 +56,7 @@ export const ERROR_CODES = {
     where: 'request',
     meaning:
       'maxTokens, or the conversation sent to the model, is over modelLimits (a failed run when server-side results ' +
-      'grow it past them).',
+      'grow it past them); or a run whose input alone is more than maxBufferedInputMb holds.',
   },
   REQUEST_REFUSED: {
     status: 403,

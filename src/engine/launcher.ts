@@ -10,6 +10,7 @@ import { guardSignal } from '../core/abort.js';
 import {
   ClientDisconnectedError,
   GatewayError,
+  LimitExceededError,
   MissingPublicApiKeyError,
   NotSupportedError,
   OverloadedError,
@@ -198,6 +199,15 @@ export class RunLauncher {
     }
     // Counted from here to the run's end: a run outlives its client, and holds its input until the model answers.
     const inputBytes = this.options.inputBudget ? requestBytes(asked) : 0;
+    if (this.options.inputBudget && inputBytes > this.options.inputBudget.limitBytes) {
+      // More than the budget holds with nothing else in flight: no wait could admit it, so the answer is final.
+      const limit = this.options.inputBudget.limitBytes;
+      throw new LimitExceededError(
+        `The request's input counts about ${inputBytes} bytes as a run holds it, more than the gateway holds for ` +
+          `all runs at once (${this.options.inputBudget.name}); send fewer or shorter messages.`,
+        { details: { field: 'messages', limit, value: inputBytes } },
+      );
+    }
     if (this.options.inputBudget && !this.options.inputBudget.take(inputBytes)) {
       throw new OverloadedError(
         `The gateway holds its most input of runs in flight (${this.options.inputBudget.name}); try again shortly.`,
