@@ -12,7 +12,7 @@ import type { ModelLimitsOptions } from './engine/model-limits.js';
 import { REDIS_URL_FORMS, isRedisUrl, type ThreadsOptions } from './threads/options.js';
 import type { JwtOptions } from './auth/jwt.js';
 import type { RateLimitOptions } from './limits/rate-limiter.js';
-import { environmentOf, isGatewayPath } from './gateway/options.js';
+import { environmentOf, isGatewayPath } from './gateway/option-values.js';
 import {
   readAgents,
   readProvider,

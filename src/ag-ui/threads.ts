@@ -76,16 +76,16 @@ export async function threadResource(
     const agentId = method === 'GET' ? (url.searchParams.get('agentId') ?? undefined) : agentOf(body);
     if (method === 'GET') return { status: 200, body: recordOf(await found(threads, threadId, principal, agentId)) };
     if (method === 'DELETE') {
-      if (!(await threads.deleteThread(threadId, principal, agentId))) throw notFound(threadId);
+      if (!(await threads.list.remove(threadId, principal, agentId))) throw notFound(threadId);
       return { status: 200, body: { id: threadId, deleted: true } };
     }
-    const updated = await threads.updateThread(threadId, changeOf(body), principal, agentId);
+    const updated = await threads.list.update(threadId, changeOf(body), principal, agentId);
     if (!updated) throw notFound(threadId);
     return { status: 200, body: recordOf(updated) };
   }
   if (segments.length === 3 && segments[2] === 'archive') {
     allow(method, 'POST');
-    const updated = await threads.updateThread(threadId, { archived: true }, principal, agentOf(body));
+    const updated = await threads.list.update(threadId, { archived: true }, principal, agentOf(body));
     if (!updated) throw notFound(threadId);
     return { status: 200, body: recordOf(updated) };
   }
@@ -135,7 +135,7 @@ async function list(
   const limit = query.get('limit');
   if (limit !== null && !/^\d{1,6}$/.test(limit))
     throw new BadUserInputError('limit must be a whole number.', { limit: limit.slice(0, 20) });
-  const page = await threads.listThreads(
+  const page = await threads.list.page(
     {
       agentId,
       includeArchived: includeArchived === 'true',
@@ -153,7 +153,7 @@ async function found(
   principal: Principal | undefined,
   agentId: string | undefined,
 ): Promise<ThreadSummary> {
-  const summary = await threads.threadSummary(threadId, principal, agentId);
+  const summary = await threads.list.summary(threadId, principal, agentId);
   if (!summary) throw notFound(threadId);
   return summary;
 }

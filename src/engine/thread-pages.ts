@@ -27,7 +27,7 @@ export const MAX_THREAD_PAGE = 200;
 /** The longest name a thread may be given. */
 export const MAX_THREAD_NAME = 200;
 
-/** A new name for a thread: trimmed, 1 to MAX_THREAD_NAME characters, no lone surrogate (see updateThread). */
+/** A new name for a thread: trimmed, 1 to MAX_THREAD_NAME characters, no lone surrogate (see ThreadList.update). */
 export function checkedName(name: string): string {
   const trimmed = name.trim();
   if (!isWellFormedText(trimmed) || trimmed === '' || trimmed.length > MAX_THREAD_NAME)

@@ -1,13 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import {
-  BadUserInputError,
-  GatewayError,
-  NotSupportedError,
-  RunNotFoundError,
-  ThreadBusyError,
-  UnauthenticatedError,
-} from '../core/errors.js';
+import { GatewayError, RunNotFoundError, ThreadBusyError, UnauthenticatedError } from '../core/errors.js';
 import { DEFAULT_AGENT_ID } from '../core/ids.js';
 import type { EventConsumer, EventHandover, SequencedEvent } from '../core/events.js';
 import type { Message } from '../core/messages.js';
@@ -21,25 +14,15 @@ import {
   type ClaimDetails,
   type RunRecord,
   type RunLog,
-  type ThreadChange,
   type ThreadRecord,
   type ThreadStore,
-  type ThreadSummary,
   type StopReason,
   type ThreadRead,
 } from '../threads/store.js';
 import type { RunRequest } from './request.js';
 import type { RunHandle } from './run.js';
 import { StoredRun } from './stored-run.js';
-import {
-  DEFAULT_THREAD_PAGE,
-  MAX_THREAD_PAGE,
-  checkedName,
-  decodeCursor,
-  encodeCursor,
-  type ThreadListRequest,
-  type ThreadPage,
-} from './thread-pages.js';
+import { ThreadList } from './thread-list.js';
 
 /** What to do when a request asks for a thread whose run is still going. */
 export type BusyPolicy = 'refuse' | 'interrupt';
@@ -63,9 +46,6 @@ export interface ThreadPolicies {
    */
   listAnonymous?: boolean;
 }
-
-/** How long a delete waits for the thread's run to end (it was asked to stop) before removing it anyway. */
-const DELETE_WAIT_MS = 5_000;
 
 /** A request admitted on its thread: as the run sees it (its run id, the whole conversation). */
 export interface Admission {
@@ -114,6 +94,8 @@ export class ThreadService {
 
   /** The gate of whole-thread reads (threadFor). */
   private readonly wholeReads = new WholeThreadReads();
+  /** The thread list and its renames, archives and deletes (thread-list.ts). */
+  readonly list: ThreadList;
 
   /**
    * Reads of a whole thread (copilotThread, loadAgentState, AG-UI connect, a thread's messages) are refused
@@ -128,6 +110,7 @@ export class ThreadService {
     private readonly policies: ThreadPolicies,
     private readonly logger: Logger,
   ) {
+    this.list = new ThreadList(store, policies);
     store.onStopRequest((threadId, runId, reason) => {
       const runKey = key(threadId, runId);
       const run = this.local.get(runKey);
@@ -395,100 +378,6 @@ export class ThreadService {
   private mayUse(owner: string | undefined, principal: Principal | undefined): boolean {
     if (principal === undefined) return !this.authenticated;
     return owner === undefined || owner === principal.id;
-  }
-
-  // --- the thread list ----------------------------------------------------------------------
-
-  /**
-   * Whether the thread list is served: with authentication (each caller's own threads), or without it when
-   * `listAnonymous` says so (the threads that belong to no one).
-   */
-  get listing(): boolean {
-    return this.authenticated || this.policies.listAnonymous === true;
-  }
-
-  /**
-   * Whose list a caller sees: its principal's threads, or those of no one (anonymous list). NOT_SUPPORTED when the
-   * list is off; UNAUTHENTICATED with authentication on and no principal.
-   */
-  private scopeOf(principal: Principal | undefined): string {
-    if (!this.listing)
-      throw new NotSupportedError(
-        'The thread list is off: it is served per caller with authentication on, or to everyone with ' +
-          'THREAD_LIST_ANONYMOUS=true (every caller then sees, renames and deletes every thread that belongs to ' +
-          'no one).',
-      );
-    if (this.authenticated) {
-      if (!principal) throw new UnauthenticatedError('The thread list needs an authenticated caller.');
-      return principal.id;
-    }
-    return '';
-  }
-
-  /** A page of the caller's threads of one agent, most recently run first. */
-  async listThreads(request: ThreadListRequest, principal?: Principal): Promise<ThreadPage> {
-    const scope = this.scopeOf(principal);
-    const limit = request.limit ?? DEFAULT_THREAD_PAGE;
-    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_THREAD_PAGE)
-      throw new BadUserInputError(`limit must be a whole number from 1 to ${MAX_THREAD_PAGE}.`, {
-        limit,
-      });
-    const page = await this.store.list({
-      scope,
-      agentId: request.agentId,
-      includeArchived: request.includeArchived === true,
-      limit,
-      ...(request.cursor !== undefined ? { after: decodeCursor(request.cursor) } : {}),
-    });
-    return { threads: page.threads, nextCursor: page.next ? encodeCursor(page.next) : null };
-  }
-
-  /**
-   * The caller's thread's list entry: undefined when there is none, or it is another caller's (the two cannot be
-   * told apart), or it belongs to another agent than `agentId` (when given).
-   */
-  async threadSummary(threadId: string, principal?: Principal, agentId?: string): Promise<ThreadSummary | undefined> {
-    const scope = this.scopeOf(principal);
-    const summary = await this.store.summary(threadId);
-    if (!summary || (summary.owner ?? '') !== scope) return undefined;
-    if (agentId !== undefined && summary.agentId !== agentId) return undefined;
-    return summary;
-  }
-
-  /**
-   * Renames or (un)archives the caller's thread; undefined when it is not the caller's (see threadSummary). A new
-   * name is trimmed, then must be 1 to MAX_THREAD_NAME characters of well-formed text (BAD_USER_INPUT otherwise),
-   * whichever protocol sent it.
-   */
-  async updateThread(
-    threadId: string,
-    change: ThreadChange,
-    principal?: Principal,
-    agentId?: string,
-  ): Promise<ThreadSummary | undefined> {
-    const checked = change.name === undefined ? change : { ...change, name: checkedName(change.name) };
-    if (!(await this.threadSummary(threadId, principal, agentId))) return undefined;
-    // The owner is checked again by the store in the same step as the change (the thread may have been deleted and
-    // made again by someone else since).
-    return this.store.update(threadId, this.scopeOf(principal), checked);
-  }
-
-  /**
-   * Deletes the caller's thread: a run going on is stopped first (it ends RUN_STOPPED, "the thread was deleted",
-   * and its clients see that end), then every record of the thread goes. Resolves with whether it was the caller's.
-   */
-  async deleteThread(threadId: string, principal?: Principal, agentId?: string): Promise<boolean> {
-    if (!(await this.threadSummary(threadId, principal, agentId))) return false;
-    const running = await this.store.requestStop(threadId, undefined, 'deleted');
-    if (running !== undefined) {
-      const deadline = Date.now() + DELETE_WAIT_MS;
-      for (let wait = 10; Date.now() < deadline; wait = Math.min(wait * 2, 250)) {
-        const run = await this.store.run(threadId, running);
-        if (!run || run.finishedAt !== null) break;
-        await new Promise((resolve) => setTimeout(resolve, wait));
-      }
-    }
-    return this.store.remove(threadId, this.scopeOf(principal));
   }
 
   close(): Promise<void> {

@@ -66,7 +66,7 @@ export const resolvers: Resolvers = {
       };
     },
     copilotThreads: async (_parent, args, { launcher, principal }) => {
-      const page = await launcher.threads.listThreads(threadListRequest(args), principal);
+      const page = await launcher.threads.list.page(threadListRequest(args), principal);
       return {
         nodes: page.threads.map(summaryOutput),
         pageInfo: { hasNextPage: page.nextCursor !== null, endCursor: page.nextCursor },
@@ -101,16 +101,16 @@ export const resolvers: Resolvers = {
     // stopCopilotRun do: the answer never tells a thread id of someone else's from one never used.
     renameCopilotThread: async (_parent, { threadId, name }, { launcher, principal }) => {
       const change = { name };
-      const updated = await launcher.threads.updateThread(checkedId(threadId, 'threadId'), change, principal);
+      const updated = await launcher.threads.list.update(checkedId(threadId, 'threadId'), change, principal);
       return updated ? summaryOutput(updated) : null;
     },
     archiveCopilotThread: async (_parent, { threadId, archived }, { launcher, principal }) => {
       const change = { archived: archived !== false };
-      const updated = await launcher.threads.updateThread(checkedId(threadId, 'threadId'), change, principal);
+      const updated = await launcher.threads.list.update(checkedId(threadId, 'threadId'), change, principal);
       return updated ? summaryOutput(updated) : null;
     },
     deleteCopilotThread: (_parent, { threadId }, { launcher, principal }) =>
-      launcher.threads.deleteThread(checkedId(threadId, 'threadId'), principal),
+      launcher.threads.list.remove(checkedId(threadId, 'threadId'), principal),
   },
 
   Subscription: {
