@@ -412,6 +412,24 @@ describe.each(Object.entries(ways))('credentials an error answer repeats (%s)', 
   });
 });
 
+describe.each(Object.entries(ways))('Basic credentials an error answer repeats as read (%s)', (_way, answer) => {
+  it('are taken out of its explanation: the user and password decoded, and the password alone', async () => {
+    // A service that repeats the user and password it was sent, decoded from the Basic header, in a 400's explanation
+    // (a 401's is not shown to clients).
+    handler = (req, res) => {
+      const decoded = Buffer.from(req.headers.authorization!.replace(/^Basic /, ''), 'base64').toString('utf8');
+      res
+        .writeHead(400, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: { message: `refused ${decoded}; password ${decoded.split(':')[1]}` } }));
+    };
+    const basic = `Basic ${Buffer.from('gateway-user:basic-password-9876').toString('base64')}`;
+    const error = await failure(answer(call({ headers: { authorization: basic } })));
+    expect(error.code).toBe('UPSTREAM_REJECTED');
+    expect(error.message).toContain('refused [redacted]; password [redacted]');
+    expect(error.message).not.toContain('basic-password-9876');
+  });
+});
+
 describe.each(Object.entries(ways))('calls that cannot be sent (%s)', (_way, answer) => {
   it('fail at once, not after the attempt timeout: a header with a line break', async () => {
     handler = (_req, res) => res.end('never');

@@ -195,13 +195,14 @@ const MIN_SECRET_CHARS = 8;
 
 /**
  * The credentials a call sent: the values of headers and query parameters whose names say so (without an
- * authorization scheme such as `Bearer`).
+ * authorization scheme such as `Bearer`), and Basic credentials decoded.
  */
 export function credentialsSent({ headers, url }: SentRequest): string[] {
   const secrets: string[] = [];
   for (const [name, value] of Object.entries(headers)) {
     if (CREDENTIAL_NAMES.test(name) && typeof value === 'string') {
       secrets.push(value.replace(/^[A-Za-z][\w-]*\s+(?=\S)/, '').trim(), value.trim());
+      secrets.push(...basicCredentials(value));
     }
   }
   // Each value both as written and decoded: an upstream may echo the URL as sent (`sig=AbC%2B…`) or as read.
@@ -212,6 +213,18 @@ export function credentialsSent({ headers, url }: SentRequest): string[] {
     secrets.push(raw, decodedPart(raw));
   }
   return secrets;
+}
+
+/**
+ * Basic credentials as the server reads them (`user:password`, and the password alone), which a server may echo in
+ * its error instead of the base64 it was sent.
+ */
+function basicCredentials(value: string): string[] {
+  const encoded = /^\s*Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(value)?.[1];
+  if (encoded === undefined) return [];
+  const decoded = Buffer.from(encoded, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon === -1 ? [decoded] : [decoded, decoded.slice(colon + 1)];
 }
 
 /** A query string's part as read (`+` a space, %-escapes decoded), or as written when it does not decode. */
