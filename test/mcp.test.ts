@@ -180,6 +180,53 @@ describe('MCP tools', () => {
     }
   });
 
+  for (const kind of ['stateful', 'sse'] as const) {
+    it(`added by a server while connected are offered once it says its tools changed (tools/list_changed, ${kind})`, async () => {
+      const server = new FakeMcpServer(kind);
+      const url = await server.start();
+      try {
+        const gateway = await start({ adapter: adapter(), mcpServers: [url] });
+        const offered = async () => {
+          const before = model.requests.length;
+          await TRANSPORTS[2].run(gateway, runInput([userMessage('hi [tokens=1]')]));
+          return (model.requests[before].tools ?? []).map((tool: any) => tool.function.name) as string[];
+        };
+        expect(await offered()).toEqual(expect.arrayContaining(['add', 'fail']));
+        expect(await offered()).not.toContain('multiply');
+        server.addTool('multiply');
+        let names: string[] = [];
+        for (let i = 0; i < 50 && !names.includes('multiply'); i++) {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          names = await offered();
+        }
+        expect(names).toContain('multiply');
+        const called = await TRANSPORTS[2].run(gateway, runInput([userMessage('[tool=multiply] [toolargs={}]')]));
+        expect(called.messages).toContainEqual(expect.objectContaining({ type: 'result', result: 'multiply done' }));
+      } finally {
+        await server.stop();
+      }
+    });
+  }
+
+  it('added while the gateway connects are offered: the change said during the first listing is not missed', async () => {
+    const server = new FakeMcpServer('sse');
+    server.addOnFirstList = 'multiply';
+    const url = await server.start();
+    try {
+      const gateway = await start({ adapter: adapter(), mcpServers: [url] });
+      let names: string[] = [];
+      for (let i = 0; i < 50 && !names.includes('multiply'); i++) {
+        if (i > 0) await new Promise((resolve) => setTimeout(resolve, 100));
+        const before = model.requests.length;
+        await TRANSPORTS[2].run(gateway, runInput([userMessage('hi [tokens=1]')]));
+        names = (model.requests[before].tools ?? []).map((tool: any) => tool.function.name);
+      }
+      expect(names).toEqual(expect.arrayContaining(['add', 'multiply']));
+    } finally {
+      await server.stop();
+    }
+  });
+
   it('are withdrawn when their server stops answering pings, before any call finds out', async () => {
     const { logger, lines } = capturingLogger();
     const server = new FakeMcpServer('stateful');

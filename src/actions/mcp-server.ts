@@ -72,9 +72,11 @@ export class McpServer implements ActionSource {
   private connecting: Promise<void> | undefined;
   private down = false;
   private failures = 0;
-  /** A listing after the server said its tools changed is being read, and another was asked for meanwhile. */
-  private relisting = false;
-  private relistAgain = false;
+  /**
+   * The listing being read after a client's server said its tools changed, and whether it said so again meanwhile
+   * (kept per client: a connection that replaced it lists on its own).
+   */
+  private relisting: { client: Client; again: boolean } | undefined;
   /** Retired (retire): never pinged again. */
   private retired = false;
   private retryAt = 0;
@@ -151,6 +153,16 @@ export class McpServer implements ActionSource {
     const requestInit = { headers: this.options.headers ?? {} };
     // The client of the attempt in progress (the handshake replaces it when it falls back to SSE).
     let current: Client | undefined;
+    // Whether the server said its tools changed before the connection was taken (while its first listing was read).
+    let changedWhileOpening = false;
+    const use = (attempt: Client) => {
+      current = attempt;
+      // Set before the handshake, so that a change said during the first listing is not missed.
+      attempt.setNotificationHandler(sdk.ToolListChangedNotificationSchema, () => {
+        if (this.client === attempt) this.listAgain(attempt);
+        else if (current === attempt) changedWhileOpening = true;
+      });
+    };
     // A server that accepts the connection and never answers must not hold every request that waits for it.
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_resolve, reject) => {
@@ -158,10 +170,7 @@ export class McpServer implements ActionSource {
     });
     timeout.catch(() => {});
     try {
-      const tools = await Promise.race([
-        this.handshake(sdk, url, requestInit, (attempt) => (current = attempt)),
-        timeout,
-      ]);
+      const tools = await Promise.race([this.handshake(sdk, url, requestInit, use), timeout]);
       clearTimeout(timer);
       const client = current!;
       if (this.closed) {
@@ -171,10 +180,10 @@ export class McpServer implements ActionSource {
       client.onclose = () => {
         if (this.client === client) this.lose('the connection closed');
       };
-      client.setNotificationHandler(sdk.ToolListChangedNotificationSchema, () => this.listAgain(client));
       this.client = client;
       this.tools = tools;
       this.watch(client);
+      if (changedWhileOpening) this.listAgain(client);
       this.failures = 0;
       if (this.down)
         this.logger.info(
@@ -220,11 +229,12 @@ export class McpServer implements ActionSource {
    * again while one is read gets one more listing after it, not one each).
    */
   private listAgain(client: Client): void {
-    if (this.relisting) {
-      this.relistAgain = true;
+    if (this.relisting?.client === client) {
+      this.relisting.again = true;
       return;
     }
-    this.relisting = true;
+    const relisting = { client, again: false };
+    this.relisting = relisting;
     void this.list(client)
       .then(
         (listed) => {
@@ -234,11 +244,8 @@ export class McpServer implements ActionSource {
           this.logger.warn({ mcpServer: this.label, err: error }, "could not list the MCP server's tools again"),
       )
       .finally(() => {
-        this.relisting = false;
-        if (this.relistAgain && this.client === client) {
-          this.relistAgain = false;
-          this.listAgain(client);
-        }
+        if (this.relisting === relisting) this.relisting = undefined;
+        if (relisting.again && this.client === client) this.listAgain(client);
       });
   }
 

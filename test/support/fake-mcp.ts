@@ -27,6 +27,18 @@ export class FakeMcpServer {
   /** Pages of its tool list read so far (with `endless`). */
   listedPages = 0;
 
+  /** The SDK servers connected now (one per session), told when a tool is added. */
+  private readonly live = new Set<McpServer>();
+  /** Tools added with addTool, which every server built later has too. */
+  private readonly added: string[] = [];
+
+  /**
+   * A tool added while the first tools/list is answered: the list answered is the one before it, and the change is
+   * said first (over HTTP+SSE both go down the one stream, in that order), as a server whose tools change while a
+   * client connects does.
+   */
+  addOnFirstList: string | undefined;
+
   /**
    * `endless`: its tool list never ends: every page has 100 tools and names a next one (a server that keeps saying
    * there are more).
@@ -54,8 +66,27 @@ export class FakeMcpServer {
     return close(this.server);
   }
 
+  /**
+   * Adds a tool `name` that answers "<name> done". Every connected session is told that its tools changed: the SDK's
+   * McpServer sends `notifications/tools/list_changed` when a tool is registered while it is connected.
+   */
+  addTool(name: string): void {
+    this.added.push(name);
+    for (const mcp of this.live) this.registerAdded(mcp, name);
+  }
+
+  private registerAdded(mcp: McpServer, name: string): void {
+    mcp.registerTool(name, { description: `The added tool ${name}.` }, async () => {
+      this.calls.push({ tool: name, args: {} });
+      return { content: [{ type: 'text', text: `${name} done` }] };
+    });
+  }
+
   private build(): McpServer {
     const mcp = new McpServer({ name: 'fake-mcp', version: '1.0.0' });
+    for (const name of this.added) this.registerAdded(mcp, name);
+    this.live.add(mcp);
+    mcp.server.onclose = () => this.live.delete(mcp);
     mcp.registerTool(
       'add',
       { description: 'Adds two numbers.', inputSchema: { a: z.number(), b: z.number() } },
@@ -76,6 +107,15 @@ export class FakeMcpServer {
     mcp.registerTool('files.read', { description: 'Reads a file.' }, async () => ({
       content: [{ type: 'text', text: 'secret' }],
     }));
+    if (this.addOnFirstList !== undefined) {
+      const adding = this.addOnFirstList;
+      mcp.server.removeRequestHandler('tools/list');
+      mcp.server.setRequestHandler(ListToolsRequestSchema, async () => {
+        const tools = ['add', ...this.added].map((name) => ({ name, inputSchema: { type: 'object' as const } }));
+        if (!this.added.includes(adding)) this.addTool(adding);
+        return { tools };
+      });
+    }
     if (this.endless) {
       mcp.server.removeRequestHandler('tools/list');
       mcp.server.setRequestHandler(ListToolsRequestSchema, async (request) => {
