@@ -169,8 +169,9 @@ export class McpServer implements ActionSource {
       timer = setTimeout(() => reject(new Error(`no answer within ${CONNECT_TIMEOUT_MS} ms`)), CONNECT_TIMEOUT_MS);
     });
     timeout.catch(() => {});
+    const handshake = this.handshake(sdk, url, requestInit, use);
     try {
-      const tools = await Promise.race([this.handshake(sdk, url, requestInit, use), timeout]);
+      const tools = await Promise.race([handshake, timeout]);
       clearTimeout(timer);
       const client = current!;
       if (this.closed) {
@@ -195,6 +196,10 @@ export class McpServer implements ActionSource {
     } catch (error) {
       clearTimeout(timer);
       await (current as Client | undefined)?.close().catch(() => {});
+      // Given up on (the timeout), the handshake may still go on, to its SSE fallback: whatever client it ends with is
+      // closed, not left connected with no one to use it.
+      const closeLast = () => void (current as Client | undefined)?.close().catch(() => {});
+      void handshake.then(closeLast, closeLast);
       this.lose(describe(error));
     }
   }

@@ -192,20 +192,22 @@ export class RunLauncher {
    */
   async start<View>(asked: RunRequest, caller: RunCaller, attach: (run: RunHandle) => View): Promise<View> {
     if (this.draining) throw this.draining;
-    if (this.active >= this.options.maxConcurrentRuns) {
-      throw new OverloadedError(
-        `The gateway is serving its most runs at once (${this.options.maxConcurrentRuns}); try again shortly.`,
-      );
-    }
     // Counted from here to the run's end: a run outlives its client, and holds its input until the model answers.
     const inputBytes = this.options.inputBudget ? requestBytes(asked) : 0;
     if (this.options.inputBudget && inputBytes > this.options.inputBudget.limitBytes) {
-      // More than the budget holds with nothing else in flight: no wait could admit it, so the answer is final.
+      // More than the budget holds with nothing else in flight: no wait could admit it, so the answer is final (and
+      // comes before any refusal that asks the client to try again).
       const limit = this.options.inputBudget.limitBytes;
       throw new LimitExceededError(
         `The request's input counts about ${inputBytes} bytes as a run holds it, more than the gateway holds for ` +
-          `all runs at once (${this.options.inputBudget.name}); send fewer or shorter messages.`,
-        { details: { field: 'messages', limit, value: inputBytes } },
+          `all runs at once (${this.options.inputBudget.name}); send less (fewer or shorter messages, tools, context ` +
+          `or state).`,
+        { details: { field: 'input', unit: 'bytes', limit, value: inputBytes } },
+      );
+    }
+    if (this.active >= this.options.maxConcurrentRuns) {
+      throw new OverloadedError(
+        `The gateway is serving its most runs at once (${this.options.maxConcurrentRuns}); try again shortly.`,
       );
     }
     if (this.options.inputBudget && !this.options.inputBudget.take(inputBytes)) {
