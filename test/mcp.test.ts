@@ -139,10 +139,29 @@ describe('MCP tools', () => {
         const named = Array.from({ length: 10 }, (_, i) => ({ endpoint: `http://127.0.0.1:9/mcp?u=${request}-${i}` }));
         await servers.forRequest({ mcpServers: named });
       }
-      expect(servers.clientServers).toEqual({ kept: 50, evicted: 50 });
+      // (Nothing listens on port 9: every one is down.)
+      expect(servers.census()).toEqual({
+        configured: { connected: 0, down: 0 },
+        requested: { connected: 0, down: 50 },
+        retired: { connected: 0, down: 50 },
+      });
     } finally {
       await servers.close();
     }
+  });
+
+  it('are counted in /metrics by source and state (copilot_gateway_mcp_servers)', async () => {
+    const gateway = await start({ adapter: adapter(), mcpServers: [streamableUrl, 'http://127.0.0.1:9/mcp'] });
+    await TRANSPORTS[2].run(gateway, runInput([userMessage('hi [tokens=1]')]));
+    const gauge = async (source: string, state: string) => {
+      const text = await (await fetch(new URL('/metrics', gateway.url))).text();
+      const line = new RegExp(`^copilot_gateway_mcp_servers\\{source="${source}",state="${state}"\\} (\\d+)$`, 'm');
+      return Number(line.exec(text)?.[1] ?? NaN);
+    };
+    expect(await gauge('configured', 'connected')).toBe(1);
+    expect(await gauge('configured', 'down')).toBe(1);
+    expect(await gauge('requested', 'connected')).toBe(0);
+    expect(await gauge('retired', 'down')).toBe(0);
   });
 
   it('are withdrawn when their server goes away, and offered again, without a wait, when it is back', async () => {

@@ -100,6 +100,11 @@ export class McpServer implements ActionSource {
     return this.tools;
   }
 
+  /** Whether the server is connected now (its tools offered). */
+  get connected(): boolean {
+    return this.client !== undefined;
+  }
+
   /** Whether a first connection attempt has settled: a request waits only for servers still on it. */
   get settled(): boolean {
     return this.tried;

@@ -6,6 +6,9 @@ import { McpServer, type McpServerOptions } from './mcp-server.js';
 
 export type { McpServerOptions } from './mcp-server.js';
 
+/** How many MCP servers of each source are connected now, and how many are not (down, or not yet connected). */
+export type McpCensus = Record<'configured' | 'requested' | 'retired', { connected: number; down: number }>;
+
 /** The most MCP servers one request may name, the most kept connected, and how long an evicted one lives on. */
 const MAX_NAMED_SERVERS = 10;
 const MAX_KEPT_CLIENT_SERVERS = 50;
@@ -31,9 +34,21 @@ export class McpServers {
     this.configured = servers.map((server) => new McpServer(server, logger));
   }
 
-  /** How many servers requests named are kept, and how many pushed out wait to be closed. */
-  get clientServers(): { kept: number; evicted: number } {
-    return { kept: this.fromClients.size, evicted: this.evicted.size };
+  /**
+   * The servers by where they come from (configured; named by requests and kept; named by requests, pushed out and
+   * waiting to be closed) and whether each is connected now: the `copilot_gateway_mcp_servers` gauge.
+   */
+  census(): McpCensus {
+    const count = (servers: Iterable<McpServer>) => {
+      const counts = { connected: 0, down: 0 };
+      for (const server of servers) counts[server.connected ? 'connected' : 'down']++;
+      return counts;
+    };
+    return {
+      configured: count(this.configured),
+      requested: count(this.fromClients.values()),
+      retired: count(this.evicted),
+    };
   }
 
   /** The configured servers, as action sources (always offered; empty while a server is down). */

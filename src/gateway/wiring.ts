@@ -53,6 +53,7 @@ export function wireGateway(config: ResolvedOptions): Collaborators {
     ? new GatewayMetrics(
         () => launcher.activeRuns,
         () => inputBudget.heldBytes,
+        () => mcp.census(),
       )
     : undefined;
   const tracing = config.tracing ? new RunTracing(GATEWAY_VERSION) : undefined;

@@ -24,8 +24,15 @@ export class GatewayMetrics {
   private readonly sockets: Gauge;
   private readonly slowReaders: Counter;
 
-  /** `inputHeld`: the bytes of input held now (maxBufferedInputMb's budget), read when the metrics are collected. */
-  constructor(activeRuns: () => number, inputHeld: () => number) {
+  /**
+   * `inputHeld`: the bytes of input held now (maxBufferedInputMb's budget); `mcpServers`: the MCP servers by source,
+   * connected or not (McpServers.census). Both read when the metrics are collected.
+   */
+  constructor(
+    activeRuns: () => number,
+    inputHeld: () => number,
+    mcpServers: () => Record<string, { connected: number; down: number }>,
+  ) {
     processRegistry(); // started now, so that event-loop lag is measured from the start
     const registers = [this.registry];
     this.runs = new Counter({
@@ -94,6 +101,21 @@ export class GatewayMetrics {
       registers,
       collect() {
         this.set(inputHeld());
+      },
+    });
+    new Gauge({
+      name: 'copilot_gateway_mcp_servers',
+      help:
+        'MCP servers by source (configured; requested: named by requests and kept; retired: pushed out, waiting to ' +
+        "be closed) and state (connected, or down: unreachable or not yet connected; a down server's tools are " +
+        'not offered).',
+      labelNames: ['source', 'state'],
+      registers,
+      collect() {
+        for (const [source, counts] of Object.entries(mcpServers())) {
+          this.set({ source, state: 'connected' }, counts.connected);
+          this.set({ source, state: 'down' }, counts.down);
+        }
       },
     });
     this.httpStreams = new Gauge({
