@@ -50,6 +50,11 @@ export class AgUiEventInterpreter {
   private finished = false;
   private predictState: PredictState[] = [];
   private readonly texts = new Map<string, string>();
+  /**
+   * Every text message's id as the run wrote it, by the agent's id (the run's differs when the agent used one twice):
+   * what a tool call's parentMessageId names.
+   */
+  private readonly messageIds = new Map<string, string>();
   /** Open reasoning messages: the agent's id to the run's. */
   private readonly reasoning = new Map<string, string>();
   private readonly calls = new Map<string, { id: string; name: string; args: string; open: boolean }>();
@@ -81,7 +86,9 @@ export class AgUiEventInterpreter {
       case EventType.TEXT_MESSAGE_START: {
         if (this.texts.has(e.messageId)) return;
         this.seen.add(e.messageId);
-        this.texts.set(e.messageId, this.out.textStart(e.messageId));
+        const id = this.out.textStart(e.messageId);
+        this.texts.set(e.messageId, id);
+        this.messageIds.set(e.messageId, id);
         return;
       }
       case EventType.TEXT_MESSAGE_CONTENT: {
@@ -119,7 +126,7 @@ export class AgUiEventInterpreter {
       case EventType.TOOL_CALL_START: {
         if (this.calls.has(e.toolCallId)) return;
         this.seen.add(e.toolCallId);
-        const id = this.out.actionStart(e.toolCallId, e.toolCallName, e.parentMessageId ?? null);
+        const id = this.out.actionStart(e.toolCallId, e.toolCallName, this.parent(e.parentMessageId));
         this.calls.set(e.toolCallId, { id, name: e.toolCallName, args: '', open: true });
         return;
       }
@@ -213,19 +220,26 @@ export class AgUiEventInterpreter {
     this.out.actionResult(id, call?.name ?? '', textOfContent(content));
   }
 
+  /** A parent message id as the run wrote that message (the agent's own when the run did not write it). */
+  private parent(agentId: string | null | undefined): string | null {
+    if (agentId === undefined || agentId === null) return null;
+    return this.messageIds.get(agentId) ?? agentId;
+  }
+
   private messagesSnapshot(messages: AgUiMessage[]): void {
     for (const message of messages) {
       if (message.role === 'assistant') {
         if (!this.seen.has(message.id) && message.content) {
           this.seen.add(message.id);
           const id = this.out.textStart(message.id);
+          this.messageIds.set(message.id, id);
           this.out.textContent(id, message.content);
           this.out.textEnd(id);
         }
         for (const call of message.toolCalls ?? []) {
           if (this.seen.has(call.id)) continue;
           this.seen.add(call.id);
-          const id = this.out.actionStart(call.id, call.function.name, message.id);
+          const id = this.out.actionStart(call.id, call.function.name, this.parent(message.id));
           this.out.actionArgs(id, call.function.arguments);
           this.out.actionEnd(id);
           this.calls.set(call.id, { id, name: call.function.name, args: call.function.arguments, open: false });

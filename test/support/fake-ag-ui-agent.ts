@@ -25,6 +25,7 @@ import { close, fakeListener, listen } from './loopback.js';
  *   [ag-ui-interrupt]   a RUN_FINISHED with an interrupt outcome (after a STATE_SNAPSHOT, with [with-state])
  *   [predict]           CopilotKit's PredictState, then a tool call whose arguments become state
  *   [own-tool]          a tool call of its own with its TOOL_CALL_RESULT
+ *   [reused-id]         two text messages with one message id, then a tool call whose parentMessageId is that id
  *   [server-tool=NAME]  a call of the gateway's server-side action NAME with [toolargs]
  *   [proto]             the answer in AG-UI's protobuf framing, whatever the request accepted
  *   [content-type=T]    the answer as SSE, with content type T
@@ -183,6 +184,16 @@ export class FakeAgUiAgent {
       text('tok0 ', { open: true });
       send({ type: EventType.TEXT_MESSAGE_CONTENT, messageId: `agui-msg-${input.runId}-${counter}` });
       return; // and nothing more: only the gateway can end this stream
+    } else if (has('reused-id')) {
+      for (const delta of ['First. ', 'Second.']) {
+        send({ type: EventType.TEXT_MESSAGE_START, messageId: 'agui-reused', role: 'assistant' });
+        send({ type: EventType.TEXT_MESSAGE_CONTENT, messageId: 'agui-reused', delta });
+        send({ type: EventType.TEXT_MESSAGE_END, messageId: 'agui-reused' });
+      }
+      const toolCallId = `agui-call-${input.runId}-reused`;
+      send({ type: EventType.TOOL_CALL_START, toolCallId, toolCallName: 'lookup', parentMessageId: 'agui-reused' });
+      send({ type: EventType.TOOL_CALL_ARGS, toolCallId, delta: '{}' });
+      send({ type: EventType.TOOL_CALL_END, toolCallId });
     } else if (has('delta')) {
       send({ type: EventType.STATE_SNAPSHOT, snapshot: { step: 1, topic: 'ai' } });
       send({
