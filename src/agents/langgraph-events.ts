@@ -23,6 +23,11 @@ export class LangGraphEventInterpreter {
   exited = false;
   private text: { agentId: string; id: string } | undefined;
   private call: { agentId: string; id: string | null } | undefined;
+  /**
+   * Every text message's id as the run wrote it, by the agent's message id (the run's differs when the agent used one
+   * twice): what a tool call's parent names.
+   */
+  private readonly messageIds = new Map<string, string>();
 
   constructor(
     private readonly out: RunWriter,
@@ -110,7 +115,9 @@ export class LangGraphEventInterpreter {
         const shown = emitsToolCall(emitToolCalls, toolChunk.name);
         this.call = {
           agentId: toolChunk.id,
-          id: shown ? this.out.actionStart(toolChunk.id, toolChunk.name, messageId) : null,
+          id: shown
+            ? this.out.actionStart(toolChunk.id, toolChunk.name, this.messageIds.get(messageId) ?? messageId)
+            : null,
         };
       }
       if (typeof toolChunk.args === 'string' && toolChunk.args && this.call?.id)
@@ -124,6 +131,7 @@ export class LangGraphEventInterpreter {
         if (this.text?.agentId !== messageId) {
           this.closeText();
           this.text = { agentId: messageId, id: this.out.textStart(messageId) };
+          this.messageIds.set(messageId, this.text.id);
         }
         this.out.textContent(this.text.id, text);
       }

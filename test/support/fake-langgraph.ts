@@ -11,7 +11,8 @@ import { close, fakeListener, listen } from './loopback.js';
  * `POST /threads/{id}/runs/{run_id}/cancel`. Graph "chat" answers the shared directives (see
  * upstreams.ts) plus [copilotkit-interrupt] (an interrupt made with CopilotKit's Python SDK), [cut] (the
  * connection cut after a token), [bad-event] (an event the gateway cannot read, then silence) and [node-hops=N] (a
- * 1 MiB state, then N small events from two nodes in turn, each of which the gateway passes on with the whole state).
+ * 1 MiB state, then N small events from two nodes in turn, each of which the gateway passes on with the whole state) and
+ * [reused-id] (two answers with one message id, then a tool call in a chunk of that id).
  * A run resumed with `command.resume` answers "Resumed with: <resume>" (JSON unless a string); a tool message
  * last, "Tool result received: <content>".
  */
@@ -139,8 +140,7 @@ export class FakeLangGraph {
       messages,
     };
     let counter = 0;
-    const aiText = (content: string, parts: string[] = [content], open = false) => {
-      const id = `lg-ai-${runId}-${++counter}`;
+    const aiText = (content: string, parts: string[] = [content], open = false, id = `lg-ai-${runId}-${++counter}`) => {
       for (const part of parts)
         send('events', {
           event: 'on_chat_model_stream',
@@ -248,6 +248,23 @@ export class FakeLangGraph {
       aiText('State updated. ');
       values.step = 2;
       send('values', values, true);
+    } else if (has('reused-id')) {
+      // Two answers with one message id, then a tool call in a chunk of that id.
+      aiText('First. ', undefined, false, 'lg-reused');
+      aiText('Second.', undefined, false, 'lg-reused');
+      send('events', {
+        event: 'on_chat_model_stream',
+        metadata,
+        data: {
+          chunk: {
+            type: 'AIMessageChunk',
+            id: 'lg-reused',
+            content: '',
+            tool_call_chunks: [{ name: 'lookup', args: '{}', id: `lg-call-${runId}-reused`, index: 0 }],
+            response_metadata: { finish_reason: 'tool_calls' },
+          },
+        },
+      });
     } else if (directive('tool') || directive('server-tool')) {
       const name = directive('tool') ?? directive('server-tool')!;
       const args = directive('toolargs') ?? '{}';
