@@ -244,8 +244,17 @@ async function openPage(query = ''): Promise<{ page: Page; errors: string[]; sen
   const errors: string[] = [];
   page.on('pageerror', (error) => errors.push(error.message));
   const sent = recordRequests(page);
+  // CopilotKit 1.74 drops a message sent before /info and its agent's first connect have answered (see
+  // browser-react.test.ts, openChat): the page is ready once both have.
+  const ready = Promise.all([
+    page.waitForResponse((response) => new URL(response.url()).pathname.endsWith('/info')),
+    page.waitForResponse(
+      (response) => new URL(response.url()).pathname.endsWith('/connect') && response.request().method() === 'POST',
+    ),
+  ]);
   await page.goto(`${pageOrigin}/${query}`);
   await page.waitForSelector('textarea');
+  await ready;
   return { page, errors, sent };
 }
 
