@@ -9,7 +9,7 @@ import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { agUiAgent } from '../src/ag-ui/agent.js';
 import { FakeAgUiAgent } from './support/fake-ag-ui-agent.js';
 import { FakeOpenAI } from './support/fake-openai.js';
-import { installBrowserApps } from './support/browser-apps.js';
+import { copilotKitReady, installBrowserApps } from './support/browser-apps.js';
 import { startGateway, type RunningGateway } from './support/harness.js';
 
 // A real CopilotKit React app (@copilotkit/react-core + react-ui, unmodified) in headless Chromium,
@@ -145,18 +145,9 @@ async function openChat(version: string, agentName?: string, query = ''): Promis
   page.on('console', (message) => seen.push(`console.${message.type()}: ${message.text().slice(0, 300)}`));
   page.on('pageerror', (error) => seen.push(`page error: ${error.message.slice(0, 300)}`));
   page.on('framenavigated', (frame) => frame === page.mainFrame() && seen.push(`loaded ${frame.url()}`));
-  // CopilotKit 1.74 drops a message sent before it has discovered the runtime (/info) and connected its agent to the
-  // thread (the first POST …/connect): the Enter clears the input, no run follows, the chat stays empty (seen in CI
-  // under load; every time with either answer held back three seconds). The chat is ready once both have answered.
+  // 1.74 discovers the runtime first, and drops a message sent before it is ready (copilotKitReady).
   const discovers = VERSIONS.find((entry) => entry.name === version)?.protocol === 'ag-ui';
-  const discovered = discovers
-    ? Promise.all([
-        page.waitForResponse((response) => new URL(response.url()).pathname.endsWith('/info')),
-        page.waitForResponse(
-          (response) => new URL(response.url()).pathname.endsWith('/connect') && response.request().method() === 'POST',
-        ),
-      ])
-    : undefined;
+  const discovered = discovers ? copilotKitReady(page) : undefined;
   await page.goto(`${pageOrigin}/?version=${version}${agentName ? `&agent=${agentName}` : ''}${query}`);
   await page.waitForSelector('textarea');
   await discovered;

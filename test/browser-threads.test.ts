@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { build } from 'esbuild';
 import { chromium, type Browser, type Page } from './clients/playwright.js';
 import { FakeOpenAI } from './support/fake-openai.js';
-import { installBrowserApps } from './support/browser-apps.js';
+import { copilotKitReady, installBrowserApps } from './support/browser-apps.js';
 import { RedisServer } from './support/redis.js';
 
 // The thread list of a stock CopilotKit 1.74 React app (react-core's `useThreads`, unmodified) in headless Chromium,
@@ -244,14 +244,7 @@ async function openPage(query = ''): Promise<{ page: Page; errors: string[]; sen
   const errors: string[] = [];
   page.on('pageerror', (error) => errors.push(error.message));
   const sent = recordRequests(page);
-  // CopilotKit 1.74 drops a message sent before /info and its agent's first connect have answered (see
-  // browser-react.test.ts, openChat): the page is ready once both have.
-  const ready = Promise.all([
-    page.waitForResponse((response) => new URL(response.url()).pathname.endsWith('/info')),
-    page.waitForResponse(
-      (response) => new URL(response.url()).pathname.endsWith('/connect') && response.request().method() === 'POST',
-    ),
-  ]);
+  const ready = copilotKitReady(page);
   await page.goto(`${pageOrigin}/${query}`);
   await page.waitForSelector('textarea');
   await ready;

@@ -3,7 +3,7 @@ import { EmptyAdapter } from '../src/adapters/empty.js';
 import { langGraphAgent, langGraphThreadId } from '../src/agents/langgraph.js';
 import { FakeLangGraph } from './support/fake-langgraph.js';
 import { eventually, gatewaysPerTest, runInput, userMessage, type RunningGateway } from './support/harness.js';
-import { watch } from './support/threads.js';
+import { startedIds } from './support/threads.js';
 import { RUN_SUBSCRIPTION, TRANSPORTS, textOf } from './support/transports.js';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
@@ -126,32 +126,14 @@ describe('a LangGraph run', () => {
   it("names a tool call's parent message as the run wrote it, when the graph used that message's id twice", async () => {
     // The run gives the second message a new id (an id names one message of a run): the call's parent is that one.
     const g = await gateway();
-    const events = watch(
+    const { texts, callParent } = await startedIds(
       g.wsUrl,
-      /* GraphQL */ `
-        subscription Run($data: GenerateCopilotResponseInput!) {
-          copilotRun(data: $data) {
-            __typename
-            ... on TextMessageStartEvent {
-              messageId
-            }
-            ... on ActionExecutionStartEvent {
-              actionExecutionId
-              parentMessageId
-            }
-          }
-        }
-      `,
-      { data: runInput([userMessage('[reused-id]')], { agentSession: { agentName: 'chat' }, threadId: 'lg-reused' }) },
+      runInput([userMessage('[reused-id]')], { agentSession: { agentName: 'chat' }, threadId: 'lg-reused' }),
     );
-    await events.done;
-    expect(events.errors).toEqual([]);
-    const texts = events.events.filter((e) => e.__typename === 'TextMessageStartEvent').map((e) => e.messageId);
     expect(texts).toHaveLength(2);
     expect(texts[0]).toBe('lg-reused');
     expect(texts[1]).not.toBe('lg-reused');
-    const call = events.events.find((e) => e.__typename === 'ActionExecutionStartEvent');
-    expect(call.parentMessageId).toBe(texts[1]);
+    expect(callParent).toBe(texts[1]);
   });
 
   it('maps a thread id that is not a UUID to the same UUID every time', async () => {

@@ -174,6 +174,21 @@ export class FakeLangGraph {
       });
       values.messages = [...values.messages, { type: 'ai', id, content, tool_calls: [] }];
     };
+    /** An AIMessageChunk of tool-call chunks only, with a finish reason when given. */
+    const toolChunks = (id: string, chunks: unknown[], finishReason?: string) =>
+      send('events', {
+        event: 'on_chat_model_stream',
+        metadata,
+        data: {
+          chunk: {
+            type: 'AIMessageChunk',
+            id,
+            content: '',
+            tool_call_chunks: chunks,
+            ...(finishReason ? { response_metadata: { finish_reason: finishReason } } : {}),
+          },
+        },
+      });
     const end = () => {
       thread.values = values;
       send('values', values, true);
@@ -252,63 +267,15 @@ export class FakeLangGraph {
       // Two answers with one message id, then a tool call in a chunk of that id.
       aiText('First. ', undefined, false, 'lg-reused');
       aiText('Second.', undefined, false, 'lg-reused');
-      send('events', {
-        event: 'on_chat_model_stream',
-        metadata,
-        data: {
-          chunk: {
-            type: 'AIMessageChunk',
-            id: 'lg-reused',
-            content: '',
-            tool_call_chunks: [{ name: 'lookup', args: '{}', id: `lg-call-${runId}-reused`, index: 0 }],
-            response_metadata: { finish_reason: 'tool_calls' },
-          },
-        },
-      });
+      toolChunks('lg-reused', [{ name: 'lookup', args: '{}', id: `lg-call-${runId}-reused`, index: 0 }], 'tool_calls');
     } else if (directive('tool') || directive('server-tool')) {
       const name = directive('tool') ?? directive('server-tool')!;
       const args = directive('toolargs') ?? '{}';
       const id = `lg-ai-${runId}-${++counter}`;
       const callId = `lg-call-${runId}`;
-      send('events', {
-        event: 'on_chat_model_stream',
-        metadata,
-        data: {
-          chunk: {
-            type: 'AIMessageChunk',
-            id,
-            content: '',
-            tool_call_chunks: [{ name, args: '', id: callId, index: 0 }],
-          },
-        },
-      });
-      for (const part of args.match(/.{1,4}/gs) ?? []) {
-        send('events', {
-          event: 'on_chat_model_stream',
-          metadata,
-          data: {
-            chunk: {
-              type: 'AIMessageChunk',
-              id,
-              content: '',
-              tool_call_chunks: [{ name: null, args: part, id: null, index: 0 }],
-            },
-          },
-        });
-      }
-      send('events', {
-        event: 'on_chat_model_stream',
-        metadata,
-        data: {
-          chunk: {
-            type: 'AIMessageChunk',
-            id,
-            content: '',
-            tool_call_chunks: [],
-            response_metadata: { finish_reason: 'tool_calls' },
-          },
-        },
-      });
+      toolChunks(id, [{ name, args: '', id: callId, index: 0 }]);
+      for (const part of args.match(/.{1,4}/gs) ?? []) toolChunks(id, [{ name: null, args: part, id: null, index: 0 }]);
+      toolChunks(id, [], 'tool_calls');
       values.messages = [
         ...values.messages,
         { type: 'ai', id, content: '', tool_calls: [{ id: callId, name, args: JSON.parse(args) }] },

@@ -239,3 +239,37 @@ export function expectLogBeginsWith(log: any[], seen: any[]): void {
   const last = seen.at(-1)?.sequence ?? -1;
   expect(compactEvents(log.filter((event) => event.sequence <= last))).toEqual(compactEvents(seen));
 }
+
+/**
+ * A run over graphql-ws, read for its ids alone: the ids its text messages started with, and the parent message its
+ * (first) action call names.
+ */
+export async function startedIds(
+  wsUrl: string,
+  data: Record<string, unknown>,
+): Promise<{ texts: string[]; callParent: string | null | undefined }> {
+  const run = watch(
+    wsUrl,
+    /* GraphQL */ `
+      subscription Run($data: GenerateCopilotResponseInput!) {
+        copilotRun(data: $data) {
+          __typename
+          ... on TextMessageStartEvent {
+            messageId
+          }
+          ... on ActionExecutionStartEvent {
+            actionExecutionId
+            parentMessageId
+          }
+        }
+      }
+    `,
+    { data },
+  );
+  await run.done;
+  expect(run.errors).toEqual([]);
+  return {
+    texts: run.events.filter((e) => e.__typename === 'TextMessageStartEvent').map((e) => e.messageId),
+    callParent: run.events.find((e) => e.__typename === 'ActionExecutionStartEvent')?.parentMessageId,
+  };
+}
