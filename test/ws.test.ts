@@ -7,7 +7,8 @@ import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { WS_RUN as RUN } from './support/documents.js';
 import { rawWsExchange } from './support/fuzz-client.js';
-import { runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
+import { metricValue, runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
+import { until } from './support/threads.js';
 import { nextMessage, withWsErrors } from '../src/transports/ws/messages.js';
 import { buildSchema } from '../src/graphql/schema.js';
 
@@ -145,6 +146,73 @@ describe('the copilotRun subscription over graphql-ws', () => {
       subscribe('bad', { query: `${RUN}${' '.repeat(400)}`, operationName: 7 }),
     ]);
     expect(badName.closeCode).toBe(4400);
+  });
+});
+
+describe('an operation id the client completes and uses again', () => {
+  // graphql-ws's client names each operation anew, and sends nothing for an operation it completes before its
+  // `subscribe` went out: these messages come from a raw socket (a careless or hostile client).
+  const subscribe = (prompt: string) =>
+    JSON.stringify({
+      id: 'reused',
+      type: 'subscribe',
+      payload: { query: RUN, variables: { data: runInput([userMessage(prompt)]) } },
+    });
+  const complete = JSON.stringify({ id: 'reused', type: 'complete' });
+
+  /** A raw graphql-ws socket, acknowledged, that has sent `frames` at once (they arrive together). */
+  async function rawSocket(frames: string[]) {
+    const socket = new WebSocket(gateway.wsUrl, 'graphql-transport-ws');
+    const received: any[] = [];
+    let onMessage = () => {};
+    socket.on('message', (data) => {
+      received.push(JSON.parse(String(data)));
+      onMessage();
+    });
+    const seen = (predicate: (message: any) => boolean) =>
+      new Promise<void>((resolve) => {
+        onMessage = () => received.some(predicate) && resolve();
+        onMessage();
+      });
+    await new Promise((resolve) => socket.once('open', resolve));
+    socket.send(JSON.stringify({ type: 'connection_init' }));
+    await seen((message) => message.type === 'connection_ack');
+    // In one write, so that the gateway reads them in one go.
+    const tcp = (socket as unknown as { _socket: import('node:net').Socket })._socket;
+    tcp.cork();
+    for (const frame of frames) socket.send(frame);
+    tcp.uncork();
+    return { socket, received, seen };
+  }
+
+  const activeRuns = () => metricValue(gateway.url, 'copilot_gateway_active_runs');
+
+  it('ends the completed operation, and streams only the new one under the id', async () => {
+    // subscribe, complete, subscribe: together, before the first operation has started its run.
+    const { socket, received, seen } = await rawSocket([subscribe('[stall] first'), complete, subscribe('second')]);
+    await seen((message) => message.id === 'reused' && message.type === 'complete');
+    const results = received.filter((message) => message.id === 'reused' && message.type === 'next');
+    const names = events(results.map((message) => message.payload)).map((event) => event.__typename);
+    expect(names.filter((name) => name === 'RunStartedEvent')).toHaveLength(1);
+    expect(names.at(-1)).toBe('RunFinishedEvent');
+    // The first run (its model stalls until its client goes away) is not left running.
+    await until(activeRuns, (active) => active === 0, 'no run to be left active');
+    socket.close();
+  });
+
+  it('ends every run asked under the id when the client goes away, however often the id was reused', async () => {
+    const frames = [];
+    for (let i = 0; i < 4; i++) frames.push(subscribe(`[stall] asked ${i}`), complete);
+    const { socket } = await rawSocket([...frames, subscribe('[stall] the last')]);
+    await until(activeRuns, (active) => active >= 1, 'the last run to start');
+    socket.close();
+    await until(activeRuns, (active) => active === 0, 'every run to end with its connection');
+  });
+
+  it('closes with 4409, as graphql-ws does, when a second subscribe comes under the id while one waits', async () => {
+    const { socket } = await rawSocket([subscribe('[stall] first'), complete, subscribe('a'), subscribe('b')]);
+    expect(await new Promise<number>((resolve) => socket.once('close', resolve))).toBe(4409);
+    await until(activeRuns, (active) => active === 0, 'no run to be left active');
   });
 });
 

@@ -5,7 +5,7 @@ import { MAX_NESTING } from '../../core/depth.js';
 import type { Admitted, ConnectionFacts } from '../access.js';
 import type { KeepAlive } from './keep-alive.js';
 import { closeReason } from './messages.js';
-import { slimSubscribe, type SubscribePayload } from './slim-subscribe.js';
+import { operationMessage, slimSubscribe, type SubscribePayload } from './slim-subscribe.js';
 
 /**
  * What graphql-ws keeps per connection (its `extra`): the socket (subscriptions write their `next`
@@ -83,6 +83,17 @@ interface Expiry {
   due: boolean;
 }
 
+/**
+ * A `subscribe` graphql-ws is still handling (WsConnection.handling): from the message until graphql-ws has ended
+ * its operation, its `complete` sent or not.
+ */
+interface Handling {
+  /** The client has sent `complete` for it. */
+  completed: boolean;
+  /** A `subscribe` the client has sent under the same id since it completed this one, held until this one ends. */
+  next: string | undefined;
+}
+
 /** The longest delay setTimeout takes. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -118,6 +129,14 @@ export class WsConnection {
   private readonly closed: (code?: number, reason?: string) => Promise<void>;
   /** Set when the connection's credentials expire (Principal.expiresAt). */
   private expiry: Expiry | undefined;
+  /**
+   * The `subscribe` messages graphql-ws is still handling, by operation id (made on the first). graphql-ws knows an
+   * operation only by its id: an operation the client completed before its run had started, then asked for again
+   * under the same id, took the new one's place when its start came, streamed beside it, and was never ended, not
+   * even by the socket's close (found from outside: a run per reuse, running to its end, billed). So a `subscribe`
+   * under an id whose completed operation graphql-ws is still handling waits until that one has ended.
+   */
+  private handling: Map<string, Handling> | undefined;
 
   static serve(socket: ServedSocket, shared: ConnectionShared, extra: ConnectionExtra): void {
     socket[CONNECTION] = new WsConnection(socket, shared, extra);
@@ -171,32 +190,69 @@ export class WsConnection {
 
   // Not an async function: its frame would hold the message's text until the operation ends.
   receive(text: string): void {
+    if (!this.handle) return;
+    const slimmed = slimSubscribe(text);
+    const operation =
+      typeof slimmed === 'string' ? operationMessage(slimmed) : { type: 'subscribe' as const, id: slimmed.id };
+    const handling = operation && this.handling?.get(operation.id);
+    if (handling?.completed) {
+      if (operation!.type === 'subscribe') {
+        // As the client sees it, an operation under this id is under way already: graphql-ws's answer to that.
+        if (handling.next !== undefined) {
+          return this.close(CloseCode.SubscriberAlreadyExists, `Subscriber for ${operation!.id} already exists`);
+        }
+        handling.next = text;
+        return;
+      }
+      // The held `subscribe` is completed before it started: neither goes to graphql-ws, nothing is answered.
+      if (handling.next !== undefined) {
+        handling.next = undefined;
+        return;
+      }
+    }
+    if (handling && operation!.type === 'complete') handling.completed = true;
+    // A `subscribe` under an id graphql-ws is handling and the client has not completed: graphql-ws closes (4409).
+    this.hand(slimmed, operation?.type === 'subscribe' && !handling ? operation.id : undefined);
+  }
+
+  /** Hands a message to graphql-ws; `subscribe`: the id of the new operation it asks for, kept in `handling`. */
+  private hand(slimmed: ReturnType<typeof slimSubscribe>, subscribe: string | undefined): void {
     const { handle, extra, shared } = this;
-    if (!handle) return;
     shared.operations.started();
     const expiry = this.expiry;
     if (expiry) expiry.inProgress++;
-    const slimmed = slimSubscribe(text);
     let handled: Promise<void>;
     if (typeof slimmed === 'string') {
-      handled = handle(slimmed);
+      handled = handle!(slimmed);
     } else {
       extra.slot = slimmed.payload;
-      handled = handle(slimmed.text);
+      handled = handle!(slimmed.text);
       extra.slot = undefined;
     }
-    // Without an expiry (no authentication, API keys), no second closure per message of the held streams.
+    // Made after the call: graphql-ws has taken the id (its own record) within it, before any other message comes.
+    const handling: Handling | undefined = subscribe === undefined ? undefined : { completed: false, next: undefined };
+    if (handling) (this.handling ??= new Map()).set(subscribe!, handling);
+    // Neither an expiry (no authentication, API keys) nor an operation: no second closure per message.
     const handledOk =
-      expiry === undefined
+      expiry === undefined && handling === undefined
         ? shared.operations.ended
         : () => {
             shared.operations.ended();
-            this.onMessageHandled(expiry);
+            if (expiry) this.onMessageHandled(expiry);
+            if (handling) this.operationHandled(subscribe!, handling);
           };
     handled.then(handledOk, (error: unknown) => {
       handledOk();
       this.failed(error);
     });
+  }
+
+  /** graphql-ws has ended an operation: a `subscribe` held for its id goes to graphql-ws now, if the socket is open. */
+  private operationHandled(id: string, handling: Handling): void {
+    if (this.handling?.get(id) !== handling) return;
+    this.handling.delete(id);
+    const { socket } = this;
+    if (handling.next !== undefined && socket.readyState === socket.OPEN) this.receive(handling.next);
   }
 
   /**

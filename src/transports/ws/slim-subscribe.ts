@@ -16,7 +16,7 @@ export interface SubscribePayload {
  * connection's slot. Anything that is not a well-formed subscribe message by graphql-ws's own
  * checks goes as it came, for graphql-ws to judge; so do short ones, which hold little.
  */
-export function slimSubscribe(text: string): string | { text: string; payload: SubscribePayload } {
+export function slimSubscribe(text: string): string | { text: string; id: string; payload: SubscribePayload } {
   if (text.length < 256 || !text.includes('"subscribe"')) return text;
   let message: unknown;
   try {
@@ -27,6 +27,7 @@ export function slimSubscribe(text: string): string | { text: string; payload: S
   if (!isSubscribeMessage(message)) return text;
   return {
     text: JSON.stringify({ id: message.id, type: 'subscribe', payload: { query: '' } }),
+    id: message.id,
     payload: message.payload,
   };
 }
@@ -43,4 +44,22 @@ function isSubscribeMessage(message: unknown): message is { id: string; type: 's
     (payload.operationName == null || typeof payload.operationName === 'string') &&
     (payload.extensions == null || isObject(payload.extensions))
   );
+}
+
+/**
+ * The type and id of a `subscribe` or `complete` message (undefined for any other message, or one graphql-ws will
+ * refuse), for a message slimSubscribe did not take apart: a short one, or one graphql-ws will refuse. Parsed as
+ * graphql-ws parses it (a type spelled with escapes is the same type).
+ */
+export function operationMessage(text: string): { type: 'subscribe' | 'complete'; id: string } | undefined {
+  let message: unknown;
+  try {
+    message = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!isObject(message) || typeof message.id !== 'string' || message.id === '') return undefined;
+  return message.type === 'subscribe' || message.type === 'complete'
+    ? { type: message.type, id: message.id }
+    : undefined;
 }
