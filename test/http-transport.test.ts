@@ -434,22 +434,53 @@ describe('Apollo Sandbox and introspection', () => {
     });
   });
 
-  it('does not suggest field names where introspection is off, over HTTP and WebSocket', async () => {
+  it('does not suggest field names, enum values or input fields where introspection is off, over HTTP and WebSocket', async () => {
+    // A field misspelt (a validation error), and a variable's value with an enum value and an input field misspelt.
+    const misspelt = { query: '{ helo }' };
+    const badValue = {
+      query: 'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { threadId } }',
+      variables: {
+        data: {
+          metadata: { requestType: 'Chatt' },
+          frontend: { actions: [{ name: 'a', description: 'd', jsonSchema: '{}', availble: 'enabled' }] },
+          messages: [],
+        },
+      },
+    };
+    const messages = (body: any) => body.errors.map((error: any) => error.message).join('\n');
+    const overWs = async (wsUrl: string, payload: { query: string; variables?: Record<string, unknown> }) => {
+      const client = createClient({ url: wsUrl, webSocketImpl: WebSocket, retryAttempts: 0, lazy: true });
+      const received = await new Promise<any>((resolve) =>
+        client.subscribe(payload, {
+          next: (result) => resolve(result),
+          error: (errors: any) => resolve({ errors }),
+          complete: () => resolve(undefined),
+        }),
+      );
+      await client.dispose();
+      return received;
+    };
     const production = await start({ environment: 'production' });
-    const body = await (await post(production.url, { query: '{ helo }' })).json();
-    expect(body.errors[0].message).toBe('Cannot query field "helo" on type "Query".');
-    const client = createClient({ url: production.wsUrl, webSocketImpl: WebSocket, retryAttempts: 0, lazy: true });
-    const errors = await new Promise<any[]>((resolve) =>
-      client.subscribe(
-        { query: '{ helo }' },
-        { next: () => {}, error: (e: any) => resolve(e), complete: () => resolve([]) },
-      ),
-    );
-    expect(errors[0].message).toBe('Cannot query field "helo" on type "Query".');
-    await client.dispose();
+    for (const answer of [
+      await (await post(production.url, misspelt)).json(),
+      await overWs(production.wsUrl, misspelt),
+    ]) {
+      expect(messages(answer)).toBe('Cannot query field "helo" on type "Query".');
+    }
+    for (const answer of [
+      await (await post(production.url, badValue)).json(),
+      await overWs(production.wsUrl, badValue),
+    ]) {
+      expect(answer.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+      expect(messages(answer)).toMatch(/"Chatt" does not exist in "CopilotRequestType" enum\./);
+      expect(messages(answer)).toMatch(/Field "availble" is not defined by type "ActionInput"\./);
+      expect(messages(answer)).not.toMatch(/Did you mean|available|"Chat"/);
+    }
     const development = await start();
-    const suggested = await (await post(development.url, { query: '{ helo }' })).json();
-    expect(suggested.errors[0].message).toMatch(/Did you mean "hello"\?/);
+    expect(messages(await (await post(development.url, misspelt)).json())).toMatch(/Did you mean "hello"\?/);
+    const refused = messages(await (await post(development.url, badValue)).json());
+    expect(refused).toMatch(/Did you mean the enum value "Chat"\?/);
+    expect(refused).toMatch(/Did you mean "available"\?/);
   });
 });
 

@@ -342,7 +342,7 @@ describe('pushed subscriptions write the next messages graphql-ws writes', () =>
       schema,
       // The document is not executed (subscribe yields the results): graphql-ws only needs its operation.
       onSubscribe: () => ({ schema, document: parse('subscription { copilotRun(data: {}) { __typename } }') }),
-      onNext: (_ctx, _id, _payload, _args, result) => withWsErrors(result),
+      onNext: (_ctx, _id, _payload, _args, result) => withWsErrors(result, false),
       subscribe: async function* () {
         yield* results;
       },

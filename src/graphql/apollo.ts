@@ -46,7 +46,7 @@ export function createApollo(options: ApolloOptions): ApolloServer<GatewayContex
     includeStacktraceInErrorResponses: false,
     // Runs @defer/@stream (and async-iterable lists) on the chosen executor (graphql/executor.ts).
     legacyExperimentalExecuteIncrementally: executor.execute as any,
-    formatError: formatGraphQLError,
+    formatError: (formatted, error) => formatGraphQLError(formatted, error, sandbox),
     validationRules: gatewayValidationRules(sandbox),
     parseOptions: { maxTokens: MAX_DOCUMENT_TOKENS },
     // main.ts owns the process's signals; Apollo re-raising them would change the exit code.

@@ -1,13 +1,20 @@
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { ERROR_CODES, GatewayError, type ErrorCode } from '../core/errors.js';
+import { withoutSuggestions } from './validation.js';
 
 /**
  * The one place errors are shaped for clients (Apollo's formatError and graphql-ws share it):
  * a GatewayError shows its code, HTTP status, severity and visibility; GraphQL's own errors
- * (syntax, validation, bad variables) pass as they are; anything else is masked as
+ * (syntax, validation, bad variables) pass as they are, without "Did you mean …" suggestions unless `suggestions`
+ * (introspection on: where it is off they would reveal the schema; Apollo takes them out of validation errors only,
+ * not out of a variable's value refused, which names enum values and input fields); anything else is masked as
  * "Unexpected error." — it is logged in full with the request id, never sent. No stack traces.
  */
-export function formatGraphQLError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
+export function formatGraphQLError(
+  formatted: GraphQLFormattedError,
+  error: unknown,
+  suggestions: boolean,
+): GraphQLFormattedError {
   const original = originalErrorOf(error);
   const { stacktrace: _omit, ...extensions } = (formatted.extensions ?? {}) as Record<string, unknown>;
   if (original instanceof GatewayError) {
@@ -34,7 +41,8 @@ export function formatGraphQLError(formatted: GraphQLFormattedError, error: unkn
   }
   // GraphQL's own errors (syntax, validation, variables), coded by Apollo or the WebSocket transport:
   // with a code of the gateway's table (Apollo's own codes, or none, said in the table's words).
-  return { ...formatted, extensions: { ...extensions, code: tableCode(extensions.code, formatted.message) } };
+  const message = suggestions ? formatted.message : withoutSuggestions(formatted.message);
+  return { ...formatted, message, extensions: { ...extensions, code: tableCode(extensions.code, formatted.message) } };
 }
 
 /** Apollo's codes outside the gateway's table, as the table says them. */

@@ -39,7 +39,8 @@ export class WsResultSink implements ResultSink {
 
 /** A `next` message as graphql-ws makes one: the `onNext` hook's payload, or the result with its errors as JSON. */
 export function nextMessage(id: string, result: ExecutionResult): string {
-  let payload: unknown = withWsErrors(result);
+  // A pushed result's errors are its events' (a field refused): none carries a suggestion.
+  let payload: unknown = withWsErrors(result, false);
   if (!payload) {
     if ('errors' in result) {
       const { errors, ...rest } = result;
@@ -54,10 +55,11 @@ export function nextMessage(id: string, result: ExecutionResult): string {
 /** The `onNext` hook: a result with errors gets them formatted for the client (and coded); others pass (undefined). */
 export function withWsErrors(
   result: ExecutionResult & { incremental?: readonly { errors?: readonly GraphQLError[] }[] },
+  suggestions: boolean,
 ): ExecutionResult | undefined {
   const incremental = result.incremental;
   if (!result.errors?.length && !incremental?.some((entry) => entry.errors?.length)) return undefined;
-  const format = (errors: readonly GraphQLError[]) => errors.map(formatForWs);
+  const format = (errors: readonly GraphQLError[]) => errors.map((error) => formatForWs(error, suggestions));
   return {
     ...result,
     ...(result.errors?.length ? { errors: format(result.errors) } : {}),
@@ -67,9 +69,12 @@ export function withWsErrors(
   } as ExecutionResult;
 }
 
-/** An error as a WebSocket client gets it: the gateway's shape, without Apollo's HTTP-only `http` extension. */
-export function formatForWs(error: GraphQLError) {
-  const formatted = formatGraphQLError(error.toJSON(), error);
+/**
+ * An error as a WebSocket client gets it: the gateway's shape (suggestions as formatGraphQLError says), without
+ * Apollo's HTTP-only `http` extension.
+ */
+export function formatForWs(error: GraphQLError, suggestions: boolean) {
+  const formatted = formatGraphQLError(error.toJSON(), error, suggestions);
   if (formatted.extensions && 'http' in formatted.extensions) {
     const { http: _http, ...extensions } = formatted.extensions;
     return { ...formatted, extensions };

@@ -124,11 +124,11 @@ export function attachWebSocketTransport(options: WsTransportOptions): {
     // Subscriptions: on the fast executor the lean path (graphql/fast/subscribe.ts): one iterator per
     // stream, no per-event variable coercion; events run on the document compiled by graphql-jit.
     subscribe: (args) => serveSubscription(args, subscribe),
-    onError: (_ctx, _id, _payload, errors) => errors.map(formatForWs),
+    onError: (_ctx, _id, _payload, errors) => errors.map((error) => formatForWs(error, options.introspection)),
     // Pushed subscriptions write their `next` messages themselves (WsResultSink) with this hook.
     // graphql-ws's `jsonMessageReplacer` and `onOperation` are not set: a pushed stream would not
     // see them. Setting one means setting it there too.
-    onNext: (_ctx, _id, _payload, _args, result) => withWsErrors(result),
+    onNext: (_ctx, _id, _payload, _args, result) => withWsErrors(result, options.introspection),
   });
   const needsFacts = access.authenticating || access.limiter !== undefined;
   const keepAlive = new KeepAlive(options.keepAliveMs);
