@@ -79,6 +79,19 @@ describe('the offline explorer over HTTP', () => {
     expect(headers['content-encoding']).toBe('gzip');
     expect(headers['content-type']).toBe('text/css; charset=utf-8');
     expect(gunzipSync(body).toString('utf8')).toContain('.graphiql-container');
+    // gzip refused (q=0, however written) comes plain; `*` takes gzip unless gzip is refused by name.
+    for (const [accept, encoding] of [
+      ['gzip;q=0', undefined],
+      ['gzip; q=0.000, identity', undefined],
+      ['GZIP;Q=0.0', undefined],
+      ['*', 'gzip'],
+      ['*;q=0.5, gzip;q=0', undefined],
+      ['br, gzip;q=0.1', 'gzip'],
+      ['br', undefined],
+    ]) {
+      const answer = await rawGet(`${url}/graphiql/app.css`, { 'accept-encoding': accept! });
+      expect([accept, answer.headers['content-encoding']]).toEqual([accept, encoding]);
+    }
   });
 
   it('answers HEAD without a body, and 404 for files it does not have', async () => {

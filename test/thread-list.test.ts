@@ -460,6 +460,14 @@ describe('/threads', () => {
       const answer = await envelope(g, 'GET', path);
       expect([path, answer.status, answer.json.code]).toEqual([path, 400, code]);
     }
+    // An httpMethod that names no method is refused, not taken for GET.
+    for (const httpMethod of [5, '', null, ['GET']]) {
+      const answer = await call(g, 'POST', '', {
+        method: 'resource/request',
+        params: { path: '/threads?agentId=default', httpMethod },
+      });
+      expect([httpMethod, answer.status, answer.json.code]).toEqual([httpMethod, 400, 'BAD_REQUEST']);
+    }
     // A thread another agent's list holds is not found through this one.
     expect((await call(g, 'PATCH', '/threads/p-0', { agentId: 'researcher', name: 'x' })).status).toBe(404);
   });

@@ -150,6 +150,8 @@ export class AgUiTransport {
       case 'resource/request': {
         const target = param('path');
         if (!target?.startsWith('/')) return missing('path');
+        // Absent: GET. Present, it must be a method's name (a number or an empty string is no method).
+        if (params.httpMethod !== undefined && !param('httpMethod')) return missing('httpMethod');
         const method = (param('httpMethod') ?? 'GET').toUpperCase();
         return this.threadResource(res, method, target, envelope.body, caller);
       }

@@ -91,7 +91,7 @@ export class OfflineExplorer {
       res.end();
       return;
     }
-    const gzip = /\bgzip\b/i.test(String(req.headers['accept-encoding'] ?? ''));
+    const gzip = acceptsGzip(req.headers['accept-encoding']);
     const body = gzip ? asset.gzipped : asset.body;
     res.statusCode = 200;
     res.setHeader('content-type', asset.type);
@@ -169,4 +169,20 @@ function sendText(res: ServerResponse, status: number, text: string): void {
 
 function escapeAttribute(value: string): string {
   return value.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
+}
+
+/**
+ * Whether an Accept-Encoding header takes gzip: named (or as `x-gzip`), else through `*`, unless refused with a
+ * weight of 0 (RFC 9110, 12.5.3). Weights above 0 are not compared: gzip or the file as it is are the only choices,
+ * and identity is never refused here.
+ */
+export function acceptsGzip(header: string | undefined): boolean {
+  let any = false;
+  for (const entry of (header ?? '').toLowerCase().split(',')) {
+    const [coding, ...params] = entry.split(';').map((part) => part.trim());
+    const refused = params.some((param) => /^q\s*=\s*0(\.0{0,3})?$/.test(param));
+    if (coding === 'gzip' || coding === 'x-gzip') return !refused;
+    if (coding === '*') any = !refused;
+  }
+  return any;
 }
