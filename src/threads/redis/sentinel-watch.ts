@@ -36,6 +36,8 @@ export class SentinelWatch {
           // Reconnects forever, at most every 2 s, and subscribes again.
           retryStrategy: (times) => Math.min(100 * times, 2_000),
           connectTimeout: 5_000,
+          // As the store's connections (connection.ts, DISCONNECT_TIMEOUT_MS): a closed watcher holds nothing.
+          disconnectTimeout: 200,
           autoResubscribe: true,
           maxRetriesPerRequest: null,
         }),
