@@ -209,9 +209,14 @@ describe('an operation id the client completes and uses again', () => {
     await until(activeRuns, (active) => active === 0, 'every run to end with its connection');
   });
 
-  it('closes with 4409, as graphql-ws does, when a second subscribe comes under the id while one waits', async () => {
+  it('closes with 4409, as graphql-ws does, when a second subscribe comes under the id while one waits, and 4400 for a malformed one', async () => {
     const { socket } = await rawSocket([subscribe('[stall] first'), complete, subscribe('a'), subscribe('b')]);
     expect(await new Promise<number>((resolve) => socket.once('close', resolve))).toBe(4409);
+    await until(activeRuns, (active) => active === 0, 'no run to be left active');
+    // A malformed subscribe (no payload) is not held: graphql-ws refuses it at once (4400), as on any id.
+    const malformed = JSON.stringify({ id: 'reused', type: 'subscribe' });
+    const refused = await rawSocket([subscribe('[stall] first'), complete, malformed, complete]);
+    expect(await new Promise<number>((resolve) => refused.socket.once('close', resolve))).toBe(4400);
     await until(activeRuns, (active) => active === 0, 'no run to be left active');
   });
 });

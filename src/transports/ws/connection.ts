@@ -242,8 +242,9 @@ export class WsConnection {
             if (handling) this.operationHandled(subscribe!, handling);
           };
     handled.then(handledOk, (error: unknown) => {
-      handledOk();
+      // Closed first: a `subscribe` held for the operation is then dropped, not started on a socket about to close.
       this.failed(error);
+      handledOk();
     });
   }
 
@@ -251,6 +252,8 @@ export class WsConnection {
   private operationHandled(id: string, handling: Handling): void {
     if (this.handling?.get(id) !== handling) return;
     this.handling.delete(id);
+    // A connection holds no map while it has no operation (thousands are held, most with one stream or none).
+    if (this.handling.size === 0) this.handling = undefined;
     const { socket } = this;
     if (handling.next !== undefined && socket.readyState === socket.OPEN) this.receive(handling.next);
   }

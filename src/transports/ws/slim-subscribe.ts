@@ -58,8 +58,9 @@ export function operationMessage(text: string): { type: 'subscribe' | 'complete'
   } catch {
     return undefined;
   }
-  if (!isObject(message) || typeof message.id !== 'string' || message.id === '') return undefined;
-  return message.type === 'subscribe' || message.type === 'complete'
-    ? { type: message.type, id: message.id }
-    : undefined;
+  if (isSubscribeMessage(message)) return { type: 'subscribe', id: message.id };
+  if (!isObject(message) || message.type !== 'complete' || typeof message.id !== 'string' || message.id === '') {
+    return undefined;
+  }
+  return { type: 'complete', id: message.id };
 }
