@@ -456,6 +456,62 @@ describe("a run's log in Redis", () => {
     }
   });
 
+  it("keeps the thread its principal's when Redis loses the record mid-run and the run writes it again", async () => {
+    // Found from outside: the record written again had no principal, and anyone could then read the conversation,
+    // join or stop the run, and take the thread.
+    const keyPrefix = `owned-${Math.random().toString(36).slice(2)}:`;
+    const store = await startRedisStore({ url: redis.url }, { keyPrefix });
+    const watcher = new Redis(redis.url);
+    const threadId = 'owned';
+    try {
+      const { runId, history } = await store.claim(threadId, 'run-1', 'fresh-1', { owner: 'alice' });
+      const first = message('m-1', 'my secret');
+      const log = store.open(threadId, runId, {
+        messages: [...history, first],
+        newMessages: [first],
+        owner: 'alice',
+      }) as RedisRunLog;
+      const shown: SequencedEvent[] = [];
+      log.deliverStored({ stored: (events) => void shown.push(...events), failed: () => {} });
+      log.append({ type: 'RunStarted', threadId, runId, sequence: 0 } as SequencedEvent);
+      while (shown.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      await watcher.del(...(await watcher.keys(`${keyPrefix}{${threadId}}:*`)));
+      await record(log, answer(threadId, runId, 'reply-1', 'reply 1').slice(1), 1);
+      const thread = await store.thread(threadId);
+      expect(thread).toMatchObject({ owner: 'alice' });
+      expect(thread!.messages.map((m) => m.id)).toEqual(['m-1', 'reply-1']);
+      await expect(store.claim(threadId, 'run-2', 'fresh-2', { owner: 'bob' })).rejects.toMatchObject({
+        code: 'THREAD_FORBIDDEN',
+      });
+      await store.release(threadId, (await store.claim(threadId, 'run-3', 'fresh-3', { owner: 'alice' })).runId);
+
+      // A record another principal claimed while it was gone is not written over: the run is lost, bob's thread kept.
+      const second = await store.claim(threadId, 'run-4', 'fresh-4', { owner: 'alice' });
+      const lost: unknown[] = [];
+      const next = message('m-4', 'more');
+      const log2 = store.open(
+        threadId,
+        second.runId,
+        { messages: [...second.history, next], newMessages: [next], owner: 'alice' },
+        (error) => lost.push(error),
+      ) as RedisRunLog;
+      const shown2: SequencedEvent[] = [];
+      log2.deliverStored({ stored: (events) => void shown2.push(...events), failed: () => {} });
+      log2.append({ type: 'RunStarted', threadId, runId: second.runId, sequence: 0 } as SequencedEvent);
+      while (shown2.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      await watcher.del(...(await watcher.keys(`${keyPrefix}{${threadId}}:*`)));
+      const bobs = await store.claim(threadId, 'run-bob', 'fresh-bob', { owner: 'bob' });
+      await store.release(threadId, bobs.runId);
+      log2.append({ type: 'RunFinished', status: RUN_SUCCESS, sequence: 1 } as SequencedEvent);
+      await eventually(() => lost.length > 0, 'the run lost');
+      expect(await watcher.hget(store.records.threadKey(threadId, 'meta'), 'principal')).toBe('bob');
+      expect((await store.thread(threadId))?.messages ?? []).toEqual([]);
+    } finally {
+      watcher.disconnect();
+      await store.close();
+    }
+  });
+
   it('does not open a run whose claim lapsed and was followed by another run, whose turn stays in the transcript', async () => {
     // The run's open is sent (or sent again) after its claim ran out, say while Redis could not be reached; meanwhile
     // another run took the thread, ran and ended. Opening the first would write its older conversation over the

@@ -164,7 +164,7 @@ export class ThreadService {
         const log = this.store.open(
           run.threadId,
           run.runId,
-          { messages: admitted.messages, newMessages, extendsHistory, claim },
+          { messages: admitted.messages, newMessages, extendsHistory, claim, owner: request.principal?.id },
           (error) => run.abort(error),
         );
         this.attach(run, log);

@@ -110,6 +110,11 @@ export interface RunInput {
   extendsHistory?: boolean;
   /** The run's Claim.claim, when its store gave one. */
   claim?: string;
+  /**
+   * The principal whose thread it is (ClaimDetails.owner; authentication on): a record the store writes again from
+   * nothing (Redis lost it mid-run) is theirs again, not left without an owner for anyone to take.
+   */
+  owner?: string;
 }
 
 /** What a run's claim says of its thread, for the thread's list entry and its access. */

@@ -227,6 +227,7 @@ export class RedisRecords {
       joinIds(whole ? input.messages : input.newMessages),
       DELETED_MARK_MS,
       input.claim ?? '',
+      input.owner ?? '',
     );
     const [, reply] = await Promise.all([listed, opened]);
     // Not when superseded: the thread was claimed again since, maybe by a run of the same id on this instance (a

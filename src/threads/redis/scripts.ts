@@ -237,7 +237,8 @@ return 0`,
   // holds followed by the new input: the run's \`extends\`), started at, ttl (s), max runs, thread key prefix, reset
   // ("1" to write the record again from nothing), new input (JSON), ids (message-ids.ts: of the input when it is
   // written, else of the new input; "" when not known), how long a dropped run stays marked (ms: deletedRuns), the
-  // run's claim (cgClaim's "epoch:n"; "" for none). Answers 'deleted' when this run held the thread when it was
+  // run's claim (cgClaim's "epoch:n"; "" for none), its principal ("" for none). Answers 'deleted' when this run held
+  // the thread when it was
   // removed, or was one of its runs, or was dropped for newer ones (deletedRuns), 'lost' when another run holds the
   // thread, 'superseded' when the thread was claimed again since this run's claim, made again since (another epoch) or
   // is gone (deleted) on a first open (the claim lapsed, say while Redis could not be reached, and another run took the
@@ -267,6 +268,13 @@ if ARGV[12] ~= '' then
   elseif ARGV[8] == '' then
     return 'superseded'
   end
+end
+-- The thread stays its principal's: a record written again from nothing (Redis lost it) is theirs again, and one
+-- another principal has claimed since is not written over.
+if ARGV[13] ~= '' then
+  local principal = redis.call('HGET', KEYS[2], 'principal')
+  if principal and principal ~= ARGV[13] then return 'superseded' end
+  if not principal then redis.call('HSET', KEYS[2], 'principal', ARGV[13]) end
 end
 redis.call('SET', KEYS[1], mine)
 redis.call('DEL', KEYS[5])
