@@ -512,6 +512,30 @@ describe("a run's log in Redis", () => {
     }
   });
 
+  it('frees a thread whose claim Redis took only after the gateway had given up waiting for it', async () => {
+    // Found from outside: Redis stalled past the command timeout as a run was admitted; the run was served unrecorded
+    // and ended, and the claim Redis took when it woke held the thread (THREAD_BUSY) for a minute more.
+    const store = await startRedisStore({ url: redis.url });
+    const direct = new Redis(redis.url);
+    try {
+      await direct.client('PAUSE', 6_500, 'ALL');
+      await expect(store.claim('stalled', 'run-1', 'fresh-1')).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+      // Once Redis wakes, the claim then its release.
+      await until(
+        () => direct.exists(store.records.threadKey('stalled', 'meta')),
+        (exists) => exists === 1,
+        'the late claim to be taken',
+      );
+      expect(await direct.get(store.records.threadKey('stalled', 'lock'))).toBeNull();
+      const next = await store.claim('stalled', 'run-2', 'fresh-2');
+      expect(next.runId).toBe('run-2');
+      store.release('stalled', next.runId);
+    } finally {
+      direct.disconnect();
+      await store.close();
+    }
+  }, 20_000);
+
   it('does not open a run whose claim lapsed and was followed by another run, whose turn stays in the transcript', async () => {
     // The run's open is sent (or sent again) after its claim ran out, say while Redis could not be reached; meanwhile
     // another run took the thread, ran and ended. Opening the first would write its older conversation over the

@@ -150,7 +150,15 @@ export class RedisRecords {
         `${this.key('list')}:`,
         ...(details.checkIds ?? []),
       ),
-    );
+    ).catch((error: unknown) => {
+      // Unanswered (a command timeout: Redis stalled): Redis may still take the claim when it wakes, and hold the
+      // thread for claimTimeoutMs for a run that is not coming (found from outside: THREAD_BUSY for a minute after the
+      // run, served unrecorded, had ended). A release sent now goes after the claim on the same connection.
+      for (const runId of this.redis ? [proposedRunId, freshRunId] : []) {
+        this.redis.cgRelease(this.threadKey(threadId, 'lock'), runId, this.instanceId).catch(() => {});
+      }
+      throw error;
+    });
     if (reply[0] === 'forbidden') throw threadForbidden(threadId);
     if (reply[0] === 'busy') throw threadBusy(threadId, lockHolder(reply[1]).runId);
     const [, runId, transcript, list, previous, archived, ids, claim] = reply;

@@ -225,13 +225,16 @@ for _, key in ipairs(KEYS) do
 end
 return 1`,
   ],
-  // KEYS: lock. ARGV: run id. Frees a claim of that run (heldBy: the lock is "<runId> <instance>", and a run id may
-  // hold spaces, an instance id none: run "a" does not hold the lock of run "a b").
+  // KEYS: lock. ARGV: run id, and optionally an instance. Frees a claim of that run (heldBy: the lock is "<runId>
+  // <instance>", and a run id may hold spaces, an instance id none: run "a" does not hold the lock of run "a b"), and
+  // with an instance only that instance's.
   cgRelease: [
     1,
     `${HELD_BY_LUA}
-if heldBy(redis.call('GET', KEYS[1]), ARGV[1]) then return redis.call('DEL', KEYS[1]) end
-return 0`,
+local holder = redis.call('GET', KEYS[1])
+if not heldBy(holder, ARGV[1]) then return 0 end
+if ARGV[2] and holder ~= ARGV[1] .. ' ' .. ARGV[2] then return 0 end
+return redis.call('DEL', KEYS[1])`,
   ],
   // KEYS: lock, meta, runs, run, log. ARGV: run id, instance, input (JSON; "" when it is the transcript the thread
   // holds followed by the new input: the run's \`extends\`), started at, ttl (s), max runs, thread key prefix, reset
