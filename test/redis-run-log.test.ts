@@ -536,6 +536,53 @@ describe("a run's log in Redis", () => {
     }
   }, 20_000);
 
+  it('ends a run Redis brings back unfinished after it ended here (an older snapshot), after every number it gave', async () => {
+    // Found from outside: the record came back running, the thread locked by this live instance, which no longer had
+    // the run: THREAD_BUSY, joins that never ended and stops that did nothing, for good.
+    const keyPrefix = `restored-${Math.random().toString(36).slice(2)}:`;
+    const store = await startRedisStore({ url: redis.url }, { keyPrefix, leaseMs: 300 });
+    const direct = new Redis(redis.url);
+    try {
+      const { runId } = await store.claim('restored', 'run-1', 'fresh-1');
+      const log = store.open('restored', runId, { messages: [message('u', 'hi')], newMessages: [] }) as RedisRunLog;
+      const shown: SequencedEvent[] = [];
+      log.deliverStored({ stored: (events) => void shown.push(...events), failed: () => {} });
+      const events = answer('restored', runId, 'reply', 'the whole reply');
+      events.slice(0, 3).forEach((event, i) => log.append({ ...event, sequence: i } as SequencedEvent));
+      while (shown.length < 3) await new Promise((resolve) => setTimeout(resolve, 5));
+      // The snapshot: the thread's keys and the instance's list of runs, as they are mid-run.
+      const keys = [
+        ...(await direct.keys(`${keyPrefix}{restored}:*`)),
+        store.records.instanceKey(store.records.instanceId, 'runs'),
+      ];
+      const dumps = await Promise.all(keys.map((key) => direct.dumpBuffer(key)));
+      await record(log, events.slice(3), 3);
+      expect((await store.run('restored', runId))!.status).toEqual(RUN_SUCCESS);
+      // Redis restored from it.
+      for (const [i, key] of keys.entries()) await direct.restore(key, 0, dumps[i]!, 'REPLACE');
+      expect((await store.run('restored', runId))!.finishedAt).toBeNull();
+      const ended = await until(
+        () => store.run('restored', runId),
+        (run) => run?.finishedAt !== null,
+        'the restored run to be ended',
+      );
+      expect(ended!.status).toMatchObject({ code: 'Failed', details: { code: 'INSTANCE_LOST' } });
+      // 3 and 4 were shown (the end of the text, the run's end): the ending comes after them.
+      const stored = await storedLog(redis.url, keyPrefix, 'restored', runId);
+      expect(stored.map((event) => [event.sequence, event.type])).toEqual([
+        [0, 'RunStarted'],
+        [1, 'TextMessageStart'],
+        [2, 'TextMessageContent'],
+        [5, 'TextMessageEnd'],
+        [6, 'RunFinished'],
+      ]);
+      expect((await store.claim('restored', 'run-2', 'fresh-2')).runId).toBe('run-2');
+    } finally {
+      direct.disconnect();
+      await store.close();
+    }
+  });
+
   it('does not open a run whose claim lapsed and was followed by another run, whose turn stays in the transcript', async () => {
     // The run's open is sent (or sent again) after its claim ran out, say while Redis could not be reached; meanwhile
     // another run took the thread, ran and ended. Opening the first would write its older conversation over the

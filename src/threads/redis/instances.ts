@@ -11,6 +11,11 @@ export interface LeaseHooks {
   onBeat(): void;
   /** Logs a connection problem (throttled). */
   connectionError(error: unknown): void;
+  /**
+   * The runs going on here, and those that ended here lately with the highest sequence each gave, by
+   * `threadId\u0000runId` (as this instance's list names them; see sweepOwn).
+   */
+  ownRuns(): { live: ReadonlySet<string>; ended: ReadonlyMap<string, number> };
 }
 
 /**
@@ -80,9 +85,10 @@ export class InstanceLeases {
     clearTimeout(this.sweeper);
   }
 
-  /** Ends, as INSTANCE_LOST, every run of every instance whose lease has run out. */
+  /** Ends, as INSTANCE_LOST, every run of every instance whose lease has run out, and this instance's orphans. */
   private async sweep(): Promise<void> {
     if (!this.judging) return;
+    await this.sweepOwn();
     const instances = await this.records.redis.smembers(this.records.key('instances'));
     for (const instance of instances) {
       if (instance === this.records.instanceId || (await this.records.redis.exists(this.records.instanceKey(instance))))
@@ -108,6 +114,35 @@ export class InstanceLeases {
   }
 
   /**
+   * Ends the runs this instance's list names that are not going on here: a Redis restored from a snapshot taken
+   * while they ran brings back their records unfinished, with the thread locked by this instance, which lives on and
+   * will never end them (found from outside: THREAD_BUSY, joins that never end, stops that do nothing, for good).
+   * Their endings are numbered after the highest sequence each gave, when it ended here lately, so that no number
+   * names two events. A run listed just before its log exists, or just after it ended, is none: the listing is made
+   * after the log, and an ended run is only taken off the list.
+   */
+  private async sweepOwn(): Promise<void> {
+    const own = this.records.instanceId;
+    const listed = await this.records.redis.smembers(this.records.instanceKey(own, 'runs'));
+    if (listed.length === 0) return;
+    const { live, ended } = this.hooks.ownRuns();
+    for (const entry of listed) {
+      if (live.has(entry)) continue;
+      const [threadId, runId] = entry.split('\u0000');
+      const highest = ended.get(entry);
+      const error = new InstanceLostError(
+        "The run's record came back unfinished (the thread store was restored from an older copy) after it had " +
+          'ended; it was ended with the events stored.',
+      );
+      if (await this.endRun(threadId, runId, own, error, highest))
+        this.options.logger.warn(
+          { threadId, runId },
+          'a run restored unfinished in Redis after it had ended was ended',
+        );
+    }
+  }
+
+  /**
    * Ends a run that has no live instance to end it (or whose record its own instance can no longer
    * keep): its open messages closed as Failed, then its terminal event with `error`, the transcript
    * completed from its log, the thread freed. Writes only if the log has not grown since it was read
@@ -116,7 +151,14 @@ export class InstanceLeases {
    * and the log then skips the numbers of the part lost (their events were shown under them). Resolves
    * with whether this call ended it.
    */
-  async endRun(threadId: string, runId: string, owner: string, error: GatewayError, after = -1): Promise<boolean> {
+  async endRun(
+    threadId: string,
+    runId: string,
+    owner: string,
+    error: GatewayError,
+    after: number | undefined = -1,
+  ): Promise<boolean> {
+    after ??= -1;
     for (let attempt = 0; attempt < 5; attempt++) {
       // The run, its log and its input as they stand at one moment (cgReadRun).
       const { run, log, input } = await this.records.runToEnd(threadId, runId);

@@ -76,6 +76,10 @@ export class RedisRunLog implements RunLog {
   private rebuilds = 0;
   /** The highest sequence the run has given an event (-1: none). */
   private highest = -1;
+
+  get highestSequence(): number {
+    return this.highest;
+  }
   private finalStatus: RunStatus | undefined;
   /** Where stored events go (the run's clients). */
   private sink: StoredEventSink | undefined;

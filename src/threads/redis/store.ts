@@ -58,6 +58,12 @@ export interface RedisThreadStoreOptions extends ThreadStoreOptions {
 }
 
 /**
+ * How many ended runs an instance remembers the highest sequence of (forget): enough for every run that could have
+ * ended since a snapshot Redis may be restored from, at a few bytes each.
+ */
+const ENDED_KEPT = 10_000;
+
+/**
  * Threads in Redis, shared by every gateway instance on it (a single Redis server, a primary with
  * replicas behind Sentinel, or a Redis Cluster). Per thread, under `{prefix}{threadId}:` (one hash slot):
  * - `lock`: "runId instanceId" while a run holds the thread (expiring while only claimed);
@@ -84,6 +90,8 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
   readonly instanceId = `${hostname().replace(/\s/g, '_')}-${process.pid}-${randomBytes(4).toString('hex')}`;
   /** The logs of this instance's runs still writing. */
   private readonly logs = new Set<RedisRunLog>();
+  /** Runs that ended here lately, by `threadId\u0000runId`, with the highest sequence each gave (forget). */
+  private readonly ended = new Map<string, number>();
   /** Logs with events to write at the end of this turn of the event loop (flushSoon). */
   private toFlush: RedisRunLog[] = [];
   private closed = false;
@@ -113,6 +121,10 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
     this.leases = new InstanceLeases(this.records, options, {
       onBeat: () => this.checkStalledLogs(),
       connectionError: (error) => this.connectionError(error),
+      ownRuns: () => ({
+        live: new Set([...this.logs].map((log) => `${log.threadId}\u0000${log.runId}`)),
+        ended: this.ended,
+      }),
     });
   }
 
@@ -247,6 +259,11 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
   /** A run's log has stored its last event (or given up): nothing more to wait for at close. */
   forget(log: RedisRunLog): void {
     this.logs.delete(log);
+    // Remembered a while (the latest ENDED_KEPT runs): a record restored unfinished is ended after these (sweepOwn).
+    const key = `${log.threadId}\u0000${log.runId}`;
+    this.ended.delete(key);
+    this.ended.set(key, log.highestSequence);
+    if (this.ended.size > ENDED_KEPT) this.ended.delete(this.ended.keys().next().value!);
   }
 
   thread(threadId: string, read?: ThreadRead): Promise<ThreadRecord | undefined> {
