@@ -529,12 +529,25 @@ describe("a run's log in Redis", () => {
       expect(await direct.get(store.records.threadKey('stalled', 'lock'))).toBeNull();
       const next = await store.claim('stalled', 'run-2', 'fresh-2');
       expect(next.runId).toBe('run-2');
-      store.release('stalled', next.runId);
+      // A request sent again under the run id of a run going on: its claim, unanswered too, frees nothing of that run.
+      const log = store.open('stalled', next.runId, { messages: [message('u', 'hi')], newMessages: [] });
+      log.append({ type: 'RunStarted', threadId: 'stalled', runId: next.runId, sequence: 0 } as SequencedEvent);
+      await until(
+        () => direct.hget(store.records.threadKey('stalled', 'run', next.runId), 'status'),
+        (status) => status === 'running',
+        'the run to be opened',
+      );
+      await direct.client('PAUSE', 6_500, 'ALL');
+      await expect(store.claim('stalled', 'run-2', 'fresh-3')).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+      // Redis awake, and every command the store sent before this one run (its connection's order).
+      await store.records.redis.ping();
+      expect(await direct.get(store.records.threadKey('stalled', 'lock'))).toBe(`run-2 ${store.records.instanceId}`);
+      await record(log, [{ type: 'RunFinished', status: RUN_SUCCESS }], 1);
     } finally {
       direct.disconnect();
       await store.close();
     }
-  }, 20_000);
+  }, 30_000);
 
   it('ends a run Redis brings back unfinished after it ended here (an older snapshot), after every number it gave', async () => {
     // Found from outside: the record came back running, the thread locked by this live instance, which no longer had

@@ -153,10 +153,11 @@ export class RedisRecords {
     ).catch((error: unknown) => {
       // Unanswered (a command timeout: Redis stalled): Redis may still take the claim when it wakes, and hold the
       // thread for claimTimeoutMs for a run that is not coming (found from outside: THREAD_BUSY for a minute after the
-      // run, served unrecorded, had ended). A release sent now goes after the claim on the same connection.
-      for (const runId of this.redis ? [proposedRunId, freshRunId] : []) {
-        this.redis.cgRelease(this.threadKey(threadId, 'lock'), runId, this.instanceId).catch(() => {});
-      }
+      // run, served unrecorded, had ended). A release sent now goes after the claim on the same connection, and frees
+      // the thread only if that claim took it (its fresh id is its token).
+      this.redis
+        ?.cgReleaseUnanswered(this.threadKey(threadId, 'lock'), this.threadKey(threadId, 'meta'), freshRunId)
+        .catch(() => {});
       throw error;
     });
     if (reply[0] === 'forbidden') throw threadForbidden(threadId);

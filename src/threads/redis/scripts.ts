@@ -10,6 +10,7 @@ export type ScriptedRedis = (Redis | Cluster) & {
   cgAppendOnNode(...args: (string | number)[]): Promise<string[]>;
   cgClaim(...args: (string | number)[]): Promise<[string, string, string, string, string, string, string, string]>;
   cgRelease(...args: (string | number)[]): Promise<number>;
+  cgReleaseUnanswered(...args: (string | number)[]): Promise<number>;
   cgOpen(...args: (string | number)[]): Promise<string>;
   cgAppend(...args: (string | number)[]): Promise<string>;
   cgAppendEvents(...args: (string | number)[]): Promise<string>;
@@ -177,6 +178,7 @@ local runId = ARGV[1]
 if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('LPOS', KEYS[4], ARGV[1]) or
   redis.call('SISMEMBER', KEYS[5], ARGV[1]) == 1 then runId = ARGV[2] end
 redis.call('SET', KEYS[1], runId .. ' ' .. ARGV[3], 'PX', ARGV[4])
+redis.call('HSET', KEYS[3], 'claimToken', ARGV[2])
 -- This claim's name, "epoch:n": the thread's epoch (a random id, new each time the thread is made again, after
 -- a deletion) and its count of claims, which cgOpen checks.
 local epoch = redis.call('HGET', KEYS[3], 'epoch')
@@ -225,16 +227,22 @@ for _, key in ipairs(KEYS) do
 end
 return 1`,
   ],
-  // KEYS: lock. ARGV: run id, and optionally an instance. Frees a claim of that run (heldBy: the lock is "<runId>
-  // <instance>", and a run id may hold spaces, an instance id none: run "a" does not hold the lock of run "a b"), and
-  // with an instance only that instance's.
+  // KEYS: lock. ARGV: run id. Frees a claim of that run (heldBy: the lock is "<runId> <instance>", and a run id may
+  // hold spaces, an instance id none: run "a" does not hold the lock of run "a b").
   cgRelease: [
     1,
     `${HELD_BY_LUA}
-local holder = redis.call('GET', KEYS[1])
-if not heldBy(holder, ARGV[1]) then return 0 end
-if ARGV[2] and holder ~= ARGV[1] .. ' ' .. ARGV[2] then return 0 end
-return redis.call('DEL', KEYS[1])`,
+if heldBy(redis.call('GET', KEYS[1]), ARGV[1]) then return redis.call('DEL', KEYS[1]) end
+return 0`,
+  ],
+  // KEYS: lock, meta. ARGV: a claim's fresh id. Frees the thread if the claim that holds it is the one sent with that
+  // fresh id (meta's \`claimToken\`, which each claim that takes the thread writes): a claim whose answer never came
+  // (RedisRecords.claim), taken by Redis only after. Not a claim of the same run id sent again, which holds the thread
+  // under another token.
+  cgReleaseUnanswered: [
+    2,
+    `if redis.call('HGET', KEYS[2], 'claimToken') == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`,
   ],
   // KEYS: lock, meta, runs, run, log. ARGV: run id, instance, input (JSON; "" when it is the transcript the thread
   // holds followed by the new input: the run's \`extends\`), started at, ttl (s), max runs, thread key prefix, reset
