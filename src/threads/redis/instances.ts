@@ -134,11 +134,17 @@ export class InstanceLeases {
         "The run's record came back unfinished (the thread store was restored from an older copy) after it had " +
           'ended; it was ended with the events stored.',
       );
-      if (await this.endRun(threadId, runId, own, error, highest))
+      // One run that cannot be ended (its record unreadable) keeps neither the others nor the lost instances' sweep.
+      const endedHere = await this.endRun(threadId, runId, own, error, highest).catch((failure: unknown) => {
+        this.hooks.connectionError(failure);
+        return false;
+      });
+      if (endedHere) {
         this.options.logger.warn(
           { threadId, runId },
           'a run restored unfinished in Redis after it had ended was ended',
         );
+      }
     }
   }
 
