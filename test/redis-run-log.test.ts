@@ -556,20 +556,16 @@ describe("a run's log in Redis", () => {
     const store = await startRedisStore({ url: redis.url }, { keyPrefix, leaseMs: 300 });
     const direct = new Redis(redis.url);
     try {
-      const { runId } = await store.claim('restored', 'run-1', 'fresh-1');
-      const log = store.open('restored', runId, { messages: [message('u', 'hi')], newMessages: [] }) as RedisRunLog;
-      const shown: SequencedEvent[] = [];
-      log.deliverStored({ stored: (events) => void shown.push(...events), failed: () => {} });
-      const events = answer('restored', runId, 'reply', 'the whole reply');
-      events.slice(0, 3).forEach((event, i) => log.append({ ...event, sequence: i } as SequencedEvent));
-      while (shown.length < 3) await new Promise((resolve) => setTimeout(resolve, 5));
+      const { runId, log, append } = await startedRun(store, 'restored');
       // The snapshot: the thread's keys and the instance's list of runs, as they are mid-run.
       const keys = [
         ...(await direct.keys(`${keyPrefix}{restored}:*`)),
         store.records.instanceKey(store.records.instanceId, 'runs'),
       ];
       const dumps = await Promise.all(keys.map((key) => direct.dumpBuffer(key)));
-      await record(log, events.slice(3), 3);
+      append({ type: 'TextMessageEnd', messageId: 'm-1', status: { code: 'Success' } });
+      append({ type: 'RunFinished', status: RUN_SUCCESS });
+      await (log as RedisRunLog).settled;
       expect((await store.run('restored', runId))!.status).toEqual(RUN_SUCCESS);
       // Redis restored from it.
       for (const [i, key] of keys.entries()) await direct.restore(key, 0, dumps[i]!, 'REPLACE');

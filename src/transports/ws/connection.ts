@@ -195,11 +195,11 @@ export class WsConnection {
     const operation =
       typeof slimmed === 'string' ? operationMessage(slimmed) : { type: 'subscribe' as const, id: slimmed.id };
     const handling = operation && this.handling?.get(operation.id);
-    if (handling?.completed) {
-      if (operation!.type === 'subscribe') {
+    if (operation && handling?.completed) {
+      if (operation.type === 'subscribe') {
         // As the client sees it, an operation under this id is under way already: graphql-ws's answer to that.
         if (handling.next !== undefined) {
-          return this.close(CloseCode.SubscriberAlreadyExists, `Subscriber for ${operation!.id} already exists`);
+          return this.close(CloseCode.SubscriberAlreadyExists, `Subscriber for ${operation.id} already exists`);
         }
         handling.next = text;
         return;
@@ -210,7 +210,7 @@ export class WsConnection {
         return;
       }
     }
-    if (handling && operation!.type === 'complete') handling.completed = true;
+    if (handling && operation?.type === 'complete') handling.completed = true;
     // A `subscribe` under an id graphql-ws is handling and the client has not completed: graphql-ws closes (4409).
     this.hand(slimmed, operation?.type === 'subscribe' && !handling ? operation.id : undefined);
   }
