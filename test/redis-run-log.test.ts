@@ -7,7 +7,7 @@ import type { RunInput, RunLog } from '../src/threads/store.js';
 import type { RedisRunLog } from '../src/threads/redis/run-log.js';
 import type { RedisThreadStore } from '../src/threads/redis/store.js';
 import { eventually } from './support/harness.js';
-import { RedisServer, startRedisStore } from './support/redis.js';
+import { RedisRelay, RedisServer, startRedisStore } from './support/redis.js';
 import { streamTogether } from './support/run-logs.js';
 import { compactEvents, storedLog, until } from './support/threads.js';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -546,6 +546,43 @@ describe("a run's log in Redis", () => {
     } finally {
       direct.disconnect();
       await store.close();
+    }
+  }, 30_000);
+
+  it('frees a thread whose unanswered claim ioredis sends again once Redis can be reached again', async () => {
+    // Found reading ioredis: a connection that drops with the claim unanswered keeps it, and sends it again first thing
+    // once it is ready again. Redis out of reach past the claim's timeout: the release was refused (no command is
+    // taken while the connection is not ready), and the claim sent again then held the thread for a minute.
+    const relay = await RedisRelay.start(redis.port);
+    const store = await startRedisStore({ url: relay.url });
+    const direct = new Redis(redis.url);
+    try {
+      relay.hold();
+      const claimed = store.claim('dropped', 'run-1', 'fresh-1');
+      await until(
+        async () => relay.heldBytes,
+        (bytes) => bytes > 0,
+        'the claim to be sent',
+      );
+      // The claim lost on the way; the connection's next handshake held.
+      relay.drop();
+      await expect(claimed).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+      relay.pass();
+      await until(
+        () => direct.hget(store.records.threadKey('dropped', 'meta'), 'claimToken'),
+        (token) => token === 'fresh-1',
+        'the claim sent again to be taken',
+      );
+      await until(
+        () => direct.get(store.records.threadKey('dropped', 'lock')),
+        (lock) => lock === null,
+        'the thread to be freed',
+      );
+      expect((await store.claim('dropped', 'run-2', 'fresh-2')).runId).toBe('run-2');
+    } finally {
+      direct.disconnect();
+      await store.close();
+      await relay.close();
     }
   }, 30_000);
 

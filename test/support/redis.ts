@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { connect, createServer, type AddressInfo } from 'node:net';
+import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RedisThreadStore, type RedisThreadStoreOptions } from '../../src/threads/redis/store.js';
@@ -140,6 +140,80 @@ export class RedisServer {
   async close(): Promise<void> {
     await this.stop();
     rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A TCP relay between a client and a Redis on loopback that a test can make stop passing the client's bytes on
+ * (`hold`: they wait in the relay), drop every connection it relays (`drop`: what was held is lost, as when a network
+ * path fails), and pass bytes on again (`pass`: what new connections held meanwhile goes first). Redis's answers are
+ * always passed back.
+ */
+export class RedisRelay {
+  private holding = false;
+  private readonly links = new Set<{ client: Socket; server: Socket; held: Buffer[] }>();
+
+  private constructor(
+    private readonly server: Server,
+    readonly port: number,
+  ) {}
+
+  static async start(redisPort: number): Promise<RedisRelay> {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const relay = new RedisRelay(server, (server.address() as AddressInfo).port);
+    server.on('connection', (client) => relay.link(client, connect(redisPort, '127.0.0.1')));
+    return relay;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  /** Bytes from clients waiting in the relay. */
+  get heldBytes(): number {
+    let bytes = 0;
+    for (const link of this.links) for (const chunk of link.held) bytes += chunk.length;
+    return bytes;
+  }
+
+  hold(): void {
+    this.holding = true;
+  }
+
+  drop(): void {
+    for (const { client, server } of this.links) {
+      client.destroy();
+      server.destroy();
+    }
+    this.links.clear();
+  }
+
+  pass(): void {
+    this.holding = false;
+    for (const link of this.links) for (const chunk of link.held.splice(0)) link.server.write(chunk);
+  }
+
+  async close(): Promise<void> {
+    this.drop();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+
+  private link(client: Socket, server: Socket): void {
+    const link = { client, server, held: [] as Buffer[] };
+    this.links.add(link);
+    const end = () => {
+      client.destroy();
+      server.destroy();
+      this.links.delete(link);
+    };
+    client.on('error', end).on('close', end);
+    server.on('error', end).on('close', end);
+    server.on('data', (chunk: Buffer) => client.write(chunk));
+    client.on('data', (chunk: Buffer) => {
+      if (this.holding || link.held.length > 0) link.held.push(chunk);
+      else server.write(chunk);
+    });
   }
 }
 
