@@ -12,16 +12,12 @@ import {
   type ClaimDetails,
   type RunInput,
   type RunRecord,
-  type ThreadChange,
-  type ThreadListPage,
-  type ThreadListQuery,
   type ThreadRecord,
-  type ThreadSummary,
 } from '../store.js';
 import { joinIds, splitIds } from '../message-ids.js';
 import { eventsOf, parseMessages, readRunNow, readRunToEnd, readThread, runFrom, type RunToEnd } from './reads.js';
 import type { ScriptedRedis } from './scripts.js';
-import { SUMMARY_FIELDS, readListPage, summaryFrom } from './thread-list.js';
+import { listKeyPart, writeListEntry } from './thread-list.js';
 
 /** What the records take of the store's options. */
 export interface RedisRecordsOptions {
@@ -89,6 +85,14 @@ export class RedisRecords {
     private readonly options: RedisRecordsOptions,
     readonly instanceId: string,
   ) {}
+
+  get ttlSeconds(): number {
+    return this.options.ttlSeconds;
+  }
+
+  get logger(): Logger | undefined {
+    return this.options.logger;
+  }
 
   // --- names ------------------------------------------------------------------------------
 
@@ -164,7 +168,7 @@ export class RedisRecords {
     if (reply[0] === 'forbidden') throw threadForbidden(threadId);
     if (reply[0] === 'busy') throw threadBusy(threadId, lockHolder(reply[1]).runId);
     const [, runId, transcript, list, previous, archived, ids, claim] = reply;
-    await this.listThread(threadId, list, now, archived === '1', previous);
+    await writeListEntry(this, threadId, list, now, archived === '1', previous);
     // The request repeats a stored message: the claim read the transcript's ids alone (see Claim.storedIds).
     if (ids) return { runId, history: [], storedIds: splitIds(ids), claim };
     return { runId, history: parseMessages(transcript), claim };
@@ -185,39 +189,6 @@ export class RedisRecords {
       if (Date.now() + RELEASE_RETRY_MS > until) return;
       setTimeout(() => this.releaseUnanswered(threadId, token, until), RELEASE_RETRY_MS).unref();
     });
-  }
-
-  /**
-   * Brings a thread's entries in its list's sorted sets in line with its record (cgListThread; and out of the list it
-   * was in, `previous`, when that changed). The sets are another hash slot than the thread's, so this is a command of
-   * its own, after the thread's: the list is an index, which every page checks against the threads' own records
-   * (list), so an entry left behind is never shown wrongly. An entry that could not be written is logged, not
-   * failed: the claim stands, and the thread's next run writes its entry again.
-   */
-  private async listThread(
-    threadId: string,
-    list: string,
-    lastRunAt: number,
-    archived: boolean,
-    previous = '',
-  ): Promise<void> {
-    try {
-      if (previous) await this.redis.zrem(`${previous}:all`, threadId);
-      if (previous) await this.redis.zrem(`${previous}:active`, threadId);
-      await this.redis.cgListThread(
-        `${list}:all`,
-        `${list}:active`,
-        threadId,
-        lastRunAt,
-        this.options.ttlSeconds,
-        archived ? '1' : '',
-      );
-    } catch (error) {
-      this.options.logger?.warn(
-        { err: error, threadId },
-        "a thread's entry in the thread list could not be written to Redis; its next run writes it again",
-      );
-    }
   }
 
   /**
@@ -437,57 +408,6 @@ export class RedisRecords {
     return readRunToEnd(this, threadId, runId);
   }
 
-  // --- the thread list ----------------------------------------------------------------------
-
-  async summary(threadId: string): Promise<ThreadSummary | undefined> {
-    const fields = await this.call(() => this.redis.hmget(this.threadKey(threadId, 'meta'), ...SUMMARY_FIELDS));
-    return summaryFrom(threadId, fields);
-  }
-
-  /** One page of a scope's list (see readListPage). */
-  list(query: ThreadListQuery): Promise<ThreadListPage> {
-    return readListPage(this, query);
-  }
-
-  /** Renames or (un)archives the thread (the `cgUpdateThread` script); undefined when it has no run. */
-  async update(threadId: string, scope: string, { name, archived }: ThreadChange): Promise<ThreadSummary | undefined> {
-    const [changed, list, lastRunAt, isArchived] = await this.call(() =>
-      this.redis.cgUpdateThread(
-        this.threadKey(threadId, 'meta'),
-        name === undefined ? '' : '1',
-        name ?? '',
-        archived === undefined ? '' : archived ? '1' : '0',
-        Date.now(),
-        scope,
-      ),
-    );
-    if (!changed) return undefined;
-    if (archived !== undefined && list) await this.listThread(threadId, list, Number(lastRunAt), isArchived === '1');
-    return this.summary(threadId);
-  }
-
-  /** Deletes every key of the thread (the `cgRemoveThread` script) if it is `scope`'s; whether it had any. */
-  async remove(threadId: string, scope: string): Promise<boolean> {
-    const [removed, list] = await this.call(() =>
-      this.redis.cgRemoveThread(
-        this.threadKey(threadId, 'meta'),
-        this.threadKey(threadId, 'runs'),
-        this.threadKey(threadId, 'states'),
-        this.threadKey(threadId, 'lock'),
-        this.threadKey(threadId, 'deleted'),
-        this.threadKey(threadId, ''),
-        DELETED_MARK_MS,
-        scope,
-      ),
-    );
-    // Its list entries (another slot); one left behind is dropped by the next page that meets it.
-    if (list)
-      await Promise.all([this.redis.zrem(`${list}:all`, threadId), this.redis.zrem(`${list}:active`, threadId)]).catch(
-        () => {},
-      );
-    return removed === 1;
-  }
-
   async owner(threadId: string): Promise<string | undefined> {
     return (await this.call(() => this.redis.hget(this.threadKey(threadId, 'meta'), 'principal'))) ?? undefined;
   }
@@ -550,9 +470,4 @@ export class RedisRecords {
 export function lockHolder(lock: string): { runId: string; instance: string } {
   const at = lock.lastIndexOf(' ');
   return { runId: lock.slice(0, at), instance: lock.slice(at + 1) };
-}
-
-/** A scope or agent id as a piece of a list key: '%', ':', '{' and '}' percent-encoded (as \`esc\` in the scripts). */
-export function listKeyPart(text: string): string {
-  return text.replace(/[%:{}]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
 }

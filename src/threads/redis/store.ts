@@ -18,6 +18,7 @@ import { InstanceLeases } from './instances.js';
 import { GAVE_UP, LiveChannels } from './live.js';
 import { lockHolder, RedisRecords } from './records.js';
 import { RedisRunLog, type RunLogStore, type Write } from './run-log.js';
+import { readListPage, readSummary, removeThread, updateThread } from './thread-list.js';
 import { stopError } from '../store.js';
 import type {
   Claim,
@@ -275,19 +276,19 @@ export class RedisThreadStore implements ThreadStore, RunLogStore {
   }
 
   summary(threadId: string): Promise<ThreadSummary | undefined> {
-    return this.records.summary(threadId);
+    return readSummary(this.records, threadId);
   }
 
   list(query: ThreadListQuery): Promise<ThreadListPage> {
-    return this.records.list(query);
+    return readListPage(this.records, query);
   }
 
   update(threadId: string, scope: string, change: ThreadChange): Promise<ThreadSummary | undefined> {
-    return this.records.update(threadId, scope, change);
+    return updateThread(this.records, threadId, scope, change);
   }
 
   remove(threadId: string, scope: string): Promise<boolean> {
-    return this.records.remove(threadId, scope);
+    return removeThread(this.records, threadId, scope);
   }
 
   run(threadId: string, runId?: string): Promise<RunRecord | undefined> {

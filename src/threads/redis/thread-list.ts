@@ -1,12 +1,109 @@
-import type { ThreadCursor, ThreadListPage, ThreadListQuery, ThreadSummary } from '../store.js';
+import type { Logger } from 'pino';
+import {
+  DELETED_MARK_MS,
+  type ThreadChange,
+  type ThreadCursor,
+  type ThreadListPage,
+  type ThreadListQuery,
+  type ThreadSummary,
+} from '../store.js';
 import type { ReadRecords } from './reads.js';
 
-// The thread list's pages in Redis: a scope's sorted sets (kept by the claim, update and remove writes in
-// records.ts) read page by page, each entry checked against its thread's own record.
+// The thread list in Redis: a scope's sorted sets of one agent's threads, kept by the claim (writeListEntry), by
+// updateThread and removeThread, and read page by page, each entry checked against its thread's own record.
 
-/** What a page is read with: RedisRecords's connection, key names and error mapping. */
+/** What the list is read and written with: RedisRecords's connection, key names, error mapping and options. */
 export interface ListRecords extends ReadRecords {
   listKey(scope: string, agentId: string): string;
+  readonly ttlSeconds: number;
+  readonly logger?: Logger;
+}
+
+/**
+ * Brings a thread's entries in its list's sorted sets in line with its record (cgListThread; and out of the list it
+ * was in, `previous`, when that changed). The sets are another hash slot than the thread's, so this is a command of
+ * its own, after the thread's: the list is an index, which every page checks against the threads' own records
+ * (readListPage), so an entry left behind is never shown wrongly. An entry that could not be written is logged, not
+ * failed: the claim stands, and the thread's next run writes its entry again.
+ */
+export async function writeListEntry(
+  records: ListRecords,
+  threadId: string,
+  list: string,
+  lastRunAt: number,
+  archived: boolean,
+  previous = '',
+): Promise<void> {
+  const { redis } = records;
+  try {
+    if (previous) await redis.zrem(`${previous}:all`, threadId);
+    if (previous) await redis.zrem(`${previous}:active`, threadId);
+    await redis.cgListThread(
+      `${list}:all`,
+      `${list}:active`,
+      threadId,
+      lastRunAt,
+      records.ttlSeconds,
+      archived ? '1' : '',
+    );
+  } catch (error) {
+    records.logger?.warn(
+      { err: error, threadId },
+      "a thread's entry in the thread list could not be written to Redis; its next run writes it again",
+    );
+  }
+}
+
+/** A thread's list entry, read from its record; undefined when it has no run. */
+export async function readSummary(records: ListRecords, threadId: string): Promise<ThreadSummary | undefined> {
+  const fields = await records.call(() => records.redis.hmget(records.threadKey(threadId, 'meta'), ...SUMMARY_FIELDS));
+  return summaryFrom(threadId, fields);
+}
+
+/** Renames or (un)archives the thread (the `cgUpdateThread` script); undefined when it has no run. */
+export async function updateThread(
+  records: ListRecords,
+  threadId: string,
+  scope: string,
+  { name, archived }: ThreadChange,
+): Promise<ThreadSummary | undefined> {
+  const [changed, list, lastRunAt, isArchived] = await records.call(() =>
+    records.redis.cgUpdateThread(
+      records.threadKey(threadId, 'meta'),
+      name === undefined ? '' : '1',
+      name ?? '',
+      archived === undefined ? '' : archived ? '1' : '0',
+      Date.now(),
+      scope,
+    ),
+  );
+  if (!changed) return undefined;
+  if (archived !== undefined && list)
+    await writeListEntry(records, threadId, list, Number(lastRunAt), isArchived === '1');
+  return readSummary(records, threadId);
+}
+
+/** Deletes every key of the thread (the `cgRemoveThread` script) if it is `scope`'s; whether it had any. */
+export async function removeThread(records: ListRecords, threadId: string, scope: string): Promise<boolean> {
+  const [removed, list] = await records.call(() =>
+    records.redis.cgRemoveThread(
+      records.threadKey(threadId, 'meta'),
+      records.threadKey(threadId, 'runs'),
+      records.threadKey(threadId, 'states'),
+      records.threadKey(threadId, 'lock'),
+      records.threadKey(threadId, 'deleted'),
+      records.threadKey(threadId, ''),
+      DELETED_MARK_MS,
+      scope,
+    ),
+  );
+  // Its list entries (another slot); one left behind is dropped by the next page that meets it.
+  if (list)
+    await Promise.all([
+      records.redis.zrem(`${list}:all`, threadId),
+      records.redis.zrem(`${list}:active`, threadId),
+    ]).catch(() => {});
+  return removed === 1;
 }
 
 /**
@@ -112,4 +209,9 @@ export function summaryFrom(threadId: string, fields: (string | null)[]): Thread
     updatedAt: new Date(Number(updatedAt)),
     lastRunAt: new Date(Number(lastRunAt)),
   };
+}
+
+/** A scope or agent id as a piece of a list key: '%', ':', '{' and '}' percent-encoded (as \`esc\` in the scripts). */
+export function listKeyPart(text: string): string {
+  return text.replace(/[%:{}]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
 }
