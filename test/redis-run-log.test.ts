@@ -512,6 +512,43 @@ describe("a run's log in Redis", () => {
     }
   });
 
+  it('lists a thread again when Redis loses it whole mid-run and the run writes it again', async () => {
+    // The record written again had no agent, name or times, and no list entry: the thread was missing from its
+    // owner's list (and could not be renamed) although its conversation was kept.
+    const keyPrefix = `relisted-${Math.random().toString(36).slice(2)}:`;
+    const store = await startRedisStore({ url: redis.url }, { keyPrefix });
+    const watcher = new Redis(redis.url);
+    const threadId = 'relisted';
+    const details = { owner: 'alice', agentId: 'planner', name: 'Trip plans' };
+    try {
+      const { runId, history } = await store.claim(threadId, 'run-1', 'fresh-1', details);
+      const first = message('m-1', 'Trip plans');
+      const log = store.open(threadId, runId, { messages: [...history, first], newMessages: [first], ...details });
+      const shown: SequencedEvent[] = [];
+      log.deliverStored!({ stored: (events) => void shown.push(...events), failed: () => {} });
+      log.append({ type: 'RunStarted', threadId, runId, sequence: 0 } as SequencedEvent);
+      while (shown.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      const page = { scope: 'alice', agentId: 'planner', includeArchived: false, limit: 10 };
+      expect((await store.list(page)).threads.map((thread) => thread.threadId)).toEqual([threadId]);
+      // Redis loses the thread and its list.
+      await watcher.del(
+        ...(await watcher.keys(`${keyPrefix}{${threadId}}:*`)),
+        ...(await watcher.keys(`${keyPrefix}list:*`)),
+      );
+      await record(log, answer(threadId, runId, 'reply-1', 'reply 1').slice(1), 1);
+      expect((await store.thread(threadId))!.messages.map((m) => m.id)).toEqual(['m-1', 'reply-1']);
+      const listed = await store.list(page);
+      expect(listed.threads).toMatchObject([{ threadId, owner: 'alice', agentId: 'planner', name: 'Trip plans' }]);
+      expect(await store.update(threadId, 'alice', { name: 'Kyoto' })).toMatchObject({ name: 'Kyoto' });
+      // Another run claims it as usual: the list entry stays where it is.
+      await store.release(threadId, (await store.claim(threadId, 'run-2', 'fresh-2', details)).runId);
+      expect((await store.list(page)).threads).toMatchObject([{ threadId, name: 'Kyoto' }]);
+    } finally {
+      watcher.disconnect();
+      await store.close();
+    }
+  });
+
   it('frees a thread whose claim Redis took only after the gateway had given up waiting for it', async () => {
     // Found from outside: Redis stalled past the command timeout as a run was admitted; the run was served unrecorded
     // and ended, and the claim Redis took when it woke held the thread (THREAD_BUSY) for a minute more.

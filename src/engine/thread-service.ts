@@ -127,8 +127,14 @@ export class ThreadService {
     let claimed;
     // Taken before the claim is sent: the claim lapses no sooner than this plus the store's claim timeout.
     const claimedAt = Date.now();
+    const details: ClaimDetails = {
+      owner: request.principal?.id,
+      agentId: request.agentSession?.agentName ?? DEFAULT_AGENT_ID,
+      name: firstUserText(request.messages),
+      checkIds: idsToCheck(request.messages),
+    };
     try {
-      claimed = await this.claim(request);
+      claimed = await this.claim(request, details);
     } catch (error) {
       if (
         !(error instanceof GatewayError) ||
@@ -164,7 +170,15 @@ export class ThreadService {
         const log = this.store.open(
           run.threadId,
           run.runId,
-          { messages: admitted.messages, newMessages, extendsHistory, claim, owner: request.principal?.id },
+          {
+            messages: admitted.messages,
+            newMessages,
+            extendsHistory,
+            claim,
+            owner: details.owner,
+            agentId: details.agentId,
+            name: details.name,
+          },
           (error) => run.abort(error),
         );
         this.attach(run, log);
@@ -186,14 +200,8 @@ export class ThreadService {
     };
   }
 
-  private async claim(request: RunRequest) {
+  private async claim(request: RunRequest, details: ClaimDetails) {
     const fresh = randomUUID();
-    const details: ClaimDetails = {
-      owner: request.principal?.id,
-      agentId: request.agentSession?.agentName ?? DEFAULT_AGENT_ID,
-      name: firstUserText(request.messages),
-      checkIds: idsToCheck(request.messages),
-    };
     try {
       return await this.store.claim(request.threadId, request.runId, fresh, details);
     } catch (error) {

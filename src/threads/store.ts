@@ -115,6 +115,9 @@ export interface RunInput {
    * nothing (Redis lost it mid-run) is theirs again, not left without an owner for anyone to take.
    */
   owner?: string;
+  /** The agent and name its claim listed the thread under (ClaimDetails): a record written again is listed again. */
+  agentId?: string;
+  name?: string;
 }
 
 /** What a run's claim says of its thread, for the thread's list entry and its access. */

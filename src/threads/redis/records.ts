@@ -207,6 +207,7 @@ export class RedisRecords {
     // second open of this instance's record answers ok at once).
     const listed = this.redis.sadd(owned, entry);
     const whole = reset || !input.extendsHistory;
+    const now = Date.now();
     const opened = this.redis.cgOpen(
       this.threadKey(threadId, 'lock'),
       this.threadKey(threadId, 'meta'),
@@ -216,7 +217,7 @@ export class RedisRecords {
       runId,
       this.instanceId,
       whole ? JSON.stringify(input.messages) : '',
-      Date.now(),
+      now,
       this.options.ttlSeconds,
       this.options.maxRunsPerThread,
       this.threadKey(threadId, ''),
@@ -226,8 +227,21 @@ export class RedisRecords {
       DELETED_MARK_MS,
       input.claim ?? '',
       input.owner ?? '',
+      input.agentId ?? DEFAULT_AGENT_ID,
+      input.name ?? '',
+      `${this.key('list')}:`,
     );
-    const [, reply] = await Promise.all([listed, opened]);
+    const [, answer] = await Promise.all([listed, opened]);
+    // Written again over a thread Redis had lost whole: listed again, as its claim had listed it.
+    if (answer === 'relisted')
+      await writeListEntry(
+        this,
+        threadId,
+        this.listKey(input.owner ?? '', input.agentId ?? DEFAULT_AGENT_ID),
+        now,
+        false,
+      );
+    const reply = answer === 'relisted' ? 'ok' : answer;
     // Not when superseded: the thread was claimed again since, maybe by a run of the same id on this instance (a
     // client that sent its request again), whose listing this is too.
     if (reply !== 'ok' && reply !== 'superseded') this.disown(this.instanceId, threadId, runId);

@@ -248,18 +248,20 @@ return 0`,
   // holds followed by the new input: the run's \`extends\`), started at, ttl (s), max runs, thread key prefix, reset
   // ("1" to write the record again from nothing), new input (JSON), ids (message-ids.ts: of the input when it is
   // written, else of the new input; "" when not known), how long a dropped run stays marked (ms: deletedRuns), the
-  // run's claim (cgClaim's "epoch:n"; "" for none), its principal ("" for none). Answers 'deleted' when this run held
-  // the thread when it was
-  // removed, or was one of its runs, or was dropped for newer ones (deletedRuns), 'lost' when another run holds the
+  // run's claim (cgClaim's "epoch:n"; "" for none), its principal ("" for none), its agent id, its thread's name (""
+  // for none), the list key prefix. Answers 'deleted' when this run held the thread when it was removed, or was one of its runs, or was dropped for newer ones (deletedRuns), 'lost' when another run holds the
   // thread, 'superseded' when the thread was claimed again since this run's claim, made again since (another epoch) or
   // is gone (deleted) on a first open (the claim lapsed, say while Redis could not be reached, and another run took the
   // thread, maybe ran and ended: its transcript must not be written over, nor a deleted thread made again); 'ok'
-  // otherwise (at once when the record is already this instance's: an open sent again). The instance lists the run
-  // among its own (\`instance:{id}:runs\`, another slot) before it opens it.
+  // otherwise (at once when the record is already this instance's: an open sent again), or 'relisted' when it wrote
+  // the record again over a thread Redis had lost whole: its list entry's fields are written again as cgClaim writes
+  // them, and the caller puts it in its list again (cgListThread). The instance lists the run among its own
+  // (\`instance:{id}:runs\`, another slot) before it opens it.
   cgOpen: [
     5,
     `${KEEP_RUNS_LUA}
 ${IDS_LUA}
+${ESCAPE_LUA}
 local mine = ARGV[1] .. ' ' .. ARGV[2]
 if redis.call('GET', ARGV[7] .. 'deleted') == mine then return 'deleted' end
 if redis.call('SISMEMBER', ARGV[7] .. 'deletedRuns', ARGV[1]) == 1 then return 'deleted' end
@@ -287,6 +289,13 @@ if ARGV[13] ~= '' then
   if principal and principal ~= ARGV[13] then return 'superseded' end
   if not principal then redis.call('HSET', KEYS[2], 'principal', ARGV[13]) end
 end
+local answer = 'ok'
+if ARGV[8] == '1' and not redis.call('HGET', KEYS[2], 'agent') then
+  redis.call('HSET', KEYS[2], 'agent', ARGV[14], 'createdAt', ARGV[4], 'lastRunAt', ARGV[4], 'updatedAt', ARGV[4],
+    'list', ARGV[16] .. '{' .. esc(redis.call('HGET', KEYS[2], 'principal') or '') .. ':' .. esc(ARGV[14]) .. '}')
+  if ARGV[15] ~= '' then redis.call('HSET', KEYS[2], 'name', ARGV[15]) end
+  answer = 'relisted'
+end
 redis.call('SET', KEYS[1], mine)
 redis.call('DEL', KEYS[5])
 redis.call('HDEL', KEYS[4], 'finishedAt', 'endedFrom')
@@ -309,7 +318,7 @@ while redis.call('LLEN', KEYS[3]) > tonumber(ARGV[6]) do
 end
 for _, key in ipairs({KEYS[2], KEYS[3], KEYS[4]}) do redis.call('EXPIRE', key, ARGV[5]) end
 keepRuns(KEYS[2], KEYS[3], ARGV[7], tonumber(ARGV[5]), nil)
-return 'ok'`,
+return answer`,
   ],
   // KEYS: run, log, states, meta, lock, runs. ARGV: first, last, events (JSON), states (JSON pairs), channel, ttl (s),
   // terminal status (JSON or ""), transcript (JSON or ""), now, run id, expected last sequence ("" for any), thread key
