@@ -249,14 +249,15 @@ return 0`,
   // ("1" to write the record again from nothing), new input (JSON), ids (message-ids.ts: of the input when it is
   // written, else of the new input; "" when not known), how long a dropped run stays marked (ms: deletedRuns), the
   // run's claim (cgClaim's "epoch:n"; "" for none), its principal ("" for none), its agent id, its thread's name (""
-  // for none), the list key prefix. Answers 'deleted' when this run held the thread when it was removed, or was one of its runs, or was dropped for newer ones (deletedRuns), 'lost' when another run holds the
-  // thread, 'superseded' when the thread was claimed again since this run's claim, made again since (another epoch) or
-  // is gone (deleted) on a first open (the claim lapsed, say while Redis could not be reached, and another run took the
-  // thread, maybe ran and ended: its transcript must not be written over, nor a deleted thread made again); 'ok'
-  // otherwise (at once when the record is already this instance's: an open sent again), or 'relisted' when it wrote
-  // the record again over a thread Redis had lost whole: its list entry's fields are written again as cgClaim writes
-  // them, and the caller puts it in its list again (cgListThread). The instance lists the run among its own
-  // (\`instance:{id}:runs\`, another slot) before it opens it.
+  // for none), the list key prefix. Answers 'deleted' when this run held the thread when it was removed, or was one of
+  // its runs, or was dropped for newer ones (deletedRuns), 'lost' when another run holds the thread, 'superseded' when
+  // the thread was claimed again since this run's claim, made again since (another epoch) or is gone (deleted) on a
+  // first open (the claim lapsed, say while Redis could not be reached, and another run took the thread, maybe ran and
+  // ended: its transcript must not be written over, nor a deleted thread made again); 'ok' otherwise (at once when the
+  // record is already this instance's: an open sent again), or 'relisted' when it wrote the record again over a thread
+  // Redis had lost whole: its list entry's fields are written again as cgClaim writes them, and the caller puts it in
+  // its list again (cgListThread). The instance lists the run among its own (\`instance:{id}:runs\`, another slot)
+  // before it opens it.
   cgOpen: [
     5,
     `${KEEP_RUNS_LUA}
