@@ -731,6 +731,28 @@ describe("a run's log in Redis", () => {
         if (remade) expect(thread!.messages.map((m) => m.id)).toEqual(['m-5', 'reply-5']);
         else expect(thread).toBeUndefined();
       }
+
+      // Followed by a run of the same id on this instance (the client sent its request again once the claim lapsed):
+      // the late open is not taken for an open of its own record sent again.
+      await runNewOnly(store, 'again', 1);
+      const first = await store.claim('again', 'run-2', 'fresh-2');
+      await direct.del(store.records.threadKey('again', 'lock'));
+      const second = await store.claim('again', 'run-2', 'fresh-3');
+      expect(second.runId).toBe(first.runId);
+      const fresh = message('m-2', 'message 2');
+      const input = { messages: [...second.history, fresh], newMessages: [fresh] };
+      const again = store.open('again', second.runId, { ...input, claim: second.claim });
+      again.append({ type: 'RunStarted', threadId: 'again', runId: second.runId, sequence: 0 } as SequencedEvent);
+      await until(
+        () => direct.hget(store.records.threadKey('again', 'run', second.runId), 'status'),
+        (status) => status === 'running',
+        'the second run to be opened',
+      );
+      expect(await store.records.openRecord('again', first.runId, { ...input, claim: first.claim }, false)).toBe(
+        'superseded',
+      );
+      await record(again, answer('again', second.runId, 'reply-2', 'reply 2').slice(1), 1);
+      expect((await store.thread('again'))!.messages.map((m) => m.id)).toEqual(['m-1', 'reply-1', 'm-2', 'reply-2']);
     } finally {
       direct.disconnect();
       await store.close();

@@ -268,7 +268,6 @@ if redis.call('GET', ARGV[7] .. 'deleted') == mine then return 'deleted' end
 if redis.call('SISMEMBER', ARGV[7] .. 'deletedRuns', ARGV[1]) == 1 then return 'deleted' end
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= mine then return 'lost' end
-if ARGV[8] == '' and redis.call('HGET', KEYS[4], 'owner') == ARGV[2] then return 'ok' end
 -- Claimed again since this run's claim (ARGV[12], "epoch:n"), or made again (another epoch), or gone since (deleted:
 -- not made again by this open; a rebuild, after Redis lost the thread, is). A thread restored from an older snapshot
 -- may count fewer claims: that is no later one.
@@ -290,6 +289,9 @@ if ARGV[13] ~= '' then
   if principal and principal ~= ARGV[13] then return 'superseded' end
   if not principal then redis.call('HSET', KEYS[2], 'principal', ARGV[13]) end
 end
+-- This instance's record, opened already: an open sent again (after the checks above, so that a run of the same id
+-- that claimed the thread since is not taken for this one).
+if ARGV[8] == '' and redis.call('HGET', KEYS[4], 'owner') == ARGV[2] then return 'ok' end
 local answer = 'ok'
 if ARGV[8] == '1' and not redis.call('HGET', KEYS[2], 'agent') then
   redis.call('HSET', KEYS[2], 'agent', ARGV[14], 'createdAt', ARGV[4], 'lastRunAt', ARGV[4], 'updatedAt', ARGV[4],
