@@ -5,6 +5,7 @@ import type { AgentDefinition } from './agents/definitions.js';
 import { langGraphAgent } from './agents/langgraph.js';
 import type { Authenticate } from './auth/authenticate.js';
 import { ConfigurationError } from './core/errors.js';
+import { EXECUTOR_NAMES, isExecutorName, type ExecutorName } from './graphql/executor-name.js';
 import type { GatewayOptions } from './gateway/options.js';
 import { isHttpUrl } from './core/urls.js';
 import { isOrigin } from './transports/cors.js';
@@ -181,7 +182,7 @@ export interface EnvironmentSettings extends AgentSettings {
   modelFirstTokenTimeoutMs?: number;
   agentFirstEventTimeoutMs?: number;
   /** GATEWAY_EXECUTOR: `fast` or `stock` (GatewayOptions.executor). */
-  executor?: 'fast' | 'stock';
+  executor?: ExecutorName;
   /** STREAM_WRITE_INTERVAL_MS (GatewayOptions.streamWriteIntervalMs; 0 writes every part at once). */
   streamWriteIntervalMs?: number;
   /**
@@ -262,12 +263,12 @@ function readAgUiReasoning(env: NodeJS.ProcessEnv): { agUiReasoning?: 'declared'
   return { agUiReasoning: value };
 }
 
-function readExecutor(env: NodeJS.ProcessEnv): { executor?: 'fast' | 'stock' } {
+function readExecutor(env: NodeJS.ProcessEnv): { executor?: ExecutorName } {
   const value = env.GATEWAY_EXECUTOR?.trim().toLowerCase();
   if (!value) return {};
-  if (value !== 'fast' && value !== 'stock')
+  if (!isExecutorName(value))
     throw new ConfigurationError(
-      `GATEWAY_EXECUTOR must be fast or stock (got ${JSON.stringify(env.GATEWAY_EXECUTOR)}).`,
+      `GATEWAY_EXECUTOR must be ${EXECUTOR_NAMES.join(' or ')} (got ${JSON.stringify(env.GATEWAY_EXECUTOR)}).`,
     );
   return { executor: value };
 }

@@ -2,6 +2,9 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
+import { fastExecutor } from '../src/graphql/fast/index.js';
+import { buildSchema } from '../src/graphql/schema.js';
+import { stockExecutor } from '../src/graphql/stock.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { payloadsOf, post } from './support/fuzz-client.js';
 import { runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
@@ -243,5 +246,15 @@ describe('the fast and the stock executor', () => {
 
   it('name themselves: the gateway says which it runs', () => {
     expect([fast.gateway.executor, stock.gateway.executor]).toEqual(['fast', 'stock']);
+  });
+
+  it("leave nothing of an HTTP operation in its context: the fast executor's handle is a bare token", () => {
+    // Resolvers are given the context: through the handle they could reach the operation's later payloads and the
+    // transport's response they are written to.
+    const operation = fastExecutor(buildSchema()).prepare({ body: {}, direct: true })!;
+    expect(Object.isFrozen(operation.handle)).toBe(true);
+    expect(Object.getOwnPropertyNames(operation.handle)).toEqual(['executor']);
+    expect(Object.getPrototypeOf(operation.handle)).toBe(Object.prototype);
+    expect(stockExecutor().prepare({ body: {}, direct: true })).toBeUndefined();
   });
 });

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { BadUserInputError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import type { RunCaller, RunLauncher } from '../engine/launcher.js';
+import type { ExecutorName } from './executor-name.js';
 
 /** Shared by every resolution of a run-starting field within one operation. */
 export interface RunAllowance {
@@ -48,16 +49,16 @@ export interface GatewayContext {
   /** The key the client's limits are counted under (its principal's id, or its address). */
   client?: string;
   /**
-   * HTTP: the executor's handle on the operation (made by Executor `prepare`), opaque to everything
-   * else. Apollo hands resolvers and the executor a copy of the context: the executor finds what it
+   * HTTP: the executor's handle on the operation (made by Executor `prepare`), a token with nothing of the
+   * operation on it. Apollo hands resolvers and the executor a copy of the context: the executor finds what it
    * keeps of the operation by this, which the copy shares.
    */
   execution?: ExecutionHandle;
 }
 
-/** What an executor made to know one of its operations again (see GatewayContext `execution`). */
+/** What an executor made to know one of its operations again (see GatewayContext `execution`): a token. */
 export interface ExecutionHandle {
-  readonly executor: 'fast' | 'stock';
+  readonly executor: ExecutorName;
 }
 
 /**

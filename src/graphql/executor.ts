@@ -1,12 +1,12 @@
 import type { IncrementalExecutionResults, SingularExecutionResult } from '@graphql-tools/executor';
 import type { ExecutionArgs, ExecutionResult } from 'graphql';
 import type { ExecutionHandle, GatewayContext } from './context.js';
+import type { ExecutorName } from './executor-name.js';
+
+export type { ExecutorName } from './executor-name.js';
 
 // The seam between the transports and execution: what an executor is, and what it gives the transports.
 // The two implementations are fast/index.ts (`fastExecutor`) and stock.ts (`stockExecutor`).
-
-/** Which executor runs the operations: the gateway's own fast paths, or the libraries' as shipped. */
-export type ExecutorName = 'fast' | 'stock';
 
 /** What the executor gives for an operation: one result, or an initial result and later payloads. */
 export type ExecutionOutcome = SingularExecutionResult<any> | IncrementalExecutionResults<any>;

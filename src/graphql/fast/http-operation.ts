@@ -17,10 +17,14 @@ import type {
 
 /**
  * The fast executor's side of HTTP (executor.ts `prepare`): each operation's later payloads kept by the
- * executor, in the operation it made, which is also the handle the context carries (never the payloads);
- * and the documents it knows run without Apollo's pipeline (known-documents.ts).
+ * executor, found by the handle the context carries, a token with nothing else on it (the payloads and the
+ * transport's sink they are written to stay out of resolvers' reach); and the documents it knows run without
+ * Apollo's pipeline (known-documents.ts).
  */
 export class FastHttp {
+  /** Each prepared operation's state by its handle; an operation's ends with it (nothing holds the handle then). */
+  private readonly states = new WeakMap<ExecutionHandle, HttpOperationState>();
+
   constructor(
     private readonly schema: GraphQLSchema,
     private readonly known: KnownDocuments,
@@ -29,18 +33,19 @@ export class FastHttp {
   /** The executor's `execute`: an HTTP operation's state found by its context's handle. */
   readonly execute = (args: Parameters<typeof executeIncrementally>[0]): Promise<ExecutionOutcome> => {
     const handle = (args.contextValue as GatewayContext | undefined)?.execution;
-    return executeIncrementally(args, handle instanceof FastHttpOperation ? handle.state : undefined);
+    return executeIncrementally(args, handle === undefined ? undefined : this.states.get(handle));
   };
 
   prepare(request: HttpRequest): HttpOperation {
-    return new FastHttpOperation(this.schema, request, this.known);
+    const operation = new FastHttpOperation(this.schema, request, this.known);
+    this.states.set(operation.handle, operation.state);
+    return operation;
   }
 }
 
-class FastHttpOperation implements HttpOperation, ExecutionHandle {
-  readonly executor = 'fast';
-  /** The operation is its own handle: `execute` finds its state through the context. */
-  readonly handle: ExecutionHandle = this;
+class FastHttpOperation implements HttpOperation {
+  /** A token, frozen: what `execute` finds the state by. */
+  readonly handle: ExecutionHandle = Object.freeze({ executor: 'fast' });
   readonly state: HttpOperationState = { later: new LaterPayloads() };
 
   constructor(
