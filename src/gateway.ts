@@ -38,6 +38,8 @@ export interface Gateway {
   readonly mode: string;
   /** Which executor runs the operations (GatewayOptions.executor). */
   readonly executor: ExecutorName;
+  /** Whether Apollo's usage reporting is on, every HTTP request then passing through Apollo's pipeline. */
+  readonly apolloUsageReporting: boolean;
   /**
    * Starts listening; resolves with the GraphQL endpoint's URL, on the address it listens on. `host`
    * defaults to 127.0.0.1 (loopback only) in development and 0.0.0.0 (every interface) in production.
@@ -64,10 +66,9 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const config = resolveOptions(options);
   const logger = config.logger;
   const schema = buildSchema();
-  // Apollo installs its usage reporting when APOLLO_KEY is set; it needs every later payload, and every
-  // operation to pass through Apollo's pipeline.
+  // Apollo's usage reporting needs every later payload, and every operation to pass through Apollo's pipeline.
   const executor =
-    config.executor === 'stock' ? stockExecutor() : fastExecutor(schema, { directHttp: !process.env.APOLLO_KEY });
+    config.executor === 'stock' ? stockExecutor() : fastExecutor(schema, { directHttp: !config.apolloUsageReporting });
   const { upstream, endpoints, mcp, store, threads, limiter, access, launcher, cors, hosts, metrics, inputBudget } =
     wireGateway(config);
   // A body or WebSocket message larger than all the input held at once could never be read: it is refused as too
@@ -187,6 +188,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     path: config.path,
     mode: config.adapter.name,
     executor: executor.name,
+    apolloUsageReporting: config.apolloUsageReporting,
     async listen(port = 4000, host = config.development ? '127.0.0.1' : '0.0.0.0') {
       if (state.phase !== 'created') throw new Error(`The gateway cannot listen: it is ${state.phase}.`);
       state = { phase: 'starting' };

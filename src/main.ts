@@ -74,7 +74,13 @@ async function main(): Promise<void> {
   ];
   const withAgents = agentSources.length ? `; agents from ${agentSources.join(', ')}` : '';
   logger.info(
-    { url, mode: gateway.mode, environment: env.environment, executor: gateway.executor },
+    {
+      url,
+      mode: gateway.mode,
+      environment: env.environment,
+      executor: gateway.executor,
+      ...(gateway.apolloUsageReporting ? { apolloUsageReporting: true } : {}),
+    },
     `Copilot Gateway ready at ${url} (${mode}${withAgents})`,
   );
   if (env.environment === 'development') {

@@ -254,6 +254,7 @@ describe('later payloads taken from the executor (HTTP)', () => {
     } finally {
       delete process.env.APOLLO_KEY;
     }
+    expect([direct.gateway.apolloUsageReporting, throughApollo.gateway.apolloUsageReporting]).toEqual([false, true]);
   });
   afterAll(async () => {
     await Promise.all([direct?.close(), throughApollo?.close()]);

@@ -17,7 +17,7 @@ import { ConfigurationError } from '../core/errors.js';
 import type { GuardrailsOptions } from '../engine/guardrails.js';
 import { resolveHooks, type RequestHooks } from '../engine/hooks.js';
 import { resolveModelLimits, type ModelLimitsOptions } from '../engine/model-limits.js';
-import type { ExecutorName } from '../graphql/executor.js';
+import { EXECUTOR_NAMES, isExecutorName, type ExecutorName } from '../graphql/executor-name.js';
 import { resolveRateLimits, type RateLimitOptions } from '../limits/rate-limiter.js';
 import { resolveThreadsOptions, type ThreadsOptions } from '../threads/options.js';
 import { isOrigin } from '../transports/cors.js';
@@ -193,6 +193,12 @@ export interface GatewayOptions {
    */
   executor?: ExecutorName;
   /**
+   * Whether Apollo Server installs its usage reporting, which it does by itself when APOLLO_KEY is set: it must see
+   * every request and every later payload, so the fast executor then leaves HTTP requests to Apollo's pipeline
+   * (its other paths stay). @default true when APOLLO_KEY is set, else false
+   */
+  apolloUsageReporting?: boolean;
+  /**
    * Voice input for AG-UI clients (`POST {path}/transcribe`): an OpenAI-compatible speech-to-text service,
    * `{baseURL, apiKey?, model? (default "whisper-1"), maxBytes? (default 25 MiB)}`. Off by default: /info says
    * `audioFileTranscriptionEnabled: false` and /transcribe answers `service_not_configured`.
@@ -336,11 +342,14 @@ const READERS = {
   modelFirstTokenTimeoutMs: (value) => integerOption('modelFirstTokenTimeoutMs', value, 120_000, 1, 3_600_000),
   agentFirstEventTimeoutMs: (value) => integerOption('agentFirstEventTimeoutMs', value, 300_000, 1, 3_600_000),
   executor: (value): ExecutorName => {
-    if (value === undefined) return 'fast';
-    if (value !== 'fast' && value !== 'stock')
-      throw new ConfigurationError(`options.executor must be "fast" or "stock" (got ${JSON.stringify(value)}).`);
+    if (value === undefined) return EXECUTOR_NAMES[0];
+    if (!isExecutorName(value)) {
+      const names = EXECUTOR_NAMES.map((name) => JSON.stringify(name)).join(' or ');
+      throw new ConfigurationError(`options.executor must be ${names} (got ${JSON.stringify(value)}).`);
+    }
     return value;
   },
+  apolloUsageReporting: (value) => booleanOption('apolloUsageReporting', value, Boolean(process.env.APOLLO_KEY)),
   transcription: (value) => resolveTranscription(value),
   agUiReasoning: (value): 'declared' | 'always' => {
     if (value === undefined) return 'declared';
