@@ -34,6 +34,7 @@ const VARIABLE_OF_OPTION: Record<string, string> = {
   'options.shutdownDelayMs': 'SHUTDOWN_DELAY_MS',
   'options.maxBufferedOutputMb': 'MAX_BUFFERED_OUTPUT_MB',
   'options.maxBufferedInputMb': 'MAX_BUFFERED_INPUT_MB',
+  'options.maxRunOutputMb': 'MAX_RUN_OUTPUT_MB',
   'options.maxConcurrentRuns': 'MAX_CONCURRENT_RUNS',
   'options.streamWriteIntervalMs': 'STREAM_WRITE_INTERVAL_MS',
   'options.modelFirstTokenTimeoutMs': 'MODEL_FIRST_TOKEN_TIMEOUT_MS',
@@ -107,6 +108,7 @@ export function gatewayOptionsOf(env: EnvironmentSettings, parts: StartParts): G
     ...(env.shutdownDelayMs !== undefined ? { shutdownDelayMs: env.shutdownDelayMs } : {}),
     ...(env.maxBufferedOutputMb !== undefined ? { maxBufferedOutputMb: env.maxBufferedOutputMb } : {}),
     ...(env.maxBufferedInputMb !== undefined ? { maxBufferedInputMb: env.maxBufferedInputMb } : {}),
+    ...(env.maxRunOutputMb !== undefined ? { maxRunOutputMb: env.maxRunOutputMb } : {}),
     metrics: env.metrics,
     ...(env.tracing !== undefined ? { tracing: env.tracing } : {}),
     ...(env.executor !== undefined ? { executor: env.executor } : {}),
@@ -174,6 +176,8 @@ export interface EnvironmentSettings extends AgentSettings {
   maxBufferedOutputMb?: number;
   /** MAX_BUFFERED_INPUT_MB: the most input held at once (bodies being read, runs in flight). */
   maxBufferedInputMb?: number;
+  /** MAX_RUN_OUTPUT_MB: the most output one run may produce. */
+  maxRunOutputMb?: number;
   /** METRICS (on unless "false"), METRICS_TOKEN. */
   metrics: boolean | { token: string };
   /** TRACING: OpenTelemetry spans through @opentelemetry/api (with an SDK the process registers). */
@@ -242,6 +246,7 @@ export function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
     ...optional('shutdownDelayMs', countOf(env, 'SHUTDOWN_DELAY_MS')),
     ...optional('maxBufferedOutputMb', countOf(env, 'MAX_BUFFERED_OUTPUT_MB')),
     ...optional('maxBufferedInputMb', countOf(env, 'MAX_BUFFERED_INPUT_MB')),
+    ...optional('maxRunOutputMb', countOf(env, 'MAX_RUN_OUTPUT_MB')),
     metrics: readMetrics(env),
     ...readTracing(env),
     ...optional('modelFirstTokenTimeoutMs', milliseconds(env, 'MODEL_FIRST_TOKEN_TIMEOUT_MS')),

@@ -291,6 +291,18 @@ describe('through the gateway, over every transport', () => {
         expect(fake.requests.length - before).toBe(1);
       });
 
+      it('fails a run whose output passes maxRunOutputMb', async () => {
+        // Found from outside: an upstream that never stops (300 MB in seconds) was held whole, in the run's record and
+        // in every client's view of it, and three such runs ended the process (the heap's limit).
+        const gateway = await start({ adapter: adapter(), maxRunOutputMb: 1 });
+        const outcome = await transport.run(gateway, runInput([userMessage('go on [tokens=20000]')]));
+        expect(outcome.status).toMatchObject({ code: 'Failed', details: { code: 'LIMIT_EXCEEDED' } });
+        expect(JSON.stringify(outcome.status)).toContain('maxRunOutputMb');
+        const text = outcome.messages.find((m) => m.type === 'text')?.content ?? '';
+        expect(text.length).toBeGreaterThan(1_000);
+        expect(text.length).toBeLessThan(1024 * 1024);
+      });
+
       it('repairs the transcript the model is sent, and refuses one it cannot repair', async () => {
         const gateway = await start({ adapter: adapter() });
         const at = new Date().toISOString();

@@ -3,7 +3,7 @@ import { ActionCatalog } from '../src/actions/action.js';
 import { executeAction, parseActionArguments } from '../src/actions/executor.js';
 import { ServerActionRegistry, type ServerAction } from '../src/actions/server-action.js';
 import type { ModelAdapter, ModelOutput, ModelRequest } from '../src/adapters/adapter.js';
-import { GatewayError } from '../src/core/errors.js';
+import { GatewayError, InternalError } from '../src/core/errors.js';
 import type { SequencedEvent } from '../src/core/events.js';
 import { modelDriver } from '../src/engine/drivers/model.js';
 import { resolveModelLimits, type ModelLimitsOptions } from '../src/engine/model-limits.js';
@@ -488,6 +488,33 @@ describe('the run engine', () => {
     expect(status).toEqual({ code: 'Success' });
     expect(seen).toEqual(['RunStarted', 'TextMessageStart', 'TextMessageContent', 'TextMessageEnd', 'RunFinished']);
     // No unhandled rejection: failOnProcessErrors checks after each test.
+  });
+
+  it('ends a run, and its upstream call, once its output passes maxOutputBytes: LIMIT_EXCEEDED', async () => {
+    const run = new Run({ threadId: 't', runId: 'r', logger: silentLogger, maxOutputBytes: 100_000 });
+    let written = 0;
+    let callSignal: AbortSignal | undefined;
+    const status = await run.start((context) =>
+      context.callUpstream(
+        { firstMs: 60_000, idleMs: 60_000, onTimeout: () => new InternalError('silent') },
+        async (signal) => {
+          callSignal = signal;
+          const id = context.writer.textStart();
+          // An upstream that never stops on its own.
+          while (!signal.aborted) {
+            context.writer.textContent(id, 'x'.repeat(1_000));
+            written += 1_000;
+            if (written % 50_000 === 0) await new Promise((resolve) => setImmediate(resolve));
+          }
+        },
+      ),
+    );
+    expect(status).toMatchObject({ code: 'Failed', details: { code: 'LIMIT_EXCEEDED' } });
+    expect(callSignal?.aborted).toBe(true);
+    expect((callSignal?.reason as GatewayError).details).toEqual({ limit: 'maxRunOutputMb', limitBytes: 100_000 });
+    // It stopped at the limit: the event that passed it, and none after.
+    expect(written).toBeGreaterThan(90_000);
+    expect(written).toBeLessThanOrEqual(100_000);
   });
 
   it('settles, without an unhandled rejection, when its own logger throws', async () => {

@@ -56,7 +56,8 @@ export const ERROR_CODES = {
     where: 'request',
     meaning:
       'maxTokens, or the conversation sent to the model, is over modelLimits (a failed run when server-side results ' +
-      'grow it past them); or a run whose input alone is more than maxBufferedInputMb holds.',
+      'grow it past them); or a run whose input alone is more than maxBufferedInputMb holds; or a run whose output ' +
+      'passes maxRunOutputMb (a failed run).',
   },
   REQUEST_REFUSED: {
     status: 403,

@@ -71,6 +71,8 @@ export interface LauncherOptions extends AgentLoopOptions {
   onModelRetry?: RetryObserver;
   /** Runs served at once; one more is refused with OVERLOADED. */
   maxConcurrentRuns: number;
+  /** The most output one run may produce (maxRunOutputMb); past it the run fails LIMIT_EXCEEDED. */
+  maxRunOutputBytes?: number;
   /** The input runs in flight may hold at once (maxBufferedInputMb); a run that would pass it is refused OVERLOADED. */
   inputBudget?: InputBudget;
   /** What clients may choose and send to the model (models, maxTokens, conversation size). */
@@ -249,6 +251,7 @@ export class RunLauncher {
         logger: caller.logParent ?? caller.logger,
         logBindings: caller.logBindings,
         requestId: caller.requestId,
+        maxOutputBytes: this.options.maxRunOutputBytes,
       });
       let driver = await this.driverFor(request, run.logger);
       if (guarded)

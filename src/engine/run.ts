@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { guardedController } from '../core/abort.js';
-import { GatewayError, toGatewayError } from '../core/errors.js';
+import { GatewayError, LimitExceededError, toGatewayError } from '../core/errors.js';
 import {
   TOKEN_COUNTS,
   type AgentStateSnapshot,
@@ -14,6 +14,7 @@ import { idProblem } from '../core/ids.js';
 import { childLogger } from '../core/logging.js';
 import { MESSAGE_SUCCESS, RUN_SUCCESS, failedMessage, failedRun, type RunStatus } from '../core/status.js';
 import type { RunWriter } from '../core/writer.js';
+import { eventBytes } from '../threads/memory-bytes.js';
 
 /** What the resolvers (and later the thread store) see of a run: its ids, its events and its end. */
 export interface RunHandle {
@@ -81,6 +82,11 @@ export interface RunOptions {
   /** Fields for the run's log lines besides the run's ids (see RunCaller.logBindings). */
   logBindings?: Record<string, unknown>;
   requestId?: string;
+  /**
+   * The most output the run may produce, counted as the memory thread store counts its events (eventBytes): past it
+   * the run is aborted, LIMIT_EXCEEDED. Unbounded when not given.
+   */
+  maxOutputBytes?: number;
 }
 
 type RunState = 'created' | 'running' | 'finished';
@@ -101,6 +107,9 @@ export class Run implements RunHandle, RunWriter, RunContext {
   private endCall: ((error: unknown) => void) | undefined;
   private listeners: RunListener[] = [];
   private sequence = 0;
+  /** What the run has produced so far, and the most it may (RunOptions.maxOutputBytes). */
+  private outputBytes = 0;
+  private readonly maxOutputBytes: number;
   private readonly openTexts = new Set<string>();
   // Created on a run's first action call or result: most runs are text only, and a held stream
   // pays for every empty set it keeps.
@@ -125,6 +134,7 @@ export class Run implements RunHandle, RunWriter, RunContext {
     this.threadId = options.threadId;
     this.runId = options.runId;
     this.requestId = options.requestId;
+    this.maxOutputBytes = options.maxOutputBytes ?? Infinity;
     this.logger = childLogger(options.logger, {
       ...options.logBindings,
       runId: options.runId,
@@ -441,10 +451,30 @@ export class Run implements RunHandle, RunWriter, RunContext {
     this.settle(status);
   }
 
+  /**
+   * The run has produced more than it may: it is ended (its upstream call too), LIMIT_EXCEEDED. An upstream that never
+   * stops (or a flood of events) would otherwise fill the heap: the run's record and every client's view hold it all.
+   */
+  private outputOverLimit(): void {
+    if (this.abortedWith !== undefined || this.state !== 'running') return;
+    const limitMb = Math.round((this.maxOutputBytes / 1024 / 1024) * 100) / 100;
+    this.logger.warn(
+      { outputBytes: this.outputBytes, limitBytes: this.maxOutputBytes },
+      'a run produced more output than maxRunOutputMb allows; it was ended',
+    );
+    this.abort(
+      new LimitExceededError(`The run produced more than ${limitMb} MiB of output (maxRunOutputMb); it was ended.`, {
+        details: { limit: 'maxRunOutputMb', limitBytes: this.maxOutputBytes },
+      }),
+    );
+  }
+
   /** Numbers the event and hands it to every subscriber; a subscriber that throws is dropped, not the run. */
   private emit(event: RuntimeEvent): void {
     const sequenced = event as RuntimeEvent & { sequence: number };
     sequenced.sequence = this.sequence++;
+    this.outputBytes += eventBytes(sequenced);
+    if (this.outputBytes > this.maxOutputBytes) this.outputOverLimit();
     for (const listener of this.listeners) {
       try {
         listener(sequenced);

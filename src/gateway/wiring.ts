@@ -97,6 +97,7 @@ export function wireGateway(config: ResolvedOptions): Collaborators {
     agentIdleTimeoutMs: config.agentIdleTimeoutMs,
     actionTimeoutMs: config.actionTimeoutMs,
     maxConcurrentRuns: config.maxConcurrentRuns,
+    maxRunOutputBytes: config.maxRunOutputMb * 1024 * 1024,
     inputBudget,
     modelLimits: config.modelLimits,
     modelFirstTokenTimeoutMs: config.modelFirstTokenTimeoutMs,
