@@ -1,3 +1,4 @@
+import { UnreachableCaseError } from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
 import type { AgentStateRecord } from './store.js';
 
@@ -33,8 +34,21 @@ export function eventBytes(event: SequencedEvent): number {
       return ITEM_OVERHEAD + textLength(event.state);
     case 'MetaEvent':
       return ITEM_OVERHEAD + textLength(event.event?.value);
-    default:
+    // Ids, names and statuses: bounded elsewhere (ids and names by their checks, a status by its message), counted in
+    // the overhead.
+    case 'RunStarted':
+    case 'TextMessageStart':
+    case 'TextMessageEnd':
+    case 'ActionExecutionStart':
+    case 'ActionExecutionEnd':
+    case 'ReasoningStart':
+    case 'ReasoningEnd':
+    case 'RunFinished':
       return ITEM_OVERHEAD;
+    default:
+      // A new kind of event must say what it costs: one that carries text would otherwise pass the store's and a
+      // run's bounds uncounted.
+      throw new UnreachableCaseError(event);
   }
 }
 
