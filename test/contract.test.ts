@@ -18,7 +18,15 @@ import {
   type DocumentNode,
   type GraphQLSchema,
 } from 'graphql';
-import { ERROR_CODES, GatewayError, type ErrorCode } from '../src/core/errors.js';
+import {
+  BadRequestError,
+  ERROR_CODES,
+  GatewayError,
+  MethodNotAllowedError,
+  ThreadBusyError,
+  UnsupportedMediaTypeError,
+  type ErrorCode,
+} from '../src/core/errors.js';
 import { failedRun } from '../src/core/status.js';
 import { buildSchema, loadTypeDefs } from '../src/graphql/schema.js';
 
@@ -108,6 +116,34 @@ describe("the stock client's documents", () => {
   it('validates the exact document captured on the wire (with urql’s __typename fields)', () => {
     const captured = parse(fixture('client-mutation.graphql'));
     expect(validate(ours, captured).map((error) => error.message)).toEqual([]);
+  });
+});
+
+describe('the error classes', () => {
+  it('fix their own code and status; a call site gives neither', () => {
+    const method = new MethodNotAllowedError('Method not allowed', 'POST');
+    expect([method.code, method.status, method.allow]).toEqual(['BAD_REQUEST', 405, 'POST']);
+    const type = new UnsupportedMediaTypeError('Send JSON.');
+    expect([type.code, type.status]).toEqual(['BAD_REQUEST', 415]);
+    expect(new BadRequestError('bad').status).toBe(400);
+    expect(new ThreadBusyError('busy').status).toBe(ERROR_CODES.THREAD_BUSY.status);
+  });
+
+  it('keep their class, message, status and cause when given other details', () => {
+    const cause = new Error('underneath');
+    const error = new MethodNotAllowedError('Method not allowed', 'GET', { cause, details: { a: 1 } });
+    const named = error.withDetails({ a: 1, agentName: 'x' });
+    expect(named).toBeInstanceOf(MethodNotAllowedError);
+    expect(named).toMatchObject({
+      message: 'Method not allowed',
+      status: 405,
+      allow: 'GET',
+      name: 'MethodNotAllowedError',
+    });
+    expect(named.cause).toBe(cause);
+    expect(named.stack).toBe(error.stack);
+    expect(named.details).toEqual({ a: 1, agentName: 'x' });
+    expect(error.details).toEqual({ a: 1 });
   });
 });
 

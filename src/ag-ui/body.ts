@@ -1,10 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BadRequestError } from '../core/errors.js';
+import { BadRequestError, UnsupportedMediaTypeError } from '../core/errors.js';
 import { nestsDeeperThan } from '../core/depth.js';
-import { inputOverloaded, nestsTooDeeply, readBody, tooLarge } from '../transports/http/body.js';
+import { inputOverloaded, nestsTooDeeply, NO_BODY, readBody, tooLarge } from '../transports/http/body.js';
 import type { InputBudget } from '../core/input-budget.js';
 import { sendGatewayError } from '../transports/responses.js';
-import { NO_BODY } from '../transports/http/body.js';
 
 /** Whether a body posted to the GraphQL path is a single-route AG-UI envelope (`{method, params, body}`). */
 export function isAgUiEnvelope(body: unknown): body is Record<string, unknown> {
@@ -39,7 +38,7 @@ export async function readAgUiBody(
   }
   if (raw.trim() === '') return undefined;
   if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) {
-    const unsupported = new BadRequestError('Send the body as application/json.', { status: 415 });
+    const unsupported = new UnsupportedMediaTypeError('Send the body as application/json.');
     sendGatewayError(res, unsupported, { agUi: true, title: 'Unsupported media type' });
     return NO_BODY;
   }

@@ -5,7 +5,14 @@ import { NO_BODY } from '../transports/http/body.js';
 import { drained, sendGatewayError, sendJson } from '../transports/responses.js';
 import { toAgUiMessages } from './messages.js';
 import type { KeepOutput } from '../transports/slow-readers.js';
-import { BadRequestError, BadUserInputError, GatewayError, NotFoundError, toGatewayError } from '../core/errors.js';
+import {
+  BadRequestError,
+  BadUserInputError,
+  GatewayError,
+  MethodNotAllowedError,
+  NotFoundError,
+  toGatewayError,
+} from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
 import { idProblem, isWellFormedText } from '../core/ids.js';
 import type { RunLauncher } from '../engine/launcher.js';
@@ -411,16 +418,8 @@ export class AgUiTransport {
   private async checkAgent(agentId: string): Promise<void> {
     if (agentId === DEFAULT_AGENT) return;
     const agents = await this.options.launcher.listAgents();
-    if (!agents.some((agent) => agent.name === agentId)) {
-      // Not AgentNotFoundError: AG-UI clients get CopilotKit's runtime's wording, and only the name in details.
-      throw new GatewayError(
-        'AGENT_NOT_FOUND',
-        `Agent '${agentId}' does not exist. Available: ${[DEFAULT_AGENT, ...agents.map((a) => a.name)].join(', ')}.`,
-        {
-          details: { agentName: agentId },
-        },
-      );
-    }
+    if (!agents.some((agent) => agent.name === agentId))
+      throw new UnknownAgUiAgentError(agentId, [DEFAULT_AGENT, ...agents.map((a) => a.name)]);
   }
 }
 
@@ -438,9 +437,23 @@ function sendError(res: ServerResponse, error: unknown, caller: AgUiCaller | und
   sendGatewayError(res, gatewayError, { agUi: true, requestId: caller?.requestId, detailsFirst: true, status });
 }
 
+/**
+ * AGENT_NOT_FOUND as AG-UI clients get it: CopilotKit's runtime's wording, and only the name in details (the GraphQL
+ * side's AgentNotFoundError lists the agents in its details).
+ */
+class UnknownAgUiAgentError extends GatewayError {
+  declare readonly code: 'AGENT_NOT_FOUND';
+  constructor(agentId: string, available: readonly string[]) {
+    super('AGENT_NOT_FOUND', `Agent '${agentId}' does not exist. Available: ${available.join(', ')}.`, {
+      details: { agentName: agentId },
+    });
+    this.name = 'AgentNotFoundError';
+  }
+}
+
 function methodNotAllowed(res: ServerResponse, allow: string): void {
-  res.setHeader('allow', allow);
-  const refused = new BadRequestError('Method not allowed', { status: 405 });
+  const refused = new MethodNotAllowedError('Method not allowed', allow);
+  res.setHeader('allow', refused.allow);
   sendGatewayError(res, refused, { agUi: true, title: 'Method not allowed', withoutMessage: true });
 }
 

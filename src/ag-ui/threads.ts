@@ -1,5 +1,5 @@
 import type { BaseEvent } from '@ag-ui/core';
-import { BadRequestError, BadUserInputError, NotFoundError, NotSupportedError } from '../core/errors.js';
+import { BadUserInputError, MethodNotAllowedError, NotFoundError, NotSupportedError } from '../core/errors.js';
 import { idProblem } from '../core/ids.js';
 import type { Message } from '../core/messages.js';
 import type { Principal } from '../core/principal.js';
@@ -195,10 +195,13 @@ function changeOf(body: unknown): ThreadChange {
 
 function allow(method: string, ...allowed: string[]): void {
   if (!allowed.includes(method))
-    throw new BadRequestError(`Method ${method} is not allowed here: ${allowed.join(', ')}.`, {
-      status: 405,
-      details: { allow: allowed.join(', ') },
-    });
+    throw new MethodNotAllowedError(
+      `Method ${method} is not allowed here: ${allowed.join(', ')}.`,
+      allowed.join(', '),
+      {
+        details: { allow: allowed.join(', ') },
+      },
+    );
 }
 
 function decodeSegment(segment: string): string {

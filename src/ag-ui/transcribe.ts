@@ -2,9 +2,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { MULTIPART_OVERHEAD_BYTES, type AudioFile, type Transcriber } from '../adapters/transcription.js';
 import {
-  BadRequestError,
   BadUserInputError,
   GatewayError,
+  MethodNotAllowedError,
   NotSupportedError,
   OverloadedError,
   PayloadTooLargeError,
@@ -82,8 +82,8 @@ export async function transcribeUpload(
   budget?: InputBudget,
 ): Promise<void> {
   if (req.method !== 'POST') {
-    res.setHeader('allow', 'POST');
-    const refused = new BadRequestError('Method not allowed', { status: 405 });
+    const refused = new MethodNotAllowedError('Method not allowed', 'POST');
+    res.setHeader('allow', refused.allow);
     return sendGatewayError(res, refused, { agUi: true, title: 'Method not allowed', withoutMessage: true });
   }
   if (!transcriber) return refuse(res, notConfigured(), caller);

@@ -48,15 +48,7 @@ export function namingAgent(error: unknown, agentName: string): unknown {
     return new InternalError('Unexpected error.', { cause: error, details: { agentName } });
   }
   if (error.details?.agentName === agentName || error.code === 'CLIENT_DISCONNECTED') return error;
-  const named = new GatewayError(error.code, error.message, {
-    status: error.status,
-    severity: error.severity,
-    visibility: error.visibility,
-    cause: error.cause,
-    details: { ...error.details, agentName },
-  });
-  named.name = error.name;
-  return named;
+  return error.withDetails({ ...error.details, agentName });
 }
 
 /** An event line as an object, or a bad response naming the agent and the line. */

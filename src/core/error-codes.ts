@@ -287,7 +287,9 @@ export const ERROR_CODES = {
     severity: 'error',
     visibility: 'banner',
     where: 'http',
-    meaning: 'A malformed HTTP request (invalid JSON, batching, bad method).',
+    meaning:
+      'A malformed HTTP request (invalid JSON, batching); answered 405 for a method the route does not take ' +
+      '(MethodNotAllowedError) and 415 for an AG-UI body that is not JSON (UnsupportedMediaTypeError).',
   },
   NOT_FOUND: {
     status: 404,

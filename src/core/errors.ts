@@ -3,8 +3,7 @@ import { ERROR_CODES, statusOf, type ErrorCode, type Severity, type Visibility }
 export { ERROR_CODES, statusOf, type ErrorCode, type Severity, type Visibility } from './error-codes.js';
 
 export interface GatewayErrorOptions {
-  /** Overrides the status of the code's table entry (so do `severity` and `visibility`). */
-  status?: number;
+  /** Override the code's table entry (its status only a class fixes: see `httpStatus`). */
   severity?: Severity;
   visibility?: Visibility;
   cause?: unknown;
@@ -24,14 +23,28 @@ export class GatewayError extends Error {
   readonly visibility: Visibility;
   readonly details: Record<string, unknown> | undefined;
 
+  /**
+   * The HTTP status of every error of a class, where it is not its code's in the table: a class of its own fixes it
+   * (MethodNotAllowedError), never a call site.
+   */
+  protected static readonly httpStatus: number | undefined = undefined;
+
   constructor(code: ErrorCode, message: string, options: GatewayErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'GatewayError';
     this.code = code;
-    this.status = options.status ?? statusOf(code);
+    this.status = (new.target as typeof GatewayError).httpStatus ?? statusOf(code);
     this.severity = options.severity ?? ERROR_CODES[code].severity;
     this.visibility = options.visibility ?? ERROR_CODES[code].visibility;
     this.details = options.details;
+  }
+
+  /** The same error (its class, message, status, cause and stack) with other details. */
+  withDetails(details: Record<string, unknown>): this {
+    const copy = Object.create(Object.getPrototypeOf(this) as object) as this;
+    Object.defineProperties(copy, Object.getOwnPropertyDescriptors(this));
+    Object.defineProperty(copy, 'details', { value: details, enumerable: true });
+    return copy;
   }
 
   /** The client-facing form, used in GraphQL `extensions` and in a failed run's `details`. */
@@ -288,6 +301,32 @@ export class BadRequestError extends GatewayError {
   constructor(message: string, options?: GatewayErrorOptions) {
     super('BAD_REQUEST', message, options);
     this.name = 'BadRequestError';
+  }
+}
+
+/**
+ * BAD_REQUEST answered 405, with the methods allowed: a route asked with a method it does not take (Apollo Server
+ * codes a bad method on the GraphQL path BAD_REQUEST too).
+ */
+export class MethodNotAllowedError extends BadRequestError {
+  protected static override readonly httpStatus = 405;
+  /** `allow`: the methods the route takes, for the answer's Allow header. */
+  constructor(
+    message: string,
+    readonly allow: string,
+    options?: GatewayErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'MethodNotAllowedError';
+  }
+}
+
+/** BAD_REQUEST answered 415: a body of a type the route does not read. */
+export class UnsupportedMediaTypeError extends BadRequestError {
+  protected static override readonly httpStatus = 415;
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnsupportedMediaTypeError';
   }
 }
 

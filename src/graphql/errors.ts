@@ -1,5 +1,8 @@
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
-import { ERROR_CODES, GatewayError, type ErrorCode } from '../core/errors.js';
+import { ERROR_CODES, GatewayError, statusOf, type ErrorCode } from '../core/errors.js';
+
+/** The code every error the gateway does not know is answered with (masked). */
+const UNEXPECTED: ErrorCode = 'INTERNAL_SERVER_ERROR';
 import { withoutSuggestions } from './validation.js';
 
 /**
@@ -36,7 +39,12 @@ export function formatGraphQLError(
       message: 'Unexpected error.',
       ...(formatted.locations ? { locations: formatted.locations } : {}),
       ...(formatted.path ? { path: formatted.path } : {}),
-      extensions: { code: 'INTERNAL_SERVER_ERROR', statusCode: 500, severity: 'critical', visibility: 'banner' },
+      extensions: {
+        code: UNEXPECTED,
+        statusCode: statusOf(UNEXPECTED),
+        severity: ERROR_CODES[UNEXPECTED].severity,
+        visibility: ERROR_CODES[UNEXPECTED].visibility,
+      },
     };
   }
   // GraphQL's own errors (syntax, validation, variables), coded by Apollo or the WebSocket transport:

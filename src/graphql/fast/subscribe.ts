@@ -1,4 +1,5 @@
 import { createSourceEventStream, type ExecutionArgs, type ExecutionResult, type GraphQLSchema } from 'graphql';
+import { statusOf, type ErrorCode } from '../../core/errors.js';
 import type { EventHandover } from '../../core/events.js';
 import { refusedDirectiveArguments } from '../directive-arguments.js';
 import { eventDocumentOf, eventSchemaOf } from './event-documents.js';
@@ -104,8 +105,9 @@ function withInputErrorCodes(result: ExecutionResult): ExecutionResult {
   for (const error of result.errors ?? []) {
     if (error.path !== undefined) continue;
     const extensions = error.extensions as Record<string, unknown>;
-    extensions.http = { ...(extensions.http as object), status: 400 };
-    extensions.code = 'BAD_USER_INPUT';
+    const code: ErrorCode = 'BAD_USER_INPUT';
+    extensions.http = { ...(extensions.http as object), status: statusOf(code) };
+    extensions.code = code;
   }
   return result;
 }
