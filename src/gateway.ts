@@ -19,6 +19,7 @@ import {
   followsEndedError,
   listenError,
   listenerCloser,
+  apolloStartedIn,
   readiness,
   shutdownError,
   startThreadStore,
@@ -147,21 +148,23 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     },
     onStream: metrics && ((delta) => metrics.httpStream(delta)),
     executor,
-    apolloServing: () => apolloStarted && state.phase !== 'closed',
+    apolloServing: () => state.phase !== 'closed' && apolloStartedIn(state),
     shuttingDown: () => state.phase === 'leaving' || state.phase === 'draining',
   });
   server.on('request', handleRequest);
   // `Expect: 100-continue` is answered by the body reader, once it reads (transports/http/continue.ts).
   server.on('checkContinue', onCheckContinue(server));
 
-  let state: GatewayState = { phase: 'created' };
-  /** Ends shutdown()'s delay early (close() during it). */
-  let endDelay: (() => void) | undefined;
+  let state: GatewayState = { phase: 'created', apolloStarted: false };
   /** Closes once: a second call gets the first one's promise, settled when everything is released. */
   const close = (): Promise<void> => {
     if (state.phase === 'closed') return state.closed;
-    endDelay?.();
-    const closing: Extract<GatewayState, { phase: 'closed' }> = { phase: 'closed', closed: Promise.resolve() };
+    if (state.phase === 'leaving') state.endDelay?.();
+    const closing: Extract<GatewayState, { phase: 'closed' }> = {
+      phase: 'closed',
+      closed: Promise.resolve(),
+      apolloStarted: apolloStartedIn(state),
+    };
     state = closing;
     closing.closed = release();
     return closing.closed;
@@ -175,14 +178,13 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     threads.endFollows(followsEndedError());
     for (const endpoint of endpoints) endpoint.stop();
     slowReaders.stop();
-    if (apolloStarted) await apollo.stop();
+    if (state.phase === 'closed' && state.apolloStarted) await apollo.stop();
     await mcp.close();
     await limiter?.close();
     await threads.close();
     await upstream.close();
     await config.adapter.close?.();
   };
-  let apolloStarted = false;
   return {
     server,
     path: config.path,
@@ -191,15 +193,20 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     apolloUsageReporting: config.apolloUsageReporting,
     async listen(port = 4000, host = config.development ? '127.0.0.1' : '0.0.0.0') {
       if (state.phase !== 'created') throw new Error(`The gateway cannot listen: it is ${state.phase}.`);
+      const apolloStarted = state.apolloStarted;
       state = { phase: 'starting' };
       if (!apolloStarted) {
-        await apollo.start();
-        apolloStarted = true;
+        try {
+          await apollo.start();
+        } catch (error) {
+          if (state.phase === 'starting') state = { phase: 'created', apolloStarted: false };
+          throw error;
+        }
       }
       try {
         await startThreadStore(threads, config.threads, logger);
       } catch (error) {
-        if (state.phase === 'starting') state = { phase: 'created' };
+        if (state.phase === 'starting') state = { phase: 'created', apolloStarted: true };
         throw error;
       }
       try {
@@ -212,7 +219,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
           });
         });
       } catch (error) {
-        if (state.phase === 'starting') state = { phase: 'created' };
+        if (state.phase === 'starting') state = { phase: 'created', apolloStarted: true };
         throw listenError(error, port, host);
       }
       // Closed while starting: it stays closed.
@@ -243,9 +250,8 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       // out of rotation) stops sending before anything is refused. close() meanwhile ends the wait.
       logger.info({ delayMs }, 'shutting down: not ready; still serving everything for shutdownDelayMs');
       const waited = new AbortController();
-      endDelay = () => waited.abort();
+      if (state.phase === 'leaving') state.endDelay = () => waited.abort();
       await sleep(delayMs, undefined, { signal: waited.signal }).catch(() => undefined);
-      endDelay = undefined;
       if (state.phase !== 'leaving') return close();
     }
     state = { phase: 'draining', drained };

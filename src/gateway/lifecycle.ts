@@ -14,18 +14,24 @@ import type { ThreadStore } from '../threads/store.js';
  * goes back to created; close() from any state goes to closed, and shutdown() outside listening closes.
  */
 export type GatewayState =
-  | { phase: 'created' }
+  /** Not listening; `apolloStarted` once a start has started Apollo (a start that failed after leaves it so). */
+  | { phase: 'created'; apolloStarted: boolean }
   | { phase: 'starting' }
   | { phase: 'listening' }
   /**
    * Shutting down, but first serving everything as before for shutdownDelayMs, not ready, so that load
-   * balancers stop sending; then draining. `drained` settles once closed.
+   * balancers stop sending; then draining. `drained` settles once closed; `endDelay` ends the delay early (close()).
    */
-  | { phase: 'leaving'; drained: Promise<void> }
+  | { phase: 'leaving'; drained: Promise<void>; endDelay?: () => void }
   /** Runs finishing (no new ones); `drained` settles once closed. */
   | { phase: 'draining'; drained: Promise<void> }
-  /** Releasing or released; `closed` settles once everything is. */
-  | { phase: 'closed'; closed: Promise<void> };
+  /** Releasing or released; `closed` settles once everything is; `apolloStarted` as it was then. */
+  | { phase: 'closed'; closed: Promise<void>; apolloStarted: boolean };
+
+/** Whether Apollo Server has been started (and not yet stopped by close()) in `state`. */
+export function apolloStartedIn(state: GatewayState): boolean {
+  return state.phase === 'created' || state.phase === 'closed' ? state.apolloStarted : state.phase !== 'starting';
+}
 
 /**
  * A queue of connections not yet accepted as long as the system allows (Linux caps it at
