@@ -11,7 +11,24 @@ export { GoogleAdapter } from './adapters/google.js';
 export { LangChainAdapter } from './adapters/langchain.js';
 export { DemoAdapter, demoTimeAction } from './adapters/demo.js';
 export { EmptyAdapter } from './adapters/empty.js';
-export { GatewayError, ConfigurationError, ERROR_CODES } from './core/errors.js';
+// The errors a model adapter, an agent kind, an action, a hook or an authenticator may throw: each fixes its code
+// (and so its status, severity and visibility) from the table, ERROR_CODES.
+export {
+  ActionFailedError,
+  ActionTimeoutError,
+  AuthUnavailableError,
+  BadUserInputError,
+  ConfigurationError,
+  ERROR_CODES,
+  GatewayError,
+  HookFailedError,
+  LimitExceededError,
+  NotSupportedError,
+  OverloadedError,
+  RateLimitedError,
+  UnauthenticatedError,
+  UpstreamError,
+} from './core/errors.js';
 export { agUiAgent } from './ag-ui/agent.js';
 export { langGraphAgent } from './agents/langgraph.js';
 export { anyOf } from './auth/authenticate.js';

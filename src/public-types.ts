@@ -37,7 +37,7 @@ export type {
 } from './core/messages.js';
 export type { AgentStateSnapshot, MetaEventPayload, TokenUsage } from './core/events.js';
 export type { ModelOutput, RunWriter } from './core/writer.js';
-export type { ErrorCode } from './core/errors.js';
+export type { ErrorCode, GatewayErrorOptions, Severity, UpstreamErrorCode, Visibility } from './core/errors.js';
 
 // A model adapter of your own, and the built-in ones' options.
 export type { ModelAdapter, ModelRequest } from './adapters/adapter.js';

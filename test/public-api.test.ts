@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CopilotRuntimeClient } from '@copilotkit/runtime-client-gql';
 // Everything the gateway's side of this test is made of comes from the package's public exports alone.
 import {
+  BadUserInputError,
   ConfigurationError,
-  GatewayError,
   createGateway,
   type AgentClient,
   type AgentDefinition,
@@ -41,7 +41,7 @@ class ScriptedModel implements ModelAdapter {
       return;
     }
     if (!request.tools.some((tool) => tool.name === 'weather'))
-      throw new GatewayError('BAD_USER_INPUT', 'The weather tool is missing.');
+      throw new BadUserInputError('The weather tool is missing.');
     const call = output.actionStart(null, 'weather');
     output.actionArgs(call, JSON.stringify({ city: 'Lyon' }));
     output.actionEnd(call);
