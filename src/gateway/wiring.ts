@@ -25,7 +25,10 @@ import type { ResolvedOptions } from './options.js';
 import { GATEWAY_VERSION } from './version.js';
 import { InputBudget } from '../core/input-budget.js';
 
-/** Everything below the transports that one gateway is made of, built from its options. */
+/**
+ * What one gateway is made of, built from its options: everything below the transports, and the transports' policies
+ * (access, CORS, hosts), which the HTTP and WebSocket transports share.
+ */
 export interface Collaborators {
   /** One HTTP client (one connection pool per origin) for every agent, remote action and discovery. */
   upstream: UpstreamClient;

@@ -39,7 +39,7 @@ export type SubscribeOutcome = AsyncGenerator<ExecutionResult> | ExecutionResult
  * Both keep the gateway's three guards, which are about correctness, not speed: a directive argument
  * the executor cannot take is refused as the client's mistake (directive-arguments.ts), the lists the
  * executor would wait on are read for it so that none of its promises floats (owned-lists.ts), and
- * nothing is sent under a path the answer has nulled (incremental.ts `withoutOrphans`).
+ * nothing is sent under a path the answer has nulled (nulled-paths.ts `withoutOrphansIn`).
  */
 export interface Executor {
   readonly name: ExecutorName;
