@@ -3,7 +3,14 @@ import { ActionCatalog } from '../src/actions/action.js';
 import { executeAction, parseActionArguments } from '../src/actions/executor.js';
 import { ServerActionRegistry, type ServerAction } from '../src/actions/server-action.js';
 import type { ModelAdapter, ModelOutput, ModelRequest } from '../src/adapters/adapter.js';
-import { GatewayError, InternalError } from '../src/core/errors.js';
+import {
+  ClientDisconnectedError,
+  GatewayError,
+  InternalError,
+  RunStoppedError,
+  UpstreamError,
+} from '../src/core/errors.js';
+import { pino } from 'pino';
 import type { SequencedEvent } from '../src/core/events.js';
 import { modelDriver } from '../src/engine/drivers/model.js';
 import { resolveModelLimits, type ModelLimitsOptions } from '../src/engine/model-limits.js';
@@ -515,6 +522,30 @@ describe('the run engine', () => {
     // It stopped at the limit: the event that passed it, and none after.
     expect(written).toBeGreaterThan(90_000);
     expect(written).toBeLessThanOrEqual(100_000);
+  });
+
+  it('logs a run its client left or a stop ended at info, as the error table rates them, and other failures at warn', async () => {
+    const lines: { msg: string; level: number; code?: string }[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const endings = [
+      new ClientDisconnectedError('The client went away.'),
+      new RunStoppedError('Stopped.'),
+      new UpstreamError('UPSTREAM_UNAVAILABLE', 'The model is down.'),
+    ];
+    for (const ending of endings) {
+      const run = new Run({ threadId: 't', runId: 'r', logger });
+      const finished = run.start(
+        ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
+      );
+      run.abort(ending);
+      await finished;
+    }
+    const failures = lines.filter((line) => line.msg.startsWith('run failed'));
+    expect(failures.map((line) => [line.code, line.level])).toEqual([
+      ['CLIENT_DISCONNECTED', 30],
+      ['RUN_STOPPED', 30],
+      ['UPSTREAM_UNAVAILABLE', 40],
+    ]);
   });
 
   it('settles, without an unhandled rejection, when its own logger throws', async () => {

@@ -219,7 +219,9 @@ export class Run implements RunHandle, RunWriter, RunContext {
     this.finish(status);
     const durationMs = Math.round(performance.now() - started);
     if (status.code === 'Failed') {
-      this.logger.warn(
+      // At the error's severity: a client that went away or a stop asked for (info in the table) is not a warning.
+      const level = status.details.originalError.severity === 'info' ? 'info' : 'warn';
+      this.logger[level](
         { ...this.summary, code: status.details.code, durationMs, cause: failureCause },
         `run failed: ${status.details.description}`,
       );
