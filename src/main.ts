@@ -6,7 +6,7 @@ import { GoogleAdapter } from './adapters/google.js';
 import { OpenAIAdapter } from './adapters/openai.js';
 import { forEnvironment, gatewayOptionsOf, readEnvironment, type EnvironmentSettings } from './env.js';
 import type { ProviderSettings } from './gateway/env-upstreams.js';
-import { ConfigurationError } from './core/errors.js';
+import { ConfigurationError, UnreachableCaseError } from './core/errors.js';
 import { jsonLines } from './core/logging.js';
 import { createGateway } from './gateway.js';
 import { anyOf, type Authenticate } from './auth/authenticate.js';
@@ -139,7 +139,8 @@ async function authenticator(auth: { apiKeys: string[]; jwt?: JwtOptions }): Pro
 }
 
 function modelAdapter(provider: ProviderSettings | undefined): ModelAdapter | undefined {
-  switch (provider?.name) {
+  if (provider === undefined) return undefined;
+  switch (provider.name) {
     case 'openai':
       return new OpenAIAdapter(provider.options);
     case 'anthropic':
@@ -147,12 +148,14 @@ function modelAdapter(provider: ProviderSettings | undefined): ModelAdapter | un
     case 'google':
       return new GoogleAdapter(provider.options);
     default:
-      return undefined;
+      throw new UnreachableCaseError(provider);
   }
 }
 
 function providerMode(provider: ProviderSettings | undefined): string {
-  switch (provider?.name) {
+  if (provider === undefined)
+    return 'demo mode: scripted replies, set OPENAI_API_KEY, ANTHROPIC_API_KEY or GOOGLE_API_KEY for a real model';
+  switch (provider.name) {
     case 'openai':
       return (
         `provider mode: OpenAI-compatible model "${provider.options.model}" at ` +
@@ -169,7 +172,7 @@ function providerMode(provider: ProviderSettings | undefined): string {
         `${provider.options.baseURL ?? 'https://generativelanguage.googleapis.com'}`
       );
     default:
-      return 'demo mode: scripted replies, set OPENAI_API_KEY, ANTHROPIC_API_KEY or GOOGLE_API_KEY for a real model';
+      throw new UnreachableCaseError(provider);
   }
 }
 

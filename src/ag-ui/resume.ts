@@ -1,5 +1,5 @@
 import { BadUserInputError } from '../core/errors.js';
-import type { SequencedEvent } from '../core/events.js';
+import { passOverUnknownEvent, type SequencedEvent } from '../core/events.js';
 import { messagesBytes, type Message } from '../core/messages.js';
 import type { ThreadRecord } from '../threads/store.js';
 import { agUiInterrupt, parseEventId, type AgUiInterrupt } from './events.js';
@@ -54,8 +54,15 @@ export class RunProgress {
         if (interrupt) this.interrupts.push(interrupt);
         return;
       }
-      default:
+      // Nothing opened or closed, called or answered.
+      case 'TextMessageContent':
+      case 'ActionExecutionArgs':
+      case 'ReasoningContent':
+      case 'AgentStateMessage':
+      case 'RunFinished':
         return;
+      default:
+        passOverUnknownEvent(event);
     }
   }
 }

@@ -9,6 +9,7 @@ import {
   OverloadedError,
   PayloadTooLargeError,
   toGatewayError,
+  type ErrorCode,
 } from '../core/errors.js';
 import { isObject } from '../core/values.js';
 import type { InputBudget } from '../core/input-budget.js';
@@ -235,26 +236,21 @@ function refuse(
   });
 }
 
+/** CopilotKit's names for the gateway's errors of a transcription; every other code is its `provider_error`. */
+const COPILOTKIT_CODES: Partial<Record<ErrorCode, TranscriptionErrorCode>> = {
+  NOT_SUPPORTED: 'service_not_configured',
+  BAD_USER_INPUT: 'invalid_request',
+  PAYLOAD_TOO_LARGE: 'audio_too_long',
+  UPSTREAM_AUTHENTICATION_FAILED: 'auth_failed',
+  UPSTREAM_RATE_LIMITED: 'rate_limited',
+  OVERLOADED: 'rate_limited',
+  UPSTREAM_UNREACHABLE: 'network_error',
+  UPSTREAM_TIMEOUT: 'network_error',
+};
+
 /** CopilotKit's name for a gateway error of a transcription. */
 function copilotKitCode(error: GatewayError): TranscriptionErrorCode {
-  switch (error.code) {
-    case 'NOT_SUPPORTED':
-      return 'service_not_configured';
-    case 'BAD_USER_INPUT':
-      return 'invalid_request';
-    case 'PAYLOAD_TOO_LARGE':
-      return 'audio_too_long';
-    case 'UPSTREAM_AUTHENTICATION_FAILED':
-      return 'auth_failed';
-    case 'UPSTREAM_RATE_LIMITED':
-    case 'OVERLOADED':
-      return 'rate_limited';
-    case 'UPSTREAM_UNREACHABLE':
-    case 'UPSTREAM_TIMEOUT':
-      return 'network_error';
-    default:
-      return 'provider_error';
-  }
+  return COPILOTKIT_CODES[error.code] ?? 'provider_error';
 }
 
 function notConfigured(): NotSupportedError {

@@ -1,4 +1,4 @@
-import type { SequencedEvent } from '../core/events.js';
+import { passOverUnknownEvent, type SequencedEvent } from '../core/events.js';
 import type { Message } from '../core/messages.js';
 import { failedMessage, type RunStatus } from '../core/status.js';
 import type { AgentStateRecord } from './store.js';
@@ -60,8 +60,17 @@ export class OutputCollector {
           result: event.result,
         });
         break;
-      default:
+      // Not part of the conversation: the run's bounds, reasoning, states, meta events.
+      case 'RunStarted':
+      case 'RunFinished':
+      case 'ReasoningStart':
+      case 'ReasoningContent':
+      case 'ReasoningEnd':
+      case 'AgentStateMessage':
+      case 'MetaEvent':
         break;
+      default:
+        passOverUnknownEvent(event);
     }
   }
 
