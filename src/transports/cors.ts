@@ -1,4 +1,6 @@
-import { ConfigurationError } from '../core/errors.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ConfigurationError, ForbiddenOriginError } from '../core/errors.js';
+import { sendGatewayError } from './responses.js';
 
 /**
  * Which browser origins may call the gateway. Allowed origins are echoed back (never `*`), with
@@ -19,6 +21,40 @@ export class CorsPolicy {
     if (this.origins.has(origin.toLowerCase())) return true;
     return this.allowLoopback && isLoopbackOrigin(origin);
   }
+}
+
+/**
+ * The CORS headers of an answer: an allowed origin echoed back, with credentials and the headers a page may read
+ * (`x-request-id`, `retry-after`); `Vary: Origin` always. Whether the request's origin is allowed.
+ */
+export function applyCors(req: IncomingMessage, res: ServerResponse, cors: CorsPolicy): boolean {
+  const origin = req.headers.origin;
+  const allowed = typeof origin === 'string' && cors.isAllowed(origin);
+  if (allowed) {
+    res.setHeader('access-control-allow-origin', origin);
+    res.setHeader('access-control-allow-credentials', 'true');
+    res.setHeader('access-control-expose-headers', 'x-request-id, retry-after');
+  }
+  res.setHeader('vary', 'Origin');
+  return allowed;
+}
+
+/** Answers a preflight (OPTIONS): 204 with the methods and the headers asked for, or FORBIDDEN_ORIGIN. */
+export function answerPreflight(req: IncomingMessage, res: ServerResponse, originAllowed: boolean): void {
+  if (!originAllowed) {
+    const origin = req.headers.origin;
+    const message =
+      typeof origin === 'string'
+        ? `The origin ${origin} is not allowed. Add it to CORS_ORIGINS.`
+        : 'A CORS preflight needs an Origin header.';
+    return sendGatewayError(res, new ForbiddenOriginError(message));
+  }
+  res.setHeader('access-control-allow-methods', 'GET, POST, PATCH, DELETE, OPTIONS');
+  const requested = req.headers['access-control-request-headers'];
+  if (requested) res.setHeader('access-control-allow-headers', requested);
+  res.setHeader('access-control-max-age', '600');
+  res.statusCode = 204;
+  res.end();
 }
 
 /** Checks a configured origin (`scheme://host[:port]`) and returns it in canonical form. */

@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BadRequestError, ForbiddenHostError, ForbiddenOriginError, NotFoundError } from '../../core/errors.js';
 import { readAgUiBody } from '../../ag-ui/body.js';
 import type { Admitted } from '../access.js';
-import { isSameOrigin } from '../cors.js';
+import { answerPreflight, applyCors, isSameOrigin } from '../cors.js';
 import { sendGatewayError, sendJson } from '../responses.js';
 import { agUiCaller, serveGraphQL } from './graphql.js';
 import type { AdmittedRequest, HttpTransportOptions } from './options.js';
@@ -70,30 +70,8 @@ export function createHttpHandler(options: HttpTransportOptions): (req: Incoming
       return sendGatewayError(res, new NotFoundError(`Not found. The GraphQL endpoint is ${path}.`));
     }
 
-    const origin = req.headers.origin;
-    const originAllowed = typeof origin === 'string' && cors.isAllowed(origin);
-    if (originAllowed) {
-      res.setHeader('access-control-allow-origin', origin);
-      res.setHeader('access-control-allow-credentials', 'true');
-      res.setHeader('access-control-expose-headers', 'x-request-id, retry-after');
-    }
-    res.setHeader('vary', 'Origin');
-    if (req.method === 'OPTIONS') {
-      if (!originAllowed) {
-        const message =
-          typeof origin === 'string'
-            ? `The origin ${origin} is not allowed. Add it to CORS_ORIGINS.`
-            : 'A CORS preflight needs an Origin header.';
-        return sendGatewayError(res, new ForbiddenOriginError(message));
-      }
-      res.setHeader('access-control-allow-methods', 'GET, POST, PATCH, DELETE, OPTIONS');
-      const requested = req.headers['access-control-request-headers'];
-      if (requested) res.setHeader('access-control-allow-headers', requested);
-      res.setHeader('access-control-max-age', '600');
-      res.statusCode = 204;
-      res.end();
-      return;
-    }
+    const originAllowed = applyCors(req, res, cors);
+    if (req.method === 'OPTIONS') return answerPreflight(req, res, originAllowed);
 
     // A browser opening the endpoint (no query, however its parameters are encoded): the explorer's page.
     const wantsPage =
