@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { EventSourceMessage } from 'eventsource-parser';
-import { ChunkReader } from '../src/adapters/openai-chunks.js';
+import { ChatChunkReader } from '../src/adapters/openai-chunks.js';
 import { recordingOutput } from './support/model-output.js';
 
 // A chunk of text alone is read without JSON.parse (src/adapters/openai-chunks.ts, TEXT_CHUNK). The
@@ -14,7 +14,7 @@ import { recordingOutput } from './support/model-output.js';
 /** What a reader wrote for a stream of events, and how it ended (its error's code and message). */
 function read(events: EventSourceMessage[], textChunks: boolean): { log: string[]; ended: string } {
   const output = recordingOutput();
-  const reader = new ChunkReader(output, textChunks);
+  const reader = new ChatChunkReader(output, textChunks);
   try {
     for (const event of events) {
       reader.event(event);
@@ -253,7 +253,7 @@ describe('what the reader hands on', () => {
     gc();
     const before = process.memoryUsage().heapUsed;
     for (let i = 0; i < 2000; i++) {
-      const reader = new ChunkReader(output);
+      const reader = new ChatChunkReader(output);
       const chunk = {
         id: `chatcmpl-${i}-0123456789`,
         model: 'x'.repeat(10_000),

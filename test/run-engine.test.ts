@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { ActionCatalog } from '../src/actions/action.js';
-import { executeAction, parseActionArguments } from '../src/actions/executor.js';
+import { executeAction, parseActionArguments } from '../src/actions/execute-action.js';
 import { ServerActionRegistry, type ServerAction } from '../src/actions/server-action.js';
 import type { ModelAdapter, ModelOutput, ModelRequest } from '../src/adapters/adapter.js';
 import {

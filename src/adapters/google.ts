@@ -93,7 +93,7 @@ export class GoogleAdapter implements ModelAdapter {
     const toolConfig = functions.length ? toGeminiToolConfig(params) : undefined;
     if (toolConfig) config.toolConfig = toolConfig;
 
-    const reader = new ChunkReader(output, (callId, signature) => this.remember(callId, signature));
+    const reader = new GeminiChunkReader(output, (callId, signature) => this.remember(callId, signature));
     const sdk = await loadSdk();
     const { client, dispatcher } = this.connected(sdk);
     // The SDK retries inside itself: this call's own fetch sees its attempts.
@@ -245,7 +245,7 @@ function apiErrorMessage(error: ApiError): string | undefined {
  * text message; a functionCall part (Gemini sends each call whole) is an action call with its
  * arguments in one piece. Thought parts extend one reasoning message, ended when the answer or a call starts.
  */
-class ChunkReader {
+class GeminiChunkReader {
   private text: string | undefined;
   private reasoning: string | undefined;
   private usage: GenerateContentResponseUsageMetadata | undefined;

@@ -80,7 +80,7 @@ export class LangChainAdapter implements ModelAdapter {
   async stream(request: ModelRequest, output: ModelOutput, signal: AbortSignal): Promise<void> {
     const messages = await toLangChainMessages(request.messages);
     const tools = request.tools.map(toOpenAITool);
-    const reader = new ChunkReader(output);
+    const reader = new LangChainChunkReader(output);
     try {
       const answer = await this.answer(messages, tools, request, signal);
       if (isAsyncIterable(answer)) {
@@ -257,7 +257,7 @@ function providerError(error: unknown): unknown {
  * the `text` blocks of a list) extends one text message; tool-call chunks (by index, or by id)
  * become action calls with their arguments as they stream.
  */
-class ChunkReader {
+class LangChainChunkReader {
   private text: string | undefined;
   private readonly calls = new Map<string | number, { id: string; providerId: string | undefined }>();
 

@@ -55,7 +55,7 @@ function scalarMember(): string {
  * network read are joined and written once (`flush`), so tokens that arrived together become one
  * chunk; the joined text is the same.
  */
-export class ChunkReader {
+export class ChatChunkReader {
   done = false;
   private finished = false;
   // This completion's open text message and open tool calls, by the provider's tool-call index

@@ -9,7 +9,7 @@ import { retryPolicy, type RetryPolicy } from '../upstream/retry.js';
 import { MAX_UNBROKEN_CHARS, tooLongError } from '../upstream/stream-limits.js';
 import type { ForwardedParameters, ModelAdapter, ModelOutput, ModelRequest } from './adapter.js';
 import { toChatMessages, toChatTools, toToolChoice } from './openai-messages.js';
-import { ChunkReader } from './openai-chunks.js';
+import { ChatChunkReader } from './openai-chunks.js';
 import { ResponsesReader, toResponsesInput, toResponsesToolChoice, toResponsesTools } from './openai-responses.js';
 
 export interface OpenAIAdapterOptions {
@@ -176,7 +176,7 @@ export class OpenAIAdapter implements ModelAdapter {
   async stream(request: ModelRequest, output: ModelOutput, signal: AbortSignal): Promise<void> {
     const body = this.apiStyle === 'chat' ? this.chatBody(request) : this.responsesBody(request);
     this.upstream ??= new UpstreamClient();
-    const reader = this.apiStyle === 'chat' ? new ChunkReader(output) : new ResponsesReader(output);
+    const reader = this.apiStyle === 'chat' ? new ChatChunkReader(output) : new ResponsesReader(output);
     const parser = createParser({
       onEvent: (event) => reader.event(event),
       // A line without its newline, or an event without its blank line, is held at most this long: an upstream that

@@ -32,7 +32,7 @@ export async function runtimeInfo(source: RuntimeInfoSource, singleRoute: boolea
   }
   // The thread list is served once it has an owner to list by (authentication), or when THREAD_LIST_ANONYMOUS
   // says so; realtime metadata (CopilotKit Intelligence's Phoenix socket) never is.
-  const listing = source.launcher.hasThreads && source.launcher.threads.list.served;
+  const listing = source.launcher.hasThreads && source.launcher.threadService.list.served;
   const threadEndpoints = { list: listing, inspect: listing, mutations: listing, realtimeMetadata: false };
   return {
     version: source.version,

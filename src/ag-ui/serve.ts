@@ -270,7 +270,7 @@ export class AgUiTransport {
       res,
       replays.reduce((sum, replay) => sum + replay.bytes, 0),
     );
-    const threads = this.options.launcher.threads;
+    const threads = this.options.launcher.threadService;
     this.sse.open(res);
     const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), this.options.keepAliveMs);
     let feed: AsyncIterableIterator<SequencedEvent> | undefined;
@@ -352,7 +352,7 @@ export class AgUiTransport {
     resumeRunId: string | undefined,
   ): Promise<{ replays: Replay[]; resumed: number }> {
     // A running run is replayed from its log: its output is not read twice (replaysOf cuts the transcript before it).
-    const thread = await this.options.launcher.threads.thread(threadId, principal, { runningOutput: false });
+    const thread = await this.options.launcher.threadService.thread(threadId, principal, { runningOutput: false });
     return replaysOf(thread, resumeRunId);
   }
 
@@ -366,7 +366,7 @@ export class AgUiTransport {
   ): Promise<void> {
     try {
       const { status, body: answer } = await threadResource(
-        this.options.launcher.threads,
+        this.options.launcher.threadService,
         method,
         target,
         body,
@@ -404,7 +404,7 @@ export class AgUiTransport {
     try {
       await this.checkAgent(agentId);
       const runId = isObject(body) && typeof body.runId === 'string' ? body.runId : undefined;
-      const stopped = await this.options.launcher.threads.stop(threadId, runId, caller.principal);
+      const stopped = await this.options.launcher.threadService.stop(threadId, runId, caller.principal);
       return sendJson(
         res,
         200,

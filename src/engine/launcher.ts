@@ -176,13 +176,13 @@ export class RunLauncher {
     }
   }
 
-  /** Whether the gateway keeps threads (`threads` throws NOT_SUPPORTED otherwise). */
+  /** Whether the gateway keeps threads (`threadService` throws NOT_SUPPORTED otherwise). */
   get hasThreads(): boolean {
     return this.options.threads !== undefined;
   }
 
   /** The thread store as the resolvers use it (copilotThread, joinCopilotRun, stopCopilotRun). */
-  get threads(): ThreadService {
+  get threadService(): ThreadService {
     const threads = this.options.threads;
     if (!threads) throw new NotSupportedError('This gateway keeps no threads.');
     return threads;

@@ -50,7 +50,7 @@ export const resolvers: Resolvers = {
     }),
     copilotThread: async (_parent, { threadId }, { launcher, principal, storedReads }, info) => {
       countThreadRead(info, storedReads);
-      const thread = await launcher.threads.thread(checkedId(threadId, 'threadId'), principal);
+      const thread = await launcher.threadService.thread(checkedId(threadId, 'threadId'), principal);
       if (!thread) return null;
       const { messages, runs, agentStates } = thread;
       checkAnswerSize(
@@ -66,7 +66,7 @@ export const resolvers: Resolvers = {
       };
     },
     copilotThreads: async (_parent, args, { launcher, principal }) => {
-      const page = await launcher.threads.list.page(threadListRequest(args), principal);
+      const page = await launcher.threadService.list.page(threadListRequest(args), principal);
       return {
         nodes: page.threads.map(summaryOutput),
         pageInfo: { hasNextPage: page.nextCursor !== null, endCursor: page.nextCursor },
@@ -92,7 +92,7 @@ export const resolvers: Resolvers = {
       return context.launcher.start(runRequestFromInput(data, properties), caller, createCopilotResponseView);
     },
     stopCopilotRun: (_parent, { threadId, runId }, { launcher, principal }) =>
-      launcher.threads.stop(
+      launcher.threadService.stop(
         checkedId(threadId, 'threadId'),
         runId == null ? undefined : checkedId(runId, 'runId'),
         principal,
@@ -101,16 +101,16 @@ export const resolvers: Resolvers = {
     // stopCopilotRun do: the answer never tells a thread id of someone else's from one never used.
     renameCopilotThread: async (_parent, { threadId, name }, { launcher, principal }) => {
       const change = { name };
-      const updated = await launcher.threads.list.update(checkedId(threadId, 'threadId'), change, principal);
+      const updated = await launcher.threadService.list.update(checkedId(threadId, 'threadId'), change, principal);
       return updated ? summaryOutput(updated) : null;
     },
     archiveCopilotThread: async (_parent, { threadId, archived }, { launcher, principal }) => {
       const change = { archived: archived !== false };
-      const updated = await launcher.threads.list.update(checkedId(threadId, 'threadId'), change, principal);
+      const updated = await launcher.threadService.list.update(checkedId(threadId, 'threadId'), change, principal);
       return updated ? summaryOutput(updated) : null;
     },
     deleteCopilotThread: (_parent, { threadId }, { launcher, principal }) =>
-      launcher.threads.list.remove(checkedId(threadId, 'threadId'), principal),
+      launcher.threadService.list.remove(checkedId(threadId, 'threadId'), principal),
   },
 
   Subscription: {
@@ -133,7 +133,7 @@ export const resolvers: Resolvers = {
             field: 'afterSequence',
           });
         }
-        const threads = launcher.threads;
+        const threads = launcher.threadService;
         const thread = checkedId(threadId, 'threadId');
         const run = await threads.joinable(thread, runId == null ? undefined : checkedId(runId, 'runId'), principal);
         return threads.follow(thread, run.runId, afterSequence ?? -1);

@@ -15,7 +15,7 @@ export interface Admitted {
   client: string;
 }
 
-export type Admission = Admitted | { error: GatewayError };
+export type AccessDecision = Admitted | { error: GatewayError };
 
 /**
  * The door every transport goes through: authentication (the `authenticate` hook) and the requests
@@ -41,7 +41,7 @@ export class AccessControl {
   }
 
   /** An HTTP request (GraphQL or AG-UI): authenticated from its Authorization header, then counted. */
-  async admitHttp(req: IncomingMessage, logger: Logger): Promise<Admission> {
+  async admitHttp(req: IncomingMessage, logger: Logger): Promise<AccessDecision> {
     const clientAddress = this.clientAddress(req);
     return this.admit(
       { transport: 'http', authorization: headerValue(req.headers.authorization), headers: req.headers, clientAddress },
@@ -57,7 +57,7 @@ export class AccessControl {
   async admitConnection(
     connectionParams: Readonly<Record<string, unknown>> | undefined,
     upgrade: ConnectionFacts,
-  ): Promise<Admission> {
+  ): Promise<AccessDecision> {
     const authorization = connectionAuthorization(connectionParams, upgrade);
     return this.admit(
       { transport: 'ws', authorization, headers: {}, connectionParams, clientAddress: upgrade.clientAddress },
@@ -81,7 +81,7 @@ export class AccessControl {
    * `counted`: whether the request counts towards its client's requests per minute (an HTTP request
    * does; a WebSocket connection does not, its operations do). Failed logins count either way.
    */
-  private async admit(request: AuthenticationRequest, logger: Logger, counted = true): Promise<Admission> {
+  private async admit(request: AuthenticationRequest, logger: Logger, counted = true): Promise<AccessDecision> {
     let principal: Principal | undefined;
     if (this.authenticate) {
       const address = `ip:${request.clientAddress ?? 'unknown'}`;

@@ -166,7 +166,7 @@ export function errorDetail(text: string): string | undefined {
 }
 
 /** The answer had a non-2xx status: what the call fails with, logged with the explanation its body gave. */
-export interface ErrorAnswer {
+export interface UpstreamErrorAnswer {
   who: string;
   status: number;
   /** Its Retry-After header. */
@@ -270,7 +270,7 @@ export function causeWithoutSecrets(error: Error, secrets: readonly string[]): E
 }
 
 /** The error for an answer with a non-2xx status (logged here). */
-export function errorAnswerFailure(answer: ErrorAnswer): UpstreamError {
+export function errorAnswerFailure(answer: UpstreamErrorAnswer): UpstreamError {
   const { who, status, retryAfter, attempts, logger } = answer;
   const secrets = answer.sent ? credentialsSent(answer.sent) : [];
   const detail = withoutSecrets(answer.detail, secrets)?.slice(0, MAX_DETAIL_CHARS);

@@ -1,6 +1,6 @@
 import type { Principal } from '../../core/principal.js';
 import type { ActionCatalog } from '../../actions/action.js';
-import { executeAction } from '../../actions/executor.js';
+import { executeAction } from '../../actions/execute-action.js';
 import { UnreachableCaseError } from '../../core/errors.js';
 import type { AgentStateSnapshot, MetaEventPayload, TokenUsage } from '../../core/events.js';
 import type { Message } from '../../core/messages.js';

@@ -11,7 +11,7 @@ import { LaterPayloads } from './later-payloads.js';
 import { leafStreamPlan, type LeafStreamPlan } from './leaf-streams.js';
 import type { RunPlan } from './message-plan.js';
 import { coerceError, writeFields } from './message-writing.js';
-import type { ExecutionOutcome, Replay } from './payloads.js';
+import type { ExecutionOutcome, ExecutionReplay } from './payloads.js';
 import { refusedDirectiveArguments } from '../directive-arguments.js';
 import { withoutOrphansIn } from '../nulled-paths.js';
 import { owningLists } from '../owned-lists.js';
@@ -29,7 +29,7 @@ export interface HttpOperationState {
    * How the operation's run ended, when the executor ran it already (a known document,
    * graphql/fast/known-documents.ts) and Apollo is asked to answer it: `executeIncrementally` gives it back.
    */
-  replay?: Replay;
+  replay?: ExecutionReplay;
 }
 
 /**

@@ -8,7 +8,7 @@ import type { GraphQLError, GraphQLResolveInfo } from 'graphql';
 export type { ExecutionOutcome };
 
 /** An operation's run as the executor ended it: its result, or what it threw. */
-export type Replay = { result: ExecutionOutcome } | { error: unknown };
+export type ExecutionReplay = { result: ExecutionOutcome } | { error: unknown };
 
 /** One later payload of an operation with @defer/@stream, as the executor yields it. */
 export type LaterPayload = SubsequentIncrementalExecutionResult;

@@ -17,7 +17,7 @@ import {
 import { joinIds, splitIds } from '../message-ids.js';
 import { eventsOf, parseMessages, readRunNow, readRunToEnd, readThread, runFrom, type RunToEnd } from './reads.js';
 import type { ScriptedRedis } from './scripts.js';
-import { listKeyPart, writeListEntry } from './thread-list.js';
+import { listKeyPart, writeListEntry } from './list-records.js';
 
 /** What the records take of the store's options. */
 export interface RedisRecordsOptions {

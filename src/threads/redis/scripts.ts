@@ -36,7 +36,7 @@ export type RunReply = [string | null, string[], LogEntries];
 /**
  * A piece of a list key: a scope (principal) or an agent id with '%', ':', '{' and '}' percent-encoded, so that the
  * two pieces of a key can never run into each other, nor end its hash tag early. The same as \`listKeyPart\` in
- * thread-list.ts.
+ * list-records.ts.
  */
 const ESCAPE_LUA = `local function esc(s)
   return (string.gsub(s, '[%%:{}]', function(c) return string.format('%%%02X', string.byte(c)) end))

@@ -18,7 +18,7 @@ import { InstanceLeases } from './instances.js';
 import { GAVE_UP, LiveChannels } from './live.js';
 import { lockHolder, RedisRecords } from './records.js';
 import { RedisRunLog, type RunLogStore, type Write } from './run-log.js';
-import { readListPage, readSummary, removeThread, updateThread } from './thread-list.js';
+import { readListPage, readSummary, removeThread, updateThread } from './list-records.js';
 import { stopError } from '../store.js';
 import type {
   Claim,
