@@ -43,6 +43,8 @@ export class GatewayError extends Error {
   withDetails(details: Record<string, unknown>): this {
     const copy = Object.create(Object.getPrototypeOf(this) as object) as this;
     Object.defineProperties(copy, Object.getOwnPropertyDescriptors(this));
+    // Read, not copied: on Node 24 `stack` is an accessor that answers only for the error it was captured on.
+    Object.defineProperty(copy, 'stack', { value: this.stack, writable: true, configurable: true });
     Object.defineProperty(copy, 'details', { value: details, enumerable: true });
     return copy;
   }
