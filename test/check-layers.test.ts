@@ -50,6 +50,24 @@ describe('scripts/check-layers.mjs', () => {
     expect(result.output).toMatch(/core\/ids\.ts \(core\) imports .*engine\/run\.ts, a layer above \(engine\)/);
   });
 
+  test('refuses a view that imports GraphQL, and a file below GraphQL that imports generated/', async () => {
+    const views = await check({
+      'views/run.ts': "import { plan } from '../graphql/plan.js';\nexport const run = plan;\n",
+      'graphql/plan.ts': 'export const plan = 1;\n',
+    });
+    expect(views.code).toBe(1);
+    expect(views.output).toMatch(/views\/run\.ts \(views\) imports .*graphql\/plan\.ts, a layer above \(GraphQL\)/);
+    const generated = await check({
+      'core/ids.ts': "import type { Resolvers } from '../../generated/graphql.js';\nexport type Id = Resolvers;\n",
+      'graphql/resolvers.ts': "import type { Resolvers } from '../../generated/graphql.js';\nexport type R = Resolvers;\n",
+    });
+    expect(generated.code).toBe(1);
+    expect(generated.output).toMatch(
+      /core\/ids\.ts \(core\) imports .*generated\/graphql\.ts, a layer above \(GraphQL\)/,
+    );
+    expect(generated.output).not.toMatch(/graphql\/resolvers\.ts \(GraphQL\) imports/);
+  });
+
   test('refuses an import cycle within one layer', async () => {
     const result = await check({
       'engine/a.ts': "import { b } from './b.js';\nexport const a = () => b;\n",
