@@ -59,7 +59,8 @@ describe('scripts/check-layers.mjs', () => {
     expect(views.output).toMatch(/views\/run\.ts \(views\) imports .*graphql\/plan\.ts, a layer above \(GraphQL\)/);
     const generated = await check({
       'core/ids.ts': "import type { Resolvers } from '../../generated/graphql.js';\nexport type Id = Resolvers;\n",
-      'graphql/resolvers.ts': "import type { Resolvers } from '../../generated/graphql.js';\nexport type R = Resolvers;\n",
+      'graphql/resolvers.ts':
+        "import type { Resolvers } from '../../generated/graphql.js';\nexport type R = Resolvers;\n",
     });
     expect(generated.code).toBe(1);
     expect(generated.output).toMatch(
