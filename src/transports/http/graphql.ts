@@ -1,6 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HeaderMap, type HTTPGraphQLRequest, type HTTPGraphQLResponse } from '@apollo/server';
-import type { Logger } from 'pino';
 import { OPERATION_ENDED } from '../../core/abort.js';
 import { textNestsDeeperThan } from '../../core/depth.js';
 import { ParseFailedError } from '../../core/errors.js';
@@ -8,7 +7,7 @@ import type { GatewayContext } from '../../graphql/context.js';
 import { TOO_DEEP_DOCUMENT } from '../../graphql/documents.js';
 import type { InitialPart } from '../../graphql/executor.js';
 import { isAgUiEnvelope } from '../../ag-ui/body.js';
-import type { AgUiCaller } from '../../ag-ui/serve.js';
+import { agUiCaller } from '../../ag-ui/caller.js';
 import { headerValue, type Admitted } from '../access.js';
 import { sendGatewayError } from '../responses.js';
 import { writeResponse } from './answer.js';
@@ -154,24 +153,5 @@ function answeredDirectly(initial: InitialPart, askApollo: () => Promise<HTTPGra
     status: undefined,
     headers: new HeaderMap([['content-type', MULTIPART_CONTENT_TYPE]]),
     body: { kind: 'chunked', asyncIterator: parts as AsyncIterableIterator<string> },
-  };
-}
-
-/** Who asks, as AG-UI's answers need it. */
-export function agUiCaller(
-  req: IncomingMessage,
-  admitted: Admitted,
-  request: AdmittedRequest,
-  logger: Logger,
-): AgUiCaller {
-  return {
-    requestId: request.requestId,
-    logger: request.log,
-    logParent: logger,
-    logBindings: request.logBindings,
-    publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']),
-    principal: admitted.principal,
-    client: admitted.client,
-    lastEventId: headerValue(req.headers['last-event-id']),
   };
 }
