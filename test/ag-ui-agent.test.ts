@@ -278,10 +278,7 @@ describe('AG-UI failures', () => {
 
   it("fails a run whose agent's state updates (each the whole state) come to over 64 MiB, and passes a smaller run's on", async () => {
     // Found from outside: 2,000 steps of a 1 MiB state (1.1 MB from the agent) ended the process out of memory.
-    // The run's output bound (maxRunOutputMb, 32 MiB by default) would end this run first: it is raised here, where the
-    // bound of one call's state work is what is tested.
-    const bounds = { maxRunOutputMb: 1024 };
-    const failed = await run(await gateway(bounds), '[state-steps=100]');
+    const failed = await run(await gateway(), '[state-steps=100]');
     expect(failed.status).toMatchObject({ code: 'Failed', details: { code: 'UPSTREAM_BAD_RESPONSE' } });
     expect(failed.status.details.description).toMatch(
       /^Agent "researcher" sent more state updates than one call of it carries: .* over 64 MiB\.$/,
@@ -290,18 +287,18 @@ describe('AG-UI failures', () => {
     expect(states.length).toBeGreaterThan(10);
     expect(states.length).toBeLessThan(64);
     // Deltas that do not apply count too: each copies the whole state before it is found not to.
-    const copied = await run(await gateway(bounds), '[bad-deltas=100]');
+    const copied = await run(await gateway(), '[bad-deltas=100]');
     expect(copied.status).toMatchObject({ code: 'Failed', details: { code: 'UPSTREAM_BAD_RESPONSE' } });
-    const passed = await run(await gateway(bounds), '[state-steps=10]');
+    const passed = await run(await gateway(), '[state-steps=10]');
     expect(passed.status.code).toBe('Success');
     expect(passed.messages.filter((m) => m.type === 'state')).toHaveLength(12);
   }, 60_000);
 
-  it("ends a run whose agent's state updates pass maxRunOutputMb before one call's state work is over its bound", async () => {
-    const failed = await run(await gateway(), '[state-steps=100]');
+  it("ends a run whose agent's state updates pass maxRunOutputMb, with its agent call", async () => {
+    const failed = await run(await gateway({ maxRunOutputMb: 16 }), '[state-steps=100]');
     expect(failed.status).toMatchObject({ code: 'Failed', details: { code: 'LIMIT_EXCEEDED' } });
     expect(failed.status.details.description).toContain('maxRunOutputMb');
-    expect(failed.messages.filter((m) => m.type === 'state').length).toBeLessThanOrEqual(32);
+    expect(failed.messages.filter((m) => m.type === 'state').length).toBeLessThanOrEqual(16);
   }, 60_000);
 
   it('names the agent even when an onBeforeRequest hook throws, and masks what it threw', async () => {

@@ -258,17 +258,14 @@ describe('failures and aborts', () => {
 
   it("fails a run whose state sent again at each node comes to over 64 MiB, and passes a smaller run's on", async () => {
     // After one large values chunk, each small event from another node sends the whole state again (found in review).
-    // The run's output bound (maxRunOutputMb, 32 MiB by default) would end this run first: raised here, where the
-    // bound of one call's state work is what is tested.
-    const bounds = { maxRunOutputMb: 1024 };
-    const failed = await run(await gateway({}, bounds), [userMessage('[node-hops=100]')]);
+    const failed = await run(await gateway(), [userMessage('[node-hops=100]')]);
     expect(failed.status).toMatchObject({ code: 'Failed', details: { code: 'UPSTREAM_BAD_RESPONSE' } });
     expect(failed.status.details.description).toMatch(/^Agent "chat" sent more state updates than .* over 64 MiB\.$/);
     const states = failed.messages.filter((m: any) => m.type === 'state');
     expect(states.length).toBeGreaterThan(10);
     expect(states.length).toBeLessThan(64);
     platform.threads.delete(THREAD);
-    const passed = await run(await gateway({}, bounds), [userMessage('[node-hops=10]')]);
+    const passed = await run(await gateway(), [userMessage('[node-hops=10]')]);
     expect(passed.status.code).toBe('Success');
     const nodes = passed.messages.filter((m: any) => m.type === 'state').map((m: any) => m.nodeName);
     // The first values chunk (before any node), each hop, and the thread's final state.

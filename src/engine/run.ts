@@ -110,6 +110,8 @@ export class Run implements RunHandle, RunWriter, RunContext {
   /** What the run has produced so far, and the most it may (RunOptions.maxOutputBytes). */
   private outputBytes = 0;
   private readonly maxOutputBytes: number;
+  /** Set once the run's status is decided, while the events that close it are emitted. */
+  private finishing = false;
   private readonly openTexts = new Set<string>();
   // Created on a run's first action call or result: most runs are text only, and a held stream
   // pays for every empty set it keeps.
@@ -434,6 +436,8 @@ export class Run implements RunHandle, RunWriter, RunContext {
   }
 
   private finish(status: RunStatus): void {
+    // Its status is decided: the events that close it count, and end nothing (outputOverLimit).
+    this.finishing = true;
     const messageStatus = status.code === 'Failed' ? failedMessage(status.details.description) : MESSAGE_SUCCESS;
     for (const messageId of this.openTexts) this.emit({ type: 'TextMessageEnd', messageId, status: messageStatus });
     if (this.openCalls)
@@ -458,16 +462,19 @@ export class Run implements RunHandle, RunWriter, RunContext {
    * stops (or a flood of events) would otherwise fill the heap: the run's record and every client's view hold it all.
    */
   private outputOverLimit(): void {
-    if (this.abortedWith !== undefined || this.state !== 'running') return;
+    if (this.abortedWith !== undefined || this.state !== 'running' || this.finishing) return;
     const limitMb = Math.round((this.maxOutputBytes / 1024 / 1024) * 100) / 100;
     this.logger.warn(
       { outputBytes: this.outputBytes, limitBytes: this.maxOutputBytes },
       'a run produced more output than maxRunOutputMb allows; it was ended',
     );
     this.abort(
-      new LimitExceededError(`The run produced more than ${limitMb} MiB of output (maxRunOutputMb); it was ended.`, {
-        details: { limit: 'maxRunOutputMb', limitBytes: this.maxOutputBytes },
-      }),
+      new LimitExceededError(
+        `The run produced more than ${limitMb} MiB of output (maxRunOutputMb, MAX_RUN_OUTPUT_MB); it was ended.`,
+        {
+          details: { limit: 'maxRunOutputMb', limitBytes: this.maxOutputBytes },
+        },
+      ),
     );
   }
 

@@ -100,7 +100,8 @@ export interface GatewayOptions {
    * The most output, in MiB, one run may produce (its text, action arguments and results, reasoning, agent states and
    * meta events, with a few dozen bytes for each event): a run past it fails with LIMIT_EXCEEDED, its upstream call
    * ended. Everything a run produces is held while it runs (its record, and each client's view of it), so an upstream
-   * that never stops would otherwise fill the heap. @default 32
+   * that never stops would otherwise fill the heap. As much as one agent call's state work may come to (64 MiB), so
+   * that an agent's states fail that bound first. @default 64
    */
   maxRunOutputMb?: number;
   /** Runs this process serves at once; more are refused with OVERLOADED until one ends. @default 1000 */
@@ -296,7 +297,7 @@ const READERS = {
       1,
       1024 * 1024,
     ),
-  maxRunOutputMb: (value) => integerOption('maxRunOutputMb', value, 32, 1, 1024 * 1024),
+  maxRunOutputMb: (value) => integerOption('maxRunOutputMb', value, 64, 1, 1024 * 1024),
   maxBufferedInputMb: (value) =>
     integerOption(
       'maxBufferedInputMb',

@@ -1,5 +1,6 @@
 import { UnreachableCaseError } from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
+import { messagesBytes } from '../core/messages.js';
 import type { AgentStateRecord } from './store.js';
 
 // What the memory thread store counts its threads, runs, events and states for (its maxBytes bound): their strings'
@@ -32,16 +33,27 @@ export function eventBytes(event: SequencedEvent): number {
       return ITEM_OVERHEAD + textLength(event.result);
     case 'AgentStateMessage':
       return ITEM_OVERHEAD + textLength(event.state);
-    case 'MetaEvent':
-      return ITEM_OVERHEAD + textLength(event.event?.value);
-    // Ids, names and statuses: bounded elsewhere (ids and names by their checks, a status by its message), counted in
-    // the overhead.
-    case 'RunStarted':
+    case 'MetaEvent': {
+      // An interrupt's messages come from the upstream as they are.
+      const messages = event.event?.name === 'CopilotKitLangGraphInterruptEvent' ? event.event.messages : undefined;
+      return ITEM_OVERHEAD + textLength(event.event?.value) + (Array.isArray(messages) ? messagesBytes(messages) : 0);
+    }
+    // A start names what it opens: ids and names an upstream chooses (up to 256 characters each, core/ids.ts).
     case 'TextMessageStart':
-    case 'TextMessageEnd':
+      return ITEM_OVERHEAD + textLength(event.messageId) + optionalLength(event.parentMessageId);
     case 'ActionExecutionStart':
-    case 'ActionExecutionEnd':
+      return (
+        ITEM_OVERHEAD +
+        textLength(event.actionExecutionId) +
+        textLength(event.actionName) +
+        optionalLength(event.parentMessageId)
+      );
     case 'ReasoningStart':
+      return ITEM_OVERHEAD + textLength(event.messageId);
+    // Ends name what a start named (counted there); the run's bounds and statuses are bounded elsewhere.
+    case 'RunStarted':
+    case 'TextMessageEnd':
+    case 'ActionExecutionEnd':
     case 'ReasoningEnd':
     case 'RunFinished':
       return ITEM_OVERHEAD;
@@ -60,6 +72,11 @@ const NOT_TEXT = 64;
  * counts a fixed size, so that a store's total is a number whatever an event holds: a total made NaN once would stay
  * NaN and make every bound look exceeded.
  */
+/** A string's length, or nothing for a field left out (null or undefined). */
+function optionalLength(value: string | null | undefined): number {
+  return typeof value === 'string' ? value.length : 0;
+}
+
 export function textLength(value: unknown): number {
   return typeof value === 'string' ? value.length : NOT_TEXT;
 }
