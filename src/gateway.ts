@@ -115,6 +115,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     drainWebSocket: ws.dispose,
     sandbox: config.sandbox,
     logger,
+    usageReporting: config.apolloUsageReporting,
   });
   const handleRequest = createHttpHandler({
     apollo,

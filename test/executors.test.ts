@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
+import { pino } from 'pino';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
+import { createGateway } from '../src/gateway.js';
 import { fastExecutor } from '../src/graphql/fast/index.js';
 import { buildSchema } from '../src/graphql/schema.js';
 import { stockExecutor } from '../src/graphql/stock.js';
@@ -246,6 +248,29 @@ describe('the fast and the stock executor', () => {
 
   it('name themselves: the gateway says which it runs', () => {
     expect([fast.gateway.executor, stock.gateway.executor]).toEqual(['fast', 'stock']);
+  });
+
+  it('leave Apollo usage reporting off when apolloUsageReporting is false, APOLLO_KEY or not', async () => {
+    // Apollo installs its usage reporting by itself when APOLLO_KEY is set (here it only warns: no graph ref); the
+    // fast executor answers without Apollo's pipeline unless the option is on, so off must mean off.
+    const installed: boolean[] = [];
+    for (const apolloUsageReporting of [true, false]) {
+      const lines: string[] = [];
+      const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line).msg) });
+      process.env.APOLLO_KEY = 'service:test:not-a-key';
+      let gateway;
+      try {
+        gateway = createGateway({ logger, apolloUsageReporting });
+      } finally {
+        delete process.env.APOLLO_KEY;
+      }
+      await gateway.listen(0);
+      await gateway.close();
+      await new Promise((resolve) => gateway.server.close(resolve));
+      expect(gateway.apolloUsageReporting).toBe(apolloUsageReporting);
+      installed.push(lines.some((line) => /usage reporting/i.test(line)));
+    }
+    expect(installed).toEqual([true, false]);
   });
 
   it("leave nothing of an HTTP operation in its context: the fast executor's handle is a bare token", () => {

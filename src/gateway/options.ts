@@ -201,9 +201,10 @@ export interface GatewayOptions {
    */
   executor?: ExecutorName;
   /**
-   * Whether Apollo Server installs its usage reporting, which it does by itself when APOLLO_KEY is set: it must see
-   * every request and every later payload, so the fast executor then leaves HTTP requests to Apollo's pipeline
-   * (its other paths stay). @default true when APOLLO_KEY is set, else false
+   * Whether Apollo Server reports usage to Apollo Studio (its usage reporting, which it installs by itself when
+   * APOLLO_KEY is set): it must see every request and every later payload, so the fast executor then leaves HTTP
+   * requests to Apollo's pipeline (its other paths stay). False keeps it off, APOLLO_KEY or not. @default true when
+   * APOLLO_KEY is set, else false
    */
   apolloUsageReporting?: boolean;
   /**

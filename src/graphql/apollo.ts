@@ -5,6 +5,7 @@ import {
   ApolloServerPluginCacheControlDisabled,
   ApolloServerPluginInlineTraceDisabled,
   ApolloServerPluginLandingPageDisabled,
+  ApolloServerPluginUsageReportingDisabled,
 } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin/landingPage/default';
 import type { GraphQLSchema } from 'graphql';
@@ -25,6 +26,11 @@ export interface ApolloOptions {
   /** Introspection, the landing page and Apollo Studio's origins: on in development (GatewayOptions.sandbox). */
   sandbox: boolean;
   logger: Logger;
+  /**
+   * Apollo's usage reporting (GatewayOptions.apolloUsageReporting): off, it is kept off even where APOLLO_KEY would
+   * have Apollo install it, since the fast executor then answers without Apollo's pipeline.
+   */
+  usageReporting: boolean;
 }
 
 /**
@@ -60,6 +66,7 @@ export function createApollo(options: ApolloOptions): ApolloServer<GatewayContex
       // every field's resolver, which runs for every streamed item. Inline traces: for subgraphs only.
       ApolloServerPluginCacheControlDisabled(),
       ApolloServerPluginInlineTraceDisabled(),
+      ...(options.usageReporting ? [] : [ApolloServerPluginUsageReportingDisabled()]),
       {
         async serverWillStart() {
           return { drainServer: options.drainWebSocket };
