@@ -194,22 +194,28 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     apolloUsageReporting: config.apolloUsageReporting,
     async listen(port = 4000, host = config.development ? '127.0.0.1' : '0.0.0.0') {
       if (state.phase !== 'created') throw new Error(`The gateway cannot listen: it is ${state.phase}.`);
-      const apolloStarted = state.apolloStarted;
-      state = { phase: 'starting' };
-      if (!apolloStarted) {
+      const starting: Extract<GatewayState, { phase: 'starting' }> = {
+        phase: 'starting',
+        apolloStarted: state.apolloStarted,
+      };
+      state = starting;
+      if (!starting.apolloStarted) {
         try {
           await apollo.start();
         } catch (error) {
-          if (state.phase === 'starting') state = { phase: 'created', apolloStarted: false };
+          if (state === starting) state = { phase: 'created', apolloStarted: false };
           throw error;
         }
+        starting.apolloStarted = true;
       }
+      await stillStarting(starting);
       try {
         await startThreadStore(threads, config.threads, logger);
       } catch (error) {
-        if (state.phase === 'starting') state = { phase: 'created', apolloStarted: true };
+        if (state === starting) state = { phase: 'created', apolloStarted: true };
         throw error;
       }
+      await stillStarting(starting);
       try {
         await new Promise<void>((resolve, reject) => {
           server.once('error', reject);
@@ -220,11 +226,12 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
           });
         });
       } catch (error) {
-        if (state.phase === 'starting') state = { phase: 'created', apolloStarted: true };
+        if (state === starting) state = { phase: 'created', apolloStarted: true };
         throw listenError(error, port, host);
       }
-      // Closed while starting: it stays closed.
-      if (state.phase === 'starting') state = { phase: 'listening' };
+      if (state !== starting) server.close();
+      await stillStarting(starting);
+      state = { phase: 'listening' };
       for (const endpoint of endpoints) endpoint.start();
       mcp.start();
       const address = server.address() as AddressInfo;
@@ -242,6 +249,19 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     },
     close,
   };
+
+  /**
+   * Throws if the gateway was closed while `listen` waited (it stays closed, and serves nothing): Apollo, if its
+   * start ended after the close, is stopped here, once the close has released the rest.
+   */
+  async function stillStarting(starting: Extract<GatewayState, { phase: 'starting' }>): Promise<void> {
+    if (state === starting) return;
+    if (state.phase === 'closed' && starting.apolloStarted && !state.apolloStarted) {
+      await state.closed;
+      await apollo.stop();
+    }
+    throw new Error('The gateway was closed while it was starting.');
+  }
 
   /** shutdown(): the delay (served as before, not ready), the drain, the listener's end, close(). */
   async function leave(drained: Promise<void>, graceMs: number): Promise<void> {

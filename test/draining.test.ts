@@ -4,7 +4,8 @@ import { describe, expect, it } from '@jest/globals';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import type { ModelAdapter, ModelOutput, ModelRequest } from '../src/adapters/adapter.js';
-import { gatewaysPerTest, runInput, userMessage } from './support/harness.js';
+import { createGateway } from '../src/gateway.js';
+import { gatewaysPerTest, runInput, silentLogger, userMessage } from './support/harness.js';
 import { COPILOT_RUN } from './support/threads.js';
 
 // A draining instance's refusal, made before anything of the request ran, is the one answer a proxy may
@@ -420,5 +421,35 @@ describe('shutdownDelayMs: serving as before, not ready, before the drain', () =
     await shutdown;
     const events = await running;
     expect(events.at(-1)).toMatchObject({ __typename: 'RunFinishedEvent', status: { code: 'Success' } });
+  });
+});
+
+describe('a gateway closed while it starts', () => {
+  it('stays closed: listen fails saying so, and nothing listens', async () => {
+    // Found in review: listen went on after close() and bound the port, and Apollo, started after the close, was never
+    // stopped.
+    const outcomes = new Set<string>();
+    const waits: (() => Promise<unknown> | undefined)[] = [
+      () => undefined,
+      () => Promise.resolve(),
+      () => new Promise((resolve) => setImmediate(resolve)),
+      () => new Promise((resolve) => setTimeout(resolve, 50)),
+    ];
+    for (const wait of waits) {
+      const gateway = createGateway({ logger: silentLogger });
+      const listening = gateway.listen(0);
+      const outcome = listening.then(
+        () => 'listening',
+        (error: Error) => error.message,
+      );
+      await wait();
+      await gateway.close();
+      // Listening before the close came (the close then ended it), or refused saying why.
+      expect(['listening', 'The gateway was closed while it was starting.']).toContain(await outcome);
+      expect(gateway.server.listening).toBe(false);
+      outcomes.add(await outcome);
+    }
+    // Closed at once, it never listens.
+    expect(outcomes).toContain('The gateway was closed while it was starting.');
   });
 });

@@ -16,7 +16,8 @@ import type { ThreadStore } from '../threads/store.js';
 export type GatewayState =
   /** Not listening; `apolloStarted` once a start has started Apollo (a start that failed after leaves it so). */
   | { phase: 'created'; apolloStarted: boolean }
-  | { phase: 'starting' }
+  /** `listen` under way; `apolloStarted` once its start of Apollo has ended (close() reads it). */
+  | { phase: 'starting'; apolloStarted: boolean }
   | { phase: 'listening' }
   /**
    * Shutting down, but first serving everything as before for shutdownDelayMs, not ready, so that load
@@ -30,7 +31,9 @@ export type GatewayState =
 
 /** Whether Apollo Server has been started (and not yet stopped by close()) in `state`. */
 export function apolloStartedIn(state: GatewayState): boolean {
-  return state.phase === 'created' || state.phase === 'closed' ? state.apolloStarted : state.phase !== 'starting';
+  return state.phase === 'created' || state.phase === 'closed' || state.phase === 'starting'
+    ? state.apolloStarted
+    : true;
 }
 
 /**
