@@ -589,9 +589,10 @@ describe("a run's log in Redis", () => {
   it('frees a thread whose unanswered claim ioredis sends again once Redis can be reached again', async () => {
     // Found reading ioredis: a connection that drops with the claim unanswered keeps it, and sends it again first thing
     // once it is ready again. Redis out of reach past the claim's timeout: the release was refused (no command is
-    // taken while the connection is not ready), and the claim sent again then held the thread for a minute.
+    // taken while the connection is not ready), and the claim sent again then held the thread for a minute. Held here
+    // past the claim's own time (6 s): the release is tried until it is answered, however long Redis is out of reach.
     const relay = await RedisRelay.start(redis.port);
-    const store = await startRedisStore({ url: relay.url });
+    const store = await startRedisStore({ url: relay.url }, { claimTimeoutMs: 6_000 });
     const direct = new Redis(redis.url);
     try {
       relay.hold();
@@ -604,16 +605,19 @@ describe("a run's log in Redis", () => {
       // The claim lost on the way; the connection's next handshake held.
       relay.drop();
       await expect(claimed).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
       relay.pass();
       await until(
         () => direct.hget(store.records.threadKey('dropped', 'meta'), 'claimToken'),
         (token) => token === 'fresh-1',
         'the claim sent again to be taken',
       );
+      // Freed by the release, well before the claim's 6 s would have freed it.
       await until(
         () => direct.get(store.records.threadKey('dropped', 'lock')),
         (lock) => lock === null,
         'the thread to be freed',
+        3_000,
       );
       expect((await store.claim('dropped', 'run-2', 'fresh-2')).runId).toBe('run-2');
     } finally {

@@ -18,6 +18,7 @@ import { joinIds, splitIds } from '../message-ids.js';
 import { eventsOf, parseMessages, readRunNow, readRunToEnd, readThread, runFrom, type RunToEnd } from './reads.js';
 import type { ScriptedRedis } from './scripts.js';
 import { listKeyPart, writeListEntry } from './list-records.js';
+import { UnansweredClaims } from './unanswered-claims.js';
 
 /** What the records take of the store's options. */
 export interface RedisRecordsOptions {
@@ -36,9 +37,6 @@ export interface RedisRecordsOptions {
 
 /** How long a WAIT for replicas waits; a write not replicated in that time is sent again (and WAITed for again). */
 const WAIT_TIMEOUT_MS = 1_000;
-
-/** How often the release of an unanswered claim is tried again while Redis cannot take it (releaseUnanswered). */
-const RELEASE_RETRY_MS = 500;
 
 /** The keys of a run's record, log and live channel. */
 export interface RunKeys {
@@ -80,6 +78,8 @@ export class RedisRecords {
    * cgAppendOnNode), and live channels are sharded (SPUBLISH).
    */
   cluster = false;
+  /** The releases of claims whose answer never came (unanswered-claims.ts). */
+  private readonly unanswered = new UnansweredClaims(this);
 
   constructor(
     private readonly options: RedisRecordsOptions,
@@ -161,8 +161,8 @@ export class RedisRecords {
       // Unanswered (a command timeout: Redis stalled): Redis may still take the claim when it wakes, and hold the
       // thread for claimTimeoutMs for a run that is not coming (found from outside: THREAD_BUSY for a minute after the
       // run, served unrecorded, had ended). A release sent now goes after the claim on the same connection, and frees
-      // the thread only if that claim took it (its fresh id is its token).
-      this.releaseUnanswered(threadId, freshRunId, now + this.options.claimTimeoutMs);
+      // the thread only if that claim took it (its fresh id is its token). A claim refused unsent needs none.
+      this.unanswered.release(error, threadId, freshRunId);
       throw error;
     });
     if (reply[0] === 'forbidden') throw threadForbidden(threadId);
@@ -172,23 +172,6 @@ export class RedisRecords {
     // The request repeats a stored message: the claim read the transcript's ids alone (see Claim.storedIds).
     if (ids) return { runId, history: [], storedIds: splitIds(ids), claim };
     return { runId, history: parseMessages(transcript), claim };
-  }
-
-  /**
-   * Frees the thread if the unanswered claim whose token (fresh run id) is `token` took it (cgReleaseUnanswered), and
-   * sends that again every RELEASE_RETRY_MS while it cannot be sent, until the claim would have lapsed by itself
-   * (`until`). It cannot be sent while the connection is down or not yet ready again (commands are refused then), and
-   * ioredis sends the commands a dropped connection left unanswered, the claim among them, again first thing once it
-   * is ready (autoResendUnfulfilledCommands): a release that was refused meanwhile always goes after the claim.
-   * Sending it twice is harmless: it frees only a lock taken under its token.
-   */
-  private releaseUnanswered(threadId: string, token: string, until: number): void {
-    const redis = this.redis;
-    if (!redis || redis.status === 'end') return;
-    redis.cgReleaseUnanswered(this.threadKey(threadId, 'lock'), this.threadKey(threadId, 'meta'), token).catch(() => {
-      if (Date.now() + RELEASE_RETRY_MS > until) return;
-      setTimeout(() => this.releaseUnanswered(threadId, token, until), RELEASE_RETRY_MS).unref();
-    });
   }
 
   /**
