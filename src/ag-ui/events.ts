@@ -1,6 +1,5 @@
 import type { BaseEvent } from '@ag-ui/core';
-import { UnreachableCaseError } from '../core/errors.js';
-import type { SequencedEvent } from '../core/events.js';
+import { passOverUnknownEvent, type SequencedEvent } from '../core/events.js';
 import { LONE_SURROGATE } from '../core/ids.js';
 
 /** What RUN_STARTED carries besides the ids: the run's input as AG-UI has it (the client restores messages from it). */
@@ -129,8 +128,10 @@ export function toAgUiEvent(
         { type: 'REASONING_END', messageId: event.messageId } as BaseEvent,
       ];
     default:
-      // Every kind of event has its case: a new one does not compile until it has.
-      throw new UnreachableCaseError(event);
+      // Every kind of event has its case: a new one does not compile until it has. One written by a newer instance
+      // (a replay of a stored run during a rolling upgrade) is passed over.
+      passOverUnknownEvent(event);
+      return undefined;
   }
 }
 

@@ -1,5 +1,4 @@
-import { UnreachableCaseError } from '../core/errors.js';
-import type { MetaEventPayload, SequencedEvent } from '../core/events.js';
+import { passOverUnknownEvent, type MetaEventPayload, type SequencedEvent } from '../core/events.js';
 import { MESSAGE_SUCCESS, failedMessage, failedRun, type MessageStatus, type RunStatus } from '../core/status.js';
 import type { RunHandle } from '../engine/run.js';
 import type { CopilotResponseModel, MessageOutputModel } from './models.js';
@@ -134,8 +133,9 @@ export function createCopilotResponseView(run: RunHandle): CopilotResponseModel 
         end(event.status);
         return;
       default:
-        // Every kind of event has its case: a new one does not compile until it has.
-        throw new UnreachableCaseError(event);
+        // Every kind of event has its case: a new one does not compile until it has. One written by a newer instance
+        // (a stored run read during a rolling upgrade) is passed over.
+        passOverUnknownEvent(event);
     }
   }
 
