@@ -540,6 +540,16 @@ describe("a run's log in Redis", () => {
       const listed = await store.list(page);
       expect(listed.threads).toMatchObject([{ threadId, owner: 'alice', agentId: 'planner', name: 'Trip plans' }]);
       expect(await store.update(threadId, 'alice', { name: 'Kyoto' })).toMatchObject({ name: 'Kyoto' });
+      // An open written again whose answer was lost (the list's entry with it): the next attempt lists it again, in
+      // the list its record names, archived as it is.
+      await store.update(threadId, 'alice', { archived: true });
+      await watcher.del(...(await watcher.keys(`${keyPrefix}list:*`)));
+      const input = { messages: [first], newMessages: [first], ...details };
+      expect(await store.records.openRecord(threadId, runId, input, true)).toBe('ok');
+      expect((await store.list(page)).threads).toEqual([]);
+      expect((await store.list({ ...page, includeArchived: true })).threads).toMatchObject([{ threadId }]);
+      await store.update(threadId, 'alice', { archived: false });
+      await store.release(threadId, runId);
       // Another run claims it as usual: the list entry stays where it is.
       await store.release(threadId, (await store.claim(threadId, 'run-2', 'fresh-2', details)).runId);
       expect((await store.list(page)).threads).toMatchObject([{ threadId, name: 'Kyoto' }]);

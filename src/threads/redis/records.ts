@@ -215,16 +215,9 @@ export class RedisRecords {
       `${this.key('list')}:`,
     );
     const [, answer] = await Promise.all([listed, opened]);
-    // Written again over a thread Redis had lost whole: listed again, as its claim had listed it.
-    if (answer === 'relisted')
-      await writeListEntry(
-        this,
-        threadId,
-        this.listKey(input.owner ?? '', input.agentId ?? DEFAULT_AGENT_ID),
-        now,
-        false,
-      );
-    const reply = answer === 'relisted' ? 'ok' : answer;
+    // Written again from nothing: listed again in the list the thread's record names (maybe lost with the record).
+    if (Array.isArray(answer)) await writeListEntry(this, threadId, answer[1], now, answer[2] === '1');
+    const reply = Array.isArray(answer) ? 'ok' : answer;
     // Not when superseded: the thread was claimed again since, maybe by a run of the same id on this instance (a
     // client that sent its request again), whose listing this is too.
     if (reply !== 'ok' && reply !== 'superseded') this.disown(this.instanceId, threadId, runId);

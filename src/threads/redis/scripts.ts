@@ -11,7 +11,7 @@ export type ScriptedRedis = (Redis | Cluster) & {
   cgClaim(...args: (string | number)[]): Promise<[string, string, string, string, string, string, string, string]>;
   cgRelease(...args: (string | number)[]): Promise<number>;
   cgReleaseUnanswered(...args: (string | number)[]): Promise<number>;
-  cgOpen(...args: (string | number)[]): Promise<string>;
+  cgOpen(...args: (string | number)[]): Promise<string | [string, string, string]>;
   cgAppend(...args: (string | number)[]): Promise<string>;
   cgAppendEvents(...args: (string | number)[]): Promise<string>;
   cgListThread(...args: (string | number)[]): Promise<number>;
@@ -254,9 +254,10 @@ return 0`,
   // the thread was claimed again since this run's claim, made again since (another epoch) or is gone (deleted) on a
   // first open (the claim lapsed, say while Redis could not be reached, and another run took the thread, maybe ran and
   // ended: its transcript must not be written over, nor a deleted thread made again); 'ok' otherwise (at once when the
-  // record is already this instance's: an open sent again), or 'relisted' when it wrote the record again over a thread
-  // Redis had lost whole: its list entry's fields are written again as cgClaim writes them, and the caller puts it in
-  // its list again (cgListThread). The instance lists the run among its own (\`instance:{id}:runs\`, another slot)
+  // record is already this instance's: an open sent again), or, for a record written again from nothing, {'relisted',
+  // list, archived}: the thread's list entry fields, written again as cgClaim writes them when Redis had lost the
+  // thread whole, and the list its caller puts it in again (cgListThread; every time, as an answer lost on the way
+  // leaves the next attempt to). The instance lists the run among its own (\`instance:{id}:runs\`, another slot)
   // before it opens it.
   cgOpen: [
     5,
@@ -293,11 +294,14 @@ end
 -- that claimed the thread since is not taken for this one).
 if ARGV[8] == '' and redis.call('HGET', KEYS[4], 'owner') == ARGV[2] then return 'ok' end
 local answer = 'ok'
-if ARGV[8] == '1' and not redis.call('HGET', KEYS[2], 'agent') then
-  redis.call('HSET', KEYS[2], 'agent', ARGV[14], 'createdAt', ARGV[4], 'lastRunAt', ARGV[4], 'updatedAt', ARGV[4],
-    'list', ARGV[16] .. '{' .. esc(redis.call('HGET', KEYS[2], 'principal') or '') .. ':' .. esc(ARGV[14]) .. '}')
-  if ARGV[15] ~= '' then redis.call('HSET', KEYS[2], 'name', ARGV[15]) end
-  answer = 'relisted'
+if ARGV[8] == '1' then
+  if not redis.call('HGET', KEYS[2], 'agent') then
+    redis.call('HSET', KEYS[2], 'agent', ARGV[14], 'createdAt', ARGV[4], 'lastRunAt', ARGV[4], 'updatedAt', ARGV[4],
+      'list', ARGV[16] .. '{' .. esc(redis.call('HGET', KEYS[2], 'principal') or '') .. ':' .. esc(ARGV[14]) .. '}')
+    if ARGV[15] ~= '' then redis.call('HSET', KEYS[2], 'name', ARGV[15]) end
+  end
+  local listed = redis.call('HMGET', KEYS[2], 'list', 'archived')
+  if listed[1] then answer = {'relisted', listed[1], listed[2] or ''} end
 end
 redis.call('SET', KEYS[1], mine)
 redis.call('DEL', KEYS[5])
