@@ -529,7 +529,7 @@ describe('a joined run (joinCopilotRun) is pushed too', () => {
         return feed;
       },
     };
-    return { ...scriptedRunContext([], silentLogger), launcher: { threads } };
+    return { ...scriptedRunContext([], silentLogger), launcher: { threadService: threads } };
   }
 
   it('with the bytes the executor sends', async () => {
