@@ -7,7 +7,7 @@ import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { DemoAdapter } from '../src/adapters/demo.js';
 import { EmptyAdapter } from '../src/adapters/empty.js';
-import { LaterPayloads } from '../src/graphql/fast/incremental.js';
+import { LaterPayloads } from '../src/graphql/fast/later-payloads.js';
 import type { ModelAdapter, ModelOutput } from '../src/adapters/adapter.js';
 import { BrokenAdapter, GatedAdapter } from './support/gated-adapter.js';
 import { HTTP_STREAMED as STREAMED } from './support/documents.js';

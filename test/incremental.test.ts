@@ -7,7 +7,7 @@ import type { AgentDefinition } from '../src/agents/definitions.js';
 import type { MetaEventPayload } from '../src/core/events.js';
 import type { RunWriter } from '../src/core/writer.js';
 import { ApolloServer } from '@apollo/server';
-import { LaterPayloads } from '../src/graphql/fast/incremental.js';
+import { LaterPayloads } from '../src/graphql/fast/later-payloads.js';
 import { KnownDocuments } from '../src/graphql/fast/known-documents.js';
 import { HTTP_STREAMED } from './support/documents.js';
 import { STOCK_DOCUMENT } from './support/fuzz-documents.js';

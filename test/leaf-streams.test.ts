@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from '@jest/globals';
 import { parse, print, visit, type FieldNode, type GraphQLResolveInfo } from 'graphql';
-import { LaterPayloads, type LaterPayload } from '../src/graphql/fast/incremental.js';
+import { LaterPayloads } from '../src/graphql/fast/later-payloads.js';
+import type { LaterPayload } from '../src/graphql/fast/payloads.js';
 import { leafStreamPlan } from '../src/graphql/fast/leaf-streams.js';
 import { buildSchema } from '../src/graphql/schema.js';
 import { SharedStream, SharedTextStream } from '../src/views/shared-stream.js';

@@ -9,10 +9,10 @@ import {
   type ValidationRule,
 } from 'graphql';
 import { MAX_NESTING, textNestsDeeperThan } from '../core/depth.js';
+import { MAX_DOCUMENT_TOKENS, withoutSuggestions } from './validation.js';
 
 /** What a document nested past MAX_NESTING gets, before graphql-js's recursive parser could overflow on it. */
 export const TOO_DEEP_DOCUMENT = `Syntax Error: the document nests deeper than ${MAX_NESTING} levels.`;
-import { MAX_DOCUMENT_TOKENS, withoutSuggestions } from './validation.js';
 
 /** A document parsed and validated once: the document, or the coded errors a client gets for it. */
 export type PreparedDocument =

@@ -17,10 +17,6 @@ import { withoutOrphansIn } from '../nulled-paths.js';
 import { owningLists } from '../owned-lists.js';
 import { variablePlan, withCoercedVariables } from './variables.js';
 
-// For the tests, which read an operation's later payloads.
-export { LaterPayloads } from './later-payloads.js';
-export type { LaterPayload } from './payloads.js';
-
 /** What the fast executor keeps of one HTTP operation (graphql/fast/http-operation.ts), by its context. */
 export interface HttpOperationState {
   /** Where the operation's later payloads go, for the transport to take (see LaterPayloads). */
