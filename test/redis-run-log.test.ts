@@ -66,6 +66,22 @@ async function startedRun(store: RedisThreadStore, threadId: string) {
   return { runId, log, append, shown, shownUpTo, failures };
 }
 
+/** Opens run `runId` of a thread with `input`, and resolves once its RunStarted is stored (shown to its clients). */
+async function openedRun(
+  store: RedisThreadStore,
+  threadId: string,
+  runId: string,
+  input: RunInput,
+  onLost?: (error: unknown) => void,
+): Promise<RedisRunLog> {
+  const log = store.open(threadId, runId, input, onLost) as RedisRunLog;
+  const shown: SequencedEvent[] = [];
+  log.deliverStored({ stored: (events) => void shown.push(...events), failed: () => {} });
+  log.append({ type: 'RunStarted', threadId, runId, sequence: 0 } as SequencedEvent);
+  while (shown.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  return log;
+}
+
 let redis: RedisServer;
 beforeAll(async () => {
   redis = await RedisServer.start();
@@ -435,15 +451,11 @@ describe("a run's log in Redis", () => {
       // A third, whose record Redis loses once its start is stored (every key of the thread: a restore from nothing).
       const { runId, history } = await store.claim(threadId, 'run-3', 'fresh-3');
       const third = message('m-3', 'message 3');
-      const log = store.open(threadId, runId, {
+      const log = await openedRun(store, threadId, runId, {
         messages: [...history, third],
         newMessages: [third],
         extendsHistory: true,
-      }) as RedisRunLog;
-      const shown: SequencedEvent[] = [];
-      log.deliverStored({ stored: (events) => void shown.push(...events), failed: () => {} });
-      log.append({ type: 'RunStarted', threadId, runId, sequence: 0 } as SequencedEvent);
-      while (shown.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      });
       const keys = await watcher.keys(`${keyPrefix}{${threadId}}:*`);
       await watcher.del(...keys);
       // The rest of the answer, after its start.
@@ -466,15 +478,11 @@ describe("a run's log in Redis", () => {
     try {
       const { runId, history } = await store.claim(threadId, 'run-1', 'fresh-1', { owner: 'alice' });
       const first = message('m-1', 'my secret');
-      const log = store.open(threadId, runId, {
+      const log = await openedRun(store, threadId, runId, {
         messages: [...history, first],
         newMessages: [first],
         owner: 'alice',
-      }) as RedisRunLog;
-      const shown: SequencedEvent[] = [];
-      log.deliverStored({ stored: (events) => void shown.push(...events), failed: () => {} });
-      log.append({ type: 'RunStarted', threadId, runId, sequence: 0 } as SequencedEvent);
-      while (shown.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      });
       await watcher.del(...(await watcher.keys(`${keyPrefix}{${threadId}}:*`)));
       await record(log, answer(threadId, runId, 'reply-1', 'reply 1').slice(1), 1);
       const thread = await store.thread(threadId);
@@ -489,16 +497,13 @@ describe("a run's log in Redis", () => {
       const second = await store.claim(threadId, 'run-4', 'fresh-4', { owner: 'alice' });
       const lost: unknown[] = [];
       const next = message('m-4', 'more');
-      const log2 = store.open(
+      const log2 = await openedRun(
+        store,
         threadId,
         second.runId,
         { messages: [...second.history, next], newMessages: [next], owner: 'alice' },
         (error) => lost.push(error),
-      ) as RedisRunLog;
-      const shown2: SequencedEvent[] = [];
-      log2.deliverStored({ stored: (events) => void shown2.push(...events), failed: () => {} });
-      log2.append({ type: 'RunStarted', threadId, runId: second.runId, sequence: 0 } as SequencedEvent);
-      while (shown2.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      );
       await watcher.del(...(await watcher.keys(`${keyPrefix}{${threadId}}:*`)));
       const bobs = await store.claim(threadId, 'run-bob', 'fresh-bob', { owner: 'bob' });
       await store.release(threadId, bobs.runId);
@@ -523,11 +528,11 @@ describe("a run's log in Redis", () => {
     try {
       const { runId, history } = await store.claim(threadId, 'run-1', 'fresh-1', details);
       const first = message('m-1', 'Trip plans');
-      const log = store.open(threadId, runId, { messages: [...history, first], newMessages: [first], ...details });
-      const shown: SequencedEvent[] = [];
-      log.deliverStored!({ stored: (events) => void shown.push(...events), failed: () => {} });
-      log.append({ type: 'RunStarted', threadId, runId, sequence: 0 } as SequencedEvent);
-      while (shown.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      const log = await openedRun(store, threadId, runId, {
+        messages: [...history, first],
+        newMessages: [first],
+        ...details,
+      });
       const page = { scope: 'alice', agentId: 'planner', includeArchived: false, limit: 10 };
       expect((await store.list(page)).threads.map((thread) => thread.threadId)).toEqual([threadId]);
       // Redis loses the thread and its list.

@@ -67,16 +67,16 @@ export function eventBytes(event: SequencedEvent): number {
 /** What a value that should be text is counted for, never NaN. */
 const NOT_TEXT = 64;
 
-/**
- * A text field's length; anything else (which the run refuses, RunWriter's checks, so that nothing should reach here)
- * counts a fixed size, so that a store's total is a number whatever an event holds: a total made NaN once would stay
- * NaN and make every bound look exceeded.
- */
 /** A string's length, or nothing for a field left out (null or undefined). */
 function optionalLength(value: string | null | undefined): number {
   return typeof value === 'string' ? value.length : 0;
 }
 
+/**
+ * A text field's length; anything else (which the run refuses, RunWriter's checks, so that nothing should reach here)
+ * counts a fixed size, so that a store's total is a number whatever an event holds: a total made NaN once would stay
+ * NaN and make every bound look exceeded.
+ */
 export function textLength(value: unknown): number {
   return typeof value === 'string' ? value.length : NOT_TEXT;
 }

@@ -157,14 +157,7 @@ export class InstanceLeases {
    * and the log then skips the numbers of the part lost (their events were shown under them). Resolves
    * with whether this call ended it.
    */
-  async endRun(
-    threadId: string,
-    runId: string,
-    owner: string,
-    error: GatewayError,
-    after: number | undefined = -1,
-  ): Promise<boolean> {
-    after ??= -1;
+  async endRun(threadId: string, runId: string, owner: string, error: GatewayError, after = -1): Promise<boolean> {
     for (let attempt = 0; attempt < 5; attempt++) {
       // The run, its log and its input as they stand at one moment (cgReadRun).
       const { run, log, input } = await this.records.runToEnd(threadId, runId);

@@ -34,12 +34,15 @@ export type ThreadReply = [] | [string[], string[], string[], string[][], LogEnt
 export type RunReply = [string | null, string[], LogEntries];
 
 /**
- * A piece of a list key: a scope (principal) or an agent id with '%', ':', '{' and '}' percent-encoded, so that the
- * two pieces of a key can never run into each other, nor end its hash tag early. The same as \`listKeyPart\` in
- * list-records.ts.
+ * A thread's list, named from its record's principal and agent under a prefix (`listOf`, as RedisRecords.listKey names
+ * it): each piece with '%', ':', '{' and '}' percent-encoded, so that the two pieces of a key can never run into each
+ * other, nor end its hash tag early (`esc`, the same as \`listKeyPart\` in list-records.ts).
  */
-const ESCAPE_LUA = `local function esc(s)
+const LIST_LUA = `local function esc(s)
   return (string.gsub(s, '[%%:{}]', function(c) return string.format('%%%02X', string.byte(c)) end))
+end
+local function listOf(prefix, meta, agent)
+  return prefix .. '{' .. esc(redis.call('HGET', meta, 'principal') or '') .. ':' .. esc(agent) .. '}'
 end`;
 
 // Every append script publishes what it stored on the run's live channel, unless the channel is "" (the store
@@ -165,7 +168,7 @@ const SCRIPTS: Record<string, [number | null, string]> = {
   // \`claims\`), which cgOpen checks.
   cgClaim: [
     5,
-    `${ESCAPE_LUA}
+    `${LIST_LUA}
 local principal = redis.call('HGET', KEYS[3], 'principal')
 if ARGV[5] ~= '' and principal and principal ~= ARGV[5] then return {'forbidden', '', ''} end
 local holder = redis.call('GET', KEYS[1])
@@ -195,7 +198,7 @@ if not agent then
 end
 if ARGV[8] ~= '' and not redis.call('HGET', KEYS[3], 'name') then redis.call('HSET', KEYS[3], 'name', ARGV[8]) end
 redis.call('HSET', KEYS[3], 'lastRunAt', now, 'updatedAt', now)
-local list = ARGV[10] .. '{' .. esc(redis.call('HGET', KEYS[3], 'principal') or '') .. ':' .. esc(agent) .. '}'
+local list = listOf(ARGV[10], KEYS[3], agent)
 local previous = redis.call('HGET', KEYS[3], 'list')
 if not previous or previous == list then previous = '' end
 redis.call('HSET', KEYS[3], 'list', list)
@@ -263,7 +266,7 @@ return 0`,
     5,
     `${KEEP_RUNS_LUA}
 ${IDS_LUA}
-${ESCAPE_LUA}
+${LIST_LUA}
 local mine = ARGV[1] .. ' ' .. ARGV[2]
 if redis.call('GET', ARGV[7] .. 'deleted') == mine then return 'deleted' end
 if redis.call('SISMEMBER', ARGV[7] .. 'deletedRuns', ARGV[1]) == 1 then return 'deleted' end
@@ -297,7 +300,7 @@ local answer = 'ok'
 if ARGV[8] == '1' then
   if not redis.call('HGET', KEYS[2], 'agent') then
     redis.call('HSET', KEYS[2], 'agent', ARGV[14], 'createdAt', ARGV[4], 'lastRunAt', ARGV[4], 'updatedAt', ARGV[4],
-      'list', ARGV[16] .. '{' .. esc(redis.call('HGET', KEYS[2], 'principal') or '') .. ':' .. esc(ARGV[14]) .. '}')
+      'list', listOf(ARGV[16], KEYS[2], ARGV[14]))
     if ARGV[15] ~= '' then redis.call('HSET', KEYS[2], 'name', ARGV[15]) end
   end
   local listed = redis.call('HMGET', KEYS[2], 'list', 'archived')
