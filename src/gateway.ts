@@ -69,7 +69,9 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const schema = buildSchema();
   // Apollo's usage reporting needs every later payload, and every operation to pass through Apollo's pipeline.
   const executor =
-    config.executor === 'stock' ? stockExecutor() : fastExecutor(schema, { directHttp: !config.apolloUsageReporting });
+    config.executor === 'stock'
+      ? stockExecutor()
+      : fastExecutor(schema, { directHttp: !config.apolloUsageReporting, suggestions: config.sandbox });
   const { upstream, endpoints, mcp, store, threads, limiter, access, launcher, cors, hosts, metrics, inputBudget } =
     wireGateway(config);
   // A body or WebSocket message larger than all the input held at once could never be read: it is refused as too

@@ -276,10 +276,11 @@ describe('the fast and the stock executor', () => {
   it("leave nothing of an HTTP operation in its context: the fast executor's handle is a bare token", () => {
     // Resolvers are given the context: through the handle they could reach the operation's later payloads and the
     // transport's response they are written to.
-    const operation = fastExecutor(buildSchema()).prepare({ body: {}, direct: true })!;
+    const request = { body: {}, direct: true, header: () => undefined, logger: pino({ level: 'silent' }) };
+    const operation = fastExecutor(buildSchema()).prepare(request)!;
     expect(Object.isFrozen(operation.handle)).toBe(true);
     expect(Object.getOwnPropertyNames(operation.handle)).toEqual(['executor']);
     expect(Object.getPrototypeOf(operation.handle)).toBe(Object.prototype);
-    expect(stockExecutor().prepare({ body: {}, direct: true })).toBeUndefined();
+    expect(stockExecutor().prepare(request)).toBeUndefined();
   });
 });

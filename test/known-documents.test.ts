@@ -3,6 +3,8 @@ import { ApolloServer } from '@apollo/server';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { ModelAdapter, ModelOutput, ModelRequest } from '../src/adapters/adapter.js';
 import { KnownDocuments } from '../src/graphql/fast/known-documents.js';
+import { LaterPayloads } from '../src/graphql/fast/later-payloads.js';
+import { ErrorLog } from './support/error-log.js';
 import { STOCK_DOCUMENT } from './support/fuzz-documents.js';
 import { runInput, startGateway, userMessage, type RunningGateway } from './support/harness.js';
 
@@ -11,9 +13,9 @@ import { runInput, startGateway, userMessage, type RunningGateway } from './supp
 const FAST = 'fast' as const;
 
 // A document Apollo has run once (the stock client's) is run again by the transport without Apollo's
-// pipeline (src/graphql/fast/known-documents.ts); anything with an error goes back to Apollo with the
-// result. Here one gateway does that and another passes every request through Apollo (APOLLO_KEY set,
-// as for Apollo's usage reporting): status, headers and bytes must be the same, refusals included.
+// pipeline (src/graphql/fast/known-documents.ts), and answered as that pipeline answers, errors and
+// refusals included (src/graphql/fast/direct-answer.ts). Here one gateway does that and another passes every request through Apollo
+// (APOLLO_KEY set, as for Apollo's usage reporting): status, headers and bytes must be the same.
 // test/incremental.test.ts does the same for every streamed answer the scripted models make.
 
 /** Says "Hello" in two chunks, each step in a turn of its own; for the prompt "hold", holds the run until released. */
@@ -60,11 +62,16 @@ interface Exchange {
  * One exchange on a connection of its own (a draining gateway closes idle ones), with what differs
  * between two (ids, clocks, the date) replaced by stable stand-ins.
  */
-async function exchange(url: string, body: unknown, accept = MULTIPART): Promise<Exchange> {
+async function exchange(
+  url: string,
+  body: unknown,
+  accept = MULTIPART,
+  sent: Record<string, string> = {},
+): Promise<Exchange> {
   const response = await new Promise<IncomingMessage>((resolve, reject) => {
     const request = http.request(
       url,
-      { method: 'POST', agent: false, headers: { 'content-type': 'application/json', accept } },
+      { method: 'POST', agent: false, headers: { 'content-type': 'application/json', accept, ...sent } },
       resolve,
     );
     request.on('error', reject);
@@ -97,11 +104,18 @@ describe('known documents (HTTP)', () => {
   const adapter = new HoldingAdapter();
   let direct: RunningGateway;
   let throughApollo: RunningGateway;
-  const gateways = async (options: { maxConcurrentRuns?: number } = {}) => {
-    const ours = await startGateway({ adapter, ...options, executor: FAST });
+  const logs = new Map<RunningGateway, ErrorLog>();
+  const gateways = async (options: { maxConcurrentRuns?: number; rateLimits?: { concurrentRuns: number } } = {}) => {
+    const start = async () => {
+      const log = new ErrorLog();
+      const gateway = await startGateway({ adapter, ...options, executor: FAST, logger: log.logger });
+      logs.set(gateway, log);
+      return gateway;
+    };
+    const ours = await start();
     process.env.APOLLO_KEY = 'service:test:not-a-key';
     try {
-      return { ours, apollos: await startGateway({ adapter, ...options, executor: FAST }) };
+      return { ours, apollos: await start() };
     } finally {
       delete process.env.APOLLO_KEY;
     }
@@ -114,22 +128,28 @@ describe('known documents (HTTP)', () => {
     await Promise.all([direct?.close(), throughApollo?.close()]);
   });
 
-  /** Asks both gateways; `known` says whether ours runs it without Apollo's pipeline (and then Apollo is asked only to answer an error). */
+  /** Asks both gateways; `known` says whether ours answers it without Apollo's pipeline. */
   async function both(
     body: unknown,
-    known: 'answered' | 'replayed' | 'not known',
+    known: 'answered' | 'not known',
     accept = MULTIPART,
     pair = { ours: direct, apollos: throughApollo },
+    headers: Record<string, string> = {},
   ) {
     const apolloAsked = jest.spyOn(ApolloServer.prototype, 'executeHTTPGraphQLRequest');
     const found = jest.spyOn(KnownDocuments.prototype, 'find');
+    const [ourLog, apollosLog] = [logs.get(pair.ours)!, logs.get(pair.apollos)!];
+    ourLog.lines = [];
+    apollosLog.lines = [];
     try {
-      const ours = await exchange(pair.ours.url, body, accept);
+      const ours = await exchange(pair.ours.url, body, accept, headers);
       expect(found.mock.results.some((result) => result.value !== undefined)).toBe(known !== 'not known');
       expect(apolloAsked).toHaveBeenCalledTimes(known === 'answered' ? 0 : 1);
-      const apollos = await exchange(pair.apollos.url, body, accept);
+      const apollos = await exchange(pair.apollos.url, body, accept, headers);
       expect(ours).toEqual(apollos);
-      return ours;
+      // And the same lines logged of what the client was told.
+      expect(ourLog.lines).toEqual(apollosLog.lines);
+      return { ...ours, logged: ourLog.lines };
     } finally {
       apolloAsked.mockRestore();
       found.mockRestore();
@@ -154,18 +174,60 @@ describe('known documents (HTTP)', () => {
     await both(stock('hi'), 'answered');
   });
 
+  it('answers a run its resolver refuses (AGENT_NOT_FOUND) as Apollo does', async () => {
+    await both(stock('hi'), 'answered');
+    const answer = await both(stock('hi', { agentSession: { agentName: 'planner' } }), 'answered');
+    expect(answer.text).toMatch(/AGENT_NOT_FOUND/);
+    expect(answer.text).toContain('"requestId"');
+    expect(answer.logged).toEqual([expect.stringMatching(/^AGENT_NOT_FOUND request error: /)]);
+  });
+
   it.each([
-    ['an unknown agent (AGENT_NOT_FOUND)', stock('hi', { agentSession: { agentName: 'planner' } }), /AGENT_NOT_FOUND/],
     [
       'variables that do not coerce (BAD_USER_INPUT, 400)',
       { ...stock('hi'), variables: { data: { messages: 'none' } } },
       /BAD_USER_INPUT/,
     ],
     ['no variables', { operationName: 'generateCopilotResponse', query: STOCK_DOCUMENT }, /was not provided/],
-  ])("hands %s to Apollo with the result, for Apollo's answer", async (_name, body, expected) => {
+  ])('answers %s as Apollo does', async (_name, body, expected) => {
     await both(stock('hi'), 'answered');
-    const answer = await both(body, 'replayed');
+    const answer = await both(body, 'answered');
+    expect(answer.status).toBe(400);
     expect(answer.text).toMatch(expected);
+  });
+
+  it("answers an execution that throws as Apollo's pipeline does (500, masked, logged)", async () => {
+    await both(stock('hi'), 'answered');
+    // Something of the executor's own that breaks once the run has started: Apollo's pipeline catches what its
+    // executor throws; the transport's run of a known document must answer the same.
+    const broken = jest.spyOn(LaterPayloads.prototype, 'writeMessages').mockImplementation(() => {
+      throw new Error('broken writer');
+    });
+    const log = logs.get(direct)!;
+    log.lines = [];
+    try {
+      const ours = await exchange(direct.url, stock('hi'));
+      const unknown = jest.spyOn(KnownDocuments.prototype, 'find').mockReturnValue(undefined);
+      const apolloAsked = jest.spyOn(ApolloServer.prototype, 'executeHTTPGraphQLRequest');
+      try {
+        expect(await exchange(direct.url, stock('hi'))).toEqual(ours);
+        expect(apolloAsked).toHaveBeenCalledTimes(1);
+      } finally {
+        unknown.mockRestore();
+        apolloAsked.mockRestore();
+      }
+      expect(broken).toHaveBeenCalledTimes(2);
+      expect(ours.status).toBe(500);
+      expect(ours.text).toContain('"message":"Unexpected error."');
+      expect(ours.text).not.toContain('broken writer');
+      // Logged in full, once for each answer.
+      expect(log.lines).toEqual([
+        ' unexpected error (masked for the client)',
+        ' unexpected error (masked for the client)',
+      ]);
+    } finally {
+      broken.mockRestore();
+    }
   });
 
   it.each([
@@ -184,25 +246,45 @@ describe('known documents (HTTP)', () => {
     expect(answer.text).toContain('"errors"');
   });
 
+  it('answers a client over its concurrent runs (RATE_LIMITED) with retry-after, as Apollo does', async () => {
+    const pair = await gateways({ rateLimits: { concurrentRuns: 1 } });
+    try {
+      await both(stock('hi'), 'not known', MULTIPART, pair);
+      const held = [exchange(pair.ours.url, stock('hold')), exchange(pair.apollos.url, stock('hold'))];
+      while (adapter.holding < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+      const limited = await both(stock('hi'), 'answered', MULTIPART, pair);
+      expect(limited.text).toContain('RATE_LIMITED');
+      expect(limited.headers).toContainEqual(['retry-after', expect.stringMatching(/^\d+$/)]);
+      adapter.release();
+      await Promise.all(held);
+    } finally {
+      adapter.release();
+      await Promise.all([pair.ours.close(), pair.apollos.close()]);
+    }
+  });
+
   it('leaves a client that takes no streaming format to Apollo (406)', async () => {
     await both(stock('hi'), 'answered');
     const answer = await both(stock('hi'), 'not known', 'application/json');
     expect(answer.status).toBe(406);
   });
 
-  it('hands a run refused over maxConcurrentRuns (OVERLOADED) and one refused while draining (SHUTTING_DOWN, 503) to Apollo', async () => {
+  it('answers a run refused over maxConcurrentRuns (OVERLOADED) and one refused while draining (SHUTTING_DOWN, 503) as Apollo does', async () => {
     const pair = await gateways({ maxConcurrentRuns: 1 });
     try {
       await both(stock('hi'), 'not known', MULTIPART, pair);
       const held = [exchange(pair.ours.url, stock('hold')), exchange(pair.apollos.url, stock('hold'))];
       while (adapter.holding < 2) await new Promise((resolve) => setTimeout(resolve, 5));
-      const overloaded = await both(stock('hi'), 'replayed', MULTIPART, pair);
+      const overloaded = await both(stock('hi'), 'answered', MULTIPART, pair);
       expect(overloaded.text).toContain('OVERLOADED');
 
       const draining = [pair.ours.gateway.shutdown(), pair.apollos.gateway.shutdown()];
-      const refused = await both(stock('hi'), 'replayed', MULTIPART, pair);
+      const refused = await both(stock('hi'), 'answered', MULTIPART, pair);
       expect(refused.status).toBe(503);
       expect(refused.text).toContain('SHUTTING_DOWN');
+      // A proxy that asks for the draining refusal's own status (engine/drain.ts) gets it: nothing of the run ran.
+      const toProxy = await both(stock('hi'), 'answered', MULTIPART, pair, { 'x-drain-refusal-status': '421' });
+      expect(toProxy.status).toBe(421);
       adapter.release();
       const [ours, apollos] = await Promise.all(held);
       expect(ours).toEqual(apollos);

@@ -11,7 +11,7 @@ import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin
 import type { GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import type { GatewayContext } from './context.js';
-import { formatGraphQLError } from './errors.js';
+import { gatewayErrorFormatter } from './error-answers.js';
 import type { Executor } from './executor.js';
 import { errorLoggingPlugin, httpOperationGuardPlugin, refusalPlugin, requestIdPlugin } from './plugins.js';
 import { MAX_DOCUMENT_TOKENS, gatewayValidationRules } from './validation.js';
@@ -52,14 +52,14 @@ export function createApollo(options: ApolloOptions): ApolloServer<GatewayContex
     includeStacktraceInErrorResponses: false,
     // Runs @defer/@stream (and async-iterable lists) on the chosen executor (graphql/executor.ts).
     legacyExperimentalExecuteIncrementally: executor.execute as any,
-    formatError: (formatted, error) => formatGraphQLError(formatted, error, sandbox),
+    formatError: gatewayErrorFormatter(sandbox),
     validationRules: gatewayValidationRules(sandbox),
     parseOptions: { maxTokens: MAX_DOCUMENT_TOKENS },
     // main.ts owns the process's signals; Apollo re-raising them would change the exit code.
     stopOnTerminationSignals: false,
     logger: apolloLogger(logger),
-    // None of these listens to willSendSubsequentPayload or didEncounterSubsequentErrors: over HTTP, on the
-    // fast executor, later payloads without errors do not pass through Apollo (graphql/fast/incremental.ts).
+    // None of these listens to willSendSubsequentPayload, and their hooks are also called, through the same
+    // functions (error-answers.ts), for the answers and later payloads the fast executor makes without Apollo.
     plugins: [
       ApolloServerPluginDrainHttpServer({ httpServer: server }),
       // Apollo installs these by default. Cache hints: nothing here is cacheable, and the plugin wraps

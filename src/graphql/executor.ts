@@ -1,5 +1,6 @@
 import type { IncrementalExecutionResults, SingularExecutionResult } from '@graphql-tools/executor';
 import type { ExecutionArgs, ExecutionResult } from 'graphql';
+import type { Logger } from 'pino';
 import type { ExecutionHandle, GatewayContext } from './context.js';
 import type { ExecutorName } from './executor-name.js';
 
@@ -66,8 +67,15 @@ export interface Executor {
 export interface HttpRequest {
   /** The request's body, parsed. */
   readonly body: unknown;
-  /** Whether the executor may answer it without Apollo's pipeline (a POST, a streaming format, Apollo serving). */
+  /**
+   * Whether the executor may answer it without Apollo's pipeline (a POST, a streaming format, a JSON type for a single
+   * result, Apollo serving).
+   */
   readonly direct: boolean;
+  /** The request's header of this (lower-case) name: what an answer's errors read (engine/drain.ts's header). */
+  header(name: string): string | undefined;
+  /** The request's logger: where the errors of the answers the executor makes are logged, as Apollo's plugins do. */
+  readonly logger: Logger;
 }
 
 /** One HTTP operation the executor takes part in; the transport frames what it gives. */
@@ -75,12 +83,12 @@ export interface HttpOperation {
   /** For the operation's context (GatewayContext `execution`): how the executor knows the operation again. */
   readonly handle: ExecutionHandle;
   /**
-   * Runs the request without Apollo's pipeline when the executor knows its document: its first part
-   * (the transport frames it; any part Apollo must format comes from Apollo asked then), or 'apollo'
-   * when Apollo must answer it (asked with the same context: `execute` gives back the result).
-   * Undefined: not known, Apollo's pipeline runs it (then `answered`). `context` is the operation's.
+   * Runs the request without Apollo's pipeline when the executor knows its document and can run it whole: its answer,
+   * made as Apollo's pipeline makes it with the gateway's options and plugins (graphql/error-answers.ts), the
+   * transport framing it. Undefined, before anything has run: Apollo's pipeline runs it (then `answered`). `context` is
+   * the operation's.
    */
-  run(context: GatewayContext): Promise<InitialPart | 'apollo' | undefined>;
+  run(context: GatewayContext): Promise<DirectAnswer | undefined>;
   /** Apollo ran the request (`query`, its text) and answered it, streamed or not. */
   answered(query: unknown, streamed: boolean): void;
   /** The later payloads the executor gives itself, once it has run; undefined: they are all in Apollo's parts. */
@@ -89,16 +97,29 @@ export interface HttpOperation {
   close(): void;
 }
 
+/**
+ * An answer the executor made without Apollo's pipeline: the status and headers its errors set (none: 200), and its
+ * one result's JSON (the transport gives it the content type Apollo would, for the request's Accept) or its streamed
+ * first part.
+ */
+export interface DirectAnswer {
+  readonly status: number | undefined;
+  readonly headers: ReadonlyMap<string, string>;
+  readonly body:
+    { readonly kind: 'single'; readonly json: string } | { readonly kind: 'streamed'; readonly first: InitialPart };
+}
+
 /** A streamed answer's first part: its JSON (the initial result), and whether more is to come. */
 export interface InitialPart {
   readonly json: string;
   readonly hasNext: boolean;
 }
 
-/**
- * A later payload serialised, or 'apollo': Apollo's next part is the payload (it carries errors: Apollo's to format).
- */
-export type LaterStep = { readonly json: string; readonly hasNext: boolean } | 'apollo';
+/** A later payload serialised, its errors formatted as Apollo formats a later payload's. */
+export interface LaterStep {
+  readonly json: string;
+  readonly hasNext: boolean;
+}
 
 /** An operation's later payloads as the executor gives them to the transport. */
 export interface LaterDelivery {

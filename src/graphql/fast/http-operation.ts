@@ -1,15 +1,17 @@
 import type { GraphQLSchema } from 'graphql';
+import { answerOf, formattedLater, thrownAnswer, type AnswerSetting } from './direct-answer.js';
 import { executeIncrementally, type HttpOperationState } from './incremental.js';
 import type { KnownDocuments } from './known-documents.js';
 import { LaterPayloads } from './later-payloads.js';
 import type { LaterPayload } from './payloads.js';
 import { carriesErrors } from '../nulled-paths.js';
 import type { ExecutionHandle, GatewayContext } from '../context.js';
+import type { ErrorFormatter } from '../error-answers.js';
 import type {
+  DirectAnswer,
   ExecutionOutcome,
   HttpOperation,
   HttpRequest,
-  InitialPart,
   LaterDelivery,
   LaterSink,
   LaterStep,
@@ -28,6 +30,7 @@ export class FastHttp {
   constructor(
     private readonly schema: GraphQLSchema,
     private readonly known: KnownDocuments,
+    private readonly format: ErrorFormatter,
   ) {}
 
   /** The executor's `execute`: an HTTP operation's state found by its context's handle. */
@@ -37,7 +40,7 @@ export class FastHttp {
   };
 
   prepare(request: HttpRequest): HttpOperation {
-    const operation = new FastHttpOperation(this.schema, request, this.known);
+    const operation = new FastHttpOperation(this.schema, request, this.known, this.format);
     this.states.set(operation.handle, operation.state);
     return operation;
   }
@@ -52,24 +55,29 @@ class FastHttpOperation implements HttpOperation {
     private readonly schema: GraphQLSchema,
     private readonly request: HttpRequest,
     private readonly known: KnownDocuments,
+    private readonly format: ErrorFormatter,
   ) {}
 
   /**
-   * A known document run as Apollo would run it: the same `executeIncrementally` with the same
-   * arguments (no root value, no field resolver of Apollo's). A streamed result without errors is
-   * answered by the transport, its initial result given serialised; anything else (a refused run,
-   * invalid variables, an initial result with errors) goes to Apollo with the result (`replay`), for
-   * the answer Apollo makes of it, formatting, plugins and status included. So does a later payload
-   * with errors: Apollo's pipeline for this request starts then, given the same result, and its first
-   * part (the same initial result) is skipped.
+   * A known document run as Apollo would run it (the same `executeIncrementally`, with the arguments Apollo gives its
+   * executor: no root value, no field resolver of Apollo's), and answered as Apollo's pipeline answers it
+   * (direct-answer.ts), refusals and errors included.
    */
-  async run(context: GatewayContext): Promise<InitialPart | 'apollo' | undefined> {
+  async run(context: GatewayContext): Promise<DirectAnswer | undefined> {
     const { request, known, state } = this;
     const found = request.direct ? known.find(request.body) : undefined;
     if (found === undefined) return undefined;
-    let result: ExecutionOutcome;
+    const setting: AnswerSetting = {
+      requestId: context.requestId,
+      logger: context.logger,
+      format: this.format,
+      document: found.document,
+      operationName: found.operationName,
+      header: request.header,
+    };
+    let outcome: ExecutionOutcome;
     try {
-      result = await executeIncrementally(
+      outcome = await executeIncrementally(
         {
           schema: this.schema,
           document: found.document,
@@ -80,12 +88,10 @@ class FastHttpOperation implements HttpOperation {
         state,
       );
     } catch (error) {
-      state.replay = { error };
-      return 'apollo';
+      state.later.close();
+      return thrownAnswer(error, setting);
     }
-    state.replay = { result };
-    if (!('initialResult' in result) || result.initialResult.errors !== undefined) return 'apollo';
-    return { json: JSON.stringify(result.initialResult), hasNext: result.initialResult.hasNext };
+    return answerOf(outcome, setting);
   }
 
   answered(query: unknown, streamed: boolean): void {
@@ -98,7 +104,8 @@ class FastHttpOperation implements HttpOperation {
 
   later(): LaterDelivery | undefined {
     const later = this.state.later;
-    return later.source === undefined && !later.runPlanned ? undefined : new Delivery(later);
+    if (later.source === undefined && !later.runPlanned) return undefined;
+    return new Delivery(later, { logger: this.request.logger, format: this.format });
   }
 
   close(): void {
@@ -109,9 +116,12 @@ class FastHttpOperation implements HttpOperation {
   }
 }
 
-/** The operation's later payloads as the transport takes them: serialised, or left to Apollo's formatting. */
+/** The operation's later payloads as the transport takes them: serialised, their errors formatted as Apollo does. */
 class Delivery implements LaterDelivery {
-  constructor(private readonly later: LaterPayloads) {}
+  constructor(
+    private readonly later: LaterPayloads,
+    private readonly setting: Pick<AnswerSetting, 'logger' | 'format'>,
+  ) {}
 
   open(sink: LaterSink): void {
     this.later.open(sink);
@@ -123,12 +133,7 @@ class Delivery implements LaterDelivery {
 
   private readonly toStep = (step: IteratorResult<LaterPayload, void>): LaterStep | undefined => {
     if (step.done) return undefined;
-    const payload = step.value;
-    // Errors are Apollo's to format (and to tell its plugins of): its next part is this payload.
-    if (carriesErrors(payload)) {
-      this.later.forApollo(payload);
-      return 'apollo';
-    }
+    const payload = carriesErrors(step.value) ? formattedLater(step.value, this.setting) : step.value;
     return { json: JSON.stringify(payload), hasNext: payload.hasNext };
   };
 

@@ -11,7 +11,7 @@ import { LaterPayloads } from './later-payloads.js';
 import { leafStreamPlan, type LeafStreamPlan } from './leaf-streams.js';
 import type { RunPlan } from './message-plan.js';
 import { coerceError, writeFields } from './message-writing.js';
-import type { ExecutionOutcome, ExecutionReplay } from './payloads.js';
+import type { ExecutionOutcome } from './payloads.js';
 import { refusedDirectiveArguments } from '../directive-arguments.js';
 import { withoutOrphansIn } from '../nulled-paths.js';
 import { owningLists } from '../owned-lists.js';
@@ -21,11 +21,6 @@ import { variablePlan, withCoercedVariables } from './variables.js';
 export interface HttpOperationState {
   /** Where the operation's later payloads go, for the transport to take (see LaterPayloads). */
   readonly later: LaterPayloads;
-  /**
-   * How the operation's run ended, when the executor ran it already (a known document,
-   * graphql/fast/known-documents.ts) and Apollo is asked to answer it: `executeIncrementally` gives it back.
-   */
-  replay?: ExecutionReplay;
 }
 
 /**
@@ -35,12 +30,6 @@ export interface HttpOperationState {
  * took (`http`), gives its later payloads to its LaterPayloads.
  */
 export async function executeIncrementally(args: ExecutionArgs, http?: HttpOperationState): Promise<ExecutionOutcome> {
-  // The executor ran the operation already (a known document): Apollo answers with its outcome.
-  const replay = http?.replay;
-  if (replay !== undefined) {
-    if ('error' in replay) throw replay.error;
-    return replay.result;
-  }
   const later = http?.later;
   // A directive's arguments the executor would refuse only once running (graphql/directive-arguments.ts): the client's
   // mistake, before anything runs.

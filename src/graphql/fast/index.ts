@@ -1,4 +1,5 @@
 import type { GraphQLSchema } from 'graphql';
+import { gatewayErrorFormatter } from '../error-answers.js';
 import type { Executor } from '../executor.js';
 import { FastHttp } from './http-operation.js';
 import { KnownDocuments } from './known-documents.js';
@@ -11,11 +12,16 @@ export interface FastExecutorOptions {
    * reporting, installed with APOLLO_KEY, needs every later payload). On by default.
    */
   directHttp?: boolean;
+  /**
+   * Whether the errors of the answers it makes keep GraphQL's "Did you mean …" suggestions, as Apollo's `formatError`
+   * is configured (graphql/error-answers.ts gatewayErrorFormatter): on where introspection is. Off by default.
+   */
+  suggestions?: boolean;
 }
 
 /** The gateway's own paths; see Executor. */
 export function fastExecutor(schema: GraphQLSchema, options: FastExecutorOptions = {}): Executor {
-  const http = new FastHttp(schema, new KnownDocuments());
+  const http = new FastHttp(schema, new KnownDocuments(), gatewayErrorFormatter(options.suggestions ?? false));
   return {
     name: 'fast',
     execute: http.execute,

@@ -12,8 +12,8 @@ import type { DocumentNode } from 'graphql';
  * (BENCHMARKS.md, step 34). None of it changes a byte of an answer without errors: the executor's
  * initial result, framed as Apollo frames it. So the executor runs a known document itself (the
  * same `executeIncrementally` Apollo calls, with the same arguments) and gives the transport its
- * first part to frame; anything that carries an error goes to Apollo, the result already computed
- * (the operation's `replay`), for Apollo to format and tell its plugins of as for every request.
+ * answer to frame; errors are formatted, logged and given their status and headers by the functions
+ * Apollo's pipeline calls through the gateway's plugins (direct-answer.ts, ../error-answers.ts).
  *
  * Only documents whose operation the leaf-stream plan takes are kept (the run's streamed document,
  * graphql/fast/leaf-streams.ts), at most `capacity` of them, none longer than `maxChars`: the text was

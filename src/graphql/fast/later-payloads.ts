@@ -19,10 +19,9 @@ import { SharedStream, SharedTextStream } from '../../views/shared-stream.js';
  * neither changes a byte: the formatter hands back a copy with the same items, and the framing is
  * fixed. A streamed token is one such payload, and under load this machinery made about a quarter
  * of the gateway's garbage per token (BENCHMARKS.md, step 21). So the transport reads the payloads
- * here (serialised by http-operation.ts) and frames those without errors itself, exactly as Apollo
- * frames them; a payload with errors is handed to Apollo (`forApollo`), and the transport writes what Apollo
- * makes of it: Apollo's formatting, hooks and framing, unchanged. test/incremental.test.ts checks
- * that whole answers are the same bytes as Apollo's own for every streamed document shape the
+ * here (serialised by http-operation.ts, a payload's errors formatted as Apollo formats them:
+ * direct-answer.ts) and frames them itself, exactly as Apollo frames them. test/incremental.test.ts
+ * checks that whole answers are the same bytes as Apollo's own for every streamed document shape the
  * tests use, in both formats, errors included.
  *
  * Only where no plugin listens to those hooks: Apollo's usage reporting (installed by Apollo
@@ -67,7 +66,6 @@ export class LaterPayloads {
   runPlanned = false;
   /** The document and operation, when the leaf-stream plan took them (graphql/fast/known-documents.ts). */
   planned: KnownDocument | undefined;
-  private readonly queued: LaterPayload[] = [];
 
   /** Leaf streams (graphql/fast/leaf-streams.ts) not done: waiting for their message's payload, or written. */
   private readonly leaves = new LeafStreams();
@@ -114,36 +112,14 @@ export class LaterPayloads {
   private unwatchMeta: (() => void) | undefined;
 
   /**
-   * Keeps the executor's payloads for the transport, and gives Apollo the stream of those the
-   * transport hands back (`forApollo`). Apollo reads that stream only when the transport asks
-   * Apollo's body for its next part, which it does only after handing one over, or to end it.
+   * Keeps the executor's payloads for the transport, and gives Apollo a stream that ends at once in their place: the
+   * transport takes the later payloads here (HttpOperation `later`) and reads only Apollo's first part.
    */
   adopt(results: AsyncGenerator<LaterPayload, void, void> | undefined): AsyncGenerator<LaterPayload, void, void> {
     this.source = results;
     // With the run plan there is no executor until the run raises a meta event, maybe never.
     if (results === undefined) this.executorDone = true;
-    const queued = this.queued;
-    const ended = (): Promise<IteratorResult<LaterPayload, void>> => {
-      queued.length = 0;
-      return Promise.resolve({ value: undefined, done: true });
-    };
-    const apolloStream: AsyncGenerator<LaterPayload, void, void> = {
-      next: () => {
-        const value = queued.shift();
-        return value === undefined ? ended() : Promise.resolve({ value, done: false });
-      },
-      return: ended,
-      throw: (error: unknown) => Promise.reject(error),
-      [Symbol.asyncIterator]: () => apolloStream,
-      // Node 20's AsyncGenerator type also names this; Apollo never disposes the stream.
-      [Symbol.asyncDispose]: () => ended().then(() => undefined),
-    } as AsyncGenerator<LaterPayload, void, void>;
-    return apolloStream;
-  }
-
-  /** Hands a payload to Apollo: its body's next part is that payload, formatted and framed by Apollo. */
-  forApollo(payload: LaterPayload): void {
-    this.queued.push(payload);
+    return nothingForApollo();
   }
 
   /** Where leaf streams write their items from now on (they write only once their message went out). */
@@ -501,3 +477,6 @@ export class LaterPayloads {
 }
 
 const DONE: IteratorResult<LaterPayload, void> = Object.freeze({ value: undefined, done: true });
+
+/** The later payloads Apollo is given: none (see LaterPayloads `adopt`). */
+async function* nothingForApollo(): AsyncGenerator<LaterPayload, void, void> {}

@@ -7,9 +7,6 @@ import type { GraphQLError, GraphQLResolveInfo } from 'graphql';
 
 export type { ExecutionOutcome };
 
-/** An operation's run as the executor ended it: its result, or what it threw. */
-export type ExecutionReplay = { result: ExecutionOutcome } | { error: unknown };
-
 /** One later payload of an operation with @defer/@stream, as the executor yields it. */
 export type LaterPayload = SubsequentIncrementalExecutionResult;
 

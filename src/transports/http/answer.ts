@@ -109,19 +109,12 @@ export async function writeResponse(
   };
   // Backpressure: while the client reads slower than parts come, nothing more is taken.
   const room = (): Promise<void> | undefined => (res.writableNeedDrain && !res.destroyed ? drained(res) : undefined);
-  // Apollo's parts: the initial result, then (when the executor's later payloads were not taken)
-  // every later one; with them taken, only those handed back to Apollo (they carry errors).
+  // Apollo's parts: the initial result, then (when the executor does not give the later payloads itself) every later
+  // one.
   const parts = (): Promise<IteratorResult<string, void>> => chunks.next();
   /** A later payload the executor gives goes out, as Apollo would write it. */
-  const sendLater = async (later: LaterDelivery, payload: LaterStep): Promise<void> => {
-    if (payload === 'apollo') {
-      // Errors are Apollo's to format (and to tell its plugins of): its next part is this payload.
-      const part = await parts();
-      if (part.done) throw new Error('Apollo ended the response before the payload it was handed.');
-      sendPart(part.value, true);
-    } else {
-      sendPayloadJson(payload.json, payload.hasNext);
-    }
+  const sendLater = (later: LaterDelivery, payload: LaterStep): void => {
+    sendPayloadJson(payload.json, payload.hasNext);
     // Leaf streams whose message this payload carried write after it.
     later.after();
   };
@@ -152,7 +145,7 @@ export async function writeResponse(
       // A client that goes away ends the leaf streams (and whatever waits for them) at once.
       res.once('close', () => delivery.close());
       for (let step = await delivery.next(); step !== undefined && !res.destroyed; step = await delivery.next()) {
-        await sendLater(delivery, step);
+        sendLater(delivery, step);
         const full = room();
         if (full) await full;
       }

@@ -5,7 +5,7 @@ import { textNestsDeeperThan } from '../../core/depth.js';
 import { ParseFailedError } from '../../core/errors.js';
 import type { GatewayContext } from '../../graphql/context.js';
 import { TOO_DEEP_DOCUMENT } from '../../graphql/documents.js';
-import type { InitialPart } from '../../graphql/executor.js';
+import type { DirectAnswer } from '../../graphql/executor.js';
 import { isAgUiEnvelope } from '../../ag-ui/body.js';
 import { agUiCaller } from '../../ag-ui/caller.js';
 import { headerValue, type Admitted } from '../access.js';
@@ -60,7 +60,7 @@ export async function serveGraphQL(
     return options.agUi.envelope(res, body, agUiCaller(req, admitted, request, options.logger));
   }
 
-  const { acceptance, apollo: acceptForApollo } = readAccept(req.headers.accept);
+  const { acceptance, apollo: acceptForApollo, single } = readAccept(req.headers.accept);
   /** The request as Apollo reads it (the headers copied when Apollo is asked). */
   const apolloRequest = (): HTTPGraphQLRequest => {
     const headers = new HeaderMap();
@@ -72,8 +72,17 @@ export async function serveGraphQL(
   };
 
   // What the executor does for the request itself (nothing, on the stock executor).
-  const direct = req.method === 'POST' && (acceptance.multipart || acceptance.sse) && options.apolloServing();
-  const operation = options.executor.prepare({ body, direct });
+  const direct =
+    req.method === 'POST' &&
+    (acceptance.multipart || acceptance.sse) &&
+    single !== undefined &&
+    options.apolloServing();
+  const operation = options.executor.prepare({
+    body,
+    direct,
+    header: (name) => headerValue(req.headers[name]),
+    logger: log,
+  });
   const contextValue: GatewayContext = {
     requestId,
     logger: log,
@@ -93,13 +102,13 @@ export async function serveGraphQL(
   const context = async (): Promise<GatewayContext> => contextValue;
   const askApollo = (): Promise<HTTPGraphQLResponse> =>
     options.apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest: apolloRequest(), context });
-  const first = await operation?.run(contextValue);
+  const answer = await operation?.run(contextValue);
   let response: HTTPGraphQLResponse;
-  if (first === undefined) {
+  if (answer === undefined) {
     response = await askApollo();
     operation?.answered(query, response.body.kind === 'chunked');
   } else {
-    response = first === 'apollo' ? await askApollo() : answeredDirectly(first, askApollo);
+    response = answeredDirectly(answer, single!);
   }
   if (response.body.kind === 'complete' && /^text\/html/i.test(response.headers.get('content-type') ?? '')) {
     response.body.string = options.explorer.withFallbackLink(response.body.string);
@@ -117,41 +126,20 @@ export async function serveGraphQL(
 }
 
 /**
- * The answer to a request the executor ran without Apollo's pipeline (a known document): its initial
- * part framed as Apollo frames it (its writeMultipartBody). A later payload with errors is Apollo's
- * to format: Apollo's pipeline for this request starts then (the executor gives it the same result),
- * and its first part (the same initial part) is skipped.
+ * The answer to a request the executor ran without Apollo's pipeline (a known document), as Apollo hands it over: one
+ * result with the content type Apollo picks for the request's Accept (`single`), or a streamed answer whose first part
+ * is framed as Apollo frames it (its writeMultipartBody).
  */
-function answeredDirectly(initial: InitialPart, askApollo: () => Promise<HTTPGraphQLResponse>): HTTPGraphQLResponse {
-  let first: string | undefined = `${MULTIPART_START}${multipartPart(initial.json, initial.hasNext)}`;
-  let apolloParts: AsyncIterator<string> | undefined;
-  const parts: AsyncIterator<string> & AsyncIterable<string> = {
-    async next() {
-      if (first !== undefined) {
-        const value = first;
-        first = undefined;
-        return { value, done: false };
-      }
-      if (apolloParts === undefined) {
-        const replayed = await askApollo();
-        if (replayed.body.kind !== 'chunked') throw new Error('Apollo did not stream the operation it was handed.');
-        apolloParts = replayed.body.asyncIterator;
-        await apolloParts.next();
-      }
-      return apolloParts.next();
-    },
-    async return() {
-      first = undefined;
-      await apolloParts?.return?.(undefined);
-      return { value: undefined, done: true };
-    },
-    [Symbol.asyncIterator]() {
-      return this;
-    },
-  };
-  return {
-    status: undefined,
-    headers: new HeaderMap([['content-type', MULTIPART_CONTENT_TYPE]]),
-    body: { kind: 'chunked', asyncIterator: parts as AsyncIterableIterator<string> },
-  };
+function answeredDirectly(answer: DirectAnswer, single: string): HTTPGraphQLResponse {
+  const headers = new HeaderMap([...answer.headers]);
+  if (answer.body.kind === 'single') {
+    headers.set('content-type', single);
+    return { status: answer.status, headers, body: { kind: 'complete', string: answer.body.json } };
+  }
+  headers.set('content-type', MULTIPART_CONTENT_TYPE);
+  const { json, hasNext } = answer.body.first;
+  async function* parts(): AsyncGenerator<string> {
+    yield `${MULTIPART_START}${multipartPart(json, hasNext)}`;
+  }
+  return { status: answer.status, headers, body: { kind: 'chunked', asyncIterator: parts() } };
 }

@@ -1,3 +1,5 @@
+import Negotiator from 'negotiator';
+
 /** What the client can take, read from its Accept header. */
 export interface Acceptance {
   multipart: boolean;
@@ -13,6 +15,11 @@ export interface Acceptance {
 export interface AcceptReading {
   readonly acceptance: Readonly<Acceptance>;
   readonly apollo: string;
+  /**
+   * The content type Apollo gives one result for `apollo` (its chooseContentTypeForSingleResultResponse), for the
+   * answers the executor makes itself; undefined where Apollo would answer 406.
+   */
+  readonly single: string | undefined;
 }
 
 /** The format Apollo streams in: the one the stock client (urql) merges correctly. */
@@ -31,7 +38,8 @@ export function readAccept(accept: string | undefined): AcceptReading {
   const key = accept ?? '';
   let reading = acceptReadings.get(key);
   if (reading === undefined) {
-    reading = { acceptance: Object.freeze(readAcceptance(accept)), apollo: apolloAccept(accept) };
+    const apollo = apolloAccept(accept);
+    reading = { acceptance: Object.freeze(readAcceptance(accept)), apollo, single: singleResultType(apollo) };
     if (key.length <= MAX_KEPT_ACCEPT_CHARS) {
       if (acceptReadings.size >= MAX_ACCEPT_READINGS) acceptReadings.clear();
       acceptReadings.set(key, reading);
@@ -75,4 +83,16 @@ function apolloAccept(accept: string | undefined): string {
     .filter((range) => APOLLO_TYPES.test(range));
   if (!kept.some((range) => !/^text\/html/i.test(range))) kept.push('application/json');
   return [...kept, `${LEGACY_MULTIPART};q=0.001`].join(', ');
+}
+
+/** The JSON types Apollo answers one result with, in its order (its MEDIA_TYPES). */
+const SINGLE_RESULT_TYPES = [
+  'application/json; charset=utf-8',
+  'application/graphql-response+json; charset=utf-8',
+  'application/json; callbackSpec=1.0; charset=utf-8',
+];
+
+/** As Apollo picks one result's content type for the Accept header it is shown (never empty here). */
+function singleResultType(apollo: string): string | undefined {
+  return new Negotiator({ headers: { accept: apollo } }).mediaType(SINGLE_RESULT_TYPES);
 }
