@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { AgUiTransport } from './ag-ui/serve.js';
 import { OpenAITranscriber } from './adapters/transcription.js';
 import { createApollo } from './graphql/apollo.js';
+import { gatewayErrorFormatter } from './graphql/error-answers.js';
 import type { ExecutorName } from './graphql/executor.js';
 import { fastExecutor } from './graphql/fast/index.js';
 import { stockExecutor } from './graphql/stock.js';
@@ -67,11 +68,13 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
   const config = resolveOptions(options);
   const logger = config.logger;
   const schema = buildSchema();
+  // Errors are shaped by one formatter, in Apollo's pipeline and in the answers the fast executor makes itself.
+  const formatError = gatewayErrorFormatter(config.sandbox);
   // Apollo's usage reporting needs every later payload, and every operation to pass through Apollo's pipeline.
   const executor =
     config.executor === 'stock'
       ? stockExecutor()
-      : fastExecutor(schema, { directHttp: !config.apolloUsageReporting, suggestions: config.sandbox });
+      : fastExecutor(schema, { directHttp: !config.apolloUsageReporting, formatError });
   const { upstream, endpoints, mcp, store, threads, limiter, access, launcher, cors, hosts, metrics, inputBudget } =
     wireGateway(config);
   // A body or WebSocket message larger than all the input held at once could never be read: it is refused as too
@@ -116,6 +119,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     server,
     drainWebSocket: ws.dispose,
     sandbox: config.sandbox,
+    formatError,
     logger,
     usageReporting: config.apolloUsageReporting,
   });

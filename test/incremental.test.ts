@@ -19,7 +19,7 @@ import { runInput, startGateway, userMessage, type RunningGateway } from './supp
 const FAST = 'fast' as const;
 
 // Over HTTP the transport takes an operation's later payloads straight from the executor and frames
-// those without errors itself; those with errors go through Apollo (src/graphql/fast/incremental.ts).
+// them itself, errors formatted as Apollo formats them (src/graphql/fast/direct-answer.ts).
 // Here one gateway does that and another leaves every payload to Apollo (as it does when APOLLO_KEY
 // is set, for Apollo's usage reporting), and every answer must be the same bytes: every streamed
 // document shape the other tests use, in both streaming formats, with and without errors. The first

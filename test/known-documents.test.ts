@@ -2,6 +2,7 @@ import http, { type IncomingMessage } from 'node:http';
 import { ApolloServer } from '@apollo/server';
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import type { ModelAdapter, ModelOutput, ModelRequest } from '../src/adapters/adapter.js';
+import type { GatewayOptions } from '../src/gateway.js';
 import { KnownDocuments } from '../src/graphql/fast/known-documents.js';
 import { LaterPayloads } from '../src/graphql/fast/later-payloads.js';
 import { ErrorLog } from './support/error-log.js';
@@ -105,7 +106,7 @@ describe('known documents (HTTP)', () => {
   let direct: RunningGateway;
   let throughApollo: RunningGateway;
   const logs = new Map<RunningGateway, ErrorLog>();
-  const gateways = async (options: { maxConcurrentRuns?: number; rateLimits?: { concurrentRuns: number } } = {}) => {
+  const gateways = async (options: Pick<GatewayOptions, 'maxConcurrentRuns' | 'rateLimits' | 'sandbox'> = {}) => {
     const start = async () => {
       const log = new ErrorLog();
       const gateway = await startGateway({ adapter, ...options, executor: FAST, logger: log.logger });
@@ -179,7 +180,7 @@ describe('known documents (HTTP)', () => {
     const answer = await both(stock('hi', { agentSession: { agentName: 'planner' } }), 'answered');
     expect(answer.text).toMatch(/AGENT_NOT_FOUND/);
     expect(answer.text).toContain('"requestId"');
-    expect(answer.logged).toEqual([expect.stringMatching(/^AGENT_NOT_FOUND request error: /)]);
+    expect(answer.logged).toEqual([expect.stringMatching(/^30 AGENT_NOT_FOUND request error: /)]);
   });
 
   it.each([
@@ -221,10 +222,8 @@ describe('known documents (HTTP)', () => {
       expect(ours.text).toContain('"message":"Unexpected error."');
       expect(ours.text).not.toContain('broken writer');
       // Logged in full, once for each answer.
-      expect(log.lines).toEqual([
-        ' unexpected error (masked for the client)',
-        ' unexpected error (masked for the client)',
-      ]);
+      const line = '50 - unexpected error (masked for the client) broken writer';
+      expect(log.lines).toEqual([line, line]);
     } finally {
       broken.mockRestore();
     }
@@ -262,6 +261,31 @@ describe('known documents (HTTP)', () => {
       await Promise.all([pair.ours.close(), pair.apollos.close()]);
     }
   });
+
+  it('leaves to Apollo a client whose Accept takes no JSON type for one result (Apollo would answer it 406)', async () => {
+    await both(stock('hi'), 'answered');
+    const accept = 'multipart/mixed; deferSpec=20220824, application/json;q=0';
+    const streamedAnswer = await both(stock('hi'), 'not known', accept);
+    expect(streamedAnswer.text).toContain('"Success"');
+    const refused = await both(stock('hi', { agentSession: { agentName: 'planner' } }), 'not known', accept);
+    expect(refused.status).toBe(406);
+  });
+
+  it.each([true, false])(
+    'keeps "Did you mean" in the errors it formats only where the sandbox is on (%s), as Apollo does',
+    async (sandbox) => {
+      const pair = await gateways({ sandbox });
+      try {
+        await both(stock('hi'), 'not known', MULTIPART, pair);
+        const typo = stock('hi', { metadata: { requestType: 'Chatt' } });
+        const answer = await both(typo, 'answered', MULTIPART, pair);
+        expect(answer.text).toContain('BAD_USER_INPUT');
+        expect(answer.text.includes('Did you mean')).toBe(sandbox);
+      } finally {
+        await Promise.all([pair.ours.close(), pair.apollos.close()]);
+      }
+    },
+  );
 
   it('leaves a client that takes no streaming format to Apollo (406)', async () => {
     await both(stock('hi'), 'answered');

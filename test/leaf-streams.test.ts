@@ -334,7 +334,7 @@ describe("an operation's leaf streams", () => {
     expect(written).toEqual([chunk('ab', 0)]);
   });
 
-  it('write nothing while a payload is going out (Apollo may be formatting it): what came meanwhile follows it', async () => {
+  it('write nothing while a payload is going out: what came meanwhile follows it', async () => {
     const harness = opened();
     const { later, written, executor } = harness;
     const text = await releasedText(harness);

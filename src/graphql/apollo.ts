@@ -11,7 +11,7 @@ import { ApolloServerPluginLandingPageLocalDefault } from '@apollo/server/plugin
 import type { GraphQLSchema } from 'graphql';
 import type { Logger } from 'pino';
 import type { GatewayContext } from './context.js';
-import { gatewayErrorFormatter } from './error-answers.js';
+import type { ErrorFormatter } from './error-answers.js';
 import type { Executor } from './executor.js';
 import { errorLoggingPlugin, httpOperationGuardPlugin, refusalPlugin, requestIdPlugin } from './plugins.js';
 import { MAX_DOCUMENT_TOKENS, gatewayValidationRules } from './validation.js';
@@ -25,6 +25,8 @@ export interface ApolloOptions {
   drainWebSocket: () => Promise<void>;
   /** Introspection, the landing page and Apollo Studio's origins: on in development (GatewayOptions.sandbox). */
   sandbox: boolean;
+  /** How errors are shaped for clients: the one formatter the fast executor is given too (error-answers.ts). */
+  formatError: ErrorFormatter;
   logger: Logger;
   /**
    * Apollo's usage reporting (GatewayOptions.apolloUsageReporting): off, it is kept off even where APOLLO_KEY would
@@ -52,7 +54,7 @@ export function createApollo(options: ApolloOptions): ApolloServer<GatewayContex
     includeStacktraceInErrorResponses: false,
     // Runs @defer/@stream (and async-iterable lists) on the chosen executor (graphql/executor.ts).
     legacyExperimentalExecuteIncrementally: executor.execute as any,
-    formatError: gatewayErrorFormatter(sandbox),
+    formatError: options.formatError,
     validationRules: gatewayValidationRules(sandbox),
     parseOptions: { maxTokens: MAX_DOCUMENT_TOKENS },
     // main.ts owns the process's signals; Apollo re-raising them would change the exit code.

@@ -105,7 +105,7 @@ export function withoutOrphansIn(outcome: ExecutionOutcome): ExecutionOutcome {
   };
 }
 
-/** Whether Apollo must format the payload: it carries errors (in an item or a deferred part). */
+/** Whether the payload carries errors (in an item or a deferred part), which are formatted before it goes out. */
 export function carriesErrors(payload: LaterPayload): boolean {
   if ((payload as { errors?: unknown }).errors !== undefined) return true;
   const incremental = payload.incremental;

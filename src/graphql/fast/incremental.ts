@@ -85,7 +85,7 @@ function nextTurn<T>(value: T): Promise<T> {
  * one. Undefined, before anything has run, where the executor must run the request: variables the
  * coercer gives up on, or arguments the executor would refuse (it reports them). A run refused by
  * its resolver gives the executor's result for it (the error located at the run's field, `data`
- * null), which Apollo formats as for any request.
+ * null), which is answered as Apollo answers any request's (direct-answer.ts for a known document).
  */
 function runByPlan(
   args: ExecutionArgs,

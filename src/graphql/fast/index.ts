@@ -1,5 +1,5 @@
 import type { GraphQLSchema } from 'graphql';
-import { gatewayErrorFormatter } from '../error-answers.js';
+import { gatewayErrorFormatter, type ErrorFormatter } from '../error-answers.js';
 import type { Executor } from '../executor.js';
 import { FastHttp } from './http-operation.js';
 import { KnownDocuments } from './known-documents.js';
@@ -13,15 +13,15 @@ export interface FastExecutorOptions {
    */
   directHttp?: boolean;
   /**
-   * Whether the errors of the answers it makes keep GraphQL's "Did you mean …" suggestions, as Apollo's `formatError`
-   * is configured (graphql/error-answers.ts gatewayErrorFormatter): on where introspection is. Off by default.
+   * How the errors of the answers it makes are shaped: the formatter Apollo is given (graphql/apollo.ts
+   * `formatError`), so that both shape them alike. The gateway's without suggestions by default.
    */
-  suggestions?: boolean;
+  formatError?: ErrorFormatter;
 }
 
 /** The gateway's own paths; see Executor. */
 export function fastExecutor(schema: GraphQLSchema, options: FastExecutorOptions = {}): Executor {
-  const http = new FastHttp(schema, new KnownDocuments(), gatewayErrorFormatter(options.suggestions ?? false));
+  const http = new FastHttp(schema, new KnownDocuments(), options.formatError ?? gatewayErrorFormatter(false));
   return {
     name: 'fast',
     execute: http.execute,

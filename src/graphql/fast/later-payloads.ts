@@ -184,8 +184,8 @@ export class LaterPayloads {
     const hasNext = !this.executorDone || this.made.length > 0 || this.producing();
     payload.hasNext = hasNext;
     if (!hasNext) this.over = true;
-    // Until it has gone out (Apollo may be formatting it), leaf streams write nothing: what they
-    // would write comes after it.
+    // Until it has gone out (the transport writes it a microtask after `next` gives it), leaf streams
+    // write nothing: what they would write comes after it.
     this.passing = true;
     return { value: payload, done: false };
   }

@@ -10,7 +10,7 @@ import type { SharedTextStream } from '../../views/shared-stream.js';
 
 /** What a leaf stream needs of the operation's later payloads (LaterPayloads is it; named here, not imported). */
 export interface LeafStreamOwner {
-  /** Whether Apollo passes the payloads on for now (one carried errors): the stream waits. */
+  /** Whether a payload is going out (given, not yet written): the stream waits, what it writes comes after. */
   isPassing(): boolean;
   /** Where payloads go, once the transport has opened the delivery. */
   readonly out: LaterSink | undefined;

@@ -32,8 +32,8 @@ import { coerceError, completeLeaf } from './message-writing.js';
  * executor writes for a stream with no initial items), and the run's text stream is handed to the
  * operation's `LaterPayloads`, which writes each item as the executor writes one: the same
  * payload, path and index, after the payload that carries the message and before the last one.
- * An item GraphQL's `String` refuses ends the stream with the executor's own error, which goes
- * through Apollo like every payload with errors. test/incremental.test.ts compares whole answers
+ * An item GraphQL's `String` refuses ends the stream with the executor's own error, formatted as
+ * Apollo formats a later payload's (direct-answer.ts). test/incremental.test.ts compares whole answers
  * with the executor's, byte for byte, for every streamed document shape the tests use.
  *
  * Where timing decides, the two may cut the same text differently; both are valid answers with the

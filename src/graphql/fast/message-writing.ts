@@ -146,7 +146,7 @@ export function completeLeaf(type: GraphQLLeafType, value: unknown): unknown {
   try {
     serialized = type.serialize(value);
   } catch (error) {
-    if (error instanceof GraphQLError) throw new Error(error.message, { cause: error });
+    if (error instanceof GraphQLError) throw new Error(error.message);
     throw error;
   }
   if (serialized == null) {

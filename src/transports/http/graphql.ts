@@ -130,10 +130,11 @@ export async function serveGraphQL(
  * result with the content type Apollo picks for the request's Accept (`single`), or a streamed answer whose first part
  * is framed as Apollo frames it (its writeMultipartBody).
  */
-function answeredDirectly(answer: DirectAnswer, single: string): HTTPGraphQLResponse {
+export function answeredDirectly(answer: DirectAnswer, single: string): HTTPGraphQLResponse {
   const headers = new HeaderMap([...answer.headers]);
   if (answer.body.kind === 'single') {
-    headers.set('content-type', single);
+    // As Apollo: a content type an error's `extensions.http` set stands.
+    if (!headers.has('content-type')) headers.set('content-type', single);
     return { status: answer.status, headers, body: { kind: 'complete', string: answer.body.json } };
   }
   headers.set('content-type', MULTIPART_CONTENT_TYPE);
