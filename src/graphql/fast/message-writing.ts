@@ -146,6 +146,8 @@ export function completeLeaf(type: GraphQLLeafType, value: unknown): unknown {
   try {
     serialized = type.serialize(value);
   } catch (error) {
+    // As the executor's: a bare Error (with a cause, the error logged would differ between the executors).
+    // eslint-disable-next-line preserve-caught-error
     if (error instanceof GraphQLError) throw new Error(error.message);
     throw error;
   }
