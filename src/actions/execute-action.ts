@@ -96,7 +96,7 @@ export async function executeAction(
 }
 
 /** The reference runtime's form of a failed action: the run goes on, the model reads the error. */
-export function actionErrorResult(code: ErrorCode, message: string): string {
+function actionErrorResult(code: ErrorCode, message: string): string {
   return JSON.stringify({ error: { code, message }, result: '' });
 }
 
@@ -155,7 +155,7 @@ function matchesType(value: unknown, type: string): boolean {
  * An action's value as the result string the client and the model see: a string as it is,
  * `undefined` as "", anything else (numbers, booleans, null, objects) as JSON.
  */
-export function serializeActionResult(value: unknown): string {
+function serializeActionResult(value: unknown): string {
   if (typeof value === 'string') return value;
   if (value === undefined) return '';
   return JSON.stringify(value) ?? '';

@@ -35,8 +35,8 @@ export interface Transcriber {
   transcribe(audio: AudioFile, signal: AbortSignal, logger: Logger): Promise<string>;
 }
 
-export const DEFAULT_TRANSCRIPTION_MODEL = 'whisper-1';
-export const DEFAULT_TRANSCRIPTION_MAX_BYTES = 25 * 1024 * 1024;
+const DEFAULT_TRANSCRIPTION_MODEL = 'whisper-1';
+const DEFAULT_TRANSCRIPTION_MAX_BYTES = 25 * 1024 * 1024;
 /**
  * Room for multipart's own framing (boundaries, part headers) on top of the largest recording: an upload's body
  * may be that much larger than maxBytes; the file itself is held to maxBytes once parsed.

@@ -60,7 +60,7 @@ const KNOWN_EVENT_TYPES = new Set<string>(Object.values(EventType));
  * (@ag-ui/client's HttpAgent is not used: one instance per agent would share state across users,
  * and its reader lets a cut connection escape as an unhandled rejection.)
  */
-export class AgUiAgentClient implements AgentClient {
+class AgUiAgentClient implements AgentClient {
   constructor(
     private readonly url: string,
     private readonly settings: UpstreamHttpSettings,

@@ -183,7 +183,7 @@ const idPrefixes = new Map<string, string>();
 const MAX_ID_PREFIXES = 1024;
 
 /** Whether the client declared AG-UI 1.0 or later (RunAgentInput.protocolVersion: "1.0"; 0.0.x clients send none). */
-export function speaksAgUi1(protocolVersion: string | undefined): boolean {
+function speaksAgUi1(protocolVersion: string | undefined): boolean {
   const major = /^(\d+)\./.exec(protocolVersion ?? '');
   return major !== null && Number(major[1]) >= 1;
 }

@@ -110,7 +110,7 @@ export function runRequestFromAgUi(agentId: string, input: RunAgentInput): RunRe
 }
 
 /** The tool CopilotKit's suggestion engine forces the model to call (its SUGGEST_TOOL). */
-export const SUGGEST_TOOL_NAME = 'copilotkitSuggest';
+const SUGGEST_TOOL_NAME = 'copilotkitSuggest';
 
 /**
  * Whether a run is CopilotKit asking for suggestions: it offers `copilotkitSuggest` and forces the model to
@@ -180,7 +180,7 @@ function interruptAnswers(resume: unknown, properties: Record<string, unknown>):
  * call they answer); user image parts as image messages. Reasoning and activity messages are not
  * part of the conversation a model is given.
  */
-export function messagesFromAgUi(messages: readonly AgUiMessage[]): Message[] {
+function messagesFromAgUi(messages: readonly AgUiMessage[]): Message[] {
   const names = new Map<string, string>();
   for (const message of messages) for (const call of message.toolCalls ?? []) names.set(call.id, call.function.name);
   const out: Message[] = [];

@@ -107,7 +107,7 @@ export async function threadResource(
 }
 
 /** The thread as the list shows it, in CopilotKit's ThreadRecord shape (dates as ISO strings). */
-export function recordOf(summary: ThreadSummary): Record<string, unknown> {
+function recordOf(summary: ThreadSummary): Record<string, unknown> {
   return {
     id: summary.threadId,
     // No organisations here: every thread is its owner's alone.

@@ -402,7 +402,7 @@ function summary(discovery: Discovery): { agents: string[]; actions: string[] } 
 }
 
 /** CopilotKit's `Parameter[]` (name, type, description, required, enum, attributes) as a JSON Schema object. */
-export function parametersToJsonSchema(parameters: unknown): Record<string, unknown> {
+function parametersToJsonSchema(parameters: unknown): Record<string, unknown> {
   const list = Array.isArray(parameters) ? parameters.filter((p) => p && typeof p.name === 'string') : [];
   const properties: Record<string, unknown> = {};
   for (const parameter of list) properties[parameter.name] = attributeSchema(parameter);

@@ -72,7 +72,7 @@ const loadSdk = loadOnFirstUse(() => import('@langchain/langgraph-sdk'));
  * becomes an interrupt, an `error` event fails the run. A client that goes away cancels the run on
  * the deployment. When the run ends, the thread's final state is sent with its messages.
  */
-export class LangGraphAgentClient implements AgentClient {
+class LangGraphAgentClient implements AgentClient {
   private assistant: Promise<string> | undefined;
 
   constructor(

@@ -5,7 +5,7 @@
 export const DEFAULT_AGENT_ID = 'default';
 
 /** The longest thread or run id a client may send, over every protocol. */
-export const MAX_ID_LENGTH = 256;
+const MAX_ID_LENGTH = 256;
 
 /** A UTF-16 surrogate without its pair (text that cannot be UTF-8 or in a URI as it is); global, for replace. */
 export const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;

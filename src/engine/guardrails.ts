@@ -17,7 +17,7 @@ export interface GuardrailsOptions {
   timeoutMs?: number;
 }
 
-export const DEFAULT_GUARDRAILS_URL = 'https://api.cloud.copilotkit.ai';
+const DEFAULT_GUARDRAILS_URL = 'https://api.cloud.copilotkit.ai';
 const WHO = 'the guardrails service';
 
 /** What the service answers. */

@@ -25,7 +25,7 @@ export interface ThreadListRequest {
 export const DEFAULT_THREAD_PAGE = 50;
 export const MAX_THREAD_PAGE = 200;
 /** The longest name a thread may be given. */
-export const MAX_THREAD_NAME = 200;
+const MAX_THREAD_NAME = 200;
 
 /** A new name for a thread: trimmed, 1 to MAX_THREAD_NAME characters, no lone surrogate (see ThreadList.update). */
 export function checkedName(name: string): string {

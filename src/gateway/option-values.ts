@@ -8,7 +8,7 @@ import type { GuardrailsOptions } from '../engine/guardrails.js';
 // checks too): each returns the value as the gateway uses it, or throws a ConfigurationError naming the option.
 
 /** The values of NODE_ENV the gateway knows; unset or empty is development. */
-export const NODE_ENVIRONMENTS = ['production', 'development', 'test'] as const;
+const NODE_ENVIRONMENTS = ['production', 'development', 'test'] as const;
 
 /**
  * The environment NODE_ENV asks for: production, or development (which "test" is). Anything else is a

@@ -17,14 +17,14 @@ import { fieldCounter } from './validation.js';
  * value, measured: a million values is about 150 MB while the answer is made. A thread's usual selection (the stock
  * client's, about a dozen fields a message) fits up to some 80,000 messages.
  */
-export const MAX_ANSWER_VALUES = 1_000_000;
+const MAX_ANSWER_VALUES = 1_000_000;
 
 /**
  * The most whole threads one operation may read (copilotThread, loadAgentState): each answer is as large as its thread,
  * and aliases repeat a field (loadAgentState's messages are one string of the thread's JSON, so the values' budget
  * does not see them).
  */
-export const MAX_THREAD_READS = 10;
+const MAX_THREAD_READS = 10;
 
 /** Counts a whole-thread read of the operation (`spent`), or refuses it (LIMIT_EXCEEDED) past MAX_THREAD_READS. */
 export function countThreadRead(info: GraphQLResolveInfo, spent: StoredReads): void {

@@ -91,7 +91,7 @@ export function runRequestFromInput(
 export type MessageInputLike = Pick<MessageInput, 'id' | (typeof MESSAGE_FIELDS)[number]>;
 
 /** Converts the client's messages, rejecting any that set none or several of the message fields. */
-export function messagesFromInput(inputs: readonly MessageInputLike[], where = 'messages'): Message[] {
+function messagesFromInput(inputs: readonly MessageInputLike[], where = 'messages'): Message[] {
   return inputs.map((input, index) => {
     const set = MESSAGE_FIELDS.filter((field) => input[field] != null);
     if (set.length !== 1) {
@@ -157,7 +157,7 @@ export function messagesFromInput(inputs: readonly MessageInputLike[], where = '
 }
 
 /** Parses a frontend action's `jsonSchema`, which must be a JSON object. */
-export function parseJsonSchema(jsonSchema: string, where: string): Record<string, unknown> {
+function parseJsonSchema(jsonSchema: string, where: string): Record<string, unknown> {
   return parseJsonObject(jsonSchema, `${where}.jsonSchema`, 'a JSON Schema');
 }
 

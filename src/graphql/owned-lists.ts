@@ -61,7 +61,7 @@ export function owningLists(
 const OWNING: unique symbol = Symbol('owning lists');
 
 /** Whether a field resolver already owns its lists (`owningLists`). */
-export function ownsLists(resolver: GraphQLFieldResolver<unknown, unknown> | undefined): boolean {
+function ownsLists(resolver: GraphQLFieldResolver<unknown, unknown> | undefined): boolean {
   return resolver !== undefined && (resolver as { [OWNING]?: true })[OWNING] === true;
 }
 

@@ -21,7 +21,7 @@ export const MAX_DOCUMENT_TOKENS = 20_000;
  * key twice) are one run. Repeats the executor runs separately, such as a fragment spread both
  * plainly and with @defer, are refused when the second run would start (RunLauncher).
  */
-export const SingleRunPerOperationRule: ValidationRule = (context) => ({
+const SingleRunPerOperationRule: ValidationRule = (context) => ({
   OperationDefinition(operation) {
     const fragments = new Map(
       context
@@ -64,7 +64,7 @@ export const SingleRunPerOperationRule: ValidationRule = (context) => ({
  * not with the text. The stock client's mutation expands to about 150, GraphiQL's introspection
  * query to about 250.
  */
-export const MAX_EXPANDED_FIELDS = 2_000;
+const MAX_EXPANDED_FIELDS = 2_000;
 
 /**
  * The number of fields `operation` selects with its fragments expanded, counted without expanding
@@ -112,7 +112,7 @@ export function fieldCounter(
 }
 
 /** Refuses operations that select more than MAX_EXPANDED_FIELDS fields once fragments are expanded. */
-export const ExpandedSizeRule: ValidationRule = (context) => ({
+const ExpandedSizeRule: ValidationRule = (context) => ({
   OperationDefinition(operation) {
     const fields = expandedFieldCount(context.getDocument(), operation);
     if (fields > MAX_EXPANDED_FIELDS) {
@@ -133,7 +133,7 @@ export const ExpandedSizeRule: ValidationRule = (context) => ({
 /**
  * Where the sandbox option is off: `__schema` and `__type` are refused, in the gateway's words (`__typename` is fine).
  */
-export const IntrospectionOffRule: ValidationRule = (context) => ({
+const IntrospectionOffRule: ValidationRule = (context) => ({
   Field(node) {
     if (node.name.value === '__schema' || node.name.value === '__type') {
       context.reportError(

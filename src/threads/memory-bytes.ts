@@ -77,6 +77,6 @@ function optionalLength(value: string | null | undefined): number {
  * counts a fixed size, so that a store's total is a number whatever an event holds: a total made NaN once would stay
  * NaN and make every bound look exceeded.
  */
-export function textLength(value: unknown): number {
+function textLength(value: unknown): number {
   return typeof value === 'string' ? value.length : NOT_TEXT;
 }

@@ -10,7 +10,7 @@ import type { Message } from '../core/messages.js';
 
 /** How many of a request's ids a claim looks for in the transcript's (the first ones: a whole conversation repeats
  * them). A request that repeats none of these gets the transcript, and is told apart from there (withHistory). */
-export const CLAIM_CHECKED_IDS = 16;
+const CLAIM_CHECKED_IDS = 16;
 
 /** The messages' ids in the kept form; "" when one has a NUL in it. */
 export function joinIds(messages: readonly Message[]): string {

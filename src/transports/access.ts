@@ -159,7 +159,7 @@ export function connectionAuthorization(
 }
 
 /** RATE_LIMITED with when to try again, in whole seconds (at least one). */
-export function rateLimited(waitMs: number, what: string): RateLimitedError {
+function rateLimited(waitMs: number, what: string): RateLimitedError {
   const retryAfterSeconds = Math.max(1, Math.ceil(waitMs / 1000));
   return new RateLimitedError(`Too many ${what} from this client: try again in ${retryAfterSeconds} s.`, {
     details: { retryAfterSeconds },

@@ -58,7 +58,7 @@ export function answerPreflight(req: IncomingMessage, res: ServerResponse, origi
 }
 
 /** Checks a configured origin (`scheme://host[:port]`) and returns it in canonical form. */
-export function normalizeOrigin(origin: string): string {
+function normalizeOrigin(origin: string): string {
   let url: URL;
   try {
     url = new URL(origin);

@@ -176,7 +176,7 @@ function escapeAttribute(value: string): string {
  * weight of 0 (RFC 9110, 12.5.3). Weights above 0 are not compared: gzip or the file as it is are the only choices,
  * and identity is never refused here.
  */
-export function acceptsGzip(header: string | undefined): boolean {
+function acceptsGzip(header: string | undefined): boolean {
   let any = false;
   for (const entry of (header ?? '').toLowerCase().split(',')) {
     const [coding, ...params] = entry.split(';').map((part) => part.trim());

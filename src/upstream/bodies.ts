@@ -197,7 +197,7 @@ const MIN_SECRET_CHARS = 8;
  * The credentials a call sent: the values of headers and query parameters whose names say so (without an
  * authorization scheme such as `Bearer`), and Basic credentials decoded.
  */
-export function credentialsSent({ headers, url }: SentRequest): string[] {
+function credentialsSent({ headers, url }: SentRequest): string[] {
   const secrets: string[] = [];
   for (const [name, value] of Object.entries(headers)) {
     if (CREDENTIAL_NAMES.test(name) && typeof value === 'string') {

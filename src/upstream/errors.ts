@@ -19,7 +19,7 @@ type StatusErrorCode = Extract<
 >;
 
 /** The code an upstream's HTTP status stands for. */
-export function codeForStatus(status: number): StatusErrorCode {
+function codeForStatus(status: number): StatusErrorCode {
   if (status === 401 || status === 403) return 'UPSTREAM_AUTHENTICATION_FAILED';
   if (status === 408 || status === 504) return 'UPSTREAM_TIMEOUT';
   if (status === 429) return 'UPSTREAM_RATE_LIMITED';

@@ -25,7 +25,7 @@ export interface RetryPolicy {
   totalTimeoutMs: number;
 }
 
-export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({
+const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({
   maxRetries: 3,
   baseDelayMs: 500,
   maxDelayMs: 8_000,

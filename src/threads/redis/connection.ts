@@ -63,7 +63,7 @@ export function describeConnection(connection: RedisConnection): string {
  * as jest's "worker failed to exit gracefully" after the suites that stop Redis under a gateway). A server that is up
  * answers a close at once.
  */
-export const DISCONNECT_TIMEOUT_MS = 200;
+const DISCONNECT_TIMEOUT_MS = 200;
 
 /** Makes the store's connections (ioredis loaded on first use); `ready` connects each. */
 export async function createClients(connection: RedisConnection): Promise<RedisClients> {
@@ -192,7 +192,7 @@ export function isSocketError(error: unknown): error is Error {
 }
 
 /** The URL without its password, for logs and errors. */
-export function redactedUrl(url: string): string {
+function redactedUrl(url: string): string {
   // A Unix socket's query is read as ioredis reads it (everything after the first "?", "#" included).
   if (url.startsWith('unix://')) {
     const at = url.indexOf('?');

@@ -184,19 +184,10 @@ async function entriesAfter(
 }
 
 /** The fields of a thread's `meta` hash its list entry is read from. */
-export const SUMMARY_FIELDS = [
-  'principal',
-  'agent',
-  'name',
-  'archived',
-  'createdAt',
-  'updatedAt',
-  'lastRunAt',
-  'latest',
-];
+const SUMMARY_FIELDS = ['principal', 'agent', 'name', 'archived', 'createdAt', 'updatedAt', 'lastRunAt', 'latest'];
 
 /** A thread's list entry from its `meta` fields (SUMMARY_FIELDS); undefined when it has no run. */
-export function summaryFrom(threadId: string, fields: (string | null)[]): ThreadSummary | undefined {
+function summaryFrom(threadId: string, fields: (string | null)[]): ThreadSummary | undefined {
   const [principal, agent, name, archived, createdAt, updatedAt, lastRunAt, latest] = fields;
   if (agent === null || latest === null) return undefined;
   return {

@@ -23,7 +23,7 @@ export interface AcceptReading {
 }
 
 /** The format Apollo streams in: the one the stock client (urql) merges correctly. */
-export const LEGACY_MULTIPART = 'multipart/mixed; deferSpec=20220824';
+const LEGACY_MULTIPART = 'multipart/mixed; deferSpec=20220824';
 
 /**
  * Accept headers already read, by their text: clients send a handful of distinct ones, and reading

@@ -90,7 +90,7 @@ export function codedError(error: GatewayError): GraphQLError {
 }
 
 /** The most a WebSocket close frame's reason may hold: 125 bytes of payload less the 2-byte code (RFC 6455, 5.5). */
-export const MAX_CLOSE_REASON_BYTES = 123;
+const MAX_CLOSE_REASON_BYTES = 123;
 
 /**
  * `text` as a close reason: whole if it fits in 123 bytes of UTF-8, else cut at a character (never inside
