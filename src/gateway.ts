@@ -110,6 +110,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     introspection: config.sandbox,
     access,
     onConnection: metrics ? (delta) => metrics.webSocket(delta) : undefined,
+    operationOutput: (socket) => slowReaders.operationOutput(socket),
     draining: () => state.phase === 'draining',
     inputBudget,
   });
@@ -146,6 +147,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
       inputBudget,
       reasoning: config.agUiReasoning,
       keepOutput: (res, bytes) => slowReaders.keep(res, bytes),
+      holdOutput: (res) => slowReaders.holding(res),
     }),
     readiness: () => readiness(state.phase, store, config.threads.onStoreFailure, endpoints),
     access,
@@ -155,6 +157,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     },
     onStream: metrics && ((delta) => metrics.httpStream(delta)),
     executor,
+    holdOutput: (res) => slowReaders.holding(res),
     apolloServing: () => state.phase !== 'closed' && apolloStartedIn(state),
     shuttingDown: () => state.phase === 'leaving' || state.phase === 'draining',
   });

@@ -5,7 +5,17 @@ import pino from 'pino';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import { ThreadService } from '../src/engine/thread-service.js';
 import { SlowReaderGuard } from '../src/transports/slow-readers.js';
-import { gatewaysPerTest, metricValue, silentLogger, type RunningGateway } from './support/harness.js';
+import type { ModelAdapter, ModelOutput } from '../src/adapters/adapter.js';
+import WebSocket from 'ws';
+import { STOCK_DOCUMENT } from './support/fuzz-documents.js';
+import {
+  gatewaysPerTest,
+  metricValue,
+  runInput,
+  silentLogger,
+  userMessage,
+  type RunningGateway,
+} from './support/harness.js';
 import { close, listen } from './support/loopback.js';
 import { FakeOpenAI } from './support/fake-openai.js';
 import { failOnProcessErrors } from './support/process-errors.js';
@@ -79,6 +89,80 @@ function pausedConnect(g: RunningGateway, threadId: string): { readRest: () => P
       socket.resume();
     });
   return { readRest };
+}
+
+/** A model that answers 32 MB of text in 128 chunks, each in a turn of its own, unless its run is ended first. */
+class LongAnswer implements ModelAdapter {
+  readonly name = 'long-answer';
+  chunks = 0;
+
+  async stream(_request: unknown, output: ModelOutput, signal?: AbortSignal): Promise<void> {
+    const id = output.textStart('long');
+    const chunk = 'w'.repeat(256 * 1024);
+    for (let i = 0; i < 128 && !signal?.aborted; i++) {
+      await new Promise((resolve) => setImmediate(resolve));
+      output.textContent(id, chunk);
+      this.chunks++;
+    }
+    output.textEnd(id);
+  }
+}
+
+/** The stock client's mutation on a raw connection that never reads its answer. */
+function pausedMutation(g: RunningGateway): void {
+  const { hostname: host, port, pathname } = new URL(g.url);
+  const body = JSON.stringify({
+    operationName: 'generateCopilotResponse',
+    query: STOCK_DOCUMENT,
+    variables: { data: runInput([userMessage('a long answer')]) },
+  });
+  const socket = connect({ host, port: Number(port) });
+  opened.push(socket);
+  socket.pause();
+  socket.on('error', () => {});
+  socket.write(
+    `POST ${pathname} HTTP/1.1\r\nhost: ${host}:${port}\r\ncontent-type: application/json\r\n` +
+      `accept: multipart/mixed; deferSpec=20220824, application/json\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}
+
+/** An AG-UI run on a raw connection that never reads its answer. */
+function pausedAgUiRun(g: RunningGateway): void {
+  const { hostname: host, port, pathname } = new URL(g.url);
+  const body = agUiInput('long-run', 'run-1', [{ id: 'u-1', role: 'user', content: 'a long answer' }]);
+  const socket = connect({ host, port: Number(port) });
+  opened.push(socket);
+  socket.pause();
+  socket.on('error', () => {});
+  socket.write(
+    `POST ${pathname}/agent/default/run HTTP/1.1\r\nhost: ${host}:${port}\r\ncontent-type: application/json\r\n` +
+      `accept: text/event-stream\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}
+
+/** A copilotRun subscription over graphql-ws whose client stops reading once it has subscribed. */
+async function pausedSubscription(g: RunningGateway): Promise<void> {
+  const client = new WebSocket(g.wsUrl, 'graphql-transport-ws');
+  await new Promise((resolve, reject) => client.once('open', resolve).once('error', reject));
+  client.on('error', () => {});
+  client.send(JSON.stringify({ type: 'connection_init' }));
+  await new Promise((resolve) => client.once('message', resolve));
+  client.send(
+    JSON.stringify({
+      id: '1',
+      type: 'subscribe',
+      payload: {
+        query:
+          'subscription($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) { __typename ' +
+          '... on TextMessageContentEvent { content } } }',
+        variables: { data: runInput([userMessage('a long answer')]) },
+      },
+    }),
+  );
+  const socket = (client as unknown as { _socket: Socket })._socket;
+  opened.push(socket);
+  socket.pause();
 }
 
 /** copilotThread of some thread, as a GraphQL client reads it. */
@@ -422,6 +506,84 @@ describe('readers that do not read (maxBufferedOutputMb)', () => {
       await close(server);
     }
   });
+
+  it("counts what an answer's runs produced for a connection that takes nothing, and only then (holding)", async () => {
+    // Each answer holds a run that has said 24 MB (its views keep it) and writes 16 MB, more than the kernel takes.
+    const run = { producedBytes: LONG };
+    const server = createServer((req, res) => {
+      if (req.url === '/runs') guard.holding(res).hold(run);
+      res.write('z'.repeat(16 * 1024 * 1024));
+    });
+    const dropped: number[] = [];
+    const guard = new SlowReaderGuard(server, {
+      budgetBytes: 32 * 1024 * 1024,
+      logger: silentLogger,
+      onDropped: (count) => dropped.push(count),
+      checkEveryMs: 3_600_000,
+      stallMs: 0,
+    });
+    const origin = await listen(server);
+    const { port } = new URL(origin);
+    const paused = (path: string): Socket => {
+      const socket = connect({ host: '127.0.0.1', port: Number(port) });
+      opened.push(socket);
+      socket.pause();
+      socket.on('error', () => {});
+      socket.write(`GET ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n`);
+      return socket;
+    };
+    try {
+      // Without runs: what it holds is its unsent output alone, under the budget, seen stalled or not.
+      const plain = paused('/plain');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(guard.admit()).toBe(true);
+      expect(guard.admit()).toBe(true);
+      expect(dropped).toEqual([]);
+      plain.destroy();
+      // With its run: first seen, not yet stalled, not counted; seen again having taken nothing, its run's output
+      // counts, the total is over the budget, and it is closed.
+      const holding = paused('/runs');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(guard.admit()).toBe(true);
+      expect(guard.admit()).toBe(true);
+      expect(dropped).toEqual([1]);
+      holding.destroy();
+      // A reader that reads is never charged for its run: it holds nothing unsent.
+      const reading = fetch(`${origin}/runs`);
+      const response = await reading;
+      const reader = response.body!.getReader();
+      let read = 0;
+      while (read < 16 * 1024 * 1024) read += (await reader.read()).value!.length;
+      expect(guard.admit()).toBe(true);
+      expect(guard.admit()).toBe(true);
+      expect(dropped).toEqual([1]);
+      await reader.cancel();
+    } finally {
+      guard.stop();
+      await close(server);
+    }
+  });
+
+  it.each(['multipart', 'graphql-ws', 'AG-UI'] as const)(
+    "closes a %s client that stops reading a run whose output is held for it (the views', not the socket's)",
+    async (transport) => {
+      const adapter = new LongAnswer();
+      const g = await start({ adapter, maxBufferedOutputMb: 8 });
+      if (transport === 'multipart') pausedMutation(g);
+      else if (transport === 'AG-UI') pausedAgUiRun(g);
+      else await pausedSubscription(g);
+      expect(
+        await until(
+          () => droppedCount(g),
+          (count) => count >= 1,
+          'the paused client closed',
+          30_000,
+        ),
+      ).toBe(1);
+      expect(adapter.chunks).toBeGreaterThan(0);
+    },
+    60_000,
+  );
 
   it("refuses a thread's read OVERLOADED while the transports' budget says no (ThreadService.limitReads)", async () => {
     const service = new ThreadService(memoryStore(), { onBusy: 'refuse', onStoreFailure: 'serve' }, silentLogger);

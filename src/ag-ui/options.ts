@@ -1,6 +1,7 @@
+import type { ServerResponse } from 'node:http';
 import type { Transcriber } from '../adapters/transcription.js';
 import type { InputBudget } from '../core/input-budget.js';
-import type { RunLauncher } from '../engine/launcher.js';
+import type { OutputHolder, RunLauncher } from '../engine/launcher.js';
 import type { KeepOutput } from '../transports/slow-readers.js';
 
 /** What the AG-UI transport is made with (AgUiTransport). */
@@ -28,4 +29,9 @@ export interface AgUiTransportOptions {
    * for the budget of output held for clients that do not read (SlowReaderGuard.keep); none: not counted.
    */
   keepOutput?: KeepOutput;
+  /**
+   * Where a run's output is counted for its connection while its client does not read (SlowReaderGuard.holding);
+   * none: not counted.
+   */
+  holdOutput?: (res: ServerResponse) => OutputHolder;
 }

@@ -169,6 +169,7 @@ export class AgUiTransport implements ConnectContext {
         publicApiKey: caller.publicApiKey,
         principal: caller.principal,
         client: caller.client,
+        output: this.options.holdOutput?.(res),
       };
       stream = await this.options.launcher.start(request, runCaller, (run) => new RunEventStream(run, true));
     } catch (error) {

@@ -57,6 +57,18 @@ export interface RunCaller {
   principal?: Principal;
   /** The key the caller's concurrent runs are counted under (its principal's id, or its address). */
   client?: string;
+  /** Where the caller's answer counts the output of the runs it starts (see OutputHolder); none: not counted. */
+  output?: OutputHolder;
+}
+
+/**
+ * What the output a caller's runs produce is counted in, for the transport's budget of output held for clients that
+ * do not read (transports/slow-readers.ts): a run's views keep what it said for their reader until the answer is over,
+ * so a reader that stops reading holds it.
+ */
+export interface OutputHolder {
+  /** The answer holds what `run` produces (read as its `producedBytes` when counted). */
+  hold(run: { readonly producedBytes: number }): void;
 }
 
 export interface LauncherOptions extends AgentLoopOptions {
@@ -260,6 +272,7 @@ export class RunLauncher {
       // sees it; on Redis, clients see each event once it is stored.
       const visible = admission ? admission.record(run) : run;
       view = attach(visible);
+      caller.output?.hold(run);
       afterRequest(hooks, request, run, run.logger);
       this.options.onRunStarted?.(run, request.agentSession ? 'agent' : 'model');
       const started = run;

@@ -152,6 +152,11 @@ export class Run implements RunHandle, RunWriter, RunContext {
     });
   }
 
+  /** What the run has produced so far, as its output bound counts it (RunOptions.maxOutputBytes). */
+  get producedBytes(): number {
+    return this.outputBytes;
+  }
+
   subscribe(listener: RunListener): () => void {
     if (this.state === 'finished') return () => {};
     this.listeners = [...this.listeners, listener];

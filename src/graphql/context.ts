@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { BadUserInputError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
-import type { RunCaller, RunLauncher } from '../engine/launcher.js';
+import type { OutputHolder, RunCaller, RunLauncher } from '../engine/launcher.js';
 import type { ExecutorName } from './executor-name.js';
 
 /** Shared by every resolution of a run-starting field within one operation. */
@@ -48,6 +48,8 @@ export interface GatewayContext {
   principal?: Principal;
   /** The key the client's limits are counted under (its principal's id, or its address). */
   client?: string;
+  /** Where the output of the runs the operation starts is counted for its connection (RunCaller.output). */
+  output?: OutputHolder;
   /**
    * HTTP: the executor's handle on the operation (made by Executor `prepare`), a token with nothing of the
    * operation on it. Apollo hands resolvers and the executor a copy of the context: the executor finds what it
@@ -86,5 +88,6 @@ export function callerOf(context: GatewayContext): RunCaller {
     publicApiKey: context.publicApiKey,
     principal: context.principal,
     client: context.client,
+    output: context.output,
   };
 }

@@ -1,6 +1,7 @@
 import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
+import type { OutputHolder } from '../engine/launcher.js';
 
 /** How often the output held for every connection is added up. */
 const CHECK_EVERY_MS = 250;
@@ -32,6 +33,24 @@ export interface KeptOutput {
 export type KeepOutput = (res: ServerResponse, bytes: number) => KeptOutput;
 
 /**
+ * The runs one answer (an HTTP request, a WebSocket operation) started, whose output its views keep for its reader:
+ * what it holds is what they have produced (SlowReaderGuard.track).
+ */
+export class HeldRuns implements OutputHolder {
+  private runs: { readonly producedBytes: number }[] | undefined;
+
+  hold(run: { readonly producedBytes: number }): void {
+    (this.runs ??= []).push(run);
+  }
+
+  get bytes(): number {
+    let bytes = 0;
+    for (const run of this.runs ?? []) bytes += run.producedBytes;
+    return bytes;
+  }
+}
+
+/**
  * A budget for the output the process holds for readers that do not read. Every answer waits for its
  * connection to take what it wrote before writing more (backpressure), but one write can be large: a thread's
  * replay (AG-UI `connect`, `copilotThread`, `loadAgentState`, the thread list's messages) is written as a whole,
@@ -48,6 +67,11 @@ export type KeepOutput = (res: ServerResponse, bytes: number) => KeptOutput;
  * A replay written a run at a time (AG-UI `connect`) also keeps the messages of the runs it has not yet written:
  * it declares them (`keep`) until it has, and they count as its connection's output, so that what the guard sees
  * is what such a client costs, from the moment its thread is read (not only once its first frame is written).
+ *
+ * And a streamed answer's views keep what its run has said until the answer is over: for a reader that stops
+ * reading, the run's output waits there, not in the socket (the transport stops writing once the socket's buffer is
+ * full). So what an answer's runs have produced (`track`) counts as its connection's output too, once the connection
+ * has taken nothing for five seconds: a reader that keeps reading is not charged for what it has already taken.
  */
 export class SlowReaderGuard {
   private readonly sockets = new Set<Socket>();
@@ -55,6 +79,8 @@ export class SlowReaderGuard {
   private held = new Map<Socket, Watch>();
   /** What answers keep to write later, by connection (keep). */
   private readonly kept = new Map<Socket, number>();
+  /** The runs of the answers under way, by connection (track). */
+  private readonly tracked = new Map<Socket, HeldRuns[]>();
   /** Closes not yet logged, and when the last line was. */
   private unlogged = { dropped: 0, freedBytes: 0, heldBytes: 0 };
   private loggedAt = -Infinity;
@@ -77,11 +103,12 @@ export class SlowReaderGuard {
       maxDrainMs?: number;
     },
   ) {
-    const { sockets, kept } = this;
+    const { sockets, kept, tracked } = this;
     // One function for every socket (not a closure each: a held WebSocket stream keeps as little as it can).
     function forget(this: Socket) {
       sockets.delete(this);
       kept.delete(this);
+      tracked.delete(this);
     }
     server.on('connection', (socket: Socket) => {
       sockets.add(socket);
@@ -122,6 +149,35 @@ export class SlowReaderGuard {
   }
 
   /**
+   * Counts what `held`'s runs produce as `socket`'s output while its reader does not read (see the class), until
+   * `untrack`.
+   */
+  track(socket: Socket, held: HeldRuns): void {
+    if (socket.destroyed) return;
+    const list = this.tracked.get(socket);
+    if (list) list.push(held);
+    else this.tracked.set(socket, [held]);
+  }
+
+  untrack(socket: Socket, held: HeldRuns): void {
+    const list = this.tracked.get(socket);
+    const at = list ? list.indexOf(held) : -1;
+    if (at === -1) return;
+    if (list!.length === 1) this.tracked.delete(socket);
+    else list!.splice(at, 1);
+  }
+
+  /** Where an HTTP answer's runs are held: tracked for its connection from its first run until the answer is over. */
+  holding(res: ServerResponse): OutputHolder {
+    return new AnswerOutput(this, res.socket, res);
+  }
+
+  /** Where a WebSocket operation's runs are held: tracked for its connection until `release`. */
+  operationOutput(socket: Socket): AnswerOutput {
+    return new AnswerOutput(this, socket, undefined);
+  }
+
+  /**
    * Adds up the output held for every connection (with what its answer keeps to write later); while that is over
    * the budget, closes the connections that took none of their unsent output for STALL_MS or would take more than
    * MAX_DRAIN_MS to take what they hold at their pace, slowest (then largest) first. A reader that reads at a
@@ -136,9 +192,12 @@ export class SlowReaderGuard {
     const seen = new Map<Socket, Watch>();
     for (const socket of this.sockets) {
       const unsent = socket.writableLength;
-      const held = unsent + (this.kept.get(socket) ?? 0);
-      total += held;
-      if (held < MIN_DROPPED_BYTES || unsent === 0) continue;
+      const written = unsent + (this.kept.get(socket) ?? 0);
+      total += written;
+      if (unsent === 0) continue;
+      // Behind: what its answers' runs produced may wait in their views (counted once it has stalled).
+      const runs = this.runsHeldFor(socket);
+      if (written + runs < MIN_DROPPED_BYTES) continue;
       const taken = takenBy(socket);
       const before = this.held.get(socket);
       if (before === undefined) {
@@ -152,8 +211,14 @@ export class SlowReaderGuard {
       // The oldest kept is the latest at least PACE_MS old, if any.
       while (samples.length > 2 && now - samples[1]!.at >= paceMs) samples.shift();
       seen.set(socket, { since, samples });
-      const drainMs = now - since >= stallMs ? Infinity : drainTime(samples, held, now, paceMs);
-      if (drainMs > (this.options.maxDrainMs ?? MAX_DRAIN_MS)) slow.push({ socket, held, drainMs });
+      if (now - since >= stallMs) {
+        total += runs;
+        slow.push({ socket, held: written + runs, drainMs: Infinity });
+      } else if (written >= MIN_DROPPED_BYTES) {
+        // A reader that reads is judged by what is written for it (it has taken much of what its runs said).
+        const drainMs = drainTime(samples, written, now, paceMs);
+        if (drainMs > (this.options.maxDrainMs ?? MAX_DRAIN_MS)) slow.push({ socket, held: written, drainMs });
+      }
     }
     this.held = seen;
     if (total <= this.options.budgetBytes || slow.length === 0) {
@@ -170,6 +235,7 @@ export class SlowReaderGuard {
       this.sockets.delete(socket);
       this.held.delete(socket);
       this.kept.delete(socket);
+      this.tracked.delete(socket);
       socket.destroy();
     }
     this.options.onDropped?.(dropped);
@@ -178,6 +244,15 @@ export class SlowReaderGuard {
     this.unlogged.heldBytes = Math.max(this.unlogged.heldBytes, total);
     this.log(now);
     return total - freed;
+  }
+
+  /** What the runs of `socket`'s answers under way have produced. */
+  private runsHeldFor(socket: Socket): number {
+    const list = this.tracked.get(socket);
+    if (list === undefined) return 0;
+    let bytes = 0;
+    for (const held of list) bytes += held.bytes;
+    return bytes;
   }
 
   /** Logs the closes since the last line, if any and if that was LOG_EVERY_MS ago (the metric counts every one). */
@@ -196,6 +271,33 @@ export class SlowReaderGuard {
     clearInterval(this.timer);
     // The closes not yet logged, whenever the last line was.
     this.log(Infinity);
+  }
+}
+
+/**
+ * The runs of one answer, tracked for its connection once it holds one (most answers start none), until the answer is
+ * over: `res` closed, or `release` (a WebSocket operation's end).
+ */
+export class AnswerOutput implements OutputHolder {
+  private held: HeldRuns | undefined;
+
+  constructor(
+    private readonly guard: SlowReaderGuard,
+    private readonly socket: Socket | null | undefined,
+    private readonly res: ServerResponse | undefined,
+  ) {}
+
+  hold(run: { readonly producedBytes: number }): void {
+    if (this.held === undefined) {
+      this.held = new HeldRuns();
+      if (this.socket) this.guard.track(this.socket, this.held);
+      this.res?.once('close', () => this.release());
+    }
+    this.held.hold(run);
+  }
+
+  release(): void {
+    if (this.held && this.socket) this.guard.untrack(this.socket, this.held);
   }
 }
 

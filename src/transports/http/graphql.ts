@@ -97,6 +97,7 @@ export async function serveGraphQL(
     publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']),
     principal: admitted.principal,
     client: admitted.client,
+    output: options.holdOutput?.(res),
     execution: operation?.handle,
   };
   const context = async (): Promise<GatewayContext> => contextValue;

@@ -1,7 +1,8 @@
+import type { ServerResponse } from 'node:http';
 import type { ApolloServer } from '@apollo/server';
 import type { Logger } from 'pino';
 import type { AgUiTransport } from '../../ag-ui/serve.js';
-import type { RunLauncher } from '../../engine/launcher.js';
+import type { OutputHolder, RunLauncher } from '../../engine/launcher.js';
 import type { GatewayContext } from '../../graphql/context.js';
 import type { Executor } from '../../graphql/executor.js';
 import type { AccessControl } from '../access.js';
@@ -47,6 +48,11 @@ export interface HttpTransportOptions {
   onStream?: (delta: 1 | -1) => void;
   /** What runs the operations: asked first what it does for a request itself (Executor `prepare`). */
   executor: Executor;
+  /**
+   * Where a request's runs are counted for its connection's output while its client does not read
+   * (SlowReaderGuard.holding); none: not counted.
+   */
+  holdOutput?: (res: ServerResponse) => OutputHolder;
   /** Whether Apollo serves operations (started, not stopped): the executor answers a request itself only then. */
   apolloServing: () => boolean;
   /**

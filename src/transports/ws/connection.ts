@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { CloseCode, type Server } from 'graphql-ws';
 import type { Logger } from 'pino';
 import type { RawData, WebSocket } from 'ws';
@@ -14,6 +15,8 @@ import { operationMessage, slimSubscribe, type SubscribePayload } from './slim-s
  */
 export interface ConnectionExtra {
   socket?: WebSocket;
+  /** The connection's TCP socket, where its operations' output is counted (WsTransportOptions.operationOutput). */
+  tcp?: Socket;
   facts?: ConnectionFacts;
   admitted?: Admitted;
   /**

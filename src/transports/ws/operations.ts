@@ -1,10 +1,11 @@
+import type { Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { isIncrementalResults } from '@graphql-tools/executor';
 import { getOperationAST, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import type { ServerOptions } from 'graphql-ws';
 import type { Logger } from 'pino';
 import { OPERATION_ENDED } from '../../core/abort.js';
-import type { RunLauncher } from '../../engine/launcher.js';
+import type { OutputHolder, RunLauncher } from '../../engine/launcher.js';
 import type { GatewayContext } from '../../graphql/context.js';
 import { EndingStream } from '../../graphql/ending-stream.js';
 import type { Executor, ResultSink, SubscribeOutcome } from '../../graphql/executor.js';
@@ -32,6 +33,13 @@ interface OperationArgs extends ExecutionArgs {
   message: { variables?: unknown; query: string } | undefined;
   /** Where a subscription's results go when its stream is pushed (graphql/fast/push-stream.ts). */
   sink: ResultSink | undefined;
+  /** Where the operation's runs are counted for its connection, until it ends (operationEnd). */
+  output: OperationOutput | undefined;
+}
+
+/** Where an operation's runs are counted for its connection's output (SlowReaderGuard), until `release`. */
+export interface OperationOutput extends OutputHolder {
+  release(): void;
 }
 
 /** The arguments of an operation whose context operationContext made: what `execute` and `subscribe` are given. */
@@ -46,6 +54,7 @@ function operationArgs(args: ExecutionArgs): OperationArgs {
 export function operationContext(
   launcher: RunLauncher,
   logger: Logger,
+  operationOutput?: (socket: Socket) => OperationOutput,
 ): NonNullable<ServerOptions<Record<string, unknown>, ConnectionExtra>['context']> {
   return (ctx, id, payload, args): GatewayContext => {
     const requestId = randomUUID();
@@ -59,6 +68,8 @@ export function operationContext(
     operation.controller = controller;
     operation.message = payload as OperationArgs['message'];
     operation.sink = subscription && ctx.extra.socket ? new WsResultSink(ctx.extra.socket, id) : undefined;
+    const output = ctx.extra.tcp && operationOutput ? operationOutput(ctx.extra.tcp) : undefined;
+    operation.output = output;
     return {
       requestId,
       logger: subscription ? logger : logger.child(bindings),
@@ -74,6 +85,7 @@ export function operationContext(
       client:
         ctx.extra.admitted?.client ??
         (ctx.extra.facts ? `ip:${ctx.extra.facts.clientAddress ?? 'unknown'}` : undefined),
+      output,
     };
   };
 }
@@ -89,6 +101,7 @@ function operationEnd(args: OperationArgs): () => void {
   const started = performance.now();
   return () => {
     args.controller?.abort(OPERATION_ENDED);
+    args.output?.release();
     context.logger.info(
       {
         ...context.logBindings,

@@ -7,6 +7,7 @@
 // messages.ts        what a client is sent: a pushed subscription's `next` messages, errors as it gets them
 // slim-subscribe.ts  a subscribe message handed to graphql-ws without its (large) payload
 import type { IncomingMessage, Server } from 'node:http';
+import type { Socket } from 'node:net';
 import type { GraphQLSchema } from 'graphql';
 import { handleProtocols, makeServer } from 'graphql-ws';
 import type { Logger } from 'pino';
@@ -32,7 +33,7 @@ import { KeepAlive } from './keep-alive.js';
 import { countWebSocketInput } from './input.js';
 import type { InputBudget } from '../../core/input-budget.js';
 import { formatForWs, withWsErrors } from './messages.js';
-import { operationContext, serveExecution, serveSubscription } from './operations.js';
+import { operationContext, serveExecution, serveSubscription, type OperationOutput } from './operations.js';
 
 export interface WsTransportOptions {
   server: Server;
@@ -58,6 +59,11 @@ export interface WsTransportOptions {
   draining?: () => boolean;
   /** The input held at once (maxBufferedInputMb): messages being received count in it (input.ts). */
   inputBudget?: InputBudget;
+  /**
+   * Where an operation's runs are counted for its connection's output while its client does not read, until the
+   * operation ends (SlowReaderGuard.operationOutput); none: not counted.
+   */
+  operationOutput?: (socket: Socket) => OperationOutput;
 }
 
 /**
@@ -118,7 +124,7 @@ export function attachWebSocketTransport(options: WsTransportOptions): {
   const protocol = makeServer<Record<string, unknown>, ConnectionExtra>({
     schema,
     onConnect: connectionAuthentication(access, logger),
-    context: operationContext(launcher, logger),
+    context: operationContext(launcher, logger, options.operationOutput),
     onSubscribe: operationAdmission(access, schema, documents),
     execute: (args) => serveExecution(args, executor),
     // Subscriptions: on the fast executor the lean path (graphql/fast/subscribe.ts): one iterator per
@@ -136,6 +142,7 @@ export function attachWebSocketTransport(options: WsTransportOptions): {
   wss.on('connection', (socket, request) => {
     if (options.inputBudget) countWebSocketInput(socket, request.socket, options.inputBudget);
     const extra: ConnectionExtra = needsFacts ? { socket, facts: access.connectionFacts(request) } : { socket };
+    if (options.operationOutput) extra.tcp = request.socket;
     WsConnection.serve(socket, shared, extra);
   });
   // `ws` re-emits the HTTP server's errors (such as EADDRINUSE, which listen() reports itself);
