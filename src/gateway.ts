@@ -110,7 +110,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     introspection: config.sandbox,
     access,
     onConnection: metrics ? (delta) => metrics.webSocket(delta) : undefined,
-    operationOutput: (socket) => slowReaders.operationOutput(socket),
+    operationOutput: (socket) => slowReaders.output(socket),
     draining: () => state.phase === 'draining',
     inputBudget,
   });
@@ -157,7 +157,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     },
     onStream: metrics && ((delta) => metrics.httpStream(delta)),
     executor,
-    holdOutput: (res) => slowReaders.holding(res),
+    holdOutput: (socket) => slowReaders.output(socket),
     apolloServing: () => state.phase !== 'closed' && apolloStartedIn(state),
     shuttingDown: () => state.phase === 'leaving' || state.phase === 'draining',
   });

@@ -172,8 +172,11 @@ export class SlowReaderGuard {
     return new AnswerOutput(this, res.socket, res);
   }
 
-  /** Where a WebSocket operation's runs are held: tracked for its connection until `release`. */
-  operationOutput(socket: Socket): AnswerOutput {
+  /**
+   * Where an answer's runs are held (a WebSocket operation's, an HTTP answer's whose transport ends it): tracked for
+   * `socket` from its first run until `release`.
+   */
+  output(socket: Socket | null): AnswerOutput {
     return new AnswerOutput(this, socket, undefined);
   }
 

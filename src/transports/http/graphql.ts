@@ -35,7 +35,12 @@ export async function serveGraphQL(
   // When the response is over, nobody can read the run any more: stop it (a no-op once it ended,
   // as it has when the client selected `status`, which resolves only at the end).
   const controller = new AbortController();
-  res.on('close', () => controller.abort(OPERATION_ENDED));
+  // The runs it starts count for its connection while its client does not read, until the answer is over.
+  const output = options.holdOutput?.(res.socket);
+  res.on('close', () => {
+    controller.abort(OPERATION_ENDED);
+    output?.release();
+  });
 
   const read =
     req.method === 'POST' ? await readGraphQLBody(req, res, options.maxBodyBytes, options.inputBudget) : NOTHING_READ;
@@ -97,7 +102,7 @@ export async function serveGraphQL(
     publicApiKey: headerValue(req.headers['x-copilotcloud-public-api-key']),
     principal: admitted.principal,
     client: admitted.client,
-    output: options.holdOutput?.(res),
+    output,
     execution: operation?.handle,
   };
   const context = async (): Promise<GatewayContext> => contextValue;

@@ -1,8 +1,9 @@
-import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { ApolloServer } from '@apollo/server';
 import type { Logger } from 'pino';
 import type { AgUiTransport } from '../../ag-ui/serve.js';
-import type { OutputHolder, RunLauncher } from '../../engine/launcher.js';
+import type { RunLauncher } from '../../engine/launcher.js';
+import type { AnswerOutput } from '../slow-readers.js';
 import type { GatewayContext } from '../../graphql/context.js';
 import type { Executor } from '../../graphql/executor.js';
 import type { AccessControl } from '../access.js';
@@ -49,10 +50,10 @@ export interface HttpTransportOptions {
   /** What runs the operations: asked first what it does for a request itself (Executor `prepare`). */
   executor: Executor;
   /**
-   * Where a request's runs are counted for its connection's output while its client does not read
-   * (SlowReaderGuard.holding); none: not counted.
+   * Where a request's runs are counted for its connection's output while its client does not read, until the answer
+   * is over and the transport releases it (SlowReaderGuard.output); none: not counted.
    */
-  holdOutput?: (res: ServerResponse) => OutputHolder;
+  holdOutput?: (socket: Socket | null) => AnswerOutput;
   /** Whether Apollo serves operations (started, not stopped): the executor answers a request itself only then. */
   apolloServing: () => boolean;
   /**
