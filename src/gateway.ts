@@ -110,7 +110,7 @@ export function createGateway(options: GatewayOptions = {}): Gateway {
     introspection: config.sandbox,
     access,
     onConnection: metrics ? (delta) => metrics.webSocket(delta) : undefined,
-    operationOutput: (socket) => slowReaders.output(socket),
+    holdOutput: (socket) => slowReaders.output(socket),
     draining: () => state.phase === 'draining',
     inputBudget,
   });

@@ -91,16 +91,21 @@ function pausedConnect(g: RunningGateway, threadId: string): { readRest: () => P
   return { readRest };
 }
 
-/** A model that answers 32 MB of text in 128 chunks, each in a turn of its own, unless its run is ended first. */
+/**
+ * A model that answers 32 MB of text in 128 chunks, each in a turn of its own (or `paceMs` apart), unless its run is
+ * ended first.
+ */
 class LongAnswer implements ModelAdapter {
   readonly name = 'long-answer';
   chunks = 0;
+
+  constructor(private readonly paceMs = 0) {}
 
   async stream(_request: unknown, output: ModelOutput, signal?: AbortSignal): Promise<void> {
     const id = output.textStart('long');
     const chunk = 'w'.repeat(256 * 1024);
     for (let i = 0; i < 128 && !signal?.aborted; i++) {
-      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => (this.paceMs ? setTimeout(resolve, this.paceMs) : setImmediate(resolve)));
       output.textContent(id, chunk);
       this.chunks++;
     }
@@ -141,8 +146,13 @@ function pausedAgUiRun(g: RunningGateway): void {
   );
 }
 
-/** A copilotRun subscription over graphql-ws whose client stops reading once it has subscribed. */
-async function pausedSubscription(g: RunningGateway): Promise<void> {
+/** A subscription over graphql-ws (copilotRun by default) whose client stops reading once it has subscribed. */
+async function pausedSubscription(
+  g: RunningGateway,
+  query = 'subscription($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) { __typename ' +
+    '... on TextMessageContentEvent { content } } }',
+  variables: Record<string, unknown> = { data: runInput([userMessage('a long answer')]) },
+): Promise<void> {
   const client = new WebSocket(g.wsUrl, 'graphql-transport-ws');
   await new Promise((resolve, reject) => client.once('open', resolve).once('error', reject));
   client.on('error', () => {});
@@ -152,12 +162,7 @@ async function pausedSubscription(g: RunningGateway): Promise<void> {
     JSON.stringify({
       id: '1',
       type: 'subscribe',
-      payload: {
-        query:
-          'subscription($data: GenerateCopilotResponseInput!) { copilotRun(data: $data) { __typename ' +
-          '... on TextMessageContentEvent { content } } }',
-        variables: { data: runInput([userMessage('a long answer')]) },
-      },
+      payload: { query, variables },
     }),
   );
   const socket = (client as unknown as { _socket: Socket })._socket;
@@ -362,7 +367,7 @@ describe('readers that do not read (maxBufferedOutputMb)', () => {
       socket.write(`GET / HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n`);
       await new Promise((resolve) => setTimeout(resolve, 300));
       // Held, and over the budget: the next read of a thread is refused; the holder is not closed on one sighting
-      // (then on any later one that finds it has taken nothing for stallMs, here 0; two seconds in the gateway).
+      // (then on any later one that finds it has taken nothing for stallMs, here 0; five seconds in the gateway).
       expect(guard.admit()).toBe(false);
       expect(dropped).toEqual([]);
       // Seen again with nothing taken: closed, and the budget is free again.
@@ -509,7 +514,7 @@ describe('readers that do not read (maxBufferedOutputMb)', () => {
 
   it("counts what an answer's runs produced for a connection that takes nothing, and only then (holding)", async () => {
     // Each answer holds a run that has said 24 MB (its views keep it) and writes 16 MB, more than the kernel takes.
-    const run = { producedBytes: LONG };
+    const run = { heldBytes: LONG };
     const server = createServer((req, res) => {
       if (req.url === '/runs') guard.holding(res).hold(run);
       res.write('z'.repeat(16 * 1024 * 1024));
@@ -563,6 +568,100 @@ describe('readers that do not read (maxBufferedOutputMb)', () => {
       await close(server);
     }
   });
+
+  it("charges a connection for its answer's runs once it stops taking, not while it reads nor after the answer let go", async () => {
+    // Each answer holds a run that has said 24 MB and streams 1 MB pieces as fast as its client takes them; `/released`
+    // lets go of its run at once, as an answer that is over does.
+    const server = createServer((req, res) => {
+      const output = guard.output(res.socket);
+      output.hold({ heldBytes: LONG });
+      if (req.url === '/released') output.release();
+      res.on('close', () => output.release());
+      const piece = 'p'.repeat(1024 * 1024);
+      const more = (): void => {
+        while (!res.destroyed && res.write(piece));
+        if (!res.destroyed) res.once('drain', more);
+      };
+      more();
+    });
+    const dropped: number[] = [];
+    const guard = new SlowReaderGuard(server, {
+      budgetBytes: 8 * 1024 * 1024,
+      logger: silentLogger,
+      onDropped: (count) => dropped.push(count),
+      checkEveryMs: 100,
+      stallMs: 500,
+    });
+    const origin = await listen(server);
+    const { port } = new URL(origin);
+    const client = (path: string): Socket => {
+      const socket = connect({ host: '127.0.0.1', port: Number(port) });
+      opened.push(socket);
+      socket.on('error', () => {});
+      socket.on('data', () => undefined);
+      socket.write(`GET ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n`);
+      return socket;
+    };
+    try {
+      const reading = client('/runs');
+      // Reading all along: judged by what is unsent for it, never by its run.
+      for (let i = 0; i < 10; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        expect(guard.admit()).toBe(true);
+      }
+      expect(dropped).toEqual([]);
+      // It stops reading: half a second later its run counts, and it is closed.
+      reading.pause();
+      await until(
+        async () => dropped.length,
+        (count) => count === 1,
+        'the reader that stopped closed',
+        10_000,
+      );
+      // An answer that let go of its run is judged by its unsent output alone, however long it takes nothing.
+      client('/released').pause();
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(dropped).toEqual([1]);
+    } finally {
+      guard.stop();
+      await close(server);
+    }
+  }, 30_000);
+
+  it('closes a graphql-ws client that stops reading a run it joined (joinCopilotRun)', async () => {
+    // A run that takes some four seconds to say its 32 MB, read by its own client.
+    const g = await start({ adapter: new LongAnswer(30), maxBufferedOutputMb: 8 });
+    const own = fetch(g.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'multipart/mixed; deferSpec=20220824, application/json' },
+      body: JSON.stringify({
+        operationName: 'generateCopilotResponse',
+        query: STOCK_DOCUMENT,
+        variables: { data: { ...runInput([userMessage('a long answer')]), threadId: 'long-join' } },
+      }),
+    }).then((response) => response.text());
+    // Joined while it runs, by a client that stops reading: what comes meanwhile waits in its feed.
+    await until(
+      () => metricValue(g.url, 'copilot_gateway_active_runs'),
+      (runs) => runs === 1,
+      'the run started',
+      10_000,
+    );
+    await pausedSubscription(
+      g,
+      'subscription { joinCopilotRun(threadId: "long-join") { __typename ... on TextMessageContentEvent { content } } }',
+      {},
+    );
+    expect(
+      await until(
+        () => droppedCount(g),
+        (count) => count >= 1,
+        'the paused joiner closed',
+        30_000,
+      ),
+    ).toBe(1);
+    expect((await own).length).toBeGreaterThan(32 * 1024 * 1024);
+  }, 60_000);
 
   it.each(['multipart', 'graphql-ws', 'AG-UI'] as const)(
     "closes a %s client that stops reading a run whose output is held for it (the views', not the socket's)",

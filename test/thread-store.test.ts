@@ -351,6 +351,32 @@ describe('replays', () => {
   });
 });
 
+describe("a feed's held bytes (what waits for its reader, EventQueue.heldBytes)", () => {
+  it('grow while its reader is behind, merged chunks included, and come back to nothing as it takes them', async () => {
+    const feed = new EventFeed(-1);
+    const text = (sequence: number, content: string): SequencedEvent =>
+      ({ type: 'TextMessageContent', messageId: 'm', content, sequence }) as SequencedEvent;
+    feed.push({ type: 'RunStarted', threadId: 't', runId: 'r', sequence: 0 } as SequencedEvent);
+    feed.push({ type: 'TextMessageStart', messageId: 'm', role: 'assistant', sequence: 1 } as SequencedEvent);
+    const started = feed.heldBytes;
+    expect(started).toBeGreaterThan(0);
+    for (let sequence = 2; sequence < 12; sequence++) feed.push(text(sequence, 'x'.repeat(1000)));
+    // Ten chunks of 1,000 characters, merged into one event: each counted as it came.
+    expect(feed.heldBytes).toBeGreaterThanOrEqual(started + 10_000);
+    await feed.next();
+    await feed.next();
+    expect(feed.heldBytes).toBeGreaterThanOrEqual(10_000);
+    const merged = await feed.next();
+    expect((merged.value as { content: string }).content).toHaveLength(10_000);
+    expect(feed.heldBytes).toBe(0);
+    // A reader that leaves lets go of what waited for it.
+    feed.push(text(12, 'y'.repeat(5000)));
+    expect(feed.heldBytes).toBeGreaterThanOrEqual(5000);
+    await feed.return();
+    expect(feed.heldBytes).toBe(0);
+  });
+});
+
 describe('a gateway flooded with threads', () => {
   const { start } = gatewaysPerTest();
 

@@ -5,7 +5,7 @@ import { AnthropicAdapter } from '../src/adapters/anthropic.js';
 import { GoogleAdapter } from '../src/adapters/google.js';
 import { OpenAIAdapter } from '../src/adapters/openai.js';
 import type { SequencedEvent } from '../src/core/events.js';
-import { eventBytes } from '../src/threads/memory-bytes.js';
+import { eventBytes } from '../src/core/event-bytes.js';
 import { EventSizeGuard, MAX_UNBROKEN_CHARS } from '../src/upstream/stream-limits.js';
 import { FakeAnthropic } from './support/fake-anthropic.js';
 import { FakeGemini } from './support/fake-gemini.js';

@@ -15,7 +15,7 @@ import type { AgUiSse } from './sse.js';
 
 /** What a connect needs of the AG-UI transport. */
 export interface ConnectContext {
-  options: Pick<AgUiTransportOptions, 'launcher' | 'keepAliveMs' | 'keepOutput'>;
+  options: Pick<AgUiTransportOptions, 'launcher' | 'keepAliveMs' | 'keepOutput' | 'holdOutput'>;
   /** The SSE writer, loaded on first use. */
   sse(): Promise<AgUiSse>;
   /** Throws AGENT_NOT_FOUND for an agent the gateway does not serve. */
@@ -62,6 +62,8 @@ export async function serveConnect(
     res,
     replays.reduce((sum, replay) => sum + replay.bytes, 0),
   );
+  // What waits in a feed for this client counts as its connection's output too, while it does not read.
+  const output = transport.options.holdOutput?.(res);
   const threads = transport.options.launcher.threadService;
   sse.open(res);
   const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), transport.options.keepAliveMs);
@@ -103,7 +105,7 @@ export async function serveConnect(
         if (res.destroyed) break;
         if (current.ended) continue;
       }
-      feed = threads.follow(input.threadId, run.runId, resumed ? resumeAfter!.sequence : -1);
+      feed = threads.follow(input.threadId, run.runId, resumed ? resumeAfter!.sequence : -1, output);
       for await (const event of feed) {
         if (res.destroyed) break;
         const starting = !current.started;

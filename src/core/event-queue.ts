@@ -1,3 +1,4 @@
+import { eventBytes } from './event-bytes.js';
 import { mergeEvents } from './event-merge.js';
 import type { EventConsumer, EventHandover, SequencedEvent } from './events.js';
 
@@ -18,6 +19,8 @@ const DONE: IteratorResult<SequencedEvent> = Object.freeze({
 export abstract class EventQueue implements AsyncIterableIterator<SequencedEvent>, EventHandover<SequencedEvent> {
   private queue: SequencedEvent[] = [];
   private head = 0;
+  /** About what the queued events hold (eventBytes), for the budget of output held for readers (heldBytes). */
+  private queuedBytes = 0;
   /** Whether the last queued event is a merged copy of this queue's own (safe to extend). */
   private lastIsOwn = false;
   /** A pulled reader's pending `next()`: its resolving functions, kept apart (no object per wait). */
@@ -56,11 +59,21 @@ export abstract class EventQueue implements AsyncIterableIterator<SequencedEvent
       if (merged) {
         this.queue[this.queue.length - 1] = merged;
         this.lastIsOwn = merged !== event; // a copy of this queue's, not the shared event
+        this.queuedBytes += eventBytes(event);
         return;
       }
     }
     this.queue.push(event);
     this.lastIsOwn = false;
+    this.queuedBytes += eventBytes(event);
+  }
+
+  /**
+   * About what the events waiting for the reader hold (eventBytes of each as it came; a merge counts what it added):
+   * what a reader that does not read holds (RunCaller.output).
+   */
+  get heldBytes(): number {
+    return this.queuedBytes;
   }
 
   /** No more events: a waiting reader is told now, another once it has taken what is queued. */
@@ -89,6 +102,7 @@ export abstract class EventQueue implements AsyncIterableIterator<SequencedEvent
     this.closed = true;
     this.queue = [];
     this.head = 0;
+    this.queuedBytes = 0;
     this.consumer = undefined; // a pushed reader is the one leaving
     const waiting = this.waiting;
     this.waiting = this.rejectWaiting = undefined;
@@ -125,6 +139,10 @@ export abstract class EventQueue implements AsyncIterableIterator<SequencedEvent
       this.queue.length = 0; // emptied in place: a reader drains its queue on every event
       this.head = 0;
       this.lastIsOwn = false;
+      this.queuedBytes = 0;
+    } else {
+      // A merged event counts about what its parts were counted for (less their overheads): never below nothing.
+      this.queuedBytes = Math.max(0, this.queuedBytes - eventBytes(event));
     }
     return event;
   }

@@ -32,8 +32,11 @@ import type { Principal } from '../core/principal.js';
 import type { RateLimiter } from '../limits/rate-limiter.js';
 import type { RunTracing } from '../observability/tracing.js';
 import type { RetryObserver } from '../upstream/attempts.js';
+import { isHeldOutput, type OutputHolder } from './held-output.js';
 
 /** Who asked for the run: the request's id and logger, and a signal aborted when the client goes away. */
+export type { HeldOutput, OutputHolder } from './held-output.js';
+
 export interface RunCaller {
   requestId: string;
   logger: Logger;
@@ -59,16 +62,6 @@ export interface RunCaller {
   client?: string;
   /** Where the caller's answer counts the output of the runs it starts (see OutputHolder); none: not counted. */
   output?: OutputHolder;
-}
-
-/**
- * What the output a caller's runs produce is counted in, for the transport's budget of output held for clients that
- * do not read (transports/slow-readers.ts): a run's views keep what it said for their reader until the answer is over,
- * so a reader that stops reading holds it.
- */
-export interface OutputHolder {
-  /** The answer holds what `run` produces (read as its `producedBytes` when counted). */
-  hold(run: { readonly producedBytes: number }): void;
 }
 
 export interface LauncherOptions extends AgentLoopOptions {
@@ -272,7 +265,7 @@ export class RunLauncher {
       // sees it; on Redis, clients see each event once it is stored.
       const visible = admission ? admission.record(run) : run;
       view = attach(visible);
-      caller.output?.hold(run);
+      caller.output?.hold(isHeldOutput(view) ? view : run);
       afterRequest(hooks, request, run, run.logger);
       this.options.onRunStarted?.(run, request.agentSession ? 'agent' : 'model');
       const started = run;

@@ -14,7 +14,7 @@ import { idProblem } from '../core/ids.js';
 import { childLogger } from '../core/logging.js';
 import { MESSAGE_SUCCESS, RUN_SUCCESS, failedMessage, failedRun, type RunStatus } from '../core/status.js';
 import type { RunWriter } from '../core/writer.js';
-import { eventBytes } from '../threads/memory-bytes.js';
+import { eventBytes } from '../core/event-bytes.js';
 
 /** What the resolvers (and later the thread store) see of a run: its ids, its events and its end. */
 export interface RunHandle {
@@ -152,8 +152,11 @@ export class Run implements RunHandle, RunWriter, RunContext {
     });
   }
 
-  /** What the run has produced so far, as its output bound counts it (RunOptions.maxOutputBytes). */
-  get producedBytes(): number {
+  /**
+   * What a view that keeps all the run says holds of it (HeldOutput): what the run has produced so far, as its output
+   * bound counts it (RunOptions.maxOutputBytes).
+   */
+  get heldBytes(): number {
     return this.outputBytes;
   }
 

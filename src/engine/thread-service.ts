@@ -23,6 +23,7 @@ import type { RunRequest } from './request.js';
 import type { RunHandle } from './run.js';
 import { StoredRun } from './stored-run.js';
 import { ThreadList } from './thread-list.js';
+import { isHeldOutput, type OutputHolder } from './held-output.js';
 
 /** What to do when a request asks for a thread whose run is still going. */
 export type BusyPolicy = 'refuse' | 'interrupt';
@@ -291,14 +292,18 @@ export class ThreadService {
 
   /**
    * The run's events after `afterSequence`, stored then live (see ThreadStore.follow). Followers are
-   * tracked, so that a shutdown can end them (`endFollows`) instead of holding the process open.
+   * tracked, so that a shutdown can end them (`endFollows`) instead of holding the process open. `output`: where the
+   * answer following it counts what waits for its reader.
    */
   follow(
     threadId: string,
     runId: string,
     afterSequence: number,
+    output?: OutputHolder,
   ): AsyncIterableIterator<SequencedEvent> & Partial<EventHandover<SequencedEvent>> {
     const feed = this.store.follow(threadId, runId, afterSequence);
+    // What waits in the feed for its reader is held for the answer following it (a client that stops reading).
+    if (output && isHeldOutput(feed)) output.hold(feed);
     if (this.ending) {
       void feed.return?.();
       const ending = this.ending;

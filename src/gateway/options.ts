@@ -76,9 +76,9 @@ export interface GatewayOptions {
   maxBodyBytes?: number;
   /**
    * The most output, in MiB, the process holds for clients that do not read what it sends: while the output waiting
-   * for every connection (with what the runs of a connection that took nothing for five seconds have said, which its
-   * answer's views keep) adds up to more, the connections holding the most that took none of it for five seconds (or
-   * read too slowly to take what they hold within a minute) are closed (a long thread's replay sent
+   * for every connection (with what the views of a connection that took nothing for five seconds hold: its runs'
+   * output, the events waiting for it) adds up to more, the connections holding the most that took none of it for
+   * five seconds (or read too slowly to take what they hold within a minute) are closed (a long thread's replay sent
    * to a client that never reads would otherwise stay in memory as long as the connection); reads of a whole thread
    * are refused OVERLOADED meanwhile. @default 256, or a sixteenth of the V8 heap limit if that is less (96 with
    * `npm start`'s), at least 16

@@ -127,7 +127,7 @@ export const resolvers: Resolvers = {
       resolve: (event: any) => event,
     },
     joinCopilotRun: {
-      subscribe: async (_parent, { threadId, runId, afterSequence }, { launcher, principal }) => {
+      subscribe: async (_parent, { threadId, runId, afterSequence }, { launcher, principal, output }) => {
         if (afterSequence != null && afterSequence < 0) {
           throw new BadUserInputError('afterSequence must be 0 or more (omit it to replay the whole run).', {
             field: 'afterSequence',
@@ -136,7 +136,7 @@ export const resolvers: Resolvers = {
         const threads = launcher.threadService;
         const thread = checkedId(threadId, 'threadId');
         const run = await threads.joinable(thread, runId == null ? undefined : checkedId(runId, 'runId'), principal);
-        return threads.follow(thread, run.runId, afterSequence ?? -1);
+        return threads.follow(thread, run.runId, afterSequence ?? -1, output);
       },
       resolve: (event: any) => event,
     },

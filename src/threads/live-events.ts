@@ -1,6 +1,6 @@
 import { chunkText, continuesChunk } from '../core/event-merge.js';
 import type { SequencedEvent } from '../core/events.js';
-import { eventBytes } from './memory-bytes.js';
+import { eventBytes } from '../core/event-bytes.js';
 import { sealed, type Packing } from './sealed-run.js';
 
 /** A chunk: a piece of a message's or reasoning's text, or of a call's arguments. */

@@ -5,7 +5,8 @@ import type { Message } from '../core/messages.js';
 import { RUN_SUCCESS } from '../core/status.js';
 import { EventFeed } from './feed.js';
 import { agentStateOf } from './log.js';
-import { eventBytes, stateBytes } from './memory-bytes.js';
+import { eventBytes } from '../core/event-bytes.js';
+import { stateBytes } from './memory-bytes.js';
 import { concatIds, includesAny, joinIds, splitIds } from './message-ids.js';
 import { flatString, joinedStringBytes, stringBytes, unsealEvents } from './sealed-run.js';
 import { LiveEvents } from './live-events.js';
@@ -451,7 +452,8 @@ export class MemoryThreadStore implements ThreadStore {
   }
 
   private resize(thread: MemoryThread, delta: number): void {
-    // Every count is a finite number (memory-bytes.ts); one that is not would poison the total for good.
+    // Every count is a finite number (core/event-bytes.ts, memory-bytes.ts); one that is not would poison the total
+    // for good.
     if (!Number.isFinite(delta)) return;
     thread.bytes += delta;
     if (!thread.removed) this.bytes += delta;

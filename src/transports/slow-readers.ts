@@ -1,7 +1,7 @@
 import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import type { OutputHolder } from '../engine/launcher.js';
+import type { HeldOutput, OutputHolder } from '../engine/launcher.js';
 
 /** How often the output held for every connection is added up. */
 const CHECK_EVERY_MS = 250;
@@ -32,20 +32,17 @@ export interface KeptOutput {
 /** Declares what an answer keeps to write later (SlowReaderGuard.keep, or nothing when no guard is wired). */
 export type KeepOutput = (res: ServerResponse, bytes: number) => KeptOutput;
 
-/**
- * The runs one answer (an HTTP request, a WebSocket operation) started, whose output its views keep for its reader:
- * what it holds is what they have produced (SlowReaderGuard.track).
- */
-export class HeldRuns implements OutputHolder {
-  private runs: { readonly producedBytes: number }[] | undefined;
+/** What one answer (an HTTP request, a WebSocket operation) holds for its reader (SlowReaderGuard.track). */
+export class HeldOutputs implements OutputHolder {
+  private held: HeldOutput[] | undefined;
 
-  hold(run: { readonly producedBytes: number }): void {
-    (this.runs ??= []).push(run);
+  hold(held: HeldOutput): void {
+    (this.held ??= []).push(held);
   }
 
   get bytes(): number {
     let bytes = 0;
-    for (const run of this.runs ?? []) bytes += run.producedBytes;
+    for (const held of this.held ?? []) bytes += held.heldBytes;
     return bytes;
   }
 }
@@ -68,10 +65,11 @@ export class HeldRuns implements OutputHolder {
  * it declares them (`keep`) until it has, and they count as its connection's output, so that what the guard sees
  * is what such a client costs, from the moment its thread is read (not only once its first frame is written).
  *
- * And a streamed answer's views keep what its run has said until the answer is over: for a reader that stops
- * reading, the run's output waits there, not in the socket (the transport stops writing once the socket's buffer is
- * full). So what an answer's runs have produced (`track`) counts as its connection's output too, once the connection
- * has taken nothing for five seconds: a reader that keeps reading is not charged for what it has already taken.
+ * And a streamed answer stops writing once its socket's buffer is full: what its run says meanwhile waits in its
+ * views, not in the socket. So what an answer's views hold (`track`: the output of the runs it started, which the
+ * mutation's view keeps until the answer is over; the events an event queue holds for a graphql-ws or AG-UI reader,
+ * or for one following a run) counts as its connection's output too, once the connection has taken nothing for five
+ * seconds. A reader that keeps reading, however slowly, is judged by its unsent output alone.
  */
 export class SlowReaderGuard {
   private readonly sockets = new Set<Socket>();
@@ -80,7 +78,7 @@ export class SlowReaderGuard {
   /** What answers keep to write later, by connection (keep). */
   private readonly kept = new Map<Socket, number>();
   /** The runs of the answers under way, by connection (track). */
-  private readonly tracked = new Map<Socket, HeldRuns[]>();
+  private readonly tracked = new Map<Socket, HeldOutputs[]>();
   /** Closes not yet logged, and when the last line was. */
   private unlogged = { dropped: 0, freedBytes: 0, heldBytes: 0 };
   private loggedAt = -Infinity;
@@ -152,14 +150,14 @@ export class SlowReaderGuard {
    * Counts what `held`'s runs produce as `socket`'s output while its reader does not read (see the class), until
    * `untrack`.
    */
-  track(socket: Socket, held: HeldRuns): void {
+  track(socket: Socket, held: HeldOutputs): void {
     if (socket.destroyed) return;
     const list = this.tracked.get(socket);
     if (list) list.push(held);
     else this.tracked.set(socket, [held]);
   }
 
-  untrack(socket: Socket, held: HeldRuns): void {
+  untrack(socket: Socket, held: HeldOutputs): void {
     const list = this.tracked.get(socket);
     const at = list ? list.indexOf(held) : -1;
     if (at === -1) return;
@@ -181,10 +179,11 @@ export class SlowReaderGuard {
   }
 
   /**
-   * Adds up the output held for every connection (with what its answer keeps to write later); while that is over
-   * the budget, closes the connections that took none of their unsent output for STALL_MS or would take more than
-   * MAX_DRAIN_MS to take what they hold at their pace, slowest (then largest) first. A reader that reads at a
-   * reasonable pace is left to read; one with nothing unsent is not the one holding up.
+   * Adds up the output held for every connection (with what its answer keeps to write later, and, once it has taken
+   * nothing for STALL_MS, what its answers' views hold); while that is over the budget, closes the connections that
+   * took none of their unsent output for STALL_MS or would take more than MAX_DRAIN_MS to take what they hold at their
+   * pace, slowest (then largest) first. A reader that reads at a reasonable pace is left to read; one with nothing
+   * unsent is not the one holding up.
    */
   check(): number {
     const now = Date.now();
@@ -278,11 +277,12 @@ export class SlowReaderGuard {
 }
 
 /**
- * The runs of one answer, tracked for its connection once it holds one (most answers start none), until the answer is
- * over: `res` closed, or `release` (a WebSocket operation's end).
+ * What one answer holds, tracked for its connection once it holds something (most answers start no run), until the
+ * answer is over: `res` closed (`holding`), or `release` (a WebSocket operation's end, an HTTP answer's).
  */
 export class AnswerOutput implements OutputHolder {
-  private held: HeldRuns | undefined;
+  private held: HeldOutputs | undefined;
+  private released = false;
 
   constructor(
     private readonly guard: SlowReaderGuard,
@@ -290,21 +290,25 @@ export class AnswerOutput implements OutputHolder {
     private readonly res: ServerResponse | undefined,
   ) {}
 
-  hold(run: { readonly producedBytes: number }): void {
+  hold(held: HeldOutput): void {
+    // Once the answer is over, what it held is let go: a run that starts after that (its client completed the
+    // operation while the run was being admitted) is not its connection's to hold.
+    if (this.released) return;
     if (this.held === undefined) {
-      this.held = new HeldRuns();
+      this.held = new HeldOutputs();
       if (this.socket) this.guard.track(this.socket, this.held);
       this.res?.once('close', () => this.release());
     }
-    this.held.hold(run);
+    this.held.hold(held);
   }
 
   release(): void {
+    this.released = true;
     if (this.held && this.socket) this.guard.untrack(this.socket, this.held);
   }
 }
 
-/** What the guard knows of a connection holding at least MIN_DROPPED_BYTES (SlowReaderGuard.held). */
+/** What the guard knows of a connection behind by at least MIN_DROPPED_BYTES, views included (SlowReaderGuard.held). */
 interface Watch {
   /** Since when it took none. */
   since: number;

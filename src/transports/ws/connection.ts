@@ -15,7 +15,7 @@ import { operationMessage, slimSubscribe, type SubscribePayload } from './slim-s
  */
 export interface ConnectionExtra {
   socket?: WebSocket;
-  /** The connection's TCP socket, where its operations' output is counted (WsTransportOptions.operationOutput). */
+  /** The connection's TCP socket, where its operations' output is counted (WsTransportOptions.holdOutput). */
   tcp?: Socket;
   facts?: ConnectionFacts;
   admitted?: Admitted;

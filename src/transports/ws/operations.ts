@@ -5,7 +5,8 @@ import { getOperationAST, type ExecutionArgs, type ExecutionResult } from 'graph
 import type { ServerOptions } from 'graphql-ws';
 import type { Logger } from 'pino';
 import { OPERATION_ENDED } from '../../core/abort.js';
-import type { OutputHolder, RunLauncher } from '../../engine/launcher.js';
+import type { RunLauncher } from '../../engine/launcher.js';
+import type { AnswerOutput } from '../slow-readers.js';
 import type { GatewayContext } from '../../graphql/context.js';
 import { EndingStream } from '../../graphql/ending-stream.js';
 import type { Executor, ResultSink, SubscribeOutcome } from '../../graphql/executor.js';
@@ -34,12 +35,7 @@ interface OperationArgs extends ExecutionArgs {
   /** Where a subscription's results go when its stream is pushed (graphql/fast/push-stream.ts). */
   sink: ResultSink | undefined;
   /** Where the operation's runs are counted for its connection, until it ends (operationEnd). */
-  output: OperationOutput | undefined;
-}
-
-/** Where an operation's runs are counted for its connection's output (SlowReaderGuard), until `release`. */
-export interface OperationOutput extends OutputHolder {
-  release(): void;
+  output: AnswerOutput | undefined;
 }
 
 /** The arguments of an operation whose context operationContext made: what `execute` and `subscribe` are given. */
@@ -54,7 +50,7 @@ function operationArgs(args: ExecutionArgs): OperationArgs {
 export function operationContext(
   launcher: RunLauncher,
   logger: Logger,
-  operationOutput?: (socket: Socket) => OperationOutput,
+  holdOutput?: (socket: Socket) => AnswerOutput,
 ): NonNullable<ServerOptions<Record<string, unknown>, ConnectionExtra>['context']> {
   return (ctx, id, payload, args): GatewayContext => {
     const requestId = randomUUID();
@@ -68,7 +64,7 @@ export function operationContext(
     operation.controller = controller;
     operation.message = payload as OperationArgs['message'];
     operation.sink = subscription && ctx.extra.socket ? new WsResultSink(ctx.extra.socket, id) : undefined;
-    const output = ctx.extra.tcp && operationOutput ? operationOutput(ctx.extra.tcp) : undefined;
+    const output = ctx.extra.tcp && holdOutput ? holdOutput(ctx.extra.tcp) : undefined;
     operation.output = output;
     return {
       requestId,

@@ -33,7 +33,8 @@ import { KeepAlive } from './keep-alive.js';
 import { countWebSocketInput } from './input.js';
 import type { InputBudget } from '../../core/input-budget.js';
 import { formatForWs, withWsErrors } from './messages.js';
-import { operationContext, serveExecution, serveSubscription, type OperationOutput } from './operations.js';
+import { operationContext, serveExecution, serveSubscription } from './operations.js';
+import type { AnswerOutput } from '../slow-readers.js';
 
 export interface WsTransportOptions {
   server: Server;
@@ -61,9 +62,9 @@ export interface WsTransportOptions {
   inputBudget?: InputBudget;
   /**
    * Where an operation's runs are counted for its connection's output while its client does not read, until the
-   * operation ends (SlowReaderGuard.operationOutput); none: not counted.
+   * operation ends (SlowReaderGuard.output); none: not counted.
    */
-  operationOutput?: (socket: Socket) => OperationOutput;
+  holdOutput?: (socket: Socket) => AnswerOutput;
 }
 
 /**
@@ -124,7 +125,7 @@ export function attachWebSocketTransport(options: WsTransportOptions): {
   const protocol = makeServer<Record<string, unknown>, ConnectionExtra>({
     schema,
     onConnect: connectionAuthentication(access, logger),
-    context: operationContext(launcher, logger, options.operationOutput),
+    context: operationContext(launcher, logger, options.holdOutput),
     onSubscribe: operationAdmission(access, schema, documents),
     execute: (args) => serveExecution(args, executor),
     // Subscriptions: on the fast executor the lean path (graphql/fast/subscribe.ts): one iterator per
@@ -142,7 +143,7 @@ export function attachWebSocketTransport(options: WsTransportOptions): {
   wss.on('connection', (socket, request) => {
     if (options.inputBudget) countWebSocketInput(socket, request.socket, options.inputBudget);
     const extra: ConnectionExtra = needsFacts ? { socket, facts: access.connectionFacts(request) } : { socket };
-    if (options.operationOutput) extra.tcp = request.socket;
+    if (options.holdOutput) extra.tcp = request.socket;
     WsConnection.serve(socket, shared, extra);
   });
   // `ws` re-emits the HTTP server's errors (such as EADDRINUSE, which listen() reports itself);
