@@ -32,21 +32,6 @@ export interface KeptOutput {
 /** Declares what an answer keeps to write later (SlowReaderGuard.keep, or nothing when no guard is wired). */
 export type KeepOutput = (res: ServerResponse, bytes: number) => KeptOutput;
 
-/** What one answer (an HTTP request, a WebSocket operation) holds for its reader (SlowReaderGuard.track). */
-export class HeldOutputs implements OutputHolder {
-  private held: HeldOutput[] | undefined;
-
-  hold(held: HeldOutput): void {
-    (this.held ??= []).push(held);
-  }
-
-  get bytes(): number {
-    let bytes = 0;
-    for (const held of this.held ?? []) bytes += held.heldBytes;
-    return bytes;
-  }
-}
-
 /**
  * A budget for the output the process holds for readers that do not read. Every answer waits for its
  * connection to take what it wrote before writing more (backpressure), but one write can be large: a thread's
@@ -78,7 +63,7 @@ export class SlowReaderGuard {
   /** What answers keep to write later, by connection (keep). */
   private readonly kept = new Map<Socket, number>();
   /** The runs of the answers under way, by connection (track). */
-  private readonly tracked = new Map<Socket, HeldOutputs[]>();
+  private readonly tracked = new Map<Socket, AnswerOutput | AnswerOutput[]>();
   /** Closes not yet logged, and when the last line was. */
   private unlogged = { dropped: 0, freedBytes: 0, heldBytes: 0 };
   private loggedAt = -Infinity;
@@ -150,19 +135,22 @@ export class SlowReaderGuard {
    * Counts what `held`'s runs produce as `socket`'s output while its reader does not read (see the class), until
    * `untrack`.
    */
-  track(socket: Socket, held: HeldOutputs): void {
+  track(socket: Socket, answer: AnswerOutput): void {
     if (socket.destroyed) return;
-    const list = this.tracked.get(socket);
-    if (list) list.push(held);
-    else this.tracked.set(socket, [held]);
+    const tracked = this.tracked.get(socket);
+    if (tracked === undefined) this.tracked.set(socket, answer);
+    else if (Array.isArray(tracked)) tracked.push(answer);
+    else this.tracked.set(socket, [tracked, answer]);
   }
 
-  untrack(socket: Socket, held: HeldOutputs): void {
-    const list = this.tracked.get(socket);
-    const at = list ? list.indexOf(held) : -1;
-    if (at === -1) return;
-    if (list!.length === 1) this.tracked.delete(socket);
-    else list!.splice(at, 1);
+  untrack(socket: Socket, answer: AnswerOutput): void {
+    const tracked = this.tracked.get(socket);
+    if (tracked === answer) this.tracked.delete(socket);
+    else if (Array.isArray(tracked)) {
+      const at = tracked.indexOf(answer);
+      if (at !== -1) tracked.splice(at, 1);
+      if (tracked.length === 0) this.tracked.delete(socket);
+    }
   }
 
   /** Where an HTTP answer's runs are held: tracked for its connection from its first run until the answer is over. */
@@ -248,12 +236,13 @@ export class SlowReaderGuard {
     return total - freed;
   }
 
-  /** What the runs of `socket`'s answers under way have produced. */
+  /** What the views of `socket`'s answers under way hold. */
   private runsHeldFor(socket: Socket): number {
-    const list = this.tracked.get(socket);
-    if (list === undefined) return 0;
+    const tracked = this.tracked.get(socket);
+    if (tracked === undefined) return 0;
+    if (!Array.isArray(tracked)) return tracked.bytes;
     let bytes = 0;
-    for (const held of list) bytes += held.bytes;
+    for (const answer of tracked) bytes += answer.bytes;
     return bytes;
   }
 
@@ -281,7 +270,8 @@ export class SlowReaderGuard {
  * answer is over: `res` closed (`holding`), or `release` (a WebSocket operation's end, an HTTP answer's).
  */
 export class AnswerOutput implements OutputHolder {
-  private held: HeldOutputs | undefined;
+  /** What it holds: one view or run (as most answers), or several. */
+  private held: HeldOutput | HeldOutput[] | undefined;
   private released = false;
 
   constructor(
@@ -294,17 +284,29 @@ export class AnswerOutput implements OutputHolder {
     // Once the answer is over, what it held is let go: a run that starts after that (its client completed the
     // operation while the run was being admitted) is not its connection's to hold.
     if (this.released) return;
-    if (this.held === undefined) {
-      this.held = new HeldOutputs();
-      if (this.socket) this.guard.track(this.socket, this.held);
+    const before = this.held;
+    if (before === undefined) {
+      this.held = held;
+      if (this.socket) this.guard.track(this.socket, this);
       this.res?.once('close', () => this.release());
-    }
-    this.held.hold(held);
+    } else if (Array.isArray(before)) before.push(held);
+    else this.held = [before, held];
+  }
+
+  /** What its views hold now. */
+  get bytes(): number {
+    const held = this.held;
+    if (held === undefined) return 0;
+    if (!Array.isArray(held)) return held.heldBytes;
+    let bytes = 0;
+    for (const one of held) bytes += one.heldBytes;
+    return bytes;
   }
 
   release(): void {
+    if (this.released) return;
     this.released = true;
-    if (this.held && this.socket) this.guard.untrack(this.socket, this.held);
+    if (this.held !== undefined && this.socket) this.guard.untrack(this.socket, this);
   }
 }
 
