@@ -663,6 +663,57 @@ describe('readers that do not read (maxBufferedOutputMb)', () => {
     expect((await own).length).toBeGreaterThan(32 * 1024 * 1024);
   }, 60_000);
 
+  it('tracks what an answer holds only between its first hold and its end, however it ends', async () => {
+    const server = createServer();
+    const guard = new SlowReaderGuard(server, {
+      budgetBytes: 1024 * 1024,
+      logger: silentLogger,
+      checkEveryMs: 3_600_000,
+    });
+    const tracked = (): number => (guard as unknown as { tracked: Map<unknown, unknown> }).tracked.size;
+    const origin = await listen(server);
+    const { port } = new URL(origin);
+    const accepted = new Promise<Socket>((resolve) => server.once('connection', resolve));
+    const client = connect({ host: '127.0.0.1', port: Number(port) });
+    opened.push(client);
+    const socket = await accepted;
+    try {
+      // An answer that holds nothing is not tracked.
+      const idle = guard.output(socket);
+      expect(tracked()).toBe(0);
+      idle.release();
+      // Held, then over: tracked, then not; several answers on one connection are told apart.
+      const first = guard.output(socket);
+      const second = guard.output(socket);
+      first.hold({ heldBytes: 10 });
+      second.hold({ heldBytes: 20 });
+      second.hold({ heldBytes: 30 });
+      expect(second.bytes).toBe(50);
+      expect(tracked()).toBe(1);
+      first.release();
+      expect(tracked()).toBe(1);
+      second.release();
+      second.release();
+      expect(tracked()).toBe(0);
+      // Over before its run was held (a graphql-ws operation completed while its run was admitted): never tracked.
+      const late = guard.output(socket);
+      late.release();
+      late.hold({ heldBytes: 10 });
+      expect(late.bytes).toBe(0);
+      expect(tracked()).toBe(0);
+      // A socket that closes takes what was tracked for it with it.
+      guard.output(socket).hold({ heldBytes: 10 });
+      expect(tracked()).toBe(1);
+      const closed = new Promise((resolve) => socket.once('close', resolve));
+      client.destroy();
+      await closed;
+      expect(tracked()).toBe(0);
+    } finally {
+      guard.stop();
+      await close(server);
+    }
+  });
+
   it.each(['multipart', 'graphql-ws', 'AG-UI'] as const)(
     "closes a %s client that stops reading a run whose output is held for it (the views', not the socket's)",
     async (transport) => {
