@@ -245,12 +245,24 @@ describe('known documents (HTTP)', () => {
     expect(answer.text).toContain('"errors"');
   });
 
+  /**
+   * The pair, its document known to ours, each serving one run its model holds (prompt "hold") until released: their
+   * exchanges.
+   */
+  async function holdingOneRunEach(pair: {
+    ours: RunningGateway;
+    apollos: RunningGateway;
+  }): Promise<Promise<Exchange>[]> {
+    await both(stock('hi'), 'not known', MULTIPART, pair);
+    const held = [exchange(pair.ours.url, stock('hold')), exchange(pair.apollos.url, stock('hold'))];
+    while (adapter.holding < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+    return held;
+  }
+
   it('answers a client over its concurrent runs (RATE_LIMITED) with retry-after, as Apollo does', async () => {
     const pair = await gateways({ rateLimits: { concurrentRuns: 1 } });
     try {
-      await both(stock('hi'), 'not known', MULTIPART, pair);
-      const held = [exchange(pair.ours.url, stock('hold')), exchange(pair.apollos.url, stock('hold'))];
-      while (adapter.holding < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+      const held = await holdingOneRunEach(pair);
       const limited = await both(stock('hi'), 'answered', MULTIPART, pair);
       expect(limited.text).toContain('RATE_LIMITED');
       expect(limited.headers).toContainEqual(['retry-after', expect.stringMatching(/^\d+$/)]);
@@ -296,9 +308,7 @@ describe('known documents (HTTP)', () => {
   it('answers a run refused over maxConcurrentRuns (OVERLOADED) and one refused while draining (SHUTTING_DOWN, 503) as Apollo does', async () => {
     const pair = await gateways({ maxConcurrentRuns: 1 });
     try {
-      await both(stock('hi'), 'not known', MULTIPART, pair);
-      const held = [exchange(pair.ours.url, stock('hold')), exchange(pair.apollos.url, stock('hold'))];
-      while (adapter.holding < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+      const held = await holdingOneRunEach(pair);
       const overloaded = await both(stock('hi'), 'answered', MULTIPART, pair);
       expect(overloaded.text).toContain('OVERLOADED');
 

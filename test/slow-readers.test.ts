@@ -67,20 +67,37 @@ async function finishedRuns(g: RunningGateway, threadId: string, count: number, 
 }
 
 /**
+ * A raw connection to `url`'s host that sends a GET of its path, or a POST of the JSON `body` to it, and, `paused` (the
+ * default), reads nothing of the answer.
+ */
+function rawRequest(url: string, { body, accept = 'text/event-stream', paused = true }: RawOptions = {}): Socket {
+  const { hostname: host, port, pathname } = new URL(url);
+  const socket = connect({ host, port: Number(port) });
+  opened.push(socket);
+  if (paused) socket.pause();
+  else socket.on('data', () => undefined);
+  socket.on('error', () => {});
+  socket.write(
+    body === undefined
+      ? `GET ${pathname} HTTP/1.1\r\nhost: ${host}:${port}\r\n\r\n`
+      : `POST ${pathname} HTTP/1.1\r\nhost: ${host}:${port}\r\ncontent-type: application/json\r\n` +
+          `accept: ${accept}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+  return socket;
+}
+
+interface RawOptions {
+  body?: string;
+  accept?: string;
+  paused?: boolean;
+}
+
+/**
  * An AG-UI connect to `threadId` on a raw connection that does not read; `readRest()` reads what it is sent from then
  * on, to its end, and resolves with how many bytes that was.
  */
 function pausedConnect(g: RunningGateway, threadId: string): { readRest: () => Promise<number> } {
-  const { hostname: host, port, pathname } = new URL(g.url);
-  const body = agUiInput(threadId, 'connect', []);
-  const socket = connect({ host, port: Number(port) });
-  opened.push(socket);
-  socket.pause();
-  socket.on('error', () => {});
-  socket.write(
-    `POST ${pathname}/agent/default/connect HTTP/1.1\r\nhost: ${host}:${port}\r\ncontent-type: application/json\r\n` +
-      `accept: text/event-stream\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
+  const socket = rawRequest(`${g.url}/agent/default/connect`, { body: agUiInput(threadId, 'connect', []) });
   const readRest = () =>
     new Promise<number>((resolve) => {
       let bytes = 0;
@@ -115,35 +132,18 @@ class LongAnswer implements ModelAdapter {
 
 /** The stock client's mutation on a raw connection that never reads its answer. */
 function pausedMutation(g: RunningGateway): void {
-  const { hostname: host, port, pathname } = new URL(g.url);
   const body = JSON.stringify({
     operationName: 'generateCopilotResponse',
     query: STOCK_DOCUMENT,
     variables: { data: runInput([userMessage('a long answer')]) },
   });
-  const socket = connect({ host, port: Number(port) });
-  opened.push(socket);
-  socket.pause();
-  socket.on('error', () => {});
-  socket.write(
-    `POST ${pathname} HTTP/1.1\r\nhost: ${host}:${port}\r\ncontent-type: application/json\r\n` +
-      `accept: multipart/mixed; deferSpec=20220824, application/json\r\n` +
-      `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
+  rawRequest(g.url, { body, accept: 'multipart/mixed; deferSpec=20220824, application/json' });
 }
 
 /** An AG-UI run on a raw connection that never reads its answer. */
 function pausedAgUiRun(g: RunningGateway): void {
-  const { hostname: host, port, pathname } = new URL(g.url);
   const body = agUiInput('long-run', 'run-1', [{ id: 'u-1', role: 'user', content: 'a long answer' }]);
-  const socket = connect({ host, port: Number(port) });
-  opened.push(socket);
-  socket.pause();
-  socket.on('error', () => {});
-  socket.write(
-    `POST ${pathname}/agent/default/run HTTP/1.1\r\nhost: ${host}:${port}\r\ncontent-type: application/json\r\n` +
-      `accept: text/event-stream\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
+  rawRequest(`${g.url}/agent/default/run`, { body });
 }
 
 /** A subscription over graphql-ws (copilotRun by default) whose client stops reading once it has subscribed. */
@@ -528,15 +528,7 @@ describe('readers that do not read (maxBufferedOutputMb)', () => {
       stallMs: 0,
     });
     const origin = await listen(server);
-    const { port } = new URL(origin);
-    const paused = (path: string): Socket => {
-      const socket = connect({ host: '127.0.0.1', port: Number(port) });
-      opened.push(socket);
-      socket.pause();
-      socket.on('error', () => {});
-      socket.write(`GET ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n`);
-      return socket;
-    };
+    const paused = (path: string): Socket => rawRequest(`${origin}${path}`);
     try {
       // Without runs: what it holds is its unsent output alone, under the budget, seen stalled or not.
       const plain = paused('/plain');
@@ -593,15 +585,7 @@ describe('readers that do not read (maxBufferedOutputMb)', () => {
       stallMs: 500,
     });
     const origin = await listen(server);
-    const { port } = new URL(origin);
-    const client = (path: string): Socket => {
-      const socket = connect({ host: '127.0.0.1', port: Number(port) });
-      opened.push(socket);
-      socket.on('error', () => {});
-      socket.on('data', () => undefined);
-      socket.write(`GET ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n`);
-      return socket;
-    };
+    const client = (path: string): Socket => rawRequest(`${origin}${path}`, { paused: false });
     try {
       const reading = client('/runs');
       // Reading all along: judged by what is unsent for it, never by its run.

@@ -34,9 +34,9 @@ import type { RunTracing } from '../observability/tracing.js';
 import type { RetryObserver } from '../upstream/attempts.js';
 import { isHeldOutput, type OutputHolder } from './held-output.js';
 
-/** Who asked for the run: the request's id and logger, and a signal aborted when the client goes away. */
 export type { HeldOutput, OutputHolder } from './held-output.js';
 
+/** Who asked for the run: the request's id and logger, and a signal aborted when the client goes away. */
 export interface RunCaller {
   requestId: string;
   logger: Logger;

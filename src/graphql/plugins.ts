@@ -61,6 +61,7 @@ export function refusalPlugin(): ApolloServerPlugin<GatewayContext> {
       return {
         async willSendResponse({ response, request, operation, errors }) {
           const result = response.body.kind === 'single' ? response.body.singleResult : response.body.initialResult;
+          if (result.errors === undefined) return;
           const head: ErrorHead = { status: response.http.status, headers: new Map() };
           applyRefusal(result, errors, operation, request.http?.headers.get(DRAIN_REFUSAL_HEADER), head);
           response.http.status = head.status;

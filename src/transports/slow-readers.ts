@@ -62,7 +62,7 @@ export class SlowReaderGuard {
   private held = new Map<Socket, Watch>();
   /** What answers keep to write later, by connection (keep). */
   private readonly kept = new Map<Socket, number>();
-  /** The runs of the answers under way, by connection (track). */
+  /** What the answers under way hold, by connection (track). */
   private readonly tracked = new Map<Socket, AnswerOutput | AnswerOutput[]>();
   /** Closes not yet logged, and when the last line was. */
   private unlogged = { dropped: 0, freedBytes: 0, heldBytes: 0 };
@@ -153,17 +153,19 @@ export class SlowReaderGuard {
     }
   }
 
-  /** Where an HTTP answer's runs are held: tracked for its connection from its first run until the answer is over. */
-  holding(res: ServerResponse): OutputHolder {
-    return new AnswerOutput(this, res.socket, res);
-  }
-
   /**
-   * Where an answer's runs are held (a WebSocket operation's, an HTTP answer's whose transport ends it): tracked for
-   * `socket` from its first run until `release`.
+   * Where an answer's views are held (a WebSocket operation's, an HTTP answer's): tracked for `socket` from its first
+   * hold until `release`.
    */
   output(socket: Socket | null): AnswerOutput {
-    return new AnswerOutput(this, socket, undefined);
+    return new AnswerOutput(this, socket);
+  }
+
+  /** Where an HTTP answer's views are held, released when the answer is over (`res` closes). */
+  holding(res: ServerResponse): OutputHolder {
+    const output = this.output(res.socket);
+    res.once('close', () => output.release());
+    return output;
   }
 
   /**
@@ -267,7 +269,7 @@ export class SlowReaderGuard {
 
 /**
  * What one answer holds, tracked for its connection once it holds something (most answers start no run), until the
- * answer is over: `res` closed (`holding`), or `release` (a WebSocket operation's end, an HTTP answer's).
+ * answer is over (`release`: a WebSocket operation's end, an HTTP answer's).
  */
 export class AnswerOutput implements OutputHolder {
   /** What it holds: one view or run (as most answers), or several. */
@@ -276,8 +278,7 @@ export class AnswerOutput implements OutputHolder {
 
   constructor(
     private readonly guard: SlowReaderGuard,
-    private readonly socket: Socket | null | undefined,
-    private readonly res: ServerResponse | undefined,
+    private readonly socket: Socket | null,
   ) {}
 
   hold(held: HeldOutput): void {
@@ -288,7 +289,6 @@ export class AnswerOutput implements OutputHolder {
     if (before === undefined) {
       this.held = held;
       if (this.socket) this.guard.track(this.socket, this);
-      this.res?.once('close', () => this.release());
     } else if (Array.isArray(before)) before.push(held);
     else this.held = [before, held];
   }
