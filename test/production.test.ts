@@ -17,6 +17,7 @@ import { anyOf, bearerToken } from '../src/auth/authenticate.js';
 import { apiKeyAuthenticator } from '../src/auth/api-keys.js';
 import { jwtAuthenticator } from '../src/auth/jwt.js';
 import { MemoryRateLimiter } from '../src/limits/rate-limiter.js';
+import { GatewayMetrics } from '../src/observability/metrics.js';
 import type { Principal } from '../src/core/principal.js';
 import { possibleTypes } from '../src/index.js';
 import type { ServerAction } from '../src/actions/server-action.js';
@@ -1177,6 +1178,61 @@ describe('metrics', () => {
     expect(text).toMatch(/copilot_gateway_active_runs 0/);
     expect(text).toMatch(/copilot_gateway_websocket_connections 0/);
     expect(text).toMatch(/copilot_gateway_process_resident_memory_bytes \d+/);
+  });
+});
+
+describe('metrics of the memory thread store', () => {
+  it('reports the threads and bytes it keeps and the threads it let go of, for its bounds and for their age', async () => {
+    const adapter = new OpenAIAdapter({ baseURL, apiKey: 'k', model: 'fake-model', maxRetries: 0 });
+    const gateway = await start({ adapter, metrics: true, threads: { maxThreads: 2, ttlSeconds: 2 } });
+    const metrics = async () => (await fetch(new URL('/metrics', gateway.url))).text();
+    const value = (text: string, name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1]);
+    expect(value(await metrics(), 'copilot_gateway_thread_store_threads')).toBe(0);
+
+    for (const threadId of ['t-1', 't-2', 't-3']) {
+      const answer = await post(gateway.url, {
+        query:
+          'mutation($data: GenerateCopilotResponseInput!) { generateCopilotResponse(data: $data) { status { ... on BaseResponseStatus { code } } } }',
+        variables: { data: { ...runInput([userMessage('[tokens=5]')]), threadId } },
+      });
+      expect(answer.json.data.generateCopilotResponse.status.code).toBe('Success');
+    }
+    const full = await metrics();
+    expect(value(full, 'copilot_gateway_thread_store_threads')).toBe(2);
+    expect(value(full, 'copilot_gateway_thread_store_bytes')).toBeGreaterThan(0);
+    expect(full).toMatch(/^copilot_gateway_thread_store_dropped_total\{reason="bound"\} 1$/m);
+    expect(full).toMatch(/^copilot_gateway_thread_store_dropped_total\{reason="expired"\} 0$/m);
+
+    // Unused for ttlSeconds, both go (the store sweeps every ttlSeconds when that is under a minute).
+    const aged = await until(
+      metrics,
+      (text) => /^copilot_gateway_thread_store_dropped_total\{reason="expired"\} 2$/m.test(text),
+      'the kept threads expired',
+      10_000,
+    );
+    expect(value(aged, 'copilot_gateway_thread_store_threads')).toBe(0);
+    expect(value(aged, 'copilot_gateway_thread_store_bytes')).toBe(0);
+    expect(aged).toMatch(/^copilot_gateway_thread_store_dropped_total\{reason="bound"\} 1$/m);
+  });
+
+  it('leaves them out for a store in another process (Redis), which has no census', async () => {
+    const without = await new GatewayMetrics(
+      () => 0,
+      () => 0,
+      () => ({}),
+    ).render();
+    expect(without.body).toMatch(/copilot_gateway_active_runs 0/);
+    expect(without.body).not.toMatch(/copilot_gateway_thread_store_(threads|bytes|dropped)/);
+    const census = { threads: 3, bytes: 1234, dropped: { bound: 5, expired: 6 } };
+    const withCensus = await new GatewayMetrics(
+      () => 0,
+      () => 0,
+      () => ({}),
+      () => census,
+    ).render();
+    expect(withCensus.body).toMatch(/^copilot_gateway_thread_store_threads 3$/m);
+    expect(withCensus.body).toMatch(/^copilot_gateway_thread_store_bytes 1234$/m);
+    expect(withCensus.body).toMatch(/^copilot_gateway_thread_store_dropped_total\{reason="expired"\} 6$/m);
   });
 });
 

@@ -52,11 +52,13 @@ const APOLLO_STUDIO_ORIGINS = ['https://studio.apollographql.com', 'https://sand
 /** Builds the collaborators, each given the ones it needs; nothing starts or listens here (see gateway.ts). */
 export function wireGateway(config: ResolvedOptions): Collaborators {
   const logger = config.logger;
+  const store = createThreadStore(config.threads, logger);
   const metrics = config.metrics.on
     ? new GatewayMetrics(
         () => launcher.activeRuns,
         () => inputBudget.heldBytes,
         () => mcp.census(),
+        store.census && (() => store.census!()),
       )
     : undefined;
   const tracing = config.tracing ? new RunTracing(GATEWAY_VERSION) : undefined;
@@ -77,7 +79,6 @@ export function wireGateway(config: ResolvedOptions): Collaborators {
     logger,
   );
   const mcp = new McpServers(config.mcpServers, config.allowClientMcpServers, config.discoveryWaitMs, logger);
-  const store = createThreadStore(config.threads, logger);
   const threads = new ThreadService(
     metrics ? metrics.meteredStore(store) : store,
     { ...config.threads, authenticated: config.authenticate !== undefined },

@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { GatewayError } from '../core/errors.js';
 import type { SequencedEvent } from '../core/events.js';
 import type { RunHandle } from '../engine/run.js';
-import type { ThreadStore } from '../threads/store.js';
+import type { StoreCensus, ThreadStore } from '../threads/store.js';
 
 export type RunKind = 'model' | 'agent';
 
@@ -26,12 +26,14 @@ export class GatewayMetrics {
 
   /**
    * `inputHeld`: the bytes of input held now (maxBufferedInputMb's budget); `mcpServers`: the MCP servers by source,
-   * connected or not (McpServers.census). Both read when the metrics are collected.
+   * connected or not (McpServers.census); `storeCensus`: what a thread store in this process keeps (the memory
+   * store's census; none for Redis, whose own INFO tells). All read when the metrics are collected.
    */
   constructor(
     activeRuns: () => number,
     inputHeld: () => number,
     mcpServers: () => Record<string, { connected: number; down: number }>,
+    storeCensus?: () => StoreCensus,
   ) {
     processRegistry(); // started now, so that event-loop lag is measured from the start
     const registers = [this.registry];
@@ -118,6 +120,7 @@ export class GatewayMetrics {
         }
       },
     });
+    if (storeCensus) registerStoreCensus(storeCensus, registers);
     this.httpStreams = new Gauge({
       name: 'copilot_gateway_active_http_streams',
       help: 'HTTP responses streaming now (multipart, SSE, AG-UI).',
@@ -219,6 +222,42 @@ export class GatewayMetrics {
     const [own, process] = await Promise.all([this.registry.metrics(), processRegistry().metrics()]);
     return { contentType: this.registry.contentType, body: `${own}\n${process}` };
   }
+}
+
+/** The memory store's threads and bytes against its bounds, and the threads it let go of. */
+function registerStoreCensus(census: () => StoreCensus, registers: Registry[]): void {
+  new Gauge({
+    name: 'copilot_gateway_thread_store_threads',
+    help: 'Threads the memory thread store keeps now (at most maxThreads, MAX_THREADS).',
+    registers,
+    collect() {
+      this.set(census().threads);
+    },
+  });
+  new Gauge({
+    name: 'copilot_gateway_thread_store_bytes',
+    help:
+      "The memory thread store's size as its byte bound counts it (at most about maxBytes, MAX_THREAD_STORE_MB): " +
+      'messages, events and states.',
+    registers,
+    collect() {
+      this.set(census().bytes);
+    },
+  });
+  new Counter({
+    name: 'copilot_gateway_thread_store_dropped_total',
+    help:
+      'Threads the memory thread store let go of, by reason: bound (the least recently used, to stay within ' +
+      'maxThreads and maxBytes) or expired (unused for ttlSeconds). Threads deleted on request are not counted.',
+    labelNames: ['reason'],
+    registers,
+    collect() {
+      const { dropped } = census();
+      this.reset();
+      this.inc({ reason: 'bound' }, dropped.bound);
+      this.inc({ reason: 'expired' }, dropped.expired);
+    },
+  });
 }
 
 let processMetrics: Registry | undefined;

@@ -41,6 +41,7 @@ import {
   type RunRecord,
   type StopHandler,
   type StopReason,
+  type StoreCensus,
   type ThreadRead,
   type ThreadRecord,
   type ThreadStore,
@@ -69,6 +70,8 @@ export class MemoryThreadStore implements ThreadStore {
   /** By thread id, least recently used first (a touched thread is moved to the end). */
   private readonly threads = new Map<string, MemoryThread>();
   private bytes = 0;
+  /** Threads let go of since the store started, by why (not those removed on request). */
+  private readonly dropped = { bound: 0, expired: 0 };
   private readonly stopHandlers: StopHandler[] = [];
   /** Threads removed while a run held them, with that run: it may not open or write them again (see remove). */
   private readonly deleted = new Map<string, { runId: string; until: number }>();
@@ -85,6 +88,10 @@ export class MemoryThreadStore implements ThreadStore {
   /** Threads held now, and about how many bytes they take (for tests and health). */
   get size(): { threads: number; bytes: number } {
     return { threads: this.threads.size, bytes: this.bytes };
+  }
+
+  census(): StoreCensus {
+    return { threads: this.threads.size, bytes: this.bytes, dropped: { ...this.dropped } };
   }
 
   async claim(threadId: string, proposedRunId: string, freshRunId: string, details: ClaimDetails = {}): Promise<Claim> {
@@ -413,7 +420,7 @@ export class MemoryThreadStore implements ThreadStore {
   private live(threadId: string, now: number): MemoryThread | undefined {
     const thread = this.threads.get(threadId);
     if (thread && this.expired(thread, now)) {
-      this.drop(thread);
+      if (this.drop(thread)) this.dropped.expired++;
       return undefined;
     }
     return thread;
@@ -459,11 +466,13 @@ export class MemoryThreadStore implements ThreadStore {
     if (!thread.removed) this.bytes += delta;
   }
 
-  private drop(thread: MemoryThread): void {
-    if (this.threads.get(thread.threadId) !== thread) return;
+  /** Whether it was kept until now. */
+  private drop(thread: MemoryThread): boolean {
+    if (this.threads.get(thread.threadId) !== thread) return false;
     this.threads.delete(thread.threadId);
     this.bytes -= thread.bytes;
     thread.removed = true;
+    return true;
   }
 
   /** Drops least recently used threads while over a bound (skipping pinned ones). */
@@ -473,7 +482,7 @@ export class MemoryThreadStore implements ThreadStore {
     const now = Date.now();
     for (const thread of this.threads.values()) {
       if (this.threads.size <= maxThreads && this.bytes <= maxBytes) break;
-      if (!this.pinned(thread, now)) this.drop(thread);
+      if (!this.pinned(thread, now) && this.drop(thread)) this.dropped.bound++;
     }
   }
 
@@ -482,7 +491,7 @@ export class MemoryThreadStore implements ThreadStore {
     for (const thread of this.threads.values()) {
       // Least recently used first: once one is fresh, the rest are too.
       if (now - thread.touched <= this.options.ttlSeconds * 1000) break;
-      if (!this.pinned(thread, now)) this.drop(thread);
+      if (!this.pinned(thread, now) && this.drop(thread)) this.dropped.expired++;
     }
   }
 }

@@ -89,8 +89,23 @@ export interface ThreadStore {
   start?(): Promise<void>;
   /** Whether the store can be used now (Redis reachable). */
   healthy(): boolean;
+  /** What a store in this process keeps now, for the metrics; a store elsewhere (Redis) has none. */
+  census?(): StoreCensus;
   /** Ends timers and connections. */
   close(): Promise<void>;
+}
+
+/** What the memory store keeps, and what it has let go of since it started, by why. */
+export interface StoreCensus {
+  threads: number;
+  /** Counted as its byte bound counts them (MemoryThreadStoreOptions.maxBytes). */
+  bytes: number;
+  dropped: {
+    /** The least recently used, to keep within maxThreads and maxBytes. */
+    bound: number;
+    /** Not used for ttlSeconds. */
+    expired: number;
+  };
 }
 
 export type StopHandler = (threadId: string, runId: string, reason: StopReason) => void;
