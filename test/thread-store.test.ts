@@ -116,6 +116,35 @@ describe('the in-memory thread store', () => {
     await s.close();
   });
 
+  it('counts the threads it lets go of by why (its bounds, their age), not those deleted on request', async () => {
+    // Fake timers: the store's clock (Date.now) and its sweep (setInterval) move only when the test says so.
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'queueMicrotask', 'setImmediate'] });
+    try {
+      const s = store({ maxThreads: 2, ttlSeconds: 10 });
+      for (const id of ['a', 'b', 'c']) await record(s, id, [text(`u-${id}`, 'user', 'hi')], runEvents(`r-${id}`, 2));
+      expect(s.census()).toEqual({ threads: 2, bytes: s.size.bytes, dropped: { bound: 1, expired: 0 } });
+      expect(await s.remove('b', '')).toBe(true);
+      expect(s.census().dropped).toEqual({ bound: 1, expired: 0 });
+      expect(s.census().threads).toBe(1);
+
+      // Past its time to live, a thread read is found gone (and counted) before any sweep.
+      jest.setSystemTime(Date.now() + 15_000);
+      expect(await s.thread('c')).toBeUndefined();
+      expect(s.census()).toEqual({ threads: 0, bytes: 0, dropped: { bound: 1, expired: 1 } });
+
+      // The sweep (every ttlSeconds when under a minute) lets go of one no one asks for.
+      await record(s, 'd', [], runEvents('r-d', 1));
+      jest.advanceTimersByTime(25_000);
+      expect(s.census()).toEqual({ threads: 0, bytes: 0, dropped: { bound: 1, expired: 2 } });
+      // Deleting what is already gone counts nothing again.
+      expect(await s.remove('d', '')).toBe(false);
+      expect(s.census().dropped).toEqual({ bound: 1, expired: 2 });
+      await s.close();
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
   it('keeps a finished run merged, and still replays exactly what follows any sequence in it', async () => {
     const s = store();
     const events = runEvents('r', 6, 1).map((event, i) =>

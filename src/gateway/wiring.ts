@@ -58,7 +58,7 @@ export function wireGateway(config: ResolvedOptions): Collaborators {
         () => launcher.activeRuns,
         () => inputBudget.heldBytes,
         () => mcp.census(),
-        store.census && (() => store.census!()),
+        store.census?.bind(store),
       )
     : undefined;
   const tracing = config.tracing ? new RunTracing(GATEWAY_VERSION) : undefined;

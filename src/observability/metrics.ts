@@ -212,6 +212,7 @@ export class GatewayMetrics {
       remove: (...args) => count('remove', store.remove(...args)),
       onStopRequest: (handler) => store.onStopRequest(handler),
       start: store.start ? () => store.start!() : undefined,
+      census: store.census?.bind(store),
       healthy: () => store.healthy(),
       close: () => store.close(),
     };
@@ -228,7 +229,9 @@ export class GatewayMetrics {
 function registerStoreCensus(census: () => StoreCensus, registers: Registry[]): void {
   new Gauge({
     name: 'copilot_gateway_thread_store_threads',
-    help: 'Threads the memory thread store keeps now (at most maxThreads, MAX_THREADS).',
+    help:
+      'Threads the memory thread store keeps now: within maxThreads (MAX_THREADS) but for those a run or a reader ' +
+      'holds, which are never let go of.',
     registers,
     collect() {
       this.set(census().threads);
@@ -237,8 +240,8 @@ function registerStoreCensus(census: () => StoreCensus, registers: Registry[]): 
   new Gauge({
     name: 'copilot_gateway_thread_store_bytes',
     help:
-      "The memory thread store's size as its byte bound counts it (at most about maxBytes, MAX_THREAD_STORE_MB): " +
-      'messages, events and states.',
+      "The memory thread store's size as its byte bound (maxBytes, MAX_THREAD_STORE_MB) counts it: messages, " +
+      'events and states.',
     registers,
     collect() {
       this.set(census().bytes);
